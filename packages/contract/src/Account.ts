@@ -1,0 +1,76 @@
+/**
+ * Accounts and their balance (`GET /api/v1/balance`, the admin API of decisions.md §5).
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { optional, text } from "./Fields.js"
+import { PositiveUsd, Usd } from "./Money.js"
+import { Timestamp } from "./Timestamp.js"
+
+/** `prepaid` (top-up balance) or `postpaid` (card on file, invoiced monthly). */
+export const BillingMode = Schema.Literal("prepaid", "postpaid").annotations({
+  identifier: "BillingMode",
+  message: () => ({ message: "must be one of \"prepaid\", \"postpaid\"", override: true })
+})
+/** Billing mode of an account. */
+export type BillingMode = typeof BillingMode.Type
+
+/** `data` of `GET /api/v1/balance`. */
+export const Balance = Schema.Struct({
+  balance: Schema.Number.annotations({ description: "Available balance in USD" }),
+  billingMode: BillingMode,
+  monthlySpendLimit: Schema.NullOr(Schema.Number),
+  autoTopUpEnabled: Schema.Boolean,
+  autoTopUpThreshold: Schema.NullOr(Schema.Number),
+  autoTopUpAmount: Schema.NullOr(Schema.Number),
+  currency: Schema.Literal("USD").annotations({ description: "Extension: always USD" }),
+  monthToDateSpend: Schema.Number.annotations({
+    description: "Extension: net charges of the current calendar month (UTC), in USD"
+  })
+}).annotations({ identifier: "Balance" })
+/** An account balance read. */
+export type Balance = typeof Balance.Type
+
+/** An account as the admin API shows it. */
+export const Account = Schema.Struct({
+  id: Schema.String.annotations({ description: "`acct_` + ULID" }),
+  name: Schema.String,
+  ...Balance.fields,
+  createdAt: Timestamp
+}).annotations({ identifier: "Account" })
+/** An account as the admin API shows it. */
+export type Account = typeof Account.Type
+
+const billingSettings = {
+  billingMode: optional(BillingMode),
+  monthlySpendLimit: optional(Schema.NullOr(Usd)),
+  autoTopUpEnabled: optional(Schema.Boolean),
+  autoTopUpThreshold: optional(Schema.NullOr(Usd)),
+  autoTopUpAmount: optional(Schema.NullOr(PositiveUsd))
+}
+
+/** Body of `POST /admin/v1/accounts`. */
+export const AccountCreate = Schema.Struct({
+  name: text(200, 1),
+  balance: optional(Usd.annotations({ description: "Opening credit in USD (a ledger entry)" })),
+  ...billingSettings
+}).annotations({ identifier: "AccountCreate", parseOptions: { onExcessProperty: "error" } })
+/** Body of `POST /admin/v1/accounts`. */
+export type AccountCreate = typeof AccountCreate.Type
+
+/** Body of `PATCH /admin/v1/accounts/{id}`: billing settings, each optional. */
+export const AccountUpdate = Schema.Struct({
+  name: optional(text(200, 1)),
+  ...billingSettings
+}).annotations({ identifier: "AccountUpdate", parseOptions: { onExcessProperty: "error" } })
+/** Body of `PATCH /admin/v1/accounts/{id}`. */
+export type AccountUpdate = typeof AccountUpdate.Type
+
+/** Body of `POST /admin/v1/accounts/{id}/credits`. */
+export const CreditRequest = Schema.Struct({
+  amount: PositiveUsd,
+  note: optional(text(500))
+}).annotations({ identifier: "CreditRequest", parseOptions: { onExcessProperty: "error" } })
+/** Body of `POST /admin/v1/accounts/{id}/credits`. */
+export type CreditRequest = typeof CreditRequest.Type

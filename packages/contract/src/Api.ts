@@ -1,0 +1,50 @@
+/**
+ * The whole HTTP API: every endpoint of the specification under `/api/v1` plus the extensions of decisions.md
+ * (cancel, key list, deliveries, replay) and the operator API under `/admin/v1`.
+ *
+ * @since 0.1.0
+ */
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as JSONSchema from "effect/JSONSchema"
+import { AdminApi } from "./api/AdminApi.js"
+import { ApiKeysApi, BalanceApi, VoicesApi } from "./api/AccountApi.js"
+import { GenerationApi } from "./api/GenerationApi.js"
+import { TasksApi } from "./api/TasksApi.js"
+import { WebhooksApi } from "./api/WebhooksApi.js"
+import { ErrorEnvelope } from "./Errors.js"
+
+/** API version shown in the OpenAPI document. */
+export const version = "1.0.0"
+
+const errorEnvelopeJson = JSONSchema.make(ErrorEnvelope)
+
+/** The Mediagate HttpApi. */
+export class MediagateApi extends HttpApi.make("mediagate")
+  .add(GenerationApi)
+  .add(TasksApi)
+  .add(VoicesApi)
+  .add(BalanceApi)
+  .add(ApiKeysApi)
+  .add(WebhooksApi)
+  .prefix("/api/v1")
+  .add(AdminApi)
+  .annotate(OpenApi.Title, "Mediagate API")
+  .annotate(OpenApi.Version, version)
+  .annotate(
+    OpenApi.Description,
+    "Asynchronous media generation gateway. Generation requests answer at once with a task id; poll " +
+      "GET /api/v1/tasks/{id} or receive a signed webhook. Every response is an envelope: " +
+      "{ success: true, data } or { success: false, error: { code, message } }."
+  )
+  .annotate(OpenApi.Transform, (spec) => {
+    // Decode failures never reach clients in the platform's own shape: the server answers them with the
+    // VALIDATION_ERROR envelope, so the document says so.
+    const schemas = spec.components.schemas as Record<string, unknown>
+    if ("HttpApiDecodeError" in schemas) {
+      const { $schema: _ignored, ...rest } = errorEnvelopeJson as unknown as Record<string, unknown>
+      schemas["HttpApiDecodeError"] = { ...rest, description: "VALIDATION_ERROR envelope" }
+    }
+    return spec
+  })
+{}

@@ -1,0 +1,148 @@
+/**
+ * API keys: the key format, permissions, and the key record and creation Schemas (decisions.md §5).
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import ipaddr from "ipaddr.js"
+import { taskFamilies, type TaskFamily } from "./Catalog.js"
+import { boolean, list, oneOf, optional, strictParse, text } from "./Fields.js"
+import { Usd } from "./Money.js"
+import { IsoDate, Timestamp } from "./Timestamp.js"
+
+/** The fixed service word of every key. */
+export const keyPrefix = "mg"
+
+/** `live` keys are charged; `test` keys run in the free sandbox. */
+export const Environment = oneOf("live", "test").annotations({ identifier: "Environment" })
+/** Environment of a key. */
+export type Environment = typeof Environment.Type
+
+/** The shape of a full key: `mg_live_<32>` or `mg_test_<32>` with 32 characters of `[A-Za-z0-9]`. */
+export const keyPattern = /^mg_(live|test)_[A-Za-z0-9]{32}$/
+
+/** The environment of a well-formed key, or undefined for a malformed one. */
+export const environmentOfKey = (key: string): Environment | undefined => {
+  const match = keyPattern.exec(key)
+  return match === null ? undefined : match[1] as Environment
+}
+
+/** Permission names (decisions.md §5). */
+export const permissionNames = [
+  "video:create",
+  "image:create",
+  "tasks:read",
+  "tasks:write",
+  "voices:read",
+  "balance:read",
+  "api-keys:write",
+  "webhooks:write"
+] as const
+/** A permission name. */
+export type PermissionName = typeof permissionNames[number]
+
+/**
+ * Permissions of a key. Absent or `{}` means full access; otherwise only names set to `true` are granted, and
+ * `providers` (when given) restricts the families a key may create tasks for.
+ */
+export const Permissions = Schema.Struct({
+  ...(Object.fromEntries(permissionNames.map((name) => [name, optional(boolean)])) as {
+    readonly [K in PermissionName]: Schema.optionalWith<typeof boolean, { exact: true }>
+  }),
+  providers: optional(list(oneOf(...taskFamilies), { min: 0, max: taskFamilies.length, noun: "providers" }))
+}).annotations({
+  identifier: "Permissions",
+  ...strictParse,
+  description: "Absent or {} grants everything; otherwise only names set to true are granted"
+})
+/** Permissions of a key. */
+export type Permissions = typeof Permissions.Type
+
+/** Whether permissions grant everything (absent or `{}`). */
+export const isFullAccess = (permissions: Permissions): boolean =>
+  permissionNames.every((name) => permissions[name] === undefined) && permissions.providers === undefined
+
+/** Whether permissions grant one permission (and, when given, one provider). */
+export const grants = (permissions: Permissions, name: PermissionName, provider?: TaskFamily): boolean => {
+  if (isFullAccess(permissions)) return true
+  const named = permissionNames.some((n) => permissions[n] !== undefined)
+  if (named && permissions[name] !== true) return false
+  if (provider !== undefined && permissions.providers !== undefined && !permissions.providers.includes(provider)) {
+    return false
+  }
+  return true
+}
+
+/** Whether `inner` grants nothing that `outer` does not (the no-escalation rule). */
+export const isWithin = (inner: Permissions, outer: Permissions): boolean => {
+  if (isFullAccess(outer)) return true
+  if (isFullAccess(inner)) return false
+  const innerNamed = permissionNames.some((n) => inner[n] !== undefined)
+  const names = innerNamed ? permissionNames.filter((n) => inner[n] === true) : permissionNames
+  if (!names.every((name) => grants(outer, name))) return false
+  if (outer.providers !== undefined) {
+    const innerProviders = inner.providers ?? taskFamilies
+    return innerProviders.every((p) => outer.providers!.includes(p))
+  }
+  return true
+}
+
+/** An IPv4/IPv6 address or CIDR range. */
+export const IpRange = Schema.String.pipe(
+  Schema.filter((value) =>
+    (ipaddr.isValid(value) || (value.includes("/") && isCidr(value))) || "must be an IP address or CIDR range"
+  )
+).annotations({ title: "IpRange", description: "IPv4/IPv6 address or CIDR range" })
+
+const isCidr = (value: string): boolean => {
+  try {
+    ipaddr.parseCIDR(value)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Body of `POST /api/v1/api-keys` (and of the admin key creation). */
+export const ApiKeyCreate = Schema.Struct({
+  name: text(100, 1),
+  spendLimit: optional(Schema.NullOr(Usd).annotations({ description: "Maximum spend of the key in USD" })),
+  expiresAt: optional(Schema.NullOr(IsoDate).annotations({ description: "Expiry (ISO 8601)" })),
+  permissions: optional(Permissions),
+  ipWhitelist: optional(list(IpRange, { min: 0, max: 100, noun: "entries" })),
+  environment: optional(Environment.annotations({ description: "Extension; default: the calling key's" }))
+}).annotations({ identifier: "ApiKeyCreate", ...strictParse })
+/** Body of `POST /api/v1/api-keys`. */
+export type ApiKeyCreate = typeof ApiKeyCreate.Type
+
+/** An API key record (never the full key). */
+export const ApiKeyRecord = Schema.Struct({
+  id: Schema.String.annotations({ description: "`key_` + ULID" }),
+  name: Schema.String,
+  environment: Environment,
+  maskedKey: Schema.String.annotations({ description: "e.g. mg_live_AbCd…wXyZ" }),
+  permissions: Permissions,
+  ipWhitelist: Schema.Array(Schema.String),
+  spendLimit: Schema.NullOr(Schema.Number),
+  spent: Schema.Number,
+  expiresAt: Schema.NullOr(Timestamp),
+  createdAt: Timestamp,
+  lastUsedAt: Schema.NullOr(Timestamp)
+}).annotations({ identifier: "ApiKeyRecord" })
+/** An API key record. */
+export type ApiKeyRecord = typeof ApiKeyRecord.Type
+
+/** The answer of key creation: the record plus the full key, shown only once. */
+export const ApiKeyCreated = Schema.Struct({
+  ...ApiKeyRecord.fields,
+  key: Schema.String.annotations({ description: "The full key; shown only in this response" })
+}).annotations({ identifier: "ApiKeyCreated" })
+/** The answer of key creation. */
+export type ApiKeyCreated = typeof ApiKeyCreated.Type
+
+/** The masked form of a key: prefix, environment and the first and last four random characters. */
+export const maskKey = (key: string): string => {
+  const env = environmentOfKey(key) ?? "live"
+  const random = key.slice(`${keyPrefix}_${env}_`.length)
+  return `${keyPrefix}_${env}_${random.slice(0, 4)}…${random.slice(-4)}`
+}

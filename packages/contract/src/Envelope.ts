@@ -1,0 +1,58 @@
+/**
+ * Success envelopes: `{ success: true, data }` and, for lists, `{ success: true, data, pagination }`.
+ * Handlers return the bare value; the envelope exists only on the wire.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/** Wraps a Schema in `{ success: true, data: ... }` on the wire; the decoded value is the data itself. */
+export const success = <A, I, R>(data: Schema.Schema<A, I, R>, identifier?: string) =>
+  Schema.transform(
+    Schema.Struct({ success: Schema.Literal(true), data }),
+    Schema.typeSchema(data),
+    {
+      strict: true,
+      decode: (envelope) => envelope.data,
+      encode: (value) => ({ success: true as const, data: value })
+    }
+  ).annotations(identifier === undefined ? {} : { identifier })
+
+/** The pagination object of list responses. */
+export const Pagination = Schema.Struct({
+  cursor: Schema.NullOr(Schema.String).annotations({
+    description: "Opaque cursor of the next page; null when there is none"
+  }),
+  hasMore: Schema.Boolean,
+  total: Schema.Number.annotations({ description: "Number of items matching the filters" })
+}).annotations({ identifier: "Pagination" })
+/** The pagination object of list responses. */
+export type Pagination = typeof Pagination.Type
+
+/** A page of items with its pagination, as handlers return it. */
+export interface Page<A> {
+  readonly data: ReadonlyArray<A>
+  readonly pagination: Pagination
+}
+
+/** Wraps an item Schema in `{ success: true, data: [...], pagination }` on the wire. */
+export const page = <A, I, R>(item: Schema.Schema<A, I, R>, identifier?: string) => {
+  const data = Schema.Array(item)
+  return Schema.transform(
+    Schema.Struct({ success: Schema.Literal(true), data, pagination: Pagination }),
+    Schema.Struct({ data: Schema.typeSchema(data), pagination: Pagination }),
+    {
+      strict: true,
+      decode: (envelope) => ({ data: envelope.data, pagination: envelope.pagination }),
+      encode: (value) => ({ success: true as const, data: value.data, pagination: value.pagination })
+    }
+  ).annotations(identifier === undefined ? {} : { identifier })
+}
+
+/** The answer of every DELETE: `{ id, deleted: true }`. */
+export const Deleted = Schema.Struct({
+  id: Schema.String,
+  deleted: Schema.Literal(true)
+}).annotations({ identifier: "Deleted" })
+/** The answer of every DELETE. */
+export type Deleted = typeof Deleted.Type

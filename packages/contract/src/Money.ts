@@ -1,0 +1,30 @@
+/**
+ * Money: USD amounts on the wire, integer micro-dollars inside (decisions.md §4).
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/** Micro-dollars in one US dollar. */
+export const microsPerDollar = 1_000_000
+
+/** USD to integer micro-dollars (rounded to the nearest micro-dollar). */
+export const toMicros = (usd: number): number => Math.round(usd * microsPerDollar)
+
+/** Integer micro-dollars to USD. */
+export const fromMicros = (micros: number): number => micros / microsPerDollar
+
+const isMicroPrecise = (usd: number) => Math.abs(usd * microsPerDollar - Math.round(usd * microsPerDollar)) < 1e-6
+
+/** A USD amount of at most 6 decimals, from 0 to one billion. */
+export const Usd = Schema.Number.pipe(
+  Schema.filter((usd) =>
+    (Number.isFinite(usd) && usd >= 0 && usd <= 1_000_000_000 && isMicroPrecise(usd)) ||
+    "must be an amount in USD from 0 to 1000000000 with at most 6 decimals"
+  , { jsonSchema: { minimum: 0, maximum: 1_000_000_000 } })
+).annotations({ title: "Usd", description: "Amount in USD" })
+
+/** A strictly positive USD amount of at most 6 decimals. */
+export const PositiveUsd = Usd.pipe(
+  Schema.filter((usd) => usd > 0 || "must be a positive amount in USD", { jsonSchema: { exclusiveMinimum: 0 } })
+)

@@ -1,0 +1,168 @@
+/**
+ * The application ports the HTTP layer is built against. The server package calls them; the engine, billing,
+ * accounts and webhook packages implement them; tests provide in-memory implementations.
+ *
+ * Every method is scoped to the calling principal's account: a resource of another account is reported exactly as
+ * an unknown one. Storage failures surface as `ServiceUnavailable`; anything else unexpected is a defect.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { Account, AccountCreate, AccountUpdate, Balance, CreditRequest } from "./Account.js"
+import type { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "./ApiKey.js"
+import type { Deleted, Page } from "./Envelope.js"
+import type * as Errors from "./Errors.js"
+import type { GenerationCommand } from "./Generation.js"
+import type { Principal } from "./Security.js"
+import type { CreationAck, RetryAck, Task, TaskListQuery, TaskSummary } from "./Task.js"
+import type { VoiceList } from "./Voice.js"
+import type {
+  Delivery,
+  DeliveryListQuery,
+  WebhookCreate,
+  WebhookCreated,
+  WebhookRecord,
+  WebhookTestResult
+} from "./Webhook.js"
+
+type Unavailable = Errors.ServiceUnavailable
+
+/** Accepting, reading, listing, retrying and cancelling tasks. */
+export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<TaskService, {
+  /** Accepts a validated generation request: stores it as `pending` and charges it in one step. */
+  readonly create: (
+    principal: Principal,
+    command: GenerationCommand
+  ) => Effect.Effect<
+    CreationAck,
+    | Errors.InsufficientBalance
+    | Errors.SpendLimitExceeded
+    | Errors.IdempotencyKeyReused
+    | Errors.ValidationError
+    | Unavailable
+  >
+  /** Reads a task of the principal's account. */
+  readonly get: (principal: Principal, id: string) => Effect.Effect<Task, Errors.TaskNotFound | Unavailable>
+  /** Lists tasks of the principal's account, newest first. */
+  readonly list: (
+    principal: Principal,
+    query: TaskListQuery
+  ) => Effect.Effect<Page<TaskSummary>, Errors.ValidationError | Unavailable>
+  /** Creates a new task from a `failed` or `expired` one (charged again). */
+  readonly retry: (
+    principal: Principal,
+    id: string,
+    idempotencyKey: string | undefined
+  ) => Effect.Effect<
+    RetryAck,
+    | Errors.TaskNotFound
+    | Errors.TaskNotRetryable
+    | Errors.InsufficientBalance
+    | Errors.SpendLimitExceeded
+    | Errors.IdempotencyKeyReused
+    | Unavailable
+  >
+  /** Cancels a `pending` or `queued` task (refunded). */
+  readonly cancel: (
+    principal: Principal,
+    id: string
+  ) => Effect.Effect<Task, Errors.TaskNotFound | Errors.TaskNotCancellable | Unavailable>
+  /** The provider of a task of the principal's account, for permission checks before a retry. */
+  readonly providerOf: (principal: Principal, id: string) => Effect.Effect<Option.Option<{
+    readonly provider: Task["provider"]
+    readonly type: Task["type"]
+  }>, Unavailable>
+}>() {}
+
+/** The account balance. */
+export class BillingService extends Context.Tag("@mediagate/contract/BillingService")<BillingService, {
+  readonly balance: (principal: Principal) => Effect.Effect<Balance, Unavailable>
+}>() {}
+
+/** Raw credentials of a request, as the HTTP layer saw them. */
+export interface Credentials {
+  /** The `Authorization` header, if any. */
+  readonly authorization: string | undefined
+  /** The client address after trusted-proxy handling. */
+  readonly clientAddress: string | undefined
+}
+
+/** Authentication and key management. */
+export class KeyService extends Context.Tag("@mediagate/contract/KeyService")<KeyService, {
+  /**
+   * Authenticates a request (decisions.md §5 order: header, shape/unknown, revoked, expired, IP). Route
+   * permissions are checked by the caller.
+   */
+  readonly authenticate: (
+    credentials: Credentials
+  ) => Effect.Effect<
+    Principal,
+    | Errors.AuthRequired
+    | Errors.AuthInvalidToken
+    | Errors.KeyRevoked
+    | Errors.AuthTokenExpired
+    | Errors.KeyPermissionDenied
+    | Unavailable
+  >
+  /** Creates a key within the caller's own rights (no escalation). */
+  readonly create: (
+    principal: Principal,
+    body: ApiKeyCreate,
+    idempotencyKey: string | undefined
+  ) => Effect.Effect<
+    ApiKeyCreated,
+    Errors.ValidationError | Errors.KeyPermissionDenied | Errors.IdempotencyKeyReused | Unavailable
+  >
+  readonly list: (principal: Principal) => Effect.Effect<ReadonlyArray<ApiKeyRecord>, Unavailable>
+  readonly revoke: (principal: Principal, id: string) => Effect.Effect<Deleted, Errors.ApiKeyNotFound | Unavailable>
+}>() {}
+
+/** Configured webhooks and their deliveries. */
+export class WebhookService extends Context.Tag("@mediagate/contract/WebhookService")<WebhookService, {
+  readonly create: (
+    principal: Principal,
+    body: WebhookCreate,
+    idempotencyKey: string | undefined
+  ) => Effect.Effect<WebhookCreated, Errors.ValidationError | Errors.IdempotencyKeyReused | Unavailable>
+  readonly list: (principal: Principal) => Effect.Effect<ReadonlyArray<WebhookRecord>, Unavailable>
+  readonly remove: (principal: Principal, id: string) => Effect.Effect<Deleted, Errors.WebhookNotFound | Unavailable>
+  readonly test: (
+    principal: Principal,
+    id: string
+  ) => Effect.Effect<WebhookTestResult, Errors.WebhookNotFound | Unavailable>
+  readonly deliveries: (
+    principal: Principal,
+    id: string,
+    query: DeliveryListQuery
+  ) => Effect.Effect<Page<Delivery>, Errors.WebhookNotFound | Errors.ValidationError | Unavailable>
+  readonly replay: (
+    principal: Principal,
+    id: string,
+    deliveryId: string
+  ) => Effect.Effect<Delivery, Errors.WebhookNotFound | Errors.DeliveryNotFound | Unavailable>
+}>() {}
+
+/** The voice catalog of vendor9. */
+export class VoiceService extends Context.Tag("@mediagate/contract/VoiceService")<VoiceService, {
+  readonly list: (name: string | undefined) => Effect.Effect<VoiceList, Unavailable>
+}>() {}
+
+/** The operator API. */
+export class AdminService extends Context.Tag("@mediagate/contract/AdminService")<AdminService, {
+  readonly createAccount: (body: AccountCreate) => Effect.Effect<Account, Errors.ValidationError | Unavailable>
+  readonly getAccount: (id: string) => Effect.Effect<Account, Errors.AccountNotFound | Unavailable>
+  readonly updateAccount: (
+    id: string,
+    body: AccountUpdate
+  ) => Effect.Effect<Account, Errors.AccountNotFound | Errors.ValidationError | Unavailable>
+  readonly credit: (
+    id: string,
+    body: CreditRequest
+  ) => Effect.Effect<Account, Errors.AccountNotFound | Errors.ValidationError | Unavailable>
+  readonly createKey: (
+    accountId: string,
+    body: ApiKeyCreate
+  ) => Effect.Effect<ApiKeyCreated, Errors.AccountNotFound | Errors.ValidationError | Unavailable>
+}>() {}

@@ -1,0 +1,150 @@
+/**
+ * Tasks: states, the full task read, list summaries, result items, acknowledgements and the list query.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { mediaTypes, modelIds, operations, taskFamilies } from "./Catalog.js"
+import { integer, Metadata, oneOf, optional, text } from "./Fields.js"
+import { IsoDate, Timestamp } from "./Timestamp.js"
+
+/** Task states (spec "States and transitions"; decisions.md §3). */
+export const taskStatuses = ["pending", "queued", "running", "succeeded", "failed", "cancelled", "expired"] as const
+/** A task state. */
+export type TaskStatus = typeof taskStatuses[number]
+/** A task state. */
+export const TaskStatus = Schema.Literal(...taskStatuses).annotations({ identifier: "TaskStatus" })
+
+/** States from which a task moves no more. */
+export const terminalStatuses: ReadonlyArray<TaskStatus> = ["succeeded", "failed", "cancelled", "expired"]
+/** States a retry accepts. */
+export const retryableStatuses: ReadonlyArray<TaskStatus> = ["failed", "expired"]
+/** States a cancel accepts. */
+export const cancellableStatuses: ReadonlyArray<TaskStatus> = ["pending", "queued"]
+
+/** The media type of a task. */
+export const MediaType = Schema.Literal(...mediaTypes).annotations({ identifier: "MediaType" })
+/** An operation name. */
+export const Operation = Schema.Literal(...operations).annotations({ identifier: "Operation" })
+/** A family that creates tasks. */
+export const Provider = Schema.Literal(...taskFamilies).annotations({ identifier: "Provider" })
+
+/** One output file of a succeeded task. */
+export const ResultItem = Schema.Struct({
+  url: Schema.String.annotations({ description: "Signed, expiring URL of the file" }),
+  duration: optional(Schema.Number.annotations({ description: "Seconds (videos and audio)" })),
+  format: Schema.String.annotations({ description: "Container or image format, e.g. mp4, png" }),
+  size_bytes: Schema.Number,
+  width: optional(Schema.Number.annotations({ description: "Pixels (extension)" })),
+  height: optional(Schema.Number.annotations({ description: "Pixels (extension)" })),
+  kind: optional(Schema.Literal("output", "last_frame").annotations({
+    description: "What the file is (extension): the output, or the last frame of a video"
+  }))
+}).annotations({ identifier: "ResultItem" })
+/** One output file of a succeeded task. */
+export type ResultItem = typeof ResultItem.Type
+
+/** The error of a failed (or expired) task. */
+export const TaskError = Schema.Struct({
+  code: Schema.String,
+  message: Schema.String
+}).annotations({ identifier: "TaskError" })
+/** The error of a failed (or expired) task. */
+export type TaskError = typeof TaskError.Type
+
+/** The full task read (`GET /tasks/{id}`), with the extensions of decisions.md §3. */
+export const Task = Schema.Struct({
+  id: Schema.String.annotations({ description: "`task_` + ULID" }),
+  type: MediaType,
+  operation: Operation,
+  status: TaskStatus,
+  provider: Provider,
+  model: Schema.String,
+  result: optional(Schema.Array(ResultItem)),
+  error: optional(TaskError),
+  progress: Schema.Number.annotations({ description: "0 to 100" }),
+  cost: Schema.Number.annotations({ description: "Net charge in USD" }),
+  input: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    description: "The normalized input (defaults filled in)"
+  }),
+  metadata: Metadata,
+  webhookUrl: Schema.NullOr(Schema.String),
+  original_task_id: Schema.NullOr(Schema.String),
+  estimated_seconds: Schema.Number,
+  created_at: Timestamp,
+  started_at: Schema.NullOr(Timestamp),
+  completed_at: Schema.NullOr(Timestamp)
+}).annotations({ identifier: "Task" })
+/** The full task read. */
+export type Task = typeof Task.Type
+
+/** An item of the task list. */
+export const TaskSummary = Schema.Struct({
+  id: Schema.String,
+  type: MediaType,
+  operation: Operation,
+  status: TaskStatus,
+  provider: Provider,
+  model: Schema.String,
+  progress: Schema.Number,
+  cost: Schema.Number,
+  error: optional(TaskError),
+  original_task_id: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  started_at: Schema.NullOr(Timestamp),
+  completed_at: Schema.NullOr(Timestamp),
+  metadata: Metadata
+}).annotations({ identifier: "TaskSummary" })
+/** An item of the task list. */
+export type TaskSummary = typeof TaskSummary.Type
+
+/** `data` of a generation response. */
+export const CreationAck = Schema.Struct({
+  id: Schema.String,
+  status: TaskStatus,
+  type: Operation.annotations({ description: "Operation name, e.g. text-to-video" }),
+  provider: Provider,
+  model: Schema.String,
+  created_at: Timestamp,
+  estimated_seconds: Schema.Number
+}).annotations({ identifier: "CreationAck" })
+/** `data` of a generation response. */
+export type CreationAck = typeof CreationAck.Type
+
+/** `data` of a retry response. */
+export const RetryAck = Schema.Struct({
+  id: Schema.String,
+  original_task_id: Schema.String,
+  status: TaskStatus,
+  type: MediaType.annotations({ description: "Media type, e.g. video" }),
+  operation: Operation,
+  provider: Provider,
+  model: Schema.String,
+  created_at: Timestamp,
+  estimated_seconds: Schema.Number
+}).annotations({ identifier: "RetryAck" })
+/** `data` of a retry response. */
+export type RetryAck = typeof RetryAck.Type
+
+/** Query of `GET /api/v1/tasks` (decisions.md §3). */
+export const TaskListQuery = Schema.Struct({
+  status: optional(oneOf(...taskStatuses)),
+  provider: optional(oneOf(...taskFamilies)),
+  model: optional(oneOf(...(modelIds as [string, ...Array<string>]))),
+  created_after: optional(IsoDate),
+  created_before: optional(IsoDate),
+  search: optional(text(64, 1).annotations({ description: "Task id prefix" })),
+  limit: optional(
+    Schema.compose(
+      Schema.NumberFromString.annotations({ message: () => ({ message: "must be an integer from 1 to 100", override: true }) }),
+      integer(1, 100),
+      { strict: false }
+    ).annotations({ description: "Items per page, 1 to 100 (default 20)", default: 20 })
+  ),
+  cursor: optional(text(512, 1).annotations({ description: "`pagination.cursor` of the previous page" }))
+}).annotations({ identifier: "TaskListQuery" })
+/** Query of `GET /api/v1/tasks`, decoded. */
+export type TaskListQuery = typeof TaskListQuery.Type
+
+/** Default page size of lists. */
+export const defaultPageSize = 20

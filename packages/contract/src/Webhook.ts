@@ -1,0 +1,109 @@
+/**
+ * Webhooks: registration, records, deliveries, test results and the event envelope (spec "Events";
+ * decisions.md §6).
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { list, Metadata, oneOf, optional, strictParse, text, WebhookUrl } from "./Fields.js"
+import { MediaType, Provider, ResultItem, TaskError, TaskStatus } from "./Task.js"
+import { Timestamp } from "./Timestamp.js"
+
+/** Event types: the spec's two plus the extensions `task.expired` and `task.cancelled`. */
+export const eventTypes = ["task.completed", "task.failed", "task.expired", "task.cancelled"] as const
+/** An event type. */
+export type EventType = typeof eventTypes[number]
+/** An event type. */
+export const EventType = oneOf(...eventTypes).annotations({ identifier: "EventType" })
+
+/** Body of `POST /api/v1/webhooks`. */
+export const WebhookCreate = Schema.Struct({
+  url: WebhookUrl,
+  events: list(EventType, { min: 1, max: eventTypes.length, noun: "event types" }),
+  description: optional(text(500))
+}).annotations({ identifier: "WebhookCreate", ...strictParse })
+/** Body of `POST /api/v1/webhooks`. */
+export type WebhookCreate = typeof WebhookCreate.Type
+
+/** A registered webhook (never its secret). */
+export const WebhookRecord = Schema.Struct({
+  id: Schema.String.annotations({ description: "`wh_` + ULID" }),
+  url: Schema.String,
+  events: Schema.Array(EventType),
+  description: Schema.NullOr(Schema.String),
+  enabled: Schema.Boolean,
+  createdAt: Timestamp
+}).annotations({ identifier: "WebhookRecord" })
+/** A registered webhook. */
+export type WebhookRecord = typeof WebhookRecord.Type
+
+/** The answer of webhook creation: the record plus the signing secret, shown only once. */
+export const WebhookCreated = Schema.Struct({
+  ...WebhookRecord.fields,
+  secret: Schema.String.annotations({ description: "`whsec_` + base64 of 32 random bytes; shown only here" })
+}).annotations({ identifier: "WebhookCreated" })
+/** The answer of webhook creation. */
+export type WebhookCreated = typeof WebhookCreated.Type
+
+/** States of a delivery. */
+export const DeliveryStatus = Schema.Literal("pending", "succeeded", "failed").annotations({
+  identifier: "DeliveryStatus"
+})
+
+/** One delivery of one event to one webhook. */
+export const Delivery = Schema.Struct({
+  id: Schema.String.annotations({ description: "`dlv_` + ULID" }),
+  event_id: Schema.String,
+  event_type: EventType,
+  status: DeliveryStatus,
+  attempts: Schema.Number.annotations({ description: "Requests made so far, the first included" }),
+  last_status_code: Schema.NullOr(Schema.Number),
+  last_error: Schema.NullOr(Schema.String),
+  next_attempt_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+}).annotations({ identifier: "Delivery" })
+/** One delivery of one event to one webhook. */
+export type Delivery = typeof Delivery.Type
+
+/** Query of the delivery list. */
+export const DeliveryListQuery = Schema.Struct({
+  cursor: optional(text(512, 1))
+}).annotations({ identifier: "DeliveryListQuery" })
+/** Query of the delivery list. */
+export type DeliveryListQuery = typeof DeliveryListQuery.Type
+
+/** `data` of `POST /api/v1/webhooks/{id}/test`. */
+export const WebhookTestResult = Schema.Struct({
+  delivered: Schema.Boolean,
+  statusCode: Schema.NullOr(Schema.Number),
+  durationMs: Schema.Number,
+  error: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "WebhookTestResult" })
+/** `data` of the webhook test. */
+export type WebhookTestResult = typeof WebhookTestResult.Type
+
+/** The task as carried by an event (`data.task`). */
+export const EventTask = Schema.Struct({
+  id: Schema.String,
+  type: MediaType,
+  status: TaskStatus,
+  provider: Provider,
+  model: Schema.String,
+  created_at: Timestamp,
+  completed_at: Schema.NullOr(Timestamp),
+  result: optional(Schema.Array(ResultItem)),
+  error: optional(TaskError),
+  metadata: optional(Metadata)
+}).annotations({ identifier: "EventTask" })
+/** The task as carried by an event. */
+export type EventTask = typeof EventTask.Type
+
+/** The body of every webhook delivery. */
+export const WebhookEvent = Schema.Struct({
+  id: Schema.String.annotations({ description: "`evt_` + ULID; also in `X-Webhook-ID`" }),
+  type: EventType,
+  created_at: Timestamp,
+  data: Schema.Struct({ task: EventTask })
+}).annotations({ identifier: "WebhookEvent" })
+/** The body of every webhook delivery. */
+export type WebhookEvent = typeof WebhookEvent.Type

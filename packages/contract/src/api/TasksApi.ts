@@ -1,0 +1,55 @@
+/**
+ * Task reads, list, retry and cancel (`/api/v1/tasks`).
+ *
+ * @since 0.1.0
+ */
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
+import { page, success } from "../Envelope.js"
+import { Wire } from "../Errors.js"
+import { Authentication } from "../Security.js"
+import { RetryAck, Task, TaskListQuery, TaskSummary } from "../Task.js"
+import { IdempotencyHeaders, PathId } from "./Common.js"
+
+/** The task endpoints. */
+export class TasksApi extends HttpApiGroup.make("tasks")
+  .add(
+    HttpApiEndpoint.get("list", "/tasks")
+      .setUrlParams(TaskListQuery)
+      .addSuccess(page(TaskSummary, "TaskListResponse"))
+      .addError(Wire.ValidationError)
+      .annotate(OpenApi.Summary, "List tasks, newest first, with filters and a keyset cursor")
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/tasks/:id")
+      .setPath(PathId)
+      .addSuccess(success(Task, "TaskResponse"))
+      .addError(Wire.TaskNotFound)
+      .annotate(OpenApi.Summary, "Read a task")
+  )
+  .add(
+    HttpApiEndpoint.post("retry", "/tasks/:id/retry")
+      .setPath(PathId)
+      .setHeaders(IdempotencyHeaders)
+      .addSuccess(success(RetryAck, "RetryResponse"), { status: 201 })
+      .addError(Wire.TaskNotFound)
+      .addError(Wire.TaskNotRetryable)
+      .addError(Wire.InsufficientBalance)
+      .addError(Wire.SpendLimitExceeded)
+      .addError(Wire.IdempotencyKeyReused)
+      .annotate(OpenApi.Summary, "Retry a failed or expired task as a new task (charged again)")
+  )
+  .add(
+    HttpApiEndpoint.post("cancel", "/tasks/:id/cancel")
+      .setPath(PathId)
+      .addSuccess(success(Task, "CancelResponse"))
+      .addError(Wire.TaskNotFound)
+      .addError(Wire.TaskNotCancellable)
+      .annotate(OpenApi.Summary, "Cancel a pending or queued task (extension; refunded)")
+  )
+  .addError(Wire.KeyPermissionDenied)
+  .addError(Wire.ServiceUnavailable)
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Tasks")
+{}

@@ -1,0 +1,74 @@
+/**
+ * Configured webhooks: register, list, delete, test, deliveries and replay (`/api/v1/webhooks`).
+ *
+ * @since 0.1.0
+ */
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
+import { Deleted, page, success } from "../Envelope.js"
+import { Wire } from "../Errors.js"
+import { Authentication } from "../Security.js"
+import {
+  Delivery,
+  DeliveryListQuery,
+  WebhookCreate,
+  WebhookCreated,
+  WebhookRecord,
+  WebhookTestResult
+} from "../Webhook.js"
+import { IdempotencyHeaders, PathId } from "./Common.js"
+
+/** The webhook endpoints. */
+export class WebhooksApi extends HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.post("create", "/webhooks")
+      .setPayload(WebhookCreate)
+      .setHeaders(IdempotencyHeaders)
+      .addSuccess(success(WebhookCreated, "WebhookCreatedResponse"), { status: 201 })
+      .addError(Wire.ValidationError)
+      .addError(Wire.IdempotencyKeyReused)
+      .annotate(OpenApi.Summary, "Register a webhook; the signing secret is shown only in this response")
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/webhooks")
+      .addSuccess(success(Schema.Array(WebhookRecord), "WebhookListResponse"))
+      .annotate(OpenApi.Summary, "List registered webhooks")
+  )
+  .add(
+    HttpApiEndpoint.del("delete", "/webhooks/:id")
+      .setPath(PathId)
+      .addSuccess(success(Deleted, "WebhookDeletedResponse"))
+      .addError(Wire.WebhookNotFound)
+      .annotate(OpenApi.Summary, "Delete a webhook")
+  )
+  .add(
+    HttpApiEndpoint.post("test", "/webhooks/:id/test")
+      .setPath(PathId)
+      .addSuccess(success(WebhookTestResult, "WebhookTestResponse"))
+      .addError(Wire.WebhookNotFound)
+      .annotate(OpenApi.Summary, "Send one signed test event synchronously and report the outcome")
+  )
+  .add(
+    HttpApiEndpoint.get("deliveries", "/webhooks/:id/deliveries")
+      .setPath(PathId)
+      .setUrlParams(DeliveryListQuery)
+      .addSuccess(page(Delivery, "DeliveryListResponse"))
+      .addError(Wire.WebhookNotFound)
+      .addError(Wire.ValidationError)
+      .annotate(OpenApi.Summary, "List the webhook's deliveries, newest first (extension)")
+  )
+  .add(
+    HttpApiEndpoint.post("replay", "/webhooks/:id/deliveries/:deliveryId/replay")
+      .setPath(Schema.Struct({ id: Schema.String, deliveryId: Schema.String }))
+      .addSuccess(success(Delivery, "DeliveryReplayResponse"))
+      .addError(Wire.WebhookNotFound)
+      .addError(Wire.DeliveryNotFound)
+      .annotate(OpenApi.Summary, "Replay a delivery: a new attempt series with the same event (extension)")
+  )
+  .addError(Wire.KeyPermissionDenied)
+  .addError(Wire.ServiceUnavailable)
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Webhooks")
+{}

@@ -1,0 +1,50 @@
+/**
+ * `@mediagate/contract`: the single source of truth of the Mediagate API.
+ *
+ * @since 0.1.0
+ */
+
+/** Address rules for URLs the service fetches or calls. */
+export * as Address from "./Address.js"
+/** Accounts and balances. */
+export * as Account from "./Account.js"
+/** The whole HttpApi. */
+export * as Api from "./Api.js"
+/** API keys and permissions. */
+export * as ApiKey from "./ApiKey.js"
+/** Families, endpoints, operations and models. */
+export * as Catalog from "./Catalog.js"
+/** The typed client. */
+export * as Client from "./Client.js"
+/** Image data URIs. */
+export * as DataUri from "./DataUri.js"
+/** Success envelopes and pagination. */
+export * as Envelope from "./Envelope.js"
+/** API errors. */
+export * as Errors from "./Errors.js"
+/** Shared field Schemas. */
+export * as Fields from "./Fields.js"
+/** Request Schemas by endpoint. */
+export * as Generation from "./Generation.js"
+/** The generation request builder and rule helpers. */
+export * as GenerationRequest from "./GenerationRequest.js"
+/** Money in USD and micro-dollars. */
+export * as Money from "./Money.js"
+/** Authentication middleware tags and the principal. */
+export * as Security from "./Security.js"
+/** Tasks. */
+export * as Task from "./Task.js"
+/** Timestamps. */
+export * as Timestamp from "./Timestamp.js"
+/** Decode failures as API messages. */
+export * as ValidationMessage from "./ValidationMessage.js"
+/** Voices. */
+export * as Voice from "./Voice.js"
+/** Webhooks. */
+export * as Webhook from "./Webhook.js"
+/** Webhook signing and receiver-side verification. */
+export * as WebhookSignature from "./WebhookSignature.js"
+/** The application ports (Tags) the HTTP layer calls. */
+export * as Services from "./Services.js"
+/** Minimal valid requests per endpoint and model. */
+export * as Examples from "./Examples.js"

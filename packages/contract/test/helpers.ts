@@ -1,0 +1,33 @@
+import { Either, ParseResult, Schema } from "effect"
+import { expect } from "vitest"
+import { formatParseError } from "../src/ValidationMessage.js"
+
+/** Decodes a body that must be valid and returns the normalized value. */
+export const valid = <A, I>(schema: Schema.Schema<A, I>, body: unknown): A => {
+  const result = Schema.decodeUnknownEither(schema)(body)
+  if (Either.isLeft(result)) {
+    throw new Error(`expected a valid body, got: ${formatParseError(result.left)}\n${JSON.stringify(body)}`)
+  }
+  return result.right
+}
+
+/** Decodes a body that must be invalid and returns the API message; the message must start with `path`. */
+export const invalid = <A, I>(schema: Schema.Schema<A, I>, body: unknown, path: string, fragment?: string): string => {
+  const result = Schema.decodeUnknownEither(schema)(body)
+  if (Either.isRight(result)) throw new Error(`expected ${path} to be refused: ${JSON.stringify(body)}`)
+  const message = formatParseError(result.left as ParseResult.ParseError)
+  expect(message.startsWith(path), `message "${message}" should name ${path}`).toBe(true)
+  if (fragment !== undefined) expect(message).toContain(fragment)
+  return message
+}
+
+/** A tiny valid PNG of the given size as a data URI (only the header matters to the size reader). */
+export const pngDataUri = (width: number, height: number): string => {
+  const header = new Uint8Array(33)
+  header.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52])
+  const view = new DataView(header.buffer)
+  view.setUint32(16, width)
+  view.setUint32(20, height)
+  header.set([8, 6, 0, 0, 0], 24)
+  return `data:image/png;base64,${Buffer.from(header).toString("base64")}`
+}

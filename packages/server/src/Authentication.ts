@@ -1,0 +1,60 @@
+/**
+ * Implementations of the contract's authentication middleware: API keys through the `KeyService` port, and the
+ * operator token of `/admin/v1`.
+ *
+ * @since 0.1.0
+ */
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import { Errors, Security, Services } from "@mediagate/contract"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { makeTrustedProxies, resolveClientAddress } from "./ClientAddress.js"
+import { ServerConfig } from "./ServerConfig.js"
+
+/** API-key authentication: reads the raw header and the client address and asks the `KeyService`. */
+export const layer: Layer.Layer<Security.Authentication, never, Services.KeyService | ServerConfig> = Layer.effect(
+  Security.Authentication,
+  Effect.gen(function*() {
+    const keys = yield* Services.KeyService
+    const config = yield* ServerConfig
+    const trusted = makeTrustedProxies(config.trustedProxies)
+    return {
+      bearer: (_token) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const forwarded = request.headers["x-forwarded-for"]
+          const clientAddress = resolveClientAddress(Option.getOrUndefined(request.remoteAddress), forwarded, trusted)
+          return yield* keys.authenticate({ authorization: request.headers["authorization"], clientAddress })
+        }).pipe(Effect.withSpan("Authentication.bearer"))
+    }
+  })
+)
+
+const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
+
+/** Operator-token authentication of `/admin/v1`; without a configured token the admin API answers 404. */
+export const adminLayer: Layer.Layer<Security.AdminAuthentication, never, ServerConfig> = Layer.effect(
+  Security.AdminAuthentication,
+  Effect.gen(function*() {
+    const config = yield* ServerConfig
+    const expected = Option.map(config.adminToken, (token) => digest(Redacted.value(token)))
+    return {
+      adminToken: (_token) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          if (Option.isNone(expected)) {
+            return yield* new Errors.NotFound({ message: `no route for ${request.method} ${request.url.split("?")[0]}` })
+          }
+          const header = request.headers["authorization"]?.trim() ?? ""
+          if (header === "") return yield* new Errors.AuthRequired({ message: "admin token required" })
+          const match = /^Bearer\s+(\S+)$/i.exec(header)
+          if (match === null || !timingSafeEqual(digest(match[1]!), expected.value)) {
+            return yield* new Errors.AuthInvalidToken({ message: "invalid admin token" })
+          }
+        })
+    }
+  })
+)

@@ -1,0 +1,61 @@
+/**
+ * The client address of a request: the socket address, or — only when the socket peer is a trusted proxy — the
+ * right-most untrusted address of `X-Forwarded-For` (decisions.md §5). IPv4-mapped IPv6 addresses become IPv4.
+ *
+ * @since 0.1.0
+ */
+import ipaddr from "ipaddr.js"
+
+/** A parsed list of trusted proxies (addresses and CIDR ranges). */
+export interface TrustedProxies {
+  readonly contains: (address: string) => boolean
+}
+
+/** Normalizes an address: IPv4-mapped IPv6 to IPv4, zone ids dropped; undefined when not an IP address. */
+export const normalizeAddress = (address: string): string | undefined => {
+  const bare = address.trim().replace(/^\[|\]$/g, "").replace(/%.*$/, "")
+  if (!ipaddr.isValid(bare)) return undefined
+  return ipaddr.process(bare).toString()
+}
+
+/** Parses trusted proxy entries; an invalid entry is a configuration error. */
+export const makeTrustedProxies = (entries: ReadonlyArray<string>): TrustedProxies => {
+  const ranges = entries.map((entry) => {
+    const [address, bits] = entry.includes("/")
+      ? ipaddr.parseCIDR(entry)
+      : (() => {
+        const parsed = ipaddr.process(entry)
+        return [parsed, parsed.kind() === "ipv4" ? 32 : 128] as const
+      })()
+    const processed = address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress()
+      ? [(address as ipaddr.IPv6).toIPv4Address(), Math.max(0, bits - 96)] as const
+      : [address, bits] as const
+    return processed
+  })
+  return {
+    contains: (address) => {
+      const normalized = normalizeAddress(address)
+      if (normalized === undefined) return false
+      const parsed = ipaddr.parse(normalized)
+      return ranges.some(([range, bits]) => range.kind() === parsed.kind() && parsed.match(range, bits))
+    }
+  }
+}
+
+/** The client address of a request, judged by the socket address and the trusted proxies. */
+export const resolveClientAddress = (
+  socketAddress: string | undefined,
+  forwardedFor: string | undefined,
+  trusted: TrustedProxies
+): string | undefined => {
+  const peer = socketAddress === undefined ? undefined : normalizeAddress(socketAddress)
+  if (peer === undefined || forwardedFor === undefined || !trusted.contains(peer)) return peer
+  const hops = forwardedFor.split(",").map((hop) => hop.trim()).filter((hop) => hop.length > 0)
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = normalizeAddress(hops[i]!)
+    if (hop === undefined) return peer
+    if (!trusted.contains(hop)) return hop
+  }
+  const first = hops.length > 0 ? normalizeAddress(hops[0]!) : undefined
+  return first ?? peer
+}

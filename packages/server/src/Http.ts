@@ -1,0 +1,93 @@
+/**
+ * The composed HTTP layer: the HttpApi implemented against the application ports, with the envelope middleware,
+ * `GET /api/v1/openapi.json` and the interactive docs at `/docs`. Three ways to run it:
+ *
+ * - {@link layer}: serve it on an `HttpServer` (e.g. `NodeHttpServer.layer`);
+ * - {@link makeHttpApp}: an `HttpApp` to mount into another Effect HTTP app;
+ * - {@link toWebHandler}: a `(Request) => Promise<Response>` handler for any server that speaks web requests.
+ *
+ * @since 0.1.0
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import type * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import { Api, type Services } from "@mediagate/contract"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import * as Authentication from "./Authentication.js"
+import * as Envelope from "./Envelope.js"
+import * as AccountHttp from "./http/Account.js"
+import * as AdminHttp from "./http/Admin.js"
+import * as GenerationHttp from "./http/Generation.js"
+import * as TasksHttp from "./http/Tasks.js"
+import * as WebhooksHttp from "./http/Webhooks.js"
+import type { ServerConfig } from "./ServerConfig.js"
+
+/** Where the OpenAPI document is served. */
+export const openApiPath = "/api/v1/openapi.json"
+/** Where the interactive documentation is served. */
+export const docsPath = "/docs"
+
+/** Every port the HTTP layer calls, plus its settings. */
+export type Requirements =
+  | Services.TaskService
+  | Services.BillingService
+  | Services.KeyService
+  | Services.WebhookService
+  | Services.VoiceService
+  | Services.AdminService
+  | ServerConfig
+
+/** The HttpApi with every group implemented. */
+export const ApiLive: Layer.Layer<import("@effect/platform/HttpApi").Api, never, Requirements> = HttpApiBuilder.api(
+  Api.MediagateApi
+).pipe(
+  Layer.provide([GenerationHttp.layer, TasksHttp.layer, AccountHttp.layer, WebhooksHttp.layer, AdminHttp.layer]),
+  Layer.provide([Authentication.layer, Authentication.adminLayer])
+)
+
+/** The OpenAPI document, the docs page and the envelope middleware. */
+const Extras = Layer.mergeAll(
+  HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
+  HttpApiScalar.layer({ path: docsPath }),
+  Envelope.layer({ extraRoutes: [{ method: "GET", path: openApiPath }, { method: "GET", path: docsPath }] })
+)
+
+/** Serves the API on the `HttpServer` in context. */
+export const layer: Layer.Layer<
+  never,
+  never,
+  HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | Requirements
+> = HttpApiBuilder.serve().pipe(
+  Layer.provide(Extras),
+  Layer.provide(ApiLive)
+)
+
+/**
+ * Builds the API as an `HttpApp`, to mount into another Effect HTTP app (its routes keep their absolute paths:
+ * `/api/v1/...`, `/admin/v1/...`, `/docs`).
+ */
+export const makeHttpApp: Effect.Effect<
+  HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>,
+  never,
+  Scope.Scope | Requirements
+> = Effect.gen(function*() {
+  const context = yield* Layer.build(
+    Layer.mergeAll(Extras, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(
+      Layer.provideMerge(ApiLive)
+    )
+  )
+  return yield* Effect.provide(HttpApiBuilder.httpApp, context)
+})
+
+/**
+ * A web handler (`(Request) => Promise<Response>`) over the given ports, for plain Node or any fetch-style server.
+ * Call `dispose` on shutdown.
+ */
+export const toWebHandler = <E>(ports: Layer.Layer<Requirements, E>) =>
+  HttpApiBuilder.toWebHandler(
+    Layer.mergeAll(Extras, HttpServer.layerContext).pipe(Layer.provideMerge(ApiLive), Layer.provide(ports))
+  )

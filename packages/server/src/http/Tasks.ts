@@ -1,0 +1,48 @@
+/**
+ * Handlers of `/api/v1/tasks`: list and read need `tasks:read`; retry and cancel need `tasks:write`, and retry
+ * also the create permission of the task's media type and provider (it creates a charged task).
+ *
+ * @since 0.1.0
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { Api, Errors, Services } from "@mediagate/contract"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Authorization from "../Authorization.js"
+import { markHandlerStarted } from "../Envelope.js"
+
+const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
+
+/** The tasks group. */
+export const layer = HttpApiBuilder.group(Api.MediagateApi, "tasks", (handlers) =>
+  Effect.gen(function*() {
+    const tasks = yield* Services.TaskService
+    return handlers
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function*() {
+          yield* markHandlerStarted
+          const principal = yield* Authorization.require("tasks:read")
+          return yield* tasks.list(principal, urlParams)
+        }).pipe(Effect.withSpan("Tasks.list")))
+      .handle("get", ({ path }) =>
+        Effect.gen(function*() {
+          yield* markHandlerStarted
+          const principal = yield* Authorization.require("tasks:read")
+          return yield* tasks.get(principal, path.id)
+        }).pipe(Effect.withSpan("Tasks.get")))
+      .handle("retry", ({ headers, path }) =>
+        Effect.gen(function*() {
+          yield* markHandlerStarted
+          const principal = yield* Authorization.require("tasks:write")
+          const task = yield* tasks.providerOf(principal, path.id)
+          if (Option.isNone(task)) return yield* notFound(path.id)
+          yield* Authorization.require(Authorization.createPermission(task.value.type), task.value.provider)
+          return yield* tasks.retry(principal, path.id, headers["idempotency-key"])
+        }).pipe(Effect.withSpan("Tasks.retry")))
+      .handle("cancel", ({ path }) =>
+        Effect.gen(function*() {
+          yield* markHandlerStarted
+          const principal = yield* Authorization.require("tasks:write")
+          return yield* tasks.cancel(principal, path.id)
+        }).pipe(Effect.withSpan("Tasks.cancel")))
+  }))

@@ -1,0 +1,35 @@
+/**
+ * Handlers of `/api/v1/webhooks` (all need `webhooks:write`).
+ *
+ * @since 0.1.0
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { Api, Services } from "@mediagate/contract"
+import * as Effect from "effect/Effect"
+import * as Authorization from "../Authorization.js"
+import { markHandlerStarted } from "../Envelope.js"
+
+const authorized = Effect.zipRight(markHandlerStarted, Authorization.require("webhooks:write"))
+
+/** The webhooks group. */
+export const layer = HttpApiBuilder.group(Api.MediagateApi, "webhooks", (handlers) =>
+  Effect.gen(function*() {
+    const webhooks = yield* Services.WebhookService
+    return handlers
+      .handle("create", ({ headers, payload }) =>
+        Effect.flatMap(authorized, (principal) => webhooks.create(principal, payload, headers["idempotency-key"]))
+          .pipe(Effect.withSpan("Webhooks.create")))
+      .handle("list", () =>
+        Effect.flatMap(authorized, (principal) => webhooks.list(principal)).pipe(Effect.withSpan("Webhooks.list")))
+      .handle("delete", ({ path }) =>
+        Effect.flatMap(authorized, (principal) => webhooks.remove(principal, path.id))
+          .pipe(Effect.withSpan("Webhooks.delete")))
+      .handle("test", ({ path }) =>
+        Effect.flatMap(authorized, (principal) => webhooks.test(principal, path.id)).pipe(Effect.withSpan("Webhooks.test")))
+      .handle("deliveries", ({ path, urlParams }) =>
+        Effect.flatMap(authorized, (principal) => webhooks.deliveries(principal, path.id, urlParams))
+          .pipe(Effect.withSpan("Webhooks.deliveries")))
+      .handle("replay", ({ path }) =>
+        Effect.flatMap(authorized, (principal) => webhooks.replay(principal, path.id, path.deliveryId))
+          .pipe(Effect.withSpan("Webhooks.replay")))
+  }))

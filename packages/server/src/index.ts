@@ -1,0 +1,19 @@
+/**
+ * `@mediagate/server`: the HTTP layer of Mediagate, implemented against the application ports of
+ * `@mediagate/contract`.
+ *
+ * @since 0.1.0
+ */
+
+/** Authentication middleware implementations. */
+export * as Authentication from "./Authentication.js"
+/** Route permission checks. */
+export * as Authorization from "./Authorization.js"
+/** Client addresses behind trusted proxies. */
+export * as ClientAddress from "./ClientAddress.js"
+/** The envelope middleware. */
+export * as Envelope from "./Envelope.js"
+/** The composed HTTP layer: serve, mount, or web handler. */
+export * as Http from "./Http.js"
+/** Settings of the HTTP layer. */
+export * as ServerConfig from "./ServerConfig.js"
