@@ -171,35 +171,24 @@ export const list = <S extends Schema.Schema.Any>(
 }
 
 /** Metadata values: string (≤ 500 chars), number, boolean or null. */
-export const MetadataValue = Schema.Union(
-  Schema.String.pipe(Schema.maxLength(500)),
-  Schema.Finite,
-  Schema.Boolean,
-  Schema.Null
+export const MetadataValue = withMessage(
+  Schema.Union(Schema.String.pipe(Schema.maxLength(500)), Schema.Finite, Schema.Boolean, Schema.Null),
+  "must be a string of at most 500 characters, a number, a boolean or null"
 )
 
-/** `metadata`: a flat object of at most 50 keys of at most 40 characters (decisions.md §2). */
-export const Metadata = Schema.Record({
-  key: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(40)),
-  value: MetadataValue
-}).pipe(
-  Schema.filter((record) => Object.keys(record).length <= 50 || "must have at most 50 keys", {
-    jsonSchema: { maxProperties: 50 }
-  })
+/** `metadata`: a flat object of at most 50 keys of 1 to 40 characters (decisions.md §2). */
+export const Metadata = Schema.Record({ key: Schema.String, value: MetadataValue }).pipe(
+  Schema.filter((record) => {
+    const keys = Object.keys(record)
+    if (keys.length > 50) return "must have at most 50 keys"
+    const bad = keys.find((key) => key.length < 1 || key.length > 40)
+    return bad === undefined ? undefined : { path: [bad], message: "keys must be 1 to 40 characters long" }
+  }, { jsonSchema: { maxProperties: 50, propertyNames: { minLength: 1, maxLength: 40 } } })
 ).annotations({
   identifier: "Metadata",
   title: "Metadata",
-  description: "Custom key-value data: at most 50 keys of at most 40 characters; values are strings of at most 500 " +
-    "characters, numbers, booleans or null",
-  message: (issue) => {
-    // keep the message of the inner failure when there is one; otherwise state the whole rule
-    if (issue._tag === "Refinement" && issue.kind === "Predicate") return "must have at most 50 keys"
-    return {
-      message: "must be an object of at most 50 keys (each 1 to 40 characters) whose values are strings of at most " +
-        "500 characters, numbers, booleans or null",
-      override: false
-    }
-  }
+  description: "Custom key-value data: at most 50 keys of 1 to 40 characters; values are strings of at most 500 " +
+    "characters, numbers, booleans or null"
 })
 /** Metadata of a task. */
 export type Metadata = typeof Metadata.Type

@@ -22,6 +22,16 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
 
 const unexpectedMessage = "is not a known field"
 
+/** Effect's structural type messages ("Expected { readonly a: ... }, actual 1") in plain words. */
+const plain = (message: string): string => {
+  if (/^Expected \{/.test(message)) return "must be an object"
+  if (/^Expected (?:ReadonlyArray<|readonly \[|Array<)/.test(message)) return "must be an array"
+  if (message.startsWith("Expected string, actual")) return "must be a string"
+  if (message.startsWith("Expected number, actual")) return "must be a number"
+  if (message.startsWith("Expected boolean, actual")) return "must be a boolean"
+  return message.replace(/^Expected /, "expected ")
+}
+
 /** The API message for one issue. `root` names the whole value when the path is empty (e.g. `body`). */
 export const formatIssue = (issue: Issue, root = "body"): string => {
   const path = issue.path.length === 0 ? root : formatPath(issue.path)
@@ -31,7 +41,7 @@ export const formatIssue = (issue: Issue, root = "body"): string => {
     case "Unexpected":
       return `${path}: ${unexpectedMessage}`
     default:
-      return `${path}: ${issue.message.replace(/^Expected /, "expected ")}`
+      return `${path}: ${plain(issue.message)}`
   }
 }
 

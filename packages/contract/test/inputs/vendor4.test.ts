@@ -329,7 +329,7 @@ describe("vendor4/image-to-image", () => {
     [v40, "data:text/plain;base64,AAAA", "input.image: data URI media type text/plain is not an image type"],
     [v40, "ftp://example.com/a.png", "input.image: must be an absolute http(s) URL"],
     [v40, "http://127.0.0.1/a.png", "input.image: address 127.0.0.1 is not a public address"],
-    [v40, 42, "input.image: expected string"]
+    [v40, 42, "input.image: must be a string"]
   ])("refuses on %s the image %#", (model, image, message) => {
     invalid(ImageToImage, { model, input: { prompt: "p", image } }, "input.image", message)
   })

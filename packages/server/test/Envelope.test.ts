@@ -1,0 +1,118 @@
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import { NodeHttpServer } from "@effect/platform-node"
+import { assert, describe, expect, it, layer } from "@effect/vitest"
+import { Http, ServerConfig } from "@mediagate/server"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import { keys, PortsFake } from "./fakes.js"
+import { send, TestServer } from "./harness.js"
+
+describe("envelope", () => {
+  it.layer(TestServer)((it) => {
+    it.effect("unknown routes are 404 NOT_FOUND and wrong methods 405 with Allow", () =>
+      Effect.gen(function*() {
+        const unknown = yield* send("GET", "/api/v1/nothing/here", { token: keys.live })
+        assert.strictEqual(unknown.status, 404)
+        expect(unknown.body).toEqual({ success: false, error: { code: "NOT_FOUND", message: "no route for GET /api/v1/nothing/here" } })
+        const root = yield* send("GET", "/")
+        assert.strictEqual(root.status, 404)
+        assert.strictEqual(root.body.error.code, "NOT_FOUND")
+        const method = yield* send("PUT", "/api/v1/tasks/task_1", { token: keys.live })
+        assert.strictEqual(method.status, 405)
+        assert.strictEqual(method.body.error.code, "METHOD_NOT_ALLOWED")
+        assert.strictEqual(method.headers["allow"], "GET")
+        const post = yield* send("GET", "/api/v1/vendor3/text-to-video", { token: keys.live })
+        assert.strictEqual(post.status, 405)
+        assert.strictEqual(post.headers["allow"], "POST")
+      }))
+
+    it.effect("malformed JSON, empty bodies and other content types are 400 VALIDATION_ERROR", () =>
+      Effect.gen(function*() {
+        for (const raw of ["{", "{\"model\": }", "not json"]) {
+          const answer = yield* send("POST", "/api/v1/vendor3/text-to-video", { token: keys.live, raw })
+          assert.strictEqual(answer.status, 400, raw)
+          expect(answer.body).toEqual({ success: false, error: { code: "VALIDATION_ERROR", message: "body: must be valid JSON" } })
+        }
+        const text = yield* send("POST", "/api/v1/vendor3/text-to-video", {
+          token: keys.live,
+          raw: "prompt=cat",
+          headers: { "content-type": "application/x-www-form-urlencoded" }
+        })
+        assert.strictEqual(text.status, 400)
+        expect(text.body.error.message).toBe("body: Content-Type must be application/json")
+      }))
+
+    it.effect("bodies over the limit are 413 PAYLOAD_TOO_LARGE", () =>
+      Effect.gen(function*() {
+        const prompt = "x".repeat(1024 * 1024 + 10)
+        const answer = yield* send("POST", "/api/v1/vendor3/text-to-video", {
+          token: keys.live,
+          json: { model: "vendor3-3", input: { prompt } }
+        })
+        assert.strictEqual(answer.status, 413)
+        assert.strictEqual(answer.body.error.code, "PAYLOAD_TOO_LARGE")
+        // the connection stays usable for the next request
+        const next = yield* send("GET", "/api/v1/balance", { token: keys.live })
+        assert.strictEqual(next.status, 200)
+      }))
+
+    it.effect("a chunked body over the limit is refused without a 5xx", () =>
+      Effect.gen(function*() {
+        const client = yield* HttpClient.HttpClient
+        const chunk = new TextEncoder().encode("x".repeat(64 * 1024))
+        const body = Stream.concat(
+          Stream.make(new TextEncoder().encode("{\"model\":\"vendor3-3\",\"input\":{\"prompt\":\"")),
+          Stream.repeatValue(chunk).pipe(Stream.take(20))
+        )
+        const request = HttpClientRequest.post("/api/v1/vendor3/text-to-video").pipe(
+          HttpClientRequest.bearerToken(keys.live),
+          HttpClientRequest.bodyStream(body, { contentType: "application/json" })
+        )
+        const status = yield* client.execute(request).pipe(
+          Effect.map((r) => r.status),
+          Effect.catchAll(() => Effect.succeed(0)), // the server may close the socket: no 5xx either way
+          Effect.scoped
+        )
+        expect(status === 413 || status === 0).toBe(true)
+      }))
+
+    it.effect("a defect is 500 INTERNAL_ERROR without internals", () =>
+      Effect.gen(function*() {
+        const answer = yield* send("POST", "/api/v1/vendor3/text-to-video", {
+          token: keys.defect,
+          json: { model: "vendor3-3", input: { prompt: "p" } }
+        })
+        assert.strictEqual(answer.status, 500)
+        expect(answer.body).toEqual({ success: false, error: { code: "INTERNAL_ERROR", message: "internal error" } })
+        expect(answer.text).not.toContain("SELECT")
+      }))
+
+    it.effect("serves the OpenAPI document and the docs page without a key", () =>
+      Effect.gen(function*() {
+        const spec = yield* send("GET", "/api/v1/openapi.json")
+        assert.strictEqual(spec.status, 200)
+        assert.strictEqual(spec.body.openapi, "3.1.0")
+        const docs = yield* send("GET", "/docs")
+        assert.strictEqual(docs.status, 200)
+        expect(docs.text).toContain("<html")
+      }))
+  })
+
+  // `layer`, not `it.layer`: `it.layer` above rebinds the shared `it`, which would nest this block in that one
+  layer(
+    Http.layer.pipe(
+      Layer.provideMerge(NodeHttpServer.layerTest),
+      Layer.provideMerge(PortsFake),
+      Layer.provide(ServerConfig.layer())
+    )
+  )("without an admin token", (it) => {
+    it.effect("the admin API does not exist", () =>
+      Effect.gen(function*() {
+        const answer = yield* send("GET", "/admin/v1/accounts/acct_main", { token: "anything" })
+        assert.strictEqual(answer.status, 404, answer.text)
+        assert.strictEqual(answer.body.error.code, "NOT_FOUND")
+      }))
+  })
+})

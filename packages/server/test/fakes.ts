@@ -1,0 +1,419 @@
+/**
+ * In-test implementations of the application ports: small, honest in-memory services with just enough behaviour
+ * to drive every HTTP outcome (account scoping, balance refusals, idempotency, retry/cancel states, auth order).
+ */
+import { ApiKey, Errors, type Generation, type Security, Services, type Task } from "@mediagate/contract"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import ipaddr from "ipaddr.js"
+
+const key = (env: "live" | "test", fill: string) => `mg_${env}_${fill.repeat(32).slice(0, 32)}`
+
+interface FakeKey {
+  readonly token: string
+  readonly principal: Omit<Security.Principal, "clientAddress">
+  readonly revoked?: boolean
+  readonly expired?: boolean
+  readonly ipWhitelist?: ReadonlyArray<string>
+}
+
+const principal = (
+  keyId: string,
+  accountId: string,
+  permissions: ApiKey.Permissions = {},
+  environment: "live" | "test" = "live"
+): FakeKey["principal"] => ({
+  accountId,
+  keyId,
+  environment,
+  permissions,
+  spendLimitMicros: null,
+  spentMicros: 0,
+  expiresAt: null
+})
+
+/** The keys the fake KeyService knows. */
+export const keys = {
+  live: key("live", "A"),
+  test: key("test", "B"),
+  other: key("live", "O"),
+  poor: key("live", "P"),
+  readOnly: key("live", "R"),
+  vendor1Only: key("live", "V"),
+  noPermissions: key("live", "N"),
+  revoked: key("live", "X"),
+  expired: key("live", "E"),
+  ipLocked: key("live", "I"),
+  defect: key("live", "D")
+} as const
+
+const fakeKeys: ReadonlyArray<FakeKey> = [
+  { token: keys.live, principal: principal("key_live", "acct_main") },
+  { token: keys.test, principal: principal("key_test", "acct_main", {}, "test") },
+  { token: keys.other, principal: principal("key_other", "acct_other") },
+  { token: keys.poor, principal: principal("key_poor", "acct_poor") },
+  { token: keys.readOnly, principal: principal("key_ro", "acct_main", { "tasks:read": true }) },
+  {
+    token: keys.vendor1Only,
+    principal: principal("key_v1", "acct_main", { "video:create": true, "tasks:write": true, providers: ["vendor1"] })
+  },
+  { token: keys.noPermissions, principal: principal("key_none", "acct_main", { "balance:read": false }) },
+  { token: keys.revoked, principal: principal("key_revoked", "acct_main"), revoked: true },
+  { token: keys.expired, principal: principal("key_expired", "acct_main"), expired: true },
+  { token: keys.ipLocked, principal: principal("key_ip", "acct_main"), ipWhitelist: ["10.0.0.0/8", "192.0.2.7"] },
+  { token: keys.defect, principal: principal("key_defect", "acct_defect") }
+]
+
+const inWhitelist = (address: string | undefined, whitelist: ReadonlyArray<string>) => {
+  if (whitelist.length === 0) return true
+  if (address === undefined || !ipaddr.isValid(address)) return false
+  const parsed = ipaddr.process(address)
+  return whitelist.some((entry) => {
+    const [range, bits] = entry.includes("/")
+      ? ipaddr.parseCIDR(entry)
+      : [ipaddr.process(entry), ipaddr.process(entry).kind() === "ipv4" ? 32 : 128] as const
+    return range.kind() === parsed.kind() && parsed.match(range, bits)
+  })
+}
+
+/** Authentication with the order of decisions.md §5. */
+export const KeyServiceFake = Layer.succeed(Services.KeyService, {
+  authenticate: ({ authorization, clientAddress }) =>
+    Effect.gen(function*() {
+      if (authorization === undefined || authorization.trim() === "") {
+        return yield* new Errors.AuthRequired({ message: "API key required" })
+      }
+      const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim())
+      if (match === null || !ApiKey.keyPattern.test(match[1]!)) {
+        return yield* new Errors.AuthInvalidToken({ message: "malformed API key" })
+      }
+      const found = fakeKeys.find((k) => k.token === match[1])
+      if (found === undefined) return yield* new Errors.AuthInvalidToken({ message: "unknown API key" })
+      if (found.revoked) return yield* new Errors.KeyRevoked({ message: "API key has been revoked" })
+      if (found.expired) return yield* new Errors.AuthTokenExpired({ message: "API key has expired" })
+      if (!inWhitelist(clientAddress, found.ipWhitelist ?? [])) {
+        return yield* new Errors.KeyPermissionDenied({ message: "IP address not allowed for this key" })
+      }
+      return { ...found.principal, clientAddress }
+    }),
+  create: (caller, body) =>
+    Effect.succeed({
+      id: "key_new",
+      key: key(body.environment ?? caller.environment, "K"),
+      name: body.name,
+      environment: body.environment ?? caller.environment,
+      maskedKey: ApiKey.maskKey(key(body.environment ?? caller.environment, "K")),
+      permissions: body.permissions ?? {},
+      ipWhitelist: body.ipWhitelist ?? [],
+      spendLimit: body.spendLimit ?? null,
+      spent: 0,
+      expiresAt: body.expiresAt ? body.expiresAt.toISOString() : null,
+      createdAt: "2026-11-21T00:00:00.000Z",
+      lastUsedAt: null
+    }),
+  list: (caller) =>
+    Effect.succeed(
+      fakeKeys.filter((k) => k.principal.accountId === caller.accountId).map((k) => ({
+        id: k.principal.keyId,
+        name: k.principal.keyId,
+        environment: k.principal.environment,
+        maskedKey: ApiKey.maskKey(k.token),
+        permissions: k.principal.permissions,
+        ipWhitelist: k.ipWhitelist ?? [],
+        spendLimit: null,
+        spent: 0,
+        expiresAt: null,
+        createdAt: "2026-11-21T00:00:00.000Z",
+        lastUsedAt: null
+      }))
+    ),
+  revoke: (caller, id) =>
+    fakeKeys.some((k) => k.principal.keyId === id && k.principal.accountId === caller.accountId)
+      ? Effect.succeed({ id, deleted: true as const })
+      : Effect.fail(new Errors.ApiKeyNotFound({ message: `API key ${id} not found` }))
+})
+
+const iso = (n: number) => new Date(Date.UTC(2026, 10, 21, 0, 0, n)).toISOString()
+
+/** Tasks in memory, scoped by account. */
+export const makeTaskServiceFake = Effect.sync(() => {
+  const tasks = new Map<string, { accountId: string; task: Task.Task; idempotency?: string }>()
+  let counter = 0
+  const nextId = () => `task_${String(++counter).padStart(26, "0")}`
+  const seed = (accountId: string, status: Task.TaskStatus) => {
+    const id = nextId()
+    tasks.set(id, {
+      accountId,
+      task: {
+        id,
+        type: "video",
+        operation: "text-to-video",
+        status,
+        provider: "vendor3",
+        model: "vendor3-3",
+        ...(status === "failed" ? { error: { code: "PROVIDER_ERROR", message: "upstream failed" } } : {}),
+        progress: status === "succeeded" ? 100 : 0,
+        cost: 3.2,
+        input: { prompt: "seeded", aspect_ratio: "16:9" },
+        metadata: {},
+        webhookUrl: null,
+        original_task_id: null,
+        estimated_seconds: 60,
+        created_at: iso(counter),
+        started_at: null,
+        completed_at: null
+      }
+    })
+    return id
+  }
+  const seeded = {
+    failed: seed("acct_main", "failed"),
+    running: seed("acct_main", "running"),
+    pending: seed("acct_main", "pending"),
+    otherAccount: seed("acct_other", "failed")
+  }
+  const find = (principal: Security.Principal, id: string) => {
+    const entry = tasks.get(id)
+    return entry !== undefined && entry.accountId === principal.accountId
+      ? Effect.succeed(entry)
+      : Effect.fail(new Errors.TaskNotFound({ message: `task ${id} not found` }))
+  }
+  const create = (principal: Security.Principal, command: Generation.GenerationCommand) =>
+    Effect.gen(function*() {
+      if (principal.accountId === "acct_poor") {
+        return yield* new Errors.InsufficientBalance({ message: "balance is too low for this request" })
+      }
+      if (principal.accountId === "acct_defect") {
+        return yield* Effect.die(new Error("relation \"tasks\" does not exist: SELECT secret FROM tasks"))
+      }
+      if (command.idempotencyKey !== undefined) {
+        const previous = [...tasks.values()].find((t) => t.idempotency === command.idempotencyKey)
+        if (previous !== undefined) {
+          if (JSON.stringify(previous.task.input) !== JSON.stringify(command.request.input)) {
+            return yield* new Errors.IdempotencyKeyReused({ message: "Idempotency-Key was used with another request" })
+          }
+          const t = previous.task
+          return {
+            id: t.id,
+            status: "pending" as const,
+            type: t.operation,
+            provider: t.provider,
+            model: t.model,
+            created_at: t.created_at,
+            estimated_seconds: 60
+          }
+        }
+      }
+      const id = nextId()
+      const [family, operation] = command.endpoint.split("/") as [Task.Task["provider"], Task.Task["operation"]]
+      const task: Task.Task = {
+        id,
+        type: operation.endsWith("image") ? "image" : "video",
+        operation,
+        status: "pending",
+        provider: family,
+        model: command.request.model,
+        progress: 0,
+        cost: principal.environment === "test" ? 0 : 1,
+        input: command.request.input,
+        metadata: command.request.metadata ?? {},
+        webhookUrl: command.request.webhookUrl ?? null,
+        original_task_id: null,
+        estimated_seconds: 60,
+        created_at: iso(counter),
+        started_at: null,
+        completed_at: null
+      }
+      tasks.set(id, {
+        accountId: principal.accountId,
+        task,
+        ...(command.idempotencyKey === undefined ? {} : { idempotency: command.idempotencyKey })
+      })
+      return {
+        id,
+        status: "pending" as const,
+        type: operation,
+        provider: family,
+        model: task.model,
+        created_at: task.created_at,
+        estimated_seconds: 60
+      }
+    })
+  const service: Services.TaskService["Type"] = {
+    create,
+    get: (principal, id) => Effect.map(find(principal, id), (e) => e.task),
+    list: (principal, query) =>
+      Effect.sync(() => {
+        const all = [...tasks.values()]
+          .filter((e) => e.accountId === principal.accountId)
+          .map((e) => e.task)
+          .filter((t) => query.status === undefined || t.status === query.status)
+          .filter((t) => query.provider === undefined || t.provider === query.provider)
+          .filter((t) => query.search === undefined || t.id.startsWith(query.search))
+          .reverse()
+        const limit = query.limit ?? 20
+        return {
+          data: all.slice(0, limit).map(({ input: _i, estimated_seconds: _e, webhookUrl: _w, result: _r, ...t }) => t),
+          pagination: { cursor: all.length > limit ? all[limit - 1]!.id : null, hasMore: all.length > limit, total: all.length }
+        }
+      }),
+    retry: (principal, id) =>
+      Effect.gen(function*() {
+        const entry = yield* find(principal, id)
+        if (entry.task.status !== "failed" && entry.task.status !== "expired") {
+          return yield* new Errors.TaskNotRetryable({ message: `task ${id} is ${entry.task.status}` })
+        }
+        const ack = yield* create(principal, {
+          endpoint: `${entry.task.provider}/${entry.task.operation}` as Generation.GenerationCommand["endpoint"],
+          request: { model: entry.task.model, input: entry.task.input },
+          idempotencyKey: undefined
+        })
+        return {
+          id: ack.id,
+          original_task_id: id,
+          status: "pending" as const,
+          type: entry.task.type,
+          operation: entry.task.operation,
+          provider: entry.task.provider,
+          model: entry.task.model,
+          created_at: ack.created_at,
+          estimated_seconds: ack.estimated_seconds
+        }
+      }),
+    cancel: (principal, id) =>
+      Effect.gen(function*() {
+        const entry = yield* find(principal, id)
+        if (entry.task.status !== "pending" && entry.task.status !== "queued") {
+          return yield* new Errors.TaskNotCancellable({ message: `task ${id} is ${entry.task.status}` })
+        }
+        entry.task = { ...entry.task, status: "cancelled", completed_at: iso(99) }
+        return entry.task
+      }),
+    providerOf: (principal, id) =>
+      Effect.sync(() => {
+        const entry = tasks.get(id)
+        return entry !== undefined && entry.accountId === principal.accountId
+          ? Option.some({ provider: entry.task.provider, type: entry.task.type })
+          : Option.none()
+      })
+  }
+  return { service, seeded }
+})
+
+/** The seeded task ids of a fake task service. */
+export class SeededTasks extends Effect.Tag("test/SeededTasks")<SeededTasks, {
+  readonly failed: string
+  readonly running: string
+  readonly pending: string
+  readonly otherAccount: string
+}>() {}
+
+/** The task service fake and its seeded ids. */
+export const TaskServiceFake = Layer.effectContext(Effect.map(makeTaskServiceFake, ({ seeded, service }) =>
+  Context.make(Services.TaskService, service).pipe(Context.add(SeededTasks, seeded))))
+
+/** Balance, voices, webhooks and admin fakes. */
+export const OtherServicesFake = Layer.mergeAll(
+  Layer.succeed(Services.BillingService, {
+    balance: () =>
+      Effect.succeed({
+        balance: 12.5,
+        billingMode: "prepaid" as const,
+        monthlySpendLimit: null,
+        autoTopUpEnabled: false,
+        autoTopUpThreshold: null,
+        autoTopUpAmount: null,
+        currency: "USD" as const,
+        monthToDateSpend: 1.25
+      })
+  }),
+  Layer.succeed(Services.VoiceService, {
+    list: (name) => {
+      const voices = [
+        { voice_id: "v_alba", name: "Alba", description: "Warm narrator" },
+        { voice_id: "v_bruno", name: "Bruno", description: "Deep voice" }
+      ].filter((v) => name === undefined || v.name.toLowerCase().includes(name.toLowerCase()))
+      return Effect.succeed({ voices, total: voices.length })
+    }
+  }),
+  Layer.succeed(Services.WebhookService, {
+    create: (_p, body) =>
+      Effect.succeed({
+        id: "wh_1",
+        url: body.url,
+        events: body.events,
+        description: body.description ?? null,
+        enabled: true,
+        createdAt: "2026-11-21T00:00:00.000Z",
+        secret: "whsec_c2VjcmV0"
+      }),
+    list: () => Effect.succeed([]),
+    remove: (_p, id) =>
+      id === "wh_1"
+        ? Effect.succeed({ id, deleted: true as const })
+        : Effect.fail(new Errors.WebhookNotFound({ message: `webhook ${id} not found` })),
+    test: (_p, id) =>
+      id === "wh_1"
+        ? Effect.succeed({ delivered: true, statusCode: 200, durationMs: 3, error: null })
+        : Effect.fail(new Errors.WebhookNotFound({ message: `webhook ${id} not found` })),
+    deliveries: (_p, id) =>
+      id === "wh_1"
+        ? Effect.succeed({ data: [], pagination: { cursor: null, hasMore: false, total: 0 } })
+        : Effect.fail(new Errors.WebhookNotFound({ message: `webhook ${id} not found` })),
+    replay: (_p, id, deliveryId) =>
+      id !== "wh_1"
+        ? Effect.fail(new Errors.WebhookNotFound({ message: `webhook ${id} not found` }))
+        : Effect.fail(new Errors.DeliveryNotFound({ message: `delivery ${deliveryId} not found` }))
+  }),
+  Layer.succeed(Services.AdminService, {
+    createAccount: (body) => Effect.succeed(account("acct_new", body.name, body.balance ?? 0)),
+    getAccount: (id) =>
+      id === "acct_main"
+        ? Effect.succeed(account(id, "Main", 12.5))
+        : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
+    updateAccount: (id, body) =>
+      id === "acct_main"
+        ? Effect.succeed(account(id, body.name ?? "Main", 12.5))
+        : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
+    credit: (id, body) =>
+      id === "acct_main"
+        ? Effect.succeed(account(id, "Main", 12.5 + body.amount))
+        : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
+    createKey: (id, body) =>
+      id === "acct_main"
+        ? Effect.succeed({
+          id: "key_admin",
+          key: key("live", "Z"),
+          name: body.name,
+          environment: body.environment ?? "live",
+          maskedKey: ApiKey.maskKey(key("live", "Z")),
+          permissions: body.permissions ?? {},
+          ipWhitelist: body.ipWhitelist ?? [],
+          spendLimit: body.spendLimit ?? null,
+          spent: 0,
+          expiresAt: null,
+          createdAt: "2026-11-21T00:00:00.000Z",
+          lastUsedAt: null
+        })
+        : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` }))
+  })
+)
+
+const account = (id: string, name: string, balance: number) => ({
+  id,
+  name,
+  balance,
+  billingMode: "prepaid" as const,
+  monthlySpendLimit: null,
+  autoTopUpEnabled: false,
+  autoTopUpThreshold: null,
+  autoTopUpAmount: null,
+  currency: "USD" as const,
+  monthToDateSpend: 0,
+  createdAt: "2026-11-21T00:00:00.000Z"
+})
+
+/** Every port, faked. */
+export const PortsFake = Layer.mergeAll(KeyServiceFake, TaskServiceFake, OtherServicesFake)
