@@ -8,16 +8,26 @@ import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as JSONSchema from "effect/JSONSchema"
 import { AdminApi } from "./api/AdminApi.js"
-import { ApiKeysApi, BalanceApi, VoicesApi } from "./api/AccountApi.js"
+import { ApiKeysApi } from "./api/ApiKeysApi.js"
+import { BalanceApi } from "./api/BalanceApi.js"
 import { GenerationApi } from "./api/GenerationApi.js"
 import { TasksApi } from "./api/TasksApi.js"
+import { VoicesApi } from "./api/VoicesApi.js"
 import { WebhooksApi } from "./api/WebhooksApi.js"
 import { ErrorEnvelope } from "./Errors.js"
 
 /** API version shown in the OpenAPI document. */
 export const version = "1.0.0"
 
-const errorEnvelopeJson = JSONSchema.make(ErrorEnvelope)
+/** The error envelope as a self-contained JSON Schema (its definition, not a `$ref` into `$defs`). */
+const errorEnvelopeJson = (() => {
+  const root = JSONSchema.make(ErrorEnvelope) as unknown as {
+    readonly $defs?: Record<string, unknown>
+    readonly [key: string]: unknown
+  }
+  const { $defs, $schema: _schema, ...inline } = root
+  return ($defs?.["ErrorEnvelope"] ?? inline) as Record<string, unknown>
+})()
 
 /** The Mediagate HttpApi. */
 export class MediagateApi extends HttpApi.make("mediagate")
@@ -42,8 +52,7 @@ export class MediagateApi extends HttpApi.make("mediagate")
     // VALIDATION_ERROR envelope, so the document says so.
     const schemas = spec.components.schemas as Record<string, unknown>
     if ("HttpApiDecodeError" in schemas) {
-      const { $schema: _ignored, ...rest } = errorEnvelopeJson as unknown as Record<string, unknown>
-      schemas["HttpApiDecodeError"] = { ...rest, description: "VALIDATION_ERROR envelope" }
+      schemas["HttpApiDecodeError"] = { ...errorEnvelopeJson, description: "VALIDATION_ERROR envelope" }
     }
     return spec
   })

@@ -11,7 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { makeTrustedProxies, resolveClientAddress } from "./ClientAddress.js"
+import { makeTrustedProxies, RemoteAddress, resolveClientAddress } from "./ClientAddress.js"
 import { ServerConfig } from "./ServerConfig.js"
 
 /** API-key authentication: reads the raw header and the client address and asks the `KeyService`. */
@@ -26,7 +26,10 @@ export const layer: Layer.Layer<Security.Authentication, never, Services.KeyServ
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const forwarded = request.headers["x-forwarded-for"]
-          const clientAddress = resolveClientAddress(Option.getOrUndefined(request.remoteAddress), forwarded, trusted)
+          const socket = Option.isSome(request.remoteAddress)
+            ? request.remoteAddress
+            : yield* Effect.serviceOption(RemoteAddress)
+          const clientAddress = resolveClientAddress(Option.getOrUndefined(socket), forwarded, trusted)
           return yield* keys.authenticate({ authorization: request.headers["authorization"], clientAddress })
         }).pipe(Effect.withSpan("Authentication.bearer"))
     }

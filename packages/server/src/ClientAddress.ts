@@ -4,7 +4,14 @@
  *
  * @since 0.1.0
  */
+import * as Context from "effect/Context"
 import ipaddr from "ipaddr.js"
+
+/**
+ * The socket address of a request served through a web handler (`Http.toWebHandler`), where the request itself
+ * carries none: pass it in the handler's context, `handler(request, Context.make(RemoteAddress, address))`.
+ */
+export class RemoteAddress extends Context.Tag("@mediagate/server/RemoteAddress")<RemoteAddress, string>() {}
 
 /** A parsed list of trusted proxies (addresses and CIDR ranges). */
 export interface TrustedProxies {

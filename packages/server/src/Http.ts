@@ -19,10 +19,12 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as Authentication from "./Authentication.js"
 import * as Envelope from "./Envelope.js"
-import * as AccountHttp from "./http/Account.js"
 import * as AdminHttp from "./http/Admin.js"
+import * as ApiKeysHttp from "./http/ApiKeys.js"
+import * as BalanceHttp from "./http/Balance.js"
 import * as GenerationHttp from "./http/Generation.js"
 import * as TasksHttp from "./http/Tasks.js"
+import * as VoicesHttp from "./http/Voices.js"
 import * as WebhooksHttp from "./http/Webhooks.js"
 import type { ServerConfig } from "./ServerConfig.js"
 
@@ -45,7 +47,15 @@ export type Requirements =
 export const ApiLive: Layer.Layer<import("@effect/platform/HttpApi").Api, never, Requirements> = HttpApiBuilder.api(
   Api.MediagateApi
 ).pipe(
-  Layer.provide([GenerationHttp.layer, TasksHttp.layer, AccountHttp.layer, WebhooksHttp.layer, AdminHttp.layer]),
+  Layer.provide([
+    GenerationHttp.layer,
+    TasksHttp.layer,
+    BalanceHttp.layer,
+    VoicesHttp.layer,
+    ApiKeysHttp.layer,
+    WebhooksHttp.layer,
+    AdminHttp.layer
+  ]),
   Layer.provide([Authentication.layer, Authentication.adminLayer])
 )
 

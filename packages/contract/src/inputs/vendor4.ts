@@ -14,6 +14,7 @@ import { endpoints, type models } from "../Catalog.js"
 import { type ImageFormat, inspectImageDataUri, isDataUri } from "../DataUri.js"
 import {
   boolean,
+  describe,
   type ImageRules,
   imageRef,
   integer,
@@ -266,16 +267,10 @@ const sizeDescription = "Output size: a preset (1K 1024x1024, 2K 2048x2048, 3K 3
  * A `description` that also reaches the JSON Schema: the generator drops the description of a refinement that has no
  * `jsonSchema` annotation of its own (as `prompt` and `imageRef` from Fields are), so it is repeated there.
  */
-const documented = (description: string, jsonSchema: object = {}) => ({
-  description,
-  jsonSchema: { ...jsonSchema, description }
-})
-
 const commonFields = {
-  prompt: prompt(10_000).annotations(
-    documented(
-      "What to generate (Chinese or English; recommended at most 300 Chinese characters or 600 English words)"
-    )
+  prompt: describe(
+    prompt(10_000),
+    "What to generate (Chinese or English; recommended at most 300 Chinese characters or 600 English words)"
   ),
   width: optional(side.annotations({
     description: "Output width in pixels; alternative to size, requires height; same per-model rules as a WxH size"
@@ -389,7 +384,7 @@ export const Vendor4ImageToImageRequest = GenerationRequest.make({
   models: endpoints["vendor4/image-to-image"].models,
   input: {
     prompt: commonFields.prompt,
-    image: imageRef(inputImageRules).annotations(documented(`Input image: ${imageDescription}`, { type: "string" })),
+    image: describe(imageRef(inputImageRules), `Input image: ${imageDescription}`),
     images: optional(
       list(imageRef(inputImageRules), { min: 0, max: 14, noun: "images" }).annotations({
         description: `Up to 14 reference images, each a ${imageDescription}`

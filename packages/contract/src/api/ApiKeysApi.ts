@@ -1,5 +1,5 @@
 /**
- * Balance, voices, API keys: the small account-level endpoints of `/api/v1`.
+ * API keys (`/api/v1/api-keys`): create, list (extension), delete.
  *
  * @since 0.1.0
  */
@@ -7,41 +7,11 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { Balance } from "../Account.js"
 import { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "../ApiKey.js"
 import { Deleted, success } from "../Envelope.js"
 import { Wire } from "../Errors.js"
 import { Authentication } from "../Security.js"
-import { VoiceList, VoiceListQuery } from "../Voice.js"
 import { IdempotencyHeaders, PathId } from "./Common.js"
-
-/** `GET /api/v1/balance`. */
-export class BalanceApi extends HttpApiGroup.make("balance")
-  .add(
-    HttpApiEndpoint.get("get", "/balance")
-      .addSuccess(success(Balance, "BalanceResponse"))
-      .annotate(OpenApi.Summary, "Read the account balance and billing settings")
-  )
-  .addError(Wire.KeyPermissionDenied)
-  .addError(Wire.ServiceUnavailable)
-  .middleware(Authentication)
-  .annotate(OpenApi.Title, "Balance")
-{}
-
-/** `GET /api/v1/vendor9/voices`. */
-export class VoicesApi extends HttpApiGroup.make("voices")
-  .add(
-    HttpApiEndpoint.get("list", "/vendor9/voices")
-      .setUrlParams(VoiceListQuery)
-      .addSuccess(success(VoiceList, "VoiceListResponse"))
-      .addError(Wire.ValidationError)
-      .annotate(OpenApi.Summary, "List voices; `name` filters by case-insensitive substring")
-  )
-  .addError(Wire.KeyPermissionDenied)
-  .addError(Wire.ServiceUnavailable)
-  .middleware(Authentication)
-  .annotate(OpenApi.Title, "Voices")
-{}
 
 /** `/api/v1/api-keys`: create, list (extension), delete. */
 export class ApiKeysApi extends HttpApiGroup.make("apiKeys")

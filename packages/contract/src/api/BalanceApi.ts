@@ -1,0 +1,25 @@
+/**
+ * The account balance (`GET /api/v1/balance`).
+ *
+ * @since 0.1.0
+ */
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
+import { Balance } from "../Account.js"
+import { success } from "../Envelope.js"
+import { Wire } from "../Errors.js"
+import { Authentication } from "../Security.js"
+
+/** `GET /api/v1/balance`. */
+export class BalanceApi extends HttpApiGroup.make("balance")
+  .add(
+    HttpApiEndpoint.get("get", "/balance")
+      .addSuccess(success(Balance, "BalanceResponse"))
+      .annotate(OpenApi.Summary, "Read the account balance and billing settings")
+  )
+  .addError(Wire.KeyPermissionDenied)
+  .addError(Wire.ServiceUnavailable)
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Balance")
+{}

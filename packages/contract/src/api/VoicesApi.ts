@@ -1,0 +1,27 @@
+/**
+ * The vendor9 voice list (`GET /api/v1/vendor9/voices`).
+ *
+ * @since 0.1.0
+ */
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
+import { success } from "../Envelope.js"
+import { Wire } from "../Errors.js"
+import { Authentication } from "../Security.js"
+import { VoiceList, VoiceListQuery } from "../Voice.js"
+
+/** `GET /api/v1/vendor9/voices`. */
+export class VoicesApi extends HttpApiGroup.make("voices")
+  .add(
+    HttpApiEndpoint.get("list", "/vendor9/voices")
+      .setUrlParams(VoiceListQuery)
+      .addSuccess(success(VoiceList, "VoiceListResponse"))
+      .addError(Wire.ValidationError)
+      .annotate(OpenApi.Summary, "List voices; `name` filters by case-insensitive substring")
+  )
+  .addError(Wire.KeyPermissionDenied)
+  .addError(Wire.ServiceUnavailable)
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "Voices")
+{}
