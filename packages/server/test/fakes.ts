@@ -98,21 +98,7 @@ export const KeyServiceFake = Layer.succeed(Services.KeyService, {
       }
       return { ...found.principal, clientAddress }
     }),
-  create: (caller, body) =>
-    Effect.succeed({
-      id: "key_new",
-      key: key(body.environment ?? caller.environment, "K"),
-      name: body.name,
-      environment: body.environment ?? caller.environment,
-      maskedKey: ApiKey.maskKey(key(body.environment ?? caller.environment, "K")),
-      permissions: body.permissions ?? {},
-      ipWhitelist: body.ipWhitelist ?? [],
-      spendLimit: body.spendLimit ?? null,
-      spent: 0,
-      expiresAt: body.expiresAt ? body.expiresAt.toISOString() : null,
-      createdAt: "2026-11-21T00:00:00.000Z",
-      lastUsedAt: null
-    }),
+  create: (caller, body) => Effect.succeed(createdKey("key_new", body, body.environment ?? caller.environment, "K")),
   list: (caller) =>
     Effect.succeed(
       fakeKeys.filter((k) => k.principal.accountId === caller.accountId).map((k) => ({
@@ -133,6 +119,22 @@ export const KeyServiceFake = Layer.succeed(Services.KeyService, {
     fakeKeys.some((k) => k.principal.keyId === id && k.principal.accountId === caller.accountId)
       ? Effect.succeed({ id, deleted: true as const })
       : Effect.fail(new Errors.ApiKeyNotFound({ message: `API key ${id} not found` }))
+})
+
+/** The answer of a key creation in the fakes. */
+const createdKey = (id: string, body: ApiKey.ApiKeyCreate, environment: "live" | "test", fill: string) => ({
+  id,
+  key: key(environment, fill),
+  name: body.name,
+  environment,
+  maskedKey: ApiKey.maskKey(key(environment, fill)),
+  permissions: body.permissions ?? {},
+  ipWhitelist: body.ipWhitelist ?? [],
+  spendLimit: body.spendLimit ?? null,
+  spent: 0,
+  expiresAt: body.expiresAt ? body.expiresAt.toISOString() : null,
+  createdAt: "2026-11-21T00:00:00.000Z",
+  lastUsedAt: null
 })
 
 const iso = (n: number) => new Date(Date.UTC(2026, 10, 21, 0, 0, n)).toISOString()
@@ -383,20 +385,7 @@ export const OtherServicesFake = Layer.mergeAll(
         : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
     createKey: (id, body) =>
       id === "acct_main"
-        ? Effect.succeed({
-          id: "key_admin",
-          key: key("live", "Z"),
-          name: body.name,
-          environment: body.environment ?? "live",
-          maskedKey: ApiKey.maskKey(key("live", "Z")),
-          permissions: body.permissions ?? {},
-          ipWhitelist: body.ipWhitelist ?? [],
-          spendLimit: body.spendLimit ?? null,
-          spent: 0,
-          expiresAt: null,
-          createdAt: "2026-11-21T00:00:00.000Z",
-          lastUsedAt: null
-        })
+        ? Effect.succeed(createdKey("key_admin", body, body.environment ?? "live", "Z"))
         : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` }))
   })
 )
