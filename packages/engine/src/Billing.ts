@@ -1,0 +1,50 @@
+/**
+ * The billing port the engine charges and refunds through. Storage calls it **inside** the transaction that stores
+ * the task (charge) or its terminal state (refund), so an SQL implementation on the same `SqlClient` commits or
+ * rolls back with it. The billing package implements it with a ledger; `layerUnmetered` charges nothing.
+ *
+ * @since 0.1.0
+ */
+import type { Errors } from "@mediagate/contract"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { PersistenceError } from "./PersistenceError.js"
+
+/** A charge for a task. */
+export interface Charge {
+  readonly accountId: string
+  readonly keyId: string
+  readonly taskId: string
+  readonly amountMicros: number
+  /** What the ledger entry says, e.g. `vendor1-2 text-to-video`. */
+  readonly description: string
+}
+
+/** A refund of (part of) a task's charges. */
+export interface Refund {
+  readonly accountId: string
+  readonly keyId: string
+  readonly taskId: string
+  readonly amountMicros: number
+  readonly reason: string
+}
+
+/** The billing port. */
+export class Billing extends Context.Tag("@mediagate/engine/Billing")<Billing, {
+  /**
+   * Charges a task: checks the balance (prepaid), the key's spend limit and the account's monthly limit and
+   * records the charge, as one atomic step within the caller's transaction.
+   */
+  readonly charge: (
+    charge: Charge
+  ) => Effect.Effect<void, Errors.InsufficientBalance | Errors.SpendLimitExceeded | PersistenceError>
+  /** Records a refund within the caller's transaction. */
+  readonly refund: (refund: Refund) => Effect.Effect<void, PersistenceError>
+}>() {}
+
+/** Billing that accepts every charge and records nothing (development without accounts). */
+export const layerUnmetered: Layer.Layer<Billing> = Layer.succeed(Billing, {
+  charge: () => Effect.void,
+  refund: () => Effect.void
+})

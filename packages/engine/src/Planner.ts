@@ -1,0 +1,44 @@
+/**
+ * The planning port: what a validated request costs, how long it should take and when it expires. The vendor
+ * layers implement it (price tables, estimates from recent durations); `layerFixed` serves tests and benchmarks.
+ *
+ * @since 0.1.0
+ */
+import type { Catalog, Generation } from "@mediagate/contract"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+
+/** The plan of a task. */
+export interface Plan {
+  /** Price charged at accept, in integer micro-dollars (before the test-key exemption). */
+  readonly priceMicros: number
+  readonly estimatedSeconds: number
+  /** Time from creation to the deadline, in milliseconds. */
+  readonly timeoutMs: number
+}
+
+/** The planning port. */
+export class Planner extends Context.Tag("@mediagate/engine/Planner")<Planner, {
+  readonly plan: (endpoint: Catalog.EndpointKey, request: Generation.AnyGenerationRequest) => Effect.Effect<Plan>
+}>() {}
+
+/** Default deadline of a task (decisions.md §3). */
+export const defaultTimeoutMs = 60 * 60 * 1000
+/** Deadline of an `off_peak` task. */
+export const offPeakTimeoutMs = 48 * 60 * 60 * 1000
+
+/** A planner with one price and estimate for everything (`off_peak` still gets 48 h). */
+export const layerFixed = (options: {
+  readonly priceMicros: number
+  readonly estimatedSeconds: number
+  readonly timeoutMs?: number
+}): Layer.Layer<Planner> =>
+  Layer.succeed(Planner, {
+    plan: (_endpoint, request) =>
+      Effect.succeed({
+        priceMicros: options.priceMicros,
+        estimatedSeconds: options.estimatedSeconds,
+        timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : options.timeoutMs ?? defaultTimeoutMs
+      })
+  })

@@ -1,0 +1,221 @@
+/**
+ * The stored task and its state machine (spec "States and transitions"; decisions.md §3).
+ *
+ * `pending` (accepted, stored, charged) → `queued` (claimed and handed to the upstream) → `running` (the upstream
+ * is generating) → `succeeded` | `failed`; `cancelled` from `pending`/`queued`; `expired` from any non-terminal state
+ * at the deadline. Every transition is a compare-and-set on the stored status and the fencing token.
+ *
+ * @since 0.1.0
+ */
+import { type Catalog, Money, type Task, type Webhook } from "@mediagate/contract"
+
+/** A task as storage holds it. Times are epoch milliseconds; money is integer micro-dollars. */
+export interface TaskRecord {
+  readonly id: string
+  readonly accountId: string
+  readonly keyId: string
+  readonly environment: "live" | "test"
+  readonly endpoint: Catalog.EndpointKey
+  readonly provider: Catalog.TaskFamily
+  readonly operation: Catalog.Operation
+  readonly mediaType: Catalog.MediaType
+  readonly model: string
+  readonly status: Task.TaskStatus
+  readonly input: Readonly<Record<string, unknown>>
+  readonly metadata: Readonly<Record<string, string | number | boolean | null>>
+  readonly webhookUrl: string | null
+  readonly originalTaskId: string | null
+  /** Everything charged for the task (the price at accept, plus extras charged while it ran). */
+  readonly chargedMicros: number
+  /** Everything refunded. */
+  readonly refundedMicros: number
+  readonly estimatedSeconds: number
+  readonly progress: number
+  readonly result: ReadonlyArray<Task.ResultItem> | null
+  readonly error: Task.TaskError | null
+  readonly upstreamJobId: string | null
+  /** Fencing token: incremented by every claim; every worker write names the token it holds. */
+  readonly fence: number
+  readonly leaseOwner: string | null
+  readonly leaseExpiresAt: number | null
+  /** When the task is next due for a worker step; null once terminal. */
+  readonly nextRunAt: number | null
+  readonly deadlineAt: number
+  /** Upstream polls so far (drives the poll backoff). */
+  readonly polls: number
+  readonly createdAt: number
+  readonly startedAt: number | null
+  readonly completedAt: number | null
+}
+
+/** What a new task needs; storage fills the bookkeeping fields. */
+export type NewTask = Pick<
+  TaskRecord,
+  | "id"
+  | "accountId"
+  | "keyId"
+  | "environment"
+  | "endpoint"
+  | "provider"
+  | "operation"
+  | "mediaType"
+  | "model"
+  | "input"
+  | "metadata"
+  | "webhookUrl"
+  | "originalTaskId"
+  | "chargedMicros"
+  | "estimatedSeconds"
+  | "deadlineAt"
+  | "createdAt"
+>
+
+/** Builds the stored form of a new task in `pending`, due at once. */
+export const fromNew = (task: NewTask): TaskRecord => ({
+  ...task,
+  status: "pending",
+  refundedMicros: 0,
+  progress: 0,
+  result: null,
+  error: null,
+  upstreamJobId: null,
+  fence: 0,
+  leaseOwner: null,
+  leaseExpiresAt: null,
+  nextRunAt: task.createdAt,
+  polls: 0,
+  startedAt: null,
+  completedAt: null
+})
+
+/** States a worker moves a task through. */
+export const activeStatuses: ReadonlyArray<Task.TaskStatus> = ["pending", "queued", "running"]
+
+/** Whether a status is terminal. */
+export const isTerminal = (status: Task.TaskStatus): boolean =>
+  status === "succeeded" || status === "failed" || status === "cancelled" || status === "expired"
+
+/** Allowed transitions of the state machine. */
+export const transitions: Readonly<Record<Task.TaskStatus, ReadonlyArray<Task.TaskStatus>>> = {
+  pending: ["queued", "cancelled", "expired", "failed"],
+  queued: ["queued", "running", "succeeded", "failed", "cancelled", "expired"],
+  running: ["running", "succeeded", "failed", "expired"],
+  succeeded: [],
+  failed: [],
+  cancelled: [],
+  expired: []
+}
+
+/** Whether the state machine allows `from` → `to`. */
+export const canMove = (from: Task.TaskStatus, to: Task.TaskStatus): boolean => transitions[from].includes(to)
+
+/** How a worker step ends a task. */
+export type Outcome =
+  | { readonly _tag: "Succeeded"; readonly result: ReadonlyArray<Task.ResultItem> }
+  | { readonly _tag: "Failed"; readonly error: Task.TaskError }
+  | { readonly _tag: "Expired" }
+
+/** The terminal status of an outcome. */
+export const statusOfOutcome = (outcome: Outcome): Task.TaskStatus =>
+  outcome._tag === "Succeeded" ? "succeeded" : outcome._tag === "Failed" ? "failed" : "expired"
+
+/** Whether a terminal status is refunded in full (decisions.md §3). */
+export const isRefunded = (status: Task.TaskStatus): boolean =>
+  status === "failed" || status === "expired" || status === "cancelled"
+
+const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
+
+/** Net charge in USD. */
+export const costOf = (task: TaskRecord): number => Money.fromMicros(task.chargedMicros - task.refundedMicros)
+
+/** The full task read of the API. */
+export const toTask = (task: TaskRecord): Task.Task => ({
+  id: task.id,
+  type: task.mediaType,
+  operation: task.operation,
+  status: task.status,
+  provider: task.provider,
+  model: task.model,
+  ...(task.status === "succeeded" && task.result !== null ? { result: task.result } : {}),
+  ...(task.error !== null ? { error: task.error } : {}),
+  progress: task.progress,
+  cost: costOf(task),
+  input: task.input,
+  metadata: task.metadata,
+  webhookUrl: task.webhookUrl,
+  original_task_id: task.originalTaskId,
+  estimated_seconds: task.estimatedSeconds,
+  created_at: iso(task.createdAt)!,
+  started_at: iso(task.startedAt),
+  completed_at: iso(task.completedAt)
+})
+
+/** An item of the API's task list. */
+export const toSummary = (task: TaskRecord): Task.TaskSummary => ({
+  id: task.id,
+  type: task.mediaType,
+  operation: task.operation,
+  status: task.status,
+  provider: task.provider,
+  model: task.model,
+  progress: task.progress,
+  cost: costOf(task),
+  ...(task.error !== null ? { error: task.error } : {}),
+  original_task_id: task.originalTaskId,
+  created_at: iso(task.createdAt)!,
+  started_at: iso(task.startedAt),
+  completed_at: iso(task.completedAt),
+  metadata: task.metadata
+})
+
+/** The creation acknowledgement of the API. */
+export const toCreationAck = (task: TaskRecord): Task.CreationAck => ({
+  id: task.id,
+  status: "pending",
+  type: task.operation,
+  provider: task.provider,
+  model: task.model,
+  created_at: iso(task.createdAt)!,
+  estimated_seconds: task.estimatedSeconds
+})
+
+/** The retry acknowledgement of the API. */
+export const toRetryAck = (task: TaskRecord): Task.RetryAck => ({
+  id: task.id,
+  original_task_id: task.originalTaskId ?? "",
+  status: "pending",
+  type: task.mediaType,
+  operation: task.operation,
+  provider: task.provider,
+  model: task.model,
+  created_at: iso(task.createdAt)!,
+  estimated_seconds: task.estimatedSeconds
+})
+
+const eventTypes: Partial<Record<Task.TaskStatus, Webhook.EventType>> = {
+  succeeded: "task.completed",
+  failed: "task.failed",
+  expired: "task.expired",
+  cancelled: "task.cancelled"
+}
+
+/** The terminal event of a task (decisions.md §6), written to the outbox with the terminal state. */
+export const toEvent = (task: TaskRecord, id: string, now: number): Webhook.WebhookEvent => ({
+  id,
+  type: eventTypes[task.status] ?? "task.failed",
+  created_at: new Date(now).toISOString(),
+  data: {
+    task: {
+      id: task.id,
+      type: task.mediaType,
+      status: task.status,
+      provider: task.provider,
+      model: task.model,
+      created_at: iso(task.createdAt)!,
+      completed_at: iso(task.completedAt),
+      ...(task.status === "succeeded" && task.result !== null ? { result: task.result } : {}),
+      ...(task.error !== null ? { error: task.error } : {}),
+      ...(Object.keys(task.metadata).length > 0 ? { metadata: task.metadata } : {})
+    }
+  }
+})

@@ -1,0 +1,395 @@
+/**
+ * The task storage port and its in-memory implementation.
+ *
+ * Every worker write is a compare-and-set on the task's status **and** fencing token (`fence`, incremented by each
+ * claim), so a worker that lost its lease can never overwrite a newer state. Terminal transitions write the refund
+ * (through {@link Billing}) and the outbox event in the same step as the state.
+ *
+ * Implementations: {@link layerMemory} here, `SqlTaskStorage` (SQLite, PostgreSQL). One conformance suite
+ * (`test/TaskStorageSuite.ts`) runs against all of them.
+ *
+ * @since 0.1.0
+ */
+import { Errors, type Task, type Webhook } from "@mediagate/contract"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
+import { Billing, type Charge } from "./Billing.js"
+import * as Ids from "./Ids.js"
+import type { PersistenceError } from "./PersistenceError.js"
+import {
+  activeStatuses,
+  fromNew,
+  isRefunded,
+  isTerminal,
+  type NewTask,
+  type Outcome,
+  statusOfOutcome,
+  type TaskRecord,
+  toEvent
+} from "./TaskRecord.js"
+
+/** Filters and keyset position of a list (newest first). */
+export interface ListQuery {
+  readonly status?: Task.TaskStatus | undefined
+  readonly provider?: string | undefined
+  readonly model?: string | undefined
+  /** Epoch ms, inclusive. */
+  readonly createdAfter?: number | undefined
+  /** Epoch ms, exclusive. */
+  readonly createdBefore?: number | undefined
+  /** Task id prefix. */
+  readonly idPrefix?: string | undefined
+  /** Only tasks with an id below this one (the keyset of the next page). */
+  readonly beforeId?: string | undefined
+  readonly limit: number
+}
+
+/** A page of tasks. */
+export interface ListPage {
+  readonly items: ReadonlyArray<TaskRecord>
+  readonly hasMore: boolean
+  /** Tasks matching the filters (all pages). */
+  readonly total: number
+}
+
+/** An `Idempotency-Key` claim: the same key with the same fingerprint replays, another fingerprint is refused. */
+export interface IdempotencyClaim {
+  readonly key: string
+  /** A digest of what the key was sent with (endpoint and body). */
+  readonly fingerprint: string
+  /** Keys older than this (epoch ms) are forgotten (decisions.md §2: 24 h). */
+  readonly notBefore: number
+}
+
+/** The answer of {@link TaskStorage} `accept`. */
+export type AcceptResult =
+  | { readonly _tag: "Created"; readonly task: TaskRecord }
+  | { readonly _tag: "Replayed"; readonly task: TaskRecord }
+
+/** The answer of a cancel. */
+export type CancelResult =
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "NotCancellable"; readonly status: Task.TaskStatus }
+  | { readonly _tag: "Cancelled"; readonly task: TaskRecord }
+
+/** A fenced, non-terminal update by the worker holding the lease. */
+export interface StepUpdate {
+  readonly status?: "queued" | "running"
+  readonly progress?: number
+  readonly upstreamJobId?: string
+  /** When the task is next due; the lease is released with it. */
+  readonly nextRunAt: number
+  /** Count this step as an upstream poll. */
+  readonly polled?: boolean
+}
+
+/** An event in the outbox, in commit order. */
+export interface OutboxEntry {
+  readonly seq: number
+  readonly accountId: string
+  readonly taskId: string
+  readonly webhookUrl: string | null
+  readonly event: Webhook.WebhookEvent
+}
+
+/** The task storage port. */
+export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<TaskStorage, {
+  /** The storage clock (the database's, for SQL), in epoch ms: leases and deadlines are judged by it. */
+  readonly now: Effect.Effect<number, PersistenceError>
+  /**
+   * Stores a new `pending` task with its charge and idempotency record in one transaction. With an idempotency
+   * key already used for the same fingerprint (within its window), answers the original task instead.
+   */
+  readonly accept: (input: {
+    readonly task: NewTask
+    readonly charge: Charge | undefined
+    readonly idempotency: IdempotencyClaim | undefined
+  }) => Effect.Effect<
+    AcceptResult,
+    Errors.IdempotencyKeyReused | Errors.InsufficientBalance | Errors.SpendLimitExceeded | PersistenceError
+  >
+  /** A task of an account. */
+  readonly get: (accountId: string, id: string) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
+  /** A task by id alone (workers, operators, tests). */
+  readonly getById: (id: string) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
+  /** A page of an account's tasks, newest first. */
+  readonly list: (accountId: string, query: ListQuery) => Effect.Effect<ListPage, PersistenceError>
+  /**
+   * Leases up to `limit` due tasks (active, `nextRunAt` reached, no live lease): increments each fence, moves
+   * `pending` to `queued`, sets `startedAt` on first claim.
+   */
+  readonly claim: (
+    owner: string,
+    limit: number,
+    leaseMs: number
+  ) => Effect.Effect<ReadonlyArray<TaskRecord>, PersistenceError>
+  /** Applies a step's update and releases the lease, if `fence` still holds and the task is still active. */
+  readonly step: (id: string, fence: number, update: StepUpdate) => Effect.Effect<boolean, PersistenceError>
+  /**
+   * Ends a task (succeeded, failed, expired) if `fence` still holds: terminal state, refund of failed and expired
+   * tasks, and the outbox event, in one transaction. Answers the terminal task, or none when the fence was lost.
+   */
+  readonly finish: (
+    id: string,
+    fence: number,
+    outcome: Outcome
+  ) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
+  /** Cancels a `pending` or `queued` task of an account: state, refund and outbox event in one transaction. */
+  readonly cancel: (accountId: string, id: string) => Effect.Effect<CancelResult, PersistenceError>
+  /** Extends every lease `owner` holds; answers how many. */
+  readonly heartbeat: (owner: string, leaseMs: number) => Effect.Effect<number, PersistenceError>
+  /** Releases every lease `owner` holds, due at once (graceful shutdown); answers how many. */
+  readonly releaseAll: (owner: string) => Effect.Effect<number, PersistenceError>
+  /** Makes an active task due now (an upstream reported a change). */
+  readonly markDue: (id: string) => Effect.Effect<void, PersistenceError>
+  /** The earliest `nextRunAt` of an unleased active task, if any. */
+  readonly nextDueAt: Effect.Effect<Option.Option<number>, PersistenceError>
+  /** Outbox entries after `afterSeq`, in commit order. */
+  readonly readOutbox: (afterSeq: number, limit: number) => Effect.Effect<ReadonlyArray<OutboxEntry>, PersistenceError>
+  /** Signals that work may be due (a task accepted or made due, here or in another process). */
+  readonly wakeups: Stream.Stream<void>
+}>() {}
+
+/** Options of the memory storage. */
+export interface MemoryOptions {
+  /** The storage clock; defaults to `Date.now`. */
+  readonly clock?: () => number
+}
+
+/**
+ * Storage in memory: one process, nothing survives a restart. Operations run one at a time (a semaphore plays
+ * the transaction), so it is as atomic as the SQL implementations.
+ */
+export const makeMemory = (options: MemoryOptions = {}) =>
+  Effect.gen(function*() {
+    const billing = yield* Billing
+    const clock = options.clock ?? Date.now
+    const tasks = new Map<string, TaskRecord>()
+    /** Task ids per account in creation order (ids are time-sortable). */
+    const byAccount = new Map<string, Array<string>>()
+    const idempotency = new Map<string, { fingerprint: string; taskId: string; createdAt: number }>()
+    const outbox: Array<OutboxEntry> = []
+    const lock = yield* Effect.makeSemaphore(1)
+    const signals = yield* PubSub.sliding<void>(1)
+    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
+    const wake = PubSub.publish(signals, undefined)
+
+    const put = (task: TaskRecord) => {
+      tasks.set(task.id, task)
+    }
+
+    const appendEvent = (task: TaskRecord, now: number) => {
+      outbox.push({
+        seq: outbox.length + 1,
+        accountId: task.accountId,
+        taskId: task.id,
+        webhookUrl: task.webhookUrl,
+        event: toEvent(task, Ids.eventId(now), now)
+      })
+    }
+
+    /** Terminal transition with refund and event; the caller holds the lock. */
+    const terminate = (task: TaskRecord, status: Task.TaskStatus, patch: Partial<TaskRecord>, now: number) =>
+      Effect.gen(function*() {
+        const owed = isRefunded(status) ? task.chargedMicros - task.refundedMicros : 0
+        if (owed > 0) {
+          yield* billing.refund({
+            accountId: task.accountId,
+            keyId: task.keyId,
+            taskId: task.id,
+            amountMicros: owed,
+            reason: `task ${status}`
+          })
+        }
+        const ended: TaskRecord = {
+          ...task,
+          ...patch,
+          status,
+          refundedMicros: task.refundedMicros + owed,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          nextRunAt: null,
+          completedAt: now
+        }
+        put(ended)
+        appendEvent(ended, now)
+        return ended
+      })
+
+    const service: TaskStorage["Type"] = {
+      now: Effect.sync(clock),
+      accept: ({ charge, idempotency: claim, task }) =>
+        transaction(Effect.gen(function*() {
+          const now = clock()
+          if (claim !== undefined) {
+            const slot = `${task.accountId}\u0000${claim.key}`
+            const previous = idempotency.get(slot)
+            if (previous !== undefined && previous.createdAt >= claim.notBefore) {
+              if (previous.fingerprint !== claim.fingerprint) {
+                return yield* new Errors.IdempotencyKeyReused({
+                  message: "Idempotency-Key was already used with a different request"
+                })
+              }
+              const original = tasks.get(previous.taskId)
+              if (original !== undefined) return { _tag: "Replayed", task: original } as const
+            }
+          }
+          if (charge !== undefined && charge.amountMicros > 0) yield* billing.charge(charge)
+          const stored = fromNew(task)
+          put(stored)
+          const ids = byAccount.get(task.accountId) ?? []
+          ids.push(task.id)
+          byAccount.set(task.accountId, ids)
+          if (claim !== undefined) {
+            idempotency.set(`${task.accountId}\u0000${claim.key}`, {
+              fingerprint: claim.fingerprint,
+              taskId: task.id,
+              createdAt: now
+            })
+          }
+          yield* wake
+          return { _tag: "Created", task: stored } as const
+        })),
+      get: (accountId, id) =>
+        Effect.sync(() => Option.filter(Option.fromNullable(tasks.get(id)), (t) => t.accountId === accountId)),
+      getById: (id) => Effect.sync(() => Option.fromNullable(tasks.get(id))),
+      list: (accountId, query) =>
+        Effect.sync(() => {
+          const ids = byAccount.get(accountId) ?? []
+          const matches: Array<TaskRecord> = []
+          for (let i = ids.length - 1; i >= 0; i--) {
+            const task = tasks.get(ids[i]!)!
+            if (query.status !== undefined && task.status !== query.status) continue
+            if (query.provider !== undefined && task.provider !== query.provider) continue
+            if (query.model !== undefined && task.model !== query.model) continue
+            if (query.createdAfter !== undefined && task.createdAt < query.createdAfter) continue
+            if (query.createdBefore !== undefined && task.createdAt >= query.createdBefore) continue
+            if (query.idPrefix !== undefined && !task.id.startsWith(query.idPrefix)) continue
+            matches.push(task)
+          }
+          const after = query.beforeId === undefined
+            ? matches
+            : matches.filter((task) => task.id < query.beforeId!)
+          return {
+            items: after.slice(0, query.limit),
+            hasMore: after.length > query.limit,
+            total: matches.length
+          }
+        }),
+      claim: (owner, limit, leaseMs) =>
+        transaction(Effect.sync(() => {
+          const now = clock()
+          const due: Array<TaskRecord> = []
+          for (const task of tasks.values()) {
+            if (!activeStatuses.includes(task.status) || task.nextRunAt === null || task.nextRunAt > now) continue
+            if (task.leaseExpiresAt !== null && task.leaseExpiresAt > now) continue
+            due.push(task)
+          }
+          due.sort((a, b) => a.nextRunAt! - b.nextRunAt! || (a.id < b.id ? -1 : 1))
+          return due.slice(0, limit).map((task) => {
+            const claimed: TaskRecord = {
+              ...task,
+              status: task.status === "pending" ? "queued" : task.status,
+              fence: task.fence + 1,
+              leaseOwner: owner,
+              leaseExpiresAt: now + leaseMs,
+              startedAt: task.startedAt ?? now
+            }
+            put(claimed)
+            return claimed
+          })
+        })),
+      step: (id, fence, update) =>
+        transaction(Effect.sync(() => {
+          const task = tasks.get(id)
+          if (task === undefined || task.fence !== fence || isTerminal(task.status)) return false
+          if (update.status === "queued" && task.status === "running") return false
+          put({
+            ...task,
+            ...(update.status === undefined ? {} : { status: update.status }),
+            ...(update.progress === undefined ? {} : { progress: update.progress }),
+            ...(update.upstreamJobId === undefined ? {} : { upstreamJobId: update.upstreamJobId }),
+            polls: update.polled === true ? task.polls + 1 : task.polls,
+            nextRunAt: Math.min(update.nextRunAt, task.deadlineAt),
+            leaseOwner: null,
+            leaseExpiresAt: null
+          })
+          return true
+        })).pipe(Effect.tap((ok) => ok ? wake : Effect.void)),
+      finish: (id, fence, outcome) =>
+        transaction(Effect.gen(function*() {
+          const task = tasks.get(id)
+          if (task === undefined || task.fence !== fence || isTerminal(task.status)) return Option.none()
+          const now = clock()
+          const patch: Partial<TaskRecord> = outcome._tag === "Succeeded"
+            ? { result: outcome.result, progress: 100 }
+            : outcome._tag === "Failed"
+            ? { error: outcome.error }
+            : { error: { code: "TASK_EXPIRED", message: "task did not finish before its deadline" } }
+          return Option.some(yield* terminate(task, statusOfOutcome(outcome), patch, now))
+        })),
+      cancel: (accountId, id) =>
+        transaction(Effect.gen(function*() {
+          const task = tasks.get(id)
+          if (task === undefined || task.accountId !== accountId) return { _tag: "NotFound" } as const
+          if (task.status !== "pending" && task.status !== "queued") {
+            return { _tag: "NotCancellable", status: task.status } as const
+          }
+          const cancelled = yield* terminate(task, "cancelled", { fence: task.fence + 1 }, clock())
+          return { _tag: "Cancelled", task: cancelled } as const
+        })),
+      heartbeat: (owner, leaseMs) =>
+        transaction(Effect.sync(() => {
+          const now = clock()
+          let count = 0
+          for (const task of tasks.values()) {
+            if (task.leaseOwner === owner && !isTerminal(task.status)) {
+              put({ ...task, leaseExpiresAt: now + leaseMs })
+              count++
+            }
+          }
+          return count
+        })),
+      releaseAll: (owner) =>
+        transaction(Effect.sync(() => {
+          const now = clock()
+          let count = 0
+          for (const task of tasks.values()) {
+            if (task.leaseOwner === owner && !isTerminal(task.status)) {
+              put({ ...task, leaseOwner: null, leaseExpiresAt: null, nextRunAt: Math.min(task.nextRunAt ?? now, now) })
+              count++
+            }
+          }
+          return count
+        })).pipe(Effect.tap(() => wake)),
+      markDue: (id) =>
+        transaction(Effect.sync(() => {
+          const task = tasks.get(id)
+          if (task === undefined || isTerminal(task.status)) return
+          put({ ...task, nextRunAt: Math.min(task.nextRunAt ?? clock(), clock()) })
+        })).pipe(Effect.zipRight(wake)),
+      nextDueAt: Effect.sync(() => {
+        const now = clock()
+        let earliest: number | undefined
+        for (const task of tasks.values()) {
+          if (!activeStatuses.includes(task.status) || task.nextRunAt === null) continue
+          const due = task.leaseExpiresAt !== null && task.leaseExpiresAt > now
+            ? Math.max(task.nextRunAt, task.leaseExpiresAt)
+            : task.nextRunAt
+          if (earliest === undefined || due < earliest) earliest = due
+        }
+        return Option.fromNullable(earliest)
+      }),
+      readOutbox: (afterSeq, limit) => Effect.sync(() => outbox.slice(afterSeq, afterSeq + limit)),
+      wakeups: Stream.fromPubSub(signals)
+    }
+    return service
+  })
+
+/** The memory storage as a layer. */
+export const layerMemory = (options: MemoryOptions = {}): Layer.Layer<TaskStorage, never, Billing> =>
+  Layer.effect(TaskStorage, makeMemory(options))

@@ -1,0 +1,303 @@
+/**
+ * The conformance suite of the task storage port: every implementation (memory, SQLite, PostgreSQL) must pass it.
+ * A backend is given as a function from a test clock and a billing layer to a storage layer, so the suite
+ * controls time (leases, deadlines, idempotency windows) on every backend alike.
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import { Errors } from "@mediagate/contract"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { Billing } from "../src/Billing.js"
+import * as Ids from "../src/Ids.js"
+import { TaskStorage } from "../src/TaskStorage.js"
+import { chargeOf, limitedAccount, makeClock, makeRecordingBilling, newTask, poorAccount, type TestClock } from "./support.js"
+
+/** How a backend is built for one test. */
+export type Backend = (clock: TestClock, billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage, unknown>
+
+const hour = 3_600_000
+
+/** Registers the suite for one backend. */
+export const taskStorageSuite = (name: string, backend: Backend) =>
+  describe(`TaskStorage conformance: ${name}`, () => {
+    const run = <A, E>(body: (ctx: { clock: TestClock; ledger: ReturnType<typeof makeRecordingBilling>["ledger"] }) => Effect.Effect<A, E, TaskStorage>) =>
+      Effect.suspend(() => {
+        const clock = makeClock()
+        const billing = makeRecordingBilling()
+        return body({ clock, ledger: billing.ledger }).pipe(Effect.provide(backend(clock, billing.layer)))
+      }).pipe(Effect.scoped)
+
+    it.effect("accepts a task as pending with its charge, scoped to its account", () =>
+      run(({ clock, ledger }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const task = newTask({ createdAt: clock.now() })
+          const result = yield* storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
+          assert.strictEqual(result._tag, "Created")
+          expect(result.task).toMatchObject({ id: task.id, status: "pending", fence: 0, chargedMicros: 3_200_000, refundedMicros: 0 })
+          expect(ledger.charges.map((c) => c.taskId)).toEqual([task.id])
+          const read = yield* storage.get("acct_a", task.id)
+          assert.isTrue(Option.isSome(read))
+          expect(Option.getOrThrow(read).input).toEqual(task.input)
+          assert.isTrue(Option.isNone(yield* storage.get("acct_other", task.id)))
+          assert.isTrue(Option.isSome(yield* storage.getById(task.id)))
+        })))
+
+    it.effect("stores nothing when billing refuses", () =>
+      run(({ clock, ledger }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          for (const accountId of [poorAccount, limitedAccount]) {
+            const task = newTask({ createdAt: clock.now(), accountId })
+            const exit = yield* Effect.exit(storage.accept({ task, charge: chargeOf(task), idempotency: undefined }))
+            assert.isTrue(Exit.isFailure(exit))
+            assert.isTrue(Option.isNone(yield* storage.getById(task.id)))
+          }
+          const failures = yield* Effect.flip(storage.accept({
+            task: newTask({ createdAt: clock.now(), accountId: poorAccount }),
+            charge: chargeOf(newTask({ createdAt: clock.now(), accountId: poorAccount })),
+            idempotency: undefined
+          }))
+          assert.instanceOf(failures, Errors.InsufficientBalance)
+          expect(ledger.charges).toEqual([])
+        })))
+
+    it.effect("replays an idempotency key with the same fingerprint and refuses another; forgets old keys", () =>
+      run(({ clock, ledger }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const claim = (fingerprint: string) => ({ key: "k1", fingerprint, notBefore: clock.now() - 24 * hour })
+          const first = newTask({ createdAt: clock.now() })
+          const created = yield* storage.accept({ task: first, charge: chargeOf(first), idempotency: claim("f1") })
+          assert.strictEqual(created._tag, "Created")
+          const second = newTask({ createdAt: clock.now() })
+          const replay = yield* storage.accept({ task: second, charge: chargeOf(second), idempotency: claim("f1") })
+          assert.strictEqual(replay._tag, "Replayed")
+          assert.strictEqual(replay.task.id, first.id)
+          assert.isTrue(Option.isNone(yield* storage.getById(second.id)))
+          expect(ledger.charges).toHaveLength(1)
+          const reused = yield* Effect.flip(storage.accept({ task: second, charge: chargeOf(second), idempotency: claim("f2") }))
+          assert.instanceOf(reused, Errors.IdempotencyKeyReused)
+          // another account may use the same key
+          const other = newTask({ createdAt: clock.now(), accountId: "acct_b" })
+          assert.strictEqual((yield* storage.accept({ task: other, charge: chargeOf(other), idempotency: claim("f9") }))._tag, "Created")
+          // after the window the key is free again
+          clock.advance(25 * hour)
+          const later = newTask({ createdAt: clock.now() })
+          const fresh = yield* storage.accept({ task: later, charge: chargeOf(later), idempotency: claim("f2") })
+          assert.strictEqual(fresh._tag, "Created")
+          assert.strictEqual(fresh.task.id, later.id)
+        })))
+
+    it.effect("lists newest first with filters, a keyset cursor and the total", () =>
+      run(({ clock }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const ids: Array<string> = []
+          for (let i = 0; i < 7; i++) {
+            clock.advance(1000)
+            const task = newTask({
+              createdAt: clock.now(),
+              provider: i % 2 === 0 ? "vendor3" : "vendor7",
+              model: i % 2 === 0 ? "vendor3-3" : "vendor7-imagine/text-to-video"
+            })
+            ids.push(task.id)
+            yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          }
+          yield* storage.accept({ task: newTask({ createdAt: clock.now(), accountId: "acct_b" }), charge: undefined, idempotency: undefined })
+          const newest = [...ids].reverse()
+          const page1 = yield* storage.list("acct_a", { limit: 3 })
+          expect(page1.items.map((t) => t.id)).toEqual(newest.slice(0, 3))
+          expect(page1).toMatchObject({ hasMore: true, total: 7 })
+          const page2 = yield* storage.list("acct_a", { limit: 3, beforeId: page1.items[2]!.id })
+          expect(page2.items.map((t) => t.id)).toEqual(newest.slice(3, 6))
+          const page3 = yield* storage.list("acct_a", { limit: 3, beforeId: page2.items[2]!.id })
+          expect(page3.items.map((t) => t.id)).toEqual(newest.slice(6))
+          expect(page3).toMatchObject({ hasMore: false, total: 7 })
+          const v7 = yield* storage.list("acct_a", { limit: 10, provider: "vendor7" })
+          expect(v7.items.map((t) => t.id)).toEqual(newest.filter((_, i) => (6 - i) % 2 === 1))
+          expect(v7.total).toBe(3)
+          const byModel = yield* storage.list("acct_a", { limit: 10, model: "vendor3-3" })
+          expect(byModel.total).toBe(4)
+          const windowed = yield* storage.list("acct_a", {
+            limit: 10,
+            createdAfter: Date.UTC(2026, 10, 21, 12, 0, 2),
+            createdBefore: Date.UTC(2026, 10, 21, 12, 0, 5)
+          })
+          expect(windowed.items.map((t) => t.id)).toEqual([ids[3], ids[2], ids[1]])
+          const prefixed = yield* storage.list("acct_a", { limit: 10, idPrefix: ids[4]!.slice(0, 28) })
+          expect(prefixed.items.map((t) => t.id)).toContain(ids[4])
+          const exact = yield* storage.list("acct_a", { limit: 10, idPrefix: ids[4]! })
+          expect(exact.items.map((t) => t.id)).toEqual([ids[4]])
+          const none = yield* storage.list("acct_a", { limit: 10, status: "failed" })
+          expect(none).toEqual({ items: [], hasMore: false, total: 0 })
+        })))
+
+    it.effect("claims due tasks with a lease and a new fence; a live lease is not claimed twice", () =>
+      run(({ clock }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const a = newTask({ createdAt: clock.now() })
+          const b = newTask({ createdAt: clock.now() })
+          yield* storage.accept({ task: a, charge: undefined, idempotency: undefined })
+          yield* storage.accept({ task: b, charge: undefined, idempotency: undefined })
+          const first = yield* storage.claim("w1", 1, 30_000)
+          expect(first).toHaveLength(1)
+          expect(first[0]).toMatchObject({ status: "queued", fence: 1, leaseOwner: "w1", leaseExpiresAt: clock.now() + 30_000 })
+          expect(first[0]!.startedAt).toBe(clock.now())
+          const second = yield* storage.claim("w2", 5, 30_000)
+          expect(second.map((t) => t.id)).toEqual([first[0]!.id === a.id ? b.id : a.id])
+          expect(yield* storage.claim("w3", 5, 30_000)).toEqual([])
+          // the lease of w1 runs out: another worker takes the task over with a newer fence
+          clock.advance(30_001)
+          const taken = yield* storage.claim("w3", 5, 30_000)
+          expect(taken.map((t) => [t.fence, t.leaseOwner])).toEqual([[2, "w3"], [2, "w3"]])
+          // the old holder's writes are refused
+          assert.isFalse(yield* storage.step(first[0]!.id, 1, { nextRunAt: clock.now() }))
+          assert.isTrue(Option.isNone(yield* storage.finish(first[0]!.id, 1, { _tag: "Failed", error: { code: "X", message: "x" } })))
+        })))
+
+    it.effect("a step records the upstream job, progress and the next run, releasing the lease", () =>
+      run(({ clock }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const task = newTask({ createdAt: clock.now() })
+          yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          const [claimed] = yield* storage.claim("w1", 1, 30_000)
+          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "job-1", nextRunAt: clock.now() + 5000 }))
+          const stored = Option.getOrThrow(yield* storage.getById(task.id))
+          expect(stored).toMatchObject({ status: "queued", upstreamJobId: "job-1", leaseOwner: null, nextRunAt: clock.now() + 5000 })
+          expect(yield* storage.claim("w1", 1, 30_000)).toEqual([])
+          expect(yield* storage.nextDueAt).toEqual(Option.some(clock.now() + 5000))
+          clock.advance(5000)
+          const [again] = yield* storage.claim("w1", 1, 30_000)
+          expect(again).toMatchObject({ fence: 2, upstreamJobId: "job-1" })
+          assert.isTrue(yield* storage.step(task.id, 2, { status: "running", progress: 40, polled: true, nextRunAt: clock.now() + 10 * hour }))
+          const running = Option.getOrThrow(yield* storage.getById(task.id))
+          // the next run never lies beyond the deadline
+          expect(running).toMatchObject({ status: "running", progress: 40, polls: 1, nextRunAt: task.deadlineAt })
+          // running never goes back to queued
+          clock.set(task.deadlineAt)
+          const [late] = yield* storage.claim("w1", 1, 30_000)
+          assert.isFalse(yield* storage.step(task.id, late!.fence, { status: "queued", nextRunAt: clock.now() }))
+        })))
+
+    it.effect("finishing writes the terminal state and its event once; failures and expiry are refunded once", () =>
+      run(({ clock, ledger }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const ok = newTask({ createdAt: clock.now(), webhookUrl: "https://hooks.example.com/x", metadata: { ref: 1 } })
+          const bad = newTask({ createdAt: clock.now() })
+          const late = newTask({ createdAt: clock.now() })
+          for (const t of [ok, bad, late]) yield* storage.accept({ task: t, charge: chargeOf(t), idempotency: undefined })
+          const claimed = yield* storage.claim("w1", 3, 30_000)
+          const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
+          clock.advance(10_000)
+          const result = [{ url: "https://files.example.com/a.mp4", duration: 8, format: "mp4", size_bytes: 1000 }]
+          const done = yield* storage.finish(ok.id, fenceOf(ok.id), { _tag: "Succeeded", result })
+          expect(Option.getOrThrow(done)).toMatchObject({ status: "succeeded", progress: 100, result, completedAt: clock.now(), leaseOwner: null, nextRunAt: null })
+          const failed = yield* storage.finish(bad.id, fenceOf(bad.id), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "boom" } })
+          expect(Option.getOrThrow(failed)).toMatchObject({ status: "failed", refundedMicros: 3_200_000, error: { code: "PROVIDER_ERROR", message: "boom" } })
+          const expired = yield* storage.finish(late.id, fenceOf(late.id), { _tag: "Expired" })
+          expect(Option.getOrThrow(expired)).toMatchObject({ status: "expired", refundedMicros: 3_200_000, error: { code: "TASK_EXPIRED" } })
+          // a second finish with the same fence changes nothing and refunds nothing
+          assert.isTrue(Option.isNone(yield* storage.finish(bad.id, fenceOf(bad.id), { _tag: "Expired" })))
+          expect(ledger.refunds.map((r) => [r.taskId, r.amountMicros])).toEqual([[bad.id, 3_200_000], [late.id, 3_200_000]])
+          const events = yield* storage.readOutbox(0, 10)
+          expect(events.map((e) => [e.taskId, e.event.type])).toEqual([[ok.id, "task.completed"], [bad.id, "task.failed"], [late.id, "task.expired"]])
+          expect(events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq)].sort((x, y) => x - y))
+          expect(events[0]!.webhookUrl).toBe("https://hooks.example.com/x")
+          expect(events[0]!.event.data.task).toMatchObject({ id: ok.id, status: "succeeded", result, metadata: { ref: 1 } })
+          expect(events[0]!.event.id).toMatch(/^evt_[0-9A-Z]{26}$/)
+          expect(events[1]!.event.data.task.error).toEqual({ code: "PROVIDER_ERROR", message: "boom" })
+          expect(yield* storage.readOutbox(events[1]!.seq, 10)).toHaveLength(1)
+          assert.isTrue(Option.isNone(yield* storage.nextDueAt))
+        })))
+
+    it.effect("cancels pending and queued tasks (refunded, with an event) and nothing else", () =>
+      run(({ clock, ledger }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const pending = newTask({ createdAt: clock.now() })
+          yield* storage.accept({ task: pending, charge: chargeOf(pending), idempotency: undefined })
+          const cancelled = yield* storage.cancel("acct_a", pending.id)
+          assert.strictEqual(cancelled._tag, "Cancelled")
+          expect(cancelled._tag === "Cancelled" && cancelled.task).toMatchObject({ status: "cancelled", refundedMicros: 3_200_000 })
+          expect(yield* storage.cancel("acct_a", pending.id)).toEqual({ _tag: "NotCancellable", status: "cancelled" })
+          expect(yield* storage.cancel("acct_b", pending.id)).toEqual({ _tag: "NotFound" })
+          expect(yield* storage.cancel("acct_a", Ids.taskId())).toEqual({ _tag: "NotFound" })
+
+          const queued = newTask({ createdAt: clock.now() })
+          yield* storage.accept({ task: queued, charge: chargeOf(queued), idempotency: undefined })
+          const [held] = yield* storage.claim("w1", 1, 30_000)
+          assert.strictEqual((yield* storage.cancel("acct_a", queued.id))._tag, "Cancelled")
+          // the worker that held it can no longer write
+          assert.isFalse(yield* storage.step(queued.id, held!.fence, { status: "running", nextRunAt: clock.now() }))
+          assert.isTrue(Option.isNone(yield* storage.finish(queued.id, held!.fence, { _tag: "Succeeded", result: [] })))
+
+          const running = newTask({ createdAt: clock.now() })
+          yield* storage.accept({ task: running, charge: chargeOf(running), idempotency: undefined })
+          const [r] = yield* storage.claim("w1", 1, 30_000)
+          yield* storage.step(running.id, r!.fence, { status: "running", progress: 10, nextRunAt: clock.now() + 1000 })
+          expect(yield* storage.cancel("acct_a", running.id)).toEqual({ _tag: "NotCancellable", status: "running" })
+          expect(ledger.refunds.map((x) => x.taskId)).toEqual([pending.id, queued.id])
+          const events = yield* storage.readOutbox(0, 10)
+          expect(events.map((e) => e.event.type)).toEqual(["task.cancelled", "task.cancelled"])
+        })))
+
+    it.effect("test-key tasks without a charge are never refunded", () =>
+      run(({ clock, ledger }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const task = newTask({ createdAt: clock.now(), environment: "test", chargedMicros: 0 })
+          yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          const [claimed] = yield* storage.claim("w1", 1, 30_000)
+          yield* storage.finish(task.id, claimed!.fence, { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
+          expect(ledger.refunds).toEqual([])
+        })))
+
+    it.effect("heartbeats extend leases; releaseAll hands them back, due at once", () =>
+      run(({ clock }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          for (let i = 0; i < 3; i++) yield* storage.accept({ task: newTask({ createdAt: clock.now() }), charge: undefined, idempotency: undefined })
+          yield* storage.claim("w1", 2, 10_000)
+          clock.advance(8000)
+          expect(yield* storage.heartbeat("w1", 10_000)).toBe(2)
+          clock.advance(8000)
+          expect(yield* storage.claim("w2", 5, 10_000)).toHaveLength(1)
+          expect(yield* storage.releaseAll("w1")).toBe(2)
+          const reclaimed = yield* storage.claim("w2", 5, 10_000)
+          expect(reclaimed).toHaveLength(2)
+          expect(reclaimed.every((t) => t.fence === 2)).toBe(true)
+        })))
+
+    it.effect("markDue makes a waiting task due now", () =>
+      run(({ clock }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const task = newTask({ createdAt: clock.now() })
+          yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          const [claimed] = yield* storage.claim("w1", 1, 30_000)
+          yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "j", nextRunAt: clock.now() + 60_000 })
+          expect(yield* storage.claim("w1", 1, 30_000)).toEqual([])
+          yield* storage.markDue(task.id)
+          expect((yield* storage.claim("w1", 1, 30_000)).map((t) => t.id)).toEqual([task.id])
+        })))
+
+    it.effect("concurrent claimers never lease the same task twice", () =>
+      run(({ clock }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          for (let i = 0; i < 40; i++) yield* storage.accept({ task: newTask({ createdAt: clock.now() }), charge: undefined, idempotency: undefined })
+          const batches = yield* Effect.all(
+            Array.from({ length: 8 }, (_, i) => storage.claim(`w${i}`, 7, 30_000)),
+            { concurrency: "unbounded" }
+          )
+          const ids = batches.flat().map((t) => t.id)
+          expect(new Set(ids).size).toBe(ids.length)
+          expect(ids.length).toBe(40)
+        })))
+  })

@@ -1,0 +1,78 @@
+/**
+ * Test doubles for the engine: a clock the test moves, a billing port that records every charge and refund (and
+ * refuses one account), and task factories.
+ */
+import { Errors } from "@mediagate/contract"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { Billing, type Charge, type Refund } from "../src/Billing.js"
+import * as Ids from "../src/Ids.js"
+import type { NewTask } from "../src/TaskRecord.js"
+
+/** A clock the test controls (epoch ms). */
+export interface TestClock {
+  readonly now: () => number
+  readonly set: (ms: number) => void
+  readonly advance: (ms: number) => void
+}
+
+/** A manual clock starting at a fixed instant. */
+export const makeClock = (start = Date.UTC(2026, 10, 21, 12, 0, 0)): TestClock => {
+  let current = start
+  return { now: () => current, set: (ms) => (current = ms), advance: (ms) => (current += ms) }
+}
+
+/** Everything the billing double saw. */
+export interface Ledger {
+  readonly charges: Array<Charge>
+  readonly refunds: Array<Refund>
+}
+
+/** Accounts the billing double refuses. */
+export const poorAccount = "acct_poor"
+export const limitedAccount = "acct_limited"
+
+/** A billing double recording charges and refunds. */
+export const makeRecordingBilling = () => {
+  const ledger: Ledger = { charges: [], refunds: [] }
+  const layer = Layer.succeed(Billing, {
+    charge: (charge) =>
+      charge.accountId === poorAccount
+        ? Effect.fail(new Errors.InsufficientBalance({ message: "balance too low" }))
+        : charge.accountId === limitedAccount
+        ? Effect.fail(new Errors.SpendLimitExceeded({ message: "spend limit reached" }))
+        : Effect.sync(() => void ledger.charges.push(charge)),
+    refund: (refund) => Effect.sync(() => void ledger.refunds.push(refund))
+  })
+  return { ledger, layer }
+}
+
+/** A new task for tests. */
+export const newTask = (overrides: Partial<NewTask> & { readonly createdAt: number }): NewTask => ({
+  id: Ids.taskId(overrides.createdAt),
+  accountId: "acct_a",
+  keyId: "key_a",
+  environment: "live",
+  endpoint: "vendor3/text-to-video",
+  provider: "vendor3",
+  operation: "text-to-video",
+  mediaType: "video",
+  model: "vendor3-3",
+  input: { prompt: "a cat", aspect_ratio: "16:9" },
+  metadata: {},
+  webhookUrl: null,
+  originalTaskId: null,
+  chargedMicros: 3_200_000,
+  estimatedSeconds: 60,
+  deadlineAt: overrides.createdAt + 3_600_000,
+  ...overrides
+})
+
+/** The charge of a new task. */
+export const chargeOf = (task: NewTask): Charge => ({
+  accountId: task.accountId,
+  keyId: task.keyId,
+  taskId: task.id,
+  amountMicros: task.chargedMicros,
+  description: `${task.model} ${task.operation}`
+})
