@@ -1,0 +1,201 @@
+/**
+ * The engine's implementation of the contract's `TaskService` port: accept (plan, charge, store in one step),
+ * read, list, retry and cancel, all scoped to the caller's account.
+ *
+ * @since 0.1.0
+ */
+import { type Catalog, Errors, type Generation, type Security, Services, Task } from "@mediagate/contract"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Encoding from "effect/Encoding"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { createHash } from "node:crypto"
+import * as Ids from "./Ids.js"
+import type { PersistenceError } from "./PersistenceError.js"
+import { Planner } from "./Planner.js"
+import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
+import { type IdempotencyClaim, TaskStorage } from "./TaskStorage.js"
+import { Upstream } from "./Upstream.js"
+
+/** How long an `Idempotency-Key` is remembered (decisions.md §2). */
+export const idempotencyWindowMs = 24 * 60 * 60 * 1000
+
+const unavailable = (error: PersistenceError) =>
+  Effect.zipRight(
+    Effect.logError("storage failure", error),
+    Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again" }))
+  )
+
+const fingerprint = (parts: ReadonlyArray<unknown>) =>
+  createHash("sha256").update(JSON.stringify(parts)).digest("base64url")
+
+/** Cursors are opaque to clients: the last id of a page, base64url-encoded. */
+export const encodeCursor = (id: string): string => Encoding.encodeBase64Url(id)
+
+/** Decodes a cursor, or fails with `VALIDATION_ERROR`. */
+export const decodeCursor = (cursor: string): Either.Either<string, Errors.ValidationError> => {
+  const decoded = Encoding.decodeBase64UrlString(cursor)
+  return Either.isRight(decoded) && /^task_[0-9A-HJKMNP-TV-Z]{26}$/.test(decoded.right)
+    ? Either.right(decoded.right)
+    : Either.left(new Errors.ValidationError({ message: "cursor: is not a cursor of this list" }))
+}
+
+const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
+
+/** Builds the service. */
+export const make = Effect.gen(function*() {
+  const storage = yield* TaskStorage
+  const planner = yield* Planner
+  const upstream = yield* Effect.serviceOption(Upstream)
+
+  const accept = (
+    principal: Security.Principal,
+    endpoint: Catalog.EndpointKey,
+    request: Generation.AnyGenerationRequest,
+    originalTaskId: string | null,
+    idempotency: IdempotencyClaim | undefined
+  ) =>
+    Effect.gen(function*() {
+      const plan = yield* planner.plan(endpoint, request)
+      const now = yield* Clock.currentTimeMillis
+      const [provider, operation] = endpoint.split("/") as [Catalog.TaskFamily, Catalog.Operation]
+      const charged = principal.environment === "test" ? 0 : plan.priceMicros
+      const task: NewTask = {
+        id: Ids.taskId(now),
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        environment: principal.environment,
+        endpoint,
+        provider,
+        operation,
+        mediaType: operation.endsWith("image") ? "image" : "video",
+        model: request.model,
+        input: request.input,
+        metadata: request.metadata ?? {},
+        webhookUrl: request.webhookUrl ?? null,
+        originalTaskId,
+        chargedMicros: charged,
+        estimatedSeconds: plan.estimatedSeconds,
+        deadlineAt: now + plan.timeoutMs,
+        createdAt: now
+      }
+      const charge = charged > 0
+        ? {
+          accountId: task.accountId,
+          keyId: task.keyId,
+          taskId: task.id,
+          amountMicros: charged,
+          description: `${task.model} ${task.operation}`
+        }
+        : undefined
+      const result = yield* storage.accept({ task, charge, idempotency })
+      return result.task
+    })
+
+  const claimOf = (principal: Security.Principal, key: string | undefined, parts: ReadonlyArray<unknown>) =>
+    Effect.map(Clock.currentTimeMillis, (now): IdempotencyClaim | undefined =>
+      key === undefined ? undefined : {
+        key,
+        fingerprint: fingerprint([principal.environment, ...parts]),
+        notBefore: now - idempotencyWindowMs
+      })
+
+  const findTask = (principal: Security.Principal, id: string) =>
+    Effect.flatMap(storage.get(principal.accountId, id), (task) =>
+      Option.isSome(task) ? Effect.succeed(task.value) : Effect.fail(notFound(id)))
+
+  const service: Services.TaskService["Type"] = {
+    create: (principal, command) =>
+      Effect.gen(function*() {
+        const claim = yield* claimOf(principal, command.idempotencyKey, [command.endpoint, command.request])
+        const task = yield* accept(principal, command.endpoint, command.request, null, claim)
+        return toCreationAck(task)
+      }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("TaskService.create")),
+
+    get: (principal, id) =>
+      Effect.map(findTask(principal, id), toTask).pipe(
+        Effect.catchTag("PersistenceError", unavailable),
+        Effect.withSpan("TaskService.get")
+      ),
+
+    list: (principal, query) =>
+      Effect.gen(function*() {
+        const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
+        const limit = query.limit ?? Task.defaultPageSize
+        const page = yield* storage.list(principal.accountId, {
+          status: query.status,
+          provider: query.provider,
+          model: query.model,
+          createdAfter: query.created_after?.getTime(),
+          createdBefore: query.created_before?.getTime(),
+          idPrefix: query.search,
+          beforeId,
+          limit
+        })
+        const last = page.items[page.items.length - 1]
+        return {
+          data: page.items.map(toSummary),
+          pagination: {
+            cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
+            hasMore: page.hasMore,
+            total: page.total
+          }
+        }
+      }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("TaskService.list")),
+
+    retry: (principal, id, idempotencyKey) =>
+      Effect.gen(function*() {
+        const original = yield* findTask(principal, id)
+        if (!Task.retryableStatuses.includes(original.status)) {
+          return yield* new Errors.TaskNotRetryable({
+            message: `task ${id} is ${original.status}; only failed or expired tasks can be retried`
+          })
+        }
+        const request: Generation.AnyGenerationRequest = {
+          model: original.model,
+          input: original.input as Record<string, unknown>,
+          ...(original.webhookUrl === null ? {} : { webhookUrl: original.webhookUrl }),
+          ...(Object.keys(original.metadata).length === 0 ? {} : { metadata: original.metadata })
+        }
+        const claim = yield* claimOf(principal, idempotencyKey, ["retry", id])
+        const task = yield* accept(principal, original.endpoint, request, original.id, claim)
+        return toRetryAck(task)
+      }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("TaskService.retry")),
+
+    cancel: (principal, id) =>
+      Effect.gen(function*() {
+        const result = yield* storage.cancel(principal.accountId, id)
+        switch (result._tag) {
+          case "NotFound":
+            return yield* notFound(id)
+          case "NotCancellable":
+            return yield* new Errors.TaskNotCancellable({
+              message: `task ${id} is ${result.status}; only pending or queued tasks can be cancelled`
+            })
+          case "Cancelled": {
+            const jobId = result.task.upstreamJobId
+            if (jobId !== null && Option.isSome(upstream)) {
+              // best effort, after the commit: the task is cancelled and refunded whatever the upstream says
+              yield* Effect.forkDaemon(upstream.value.cancel(result.task, jobId))
+            }
+            return toTask(result.task)
+          }
+        }
+      }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("TaskService.cancel")),
+
+    providerOf: (principal, id) =>
+      Effect.map(
+        storage.get(principal.accountId, id),
+        Option.map((task: TaskRecord) => ({ provider: task.provider, type: task.mediaType }))
+      ).pipe(Effect.catchTag("PersistenceError", unavailable))
+  }
+  return service
+})
+
+/** The engine's `TaskService`. */
+export const layer: Layer.Layer<Services.TaskService, never, TaskStorage | Planner> = Layer.effect(
+  Services.TaskService,
+  make
+)

@@ -1,0 +1,273 @@
+/**
+ * The engine's behaviour end to end (TaskService + Worker + storage + fake upstream), in real time with short
+ * durations. Registered per storage backend.
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import { Errors, Services } from "@mediagate/contract"
+import type * as Security from "@mediagate/contract/Security"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { Billing } from "../src/Billing.js"
+import * as Planner from "../src/Planner.js"
+import * as TaskService from "../src/TaskService.js"
+import { TaskStorage } from "../src/TaskStorage.js"
+import * as Worker from "../src/Worker.js"
+import { makeFakeUpstream } from "./FakeUpstream.js"
+import { makeRecordingBilling, poorAccount } from "./support.js"
+
+/** A storage backend for the engine suite (real clock). */
+export type EngineBackend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage, unknown>
+
+export const principal = (overrides: Partial<Security.Principal> = {}): Security.Principal => ({
+  accountId: "acct_a",
+  keyId: "key_a",
+  environment: "live",
+  permissions: {},
+  spendLimitMicros: null,
+  spentMicros: 0,
+  expiresAt: null,
+  clientAddress: undefined,
+  ...overrides
+})
+
+const request = (prompt: string) => ({ model: "vendor3-3", input: { prompt, aspect_ratio: "16:9" } })
+
+/** Waits until every given task is terminal (or fails the test after `timeoutMs`). */
+export const awaitTerminal = (ids: ReadonlyArray<string>, timeoutMs = 10_000) =>
+  Effect.gen(function*() {
+    const storage = yield* TaskStorage
+    const deadline = Date.now() + timeoutMs
+    while (true) {
+      const tasks = yield* Effect.forEach(ids, (id) => storage.getById(id))
+      const open = tasks.filter((t) => Option.isNone(t) || !["succeeded", "failed", "cancelled", "expired"].includes(t.value.status))
+      if (open.length === 0) return tasks.map(Option.getOrThrow)
+      if (Date.now() > deadline) {
+        return yield* Effect.dieMessage(`${open.length} tasks not terminal: ${JSON.stringify(open.slice(0, 3))}`)
+      }
+      yield* Effect.sleep(20)
+    }
+  })
+
+export const engineSuite = (name: string, backend: EngineBackend) =>
+  describe(`engine: ${name}`, () => {
+    const setup = (options: { durationMs?: number; timeoutMs?: number; concurrency?: number; callbacks?: boolean } = {}) => {
+      const billing = makeRecordingBilling()
+      const upstream = makeFakeUpstream({ durationMs: options.durationMs ?? 60, callbacks: options.callbacks ?? true })
+      const storage = backend(billing.layer)
+      const layer = Worker.layer({
+        concurrency: options.concurrency ?? 16,
+        leaseMs: 2000,
+        idleMs: 200,
+        pollDelayMs: () => 25,
+        retryDelayMs: () => 25,
+        shutdownGraceMs: 1000
+      }).pipe(
+        Layer.provideMerge(TaskService.layer),
+        Layer.provideMerge(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeoutMs: options.timeoutMs ?? 60_000 })),
+        Layer.provideMerge(storage),
+        Layer.provideMerge(upstream.layer)
+      )
+      return { layer, ledger: billing.ledger, log: upstream.log }
+    }
+
+    it.live("runs accepted tasks to succeeded, submitting each once, with events", () => {
+      const { layer, ledger, log } = setup()
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const storage = yield* TaskStorage
+        const acks = yield* Effect.forEach(Array.from({ length: 40 }, (_, i) => i), (i) =>
+          tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`shot ${i}`), idempotencyKey: undefined }))
+        const done = yield* awaitTerminal(acks.map((a) => a.id))
+        expect(done.every((t) => t.status === "succeeded" && t.progress === 100 && t.result !== null)).toBe(true)
+        expect(acks.every((a) => log.submits.get(a.id) === 1)).toBe(true)
+        expect(ledger.charges).toHaveLength(40)
+        expect(ledger.refunds).toHaveLength(0)
+        const events = yield* storage.readOutbox(0, 100)
+        expect(events.filter((e) => e.event.type === "task.completed")).toHaveLength(40)
+        const read = yield* tasks.get(principal(), acks[0]!.id)
+        expect(read).toMatchObject({ status: "succeeded", cost: 1, progress: 100 })
+        expect(read.started_at).not.toBeNull()
+        expect(read.completed_at).not.toBeNull()
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("a failed upstream job fails the task with its error and refunds it once", () => {
+      const { layer, ledger } = setup()
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("x [fail]"), idempotencyKey: undefined })
+        const rejected = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("x [reject]"), idempotencyKey: undefined })
+        const [failed, refused] = yield* awaitTerminal([ack.id, rejected.id])
+        expect(failed).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR", message: "the upstream failed the job" }, refundedMicros: 1_000_000 })
+        expect(refused).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR" } })
+        expect(ledger.refunds.map((r) => r.taskId).sort()).toEqual([ack.id, rejected.id].sort())
+        const read = yield* tasks.get(principal(), ack.id)
+        expect(read.cost).toBe(0)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("retries a retryable upstream error with backoff", () => {
+      const { layer, log } = setup()
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("x [flaky]"), idempotencyKey: undefined })
+        const [task] = yield* awaitTerminal([ack.id])
+        expect(task!.status).toBe("succeeded")
+        expect(log.submits.get(ack.id)).toBe(2)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("expires a task at its deadline, refunds it and cancels its upstream job", () => {
+      const { layer, ledger, log } = setup({ timeoutMs: 400 })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("x [hang]"), idempotencyKey: undefined })
+        const [task] = yield* awaitTerminal([ack.id])
+        expect(task).toMatchObject({ status: "expired", error: { code: "TASK_EXPIRED" }, refundedMicros: 1_000_000 })
+        expect(ledger.refunds.map((r) => r.taskId)).toEqual([ack.id])
+        expect(log.cancels).toEqual([ack.id])
+        // an expired task can be retried: a new task, charged again
+        const retry = yield* tasks.retry(principal(), ack.id, undefined)
+        expect(retry).toMatchObject({ original_task_id: ack.id, status: "pending", type: "video", provider: "vendor3" })
+        expect(ledger.charges.map((c) => c.taskId)).toEqual([ack.id, retry.id])
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("cancel: pending tasks are cancelled and refunded and never submitted; others are refused", () => {
+      const { layer, ledger, log } = setup({ concurrency: 0 })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("c"), idempotencyKey: undefined })
+        const cancelled = yield* tasks.cancel(principal(), ack.id)
+        expect(cancelled).toMatchObject({ status: "cancelled", cost: 0 })
+        expect(ledger.refunds.map((r) => r.taskId)).toEqual([ack.id])
+        const again = yield* Effect.flip(tasks.cancel(principal(), ack.id))
+        assert.instanceOf(again, Errors.TaskNotCancellable)
+        const other = yield* Effect.flip(tasks.cancel(principal({ accountId: "acct_b" }), ack.id))
+        assert.instanceOf(other, Errors.TaskNotFound)
+        const notRetryable = yield* Effect.flip(tasks.retry(principal(), ack.id, undefined))
+        assert.instanceOf(notRetryable, Errors.TaskNotRetryable)
+        expect(log.submits.size).toBe(0)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("retry: only failed or expired tasks, as a new task with the same provider, model, input and metadata", () => {
+      const { layer, ledger } = setup()
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: { ...request("r [fail]"), metadata: { order: 9 }, webhookUrl: "https://hooks.example.com/h" },
+          idempotencyKey: undefined
+        })
+        yield* awaitTerminal([ack.id])
+        const retried = yield* tasks.retry(principal(), ack.id, "retry-key")
+        const replayed = yield* tasks.retry(principal(), ack.id, "retry-key")
+        expect(replayed.id).toBe(retried.id)
+        const copy = yield* tasks.get(principal(), retried.id)
+        expect(copy).toMatchObject({
+          provider: "vendor3",
+          model: "vendor3-3",
+          input: { prompt: "r [fail]", aspect_ratio: "16:9" },
+          metadata: { order: 9 },
+          webhookUrl: "https://hooks.example.com/h",
+          original_task_id: ack.id
+        })
+        const original = yield* tasks.get(principal(), ack.id)
+        expect(original.status).toBe("failed")
+        expect(ledger.charges.map((c) => c.taskId)).toEqual([ack.id, retried.id])
+        const unknown = yield* Effect.flip(tasks.retry(principal(), "task_01JZZZZZZZZZZZZZZZZZZZZZZZ", undefined))
+        assert.instanceOf(unknown, Errors.TaskNotFound)
+        const succeeded = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("ok"), idempotencyKey: undefined })
+        yield* awaitTerminal([succeeded.id])
+        assert.instanceOf(yield* Effect.flip(tasks.retry(principal(), succeeded.id, undefined)), Errors.TaskNotRetryable)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("test keys are free; refused charges store nothing", () => {
+      const { layer, ledger } = setup({ concurrency: 0 })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const storage = yield* TaskStorage
+        const free = yield* tasks.create(principal({ environment: "test" }), { endpoint: "vendor3/text-to-video", request: request("t"), idempotencyKey: undefined })
+        expect((yield* tasks.get(principal(), free.id)).cost).toBe(0)
+        expect(ledger.charges).toHaveLength(0)
+        const refused = yield* Effect.flip(tasks.create(principal({ accountId: poorAccount }), { endpoint: "vendor3/text-to-video", request: request("p"), idempotencyKey: undefined }))
+        assert.instanceOf(refused, Errors.InsufficientBalance)
+        const page = yield* storage.list(poorAccount, { limit: 10 })
+        expect(page.total).toBe(0)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("idempotent creation: same key and body replays, another body is refused", () => {
+      const { layer, ledger } = setup({ concurrency: 0 })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const first = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("i"), idempotencyKey: "k" })
+        const again = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("i"), idempotencyKey: "k" })
+        expect(again).toEqual(first)
+        const other = yield* Effect.flip(tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("j"), idempotencyKey: "k" }))
+        assert.instanceOf(other, Errors.IdempotencyKeyReused)
+        const otherEndpoint = yield* Effect.flip(tasks.create(principal(), { endpoint: "vendor7/text-to-video", request: request("i"), idempotencyKey: "k" }))
+        assert.instanceOf(otherEndpoint, Errors.IdempotencyKeyReused)
+        expect(ledger.charges).toHaveLength(1)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("lists with an opaque cursor and refuses a forged one", () => {
+      const { layer } = setup({ concurrency: 0 })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const ids: Array<string> = []
+        for (let i = 0; i < 5; i++) {
+          ids.push((yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`l${i}`), idempotencyKey: undefined })).id)
+        }
+        const page1 = yield* tasks.list(principal(), { limit: 2 })
+        expect(page1.data.map((t) => t.id)).toEqual([ids[4], ids[3]])
+        expect(page1.pagination).toMatchObject({ hasMore: true, total: 5 })
+        const page2 = yield* tasks.list(principal(), { limit: 2, cursor: page1.pagination.cursor! })
+        expect(page2.data.map((t) => t.id)).toEqual([ids[2], ids[1]])
+        const page3 = yield* tasks.list(principal(), { limit: 2, cursor: page2.pagination.cursor! })
+        expect(page3.data.map((t) => t.id)).toEqual([ids[0]])
+        expect(page3.pagination).toEqual({ cursor: null, hasMore: false, total: 5 })
+        const forged = yield* Effect.flip(tasks.list(principal(), { cursor: "not-a-cursor" }))
+        assert.instanceOf(forged, Errors.ValidationError)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("a task whose worker died is finished by another after its lease, without a second submit", () => {
+      const { layer, log } = setup({ concurrency: 0, durationMs: 50 })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const storage = yield* TaskStorage
+        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("d"), idempotencyKey: undefined })
+        // a worker that submitted (recorded the job), then claimed the task again and died holding the lease
+        const [claimed] = yield* storage.claim("dead-worker", 1, 300)
+        yield* storage.step(ack.id, claimed!.fence, { upstreamJobId: `job_${ack.id}`, nextRunAt: 0 })
+        log.submits.set(ack.id, 1)
+        const [held] = yield* storage.claim("dead-worker", 1, 300)
+        expect(held!.leaseOwner).toBe("dead-worker")
+        // a live worker takes over once the lease runs out and continues from the stored job id
+        const upstreamTaken = yield* Effect.scoped(Effect.gen(function*() {
+          yield* Layer.build(Worker.layer({ concurrency: 4, leaseMs: 2000, idleMs: 50, pollDelayMs: () => 25 }))
+          return yield* awaitTerminal([ack.id])
+        }))
+        expect(upstreamTaken[0]!.status).toBe("succeeded")
+        expect(upstreamTaken[0]!.fence).toBeGreaterThan(held!.fence)
+        expect(log.submits.get(ack.id)).toBe(1)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("concurrency 0 runs no worker; shutdown releases leases", () => {
+      const { layer, log } = setup({ concurrency: 0 })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const storage = yield* TaskStorage
+        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("z"), idempotencyKey: undefined })
+        yield* Effect.sleep(150)
+        expect(Option.getOrThrow(yield* storage.getById(ack.id)).status).toBe("pending")
+        expect(log.submits.size).toBe(0)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+  })

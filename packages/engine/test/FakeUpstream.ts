@@ -1,0 +1,72 @@
+/**
+ * An upstream for engine tests: jobs take `durationMs` of real time; prompt directives steer them —
+ * `[fail]` fails the job, `[hang]` never finishes, `[flaky]` makes the first submit fail with a retryable error,
+ * `[reject]` makes every submit fail for good. It counts submits per task and reports finished jobs on `changes`.
+ */
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
+import type { TaskRecord } from "../src/TaskRecord.js"
+import { Upstream, UpstreamError } from "../src/Upstream.js"
+
+/** What the fake upstream saw. */
+export interface UpstreamLog {
+  readonly submits: Map<string, number>
+  readonly cancels: Array<string>
+  readonly polls: Map<string, number>
+}
+
+const promptOf = (task: TaskRecord) => String(task.input["prompt"] ?? "")
+
+/** Builds the fake upstream and its log. */
+export const makeFakeUpstream = (options: { readonly durationMs: number; readonly callbacks?: boolean }) => {
+  const log: UpstreamLog = { submits: new Map(), cancels: [], polls: new Map() }
+  const started = new Map<string, number>()
+  const layer = Layer.scoped(
+    Upstream,
+    Effect.gen(function*() {
+      const changes = yield* PubSub.unbounded<string>()
+      return {
+        submit: (task) =>
+          Effect.gen(function*() {
+            const count = (log.submits.get(task.id) ?? 0) + 1
+            log.submits.set(task.id, count)
+            const prompt = promptOf(task)
+            if (prompt.includes("[reject]")) {
+              return yield* new UpstreamError({ message: "upstream refused the request", retryable: false })
+            }
+            if (prompt.includes("[flaky]") && count === 1) {
+              return yield* new UpstreamError({ message: "upstream timed out", retryable: true })
+            }
+            started.set(task.id, Date.now())
+            if (options.callbacks === true && !prompt.includes("[hang]")) {
+              yield* Effect.forkDaemon(
+                Effect.zipRight(Effect.sleep(options.durationMs), PubSub.publish(changes, task.id))
+              )
+            }
+            return { jobId: `job_${task.id}` }
+          }),
+        poll: (task) =>
+          Effect.sync(() => {
+            log.polls.set(task.id, (log.polls.get(task.id) ?? 0) + 1)
+            const prompt = promptOf(task)
+            const elapsed = Date.now() - (started.get(task.id) ?? task.createdAt)
+            if (prompt.includes("[hang]") || elapsed < options.durationMs) {
+              return { _tag: "Running" as const, progress: Math.min(99, Math.round((100 * elapsed) / options.durationMs)) }
+            }
+            if (prompt.includes("[fail]")) {
+              return { _tag: "Failed" as const, code: "PROVIDER_ERROR", message: "the upstream failed the job" }
+            }
+            return {
+              _tag: "Succeeded" as const,
+              result: [{ url: `https://files.example.com/${task.id}.mp4`, duration: 5, format: "mp4", size_bytes: 1234 }]
+            }
+          }),
+        cancel: (task) => Effect.sync(() => void log.cancels.push(task.id)),
+        changes: Stream.fromPubSub(changes)
+      }
+    })
+  )
+  return { layer, log }
+}
