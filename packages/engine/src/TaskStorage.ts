@@ -127,10 +127,13 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
     limit: number,
     leaseMs: number
   ) => Effect.Effect<ReadonlyArray<TaskRecord>, PersistenceError>
-  /** Applies a step's update and releases the lease, if `fence` still holds and the task is still active. */
+  /**
+   * Applies a step's update and releases the lease, if `fence` still holds — the caller's claim is the latest and
+   * its lease not yet released — and the task is still active.
+   */
   readonly step: (id: string, fence: number, update: StepUpdate) => Effect.Effect<boolean, PersistenceError>
   /**
-   * Ends a task (succeeded, failed, expired) if `fence` still holds: terminal state, refund of failed and expired
+   * Ends a task (succeeded, failed, expired) if `fence` still holds (as for `step`): terminal state, refund of failed and expired
    * tasks, and the outbox event, in one transaction. Answers the terminal task, or none when the fence was lost.
    */
   readonly finish: (
@@ -177,6 +180,10 @@ export const makeMemory = (options: MemoryOptions = {}) =>
     const signals = yield* PubSub.sliding<void>(1)
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
     const wake = PubSub.publish(signals, undefined)
+
+    /** Whether a worker write with `fence` is allowed: its claim is the latest and still leased, the task active. */
+    const holds = (task: TaskRecord | undefined, fence: number): task is TaskRecord =>
+      task !== undefined && task.fence === fence && task.leaseOwner !== null && !isTerminal(task.status)
 
     const put = (task: TaskRecord) => {
       tasks.set(task.id, task)
@@ -306,7 +313,7 @@ export const makeMemory = (options: MemoryOptions = {}) =>
       step: (id, fence, update) =>
         transaction(Effect.sync(() => {
           const task = tasks.get(id)
-          if (task === undefined || task.fence !== fence || isTerminal(task.status)) return false
+          if (!holds(task, fence)) return false
           if (update.status === "queued" && task.status === "running") return false
           put({
             ...task,
@@ -323,7 +330,7 @@ export const makeMemory = (options: MemoryOptions = {}) =>
       finish: (id, fence, outcome) =>
         transaction(Effect.gen(function*() {
           const task = tasks.get(id)
-          if (task === undefined || task.fence !== fence || isTerminal(task.status)) return Option.none()
+          if (!holds(task, fence)) return Option.none()
           const now = clock()
           const patch: Partial<TaskRecord> = outcome._tag === "Succeeded"
             ? { result: outcome.result, progress: 100 }

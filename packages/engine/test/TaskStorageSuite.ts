@@ -159,6 +159,23 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isTrue(Option.isNone(yield* storage.finish(first[0]!.id, 1, { _tag: "Failed", error: { code: "X", message: "x" } })))
         })))
 
+    it.effect("a fence only carries authority while its claim is leased", () =>
+      run(({ clock }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const task = newTask({ createdAt: clock.now() })
+          yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          // never claimed: fence 0 writes nothing
+          assert.isFalse(yield* storage.step(task.id, 0, { nextRunAt: clock.now() }))
+          assert.isTrue(Option.isNone(yield* storage.finish(task.id, 0, { _tag: "Succeeded", result: [] })))
+          const [claimed] = yield* storage.claim("w1", 1, 30_000)
+          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { nextRunAt: clock.now() + 1000 }))
+          // the step released the lease: the same fence may not write again
+          assert.isFalse(yield* storage.step(task.id, claimed!.fence, { nextRunAt: clock.now() }))
+          assert.isTrue(Option.isNone(yield* storage.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] })))
+          expect(Option.getOrThrow(yield* storage.getById(task.id)).status).toBe("queued")
+        })))
+
     it.effect("a step records the upstream job, progress and the next run, releasing the lease", () =>
       run(({ clock }) =>
         Effect.gen(function*() {
