@@ -1,0 +1,685 @@
+/**
+ * Task storage on SQL: SQLite (`@effect/sql-sqlite-node`) and PostgreSQL (`@effect/sql-pg`), with the semantics of
+ * the memory storage (`TaskStorage.makeMemory`) and the same conformance suite.
+ *
+ * - Tables: `tasks` (every field of {@link TaskRecord}; times are epoch ms in BIGINT/INTEGER, money is integer
+ *   micro-dollars, JSON fields are TEXT on both databases so they round-trip byte for byte), `task_idempotency`
+ *   and `task_outbox`, created by {@link migrations} in their own migrations table ({@link migrationsTable}).
+ * - Clock: without `options.clock`, "now" is the database clock, computed once per statement inside the statement
+ *   (a `clock` CTE); with `options.clock` (tests), that value is passed as a parameter instead.
+ * - Claims: one `UPDATE ... WHERE id IN (SELECT ... ORDER BY next_run_at, id LIMIT n [FOR UPDATE SKIP LOCKED])
+ *   RETURNING *`, served by a partial index on `next_run_at` over the active statuses.
+ * - Terminal transitions (finish, cancel): the compare-and-set update, the refund through {@link Billing} and the
+ *   outbox event in one transaction. On PostgreSQL the outbox insert takes a transaction-scoped advisory lock, so
+ *   outbox sequence numbers become visible in commit order (a reader never skips a late-committing lower `seq`).
+ * - Wakeups: an in-process PubSub (published after commits), merged on PostgreSQL with `LISTEN mediagate_tasks`;
+ *   `accept`, `markDue` and `releaseAll` send `pg_notify` inside their transaction.
+ *
+ * Every storage failure (`SqlError`, an undecodable row) surfaces as {@link PersistenceError}.
+ *
+ * @since 0.1.0
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { type Catalog, Errors, Task, type Webhook } from "@mediagate/contract"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { Billing } from "./Billing.js"
+import * as Ids from "./Ids.js"
+import { PersistenceError } from "./PersistenceError.js"
+import { fromNew, isRefunded, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
+import { type CancelResult, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
+
+/** The table the engine's migrations are recorded in. */
+export const migrationsTable = "mediagate_engine_migrations"
+
+/** The PostgreSQL `NOTIFY` channel of wakeups. */
+export const wakeupChannel = "mediagate_tasks"
+
+/** The SQL list of the active statuses; one string so that queries match the partial index predicate exactly. */
+const activeList = "('pending', 'queued', 'running')"
+
+/** PostgreSQL: the database clock in epoch ms. */
+const pgNow = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
+/** SQLite: the database clock in epoch ms (julianday('now') holds whole milliseconds; ROUND undoes float error). */
+const sqliteNow = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+
+/** Key of the transaction-scoped advisory lock serializing outbox inserts on PostgreSQL. */
+const outboxLockKey = 1_835_495_266
+
+// -----------------------------------------------------------------------------------------------------------------
+// migrations
+// -----------------------------------------------------------------------------------------------------------------
+
+const createTables = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const big = pg ? "BIGINT" : "INTEGER"
+  const real = pg ? "DOUBLE PRECISION" : "REAL"
+  const idType = pg ? `TEXT COLLATE "C"` : "TEXT"
+  const statuses = Task.taskStatuses.map((s) => `'${s}'`).join(", ")
+  yield* sql.unsafe(`CREATE TABLE tasks (
+  id ${idType} PRIMARY KEY NOT NULL,
+  account_id TEXT NOT NULL,
+  key_id TEXT NOT NULL,
+  environment TEXT NOT NULL CHECK (environment IN ('live', 'test')),
+  endpoint TEXT NOT NULL,
+  provider TEXT NOT NULL,
+  operation TEXT NOT NULL,
+  media_type TEXT NOT NULL,
+  model TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN (${statuses})),
+  input TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  webhook_url TEXT,
+  original_task_id TEXT,
+  charged_micros ${big} NOT NULL,
+  refunded_micros ${big} NOT NULL,
+  estimated_seconds ${real} NOT NULL,
+  progress ${real} NOT NULL,
+  result TEXT,
+  error TEXT,
+  upstream_job_id TEXT,
+  fence ${big} NOT NULL,
+  lease_owner TEXT,
+  lease_expires_at ${big},
+  next_run_at ${big},
+  deadline_at ${big} NOT NULL,
+  polls INTEGER NOT NULL,
+  created_at ${big} NOT NULL,
+  started_at ${big},
+  completed_at ${big}
+)`)
+  // the newest-first list of an account, plain and per filter (ids are time-sortable: id order is creation order)
+  yield* sql.unsafe(`CREATE INDEX tasks_account_idx ON tasks (account_id, id DESC)`)
+  yield* sql.unsafe(`CREATE INDEX tasks_account_status_idx ON tasks (account_id, status, id DESC)`)
+  yield* sql.unsafe(`CREATE INDEX tasks_account_provider_idx ON tasks (account_id, provider, id DESC)`)
+  yield* sql.unsafe(`CREATE INDEX tasks_account_model_idx ON tasks (account_id, model, id DESC)`)
+  // the claim path and nextDueAt: active tasks by due time
+  yield* sql.unsafe(`CREATE INDEX tasks_due_idx ON tasks (next_run_at, id) WHERE status IN ${activeList}`)
+  // heartbeat, releaseAll and the leased half of nextDueAt
+  yield* sql.unsafe(`CREATE INDEX tasks_lease_idx ON tasks (lease_owner) WHERE lease_owner IS NOT NULL`)
+  yield* sql.unsafe(`CREATE TABLE task_idempotency (
+  account_id TEXT NOT NULL,
+  "key" TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  created_at ${big} NOT NULL,
+  PRIMARY KEY (account_id, "key")
+)`)
+  yield* sql.unsafe(`CREATE TABLE task_outbox (
+  seq ${pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"},
+  account_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  webhook_url TEXT,
+  event TEXT NOT NULL,
+  created_at ${big} NOT NULL
+)`)
+})
+
+/** The engine's migrations (SQLite and PostgreSQL). */
+export const migrations: Migrator.Loader = Migrator.fromRecord({
+  "0001_tasks": createTables
+})
+
+/** Runs the engine's migrations into {@link migrationsTable}. */
+export const migrate: Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  Migrator.MigrationError | SqlError,
+  SqlClient.SqlClient
+> = Migrator.make({})({ loader: migrations, table: migrationsTable }).pipe(
+  // two processes starting on an empty database may race creating the migrations table: try again
+  Effect.retry({ times: 2 })
+)
+
+// -----------------------------------------------------------------------------------------------------------------
+// rows
+// -----------------------------------------------------------------------------------------------------------------
+
+type Row = Readonly<Record<string, unknown>>
+
+/** A stored row that does not decode. */
+class RowError extends Data.TaggedError("RowError")<{ readonly message: string; readonly cause?: unknown }> {}
+
+/** An idempotency key claimed by a concurrent accept after we looked it up: the accept is tried again. */
+class IdempotencyRace extends Data.TaggedError("IdempotencyRace")<{}> {}
+
+const bad = (column: string, what: string): never => {
+  throw new RowError({ message: `column ${column}: ${what}` })
+}
+
+const numberOf = (row: Row, column: string): number => {
+  const value = row[column]
+  const n = typeof value === "number"
+    ? value
+    : typeof value === "bigint" || (typeof value === "string" && value.trim() !== "")
+    ? Number(value)
+    : Number.NaN
+  return Number.isFinite(n) ? n : bad(column, "not a number")
+}
+
+const numberOrNull = (row: Row, column: string): number | null =>
+  row[column] === null || row[column] === undefined ? null : numberOf(row, column)
+
+const stringOf = (row: Row, column: string): string => {
+  const value = row[column]
+  return typeof value === "string" ? value : bad(column, "not a string")
+}
+
+const stringOrNull = (row: Row, column: string): string | null =>
+  row[column] === null || row[column] === undefined ? null : stringOf(row, column)
+
+const oneOf = <A extends string>(row: Row, column: string, values: ReadonlyArray<A>): A => {
+  const value = stringOf(row, column)
+  return (values as ReadonlyArray<string>).includes(value) ? value as A : bad(column, "unknown value")
+}
+
+const jsonOrNull = (row: Row, column: string): unknown => {
+  const value = row[column]
+  if (value === null || value === undefined) return null
+  if (typeof value !== "string") return value // a JSON column the driver already parsed
+  try {
+    return JSON.parse(value)
+  } catch {
+    return bad(column, "not JSON")
+  }
+}
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const jsonObject = (row: Row, column: string): Record<string, unknown> => {
+  const value = jsonOrNull(row, column)
+  return isObject(value) ? value : bad(column, "not a JSON object")
+}
+
+const environments = ["live", "test"] as const
+
+const decodeTask = (row: Row): TaskRecord => {
+  const result = jsonOrNull(row, "result")
+  const error = jsonOrNull(row, "error")
+  return {
+    id: stringOf(row, "id"),
+    accountId: stringOf(row, "account_id"),
+    keyId: stringOf(row, "key_id"),
+    environment: oneOf(row, "environment", environments),
+    endpoint: stringOf(row, "endpoint") as Catalog.EndpointKey,
+    provider: stringOf(row, "provider") as Catalog.TaskFamily,
+    operation: stringOf(row, "operation") as Catalog.Operation,
+    mediaType: stringOf(row, "media_type") as Catalog.MediaType,
+    model: stringOf(row, "model"),
+    status: oneOf(row, "status", Task.taskStatuses),
+    input: jsonObject(row, "input"),
+    metadata: jsonObject(row, "metadata") as TaskRecord["metadata"],
+    webhookUrl: stringOrNull(row, "webhook_url"),
+    originalTaskId: stringOrNull(row, "original_task_id"),
+    chargedMicros: numberOf(row, "charged_micros"),
+    refundedMicros: numberOf(row, "refunded_micros"),
+    estimatedSeconds: numberOf(row, "estimated_seconds"),
+    progress: numberOf(row, "progress"),
+    result: result === null ? null : Array.isArray(result) ? result as TaskRecord["result"] : bad("result", "not an array"),
+    error: error === null ? null : isObject(error) ? error as unknown as Task.TaskError : bad("error", "not an object"),
+    upstreamJobId: stringOrNull(row, "upstream_job_id"),
+    fence: numberOf(row, "fence"),
+    leaseOwner: stringOrNull(row, "lease_owner"),
+    leaseExpiresAt: numberOrNull(row, "lease_expires_at"),
+    nextRunAt: numberOrNull(row, "next_run_at"),
+    deadlineAt: numberOf(row, "deadline_at"),
+    polls: numberOf(row, "polls"),
+    createdAt: numberOf(row, "created_at"),
+    startedAt: numberOrNull(row, "started_at"),
+    completedAt: numberOrNull(row, "completed_at")
+  }
+}
+
+const decodeOutbox = (row: Row): OutboxEntry => {
+  const event = jsonObject(row, "event")
+  return {
+    seq: numberOf(row, "seq"),
+    accountId: stringOf(row, "account_id"),
+    taskId: stringOf(row, "task_id"),
+    webhookUrl: stringOrNull(row, "webhook_url"),
+    event: (isObject(event.data) && typeof event.id === "string" ? event : bad("event", "not an event")) as unknown as Webhook.WebhookEvent
+  }
+}
+
+/** Decodes rows, failing with a {@link RowError}. */
+const decodeAll = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>): Effect.Effect<Array<A>, RowError> =>
+  Effect.try({
+    try: () => rows.map(decode),
+    catch: (cause) => cause instanceof RowError ? cause : new RowError({ message: "undecodable row", cause })
+  })
+
+const json = (value: unknown): string => JSON.stringify(value)
+const jsonOrNullText = (value: unknown): string | null => value === null ? null : JSON.stringify(value)
+
+const encodeTask = (task: TaskRecord): Record<string, unknown> => ({
+  id: task.id,
+  account_id: task.accountId,
+  key_id: task.keyId,
+  environment: task.environment,
+  endpoint: task.endpoint,
+  provider: task.provider,
+  operation: task.operation,
+  media_type: task.mediaType,
+  model: task.model,
+  status: task.status,
+  input: json(task.input),
+  metadata: json(task.metadata),
+  webhook_url: task.webhookUrl,
+  original_task_id: task.originalTaskId,
+  charged_micros: task.chargedMicros,
+  refunded_micros: task.refundedMicros,
+  estimated_seconds: task.estimatedSeconds,
+  progress: task.progress,
+  result: jsonOrNullText(task.result),
+  error: jsonOrNullText(task.error),
+  upstream_job_id: task.upstreamJobId,
+  fence: task.fence,
+  lease_owner: task.leaseOwner,
+  lease_expires_at: task.leaseExpiresAt,
+  next_run_at: task.nextRunAt,
+  deadline_at: task.deadlineAt,
+  polls: task.polls,
+  created_at: task.createdAt,
+  started_at: task.startedAt,
+  completed_at: task.completedAt
+})
+
+/** Times are stored as integer milliseconds. */
+const ms = (value: number): number => Math.floor(value)
+
+/** No stored identifier contains NUL (and PostgreSQL refuses NUL in text): such an argument matches nothing. */
+const hasNul = (s: string | undefined): boolean => s !== undefined && s.includes("\u0000")
+
+/** The smallest string above every string starting with `prefix` (for an index range scan), if any. */
+const prefixEnd = (prefix: string): string | undefined => {
+  for (let i = prefix.length - 1; i >= 0; i--) {
+    const code = prefix.charCodeAt(i)
+    if (code < 0xffff) return prefix.slice(0, i) + String.fromCharCode(code + 1)
+  }
+  return undefined
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// the storage
+// -----------------------------------------------------------------------------------------------------------------
+
+/** Options of the SQL storage. */
+export interface SqlOptions {
+  /** The storage clock (tests); without it, "now" is the database clock. */
+  readonly clock?: () => number
+}
+
+type StorageFailure = SqlError | ResultLengthMismatch | RowError | IdempotencyRace
+
+const isStorageFailure = (u: unknown): u is StorageFailure =>
+  u instanceof SqlError || u instanceof ResultLengthMismatch || u instanceof RowError || u instanceof IdempotencyRace
+
+/** Turns storage failures (also a failed COMMIT/ROLLBACK, which `@effect/sql` raises as a defect) into PersistenceError. */
+const persistence = (operation: string) =>
+<A, E, R>(
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, StorageFailure> | PersistenceError, R> => {
+  const wrap = (cause: StorageFailure) =>
+    new PersistenceError({ message: `task storage: ${operation} failed`, cause })
+  return self.pipe(
+    Effect.mapError((e) => isStorageFailure(e) ? wrap(e) : e as Exclude<E, StorageFailure>),
+    Effect.catchSomeDefect((defect) =>
+      isStorageFailure(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none()
+    )
+  )
+}
+
+/**
+ * Builds the SQL task storage on the `SqlClient` in context (SQLite or PostgreSQL), after running the engine's
+ * migrations.
+ */
+export const make = (options: SqlOptions = {}): Effect.Effect<
+  TaskStorage["Type"],
+  SqlError | Migrator.MigrationError | PersistenceError,
+  SqlClient.SqlClient | Billing
+> =>
+  Effect.gen(function*() {
+    const billing = yield* Billing
+    // rows are decoded by column name: never through the client's name transforms
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const dialect = sql.onDialectOrElse({
+      pg: () => "pg" as const,
+      sqlite: () => "sqlite" as const,
+      orElse: () => "other" as const
+    })
+    if (dialect === "other") {
+      return yield* new PersistenceError({ message: "task storage: only SQLite and PostgreSQL are supported" })
+    }
+    const pg = dialect === "pg"
+    yield* migrate
+
+    const clock = options.clock
+    const listener = pg ? yield* Effect.serviceOption(PgClient.PgClient) : Option.none<PgClient.PgClient>()
+    const signals = yield* PubSub.sliding<void>(1)
+    const wake = PubSub.publish(signals, undefined)
+    const notify = pg ? sql`SELECT pg_notify(${wakeupChannel}, ${"wake"})`.pipe(Effect.asVoid) : Effect.void
+
+    /** "now" computed once per statement: `WITH clock AS (SELECT <now> AS now) ...`, read as {@link NOW}. */
+    const withClock = (): Fragment => {
+      const materialized = pg ? "MATERIALIZED " : ""
+      return clock === undefined
+        ? sql.literal(`WITH clock AS ${materialized}(SELECT ${pg ? pgNow : sqliteNow} AS now)`)
+        : sql`WITH clock AS ${sql.literal(materialized)}(SELECT CAST(${ms(clock())} AS BIGINT) AS now)`
+    }
+    const NOW = sql.literal("(SELECT now FROM clock)")
+    const ACTIVE = sql.literal(`status IN ${activeList}`)
+
+    /** The storage clock as a value (inside a transaction: one reading for the whole transition). */
+    const currentTime: Effect.Effect<number, SqlError | RowError> = clock === undefined
+      ? sql<Row>`SELECT ${sql.literal(pg ? pgNow : sqliteNow)} AS now`.pipe(
+        Effect.flatMap(decodeAll((row) => numberOf(row, "now"))),
+        Effect.map((rows) => rows[0]!)
+      )
+      : Effect.sync(() => ms(clock()))
+
+    const selectTask = (id: string) =>
+      sql<Row>`SELECT * FROM tasks WHERE id = ${id}`.pipe(
+        Effect.flatMap(decodeAll(decodeTask)),
+        Effect.map((rows) => Option.fromNullable(rows[0]))
+      )
+
+    /** Refund (failed, expired, cancelled) and outbox event of a task that just became terminal. */
+    const settle = (task: TaskRecord, now: number) =>
+      Effect.gen(function*() {
+        const owed = isRefunded(task.status) ? task.chargedMicros - task.refundedMicros : 0
+        if (owed > 0) {
+          yield* billing.refund({
+            accountId: task.accountId,
+            keyId: task.keyId,
+            taskId: task.id,
+            amountMicros: owed,
+            reason: `task ${task.status}`
+          })
+          yield* sql`UPDATE tasks SET refunded_micros = refunded_micros + ${owed} WHERE id = ${task.id}`
+        }
+        const ended: TaskRecord = { ...task, refundedMicros: task.refundedMicros + owed }
+        if (pg) yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${outboxLockKey})`)
+        yield* sql`INSERT INTO task_outbox ${
+          sql.insert({
+            account_id: ended.accountId,
+            task_id: ended.id,
+            webhook_url: ended.webhookUrl,
+            event: json(toEvent(ended, Ids.eventId(now), now)),
+            created_at: now
+          })
+        }`
+        return ended
+      })
+
+    const accept: TaskStorage["Type"]["accept"] = ({ charge, idempotency: claim, task }) => {
+      const attempt = sql.withTransaction(Effect.gen(function*() {
+        const record = fromNew({ ...task, createdAt: ms(task.createdAt), deadlineAt: ms(task.deadlineAt) })
+        if (claim !== undefined) {
+          const previous = yield* sql<Row>`SELECT fingerprint, task_id, created_at FROM task_idempotency
+            WHERE account_id = ${task.accountId} AND "key" = ${claim.key}`.pipe(
+            Effect.flatMap(decodeAll((row) => ({
+              fingerprint: stringOf(row, "fingerprint"),
+              taskId: stringOf(row, "task_id"),
+              createdAt: numberOf(row, "created_at")
+            }))),
+            Effect.map((rows) => rows[0])
+          )
+          if (previous !== undefined && previous.createdAt >= claim.notBefore) {
+            if (previous.fingerprint !== claim.fingerprint) {
+              return yield* new Errors.IdempotencyKeyReused({
+                message: "Idempotency-Key was already used with a different request"
+              })
+            }
+            const original = yield* selectTask(previous.taskId)
+            if (Option.isSome(original)) return { _tag: "Replayed", task: original.value } as const
+          }
+          // take the key: insert it, or replace exactly the row read above (expired, or its task gone); a
+          // concurrent accept that took it first leaves nothing to return, and the whole accept runs again
+          const createdAt = clock === undefined
+            ? sql.literal(pg ? pgNow : sqliteNow)
+            : sql`${ms(clock())}`
+          const taken = yield* sql<Row>`INSERT INTO task_idempotency (account_id, "key", fingerprint, task_id, created_at)
+            VALUES (${task.accountId}, ${claim.key}, ${claim.fingerprint}, ${task.id}, ${createdAt})
+            ON CONFLICT (account_id, "key") DO UPDATE SET fingerprint = excluded.fingerprint,
+              task_id = excluded.task_id, created_at = excluded.created_at
+            WHERE task_idempotency.task_id = ${previous?.taskId ?? null}
+            RETURNING task_id`
+          if (taken.length === 0) return yield* new IdempotencyRace()
+        }
+        if (charge !== undefined && charge.amountMicros > 0) yield* billing.charge(charge)
+        yield* sql`INSERT INTO tasks ${sql.insert(encodeTask(record))}`
+        yield* notify
+        return { _tag: "Created", task: record } as const
+      }))
+      return attempt.pipe(
+        Effect.retry({ times: 3, while: (e) => e instanceof IdempotencyRace }),
+        persistence("accept"),
+        Effect.tap((result) => result._tag === "Created" ? wake : Effect.void)
+      )
+    }
+
+    const list: TaskStorage["Type"]["list"] = (accountId, query) =>
+      Effect.gen(function*() {
+        const limit = Math.max(0, Math.floor(query.limit))
+        const empty: ListPage = { items: [], hasMore: false, total: 0 }
+        if ([accountId, query.status, query.provider, query.model, query.idPrefix].some(hasNul)) return empty
+        const filters: Array<Fragment> = [sql`account_id = ${accountId}`]
+        if (query.status !== undefined) filters.push(sql`status = ${query.status}`)
+        if (query.provider !== undefined) filters.push(sql`provider = ${query.provider}`)
+        if (query.model !== undefined) filters.push(sql`model = ${query.model}`)
+        // created_at holds whole milliseconds: `>= 1.5` is `>= 2`, `< 1.5` is `< 2`
+        if (query.createdAfter !== undefined) filters.push(sql`created_at >= ${Math.ceil(query.createdAfter)}`)
+        if (query.createdBefore !== undefined) filters.push(sql`created_at < ${Math.ceil(query.createdBefore)}`)
+        if (query.idPrefix !== undefined && query.idPrefix !== "") {
+          filters.push(sql`id >= ${query.idPrefix}`)
+          const end = prefixEnd(query.idPrefix)
+          if (end !== undefined) filters.push(sql`id < ${end}`)
+        }
+        const page = [...filters]
+        if (query.beforeId !== undefined) {
+          // ids hold no NUL: `id < "ab\0..."` is `id <= "ab"`
+          const nul = query.beforeId.indexOf("\u0000")
+          page.push(nul < 0 ? sql`id < ${query.beforeId}` : sql`id <= ${query.beforeId.slice(0, nul)}`)
+        }
+        const [rows, total] = yield* Effect.all([
+          sql<Row>`SELECT * FROM tasks WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
+            Effect.flatMap(decodeAll(decodeTask))
+          ),
+          sql<Row>`SELECT COUNT(*) AS n FROM tasks WHERE ${sql.and(filters)}`.pipe(
+            Effect.flatMap(decodeAll((row) => numberOf(row, "n"))),
+            Effect.map((rows) => rows[0] ?? 0)
+          )
+        ], { concurrency: 2 })
+        return { items: rows.slice(0, limit), hasMore: rows.length > limit, total }
+      }).pipe(persistence("list"))
+
+    const claim: TaskStorage["Type"]["claim"] = (owner, limit, leaseMs) =>
+      Effect.suspend(() => {
+        const n = Math.max(0, Math.floor(limit))
+        if (n === 0) return Effect.succeed([])
+        return sql<Row>`${withClock()}
+          UPDATE tasks SET
+            fence = fence + 1,
+            lease_owner = ${owner},
+            lease_expires_at = ${NOW} + ${ms(leaseMs)},
+            status = CASE WHEN status = 'pending' THEN 'queued' ELSE status END,
+            started_at = COALESCE(started_at, ${NOW})
+          WHERE id IN (
+            SELECT id FROM tasks
+            WHERE ${ACTIVE}
+              AND next_run_at <= ${NOW}
+              AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})
+            ORDER BY next_run_at, id
+            LIMIT ${n}${sql.literal(pg ? " FOR UPDATE SKIP LOCKED" : "")}
+          )
+          RETURNING *`.pipe(
+          Effect.flatMap(decodeAll(decodeTask)),
+          Effect.map((tasks) => tasks.sort((a, b) => a.nextRunAt! - b.nextRunAt! || (a.id < b.id ? -1 : 1)))
+        )
+      }).pipe(persistence("claim"))
+
+    const step: TaskStorage["Type"]["step"] = (id, fence, update) =>
+      Effect.suspend(() => {
+        if (!Number.isSafeInteger(fence)) return Effect.succeed(false)
+        const nextRunAt = ms(update.nextRunAt)
+        const set: Array<Fragment> = []
+        if (update.status !== undefined) set.push(sql`status = ${update.status}`)
+        if (update.progress !== undefined) set.push(sql`progress = ${update.progress}`)
+        if (update.upstreamJobId !== undefined) set.push(sql`upstream_job_id = ${update.upstreamJobId}`)
+        if (update.polled === true) set.push(sql`polls = polls + 1`)
+        set.push(
+          sql`next_run_at = CASE WHEN deadline_at < ${nextRunAt} THEN deadline_at ELSE ${nextRunAt} END`,
+          sql`lease_owner = NULL`,
+          sql`lease_expires_at = NULL`
+        )
+        // running never goes back to queued
+        const guard = update.status === "queued" ? sql.literal(`status IN ('pending', 'queued')`) : ACTIVE
+        return sql<Row>`UPDATE tasks SET ${sql.csv(set)}
+          WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${guard}
+          RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+      }).pipe(
+        persistence("step"),
+        Effect.tap((ok) => ok ? wake : Effect.void)
+      )
+
+    const finish: TaskStorage["Type"]["finish"] = (id, fence, outcome) =>
+      sql.withTransaction(Effect.gen(function*() {
+        if (!Number.isSafeInteger(fence)) return Option.none<TaskRecord>()
+        const now = yield* currentTime
+        const set: Array<Fragment> = [
+          sql`status = ${statusOfOutcome(outcome)}`,
+          sql`lease_owner = NULL`,
+          sql`lease_expires_at = NULL`,
+          sql`next_run_at = NULL`,
+          sql`completed_at = ${now}`
+        ]
+        if (outcome._tag === "Succeeded") set.push(sql`result = ${json(outcome.result)}`, sql`progress = 100`)
+        else if (outcome._tag === "Failed") set.push(sql`error = ${json(outcome.error)}`)
+        else set.push(sql`error = ${json({ code: "TASK_EXPIRED", message: "task did not finish before its deadline" })}`)
+        const rows = yield* sql<Row>`UPDATE tasks SET ${sql.csv(set)}
+          WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${ACTIVE} RETURNING *`.pipe(Effect.flatMap(decodeAll(decodeTask)))
+        if (rows.length === 0) return Option.none<TaskRecord>()
+        return Option.some(yield* settle(rows[0]!, now))
+      })).pipe(persistence("finish"))
+
+    const cancel: TaskStorage["Type"]["cancel"] = (accountId, id) =>
+      Effect.suspend((): Effect.Effect<CancelResult, StorageFailure | PersistenceError> => {
+        if (hasNul(accountId) || hasNul(id)) return Effect.succeed({ _tag: "NotFound" })
+        return sql.withTransaction(Effect.gen(function*() {
+          const now = yield* currentTime
+          const rows = yield* sql<Row>`UPDATE tasks SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
+              lease_expires_at = NULL, next_run_at = NULL, completed_at = ${now}
+            WHERE id = ${id} AND account_id = ${accountId} AND status IN ('pending', 'queued')
+            RETURNING *`.pipe(Effect.flatMap(decodeAll(decodeTask)))
+          if (rows.length === 0) {
+            const current = yield* sql<Row>`SELECT status FROM tasks WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+              Effect.flatMap(decodeAll((row) => oneOf(row, "status", Task.taskStatuses)))
+            )
+            return current.length === 0
+              ? { _tag: "NotFound" } as const
+              : { _tag: "NotCancellable", status: current[0]! } as const
+          }
+          return { _tag: "Cancelled", task: yield* settle(rows[0]!, now) } as const
+        }))
+      }).pipe(persistence("cancel"))
+
+    const heartbeat: TaskStorage["Type"]["heartbeat"] = (owner, leaseMs) =>
+      Effect.suspend(() =>
+        sql<Row>`${withClock()} UPDATE tasks SET lease_expires_at = ${NOW} + ${ms(leaseMs)}
+          WHERE lease_owner = ${owner} AND ${ACTIVE} RETURNING id`
+      ).pipe(Effect.map((rows) => rows.length), persistence("heartbeat"))
+
+    const releaseAll: TaskStorage["Type"]["releaseAll"] = (owner) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* sql<Row>`${withClock()} UPDATE tasks SET lease_owner = NULL, lease_expires_at = NULL,
+            next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${NOW} THEN ${NOW} ELSE next_run_at END
+          WHERE lease_owner = ${owner} AND ${ACTIVE} RETURNING id`
+        if (rows.length > 0) yield* notify
+        return rows.length
+      })).pipe(persistence("releaseAll"), Effect.tap(() => wake))
+
+    const markDue: TaskStorage["Type"]["markDue"] = (id) =>
+      Effect.suspend(() =>
+        hasNul(id) ? Effect.void : sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql<Row>`${withClock()} UPDATE tasks
+            SET next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${NOW} THEN ${NOW} ELSE next_run_at END
+            WHERE id = ${id} AND ${ACTIVE} RETURNING id`
+          if (rows.length > 0) yield* notify
+        }))
+      ).pipe(persistence("markDue"), Effect.zipRight(wake), Effect.asVoid)
+
+    // the earliest due time: unleased tasks by `next_run_at` (due index), leased ones (lease index) once their
+    // lease runs out
+    const nextDueAt: TaskStorage["Type"]["nextDueAt"] = Effect.suspend(() =>
+      sql<Row>`${withClock()} SELECT
+        (SELECT next_run_at FROM tasks
+          WHERE ${ACTIVE} AND next_run_at IS NOT NULL AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})
+          ORDER BY next_run_at LIMIT 1) AS unleased,
+        (SELECT MIN(CASE WHEN next_run_at > lease_expires_at THEN next_run_at ELSE lease_expires_at END) FROM tasks
+          WHERE lease_owner IS NOT NULL AND ${ACTIVE} AND next_run_at IS NOT NULL AND lease_expires_at > ${NOW}
+        ) AS leased`
+    ).pipe(
+      Effect.flatMap(decodeAll((row) => [numberOrNull(row, "unleased"), numberOrNull(row, "leased")] as const)),
+      Effect.map((rows) => {
+        const candidates = (rows[0] ?? []).filter((n): n is number => n !== null)
+        return candidates.length === 0 ? Option.none<number>() : Option.some(Math.min(...candidates))
+      }),
+      persistence("nextDueAt")
+    )
+
+    const readOutbox: TaskStorage["Type"]["readOutbox"] = (afterSeq, limit) =>
+      Effect.suspend(() =>
+        sql<Row>`SELECT seq, account_id, task_id, webhook_url, event FROM task_outbox
+          WHERE seq > ${Math.floor(afterSeq)} ORDER BY seq LIMIT ${Math.max(0, Math.floor(limit))}`
+      ).pipe(Effect.flatMap(decodeAll(decodeOutbox)), persistence("readOutbox"))
+
+    const remote: Stream.Stream<void> = Option.match(listener, {
+      onNone: () => Stream.empty,
+      onSome: (client) =>
+        client.listen(wakeupChannel).pipe(
+          Stream.as<void>(undefined),
+          // a lost LISTEN connection is opened again; wakeups never fail
+          Stream.retry(Schedule.spaced("1 second")),
+          Stream.catchAll(() => Stream.empty)
+        )
+    })
+
+    const service: TaskStorage["Type"] = {
+      now: persistence("now")(currentTime),
+      accept,
+      get: (accountId, id) =>
+        Effect.suspend(() =>
+          hasNul(accountId) || hasNul(id)
+            ? Effect.succeedNone
+            : selectTask(id).pipe(Effect.map(Option.filter((task) => task.accountId === accountId)))
+        ).pipe(persistence("get")),
+      getById: (id) => Effect.suspend(() => hasNul(id) ? Effect.succeedNone : selectTask(id)).pipe(persistence("getById")),
+      list,
+      claim,
+      step,
+      finish,
+      cancel,
+      heartbeat,
+      releaseAll,
+      markDue,
+      nextDueAt,
+      readOutbox,
+      wakeups: Stream.merge(Stream.fromPubSub(signals), remote)
+    }
+    return service
+  })
+
+/** The SQL storage as a layer (runs the migrations). */
+export const layer = (
+  options: SqlOptions = {}
+): Layer.Layer<TaskStorage, SqlError | Migrator.MigrationError | PersistenceError, SqlClient.SqlClient | Billing> =>
+  Layer.effect(TaskStorage, make(options))

@@ -1,0 +1,27 @@
+/**
+ * `@mediagate/engine`: the task engine — state machine, storage (memory, SQLite, PostgreSQL), the `TaskService`
+ * implementation and workers.
+ *
+ * @since 0.1.0
+ */
+
+/** The billing port the engine charges and refunds through. */
+export * as Billing from "./Billing.js"
+/** Task and event ids. */
+export * as Ids from "./Ids.js"
+/** Storage failures. */
+export * as PersistenceError from "./PersistenceError.js"
+/** The planning port: price, estimate, deadline. */
+export * as Planner from "./Planner.js"
+/** SQL storage (SQLite, PostgreSQL). */
+export * as SqlTaskStorage from "./SqlTaskStorage.js"
+/** The stored task and its state machine. */
+export * as TaskRecord from "./TaskRecord.js"
+/** The `TaskService` implementation. */
+export * as TaskService from "./TaskService.js"
+/** The storage port and the memory storage. */
+export * as TaskStorage from "./TaskStorage.js"
+/** The upstream port. */
+export * as Upstream from "./Upstream.js"
+/** Workers. */
+export * as Worker from "./Worker.js"

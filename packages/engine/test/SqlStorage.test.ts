@@ -1,0 +1,318 @@
+import { assert, describe, expect, it } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { Billing, layerUnmetered } from "../src/Billing.js"
+import { PersistenceError } from "../src/PersistenceError.js"
+import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
+import { TaskStorage } from "../src/TaskStorage.js"
+import { pgAvailable, pgClient, pgNotRunning, pgSchema, postgres, runPostgres, sqlite } from "./databases.js"
+import { stateMachineProperty } from "./StateMachineProperty.js"
+import { chargeOf, makeRecordingBilling, newTask } from "./support.js"
+import { type Backend, taskStorageSuite } from "./TaskStorageSuite.js"
+
+const notRunning = `${pgNotRunning}: its tests are skipped`
+if (!runPostgres) console.warn(notRunning)
+
+type Database = () => Layer.Layer<SqlClient.SqlClient, unknown>
+
+const databases: ReadonlyArray<readonly [string, Database]> = [
+  ["sqlite", sqlite],
+  ...(runPostgres ? [["postgres", postgres] as const] : [])
+]
+
+// -----------------------------------------------------------------------------------------------------------------
+// the conformance suite
+// -----------------------------------------------------------------------------------------------------------------
+
+const sqliteBackend: Backend = (clock, billing) =>
+  SqlTaskStorage.layer({ clock: clock.now }).pipe(Layer.provide(Layer.merge(sqlite(), billing)))
+const postgresBackend: Backend = (clock, billing) =>
+  SqlTaskStorage.layer({ clock: clock.now }).pipe(Layer.provide(Layer.merge(postgres(), billing)))
+
+taskStorageSuite("sqlite", sqliteBackend)
+stateMachineProperty("sqlite", sqliteBackend, 100)
+
+if (runPostgres) {
+  taskStorageSuite("postgres", postgresBackend)
+  stateMachineProperty("postgres", postgresBackend, 25)
+} else {
+  describe.skip(notRunning, () => {
+    it("TaskStorage conformance: postgres", () => {})
+  })
+}
+
+describe("PostgreSQL availability", () => {
+  it.skipIf(!runPostgres)("answers at 127.0.0.1:5432", () => {
+    assert.isTrue(pgAvailable, `${pgNotRunning} (required when CI=true)`)
+  })
+})
+
+// -----------------------------------------------------------------------------------------------------------------
+// SQL-only behaviour, on every database
+// -----------------------------------------------------------------------------------------------------------------
+
+/** A billing port writing to a table on the storage's own client, so it commits and rolls back with it. */
+const sqlBilling = (refusedRefunds: string) =>
+  Layer.effect(
+    Billing,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE ledger (task_id TEXT NOT NULL, amount BIGINT NOT NULL)`
+      const write = (taskId: string, amount: number) =>
+        sql`INSERT INTO ledger (task_id, amount) VALUES (${taskId}, ${amount})`.pipe(
+          Effect.asVoid,
+          Effect.mapError((cause) => new PersistenceError({ message: "ledger", cause }))
+        )
+      return {
+        charge: (charge) => write(charge.taskId, charge.amountMicros),
+        refund: (refund) =>
+          refund.accountId === refusedRefunds
+            ? Effect.zipRight(write(refund.taskId, -refund.amountMicros), new PersistenceError({ message: "ledger down" }))
+            : write(refund.taskId, -refund.amountMicros)
+      }
+    })
+  )
+
+const ledgerOf = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ task_id: string; amount: number | string }>`SELECT task_id, amount FROM ledger`).pipe(
+    Effect.map((rows) => rows.map((r) => [r.task_id, Number(r.amount)] as const))
+  )
+
+for (const [name, database] of databases) {
+  describe(`SqlTaskStorage on ${name}`, () => {
+    /** The storage on a fresh database (the database clock unless `clock` is given), with the client in context. */
+    const withStorage = (billing: Layer.Layer<Billing, unknown, SqlClient.SqlClient> = layerUnmetered) => {
+      const db = database()
+      return Layer.provideMerge(SqlTaskStorage.layer(), Layer.provideMerge(billing, db))
+    }
+
+    it.live("database clock: claims a just-accepted task and takes a lapsed lease over", () =>
+      Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const now = yield* storage.now
+        expect(Math.abs(now - Date.now())).toBeLessThan(5_000)
+        const task = newTask({ createdAt: now })
+        yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+        const [claimed] = yield* storage.claim("w1", 5, 200)
+        expect(claimed).toMatchObject({ id: task.id, status: "queued", fence: 1, leaseOwner: "w1" })
+        // one reading of the clock per statement
+        expect(claimed!.leaseExpiresAt! - claimed!.startedAt!).toBe(200)
+        expect(yield* storage.claim("w2", 5, 200)).toEqual([])
+        expect(yield* storage.nextDueAt).toEqual(Option.some(claimed!.leaseExpiresAt!))
+        yield* Effect.sleep("300 millis")
+        const [taken] = yield* storage.claim("w2", 5, 200)
+        expect(taken).toMatchObject({ id: task.id, fence: 2, leaseOwner: "w2", startedAt: claimed!.startedAt })
+        assert.isTrue(Option.isNone(yield* storage.finish(task.id, 1, { _tag: "Succeeded", result: [] })))
+        const done = Option.getOrThrow(yield* storage.finish(task.id, 2, { _tag: "Succeeded", result: [] }))
+        expect(done.status).toBe("succeeded")
+        expect(done.completedAt!).toBeGreaterThanOrEqual(taken!.startedAt!)
+        const [event] = yield* storage.readOutbox(0, 10)
+        expect(event!.event.created_at).toBe(new Date(done.completedAt!).toISOString())
+      }).pipe(Effect.provide(withStorage()), Effect.scoped))
+
+    it.live("an SQL billing on the same client commits and rolls back with the storage", () =>
+      Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const now = yield* storage.now
+        const task = newTask({ createdAt: now })
+        yield* storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
+        // the same id again: the insert fails after the charge, and the charge goes with it
+        const duplicate = yield* Effect.flip(storage.accept({ task, charge: chargeOf(task), idempotency: undefined }))
+        assert.instanceOf(duplicate, PersistenceError)
+        expect(duplicate.message).not.toMatch(/UNIQUE|duplicate|constraint/i)
+        expect(yield* ledgerOf).toEqual([[task.id, 3_200_000]])
+        // a refund that fails leaves the task as it was, without an event
+        const unlucky = newTask({ createdAt: now, accountId: "acct_unlucky" })
+        yield* storage.accept({ task: unlucky, charge: chargeOf(unlucky), idempotency: undefined })
+        const failed = yield* Effect.exit(storage.cancel("acct_unlucky", unlucky.id))
+        assert.isTrue(Exit.isFailure(failed))
+        expect(Option.getOrThrow(yield* storage.getById(unlucky.id)).status).toBe("pending")
+        expect(yield* storage.readOutbox(0, 10)).toEqual([])
+        // a refund that works is recorded with the state and the event
+        assert.strictEqual((yield* storage.cancel("acct_a", task.id))._tag, "Cancelled")
+        expect(yield* ledgerOf).toEqual([[task.id, 3_200_000], [unlucky.id, 3_200_000], [task.id, -3_200_000]])
+        expect((yield* storage.readOutbox(0, 10)).map((e) => e.taskId)).toEqual([task.id])
+      }).pipe(Effect.provide(withStorage(sqlBilling("acct_unlucky"))), Effect.scoped))
+
+    it.live("storage failures are PersistenceErrors, not defects", () =>
+      Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`DROP TABLE tasks`
+        for (
+          const effect of [
+            storage.getById("task_x"),
+            storage.list("acct_a", { limit: 10 }),
+            storage.claim("w1", 1, 1000),
+            storage.finish("task_x", 1, { _tag: "Expired" }),
+            storage.cancel("acct_a", "task_x"),
+            storage.nextDueAt
+          ] as const
+        ) {
+          // a defect would fail the test here
+          const error = yield* Effect.flip(effect as Effect.Effect<unknown, PersistenceError>)
+          assert.instanceOf(error, PersistenceError)
+          expect(error.message).not.toMatch(/tasks|table|relation/i)
+        }
+      }).pipe(Effect.provide(withStorage()), Effect.scoped))
+
+    it.live("ids with NUL match nothing (no database error)", () =>
+      Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const task = newTask({ createdAt: yield* storage.now })
+        yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+        assert.isTrue(Option.isNone(yield* storage.getById("task_\u0000")))
+        assert.isTrue(Option.isNone(yield* storage.get("acct_a", "task_\u0000")))
+        expect(yield* storage.cancel("acct_a", "task_\u0000")).toEqual({ _tag: "NotFound" })
+        expect((yield* storage.list("acct_a", { limit: 5, idPrefix: "task_\u0000" })).total).toBe(0)
+        expect((yield* storage.list("acct_a", { limit: 5, beforeId: "task_\u0000" })).items).toEqual([])
+        const page = yield* storage.list("acct_a", { limit: 5, beforeId: `${task.id}\u0000x` })
+        expect(page.items.map((t) => t.id)).toEqual([task.id])
+      }).pipe(Effect.provide(withStorage()), Effect.scoped))
+
+    it.live("migrations run once; a second storage on the same database reuses them", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const first = yield* TaskStorage
+        const task = newTask({ createdAt: yield* first.now })
+        yield* first.accept({ task, charge: undefined, idempotency: undefined })
+        const second = yield* Layer.build(SqlTaskStorage.layer().pipe(Layer.provide(layerUnmetered))).pipe(
+          Effect.map(Context.get(TaskStorage))
+        )
+        assert.isTrue(Option.isSome(yield* second.getById(task.id)))
+        const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable)}`
+        expect(applied.map((r) => Number(r.migration_id))).toEqual([1])
+      }).pipe(Effect.provide(withStorage()), Effect.scoped))
+
+    it.live("an accept wakes the local wakeups", () =>
+      Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const woke = yield* storage.wakeups.pipe(Stream.take(1), Stream.runDrain, Effect.fork)
+        yield* Effect.sleep("20 millis")
+        yield* storage.accept({ task: newTask({ createdAt: yield* storage.now }), charge: undefined, idempotency: undefined })
+        yield* Fiber.join(woke).pipe(Effect.timeout("5 seconds"))
+      }).pipe(Effect.provide(withStorage()), Effect.scoped))
+
+    it.live("the hot paths use the indexes", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* TaskStorage
+        const queries = {
+          claim: `SELECT id FROM tasks WHERE status IN ('pending', 'queued', 'running') AND next_run_at <= 5
+            AND (lease_expires_at IS NULL OR lease_expires_at <= 5) ORDER BY next_run_at, id LIMIT 10`,
+          list: `SELECT * FROM tasks WHERE account_id = 'a' ORDER BY id DESC LIMIT 11`,
+          status: `SELECT * FROM tasks WHERE (account_id = 'a' AND status = 'failed') ORDER BY id DESC LIMIT 11`,
+          prefix: `SELECT * FROM tasks WHERE (account_id = 'a' AND id >= 'task_01' AND id < 'task_02') ORDER BY id DESC LIMIT 11`,
+          lease: `SELECT id FROM tasks WHERE lease_owner = 'w1' AND status IN ('pending', 'queued', 'running')`
+        }
+        const expected = {
+          claim: "tasks_due_idx",
+          list: "tasks_account_idx",
+          status: "tasks_account_status_idx",
+          prefix: "tasks_account_idx",
+          lease: "tasks_lease_idx"
+        }
+        const plans = yield* sql.onDialectOrElse({
+          pg: () =>
+            sql.withTransaction(Effect.gen(function*() {
+              yield* sql`SET LOCAL enable_seqscan = off`
+              const out: Record<string, string> = {}
+              for (const [key, query] of Object.entries(queries)) {
+                const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${query}`)
+                out[key] = rows.map((r) => r["QUERY PLAN"]).join("\n")
+              }
+              return out
+            })),
+          orElse: () =>
+            Effect.gen(function*() {
+              const out: Record<string, string> = {}
+              for (const [key, query] of Object.entries(queries)) {
+                const rows = yield* sql.unsafe<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`)
+                out[key] = rows.map((r) => r.detail).join("\n")
+              }
+              return out
+            })
+        })
+        for (const [key, index] of Object.entries(expected)) expect(plans[key], key).toContain(index)
+        expect(plans.list).not.toMatch(/TEMP B-TREE|Sort/)
+      }).pipe(Effect.provide(withStorage()), Effect.scoped))
+  })
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// PostgreSQL across processes (separate clients on one database)
+// -----------------------------------------------------------------------------------------------------------------
+
+/** A storage instance with a client of its own on `schema`. */
+const instance = (schema: string, billing: Layer.Layer<Billing> = layerUnmetered) =>
+  Layer.build(SqlTaskStorage.layer().pipe(Layer.provide(Layer.merge(pgClient(schema), billing)))).pipe(
+    Effect.map(Context.get(TaskStorage))
+  )
+
+describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => {
+  it.scopedLive("a pg_notify from accept in one instance reaches the wakeups of another", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      const a = yield* instance(schema)
+      const b = yield* instance(schema)
+      const woke = yield* b.wakeups.pipe(Stream.take(1), Stream.runDrain, Effect.fork)
+      // LISTEN starts asynchronously: accept until the wakeup arrives
+      const accepting = Effect.forever(
+        Effect.flatMap(a.now, (now) => a.accept({ task: newTask({ createdAt: now }), charge: undefined, idempotency: undefined })).pipe(
+          Effect.zipRight(Effect.sleep("150 millis"))
+        )
+      )
+      yield* Fiber.join(woke).pipe(Effect.race(accepting), Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "no wakeup" }))
+    }), { timeout: 20_000 })
+
+  it.scopedLive("concurrent claimers on separate clients never lease the same task twice", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      const owner = yield* instance(schema)
+      const claimers = yield* Effect.forEach([1, 2, 3, 4], () => instance(schema))
+      const now = yield* owner.now
+      yield* Effect.forEach(
+        Array.from({ length: 200 }, () => newTask({ createdAt: now - 1000 })),
+        (task) => owner.accept({ task, charge: undefined, idempotency: undefined }),
+        { concurrency: 8 }
+      )
+      const batches = yield* Effect.forEach(
+        claimers,
+        (storage, i) => Effect.forEach(Array.from({ length: 10 }), () => storage.claim(`w${i}`, 7, 60_000)),
+        { concurrency: "unbounded" }
+      )
+      const ids = batches.flat(2).map((t) => t.id)
+      expect(new Set(ids).size).toBe(ids.length)
+      const rest = yield* owner.claim("w-rest", 500, 60_000)
+      const all = [...ids, ...rest.map((t) => t.id)]
+      expect(new Set(all).size).toBe(all.length)
+      expect(all.length).toBe(200)
+      expect(batches.flat(2).every((t) => t.fence === 1)).toBe(true)
+    }), { timeout: 30_000 })
+
+  it.scopedLive("concurrent accepts with one idempotency key create one task and charge once", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      const recording = makeRecordingBilling()
+      const a = yield* instance(schema, recording.layer)
+      const b = yield* instance(schema, recording.layer)
+      const now = yield* a.now
+      for (let round = 0; round < 10; round++) {
+        const claim = { key: `k${round}`, fingerprint: "f", notBefore: now - 3_600_000 }
+        const tasks = [newTask({ createdAt: now }), newTask({ createdAt: now })]
+        const results = yield* Effect.all(
+          [a, b].map((storage, i) => storage.accept({ task: tasks[i]!, charge: chargeOf(tasks[i]!), idempotency: claim })),
+          { concurrency: "unbounded" }
+        )
+        expect(results.map((r) => r._tag).sort()).toEqual(["Created", "Replayed"])
+        expect(results[0]!.task.id).toBe(results[1]!.task.id)
+      }
+      expect(recording.ledger.charges).toHaveLength(10)
+    }), { timeout: 30_000 })
+})
