@@ -87,7 +87,8 @@ const benchUpstream = (durationMs: number) => {
               : { _tag: "Running" as const, progress: 50 }
           ),
         cancel: () => Effect.void,
-        changes: Stream.fromPubSub(changes)
+        changes: Stream.fromPubSub(changes),
+        notifiesChanges: true
       }
     })
   )

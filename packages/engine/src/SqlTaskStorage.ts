@@ -127,7 +127,12 @@ const createTables = Effect.gen(function*() {
 
 /** The engine's migrations (SQLite and PostgreSQL). */
 export const migrations: Migrator.Loader = Migrator.fromRecord({
-  "0001_tasks": createTables
+  "0001_tasks": createTables,
+  // pruning of expired idempotency records
+  "0002_task_idempotency_created": Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql.unsafe(`CREATE INDEX task_idempotency_created_idx ON task_idempotency (created_at)`)
+  )
 })
 
 /** Runs the engine's migrations into {@link migrationsTable}. */
@@ -607,15 +612,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         return rows.length
       })).pipe(persistence("releaseAll"), Effect.tap(() => wake))
 
-    const markDue: TaskStorage["Type"]["markDue"] = (id) =>
-      Effect.suspend(() =>
-        hasNul(id) ? Effect.void : sql.withTransaction(Effect.gen(function*() {
+    const markDue: TaskStorage["Type"]["markDue"] = (ids) =>
+      Effect.suspend(() => {
+        const valid = ids.filter((id) => !hasNul(id))
+        return valid.length === 0 ? Effect.void : sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<Row>`${withClock()} UPDATE tasks
             SET next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${NOW} THEN ${NOW} ELSE next_run_at END
-            WHERE id = ${id} AND ${ACTIVE} RETURNING id`
+            WHERE ${sql.in("id", valid)} AND ${ACTIVE} RETURNING id`
           if (rows.length > 0) yield* notify
         }))
-      ).pipe(persistence("markDue"), Effect.zipRight(wake), Effect.asVoid)
+      }).pipe(persistence("markDue"), Effect.zipRight(wake), Effect.asVoid)
 
     // the earliest due time: unleased tasks by `next_run_at` (due index), leased ones (lease index) once their
     // lease runs out
@@ -641,6 +647,11 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         sql<Row>`SELECT seq, account_id, task_id, webhook_url, event FROM task_outbox
           WHERE seq > ${Math.floor(afterSeq)} ORDER BY seq LIMIT ${Math.max(0, Math.floor(limit))}`
       ).pipe(Effect.flatMap(decodeAll(decodeOutbox)), persistence("readOutbox"))
+
+    const pruneIdempotency: TaskStorage["Type"]["pruneIdempotency"] = (before) =>
+      Effect.suspend(() =>
+        sql<Row>`DELETE FROM task_idempotency WHERE created_at < ${Math.floor(before)} RETURNING account_id`
+      ).pipe(Effect.map((rows) => rows.length), persistence("pruneIdempotency"))
 
     const remote: Stream.Stream<void> = Option.match(listener, {
       onNone: () => Stream.empty,
@@ -673,6 +684,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       markDue,
       nextDueAt,
       readOutbox,
+      pruneIdempotency,
       wakeups: Stream.merge(Stream.fromPubSub(signals), remote)
     }
     return service

@@ -147,12 +147,17 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
   readonly heartbeat: (owner: string, leaseMs: number) => Effect.Effect<number, PersistenceError>
   /** Releases every lease `owner` holds, due at once (graceful shutdown); answers how many. */
   readonly releaseAll: (owner: string) => Effect.Effect<number, PersistenceError>
-  /** Makes an active task due now (an upstream reported a change). */
-  readonly markDue: (id: string) => Effect.Effect<void, PersistenceError>
-  /** The earliest `nextRunAt` of an unleased active task, if any. */
+  /** Makes active tasks due now (their upstream reported a change). */
+  readonly markDue: (ids: ReadonlyArray<string>) => Effect.Effect<void, PersistenceError>
+  /**
+   * When an active task is next due: its `nextRunAt`, or, while it is leased, the later of that and its lease
+   * expiry. None when no task is active.
+   */
   readonly nextDueAt: Effect.Effect<Option.Option<number>, PersistenceError>
   /** Outbox entries after `afterSeq`, in commit order. */
   readonly readOutbox: (afterSeq: number, limit: number) => Effect.Effect<ReadonlyArray<OutboxEntry>, PersistenceError>
+  /** Forgets idempotency records created before `before` (epoch ms); answers how many. */
+  readonly pruneIdempotency: (before: number) => Effect.Effect<number, PersistenceError>
   /** Signals that work may be due (a task accepted or made due, here or in another process). */
   readonly wakeups: Stream.Stream<void>
 }>() {}
@@ -373,11 +378,14 @@ export const makeMemory = (options: MemoryOptions = {}) =>
           }
           return count
         })).pipe(Effect.tap(() => wake)),
-      markDue: (id) =>
+      markDue: (ids) =>
         transaction(Effect.sync(() => {
-          const task = tasks.get(id)
-          if (task === undefined || isTerminal(task.status)) return
-          put({ ...task, nextRunAt: Math.min(task.nextRunAt ?? clock(), clock()) })
+          const now = clock()
+          for (const id of ids) {
+            const task = tasks.get(id)
+            if (task === undefined || isTerminal(task.status)) continue
+            put({ ...task, nextRunAt: Math.min(task.nextRunAt ?? now, now) })
+          }
         })).pipe(Effect.zipRight(wake)),
       nextDueAt: Effect.sync(() => {
         const now = clock()
@@ -392,6 +400,17 @@ export const makeMemory = (options: MemoryOptions = {}) =>
         return Option.fromNullable(earliest)
       }),
       readOutbox: (afterSeq, limit) => Effect.sync(() => outbox.slice(afterSeq, afterSeq + limit)),
+      pruneIdempotency: (before) =>
+        transaction(Effect.sync(() => {
+          let count = 0
+          for (const [slot, record] of idempotency) {
+            if (record.createdAt < before) {
+              idempotency.delete(slot)
+              count++
+            }
+          }
+          return count
+        })),
       wakeups: Stream.fromPubSub(signals)
     }
     return service

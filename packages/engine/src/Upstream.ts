@@ -41,4 +41,9 @@ export class Upstream extends Context.Tag("@mediagate/engine/Upstream")<Upstream
    * the next backoff step. Upstreams without callbacks give an empty stream.
    */
   readonly changes: Stream.Stream<string>
+  /**
+   * Whether `changes` reports every job that finishes (callbacks the upstream always makes). Polls are then only
+   * a slow safety net; otherwise they are how the engine learns that a job finished.
+   */
+  readonly notifiesChanges: boolean
 }>() {}

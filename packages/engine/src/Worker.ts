@@ -25,6 +25,7 @@ import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
 import * as Ids from "./Ids.js"
 import type { Outcome, TaskRecord } from "./TaskRecord.js"
+import { idempotencyWindowMs } from "./TaskService.js"
 import { TaskStorage } from "./TaskStorage.js"
 import { type JobState, Upstream, type UpstreamError } from "./Upstream.js"
 
@@ -36,7 +37,10 @@ export interface WorkerOptions {
   readonly leaseMs?: number
   /** Longest idle wait before looking for due work again (the backstop). Default 1 s. */
   readonly idleMs?: number
-  /** Delay before the n-th upstream poll of a task (n from 0). Default 1 s × 1.5ⁿ, at most 15 s. */
+  /**
+   * Delay before the n-th upstream poll of a task (n from 0). Default: {@link defaultPollDelayMs}, or
+   * {@link safetyNetPollDelayMs} when the upstream notifies every change.
+   */
   readonly pollDelayMs?: (polls: number, task: TaskRecord) => number
   /** Delay before retrying a failed upstream call. Default 2 s × 2ⁿ, at most 60 s. */
   readonly retryDelayMs?: (attempt: number) => number
@@ -46,8 +50,17 @@ export interface WorkerOptions {
   readonly owner?: string
 }
 
-/** Default poll backoff: 1 s, 1.5 s, 2.25 s, ... at most 15 s. */
-export const defaultPollDelayMs = (polls: number): number => Math.min(15_000, Math.round(1000 * 1.5 ** polls))
+/**
+ * Default poll schedule: the first poll when the task is expected to be done (80% of its estimate, 1 to 30 s),
+ * then 1 s, 1.5 s, 2.25 s, ... at most 15 s.
+ */
+export const defaultPollDelayMs = (polls: number, task: TaskRecord): number =>
+  polls === 0
+    ? Math.min(30_000, Math.max(1000, Math.round(task.estimatedSeconds * 800)))
+    : Math.min(15_000, Math.round(1000 * 1.5 ** (polls - 1)))
+
+/** Poll schedule when the upstream reports every change: a safety net of 10 s, 20 s, ... at most 60 s. */
+export const safetyNetPollDelayMs = (polls: number): number => Math.min(60_000, 10_000 * 2 ** polls)
 
 /** Default retry backoff after a failed upstream call: 2 s, 4 s, ... at most 60 s. */
 export const defaultRetryDelayMs = (attempt: number): number => Math.min(60_000, 2000 * 2 ** attempt)
@@ -118,7 +131,7 @@ export const run = (options: WorkerOptions = {}) =>
     const idleMs = options.idleMs ?? 1000
     const owner = options.owner ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
     const stepOptions = {
-      pollDelayMs: options.pollDelayMs ?? defaultPollDelayMs,
+      pollDelayMs: options.pollDelayMs ?? (upstream.notifiesChanges ? safetyNetPollDelayMs : defaultPollDelayMs),
       retryDelayMs: options.retryDelayMs ?? defaultRetryDelayMs
     }
     const pokes = yield* Queue.sliding<void>(1)
@@ -127,8 +140,15 @@ export const run = (options: WorkerOptions = {}) =>
     let running = 0
 
     yield* Effect.forkScoped(Stream.runForEach(storage.wakeups, () => poke))
-    yield* Effect.forkScoped(Stream.runForEach(upstream.changes, (id) =>
-      storage.markDue(id).pipe(Effect.catchAll((error) => Effect.logWarning("markDue failed", error)))))
+    // upstream callbacks, batched: a burst of finished jobs costs one storage write
+    yield* Effect.forkScoped(
+      upstream.changes.pipe(
+        Stream.groupedWithin(512, Duration.millis(5)),
+        Stream.runForEach((ids) =>
+          storage.markDue([...ids]).pipe(Effect.catchAll((error) => Effect.logWarning("markDue failed", error)))
+        )
+      )
+    )
     yield* Effect.forkScoped(
       storage.heartbeat(owner, leaseMs).pipe(
         Effect.catchAll((error) => Effect.logWarning("heartbeat failed", error)),
@@ -176,15 +196,26 @@ export const run = (options: WorkerOptions = {}) =>
       if (claimed.length < free) yield* idle
     })
 
+    // housekeeping: forget idempotency records past their window
+    yield* Effect.forkScoped(
+      Effect.flatMap(Clock.currentTimeMillis, (now) => storage.pruneIdempotency(now - idempotencyWindowMs)).pipe(
+        Effect.catchAll((error) => Effect.logWarning("idempotency pruning failed", error)),
+        Effect.repeat(Schedule.spaced(Duration.minutes(10)))
+      )
+    )
+
     const dispatcher = yield* Effect.forkScoped(Effect.forever(dispatch))
 
     // graceful shutdown: stop claiming, let running steps finish (up to the grace period), hand back leases
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         yield* Fiber.interrupt(dispatcher)
-        yield* Effect.timeout(FiberSet.awaitEmpty(steps), Duration.millis(options.shutdownGraceMs ?? 10_000)).pipe(
+        // finalizers run uninterruptibly: the wait must be made interruptible for the grace period to cut it short
+        yield* Effect.interruptible(FiberSet.awaitEmpty(steps)).pipe(
+          Effect.timeout(Duration.millis(options.shutdownGraceMs ?? 10_000)),
           Effect.ignore
         )
+        yield* FiberSet.clear(steps)
         const released = yield* storage.releaseAll(owner).pipe(Effect.orElseSucceed(() => 0))
         if (released > 0) yield* Effect.logInfo(`worker ${owner} released ${released} leases`)
       })

@@ -259,7 +259,45 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
 
-    it.live("concurrency 0 runs no worker; shutdown releases leases", () => {
+    it.live("a task waiting on its upstream holds no worker: 2 workers carry 30 tasks at once", () => {
+      const { layer, log } = setup({ concurrency: 2, durationMs: 600, callbacks: true })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const acks = yield* Effect.forEach(Array.from({ length: 30 }, (_, i) => i), (i) =>
+          tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`w${i}`), idempotencyKey: undefined }))
+        const started = Date.now()
+        // every task is handed to the upstream long before the first job could finish
+        while (log.submits.size < 30 && Date.now() - started < 5000) yield* Effect.sleep(10)
+        expect(log.submits.size).toBe(30)
+        expect(Date.now() - started).toBeLessThan(600)
+        const done = yield* awaitTerminal(acks.map((a) => a.id))
+        expect(done.every((t) => t.status === "succeeded")).toBe(true)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("shutdown lets a running step finish within the grace period and releases the leases it still holds", () => {
+      const { layer, log } = setup({ concurrency: 0 })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const storage = yield* TaskStorage
+        const quick = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("q [slow=150]"), idempotencyKey: undefined })
+        const stuck = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("s [slow=5000]"), idempotencyKey: undefined })
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* Layer.build(Worker.layer({ concurrency: 4, leaseMs: 60_000, idleMs: 50, shutdownGraceMs: 400 }))
+          while (log.submits.size < 2) yield* Effect.sleep(10)
+        }))
+        // the quick submit finished during the grace period and was recorded
+        const q = Option.getOrThrow(yield* storage.getById(quick.id))
+        expect(q).toMatchObject({ upstreamJobId: `job_${quick.id}`, leaseOwner: null })
+        // the stuck one was interrupted and its lease handed back at once, not after 60 s
+        const s = Option.getOrThrow(yield* storage.getById(stuck.id))
+        expect(s).toMatchObject({ status: "queued", upstreamJobId: null, leaseOwner: null })
+        const [again] = yield* storage.claim("next-worker", 1, 1000)
+        expect(again?.id).toBe(stuck.id)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("concurrency 0 runs no worker (an API-only node)", () => {
       const { layer, log } = setup({ concurrency: 0 })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService

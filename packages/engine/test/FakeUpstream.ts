@@ -1,7 +1,8 @@
 /**
  * An upstream for engine tests: jobs take `durationMs` of real time; prompt directives steer them —
  * `[fail]` fails the job, `[hang]` never finishes, `[flaky]` makes the first submit fail with a retryable error,
- * `[reject]` makes every submit fail for good. It counts submits per task and reports finished jobs on `changes`.
+ * `[reject]` makes every submit fail for good, `[slow=N]` makes a submit itself take N ms. It counts submits per
+ * task and reports finished jobs on `changes`.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -36,6 +37,8 @@ export const makeFakeUpstream = (options: { readonly durationMs: number; readonl
             if (prompt.includes("[reject]")) {
               return yield* new UpstreamError({ message: "upstream refused the request", retryable: false })
             }
+            const slow = /\[slow=(\d+)\]/.exec(prompt)
+            if (slow !== null) yield* Effect.sleep(Number(slow[1]))
             if (prompt.includes("[flaky]") && count === 1) {
               return yield* new UpstreamError({ message: "upstream timed out", retryable: true })
             }
@@ -64,7 +67,8 @@ export const makeFakeUpstream = (options: { readonly durationMs: number; readonl
             }
           }),
         cancel: (task) => Effect.sync(() => void log.cancels.push(task.id)),
-        changes: Stream.fromPubSub(changes)
+        changes: Stream.fromPubSub(changes),
+        notifiesChanges: options.callbacks === true
       }
     })
   )

@@ -187,7 +187,7 @@ for (const [name, database] of databases) {
         )
         assert.isTrue(Option.isSome(yield* second.getById(task.id)))
         const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable)}`
-        expect(applied.map((r) => Number(r.migration_id))).toEqual([1])
+        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2])
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
 
     it.live("an accept wakes the local wakeups", () =>

@@ -89,6 +89,11 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const fresh = yield* storage.accept({ task: later, charge: chargeOf(later), idempotency: claim("f2") })
           assert.strictEqual(fresh._tag, "Created")
           assert.strictEqual(fresh.task.id, later.id)
+          // pruning forgets records older than the given time, and only those
+          expect(yield* storage.pruneIdempotency(clock.now() - hour)).toBe(1) // acct_b's k1
+          expect(yield* storage.pruneIdempotency(clock.now() - hour)).toBe(0)
+          const replayLater = yield* storage.accept({ task: newTask({ createdAt: clock.now() }), charge: undefined, idempotency: claim("f2") })
+          assert.strictEqual(replayLater._tag, "Replayed")
         })))
 
     it.effect("lists newest first with filters, a keyset cursor and the total", () =>
@@ -300,7 +305,7 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const [claimed] = yield* storage.claim("w1", 1, 30_000)
           yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "j", nextRunAt: clock.now() + 60_000 })
           expect(yield* storage.claim("w1", 1, 30_000)).toEqual([])
-          yield* storage.markDue(task.id)
+          yield* storage.markDue([task.id, "task_unknown"])
           expect((yield* storage.claim("w1", 1, 30_000)).map((t) => t.id)).toEqual([task.id])
         })))
 
