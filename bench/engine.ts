@@ -106,10 +106,11 @@ const database = (backend: string) => {
   }
   const name = `mg_bench_${Date.now()}`
   const admin = (statement: string) =>
-    Effect.runPromise(Effect.scoped(Effect.flatMap(
-      Effect.provide(SqlClient.SqlClient, PgClient.layer({ url: Redacted.make("postgres://postgres@127.0.0.1:5432/postgres") })),
-      (sql) => sql.unsafe(statement)
-    )))
+    Effect.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement)).pipe(
+        Effect.provide(PgClient.layer({ url: Redacted.make("postgres://postgres@127.0.0.1:5432/postgres") }))
+      )
+    )
   return {
     setup: () => admin(`CREATE DATABASE ${name}`),
     layer: SqlTaskStorage.layer().pipe(
@@ -124,12 +125,12 @@ const awaitEvents = (count: number) =>
   Effect.gen(function*() {
     const storage = yield* TaskStorage.TaskStorage
     let seen = 0
-    let seq = 0
+    let cursor: string | undefined
     while (seen < count) {
-      const batch = yield* storage.readOutbox(seq, 5000)
-      seen += batch.length
-      if (batch.length > 0) seq = batch[batch.length - 1]!.seq
-      else yield* Effect.sleep(20)
+      const page = yield* storage.readOutbox(cursor, 5000)
+      seen += page.entries.length
+      cursor = page.cursor
+      if (page.entries.length === 0) yield* Effect.sleep(20)
     }
   })
 

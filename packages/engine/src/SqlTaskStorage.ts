@@ -10,8 +10,9 @@
  * - Claims: one `UPDATE ... WHERE id IN (SELECT ... ORDER BY next_run_at, id LIMIT n [FOR UPDATE SKIP LOCKED])
  *   RETURNING *`, served by a partial index on `next_run_at` over the active statuses.
  * - Terminal transitions (finish, cancel): the compare-and-set update, the refund through {@link Billing} and the
- *   outbox event in one transaction. On PostgreSQL the outbox insert takes a transaction-scoped advisory lock, so
- *   outbox sequence numbers become visible in commit order (a reader never skips a late-committing lower `seq`).
+ *   outbox event in one transaction. Terminal transitions run in parallel: on PostgreSQL each outbox row records
+ *   its inserting transaction (`txid`), and readers walk `(txid, seq)` only up to the oldest running transaction,
+ *   so an entry that commits late can never fall behind a reader's cursor (no global lock on the hot path).
  * - Wakeups: an in-process PubSub (published after commits), merged on PostgreSQL with `LISTEN mediagate_tasks`;
  *   `accept`, `markDue` and `releaseAll` send `pg_notify` inside their transaction.
  *
@@ -52,8 +53,6 @@ const pgNow = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
 /** SQLite: the database clock in epoch ms (julianday('now') holds whole milliseconds; ROUND undoes float error). */
 const sqliteNow = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
 
-/** Key of the transaction-scoped advisory lock serializing outbox inserts on PostgreSQL. */
-const outboxLockKey = 1_835_495_266
 
 // -----------------------------------------------------------------------------------------------------------------
 // migrations
@@ -132,7 +131,17 @@ export const migrations: Migrator.Loader = Migrator.fromRecord({
   "0002_task_idempotency_created": Effect.flatMap(
     SqlClient.SqlClient,
     (sql) => sql.unsafe(`CREATE INDEX task_idempotency_created_idx ON task_idempotency (created_at)`)
-  )
+  ),
+  // a gap-free outbox cursor on PostgreSQL: the inserting transaction of every entry
+  "0003_task_outbox_txid": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        Effect.zipRight(
+          sql.unsafe(`ALTER TABLE task_outbox ADD COLUMN txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)`),
+          sql.unsafe(`CREATE INDEX task_outbox_txid_idx ON task_outbox (txid, seq)`)
+        ),
+      orElse: () => Effect.void
+    }))
 })
 
 /** Runs the engine's migrations into {@link migrationsTable}. */
@@ -412,7 +421,6 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           yield* sql`UPDATE tasks SET refunded_micros = refunded_micros + ${owed} WHERE id = ${task.id}`
         }
         const ended: TaskRecord = { ...task, refundedMicros: task.refundedMicros + owed }
-        if (pg) yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${outboxLockKey})`)
         yield* sql`INSERT INTO task_outbox ${
           sql.insert({
             account_id: ended.accountId,
@@ -642,11 +650,31 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       persistence("nextDueAt")
     )
 
-    const readOutbox: TaskStorage["Type"]["readOutbox"] = (afterSeq, limit) =>
-      Effect.suspend(() =>
-        sql<Row>`SELECT seq, account_id, task_id, webhook_url, event FROM task_outbox
-          WHERE seq > ${Math.floor(afterSeq)} ORDER BY seq LIMIT ${Math.max(0, Math.floor(limit))}`
-      ).pipe(Effect.flatMap(decodeAll(decodeOutbox)), persistence("readOutbox"))
+    const readOutbox: TaskStorage["Type"]["readOutbox"] = (cursor, limit) =>
+      Effect.gen(function*() {
+        const size = Math.max(0, Math.floor(limit))
+        if (!pg) {
+          // one writer at a time: sequence order is commit order
+          const after = Math.max(0, Math.floor(Number(cursor ?? "0") || 0))
+          const rows = yield* sql<Row>`SELECT seq, account_id, task_id, webhook_url, event FROM task_outbox
+            WHERE seq > ${after} ORDER BY seq LIMIT ${size}`
+          const entries = yield* decodeAll(decodeOutbox)(rows)
+          return { entries, cursor: String(entries.at(-1)?.seq ?? after) }
+        }
+        // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
+        // up to the oldest transaction still running: nothing can appear behind such a cursor later
+        const [lastTxid, lastSeq] = (cursor ?? "0:0").split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
+        const rows = yield* sql<Row>`SELECT txid, seq, account_id, task_id, webhook_url, event FROM task_outbox
+          WHERE (txid > ${lastTxid!} OR (txid = ${lastTxid!} AND seq > ${lastSeq!}))
+            AND txid < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+          ORDER BY txid, seq LIMIT ${size}`
+        const entries = yield* decodeAll(decodeOutbox)(rows)
+        const last = rows.at(-1)
+        return {
+          entries,
+          cursor: last === undefined ? `${lastTxid}:${lastSeq}` : `${numberOf(last, "txid")}:${numberOf(last, "seq")}`
+        }
+      }).pipe(persistence("readOutbox"))
 
     const pruneIdempotency: TaskStorage["Type"]["pruneIdempotency"] = (before) =>
       Effect.suspend(() =>

@@ -87,13 +87,20 @@ export interface StepUpdate {
   readonly polled?: boolean
 }
 
-/** An event in the outbox, in commit order. */
+/** An event in the outbox. */
 export interface OutboxEntry {
   readonly seq: number
   readonly accountId: string
   readonly taskId: string
   readonly webhookUrl: string | null
   readonly event: Webhook.WebhookEvent
+}
+
+/** A page of the outbox and the cursor after it. */
+export interface OutboxPage {
+  readonly entries: ReadonlyArray<OutboxEntry>
+  /** Opaque: pass it to the next `readOutbox` to continue after this page. */
+  readonly cursor: string
 }
 
 /** The task storage port. */
@@ -154,8 +161,12 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
    * expiry. None when no task is active.
    */
   readonly nextDueAt: Effect.Effect<Option.Option<number>, PersistenceError>
-  /** Outbox entries after `afterSeq`, in commit order. */
-  readonly readOutbox: (afterSeq: number, limit: number) => Effect.Effect<ReadonlyArray<OutboxEntry>, PersistenceError>
+  /**
+   * Outbox entries after `cursor` (from the start without one). Gap-free: an entry that a reader has passed never
+   * appears later behind its cursor, even when transactions commit out of order (PostgreSQL returns only entries
+   * of transactions older than every running one).
+   */
+  readonly readOutbox: (cursor: string | undefined, limit: number) => Effect.Effect<OutboxPage, PersistenceError>
   /** Forgets idempotency records created before `before` (epoch ms); answers how many. */
   readonly pruneIdempotency: (before: number) => Effect.Effect<number, PersistenceError>
   /** Signals that work may be due (a task accepted or made due, here or in another process). */
@@ -399,7 +410,12 @@ export const makeMemory = (options: MemoryOptions = {}) =>
         }
         return Option.fromNullable(earliest)
       }),
-      readOutbox: (afterSeq, limit) => Effect.sync(() => outbox.slice(afterSeq, afterSeq + limit)),
+      readOutbox: (cursor, limit) =>
+        Effect.sync(() => {
+          const after = cursor === undefined ? 0 : Number(cursor) || 0
+          const entries = outbox.slice(after, after + Math.max(0, limit))
+          return { entries, cursor: String(after + entries.length) }
+        }),
       pruneIdempotency: (before) =>
         transaction(Effect.sync(() => {
           let count = 0

@@ -13,6 +13,8 @@
  * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -222,6 +224,18 @@ export const run = (options: WorkerOptions = {}) =>
     )
     yield* Effect.logDebug(`worker ${owner} started (concurrency ${concurrency})`)
   })
+
+/** Worker settings from Effect `Config` (decisions.md §10): `MEDIAGATE_WORKER_CONCURRENCY` (default 32). */
+export const config: Config.Config<WorkerOptions> = Config.all({
+  concurrency: Config.integer("MEDIAGATE_WORKER_CONCURRENCY").pipe(
+    Config.withDefault(32),
+    Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 })
+  )
+})
+
+/** The worker with its settings from Effect `Config`. */
+export const layerConfig = (overrides: WorkerOptions = {}): Layer.Layer<never, ConfigError.ConfigError, TaskStorage | Upstream> =>
+  Layer.unwrapEffect(Effect.map(config, (options) => layer({ ...options, ...overrides })))
 
 /** The worker as a layer: it runs while the layer is alive. */
 export const layer = (options: WorkerOptions = {}): Layer.Layer<never, never, TaskStorage | Upstream> =>

@@ -83,7 +83,7 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         expect(acks.every((a) => log.submits.get(a.id) === 1)).toBe(true)
         expect(ledger.charges).toHaveLength(40)
         expect(ledger.refunds).toHaveLength(0)
-        const events = yield* storage.readOutbox(0, 100)
+        const { entries: events } = yield* storage.readOutbox(undefined, 100)
         expect(events.filter((e) => e.event.type === "task.completed")).toHaveLength(40)
         const read = yield* tasks.get(principal(), acks[0]!.id)
         expect(read).toMatchObject({ status: "succeeded", cost: 1, progress: 100 })

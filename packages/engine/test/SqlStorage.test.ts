@@ -1,6 +1,7 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -112,7 +113,7 @@ for (const [name, database] of databases) {
         const done = Option.getOrThrow(yield* storage.finish(task.id, 2, { _tag: "Succeeded", result: [] }))
         expect(done.status).toBe("succeeded")
         expect(done.completedAt!).toBeGreaterThanOrEqual(taken!.startedAt!)
-        const [event] = yield* storage.readOutbox(0, 10)
+        const [event] = (yield* storage.readOutbox(undefined, 10)).entries
         expect(event!.event.created_at).toBe(new Date(done.completedAt!).toISOString())
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
 
@@ -133,11 +134,11 @@ for (const [name, database] of databases) {
         const failed = yield* Effect.exit(storage.cancel("acct_unlucky", unlucky.id))
         assert.isTrue(Exit.isFailure(failed))
         expect(Option.getOrThrow(yield* storage.getById(unlucky.id)).status).toBe("pending")
-        expect(yield* storage.readOutbox(0, 10)).toEqual([])
+        expect((yield* storage.readOutbox(undefined, 10)).entries).toEqual([])
         // a refund that works is recorded with the state and the event
         assert.strictEqual((yield* storage.cancel("acct_a", task.id))._tag, "Cancelled")
         expect(yield* ledgerOf).toEqual([[task.id, 3_200_000], [unlucky.id, 3_200_000], [task.id, -3_200_000]])
-        expect((yield* storage.readOutbox(0, 10)).map((e) => e.taskId)).toEqual([task.id])
+        expect((yield* storage.readOutbox(undefined, 10)).entries.map((e) => e.taskId)).toEqual([task.id])
       }).pipe(Effect.provide(withStorage(sqlBilling("acct_unlucky"))), Effect.scoped))
 
     it.live("storage failures are PersistenceErrors, not defects", () =>
@@ -187,7 +188,7 @@ for (const [name, database] of databases) {
         )
         assert.isTrue(Option.isSome(yield* second.getById(task.id)))
         const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable)}`
-        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2])
+        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3])
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
 
     it.live("an accept wakes the local wakeups", () =>
@@ -269,6 +270,33 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
         )
       )
       yield* Fiber.join(woke).pipe(Effect.race(accepting), Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "no wakeup" }))
+    }), { timeout: 20_000 })
+
+  it.scopedLive("the outbox cursor is gap-free when transactions commit out of sequence order", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      const reader = yield* instance(schema)
+      const writerA = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+      const writerB = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+      const insert = (sql: SqlClient.SqlClient, taskId: string) =>
+        sql`INSERT INTO task_outbox (account_id, task_id, webhook_url, event, created_at)
+          VALUES ('acct_a', ${taskId}, NULL, ${JSON.stringify({ id: `evt_${taskId}`, type: "task.completed", created_at: "x", data: {} })}, 0)`
+      // A takes the lower seq and stays open; B takes a higher seq and commits first
+      const inserted = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const a = yield* Effect.fork(writerA.withTransaction(
+        Effect.zipRight(insert(writerA, "first"), Effect.zipRight(Deferred.succeed(inserted, undefined), Deferred.await(release)))
+      ))
+      yield* Deferred.await(inserted)
+      yield* writerB.withTransaction(insert(writerB, "second"))
+      const early = yield* reader.readOutbox(undefined, 10)
+      // "second" is held back while an older transaction runs: reading it now would let "first" fall behind
+      expect(early.entries.map((e) => e.taskId)).toEqual([])
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(a)
+      const later = yield* reader.readOutbox(early.cursor, 10)
+      expect(later.entries.map((e) => e.taskId)).toEqual(["first", "second"])
+      expect((yield* reader.readOutbox(later.cursor, 10)).entries).toEqual([])
     }), { timeout: 20_000 })
 
   it.scopedLive("concurrent claimers on separate clients never lease the same task twice", () =>

@@ -126,7 +126,7 @@ const check = (
         expect(now.refundedMicros).toBeLessThanOrEqual(now.chargedMicros)
         seen.set(id, now)
       }
-      const events = yield* storage.readOutbox(0, 10_000)
+      const { entries: events } = yield* storage.readOutbox(undefined, 10_000)
       const terminal = [...seen.values()].filter((t) => isTerminal(t.status)).map((t) => t.id).sort()
       expect(events.map((e) => e.taskId).sort()).toEqual(terminal)
     }
