@@ -36,7 +36,7 @@ import * as Stream from "effect/Stream"
 import { Billing } from "./Billing.js"
 import * as Ids from "./Ids.js"
 import { PersistenceError } from "./PersistenceError.js"
-import { fromNew, isRefunded, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
+import { fromNew, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
 import { type CancelResult, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
 
 /** The table the engine's migrations are recorded in. */
@@ -409,18 +409,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     /** Refund (failed, expired, cancelled) and outbox event of a task that just became terminal. */
     const settle = (task: TaskRecord, now: number) =>
       Effect.gen(function*() {
-        const owed = isRefunded(task.status) ? task.chargedMicros - task.refundedMicros : 0
-        if (owed > 0) {
-          yield* billing.refund({
-            accountId: task.accountId,
-            keyId: task.keyId,
-            taskId: task.id,
-            amountMicros: owed,
-            reason: `task ${task.status}`
-          })
-          yield* sql`UPDATE tasks SET refunded_micros = refunded_micros + ${owed} WHERE id = ${task.id}`
+        const refund = refundFor(task, task.status)
+        if (refund !== undefined) {
+          yield* billing.refund(refund)
+          yield* sql`UPDATE tasks SET refunded_micros = refunded_micros + ${refund.amountMicros} WHERE id = ${task.id}`
         }
-        const ended: TaskRecord = { ...task, refundedMicros: task.refundedMicros + owed }
+        const ended: TaskRecord = { ...task, refundedMicros: task.refundedMicros + (refund?.amountMicros ?? 0) }
         yield* sql`INSERT INTO task_outbox ${
           sql.insert({
             account_id: ended.accountId,

@@ -8,6 +8,7 @@
  * @since 0.1.0
  */
 import { type Catalog, Money, type Task, type Webhook } from "@mediagate/contract"
+import type { Refund } from "./Billing.js"
 
 /** A task as storage holds it. Times are epoch milliseconds; money is integer micro-dollars. */
 export interface TaskRecord {
@@ -122,6 +123,17 @@ export const statusOfOutcome = (outcome: Outcome): Task.TaskStatus =>
 /** Whether a terminal status is refunded in full (decisions.md §3). */
 export const isRefunded = (status: Task.TaskStatus): boolean =>
   status === "failed" || status === "expired" || status === "cancelled"
+
+/**
+ * The refund a task is owed when it becomes `status`: everything charged and not yet refunded, for failed,
+ * expired and cancelled tasks; none otherwise.
+ */
+export const refundFor = (task: TaskRecord, status: Task.TaskStatus): Refund | undefined => {
+  const owed = isRefunded(status) ? task.chargedMicros - task.refundedMicros : 0
+  return owed > 0
+    ? { accountId: task.accountId, keyId: task.keyId, taskId: task.id, amountMicros: owed, reason: `task ${status}` }
+    : undefined
+}
 
 const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
 

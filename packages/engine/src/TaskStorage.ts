@@ -23,10 +23,10 @@ import type { PersistenceError } from "./PersistenceError.js"
 import {
   activeStatuses,
   fromNew,
-  isRefunded,
   isTerminal,
   type NewTask,
   type Outcome,
+  refundFor,
   statusOfOutcome,
   type TaskRecord,
   toEvent
@@ -218,21 +218,13 @@ export const makeMemory = (options: MemoryOptions = {}) =>
     /** Terminal transition with refund and event; the caller holds the lock. */
     const terminate = (task: TaskRecord, status: Task.TaskStatus, patch: Partial<TaskRecord>, now: number) =>
       Effect.gen(function*() {
-        const owed = isRefunded(status) ? task.chargedMicros - task.refundedMicros : 0
-        if (owed > 0) {
-          yield* billing.refund({
-            accountId: task.accountId,
-            keyId: task.keyId,
-            taskId: task.id,
-            amountMicros: owed,
-            reason: `task ${status}`
-          })
-        }
+        const refund = refundFor(task, status)
+        if (refund !== undefined) yield* billing.refund(refund)
         const ended: TaskRecord = {
           ...task,
           ...patch,
           status,
-          refundedMicros: task.refundedMicros + owed,
+          refundedMicros: task.refundedMicros + (refund?.amountMicros ?? 0),
           leaseOwner: null,
           leaseExpiresAt: null,
           nextRunAt: null,
