@@ -321,6 +321,30 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   }
 }
 
+/** A file URL whose signature is missing, invalid or expired. `FILE_ACCESS_DENIED`, HTTP 403. */
+export class FileAccessDenied extends Schema.TaggedError<FileAccessDenied>()("FileAccessDenied", fields) {
+  static readonly code = "FILE_ACCESS_DENIED" as const
+  static readonly status = 403
+  get code() {
+    return FileAccessDenied.code
+  }
+  get status() {
+    return FileAccessDenied.status
+  }
+}
+
+/** A `Range` header that no byte of the file satisfies. `RANGE_NOT_SATISFIABLE`, HTTP 416. */
+export class RangeNotSatisfiable extends Schema.TaggedError<RangeNotSatisfiable>()("RangeNotSatisfiable", fields) {
+  static readonly code = "RANGE_NOT_SATISFIABLE" as const
+  static readonly status = 416
+  get code() {
+    return RangeNotSatisfiable.code
+  }
+  get status() {
+    return RangeNotSatisfiable.status
+  }
+}
+
 /** Every API error class, for tables and tests. */
 export const all = [
   ValidationError,
@@ -345,7 +369,9 @@ export const all = [
   RateLimited,
   InternalError,
   ProviderError,
-  ServiceUnavailable
+  ServiceUnavailable,
+  FileAccessDenied,
+  RangeNotSatisfiable
 ] as const
 
 /** Any API error instance. */
@@ -383,5 +409,7 @@ export const Wire = {
   RateLimited: wire(RateLimited),
   InternalError: wire(InternalError),
   ProviderError: wire(ProviderError),
-  ServiceUnavailable: wire(ServiceUnavailable)
+  ServiceUnavailable: wire(ServiceUnavailable),
+  FileAccessDenied: wire(FileAccessDenied),
+  RangeNotSatisfiable: wire(RangeNotSatisfiable)
 } as const

@@ -10,6 +10,7 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
+import type * as Stream from "effect/Stream"
 import type { Account, AccountCreate, AccountUpdate, Balance, CreditRequest } from "./Account.js"
 import type { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "./ApiKey.js"
 import type { Deleted, Page } from "./Envelope.js"
@@ -165,4 +166,39 @@ export class AdminService extends Context.Tag("@mediagate/contract/AdminService"
     accountId: string,
     body: ApiKeyCreate
   ) => Effect.Effect<ApiKeyCreated, Errors.AccountNotFound | Errors.ValidationError | Unavailable>
+}>() {}
+
+/** The signature query parameters of a file URL (`/files/<key>?expires=<unix>&signature=<hex>`), as received. */
+export interface FileUrlQuery {
+  readonly expires: string | undefined
+  readonly signature: string | undefined
+}
+
+/**
+ * A stored file, ready to be sent: the status (`206` when a byte range was served), every response header
+ * (`Content-Type`, `Content-Length`, `Accept-Ranges`, `Cache-Control`, and `Content-Range` for `206`) and the body.
+ * The HTTP layer copies it to the wire as is; the body is streamed, never loaded whole.
+ */
+export interface FileAnswer {
+  readonly status: 200 | 206
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: Stream.Stream<Uint8Array, Unavailable>
+}
+
+/** Result files under `/files/...`, served only with a valid, unexpired signature (decisions.md §3). */
+export class FileService extends Context.Tag("@mediagate/contract/FileService")<FileService, {
+  /**
+   * Checks the URL's signature for `key` (the path after `/files/`), then opens the file. `range` is the raw
+   * `Range` header: one `bytes=` range is honoured, anything it cannot parse is ignored (the whole file is sent).
+   * Missing, invalid or expired signature: `FileAccessDenied` (checked first, so unsigned requests learn nothing);
+   * unknown key: `NotFound`; a range past the end of the file: `RangeNotSatisfiable`.
+   */
+  readonly open: (
+    key: string,
+    query: FileUrlQuery,
+    range: string | undefined
+  ) => Effect.Effect<
+    FileAnswer,
+    Errors.NotFound | Errors.FileAccessDenied | Errors.RangeNotSatisfiable | Unavailable
+  >
 }>() {}

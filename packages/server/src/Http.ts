@@ -6,6 +6,8 @@
  * - {@link makeHttpApp}: an `HttpApp` to mount into another Effect HTTP app;
  * - {@link toWebHandler}: a `(Request) => Promise<Response>` handler for any server that speaks web requests.
  *
+ * All three also serve the signed result files at `GET /files/*` (see `Files.ts`) through `Services.FileService`.
+ *
  * @since 0.1.0
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
@@ -19,6 +21,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as Authentication from "./Authentication.js"
 import * as Envelope from "./Envelope.js"
+import * as Files from "./Files.js"
 import * as AdminHttp from "./http/Admin.js"
 import * as ApiKeysHttp from "./http/ApiKeys.js"
 import * as BalanceHttp from "./http/Balance.js"
@@ -41,6 +44,7 @@ export type Requirements =
   | Services.WebhookService
   | Services.VoiceService
   | Services.AdminService
+  | Services.FileService
   | ServerConfig
 
 /** The HttpApi with every group implemented. */
@@ -59,11 +63,14 @@ export const ApiLive: Layer.Layer<import("@effect/platform/HttpApi").Api, never,
   Layer.provide([Authentication.layer, Authentication.adminLayer])
 )
 
-/** The OpenAPI document, the docs page and the envelope middleware. */
+/** The OpenAPI document, the docs page, the signed result files (`GET /files/*`) and the envelope middleware. */
 const Extras = Layer.mergeAll(
   HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
   HttpApiScalar.layer({ path: docsPath }),
-  Envelope.layer({ extraRoutes: [{ method: "GET", path: openApiPath }, { method: "GET", path: docsPath }] })
+  Files.layer,
+  Envelope.layer({
+    extraRoutes: [{ method: "GET", path: openApiPath }, { method: "GET", path: docsPath }, ...Files.routes]
+  })
 )
 
 /** Serves the API on the `HttpServer` in context. */

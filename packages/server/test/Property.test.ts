@@ -24,8 +24,9 @@ describe("no request body produces a 5xx", () => {
           for (const body of bodies) {
             const answer = yield* send("POST", `/api/v1${info.path}`, { token: keys.live, json: body })
             statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
-            // the HTTP answer is exactly what the request Schema decides, message included
-            const expected = decide(body)
+            // the HTTP answer is exactly what the request Schema decides about the body as sent (JSON turns
+            // NaN and Infinity into null), message included
+            const expected = decide(JSON.parse(JSON.stringify(body)))
             if (Either.isRight(expected)) {
               assert.strictEqual(answer.status, 201, `${info.path} ${answer.text}`)
             } else {

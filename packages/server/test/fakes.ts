@@ -7,6 +7,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import ipaddr from "ipaddr.js"
 
 const key = (env: "live" | "test", fill: string) => `mg_${env}_${fill.repeat(32).slice(0, 32)}`
@@ -404,5 +405,59 @@ const account = (id: string, name: string, balance: number) => ({
   createdAt: "2026-11-21T00:00:00.000Z"
 })
 
+/** The files of the fake FileService and the one signature it accepts. */
+export const fileFixtures = {
+  video: { key: "tasks/task_1/video-0.mp4", contentType: "video/mp4", bytes: Uint8Array.from({ length: 300 }, (_, i) => i % 256) },
+  text: { key: "notes/hello.txt", contentType: "text/plain; charset=utf-8", bytes: new TextEncoder().encode("hello, files") },
+  /** 2100-01-01T00:00:00Z */
+  expires: "4102444800",
+  /** 2000-01-01T00:00:00Z */
+  expired: "946684800",
+  signature: "5".repeat(64)
+} as const
+
+/** A file URL path as the fake FileService signs it. */
+export const fileUrl = (key: string, options: { readonly expires?: string; readonly signature?: string } = {}) =>
+  `/files/${key}?expires=${options.expires ?? fileFixtures.expires}&signature=${options.signature ?? fileFixtures.signature}`
+
+/** Result files in memory: one fixed signature, expiry against the real clock, single `bytes=` ranges. */
+export const FileServiceFake = Layer.succeed(Services.FileService, {
+  open: (key, query, range) =>
+    Effect.gen(function*() {
+      if (query.expires === undefined || query.signature === undefined) {
+        return yield* new Errors.FileAccessDenied({ message: "file URL is not signed" })
+      }
+      if (query.signature !== fileFixtures.signature) {
+        return yield* new Errors.FileAccessDenied({ message: "file URL signature is invalid" })
+      }
+      if (Number(query.expires) * 1000 < Date.now()) {
+        return yield* new Errors.FileAccessDenied({ message: "file URL has expired" })
+      }
+      const file = [fileFixtures.video, fileFixtures.text].find((f) => f.key === key)
+      if (file === undefined) return yield* new Errors.NotFound({ message: `file ${key} not found` })
+      const size = file.bytes.length
+      const headers: Record<string, string> = {
+        "content-type": file.contentType,
+        "accept-ranges": "bytes",
+        "cache-control": "private, max-age=60"
+      }
+      const match = range === undefined ? null : /^bytes=(\d*)-(\d*)$/.exec(range)
+      if (match === null || (match[1] === "" && match[2] === "")) {
+        headers["content-length"] = String(size)
+        // two chunks: the body really is a stream
+        return { status: 200 as const, headers, body: Stream.make(file.bytes.slice(0, 100), file.bytes.slice(100)) }
+      }
+      const [start, end] = match[1] === ""
+        ? [Math.max(0, size - Number(match[2])), size - 1]
+        : [Number(match[1]), match[2] === "" ? size - 1 : Math.min(Number(match[2]), size - 1)]
+      if (start >= size || (match[1] === "" && Number(match[2]) === 0)) {
+        return yield* new Errors.RangeNotSatisfiable({ message: `range ${range} is not satisfiable: the file has ${size} bytes` })
+      }
+      headers["content-length"] = String(end - start + 1)
+      headers["content-range"] = `bytes ${start}-${end}/${size}`
+      return { status: 206 as const, headers, body: Stream.make(file.bytes.slice(start, end + 1)) }
+    })
+})
+
 /** Every port, faked. */
-export const PortsFake = Layer.mergeAll(KeyServiceFake, TaskServiceFake, OtherServicesFake)
+export const PortsFake = Layer.mergeAll(KeyServiceFake, TaskServiceFake, OtherServicesFake, FileServiceFake)

@@ -1,0 +1,177 @@
+/**
+ * The simulated upstream (decisions.md §8): every family can run on it, and `test` keys always do. Jobs go
+ * through the states of a real upstream (queued, running with progress, succeeded or failed) and write real
+ * files: images of the requested size, MP4s of the requested resolution and duration (plus the last frame when
+ * asked).
+ *
+ * Prompt directives steer it (and only it): `[sim:fail]`, `[sim:content-policy]`, `[sim:hang]`,
+ * `[sim:delay=N]` (seconds). Durations are multiplied by `MEDIAGATE_SIM_TIME_SCALE`.
+ *
+ * The job id carries the submit time, so a job's state survives a restart of the process: after a restart the
+ * completion callback is lost, and the engine's safety-net poll finds the job done.
+ *
+ * @since 0.1.0
+ */
+import type { Task } from "@mediagate/contract"
+import type { TaskRecord } from "@mediagate/engine/TaskRecord"
+import { Upstream, UpstreamError } from "@mediagate/engine/Upstream"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
+import { familyOf } from "./families/index.js"
+import { FileStore, UrlSigner } from "./FileStore.js"
+import * as Media from "./Media.js"
+import type { OutputSpec } from "./Outputs.js"
+
+/** Settings of the simulated upstream. */
+export interface SimulatedOptions {
+  /** Multiplies every simulated duration (tests use a small value). Default 1. */
+  readonly timeScale?: number
+  /** Seconds a video job takes before scaling. Default 10. */
+  readonly videoSeconds?: number
+  /** Seconds an image job takes before scaling. Default 3. */
+  readonly imageSeconds?: number
+}
+
+/** What the prompt asks of the simulation. */
+export interface Directives {
+  readonly fail: boolean
+  readonly contentPolicy: boolean
+  readonly hang: boolean
+  readonly delaySeconds: number | undefined
+}
+
+/** Reads the `[sim:...]` directives of a prompt. */
+export const directives = (prompt: string): Directives => {
+  const delay = /\[sim:delay=(\d+(?:\.\d+)?)\]/i.exec(prompt)
+  return {
+    fail: /\[sim:fail\]/i.test(prompt),
+    contentPolicy: /\[sim:content-policy\]/i.test(prompt),
+    hang: /\[sim:hang\]/i.test(prompt),
+    delaySeconds: delay === null ? undefined : Number(delay[1])
+  }
+}
+
+const jobIdOf = (task: TaskRecord, submittedAt: number) => `sim_${submittedAt}_${task.id}`
+const submittedAtOf = (jobId: string): number | undefined => {
+  const match = /^sim_(\d+)_/.exec(jobId)
+  return match === null ? undefined : Number(match[1])
+}
+
+const extension = (spec: OutputSpec) => spec.format === "jpeg" ? "jpg" : spec.format
+const contentType = (spec: OutputSpec) =>
+  spec.format === "mp4" ? "video/mp4" : spec.format === "png" ? "image/png" : "image/jpeg"
+
+/** Builds the simulated upstream. */
+export const make = (options: SimulatedOptions = {}) =>
+  Effect.gen(function*() {
+    const store = yield* FileStore
+    const signer = yield* UrlSigner
+    const changes = yield* PubSub.unbounded<string>()
+    const scale = options.timeScale ?? 1
+
+    const plan = (task: TaskRecord) => {
+      const request = { model: task.model, input: task.input as Record<string, unknown> }
+      const outputs = familyOf(task.endpoint).outputs(task.endpoint, request)
+      const steer = directives(String(task.input["prompt"] ?? ""))
+      const base = steer.delaySeconds ??
+        (outputs.some((o) => o.media === "video") ? options.videoSeconds ?? 10 : options.imageSeconds ?? 3)
+      return { outputs, steer, durationMs: Math.max(0, Math.round(base * 1000 * scale)) }
+    }
+
+    /** Renders and stores the files of a finished job (idempotent: the same keys are written again). */
+    const produce = (task: TaskRecord, outputs: ReadonlyArray<OutputSpec>) =>
+      Effect.forEach(outputs, (spec, i) =>
+        Effect.gen(function*() {
+          const bytes = spec.media === "video"
+            ? yield* Media.renderVideo({ width: spec.width, height: spec.height, durationSeconds: spec.durationSeconds })
+            : spec.kind === "last_frame"
+            ? yield* Media.renderLastFrame({ width: spec.width, height: spec.height, durationSeconds: 1 })
+            : yield* Media.renderImage({ width: spec.width, height: spec.height, format: spec.format })
+          const key = `tasks/${task.id}/${spec.kind}-${i}.${extension(spec)}`
+          const stored = yield* store.put(key, bytes, contentType(spec))
+          const item: Task.ResultItem = {
+            url: yield* signer.sign(key),
+            ...(spec.media === "video" ? { duration: spec.durationSeconds } : {}),
+            format: spec.format,
+            size_bytes: stored.size,
+            width: spec.width,
+            height: spec.height,
+            kind: spec.kind
+          }
+          return item
+        }))
+
+    return Upstream.of({
+      notifiesChanges: true,
+      changes: Stream.fromPubSub(changes),
+      submit: (task) =>
+        Effect.gen(function*() {
+          const { durationMs, steer } = plan(task)
+          const submittedAt = Date.now()
+          if (!steer.hang) {
+            yield* Effect.forkDaemon(
+              Effect.zipRight(Effect.sleep(Duration.millis(durationMs)), PubSub.publish(changes, task.id))
+            )
+          }
+          return { jobId: jobIdOf(task, submittedAt) }
+        }),
+      poll: (task, jobId) =>
+        Effect.gen(function*() {
+          const submittedAt = submittedAtOf(jobId)
+          if (submittedAt === undefined) {
+            return yield* new UpstreamError({ message: `unknown simulated job ${jobId}`, retryable: false })
+          }
+          const { durationMs, outputs, steer } = plan(task)
+          const elapsed = Date.now() - submittedAt
+          if (steer.hang || elapsed < durationMs) {
+            const progress = steer.hang ? Math.min(95, elapsed / 1000) : (100 * elapsed) / Math.max(1, durationMs)
+            return progress < 5 ? { _tag: "Queued" as const } : { _tag: "Running" as const, progress: Math.floor(progress) }
+          }
+          if (steer.contentPolicy) {
+            return {
+              _tag: "Failed" as const,
+              code: "PROVIDER_ERROR",
+              message: "content policy violation: the upstream refused the prompt"
+            }
+          }
+          if (steer.fail) {
+            return { _tag: "Failed" as const, code: "PROVIDER_ERROR", message: "the upstream failed to generate the output" }
+          }
+          const result = yield* produce(task, outputs).pipe(
+            Effect.mapError((error) =>
+              new UpstreamError({ message: `storing the output failed: ${String(error)}`, retryable: true })
+            )
+          )
+          return { _tag: "Succeeded" as const, result }
+        }),
+      cancel: () => Effect.void
+    })
+  })
+
+/** The simulated upstream's settings from Effect `Config`: `MEDIAGATE_SIM_TIME_SCALE` (default 1). */
+export const config: Config.Config<SimulatedOptions> = Config.all({
+  timeScale: Config.number("MEDIAGATE_SIM_TIME_SCALE").pipe(
+    Config.withDefault(1),
+    Config.validate({ message: "must be more than 0", validation: (n) => n > 0 })
+  )
+})
+
+/** The simulated upstream as the engine's `Upstream`. */
+export class SimulatedUpstream extends Context.Tag("@mediagate/vendors/SimulatedUpstream")<
+  SimulatedUpstream,
+  Upstream["Type"]
+>() {}
+
+/** The simulated upstream with the given settings. */
+export const layer = (options: SimulatedOptions = {}): Layer.Layer<SimulatedUpstream, never, FileStore | UrlSigner> =>
+  Layer.scoped(SimulatedUpstream, make(options))
+
+/** The simulated upstream with its settings from Effect `Config`. */
+export const layerConfig: Layer.Layer<SimulatedUpstream, ConfigError.ConfigError, FileStore | UrlSigner> = Layer
+  .unwrapEffect(Effect.map(config, layer))

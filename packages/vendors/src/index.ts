@@ -1,0 +1,29 @@
+/**
+ * `@mediagate/vendors`: the families (outputs, estimates), prices, the simulated upstream, the routed upstream,
+ * media rendering and the file store.
+ *
+ * @since 0.1.0
+ */
+
+/** Durations as configuration writes them. */
+export * as Durations from "./Durations.js"
+/** Recent durations per model. */
+export * as Estimates from "./Estimates.js"
+/** The shape of a family module. */
+export * as Family from "./Family.js"
+/** The family modules. */
+export * as Families from "./families/index.js"
+/** The file store, signed URLs and the file service. */
+export * as FileStore from "./FileStore.js"
+/** Media rendering (images, MP4 clips). */
+export * as Media from "./Media.js"
+/** What a job produces. */
+export * as Outputs from "./Outputs.js"
+/** Price tables and prices. */
+export * as Prices from "./Prices.js"
+/** The simulated upstream. */
+export * as Simulated from "./Simulated.js"
+/** The engine's upstream, routed per task. */
+export * as Upstreams from "./Upstreams.js"
+/** The engine's planner for real families. */
+export * as VendorPlanner from "./VendorPlanner.js"

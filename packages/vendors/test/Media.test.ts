@@ -1,0 +1,198 @@
+import { assert, describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import jpeg from "jpeg-js"
+import { PNG } from "pngjs"
+import * as Media from "../src/Media.js"
+import { probeVideoBytes, runProbes } from "./probe.js"
+
+/** Tests that read videos back with ffprobe: skipped without it, except on CI where they must run (and fail). */
+const probeIt = runProbes ? it.effect : it.effect.skip
+
+/** ffprobe's view of MP4 bytes. */
+const probe = (bytes: Uint8Array) => {
+  const probed = probeVideoBytes(bytes)
+  return { codec: probed.codec, width: probed.width, height: probed.height, duration: probed.durationSeconds, frames: probed.frames }
+}
+
+const timed = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const started = performance.now()
+    const value = yield* effect
+    console.log(`${label}: ${Math.round(performance.now() - started)} ms`)
+    return value
+  })
+
+const pngHeader = (bytes: Uint8Array) => {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  return { width: view.getUint32(16), height: view.getUint32(20) }
+}
+
+describe("Media: videos", () => {
+  const cases: ReadonlyArray<Media.VideoSpec> = [
+    { width: 1280, height: 720, durationSeconds: 5 },
+    { width: 720, height: 1280, durationSeconds: 5 },
+    { width: 854, height: 480, durationSeconds: 4 },
+    { width: 960, height: 960, durationSeconds: 2.5 },
+    { width: 640, height: 360, durationSeconds: 3, fps: 24 },
+    { width: 1920, height: 1080, durationSeconds: 15 }
+  ]
+  for (const spec of cases) {
+    const label = `${spec.width}x${spec.height} ${spec.durationSeconds} s at ${spec.fps ?? Media.defaultFps} fps`
+    probeIt(`${label}: ffprobe reads h264 of that size and duration`, () =>
+      Effect.gen(function*() {
+        const renderer = Media.make()
+        const bytes = yield* timed(`encode ${label}`, renderer.renderVideo(spec))
+        const info = probe(bytes)
+        expect(info.codec).toBe("h264")
+        expect(info.width).toBe(spec.width)
+        expect(info.height).toBe(spec.height)
+        expect(Math.abs(info.duration - spec.durationSeconds)).toBeLessThanOrEqual(0.1)
+        expect(info.frames).toBe(Math.round(spec.durationSeconds * (spec.fps ?? Media.defaultFps)))
+      }), { timeout: 60_000 })
+  }
+
+  it.effect("the cache encodes a clip once, shares a rendering under way and returns identical bytes", () =>
+    Effect.gen(function*() {
+      const renderer = Media.make()
+      const spec = { width: 320, height: 240, durationSeconds: 2 }
+      const [a, b, c] = yield* Effect.all(
+        [renderer.renderVideo(spec), renderer.renderVideo(spec), renderer.renderVideo({ ...spec, fps: Media.defaultFps })],
+        { concurrency: "unbounded" }
+      )
+      const d = yield* renderer.renderVideo(spec)
+      expect(renderer.stats()).toMatchObject({ videoEncodes: 1, hits: 3, entries: 1, cachedBytes: a.byteLength })
+      expect(b).toEqual(a)
+      expect(c).toEqual(a)
+      expect(d).toEqual(a)
+      // another duration or rate is another clip
+      yield* renderer.renderVideo({ ...spec, durationSeconds: 3 })
+      yield* renderer.renderVideo({ ...spec, fps: 4 })
+      expect(renderer.stats().videoEncodes).toBe(3)
+      // a fresh renderer encodes the same picture again (the MP4 boxes carry a creation time, so compare sizes)
+      const again = yield* Media.make().renderVideo(spec)
+      expect(again.byteLength).toBe(a.byteLength)
+    }), { timeout: 60_000 })
+
+  it.effect("an interrupted caller does not cancel the rendering for the others", () =>
+    Effect.gen(function*() {
+      const renderer = Media.make()
+      const spec = { width: 160, height: 120, durationSeconds: 3 }
+      const first = yield* Effect.fork(renderer.renderVideo(spec))
+      const second = yield* Effect.fork(renderer.renderVideo(spec))
+      yield* Fiber.interrupt(first)
+      const bytes = yield* Fiber.join(second)
+      expect(bytes.byteLength).toBeGreaterThan(0)
+      expect((yield* renderer.renderVideo(spec))).toBe(bytes)
+      expect(renderer.stats().videoEncodes).toBe(1)
+    }), { timeout: 60_000 })
+
+  it.effect("refuses odd and out-of-range specs (a defect)", () =>
+    Effect.gen(function*() {
+      const renderer = Media.make()
+      for (
+        const spec of [
+          { width: 853, height: 480, durationSeconds: 5 },
+          { width: 1280, height: 721, durationSeconds: 5 },
+          { width: 0, height: 480, durationSeconds: 5 },
+          { width: 1280, height: 720, durationSeconds: 0 },
+          { width: 1280, height: 720, durationSeconds: 5, fps: 2.5 }
+        ]
+      ) {
+        const exit = yield* Effect.exit(renderer.renderVideo(spec))
+        assert.isTrue(Exit.isFailure(exit))
+        if (Exit.isFailure(exit)) {
+          const defect = Cause.dieOption(exit.cause)
+          assert.isTrue(defect._tag === "Some" && Cause.isIllegalArgumentException(defect.value), JSON.stringify(spec))
+        }
+      }
+      expect(renderer.stats().videoEncodes).toBe(0)
+    }))
+
+  it.effect("the last frame is a PNG of the video's size, with the bar at the right end", () =>
+    Effect.gen(function*() {
+      const renderer = Media.make()
+      for (const [width, height] of [[1280, 720], [720, 1280]] as const) {
+        const bytes = yield* renderer.renderLastFrame({ width, height, durationSeconds: 5 })
+        const png = PNG.sync.read(Buffer.from(bytes))
+        expect([png.width, png.height]).toEqual([width, height])
+        const brightness = (x: number, y: number) => {
+          const i = (y * width + x) * 4
+          return png.data[i]! + png.data[i + 1]! + png.data[i + 2]!
+        }
+        const barWidth = Math.round(width / 16)
+        expect(brightness(width - Math.round(barWidth / 2), height >> 1)).toBeGreaterThan(brightness(barWidth * 2, height >> 1))
+      }
+      yield* renderer.renderLastFrame({ width: 1280, height: 720, durationSeconds: 5 })
+      expect(renderer.stats()).toMatchObject({ frameEncodes: 2, hits: 1 })
+    }))
+})
+
+describe("Media: images", () => {
+  const sizes = [[1024, 1024], [2048, 2048], [1280, 720], [1536, 640], [333, 77]] as const
+  for (const [width, height] of sizes) {
+    it.effect(`PNG ${width}x${height} decodes back to that size`, () =>
+      Effect.gen(function*() {
+        const bytes = yield* Media.make().renderImage({ width, height, format: "png" })
+        const png = PNG.sync.read(Buffer.from(bytes))
+        expect([png.width, png.height]).toEqual([width, height])
+        // a gradient: left and right differ
+        expect(png.data[0]).not.toBe(png.data[(width - 1) * 4])
+      }))
+    it.effect(`JPEG ${width}x${height} decodes back to that size`, () =>
+      Effect.gen(function*() {
+        const bytes = yield* Media.make().renderImage({ width, height, format: "jpeg" })
+        expect([bytes[0], bytes[1]]).toEqual([0xff, 0xd8])
+        const image = jpeg.decode(bytes, { useTArray: true })
+        expect([image.width, image.height]).toEqual([width, height])
+      }))
+  }
+
+  it.effect("4096x4096 stays affordable", () =>
+    Effect.gen(function*() {
+      const renderer = Media.make()
+      const png = yield* timed("render PNG 4096x4096", renderer.renderImage({ width: 4096, height: 4096, format: "png" }))
+      expect(pngHeader(png)).toEqual({ width: 4096, height: 4096 })
+      expect(png.byteLength).toBeLessThan(1024 * 1024)
+      const jpg = yield* timed("render JPEG 4096x4096", renderer.renderImage({ width: 4096, height: 4096, format: "jpeg" }))
+      expect(jpeg.decode(jpg, { useTArray: true, maxMemoryUsageInMB: 1024 }).width).toBe(4096)
+    }), { timeout: 60_000 })
+
+  it.effect("images are cached by size and format, bounded by bytes (least recently used first)", () =>
+    Effect.gen(function*() {
+      const a = { width: 64, height: 64, format: "png" } as const
+      const b = { width: 96, height: 96, format: "png" } as const
+      const c = { width: 96, height: 97, format: "png" } as const
+      const probeRenderer = Media.make()
+      const sizeOf = (spec: Media.ImageSpec) => Effect.map(probeRenderer.renderImage(spec), (bytes) => bytes.byteLength)
+      const budget = (yield* sizeOf(a)) + Math.max(yield* sizeOf(b), yield* sizeOf(c))
+
+      const renderer = Media.make({ maxCacheBytes: budget })
+      const first = yield* renderer.renderImage(a)
+      yield* renderer.renderImage(b)
+      expect(yield* renderer.renderImage(a)).toBe(first) // hit: a is now the most recently used
+      yield* renderer.renderImage(c) // evicts b
+      yield* renderer.renderImage(a) // still cached
+      expect(renderer.stats()).toMatchObject({ imageEncodes: 3, hits: 2, entries: 2 })
+      yield* renderer.renderImage(b) // encoded again
+      expect(renderer.stats().imageEncodes).toBe(4)
+      expect(renderer.stats().cachedBytes).toBeLessThanOrEqual(budget)
+
+      const tiny = Media.make({ maxCacheBytes: 1 })
+      yield* tiny.renderImage(a)
+      yield* tiny.renderImage(a)
+      expect(tiny.stats()).toMatchObject({ imageEncodes: 2, entries: 0, cachedBytes: 0 })
+    }))
+
+  it.effect("the module-level functions share the default renderer", () =>
+    Effect.gen(function*() {
+      const before = Media.defaultRenderer.stats().imageEncodes
+      const one = yield* Media.renderImage({ width: 10, height: 20, format: "jpeg" })
+      const two = yield* Media.renderImage({ width: 10, height: 20, format: "jpeg" })
+      expect(two).toBe(one)
+      expect(Media.defaultRenderer.stats().imageEncodes).toBe(before + 1)
+      expect(Media.imageContentType("jpeg")).toBe("image/jpeg")
+    }))
+})

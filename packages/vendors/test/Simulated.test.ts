@@ -1,0 +1,166 @@
+/**
+ * Every endpoint and model runs to `succeeded` on the simulated upstream, through the engine, and its result items
+ * describe the stored files exactly: format, duration, size and pixel size read back with ffprobe and decoders.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Examples, Services } from "@mediagate/contract"
+import * as Billing from "@mediagate/engine/Billing"
+import * as TaskService from "@mediagate/engine/TaskService"
+import * as TaskStorage from "@mediagate/engine/TaskStorage"
+import * as Worker from "@mediagate/engine/Worker"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Estimates from "../src/Estimates.js"
+import * as FileStore from "../src/FileStore.js"
+import { PriceBook } from "../src/Prices.js"
+import * as Simulated from "../src/Simulated.js"
+import * as Upstreams from "../src/Upstreams.js"
+import * as VendorPlanner from "../src/VendorPlanner.js"
+import { decodeImage, probeVideo, runProbes } from "./probe.js"
+
+const principal = {
+  accountId: "acct_sim",
+  keyId: "key_sim",
+  environment: "live" as const,
+  permissions: {},
+  spendLimitMicros: null,
+  spentMicros: 0,
+  expiresAt: null,
+  clientAddress: undefined
+}
+
+const setup = (options: { readonly timeoutMs?: number } = {}) => {
+  const directory = mkdtempSync(join(tmpdir(), "mg-sim-"))
+  const files = Layer.mergeAll(
+    FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
+    FileStore.layerSigner({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
+  )
+  const layer = Worker.layer({ concurrency: 8, idleMs: 100, leaseMs: 60_000, pollDelayMs: () => 25 }).pipe(
+    Layer.provideMerge(TaskService.layer),
+    Layer.provideMerge(TaskStorage.layerMemory()),
+    Layer.provideMerge(Upstreams.layer),
+    Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
+    Layer.provideMerge(VendorPlanner.layer({ timeoutMs: options.timeoutMs ?? 120_000 })),
+    Layer.provideMerge(PriceBook.layer()),
+    Layer.provideMerge(Estimates.layer),
+    Layer.provideMerge(files),
+    Layer.provide(Billing.layerUnmetered)
+  )
+  return { directory, layer }
+}
+
+const awaitTerminal = (ids: ReadonlyArray<string>, timeoutMs = 90_000) =>
+  Effect.gen(function*() {
+    const storage = yield* TaskStorage.TaskStorage
+    const deadline = Date.now() + timeoutMs
+    while (true) {
+      const tasks = (yield* Effect.forEach(ids, (id) => storage.getById(id))).map(Option.getOrThrow)
+      if (tasks.every((t) => ["succeeded", "failed", "cancelled", "expired"].includes(t.status))) return tasks
+      if (Date.now() > deadline) return yield* Effect.dieMessage("tasks did not finish in time")
+      yield* Effect.sleep(50)
+    }
+  })
+
+describe("simulated upstream", () => {
+  it.live("every endpoint and model succeeds with result items that describe the stored files", () => {
+    const { directory, layer } = setup()
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const acks = yield* Effect.forEach(Examples.minimalRequests, ({ body, endpoint }) =>
+        tasks.create(principal, { endpoint, request: body as never, idempotencyKey: undefined }))
+      yield* awaitTerminal(acks.map((a) => a.id))
+      for (const [i, ack] of acks.entries()) {
+        const task = yield* tasks.get(principal, ack.id)
+        const label = `${Examples.minimalRequests[i]!.endpoint} ${ack.model}`
+        expect(task.status, label).toBe("succeeded")
+        expect(task.progress).toBe(100)
+        expect(task.result!.length).toBeGreaterThan(0)
+        for (const item of task.result!) {
+          const url = new URL(item.url)
+          expect(url.searchParams.get("signature"), label).toMatch(/^[0-9a-f]{64}$/)
+          const key = decodeURIComponent(url.pathname.replace(/^\/files\//, ""))
+          const bytes = readFileSync(join(directory, key))
+          expect(bytes.length, label).toBe(item.size_bytes)
+          if (item.format === "mp4") {
+            expect(task.type).toBe("video")
+            if (runProbes) {
+              const probed = probeVideo(join(directory, key))
+              expect(probed.codec, label).toBe("h264")
+              expect([probed.width, probed.height], label).toEqual([item.width, item.height])
+              expect(Math.abs(probed.durationSeconds - item.duration!), label).toBeLessThanOrEqual(0.15)
+            }
+          } else {
+            const format = item.format as "png" | "jpeg"
+            expect(decodeImage(bytes, format), label).toEqual({ width: item.width, height: item.height })
+          }
+        }
+      }
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 180_000 })
+
+  it.live("renders what the request asks: sizes, durations, formats and the last frame", () => {
+    const { layer } = setup()
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const cases = [
+        { endpoint: "vendor1/text-to-video" as const, request: { model: "vendor1-1-5-pro", input: { prompt: "p", duration: 4, resolution: "480p", ratio: "9:16", return_last_frame: true } } },
+        { endpoint: "vendor7/text-to-video" as const, request: { model: "vendor7-imagine/text-to-video", input: { prompt: "p", duration: "10", resolution: "480p", aspect_ratio: "1:1" } } },
+        { endpoint: "vendor4/text-to-image" as const, request: { model: "vendor4-5-0-lite", input: { prompt: "p", size: "1280x768", output_format: "jpeg" } } },
+        { endpoint: "vendor6/image-to-image" as const, request: { model: "vendor6-2", input: { prompt: "p", resolution: "2K", aspect_ratio: "16:9", output_format: "png" } } }
+      ]
+      const acks = yield* Effect.forEach(cases, (c) => tasks.create(principal, { ...c, idempotencyKey: undefined }))
+      yield* awaitTerminal(acks.map((a) => a.id))
+      const results = yield* Effect.forEach(acks, (a) => Effect.map(tasks.get(principal, a.id), (t) => t.result!))
+      expect(results[0]!.map((r) => [r.kind, r.format, r.width, r.height, r.duration])).toEqual([
+        ["output", "mp4", 480, 854, 4],
+        ["last_frame", "png", 480, 854, undefined]
+      ])
+      expect(results[1]!.map((r) => [r.format, r.width, r.height, r.duration])).toEqual([["mp4", 480, 480, 10]])
+      expect(results[2]!.map((r) => [r.format, r.width, r.height])).toEqual([["jpeg", 1280, 768]])
+      expect(results[3]!.map((r) => [r.format, r.width, r.height])).toEqual([["png", 2048, 1152]])
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 120_000 })
+
+  it.live("directives: fail, content policy, delay and hang", () => {
+    const { layer } = setup({ timeoutMs: 1500 })
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const create = (prompt: string) =>
+        tasks.create(principal, { endpoint: "vendor3/text-to-video", request: { model: "vendor3-3_fast", input: { prompt } }, idempotencyKey: undefined })
+      const fail = yield* create("a cat [sim:fail]")
+      const policy = yield* create("a cat [sim:content-policy]")
+      const delayed = yield* create("a cat [sim:delay=0.5]")
+      const hang = yield* create("a cat [sim:hang]")
+      const started = Date.now()
+      const [f, p, d, h] = yield* awaitTerminal([fail.id, policy.id, delayed.id, hang.id])
+      expect(f).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR" } })
+      expect(p).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR" } })
+      expect(p!.error!.message).toContain("content policy")
+      expect(d!.status).toBe("succeeded")
+      expect(d!.completedAt! - d!.createdAt).toBeGreaterThanOrEqual(500)
+      expect(h).toMatchObject({ status: "expired", error: { code: "TASK_EXPIRED" } })
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 60_000 })
+
+  it.live("estimates move from the family default to the median of actual durations", () => {
+    const { layer } = setup()
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const request = { model: "vendor3-3_fast", input: { prompt: "p" } }
+      const first = yield* tasks.create(principal, { endpoint: "vendor3/text-to-video", request, idempotencyKey: undefined })
+      expect(first.estimated_seconds).toBe(45)
+      const acks = yield* Effect.forEach(Array.from({ length: 6 }), () =>
+        tasks.create(principal, { endpoint: "vendor3/text-to-video", request, idempotencyKey: undefined }))
+      yield* awaitTerminal([first.id, ...acks.map((a) => a.id)])
+      const later = yield* tasks.create(principal, { endpoint: "vendor3/text-to-video", request, idempotencyKey: undefined })
+      expect(later.estimated_seconds).toBe(1)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 60_000 })
+})
