@@ -27,3 +27,5 @@ export * as Simulated from "./Simulated.js"
 export * as Upstreams from "./Upstreams.js"
 /** The engine's planner for real families. */
 export * as VendorPlanner from "./VendorPlanner.js"
+/** The vendor9 voice catalog. */
+export * as Voices from "./Voices.js"
