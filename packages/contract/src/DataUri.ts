@@ -24,7 +24,8 @@ const dataUriPattern = /^data:([a-z0-9.+-]+\/[a-z0-9.+-]+)(?:;[a-z0-9-]+=[^;,]*)
 /** Whether a string is written as a data URI (`data:...`), valid or not. */
 export const isDataUri = (value: string): boolean => value.slice(0, 5).toLowerCase() === "data:"
 
-const formatOfType = (type: string | undefined): ImageFormat | "other" => {
+/** image-size's type names (and HEIF ftyp brands) as the spec's format names. */
+export const formatOfType = (type: string | undefined): ImageFormat | "other" => {
   switch (type) {
     case "jpg":
       return "jpeg"

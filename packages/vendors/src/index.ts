@@ -29,3 +29,7 @@ export * as Upstreams from "./Upstreams.js"
 export * as VendorPlanner from "./VendorPlanner.js"
 /** The vendor9 voice catalog. */
 export * as Voices from "./Voices.js"
+/** Fetching and checking remote input media. */
+export * as RemoteMedia from "./RemoteMedia.js"
+/** The relay upstream. */
+export * as Relay from "./Relay.js"

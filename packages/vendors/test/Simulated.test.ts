@@ -44,7 +44,7 @@ const setup = (options: { readonly timeoutMs?: number } = {}) => {
   const layer = Worker.layer({ concurrency: 8, idleMs: 100, leaseMs: 60_000, pollDelayMs: () => 25 }).pipe(
     Layer.provideMerge(TaskService.layer),
     Layer.provideMerge(TaskStorage.layerMemory()),
-    Layer.provideMerge(Upstreams.layer),
+    Layer.provideMerge(Upstreams.layer()),
     Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
     Layer.provideMerge(VendorPlanner.layer({ timeoutMs: options.timeoutMs ?? 120_000 })),
     Layer.provideMerge(PriceBook.layer()),

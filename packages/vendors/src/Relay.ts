@@ -1,0 +1,155 @@
+/**
+ * The relay upstream: forwards tasks to another service that speaks this same `/api/v1` contract (another
+ * Mediagate, or a hosted service with the same API), maps its task states, and copies its result files into our
+ * own file store, so clients only ever see our signed URLs.
+ *
+ * The task id is sent as the `Idempotency-Key`: a submit repeated after a crash finds the same remote task.
+ *
+ * @since 0.1.0
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { Catalog, Client, Errors, type Task } from "@mediagate/contract"
+import type { TaskRecord } from "@mediagate/engine/TaskRecord"
+import { type JobState, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
+import { FileStore, UrlSigner } from "./FileStore.js"
+
+/** Where the relay forwards to. */
+export interface RelayOptions {
+  /** Base URL of the other service, e.g. `https://gateway.example.com`. */
+  readonly baseUrl: string
+  /** Its API key. */
+  readonly apiKey: Redacted.Redacted<string>
+  /** Longest time one call may take. Default 30 s. */
+  readonly timeoutMs?: number
+  /** Largest result file copied. Default 2 GiB. */
+  readonly maxFileBytes?: number
+}
+
+const retryable = (message: string) => new UpstreamError({ message, retryable: true })
+const permanent = (message: string, code?: string) =>
+  new UpstreamError({ message, retryable: false, ...(code === undefined ? {} : { code }) })
+
+/** How a failure of the other service's API maps onto the upstream error model. */
+const fromApiError = (error: unknown): UpstreamError => {
+  if (Errors.isApiError(error)) {
+    // refusals of the request itself will not change on a retry; the others (503, 429, 500) may
+    if (error.status >= 500 || error.status === 429) return retryable(`relay: ${error.code}: ${error.message}`)
+    return permanent(`relay: ${error.code}: ${error.message}`)
+  }
+  return retryable(`relay: ${error instanceof Error ? error.message : String(error)}`)
+}
+
+const extensionOf = (format: string) => format === "jpeg" ? "jpg" : format.replace(/[^a-z0-9]/gi, "")
+const contentTypeOf = (format: string) =>
+  format === "mp4" ? "video/mp4" : format === "png" ? "image/png" : format === "jpeg" ? "image/jpeg" : "application/octet-stream"
+
+/** Builds the relay upstream. */
+export const make = (options: RelayOptions) =>
+  Effect.gen(function*() {
+    const store = yield* FileStore
+    const signer = yield* UrlSigner
+    const client = yield* Client.make({ baseUrl: options.baseUrl, apiKey: options.apiKey }).pipe(
+      Effect.provide(FetchHttpClient.layer)
+    )
+    const timeout = Duration.millis(options.timeoutMs ?? 30_000)
+    const maxFileBytes = options.maxFileBytes ?? 2 * 1024 ** 3
+    const call = <A, E>(effect: Effect.Effect<A, E>) =>
+      effect.pipe(
+        Effect.timeoutFail({ duration: timeout, onTimeout: () => retryable("relay: the other service did not answer in time") }),
+        Effect.mapError((error) => error instanceof UpstreamError ? error : fromApiError(error))
+      )
+
+    /** Copies the other service's result files into our store, under our signed URLs. */
+    const copyResults = (task: TaskRecord, items: ReadonlyArray<Task.ResultItem>) =>
+      Effect.forEach(items, (item, i) =>
+        Effect.gen(function*() {
+          const response = yield* Effect.tryPromise({
+            try: (signal) => fetch(item.url, { signal }),
+            catch: (error) => retryable(`relay: downloading a result failed: ${String(error)}`)
+          })
+          if (!response.ok) return yield* retryable(`relay: downloading a result answered ${response.status}`)
+          const length = Number(response.headers.get("content-length") ?? "0")
+          if (length > maxFileBytes) return yield* permanent("relay: a result file is larger than allowed")
+          const bytes = new Uint8Array(yield* Effect.tryPromise({
+            try: () => response.arrayBuffer(),
+            catch: (error) => retryable(`relay: reading a result failed: ${String(error)}`)
+          }))
+          const key = `tasks/${task.id}/${item.kind ?? "output"}-${i}.${extensionOf(item.format)}`
+          const stored = yield* store.put(key, bytes, contentTypeOf(item.format)).pipe(
+            Effect.mapError((error) => retryable(`relay: storing a result failed: ${error._tag}`))
+          )
+          const copy: Task.ResultItem = { ...item, url: yield* signer.sign(key), size_bytes: stored.size }
+          return copy
+        }).pipe(Effect.timeoutFail({ duration: Duration.minutes(10), onTimeout: () => retryable("relay: copying a result timed out") })))
+
+    const toState = (task: TaskRecord, remote: Task.Task): Effect.Effect<JobState, UpstreamError> => {
+      switch (remote.status) {
+        case "pending":
+        case "queued":
+          return Effect.succeed({ _tag: "Queued" })
+        case "running":
+          return Effect.succeed({ _tag: "Running", progress: remote.progress })
+        case "succeeded":
+          return Effect.map(copyResults(task, remote.result ?? []), (result) => ({ _tag: "Succeeded", result }))
+        case "failed":
+          return Effect.succeed({
+            _tag: "Failed",
+            code: remote.error?.code === "INVALID_INPUT_MEDIA" ? "INVALID_INPUT_MEDIA" : "PROVIDER_ERROR",
+            message: remote.error?.message ?? "the upstream task failed"
+          })
+        case "expired":
+        case "cancelled":
+          return Effect.succeed({ _tag: "Failed", code: "PROVIDER_ERROR", message: `the upstream task was ${remote.status}` })
+      }
+    }
+
+    return Upstream.of({
+      notifiesChanges: false,
+      changes: Stream.empty,
+      submit: (task) =>
+        call(Effect.suspend(() => {
+          const group = client.generation as unknown as Record<
+            string,
+            (request: { payload: unknown; headers: { "idempotency-key"?: string } }) => Effect.Effect<Task.CreationAck, unknown>
+          >
+          const endpoint = group[Catalog.endpoints[task.endpoint].name]
+          if (endpoint === undefined) return Effect.fail(permanent(`relay: no endpoint for ${task.endpoint}`))
+          return endpoint({
+            payload: {
+              model: task.model,
+              input: task.input,
+              ...(Object.keys(task.metadata).length === 0 ? {} : { metadata: task.metadata })
+            },
+            headers: { "idempotency-key": task.id }
+          })
+        })).pipe(Effect.map((ack) => ({ jobId: ack.id }))),
+      poll: (task, jobId) =>
+        call(client.tasks.get({ path: { id: jobId } })).pipe(Effect.flatMap((remote) => toState(task, remote))),
+      cancel: (_task, jobId) => Effect.ignore(call(client.tasks.cancel({ path: { id: jobId } })))
+    })
+  })
+
+/** The relay upstream as a transport of its own. */
+export class RelayUpstream extends Context.Tag("@mediagate/vendors/RelayUpstream")<RelayUpstream, Upstream["Type"]>() {}
+
+/** The relay with the given target. */
+export const layer = (options: RelayOptions): Layer.Layer<RelayUpstream, never, FileStore | UrlSigner> =>
+  Layer.effect(RelayUpstream, make(options))
+
+/** The relay's target from Effect `Config`: `MEDIAGATE_RELAY_URL`, `MEDIAGATE_RELAY_API_KEY`. */
+export const config: Config.Config<RelayOptions> = Config.all({
+  baseUrl: Config.string("MEDIAGATE_RELAY_URL"),
+  apiKey: Config.redacted("MEDIAGATE_RELAY_API_KEY")
+})
+
+/** The relay with its target from Effect `Config`. */
+export const layerConfig: Layer.Layer<RelayUpstream, ConfigError.ConfigError, FileStore | UrlSigner> = Layer
+  .unwrapEffect(Effect.map(config, layer))

@@ -1,0 +1,195 @@
+/**
+ * The relay upstream against a second instance of our own server: tasks forwarded over `/api/v1`, remote states
+ * mapped, result files copied into the local store under local signed URLs, remote failures mapped.
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import { NodeContext, NodeHttpServer } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { ApiKey, Errors, Services } from "@mediagate/contract"
+import * as Billing from "@mediagate/engine/Billing"
+import * as Planner from "@mediagate/engine/Planner"
+import * as TaskService from "@mediagate/engine/TaskService"
+import * as TaskStorage from "@mediagate/engine/TaskStorage"
+import * as Worker from "@mediagate/engine/Worker"
+import { Http, ServerConfig } from "@mediagate/server"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { createServer } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Estimates from "../src/Estimates.js"
+import * as FileStore from "../src/FileStore.js"
+import * as Relay from "../src/Relay.js"
+import * as Simulated from "../src/Simulated.js"
+import * as Upstreams from "../src/Upstreams.js"
+import * as Voices from "../src/Voices.js"
+
+const remoteKey = `mg_live_${"R".repeat(32)}`
+const principal = (accountId: string) => ({
+  accountId,
+  keyId: `key_${accountId}`,
+  environment: "live" as const,
+  permissions: {},
+  spendLimitMicros: null,
+  spentMicros: 0,
+  expiresAt: null,
+  clientAddress: undefined
+})
+
+const unused = (name: string) => Effect.dieMessage(`${name} is not used by the relay test`)
+
+/** The remote service's ports that the relay does not touch, and a key service knowing one key. */
+const RemotePorts = Layer.mergeAll(
+  Layer.succeed(Services.KeyService, {
+    authenticate: ({ authorization }) =>
+      authorization === undefined
+        ? Effect.fail(new Errors.AuthRequired({ message: "API key required" }))
+        : authorization === `Bearer ${remoteKey}`
+        ? Effect.succeed(principal("acct_remote"))
+        : Effect.fail(new Errors.AuthInvalidToken({ message: "unknown API key" })),
+    create: () => unused("KeyService.create"),
+    list: () => unused("KeyService.list"),
+    revoke: () => unused("KeyService.revoke")
+  }),
+  Layer.succeed(Services.BillingService, { balance: () => unused("BillingService.balance") }),
+  Layer.succeed(Services.WebhookService, {
+    create: () => unused("webhooks"),
+    list: () => unused("webhooks"),
+    remove: () => unused("webhooks"),
+    test: () => unused("webhooks"),
+    deliveries: () => unused("webhooks"),
+    replay: () => unused("webhooks")
+  }),
+  Layer.succeed(Services.AdminService, {
+    createAccount: () => unused("admin"),
+    getAccount: () => unused("admin"),
+    updateAccount: () => unused("admin"),
+    credit: () => unused("admin"),
+    createKey: () => unused("admin")
+  }),
+  Voices.layer()
+)
+
+/** A store and signer on a fresh directory, signing URLs for `baseUrl`. */
+const files = (baseUrl: string) => {
+  const directory = mkdtempSync(join(tmpdir(), "mg-relay-"))
+  return {
+    directory,
+    layer: Layer.mergeAll(
+      FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
+      FileStore.layerSigner({ publicBaseUrl: baseUrl, secret: Redacted.make(baseUrl) })
+    )
+  }
+}
+
+/** A second Mediagate on a real port (HTTP layer, engine, simulated upstream, file service); answers its URL. */
+const startRemote = Effect.gen(function*() {
+  const server = yield* Layer.build(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+  const address = Context.get(server, HttpServer.HttpServer).address
+  const url = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+  const App = Http.layer.pipe(
+    Layer.provideMerge(FileStore.layerFileService),
+    Layer.provideMerge(Worker.layer({ concurrency: 8, idleMs: 50, pollDelayMs: () => 25 })),
+    Layer.provideMerge(TaskService.layer),
+    Layer.provideMerge(TaskStorage.layerMemory()),
+    Layer.provideMerge(Upstreams.layer()),
+    Layer.provideMerge(Simulated.layer({ videoSeconds: 0.2, imageSeconds: 0.1 })),
+    Layer.provideMerge(files(url).layer),
+    Layer.provide(Estimates.layer),
+    Layer.provide(Planner.layerFixed({ priceMicros: 0, estimatedSeconds: 1 })),
+    Layer.provide(Billing.layerUnmetered),
+    Layer.provide(RemotePorts),
+    Layer.provide(ServerConfig.layer({ allowPrivateAddresses: true }))
+  )
+  yield* Layer.build(App).pipe(Effect.provide(server))
+  return url
+})
+
+const awaitTerminal = (id: string) =>
+  Effect.gen(function*() {
+    const storage = yield* TaskStorage.TaskStorage
+    const deadline = Date.now() + 30_000
+    while (Date.now() < deadline) {
+      const task = Option.getOrThrow(yield* storage.getById(id))
+      if (["succeeded", "failed", "cancelled", "expired"].includes(task.status)) return task
+      yield* Effect.sleep(25)
+    }
+    return yield* Effect.dieMessage(`task ${id} did not finish`)
+  })
+
+describe("relay upstream", () => {
+  it.live("forwards a task to another instance, copies its files, and maps its failures", () =>
+    Effect.gen(function*() {
+      const remoteUrl = yield* startRemote
+      const local = files("http://local.example")
+      const Local = Worker.layer({ concurrency: 4, idleMs: 50, pollDelayMs: () => 50 }).pipe(
+        Layer.provideMerge(TaskService.layer),
+        Layer.provideMerge(TaskStorage.layerMemory()),
+        Layer.provideMerge(Upstreams.layer({ vendor3: "relay" })),
+        Layer.provideMerge(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) })),
+        Layer.provideMerge(Simulated.layer({ videoSeconds: 60 })),
+        Layer.provideMerge(local.layer),
+        Layer.provide(Estimates.layer),
+        Layer.provide(Planner.layerFixed({ priceMicros: 0, estimatedSeconds: 1 })),
+        Layer.provide(Billing.layerUnmetered)
+      )
+      yield* Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const me = principal("acct_local")
+        const ok = yield* tasks.create(me, {
+          endpoint: "vendor3/text-to-video",
+          request: { model: "vendor3-3_fast", input: { prompt: "a relayed lighthouse", aspect_ratio: "9:16" }, metadata: { ref: 7 } },
+          idempotencyKey: undefined
+        })
+        const bad = yield* tasks.create(me, {
+          endpoint: "vendor3/text-to-video",
+          request: { model: "vendor3-3", input: { prompt: "x [sim:fail]", aspect_ratio: "16:9" } },
+          idempotencyKey: undefined
+        })
+        const done = yield* awaitTerminal(ok.id)
+        expect(done.status).toBe("succeeded")
+        // the job id is the other service's task id
+        expect(done.upstreamJobId).toMatch(/^task_/)
+        expect(done.upstreamJobId).not.toBe(ok.id)
+        const [item] = done.result!
+        expect(item).toMatchObject({ format: "mp4", duration: 8, width: 720, height: 1280, kind: "output" })
+        // the file now lives in the local store, under a local signed URL
+        const url = new URL(item!.url)
+        expect(url.origin).toBe("http://local.example")
+        expect(readFileSync(join(local.directory, url.pathname.replace(/^\/files\//, ""))).length).toBe(item!.size_bytes)
+        const failed = yield* awaitTerminal(bad.id)
+        expect(failed).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR" } })
+        // live tasks of other families still run on the simulated upstream
+        expect(ApiKey.keyPattern.test(remoteKey)).toBe(true)
+      }).pipe(Effect.provide(Local), Effect.scoped)
+    }).pipe(Effect.scoped), { timeout: 60_000 })
+
+  it.live("submitting the same task twice finds the same remote task (idempotent relay)", () =>
+    Effect.gen(function*() {
+      const remoteUrl = yield* startRemote
+      const local = files("http://local.example")
+      const relay = yield* Layer.build(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) }).pipe(Layer.provide(local.layer)))
+      const upstream = (yield* Effect.provide(Relay.RelayUpstream, relay))
+      const task = {
+        id: "task_01JZZZZZZZZZZZZZZZZZZZZZZZ",
+        endpoint: "vendor3/text-to-video",
+        operation: "text-to-video",
+        model: "vendor3-3",
+        input: { prompt: "p", aspect_ratio: "16:9" },
+        metadata: {}
+      } as unknown as Parameters<typeof upstream.submit>[0]
+      const first = yield* upstream.submit(task)
+      const again = yield* upstream.submit(task)
+      expect(again.jobId).toBe(first.jobId)
+      const refused = yield* Effect.flip(
+        Effect.flatMap(Layer.build(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(`mg_live_${"W".repeat(32)}`) }).pipe(Layer.provide(local.layer))), (ctx) =>
+          Effect.flatMap(Effect.provide(Relay.RelayUpstream, ctx), (wrong) => wrong.submit(task)))
+      )
+      expect(refused).toMatchObject({ _tag: "UpstreamError", retryable: false })
+      expect(refused.message).toContain("AUTH_INVALID_TOKEN")
+    }).pipe(Effect.scoped), { timeout: 60_000 })
+})
