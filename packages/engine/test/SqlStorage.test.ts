@@ -42,10 +42,6 @@ stateMachineProperty("sqlite", sqliteBackend, 100)
 if (runPostgres) {
   taskStorageSuite("postgres", postgresBackend)
   stateMachineProperty("postgres", postgresBackend, 25)
-} else {
-  describe.skip(notRunning, () => {
-    it("TaskStorage conformance: postgres", () => {})
-  })
 }
 
 describe("PostgreSQL availability", () => {
