@@ -15,7 +15,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Estimates } from "./Estimates.js"
+import * as MediaInputs from "./MediaInputs.js"
 import { RelayUpstream } from "./Relay.js"
+import type { FetchOptions } from "./RemoteMedia.js"
 import { SimulatedUpstream } from "./Simulated.js"
 
 /** A transport. */
@@ -24,8 +26,22 @@ export type Transport = "simulated" | "relay"
 /** The transport of each family (absent: simulated). */
 export type Transports = Partial<Readonly<Record<Catalog.TaskFamily, Transport>>>
 
-/** The routed upstream. A family routed to the relay needs a `RelayUpstream` in context. */
-export const layer = (transports: Transports = {}): Layer.Layer<Upstream, never, SimulatedUpstream | Estimates> =>
+/** Settings of the input-media checks run before a task is submitted (none: no checks). */
+export interface InputChecks {
+  readonly allowPrivate: boolean
+  readonly timeoutMs?: number
+  /** DNS resolver (tests). */
+  readonly lookup?: FetchOptions["lookup"]
+}
+
+/**
+ * The routed upstream. A family routed to the relay needs a `RelayUpstream` in context. With `inputChecks`, a
+ * task's remote input media are fetched and checked before it is submitted (`INVALID_INPUT_MEDIA` on a breach).
+ */
+export const layer = (
+  transports: Transports = {},
+  inputChecks?: InputChecks
+): Layer.Layer<Upstream, never, SimulatedUpstream | Estimates> =>
   Layer.effect(
     Upstream,
     Effect.gen(function*() {
@@ -44,7 +60,17 @@ export const layer = (transports: Transports = {}): Layer.Layer<Upstream, never,
       return Upstream.of({
         notifiesChanges: all.every((transport) => transport.notifiesChanges),
         changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
-        submit: (task) => transportOf(task).submit(task),
+        submit: (task) =>
+          inputChecks === undefined
+            ? transportOf(task).submit(task)
+            : Effect.zipRight(
+              MediaInputs.checkTask(task, {
+                allowPrivate: inputChecks.allowPrivate,
+                ...(inputChecks.timeoutMs === undefined ? {} : { timeoutMs: inputChecks.timeoutMs }),
+                ...(inputChecks.lookup === undefined ? {} : { lookup: inputChecks.lookup })
+              }),
+              transportOf(task).submit(task)
+            ),
         poll: (task, jobId) =>
           transportOf(task).poll(task, jobId).pipe(
             Effect.tap((state) =>
@@ -68,6 +94,12 @@ export const config: Config.Config<Transports> = Config.all(
   ])) as Record<Catalog.TaskFamily, Config.Config<Transport>>
 )
 
-/** The routed upstream with its transports from Effect `Config`. */
+/**
+ * The routed upstream with its transports from Effect `Config`; remote input media are checked, with private
+ * targets allowed only under `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`.
+ */
 export const layerConfig: Layer.Layer<Upstream, ConfigError.ConfigError, SimulatedUpstream | Estimates> = Layer
-  .unwrapEffect(Effect.map(config, layer))
+  .unwrapEffect(Effect.map(
+    Config.all([config, Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false))]),
+    ([transports, allowPrivate]) => layer(transports, { allowPrivate })
+  ))

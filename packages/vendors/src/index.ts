@@ -33,3 +33,5 @@ export * as Voices from "./Voices.js"
 export * as RemoteMedia from "./RemoteMedia.js"
 /** The relay upstream. */
 export * as Relay from "./Relay.js"
+/** Remote input media checked when a task runs. */
+export * as MediaInputs from "./MediaInputs.js"

@@ -1,0 +1,133 @@
+/**
+ * Remote input media are fetched and checked when a task runs: a good file lets the task run, a file that breaks
+ * its field's rule fails the task with INVALID_INPUT_MEDIA (refunded), and private targets are refused unless
+ * allowed.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { type Catalog, Services } from "@mediagate/contract"
+import * as Billing from "@mediagate/engine/Billing"
+import * as Planner from "@mediagate/engine/Planner"
+import * as TaskService from "@mediagate/engine/TaskService"
+import * as TaskStorage from "@mediagate/engine/TaskStorage"
+import * as Worker from "@mediagate/engine/Worker"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { mkdtempSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { PNG } from "pngjs"
+import * as Estimates from "../src/Estimates.js"
+import * as FileStore from "../src/FileStore.js"
+import { mediaChecks } from "../src/MediaInputs.js"
+import * as Simulated from "../src/Simulated.js"
+import * as Upstreams from "../src/Upstreams.js"
+
+const png = (width: number, height: number) => PNG.sync.write(new PNG({ width, height }))
+
+const files: Record<string, Buffer> = {
+  "/good.png": png(800, 600),
+  "/tiny.png": png(100, 100),
+  "/text.txt": Buffer.from("not media")
+}
+
+const serve = Effect.acquireRelease(
+  Effect.async<Server>((resume) => {
+    const server = createServer((req, res) => {
+      const body = files[req.url ?? ""]
+      if (body === undefined) {
+        res.writeHead(404).end()
+        return
+      }
+      res.writeHead(200, { "content-length": body.length }).end(body)
+    })
+    server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+  }),
+  (server) => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
+)
+
+const principal = {
+  accountId: "acct_m",
+  keyId: "key_m",
+  environment: "live" as const,
+  permissions: {},
+  spendLimitMicros: null,
+  spentMicros: 0,
+  expiresAt: null,
+  clientAddress: undefined
+}
+
+const engine = (allowPrivate: boolean) => {
+  const directory = mkdtempSync(join(tmpdir(), "mg-inputs-"))
+  return Worker.layer({ concurrency: 4, idleMs: 50, pollDelayMs: () => 25 }).pipe(
+    Layer.provideMerge(TaskService.layer),
+    Layer.provideMerge(TaskStorage.layerMemory()),
+    Layer.provideMerge(Upstreams.layer({}, { allowPrivate, timeoutMs: 5000 })),
+    Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
+    Layer.provideMerge(FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer))),
+    Layer.provideMerge(FileStore.layerSigner({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("s") })),
+    Layer.provide(Estimates.layer),
+    Layer.provide(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1 })),
+    Layer.provide(Billing.layerUnmetered)
+  )
+}
+
+const runTask = (endpoint: Catalog.EndpointKey, model: string, input: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    const tasks = yield* Services.TaskService
+    const storage = yield* TaskStorage.TaskStorage
+    const ack = yield* tasks.create(principal, { endpoint, request: { model, input }, idempotencyKey: undefined })
+    const deadline = Date.now() + 20_000
+    while (Date.now() < deadline) {
+      const task = Option.getOrThrow(yield* storage.getById(ack.id))
+      if (["succeeded", "failed", "expired"].includes(task.status)) return task
+      yield* Effect.sleep(25)
+    }
+    return yield* Effect.dieMessage("task did not finish")
+  })
+
+describe("remote input media checks", () => {
+  it("list every URL input of an endpoint with its rule, skipping data URIs", () => {
+    const checks = mediaChecks("vendor1/multimodal-video", "vendor1-2", {
+      prompt: "p",
+      first_frame_url: "https://a.example/f.png",
+      reference_video_urls: ["https://a.example/v.mp4"],
+      reference_audio_urls: ["https://a.example/a.mp3"]
+    })
+    expect(checks.map((c) => [c.path, c.kind])).toEqual([
+      ["first_frame_url", "image"],
+      ["reference_video_urls[0]", "video"],
+      ["reference_audio_urls[0]", "audio"]
+    ])
+    expect(mediaChecks("vendor5/image-to-video", "vendor5q3-pro", { images: ["data:image/png;base64,AAAA"] })).toEqual([])
+    expect(mediaChecks("vendor3/text-to-video", "vendor3-3", { prompt: "p" })).toEqual([])
+  })
+
+  it.live("a good file runs; a file breaking its rule fails the task with INVALID_INPUT_MEDIA, refunded", () =>
+    Effect.gen(function*() {
+      const server = yield* serve
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      yield* Effect.gen(function*() {
+        const good = yield* runTask("vendor1/image-to-video", "vendor1-1-0-pro", { image: `${base}/good.png`, duration: 5 })
+        expect(good.status).toBe("succeeded")
+        const tiny = yield* runTask("vendor1/image-to-video", "vendor1-1-0-pro", { image: `${base}/tiny.png`, duration: 5 })
+        expect(tiny).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" }, refundedMicros: 1_000_000 })
+        expect(tiny.error!.message).toContain("input.image: ")
+        expect(tiny.error!.message).toContain("at least 300 px")
+        const text = yield* runTask("vendor8/video-to-video", "vendor8/2-6-video-to-video", { prompt: "p", video_urls: [`${base}/text.txt`] })
+        expect(text).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" } })
+        expect(text.error!.message).toContain("input.video_urls[0]: is not an MP4/MOV video")
+        const missing = yield* runTask("vendor6/image-to-image", "vendor6-2", { prompt: "p", image_input: [`${base}/none.png`] })
+        expect(missing).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" } })
+      }).pipe(Effect.provide(engine(true)), Effect.scoped)
+      // without the development switch, the same local file is refused as a private target
+      yield* Effect.gen(function*() {
+        const local = yield* runTask("vendor1/image-to-video", "vendor1-1-0-pro", { image: `${base}/good.png`, duration: 5 })
+        expect(local).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" } })
+      }).pipe(Effect.provide(engine(false)), Effect.scoped)
+    }).pipe(Effect.scoped), { timeout: 60_000 })
+})
