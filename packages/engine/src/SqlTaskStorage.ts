@@ -37,7 +37,7 @@ import { Billing } from "./Billing.js"
 import * as Ids from "./Ids.js"
 import { PersistenceError } from "./PersistenceError.js"
 import { fromNew, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
-import { type CancelResult, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
+import { type CancelResult, extraCharges, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
 
 /** The table the engine's migrations are recorded in. */
 export const migrationsTable = "mediagate_engine_migrations"
@@ -550,9 +550,29 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         )
         // running never goes back to queued
         const guard = update.status === "queued" ? sql.literal(`status IN ('pending', 'queued')`) : ACTIVE
-        return sql<Row>`UPDATE tasks SET ${sql.csv(set)}
+        const extra = extraCharges(update)
+        const write = sql<Row>`UPDATE tasks SET ${sql.csv(set)}
           WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${guard}
-          RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+          RETURNING id, account_id, key_id, environment`
+        if (extra.length === 0) return write.pipe(Effect.map((rows) => rows.length > 0))
+        // extra charges: charged with the step, in one transaction (a refusal rolls the step back)
+        return sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* write
+          const row = rows[0]
+          if (row === undefined) return false
+          if (stringOf(row, "environment") !== "live") return true
+          for (const charge of extra) {
+            yield* billing.charge({
+              accountId: stringOf(row, "account_id"),
+              keyId: stringOf(row, "key_id"),
+              taskId: id,
+              ...charge
+            })
+          }
+          const total = extra.reduce((sum, charge) => sum + charge.amountMicros, 0)
+          yield* sql`UPDATE tasks SET charged_micros = charged_micros + ${total} WHERE id = ${id}`
+          return true
+        }))
       }).pipe(
         persistence("step"),
         Effect.tap((ok) => ok ? wake : Effect.void)

@@ -17,6 +17,7 @@ import type { PersistenceError } from "./PersistenceError.js"
 import { Planner } from "./Planner.js"
 import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
 import { type IdempotencyClaim, TaskStorage } from "./TaskStorage.js"
+import { ResultLinks } from "./ResultLinks.js"
 import { Upstream } from "./Upstream.js"
 
 /** How long an `Idempotency-Key` is remembered (decisions.md §2). */
@@ -49,6 +50,15 @@ export const make = Effect.gen(function*() {
   const storage = yield* TaskStorage
   const planner = yield* Planner
   const upstream = yield* Effect.serviceOption(Upstream)
+  const links = yield* Effect.serviceOption(ResultLinks)
+
+  /** The full read, with result links signed anew when a `ResultLinks` service is present. */
+  const present = (task: TaskRecord) => {
+    const read = toTask(task)
+    return read.result === undefined || Option.isNone(links)
+      ? Effect.succeed(read)
+      : Effect.map(links.value.refresh(read.result), (result) => ({ ...read, result }))
+  }
 
   const accept = (
     principal: Security.Principal,
@@ -115,7 +125,7 @@ export const make = Effect.gen(function*() {
       }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("TaskService.create")),
 
     get: (principal, id) =>
-      Effect.map(findTask(principal, id), toTask).pipe(
+      Effect.flatMap(findTask(principal, id), present).pipe(
         Effect.catchTag("PersistenceError", unavailable),
         Effect.withSpan("TaskService.get")
       ),

@@ -85,6 +85,18 @@ export interface StepUpdate {
   readonly nextRunAt: number
   /** Count this step as an upstream poll. */
   readonly polled?: boolean
+  /**
+   * Charges on top of the price, known only once the task runs (e.g. measured input seconds). Charged through
+   * {@link Billing} in the same transaction as the step (never for `test` tasks); a refusal fails the step and
+   * records nothing.
+   */
+  readonly charges?: ReadonlyArray<ExtraCharge>
+}
+
+/** A charge on top of a task's price. */
+export interface ExtraCharge {
+  readonly amountMicros: number
+  readonly description: string
 }
 
 /** An event in the outbox. */
@@ -138,7 +150,11 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
    * Applies a step's update and releases the lease, if `fence` still holds — the caller's claim is the latest and
    * its lease not yet released — and the task is still active.
    */
-  readonly step: (id: string, fence: number, update: StepUpdate) => Effect.Effect<boolean, PersistenceError>
+  readonly step: (
+    id: string,
+    fence: number,
+    update: StepUpdate
+  ) => Effect.Effect<boolean, PersistenceError | Errors.InsufficientBalance | Errors.SpendLimitExceeded>
   /**
    * Ends a task (succeeded, failed, expired) if `fence` still holds (as for `step`): terminal state, refund of failed and expired
    * tasks, and the outbox event, in one transaction. Answers the terminal task, or none when the fence was lost.
@@ -172,6 +188,10 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
   /** Signals that work may be due (a task accepted or made due, here or in another process). */
   readonly wakeups: Stream.Stream<void>
 }>() {}
+
+/** The positive extra charges of a step. */
+export const extraCharges = (update: StepUpdate): ReadonlyArray<ExtraCharge> =>
+  (update.charges ?? []).filter((charge) => charge.amountMicros > 0)
 
 /** Options of the memory storage. */
 export interface MemoryOptions {
@@ -319,16 +339,21 @@ export const makeMemory = (options: MemoryOptions = {}) =>
           })
         })),
       step: (id, fence, update) =>
-        transaction(Effect.sync(() => {
+        transaction(Effect.gen(function*() {
           const task = tasks.get(id)
           if (!holds(task, fence)) return false
           if (update.status === "queued" && task.status === "running") return false
+          const extra = task.environment === "live" ? extraCharges(update) : []
+          for (const charge of extra) {
+            yield* billing.charge({ accountId: task.accountId, keyId: task.keyId, taskId: task.id, ...charge })
+          }
           put({
             ...task,
             ...(update.status === undefined ? {} : { status: update.status }),
             ...(update.progress === undefined ? {} : { progress: update.progress }),
             ...(update.upstreamJobId === undefined ? {} : { upstreamJobId: update.upstreamJobId }),
             polls: update.polled === true ? task.polls + 1 : task.polls,
+            chargedMicros: task.chargedMicros + extra.reduce((sum, charge) => sum + charge.amountMicros, 0),
             nextRunAt: Math.min(update.nextRunAt, task.deadlineAt),
             leaseOwner: null,
             leaseExpiresAt: null

@@ -10,6 +10,7 @@ import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type { TaskRecord } from "./TaskRecord.js"
+import type { ExtraCharge } from "./TaskStorage.js"
 
 /** What a poll reports. */
 export type JobState =
@@ -30,8 +31,13 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
 
 /** The upstream port. */
 export class Upstream extends Context.Tag("@mediagate/engine/Upstream")<Upstream, {
-  /** Starts the job of a task; the task id doubles as an idempotency key for upstreams that support one. */
-  readonly submit: (task: TaskRecord) => Effect.Effect<{ readonly jobId: string }, UpstreamError>
+  /**
+   * Starts the job of a task; the task id doubles as an idempotency key for upstreams that support one. `charges`
+   * are what the task costs on top of its price, measured while submitting (e.g. reference-video seconds).
+   */
+  readonly submit: (
+    task: TaskRecord
+  ) => Effect.Effect<{ readonly jobId: string; readonly charges?: ReadonlyArray<ExtraCharge> }, UpstreamError>
   /** Reads the state of a job. */
   readonly poll: (task: TaskRecord, jobId: string) => Effect.Effect<JobState, UpstreamError>
   /** Best-effort cancel of a job (after a cancel or expiry). */

@@ -92,12 +92,20 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
       const submitted = yield* Effect.either(upstream.submit(task))
       if (submitted._tag === "Left") return yield* onUpstreamError(submitted.left)
       const jobId = submitted.right.jobId
-      const kept = yield* storage.step(task.id, task.fence, {
+      const recorded = yield* Effect.either(storage.step(task.id, task.fence, {
         upstreamJobId: jobId,
-        nextRunAt: now + options.pollDelayMs(0, task)
-      })
+        nextRunAt: now + options.pollDelayMs(0, task),
+        ...(submitted.right.charges === undefined ? {} : { charges: submitted.right.charges })
+      }))
+      if (recorded._tag === "Left") {
+        const error = recorded.left
+        if (error._tag === "PersistenceError") return yield* Effect.fail(error)
+        // the account cannot pay what the task turned out to cost: the job is not wanted, the task fails (refunded)
+        yield* upstream.cancel(task, jobId)
+        return yield* finish({ _tag: "Failed", error: { code: error.code, message: error.message } })
+      }
       // cancelled (or taken over) while submitting: the job is nobody's now
-      if (!kept) yield* upstream.cancel(task, jobId)
+      if (!recorded.right) yield* upstream.cancel(task, jobId)
       return
     }
 

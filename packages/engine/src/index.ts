@@ -13,6 +13,8 @@ export * as Ids from "./Ids.js"
 export * as PersistenceError from "./PersistenceError.js"
 /** The planning port: price, estimate, deadline. */
 export * as Planner from "./Planner.js"
+/** Fresh result links at read time. */
+export * as ResultLinks from "./ResultLinks.js"
 /** SQL storage (SQLite, PostgreSQL). */
 export * as SqlTaskStorage from "./SqlTaskStorage.js"
 /** The stored task and its state machine. */

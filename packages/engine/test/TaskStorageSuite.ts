@@ -206,6 +206,42 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isFalse(yield* storage.step(task.id, late!.fence, { status: "queued", nextRunAt: clock.now() }))
         })))
 
+    it.effect("a step may add charges: charged with the step, refused ones record nothing, test tasks are free", () =>
+      run(({ clock, ledger }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const task = newTask({ createdAt: clock.now() })
+          yield* storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
+          const [claimed] = yield* storage.claim("w1", 1, 30_000)
+          const charges = [{ amountMicros: 375_000, description: "reference video seconds" }]
+          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "j", nextRunAt: clock.now(), charges }))
+          expect(Option.getOrThrow(yield* storage.getById(task.id))).toMatchObject({ chargedMicros: 3_575_000, upstreamJobId: "j" })
+          expect(ledger.charges.map((c) => [c.taskId, c.amountMicros, c.description])).toEqual([
+            [task.id, 3_200_000, "vendor3-3 text-to-video"],
+            [task.id, 375_000, "reference video seconds"]
+          ])
+          // a failed task is refunded everything it was charged
+          const [again] = yield* storage.claim("w1", 1, 30_000)
+          yield* storage.finish(task.id, again!.fence, { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
+          expect(ledger.refunds.map((r) => r.amountMicros)).toEqual([3_575_000])
+
+          // a refused charge: the step fails and records nothing; the claim still holds
+          const limited = newTask({ createdAt: clock.now(), accountId: limitedAccount })
+          yield* storage.accept({ task: limited, charge: undefined, idempotency: undefined })
+          const [held] = yield* storage.claim("w1", 1, 30_000)
+          const refused = yield* Effect.flip(storage.step(limited.id, held!.fence, { upstreamJobId: "k", nextRunAt: clock.now(), charges }))
+          assert.instanceOf(refused, Errors.SpendLimitExceeded)
+          expect(Option.getOrThrow(yield* storage.getById(limited.id))).toMatchObject({ upstreamJobId: null, chargedMicros: 3_200_000, leaseOwner: "w1" })
+
+          // test tasks are never charged
+          const free = newTask({ createdAt: clock.now(), environment: "test", chargedMicros: 0 })
+          yield* storage.accept({ task: free, charge: undefined, idempotency: undefined })
+          const [f] = (yield* storage.claim("w1", 5, 30_000)).filter((t) => t.id === free.id)
+          assert.isTrue(yield* storage.step(free.id, f!.fence, { nextRunAt: clock.now(), charges }))
+          expect(Option.getOrThrow(yield* storage.getById(free.id)).chargedMicros).toBe(0)
+          expect(ledger.charges).toHaveLength(2)
+        })))
+
     it.effect("finishing writes the terminal state and its event once; failures and expiry are refunded once", () =>
       run(({ clock, ledger }) =>
         Effect.gen(function*() {

@@ -21,6 +21,7 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
+import { ResultLinks } from "@mediagate/engine/ResultLinks"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -454,4 +455,25 @@ export const makeFileService = Effect.gen(function*() {
 export const layerFileService: Layer.Layer<Services.FileService, never, FileStore | UrlSigner> = Layer.effect(
   Services.FileService,
   makeFileService
+)
+
+/**
+ * Result links signed anew at read time (the engine's `ResultLinks`): every result URL that points at our
+ * `/files/` route is signed again for the signer's default lifetime; other URLs are left as they are.
+ */
+export const layerResultLinks: Layer.Layer<ResultLinks, never, UrlSigner> = Layer.effect(
+  ResultLinks,
+  Effect.map(UrlSigner, (signer) => ({
+    refresh: (items) =>
+      Effect.forEach(items, (item) => {
+        const url = URL.canParse(item.url) ? new URL(item.url) : undefined
+        if (url === undefined || !url.pathname.startsWith("/files/") || !url.searchParams.has("signature")) {
+          return Effect.succeed(item)
+        }
+        return Effect.map(signer.sign(decodeURIComponent(url.pathname.slice("/files/".length))), (fresh) => ({
+          ...item,
+          url: fresh
+        }))
+      })
+  }))
 )

@@ -95,7 +95,10 @@ export const mediaChecks = (endpoint: Catalog.EndpointKey, model: string, input:
 const invalid = (path: string, message: string) =>
   new UpstreamError({ message: `input.${path}: ${message}`, retryable: false, code: "INVALID_INPUT_MEDIA" })
 
-/** Fetches and checks one input: a breach is permanent (`INVALID_INPUT_MEDIA`), a network hiccup is retried. */
+/**
+ * Fetches and checks one input: a breach is permanent (`INVALID_INPUT_MEDIA`), a network hiccup is retried.
+ * Answers the duration of a video input, in seconds.
+ */
 export const runCheck = (check: MediaCheck, options: Omit<FetchOptions, "maxBytes">) =>
   Effect.gen(function*() {
     const maxBytes = check.kind === "image" ? check.rules.maxBytes : check.maxBytes
@@ -110,23 +113,37 @@ export const runCheck = (check: MediaCheck, options: Omit<FetchOptions, "maxByte
       case "image": {
         const problem = checkImage(fetched.bytes, check.rules)
         if (problem !== undefined) return yield* invalid(check.path, problem)
-        return
+        return undefined
       }
-      case "video":
-        if (mp4DurationSeconds(fetched.bytes) === undefined) return yield* invalid(check.path, "is not an MP4/MOV video")
-        return
+      case "video": {
+        const seconds = mp4DurationSeconds(fetched.bytes)
+        if (seconds === undefined) return yield* invalid(check.path, "is not an MP4/MOV video")
+        return seconds
+      }
       case "audio": {
         const type = audioType(fetched.bytes)
         if (type === undefined || !check.types.includes(type)) {
           return yield* invalid(check.path, `audio type must be one of ${check.types.join(", ")}`)
         }
-        return
+        return undefined
       }
     }
   })
 
-/** Checks every remote input of a task, in order. */
-export const checkTask = (task: TaskRecord, options: Omit<FetchOptions, "maxBytes">) =>
-  Effect.forEach(mediaChecks(task.endpoint, task.model, task.input), (check) => runCheck(check, options), {
-    discard: true
-  })
+/** What the checks measured. */
+export interface Measured {
+  /** Total seconds of the `reference_video_urls` (vendor1-2 bills them). */
+  readonly referenceVideoSeconds: number
+}
+
+/** Checks every remote input of a task, in order, and answers what was measured. */
+export const checkTask = (
+  task: TaskRecord,
+  options: Omit<FetchOptions, "maxBytes">
+): Effect.Effect<Measured, UpstreamError> =>
+  Effect.map(
+    Effect.forEach(mediaChecks(task.endpoint, task.model, task.input), (check) =>
+      Effect.map(runCheck(check, options), (seconds) =>
+        check.path.startsWith("reference_video_urls[") ? seconds ?? 0 : 0)),
+    (seconds) => ({ referenceVideoSeconds: seconds.reduce((sum, s) => sum + s, 0) })
+  )

@@ -16,6 +16,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Estimates } from "./Estimates.js"
 import * as MediaInputs from "./MediaInputs.js"
+import { defaultPrices, PriceBook, vendor1ReferenceSecondsPrice, type Vendor1Resolution } from "./Prices.js"
 import { RelayUpstream } from "./Relay.js"
 import type { FetchOptions } from "./RemoteMedia.js"
 import { SimulatedUpstream } from "./Simulated.js"
@@ -48,6 +49,19 @@ export const layer = (
       const simulated = yield* SimulatedUpstream
       const estimates = yield* Estimates
       const relay = yield* Effect.serviceOption(RelayUpstream)
+      const table = Option.getOrElse(yield* Effect.serviceOption(PriceBook), () => defaultPrices)
+      /** vendor1-2 bills the seconds of its reference videos (input plus output), measured here. */
+      const referenceCharges = (task: TaskRecord, seconds: number) =>
+        task.endpoint === "vendor1/multimodal-video" && seconds > 0
+          ? [{
+            amountMicros: vendor1ReferenceSecondsPrice(
+              (typeof task.input["resolution"] === "string" ? task.input["resolution"] : "720p") as Vendor1Resolution,
+              seconds,
+              table
+            ),
+            description: `${task.model} reference video seconds (${seconds.toFixed(3)} s)`
+          }]
+          : []
       const relayed = Catalog.taskFamilies.filter((family) => transports[family] === "relay")
       if (relayed.length > 0 && Option.isNone(relay)) {
         return yield* Effect.dieMessage(`families ${relayed.join(", ")} use the relay, but no relay is configured`)
@@ -61,16 +75,15 @@ export const layer = (
         notifiesChanges: all.every((transport) => transport.notifiesChanges),
         changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
         submit: (task) =>
-          inputChecks === undefined
-            ? transportOf(task).submit(task)
-            : Effect.zipRight(
-              MediaInputs.checkTask(task, {
-                allowPrivate: inputChecks.allowPrivate,
-                ...(inputChecks.timeoutMs === undefined ? {} : { timeoutMs: inputChecks.timeoutMs }),
-                ...(inputChecks.lookup === undefined ? {} : { lookup: inputChecks.lookup })
-              }),
-              transportOf(task).submit(task)
-            ),
+          inputChecks === undefined ? transportOf(task).submit(task) : Effect.gen(function*() {
+            const measured = yield* MediaInputs.checkTask(task, {
+              allowPrivate: inputChecks.allowPrivate,
+              ...(inputChecks.timeoutMs === undefined ? {} : { timeoutMs: inputChecks.timeoutMs }),
+              ...(inputChecks.lookup === undefined ? {} : { lookup: inputChecks.lookup })
+            })
+            const submitted = yield* transportOf(task).submit(task)
+            return { ...submitted, charges: referenceCharges(task, measured.referenceVideoSeconds) }
+          }),
         poll: (task, jobId) =>
           transportOf(task).poll(task, jobId).pipe(
             Effect.tap((state) =>

@@ -5,7 +5,7 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { type Catalog, Services } from "@mediagate/contract"
+import { type Catalog, Errors, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as Planner from "@mediagate/engine/Planner"
 import * as TaskService from "@mediagate/engine/TaskService"
@@ -23,12 +23,14 @@ import { join } from "node:path"
 import { PNG } from "pngjs"
 import * as Estimates from "../src/Estimates.js"
 import * as FileStore from "../src/FileStore.js"
+import * as Media from "../src/Media.js"
 import { mediaChecks } from "../src/MediaInputs.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
 
 const png = (width: number, height: number) => PNG.sync.write(new PNG({ width, height }))
 
+/** Served files; the clip is rendered by the test that needs it. */
 const files: Record<string, Buffer> = {
   "/good.png": png(800, 600),
   "/tiny.png": png(100, 100),
@@ -61,7 +63,20 @@ const principal = {
   clientAddress: undefined
 }
 
-const engine = (allowPrivate: boolean) => {
+/** Billing that records charges and refunds, and refuses charges of `refuse` micro-dollars. */
+const recordingBilling = (refuse?: number) => {
+  const ledger = { charges: [] as Array<{ amountMicros: number; description: string }>, refunds: [] as Array<number> }
+  const layer = Layer.succeed(Billing.Billing, {
+    charge: (charge) =>
+      charge.amountMicros === refuse
+        ? Effect.fail(new Errors.SpendLimitExceeded({ message: "the key's spend limit would be exceeded" }))
+        : Effect.sync(() => void ledger.charges.push({ amountMicros: charge.amountMicros, description: charge.description })),
+    refund: (refund) => Effect.sync(() => void ledger.refunds.push(refund.amountMicros))
+  })
+  return { ledger, layer }
+}
+
+const engine = (allowPrivate: boolean, billing: Layer.Layer<Billing.Billing> = Billing.layerUnmetered) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-inputs-"))
   return Worker.layer({ concurrency: 4, idleMs: 50, pollDelayMs: () => 25 }).pipe(
     Layer.provideMerge(TaskService.layer),
@@ -72,7 +87,7 @@ const engine = (allowPrivate: boolean) => {
     Layer.provideMerge(FileStore.layerSigner({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("s") })),
     Layer.provide(Estimates.layer),
     Layer.provide(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1 })),
-    Layer.provide(Billing.layerUnmetered)
+    Layer.provide(billing)
   )
 }
 
@@ -106,6 +121,31 @@ describe("remote input media checks", () => {
     expect(mediaChecks("vendor5/image-to-video", "vendor5q3-pro", { images: ["data:image/png;base64,AAAA"] })).toEqual([])
     expect(mediaChecks("vendor3/text-to-video", "vendor3-3", { prompt: "p" })).toEqual([])
   })
+
+  it.live("vendor1-2 reference-video seconds are measured and charged as a separate entry; a refusal fails the task", () =>
+    Effect.gen(function*() {
+      files["/clip.mp4"] = Buffer.from(yield* Media.renderVideo({ width: 640, height: 360, durationSeconds: 3 }))
+      const server = yield* serve
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const input = { prompt: "p", reference_video_urls: [`${base}/clip.mp4`] }
+      const paid = recordingBilling()
+      yield* Effect.gen(function*() {
+        const task = yield* runTask("vendor1/multimodal-video", "vendor1-2", input)
+        expect(task.status).toBe("succeeded")
+        // 720p video-reference tier: 3 s x 0.125 USD
+        expect(paid.ledger.charges).toEqual([
+          { amountMicros: 1_000_000, description: "vendor1-2 multimodal-video" },
+          { amountMicros: 375_000, description: "vendor1-2 reference video seconds (3.000 s)" }
+        ])
+        expect(task.chargedMicros).toBe(1_375_000)
+      }).pipe(Effect.provide(engine(true, paid.layer)), Effect.scoped)
+      const refused = recordingBilling(375_000)
+      yield* Effect.gen(function*() {
+        const task = yield* runTask("vendor1/multimodal-video", "vendor1-2", input)
+        expect(task).toMatchObject({ status: "failed", error: { code: "SPEND_LIMIT_EXCEEDED" }, chargedMicros: 1_000_000 })
+        expect(refused.ledger.refunds).toEqual([1_000_000])
+      }).pipe(Effect.provide(engine(true, refused.layer)), Effect.scoped)
+    }).pipe(Effect.scoped), { timeout: 60_000 })
 
   it.live("a good file runs; a file breaking its rule fails the task with INVALID_INPUT_MEDIA, refunded", () =>
     Effect.gen(function*() {

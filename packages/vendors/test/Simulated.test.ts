@@ -43,6 +43,7 @@ const setup = (options: { readonly timeoutMs?: number } = {}) => {
   )
   const layer = Worker.layer({ concurrency: 8, idleMs: 100, leaseMs: 60_000, pollDelayMs: () => 25 }).pipe(
     Layer.provideMerge(TaskService.layer),
+    Layer.provideMerge(FileStore.layerResultLinks),
     Layer.provideMerge(TaskStorage.layerMemory()),
     Layer.provideMerge(Upstreams.layer()),
     Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
@@ -126,6 +127,26 @@ describe("simulated upstream", () => {
       expect(results[3]!.map((r) => [r.format, r.width, r.height])).toEqual([["png", 2048, 1152]])
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 120_000 })
+
+  it.live("result links are signed anew on every read", () => {
+    const { layer } = setup()
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const storage = yield* TaskStorage.TaskStorage
+      const ack = yield* tasks.create(principal, {
+        endpoint: "vendor4/text-to-image",
+        request: { model: "vendor4-4-0", input: { prompt: "p", size: "1K" } },
+        idempotencyKey: undefined
+      })
+      yield* awaitTerminal([ack.id])
+      const stored = Option.getOrThrow(yield* storage.getById(ack.id)).result![0]!.url
+      yield* Effect.sleep(1100)
+      const read = (yield* tasks.get(principal, ack.id)).result![0]!.url
+      const expires = (url: string) => Number(new URL(url).searchParams.get("expires"))
+      expect(new URL(read).pathname).toBe(new URL(stored).pathname)
+      expect(expires(read)).toBeGreaterThan(expires(stored))
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 30_000 })
 
   it.live("directives: fail, content policy, delay and hang", () => {
     const { layer } = setup({ timeoutMs: 1500 })
