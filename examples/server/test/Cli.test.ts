@@ -53,21 +53,22 @@ const recordingAdmin = () => {
 }
 
 /** Runs the command line and answers what it printed. */
-const cli = (args: ReadonlyArray<string>, admin: Layer.Layer<Services.AdminService>) => {
-  const out: Array<string> = []
-  const capture: Console.Console = {
-    ...Console.defaultConsole,
-    log: (...parts: ReadonlyArray<unknown>) => Effect.sync(() => void out.push(parts.join(" "))),
-    error: (...parts: ReadonlyArray<unknown>) => Effect.sync(() => void out.push(`ERR ${parts.join(" ")}`))
-  } as Console.Console
-  return Cli.run(["node", "mediagate-admin", ...args]).pipe(
-    Effect.withConsole(capture),
-    Effect.provide(admin),
-    Effect.provide(NodeContext.layer),
-    Effect.exit,
-    Effect.map((exit) => ({ exit, out }))
-  )
-}
+const cli = (args: ReadonlyArray<string>, admin: Layer.Layer<Services.AdminService>) =>
+  Effect.flatMap(Effect.console, (base) => {
+    const out: Array<string> = []
+    const capture: Console.Console = {
+      ...base,
+      log: (...parts: ReadonlyArray<unknown>) => Effect.sync(() => void out.push(parts.join(" "))),
+      error: (...parts: ReadonlyArray<unknown>) => Effect.sync(() => void out.push(`ERR ${parts.join(" ")}`))
+    }
+    return Cli.run(["node", "mediagate-admin", ...args]).pipe(
+      Effect.withConsole(capture),
+      Effect.provide(admin),
+      Effect.provide(NodeContext.layer),
+      Effect.exit,
+      Effect.map((exit) => ({ exit, out }))
+    )
+  })
 
 describe("mediagate-admin", () => {
   it.effect("creates an account, credits it, creates a key and shows it", () =>
