@@ -1,0 +1,79 @@
+/**
+ * The billing side of accounts and keys: what the accounts package (admin API, key management) asks of billing.
+ * Billing owns money: balances, billing settings, key spend counters and the ledger. Accounts own identities:
+ * names, keys, permissions.
+ *
+ * Every method runs on the caller's transaction when there is one (SQL implementations use the `SqlClient` in
+ * context), so an account and its billing row are created together.
+ *
+ * @since 0.1.0
+ */
+import type { Account, Errors } from "@mediagate/contract"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type { PersistenceError } from "@mediagate/engine/PersistenceError"
+
+/** Billing settings of an account (money in integer micro-dollars). */
+export interface BillingSettings {
+  readonly billingMode: Account.BillingMode
+  /** Calendar-month (UTC) spend limit; null: none. */
+  readonly monthlySpendLimitMicros: number | null
+  readonly autoTopUpEnabled: boolean
+  readonly autoTopUpThresholdMicros: number | null
+  readonly autoTopUpAmountMicros: number | null
+}
+
+/** Default settings of a new account: prepaid, no limits, no auto top-up. */
+export const defaultSettings: BillingSettings = {
+  billingMode: "prepaid",
+  monthlySpendLimitMicros: null,
+  autoTopUpEnabled: false,
+  autoTopUpThresholdMicros: null,
+  autoTopUpAmountMicros: null
+}
+
+/** The billing state of an account. */
+export interface BillingState extends BillingSettings {
+  readonly accountId: string
+  readonly balanceMicros: number
+  /** Net charges of the current calendar month (UTC). */
+  readonly monthToDateMicros: number
+}
+
+/** Key spend: its limit and what it has spent (net of refunds). */
+export interface KeySpend {
+  readonly keyId: string
+  readonly spendLimitMicros: number | null
+  readonly spentMicros: number
+}
+
+/** The billing side of accounts and keys. */
+export class BillingAccounts extends Context.Tag("@mediagate/billing/BillingAccounts")<BillingAccounts, {
+  /** Opens billing for a new account, with an opening credit (a ledger entry) when `openingMicros` > 0. */
+  readonly open: (
+    accountId: string,
+    settings: BillingSettings,
+    openingMicros: number
+  ) => Effect.Effect<BillingState, PersistenceError>
+  /** The billing state of an account; `AccountNotFound` when billing was never opened for it. */
+  readonly state: (accountId: string) => Effect.Effect<BillingState, Errors.AccountNotFound | PersistenceError>
+  /** Changes billing settings (only the given ones). */
+  readonly update: (
+    accountId: string,
+    settings: Partial<BillingSettings>
+  ) => Effect.Effect<BillingState, Errors.AccountNotFound | PersistenceError>
+  /** Credits an account (a `top_up` ledger entry; `note` is kept with it). */
+  readonly credit: (
+    accountId: string,
+    amountMicros: number,
+    note: string | undefined
+  ) => Effect.Effect<BillingState, Errors.AccountNotFound | PersistenceError>
+  /** Registers a key's spend limit (null: none) when the key is created. */
+  readonly registerKey: (
+    accountId: string,
+    keyId: string,
+    spendLimitMicros: number | null
+  ) => Effect.Effect<void, PersistenceError>
+  /** A key's spend (what it may still spend decides the no-escalation rule of key creation). */
+  readonly keySpend: (keyId: string) => Effect.Effect<KeySpend, PersistenceError>
+}>() {}

@@ -1,0 +1,173 @@
+/**
+ * The read side of the ledger and the shared rules of every billing implementation (memory, SQL): the calendar
+ * month of a time, the error messages of refused charges and the contract's `Balance` of a billing state.
+ *
+ * @since 0.1.0
+ */
+import { type Account, Errors, Money, Services } from "@mediagate/contract"
+import { Billing } from "@mediagate/engine/Billing"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { PersistenceError } from "@mediagate/engine/PersistenceError"
+import { BillingAccounts, type BillingState, defaultSettings } from "./BillingAccounts.js"
+
+/** Kinds of ledger entries. */
+export const ledgerKinds = ["charge", "refund", "top_up", "adjustment"] as const
+/** A kind of ledger entry. */
+export type LedgerKind = typeof ledgerKinds[number]
+
+/**
+ * One entry of the append-only ledger. `amountMicros` is signed: charges are negative, refunds and top-ups
+ * positive, adjustments either. The sum of an account's entries is its balance.
+ */
+export interface LedgerEntry {
+  /** Increasing in insertion order. */
+  readonly id: number
+  readonly accountId: string
+  readonly kind: LedgerKind
+  readonly amountMicros: number
+  readonly keyId: string | null
+  readonly taskId: string | null
+  readonly description: string
+  /**
+   * The calendar month (UTC, `YYYY-MM`) the entry counts in: for a charge the month it was made, for a refund the
+   * month of the charge it gives back, otherwise the month of `createdAt`.
+   */
+  readonly month: string
+  /** Epoch ms (Effect `Clock`). */
+  readonly createdAt: number
+}
+
+/** Statuses of a recorded top-up request. */
+export const topUpStatuses = ["requested", "credited", "failed"] as const
+/** The status of a recorded top-up request. */
+export type TopUpStatus = typeof topUpStatuses[number]
+
+/** A recorded auto top-up request. */
+export interface TopUpRecord {
+  readonly id: number
+  readonly accountId: string
+  readonly amountMicros: number
+  /** `PaymentProvider.name`. */
+  readonly provider: string
+  readonly status: TopUpStatus
+  readonly createdAt: number
+}
+
+/** Reading the ledger and the top-up request log (admin, tests, reconciliation). */
+export class BillingLedger extends Context.Tag("@mediagate/billing/BillingLedger")<BillingLedger, {
+  /** An account's ledger entries, oldest first. */
+  readonly entries: (accountId: string) => Effect.Effect<ReadonlyArray<LedgerEntry>, PersistenceError>
+  /** An account's auto top-up requests, oldest first. */
+  readonly topUpRequests: (accountId: string) => Effect.Effect<ReadonlyArray<TopUpRecord>, PersistenceError>
+}>() {}
+
+/** The calendar month (UTC) of an epoch-ms time, as `YYYY-MM`. */
+export const monthOf = (epochMs: number): string => {
+  const date = new Date(epochMs)
+  return `${date.getUTCFullYear().toString().padStart(4, "0")}-${(date.getUTCMonth() + 1).toString().padStart(2, "0")}`
+}
+
+const usd = (micros: number): string => `${Money.fromMicros(micros)} USD`
+
+/** A prepaid charge above the balance (or an account without billing). */
+export const insufficientBalance = (amountMicros: number, balanceMicros: number | undefined) =>
+  new Errors.InsufficientBalance({
+    message: balanceMicros === undefined
+      ? `Insufficient balance: the charge is ${usd(amountMicros)} and the account has no balance`
+      : `Insufficient balance: the charge is ${usd(amountMicros)} and the balance is ${usd(balanceMicros)}`
+  })
+
+/** A charge above the key's remaining spend limit. */
+export const keyLimitExceeded = (amountMicros: number, limitMicros: number, spentMicros: number) =>
+  new Errors.SpendLimitExceeded({
+    message: `API key spend limit exceeded: the charge is ${usd(amountMicros)}, the key has spent ${
+      usd(spentMicros)
+    } of its ${usd(limitMicros)} limit`
+  })
+
+/** A charge above the account's remaining monthly spend limit. */
+export const monthlyLimitExceeded = (amountMicros: number, limitMicros: number, spentMicros: number) =>
+  new Errors.SpendLimitExceeded({
+    message: `Account monthly spend limit exceeded: the charge is ${usd(amountMicros)}, the account has spent ${
+      usd(spentMicros)
+    } of its ${usd(limitMicros)} limit this month`
+  })
+
+/** An amount of money the implementation takes: a non-negative safe integer (anything else is a caller bug). */
+export const isAmount = (micros: number): boolean => Number.isSafeInteger(micros) && micros >= 0
+
+/** The contract's `Balance` (USD) of a billing state. */
+export const toBalance = (state: BillingState): Account.Balance => ({
+  balance: Money.fromMicros(state.balanceMicros),
+  billingMode: state.billingMode,
+  monthlySpendLimit: state.monthlySpendLimitMicros === null ? null : Money.fromMicros(state.monthlySpendLimitMicros),
+  autoTopUpEnabled: state.autoTopUpEnabled,
+  autoTopUpThreshold: state.autoTopUpThresholdMicros === null ? null : Money.fromMicros(state.autoTopUpThresholdMicros),
+  autoTopUpAmount: state.autoTopUpAmountMicros === null ? null : Money.fromMicros(state.autoTopUpAmountMicros),
+  currency: "USD",
+  monthToDateSpend: Money.fromMicros(state.monthToDateMicros)
+})
+
+/** Whether a charge that left `balanceMicros` asks for an auto top-up, and of how much. */
+export const topUpDue = (state: {
+  readonly billingMode: Account.BillingMode
+  readonly autoTopUpEnabled: boolean
+  readonly autoTopUpThresholdMicros: number | null
+  readonly autoTopUpAmountMicros: number | null
+}, balanceMicros: number): number | undefined =>
+  state.billingMode === "prepaid" && state.autoTopUpEnabled && state.autoTopUpThresholdMicros !== null &&
+    state.autoTopUpAmountMicros !== null && state.autoTopUpAmountMicros > 0 &&
+    balanceMicros < state.autoTopUpThresholdMicros
+    ? state.autoTopUpAmountMicros
+    : undefined
+
+/** The state an account without billing reads as. */
+const unopened = (accountId: string): BillingState => ({
+  ...defaultSettings,
+  accountId,
+  balanceMicros: 0,
+  monthToDateMicros: 0
+})
+
+/**
+ * The contract's `BillingService` over `BillingAccounts.state`. An account billing was never opened for reads as a
+ * new prepaid account with a zero balance (it cannot be charged: see `SqlBilling`); storage failures are
+ * `ServiceUnavailable`.
+ */
+export const balanceService = (
+  state: (accountId: string) => Effect.Effect<BillingState, Errors.AccountNotFound | PersistenceError>,
+): Services.BillingService["Type"] => ({
+  balance: (principal) =>
+    state(principal.accountId).pipe(
+      Effect.catchTag("AccountNotFound", () => Effect.succeed(unopened(principal.accountId))),
+      Effect.catchTag("PersistenceError", (e) =>
+        Effect.fail(new Errors.ServiceUnavailable({ message: "Billing is unavailable, try again later" })).pipe(
+          Effect.tap(() => Effect.logWarning("billing: balance read failed", e))
+        )),
+      Effect.map(toBalance)
+    )
+})
+
+/** The services every billing implementation provides. */
+export interface BillingServices {
+  /** The engine's port (charge and refund). */
+  readonly billing: Billing["Type"]
+  /** The accounts package's port. */
+  readonly accounts: BillingAccounts["Type"]
+  /** The contract's balance read. */
+  readonly balances: Services.BillingService["Type"]
+  readonly ledger: BillingLedger["Type"]
+}
+
+/** The layer of a built {@link BillingServices}. */
+export const layerOf = <E, R>(
+  make: Effect.Effect<BillingServices, E, R>
+): Layer.Layer<Billing | BillingAccounts | Services.BillingService | BillingLedger, E, R> =>
+  Layer.effectContext(Effect.map(make, (services) =>
+    Context.make(Billing, services.billing).pipe(
+      Context.add(BillingAccounts, services.accounts),
+      Context.add(Services.BillingService, services.balances),
+      Context.add(BillingLedger, services.ledger)
+    )))

@@ -1,0 +1,253 @@
+/**
+ * Billing in memory: the engine's `Billing`, `BillingAccounts`, the contract's `BillingService` and
+ * `BillingLedger`, with the semantics of `SqlBilling` (see there) and the same conformance suite. One semaphore
+ * makes every operation atomic. There are no transactions: a charge made inside a caller's step that fails later
+ * stays charged (use the SQL implementation when that matters).
+ *
+ * @since 0.1.0
+ */
+import { Errors } from "@mediagate/contract"
+import type { Billing } from "@mediagate/engine/Billing"
+import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import type { Services } from "@mediagate/contract"
+import type { BillingAccounts, BillingSettings, BillingState } from "./BillingAccounts.js"
+import {
+  balanceService,
+  BillingLedger,
+  type BillingServices,
+  insufficientBalance,
+  isAmount,
+  keyLimitExceeded,
+  type LedgerEntry,
+  type LedgerKind,
+  layerOf,
+  monthlyLimitExceeded,
+  monthOf,
+  topUpDue,
+  type TopUpRecord,
+  type TopUpStatus
+} from "./Ledger.js"
+import { PaymentProvider } from "./PaymentProvider.js"
+
+interface AccountRow {
+  settings: BillingSettings
+  balanceMicros: number
+}
+
+interface KeyRow {
+  spendLimitMicros: number | null
+  spentMicros: number
+}
+
+/** Builds billing in memory (the `PaymentProvider` in context serves auto top-up). */
+export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effect.gen(function*() {
+  const provider = yield* PaymentProvider
+  const lock = yield* Effect.makeSemaphore(1)
+  const atomic = lock.withPermits(1)
+
+  const accounts = new Map<string, AccountRow>()
+  const keys = new Map<string, KeyRow>()
+  /** `${accountId} ${month}` → net charges. */
+  const months = new Map<string, number>()
+  const ledger: Array<LedgerEntry> = []
+  const topUps: Array<TopUpRecord> = []
+
+  const monthKey = (accountId: string, month: string) => `${accountId} ${month}`
+
+  const append = (entry: Omit<LedgerEntry, "id">): void => {
+    ledger.push({ ...entry, id: ledger.length + 1 })
+  }
+
+  const stateOf = (accountId: string, row: AccountRow, now: number): BillingState => ({
+    ...row.settings,
+    accountId,
+    balanceMicros: row.balanceMicros,
+    monthToDateMicros: months.get(monthKey(accountId, monthOf(now))) ?? 0
+  })
+
+  const notFound = (accountId: string) =>
+    new Errors.AccountNotFound({ message: `No billing account ${accountId}` })
+
+  const credit = (accountId: string, row: AccountRow, amountMicros: number, description: string, now: number) => {
+    row.balanceMicros += amountMicros
+    append({
+      accountId,
+      kind: "top_up" satisfies LedgerKind,
+      amountMicros,
+      keyId: null,
+      taskId: null,
+      description,
+      month: monthOf(now),
+      createdAt: now
+    })
+  }
+
+  const requireAmount = (what: string, micros: number) =>
+    isAmount(micros) ? Effect.void : Effect.dieMessage(`billing: ${what} must be a non-negative integer of micro-dollars, got ${micros}`)
+
+  const autoTopUp = (accountId: string, row: AccountRow, now: number) =>
+    Effect.suspend(() => {
+      const amountMicros = topUpDue(row.settings, row.balanceMicros)
+      if (amountMicros === undefined) return Effect.void
+      const record = (status: TopUpStatus) =>
+        Effect.sync(() => {
+          topUps.push({ id: topUps.length + 1, accountId, amountMicros, provider: provider.name, status, createdAt: now })
+          if (status === "credited") credit(accountId, row, amountMicros, `auto top-up (${provider.name})`, now)
+        })
+      return provider.requestTopUp({ accountId, amountMicros }).pipe(
+        Effect.matchCauseEffect({
+          onSuccess: (outcome) => record(outcome._tag === "Credited" ? "credited" : "requested"),
+          onFailure: (cause) =>
+            Effect.zipRight(Effect.logWarning("billing: auto top-up request failed", cause), record("failed"))
+        })
+      )
+    })
+
+  const billing: Billing["Type"] = {
+    charge: (charge) =>
+      Effect.gen(function*() {
+        yield* requireAmount("a charge", charge.amountMicros)
+        if (charge.amountMicros === 0) return
+        const now = yield* Clock.currentTimeMillis
+        const month = monthOf(now)
+        const row = accounts.get(charge.accountId)
+        if (row === undefined) return yield* insufficientBalance(charge.amountMicros, undefined)
+        if (row.settings.billingMode === "prepaid" && row.balanceMicros < charge.amountMicros) {
+          return yield* insufficientBalance(charge.amountMicros, row.balanceMicros)
+        }
+        const key = keys.get(charge.keyId)
+        if (key?.spendLimitMicros != null && key.spentMicros + charge.amountMicros > key.spendLimitMicros) {
+          return yield* keyLimitExceeded(charge.amountMicros, key.spendLimitMicros, key.spentMicros)
+        }
+        const monthSpent = months.get(monthKey(charge.accountId, month)) ?? 0
+        const monthlyLimit = row.settings.monthlySpendLimitMicros
+        if (monthlyLimit !== null && monthSpent + charge.amountMicros > monthlyLimit) {
+          return yield* monthlyLimitExceeded(charge.amountMicros, monthlyLimit, monthSpent)
+        }
+        append({
+          accountId: charge.accountId,
+          kind: "charge",
+          amountMicros: -charge.amountMicros,
+          keyId: charge.keyId,
+          taskId: charge.taskId,
+          description: charge.description,
+          month,
+          createdAt: now
+        })
+        row.balanceMicros -= charge.amountMicros
+        if (key === undefined) keys.set(charge.keyId, { spendLimitMicros: null, spentMicros: charge.amountMicros })
+        else key.spentMicros += charge.amountMicros
+        months.set(monthKey(charge.accountId, month), monthSpent + charge.amountMicros)
+        yield* autoTopUp(charge.accountId, row, now)
+      }).pipe(atomic),
+
+    refund: (refund) =>
+      Effect.gen(function*() {
+        yield* requireAmount("a refund", refund.amountMicros)
+        const row = accounts.get(refund.accountId)
+        if (row === undefined || refund.amountMicros === 0) return
+        const now = yield* Clock.currentTimeMillis
+        // what is left to refund of the task's charges, by the month they were made in
+        const open = new Map<string, number>()
+        for (const entry of ledger) {
+          if (entry.accountId !== refund.accountId || entry.taskId !== refund.taskId) continue
+          if (entry.kind === "charge" || entry.kind === "refund") {
+            open.set(entry.month, (open.get(entry.month) ?? 0) - entry.amountMicros)
+          }
+        }
+        let left = refund.amountMicros
+        let total = 0
+        // newest month first
+        for (const [month, remaining] of [...open].sort(([a], [b]) => a < b ? 1 : a > b ? -1 : 0)) {
+          const part = Math.min(left, remaining)
+          if (part <= 0) continue
+          append({
+            accountId: refund.accountId,
+            kind: "refund",
+            amountMicros: part,
+            keyId: refund.keyId,
+            taskId: refund.taskId,
+            description: refund.reason,
+            month,
+            createdAt: now
+          })
+          const key = monthKey(refund.accountId, month)
+          months.set(key, Math.max(0, (months.get(key) ?? 0) - part))
+          left -= part
+          total += part
+        }
+        if (total === 0) return
+        row.balanceMicros += total
+        const key = keys.get(refund.keyId)
+        if (key !== undefined) key.spentMicros = Math.max(0, key.spentMicros - total)
+      }).pipe(atomic)
+  }
+
+  const withAccount = <A>(accountId: string, f: (row: AccountRow, now: number) => A) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const row = accounts.get(accountId)
+      return row === undefined ? Effect.fail(notFound(accountId)) : Effect.sync(() => f(row, now))
+    })
+
+  const billingAccounts: BillingAccounts["Type"] = {
+    open: (accountId, settings, openingMicros) =>
+      Effect.gen(function*() {
+        yield* requireAmount("an opening credit", openingMicros)
+        if (accounts.has(accountId)) {
+          return yield* new PersistenceError({ message: `billing: account ${accountId} is already open` })
+        }
+        const now = yield* Clock.currentTimeMillis
+        const row: AccountRow = { settings: { ...settings }, balanceMicros: 0 }
+        accounts.set(accountId, row)
+        if (openingMicros > 0) credit(accountId, row, openingMicros, "opening credit", now)
+        return stateOf(accountId, row, now)
+      }).pipe(atomic),
+    state: (accountId) => withAccount(accountId, (row, now) => stateOf(accountId, row, now)).pipe(atomic),
+    update: (accountId, settings) =>
+      withAccount(accountId, (row, now) => {
+        row.settings = { ...row.settings, ...settings }
+        return stateOf(accountId, row, now)
+      }).pipe(atomic),
+    credit: (accountId, amountMicros, note) =>
+      Effect.zipRight(
+        requireAmount("a credit", amountMicros),
+        withAccount(accountId, (row, now) => {
+          if (amountMicros > 0) credit(accountId, row, amountMicros, note ?? "credit", now)
+          return stateOf(accountId, row, now)
+        })
+      ).pipe(atomic),
+    registerKey: (_accountId, keyId, spendLimitMicros) =>
+      Effect.sync(() => {
+        const key = keys.get(keyId)
+        if (key === undefined) keys.set(keyId, { spendLimitMicros, spentMicros: 0 })
+        else key.spendLimitMicros = spendLimitMicros
+      }).pipe(atomic),
+    keySpend: (keyId) =>
+      Effect.sync(() => {
+        const key = keys.get(keyId)
+        return { keyId, spendLimitMicros: key?.spendLimitMicros ?? null, spentMicros: key?.spentMicros ?? 0 }
+      }).pipe(atomic)
+  }
+
+  const ledgerService: BillingLedger["Type"] = {
+    entries: (accountId) => Effect.sync(() => ledger.filter((entry) => entry.accountId === accountId)).pipe(atomic),
+    topUpRequests: (accountId) => Effect.sync(() => topUps.filter((r) => r.accountId === accountId)).pipe(atomic)
+  }
+
+  return {
+    billing,
+    accounts: billingAccounts,
+    balances: balanceService(billingAccounts.state),
+    ledger: ledgerService
+  }
+})
+
+/** Billing in memory: `Billing`, `BillingAccounts`, the contract's `BillingService` and `BillingLedger`. */
+export const layer: Layer.Layer<
+  Billing | BillingAccounts | Services.BillingService | BillingLedger,
+  never,
+  PaymentProvider
+> = layerOf(make)

@@ -1,0 +1,601 @@
+/**
+ * Billing on SQL: SQLite (`@effect/sql-sqlite-node`) and PostgreSQL (`@effect/sql-pg`). One build gives the
+ * engine's `Billing` (charge, refund), `BillingAccounts`, the contract's `BillingService` (balance reads) and
+ * `BillingLedger`, with the semantics of `MemoryBilling` and the same conformance suite.
+ *
+ * - Tables (migrations in their own table, {@link migrationsTable}): `billing_accounts` (mode, balance, monthly
+ *   limit, auto top-up settings), `billing_key_spend` (a key's limit and net spend), `billing_month_spend` (net
+ *   charges per account and calendar month, UTC), `billing_ledger` (append-only: triggers refuse UPDATE and
+ *   DELETE; signed micro-dollars) and `billing_top_up_requests` (the log of auto top-up requests).
+ * - Every operation runs in `sql.withTransaction`, which joins the caller's open transaction (as a savepoint): the
+ *   engine's charge commits or rolls back with the task it stores.
+ * - Atomic charge: the account row is locked first (PostgreSQL `SELECT ... FOR UPDATE`; SQLite takes the write
+ *   lock with a no-op `UPDATE ... RETURNING`), then the balance (prepaid), the key's spend limit and the monthly
+ *   limit are checked, then the ledger entry, the balance, the key's spend and the month's spend are written.
+ *   Every writer of an account's money locks its account row first, so concurrent charges serialize per account.
+ * - A charge for an account billing was never opened for fails with `INSUFFICIENT_BALANCE` (nothing is charged
+ *   into nothing).
+ * - Time: created_at and the calendar month come from Effect's `Clock` (not the database clock).
+ *
+ * @since 0.1.0
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
+import { type Account, Errors, type Services } from "@mediagate/contract"
+import type { Billing } from "@mediagate/engine/Billing"
+import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { BillingAccounts, BillingSettings, BillingState } from "./BillingAccounts.js"
+import {
+  balanceService,
+  BillingLedger,
+  type BillingServices,
+  insufficientBalance,
+  isAmount,
+  keyLimitExceeded,
+  type LedgerEntry,
+  ledgerKinds,
+  layerOf,
+  monthlyLimitExceeded,
+  monthOf,
+  topUpDue,
+  type TopUpRecord,
+  topUpStatuses,
+  type TopUpStatus
+} from "./Ledger.js"
+import { PaymentProvider } from "./PaymentProvider.js"
+
+/** The table billing's migrations are recorded in. */
+export const migrationsTable = "mediagate_billing_migrations"
+
+// -----------------------------------------------------------------------------------------------------------------
+// migrations
+// -----------------------------------------------------------------------------------------------------------------
+
+const createTables = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const big = pg ? "BIGINT" : "INTEGER"
+  const serial = pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
+  const kinds = ledgerKinds.map((k) => `'${k}'`).join(", ")
+  const statuses = topUpStatuses.map((s) => `'${s}'`).join(", ")
+  yield* sql.unsafe(`CREATE TABLE billing_accounts (
+  account_id TEXT PRIMARY KEY NOT NULL,
+  billing_mode TEXT NOT NULL CHECK (billing_mode IN ('prepaid', 'postpaid')),
+  balance_micros ${big} NOT NULL,
+  monthly_spend_limit_micros ${big},
+  auto_top_up_enabled INTEGER NOT NULL CHECK (auto_top_up_enabled IN (0, 1)),
+  auto_top_up_threshold_micros ${big},
+  auto_top_up_amount_micros ${big},
+  created_at ${big} NOT NULL,
+  updated_at ${big} NOT NULL
+)`)
+  yield* sql.unsafe(`CREATE TABLE billing_key_spend (
+  key_id TEXT PRIMARY KEY NOT NULL,
+  account_id TEXT NOT NULL,
+  spend_limit_micros ${big},
+  spent_micros ${big} NOT NULL
+)`)
+  yield* sql.unsafe(`CREATE TABLE billing_month_spend (
+  account_id TEXT NOT NULL,
+  month TEXT NOT NULL,
+  spent_micros ${big} NOT NULL,
+  PRIMARY KEY (account_id, month)
+)`)
+  yield* sql.unsafe(`CREATE TABLE billing_ledger (
+  id ${serial},
+  account_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN (${kinds})),
+  amount_micros ${big} NOT NULL,
+  key_id TEXT,
+  task_id TEXT,
+  description TEXT NOT NULL,
+  month TEXT NOT NULL,
+  created_at ${big} NOT NULL
+)`)
+  yield* sql.unsafe(`CREATE INDEX billing_ledger_account_idx ON billing_ledger (account_id, id)`)
+  yield* sql.unsafe(`CREATE INDEX billing_ledger_task_idx ON billing_ledger (task_id) WHERE task_id IS NOT NULL`)
+  yield* sql.unsafe(`CREATE TABLE billing_top_up_requests (
+  id ${serial},
+  account_id TEXT NOT NULL,
+  amount_micros ${big} NOT NULL,
+  provider TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN (${statuses})),
+  created_at ${big} NOT NULL
+)`)
+  yield* sql.unsafe(`CREATE INDEX billing_top_up_requests_account_idx ON billing_top_up_requests (account_id, id)`)
+  // the ledger is append-only
+  if (pg) {
+    yield* sql.unsafe(`CREATE FUNCTION billing_ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'billing_ledger is append-only';
+END
+$$`)
+    yield* sql.unsafe(`CREATE TRIGGER billing_ledger_append_only BEFORE UPDATE OR DELETE ON billing_ledger
+  FOR EACH ROW EXECUTE FUNCTION billing_ledger_append_only()`)
+  } else {
+    for (const event of ["UPDATE", "DELETE"]) {
+      yield* sql.unsafe(`CREATE TRIGGER billing_ledger_no_${event.toLowerCase()} BEFORE ${event} ON billing_ledger
+BEGIN
+  SELECT RAISE(ABORT, 'billing_ledger is append-only');
+END`)
+    }
+  }
+})
+
+/** Billing's migrations (SQLite and PostgreSQL). */
+export const migrations: Migrator.Loader = Migrator.fromRecord({
+  "0001_billing": createTables
+})
+
+/** Runs billing's migrations into {@link migrationsTable}. */
+export const migrate: Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  Migrator.MigrationError | SqlError,
+  SqlClient.SqlClient
+> = Migrator.make({})({ loader: migrations, table: migrationsTable }).pipe(
+  // two processes starting on an empty database may race creating the migrations table: try again
+  Effect.retry({ times: 2 })
+)
+
+// -----------------------------------------------------------------------------------------------------------------
+// rows
+// -----------------------------------------------------------------------------------------------------------------
+
+type Row = Readonly<Record<string, unknown>>
+
+/** A stored row that does not decode. */
+class RowError extends Data.TaggedError("RowError")<{ readonly message: string; readonly cause?: unknown }> {}
+
+const bad = (column: string, what: string): never => {
+  throw new RowError({ message: `column ${column}: ${what}` })
+}
+
+const numberOf = (row: Row, column: string): number => {
+  const value = row[column]
+  const n = typeof value === "number"
+    ? value
+    : typeof value === "bigint" || (typeof value === "string" && value.trim() !== "")
+    ? Number(value)
+    : Number.NaN
+  return Number.isFinite(n) ? n : bad(column, "not a number")
+}
+
+const numberOrNull = (row: Row, column: string): number | null =>
+  row[column] === null || row[column] === undefined ? null : numberOf(row, column)
+
+const stringOf = (row: Row, column: string): string => {
+  const value = row[column]
+  return typeof value === "string" ? value : bad(column, "not a string")
+}
+
+const stringOrNull = (row: Row, column: string): string | null =>
+  row[column] === null || row[column] === undefined ? null : stringOf(row, column)
+
+const oneOf = <A extends string>(row: Row, column: string, values: ReadonlyArray<A>): A => {
+  const value = stringOf(row, column)
+  return (values as ReadonlyArray<string>).includes(value) ? value as A : bad(column, "unknown value")
+}
+
+const billingModes: ReadonlyArray<Account.BillingMode> = ["prepaid", "postpaid"]
+
+interface AccountRow extends BillingSettings {
+  readonly balanceMicros: number
+}
+
+const decodeAccount = (row: Row): AccountRow => ({
+  billingMode: oneOf(row, "billing_mode", billingModes),
+  balanceMicros: numberOf(row, "balance_micros"),
+  monthlySpendLimitMicros: numberOrNull(row, "monthly_spend_limit_micros"),
+  autoTopUpEnabled: numberOf(row, "auto_top_up_enabled") === 1,
+  autoTopUpThresholdMicros: numberOrNull(row, "auto_top_up_threshold_micros"),
+  autoTopUpAmountMicros: numberOrNull(row, "auto_top_up_amount_micros")
+})
+
+const decodeEntry = (row: Row): LedgerEntry => ({
+  id: numberOf(row, "id"),
+  accountId: stringOf(row, "account_id"),
+  kind: oneOf(row, "kind", ledgerKinds),
+  amountMicros: numberOf(row, "amount_micros"),
+  keyId: stringOrNull(row, "key_id"),
+  taskId: stringOrNull(row, "task_id"),
+  description: stringOf(row, "description"),
+  month: stringOf(row, "month"),
+  createdAt: numberOf(row, "created_at")
+})
+
+const decodeTopUp = (row: Row): TopUpRecord => ({
+  id: numberOf(row, "id"),
+  accountId: stringOf(row, "account_id"),
+  amountMicros: numberOf(row, "amount_micros"),
+  provider: stringOf(row, "provider"),
+  status: oneOf(row, "status", topUpStatuses),
+  createdAt: numberOf(row, "created_at")
+})
+
+/** Decodes rows, failing with a {@link RowError}. */
+const decodeAll = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>): Effect.Effect<Array<A>, RowError> =>
+  Effect.try({
+    try: () => rows.map(decode),
+    catch: (cause) => cause instanceof RowError ? cause : new RowError({ message: "undecodable row", cause })
+  })
+
+type StorageFailure = SqlError | ResultLengthMismatch | RowError
+
+const isStorageFailure = (u: unknown): u is StorageFailure =>
+  u instanceof SqlError || u instanceof ResultLengthMismatch || u instanceof RowError
+
+/** Turns storage failures (also a failed COMMIT/ROLLBACK, which `@effect/sql` raises as a defect) into PersistenceError. */
+const persistence = (operation: string) =>
+<A, E, R>(
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, StorageFailure> | PersistenceError, R> => {
+  const wrap = (cause: StorageFailure) => new PersistenceError({ message: `billing: ${operation} failed`, cause })
+  return self.pipe(
+    Effect.mapError((e) => isStorageFailure(e) ? wrap(e) : e as Exclude<E, StorageFailure>),
+    Effect.catchSomeDefect((defect) =>
+      isStorageFailure(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none()
+    )
+  )
+}
+
+const requireAmount = (what: string, micros: number) =>
+  isAmount(micros)
+    ? Effect.void
+    : Effect.dieMessage(`billing: ${what} must be a non-negative integer of micro-dollars, got ${micros}`)
+
+/** Subtracts `amount` from a counter column, never below zero. */
+const minus = (column: string, amount: number) =>
+  `CASE WHEN ${column} > ${amount} THEN ${column} - ${amount} ELSE 0 END`
+
+// -----------------------------------------------------------------------------------------------------------------
+// billing
+// -----------------------------------------------------------------------------------------------------------------
+
+/**
+ * Builds SQL billing on the `SqlClient` in context (SQLite or PostgreSQL), after running billing's migrations. The
+ * `PaymentProvider` in context serves auto top-up.
+ */
+export const make: Effect.Effect<
+  BillingServices,
+  SqlError | Migrator.MigrationError | PersistenceError,
+  SqlClient.SqlClient | PaymentProvider
+> = Effect.gen(function*() {
+  const provider = yield* PaymentProvider
+  // rows are decoded by column name: never through the client's name transforms
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const dialect = sql.onDialectOrElse({
+    pg: () => "pg" as const,
+    sqlite: () => "sqlite" as const,
+    orElse: () => "other" as const
+  })
+  if (dialect === "other") {
+    return yield* new PersistenceError({ message: "billing: only SQLite and PostgreSQL are supported" })
+  }
+  const pg = dialect === "pg"
+  yield* migrate
+
+  /** Reads and locks an account row for the rest of the transaction. */
+  const lockAccount = (accountId: string): Effect.Effect<AccountRow | undefined, SqlError | RowError> =>
+    (pg
+      ? sql<Row>`SELECT * FROM billing_accounts WHERE account_id = ${accountId} FOR UPDATE`
+      // SQLite has one writer: a write takes the database's write lock at once (a read would not)
+      : sql<Row>`UPDATE billing_accounts SET balance_micros = balance_micros WHERE account_id = ${accountId} RETURNING *`)
+      .pipe(Effect.flatMap(decodeAll(decodeAccount)), Effect.map((rows) => rows[0]))
+
+  const monthSpent = (accountId: string, month: string) =>
+    sql<Row>`SELECT spent_micros FROM billing_month_spend WHERE account_id = ${accountId} AND month = ${month}`.pipe(
+      Effect.flatMap(decodeAll((row) => numberOf(row, "spent_micros"))),
+      Effect.map((rows) => rows[0] ?? 0)
+    )
+
+  const stateOf = (accountId: string, row: AccountRow, now: number) =>
+    Effect.map(monthSpent(accountId, monthOf(now)), (monthToDateMicros): BillingState => ({
+      accountId,
+      billingMode: row.billingMode,
+      monthlySpendLimitMicros: row.monthlySpendLimitMicros,
+      autoTopUpEnabled: row.autoTopUpEnabled,
+      autoTopUpThresholdMicros: row.autoTopUpThresholdMicros,
+      autoTopUpAmountMicros: row.autoTopUpAmountMicros,
+      balanceMicros: row.balanceMicros,
+      monthToDateMicros
+    }))
+
+  const appendEntry = (entry: Omit<LedgerEntry, "id">) =>
+    sql`INSERT INTO billing_ledger ${
+      sql.insert({
+        account_id: entry.accountId,
+        kind: entry.kind,
+        amount_micros: entry.amountMicros,
+        key_id: entry.keyId,
+        task_id: entry.taskId,
+        description: entry.description,
+        month: entry.month,
+        created_at: entry.createdAt
+      })
+    }`
+
+  const addBalance = (accountId: string, amountMicros: number, now: number) =>
+    sql<Row>`UPDATE billing_accounts SET balance_micros = balance_micros + ${amountMicros}, updated_at = ${now}
+      WHERE account_id = ${accountId} RETURNING balance_micros`.pipe(
+      Effect.flatMap(decodeAll((row) => numberOf(row, "balance_micros"))),
+      Effect.map((rows) => rows[0] ?? 0)
+    )
+
+  /** A `top_up` entry and the balance it adds (the account row is locked). */
+  const creditLocked = (accountId: string, amountMicros: number, description: string, now: number) =>
+    Effect.zipRight(
+      appendEntry({
+        accountId,
+        kind: "top_up",
+        amountMicros,
+        keyId: null,
+        taskId: null,
+        description,
+        month: monthOf(now),
+        createdAt: now
+      }),
+      addBalance(accountId, amountMicros, now)
+    )
+
+  /**
+   * Auto top-up after a charge, in the charge's transaction (a savepoint of its own): whatever fails here is
+   * logged and rolled back to the savepoint, never failing the charge.
+   */
+  const autoTopUp = (accountId: string, row: AccountRow, balanceMicros: number, now: number) => {
+    const amountMicros = topUpDue(row, balanceMicros)
+    if (amountMicros === undefined) return Effect.void
+    const record = (status: TopUpStatus) =>
+      Effect.zipRight(
+        sql`INSERT INTO billing_top_up_requests ${
+          sql.insert({ account_id: accountId, amount_micros: amountMicros, provider: provider.name, status, created_at: now })
+        }`,
+        status === "credited"
+          ? creditLocked(accountId, amountMicros, `auto top-up (${provider.name})`, now)
+          : Effect.void
+      )
+    return sql.withTransaction(
+      provider.requestTopUp({ accountId, amountMicros }).pipe(
+        Effect.matchCauseEffect({
+          onSuccess: (outcome) => record(outcome._tag === "Credited" ? "credited" : "requested"),
+          onFailure: (cause) =>
+            Effect.zipRight(Effect.logWarning("billing: auto top-up request failed", cause), record("failed"))
+        })
+      )
+    ).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("billing: recording an auto top-up failed", cause))
+    )
+  }
+
+  const billing: Billing["Type"] = {
+    charge: (charge) =>
+      Effect.gen(function*() {
+        yield* requireAmount("a charge", charge.amountMicros)
+        if (charge.amountMicros === 0) return
+        const amount = charge.amountMicros
+        const now = yield* Clock.currentTimeMillis
+        const month = monthOf(now)
+        yield* sql.withTransaction(Effect.gen(function*() {
+          const row = yield* lockAccount(charge.accountId)
+          if (row === undefined) return yield* insufficientBalance(amount, undefined)
+          if (row.billingMode === "prepaid" && row.balanceMicros < amount) {
+            return yield* insufficientBalance(amount, row.balanceMicros)
+          }
+          const key = yield* sql<Row>`SELECT spend_limit_micros, spent_micros FROM billing_key_spend
+            WHERE key_id = ${charge.keyId}${sql.literal(pg ? " FOR UPDATE" : "")}`.pipe(
+            Effect.flatMap(decodeAll((r) => ({
+              limit: numberOrNull(r, "spend_limit_micros"),
+              spent: numberOf(r, "spent_micros")
+            }))),
+            Effect.map((rows) => rows[0])
+          )
+          if (key !== undefined && key.limit !== null && key.spent + amount > key.limit) {
+            return yield* keyLimitExceeded(amount, key.limit, key.spent)
+          }
+          if (row.monthlySpendLimitMicros !== null) {
+            const spent = yield* monthSpent(charge.accountId, month)
+            if (spent + amount > row.monthlySpendLimitMicros) {
+              return yield* monthlyLimitExceeded(amount, row.monthlySpendLimitMicros, spent)
+            }
+          }
+          yield* appendEntry({
+            accountId: charge.accountId,
+            kind: "charge",
+            amountMicros: -amount,
+            keyId: charge.keyId,
+            taskId: charge.taskId,
+            description: charge.description,
+            month,
+            createdAt: now
+          })
+          const balance = yield* addBalance(charge.accountId, -amount, now)
+          yield* sql`INSERT INTO billing_key_spend ${
+            sql.insert({ key_id: charge.keyId, account_id: charge.accountId, spend_limit_micros: null, spent_micros: amount })
+          } ON CONFLICT (key_id) DO UPDATE SET spent_micros = billing_key_spend.spent_micros + excluded.spent_micros`
+          yield* sql`INSERT INTO billing_month_spend ${
+            sql.insert({ account_id: charge.accountId, month, spent_micros: amount })
+          } ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = billing_month_spend.spent_micros + excluded.spent_micros`
+          yield* autoTopUp(charge.accountId, row, balance, now)
+        }))
+      }).pipe(persistence("charge")),
+
+    refund: (refund) =>
+      Effect.gen(function*() {
+        yield* requireAmount("a refund", refund.amountMicros)
+        if (refund.amountMicros === 0) return
+        const now = yield* Clock.currentTimeMillis
+        yield* sql.withTransaction(Effect.gen(function*() {
+          const row = yield* lockAccount(refund.accountId)
+          if (row === undefined) return
+          // what is left to refund of the task's charges, by the month they were made in
+          const open = yield* sql<Row>`SELECT month, SUM(amount_micros) AS net FROM billing_ledger
+            WHERE task_id = ${refund.taskId} AND account_id = ${refund.accountId} AND kind IN ('charge', 'refund')
+            GROUP BY month ORDER BY month DESC`.pipe(
+            Effect.flatMap(decodeAll((r) => ({ month: stringOf(r, "month"), remaining: -numberOf(r, "net") })))
+          )
+          let left = refund.amountMicros
+          let total = 0
+          // newest month first
+          for (const { month, remaining } of open) {
+            const part = Math.min(left, remaining)
+            if (part <= 0) continue
+            yield* appendEntry({
+              accountId: refund.accountId,
+              kind: "refund",
+              amountMicros: part,
+              keyId: refund.keyId,
+              taskId: refund.taskId,
+              description: refund.reason,
+              month,
+              createdAt: now
+            })
+            yield* sql`UPDATE billing_month_spend SET spent_micros = ${sql.literal(minus("spent_micros", part))}
+              WHERE account_id = ${refund.accountId} AND month = ${month}`
+            left -= part
+            total += part
+          }
+          if (total === 0) return
+          yield* addBalance(refund.accountId, total, now)
+          yield* sql`UPDATE billing_key_spend SET spent_micros = ${sql.literal(minus("spent_micros", total))}
+            WHERE key_id = ${refund.keyId}`
+        }))
+      }).pipe(persistence("refund"))
+  }
+
+  const notFound = (accountId: string) => new Errors.AccountNotFound({ message: `No billing account ${accountId}` })
+
+  /** Runs `f` on the locked account row, in a transaction. */
+  const withAccount = <A, E>(
+    operation: string,
+    accountId: string,
+    f: (row: AccountRow, now: number) => Effect.Effect<A, E | SqlError | RowError>
+  ) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const row = yield* lockAccount(accountId)
+        if (row === undefined) return yield* notFound(accountId)
+        return yield* f(row, now)
+      }))).pipe(persistence(operation))
+
+  const stateAfter = (accountId: string, now: number) =>
+    Effect.flatMap(lockAccount(accountId), (row) =>
+      row === undefined ? Effect.die(new Error("billing: account row vanished")) : stateOf(accountId, row, now))
+
+  const accounts: BillingAccounts["Type"] = {
+    open: (accountId, settings, openingMicros) =>
+      Effect.gen(function*() {
+        yield* requireAmount("an opening credit", openingMicros)
+        const now = yield* Clock.currentTimeMillis
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`INSERT INTO billing_accounts ${
+            sql.insert({
+              account_id: accountId,
+              billing_mode: settings.billingMode,
+              balance_micros: 0,
+              monthly_spend_limit_micros: settings.monthlySpendLimitMicros,
+              auto_top_up_enabled: settings.autoTopUpEnabled ? 1 : 0,
+              auto_top_up_threshold_micros: settings.autoTopUpThresholdMicros,
+              auto_top_up_amount_micros: settings.autoTopUpAmountMicros,
+              created_at: now,
+              updated_at: now
+            })
+          }`
+          if (openingMicros > 0) yield* creditLocked(accountId, openingMicros, "opening credit", now)
+          return yield* stateAfter(accountId, now)
+        }))
+      }).pipe(persistence("open")),
+
+    state: (accountId) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        sql<Row>`SELECT * FROM billing_accounts WHERE account_id = ${accountId}`.pipe(
+          Effect.flatMap(decodeAll(decodeAccount)),
+          Effect.flatMap((rows): Effect.Effect<BillingState, Errors.AccountNotFound | SqlError | RowError> =>
+            rows[0] === undefined ? Effect.fail(notFound(accountId)) : stateOf(accountId, rows[0], now)
+          )
+        )).pipe(persistence("state")),
+
+    update: (accountId, settings) =>
+      withAccount("update", accountId, (_row, now) =>
+        Effect.gen(function*() {
+          const set: Array<Fragment> = []
+          if (settings.billingMode !== undefined) set.push(sql`billing_mode = ${settings.billingMode}`)
+          if (settings.monthlySpendLimitMicros !== undefined) {
+            set.push(sql`monthly_spend_limit_micros = ${settings.monthlySpendLimitMicros}`)
+          }
+          if (settings.autoTopUpEnabled !== undefined) {
+            set.push(sql`auto_top_up_enabled = ${settings.autoTopUpEnabled ? 1 : 0}`)
+          }
+          if (settings.autoTopUpThresholdMicros !== undefined) {
+            set.push(sql`auto_top_up_threshold_micros = ${settings.autoTopUpThresholdMicros}`)
+          }
+          if (settings.autoTopUpAmountMicros !== undefined) {
+            set.push(sql`auto_top_up_amount_micros = ${settings.autoTopUpAmountMicros}`)
+          }
+          if (set.length > 0) {
+            set.push(sql`updated_at = ${now}`)
+            yield* sql`UPDATE billing_accounts SET ${sql.csv(set)} WHERE account_id = ${accountId}`
+          }
+          return yield* stateAfter(accountId, now)
+        })),
+
+    credit: (accountId, amountMicros, note) =>
+      Effect.zipRight(
+        requireAmount("a credit", amountMicros),
+        withAccount("credit", accountId, (_row, now) =>
+          Effect.zipRight(
+            amountMicros > 0 ? creditLocked(accountId, amountMicros, note ?? "credit", now) : Effect.void,
+            stateAfter(accountId, now)
+          ))
+      ),
+
+    registerKey: (accountId, keyId, spendLimitMicros) =>
+      sql`INSERT INTO billing_key_spend ${
+        sql.insert({ key_id: keyId, account_id: accountId, spend_limit_micros: spendLimitMicros, spent_micros: 0 })
+      } ON CONFLICT (key_id) DO UPDATE SET spend_limit_micros = excluded.spend_limit_micros`.pipe(
+        Effect.asVoid,
+        persistence("registerKey")
+      ),
+
+    keySpend: (keyId) =>
+      sql<Row>`SELECT spend_limit_micros, spent_micros FROM billing_key_spend WHERE key_id = ${keyId}`.pipe(
+        Effect.flatMap(decodeAll((row) => ({
+          keyId,
+          spendLimitMicros: numberOrNull(row, "spend_limit_micros"),
+          spentMicros: numberOf(row, "spent_micros")
+        }))),
+        Effect.map((rows) => rows[0] ?? { keyId, spendLimitMicros: null, spentMicros: 0 }),
+        persistence("keySpend")
+      )
+  }
+
+  const ledger: BillingLedger["Type"] = {
+    entries: (accountId) =>
+      sql<Row>`SELECT * FROM billing_ledger WHERE account_id = ${accountId} ORDER BY id`.pipe(
+        Effect.flatMap(decodeAll(decodeEntry)),
+        persistence("ledger")
+      ),
+    topUpRequests: (accountId) =>
+      sql<Row>`SELECT * FROM billing_top_up_requests WHERE account_id = ${accountId} ORDER BY id`.pipe(
+        Effect.flatMap(decodeAll(decodeTopUp)),
+        persistence("topUpRequests")
+      )
+  }
+
+  return { billing, accounts, balances: balanceService(accounts.state), ledger }
+})
+
+/**
+ * SQL billing: `Billing`, `BillingAccounts`, the contract's `BillingService` and `BillingLedger` on the
+ * `SqlClient` in context, after migrating; auto top-up through the `PaymentProvider` in context.
+ */
+export const layer: Layer.Layer<
+  Billing | BillingAccounts | Services.BillingService | BillingLedger,
+  SqlError | Migrator.MigrationError | PersistenceError,
+  SqlClient.SqlClient | PaymentProvider
+> = layerOf(make)

@@ -1,0 +1,5 @@
+export * as BillingAccounts from "./BillingAccounts.js"
+export * as Ledger from "./Ledger.js"
+export * as MemoryBilling from "./MemoryBilling.js"
+export * as PaymentProvider from "./PaymentProvider.js"
+export * as SqlBilling from "./SqlBilling.js"

@@ -1,0 +1,462 @@
+/**
+ * The conformance suite of billing: every implementation (memory, SQLite, PostgreSQL) must pass it. A backend is
+ * a function from a payment provider layer to the billing services (plus {@link Tx}, the way to run an effect in
+ * one transaction of the backend).
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import type { SqlError } from "@effect/sql/SqlError"
+import { type Errors, Services } from "@mediagate/contract"
+import type { Principal } from "@mediagate/contract/Security"
+import { Billing } from "@mediagate/engine/Billing"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
+import { BillingAccounts, type BillingSettings, defaultSettings } from "../src/BillingAccounts.js"
+import { BillingLedger } from "../src/Ledger.js"
+import * as PaymentProvider from "../src/PaymentProvider.js"
+
+/** Runs an effect in one transaction of the backend (memory: as it is). */
+export class Tx extends Context.Tag("billing-test/Tx")<Tx, {
+  readonly run: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+}>() {}
+
+/** The services a backend provides. */
+export type BillingTest = Billing | BillingAccounts | Services.BillingService | BillingLedger | Tx
+
+/** A backend under test. */
+export interface Backend {
+  /** Whether a failing transaction rolls back what billing wrote in it. */
+  readonly transactional: boolean
+  readonly layer: (provider: Layer.Layer<PaymentProvider.PaymentProvider>) => Layer.Layer<BillingTest, unknown>
+}
+
+const usd = 1_000_000
+const acct = "acct_a"
+const key = "key_a"
+
+const charge = (taskId: string, amountMicros: number, keyId = key, accountId = acct) =>
+  Effect.flatMap(Billing, (billing) =>
+    billing.charge({ accountId, keyId, taskId, amountMicros, description: `test ${taskId}` }))
+
+const refund = (taskId: string, amountMicros: number, keyId = key, accountId = acct) =>
+  Effect.flatMap(Billing, (billing) => billing.refund({ accountId, keyId, taskId, amountMicros, reason: "refund" }))
+
+const open = (openingMicros: number, settings: Partial<BillingSettings> = {}, accountId = acct) =>
+  Effect.flatMap(BillingAccounts, (accounts) => accounts.open(accountId, { ...defaultSettings, ...settings }, openingMicros))
+
+const state = (accountId = acct) => Effect.flatMap(BillingAccounts, (accounts) => accounts.state(accountId))
+
+/** The state, after checking that the ledger sums to the balance and never went below zero where it must not. */
+const consistent = (accountId = acct) =>
+  Effect.gen(function*() {
+    const entries = yield* (yield* BillingLedger).entries(accountId)
+    const current = yield* state(accountId)
+    const sum = entries.reduce((total, entry) => total + entry.amountMicros, 0)
+    assert.strictEqual(sum, current.balanceMicros, "the ledger sums to the balance")
+    return current
+  })
+
+const principal = (accountId = acct): Principal => ({
+  accountId,
+  keyId: key,
+  environment: "live",
+  permissions: {},
+  spendLimitMicros: null,
+  spentMicros: 0,
+  expiresAt: null,
+  clientAddress: undefined
+})
+
+const brokenProvider = Layer.succeed(PaymentProvider.PaymentProvider, {
+  name: "broken",
+  requestTopUp: () => Effect.fail(new PaymentProvider.PaymentProviderError({ message: "payment network down" }))
+})
+
+/** Registers the suite for one backend. */
+export const billingSuite = (name: string, backend: Backend) =>
+  describe(`Billing conformance: ${name}`, () => {
+    const run = <A, E>(
+      body: Effect.Effect<A, E, BillingTest>,
+      provider: Layer.Layer<PaymentProvider.PaymentProvider> = PaymentProvider.layerNone
+    ) => body.pipe(Effect.provide(backend.layer(provider)), Effect.scoped)
+
+    it.effect("opens, credits, updates and reads an account", () =>
+      run(Effect.gen(function*() {
+        const accounts = yield* BillingAccounts
+        const opened = yield* open(10 * usd, { monthlySpendLimitMicros: 100 * usd })
+        expect(opened).toEqual({
+          ...defaultSettings,
+          monthlySpendLimitMicros: 100 * usd,
+          accountId: acct,
+          balanceMicros: 10 * usd,
+          monthToDateMicros: 0
+        })
+        const credited = yield* accounts.credit(acct, 2_500_000, "wire transfer")
+        assert.strictEqual(credited.balanceMicros, 12_500_000)
+        const updated = yield* accounts.update(acct, {
+          billingMode: "postpaid",
+          autoTopUpEnabled: true,
+          autoTopUpThresholdMicros: 1 * usd,
+          autoTopUpAmountMicros: 5 * usd
+        })
+        expect(updated).toMatchObject({
+          billingMode: "postpaid",
+          monthlySpendLimitMicros: 100 * usd,
+          autoTopUpEnabled: true,
+          autoTopUpThresholdMicros: 1 * usd,
+          autoTopUpAmountMicros: 5 * usd,
+          balanceMicros: 12_500_000
+        })
+        const cleared = yield* accounts.update(acct, { monthlySpendLimitMicros: null })
+        assert.isNull(cleared.monthlySpendLimitMicros)
+        expect(yield* accounts.update(acct, {})).toEqual(cleared)
+        expect(yield* consistent()).toEqual(cleared)
+        const entries = yield* (yield* BillingLedger).entries(acct)
+        expect(entries.map((e) => [e.kind, e.amountMicros, e.description])).toEqual([
+          ["top_up", 10 * usd, "opening credit"],
+          ["top_up", 2_500_000, "wire transfer"]
+        ])
+        expect(entries[0]).toMatchObject({ accountId: acct, keyId: null, taskId: null, month: "1970-01", createdAt: 0 })
+        // an account without an opening credit has no ledger entry
+        const empty = yield* open(0, {}, "acct_empty")
+        assert.strictEqual(empty.balanceMicros, 0)
+        expect(yield* (yield* BillingLedger).entries("acct_empty")).toEqual([])
+        // unknown accounts
+        for (const attempt of [accounts.state("acct_none"), accounts.update("acct_none", { billingMode: "prepaid" }), accounts.credit("acct_none", 1, undefined)]) {
+          const error: Errors.AccountNotFound | unknown = yield* Effect.flip(attempt)
+          expect(error).toMatchObject({ _tag: "AccountNotFound" })
+        }
+        // opening twice is a storage failure
+        expect(yield* Effect.flip(open(0))).toMatchObject({ _tag: "PersistenceError" })
+      })))
+
+    it.effect("registers keys and reads their spend", () =>
+      run(Effect.gen(function*() {
+        const accounts = yield* BillingAccounts
+        yield* open(10 * usd)
+        expect(yield* accounts.keySpend("key_unknown")).toEqual({ keyId: "key_unknown", spendLimitMicros: null, spentMicros: 0 })
+        yield* accounts.registerKey(acct, key, 5 * usd)
+        expect(yield* accounts.keySpend(key)).toEqual({ keyId: key, spendLimitMicros: 5 * usd, spentMicros: 0 })
+        yield* charge("task_1", 2 * usd)
+        yield* accounts.registerKey(acct, key, null)
+        expect(yield* accounts.keySpend(key)).toEqual({ keyId: key, spendLimitMicros: null, spentMicros: 2 * usd })
+        // a key never registered is counted from its first charge
+        yield* charge("task_2", 1 * usd, "key_b")
+        expect(yield* accounts.keySpend("key_b")).toEqual({ keyId: "key_b", spendLimitMicros: null, spentMicros: 1 * usd })
+      })))
+
+    it.effect("charges and refunds: ledger entries, balance, key spend and month spend", () =>
+      run(Effect.gen(function*() {
+        const accounts = yield* BillingAccounts
+        yield* open(10 * usd)
+        yield* TestClock.setTime(Date.UTC(2025, 2, 15, 12))
+        yield* charge("task_1", 3_200_000)
+        yield* charge("task_2", 1_250_000)
+        // a second charge of the same task (extra charges of a step)
+        yield* charge("task_1", 500_000)
+        let current = yield* consistent()
+        assert.strictEqual(current.balanceMicros, 10 * usd - 4_950_000)
+        assert.strictEqual(current.monthToDateMicros, 4_950_000)
+        assert.strictEqual((yield* accounts.keySpend(key)).spentMicros, 4_950_000)
+        yield* refund("task_1", 3_700_000)
+        current = yield* consistent()
+        assert.strictEqual(current.balanceMicros, 10 * usd - 1_250_000)
+        assert.strictEqual(current.monthToDateMicros, 1_250_000)
+        assert.strictEqual((yield* accounts.keySpend(key)).spentMicros, 1_250_000)
+        const entries = yield* (yield* BillingLedger).entries(acct)
+        expect(entries.map((e) => [e.kind, e.amountMicros, e.taskId])).toEqual([
+          ["top_up", 10 * usd, null],
+          ["charge", -3_200_000, "task_1"],
+          ["charge", -1_250_000, "task_2"],
+          ["charge", -500_000, "task_1"],
+          ["refund", 3_700_000, "task_1"]
+        ])
+        expect(entries[1]).toMatchObject({
+          accountId: acct,
+          keyId: key,
+          description: "test task_1",
+          month: "2025-03",
+          createdAt: Date.UTC(2025, 2, 15, 12)
+        })
+        expect(entries[4]).toMatchObject({ keyId: key, description: "refund", month: "2025-03" })
+        assert.isTrue(entries.every((e, i) => i === 0 || e.id > entries[i - 1]!.id))
+        // a zero charge or refund writes nothing
+        yield* charge("task_3", 0)
+        yield* refund("task_2", 0)
+        assert.strictEqual((yield* (yield* BillingLedger).entries(acct)).length, 5)
+      })))
+
+    it.effect("balance read in USD", () =>
+      run(Effect.gen(function*() {
+        const service = yield* Services.BillingService
+        yield* open(12_345_678, {
+          monthlySpendLimitMicros: 50 * usd,
+          autoTopUpEnabled: true,
+          autoTopUpThresholdMicros: 1_500_000,
+          autoTopUpAmountMicros: 20 * usd
+        })
+        yield* charge("task_1", 345_678)
+        expect(yield* service.balance(principal())).toEqual({
+          balance: 12,
+          billingMode: "prepaid",
+          monthlySpendLimit: 50,
+          autoTopUpEnabled: true,
+          autoTopUpThreshold: 1.5,
+          autoTopUpAmount: 20,
+          currency: "USD",
+          monthToDateSpend: 0.345678
+        })
+        // an account billing was never opened for reads as empty
+        expect(yield* service.balance(principal("acct_none"))).toEqual({
+          balance: 0,
+          billingMode: "prepaid",
+          monthlySpendLimit: null,
+          autoTopUpEnabled: false,
+          autoTopUpThreshold: null,
+          autoTopUpAmount: null,
+          currency: "USD",
+          monthToDateSpend: 0
+        })
+      })))
+
+    it.effect("prepaid: a charge above the balance is refused and writes nothing", () =>
+      run(Effect.gen(function*() {
+        yield* open(3 * usd)
+        yield* charge("task_1", 2 * usd)
+        const error = yield* Effect.flip(charge("task_2", 1_500_000))
+        expect(error).toMatchObject({ _tag: "InsufficientBalance", code: "INSUFFICIENT_BALANCE" })
+        expect(error.message).toContain("1.5 USD")
+        expect(error.message).toContain("1 USD")
+        const current = yield* consistent()
+        assert.strictEqual(current.balanceMicros, 1 * usd)
+        assert.strictEqual(current.monthToDateMicros, 2 * usd)
+        assert.strictEqual((yield* (yield* BillingAccounts).keySpend(key)).spentMicros, 2 * usd)
+        // exactly the balance is allowed
+        yield* charge("task_3", 1 * usd)
+        assert.strictEqual((yield* consistent()).balanceMicros, 0)
+      })))
+
+    it.effect("a charge for an account without billing is refused as insufficient balance", () =>
+      run(Effect.gen(function*() {
+        const error = yield* Effect.flip(charge("task_1", 1, key, "acct_none"))
+        expect(error).toMatchObject({ _tag: "InsufficientBalance" })
+        expect(yield* (yield* BillingLedger).entries("acct_none")).toEqual([])
+        // and a refund for it does nothing
+        yield* refund("task_1", 1, key, "acct_none")
+      })))
+
+    it.effect("postpaid: the balance may go negative", () =>
+      run(Effect.gen(function*() {
+        yield* open(1 * usd, { billingMode: "postpaid" })
+        yield* charge("task_1", 3 * usd)
+        yield* charge("task_2", 2 * usd)
+        const current = yield* consistent()
+        assert.strictEqual(current.balanceMicros, -4 * usd)
+        yield* refund("task_2", 2 * usd)
+        assert.strictEqual((yield* consistent()).balanceMicros, -2 * usd)
+        // back to prepaid: nothing more can be charged until the debt is paid
+        yield* (yield* BillingAccounts).update(acct, { billingMode: "prepaid" })
+        expect(yield* Effect.flip(charge("task_3", 1))).toMatchObject({ _tag: "InsufficientBalance" })
+      })))
+
+    it.effect("a key's spend limit applies (prepaid and postpaid)", () =>
+      run(Effect.gen(function*() {
+        const accounts = yield* BillingAccounts
+        yield* open(100 * usd)
+        yield* open(0, { billingMode: "postpaid" }, "acct_post")
+        yield* accounts.registerKey(acct, key, 5 * usd)
+        yield* accounts.registerKey("acct_post", "key_post", 1 * usd)
+        yield* charge("task_1", 2 * usd)
+        yield* charge("task_2", 3 * usd)
+        const error = yield* Effect.flip(charge("task_3", 1))
+        expect(error).toMatchObject({ _tag: "SpendLimitExceeded", code: "SPEND_LIMIT_EXCEEDED" })
+        expect(error.message).toContain("API key spend limit")
+        // another key of the account is not limited
+        yield* charge("task_4", 10 * usd, "key_other")
+        // a refund gives the key room again
+        yield* refund("task_1", 2 * usd)
+        yield* charge("task_5", 2 * usd)
+        assert.strictEqual((yield* accounts.keySpend(key)).spentMicros, 5 * usd)
+        yield* consistent()
+        // postpaid too
+        yield* charge("task_6", 1 * usd, "key_post", "acct_post")
+        expect(yield* Effect.flip(charge("task_7", 1, "key_post", "acct_post"))).toMatchObject({ _tag: "SpendLimitExceeded" })
+        assert.strictEqual((yield* consistent("acct_post")).balanceMicros, -1 * usd)
+      })))
+
+    it.effect("the monthly spend limit applies per UTC calendar month", () =>
+      run(Effect.gen(function*() {
+        yield* TestClock.setTime(Date.UTC(2025, 0, 31, 23, 0))
+        yield* open(100 * usd, { monthlySpendLimitMicros: 5 * usd })
+        yield* charge("task_1", 4 * usd)
+        const error = yield* Effect.flip(charge("task_2", 2 * usd))
+        expect(error).toMatchObject({ _tag: "SpendLimitExceeded" })
+        expect(error.message).toContain("monthly spend limit")
+        yield* charge("task_3", 1 * usd)
+        assert.strictEqual((yield* state()).monthToDateMicros, 5 * usd)
+        // one hour later it is February (UTC): the spend starts again
+        yield* TestClock.adjust("1 hour")
+        assert.strictEqual((yield* state()).monthToDateMicros, 0)
+        yield* charge("task_4", 5 * usd)
+        expect(yield* Effect.flip(charge("task_5", 1))).toMatchObject({ _tag: "SpendLimitExceeded" })
+        const current = yield* consistent()
+        assert.strictEqual(current.monthToDateMicros, 5 * usd)
+        assert.strictEqual(current.balanceMicros, 90 * usd)
+        // postpaid accounts are limited as well
+        yield* (yield* BillingAccounts).update(acct, { billingMode: "postpaid", monthlySpendLimitMicros: 6 * usd })
+        yield* charge("task_6", 1 * usd)
+        expect(yield* Effect.flip(charge("task_7", 1))).toMatchObject({ _tag: "SpendLimitExceeded" })
+      })))
+
+    it.effect("a refund gives back the spend of the month the task was charged in", () =>
+      run(Effect.gen(function*() {
+        const january = Date.UTC(2025, 0, 20)
+        yield* TestClock.setTime(january)
+        yield* open(100 * usd, { monthlySpendLimitMicros: 10 * usd })
+        yield* charge("task_jan", 6 * usd)
+        yield* TestClock.setTime(Date.UTC(2025, 1, 3))
+        yield* charge("task_feb", 2 * usd)
+        yield* refund("task_jan", 6 * usd)
+        const current = yield* consistent()
+        assert.strictEqual(current.monthToDateMicros, 2 * usd, "February's spend is untouched")
+        assert.strictEqual(current.balanceMicros, 98 * usd)
+        const entries = yield* (yield* BillingLedger).entries(acct)
+        expect(entries.at(-1)).toMatchObject({ kind: "refund", taskId: "task_jan", month: "2025-01", createdAt: Date.UTC(2025, 1, 3) })
+        // January's spend went back to zero
+        yield* TestClock.setTime(january)
+        assert.strictEqual((yield* state()).monthToDateMicros, 0)
+        yield* charge("task_jan_2", 10 * usd)
+      })))
+
+    it.effect("a task's refunds never exceed its charges", () =>
+      run(Effect.gen(function*() {
+        const accounts = yield* BillingAccounts
+        yield* open(10 * usd)
+        yield* charge("task_1", 3 * usd)
+        yield* charge("task_2", 1 * usd)
+        yield* refund("task_1", 2 * usd)
+        yield* refund("task_1", 2 * usd)
+        yield* refund("task_1", 2 * usd)
+        yield* refund("task_unknown", 2 * usd)
+        const current = yield* consistent()
+        assert.strictEqual(current.balanceMicros, 9 * usd)
+        assert.strictEqual(current.monthToDateMicros, 1 * usd)
+        assert.strictEqual((yield* accounts.keySpend(key)).spentMicros, 1 * usd)
+        const refunds = (yield* (yield* BillingLedger).entries(acct)).filter((e) => e.kind === "refund")
+        expect(refunds.map((e) => e.amountMicros)).toEqual([2 * usd, 1 * usd])
+        // a refund of another account's task gives nothing
+        yield* open(0, {}, "acct_b")
+        yield* refund("task_2", 1 * usd, key, "acct_b")
+        assert.strictEqual((yield* consistent("acct_b")).balanceMicros, 0)
+      })))
+
+    it.effect("auto top-up with the `none` provider: the request is recorded, nothing is credited", () =>
+      run(Effect.gen(function*() {
+        const ledger = yield* BillingLedger
+        yield* TestClock.setTime(Date.UTC(2025, 4, 1))
+        yield* open(10 * usd, { autoTopUpEnabled: true, autoTopUpThresholdMicros: 5 * usd, autoTopUpAmountMicros: 20 * usd })
+        yield* charge("task_1", 5 * usd)
+        expect(yield* ledger.topUpRequests(acct), "exactly the threshold is not below it").toEqual([])
+        yield* charge("task_2", 1 * usd)
+        const current = yield* consistent()
+        assert.strictEqual(current.balanceMicros, 4 * usd)
+        expect(yield* ledger.topUpRequests(acct)).toMatchObject([
+          { accountId: acct, amountMicros: 20 * usd, provider: "none", status: "requested", createdAt: Date.UTC(2025, 4, 1) }
+        ])
+        // disabled: nothing requested
+        yield* (yield* BillingAccounts).update(acct, { autoTopUpEnabled: false })
+        yield* charge("task_3", 1 * usd)
+        assert.strictEqual((yield* ledger.topUpRequests(acct)).length, 1)
+      })))
+
+    it.effect("auto top-up with the simulated provider credits at once", () =>
+      run(
+        Effect.gen(function*() {
+          const ledger = yield* BillingLedger
+          yield* open(10 * usd, { autoTopUpEnabled: true, autoTopUpThresholdMicros: 5 * usd, autoTopUpAmountMicros: 20 * usd })
+          yield* open(10 * usd, {
+            billingMode: "postpaid",
+            autoTopUpEnabled: true,
+            autoTopUpThresholdMicros: 5 * usd,
+            autoTopUpAmountMicros: 20 * usd
+          }, "acct_post")
+          yield* charge("task_1", 6 * usd)
+          const current = yield* consistent()
+          assert.strictEqual(current.balanceMicros, 24 * usd)
+          expect((yield* ledger.entries(acct)).map((e) => [e.kind, e.amountMicros])).toEqual([
+            ["top_up", 10 * usd],
+            ["charge", -6 * usd],
+            ["top_up", 20 * usd]
+          ])
+          expect(yield* ledger.topUpRequests(acct)).toMatchObject([{ provider: "simulated", status: "credited", amountMicros: 20 * usd }])
+          // postpaid accounts are never topped up
+          yield* charge("task_2", 8 * usd, key, "acct_post")
+          assert.strictEqual((yield* consistent("acct_post")).balanceMicros, 2 * usd)
+          expect(yield* ledger.topUpRequests("acct_post")).toEqual([])
+        }),
+        PaymentProvider.layerSimulated
+      ))
+
+    it.effect("a failing payment provider never fails the charge", () =>
+      run(
+        Effect.gen(function*() {
+          yield* open(10 * usd, { autoTopUpEnabled: true, autoTopUpThresholdMicros: 5 * usd, autoTopUpAmountMicros: 20 * usd })
+          yield* charge("task_1", 6 * usd)
+          assert.strictEqual((yield* consistent()).balanceMicros, 4 * usd)
+          expect(yield* (yield* BillingLedger).topUpRequests(acct)).toMatchObject([{ provider: "broken", status: "failed" }])
+        }),
+        brokenProvider
+      ))
+
+    it.live("200 concurrent charges of 1 USD against 50 USD: exactly 50 succeed", () =>
+      run(Effect.gen(function*() {
+        const tx = yield* Tx
+        yield* open(50 * usd)
+        const exits = yield* Effect.forEach(
+          Array.from({ length: 200 }, (_, i) => i),
+          (i) => Effect.exit(tx.run(charge(`task_${i}`, 1 * usd))),
+          { concurrency: "unbounded" }
+        )
+        const succeeded = exits.filter(Exit.isSuccess).length
+        assert.strictEqual(succeeded, 50)
+        for (const exit of exits) {
+          if (Exit.isFailure(exit)) {
+            expect(yield* Effect.flip(exit)).toMatchObject({ _tag: "InsufficientBalance" })
+          }
+        }
+        const current = yield* consistent()
+        assert.strictEqual(current.balanceMicros, 0)
+        const entries = yield* (yield* BillingLedger).entries(acct)
+        let running = 0
+        for (const entry of entries) {
+          running += entry.amountMicros
+          assert.isAtLeast(running, 0, "the balance never went negative")
+        }
+        assert.strictEqual(entries.filter((e) => e.kind === "charge").length, 50)
+        assert.strictEqual((yield* (yield* BillingAccounts).keySpend(key)).spentMicros, 50 * usd)
+      })), 60_000)
+
+    it.effect.skipIf(!backend.transactional)("a charge rolls back with the caller's failing transaction", () =>
+      run(Effect.gen(function*() {
+        const tx = yield* Tx
+        yield* open(10 * usd, { autoTopUpEnabled: true, autoTopUpThresholdMicros: 9 * usd, autoTopUpAmountMicros: 5 * usd })
+        const failed = yield* Effect.exit(tx.run(Effect.zipRight(charge("task_1", 3 * usd), Effect.fail("boom" as const))))
+        assert.isTrue(Exit.isFailure(failed))
+        const current = yield* consistent()
+        assert.strictEqual(current.balanceMicros, 10 * usd)
+        assert.strictEqual(current.monthToDateMicros, 0)
+        assert.strictEqual((yield* (yield* BillingAccounts).keySpend(key)).spentMicros, 0)
+        expect(yield* (yield* BillingLedger).topUpRequests(acct)).toEqual([])
+        // a refused charge inside a transaction leaves the transaction usable
+        const mixed = yield* tx.run(Effect.gen(function*() {
+          yield* charge("task_2", 1 * usd)
+          const refused = yield* Effect.flip(charge("task_3", 100 * usd))
+          yield* charge("task_4", 1 * usd)
+          return refused._tag
+        }))
+        assert.strictEqual(mixed, "InsufficientBalance")
+        assert.strictEqual((yield* consistent()).balanceMicros, 8 * usd)
+      })))
+  })

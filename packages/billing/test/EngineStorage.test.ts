@@ -1,0 +1,101 @@
+/**
+ * SQL billing under the engine's SQL task storage, on one database: the storage charges inside the transaction
+ * that stores the task and refunds inside the one that ends it.
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Ids from "@mediagate/engine/Ids"
+import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
+import type { NewTask } from "@mediagate/engine/TaskRecord"
+import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { BillingAccounts, defaultSettings } from "../src/BillingAccounts.js"
+import { BillingLedger } from "../src/Ledger.js"
+import * as PaymentProvider from "../src/PaymentProvider.js"
+import * as SqlBilling from "../src/SqlBilling.js"
+import { postgres, runPostgres, sqlite } from "./databases.js"
+
+const now = Date.UTC(2025, 5, 1)
+
+const newTask = (accountId: string, chargedMicros: number, n: number): NewTask => ({
+  id: Ids.taskId(now + n),
+  accountId,
+  keyId: "key_a",
+  environment: "live",
+  endpoint: "vendor3/text-to-video",
+  provider: "vendor3",
+  operation: "text-to-video",
+  mediaType: "video",
+  model: "vendor3-3",
+  input: { prompt: "a cat" },
+  metadata: {},
+  webhookUrl: null,
+  originalTaskId: null,
+  chargedMicros,
+  estimatedSeconds: 60,
+  createdAt: now,
+  deadlineAt: now + 3_600_000
+})
+
+const accept = (task: NewTask) =>
+  Effect.flatMap(TaskStorage, (storage) =>
+    storage.accept({
+      task,
+      charge: {
+        accountId: task.accountId,
+        keyId: task.keyId,
+        taskId: task.id,
+        amountMicros: task.chargedMicros,
+        description: `${task.model} ${task.operation}`
+      },
+      idempotency: undefined
+    }))
+
+const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.SqlClient, unknown>]> = [
+  ["sqlite", sqlite],
+  ...(runPostgres ? [["postgres", postgres] as const] : [])
+]
+
+for (const [name, database] of databases) {
+  describe(`SqlBilling under SqlTaskStorage on ${name}`, () => {
+    const run = <A, E>(body: Effect.Effect<A, E, TaskStorage | BillingAccounts | BillingLedger>) => {
+      const billing = Layer.provideMerge(SqlBilling.layer, PaymentProvider.layerNone)
+      const storage = SqlTaskStorage.layer({ clock: () => now })
+      return body.pipe(
+        Effect.provide(Layer.provideMerge(storage, billing).pipe(Layer.provide(database()))),
+        Effect.scoped
+      )
+    }
+
+    it.effect("a refused charge stores no task; an accepted one is charged and refunded on cancel", () =>
+      run(Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const accounts = yield* BillingAccounts
+        const ledger = yield* BillingLedger
+        yield* accounts.open("acct_a", defaultSettings, 5_000_000)
+        const poor = newTask("acct_a", 6_000_000, 1)
+        expect(yield* Effect.flip(accept(poor))).toMatchObject({ _tag: "InsufficientBalance" })
+        assert.isTrue(Option.isNone(yield* storage.getById(poor.id)))
+        const unopened = newTask("acct_none", 1_000_000, 2)
+        expect(yield* Effect.flip(accept(unopened))).toMatchObject({ _tag: "InsufficientBalance" })
+        assert.isTrue(Option.isNone(yield* storage.getById(unopened.id)))
+
+        const task = newTask("acct_a", 3_200_000, 3)
+        const created = yield* accept(task)
+        assert.strictEqual(created._tag, "Created")
+        assert.strictEqual((yield* accounts.state("acct_a")).balanceMicros, 1_800_000)
+        const cancelled = yield* storage.cancel("acct_a", task.id)
+        assert.strictEqual(cancelled._tag, "Cancelled")
+        const state = yield* accounts.state("acct_a")
+        assert.strictEqual(state.balanceMicros, 5_000_000)
+        assert.strictEqual(state.monthToDateMicros, 0)
+        expect((yield* ledger.entries("acct_a")).map((e) => [e.kind, e.amountMicros, e.taskId])).toEqual([
+          ["top_up", 5_000_000, null],
+          ["charge", -3_200_000, task.id],
+          ["refund", 3_200_000, task.id]
+        ])
+      })))
+  })
+}
