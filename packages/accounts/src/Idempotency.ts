@@ -1,0 +1,304 @@
+/**
+ * `Idempotency-Key` on creating POSTs (decisions.md §2), reusable by every resource that creates something
+ * (API keys today, webhooks later): the same key with the same body within 24 h replays the original answer, another
+ * body is `409 IDEMPOTENCY_KEY_REUSED`.
+ *
+ * Stored answers may carry secrets (a full API key, a webhook secret), so nothing readable is stored:
+ * - the lookup column `key_hash` is the SHA-256 hex of the Idempotency-Key, never the key itself;
+ * - the answer is sealed with AES-256-GCM under a key derived with HKDF-SHA256 from the Idempotency-Key itself
+ *   (salt: account and scope), with the row's identity as additional data. The database alone cannot reveal it:
+ *   only a client that presents the Idempotency-Key again can have it opened. (Its strength is the entropy of the
+ *   Idempotency-Key: clients should use random keys such as UUIDs.)
+ *
+ * Table `idempotent_responses` (account_id, scope, key_hash, fingerprint, ciphertext, created_at), primary key
+ * (account_id, scope, key_hash); created by the accounts migrations ({@link createTable}).
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Errors } from "@mediagate/contract"
+import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto"
+import { decodeAll, numberOf, persistence, type Row, stringOf } from "./internal/sql.js"
+
+/** How long an answer is replayed. */
+export const windowMillis = 24 * 60 * 60 * 1000
+
+/** A stored (sealed) answer. */
+export interface StoredResponse {
+  readonly accountId: string
+  readonly scope: string
+  /** SHA-256 hex of the Idempotency-Key. */
+  readonly keyHash: string
+  /** SHA-256 hex of the canonical request. */
+  readonly fingerprint: string
+  /** `v1.` + base64 of IV (12) | tag (16) | AES-256-GCM ciphertext. */
+  readonly ciphertext: string
+  readonly createdAt: number
+}
+
+/** Storage of sealed answers. */
+export class IdempotencyStore extends Context.Tag("@mediagate/accounts/IdempotencyStore")<IdempotencyStore, {
+  readonly find: (
+    accountId: string,
+    scope: string,
+    keyHash: string
+  ) => Effect.Effect<Option.Option<StoredResponse>, PersistenceError>
+  /**
+   * Stores an answer; false when a record created after `expiredBefore` already holds the key (a concurrent request
+   * won). A record created at or before `expiredBefore` has expired and is replaced.
+   */
+  readonly insert: (record: StoredResponse, expiredBefore: number) => Effect.Effect<boolean, PersistenceError>
+  /** Deletes records created before `before`; answers how many. */
+  readonly prune: (before: number) => Effect.Effect<number, PersistenceError>
+}>() {}
+
+// -----------------------------------------------------------------------------------------------------------------
+// hashing and sealing
+// -----------------------------------------------------------------------------------------------------------------
+
+const sha256 = (value: string) => createHash("sha256").update(value, "utf8").digest("hex")
+
+/** The lookup hash of an Idempotency-Key. */
+export const hashKey = (idempotencyKey: string): string => sha256(`mediagate-idempotency-key:${idempotencyKey}`)
+
+const canonical = (value: unknown): unknown => {
+  if (value instanceof Date) return value.toISOString()
+  if (Array.isArray(value)) return value.map(canonical)
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(
+      Object.keys(value).sort().filter((k) => (value as Record<string, unknown>)[k] !== undefined).map((k) => [
+        k,
+        canonical((value as Record<string, unknown>)[k])
+      ])
+    )
+  }
+  return value
+}
+
+/** The fingerprint of a request: SHA-256 of its canonical JSON (sorted keys, dates as ISO strings). */
+export const fingerprint = (request: unknown): string => sha256(JSON.stringify(canonical(request)))
+
+const deriveKey = (idempotencyKey: string, accountId: string, scope: string): Buffer =>
+  Buffer.from(hkdfSync(
+    "sha256",
+    Buffer.from(idempotencyKey, "utf8"),
+    Buffer.from(`mediagate-idempotency:${accountId}:${scope}`, "utf8"),
+    Buffer.from("idempotent-response aes-256-gcm v1", "utf8"),
+    32
+  ))
+
+const aad = (accountId: string, scope: string, keyHash: string, fp: string) =>
+  Buffer.from(`${accountId}\n${scope}\n${keyHash}\n${fp}`, "utf8")
+
+/** Seals an answer under the Idempotency-Key. */
+export const seal = (
+  idempotencyKey: string,
+  identity: { readonly accountId: string; readonly scope: string; readonly keyHash: string; readonly fingerprint: string },
+  plaintext: string
+): string => {
+  const iv = randomBytes(12)
+  const cipher = createCipheriv("aes-256-gcm", deriveKey(idempotencyKey, identity.accountId, identity.scope), iv)
+  cipher.setAAD(aad(identity.accountId, identity.scope, identity.keyHash, identity.fingerprint))
+  const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
+  return `v1.${Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64")}`
+}
+
+/** Opens a sealed answer; undefined when it does not open (wrong key, tampered). */
+export const open = (idempotencyKey: string, record: StoredResponse): string | undefined => {
+  try {
+    if (!record.ciphertext.startsWith("v1.")) return undefined
+    const bytes = Buffer.from(record.ciphertext.slice(3), "base64")
+    const decipher = createDecipheriv(
+      "aes-256-gcm",
+      deriveKey(idempotencyKey, record.accountId, record.scope),
+      bytes.subarray(0, 12)
+    )
+    decipher.setAAD(aad(record.accountId, record.scope, record.keyHash, record.fingerprint))
+    decipher.setAuthTag(bytes.subarray(12, 28))
+    return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString("utf8")
+  } catch {
+    return undefined
+  }
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// running a creation idempotently
+// -----------------------------------------------------------------------------------------------------------------
+
+/** A concurrent request stored its answer between our lookup and our insert: ours is rolled back and replayed. */
+class Race extends Data.TaggedError("IdempotencyRace")<{}> {}
+
+/** What {@link run} needs to know about one creation. */
+export interface RunOptions<A, E, R> {
+  readonly accountId: string
+  /** The kind of creation, e.g. `api-keys` or `webhooks`. */
+  readonly scope: string
+  readonly idempotencyKey: string | undefined
+  /** The request as received (its fingerprint decides "same body"). */
+  readonly request: unknown
+  /** The creation; runs inside `transaction` together with the insert of its sealed answer. */
+  readonly create: Effect.Effect<A, E, R>
+  /** A transaction of the store the creation writes to (identity for memory stores). */
+  readonly transaction: <X, Y, Z>(self: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y | PersistenceError, Z>
+}
+
+/**
+ * Runs a creation under an Idempotency-Key (none: just runs it). The answer is encoded as JSON: it must be plain
+ * data (strings, numbers, booleans, null, arrays, objects).
+ */
+export const run = <A, E, R>(
+  options: RunOptions<A, E, R>
+): Effect.Effect<A, E | Errors.IdempotencyKeyReused | PersistenceError, R | IdempotencyStore> => {
+  const idempotencyKey = options.idempotencyKey
+  if (idempotencyKey === undefined) return options.create
+  return Effect.gen(function*() {
+    const store = yield* IdempotencyStore
+    const keyHash = hashKey(idempotencyKey)
+    const fp = fingerprint(options.request)
+    const identity = { accountId: options.accountId, scope: options.scope, keyHash, fingerprint: fp }
+
+    const replay = (now: number): Effect.Effect<Option.Option<A>, Errors.IdempotencyKeyReused | PersistenceError> =>
+      Effect.flatMap(store.find(options.accountId, options.scope, keyHash), (found): Effect.Effect<
+        Option.Option<A>,
+        Errors.IdempotencyKeyReused | PersistenceError
+      > => {
+        if (Option.isNone(found) || found.value.createdAt <= now - windowMillis) return Effect.succeed(Option.none())
+        if (found.value.fingerprint !== fp) {
+          return Effect.fail(
+            new Errors.IdempotencyKeyReused({ message: "Idempotency-Key was already used with a different request" })
+          )
+        }
+        const plaintext = open(idempotencyKey, found.value)
+        return plaintext === undefined
+          ? Effect.fail(new PersistenceError({ message: "idempotent_responses: a stored answer does not open" }))
+          : Effect.succeed(Option.some(JSON.parse(plaintext) as A))
+      })
+
+    const attempt = (tries: number): Effect.Effect<A, E | Errors.IdempotencyKeyReused | PersistenceError, R> =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const previous = yield* replay(now)
+        if (Option.isSome(previous)) return previous.value
+        return yield* options.transaction(Effect.gen(function*() {
+          const answer = yield* options.create
+          const inserted = yield* store.insert({
+            ...identity,
+            ciphertext: seal(idempotencyKey, identity, JSON.stringify(answer)),
+            createdAt: now
+          }, now - windowMillis)
+          if (!inserted) return yield* new Race()
+          return answer
+        })).pipe(
+          Effect.catchIf(
+            (e): e is Race => e instanceof Race,
+            () =>
+              tries > 0
+                ? attempt(tries - 1)
+                : Effect.fail(new PersistenceError({ message: "idempotency: lost the race twice" }))
+          )
+        )
+      })
+    return yield* attempt(2)
+  })
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// stores
+// -----------------------------------------------------------------------------------------------------------------
+
+/** The memory store. */
+export const makeMemory = (): IdempotencyStore["Type"] => {
+  const records = new Map<string, StoredResponse>()
+  const id = (accountId: string, scope: string, keyHash: string) => `${accountId}\n${scope}\n${keyHash}`
+  return {
+    find: (accountId, scope, keyHash) => Effect.sync(() => Option.fromNullable(records.get(id(accountId, scope, keyHash)))),
+    insert: (record, expiredBefore) =>
+      Effect.sync(() => {
+        const key = id(record.accountId, record.scope, record.keyHash)
+        const existing = records.get(key)
+        if (existing !== undefined && existing.createdAt > expiredBefore) return false
+        records.set(key, record)
+        return true
+      }),
+    prune: (before) =>
+      Effect.sync(() => {
+        let n = 0
+        for (const [key, record] of records) {
+          if (record.createdAt < before) {
+            records.delete(key)
+            n++
+          }
+        }
+        return n
+      })
+  }
+}
+
+/** Creates the `idempotent_responses` table (a migration of the accounts package). */
+export const createTable = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const big = sql.onDialectOrElse({ pg: () => "BIGINT", orElse: () => "INTEGER" })
+  yield* sql.unsafe(`CREATE TABLE idempotent_responses (
+  account_id TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  key_hash TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  ciphertext TEXT NOT NULL,
+  created_at ${big} NOT NULL,
+  PRIMARY KEY (account_id, scope, key_hash)
+)`)
+  yield* sql.unsafe(`CREATE INDEX idempotent_responses_created_idx ON idempotent_responses (created_at)`)
+})
+
+const decode = (row: Row): StoredResponse => ({
+  accountId: stringOf(row, "account_id"),
+  scope: stringOf(row, "scope"),
+  keyHash: stringOf(row, "key_hash"),
+  fingerprint: stringOf(row, "fingerprint"),
+  ciphertext: stringOf(row, "ciphertext"),
+  createdAt: numberOf(row, "created_at")
+})
+
+/** The SQL store on the `SqlClient` in context (SQLite or PostgreSQL; the table must exist). */
+export const makeSql: Effect.Effect<IdempotencyStore["Type"], never, SqlClient.SqlClient> = Effect.map(
+  SqlClient.SqlClient,
+  (client): IdempotencyStore["Type"] => {
+    const sql = client.withoutTransforms()
+    return {
+      find: (accountId, scope, keyHash) =>
+        sql<Row>`SELECT * FROM idempotent_responses
+          WHERE account_id = ${accountId} AND scope = ${scope} AND key_hash = ${keyHash}`.pipe(
+          Effect.flatMap(decodeAll(decode)),
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          persistence("idempotency lookup")
+        ),
+      insert: (record, expiredBefore) =>
+        Effect.gen(function*() {
+          yield* sql`DELETE FROM idempotent_responses WHERE account_id = ${record.accountId}
+            AND scope = ${record.scope} AND key_hash = ${record.keyHash} AND created_at <= ${expiredBefore}`
+          const rows = yield* sql<Row>`INSERT INTO idempotent_responses ${
+            sql.insert({
+              account_id: record.accountId,
+              scope: record.scope,
+              key_hash: record.keyHash,
+              fingerprint: record.fingerprint,
+              ciphertext: record.ciphertext,
+              created_at: record.createdAt
+            })
+          } ON CONFLICT DO NOTHING RETURNING key_hash`
+          return rows.length === 1
+        }).pipe(persistence("idempotency insert")),
+      prune: (before) =>
+        sql<Row>`DELETE FROM idempotent_responses WHERE created_at < ${before} RETURNING key_hash`.pipe(
+          Effect.map((rows) => rows.length),
+          persistence("idempotency prune")
+        )
+    }
+  }
+)

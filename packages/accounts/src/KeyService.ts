@@ -1,0 +1,301 @@
+/**
+ * The contract's `KeyService` on an {@link AccountStore}, an {@link IdempotencyStore} and billing's
+ * `BillingAccounts`: authentication, key creation without escalation, listing and revocation (decisions.md §5).
+ *
+ * - Authentication reads ONE row (the key by its hash, through the unique index) and decides in the order of §5:
+ *   header missing/empty → `AUTH_REQUIRED`; not `Bearer <mg_(live|test)_<32>>` or unknown hash → `AUTH_INVALID_TOKEN`;
+ *   revoked → `KEY_REVOKED`; expired → `AUTH_TOKEN_EXPIRED`; client address outside a non-empty whitelist →
+ *   `KEY_PERMISSION_DENIED`. There is no cache: a revocation is seen by the very next request, in every process.
+ * - `Principal.spentMicros` is not read on the hot path (it is billing's counter, checked atomically when a charge
+ *   is made); authentication answers 0 there. Key creation reads the real counter through `BillingAccounts.keySpend`.
+ * - `lastUsedAt` is not written per request: uses are buffered in memory (latest time per key) and written in one
+ *   batch every `flushInterval` (default 10 s) and when the layer's scope closes. {@link KeyUsage} flushes on demand.
+ *
+ * @since 0.1.0
+ */
+import { BillingAccounts } from "@mediagate/billing/BillingAccounts"
+import { ApiKey, Errors, Money, type Security, Services } from "@mediagate/contract"
+import * as Ids from "@mediagate/engine/Ids"
+import type { PersistenceError } from "@mediagate/engine/PersistenceError"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import { AccountStore, type KeyRow } from "./AccountStore.js"
+import * as Idempotency from "./Idempotency.js"
+import * as Keys from "./Keys.js"
+
+/** The buffer of key uses (`lastUsedAt`). */
+export class KeyUsage extends Context.Tag("@mediagate/accounts/KeyUsage")<KeyUsage, {
+  /** Writes every buffered use in one batch. */
+  readonly flush: Effect.Effect<void, PersistenceError>
+  /** How many keys have a use waiting to be written. */
+  readonly pending: Effect.Effect<number>
+}>() {}
+
+/** Options of the key service. */
+export interface Options {
+  /** How often buffered `lastUsedAt` values are written (default 10 s). */
+  readonly flushInterval?: Duration.DurationInput
+}
+
+/** The idempotency scope of key creation. */
+export const idempotencyScope = "api-keys"
+
+/** Maps storage failures to `SERVICE_UNAVAILABLE` (the cause is logged, never shown). */
+export const unavailable = <A, E, R>(
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, PersistenceError> | Errors.ServiceUnavailable, R> =>
+  Effect.catchIf(
+    self,
+    (e): e is Extract<E, PersistenceError> =>
+      typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "PersistenceError",
+    (e) =>
+      Effect.zipRight(
+        Effect.logWarning("accounts: storage failure", e),
+        Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again later" }))
+      )
+  ) as Effect.Effect<A, Exclude<E, PersistenceError> | Errors.ServiceUnavailable, R>
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+/** A key row as the API shows it. */
+export const toRecord = (row: KeyRow, spentMicros: number, lastUsedAt: number | null = row.lastUsedAt): ApiKey.ApiKeyRecord => ({
+  id: row.id,
+  name: row.name,
+  environment: row.environment,
+  maskedKey: row.maskedKey,
+  permissions: row.permissions,
+  ipWhitelist: row.ipWhitelist,
+  spendLimit: row.spendLimitMicros === null ? null : Money.fromMicros(row.spendLimitMicros),
+  spent: Money.fromMicros(spentMicros),
+  expiresAt: row.expiresAt === null ? null : iso(row.expiresAt),
+  createdAt: iso(row.createdAt),
+  lastUsedAt: lastUsedAt === null ? null : iso(lastUsedAt)
+})
+
+/** A new key, fully decided (rules already applied). */
+export interface NewKey {
+  readonly accountId: string
+  readonly name: string
+  readonly environment: ApiKey.Environment
+  readonly permissions: ApiKey.Permissions
+  readonly ipWhitelist: ReadonlyArray<string>
+  readonly spendLimitMicros: number | null
+  readonly expiresAt: number | null
+}
+
+/**
+ * Stores a new key and registers its spend limit with billing, in one transaction; answers the record and the full
+ * key (the only time it exists outside the client).
+ */
+export const insertKey = (
+  key: NewKey
+): Effect.Effect<ApiKey.ApiKeyCreated, PersistenceError, AccountStore | BillingAccounts> =>
+  Effect.gen(function*() {
+    const store = yield* AccountStore
+    const billing = yield* BillingAccounts
+    const now = yield* Clock.currentTimeMillis
+    const full = Keys.generateKey(key.environment)
+    const row: KeyRow = {
+      id: `key_${Ids.ulid(now)}`,
+      accountId: key.accountId,
+      name: key.name,
+      environment: key.environment,
+      keyHash: Keys.hashKey(full),
+      maskedKey: ApiKey.maskKey(full),
+      permissions: key.permissions,
+      ipWhitelist: key.ipWhitelist,
+      spendLimitMicros: key.spendLimitMicros,
+      expiresAt: key.expiresAt,
+      createdAt: now,
+      revokedAt: null,
+      lastUsedAt: null
+    }
+    yield* store.transaction(Effect.zipRight(
+      store.insertKey(row),
+      billing.registerKey(key.accountId, row.id, key.spendLimitMicros)
+    ))
+    return { ...toRecord(row, 0), key: full }
+  })
+
+/** Refuses an `expiresAt` that is not in the future. */
+export const checkNotPast = (expiresAt: Date | null | undefined, now: number) =>
+  expiresAt !== undefined && expiresAt !== null && expiresAt.getTime() <= now
+    ? Effect.fail(new Errors.ValidationError({ message: "expiresAt: must be in the future" }))
+    : Effect.void
+
+/** Builds the key service and its usage buffer (the flusher runs in the scope). */
+export const make = (
+  options: Options = {}
+): Effect.Effect<
+  { readonly service: Services.KeyService["Type"]; readonly usage: KeyUsage["Type"] },
+  never,
+  AccountStore | Idempotency.IdempotencyStore | BillingAccounts | Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const store = yield* AccountStore
+    const billing = yield* BillingAccounts
+    const context = yield* Effect.context<AccountStore | Idempotency.IdempotencyStore | BillingAccounts>()
+
+    // ---- lastUsedAt buffer -----------------------------------------------------------------------------------
+    let buffer = new Map<string, number>()
+    const flush: Effect.Effect<void, PersistenceError> = Effect.suspend(() => {
+      if (buffer.size === 0) return Effect.void
+      const batch = buffer
+      buffer = new Map()
+      return store.touchKeys(batch).pipe(
+        Effect.tapError(() =>
+          Effect.sync(() => {
+            // keep the uses for the next flush (the newest time wins)
+            for (const [id, at] of batch) if ((buffer.get(id) ?? -Infinity) < at) buffer.set(id, at)
+          })
+        )
+      )
+    })
+    const usage: KeyUsage["Type"] = { flush, pending: Effect.sync(() => buffer.size) }
+    const interval = Duration.decode(options.flushInterval ?? "10 seconds")
+    yield* flush.pipe(
+      Effect.catchAll((e) => Effect.logWarning("accounts: lastUsedAt flush failed", e)),
+      Effect.repeat(Schedule.spaced(interval)),
+      Effect.delay(interval),
+      Effect.interruptible,
+      Effect.forkScoped
+    )
+    yield* Effect.addFinalizer(() => Effect.catchAll(flush, (e) => Effect.logWarning("accounts: final flush failed", e)))
+
+    // ---- authenticate ------------------------------------------------------------------------------------------
+    const authenticate: Services.KeyService["Type"]["authenticate"] = ({ authorization, clientAddress }) =>
+      Effect.gen(function*() {
+        if (authorization === undefined || authorization.trim() === "") {
+          return yield* new Errors.AuthRequired({ message: "API key required: send Authorization: Bearer <key>" })
+        }
+        const key = Keys.bearerKey(authorization)
+        if (key === undefined) return yield* new Errors.AuthInvalidToken({ message: "malformed API key" })
+        const found = yield* unavailable(store.keyByHash(Keys.hashKey(key)))
+        if (Option.isNone(found)) return yield* new Errors.AuthInvalidToken({ message: "unknown API key" })
+        const row = found.value
+        if (row.revokedAt !== null) return yield* new Errors.KeyRevoked({ message: "API key has been revoked" })
+        const now = yield* Clock.currentTimeMillis
+        if (row.expiresAt !== null && row.expiresAt <= now) {
+          return yield* new Errors.AuthTokenExpired({ message: "API key has expired" })
+        }
+        if (!Keys.allowedBy(row.ipWhitelist, clientAddress)) {
+          return yield* new Errors.KeyPermissionDenied({ message: "IP address not allowed for this key" })
+        }
+        if ((buffer.get(row.id) ?? -Infinity) < now) buffer.set(row.id, now)
+        const principal: Security.Principal = {
+          accountId: row.accountId,
+          keyId: row.id,
+          environment: row.environment,
+          permissions: row.permissions,
+          spendLimitMicros: row.spendLimitMicros,
+          spentMicros: 0,
+          expiresAt: row.expiresAt === null ? null : new Date(row.expiresAt),
+          clientAddress
+        }
+        return principal
+      })
+
+    // ---- create ------------------------------------------------------------------------------------------------
+    const decide = (caller: Security.Principal, body: ApiKey.ApiKeyCreate) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        yield* checkNotPast(body.expiresAt, now)
+        const environment = body.environment ?? caller.environment
+        if (caller.environment === "test" && environment !== "test") {
+          return yield* new Errors.KeyPermissionDenied({ message: "environment: a test key can only create test keys" })
+        }
+        // absent fields default to the caller's own bounds; explicit values must lie within them
+        const permissions = body.permissions ?? caller.permissions
+        if (!ApiKey.isWithin(permissions, caller.permissions)) {
+          return yield* new Errors.KeyPermissionDenied({
+            message: "permissions: must be within the permissions of the calling key"
+          })
+        }
+        let spendLimitMicros: number | null = body.spendLimit === undefined || body.spendLimit === null
+          ? null
+          : Money.toMicros(body.spendLimit)
+        if (caller.spendLimitMicros !== null) {
+          const spend = yield* billing.keySpend(caller.keyId)
+          const remaining = Math.max(0, caller.spendLimitMicros - spend.spentMicros)
+          if (body.spendLimit === undefined) spendLimitMicros = remaining
+          else if (spendLimitMicros === null || spendLimitMicros > remaining) {
+            return yield* new Errors.KeyPermissionDenied({
+              message: `spendLimit: must be at most ${Money.fromMicros(remaining)} (the remaining spend limit of the calling key)`
+            })
+          }
+        }
+        let expiresAt: number | null = body.expiresAt === undefined || body.expiresAt === null
+          ? null
+          : body.expiresAt.getTime()
+        if (caller.expiresAt !== null) {
+          const limit = caller.expiresAt.getTime()
+          if (body.expiresAt === undefined) expiresAt = limit
+          else if (expiresAt === null || expiresAt > limit) {
+            return yield* new Errors.KeyPermissionDenied({
+              message: `expiresAt: must not be later than the expiry of the calling key (${iso(limit)})`
+            })
+          }
+        }
+        const key: NewKey = {
+          accountId: caller.accountId,
+          name: body.name,
+          environment,
+          permissions,
+          ipWhitelist: body.ipWhitelist ?? [],
+          spendLimitMicros,
+          expiresAt
+        }
+        return key
+      })
+
+    const create: Services.KeyService["Type"]["create"] = (caller, body, idempotencyKey) =>
+      Idempotency.run({
+        accountId: caller.accountId,
+        scope: idempotencyScope,
+        idempotencyKey,
+        request: body,
+        transaction: store.transaction,
+        create: Effect.flatMap(decide(caller, body), insertKey)
+      }).pipe(unavailable, Effect.provide(context))
+
+    // ---- list, revoke ------------------------------------------------------------------------------------------
+    const list: Services.KeyService["Type"]["list"] = (caller) =>
+      Effect.gen(function*() {
+        const rows = yield* store.listKeys(caller.accountId)
+        return yield* Effect.forEach(rows, (row) =>
+          Effect.map(billing.keySpend(row.id), (spend) => {
+            const buffered = buffer.get(row.id)
+            const lastUsedAt = buffered !== undefined && (row.lastUsedAt === null || row.lastUsedAt < buffered)
+              ? buffered
+              : row.lastUsedAt
+            return toRecord(row, spend.spentMicros, lastUsedAt)
+          }), { concurrency: 8 })
+      }).pipe(unavailable)
+
+    const revoke: Services.KeyService["Type"]["revoke"] = (caller, id) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const revoked = yield* store.revokeKey(caller.accountId, id, now)
+        if (!revoked) return yield* new Errors.ApiKeyNotFound({ message: `API key ${id} not found` })
+        return { id, deleted: true as const }
+      }).pipe(unavailable)
+
+    return { service: { authenticate, create, list, revoke }, usage }
+  })
+
+/** The key service and its usage buffer as a scoped layer (the last buffered uses are written on close). */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<
+  Services.KeyService | KeyUsage,
+  never,
+  AccountStore | Idempotency.IdempotencyStore | BillingAccounts
+> =>
+  Layer.scopedContext(Effect.map(make(options), ({ service, usage }) =>
+    Context.make(Services.KeyService, service).pipe(Context.add(KeyUsage, usage))))

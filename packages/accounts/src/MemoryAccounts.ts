@@ -1,0 +1,37 @@
+/**
+ * Accounts and API keys in memory (one process, nothing persisted): the same services as `SqlAccounts`, for tests
+ * and the in-memory example setup. Billing stays behind `BillingAccounts` (provide billing's memory implementation).
+ *
+ * @since 0.1.0
+ */
+import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
+import type { Services } from "@mediagate/contract"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as AccountStore from "./AccountStore.js"
+import * as AdminService from "./AdminService.js"
+import * as Idempotency from "./Idempotency.js"
+import * as KeyService from "./KeyService.js"
+
+/** Fresh memory stores (accounts and keys, idempotent answers). */
+export const layerStore: Layer.Layer<AccountStore.AccountStore | Idempotency.IdempotencyStore> = Layer.effectContext(
+  Effect.sync(() =>
+    Context.make(AccountStore.AccountStore, AccountStore.makeMemory()).pipe(
+      Context.add(Idempotency.IdempotencyStore, Idempotency.makeMemory())
+    )
+  )
+)
+
+/** Every accounts service in memory: `KeyService` (with `KeyUsage`), `AdminService` and the stores. */
+export const layer = (
+  options: KeyService.Options = {}
+): Layer.Layer<
+  | Services.KeyService
+  | KeyService.KeyUsage
+  | Services.AdminService
+  | AccountStore.AccountStore
+  | Idempotency.IdempotencyStore,
+  never,
+  BillingAccounts
+> => Layer.mergeAll(KeyService.layer(options), AdminService.layer).pipe(Layer.provideMerge(layerStore))
