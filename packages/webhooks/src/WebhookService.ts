@@ -1,0 +1,233 @@
+/**
+ * The contract's `WebhookService` port (decisions.md §6), scoped to the caller's account: another account's webhook
+ * or delivery is reported exactly as an unknown one.
+ *
+ * - `create`: a fresh secret (`whsec_` + base64 of 32 random bytes from `node:crypto`), answered only here; the
+ *   target's literal host is checked again (the request Schema already did) unless `allowPrivate`; an
+ *   `Idempotency-Key` replays the original answer for 24 h (another body with the same key: `IDEMPOTENCY_KEY_REUSED`).
+ * - `list` / `remove` (soft delete: pending deliveries of a deleted webhook fail without a request).
+ * - `deliveries`: newest first, keyset cursor (base64url of the last delivery id), 20 per page.
+ * - `replay`: a new delivery of the same event (same event id, attempts from 0, due at once) to the webhook's
+ *   current URL; it re-enables a webhook that a `410 Gone` disabled.
+ * - `test`: one synchronous signed delivery of a sample `task.completed` event (`metadata: { test: true }`) with
+ *   `X-Webhook-Test: true`; not stored, not retried.
+ *
+ * @since 0.1.0
+ */
+import { Address, Errors, type Security, Services, type Webhook } from "@mediagate/contract"
+import * as Ids from "@mediagate/engine/Ids"
+import type { PersistenceError } from "@mediagate/engine/PersistenceError"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Encoding from "effect/Encoding"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { createHash, randomBytes } from "node:crypto"
+import { configuredHeaders, defaultTimeoutMs } from "./Dispatcher.js"
+import { WebhookSender } from "./Outbound.js"
+import { type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
+
+/** How long an `Idempotency-Key` of a registration is remembered (as for tasks: 24 h). */
+export const idempotencyWindowMs = 24 * 60 * 60 * 1000
+
+/** Deliveries per page. */
+export const deliveryPageSize = 20
+
+/** Options of the service. */
+export interface ServiceOptions {
+  /** Allow loopback and private targets (`MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`). Default false. */
+  readonly allowPrivate?: boolean
+  /** Time limit of the test delivery, in ms. Default 10 s. */
+  readonly timeoutMs?: number
+}
+
+/** A new secret: `whsec_` + base64 of 32 random bytes. */
+export const newSecret = (): string => `whsec_${randomBytes(32).toString("base64")}`
+
+const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
+
+/** The public form of a registration (never its secret). */
+export const toRecord = (row: WebhookRow): Webhook.WebhookRecord => ({
+  id: row.id,
+  url: row.url,
+  events: row.events,
+  description: row.description,
+  enabled: row.enabled,
+  createdAt: iso(row.createdAt)!
+})
+
+/** The public form of a delivery. */
+export const toDelivery = (row: DeliveryRow): Webhook.Delivery => ({
+  id: row.id,
+  event_id: row.eventId,
+  event_type: row.eventType,
+  status: row.status,
+  attempts: row.attempts,
+  last_status_code: row.lastStatusCode,
+  last_error: row.lastError,
+  next_attempt_at: row.status === "pending" ? iso(row.nextAttemptAt) : null,
+  created_at: iso(row.createdAt)!
+})
+
+/** Cursors are opaque: the last delivery id of a page, base64url-encoded. */
+export const encodeCursor = (id: string): string => Encoding.encodeBase64Url(id)
+
+/** Decodes a delivery cursor, or fails with `VALIDATION_ERROR`. */
+export const decodeCursor = (cursor: string): Either.Either<string, Errors.ValidationError> => {
+  const decoded = Encoding.decodeBase64UrlString(cursor)
+  return Either.isRight(decoded) && /^dlv_[0-9A-HJKMNP-TV-Z]{26}$/.test(decoded.right)
+    ? Either.right(decoded.right)
+    : Either.left(new Errors.ValidationError({ message: "cursor: is not a cursor of this list" }))
+}
+
+/** The sample event of a test delivery. */
+export const sampleEvent = (now: number): Webhook.WebhookEvent => ({
+  id: Ids.eventId(now),
+  type: "task.completed",
+  created_at: new Date(now).toISOString(),
+  data: {
+    task: {
+      id: Ids.taskId(now),
+      type: "image",
+      status: "succeeded",
+      provider: "vendor4",
+      model: "vendor4-5-0-lite",
+      created_at: new Date(now - 5000).toISOString(),
+      completed_at: new Date(now).toISOString(),
+      result: [{ url: "https://example.com/files/sample.png", format: "png", size_bytes: 1024, width: 1024, height: 1024 }],
+      metadata: { test: true }
+    }
+  }
+})
+
+const unavailable = (error: PersistenceError) =>
+  Effect.zipRight(
+    Effect.logError("webhook storage failure", error),
+    Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again" }))
+  )
+
+const webhookNotFound = (id: string) => new Errors.WebhookNotFound({ message: `webhook ${id} not found` })
+
+/** Builds the service on a {@link WebhookStore} and a {@link WebhookSender}. */
+export const make = (options: ServiceOptions = {}) =>
+  Effect.gen(function*() {
+    const store = yield* WebhookStore
+    const sender = yield* WebhookSender
+    const allowPrivate = options.allowPrivate === true
+    const timeoutMs = options.timeoutMs ?? defaultTimeoutMs
+
+    const findWebhook = (principal: Security.Principal, id: string) =>
+      Effect.flatMap(store.getWebhook(principal.accountId, id), Option.match({
+        onNone: () => Effect.fail(webhookNotFound(id)),
+        onSome: Effect.succeed
+      }))
+
+    const service: Services.WebhookService["Type"] = {
+      create: (principal, body, idempotencyKey) =>
+        Effect.gen(function*() {
+          const url = Address.parseHttpUrl(body.url)
+          if (url === undefined) return yield* new Errors.ValidationError({ message: "url: must be an absolute http(s) URL" })
+          if (!allowPrivate) {
+            const problem = Address.literalHostProblem(url)
+            if (problem !== undefined) return yield* new Errors.ValidationError({ message: `url: ${problem}` })
+          }
+          const now = yield* store.now
+          const row: WebhookRow = {
+            id: webhookId(now),
+            accountId: principal.accountId,
+            url: body.url,
+            events: [...new Set(body.events)],
+            description: body.description ?? null,
+            enabled: true,
+            secret: newSecret(),
+            createdAt: now,
+            deletedAt: null
+          }
+          const claim = idempotencyKey === undefined ? undefined : {
+            key: idempotencyKey,
+            fingerprint: createHash("sha256").update(JSON.stringify(["webhooks.create", body])).digest("base64url"),
+            notBefore: now - idempotencyWindowMs
+          }
+          const result = yield* store.createWebhook(row, claim)
+          return { ...toRecord(result.webhook), secret: result.webhook.secret }
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.create")),
+
+      list: (principal) =>
+        store.listWebhooks(principal.accountId).pipe(
+          Effect.map((rows) => rows.map(toRecord)),
+          Effect.catchTag("PersistenceError", unavailable),
+          Effect.withSpan("WebhookService.list")
+        ),
+
+      remove: (principal, id) =>
+        Effect.gen(function*() {
+          const now = yield* store.now
+          const removed = yield* store.removeWebhook(principal.accountId, id, now)
+          if (!removed) return yield* webhookNotFound(id)
+          return { id, deleted: true as const }
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.remove")),
+
+      deliveries: (principal, id, query) =>
+        Effect.gen(function*() {
+          const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
+          yield* findWebhook(principal, id)
+          const page = yield* store.listDeliveries(principal.accountId, id, { beforeId, limit: deliveryPageSize })
+          const last = page.items[page.items.length - 1]
+          return {
+            data: page.items.map(toDelivery),
+            pagination: {
+              cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
+              hasMore: page.hasMore,
+              total: page.total
+            }
+          }
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.deliveries")),
+
+      replay: (principal, id, deliveryId) =>
+        Effect.gen(function*() {
+          const webhook = yield* findWebhook(principal, id)
+          const original = yield* store.getDelivery(principal.accountId, id, deliveryId)
+          if (Option.isNone(original)) {
+            return yield* new Errors.DeliveryNotFound({ message: `delivery ${deliveryId} not found` })
+          }
+          const now = yield* store.now
+          const row = yield* store.addDelivery({
+            webhookId: webhook.id,
+            accountId: webhook.accountId,
+            eventId: original.value.eventId,
+            eventType: original.value.eventType,
+            url: webhook.url,
+            payload: original.value.payload
+          }, now, { enableWebhook: true })
+          return toDelivery(row)
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.replay")),
+
+      test: (principal, id) =>
+        Effect.gen(function*() {
+          const webhook = yield* findWebhook(principal, id)
+          const now = yield* Clock.currentTimeMillis
+          const event = sampleEvent(now)
+          const body = JSON.stringify(event)
+          const headers = {
+            ...configuredHeaders(webhook.secret, event.id, Math.floor(now / 1000), body),
+            "x-webhook-test": "true"
+          }
+          const result = yield* sender.send({ url: webhook.url, headers, body, timeoutMs })
+          const delivered = result.statusCode !== null && result.statusCode >= 200 && result.statusCode <= 299
+          return {
+            delivered,
+            statusCode: result.statusCode,
+            durationMs: result.durationMs,
+            error: delivered ? null : result.error ?? `HTTP ${result.statusCode}`
+          }
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.test"))
+    }
+    return service
+  })
+
+/** The service as a layer. */
+export const layer = (
+  options: ServiceOptions = {}
+): Layer.Layer<Services.WebhookService, never, WebhookStore | WebhookSender> =>
+  Layer.effect(Services.WebhookService, make(options))

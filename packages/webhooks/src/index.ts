@@ -1,0 +1,15 @@
+/**
+ * `@mediagate/webhooks`: webhook registrations, durable signed deliveries from the engine's outbox, retries,
+ * replay and the address-checked outbound connection.
+ *
+ * @since 0.1.0
+ */
+
+/** Fan-out from the outbox, the delivery worker, retry schedule and configuration. */
+export * as Dispatcher from "./Dispatcher.js"
+/** The address-checked, DNS-pinned POST and the sender port. */
+export * as Outbound from "./Outbound.js"
+/** The contract's `WebhookService` implementation. */
+export * as WebhookService from "./WebhookService.js"
+/** Webhook storage: memory, SQLite, PostgreSQL. */
+export * as WebhookStore from "./WebhookStore.js"
