@@ -83,7 +83,7 @@ export const make = <A1, E1, R1, E2, R2>(
     Layer.provideMerge(Engine),
     Layer.provideMerge(Vendors),
     Layer.provideMerge(accounts),
-    Layer.provide(Server)
+    Layer.provideMerge(Server)
   )
 
 /** Accounts, keys and billing on the database (`MEDIAGATE_PAYMENT_PROVIDER`: `none`, the default, or `simulated`). */
