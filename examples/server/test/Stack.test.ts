@@ -6,6 +6,7 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import * as Bootstrap from "@mediagate/accounts/Bootstrap"
+import { BillingLedger } from "@mediagate/billing/Ledger"
 import { Client, Errors } from "@mediagate/contract"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
@@ -20,13 +21,14 @@ import * as Stack from "../src/Stack.js"
 
 const adminToken = "stack-test-admin-token"
 
-const start = Effect.gen(function*() {
+const start = (extra: ReadonlyArray<readonly [string, string]> = []) => Effect.gen(function*() {
   const dataDir = mkdtempSync(join(tmpdir(), "mg-stack-"))
   const config = ConfigProvider.fromMap(new Map([
     ["PORT", "0"],
     ["MEDIAGATE_DATA_DIR", dataDir],
     ["MEDIAGATE_SIM_TIME_SCALE", "0.01"],
-    ["MEDIAGATE_FILE_SECRET", "stack-test-secret"]
+    ["MEDIAGATE_FILE_SECRET", "stack-test-secret"],
+    ...extra
   ]))
   const context = yield* Layer.build(
     Stack.Live.pipe(Layer.provide(Database.layerOf({ _tag: "Sqlite", file: join(dataDir, "mediagate.db") })))
@@ -40,7 +42,7 @@ const start = Effect.gen(function*() {
 describe("the composed stack", () => {
   it.live("runs a sandbox task to a served file, charges live keys, keeps accounts apart", () =>
     Effect.gen(function*() {
-      const { baseUrl, keys } = yield* start
+      const { baseUrl, keys } = yield* start()
       const sandbox = yield* Client.make({ baseUrl, apiKey: keys.test.key })
       const live = yield* Client.make({ baseUrl, apiKey: keys.live.key })
 
@@ -84,5 +86,65 @@ describe("the composed stack", () => {
       // the OpenAPI document is served
       const spec = yield* Effect.promise(() => fetch(`${baseUrl}/api/v1/openapi.json`).then((r) => r.json()))
       expect((spec as { openapi: string }).openapi).toBe("3.1.0")
+    }).pipe(Effect.provide(FetchHttpClient.layer), Effect.scoped), { timeout: 60_000 })
+
+  it.live("another account's resources answer 404 on every route; auth outcomes of real keys", () =>
+    Effect.gen(function*() {
+      const { baseUrl, context } = yield* start([["MEDIAGATE_ADMIN_TOKEN", adminToken]])
+      const admin = yield* Client.make({ baseUrl, apiKey: adminToken })
+      const alice = yield* admin.admin.createAccount({ payload: { name: "Alice", balance: 100 } })
+      const bob = yield* admin.admin.createAccount({ payload: { name: "Bob", balance: 100 } })
+      const aliceKey = yield* admin.admin.createKey({ path: { id: alice.id }, payload: { name: "alice" } })
+      const bobKey = yield* admin.admin.createKey({ path: { id: bob.id }, payload: { name: "bob" } })
+      const a = yield* Client.make({ baseUrl, apiKey: aliceKey.key })
+      const b = yield* Client.make({ baseUrl, apiKey: bobKey.key })
+
+      const task = yield* a.generation.vendor3TextToVideo({
+        payload: { model: "vendor3-3_fast", input: { prompt: "alice's [sim:fail]" } },
+        headers: {}
+      })
+      const hook = yield* a.webhooks.create({ payload: { url: "https://hooks.example.com/a", events: ["task.failed"] }, headers: {} })
+      const extraKey = yield* a.apiKeys.create({ payload: { name: "second" }, headers: {} })
+      // Alice's task fails (refunded) so that retry would be allowed for her
+      let state = yield* a.tasks.get({ path: { id: task.id } })
+      for (let i = 0; i < 200 && state.status !== "failed"; i++) {
+        yield* Effect.sleep(25)
+        state = yield* a.tasks.get({ path: { id: task.id } })
+      }
+      expect(state).toMatchObject({ status: "failed", cost: 0 })
+      const ledger = yield* Context.get(context, BillingLedger).entries(alice.id)
+      expect(ledger.map((e) => [e.kind, e.amountMicros])).toEqual([["top_up", 100_000_000], ["charge", -1_200_000], ["refund", 1_200_000]])
+      expect((yield* a.balance.get()).balance).toBe(100)
+
+      const notFound = <A, E>(effect: Effect.Effect<A, E>, code: string) =>
+        Effect.map(Effect.flip(effect), (error) => expect((error as { code?: string }).code).toBe(code))
+      yield* notFound(b.tasks.get({ path: { id: task.id } }), "TASK_NOT_FOUND")
+      yield* notFound(b.tasks.retry({ path: { id: task.id }, headers: {} }), "TASK_NOT_FOUND")
+      yield* notFound(b.tasks.cancel({ path: { id: task.id } }), "TASK_NOT_FOUND")
+      yield* notFound(b.apiKeys.delete({ path: { id: extraKey.id } }), "API_KEY_NOT_FOUND")
+      yield* notFound(b.webhooks.delete({ path: { id: hook.id } }), "WEBHOOK_NOT_FOUND")
+      yield* notFound(b.webhooks.test({ path: { id: hook.id } }), "WEBHOOK_NOT_FOUND")
+      yield* notFound(b.webhooks.deliveries({ path: { id: hook.id }, urlParams: {} }), "WEBHOOK_NOT_FOUND")
+      yield* notFound(b.webhooks.replay({ path: { id: hook.id, deliveryId: "dlv_x" } }), "WEBHOOK_NOT_FOUND")
+      expect((yield* b.tasks.list({ urlParams: {} })).pagination.total).toBe(0)
+      expect(yield* b.webhooks.list()).toEqual([])
+      expect((yield* b.apiKeys.list()).map((k) => k.name)).toEqual(["bob"])
+      expect((yield* b.balance.get()).balance).toBe(100)
+      // Alice still sees all of hers
+      expect((yield* a.tasks.retry({ path: { id: task.id }, headers: {} })).original_task_id).toBe(task.id)
+
+      // real keys: an expired key and an IP-restricted one
+      const soon = new Date(Date.now() + 1500)
+      const expiring = yield* admin.admin.createKey({ path: { id: alice.id }, payload: { name: "short", expiresAt: soon } })
+      const fenced = yield* admin.admin.createKey({ path: { id: alice.id }, payload: { name: "fenced", ipWhitelist: ["203.0.113.0/24"] } })
+      const e = yield* Client.make({ baseUrl, apiKey: expiring.key })
+      const f = yield* Client.make({ baseUrl, apiKey: fenced.key })
+      // the retry above was charged again
+      expect((yield* e.balance.get()).balance).toBe(98.8)
+      yield* Effect.sleep(1600)
+      yield* notFound(e.balance.get(), "AUTH_TOKEN_EXPIRED")
+      yield* notFound(f.balance.get(), "KEY_PERMISSION_DENIED")
+      const nobody = yield* Client.make({ baseUrl, apiKey: `mg_live_${"Z".repeat(32)}` })
+      yield* notFound(nobody.balance.get(), "AUTH_INVALID_TOKEN")
     }).pipe(Effect.provide(FetchHttpClient.layer), Effect.scoped), { timeout: 60_000 })
 })
