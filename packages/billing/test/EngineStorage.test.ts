@@ -97,5 +97,61 @@ for (const [name, database] of databases) {
           ["refund", 3_200_000, task.id]
         ])
       })))
+
+    it.effect("200 concurrent accepts against a balance that covers 50: exactly 50 tasks, never overdrawn", () =>
+      run(Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const accounts = yield* BillingAccounts
+        const ledger = yield* BillingLedger
+        yield* accounts.open("acct_c", defaultSettings, 50_000_000)
+        const results = yield* Effect.forEach(
+          Array.from({ length: 200 }, (_, i) => newTask("acct_c", 1_000_000, 100 + i)),
+          (task) => Effect.either(accept(task)),
+          { concurrency: "unbounded" }
+        )
+        const accepted = results.filter((r) => r._tag === "Right")
+        const refused = results.filter((r) => r._tag === "Left")
+        expect(accepted).toHaveLength(50)
+        expect(refused.every((r) => r._tag === "Left" && r.left._tag === "InsufficientBalance")).toBe(true)
+        expect((yield* storage.list("acct_c", { limit: 1 })).total).toBe(50)
+        const state = yield* accounts.state("acct_c")
+        expect(state.balanceMicros).toBe(0)
+        const entries = yield* ledger.entries("acct_c")
+        expect(entries.reduce((sum, e) => sum + e.amountMicros, 0)).toBe(state.balanceMicros)
+        // the running balance never went below zero
+        let running = 0
+        for (const entry of entries) {
+          running += entry.amountMicros
+          expect(running).toBeGreaterThanOrEqual(0)
+        }
+      })), { timeout: 60_000 })
+
+    it.effect("completion, expiry and cancel racing on the same tasks refund each at most once", () =>
+      run(Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const accounts = yield* BillingAccounts
+        const ledger = yield* BillingLedger
+        yield* accounts.open("acct_r", defaultSettings, 100_000_000)
+        const tasks = Array.from({ length: 20 }, (_, i) => newTask("acct_r", 1_000_000, 500 + i))
+        yield* Effect.forEach(tasks, accept, { discard: true })
+        const claimed = yield* storage.claim("w1", 20, 60_000)
+        expect(claimed).toHaveLength(20)
+        yield* Effect.forEach(claimed, (task) =>
+          Effect.all([
+            Effect.either(storage.finish(task.id, task.fence, { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })),
+            Effect.either(storage.finish(task.id, task.fence, { _tag: "Expired" })),
+            Effect.either(storage.cancel("acct_r", task.id)),
+            Effect.either(storage.finish(task.id, task.fence, { _tag: "Succeeded", result: [] }))
+          ], { concurrency: "unbounded" }), { concurrency: "unbounded", discard: true })
+        const entries = yield* ledger.entries("acct_r")
+        for (const task of tasks) {
+          const refunds = entries.filter((e) => e.kind === "refund" && e.taskId === task.id)
+          const final = Option.getOrThrow(yield* storage.getById(task.id))
+          expect(["failed", "expired", "cancelled", "succeeded"]).toContain(final.status)
+          expect(refunds.length).toBe(final.status === "succeeded" ? 0 : 1)
+        }
+        const state = yield* accounts.state("acct_r")
+        expect(entries.reduce((sum, e) => sum + e.amountMicros, 0)).toBe(state.balanceMicros)
+      })), { timeout: 60_000 })
   })
 }
