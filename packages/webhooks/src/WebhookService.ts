@@ -25,7 +25,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { createHash, randomBytes } from "node:crypto"
 import { configuredHeaders, defaultTimeoutMs } from "./Dispatcher.js"
-import { WebhookSender } from "./Outbound.js"
+import { checkTarget, type Resolver, WebhookSender } from "./Outbound.js"
 import { type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
 
 /** How long an `Idempotency-Key` of a registration is remembered (as for tasks: 24 h). */
@@ -40,6 +40,8 @@ export interface ServiceOptions {
   readonly allowPrivate?: boolean
   /** Time limit of the test delivery, in ms. Default 10 s. */
   readonly timeoutMs?: number
+  /** DNS resolver for the registration check (tests). */
+  readonly lookup?: Resolver
 }
 
 /** A new secret: `whsec_` + base64 of 32 random bytes. */
@@ -131,6 +133,14 @@ export const make = (options: ServiceOptions = {}) =>
           if (!allowPrivate) {
             const problem = Address.literalHostProblem(url)
             if (problem !== undefined) return yield* new Errors.ValidationError({ message: `url: ${problem}` })
+            // a name that resolves to a private address is refused now; one that does not resolve yet is
+            // accepted and checked again, on the address actually connected to, at every delivery
+            const resolved = yield* Effect.either(
+              checkTarget(url, { allowPrivate: false, ...(options.lookup === undefined ? {} : { lookup: options.lookup }) })
+            )
+            if (resolved._tag === "Left" && resolved.left.reason === "address") {
+              return yield* new Errors.ValidationError({ message: `url: ${resolved.left.message}` })
+            }
           }
           const now = yield* store.now
           const row: WebhookRow = {

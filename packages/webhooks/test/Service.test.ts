@@ -25,6 +25,27 @@ for (const [name, backend] of backends) {
     }
     const body = { url: "https://hooks.example.com/in", events: ["task.completed", "task.failed"] as const }
 
+    it.scoped("resolves the target name at registration: a private answer is refused, no answer is let through", () => {
+      const resolver: WebhookService.ServiceOptions["lookup"] = async (host) =>
+        host === "rebind.example.com"
+          ? [{ address: "93.184.216.34", family: 4 }, { address: "127.0.0.1", family: 4 }]
+          : host === "public.example.com"
+          ? [{ address: "93.184.216.34", family: 4 }]
+          : Promise.reject(new Error("ENOTFOUND"))
+      const layer = WebhookService.layer({ allowPrivate: false, lookup: resolver }).pipe(
+        Layer.provideMerge(Layer.merge(backend(), scriptedSender([200]).layer))
+      )
+      return Effect.gen(function*() {
+        const service = yield* Services.WebhookService
+        const refused = yield* Effect.flip(service.create(alice, { ...body, url: "https://rebind.example.com/in" }, undefined))
+        assert.instanceOf(refused, Errors.ValidationError)
+        expect(refused.message).toContain("url: ")
+        expect(refused.message).toContain("host rebind.example.com resolves")
+        expect((yield* service.create(alice, { ...body, url: "https://public.example.com/in" }, undefined)).enabled).toBe(true)
+        expect((yield* service.create(alice, { ...body, url: "https://not-yet.example.com/in" }, undefined)).enabled).toBe(true)
+      }).pipe(Effect.provide(layer))
+    })
+
     it.scoped("creates with a whsec_ secret shown once, lists without it, removes", () => {
       const { layer } = setup()
       return Effect.gen(function*() {
