@@ -1,0 +1,66 @@
+/**
+ * Starts the example server as a child process (`tsx examples/server/src/main.ts`) for end-to-end tests, and
+ * reads what it prints (the bootstrap keys, the listening address).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+const main = fileURLToPath(new URL("../examples/server/src/main.ts", import.meta.url))
+
+/** A running server process. */
+export interface RunningServer {
+  readonly child: ChildProcess
+  readonly baseUrl: string
+  readonly output: () => string
+  /** Stops it with SIGTERM and answers its exit code. */
+  readonly stop: () => Promise<number | null>
+}
+
+/** Starts the server with the given environment and waits until it listens. */
+export const startServer = async (env: Record<string, string>): Promise<RunningServer> => {
+  const child = spawn(process.execPath, ["--import", "tsx", main], {
+    env: { ...process.env, MEDIAGATE_SIM_TIME_SCALE: "0.01", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  const port = env["PORT"]!
+  const baseUrl = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 60_000
+  while (!output.includes("Listening on")) {
+    if (child.exitCode !== null) throw new Error(`server exited early:\n${output}`)
+    if (Date.now() > deadline) throw new Error(`server did not start:\n${output}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return {
+    child,
+    baseUrl,
+    output: () => output,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode)
+        child.once("exit", (code) => resolve(code))
+        child.kill("SIGTERM")
+      })
+  }
+}
+
+/** The keys the server printed at its first start. */
+export const bootstrapKeys = (output: string) => {
+  const live = /live key: (mg_live_[A-Za-z0-9]{32})/.exec(output)?.[1]
+  const test = /test key: (mg_test_[A-Za-z0-9]{32})/.exec(output)?.[1]
+  const account = /account: +(acct_[0-9A-Z]{26})/.exec(output)?.[1]
+  return live === undefined || test === undefined || account === undefined ? undefined : { account, live, test }
+}
+
+/** A free port. */
+export const freePort = async (): Promise<string> => {
+  const { createServer } = await import("node:net")
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port
+      server.close(() => resolve(String(port)))
+    })
+  })
+}
