@@ -48,9 +48,13 @@ const scenario = (env: Record<string, string>) =>
     const hooks = yield* Effect.acquireRelease(Effect.promise(receiver), (r) => Effect.promise(r.close))
     const settings = { PORT: port, MEDIAGATE_WEBHOOK_ALLOW_PRIVATE: "true", MEDIAGATE_FILE_SECRET: "e2e-secret", ...env }
     const first = yield* Effect.acquireRelease(Effect.promise(() => startServer(settings)), (s) => Effect.promise(s.stop))
+    // the keys are printed just after the server starts listening
+    for (let i = 0; i < 100 && bootstrapKeys(first.output()) === undefined; i++) yield* Effect.sleep(50)
     const keys = bootstrapKeys(first.output())
     expect(keys, first.output()).toBeDefined()
     const sandbox = yield* Client.make({ baseUrl: first.baseUrl, apiKey: keys!.test })
+    expect((yield* Effect.promise(() => fetch(`${first.baseUrl}/healthz`))).status).toBe(200)
+    expect((yield* Effect.promise(() => fetch(`${first.baseUrl}/readyz`))).status).toBe(200)
 
     const hook = yield* sandbox.webhooks.create({ payload: { url: hooks.url, events: ["task.completed"] }, headers: {} })
     hooks.setSecret(hook.secret)

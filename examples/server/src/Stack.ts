@@ -7,13 +7,13 @@
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { Services } from "@mediagate/contract"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as TaskService from "@mediagate/engine/TaskService"
 import type { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Worker from "@mediagate/engine/Worker"
-import { Http, ServerConfig } from "@mediagate/server"
+import { Health, Http, ServerConfig } from "@mediagate/server"
 import * as Estimates from "@mediagate/vendors/Estimates"
 import * as FileStore from "@mediagate/vendors/FileStore"
 import { PriceBook } from "@mediagate/vendors/Prices"
@@ -62,6 +62,12 @@ export const Engine = Worker.layerConfig().pipe(
   Layer.provideMerge(SqlTaskStorage.layer())
 )
 
+/** `/readyz` is ready while the database answers. */
+export const DatabaseReadiness = Layer.effect(
+  Health.Readiness,
+  Effect.map(SqlClient.SqlClient, (sql) => ({ check: Effect.asVoid(sql`SELECT 1`) }))
+)
+
 /** The HTTP server on `PORT` (default 3000). */
 export const Server = Layer.unwrapEffect(Effect.map(
   Config.integer("PORT").pipe(Config.withDefault(3000)),
@@ -78,6 +84,7 @@ export const make = <A1, E1, R1, E2, R2>(
 ) =>
   Http.layer.pipe(
     HttpServer.withLogAddress,
+    Layer.provide(DatabaseReadiness),
     Layer.provide(ServerConfig.layerConfig),
     Layer.provide(webhooks),
     Layer.provideMerge(Engine),

@@ -10,6 +10,7 @@ import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Database from "./Database.js"
 import * as Stack from "./Stack.js"
@@ -37,4 +38,10 @@ const main = Effect.gen(function*() {
   return yield* Effect.never
 })
 
-NodeRuntime.runMain(Effect.scoped(main))
+/** `MEDIAGATE_LOG_FORMAT=json` writes one JSON object per log line (for log collectors); the default is readable. */
+const Logging = Layer.unwrapEffect(Effect.map(
+  Config.literal("pretty", "json")("MEDIAGATE_LOG_FORMAT").pipe(Config.withDefault("pretty" as const)),
+  (format) => format === "json" ? Logger.json : Layer.empty
+))
+
+NodeRuntime.runMain(Effect.scoped(main).pipe(Effect.provide(Logging)))

@@ -21,6 +21,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as Authentication from "./Authentication.js"
 import * as Envelope from "./Envelope.js"
+import * as Health from "./Health.js"
 import * as Files from "./Files.js"
 import * as AdminHttp from "./http/Admin.js"
 import * as ApiKeysHttp from "./http/ApiKeys.js"
@@ -68,8 +69,9 @@ const Extras = Layer.mergeAll(
   HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
   HttpApiScalar.layer({ path: docsPath }),
   Files.layer,
+  Health.layer,
   Envelope.layer({
-    extraRoutes: [{ method: "GET", path: openApiPath }, { method: "GET", path: docsPath }, ...Files.routes]
+    extraRoutes: [{ method: "GET", path: openApiPath }, { method: "GET", path: docsPath }, ...Files.routes, ...Health.routes]
   })
 )
 

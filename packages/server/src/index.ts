@@ -13,6 +13,8 @@ export * as Authorization from "./Authorization.js"
 export * as ClientAddress from "./ClientAddress.js"
 /** The envelope middleware. */
 export * as Envelope from "./Envelope.js"
+/** `/healthz` and `/readyz`. */
+export * as Health from "./Health.js"
 /** The composed HTTP layer: serve, mount, or web handler. */
 export * as Http from "./Http.js"
 /** Settings of the HTTP layer. */

@@ -2,7 +2,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, expect, it, layer } from "@effect/vitest"
-import { Http, ServerConfig } from "@mediagate/server"
+import { Health, Http, ServerConfig } from "@mediagate/server"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
@@ -89,6 +89,15 @@ describe("envelope", () => {
         expect(answer.text).not.toContain("SELECT")
       }))
 
+    it.effect("answers /healthz and /readyz without a key", () =>
+      Effect.gen(function*() {
+        const health = yield* send("GET", "/healthz")
+        expect([health.status, health.body]).toEqual([200, { status: "ok" }])
+        const ready = yield* send("GET", "/readyz")
+        expect([ready.status, ready.body]).toEqual([200, { status: "ready" }])
+        expect((yield* send("POST", "/healthz")).status).toBe(405)
+      }))
+
     it.effect("serves the OpenAPI document and the docs page without a key", () =>
       Effect.gen(function*() {
         const spec = yield* send("GET", "/api/v1/openapi.json")
@@ -105,9 +114,17 @@ describe("envelope", () => {
     Http.layer.pipe(
       Layer.provideMerge(NodeHttpServer.layerTest),
       Layer.provideMerge(PortsFake),
-      Layer.provide(ServerConfig.layer())
+      Layer.provide(ServerConfig.layer()),
+      Layer.provide(Layer.succeed(Health.Readiness, { check: Effect.fail("database down") }))
     )
   )("without an admin token", (it) => {
+    it.effect("is not ready while its readiness check fails", () =>
+      Effect.gen(function*() {
+        const ready = yield* send("GET", "/readyz")
+        expect(ready.status).toBe(503)
+        expect(ready.body.error.code).toBe("SERVICE_UNAVAILABLE")
+      }))
+
     it.effect("the admin API does not exist", () =>
       Effect.gen(function*() {
         const answer = yield* send("GET", "/admin/v1/accounts/acct_main", { token: "anything" })
