@@ -114,5 +114,16 @@ export const Webhooks = Layer.unwrapEffect(Effect.map(Dispatcher.config, (settin
 /** The whole stack on a SQL client. */
 export const Live = make(Accounts, Webhooks)
 
+/**
+ * Every port the HTTP layer needs, without a server: for embedding Mediagate into another app with
+ * `Http.makeHttpApp` or `Http.toWebHandler` (see `embedding/`). Needs a SQL client.
+ */
+export const Ports = Layer.mergeAll(ServerConfig.layerConfig, DatabaseReadiness).pipe(
+  Layer.provideMerge(Webhooks),
+  Layer.provideMerge(Engine),
+  Layer.provideMerge(Vendors),
+  Layer.provideMerge(Accounts)
+)
+
 /** What the stack needs from outside: the SQL client. */
 export type Requirements = SqlClient.SqlClient

@@ -1,0 +1,42 @@
+/**
+ * Embedding Mediagate into an existing Effect HTTP app: the app keeps its own routes and mounts Mediagate's
+ * (`/api/v1/...`, `/admin/v1/...`, `/files/...`, `/docs`) next to them.
+ *
+ *   npx tsx examples/server/src/embedding/effect-app.ts      (PORT, default 3100; SQLite in memory)
+ */
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Bootstrap from "@mediagate/accounts/Bootstrap"
+import { Http } from "@mediagate/server"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { createServer } from "node:http"
+import * as Stack from "../Stack.js"
+
+/** The host app: its own routes, with Mediagate mounted under its paths. */
+export const HostApp = Layer.unwrapScoped(Effect.gen(function*() {
+  const mediagate = yield* Http.makeHttpApp
+  const keys = yield* Bootstrap.bootstrap()
+  if (Option.isSome(keys)) yield* Console.log(`test key: ${keys.value.test.key}`)
+  const router = HttpRouter.empty.pipe(
+    HttpRouter.get("/", HttpServerResponse.text("the host app")),
+    HttpRouter.mountApp("/api", mediagate, { includePrefix: true }),
+    HttpRouter.mountApp("/files", mediagate, { includePrefix: true }),
+    HttpRouter.mountApp("/docs", mediagate, { includePrefix: true })
+  )
+  return HttpServer.serve(router)
+})).pipe(Layer.provide(Stack.Ports), Layer.provide(SqliteClient.layer({ filename: ":memory:" })))
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  HostApp.pipe(
+    HttpServer.withLogAddress,
+    Layer.provide(NodeHttpServer.layer(createServer, { port: Number(process.env["PORT"] ?? "3100") })),
+    Layer.launch,
+    NodeRuntime.runMain
+  )
+}
