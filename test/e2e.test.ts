@@ -5,7 +5,7 @@
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Client, WebhookSignature } from "@mediagate/contract"
+import { Catalog, Client, Examples, WebhookSignature } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { spawnSync } from "node:child_process"
@@ -79,21 +79,70 @@ const scenario = (env: Record<string, string>) =>
     expect(hooks.received.length).toBeGreaterThanOrEqual(1)
     expect(hooks.received[0]).toMatchObject({ verified: true, body: { type: "task.completed", data: { task: { id: ack.id, status: "succeeded" } } } })
 
+    // every generation endpoint accepts its minimal request (sandbox: free)
+    const generation = sandbox.generation as unknown as Record<string, (r: { payload: unknown; headers: object }) => Effect.Effect<{ id: string; status: string }, unknown>>
+    for (const { body, endpoint } of Examples.minimalRequests) {
+      const accepted = yield* generation[Catalog.endpoints[endpoint].name]!({ payload: body, headers: {} })
+      expect(accepted.status, endpoint).toBe("pending")
+    }
+    // list, cancel, retry
+    const page = yield* sandbox.tasks.list({ urlParams: { limit: 5 } })
+    expect(page.pagination.total).toBe(Examples.minimalRequests.length + 1)
+    const hung = yield* sandbox.generation.vendor3TextToVideo({ payload: { model: "vendor3-3", input: { prompt: "wait [sim:hang]" } }, headers: {} })
+    const failing = yield* sandbox.generation.vendor3TextToVideo({ payload: { model: "vendor3-3", input: { prompt: "x [sim:fail]" } }, headers: {} })
+    const cancelled = yield* Effect.either(sandbox.tasks.cancel({ path: { id: hung.id } }))
+    expect(Either.isRight(cancelled) || (cancelled.left as { code?: string }).code === "TASK_NOT_CANCELLABLE").toBe(true)
+    let failed = yield* sandbox.tasks.get({ path: { id: failing.id } })
+    for (let i = 0; i < 200 && failed.status !== "failed"; i++) {
+      yield* Effect.sleep(50)
+      failed = yield* sandbox.tasks.get({ path: { id: failing.id } })
+    }
+    expect((yield* sandbox.tasks.retry({ path: { id: failing.id }, headers: {} })).original_task_id).toBe(failing.id)
+    // voices, webhook test, deliveries, replay
+    expect((yield* sandbox.voices.list({ urlParams: { name: "al" } })).total).toBeGreaterThan(0)
+    const tested = yield* sandbox.webhooks.test({ path: { id: hook.id } })
+    expect(tested).toMatchObject({ delivered: true, statusCode: 204 })
+    const deliveries = yield* sandbox.webhooks.deliveries({ path: { id: hook.id }, urlParams: {} })
+    expect(deliveries.data.length).toBeGreaterThanOrEqual(1)
+    const replayed = yield* sandbox.webhooks.replay({ path: { id: hook.id, deliveryId: deliveries.data[0]!.id } })
+    expect(replayed.event_id).toBe(deliveries.data[0]!.event_id)
+
     // live keys are billed; keys can be created and listed
     const live = yield* Client.make({ baseUrl: first.baseUrl, apiKey: keys!.live })
     expect((yield* live.balance.get()).balance).toBe(0)
     const created = yield* live.apiKeys.create({ payload: { name: "ci" }, headers: {} })
     expect((yield* live.apiKeys.list()).map((k) => k.name).sort()).toContain("ci")
+    const spare = yield* live.apiKeys.create({ payload: { name: "spare" }, headers: {} })
+    expect(yield* live.apiKeys.delete({ path: { id: spare.id } })).toEqual({ id: spare.id, deleted: true })
 
     // a graceful restart keeps everything and does not bootstrap again
     expect(yield* Effect.promise(first.stop)).toBe(0)
-    const second = yield* Effect.acquireRelease(Effect.promise(() => startServer(settings)), (s) => Effect.promise(s.stop))
+    const second = yield* Effect.acquireRelease(
+      Effect.promise(() => startServer({ ...settings, MEDIAGATE_ADMIN_TOKEN: "e2e-admin-token" })),
+      (s) => Effect.promise(s.stop)
+    )
     expect(bootstrapKeys(second.output())).toBeUndefined()
     const again = yield* Client.make({ baseUrl: second.baseUrl, apiKey: keys!.test })
     expect((yield* again.tasks.get({ path: { id: ack.id } })).status).toBe("succeeded")
     expect((yield* again.webhooks.list()).map((w) => w.id)).toEqual([hook.id])
     const ci = yield* Client.make({ baseUrl: second.baseUrl, apiKey: created.key })
     expect((yield* ci.balance.get()).billingMode).toBe("prepaid")
+    // the admin API, enabled by the token: accounts, credits, keys
+    const admin = yield* Client.make({ baseUrl: second.baseUrl, apiKey: "e2e-admin-token" })
+    expect((yield* admin.admin.getAccount({ path: { id: keys!.account } })).id).toBe(keys!.account)
+    expect((yield* admin.admin.credit({ path: { id: keys!.account }, payload: { amount: 5 } })).balance).toBe(5)
+    expect((yield* admin.admin.updateAccount({ path: { id: keys!.account }, payload: { monthlySpendLimit: 100 } })).monthlySpendLimit).toBe(100)
+    const other = yield* admin.admin.createAccount({ payload: { name: "Other", balance: 1 } })
+    const otherKey = yield* admin.admin.createKey({ path: { id: other.id }, payload: { name: "o" } })
+    const o = yield* Client.make({ baseUrl: second.baseUrl, apiKey: otherKey.key })
+    expect((yield* o.balance.get()).balance).toBe(1)
+    // the live key now pays for a task
+    const paid = yield* (yield* Client.make({ baseUrl: second.baseUrl, apiKey: keys!.live })).generation.vendor3TextToVideo({
+      payload: { model: "vendor3-3_fast", input: { prompt: "paid" } },
+      headers: {}
+    })
+    expect(paid.status).toBe("pending")
+    expect((yield* admin.admin.getAccount({ path: { id: keys!.account } })).balance).toBe(3.8)
   }).pipe(Effect.provide(FetchHttpClient.layer), Effect.scoped)
 
 describe("the example server end to end", () => {
