@@ -27,7 +27,6 @@ import { type Account, Errors, type Services } from "@mediagate/contract"
 import type { Billing } from "@mediagate/engine/Billing"
 import { PersistenceError } from "@mediagate/engine/PersistenceError"
 import * as Clock from "effect/Clock"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -50,6 +49,7 @@ import {
   type TopUpStatus
 } from "./Ledger.js"
 import { PaymentProvider } from "./PaymentProvider.js"
+import { decodeAll, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 /** The table billing's migrations are recorded in. */
 export const migrationsTable = "mediagate_billing_migrations"
@@ -148,40 +148,7 @@ export const migrate: Effect.Effect<
 // rows
 // -----------------------------------------------------------------------------------------------------------------
 
-type Row = Readonly<Record<string, unknown>>
 
-/** A stored row that does not decode. */
-class RowError extends Data.TaggedError("RowError")<{ readonly message: string; readonly cause?: unknown }> {}
-
-const bad = (column: string, what: string): never => {
-  throw new RowError({ message: `column ${column}: ${what}` })
-}
-
-const numberOf = (row: Row, column: string): number => {
-  const value = row[column]
-  const n = typeof value === "number"
-    ? value
-    : typeof value === "bigint" || (typeof value === "string" && value.trim() !== "")
-    ? Number(value)
-    : Number.NaN
-  return Number.isFinite(n) ? n : bad(column, "not a number")
-}
-
-const numberOrNull = (row: Row, column: string): number | null =>
-  row[column] === null || row[column] === undefined ? null : numberOf(row, column)
-
-const stringOf = (row: Row, column: string): string => {
-  const value = row[column]
-  return typeof value === "string" ? value : bad(column, "not a string")
-}
-
-const stringOrNull = (row: Row, column: string): string | null =>
-  row[column] === null || row[column] === undefined ? null : stringOf(row, column)
-
-const oneOf = <A extends string>(row: Row, column: string, values: ReadonlyArray<A>): A => {
-  const value = stringOf(row, column)
-  return (values as ReadonlyArray<string>).includes(value) ? value as A : bad(column, "unknown value")
-}
 
 const billingModes: ReadonlyArray<Account.BillingMode> = ["prepaid", "postpaid"]
 
@@ -218,13 +185,6 @@ const decodeTopUp = (row: Row): TopUpRecord => ({
   status: oneOf(row, "status", topUpStatuses),
   createdAt: numberOf(row, "created_at")
 })
-
-/** Decodes rows, failing with a {@link RowError}. */
-const decodeAll = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>): Effect.Effect<Array<A>, RowError> =>
-  Effect.try({
-    try: () => rows.map(decode),
-    catch: (cause) => cause instanceof RowError ? cause : new RowError({ message: "undecodable row", cause })
-  })
 
 type StorageFailure = SqlError | ResultLengthMismatch | RowError
 

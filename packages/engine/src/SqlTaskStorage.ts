@@ -38,6 +38,7 @@ import * as Ids from "./Ids.js"
 import { PersistenceError } from "./PersistenceError.js"
 import { fromNew, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
 import { type CancelResult, extraCharges, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
+import { bad, decodeAll, isObject, jsonObject, jsonOrNull, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "./SqlRows.js"
 
 /** The table the engine's migrations are recorded in. */
 export const migrationsTable = "mediagate_engine_migrations"
@@ -158,61 +159,10 @@ export const migrate: Effect.Effect<
 // rows
 // -----------------------------------------------------------------------------------------------------------------
 
-type Row = Readonly<Record<string, unknown>>
 
-/** A stored row that does not decode. */
-class RowError extends Data.TaggedError("RowError")<{ readonly message: string; readonly cause?: unknown }> {}
 
 /** An idempotency key claimed by a concurrent accept after we looked it up: the accept is tried again. */
 class IdempotencyRace extends Data.TaggedError("IdempotencyRace")<{}> {}
-
-const bad = (column: string, what: string): never => {
-  throw new RowError({ message: `column ${column}: ${what}` })
-}
-
-const numberOf = (row: Row, column: string): number => {
-  const value = row[column]
-  const n = typeof value === "number"
-    ? value
-    : typeof value === "bigint" || (typeof value === "string" && value.trim() !== "")
-    ? Number(value)
-    : Number.NaN
-  return Number.isFinite(n) ? n : bad(column, "not a number")
-}
-
-const numberOrNull = (row: Row, column: string): number | null =>
-  row[column] === null || row[column] === undefined ? null : numberOf(row, column)
-
-const stringOf = (row: Row, column: string): string => {
-  const value = row[column]
-  return typeof value === "string" ? value : bad(column, "not a string")
-}
-
-const stringOrNull = (row: Row, column: string): string | null =>
-  row[column] === null || row[column] === undefined ? null : stringOf(row, column)
-
-const oneOf = <A extends string>(row: Row, column: string, values: ReadonlyArray<A>): A => {
-  const value = stringOf(row, column)
-  return (values as ReadonlyArray<string>).includes(value) ? value as A : bad(column, "unknown value")
-}
-
-const jsonOrNull = (row: Row, column: string): unknown => {
-  const value = row[column]
-  if (value === null || value === undefined) return null
-  if (typeof value !== "string") return value // a JSON column the driver already parsed
-  try {
-    return JSON.parse(value)
-  } catch {
-    return bad(column, "not JSON")
-  }
-}
-
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const jsonObject = (row: Row, column: string): Record<string, unknown> => {
-  const value = jsonOrNull(row, column)
-  return isObject(value) ? value : bad(column, "not a JSON object")
-}
 
 const environments = ["live", "test"] as const
 
@@ -263,13 +213,6 @@ const decodeOutbox = (row: Row): OutboxEntry => {
     event: (isObject(event.data) && typeof event.id === "string" ? event : bad("event", "not an event")) as unknown as Webhook.WebhookEvent
   }
 }
-
-/** Decodes rows, failing with a {@link RowError}. */
-const decodeAll = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>): Effect.Effect<Array<A>, RowError> =>
-  Effect.try({
-    try: () => rows.map(decode),
-    catch: (cause) => cause instanceof RowError ? cause : new RowError({ message: "undecodable row", cause })
-  })
 
 const json = (value: unknown): string => JSON.stringify(value)
 const jsonOrNullText = (value: unknown): string | null => value === null ? null : JSON.stringify(value)

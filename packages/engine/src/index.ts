@@ -27,3 +27,5 @@ export * as TaskStorage from "./TaskStorage.js"
 export * as Upstream from "./Upstream.js"
 /** Workers. */
 export * as Worker from "./Worker.js"
+/** Decoding SQL rows. */
+export * as SqlRows from "./SqlRows.js"

@@ -26,10 +26,10 @@ import { PersistenceError } from "@mediagate/engine/PersistenceError"
 import type { OutboxEntry } from "@mediagate/engine/TaskStorage"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { bad, decodeAll, numberOf, numberOrNull, type Row, RowError, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 // -----------------------------------------------------------------------------------------------------------------
 // records
@@ -515,30 +515,8 @@ export const migrate = Migrator.make({})({ loader: migrations, table: migrations
   Effect.retry({ times: 2 })
 )
 
-type Row = Readonly<Record<string, unknown>>
 
-class RowError extends Data.TaggedError("RowError")<{ readonly message: string; readonly cause?: unknown }> {}
 
-const bad = (column: string, what: string): never => {
-  throw new RowError({ message: `column ${column}: ${what}` })
-}
-const numberOf = (row: Row, column: string): number => {
-  const value = row[column]
-  const n = typeof value === "number"
-    ? value
-    : typeof value === "bigint" || (typeof value === "string" && value.trim() !== "")
-    ? Number(value)
-    : Number.NaN
-  return Number.isFinite(n) ? n : bad(column, "not a number")
-}
-const numberOrNull = (row: Row, column: string): number | null =>
-  row[column] === null || row[column] === undefined ? null : numberOf(row, column)
-const stringOf = (row: Row, column: string): string => {
-  const value = row[column]
-  return typeof value === "string" ? value : bad(column, "not a string")
-}
-const stringOrNull = (row: Row, column: string): string | null =>
-  row[column] === null || row[column] === undefined ? null : stringOf(row, column)
 const eventTypeOf = (row: Row, column: string): Webhook.EventType => {
   const value = stringOf(row, column)
   return (Webhook.eventTypes as ReadonlyArray<string>).includes(value) ? value as Webhook.EventType : bad(column, "unknown event")
@@ -600,12 +578,6 @@ const decodeAttempt = (row: Row): AttemptRow => ({
   responseExcerpt: stringOrNull(row, "response_excerpt"),
   at: numberOf(row, "at")
 })
-
-const decodeAll = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>): Effect.Effect<Array<A>, RowError> =>
-  Effect.try({
-    try: () => rows.map(decode),
-    catch: (cause) => cause instanceof RowError ? cause : new RowError({ message: "undecodable row", cause })
-  })
 
 const encodeWebhook = (w: WebhookRow): Record<string, unknown> => ({
   id: w.id,

@@ -4,36 +4,11 @@
  */
 import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
 import { PersistenceError } from "@mediagate/engine/PersistenceError"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { bad, type Row, RowError } from "@mediagate/engine/SqlRows"
 
-export type Row = Readonly<Record<string, unknown>>
-
-/** A stored row that does not decode. */
-export class RowError extends Data.TaggedError("RowError")<{ readonly message: string }> {}
-
-const bad = (column: string, what: string): never => {
-  throw new RowError({ message: `column ${column}: ${what}` })
-}
-
-export const numberOf = (row: Row, column: string): number => {
-  const value = row[column]
-  const n = typeof value === "number"
-    ? value
-    : typeof value === "bigint" || (typeof value === "string" && value.trim() !== "")
-    ? Number(value)
-    : Number.NaN
-  return Number.isFinite(n) ? n : bad(column, "not a number")
-}
-
-export const numberOrNull = (row: Row, column: string): number | null =>
-  row[column] === null || row[column] === undefined ? null : numberOf(row, column)
-
-export const stringOf = (row: Row, column: string): string => {
-  const value = row[column]
-  return typeof value === "string" ? value : bad(column, "not a string")
-}
+export { decodeAll, numberOf, numberOrNull, type Row, RowError, stringOf } from "@mediagate/engine/SqlRows"
 
 export const jsonOf = (row: Row, column: string): unknown => {
   const value = row[column]
@@ -44,13 +19,6 @@ export const jsonOf = (row: Row, column: string): unknown => {
     return bad(column, "not JSON")
   }
 }
-
-/** Decodes rows; a row that does not decode fails with {@link RowError}. */
-export const decodeAll = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>): Effect.Effect<Array<A>, RowError> =>
-  Effect.try({
-    try: () => rows.map(decode),
-    catch: (e) => e instanceof RowError ? e : new RowError({ message: String(e) })
-  })
 
 type StorageFailure = SqlError | ResultLengthMismatch | RowError
 
