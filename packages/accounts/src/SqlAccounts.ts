@@ -26,6 +26,7 @@ import * as Option from "effect/Option"
 import { AccountStore, type AccountRow, type KeyRow } from "./AccountStore.js"
 import * as AdminService from "./AdminService.js"
 import * as Idempotency from "./Idempotency.js"
+import { columns } from "@mediagate/engine/SqlStore"
 import { decodeAll, jsonOf, numberOf, numberOrNull, persistence, type Row, stringOf } from "./internal/sql.js"
 import * as KeyService from "./KeyService.js"
 
@@ -37,9 +38,7 @@ const bootstrapLock = 0x6d67_6163 // "mgac"
 
 const createTables = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-  const big = pg ? "BIGINT" : "INTEGER"
-  const idType = pg ? `TEXT COLLATE "C"` : "TEXT"
+  const { big, id: idType } = columns(sql)
   yield* sql.unsafe(`CREATE TABLE accounts (
   id ${idType} PRIMARY KEY NOT NULL,
   name TEXT NOT NULL,

@@ -21,7 +21,7 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { type Account, Errors, type Services } from "@mediagate/contract"
 import type { Billing } from "@mediagate/engine/Billing"
@@ -29,7 +29,6 @@ import { PersistenceError } from "@mediagate/engine/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import type { BillingAccounts, BillingSettings, BillingState } from "./BillingAccounts.js"
 import {
   balanceService,
@@ -49,6 +48,7 @@ import {
   type TopUpStatus
 } from "./Ledger.js"
 import { PaymentProvider } from "./PaymentProvider.js"
+import { columns, persistence as persistenceOf } from "@mediagate/engine/SqlStore"
 import { decodeAll, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 /** The table billing's migrations are recorded in. */
@@ -60,8 +60,7 @@ export const migrationsTable = "mediagate_billing_migrations"
 
 const createTables = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-  const big = pg ? "BIGINT" : "INTEGER"
+  const { big, pg } = columns(sql)
   const serial = pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
   const kinds = ledgerKinds.map((k) => `'${k}'`).join(", ")
   const statuses = topUpStatuses.map((s) => `'${s}'`).join(", ")
@@ -186,24 +185,8 @@ const decodeTopUp = (row: Row): TopUpRecord => ({
   createdAt: numberOf(row, "created_at")
 })
 
-type StorageFailure = SqlError | ResultLengthMismatch | RowError
-
-const isStorageFailure = (u: unknown): u is StorageFailure =>
-  u instanceof SqlError || u instanceof ResultLengthMismatch || u instanceof RowError
-
-/** Turns storage failures (also a failed COMMIT/ROLLBACK, which `@effect/sql` raises as a defect) into PersistenceError. */
-const persistence = (operation: string) =>
-<A, E, R>(
-  self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, StorageFailure> | PersistenceError, R> => {
-  const wrap = (cause: StorageFailure) => new PersistenceError({ message: `billing: ${operation} failed`, cause })
-  return self.pipe(
-    Effect.mapError((e) => isStorageFailure(e) ? wrap(e) : e as Exclude<E, StorageFailure>),
-    Effect.catchSomeDefect((defect) =>
-      isStorageFailure(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none()
-    )
-  )
-}
+/** Storage failures become {@link PersistenceError}. */
+const persistence = persistenceOf("billing")
 
 const requireAmount = (what: string, micros: number) =>
   isAmount(micros)

@@ -22,7 +22,7 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { type Catalog, Errors, Task, type Webhook } from "@mediagate/contract"
@@ -38,6 +38,7 @@ import * as Ids from "./Ids.js"
 import { PersistenceError } from "./PersistenceError.js"
 import { fromNew, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
 import { type CancelResult, extraCharges, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
+import { columns, databaseNow, nowExpression, persistence as persistenceOf, type StorageFailure } from "./SqlStore.js"
 import { bad, decodeAll, isObject, jsonObject, jsonOrNull, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "./SqlRows.js"
 
 /** The table the engine's migrations are recorded in. */
@@ -49,10 +50,6 @@ export const wakeupChannel = "mediagate_tasks"
 /** The SQL list of the active statuses; one string so that queries match the partial index predicate exactly. */
 const activeList = "('pending', 'queued', 'running')"
 
-/** PostgreSQL: the database clock in epoch ms. */
-const pgNow = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
-/** SQLite: the database clock in epoch ms (julianday('now') holds whole milliseconds; ROUND undoes float error). */
-const sqliteNow = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
 
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -61,10 +58,7 @@ const sqliteNow = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS IN
 
 const createTables = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-  const big = pg ? "BIGINT" : "INTEGER"
-  const real = pg ? "DOUBLE PRECISION" : "REAL"
-  const idType = pg ? `TEXT COLLATE "C"` : "TEXT"
+  const { big, id: idType, pg, real } = columns(sql)
   const statuses = Task.taskStatuses.map((s) => `'${s}'`).join(", ")
   yield* sql.unsafe(`CREATE TABLE tasks (
   id ${idType} PRIMARY KEY NOT NULL,
@@ -275,25 +269,10 @@ export interface SqlOptions {
   readonly clock?: () => number
 }
 
-type StorageFailure = SqlError | ResultLengthMismatch | RowError | IdempotencyRace
+const isIdempotencyRace = (u: unknown): u is IdempotencyRace => u instanceof IdempotencyRace
 
-const isStorageFailure = (u: unknown): u is StorageFailure =>
-  u instanceof SqlError || u instanceof ResultLengthMismatch || u instanceof RowError || u instanceof IdempotencyRace
-
-/** Turns storage failures (also a failed COMMIT/ROLLBACK, which `@effect/sql` raises as a defect) into PersistenceError. */
-const persistence = (operation: string) =>
-<A, E, R>(
-  self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, StorageFailure> | PersistenceError, R> => {
-  const wrap = (cause: StorageFailure) =>
-    new PersistenceError({ message: `task storage: ${operation} failed`, cause })
-  return self.pipe(
-    Effect.mapError((e) => isStorageFailure(e) ? wrap(e) : e as Exclude<E, StorageFailure>),
-    Effect.catchSomeDefect((defect) =>
-      isStorageFailure(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none()
-    )
-  )
-}
+/** Storage failures (and a lost idempotency race) become {@link PersistenceError}. */
+const persistence = persistenceOf("task storage", isIdempotencyRace)
 
 /**
  * Builds the SQL task storage on the `SqlClient` in context (SQLite or PostgreSQL), after running the engine's
@@ -329,7 +308,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const withClock = (): Fragment => {
       const materialized = pg ? "MATERIALIZED " : ""
       return clock === undefined
-        ? sql.literal(`WITH clock AS ${materialized}(SELECT ${pg ? pgNow : sqliteNow} AS now)`)
+        ? sql.literal(`WITH clock AS ${materialized}(SELECT ${nowExpression(pg)} AS now)`)
         : sql`WITH clock AS ${sql.literal(materialized)}(SELECT CAST(${ms(clock())} AS BIGINT) AS now)`
     }
     const NOW = sql.literal("(SELECT now FROM clock)")
@@ -337,10 +316,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 
     /** The storage clock as a value (inside a transaction: one reading for the whole transition). */
     const currentTime: Effect.Effect<number, SqlError | RowError> = clock === undefined
-      ? sql<Row>`SELECT ${sql.literal(pg ? pgNow : sqliteNow)} AS now`.pipe(
-        Effect.flatMap(decodeAll((row) => numberOf(row, "now"))),
-        Effect.map((rows) => rows[0]!)
-      )
+      ? databaseNow(sql, pg)
       : Effect.sync(() => ms(clock()))
 
     const selectTask = (id: string) =>
@@ -395,7 +371,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           // take the key: insert it, or replace exactly the row read above (expired, or its task gone); a
           // concurrent accept that took it first leaves nothing to return, and the whole accept runs again
           const createdAt = clock === undefined
-            ? sql.literal(pg ? pgNow : sqliteNow)
+            ? sql.literal(nowExpression(pg))
             : sql`${ms(clock())}`
           const taken = yield* sql<Row>`INSERT INTO task_idempotency (account_id, "key", fingerprint, task_id, created_at)
             VALUES (${task.accountId}, ${claim.key}, ${claim.fingerprint}, ${task.id}, ${createdAt})
@@ -542,7 +518,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       })).pipe(persistence("finish"))
 
     const cancel: TaskStorage["Type"]["cancel"] = (accountId, id) =>
-      Effect.suspend((): Effect.Effect<CancelResult, StorageFailure | PersistenceError> => {
+      Effect.suspend((): Effect.Effect<CancelResult, StorageFailure | IdempotencyRace | PersistenceError> => {
         if (hasNul(accountId) || hasNul(id)) return Effect.succeed({ _tag: "NotFound" })
         return sql.withTransaction(Effect.gen(function*() {
           const now = yield* currentTime

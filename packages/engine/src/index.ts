@@ -29,3 +29,5 @@ export * as Upstream from "./Upstream.js"
 export * as Worker from "./Worker.js"
 /** Decoding SQL rows. */
 export * as SqlRows from "./SqlRows.js"
+/** Column types, the database clock and storage failures of the SQL stores. */
+export * as SqlStore from "./SqlStore.js"

@@ -19,7 +19,7 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Errors, Webhook } from "@mediagate/contract"
 import * as Ids from "@mediagate/engine/Ids"
 import { PersistenceError } from "@mediagate/engine/PersistenceError"
@@ -29,7 +29,8 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { bad, decodeAll, numberOf, numberOrNull, type Row, RowError, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
+import { columns, databaseNow, persistence as persistenceOf } from "@mediagate/engine/SqlStore"
+import { bad, decodeAll, numberOf, numberOrNull, type Row, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 // -----------------------------------------------------------------------------------------------------------------
 // records
@@ -438,16 +439,10 @@ export const layerMemory: Layer.Layer<WebhookStore> = Layer.effect(WebhookStore,
 /** The table the webhook migrations are recorded in. */
 export const migrationsTable = "mediagate_webhooks_migrations"
 
-/** PostgreSQL: the database clock in epoch ms. */
-const pgNow = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
-/** SQLite: the database clock in epoch ms. */
-const sqliteNow = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
 
 const createTables = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-  const big = pg ? "BIGINT" : "INTEGER"
-  const idType = pg ? `TEXT COLLATE "C"` : "TEXT"
+  const { big, id: idType } = columns(sql)
   yield* sql.unsafe(`CREATE TABLE webhooks (
   id ${idType} PRIMARY KEY NOT NULL,
   account_id TEXT NOT NULL,
@@ -614,20 +609,8 @@ const encodeDelivery = (d: DeliveryRow): Record<string, unknown> => ({
 const hasNul = (...values: ReadonlyArray<string | undefined>): boolean =>
   values.some((s) => s !== undefined && s.includes("\u0000"))
 
-type StorageFailure = SqlError | ResultLengthMismatch | RowError
-
-const isStorageFailure = (u: unknown): u is StorageFailure =>
-  u instanceof SqlError || u instanceof ResultLengthMismatch || u instanceof RowError
-
-/** Storage failures (also a failed COMMIT, raised as a defect) become {@link PersistenceError}. */
-const persistence = (operation: string) =>
-<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, StorageFailure> | PersistenceError, R> => {
-  const wrap = (cause: StorageFailure) => new PersistenceError({ message: `webhook storage: ${operation} failed`, cause })
-  return self.pipe(
-    Effect.mapError((e) => isStorageFailure(e) ? wrap(e) : e as Exclude<E, StorageFailure>),
-    Effect.catchSomeDefect((defect) => isStorageFailure(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none())
-  )
-}
+/** Storage failures become {@link PersistenceError}. */
+const persistence = persistenceOf("webhook storage")
 
 /** Options of the SQL storage. */
 export interface SqlOptions {
@@ -654,11 +637,7 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
 
     const now: Effect.Effect<number, PersistenceError> = options.clock !== undefined
       ? Effect.map(options.clock, Math.floor)
-      : sql<Row>`SELECT ${sql.literal(pg ? pgNow : sqliteNow)} AS now`.pipe(
-        Effect.flatMap(decodeAll((row) => numberOf(row, "now"))),
-        Effect.map((rows) => rows[0]!),
-        persistence("now")
-      )
+      : databaseNow(sql, pg).pipe(persistence("now"))
 
     const selectWebhooks = (accountId: string) =>
       sql<Row>`SELECT * FROM webhooks WHERE account_id = ${accountId} AND deleted_at IS NULL ORDER BY id`.pipe(
