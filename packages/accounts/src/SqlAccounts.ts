@@ -26,7 +26,7 @@ import * as Option from "effect/Option"
 import { AccountStore, type AccountRow, type KeyRow } from "./AccountStore.js"
 import * as AdminService from "./AdminService.js"
 import * as Idempotency from "./Idempotency.js"
-import { columns } from "@mediagate/engine/SqlStore"
+import { columns, storeClient } from "@mediagate/engine/SqlStore"
 import { decodeAll, jsonOf, numberOf, numberOrNull, persistence, type Row, stringOf } from "./internal/sql.js"
 import * as KeyService from "./KeyService.js"
 
@@ -123,11 +123,7 @@ export const makeStore: Effect.Effect<
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient
 > = Effect.gen(function*() {
-  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-  const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, sqlite: () => "sqlite" as const, orElse: () => "other" as const })
-  if (dialect === "other") {
-    return yield* new PersistenceError({ message: "accounts storage: only SQLite and PostgreSQL are supported" })
-  }
+  const { pg, sql } = yield* storeClient("accounts storage")
   yield* migrate
 
   const one = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>) =>
@@ -135,7 +131,7 @@ export const makeStore: Effect.Effect<
 
   const store: AccountStore["Type"] = {
     transaction: (self) => persistence("transaction")(sql.withTransaction(self)),
-    lockBootstrap: dialect === "pg"
+    lockBootstrap: pg
       ? sql`SELECT pg_advisory_xact_lock(${bootstrapLock})`.pipe(Effect.asVoid, persistence("bootstrap lock"))
       : Effect.void,
     hasAccounts: sql<Row>`SELECT 1 AS one FROM accounts LIMIT 1`.pipe(

@@ -48,7 +48,7 @@ import {
   type TopUpStatus
 } from "./Ledger.js"
 import { PaymentProvider } from "./PaymentProvider.js"
-import { columns, persistence as persistenceOf } from "@mediagate/engine/SqlStore"
+import { columns, persistence as persistenceOf, storeClient } from "@mediagate/engine/SqlStore"
 import { decodeAll, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 /** The table billing's migrations are recorded in. */
@@ -211,17 +211,7 @@ export const make: Effect.Effect<
   SqlClient.SqlClient | PaymentProvider
 > = Effect.gen(function*() {
   const provider = yield* PaymentProvider
-  // rows are decoded by column name: never through the client's name transforms
-  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-  const dialect = sql.onDialectOrElse({
-    pg: () => "pg" as const,
-    sqlite: () => "sqlite" as const,
-    orElse: () => "other" as const
-  })
-  if (dialect === "other") {
-    return yield* new PersistenceError({ message: "billing: only SQLite and PostgreSQL are supported" })
-  }
-  const pg = dialect === "pg"
+  const { pg, sql } = yield* storeClient("billing")
   yield* migrate
 
   /** Reads and locks an account row for the rest of the transaction. */

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -72,3 +72,18 @@ export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u
     Effect.catchSomeDefect((defect) => matches(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none())
   )
 }
+
+/**
+ * The store's view of the `SqlClient`: without name transforms (rows are decoded by column name), and whether it
+ * is PostgreSQL. Other dialects than SQLite and PostgreSQL fail with a {@link PersistenceError}.
+ */
+export const storeClient = (
+  store: string
+): Effect.Effect<{ readonly sql: SqlClient.SqlClient; readonly pg: boolean }, PersistenceError, SqlClient.SqlClient> =>
+  Effect.flatMap(SqlClient.SqlClient, (client) => {
+    const sql = client.withoutTransforms()
+    const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, sqlite: () => "sqlite" as const, orElse: () => "other" as const })
+    return dialect === "other"
+      ? Effect.fail(new PersistenceError({ message: `${store}: only SQLite and PostgreSQL are supported` }))
+      : Effect.succeed({ sql, pg: dialect === "pg" })
+  })

@@ -38,7 +38,7 @@ import * as Ids from "./Ids.js"
 import { PersistenceError } from "./PersistenceError.js"
 import { fromNew, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
 import { type CancelResult, extraCharges, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
-import { columns, databaseNow, nowExpression, persistence as persistenceOf, type StorageFailure } from "./SqlStore.js"
+import { columns, databaseNow, nowExpression, persistence as persistenceOf, type StorageFailure, storeClient } from "./SqlStore.js"
 import { bad, decodeAll, isObject, jsonObject, jsonOrNull, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "./SqlRows.js"
 
 /** The table the engine's migrations are recorded in. */
@@ -285,17 +285,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 > =>
   Effect.gen(function*() {
     const billing = yield* Billing
-    // rows are decoded by column name: never through the client's name transforms
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const dialect = sql.onDialectOrElse({
-      pg: () => "pg" as const,
-      sqlite: () => "sqlite" as const,
-      orElse: () => "other" as const
-    })
-    if (dialect === "other") {
-      return yield* new PersistenceError({ message: "task storage: only SQLite and PostgreSQL are supported" })
-    }
-    const pg = dialect === "pg"
+    const { pg, sql } = yield* storeClient("task storage")
     yield* migrate
 
     const clock = options.clock

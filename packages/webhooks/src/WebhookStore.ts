@@ -29,7 +29,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { columns, databaseNow, persistence as persistenceOf } from "@mediagate/engine/SqlStore"
+import { columns, databaseNow, persistence as persistenceOf, storeClient } from "@mediagate/engine/SqlStore"
 import { bad, decodeAll, numberOf, numberOrNull, type Row, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -627,12 +627,7 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
   SqlClient.SqlClient
 > =>
   Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, sqlite: () => "sqlite" as const, orElse: () => "other" as const })
-    if (dialect === "other") {
-      return yield* new PersistenceError({ message: "webhook storage: only SQLite and PostgreSQL are supported" })
-    }
-    const pg = dialect === "pg"
+    const { pg, sql } = yield* storeClient("webhook storage")
     yield* migrate
 
     const now: Effect.Effect<number, PersistenceError> = options.clock !== undefined
