@@ -95,6 +95,26 @@ export const monthlyLimitExceeded = (amountMicros: number, limitMicros: number, 
     } of its ${usd(limitMicros)} limit this month`
   })
 
+/**
+ * How a refund of `amountMicros` splits over the months the task was charged in: `open` is what is left to refund
+ * per month (its charges net of earlier refunds); the newest month is refunded first, and never beyond what is
+ * left in it. The parts sum to at most `amountMicros`.
+ */
+export const refundParts = (
+  amountMicros: number,
+  open: ReadonlyArray<{ readonly month: string; readonly remaining: number }>
+): Array<{ readonly month: string; readonly amountMicros: number }> => {
+  const parts: Array<{ readonly month: string; readonly amountMicros: number }> = []
+  let left = amountMicros
+  for (const { month, remaining } of [...open].sort((a, b) => a.month < b.month ? 1 : a.month > b.month ? -1 : 0)) {
+    const part = Math.min(left, remaining)
+    if (part <= 0) continue
+    parts.push({ month, amountMicros: part })
+    left -= part
+  }
+  return parts
+}
+
 /** An amount of money the implementation takes: a non-negative safe integer (anything else is a caller bug). */
 export const isAmount = (micros: number): boolean => Number.isSafeInteger(micros) && micros >= 0
 

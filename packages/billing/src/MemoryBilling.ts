@@ -23,6 +23,7 @@ import {
   keyLimitExceeded,
   type LedgerEntry,
   type LedgerKind,
+  refundParts,
   layerOf,
   monthlyLimitExceeded,
   monthOf,
@@ -158,12 +159,9 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
             open.set(entry.month, (open.get(entry.month) ?? 0) - entry.amountMicros)
           }
         }
-        let left = refund.amountMicros
         let total = 0
-        // newest month first
-        for (const [month, remaining] of [...open].sort(([a], [b]) => a < b ? 1 : a > b ? -1 : 0)) {
-          const part = Math.min(left, remaining)
-          if (part <= 0) continue
+        const parts = refundParts(refund.amountMicros, Array.from(open, ([month, remaining]) => ({ month, remaining })))
+        for (const { amountMicros: part, month } of parts) {
           append({
             accountId: refund.accountId,
             kind: "refund",
@@ -176,7 +174,6 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
           })
           const key = monthKey(refund.accountId, month)
           months.set(key, Math.max(0, (months.get(key) ?? 0) - part))
-          left -= part
           total += part
         }
         if (total === 0) return

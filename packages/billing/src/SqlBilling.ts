@@ -42,6 +42,7 @@ import {
   layerOf,
   monthlyLimitExceeded,
   monthOf,
+  refundParts,
   topUpDue,
   type TopUpRecord,
   topUpStatuses,
@@ -369,15 +370,11 @@ export const make: Effect.Effect<
           // what is left to refund of the task's charges, by the month they were made in
           const open = yield* sql<Row>`SELECT month, SUM(amount_micros) AS net FROM billing_ledger
             WHERE task_id = ${refund.taskId} AND account_id = ${refund.accountId} AND kind IN ('charge', 'refund')
-            GROUP BY month ORDER BY month DESC`.pipe(
+            GROUP BY month`.pipe(
             Effect.flatMap(decodeAll((r) => ({ month: stringOf(r, "month"), remaining: -numberOf(r, "net") })))
           )
-          let left = refund.amountMicros
           let total = 0
-          // newest month first
-          for (const { month, remaining } of open) {
-            const part = Math.min(left, remaining)
-            if (part <= 0) continue
+          for (const { amountMicros: part, month } of refundParts(refund.amountMicros, open)) {
             yield* appendEntry({
               accountId: refund.accountId,
               kind: "refund",
@@ -390,7 +387,6 @@ export const make: Effect.Effect<
             })
             yield* sql`UPDATE billing_month_spend SET spent_micros = ${sql.literal(minus("spent_micros", part))}
               WHERE account_id = ${refund.accountId} AND month = ${month}`
-            left -= part
             total += part
           }
           if (total === 0) return
