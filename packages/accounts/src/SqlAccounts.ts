@@ -26,7 +26,7 @@ import * as Option from "effect/Option"
 import { AccountStore, type AccountRow, type KeyRow } from "./AccountStore.js"
 import * as AdminService from "./AdminService.js"
 import * as Idempotency from "./Idempotency.js"
-import { columns, storeClient } from "@mediagate/engine/SqlStore"
+import { columns, migrator, storeClient } from "@mediagate/engine/SqlStore"
 import { decodeAll, jsonOf, numberOf, numberOrNull, persistence, type Row, stringOf } from "./internal/sql.js"
 import * as KeyService from "./KeyService.js"
 
@@ -73,10 +73,7 @@ export const migrate: Effect.Effect<
   ReadonlyArray<readonly [id: number, name: string]>,
   Migrator.MigrationError | SqlError,
   SqlClient.SqlClient
-> = Migrator.make({})({ loader: migrations, table: migrationsTable }).pipe(
-  // two processes starting on an empty database may race creating the migrations table: try again
-  Effect.retry({ times: 2 })
-)
+> = migrator(migrations, migrationsTable)
 
 const environments: ReadonlyArray<ApiKey.Environment> = ["live", "test"]
 

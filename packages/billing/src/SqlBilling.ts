@@ -49,7 +49,7 @@ import {
   type TopUpStatus
 } from "./Ledger.js"
 import { PaymentProvider } from "./PaymentProvider.js"
-import { columns, persistence as persistenceOf, storeClient } from "@mediagate/engine/SqlStore"
+import { columns, migrator, persistence as persistenceOf, storeClient } from "@mediagate/engine/SqlStore"
 import { decodeAll, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 /** The table billing's migrations are recorded in. */
@@ -139,10 +139,7 @@ export const migrate: Effect.Effect<
   ReadonlyArray<readonly [id: number, name: string]>,
   Migrator.MigrationError | SqlError,
   SqlClient.SqlClient
-> = Migrator.make({})({ loader: migrations, table: migrationsTable }).pipe(
-  // two processes starting on an empty database may race creating the migrations table: try again
-  Effect.retry({ times: 2 })
-)
+> = migrator(migrations, migrationsTable)
 
 // -----------------------------------------------------------------------------------------------------------------
 // rows

@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
@@ -87,3 +88,13 @@ export const storeClient = (
       ? Effect.fail(new PersistenceError({ message: `${store}: only SQLite and PostgreSQL are supported` }))
       : Effect.succeed({ sql, pg: dialect === "pg" })
   })
+
+/**
+ * Runs a store's migrations, recorded in its own `table`. Two processes starting on an empty database may race
+ * creating the migrations table: the loser tries again.
+ */
+export const migrator = (
+  loader: Migrator.Loader,
+  table: string
+): Effect.Effect<ReadonlyArray<readonly [id: number, name: string]>, Migrator.MigrationError | SqlError, SqlClient.SqlClient> =>
+  Migrator.make({})({ loader, table }).pipe(Effect.retry({ times: 2 }))

@@ -38,7 +38,7 @@ import * as Ids from "./Ids.js"
 import { PersistenceError } from "./PersistenceError.js"
 import { fromNew, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
 import { type CancelResult, extraCharges, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
-import { columns, databaseNow, nowExpression, persistence as persistenceOf, type StorageFailure, storeClient } from "./SqlStore.js"
+import { columns, databaseNow, migrator, nowExpression, persistence as persistenceOf, type StorageFailure, storeClient } from "./SqlStore.js"
 import { bad, decodeAll, isObject, jsonObject, jsonOrNull, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "./SqlRows.js"
 
 /** The table the engine's migrations are recorded in. */
@@ -144,10 +144,7 @@ export const migrate: Effect.Effect<
   ReadonlyArray<readonly [id: number, name: string]>,
   Migrator.MigrationError | SqlError,
   SqlClient.SqlClient
-> = Migrator.make({})({ loader: migrations, table: migrationsTable }).pipe(
-  // two processes starting on an empty database may race creating the migrations table: try again
-  Effect.retry({ times: 2 })
-)
+> = migrator(migrations, migrationsTable)
 
 // -----------------------------------------------------------------------------------------------------------------
 // rows

@@ -29,7 +29,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { columns, databaseNow, persistence as persistenceOf, storeClient } from "@mediagate/engine/SqlStore"
+import { columns, databaseNow, migrator, persistence as persistenceOf, storeClient } from "@mediagate/engine/SqlStore"
 import { bad, decodeAll, numberOf, numberOrNull, type Row, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -506,9 +506,7 @@ const createTables = Effect.gen(function*() {
 export const migrations: Migrator.Loader = Migrator.fromRecord({ "0001_webhooks": createTables })
 
 /** Runs the webhook migrations into {@link migrationsTable}. */
-export const migrate = Migrator.make({})({ loader: migrations, table: migrationsTable }).pipe(
-  Effect.retry({ times: 2 })
-)
+export const migrate = migrator(migrations, migrationsTable)
 
 
 
