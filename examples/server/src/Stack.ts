@@ -95,7 +95,7 @@ export const make = <A1, E1, R1, E2, R2>(
 
 /** Accounts, keys and billing on the database (`MEDIAGATE_PAYMENT_PROVIDER`: `none`, the default, or `simulated`). */
 export const Accounts = SqlAccounts.layer().pipe(
-  Layer.provideMerge(SqlBilling.layer),
+  Layer.provideMerge(SqlBilling.layer()),
   Layer.provide(Layer.unwrapEffect(Effect.map(
     Config.literal("none", "simulated")("MEDIAGATE_PAYMENT_PROVIDER").pipe(Config.withDefault("none" as const)),
     (provider) => provider === "simulated" ? PaymentProvider.layerSimulated : PaymentProvider.layerNone

@@ -10,12 +10,14 @@
  *   only a client that presents the Idempotency-Key again can have it opened. (Its strength is the entropy of the
  *   Idempotency-Key: clients should use random keys such as UUIDs.)
  *
- * Table `idempotent_responses` (account_id, scope, key_hash, fingerprint, ciphertext, created_at), primary key
- * (account_id, scope, key_hash); created by the accounts migrations ({@link createTable}).
+ * Table `<prefix>idempotent_responses` (account_id, scope, key_hash, fingerprint, ciphertext, created_at), primary
+ * key (account_id, scope, key_hash), under the accounts store's prefix (default `mediagate_`); created by the
+ * accounts migrations ({@link createTable}).
  *
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Errors } from "@mediagate/contract"
 import { PersistenceError } from "@mediagate/engine/PersistenceError"
 import * as Clock from "effect/Clock"
@@ -24,6 +26,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto"
+import { defaultPrefix, type PrefixOptions, resolvePrefix } from "@mediagate/engine/SqlStore"
 import { decodeAll, numberOf, persistence, type Row, stringOf } from "./internal/sql.js"
 
 /** How long an answer is replayed. */
@@ -240,11 +243,19 @@ export const makeMemory = (): IdempotencyStore["Type"] => {
   }
 }
 
-/** Creates the `idempotent_responses` table (a migration of the accounts package). */
-export const createTable = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const big = sql.onDialectOrElse({ pg: () => "BIGINT", orElse: () => "INTEGER" })
-  yield* sql.unsafe(`CREATE TABLE idempotent_responses (
+/** The table of sealed answers under `prefix`: `<prefix>idempotent_responses`. */
+export const table = (prefix: string = defaultPrefix): string => `${prefix}idempotent_responses`
+
+/**
+ * Creates the `<prefix>idempotent_responses` table (a migration of the accounts package). `prefix` must be valid
+ * (the accounts migrations check it).
+ */
+export const createTable = (prefix: string = defaultPrefix): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const big = sql.onDialectOrElse({ pg: () => "BIGINT", orElse: () => "INTEGER" })
+    const name = table(prefix)
+    yield* sql.unsafe(`CREATE TABLE ${name} (
   account_id TEXT NOT NULL,
   scope TEXT NOT NULL,
   key_hash TEXT NOT NULL,
@@ -253,8 +264,8 @@ export const createTable = Effect.gen(function*() {
   created_at ${big} NOT NULL,
   PRIMARY KEY (account_id, scope, key_hash)
 )`)
-  yield* sql.unsafe(`CREATE INDEX idempotent_responses_created_idx ON idempotent_responses (created_at)`)
-})
+    yield* sql.unsafe(`CREATE INDEX ${name}_created_idx ON ${name} (created_at)`)
+  })
 
 const decode = (row: Row): StoredResponse => ({
   accountId: stringOf(row, "account_id"),
@@ -265,40 +276,49 @@ const decode = (row: Row): StoredResponse => ({
   createdAt: numberOf(row, "created_at")
 })
 
-/** The SQL store on the `SqlClient` in context (SQLite or PostgreSQL; the table must exist). */
-export const makeSql: Effect.Effect<IdempotencyStore["Type"], never, SqlClient.SqlClient> = Effect.map(
-  SqlClient.SqlClient,
-  (client): IdempotencyStore["Type"] => {
-    const sql = client.withoutTransforms()
-    return {
-      find: (accountId, scope, keyHash) =>
-        sql<Row>`SELECT * FROM idempotent_responses
-          WHERE account_id = ${accountId} AND scope = ${scope} AND key_hash = ${keyHash}`.pipe(
-          Effect.flatMap(decodeAll(decode)),
-          Effect.map((rows) => Option.fromNullable(rows[0])),
-          persistence("idempotency lookup")
-        ),
-      insert: (record, expiredBefore) =>
-        Effect.gen(function*() {
-          yield* sql`DELETE FROM idempotent_responses WHERE account_id = ${record.accountId}
-            AND scope = ${record.scope} AND key_hash = ${record.keyHash} AND created_at <= ${expiredBefore}`
-          const rows = yield* sql<Row>`INSERT INTO idempotent_responses ${
-            sql.insert({
-              account_id: record.accountId,
-              scope: record.scope,
-              key_hash: record.keyHash,
-              fingerprint: record.fingerprint,
-              ciphertext: record.ciphertext,
-              created_at: record.createdAt
-            })
-          } ON CONFLICT DO NOTHING RETURNING key_hash`
-          return rows.length === 1
-        }).pipe(persistence("idempotency insert")),
-      prune: (before) =>
-        sql<Row>`DELETE FROM idempotent_responses WHERE created_at < ${before} RETURNING key_hash`.pipe(
-          Effect.map((rows) => rows.length),
-          persistence("idempotency prune")
-        )
+/**
+ * The SQL store on the `SqlClient` in context (SQLite or PostgreSQL), on the table under `options.prefix` (default
+ * `mediagate_`), which must exist (the accounts migrations create it). An invalid prefix fails with a
+ * `PersistenceError`.
+ */
+export const makeSql = (
+  options: PrefixOptions = {}
+): Effect.Effect<IdempotencyStore["Type"], PersistenceError, SqlClient.SqlClient> =>
+  Effect.zipWith(
+    resolvePrefix("accounts storage", options),
+    SqlClient.SqlClient,
+    (prefix, client): IdempotencyStore["Type"] => {
+      const sql = client.withoutTransforms()
+      const responses = sql(table(prefix))
+      return {
+        find: (accountId, scope, keyHash) =>
+          sql<Row>`SELECT * FROM ${responses}
+            WHERE account_id = ${accountId} AND scope = ${scope} AND key_hash = ${keyHash}`.pipe(
+            Effect.flatMap(decodeAll(decode)),
+            Effect.map((rows) => Option.fromNullable(rows[0])),
+            persistence("idempotency lookup")
+          ),
+        insert: (record, expiredBefore) =>
+          Effect.gen(function*() {
+            yield* sql`DELETE FROM ${responses} WHERE account_id = ${record.accountId}
+              AND scope = ${record.scope} AND key_hash = ${record.keyHash} AND created_at <= ${expiredBefore}`
+            const rows = yield* sql<Row>`INSERT INTO ${responses} ${
+              sql.insert({
+                account_id: record.accountId,
+                scope: record.scope,
+                key_hash: record.keyHash,
+                fingerprint: record.fingerprint,
+                ciphertext: record.ciphertext,
+                created_at: record.createdAt
+              })
+            } ON CONFLICT DO NOTHING RETURNING key_hash`
+            return rows.length === 1
+          }).pipe(persistence("idempotency insert")),
+        prune: (before) =>
+          sql<Row>`DELETE FROM ${responses} WHERE created_at < ${before} RETURNING key_hash`.pipe(
+            Effect.map((rows) => rows.length),
+            persistence("idempotency prune")
+          )
+      }
     }
-  }
-)
+  )

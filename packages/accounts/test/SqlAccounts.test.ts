@@ -12,15 +12,16 @@ if (!runPostgres) console.warn(`${pgNotRunning}: its tests are skipped`)
 const dump = Layer.effect(Dump, Effect.map(SqlClient.SqlClient, (sql) => ({
   dump: () =>
     Effect.gen(function*() {
-      const keys = yield* sql`SELECT * FROM api_keys`
-      const accounts = yield* sql`SELECT * FROM accounts`
-      const stored = yield* sql`SELECT * FROM idempotent_responses`
+      const t = SqlAccounts.tables()
+      const keys = yield* sql`SELECT * FROM ${sql(t.keys)}`
+      const accounts = yield* sql`SELECT * FROM ${sql(t.accounts)}`
+      const stored = yield* sql`SELECT * FROM ${sql(t.responses)}`
       return JSON.stringify({ accounts, keys, stored }, (_k, v) => typeof v === "bigint" ? String(v) : v)
     })
 })))
 
 const backend = (database: () => Layer.Layer<SqlClient.SqlClient, unknown>) => () =>
-  Layer.merge(SqlAccounts.layerStore, dump).pipe(Layer.provide(database()))
+  Layer.merge(SqlAccounts.layerStore(), dump).pipe(Layer.provide(database()))
 
 accountsSuite("sqlite", backend(sqlite))
 if (runPostgres) accountsSuite("postgres", backend(postgres))
@@ -35,9 +36,9 @@ describe("SQL migrations", () => {
   it.effect("run once into their own table", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      yield* SqlAccounts.migrate
-      yield* SqlAccounts.migrate
-      const rows = yield* sql<{ name: string }>`SELECT name FROM mediagate_accounts_migrations ORDER BY migration_id`
+      yield* SqlAccounts.migrate()
+      yield* SqlAccounts.migrate()
+      const rows = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlAccounts.migrationsTable())} ORDER BY migration_id`
       assert.deepStrictEqual(rows.map((r) => r.name), ["accounts_api_keys", "idempotent_responses"])
     }).pipe(Effect.provide(sqlite())))
 })

@@ -1,12 +1,15 @@
 /**
- * Billing on SQL: SQLite (`@effect/sql-sqlite-node`) and PostgreSQL (`@effect/sql-pg`). One build gives the
- * engine's `Billing` (charge, refund), `BillingAccounts`, the contract's `BillingService` (balance reads) and
+ * Billing on SQL: SQLite and PostgreSQL (any `SqlClient` of those dialects). One build gives the engine's
+ * `Billing` (charge, refund), `BillingAccounts`, the contract's `BillingService` (balance reads) and
  * `BillingLedger`, with the semantics of `MemoryBilling` and the same conformance suite.
  *
- * - Tables (migrations in their own table, {@link migrationsTable}): `billing_accounts` (mode, balance, monthly
- *   limit, auto top-up settings), `billing_key_spend` (a key's limit and net spend), `billing_month_spend` (net
- *   charges per account and calendar month, UTC), `billing_ledger` (append-only: triggers refuse UPDATE and
- *   DELETE; signed micro-dollars) and `billing_top_up_requests` (the log of auto top-up requests).
+ * - Tables, named with the store's prefix (`options.prefix`, default `mediagate_`; see {@link tables}), migrations
+ *   in their own table ({@link migrationsTable}): `<prefix>billing_accounts` (mode, balance, monthly limit, auto
+ *   top-up settings), `<prefix>billing_key_spend` (a key's limit and net spend), `<prefix>billing_month_spend` (net
+ *   charges per account and calendar month, UTC), `<prefix>billing_ledger` (append-only: triggers refuse UPDATE
+ *   and DELETE; signed micro-dollars) and `<prefix>billing_top_up_requests` (the log of auto top-up requests). The
+ *   ledger's triggers (and on PostgreSQL their function) carry the prefix too. An invalid prefix fails the build
+ *   with a `PersistenceError`.
  * - Every operation runs in `sql.withTransaction`, which joins the caller's open transaction (as a savepoint): the
  *   engine's charge commits or rolls back with the task it stores.
  * - Atomic charge: the account row is locked first (PostgreSQL `SELECT ... FOR UPDATE`; SQLite takes the write
@@ -49,23 +52,46 @@ import {
   type TopUpStatus
 } from "./Ledger.js"
 import { PaymentProvider } from "./PaymentProvider.js"
-import { columns, migrator, persistence as persistenceOf, storeClient } from "@mediagate/engine/SqlStore"
+import {
+  columns,
+  defaultPrefix,
+  identifiers,
+  migrator,
+  persistence as persistenceOf,
+  type PrefixOptions,
+  prefixedMigrations,
+  resolvePrefix,
+  storeClient
+} from "@mediagate/engine/SqlStore"
 import { decodeAll, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
-/** The table billing's migrations are recorded in. */
-export const migrationsTable = "mediagate_billing_migrations"
+const storeName = "billing"
+
+/** The tables of billing under `prefix`. */
+export const tables = (prefix: string = defaultPrefix) => ({
+  accounts: `${prefix}billing_accounts`,
+  keySpend: `${prefix}billing_key_spend`,
+  monthSpend: `${prefix}billing_month_spend`,
+  ledger: `${prefix}billing_ledger`,
+  topUps: `${prefix}billing_top_up_requests`
+}) as const
+
+/** The table billing's migrations are recorded in: `<prefix>billing_migrations`. */
+export const migrationsTable = (prefix: string = defaultPrefix): string => `${prefix}billing_migrations`
 
 // -----------------------------------------------------------------------------------------------------------------
 // migrations
 // -----------------------------------------------------------------------------------------------------------------
 
-const createTables = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const { big, pg } = columns(sql)
-  const serial = pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
-  const kinds = ledgerKinds.map((k) => `'${k}'`).join(", ")
-  const statuses = topUpStatuses.map((s) => `'${s}'`).join(", ")
-  yield* sql.unsafe(`CREATE TABLE billing_accounts (
+const createTables = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { big, pg } = columns(sql)
+    const t = tables(prefix)
+    const serial = pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
+    const kinds = ledgerKinds.map((k) => `'${k}'`).join(", ")
+    const statuses = topUpStatuses.map((s) => `'${s}'`).join(", ")
+    yield* sql.unsafe(`CREATE TABLE ${t.accounts} (
   account_id TEXT PRIMARY KEY NOT NULL,
   billing_mode TEXT NOT NULL CHECK (billing_mode IN ('prepaid', 'postpaid')),
   balance_micros ${big} NOT NULL,
@@ -76,19 +102,19 @@ const createTables = Effect.gen(function*() {
   created_at ${big} NOT NULL,
   updated_at ${big} NOT NULL
 )`)
-  yield* sql.unsafe(`CREATE TABLE billing_key_spend (
+    yield* sql.unsafe(`CREATE TABLE ${t.keySpend} (
   key_id TEXT PRIMARY KEY NOT NULL,
   account_id TEXT NOT NULL,
   spend_limit_micros ${big},
   spent_micros ${big} NOT NULL
 )`)
-  yield* sql.unsafe(`CREATE TABLE billing_month_spend (
+    yield* sql.unsafe(`CREATE TABLE ${t.monthSpend} (
   account_id TEXT NOT NULL,
   month TEXT NOT NULL,
   spent_micros ${big} NOT NULL,
   PRIMARY KEY (account_id, month)
 )`)
-  yield* sql.unsafe(`CREATE TABLE billing_ledger (
+    yield* sql.unsafe(`CREATE TABLE ${t.ledger} (
   id ${serial},
   account_id TEXT NOT NULL,
   kind TEXT NOT NULL CHECK (kind IN (${kinds})),
@@ -99,9 +125,9 @@ const createTables = Effect.gen(function*() {
   month TEXT NOT NULL,
   created_at ${big} NOT NULL
 )`)
-  yield* sql.unsafe(`CREATE INDEX billing_ledger_account_idx ON billing_ledger (account_id, id)`)
-  yield* sql.unsafe(`CREATE INDEX billing_ledger_task_idx ON billing_ledger (task_id) WHERE task_id IS NOT NULL`)
-  yield* sql.unsafe(`CREATE TABLE billing_top_up_requests (
+    yield* sql.unsafe(`CREATE INDEX ${t.ledger}_account_idx ON ${t.ledger} (account_id, id)`)
+    yield* sql.unsafe(`CREATE INDEX ${t.ledger}_task_idx ON ${t.ledger} (task_id) WHERE task_id IS NOT NULL`)
+    yield* sql.unsafe(`CREATE TABLE ${t.topUps} (
   id ${serial},
   account_id TEXT NOT NULL,
   amount_micros ${big} NOT NULL,
@@ -109,37 +135,49 @@ const createTables = Effect.gen(function*() {
   status TEXT NOT NULL CHECK (status IN (${statuses})),
   created_at ${big} NOT NULL
 )`)
-  yield* sql.unsafe(`CREATE INDEX billing_top_up_requests_account_idx ON billing_top_up_requests (account_id, id)`)
-  // the ledger is append-only
-  if (pg) {
-    yield* sql.unsafe(`CREATE FUNCTION billing_ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    // (`<prefix>billing_top_up_account_idx`: short enough for PostgreSQL's 63-byte names under a 30-character prefix)
+    yield* sql.unsafe(`CREATE INDEX ${prefix}billing_top_up_account_idx ON ${t.topUps} (account_id, id)`)
+    // the ledger is append-only
+    if (pg) {
+      yield* sql.unsafe(`CREATE FUNCTION ${t.ledger}_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  RAISE EXCEPTION 'billing_ledger is append-only';
+  RAISE EXCEPTION '${t.ledger} is append-only';
 END
 $$`)
-    yield* sql.unsafe(`CREATE TRIGGER billing_ledger_append_only BEFORE UPDATE OR DELETE ON billing_ledger
-  FOR EACH ROW EXECUTE FUNCTION billing_ledger_append_only()`)
-  } else {
-    for (const event of ["UPDATE", "DELETE"]) {
-      yield* sql.unsafe(`CREATE TRIGGER billing_ledger_no_${event.toLowerCase()} BEFORE ${event} ON billing_ledger
+      yield* sql.unsafe(`CREATE TRIGGER ${t.ledger}_append_only BEFORE UPDATE OR DELETE ON ${t.ledger}
+  FOR EACH ROW EXECUTE FUNCTION ${t.ledger}_append_only()`)
+    } else {
+      for (const event of ["UPDATE", "DELETE"]) {
+        yield* sql.unsafe(`CREATE TRIGGER ${t.ledger}_no_${event.toLowerCase()} BEFORE ${event} ON ${t.ledger}
 BEGIN
-  SELECT RAISE(ABORT, 'billing_ledger is append-only');
+  SELECT RAISE(ABORT, '${t.ledger} is append-only');
 END`)
+      }
     }
-  }
-})
+  })
 
-/** Billing's migrations (SQLite and PostgreSQL). */
-export const migrations: Migrator.Loader = Migrator.fromRecord({
-  "0001_billing": createTables
-})
+/**
+ * Billing's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails the
+ * loader with a `MigrationError`.
+ */
+export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
+  prefixedMigrations(storeName, prefix, (prefix) => ({
+    "0001_billing": createTables(prefix)
+  }))
 
-/** Runs billing's migrations into {@link migrationsTable}. */
-export const migrate: Effect.Effect<
+/**
+ * Runs billing's migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
+ * `PersistenceError`.
+ */
+export const migrate = (prefix: string = defaultPrefix): Effect.Effect<
   ReadonlyArray<readonly [id: number, name: string]>,
-  Migrator.MigrationError | SqlError,
+  Migrator.MigrationError | SqlError | PersistenceError,
   SqlClient.SqlClient
-> = migrator(migrations, migrationsTable)
+> =>
+  Effect.flatMap(
+    resolvePrefix(storeName, { prefix }),
+    (prefix) => migrator(migrations(prefix), migrationsTable(prefix))
+  )
 
 // -----------------------------------------------------------------------------------------------------------------
 // rows
@@ -184,7 +222,7 @@ const decodeTopUp = (row: Row): TopUpRecord => ({
 })
 
 /** Storage failures become {@link PersistenceError}. */
-const persistence = persistenceOf("billing")
+const persistence = persistenceOf(storeName)
 
 const requireAmount = (what: string, micros: number) =>
   isAmount(micros)
@@ -199,29 +237,34 @@ const minus = (column: string, amount: number) =>
 // billing
 // -----------------------------------------------------------------------------------------------------------------
 
+/** Options of SQL billing. */
+export interface SqlOptions extends PrefixOptions {}
+
 /**
- * Builds SQL billing on the `SqlClient` in context (SQLite or PostgreSQL), after running billing's migrations. The
- * `PaymentProvider` in context serves auto top-up.
+ * Builds SQL billing on the `SqlClient` in context (SQLite or PostgreSQL), after running billing's migrations, with
+ * its tables under `options.prefix` (default `mediagate_`). The `PaymentProvider` in context serves auto top-up.
  */
-export const make: Effect.Effect<
+export const make = (options: SqlOptions = {}): Effect.Effect<
   BillingServices,
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient | PaymentProvider
-> = Effect.gen(function*() {
+> => Effect.gen(function*() {
+  const prefix = yield* resolvePrefix(storeName, options)
   const provider = yield* PaymentProvider
-  const { pg, sql } = yield* storeClient("billing")
-  yield* migrate
+  const { pg, sql } = yield* storeClient(storeName)
+  yield* migrator(migrations(prefix), migrationsTable(prefix))
+  const t = identifiers(sql, tables(prefix))
 
   /** Reads and locks an account row for the rest of the transaction. */
   const lockAccount = (accountId: string): Effect.Effect<AccountRow | undefined, SqlError | RowError> =>
     (pg
-      ? sql<Row>`SELECT * FROM billing_accounts WHERE account_id = ${accountId} FOR UPDATE`
+      ? sql<Row>`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId} FOR UPDATE`
       // SQLite has one writer: a write takes the database's write lock at once (a read would not)
-      : sql<Row>`UPDATE billing_accounts SET balance_micros = balance_micros WHERE account_id = ${accountId} RETURNING *`)
+      : sql<Row>`UPDATE ${t.accounts} SET balance_micros = balance_micros WHERE account_id = ${accountId} RETURNING *`)
       .pipe(Effect.flatMap(decodeAll(decodeAccount)), Effect.map((rows) => rows[0]))
 
   const monthSpent = (accountId: string, month: string) =>
-    sql<Row>`SELECT spent_micros FROM billing_month_spend WHERE account_id = ${accountId} AND month = ${month}`.pipe(
+    sql<Row>`SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${accountId} AND month = ${month}`.pipe(
       Effect.flatMap(decodeAll((row) => numberOf(row, "spent_micros"))),
       Effect.map((rows) => rows[0] ?? 0)
     )
@@ -239,7 +282,7 @@ export const make: Effect.Effect<
     }))
 
   const appendEntry = (entry: Omit<LedgerEntry, "id">) =>
-    sql`INSERT INTO billing_ledger ${
+    sql`INSERT INTO ${t.ledger} ${
       sql.insert({
         account_id: entry.accountId,
         kind: entry.kind,
@@ -253,7 +296,7 @@ export const make: Effect.Effect<
     }`
 
   const addBalance = (accountId: string, amountMicros: number, now: number) =>
-    sql<Row>`UPDATE billing_accounts SET balance_micros = balance_micros + ${amountMicros}, updated_at = ${now}
+    sql<Row>`UPDATE ${t.accounts} SET balance_micros = balance_micros + ${amountMicros}, updated_at = ${now}
       WHERE account_id = ${accountId} RETURNING balance_micros`.pipe(
       Effect.flatMap(decodeAll((row) => numberOf(row, "balance_micros"))),
       Effect.map((rows) => rows[0] ?? 0)
@@ -284,7 +327,7 @@ export const make: Effect.Effect<
     if (amountMicros === undefined) return Effect.void
     const record = (status: TopUpStatus) =>
       Effect.zipRight(
-        sql`INSERT INTO billing_top_up_requests ${
+        sql`INSERT INTO ${t.topUps} ${
           sql.insert({ account_id: accountId, amount_micros: amountMicros, provider: provider.name, status, created_at: now })
         }`,
         status === "credited"
@@ -318,7 +361,7 @@ export const make: Effect.Effect<
           if (row.billingMode === "prepaid" && row.balanceMicros < amount) {
             return yield* insufficientBalance(amount, row.balanceMicros)
           }
-          const key = yield* sql<Row>`SELECT spend_limit_micros, spent_micros FROM billing_key_spend
+          const key = yield* sql<Row>`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend}
             WHERE key_id = ${charge.keyId}${sql.literal(pg ? " FOR UPDATE" : "")}`.pipe(
             Effect.flatMap(decodeAll((r) => ({
               limit: numberOrNull(r, "spend_limit_micros"),
@@ -346,12 +389,12 @@ export const make: Effect.Effect<
             createdAt: now
           })
           const balance = yield* addBalance(charge.accountId, -amount, now)
-          yield* sql`INSERT INTO billing_key_spend ${
+          yield* sql`INSERT INTO ${t.keySpend} ${
             sql.insert({ key_id: charge.keyId, account_id: charge.accountId, spend_limit_micros: null, spent_micros: amount })
-          } ON CONFLICT (key_id) DO UPDATE SET spent_micros = billing_key_spend.spent_micros + excluded.spent_micros`
-          yield* sql`INSERT INTO billing_month_spend ${
+          } ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t.keySpend}.spent_micros + excluded.spent_micros`
+          yield* sql`INSERT INTO ${t.monthSpend} ${
             sql.insert({ account_id: charge.accountId, month, spent_micros: amount })
-          } ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = billing_month_spend.spent_micros + excluded.spent_micros`
+          } ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t.monthSpend}.spent_micros + excluded.spent_micros`
           yield* autoTopUp(charge.accountId, row, balance, now)
         }))
       }).pipe(persistence("charge")),
@@ -365,7 +408,7 @@ export const make: Effect.Effect<
           const row = yield* lockAccount(refund.accountId)
           if (row === undefined) return
           // what is left to refund of the task's charges, by the month they were made in
-          const open = yield* sql<Row>`SELECT month, SUM(amount_micros) AS net FROM billing_ledger
+          const open = yield* sql<Row>`SELECT month, SUM(amount_micros) AS net FROM ${t.ledger}
             WHERE task_id = ${refund.taskId} AND account_id = ${refund.accountId} AND kind IN ('charge', 'refund')
             GROUP BY month`.pipe(
             Effect.flatMap(decodeAll((r) => ({ month: stringOf(r, "month"), remaining: -numberOf(r, "net") })))
@@ -382,13 +425,13 @@ export const make: Effect.Effect<
               month,
               createdAt: now
             })
-            yield* sql`UPDATE billing_month_spend SET spent_micros = ${sql.literal(minus("spent_micros", part))}
+            yield* sql`UPDATE ${t.monthSpend} SET spent_micros = ${sql.literal(minus("spent_micros", part))}
               WHERE account_id = ${refund.accountId} AND month = ${month}`
             total += part
           }
           if (total === 0) return
           yield* addBalance(refund.accountId, total, now)
-          yield* sql`UPDATE billing_key_spend SET spent_micros = ${sql.literal(minus("spent_micros", total))}
+          yield* sql`UPDATE ${t.keySpend} SET spent_micros = ${sql.literal(minus("spent_micros", total))}
             WHERE key_id = ${refund.keyId}`
         }))
       }).pipe(persistence("refund"))
@@ -419,7 +462,7 @@ export const make: Effect.Effect<
         yield* requireAmount("an opening credit", openingMicros)
         const now = yield* Clock.currentTimeMillis
         return yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`INSERT INTO billing_accounts ${
+          yield* sql`INSERT INTO ${t.accounts} ${
             sql.insert({
               account_id: accountId,
               billing_mode: settings.billingMode,
@@ -439,7 +482,7 @@ export const make: Effect.Effect<
 
     state: (accountId) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql<Row>`SELECT * FROM billing_accounts WHERE account_id = ${accountId}`.pipe(
+        sql<Row>`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId}`.pipe(
           Effect.flatMap(decodeAll(decodeAccount)),
           Effect.flatMap((rows): Effect.Effect<BillingState, Errors.AccountNotFound | SqlError | RowError> =>
             rows[0] === undefined ? Effect.fail(notFound(accountId)) : stateOf(accountId, rows[0], now)
@@ -465,7 +508,7 @@ export const make: Effect.Effect<
           }
           if (set.length > 0) {
             set.push(sql`updated_at = ${now}`)
-            yield* sql`UPDATE billing_accounts SET ${sql.csv(set)} WHERE account_id = ${accountId}`
+            yield* sql`UPDATE ${t.accounts} SET ${sql.csv(set)} WHERE account_id = ${accountId}`
           }
           return yield* stateAfter(accountId, now)
         })),
@@ -481,7 +524,7 @@ export const make: Effect.Effect<
       ),
 
     registerKey: (accountId, keyId, spendLimitMicros) =>
-      sql`INSERT INTO billing_key_spend ${
+      sql`INSERT INTO ${t.keySpend} ${
         sql.insert({ key_id: keyId, account_id: accountId, spend_limit_micros: spendLimitMicros, spent_micros: 0 })
       } ON CONFLICT (key_id) DO UPDATE SET spend_limit_micros = excluded.spend_limit_micros`.pipe(
         Effect.asVoid,
@@ -489,7 +532,7 @@ export const make: Effect.Effect<
       ),
 
     keySpend: (keyId) =>
-      sql<Row>`SELECT spend_limit_micros, spent_micros FROM billing_key_spend WHERE key_id = ${keyId}`.pipe(
+      sql<Row>`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend} WHERE key_id = ${keyId}`.pipe(
         Effect.flatMap(decodeAll((row) => ({
           keyId,
           spendLimitMicros: numberOrNull(row, "spend_limit_micros"),
@@ -502,12 +545,12 @@ export const make: Effect.Effect<
 
   const ledger: BillingLedger["Type"] = {
     entries: (accountId) =>
-      sql<Row>`SELECT * FROM billing_ledger WHERE account_id = ${accountId} ORDER BY id`.pipe(
+      sql<Row>`SELECT * FROM ${t.ledger} WHERE account_id = ${accountId} ORDER BY id`.pipe(
         Effect.flatMap(decodeAll(decodeEntry)),
         persistence("ledger")
       ),
     topUpRequests: (accountId) =>
-      sql<Row>`SELECT * FROM billing_top_up_requests WHERE account_id = ${accountId} ORDER BY id`.pipe(
+      sql<Row>`SELECT * FROM ${t.topUps} WHERE account_id = ${accountId} ORDER BY id`.pipe(
         Effect.flatMap(decodeAll(decodeTopUp)),
         persistence("topUpRequests")
       )
@@ -518,10 +561,11 @@ export const make: Effect.Effect<
 
 /**
  * SQL billing: `Billing`, `BillingAccounts`, the contract's `BillingService` and `BillingLedger` on the
- * `SqlClient` in context, after migrating; auto top-up through the `PaymentProvider` in context.
+ * `SqlClient` in context, after migrating, with its tables under `options.prefix` (default `mediagate_`); auto
+ * top-up through the `PaymentProvider` in context.
  */
-export const layer: Layer.Layer<
+export const layer = (options: SqlOptions = {}): Layer.Layer<
   Billing | BillingAccounts | Services.BillingService | BillingLedger,
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient | PaymentProvider
-> = layerOf(make)
+> => layerOf(make(options))

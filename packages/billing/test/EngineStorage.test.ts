@@ -61,7 +61,7 @@ const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.Sql
 for (const [name, database] of databases) {
   describe(`SqlBilling under SqlTaskStorage on ${name}`, () => {
     const run = <A, E>(body: Effect.Effect<A, E, TaskStorage | BillingAccounts | BillingLedger>) => {
-      const billing = Layer.provideMerge(SqlBilling.layer, PaymentProvider.layerNone)
+      const billing = Layer.provideMerge(SqlBilling.layer(), PaymentProvider.layerNone)
       const storage = SqlTaskStorage.layer({ clock: () => now })
       return body.pipe(
         Effect.provide(Layer.provideMerge(storage, billing).pipe(Layer.provide(database()))),

@@ -21,7 +21,7 @@ const txLayer = Layer.effect(
 const backend = (database: () => Layer.Layer<SqlClient.SqlClient, unknown>) => ({
   transactional: true,
   layer: (provider: Layer.Layer<PaymentProvider.PaymentProvider>) =>
-    Layer.merge(SqlBilling.layer, txLayer).pipe(Layer.provide(Layer.merge(database(), provider)))
+    Layer.merge(SqlBilling.layer(), txLayer).pipe(Layer.provide(Layer.merge(database(), provider)))
 })
 
 billingSuite("sqlite", backend(sqlite))
@@ -43,7 +43,7 @@ for (const [name, database] of databases) {
     const run = <A, E>(body: Effect.Effect<A, E, SqlClient.SqlClient | BillingAccounts>) =>
       body.pipe(
         Effect.provide(
-          Layer.provideMerge(SqlBilling.layer, Layer.merge(database(), PaymentProvider.layerNone))
+          Layer.provideMerge(SqlBilling.layer(), Layer.merge(database(), PaymentProvider.layerNone))
         ),
         Effect.scoped
       )
@@ -52,20 +52,21 @@ for (const [name, database] of databases) {
       run(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         // a second build on the same database runs no migration again
-        const again = yield* SqlBilling.migrate
+        const again = yield* SqlBilling.migrate()
         expect(again).toEqual([])
-        const rows = yield* sql<{ name: string }>`SELECT name FROM mediagate_billing_migrations`
+        const rows = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlBilling.migrationsTable())}`
         expect(rows.map((r) => r.name)).toEqual(["billing"])
       })))
 
     it.effect("the ledger is append-only", () =>
       run(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
+        const ledger = sql(SqlBilling.tables().ledger)
         yield* (yield* BillingAccounts).open("acct_a", defaultSettings, 5_000_000)
-        const update = yield* Effect.exit(sql`UPDATE billing_ledger SET amount_micros = 0`)
-        const remove = yield* Effect.exit(sql`DELETE FROM billing_ledger`)
+        const update = yield* Effect.exit(sql`UPDATE ${ledger} SET amount_micros = 0`)
+        const remove = yield* Effect.exit(sql`DELETE FROM ${ledger}`)
         assert.isTrue(update._tag === "Failure" && remove._tag === "Failure")
-        const rows = yield* sql<{ amount_micros: unknown }>`SELECT amount_micros FROM billing_ledger`
+        const rows = yield* sql<{ amount_micros: unknown }>`SELECT amount_micros FROM ${ledger}`
         expect(rows.map((r) => Number(r.amount_micros))).toEqual([5_000_000])
       })))
   })

@@ -1,17 +1,84 @@
 /**
  * What every SQL store of Mediagate (tasks, billing, accounts, webhooks) shares besides row decoding
- * ({@link "./SqlRows.js"}): the column types of its dialect, the database clock, and the mapping of storage
- * failures to {@link PersistenceError}.
+ * ({@link "./SqlRows.js"}): the table prefix, the column types of its dialect, the database clock, and the mapping
+ * of storage failures to {@link PersistenceError}.
+ *
+ * Table prefix: every database object a store creates (tables, indexes, triggers and their functions, sequences,
+ * its migrations table, the PostgreSQL `NOTIFY` channel) is named `<prefix><name>`, so that Mediagate can live in
+ * an application's own database beside its `tasks` or `accounts` tables. The prefix is {@link defaultPrefix}
+ * unless a store's `prefix` option says otherwise; it must be empty or match {@link prefixPattern}. Being
+ * validated, it is safe to put into SQL text. An invalid prefix fails the store's construction with a
+ * {@link PersistenceError} (`<store>: invalid table prefix ...`) before the database is touched.
  *
  * @since 0.1.0
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
+import type { Identifier } from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { PersistenceError } from "./PersistenceError.js"
 import { decodeAll, numberOf, type Row, RowError } from "./SqlRows.js"
+
+// -----------------------------------------------------------------------------------------------------------------
+// table prefix
+// -----------------------------------------------------------------------------------------------------------------
+
+/** The prefix of every database object of Mediagate unless configured otherwise: `mediagate_tasks`, ... */
+export const defaultPrefix = "mediagate_"
+
+/**
+ * What a non-empty prefix must match: lowercase letters, digits and `_`, not starting with a digit, at most 30
+ * characters (so that every prefixed name stays within PostgreSQL's 63-byte identifiers).
+ */
+export const prefixPattern: RegExp = /^[a-z_][a-z0-9_]{0,29}$/
+
+/** The `prefix` option of every SQL store. */
+export interface PrefixOptions {
+  /** The prefix of every table, index, trigger and migrations table of the store (default {@link defaultPrefix}). */
+  readonly prefix?: string | undefined
+}
+
+/** Whether `prefix` is a valid table prefix: empty, or matching {@link prefixPattern}. */
+export const isValidPrefix = (prefix: string): boolean => prefix === "" || prefixPattern.test(prefix)
+
+/** The message refusing an invalid prefix. */
+export const invalidPrefixMessage = (store: string, prefix: string): string =>
+  `${store}: invalid table prefix ${JSON.stringify(prefix)}: a prefix is empty or matches ${prefixPattern} ` +
+  `(lowercase letters, digits and _, not starting with a digit, at most 30 characters)`
+
+/** The prefix of `options` (default {@link defaultPrefix}), or a {@link PersistenceError} when it is invalid. */
+export const resolvePrefix = (store: string, options?: PrefixOptions): Effect.Effect<string, PersistenceError> => {
+  const prefix = options?.prefix ?? defaultPrefix
+  return isValidPrefix(prefix)
+    ? Effect.succeed(prefix)
+    : Effect.fail(new PersistenceError({ message: invalidPrefixMessage(store, prefix) }))
+}
+
+/**
+ * A store's migrations under `prefix`: `record(prefix)` (each migration creates its objects with the prefix), or,
+ * for an invalid prefix, a loader failing with a `MigrationError` before anything runs.
+ */
+export const prefixedMigrations = (
+  store: string,
+  prefix: string,
+  record: (prefix: string) => Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>>
+): Migrator.Loader =>
+  isValidPrefix(prefix)
+    ? Migrator.fromRecord(record(prefix))
+    : Effect.fail(new Migrator.MigrationError({ reason: "bad-state", message: invalidPrefixMessage(store, prefix) }))
+
+/** Every table name of `names` as an SQL identifier, for tagged templates (`${t.tasks}`). */
+export const identifiers = <K extends string>(
+  sql: SqlClient.SqlClient,
+  names: Readonly<Record<K, string>>
+): Readonly<Record<K, Identifier>> =>
+  Object.fromEntries(Object.entries<string>(names).map(([key, name]) => [key, sql(name)])) as Record<K, Identifier>
+
+// -----------------------------------------------------------------------------------------------------------------
+// dialect, clock, failures
+// -----------------------------------------------------------------------------------------------------------------
 
 /** The column types a store's migrations use, by dialect (PostgreSQL, else SQLite). */
 export interface Columns {
@@ -90,8 +157,8 @@ export const storeClient = (
   })
 
 /**
- * Runs a store's migrations, recorded in its own `table`. Two processes starting on an empty database may race
- * creating the migrations table: the loser tries again.
+ * Runs a store's migrations, recorded in its own `table` (`<prefix><store>_migrations`). Two processes starting on
+ * an empty database may race creating the migrations table: the loser tries again.
  */
 export const migrator = (
   loader: Migrator.Loader,

@@ -1,10 +1,11 @@
 /**
- * Task storage on SQL: SQLite (`@effect/sql-sqlite-node`) and PostgreSQL (`@effect/sql-pg`), with the semantics of
- * the memory storage (`TaskStorage.makeMemory`) and the same conformance suite.
+ * Task storage on SQL: SQLite and PostgreSQL (any `SqlClient` of those dialects), with the semantics of the memory
+ * storage (`TaskStorage.makeMemory`) and the same conformance suite.
  *
- * - Tables: `tasks` (every field of {@link TaskRecord}; times are epoch ms in BIGINT/INTEGER, money is integer
- *   micro-dollars, JSON fields are TEXT on both databases so they round-trip byte for byte), `task_idempotency`
- *   and `task_outbox`, created by {@link migrations} in their own migrations table ({@link migrationsTable}).
+ * - Tables (named with the store's prefix, default `mediagate_`; see {@link tables}): `<prefix>tasks` (every field
+ *   of {@link TaskRecord}; times are epoch ms in BIGINT/INTEGER, money is integer micro-dollars, JSON fields are TEXT
+ *   on both databases so they round-trip byte for byte), `<prefix>task_idempotency` and `<prefix>task_outbox`,
+ *   created by {@link migrations} in their own migrations table ({@link migrationsTable}).
  * - Clock: without `options.clock`, "now" is the database clock, computed once per statement inside the statement
  *   (a `clock` CTE); with `options.clock` (tests), that value is passed as a parameter instead.
  * - Claims: one `UPDATE ... WHERE id IN (SELECT ... ORDER BY next_run_at, id LIMIT n [FOR UPDATE SKIP LOCKED])
@@ -13,10 +14,13 @@
  *   outbox event in one transaction. Terminal transitions run in parallel: on PostgreSQL each outbox row records
  *   its inserting transaction (`txid`), and readers walk `(txid, seq)` only up to the oldest running transaction,
  *   so an entry that commits late can never fall behind a reader's cursor (no global lock on the hot path).
- * - Wakeups: an in-process PubSub (published after commits), merged on PostgreSQL with `LISTEN mediagate_tasks`;
- *   `accept`, `markDue` and `releaseAll` send `pg_notify` inside their transaction.
+ * - Wakeups: an in-process PubSub (published after commits), merged on PostgreSQL with `LISTEN <prefix>tasks`
+ *   ({@link wakeupChannel}); `accept`, `markDue` and `releaseAll` send `pg_notify` inside their transaction. The
+ *   listening client is the PostgreSQL client in context when there is one, looked up by its tag key: the
+ *   PostgreSQL driver package stays optional for SQLite-only hosts.
  *
- * Every storage failure (`SqlError`, an undecodable row) surfaces as {@link PersistenceError}.
+ * Every storage failure (`SqlError`, an undecodable row) surfaces as {@link PersistenceError}; so does an invalid
+ * `prefix` (see `SqlStore`), when the storage is built.
  *
  * @since 0.1.0
  */
@@ -24,8 +28,8 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import * as PgClient from "@effect/sql-pg/PgClient"
 import { type Catalog, Errors, Task, type Webhook } from "@mediagate/contract"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -38,14 +42,47 @@ import * as Ids from "./Ids.js"
 import { PersistenceError } from "./PersistenceError.js"
 import { fromNew, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
 import { type CancelResult, extraCharges, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
-import { columns, databaseNow, migrator, nowExpression, persistence as persistenceOf, type StorageFailure, storeClient } from "./SqlStore.js"
+import {
+  columns,
+  databaseNow,
+  defaultPrefix,
+  identifiers,
+  migrator,
+  nowExpression,
+  persistence as persistenceOf,
+  type PrefixOptions,
+  prefixedMigrations,
+  resolvePrefix,
+  type StorageFailure,
+  storeClient
+} from "./SqlStore.js"
 import { bad, decodeAll, isObject, jsonObject, jsonOrNull, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "./SqlRows.js"
 
-/** The table the engine's migrations are recorded in. */
-export const migrationsTable = "mediagate_engine_migrations"
+/** The tables of the storage under `prefix`. */
+export const tables = (prefix: string = defaultPrefix) => ({
+  tasks: `${prefix}tasks`,
+  idempotency: `${prefix}task_idempotency`,
+  outbox: `${prefix}task_outbox`
+}) as const
 
-/** The PostgreSQL `NOTIFY` channel of wakeups. */
-export const wakeupChannel = "mediagate_tasks"
+/** The table the engine's migrations are recorded in: `<prefix>engine_migrations`. */
+export const migrationsTable = (prefix: string = defaultPrefix): string => `${prefix}engine_migrations`
+
+/** The PostgreSQL `NOTIFY` channel of wakeups: `<prefix>tasks`. */
+export const wakeupChannel = (prefix: string = defaultPrefix): string => `${prefix}tasks`
+
+/** The one method of the PostgreSQL client the storage uses (LISTEN). */
+interface PgListener {
+  readonly listen: (channel: string) => Stream.Stream<string, SqlError>
+}
+
+/**
+ * The PostgreSQL client, looked up by the key of its tag (`PgClient.PgClient` of the PostgreSQL driver) so that
+ * this module does not load the driver: SQLite-only hosts need not install it.
+ */
+const PgListener = Context.GenericTag<PgListener>("@effect/sql-pg/PgClient")
+
+const storeName = "task storage"
 
 /** The SQL list of the active statuses; one string so that queries match the partial index predicate exactly. */
 const activeList = "('pending', 'queued', 'running')"
@@ -56,11 +93,13 @@ const activeList = "('pending', 'queued', 'running')"
 // migrations
 // -----------------------------------------------------------------------------------------------------------------
 
-const createTables = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const { big, id: idType, pg, real } = columns(sql)
-  const statuses = Task.taskStatuses.map((s) => `'${s}'`).join(", ")
-  yield* sql.unsafe(`CREATE TABLE tasks (
+const createTables = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { big, id: idType, pg, real } = columns(sql)
+    const t = tables(prefix)
+    const statuses = Task.taskStatuses.map((s) => `'${s}'`).join(", ")
+    yield* sql.unsafe(`CREATE TABLE ${t.tasks} (
   id ${idType} PRIMARY KEY NOT NULL,
   account_id TEXT NOT NULL,
   key_id TEXT NOT NULL,
@@ -92,16 +131,16 @@ const createTables = Effect.gen(function*() {
   started_at ${big},
   completed_at ${big}
 )`)
-  // the newest-first list of an account, plain and per filter (ids are time-sortable: id order is creation order)
-  yield* sql.unsafe(`CREATE INDEX tasks_account_idx ON tasks (account_id, id DESC)`)
-  yield* sql.unsafe(`CREATE INDEX tasks_account_status_idx ON tasks (account_id, status, id DESC)`)
-  yield* sql.unsafe(`CREATE INDEX tasks_account_provider_idx ON tasks (account_id, provider, id DESC)`)
-  yield* sql.unsafe(`CREATE INDEX tasks_account_model_idx ON tasks (account_id, model, id DESC)`)
-  // the claim path and nextDueAt: active tasks by due time
-  yield* sql.unsafe(`CREATE INDEX tasks_due_idx ON tasks (next_run_at, id) WHERE status IN ${activeList}`)
-  // heartbeat, releaseAll and the leased half of nextDueAt
-  yield* sql.unsafe(`CREATE INDEX tasks_lease_idx ON tasks (lease_owner) WHERE lease_owner IS NOT NULL`)
-  yield* sql.unsafe(`CREATE TABLE task_idempotency (
+    // the newest-first list of an account, plain and per filter (ids are time-sortable: id order is creation order)
+    yield* sql.unsafe(`CREATE INDEX ${t.tasks}_account_idx ON ${t.tasks} (account_id, id DESC)`)
+    yield* sql.unsafe(`CREATE INDEX ${t.tasks}_account_status_idx ON ${t.tasks} (account_id, status, id DESC)`)
+    yield* sql.unsafe(`CREATE INDEX ${t.tasks}_account_provider_idx ON ${t.tasks} (account_id, provider, id DESC)`)
+    yield* sql.unsafe(`CREATE INDEX ${t.tasks}_account_model_idx ON ${t.tasks} (account_id, model, id DESC)`)
+    // the claim path and nextDueAt: active tasks by due time
+    yield* sql.unsafe(`CREATE INDEX ${t.tasks}_due_idx ON ${t.tasks} (next_run_at, id) WHERE status IN ${activeList}`)
+    // heartbeat, releaseAll and the leased half of nextDueAt
+    yield* sql.unsafe(`CREATE INDEX ${t.tasks}_lease_idx ON ${t.tasks} (lease_owner) WHERE lease_owner IS NOT NULL`)
+    yield* sql.unsafe(`CREATE TABLE ${t.idempotency} (
   account_id TEXT NOT NULL,
   "key" TEXT NOT NULL,
   fingerprint TEXT NOT NULL,
@@ -109,7 +148,7 @@ const createTables = Effect.gen(function*() {
   created_at ${big} NOT NULL,
   PRIMARY KEY (account_id, "key")
 )`)
-  yield* sql.unsafe(`CREATE TABLE task_outbox (
+    yield* sql.unsafe(`CREATE TABLE ${t.outbox} (
   seq ${pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"},
   account_id TEXT NOT NULL,
   task_id TEXT NOT NULL,
@@ -117,34 +156,50 @@ const createTables = Effect.gen(function*() {
   event TEXT NOT NULL,
   created_at ${big} NOT NULL
 )`)
-})
+  })
 
-/** The engine's migrations (SQLite and PostgreSQL). */
-export const migrations: Migrator.Loader = Migrator.fromRecord({
-  "0001_tasks": createTables,
-  // pruning of expired idempotency records
-  "0002_task_idempotency_created": Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => sql.unsafe(`CREATE INDEX task_idempotency_created_idx ON task_idempotency (created_at)`)
-  ),
-  // a gap-free outbox cursor on PostgreSQL: the inserting transaction of every entry
-  "0003_task_outbox_txid": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.onDialectOrElse({
-      pg: () =>
-        Effect.zipRight(
-          sql.unsafe(`ALTER TABLE task_outbox ADD COLUMN txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)`),
-          sql.unsafe(`CREATE INDEX task_outbox_txid_idx ON task_outbox (txid, seq)`)
-        ),
-      orElse: () => Effect.void
-    }))
-})
+/**
+ * The engine's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
+ * the loader with a `MigrationError`.
+ */
+export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
+  prefixedMigrations(storeName, prefix, (prefix) => {
+    const t = tables(prefix)
+    return {
+      "0001_tasks": createTables(prefix),
+      // pruning of expired idempotency records
+      "0002_task_idempotency_created": Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql.unsafe(`CREATE INDEX ${t.idempotency}_created_idx ON ${t.idempotency} (created_at)`)
+      ),
+      // a gap-free outbox cursor on PostgreSQL: the inserting transaction of every entry
+      "0003_task_outbox_txid": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.onDialectOrElse({
+          pg: () =>
+            Effect.zipRight(
+              sql.unsafe(
+                `ALTER TABLE ${t.outbox} ADD COLUMN txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)`
+              ),
+              sql.unsafe(`CREATE INDEX ${t.outbox}_txid_idx ON ${t.outbox} (txid, seq)`)
+            ),
+          orElse: () => Effect.void
+        }))
+    }
+  })
 
-/** Runs the engine's migrations into {@link migrationsTable}. */
-export const migrate: Effect.Effect<
+/**
+ * Runs the engine's migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
+ * {@link PersistenceError}.
+ */
+export const migrate = (prefix: string = defaultPrefix): Effect.Effect<
   ReadonlyArray<readonly [id: number, name: string]>,
-  Migrator.MigrationError | SqlError,
+  Migrator.MigrationError | SqlError | PersistenceError,
   SqlClient.SqlClient
-> = migrator(migrations, migrationsTable)
+> =>
+  Effect.flatMap(
+    resolvePrefix(storeName, { prefix }),
+    (prefix) => migrator(migrations(prefix), migrationsTable(prefix))
+  )
 
 // -----------------------------------------------------------------------------------------------------------------
 // rows
@@ -261,7 +316,7 @@ const prefixEnd = (prefix: string): string | undefined => {
 // -----------------------------------------------------------------------------------------------------------------
 
 /** Options of the SQL storage. */
-export interface SqlOptions {
+export interface SqlOptions extends PrefixOptions {
   /** The storage clock (tests); without it, "now" is the database clock. */
   readonly clock?: () => number
 }
@@ -269,11 +324,12 @@ export interface SqlOptions {
 const isIdempotencyRace = (u: unknown): u is IdempotencyRace => u instanceof IdempotencyRace
 
 /** Storage failures (and a lost idempotency race) become {@link PersistenceError}. */
-const persistence = persistenceOf("task storage", isIdempotencyRace)
+const persistence = persistenceOf(storeName, isIdempotencyRace)
 
 /**
  * Builds the SQL task storage on the `SqlClient` in context (SQLite or PostgreSQL), after running the engine's
- * migrations.
+ * migrations, with its tables under `options.prefix` (default `mediagate_`; an invalid prefix fails with a
+ * {@link PersistenceError}).
  */
 export const make = (options: SqlOptions = {}): Effect.Effect<
   TaskStorage["Type"],
@@ -281,15 +337,18 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   SqlClient.SqlClient | Billing
 > =>
   Effect.gen(function*() {
+    const prefix = yield* resolvePrefix(storeName, options)
     const billing = yield* Billing
-    const { pg, sql } = yield* storeClient("task storage")
-    yield* migrate
+    const { pg, sql } = yield* storeClient(storeName)
+    yield* migrator(migrations(prefix), migrationsTable(prefix))
 
     const clock = options.clock
-    const listener = pg ? yield* Effect.serviceOption(PgClient.PgClient) : Option.none<PgClient.PgClient>()
+    const t = identifiers(sql, tables(prefix))
+    const channel = wakeupChannel(prefix)
+    const listener = pg ? yield* Effect.serviceOption(PgListener) : Option.none<PgListener>()
     const signals = yield* PubSub.sliding<void>(1)
     const wake = PubSub.publish(signals, undefined)
-    const notify = pg ? sql`SELECT pg_notify(${wakeupChannel}, ${"wake"})`.pipe(Effect.asVoid) : Effect.void
+    const notify = pg ? sql`SELECT pg_notify(${channel}, ${"wake"})`.pipe(Effect.asVoid) : Effect.void
 
     /** "now" computed once per statement: `WITH clock AS (SELECT <now> AS now) ...`, read as {@link NOW}. */
     const withClock = (): Fragment => {
@@ -307,7 +366,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       : Effect.sync(() => ms(clock()))
 
     const selectTask = (id: string) =>
-      sql<Row>`SELECT * FROM tasks WHERE id = ${id}`.pipe(
+      sql<Row>`SELECT * FROM ${t.tasks} WHERE id = ${id}`.pipe(
         Effect.flatMap(decodeAll(decodeTask)),
         Effect.map((rows) => Option.fromNullable(rows[0]))
       )
@@ -318,10 +377,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         const refund = refundFor(task, task.status)
         if (refund !== undefined) {
           yield* billing.refund(refund)
-          yield* sql`UPDATE tasks SET refunded_micros = refunded_micros + ${refund.amountMicros} WHERE id = ${task.id}`
+          yield* sql`UPDATE ${t.tasks} SET refunded_micros = refunded_micros + ${refund.amountMicros} WHERE id = ${task.id}`
         }
         const ended: TaskRecord = { ...task, refundedMicros: task.refundedMicros + (refund?.amountMicros ?? 0) }
-        yield* sql`INSERT INTO task_outbox ${
+        yield* sql`INSERT INTO ${t.outbox} ${
           sql.insert({
             account_id: ended.accountId,
             task_id: ended.id,
@@ -337,7 +396,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       const attempt = sql.withTransaction(Effect.gen(function*() {
         const record = fromNew({ ...task, createdAt: ms(task.createdAt), deadlineAt: ms(task.deadlineAt) })
         if (claim !== undefined) {
-          const previous = yield* sql<Row>`SELECT fingerprint, task_id, created_at FROM task_idempotency
+          const previous = yield* sql<Row>`SELECT fingerprint, task_id, created_at FROM ${t.idempotency}
             WHERE account_id = ${task.accountId} AND "key" = ${claim.key}`.pipe(
             Effect.flatMap(decodeAll((row) => ({
               fingerprint: stringOf(row, "fingerprint"),
@@ -360,16 +419,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           const createdAt = clock === undefined
             ? sql.literal(nowExpression(pg))
             : sql`${ms(clock())}`
-          const taken = yield* sql<Row>`INSERT INTO task_idempotency (account_id, "key", fingerprint, task_id, created_at)
+          const taken = yield* sql<Row>`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, task_id, created_at)
             VALUES (${task.accountId}, ${claim.key}, ${claim.fingerprint}, ${task.id}, ${createdAt})
             ON CONFLICT (account_id, "key") DO UPDATE SET fingerprint = excluded.fingerprint,
               task_id = excluded.task_id, created_at = excluded.created_at
-            WHERE task_idempotency.task_id = ${previous?.taskId ?? null}
+            WHERE ${t.idempotency}.task_id = ${previous?.taskId ?? null}
             RETURNING task_id`
           if (taken.length === 0) return yield* new IdempotencyRace()
         }
         if (charge !== undefined && charge.amountMicros > 0) yield* billing.charge(charge)
-        yield* sql`INSERT INTO tasks ${sql.insert(encodeTask(record))}`
+        yield* sql`INSERT INTO ${t.tasks} ${sql.insert(encodeTask(record))}`
         yield* notify
         return { _tag: "Created", task: record } as const
       }))
@@ -404,10 +463,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           page.push(nul < 0 ? sql`id < ${query.beforeId}` : sql`id <= ${query.beforeId.slice(0, nul)}`)
         }
         const [rows, total] = yield* Effect.all([
-          sql<Row>`SELECT * FROM tasks WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
+          sql<Row>`SELECT * FROM ${t.tasks} WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
             Effect.flatMap(decodeAll(decodeTask))
           ),
-          sql<Row>`SELECT COUNT(*) AS n FROM tasks WHERE ${sql.and(filters)}`.pipe(
+          sql<Row>`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE ${sql.and(filters)}`.pipe(
             Effect.flatMap(decodeAll((row) => numberOf(row, "n"))),
             Effect.map((rows) => rows[0] ?? 0)
           )
@@ -420,14 +479,14 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         const n = Math.max(0, Math.floor(limit))
         if (n === 0) return Effect.succeed([])
         return sql<Row>`${withClock()}
-          UPDATE tasks SET
+          UPDATE ${t.tasks} SET
             fence = fence + 1,
             lease_owner = ${owner},
             lease_expires_at = ${NOW} + ${ms(leaseMs)},
             status = CASE WHEN status = 'pending' THEN 'queued' ELSE status END,
             started_at = COALESCE(started_at, ${NOW})
           WHERE id IN (
-            SELECT id FROM tasks
+            SELECT id FROM ${t.tasks}
             WHERE ${ACTIVE}
               AND next_run_at <= ${NOW}
               AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})
@@ -457,7 +516,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         // running never goes back to queued
         const guard = update.status === "queued" ? sql.literal(`status IN ('pending', 'queued')`) : ACTIVE
         const extra = extraCharges(update)
-        const write = sql<Row>`UPDATE tasks SET ${sql.csv(set)}
+        const write = sql<Row>`UPDATE ${t.tasks} SET ${sql.csv(set)}
           WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${guard}
           RETURNING id, account_id, key_id, environment`
         if (extra.length === 0) return write.pipe(Effect.map((rows) => rows.length > 0))
@@ -476,7 +535,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             })
           }
           const total = extra.reduce((sum, charge) => sum + charge.amountMicros, 0)
-          yield* sql`UPDATE tasks SET charged_micros = charged_micros + ${total} WHERE id = ${id}`
+          yield* sql`UPDATE ${t.tasks} SET charged_micros = charged_micros + ${total} WHERE id = ${id}`
           return true
         }))
       }).pipe(
@@ -498,7 +557,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (outcome._tag === "Succeeded") set.push(sql`result = ${json(outcome.result)}`, sql`progress = 100`)
         else if (outcome._tag === "Failed") set.push(sql`error = ${json(outcome.error)}`)
         else set.push(sql`error = ${json({ code: "TASK_EXPIRED", message: "task did not finish before its deadline" })}`)
-        const rows = yield* sql<Row>`UPDATE tasks SET ${sql.csv(set)}
+        const rows = yield* sql<Row>`UPDATE ${t.tasks} SET ${sql.csv(set)}
           WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${ACTIVE} RETURNING *`.pipe(Effect.flatMap(decodeAll(decodeTask)))
         if (rows.length === 0) return Option.none<TaskRecord>()
         return Option.some(yield* settle(rows[0]!, now))
@@ -509,12 +568,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (hasNul(accountId) || hasNul(id)) return Effect.succeed({ _tag: "NotFound" })
         return sql.withTransaction(Effect.gen(function*() {
           const now = yield* currentTime
-          const rows = yield* sql<Row>`UPDATE tasks SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
+          const rows = yield* sql<Row>`UPDATE ${t.tasks} SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
               lease_expires_at = NULL, next_run_at = NULL, completed_at = ${now}
             WHERE id = ${id} AND account_id = ${accountId} AND status IN ('pending', 'queued')
             RETURNING *`.pipe(Effect.flatMap(decodeAll(decodeTask)))
           if (rows.length === 0) {
-            const current = yield* sql<Row>`SELECT status FROM tasks WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+            const current = yield* sql<Row>`SELECT status FROM ${t.tasks} WHERE id = ${id} AND account_id = ${accountId}`.pipe(
               Effect.flatMap(decodeAll((row) => oneOf(row, "status", Task.taskStatuses)))
             )
             return current.length === 0
@@ -527,13 +586,13 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 
     const heartbeat: TaskStorage["Type"]["heartbeat"] = (owner, leaseMs) =>
       Effect.suspend(() =>
-        sql<Row>`${withClock()} UPDATE tasks SET lease_expires_at = ${NOW} + ${ms(leaseMs)}
+        sql<Row>`${withClock()} UPDATE ${t.tasks} SET lease_expires_at = ${NOW} + ${ms(leaseMs)}
           WHERE lease_owner = ${owner} AND ${ACTIVE} RETURNING id`
       ).pipe(Effect.map((rows) => rows.length), persistence("heartbeat"))
 
     const releaseAll: TaskStorage["Type"]["releaseAll"] = (owner) =>
       sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<Row>`${withClock()} UPDATE tasks SET lease_owner = NULL, lease_expires_at = NULL,
+        const rows = yield* sql<Row>`${withClock()} UPDATE ${t.tasks} SET lease_owner = NULL, lease_expires_at = NULL,
             next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${NOW} THEN ${NOW} ELSE next_run_at END
           WHERE lease_owner = ${owner} AND ${ACTIVE} RETURNING id`
         if (rows.length > 0) yield* notify
@@ -544,7 +603,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       Effect.suspend(() => {
         const valid = ids.filter((id) => !hasNul(id))
         return valid.length === 0 ? Effect.void : sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<Row>`${withClock()} UPDATE tasks
+          const rows = yield* sql<Row>`${withClock()} UPDATE ${t.tasks}
             SET next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${NOW} THEN ${NOW} ELSE next_run_at END
             WHERE ${sql.in("id", valid)} AND ${ACTIVE} RETURNING id`
           if (rows.length > 0) yield* notify
@@ -555,10 +614,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     // lease runs out
     const nextDueAt: TaskStorage["Type"]["nextDueAt"] = Effect.suspend(() =>
       sql<Row>`${withClock()} SELECT
-        (SELECT next_run_at FROM tasks
+        (SELECT next_run_at FROM ${t.tasks}
           WHERE ${ACTIVE} AND next_run_at IS NOT NULL AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})
           ORDER BY next_run_at LIMIT 1) AS unleased,
-        (SELECT MIN(CASE WHEN next_run_at > lease_expires_at THEN next_run_at ELSE lease_expires_at END) FROM tasks
+        (SELECT MIN(CASE WHEN next_run_at > lease_expires_at THEN next_run_at ELSE lease_expires_at END) FROM ${t.tasks}
           WHERE lease_owner IS NOT NULL AND ${ACTIVE} AND next_run_at IS NOT NULL AND lease_expires_at > ${NOW}
         ) AS leased`
     ).pipe(
@@ -576,7 +635,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (!pg) {
           // one writer at a time: sequence order is commit order
           const after = Math.max(0, Math.floor(Number(cursor ?? "0") || 0))
-          const rows = yield* sql<Row>`SELECT seq, account_id, task_id, webhook_url, event FROM task_outbox
+          const rows = yield* sql<Row>`SELECT seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
             WHERE seq > ${after} ORDER BY seq LIMIT ${size}`
           const entries = yield* decodeAll(decodeOutbox)(rows)
           return { entries, cursor: String(entries.at(-1)?.seq ?? after) }
@@ -584,7 +643,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
         // up to the oldest transaction still running: nothing can appear behind such a cursor later
         const [lastTxid, lastSeq] = (cursor ?? "0:0").split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
-        const rows = yield* sql<Row>`SELECT txid, seq, account_id, task_id, webhook_url, event FROM task_outbox
+        const rows = yield* sql<Row>`SELECT txid, seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
           WHERE (txid > ${lastTxid!} OR (txid = ${lastTxid!} AND seq > ${lastSeq!}))
             AND txid < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
           ORDER BY txid, seq LIMIT ${size}`
@@ -598,13 +657,13 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 
     const pruneIdempotency: TaskStorage["Type"]["pruneIdempotency"] = (before) =>
       Effect.suspend(() =>
-        sql<Row>`DELETE FROM task_idempotency WHERE created_at < ${Math.floor(before)} RETURNING account_id`
+        sql<Row>`DELETE FROM ${t.idempotency} WHERE created_at < ${Math.floor(before)} RETURNING account_id`
       ).pipe(Effect.map((rows) => rows.length), persistence("pruneIdempotency"))
 
     const remote: Stream.Stream<void> = Option.match(listener, {
       onNone: () => Stream.empty,
       onSome: (client) =>
-        client.listen(wakeupChannel).pipe(
+        client.listen(channel).pipe(
           Stream.as<void>(undefined),
           // a lost LISTEN connection is opened again; wakeups never fail
           Stream.retry(Schedule.spaced("1 second")),

@@ -141,7 +141,7 @@ for (const [name, database] of databases) {
       Effect.gen(function*() {
         const storage = yield* TaskStorage
         const sql = yield* SqlClient.SqlClient
-        yield* sql`DROP TABLE tasks`
+        yield* sql`DROP TABLE ${sql(SqlTaskStorage.tables().tasks)}`
         for (
           const effect of [
             storage.getById("task_x"),
@@ -183,7 +183,7 @@ for (const [name, database] of databases) {
           Effect.map(Context.get(TaskStorage))
         )
         assert.isTrue(Option.isSome(yield* second.getById(task.id)))
-        const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable)}`
+        const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable())}`
         expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3])
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
 
@@ -200,20 +200,21 @@ for (const [name, database] of databases) {
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         yield* TaskStorage
+        const tasks = SqlTaskStorage.tables().tasks
         const queries = {
-          claim: `SELECT id FROM tasks WHERE status IN ('pending', 'queued', 'running') AND next_run_at <= 5
+          claim: `SELECT id FROM ${tasks} WHERE status IN ('pending', 'queued', 'running') AND next_run_at <= 5
             AND (lease_expires_at IS NULL OR lease_expires_at <= 5) ORDER BY next_run_at, id LIMIT 10`,
-          list: `SELECT * FROM tasks WHERE account_id = 'a' ORDER BY id DESC LIMIT 11`,
-          status: `SELECT * FROM tasks WHERE (account_id = 'a' AND status = 'failed') ORDER BY id DESC LIMIT 11`,
-          prefix: `SELECT * FROM tasks WHERE (account_id = 'a' AND id >= 'task_01' AND id < 'task_02') ORDER BY id DESC LIMIT 11`,
-          lease: `SELECT id FROM tasks WHERE lease_owner = 'w1' AND status IN ('pending', 'queued', 'running')`
+          list: `SELECT * FROM ${tasks} WHERE account_id = 'a' ORDER BY id DESC LIMIT 11`,
+          status: `SELECT * FROM ${tasks} WHERE (account_id = 'a' AND status = 'failed') ORDER BY id DESC LIMIT 11`,
+          prefix: `SELECT * FROM ${tasks} WHERE (account_id = 'a' AND id >= 'task_01' AND id < 'task_02') ORDER BY id DESC LIMIT 11`,
+          lease: `SELECT id FROM ${tasks} WHERE lease_owner = 'w1' AND status IN ('pending', 'queued', 'running')`
         }
         const expected = {
-          claim: "tasks_due_idx",
-          list: "tasks_account_idx",
-          status: "tasks_account_status_idx",
-          prefix: "tasks_account_idx",
-          lease: "tasks_lease_idx"
+          claim: `${tasks}_due_idx`,
+          list: `${tasks}_account_idx`,
+          status: `${tasks}_account_status_idx`,
+          prefix: `${tasks}_account_idx`,
+          lease: `${tasks}_lease_idx`
         }
         const plans = yield* sql.onDialectOrElse({
           pg: () =>
@@ -275,7 +276,7 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
       const writerA = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
       const writerB = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
       const insert = (sql: SqlClient.SqlClient, taskId: string) =>
-        sql`INSERT INTO task_outbox (account_id, task_id, webhook_url, event, created_at)
+        sql`INSERT INTO ${sql(SqlTaskStorage.tables().outbox)} (account_id, task_id, webhook_url, event, created_at)
           VALUES ('acct_a', ${taskId}, NULL, ${JSON.stringify({ id: `evt_${taskId}`, type: "task.completed", created_at: "x", data: {} })}, 0)`
       // A takes the lower seq and stays open; B takes a higher seq and commits first
       const inserted = yield* Deferred.make<void>()

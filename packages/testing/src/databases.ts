@@ -68,3 +68,63 @@ export const pgClient = (
 /** A client on a fresh schema of its own. */
 export const postgres = (): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, unknown> =>
   Layer.unwrapScoped(Effect.map(pgSchema, (schema) => pgClient(schema)))
+
+/** A database object as the catalog lists it. */
+export interface SchemaObject {
+  readonly kind: string
+  readonly name: string
+  /** The table an index, trigger or constraint belongs to (null for tables, sequences, functions). */
+  readonly table: string | null
+}
+
+/**
+ * Every object of the database (SQLite: `sqlite_master`, without SQLite's own `sqlite_sequence`) or of the current
+ * schema (PostgreSQL: tables, indexes, sequences and views from `pg_class`, constraints, user triggers, functions).
+ */
+export const schemaObjects: Effect.Effect<ReadonlyArray<SchemaObject>, unknown, SqlClient.SqlClient> = Effect.flatMap(
+  SqlClient.SqlClient,
+  (client) => {
+    const sql = client.withoutTransforms()
+    return sql.onDialectOrElse({
+      pg: () =>
+        sql<SchemaObject>`
+          SELECT CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'i' THEN 'index'
+              WHEN 'S' THEN 'sequence' WHEN 'v' THEN 'view' ELSE c.relkind::text END AS kind,
+            c.relname AS name, owner.relname AS "table"
+          FROM pg_class c
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+          LEFT JOIN pg_index i ON i.indexrelid = c.oid
+          LEFT JOIN pg_class owner ON owner.oid = i.indrelid
+          WHERE n.nspname = current_schema()
+          UNION ALL
+          SELECT 'constraint', con.conname, c.relname
+          FROM pg_constraint con
+          JOIN pg_class c ON c.oid = con.conrelid
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = current_schema()
+          UNION ALL
+          SELECT 'trigger', tg.tgname, c.relname
+          FROM pg_trigger tg
+          JOIN pg_class c ON c.oid = tg.tgrelid
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = current_schema() AND NOT tg.tgisinternal
+          UNION ALL
+          SELECT 'function', p.proname, NULL
+          FROM pg_proc p
+          JOIN pg_namespace n ON n.oid = p.pronamespace
+          WHERE n.nspname = current_schema()`,
+      orElse: () =>
+        sql<SchemaObject>`SELECT type AS kind, name, CASE WHEN type = 'table' THEN NULL ELSE tbl_name END AS "table"
+          FROM sqlite_master WHERE name <> 'sqlite_sequence'`
+    })
+  }
+)
+
+/**
+ * The objects of `objects` not named with `prefix`. Names the database chooses itself count by their table:
+ * SQLite's automatic indexes (`sqlite_autoindex_<table>_<n>`).
+ */
+export const outsidePrefix = (objects: ReadonlyArray<SchemaObject>, prefix: string): ReadonlyArray<SchemaObject> =>
+  objects.filter((o) =>
+    !(o.name.startsWith(prefix) || (o.name.startsWith("sqlite_autoindex_") && o.table?.startsWith(prefix) === true))
+  )

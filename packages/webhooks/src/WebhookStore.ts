@@ -2,8 +2,9 @@
  * Webhook storage: registrations, deliveries, the attempt log and the dispatcher's outbox cursor.
  *
  * Implementations: {@link makeMemory} (one process, nothing survives a restart) and {@link makeSql} (SQLite and
- * PostgreSQL on the `SqlClient` in context, tables created by {@link migrations} in {@link migrationsTable}). One
- * conformance suite runs against all of them.
+ * PostgreSQL on the `SqlClient` in context, tables created by {@link migrations} in {@link migrationsTable}, every
+ * name under the store's prefix: `options.prefix`, default `mediagate_`, see {@link tables}). One conformance suite
+ * runs against all of them.
  *
  * - The webhook `secret` is stored **as given**: it is the HMAC key every delivery is signed with, so it cannot be
  *   hashed. It is a secret at rest: protect the database (and its backups) accordingly.
@@ -29,7 +30,18 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { columns, databaseNow, migrator, persistence as persistenceOf, storeClient } from "@mediagate/engine/SqlStore"
+import {
+  columns,
+  databaseNow,
+  defaultPrefix,
+  identifiers,
+  migrator,
+  persistence as persistenceOf,
+  type PrefixOptions,
+  prefixedMigrations,
+  resolvePrefix,
+  storeClient
+} from "@mediagate/engine/SqlStore"
 import { bad, decodeAll, numberOf, numberOrNull, type Row, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -436,14 +448,26 @@ export const layerMemory: Layer.Layer<WebhookStore> = Layer.effect(WebhookStore,
 // SQL
 // -----------------------------------------------------------------------------------------------------------------
 
-/** The table the webhook migrations are recorded in. */
-export const migrationsTable = "mediagate_webhooks_migrations"
+const storeName = "webhook storage"
 
+/** The tables of the webhook storage under `prefix`. */
+export const tables = (prefix: string = defaultPrefix) => ({
+  webhooks: `${prefix}webhooks`,
+  idempotency: `${prefix}webhook_idempotency`,
+  deliveries: `${prefix}webhook_deliveries`,
+  attempts: `${prefix}webhook_delivery_attempts`,
+  cursor: `${prefix}webhook_dispatch_cursor`
+}) as const
 
-const createTables = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const { big, id: idType } = columns(sql)
-  yield* sql.unsafe(`CREATE TABLE webhooks (
+/** The table the webhook migrations are recorded in: `<prefix>webhooks_migrations`. */
+export const migrationsTable = (prefix: string = defaultPrefix): string => `${prefix}webhooks_migrations`
+
+const createTables = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { big, id: idType } = columns(sql)
+    const t = tables(prefix)
+    yield* sql.unsafe(`CREATE TABLE ${t.webhooks} (
   id ${idType} PRIMARY KEY NOT NULL,
   account_id TEXT NOT NULL,
   url TEXT NOT NULL,
@@ -454,8 +478,8 @@ const createTables = Effect.gen(function*() {
   created_at ${big} NOT NULL,
   deleted_at ${big}
 )`)
-  yield* sql.unsafe(`CREATE INDEX webhooks_account_idx ON webhooks (account_id, id)`)
-  yield* sql.unsafe(`CREATE TABLE webhook_idempotency (
+    yield* sql.unsafe(`CREATE INDEX ${t.webhooks}_account_idx ON ${t.webhooks} (account_id, id)`)
+    yield* sql.unsafe(`CREATE TABLE ${t.idempotency} (
   account_id TEXT NOT NULL,
   "key" TEXT NOT NULL,
   fingerprint TEXT NOT NULL,
@@ -463,7 +487,7 @@ const createTables = Effect.gen(function*() {
   created_at ${big} NOT NULL,
   PRIMARY KEY (account_id, "key")
 )`)
-  yield* sql.unsafe(`CREATE TABLE webhook_deliveries (
+    yield* sql.unsafe(`CREATE TABLE ${t.deliveries} (
   id ${idType} PRIMARY KEY NOT NULL,
   webhook_id ${idType},
   account_id TEXT NOT NULL,
@@ -481,12 +505,12 @@ const createTables = Effect.gen(function*() {
   fence ${big} NOT NULL,
   created_at ${big} NOT NULL
 )`)
-  yield* sql.unsafe(`CREATE INDEX webhook_deliveries_webhook_idx ON webhook_deliveries (webhook_id, id DESC)`)
-  yield* sql.unsafe(`CREATE INDEX webhook_deliveries_event_idx ON webhook_deliveries (event_id)`)
-  yield* sql.unsafe(
-    `CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at, id) WHERE status = 'pending'`
-  )
-  yield* sql.unsafe(`CREATE TABLE webhook_delivery_attempts (
+    yield* sql.unsafe(`CREATE INDEX ${t.deliveries}_webhook_idx ON ${t.deliveries} (webhook_id, id DESC)`)
+    yield* sql.unsafe(`CREATE INDEX ${t.deliveries}_event_idx ON ${t.deliveries} (event_id)`)
+    yield* sql.unsafe(
+      `CREATE INDEX ${t.deliveries}_due_idx ON ${t.deliveries} (next_attempt_at, id) WHERE status = 'pending'`
+    )
+    yield* sql.unsafe(`CREATE TABLE ${t.attempts} (
   delivery_id TEXT NOT NULL,
   attempt INTEGER NOT NULL,
   status_code INTEGER,
@@ -496,19 +520,32 @@ const createTables = Effect.gen(function*() {
   at ${big} NOT NULL,
   PRIMARY KEY (delivery_id, attempt)
 )`)
-  yield* sql.unsafe(`CREATE TABLE webhook_dispatch_cursor (
+    yield* sql.unsafe(`CREATE TABLE ${t.cursor} (
   name TEXT PRIMARY KEY NOT NULL,
   position TEXT NOT NULL
 )`)
-})
+  })
 
-/** The webhook migrations (SQLite and PostgreSQL). */
-export const migrations: Migrator.Loader = Migrator.fromRecord({ "0001_webhooks": createTables })
+/**
+ * The webhook migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
+ * the loader with a `MigrationError`.
+ */
+export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
+  prefixedMigrations(storeName, prefix, (prefix) => ({ "0001_webhooks": createTables(prefix) }))
 
-/** Runs the webhook migrations into {@link migrationsTable}. */
-export const migrate = migrator(migrations, migrationsTable)
-
-
+/**
+ * Runs the webhook migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
+ * `PersistenceError`.
+ */
+export const migrate = (prefix: string = defaultPrefix): Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  Migrator.MigrationError | SqlError | PersistenceError,
+  SqlClient.SqlClient
+> =>
+  Effect.flatMap(
+    resolvePrefix(storeName, { prefix }),
+    (prefix) => migrator(migrations(prefix), migrationsTable(prefix))
+  )
 
 const eventTypeOf = (row: Row, column: string): Webhook.EventType => {
   const value = stringOf(row, column)
@@ -608,47 +645,52 @@ const hasNul = (...values: ReadonlyArray<string | undefined>): boolean =>
   values.some((s) => s !== undefined && s.includes("\u0000"))
 
 /** Storage failures become {@link PersistenceError}. */
-const persistence = persistenceOf("webhook storage")
+const persistence = persistenceOf(storeName)
 
 /** Options of the SQL storage. */
-export interface SqlOptions {
+export interface SqlOptions extends PrefixOptions {
   /** The storage clock (tests: `Clock.currentTimeMillis` to follow the `TestClock`); default the database clock. */
   readonly clock?: Effect.Effect<number>
 }
 
 const cursorName = "outbox"
 
-/** Builds the SQL storage on the `SqlClient` in context, after running the migrations. */
+/**
+ * Builds the SQL storage on the `SqlClient` in context, after running the migrations, with its tables under
+ * `options.prefix` (default `mediagate_`; an invalid prefix fails with a `PersistenceError`).
+ */
 export const makeSql = (options: SqlOptions = {}): Effect.Effect<
   WebhookStore["Type"],
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient
 > =>
   Effect.gen(function*() {
-    const { pg, sql } = yield* storeClient("webhook storage")
-    yield* migrate
+    const prefix = yield* resolvePrefix(storeName, options)
+    const { pg, sql } = yield* storeClient(storeName)
+    yield* migrator(migrations(prefix), migrationsTable(prefix))
+    const t = identifiers(sql, tables(prefix))
 
     const now: Effect.Effect<number, PersistenceError> = options.clock !== undefined
       ? Effect.map(options.clock, Math.floor)
       : databaseNow(sql, pg).pipe(persistence("now"))
 
     const selectWebhooks = (accountId: string) =>
-      sql<Row>`SELECT * FROM webhooks WHERE account_id = ${accountId} AND deleted_at IS NULL ORDER BY id`.pipe(
+      sql<Row>`SELECT * FROM ${t.webhooks} WHERE account_id = ${accountId} AND deleted_at IS NULL ORDER BY id`.pipe(
         Effect.flatMap(decodeAll(decodeWebhook))
       )
     const selectWebhook = (id: string) =>
-      sql<Row>`SELECT * FROM webhooks WHERE id = ${id}`.pipe(
+      sql<Row>`SELECT * FROM ${t.webhooks} WHERE id = ${id}`.pipe(
         Effect.flatMap(decodeAll(decodeWebhook)),
         Effect.map((rows) => Option.fromNullable(rows[0]))
       )
-    const insertDelivery = (row: DeliveryRow) => sql`INSERT INTO webhook_deliveries ${sql.insert(encodeDelivery(row))}`
+    const insertDelivery = (row: DeliveryRow) => sql`INSERT INTO ${t.deliveries} ${sql.insert(encodeDelivery(row))}`
 
     const service: WebhookStore["Type"] = {
       now,
       createWebhook: (webhook, claim) =>
         sql.withTransaction(Effect.gen(function*() {
           if (claim !== undefined) {
-            const previous = yield* sql<Row>`SELECT fingerprint, webhook_id, created_at FROM webhook_idempotency
+            const previous = yield* sql<Row>`SELECT fingerprint, webhook_id, created_at FROM ${t.idempotency}
               WHERE account_id = ${webhook.accountId} AND "key" = ${claim.key}${sql.literal(pg ? " FOR UPDATE" : "")}`.pipe(
               Effect.flatMap(decodeAll((row) => ({
                 fingerprint: stringOf(row, "fingerprint"),
@@ -662,12 +704,12 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
               const original = yield* selectWebhook(previous.webhookId)
               if (Option.isSome(original)) return { _tag: "Replayed", webhook: original.value } as const
             }
-            yield* sql`INSERT INTO webhook_idempotency (account_id, "key", fingerprint, webhook_id, created_at)
+            yield* sql`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, webhook_id, created_at)
               VALUES (${webhook.accountId}, ${claim.key}, ${claim.fingerprint}, ${webhook.id}, ${Math.floor(webhook.createdAt)})
               ON CONFLICT (account_id, "key") DO UPDATE SET fingerprint = excluded.fingerprint,
                 webhook_id = excluded.webhook_id, created_at = excluded.created_at`
           }
-          yield* sql`INSERT INTO webhooks ${sql.insert(encodeWebhook(webhook))}`
+          yield* sql`INSERT INTO ${t.webhooks} ${sql.insert(encodeWebhook(webhook))}`
           return { _tag: "Created", webhook } as const
         })).pipe(persistence("createWebhook")),
       listWebhooks: (accountId) =>
@@ -686,21 +728,21 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
         Effect.suspend(() =>
           hasNul(accountId, id)
             ? Effect.succeed([])
-            : sql<Row>`UPDATE webhooks SET deleted_at = ${Math.floor(at)}, enabled = 0
+            : sql<Row>`UPDATE ${t.webhooks} SET deleted_at = ${Math.floor(at)}, enabled = 0
                 WHERE id = ${id} AND account_id = ${accountId} AND deleted_at IS NULL RETURNING id`
         ).pipe(Effect.map((rows) => rows.length > 0), persistence("removeWebhook")),
       setEnabled: (id, enabled) =>
-        Effect.asVoid(sql`UPDATE webhooks SET enabled = ${enabled ? 1 : 0} WHERE id = ${id}`).pipe(persistence("setEnabled")),
+        Effect.asVoid(sql`UPDATE ${t.webhooks} SET enabled = ${enabled ? 1 : 0} WHERE id = ${id}`).pipe(persistence("setEnabled")),
       listDeliveries: (accountId, webhookId, query) =>
         Effect.gen(function*() {
           const limit = Math.max(0, Math.floor(query.limit))
           if (hasNul(accountId, webhookId, query.beforeId)) return { items: [], hasMore: false, total: 0 }
           const scope = sql`account_id = ${accountId} AND webhook_id = ${webhookId}`
           const page = query.beforeId === undefined ? scope : sql`${scope} AND id < ${query.beforeId}`
-          const rows = yield* sql<Row>`SELECT * FROM webhook_deliveries WHERE ${page} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
+          const rows = yield* sql<Row>`SELECT * FROM ${t.deliveries} WHERE ${page} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
             Effect.flatMap(decodeAll(decodeDelivery))
           )
-          const total = yield* sql<Row>`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE ${scope}`.pipe(
+          const total = yield* sql<Row>`SELECT COUNT(*) AS n FROM ${t.deliveries} WHERE ${scope}`.pipe(
             Effect.flatMap(decodeAll((row) => numberOf(row, "n")))
           )
           return { items: rows.slice(0, limit), hasMore: rows.length > limit, total: total[0] ?? 0 }
@@ -709,14 +751,14 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
         Effect.suspend(() =>
           hasNul(accountId, webhookId, id)
             ? Effect.succeedNone
-            : sql<Row>`SELECT * FROM webhook_deliveries
+            : sql<Row>`SELECT * FROM ${t.deliveries}
                 WHERE id = ${id} AND account_id = ${accountId} AND webhook_id = ${webhookId}`.pipe(
               Effect.flatMap(decodeAll(decodeDelivery)),
               Effect.map((rows) => Option.fromNullable(rows[0]))
             )
         ).pipe(persistence("getDelivery")),
       deliveriesOfEvent: (eventId) =>
-        sql<Row>`SELECT * FROM webhook_deliveries WHERE event_id = ${eventId} ORDER BY id`.pipe(
+        sql<Row>`SELECT * FROM ${t.deliveries} WHERE event_id = ${eventId} ORDER BY id`.pipe(
           Effect.flatMap(decodeAll(decodeDelivery)),
           persistence("deliveriesOfEvent")
         ),
@@ -725,11 +767,11 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
           const row = newRow(delivery, Math.floor(at))
           yield* insertDelivery(row)
           if (addOptions.enableWebhook && delivery.webhookId !== null) {
-            yield* sql`UPDATE webhooks SET enabled = 1 WHERE id = ${delivery.webhookId} AND deleted_at IS NULL`
+            yield* sql`UPDATE ${t.webhooks} SET enabled = 1 WHERE id = ${delivery.webhookId} AND deleted_at IS NULL`
           }
           return row
         })).pipe(persistence("addDelivery")),
-      readCursor: sql<Row>`SELECT position FROM webhook_dispatch_cursor WHERE name = ${cursorName}`.pipe(
+      readCursor: sql<Row>`SELECT position FROM ${t.cursor} WHERE name = ${cursorName}`.pipe(
         Effect.flatMap(decodeAll((row) => stringOf(row, "position"))),
         Effect.map((rows) => rows[0]),
         persistence("readCursor")
@@ -739,19 +781,19 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
           // the compare-and-set first: on PostgreSQL it locks the cursor row, so a concurrent dispatcher waits and
           // then finds the cursor moved
           const moved = expected === undefined
-            ? yield* sql<Row>`INSERT INTO webhook_dispatch_cursor (name, position) VALUES (${cursorName}, ${next})
+            ? yield* sql<Row>`INSERT INTO ${t.cursor} (name, position) VALUES (${cursorName}, ${next})
                 ON CONFLICT (name) DO NOTHING RETURNING name`
-            : yield* sql<Row>`UPDATE webhook_dispatch_cursor SET position = ${next}
+            : yield* sql<Row>`UPDATE ${t.cursor} SET position = ${next}
                 WHERE name = ${cursorName} AND position = ${expected} RETURNING name`
           if (moved.length === 0) return Option.none<number>()
           const accounts = [...new Set(entries.map((entry) => entry.accountId))]
-          const webhooks = accounts.length === 0 ? [] : yield* sql<Row>`SELECT * FROM webhooks
+          const webhooks = accounts.length === 0 ? [] : yield* sql<Row>`SELECT * FROM ${t.webhooks}
             WHERE ${sql.in("account_id", accounts)} AND deleted_at IS NULL AND enabled = 1`.pipe(
             Effect.flatMap(decodeAll(decodeWebhook))
           )
           const rows = entries.flatMap((entry) => deliveriesFor(entry, webhooks)).map((d) => newRow(d, Math.floor(at)))
           for (let i = 0; i < rows.length; i += 200) {
-            yield* sql`INSERT INTO webhook_deliveries ${sql.insert(rows.slice(i, i + 200).map(encodeDelivery))}`
+            yield* sql`INSERT INTO ${t.deliveries} ${sql.insert(rows.slice(i, i + 200).map(encodeDelivery))}`
           }
           return Option.some(rows.length)
         })).pipe(persistence("fanOut")),
@@ -759,13 +801,13 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
         Effect.suspend(() => {
           const n = Math.max(0, Math.floor(limit))
           if (n === 0) return Effect.succeed([])
-          const t = Math.floor(at)
-          return sql<Row>`UPDATE webhook_deliveries SET fence = fence + 1, lease_owner = ${owner},
-              lease_expires_at = ${t + Math.floor(leaseMs)}
+          const time = Math.floor(at)
+          return sql<Row>`UPDATE ${t.deliveries} SET fence = fence + 1, lease_owner = ${owner},
+              lease_expires_at = ${time + Math.floor(leaseMs)}
             WHERE id IN (
-              SELECT id FROM webhook_deliveries
-              WHERE status = 'pending' AND next_attempt_at <= ${t}
-                AND (lease_expires_at IS NULL OR lease_expires_at <= ${t})
+              SELECT id FROM ${t.deliveries}
+              WHERE status = 'pending' AND next_attempt_at <= ${time}
+                AND (lease_expires_at IS NULL OR lease_expires_at <= ${time})
               ORDER BY next_attempt_at, id
               LIMIT ${n}${sql.literal(pg ? " FOR UPDATE SKIP LOCKED" : "")}
             )
@@ -777,20 +819,20 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
       settle: (id, fence, attempt, settlement) =>
         sql.withTransaction(Effect.gen(function*() {
           if (!Number.isSafeInteger(fence) || hasNul(id)) return false
-          const current = yield* sql<Row>`SELECT * FROM webhook_deliveries
+          const current = yield* sql<Row>`SELECT * FROM ${t.deliveries}
             WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND status = 'pending'`.pipe(
             Effect.flatMap(decodeAll(decodeDelivery))
           )
           const row = current[0]
           if (row === undefined) return false
           const next = settled(row, attempt, settlement)
-          const updated = yield* sql<Row>`UPDATE webhook_deliveries SET attempts = ${next.attempts},
+          const updated = yield* sql<Row>`UPDATE ${t.deliveries} SET attempts = ${next.attempts},
               last_status_code = ${next.lastStatusCode}, last_error = ${next.lastError}, status = ${next.status},
               next_attempt_at = ${next.nextAttemptAt}, lease_owner = NULL, lease_expires_at = NULL
             WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND status = 'pending' RETURNING id`
           if (updated.length === 0) return false
           if (attempt !== undefined) {
-            yield* sql`INSERT INTO webhook_delivery_attempts ${
+            yield* sql`INSERT INTO ${t.attempts} ${
               sql.insert({
                 delivery_id: id,
                 attempt: next.attempts,
@@ -803,24 +845,24 @@ export const makeSql = (options: SqlOptions = {}): Effect.Effect<
             }`
           }
           if (settlement.status === "failed" && settlement.disableWebhook === true && row.webhookId !== null) {
-            yield* sql`UPDATE webhooks SET enabled = 0 WHERE id = ${row.webhookId}`
+            yield* sql`UPDATE ${t.webhooks} SET enabled = 0 WHERE id = ${row.webhookId}`
           }
           return true
         })).pipe(persistence("settle")),
       attempts: (id) =>
-        sql<Row>`SELECT * FROM webhook_delivery_attempts WHERE delivery_id = ${id} ORDER BY attempt`.pipe(
+        sql<Row>`SELECT * FROM ${t.attempts} WHERE delivery_id = ${id} ORDER BY attempt`.pipe(
           Effect.flatMap(decodeAll(decodeAttempt)),
           persistence("attempts")
         ),
       nextDueAt: sql<Row>`SELECT MIN(CASE WHEN lease_expires_at IS NOT NULL AND lease_expires_at > next_attempt_at
           THEN lease_expires_at ELSE next_attempt_at END) AS due
-        FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at IS NOT NULL`.pipe(
+        FROM ${t.deliveries} WHERE status = 'pending' AND next_attempt_at IS NOT NULL`.pipe(
         Effect.flatMap(decodeAll((row) => numberOrNull(row, "due"))),
         Effect.map((rows) => Option.fromNullable(rows[0] ?? null)),
         persistence("nextDueAt")
       ),
       releaseAll: (owner) =>
-        sql<Row>`UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL
+        sql<Row>`UPDATE ${t.deliveries} SET lease_owner = NULL, lease_expires_at = NULL
           WHERE lease_owner = ${owner} AND status = 'pending' RETURNING id`.pipe(
           Effect.map((rows) => rows.length),
           persistence("releaseAll")

@@ -1,0 +1,163 @@
+/**
+ * The table prefix of the SQL task storage: the conformance suite under a custom prefix, every object the
+ * migrations create named with it (SQLite and PostgreSQL catalogs), two prefixes side by side in one database, the
+ * wakeup channel, and invalid prefixes refused before the database is touched.
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { layerUnmetered } from "../src/Billing.js"
+import { PersistenceError } from "../src/PersistenceError.js"
+import * as SqlStore from "../src/SqlStore.js"
+import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
+import { TaskStorage } from "../src/TaskStorage.js"
+import { outsidePrefix, pgClient, pgSchema, postgres, runPostgres, schemaObjects, sqlite } from "./databases.js"
+import { newTask } from "./support.js"
+import { taskStorageSuite } from "./TaskStorageSuite.js"
+
+const prefix = "acme_mg_"
+
+type Database = () => Layer.Layer<SqlClient.SqlClient, unknown>
+
+const databases: ReadonlyArray<readonly [string, Database]> = [
+  ["sqlite", sqlite],
+  ...(runPostgres ? [["postgres", postgres] as const] : [])
+]
+
+for (const [name, database] of databases) {
+  taskStorageSuite(`${name}, prefix ${prefix}`, (clock, billing) =>
+    SqlTaskStorage.layer({ clock: clock.now, prefix }).pipe(Layer.provide(Layer.merge(database(), billing))))
+}
+
+/** A storage under `options` on the client in context. */
+const storageOn = (options: SqlTaskStorage.SqlOptions) =>
+  Layer.build(SqlTaskStorage.layer(options).pipe(Layer.provide(layerUnmetered))).pipe(
+    Effect.map(Context.get(TaskStorage))
+  )
+
+/** Accepts (with an idempotency key), claims and finishes one task: every table of the storage gets a row. */
+const roundTrip = (storage: TaskStorage["Type"], accountId = "acct_a") =>
+  Effect.gen(function*() {
+    const task = newTask({ createdAt: yield* storage.now, accountId })
+    const claim = { key: `key-${task.id}`, fingerprint: "f", notBefore: 0 }
+    assert.strictEqual((yield* storage.accept({ task, charge: undefined, idempotency: claim }))._tag, "Created")
+    assert.strictEqual((yield* storage.accept({ task, charge: undefined, idempotency: claim }))._tag, "Replayed")
+    const [claimed] = yield* storage.claim("w1", 5, 60_000)
+    expect(claimed?.id).toBe(task.id)
+    assert.isTrue(Option.isSome(yield* storage.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] })))
+    return task
+  })
+
+for (const [name, database] of databases) {
+  describe(`SqlTaskStorage with the prefix ${prefix} on ${name}`, () => {
+    it.live("every table, index, sequence and constraint the migrations create carries the prefix", () =>
+      Effect.gen(function*() {
+        const storage = yield* storageOn({ prefix })
+        const task = yield* roundTrip(storage)
+        expect((yield* storage.readOutbox(undefined, 10)).entries.map((e) => e.taskId)).toEqual([task.id])
+        const objects = yield* schemaObjects
+        expect(outsidePrefix(objects, prefix)).toEqual([])
+        const tables = objects.filter((o) => o.kind === "table").map((o) => o.name).sort()
+        expect(tables).toEqual(
+          [...Object.values(SqlTaskStorage.tables(prefix)), SqlTaskStorage.migrationsTable(prefix)].sort()
+        )
+        expect(SqlTaskStorage.migrationsTable(prefix)).toBe("acme_mg_engine_migrations")
+        const indexes = objects.filter((o) => o.kind === "index").map((o) => o.name)
+        expect(indexes).toEqual(expect.arrayContaining([
+          "acme_mg_tasks_account_idx",
+          "acme_mg_tasks_due_idx",
+          "acme_mg_tasks_lease_idx",
+          "acme_mg_task_idempotency_created_idx"
+        ]))
+        const sql = yield* SqlClient.SqlClient
+        const applied = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlTaskStorage.migrationsTable(prefix))}`
+        expect(applied.map((r) => r.name)).toEqual(["tasks", "task_idempotency_created", "task_outbox_txid"])
+      }).pipe(Effect.provide(database()), Effect.scoped))
+
+    it.live("two prefixes in one database keep their tasks apart", () =>
+      Effect.gen(function*() {
+        const ours = yield* storageOn({ prefix })
+        const plain = yield* storageOn({})
+        const task = yield* roundTrip(ours)
+        assert.isTrue(Option.isNone(yield* plain.getById(task.id)))
+        expect((yield* plain.list("acct_a", { limit: 10 })).total).toBe(0)
+        expect((yield* plain.readOutbox(undefined, 10)).entries).toEqual([])
+        const other = yield* roundTrip(plain)
+        assert.isTrue(Option.isNone(yield* ours.getById(other.id)))
+        expect((yield* ours.list("acct_a", { limit: 10 })).items.map((t) => t.id)).toEqual([task.id])
+        const tables = (yield* schemaObjects).filter((o) => o.kind === "table").map((o) => o.name)
+        expect(tables).toEqual(expect.arrayContaining(["acme_mg_tasks", "mediagate_tasks"]))
+      }).pipe(Effect.provide(database()), Effect.scoped))
+
+    it.live("the empty prefix gives the plain names", () =>
+      Effect.gen(function*() {
+        yield* roundTrip(yield* storageOn({ prefix: "" }))
+        const tables = (yield* schemaObjects).filter((o) => o.kind === "table").map((o) => o.name).sort()
+        expect(tables).toEqual(["engine_migrations", "task_idempotency", "task_outbox", "tasks"])
+      }).pipe(Effect.provide(database()), Effect.scoped))
+  })
+}
+
+describe.skipIf(!runPostgres)("SqlTaskStorage wakeups under a prefix (PostgreSQL)", () => {
+  it.scopedLive("accept notifies on the channel <prefix>tasks", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      const storage = yield* Layer.build(
+        SqlTaskStorage.layer({ prefix }).pipe(Layer.provide(Layer.merge(pgClient(schema), layerUnmetered)))
+      ).pipe(Effect.map(Context.get(TaskStorage)))
+      expect(SqlTaskStorage.wakeupChannel(prefix)).toBe("acme_mg_tasks")
+      expect(SqlTaskStorage.wakeupChannel()).toBe("mediagate_tasks")
+      const listener = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(PgClient.PgClient)))
+      const heard = yield* listener.listen("acme_mg_tasks").pipe(Stream.take(1), Stream.runCollect, Effect.fork)
+      // LISTEN starts asynchronously: accept until the notification arrives
+      const accepting = Effect.forever(
+        Effect.flatMap(storage.now, (now) =>
+          storage.accept({ task: newTask({ createdAt: now }), charge: undefined, idempotency: undefined })).pipe(
+            Effect.zipRight(Effect.sleep("150 millis"))
+          )
+      )
+      const payloads = yield* Fiber.join(heard).pipe(
+        Effect.race(accepting),
+        Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "no notification on acme_mg_tasks" })
+      )
+      expect(Chunk.toReadonlyArray(payloads)).toEqual(["wake"])
+    }), { timeout: 20_000 })
+})
+
+describe("invalid table prefixes", () => {
+  const invalid = ["Acme_", "1acme_", "acme-", "acme mg_", "a".repeat(31), "mg_; DROP TABLE x; --", "\u00e9t\u00e9_"]
+
+  it("accepts the empty prefix and lowercase identifiers of up to 30 characters, nothing else", () => {
+    for (const valid of ["", "mediagate_", "acme_mg_", "_", "a", "x9_", "a".repeat(30)]) {
+      assert.isTrue(SqlStore.isValidPrefix(valid), valid)
+    }
+    for (const prefix of invalid) assert.isFalse(SqlStore.isValidPrefix(prefix), prefix)
+    expect(SqlStore.defaultPrefix).toBe("mediagate_")
+  })
+
+  it.effect("the storage refuses them with a clear PersistenceError before touching the database", () =>
+    Effect.gen(function*() {
+      for (const bad of invalid) {
+        const error = yield* Effect.flip(storageOn({ prefix: bad }))
+        assert.instanceOf(error, PersistenceError)
+        expect(error.message).toBe(
+          `task storage: invalid table prefix ${JSON.stringify(bad)}: a prefix is empty or matches ` +
+            `/^[a-z_][a-z0-9_]{0,29}$/ (lowercase letters, digits and _, not starting with a digit, at most 30 characters)`
+        )
+        const migrate = yield* Effect.flip(SqlTaskStorage.migrate(bad))
+        assert.instanceOf(migrate, PersistenceError)
+        const loader = yield* Effect.flip(SqlTaskStorage.migrations(bad))
+        assert.instanceOf(loader, Migrator.MigrationError)
+        expect(loader.message).toContain(`invalid table prefix ${JSON.stringify(bad)}`)
+      }
+      expect(yield* schemaObjects).toEqual([])
+    }).pipe(Effect.provide(sqlite()), Effect.scoped))
+})
