@@ -1,11 +1,13 @@
 /**
- * Starts the example server as a child process (`tsx examples/server/src/main.ts`) for end-to-end tests, and
- * reads what it prints (the bootstrap keys, the listening address).
+ * Starts the example server as a child process for end-to-end tests, the way production runs it (`node
+ * examples/server/dist/main.js`, built by the global setup), and reads what it prints (the bootstrap keys, the
+ * listening address).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
-const main = fileURLToPath(new URL("../examples/server/src/main.ts", import.meta.url))
+/** The built server entry point. */
+export const main = fileURLToPath(new URL("../examples/server/dist/main.js", import.meta.url))
 
 /** A running server process. */
 export interface RunningServer {
@@ -18,7 +20,7 @@ export interface RunningServer {
 
 /** Starts the server with the given environment and waits until it listens. */
 export const startServer = async (env: Record<string, string>): Promise<RunningServer> => {
-  const child = spawn(process.execPath, ["--import", "tsx", main], {
+  const child = spawn(process.execPath, [main], {
     env: { ...process.env, MEDIAGATE_SIM_TIME_SCALE: "0.01", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })

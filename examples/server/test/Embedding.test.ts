@@ -1,6 +1,6 @@
 /**
- * The two embedding examples: an Effect app mounting Mediagate's router next to its own routes, and a plain Node
- * app passing Mediagate's paths to its web handler.
+ * The two embedding examples: an Effect app mounting Mediagate's `httpApp` next to its own routes, and a plain
+ * Node app passing Mediagate's paths to the handler of `Mediagate.make`.
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -26,12 +26,13 @@ describe("embedding", () => {
       expect((yield* Effect.promise(() => fetch(`${base}/api/v1/openapi.json`))).status).toBe(200)
     }).pipe(Effect.scoped), { timeout: 30_000 })
 
-  it("a plain Node app passes Mediagate's paths to its web handler", async () => {
-    const { dispose, listener } = makeApp()
+  it("a plain Node app passes Mediagate's paths to Mediagate's handler", async () => {
+    const { listener, mediagate } = makeApp()
     const server: Server = createServer((req, res) => void listener(req, res))
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
     try {
+      await mediagate.ready
       expect(await fetch(`${base}/`).then((r) => r.text())).toBe("the host app")
       const invalid = await fetch(`${base}/api/v1/vendor3/text-to-video`, {
         method: "POST",
@@ -44,7 +45,7 @@ describe("embedding", () => {
       expect([spec.status, ((await spec.json()) as { openapi: string }).openapi]).toEqual([200, "3.1.0"])
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()))
-      await dispose()
+      await mediagate.close()
     }
   }, 30_000)
 })

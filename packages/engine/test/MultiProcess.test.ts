@@ -41,7 +41,7 @@ const freshDatabase = Effect.acquireRelease(
 const startWorker = (database: string, env: Record<string, string>) =>
   Effect.acquireRelease(
     Effect.sync(() =>
-      spawn(process.execPath, ["--import", "tsx", workerScript], {
+      spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", workerScript], {
         env: { ...process.env, DATABASE_URL: pgUrl(database), ...env },
         stdio: ["ignore", "ignore", "inherit"]
       })

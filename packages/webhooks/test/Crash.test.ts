@@ -28,7 +28,7 @@ const script = fileURLToPath(new URL("./fixtures/dispatcher-process.ts", import.
 const startDispatcher = (file: string, owner: string) =>
   Effect.acquireRelease(
     Effect.sync(() =>
-      spawn(process.execPath, ["--import", "tsx", script], {
+      spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", script], {
         env: { ...process.env, DATABASE_FILE: file, OWNER: owner },
         stdio: ["ignore", "ignore", "inherit"]
       })

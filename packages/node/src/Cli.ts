@@ -1,6 +1,8 @@
 /**
- * The operator's command line (`npm run admin -- ...`): the admin API from a shell — create an account, credit it,
- * create a key, show an account. Commands call the `AdminService` port; `admin.ts` composes it on the database.
+ * The `mediagate` command: `mediagate` (or `mediagate serve`) runs the production server; `accounts` and `keys`
+ * are the admin API from a shell — create an account, credit it, create a key, show an account — on the same
+ * database and settings as the server (`DATABASE_URL` or `MEDIAGATE_DATA_DIR`, `MEDIAGATE_TABLE_PREFIX`).
+ * Admin commands call the `AdminService` port through {@link AdminAccess}, so only they open the accounts stores.
  *
  * @since 0.1.0
  */
@@ -9,12 +11,29 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Errors, Services } from "@mediagate/contract"
 import * as Console from "effect/Console"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Server from "./Server.js"
+
+/** How admin commands reach the `AdminService`: built only when such a command runs. */
+export class AdminAccess extends Context.Tag("@mediagate/node/Cli/AdminAccess")<AdminAccess, {
+  readonly use: <A, E>(effect: Effect.Effect<A, E, Services.AdminService>) => Effect.Effect<A, E | Error>
+}>() {}
+
+/** {@link AdminAccess} through a layer of the `AdminService`, built for each command that needs it. */
+export const layerAdmin = <E>(admin: Layer.Layer<Services.AdminService, E>): Layer.Layer<AdminAccess> => {
+  const opened = Layer.mapError(admin, (cause) => cause instanceof Error ? cause : new Error(String(cause)))
+  return Layer.succeed(AdminAccess, { use: (effect) => Effect.provide(effect, opened) })
+}
+
+const withAdmin = <A, E>(effect: Effect.Effect<A, E, Services.AdminService>) =>
+  Effect.flatMap(AdminAccess, (access) => access.use(effect))
 
 /** Prints a result as JSON; API errors print their code and message and fail the command. */
-const report = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(
+const report = <A, E>(effect: Effect.Effect<A, E, Services.AdminService>) =>
+  withAdmin(effect).pipe(
     Effect.flatMap((value) => Console.log(JSON.stringify(value, null, 2))),
     Effect.tapError((error) =>
       Errors.isApiError(error) ? Console.error(`${error.code}: ${error.message}`) : Effect.void
@@ -79,13 +98,19 @@ const keyCreate = Command.make(
     }))
 ).pipe(Command.withDescription("Create an API key for an account (the full key is shown once)"))
 
-/** The `mediagate-admin` command. */
-export const command = Command.make("mediagate-admin").pipe(
+const serve = Command.make("serve", {}, () => Server.program).pipe(
+  Command.withDescription("Run the server (HOST, PORT, DATABASE_URL or MEDIAGATE_DATA_DIR; see docs/configuration.md)")
+)
+
+/** The `mediagate` command. */
+export const command = Command.make("mediagate", {}, () => Server.program).pipe(
+  Command.withDescription("Mediagate, the media generation gateway: runs the server when no command is given"),
   Command.withSubcommands([
+    serve,
     Command.make("accounts").pipe(Command.withSubcommands([accountCreate, accountShow, accountCredit])),
     Command.make("keys").pipe(Command.withSubcommands([keyCreate]))
   ])
 )
 
 /** Runs the command line on `argv` (as `process.argv`). */
-export const run = Command.run(command, { name: "mediagate-admin", version: "0.1.0" })
+export const run = Command.run(command, { name: "mediagate", version: "0.1.0" })

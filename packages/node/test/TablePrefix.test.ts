@@ -4,14 +4,9 @@
  * ...), indexes, a trigger and (PostgreSQL) a trigger function of the same names, with rows of its own. All four
  * SQL stores migrate with the default prefix (`mediagate_`) on that database, do a round trip each, and leave every
  * object and row of the application as it was. SQLite, and PostgreSQL when it runs (always under `CI=true`).
- *
- * (This package cannot depend on the private `@mediagate/testing`, so the PostgreSQL probe and the per-test schema
- * of its `databases` module are repeated here in short.)
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
@@ -21,49 +16,12 @@ import * as SqlStore from "@mediagate/engine/SqlStore"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as WebhookStore from "@mediagate/webhooks/WebhookStore"
+import * as Databases from "@mediagate/testing/databases"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 
-// -----------------------------------------------------------------------------------------------------------------
-// databases
-// -----------------------------------------------------------------------------------------------------------------
-
-const pgUrl = "postgres://postgres@127.0.0.1:5432/test"
-
-const admin = (statement: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement)).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl), connectTimeout: "3 seconds", maxConnections: 1 })),
-    Effect.asVoid
-  )
-
-const pgAvailable = await Effect.runPromise(
-  admin("SELECT 1").pipe(Effect.timeout("3 seconds"), Effect.as(true), Effect.catchAllCause(() => Effect.succeed(false)))
-)
-
-/** As in `@mediagate/testing`: PostgreSQL tests run when it answers, and always in CI, where its absence fails. */
-const runPostgres = pgAvailable || process.env.CI === "true"
-if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: its tests are skipped")
-
-/** A client on a fresh schema, dropped when the layer is released. */
-const postgres = (): Layer.Layer<SqlClient.SqlClient, unknown> =>
-  Layer.unwrapScoped(Effect.map(
-    Effect.acquireRelease(
-      Effect.suspend(() => {
-        const name = `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 10)}`
-        return Effect.as(admin(`CREATE SCHEMA ${name}`), name)
-      }),
-      (name) => Effect.ignore(admin(`DROP SCHEMA IF EXISTS ${name} CASCADE`))
-    ),
-    (schema) =>
-      PgClient.layer({
-        url: Redacted.make(`${pgUrl}?options=${encodeURIComponent(`-c search_path=${schema}`)}`),
-        connectTimeout: "3 seconds",
-        maxConnections: 5
-      })
-  ))
-
-const sqlite = (): Layer.Layer<SqlClient.SqlClient, unknown> => SqliteClient.layer({ filename: ":memory:" })
+const { postgres, runPostgres, sqlite } = Databases
+if (!runPostgres) console.warn(`${Databases.pgNotRunning}: its tests are skipped`)
 
 // -----------------------------------------------------------------------------------------------------------------
 // the application's own schema

@@ -3,12 +3,10 @@
  * live keys, the admin API with a token, tenant isolation and the OpenAPI document.
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as HttpServer from "@effect/platform/HttpServer"
+import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import { BillingLedger } from "@mediagate/billing/Ledger"
 import { Client, Errors } from "@mediagate/contract"
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -16,27 +14,24 @@ import * as Option from "effect/Option"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as Database from "../src/Database.js"
-import * as Stack from "../src/Stack.js"
+import * as Mediagate from "../src/Mediagate.js"
+import * as Server from "../src/Server.js"
 
 const adminToken = "stack-test-admin-token"
 
-const start = (extra: ReadonlyArray<readonly [string, string]> = []) => Effect.gen(function*() {
+/** `Mediagate.layer` on a fresh SQLite database, served on a free port, with the first account bootstrapped. */
+const start = (options: Mediagate.Options = {}) => Effect.gen(function*() {
   const dataDir = mkdtempSync(join(tmpdir(), "mg-stack-"))
-  const config = ConfigProvider.fromMap(new Map([
-    ["PORT", "0"],
-    ["MEDIAGATE_DATA_DIR", dataDir],
-    ["MEDIAGATE_SIM_TIME_SCALE", "0.01"],
-    ["MEDIAGATE_FILE_SECRET", "stack-test-secret"],
-    ...extra
-  ]))
-  const context = yield* Layer.build(
-    Stack.Live.pipe(Layer.provide(Database.layerOf({ _tag: "Sqlite", file: join(dataDir, "mediagate.db") })))
-  ).pipe(Effect.withConfigProvider(config))
-  const address = Context.get(context, HttpServer.HttpServer).address
-  const baseUrl = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
-  const keys = Option.getOrThrow(yield* Bootstrap.bootstrap().pipe(Effect.provide(context)))
-  return { baseUrl, context, keys }
+  const context = yield* Layer.build(Mediagate.layer({
+    dataDir,
+    fileSecret: "stack-test-secret",
+    settings: { MEDIAGATE_SIM_TIME_SCALE: "0.01" },
+    ...options
+  }))
+  const service = Context.get(context, Mediagate.Mediagate)
+  const server = yield* Server.listen(yield* NodeHttpServer.makeHandler(service.httpApp), { port: 0, host: "127.0.0.1" })
+  const keys = Option.getOrThrow(yield* service.bootstrap())
+  return { baseUrl: Server.urlOf(server), context, keys }
 })
 
 describe("the composed stack", () => {
@@ -90,7 +85,7 @@ describe("the composed stack", () => {
 
   it.live("another account's resources answer 404 on every route; auth outcomes of real keys", () =>
     Effect.gen(function*() {
-      const { baseUrl, context } = yield* start([["MEDIAGATE_ADMIN_TOKEN", adminToken]])
+      const { baseUrl, context } = yield* start({ adminToken })
       const admin = yield* Client.make({ baseUrl, apiKey: adminToken })
       const alice = yield* admin.admin.createAccount({ payload: { name: "Alice", balance: 100 } })
       const bob = yield* admin.admin.createAccount({ payload: { name: "Bob", balance: 100 } })

@@ -61,16 +61,16 @@ const cli = (args: ReadonlyArray<string>, admin: Layer.Layer<Services.AdminServi
       log: (...parts: ReadonlyArray<unknown>) => Effect.sync(() => void out.push(parts.join(" "))),
       error: (...parts: ReadonlyArray<unknown>) => Effect.sync(() => void out.push(`ERR ${parts.join(" ")}`))
     }
-    return Cli.run(["node", "mediagate-admin", ...args]).pipe(
+    return Cli.run(["node", "mediagate", ...args]).pipe(
       Effect.withConsole(capture),
-      Effect.provide(admin),
+      Effect.provide(Cli.layerAdmin(admin)),
       Effect.provide(NodeContext.layer),
       Effect.exit,
       Effect.map((exit) => ({ exit, out }))
     )
   })
 
-describe("mediagate-admin", () => {
+describe("mediagate (admin commands)", () => {
   it.effect("creates an account, credits it, creates a key and shows it", () =>
     Effect.gen(function*() {
       const admin = recordingAdmin()

@@ -1,0 +1,108 @@
+/**
+ * Where Mediagate keeps its data: a SQLite file (the embedded default), a PostgreSQL URL (several processes may
+ * share it), or a `SqlClient` the host app already has. The drivers are optional peer dependencies, loaded only
+ * when chosen: a PostgreSQL-only app never installs `better-sqlite3`, a SQLite-only app never installs `pg`.
+ *
+ * @since 0.1.0
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Config from "effect/Config"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { mkdirSync } from "node:fs"
+import { dirname, join } from "node:path"
+
+/** The database of a Mediagate stack. */
+export type Database =
+  | {
+    /** A SQLite file (created with its folder when missing); `":memory:"` for a throwaway database. */
+    readonly sqlite: string
+  }
+  | {
+    /** A PostgreSQL connection URL (`postgres://user@host:5432/db`). */
+    readonly postgres: string | Redacted.Redacted<string>
+    /** Pool size (default 10). */
+    readonly maxConnections?: number
+  }
+  | {
+    /**
+     * A `SqlClient` the host app already has (SQLite or PostgreSQL). On PostgreSQL, provide the `PgClient`
+     * too (as `PgClient.layer` does) so workers are woken by `LISTEN` instead of polling.
+     */
+    readonly layer: Layer.Layer<SqlClient.SqlClient, unknown>
+  }
+
+/** A database driver could not be loaded or the database could not be opened. */
+export class DatabaseError extends Data.TaggedError("DatabaseError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** A short description for logs (never the URL: it may hold a password). */
+export const describe = (database: Database): string =>
+  "sqlite" in database
+    ? `SQLite at ${database.sqlite}`
+    : "postgres" in database
+    ? "PostgreSQL"
+    : "the host app's SqlClient"
+
+const load = <A>(driver: string, load: () => Promise<A>) =>
+  Effect.tryPromise({
+    try: load,
+    catch: (cause) =>
+      new DatabaseError({
+        message: `the database driver ${driver} is not installed (npm install ${driver})`,
+        cause
+      })
+  })
+
+/** The `SqlClient` of a {@link Database}; the driver module is imported only when it is used. */
+export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, DatabaseError> => {
+  if ("layer" in database) {
+    return Layer.catchAll(
+      database.layer,
+      (cause) => Layer.fail(new DatabaseError({ message: "the host app's SqlClient failed to start", cause }))
+    )
+  }
+  if ("postgres" in database) {
+    const url = typeof database.postgres === "string" ? Redacted.make(database.postgres) : database.postgres
+    return Layer.unwrapEffect(Effect.map(
+      load("@effect/sql-pg", () => import("@effect/sql-pg/PgClient")),
+      (PgClient): Layer.Layer<SqlClient.SqlClient, DatabaseError> =>
+        Layer.catchAll(
+          PgClient.layer({ url, maxConnections: database.maxConnections ?? 10 }),
+          (cause) => Layer.fail(new DatabaseError({ message: "cannot connect to PostgreSQL", cause }))
+        )
+    ))
+  }
+  const file = database.sqlite
+  return Layer.unwrapEffect(Effect.gen(function*() {
+    const SqliteClient = yield* load("@effect/sql-sqlite-node", () => import("@effect/sql-sqlite-node/SqliteClient"))
+    if (file !== ":memory:") {
+      yield* Effect.try({
+        try: () => mkdirSync(dirname(file), { recursive: true }),
+        catch: (cause) => new DatabaseError({ message: `cannot create the folder of ${file}`, cause })
+      })
+    }
+    return Layer.catchAll(
+      SqliteClient.layer({ filename: file }),
+      (cause) => Layer.fail(new DatabaseError({ message: `cannot open the SQLite database ${file}`, cause }))
+    ) as Layer.Layer<SqlClient.SqlClient, DatabaseError>
+  }))
+}
+
+/**
+ * The database from Effect `Config` (decisions.md §10): PostgreSQL when `DATABASE_URL` is set, otherwise SQLite at
+ * `MEDIAGATE_DATA_DIR/mediagate.db` (default `./data/mediagate.db`).
+ */
+export const config: Config.Config<Database> = Config.all({
+  url: Config.option(Config.redacted("DATABASE_URL")),
+  dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data"))
+}).pipe(Config.map(({ dataDir, url }): Database =>
+  Option.isSome(url) && Redacted.value(url.value).trim() !== ""
+    ? { postgres: url.value }
+    : { sqlite: join(dataDir, "mediagate.db") }
+))

@@ -1,0 +1,97 @@
+/**
+ * Mediagate on plain Node servers: the `503` answer before the stack is ready, and an Express/Connect middleware
+ * around a `node:http` listener.
+ *
+ * The middleware computes Mediagate's path from `originalUrl` minus the mount path (`baseUrl`), so it works
+ * mounted anywhere (`app.use("/media", mediagate.middleware)`; set `publicBaseUrl` to include the prefix). It
+ * reads the raw body itself; when a body parser such as `express.json()` already consumed the stream, the body
+ * is replayed from what the parser kept (`rawBody` when an app saves it, else the parsed value re-encoded as
+ * JSON), so Mediagate validates exactly what the client sent. Mount it before body parsers when you can: a
+ * parser's own limits and errors apply first otherwise.
+ *
+ * @since 0.1.0
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { Readable } from "node:stream"
+
+/** A `node:http` request listener. */
+export type Listener = (request: IncomingMessage, response: ServerResponse) => void
+
+/** An Express/Connect middleware. */
+export type Middleware = (request: IncomingMessage, response: ServerResponse, next: (error?: unknown) => void) => void
+
+/** The paths Mediagate serves (each with everything below it). */
+export const paths: ReadonlyArray<string> = ["/api/v1", "/admin/v1", "/files", "/docs", "/healthz", "/readyz"]
+
+/** Whether a request path (without query) is one of Mediagate's. */
+export const isMediagatePath = (path: string): boolean =>
+  paths.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))
+
+/** Answers `503 SERVICE_UNAVAILABLE` in the error envelope with `Retry-After`, and discards the request body. */
+export const unavailable = (request: IncomingMessage, response: ServerResponse, message: string): void => {
+  const body = JSON.stringify({ success: false, error: { code: "SERVICE_UNAVAILABLE", message } })
+  response.writeHead(503, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    "retry-after": "1",
+    "cache-control": "no-store"
+  })
+  response.end(body)
+  request.resume()
+}
+
+/** The request as an Express app sees it (fields other frameworks and body parsers add). */
+interface FrameworkRequest extends IncomingMessage {
+  readonly originalUrl?: string
+  readonly baseUrl?: string
+  readonly body?: unknown
+  readonly rawBody?: unknown
+  readonly _body?: boolean
+}
+
+const bodyOf = (request: FrameworkRequest): Buffer => {
+  const kept = request.rawBody ?? request.body
+  if (Buffer.isBuffer(kept)) return kept
+  if (kept instanceof Uint8Array) return Buffer.from(kept)
+  if (typeof kept === "string") return Buffer.from(kept)
+  if (kept === undefined || kept === null) return Buffer.alloc(0)
+  return Buffer.from(JSON.stringify(kept))
+}
+
+/** A stand-in for a request whose body stream a parser already read: the same request, its body replayed. */
+const replay = (request: IncomingMessage, url: string, body: Buffer): IncomingMessage => {
+  const headers = { ...request.headers, "content-length": String(body.length) }
+  delete headers["transfer-encoding"]
+  const stream = Readable.from(body.length > 0 ? [body] : [], { objectMode: false })
+  return Object.assign(stream, {
+    url,
+    method: request.method,
+    headers,
+    rawHeaders: request.rawHeaders,
+    httpVersion: request.httpVersion,
+    socket: request.socket,
+    connection: request.socket,
+    complete: true
+  }) as unknown as IncomingMessage
+}
+
+/** Serves Mediagate's paths with `listener` and passes every other request to `next()`. */
+export const middleware = (listener: Listener): Middleware => (request, response, next) => {
+  const framework = request as FrameworkRequest
+  const full = framework.originalUrl ?? request.url ?? "/"
+  const base = framework.baseUrl ?? ""
+  let url = base !== "" && full.startsWith(base) ? full.slice(base.length) : full
+  if (!url.startsWith("/")) url = `/${url}`
+  const path = url.split("?", 1)[0]!
+  if (!isMediagatePath(path)) return next()
+  try {
+    if (framework._body === true || request.readableEnded) {
+      listener(replay(request, url, bodyOf(framework)), response)
+    } else {
+      request.url = url
+      listener(request, response)
+    }
+  } catch (error) {
+    next(error)
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * The production server: the whole stack built first (database, migrations, first-start bootstrap), then the
+ * port opened on `HOST`:`PORT`, one log line per event and per request, and a clean stop on SIGTERM/SIGINT (the
+ * port closes, requests in flight finish, workers hand back their leases, the database closes).
+ *
+ * `npm start`, the `mediagate` command and `examples/server` all run {@link main}.
+ *
+ * @since 0.1.0
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import type * as Bootstrap from "@mediagate/accounts/Bootstrap"
+import * as Config from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import { createServer, type Server as NodeServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Logging from "./Logging.js"
+import * as Mediagate from "./Mediagate.js"
+import type * as NodeAdapters from "./NodeAdapters.js"
+
+/** Where the server listens. */
+export interface ListenOptions {
+  /** Interface to bind (`HOST`; default: every interface). */
+  readonly host?: string | undefined
+  /** TCP port (`PORT`; default 3000; `0` picks a free one). */
+  readonly port: number
+  /** How long requests in flight may take to finish at shutdown before their connections are closed. */
+  readonly shutdownGraceMs?: number
+}
+
+/** {@link ListenOptions} from Effect `Config`: `HOST`, `PORT`. */
+export const config: Config.Config<ListenOptions> = Config.all({
+  host: Config.option(Config.string("HOST")).pipe(Config.map(Option.getOrUndefined)),
+  port: Config.port("PORT").pipe(Config.withDefault(3000))
+})
+
+/** The address a server listens on, as a URL (`http://127.0.0.1:3000`). */
+export const urlOf = (server: NodeServer): string => {
+  const address = server.address() as AddressInfo
+  const host = address.family === "IPv6" ? (address.address === "::" ? "localhost" : `[${address.address}]`)
+    : address.address === "0.0.0.0" ? "localhost" : address.address
+  return `http://${host}:${address.port}`
+}
+
+const closeServer = (server: NodeServer, graceMs: number) =>
+  Effect.async<void>((resume) => {
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs)
+    server.close(() => {
+      clearTimeout(timer)
+      resume(Effect.void)
+    })
+    server.closeIdleConnections()
+  })
+
+/** Opens the port with `listener`; closes it (letting requests in flight finish) when the scope closes. */
+export const listen = (
+  listener: NodeAdapters.Listener,
+  options: ListenOptions
+): Effect.Effect<NodeServer, Mediagate.StartError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.async<NodeServer, Mediagate.StartError>((resume) => {
+      const server = createServer(listener)
+      const onError = (cause: Error) =>
+        resume(Effect.fail(new Mediagate.StartError({ message: `cannot listen: ${cause.message}`, retryable: false, cause })))
+      server.once("error", onError)
+      server.listen({ port: options.port, ...(options.host === undefined ? {} : { host: options.host }) }, () => {
+        server.off("error", onError)
+        resume(Effect.succeed(server))
+      })
+    }),
+    (server) => closeServer(server, options.shutdownGraceMs ?? 10_000)
+  )
+
+/** Prints the keys of a first start (shown once). */
+const printBootstrapped = (created: Bootstrap.Bootstrapped) =>
+  Console.log(
+    [
+      "",
+      "Mediagate created a first account (shown once; keep these keys):",
+      `  account:  ${created.account.id}`,
+      `  live key: ${created.live.key}`,
+      `  test key: ${created.test.key}`,
+      ""
+    ].join("\n")
+  )
+
+/**
+ * Serves a stack: builds it (retrying while the database does not answer), bootstraps a first account unless an
+ * admin token is set, then opens the port. Answers the server and the started service.
+ */
+export const serve = (
+  stack: Layer.Layer<Mediagate.Mediagate, Mediagate.StartError>,
+  options: ListenOptions & { readonly bootstrap?: boolean }
+): Effect.Effect<{ readonly server: NodeServer; readonly service: Mediagate.Service }, Mediagate.StartError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const starting = yield* Mediagate.start(stack)
+    const service = yield* starting.ready
+    yield* Effect.logInfo(`database: ${service.database}`)
+    if (options.bootstrap !== false) {
+      const created = yield* service.bootstrap().pipe(
+        Effect.mapError((cause) => new Mediagate.StartError({ message: `bootstrap failed: ${cause.message}`, retryable: false, cause }))
+      )
+      if (Option.isSome(created)) yield* printBootstrapped(created.value)
+    }
+    const server = yield* listen(starting.listener, options)
+    yield* Effect.logInfo(`Listening on ${urlOf(server)}`)
+    return { server, service }
+  })
+
+/** The server program: {@link serve} of `Mediagate.layerConfig` on {@link config}, until interrupted. */
+export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect.gen(function*() {
+  const listenOptions = yield* Effect.mapError(config, (cause) =>
+    new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause }))
+  const adminToken = yield* Effect.orElseSucceed(Config.option(Config.string("MEDIAGATE_ADMIN_TOKEN")), () => Option.none())
+  yield* serve(Mediagate.layerConfig, { ...listenOptions, bootstrap: Option.isNone(adminToken) })
+  return yield* Effect.never
+}).pipe(Effect.scoped)
+
+/** The server's settings: the environment, with the access log on unless `MEDIAGATE_ACCESS_LOG=false`. */
+export const configProvider: ConfigProvider.ConfigProvider = ConfigProvider.fromEnv().pipe(
+  ConfigProvider.orElse(() => ConfigProvider.fromMap(new Map([["MEDIAGATE_ACCESS_LOG", "true"]])))
+)
+
+/** Runs {@link program} as the process's main: logs per `MEDIAGATE_LOG_FORMAT`, exit code 1 when it cannot start. */
+export const main = (): void =>
+  NodeRuntime.runMain(
+    program.pipe(Effect.provide(Logging.layerConfig), Effect.withConfigProvider(configProvider)),
+    { disablePrettyLogger: true }
+  )

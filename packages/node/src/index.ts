@@ -1,0 +1,19 @@
+/**
+ * `@mediagate/node`: Mediagate on Node in one call — the whole stack as a layer or a handle with `node:http` and
+ * Express adapters, and the production server behind `npm start` and the `mediagate` command.
+ *
+ * @since 0.1.0
+ */
+
+/** Access log lines. */
+export * as AccessLog from "./AccessLog.js"
+/** The database: SQLite file, PostgreSQL URL or the host app's `SqlClient`. */
+export * as Database from "./Database.js"
+/** Log output: pretty or JSON, one line per event. */
+export * as Logging from "./Logging.js"
+/** The whole stack: layers, background start, the plain Node handle. */
+export * as Mediagate from "./Mediagate.js"
+/** `node:http` and Express/Connect adapters. */
+export * as NodeAdapters from "./NodeAdapters.js"
+/** The production server. */
+export * as Server from "./Server.js"
