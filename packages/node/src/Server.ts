@@ -9,7 +9,10 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import type * as Bootstrap from "@mediagate/accounts/Bootstrap"
+import { Errors } from "@mediagate/contract"
+import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -125,9 +128,43 @@ export const configProvider: ConfigProvider.ConfigProvider = ConfigProvider.from
   ConfigProvider.orElse(() => ConfigProvider.fromMap(new Map([["MEDIAGATE_ACCESS_LOG", "true"]])))
 )
 
-/** Runs {@link program} as the process's main: logs per `MEDIAGATE_LOG_FORMAT`, exit code 1 when it cannot start. */
-export const main = (): void =>
+/**
+ * How the process reports a failure, once: an admin command's API error is already printed as `CODE: message`;
+ * a start that cannot succeed logs its reason in one line; anything else is logged with its cause. An interruption
+ * (SIGTERM, SIGINT) is a normal stop.
+ */
+const reporter = () => {
+  let reported = false
+  return <A, E, R>(program: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.tapErrorCause(program, (cause) => {
+      if (reported) return Effect.void
+      reported = true
+      return report(cause)
+    })
+}
+
+const report = <E>(cause: Cause.Cause<E>): Effect.Effect<void> => {
+  if (Cause.isInterruptedOnly(cause)) return Effect.void
+  const failure = Option.getOrUndefined(Cause.failureOption(cause))
+  if (Errors.isApiError(failure)) return Effect.void
+  if (failure instanceof Mediagate.StartError) return Effect.logError(`Mediagate cannot start: ${failure.message}`)
+  if (ConfigError.isConfigError(failure)) return Effect.logError(`invalid configuration: ${String(failure)}`)
+  return Effect.logError("Mediagate failed", cause)
+}
+
+/**
+ * Runs a program as the process's main: settings from the environment ({@link configProvider}), logs per
+ * `MEDIAGATE_LOG_FORMAT` (one logger, one line per event), failures reported once, exit code 1 on failure and 0
+ * after SIGTERM/SIGINT.
+ */
+export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
+  // reported with the configured logger when there is one, else (the log settings are invalid) by the default one
+  const reportOnce = reporter()
   NodeRuntime.runMain(
-    program.pipe(Effect.provide(Logging.layerConfig), Effect.withConfigProvider(configProvider)),
-    { disablePrettyLogger: true }
+    reportOnce(Effect.provide(reportOnce(program), Logging.layerConfig)).pipe(Effect.withConfigProvider(configProvider)),
+    { disablePrettyLogger: true, disableErrorReporting: true }
   )
+}
+
+/** Runs {@link program}: the production server (`npm start`, `examples/server`). */
+export const main = (): void => runMain(program)

@@ -5,17 +5,15 @@
  *
  * @since 0.1.0
  */
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { NodeContext } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
 import * as Cli from "./Cli.js"
-import * as Logging from "./Logging.js"
 import * as Mediagate from "./Mediagate.js"
 import * as Server from "./Server.js"
 
-Cli.run(process.argv).pipe(
-  Effect.provide(Cli.layerAdmin(Mediagate.layerAdminConfig)),
-  Effect.provide(NodeContext.layer),
-  Effect.provide(Logging.layerConfig),
-  Effect.withConfigProvider(Server.configProvider),
-  (program) => NodeRuntime.runMain(program, { disablePrettyLogger: true })
+Server.runMain(
+  Cli.run(process.argv).pipe(
+    Effect.provide(Cli.layerAdmin(Mediagate.layerAdminConfig)),
+    Effect.provide(NodeContext.layer)
+  )
 )
