@@ -31,6 +31,7 @@ import {
   columns,
   defaultPrefix,
   identifiers,
+  migrateWith,
   migrator,
   type PrefixOptions,
   prefixedMigrations,
@@ -97,15 +98,7 @@ export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
  * Runs the accounts migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
  * `PersistenceError`.
  */
-export const migrate = (prefix: string = defaultPrefix): Effect.Effect<
-  ReadonlyArray<readonly [id: number, name: string]>,
-  Migrator.MigrationError | SqlError | PersistenceError,
-  SqlClient.SqlClient
-> =>
-  Effect.flatMap(
-    resolvePrefix(storeName, { prefix }),
-    (prefix) => migrator(migrations(prefix), migrationsTable(prefix))
-  )
+export const migrate = migrateWith(storeName, migrations, migrationsTable)
 
 const environments: ReadonlyArray<ApiKey.Environment> = ["live", "test"]
 

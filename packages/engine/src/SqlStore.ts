@@ -165,3 +165,18 @@ export const migrator = (
   table: string
 ): Effect.Effect<ReadonlyArray<readonly [id: number, name: string]>, Migrator.MigrationError | SqlError, SqlClient.SqlClient> =>
   Migrator.make({})({ loader, table }).pipe(Effect.retry({ times: 2 }))
+
+/**
+ * A store's `migrate(prefix)`: refuses an invalid prefix with a {@link PersistenceError} naming `store`, then runs
+ * `migrations(prefix)` with {@link migrator} into `migrationsTable(prefix)`.
+ */
+export const migrateWith = (
+  store: string,
+  migrations: (prefix: string) => Migrator.Loader,
+  migrationsTable: (prefix: string) => string
+) =>
+(prefix: string = defaultPrefix): Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  Migrator.MigrationError | SqlError | PersistenceError,
+  SqlClient.SqlClient
+> => Effect.flatMap(resolvePrefix(store, { prefix }), (valid) => migrator(migrations(valid), migrationsTable(valid)))

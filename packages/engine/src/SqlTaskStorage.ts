@@ -47,6 +47,7 @@ import {
   databaseNow,
   defaultPrefix,
   identifiers,
+  migrateWith,
   migrator,
   nowExpression,
   persistence as persistenceOf,
@@ -191,15 +192,7 @@ export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
  * Runs the engine's migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
  * {@link PersistenceError}.
  */
-export const migrate = (prefix: string = defaultPrefix): Effect.Effect<
-  ReadonlyArray<readonly [id: number, name: string]>,
-  Migrator.MigrationError | SqlError | PersistenceError,
-  SqlClient.SqlClient
-> =>
-  Effect.flatMap(
-    resolvePrefix(storeName, { prefix }),
-    (prefix) => migrator(migrations(prefix), migrationsTable(prefix))
-  )
+export const migrate = migrateWith(storeName, migrations, migrationsTable)
 
 // -----------------------------------------------------------------------------------------------------------------
 // rows

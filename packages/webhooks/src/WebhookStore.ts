@@ -35,6 +35,7 @@ import {
   databaseNow,
   defaultPrefix,
   identifiers,
+  migrateWith,
   migrator,
   persistence as persistenceOf,
   type PrefixOptions,
@@ -537,15 +538,7 @@ export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
  * Runs the webhook migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
  * `PersistenceError`.
  */
-export const migrate = (prefix: string = defaultPrefix): Effect.Effect<
-  ReadonlyArray<readonly [id: number, name: string]>,
-  Migrator.MigrationError | SqlError | PersistenceError,
-  SqlClient.SqlClient
-> =>
-  Effect.flatMap(
-    resolvePrefix(storeName, { prefix }),
-    (prefix) => migrator(migrations(prefix), migrationsTable(prefix))
-  )
+export const migrate = migrateWith(storeName, migrations, migrationsTable)
 
 const eventTypeOf = (row: Row, column: string): Webhook.EventType => {
   const value = stringOf(row, column)
