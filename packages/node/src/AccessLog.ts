@@ -7,6 +7,7 @@
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -16,14 +17,14 @@ export const enabled: Config.Config<boolean> = Config.boolean("MEDIAGATE_ACCESS_
 
 /** Logs one line per request answered by `app`. */
 export const middleware = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    const started = performance.now()
+  Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, Clock.currentTimeNanos), ([request, started]) => {
     const path = request.url.split("?", 1)[0] ?? "/"
-    return Effect.onExit(app, (exit) => {
-      const status = Exit.isSuccess(exit) ? exit.value.status : Exit.isInterrupted(exit) ? 499 : 500
-      const ms = Math.round((performance.now() - started) * 10) / 10
-      return Effect.logInfo(`${request.method} ${path} ${status} ${ms}ms`).pipe(
-        Effect.annotateLogs({ "http.method": request.method, "http.path": path, "http.status": status, "http.ms": ms })
-      )
-    })
+    return Effect.onExit(app, (exit) =>
+      Effect.flatMap(Clock.currentTimeNanos, (now) => {
+        const status = Exit.isSuccess(exit) ? exit.value.status : Exit.isInterrupted(exit) ? 499 : 500
+        const ms = Number((now - started) / 100_000n) / 10
+        return Effect.logInfo(`${request.method} ${path} ${status} ${ms}ms`).pipe(
+          Effect.annotateLogs({ "http.method": request.method, "http.path": path, "http.status": status, "http.ms": ms })
+        )
+      }))
   })

@@ -87,10 +87,11 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
         catch: (cause) => new DatabaseError({ message: `cannot create the folder of ${file}`, cause })
       })
     }
-    return Layer.catchAll(
+    const client: Layer.Layer<SqlClient.SqlClient, DatabaseError> = Layer.catchAll(
       SqliteClient.layer({ filename: file }),
       (cause) => Layer.fail(new DatabaseError({ message: `cannot open the SQLite database ${file}`, cause }))
-    ) as Layer.Layer<SqlClient.SqlClient, DatabaseError>
+    )
+    return client
   }))
 }
 

@@ -223,7 +223,8 @@ export interface Starting {
 
 /**
  * Starts a stack in the background: attempts that fail with a retryable {@link StartError} are logged and tried
- * again on `retry`. The stack is released (workers hand back their leases) when the scope closes.
+ * again on `retry`. The start and the stack belong to the scope: closing it stops a start under way, or releases
+ * the stack (workers hand back their leases).
  */
 export const start = (
   stack: Layer.Layer<Mediagate, StartError>,
@@ -260,7 +261,7 @@ export const start = (
       Effect.exit,
       Effect.flatMap((exit) => Deferred.complete(ready, exit))
     )
-    const fiber = yield* Effect.forkDaemon(boot)
+    const fiber = yield* Effect.forkScoped(boot)
 
     yield* Effect.addFinalizer((exit) =>
       Effect.gen(function*() {

@@ -11,8 +11,7 @@
  *
  * @since 0.1.0
  */
-import type { IncomingMessage, ServerResponse } from "node:http"
-import { Readable } from "node:stream"
+import { IncomingMessage, type ServerResponse } from "node:http"
 
 /** A `node:http` request listener. */
 export type Listener = (request: IncomingMessage, response: ServerResponse) => void
@@ -40,18 +39,14 @@ export const unavailable = (request: IncomingMessage, response: ServerResponse, 
   request.resume()
 }
 
-/** The request as an Express app sees it (fields other frameworks and body parsers add). */
-interface FrameworkRequest extends IncomingMessage {
-  readonly originalUrl?: string
-  readonly baseUrl?: string
-  readonly body?: unknown
-  readonly rawBody?: unknown
-  readonly _body?: boolean
-}
+/** A field that frameworks and body parsers add to the request (`originalUrl`, `baseUrl`, `body`, ...). */
+const field = (request: IncomingMessage, name: string): unknown => Reflect.get(request, name)
 
-const bodyOf = (request: FrameworkRequest): Buffer => {
-  const kept = request.rawBody ?? request.body
-  if (Buffer.isBuffer(kept)) return kept
+const text = (value: unknown): string | undefined => typeof value === "string" ? value : undefined
+
+/** What a body parser kept of the body it read: `rawBody` when the app saves it, else the parsed value as JSON. */
+const bodyOf = (request: IncomingMessage): Buffer => {
+  const kept = field(request, "rawBody") ?? field(request, "body")
   if (kept instanceof Uint8Array) return Buffer.from(kept)
   if (typeof kept === "string") return Buffer.from(kept)
   if (kept === undefined || kept === null) return Buffer.alloc(0)
@@ -60,33 +55,30 @@ const bodyOf = (request: FrameworkRequest): Buffer => {
 
 /** A stand-in for a request whose body stream a parser already read: the same request, its body replayed. */
 const replay = (request: IncomingMessage, url: string, body: Buffer): IncomingMessage => {
-  const headers = { ...request.headers, "content-length": String(body.length) }
-  delete headers["transfer-encoding"]
-  const stream = Readable.from(body.length > 0 ? [body] : [], { objectMode: false })
-  return Object.assign(stream, {
-    url,
-    method: request.method,
-    headers,
-    rawHeaders: request.rawHeaders,
-    httpVersion: request.httpVersion,
-    socket: request.socket,
-    connection: request.socket,
-    complete: true
-  }) as unknown as IncomingMessage
+  const copy = new IncomingMessage(request.socket)
+  copy.url = url
+  copy.method = request.method ?? "GET"
+  copy.httpVersion = request.httpVersion
+  copy.headers = { ...request.headers, "content-length": String(body.length) }
+  delete copy.headers["transfer-encoding"]
+  copy.rawHeaders = request.rawHeaders
+  if (body.length > 0) copy.push(body)
+  copy.push(null)
+  copy.complete = true
+  return copy
 }
 
 /** Serves Mediagate's paths with `listener` and passes every other request to `next()`. */
 export const middleware = (listener: Listener): Middleware => (request, response, next) => {
-  const framework = request as FrameworkRequest
-  const full = framework.originalUrl ?? request.url ?? "/"
-  const base = framework.baseUrl ?? ""
+  const full = text(field(request, "originalUrl")) ?? request.url ?? "/"
+  const base = text(field(request, "baseUrl")) ?? ""
   let url = base !== "" && full.startsWith(base) ? full.slice(base.length) : full
   if (!url.startsWith("/")) url = `/${url}`
   const path = url.split("?", 1)[0]!
   if (!isMediagatePath(path)) return next()
   try {
-    if (framework._body === true || request.readableEnded) {
-      listener(replay(request, url, bodyOf(framework)), response)
+    if (field(request, "_body") === true || request.readableEnded) {
+      listener(replay(request, url, bodyOf(request)), response)
     } else {
       request.url = url
       listener(request, response)

@@ -43,7 +43,8 @@ export const config: Config.Config<ListenOptions> = Config.all({
 
 /** The address a server listens on, as a URL (`http://127.0.0.1:3000`). */
 export const urlOf = (server: NodeServer): string => {
-  const address = server.address() as AddressInfo
+  const address: AddressInfo | string | null = server.address()
+  if (address === null || typeof address === "string") return String(address)
   const host = address.family === "IPv6" ? (address.address === "::" ? "localhost" : `[${address.address}]`)
     : address.address === "0.0.0.0" ? "localhost" : address.address
   return `http://${host}:${address.port}`
