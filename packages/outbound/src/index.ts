@@ -1,0 +1,6 @@
+/**
+ * `@mediagate/outbound`.
+ *
+ * @since 0.1.0
+ */
+export {}

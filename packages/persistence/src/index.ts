@@ -1,0 +1,6 @@
+/**
+ * `@mediagate/persistence`.
+ *
+ * @since 0.1.0
+ */
+export {}
