@@ -1,11 +1,10 @@
 /**
  * Remote media inputs: fetching a URL safely (decisions.md §2 and §6) and reading what the bytes are.
  *
- * - {@link fetchMedia} accepts `http`/`https` only, resolves the host, refuses when any resolved address is not a
- *   public address (unless `allowPrivate`), then connects to the checked address itself (a custom `lookup` hands the
- *   socket the address that was checked, so a second DNS answer cannot differ; Host header and SNI keep the name).
- *   Redirects are followed by hand, each hop checked again. The body is streamed and abandoned as soon as it exceeds
- *   `maxBytes`; the whole fetch has one deadline.
+ * - {@link fetchMedia} fetches through `@mediagate/outbound`'s {@link PinnedHttp.request}: `http`/`https` only,
+ *   every resolved address checked (unless `allowPrivate`), the connection pinned to the checked address, each
+ *   redirect checked again, the body abandoned as soon as it exceeds `maxBytes`, one deadline for the whole fetch.
+ *   Only 2xx answers are read.
  * - {@link inspectImage} / {@link checkImage} read an image's format and pixel size and check them against
  *   {@link Fields.ImageRules}; {@link checkRemoteImage} combines fetch and check.
  * - {@link mp4DurationSeconds} reads an MP4/MOV duration from `moov/mvhd`; {@link audioType} names an audio file's
@@ -14,14 +13,11 @@
  * @since 0.1.0
  */
 import { Address, DataUri, Fields } from "@mediagate/contract"
+import { PinnedHttp } from "@mediagate/outbound"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { imageSize } from "image-size"
-import { lookup as dnsLookup } from "node:dns/promises"
-import * as http from "node:http"
-import * as https from "node:https"
-import type { LookupFunction } from "node:net"
-import ipaddr from "ipaddr.js"
 
 /** Why a remote media file could not be used. */
 export const RemoteMediaReason = Schema.Literal("address", "status", "too_large", "timeout", "network", "format")
@@ -33,33 +29,17 @@ export class RemoteMediaError extends Schema.TaggedError<RemoteMediaError>()("Re
   message: Schema.String
 }) {}
 
-/** One resolved address of a host name. */
-export interface ResolvedAddress {
-  readonly address: string
-  readonly family: number
-}
-
-/** Resolves a host name to all its addresses (default: `node:dns/promises` `lookup(host, { all: true })`). */
-export type Resolver = (host: string) => Promise<ReadonlyArray<ResolvedAddress>>
+/** Resolves a host name to all its addresses (tests). */
+export type Resolver = PinnedHttp.Resolver
 
 /** Options of {@link fetchMedia}. */
-export interface FetchOptions {
+export interface FetchOptions extends PinnedHttp.TargetOptions {
   /** Largest body accepted, in bytes. */
   readonly maxBytes: number
   /** Deadline of the whole fetch (DNS, redirects and body), in milliseconds; default 15000. */
   readonly timeoutMs?: number | undefined
-  /** Allow loopback and private targets (`MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`: development and tests). */
-  readonly allowPrivate?: boolean | undefined
   /** Most redirects followed; default 3. */
   readonly maxRedirects?: number | undefined
-  /** DNS resolver (tests). */
-  readonly lookup?: Resolver | undefined
-  /**
-   * Whether a resolved address may be connected to (tests). Default: any address under `allowPrivate`, otherwise
-   * public unicast addresses only ({@link Address.isPublicAddress}). When given, it replaces the literal-host name
-   * check too.
-   */
-  readonly isAllowedAddress?: ((address: string) => boolean) | undefined
 }
 
 /** A fetched media file. */
@@ -73,154 +53,48 @@ export interface FetchedMedia {
 const defaultTimeoutMs = 15_000
 const defaultMaxRedirects = 3
 
-const defaultResolver: Resolver = (host) => dnsLookup(host, { all: true })
-
-const hostLabel = (url: URL): string => Address.urlHost(url)
-
 const fail = (host: string, reason: RemoteMediaReason, problem: string) =>
   new RemoteMediaError({ reason, message: `media URL (host ${host}): ${problem}` })
 
-const formatMegabytes = (bytes: number): string => {
-  const mb = bytes / (1024 * 1024)
-  return mb >= 1 ? `${Math.round(mb * 10) / 10} MB` : `${bytes} bytes`
+const reasons: Record<PinnedHttp.Reason, RemoteMediaReason> = {
+  url: "address",
+  address: "address",
+  dns: "network",
+  refused: "network",
+  network: "network",
+  timeout: "timeout",
+  status: "status",
+  redirect: "status",
+  too_large: "too_large"
 }
 
-/** Resolves and checks the host of one hop; the address to connect to. */
-const checkedAddress = (url: URL, options: FetchOptions): Effect.Effect<ResolvedAddress, RemoteMediaError> => {
-  const host = hostLabel(url)
-  const allowPrivate = options.allowPrivate === true
-  const allowed = options.isAllowedAddress ?? (allowPrivate ? () => true : Address.isPublicAddress)
-  return Effect.gen(function*() {
-    if (!allowPrivate && options.isAllowedAddress === undefined) {
-      const problem = Address.literalHostProblem(url)
-      if (problem !== undefined) return yield* fail(host, "address", problem)
-    }
-    const addresses: ReadonlyArray<ResolvedAddress> = ipaddr.isValid(host)
-      ? [{ address: host, family: ipaddr.parse(host).kind() === "ipv6" ? 6 : 4 }]
-      : yield* Effect.tryPromise({
-        try: () => (options.lookup ?? defaultResolver)(host),
-        catch: () => fail(host, "network", "the host name could not be resolved")
-      })
-    if (addresses.length === 0) return yield* fail(host, "network", "the host name could not be resolved")
-    for (const { address } of addresses) {
-      if (!allowed(address)) return yield* fail(host, "address", `address ${address} is not a public address`)
-    }
-    return addresses[0]!
-  })
-}
-
-type Hop =
-  | { readonly _tag: "Body"; readonly bytes: Uint8Array; readonly contentType: string | undefined }
-  | { readonly _tag: "Redirect"; readonly location: string }
-
-const redirectStatuses = new Set([301, 302, 303, 307, 308])
-
-/** One request to an already-checked address. */
-const requestHop = (url: URL, target: ResolvedAddress, maxBytes: number): Effect.Effect<Hop, RemoteMediaError> => {
-  const host = hostLabel(url)
-  return Effect.async<Hop, RemoteMediaError>((resume) => {
-    let settled = false
-    const settle = (result: Effect.Effect<Hop, RemoteMediaError>) => {
-      if (settled) return
-      settled = true
-      resume(result)
-    }
-    const failWith = (reason: RemoteMediaReason, problem: string) => settle(Effect.fail(fail(host, reason, problem)))
-    // Hands the socket the address that was checked: no second DNS answer is used.
-    const pinnedLookup: LookupFunction = (_hostname, lookupOptions, callback) => {
-      if (lookupOptions.all === true) callback(null, [{ address: target.address, family: target.family }])
-      else callback(null, target.address, target.family)
-    }
-    const send = url.protocol === "https:" ? https.request : http.request
-    const request = send(url, {
-      method: "GET",
-      agent: false,
-      lookup: pinnedLookup,
-      headers: { accept: "*/*", "user-agent": "mediagate-media-fetcher" }
-    }, (response) => {
-      const status = response.statusCode ?? 0
-      if (redirectStatuses.has(status)) {
-        const location = response.headers.location
-        response.destroy()
-        request.destroy()
-        if (location === undefined || location === "") return failWith("status", `redirect (HTTP ${status}) without a location`)
-        return settle(Effect.succeed({ _tag: "Redirect", location }))
-      }
-      if (status < 200 || status > 299) {
-        response.destroy()
-        request.destroy()
-        return failWith("status", `the server answered HTTP ${status}`)
-      }
-      const tooLarge = `the file is larger than ${formatMegabytes(maxBytes)}`
-      const declared = Number(response.headers["content-length"])
-      if (Number.isFinite(declared) && declared > maxBytes) {
-        response.destroy()
-        request.destroy()
-        return failWith("too_large", tooLarge)
-      }
-      const chunks: Array<Buffer> = []
-      let total = 0
-      response.on("data", (chunk: Buffer) => {
-        if (settled) return
-        total += chunk.length
-        if (total > maxBytes) {
-          response.destroy()
-          request.destroy()
-          return failWith("too_large", tooLarge)
-        }
-        chunks.push(chunk)
-      })
-      response.on("end", () => {
-        const body = Buffer.concat(chunks, total)
-        settle(Effect.succeed({
-          _tag: "Body",
-          bytes: new Uint8Array(body.buffer, body.byteOffset, body.byteLength),
-          contentType: response.headers["content-type"]
-        }))
-      })
-      response.on("error", () => failWith("network", "the connection failed while reading the file"))
-      response.on("close", () => failWith("network", "the connection closed before the file was complete"))
-    })
-    request.on("error", () => failWith("network", "the connection failed"))
-    request.end()
-    return Effect.sync(() => {
-      settled = true
-      request.destroy()
-    })
-  })
-}
+const toMediaError = (error: PinnedHttp.OutboundError) =>
+  error.host === undefined
+    ? new RemoteMediaError({ reason: "address", message: "media URL must be an absolute http(s) URL" })
+    : fail(error.host, reasons[error.reason], error.message)
 
 /**
  * Fetches a media URL under the address rules of decisions.md §2/§6, following at most `maxRedirects` redirects
  * (each re-checked) and reading at most `maxBytes` bytes within `timeoutMs`.
  */
-export const fetchMedia = (url: string, options: FetchOptions): Effect.Effect<FetchedMedia, RemoteMediaError> => {
-  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs
-  const maxRedirects = options.maxRedirects ?? defaultMaxRedirects
-  const first = Address.parseHttpUrl(url)
-  if (first === undefined) {
-    return Effect.fail(new RemoteMediaError({ reason: "address", message: "media URL must be an absolute http(s) URL" }))
+export const fetchMedia = Effect.fn("RemoteMedia.fetchMedia")(function*(url: string, options: FetchOptions) {
+  const response = yield* PinnedHttp.request(url, {
+    headers: { accept: "*/*", "user-agent": "mediagate-media-fetcher" },
+    timeout: Duration.millis(options.timeoutMs ?? defaultTimeoutMs),
+    maxBytes: options.maxBytes,
+    maxRedirects: options.maxRedirects ?? defaultMaxRedirects,
+    acceptStatus: (status) => status >= 200 && status <= 299,
+    allowPrivate: options.allowPrivate,
+    lookup: options.lookup,
+    isAllowedAddress: options.isAllowedAddress
+  }).pipe(Effect.mapError(toMediaError))
+  const media: FetchedMedia = {
+    bytes: response.body,
+    contentType: response.headers["content-type"],
+    finalUrl: response.url
   }
-  return Effect.gen(function*() {
-    let current = first
-    for (let redirects = 0;; redirects++) {
-      const target = yield* checkedAddress(current, options)
-      const hop = yield* requestHop(current, target, options.maxBytes)
-      if (hop._tag === "Body") return { bytes: hop.bytes, contentType: hop.contentType, finalUrl: current.href }
-      if (redirects >= maxRedirects) {
-        return yield* fail(hostLabel(current), "status", `more than ${maxRedirects} redirects`)
-      }
-      const next = URL.canParse(hop.location, current) ? Address.parseHttpUrl(new URL(hop.location, current).href) : undefined
-      if (next === undefined) return yield* fail(hostLabel(current), "address", "redirect to a URL that is not http(s)")
-      current = next
-    }
-  }).pipe(
-    Effect.timeoutFail({
-      duration: timeoutMs,
-      onTimeout: () => fail(hostLabel(first), "timeout", `no complete answer within ${timeoutMs / 1000} s`)
-    })
-  )
-}
+  return media
+})
 
 /** What an image file is, read from its bytes. */
 export interface ImageInfo {
@@ -262,8 +136,7 @@ export const checkRemoteImage = (
   Effect.flatMap(fetchMedia(url, { ...options, maxBytes: options.maxBytes ?? rules.maxBytes }), (media) => {
     const problem = checkImage(media.bytes, rules)
     if (problem === undefined) return Effect.void
-    const host = hostLabel(new URL(media.finalUrl))
-    return Effect.fail(fail(host, "format", problem))
+    return Effect.fail(fail(Address.urlHost(new URL(media.finalUrl)), "format", problem))
   })
 
 const ascii = (bytes: Uint8Array, start: number, length: number): string =>

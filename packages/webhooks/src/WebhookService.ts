@@ -17,6 +17,7 @@
 import { Address, Errors, type Security, Services, type Webhook } from "@mediagate/contract"
 import * as Ids from "@mediagate/engine/Ids"
 import type { PersistenceError } from "@mediagate/engine/PersistenceError"
+import { PinnedHttp } from "@mediagate/outbound"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Encoding from "effect/Encoding"
@@ -25,7 +26,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { createHash, randomBytes } from "node:crypto"
 import { configuredHeaders, defaultTimeoutMs } from "./Dispatcher.js"
-import { checkTarget, type Resolver, WebhookSender } from "./Outbound.js"
+import { type Resolver, WebhookSender } from "./Outbound.js"
 import { type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
 
 /** How long an `Idempotency-Key` of a registration is remembered (as for tasks: 24 h). */
@@ -136,7 +137,7 @@ export const make = (options: ServiceOptions = {}) =>
             // a name that resolves to a private address is refused now; one that does not resolve yet is
             // accepted and checked again, on the address actually connected to, at every delivery
             const resolved = yield* Effect.either(
-              checkTarget(url, { allowPrivate: false, ...(options.lookup === undefined ? {} : { lookup: options.lookup }) })
+              PinnedHttp.checkTarget(url, { allowPrivate: false, lookup: options.lookup })
             )
             if (resolved._tag === "Left" && resolved.left.reason === "address") {
               return yield* new Errors.ValidationError({ message: `url: ${resolved.left.message}` })

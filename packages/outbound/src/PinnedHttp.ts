@@ -1,0 +1,280 @@
+/**
+ * The one outbound HTTP client for URLs that clients give us (media inputs, webhook targets), under the address
+ * rules of the contract's `Address` module.
+ *
+ * - {@link checkTarget}: unless `allowPrivate`, a literal host that is not public is refused; the name is resolved
+ *   (`lookup(host, { all: true })`) and **every** address must be allowed, else the target is refused.
+ * - {@link request}: checks the target, then connects to the address it checked: a custom `lookup` hands the socket
+ *   that address, so a second DNS answer (rebinding) cannot change where the request goes; the Host header and TLS
+ *   SNI keep the name. Redirects are followed only when `maxRedirects` is given, each hop checked again. The body is
+ *   read up to `maxBytes` (refused or cut beyond), and the whole exchange (DNS, redirects, body) has one deadline,
+ *   measured by Effect's `Clock`. Interruption destroys the connection.
+ *
+ * Every failure is an {@link OutboundError} whose `reason` says what went wrong; callers word it for their users.
+ *
+ * @since 0.1.0
+ */
+import { Address } from "@mediagate/contract"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import ipaddr from "ipaddr.js"
+import { lookup as dnsLookup } from "node:dns/promises"
+import * as http from "node:http"
+import * as https from "node:https"
+import type { LookupFunction } from "node:net"
+
+/**
+ * Why a request failed: `url` (not an absolute http(s) URL), `address` (a refused target, a redirect to a non-http
+ * URL), `dns` (the name did not resolve), `refused` (connection refused), `network` (the connection failed or
+ * closed early), `timeout`, `status` (a status `acceptStatus` refuses), `redirect` (too many, or no location),
+ * `too_large` (a body over `maxBytes` under `overflow: "fail"`).
+ */
+export const Reason = Schema.Literal(
+  "url",
+  "address",
+  "dns",
+  "refused",
+  "network",
+  "timeout",
+  "status",
+  "redirect",
+  "too_large"
+)
+/** @see {@link Reason} */
+export type Reason = typeof Reason.Type
+
+/**
+ * An outbound request failed. `message` is safe to show to the client who gave the URL; it names the host where the
+ * refusal is about the host (`address`, `dns`). `host` is absent only for `reason: "url"`.
+ */
+export class OutboundError extends Schema.TaggedError<OutboundError>()("OutboundError", {
+  reason: Reason,
+  message: Schema.String,
+  host: Schema.optional(Schema.String),
+  /** The refused HTTP status (`reason: "status"`). */
+  status: Schema.optional(Schema.Number)
+}) {}
+
+/** One resolved address of a host name. */
+export interface ResolvedAddress {
+  readonly address: string
+  readonly family: number
+}
+
+/** Resolves a host name to all its addresses (default: `node:dns/promises` `lookup(host, { all: true })`). */
+export type Resolver = (host: string) => Promise<ReadonlyArray<ResolvedAddress>>
+
+/** The address rules of a request. */
+export interface TargetOptions {
+  /** Allow loopback and private targets (development and tests). Default false. */
+  readonly allowPrivate?: boolean | undefined
+  /** DNS resolver (tests). */
+  readonly lookup?: Resolver | undefined
+  /**
+   * Whether a resolved address may be connected to (tests). Default: any address under `allowPrivate`, otherwise
+   * public unicast addresses only ({@link Address.isPublicAddress}). When given, it replaces the literal-host check.
+   */
+  readonly isAllowedAddress?: ((address: string) => boolean) | undefined
+}
+
+/** Options of {@link request}. */
+export interface RequestOptions extends TargetOptions {
+  /** Default `GET`. */
+  readonly method?: string | undefined
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  /** The request body; `content-length` is set from it. */
+  readonly body?: string | Uint8Array | undefined
+  /** Deadline of the whole exchange: DNS, connections, redirects and body. */
+  readonly timeout: Duration.DurationInput
+  /** Largest body read, in bytes. */
+  readonly maxBytes: number
+  /**
+   * What a larger body gives: `fail` (default) a `too_large` error (a larger `content-length` is refused before
+   * reading); `truncate` the first `maxBytes` bytes. Under `truncate` an answer whose status arrived counts: a
+   * body cut by the deadline or a broken connection is answered as read so far.
+   */
+  readonly overflow?: "fail" | "truncate" | undefined
+  /** Follow at most this many redirects (each hop checked again). Default: redirects are answered like any status. */
+  readonly maxRedirects?: number | undefined
+  /** Statuses answered; any other fails with `reason: "status"` without reading the body. Default: every status. */
+  readonly acceptStatus?: ((status: number) => boolean) | undefined
+}
+
+/** An answer. */
+export interface Response {
+  readonly status: number
+  readonly headers: http.IncomingHttpHeaders
+  /** At most `maxBytes` bytes. */
+  readonly body: Uint8Array
+  /** Whether the body was cut (`overflow: "truncate"`, a deadline or a broken connection after the status). */
+  readonly truncated: boolean
+  /** The URL answered, after redirects. */
+  readonly url: string
+}
+
+const defaultResolver: Resolver = (host) => dnsLookup(host, { all: true })
+
+const refuse = (host: string, reason: Reason, message: string) => new OutboundError({ reason, host, message })
+
+const formatBytes = (bytes: number): string => {
+  const mb = bytes / (1024 * 1024)
+  return mb >= 1 ? `${Math.round(mb * 10) / 10} MB` : `${bytes} bytes`
+}
+
+/** Resolves and checks the host of a URL under the address rules; the address to connect to. */
+export const checkTarget = Effect.fn("PinnedHttp.checkTarget")(function*(url: URL, options: TargetOptions) {
+  const host = Address.urlHost(url)
+  const allowPrivate = options.allowPrivate === true
+  const allowed = options.isAllowedAddress ?? (allowPrivate ? () => true : Address.isPublicAddress)
+  if (!allowPrivate && options.isAllowedAddress === undefined) {
+    const problem = Address.literalHostProblem(url)
+    if (problem !== undefined) return yield* refuse(host, "address", problem)
+  }
+  const unresolved = refuse(host, "dns", `host ${host} could not be resolved`)
+  const addresses: ReadonlyArray<ResolvedAddress> = ipaddr.isValid(host)
+    ? [{ address: host, family: ipaddr.parse(host).kind() === "ipv6" ? 6 : 4 }]
+    : yield* Effect.tryPromise({ try: () => (options.lookup ?? defaultResolver)(host), catch: () => unresolved })
+  const first = addresses[0]
+  if (first === undefined) return yield* unresolved
+  const refused = addresses.find(({ address }) => !allowed(address))
+  if (refused !== undefined) {
+    return yield* refuse(host, "address", `host ${host} resolves to ${refused.address}, which is not a public address`)
+  }
+  return first
+})
+
+type Hop =
+  | { readonly _tag: "Answer"; readonly response: Response }
+  | { readonly _tag: "Redirect"; readonly location: string }
+
+/** The answer read so far, once a status arrived (`overflow: "truncate"`). */
+interface Progress {
+  current: (() => Response) | undefined
+}
+
+const redirectStatuses = new Set([301, 302, 303, 307, 308])
+
+/** One exchange with an already-checked address. */
+const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, partial: Progress) =>
+  Effect.async<Hop, OutboundError>((resume) => {
+    const host = Address.urlHost(url)
+    const truncate = options.overflow === "truncate"
+    let settled = false
+    let answered: (() => Response) | undefined
+    const settle = (result: Effect.Effect<Hop, OutboundError>) => {
+      if (settled) return
+      settled = true
+      request.destroy()
+      resume(result)
+    }
+    const failWith = (reason: Reason, message: string, status?: number) =>
+      settle(Effect.fail(new OutboundError({ reason, host, message, status })))
+    const answer = (truncated: boolean) => {
+      if (answered !== undefined) settle(Effect.succeed({ _tag: "Answer", response: { ...answered(), truncated } }))
+    }
+    const broken = () =>
+      truncate ? answer(true) : failWith("network", "the connection closed before the body was complete")
+    // hands the socket the address that was checked: no second DNS answer is used
+    const pinnedLookup: LookupFunction = (_hostname, lookupOptions, callback) => {
+      if (lookupOptions.all === true) callback(null, [{ address: target.address, family: target.family }])
+      else callback(null, target.address, target.family)
+    }
+    const body = options.body
+    const request = (url.protocol === "https:" ? https.request : http.request)(url, {
+      method: options.method ?? "GET",
+      agent: false,
+      lookup: pinnedLookup,
+      headers: body === undefined
+        ? { ...options.headers }
+        : { ...options.headers, "content-length": String(Buffer.byteLength(body)) }
+    }, (response) => {
+      const status = response.statusCode ?? 0
+      if (options.maxRedirects !== undefined && redirectStatuses.has(status)) {
+        const location = response.headers.location
+        if (location === undefined || location === "") {
+          return failWith("redirect", `redirect (HTTP ${status}) without a location`, status)
+        }
+        return settle(Effect.succeed({ _tag: "Redirect", location }))
+      }
+      if (options.acceptStatus !== undefined && !options.acceptStatus(status)) {
+        return failWith("status", `the server answered HTTP ${status}`, status)
+      }
+      const tooLarge = () => failWith("too_large", `the body is larger than ${formatBytes(options.maxBytes)}`)
+      const declared = Number(response.headers["content-length"])
+      if (!truncate && Number.isFinite(declared) && declared > options.maxBytes) return tooLarge()
+      const chunks: Array<Buffer> = []
+      let total = 0
+      answered = () => {
+        const bytes = Buffer.concat(chunks, total)
+        return {
+          status,
+          headers: response.headers,
+          body: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+          truncated: true,
+          url: url.href
+        }
+      }
+      if (truncate) partial.current = answered
+      response.on("data", (chunk: Buffer) => {
+        if (settled) return
+        const room = options.maxBytes - total
+        if (chunk.length > room && !truncate) return tooLarge()
+        const part = chunk.length > room ? chunk.subarray(0, room) : chunk
+        chunks.push(part)
+        total += part.length
+        // enough read: the rest of the body is not needed
+        if (truncate && total >= options.maxBytes) answer(true)
+      })
+      response.on("end", () => answer(false))
+      response.on("error", broken)
+      response.on("close", broken)
+    })
+    request.on("error", (error: NodeJS.ErrnoException) => {
+      if (answered !== undefined) return broken()
+      if (error.code === "ECONNREFUSED") return failWith("refused", "connection refused")
+      if (error.code === "ECONNRESET" || error.message === "socket hang up") {
+        return failWith("network", "connection closed without an answer")
+      }
+      failWith("network", `connection failed${error.code === undefined ? "" : ` (${error.code})`}`)
+    })
+    request.end(body)
+    return Effect.sync(() => {
+      settled = true
+      request.destroy()
+    })
+  })
+
+/** Sends a request to a URL under the address rules, pinned to the checked address, within `timeout`. */
+export const request = Effect.fn("PinnedHttp.request")(function*(url: string, options: RequestOptions) {
+  const first = Address.parseHttpUrl(url)
+  if (first === undefined) {
+    return yield* new OutboundError({ reason: "url", message: "the URL is not an absolute http(s) URL" })
+  }
+  const partial: Progress = { current: undefined }
+  const follow = Effect.gen(function*() {
+    let current = first
+    for (let redirects = 0;; redirects++) {
+      const target = yield* checkTarget(current, options)
+      const hop = yield* exchange(current, target, options, partial)
+      if (hop._tag === "Answer") return hop.response
+      const host = Address.urlHost(current)
+      if (redirects >= (options.maxRedirects ?? 0)) {
+        return yield* refuse(host, "redirect", `more than ${options.maxRedirects ?? 0} redirects`)
+      }
+      const next = URL.canParse(hop.location, current)
+        ? Address.parseHttpUrl(new URL(hop.location, current).href)
+        : undefined
+      if (next === undefined) return yield* refuse(host, "address", "redirect to a URL that is not http(s)")
+      current = next
+    }
+  })
+  const timeout = Duration.decode(options.timeout)
+  const answered = yield* Effect.timeoutTo(follow, { duration: timeout, onSuccess: Option.some, onTimeout: Option.none })
+  if (Option.isSome(answered)) return answered.value
+  // an answer whose status arrived in time counts by its status (overflow: "truncate")
+  if (partial.current !== undefined) return partial.current()
+  const seconds = Math.round(Duration.toMillis(timeout) / 100) / 10
+  return yield* refuse(Address.urlHost(first), "timeout", `no answer within ${seconds} s`)
+})
