@@ -10,7 +10,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import type { Environment, Permissions } from "./ApiKey.js"
-import { Wire } from "./Errors.js"
+import { AuthInvalidToken, AuthRequired, AuthTokenExpired, KeyPermissionDenied, KeyRevoked, NotFound, ServiceUnavailable } from "./Errors.js"
 
 /** The authenticated caller of an `/api/v1` request: the key and the account it belongs to. */
 export interface Principal {
@@ -33,12 +33,12 @@ export class CurrentPrincipal extends Context.Tag("@mediagate/contract/CurrentPr
 /** Bearer API-key authentication of every `/api/v1` route (decisions.md §5 order of checks). */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@mediagate/contract/Authentication", {
   failure: Schema.Union(
-    Wire.AuthRequired,
-    Wire.AuthInvalidToken,
-    Wire.AuthTokenExpired,
-    Wire.KeyRevoked,
-    Wire.KeyPermissionDenied,
-    Wire.ServiceUnavailable
+    AuthRequired.wire,
+    AuthInvalidToken.wire,
+    AuthTokenExpired.wire,
+    KeyRevoked.wire,
+    KeyPermissionDenied.wire,
+    ServiceUnavailable.wire
   ),
   provides: CurrentPrincipal,
   security: {
@@ -51,7 +51,7 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@me
 /** Bearer admin-token authentication of `/admin/v1` (enabled only when an admin token is configured). */
 export class AdminAuthentication
   extends HttpApiMiddleware.Tag<AdminAuthentication>()("@mediagate/contract/AdminAuthentication", {
-    failure: Schema.Union(Wire.AuthRequired, Wire.AuthInvalidToken, Wire.NotFound),
+    failure: Schema.Union(AuthRequired.wire, AuthInvalidToken.wire, NotFound.wire),
     security: {
       adminToken: HttpApiSecurity.bearer.pipe(
         HttpApiSecurity.annotate(OpenApi.Description, "The operator's MEDIAGATE_ADMIN_TOKEN")

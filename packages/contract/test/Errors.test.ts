@@ -41,12 +41,13 @@ describe("API errors", () => {
   })
 
   it("the wire form is the spec's envelope, both ways", () => {
-    for (const [tag, schema] of Object.entries(Errors.Wire)) {
-      const errorClass = Errors.all.find((c) => c.name === tag)!
-      const encoded = Schema.encodeSync(schema as Schema.Schema<unknown, unknown>)(new errorClass({ message: "why" }))
+    for (const errorClass of Errors.all) {
+      const schema = errorClass.wire as Schema.Schema<unknown, unknown>
+      const encoded = Schema.encodeSync(schema)(new errorClass({ message: "why" }))
       expect(encoded).toEqual({ success: false, error: { code: errorClass.code, message: "why" } })
-      const decoded = Schema.decodeUnknownSync(schema as Schema.Schema<unknown, unknown>)(encoded)
+      const decoded = Schema.decodeUnknownSync(schema)(encoded)
       expect(decoded).toBeInstanceOf(errorClass)
+      expect(errorClass.wire).toBe(schema) // one envelope Schema per class, made once
     }
   })
 })

@@ -71,15 +71,37 @@ export const makeRouteTable = (extra: ReadonlyArray<ExtraRoute>) => {
 }
 
 /**
- * Set by every handler when it starts: a decode failure after that point comes from encoding the handler's answer,
- * which is a server fault (500), not a client's (400).
+ * Set when a request reaches its handler: a decode failure after that point comes from encoding the handler's
+ * answer, which is a server fault (500), not a client's (400).
  */
-export const handlerStarted: FiberRef.FiberRef<{ started: boolean }> = FiberRef.unsafeMake<{ started: boolean }>({ started: false })
+const handlerStarted: FiberRef.FiberRef<{ started: boolean }> = FiberRef.unsafeMake<{ started: boolean }>({ started: false })
 
-/** Marks the current request as having reached its handler. */
-export const markHandlerStarted: Effect.Effect<void> = Effect.map(FiberRef.get(handlerStarted), (flag) => {
+const markHandlerStarted: Effect.Effect<void> = Effect.map(FiberRef.get(handlerStarted), (flag) => {
   flag.started = true
 })
+
+/** The handlers builder with `handle` (and `handleRaw`) wrapped so that every handler marks its start first. */
+const marking = <H extends object>(handlers: H): H =>
+  new Proxy(handlers, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver)
+      if ((property !== "handle" && property !== "handleRaw") || typeof value !== "function") return value
+      return (name: string, handler: (request: unknown) => Effect.Effect<unknown, unknown, unknown>, options?: unknown) =>
+        marking(Reflect.apply(value, target, [
+          name,
+          (request: unknown) => Effect.zipRight(markHandlerStarted, handler(request)),
+          options
+        ]))
+    }
+  })
+
+/**
+ * `HttpApiBuilder.group` for the groups served behind the envelope {@link layer}: every handler it registers
+ * marks the request as having reached its handler, so the envelope tells an answer that failed to encode (500)
+ * from a request that failed to decode (400) by itself — no handler has to remember anything.
+ */
+export const group: typeof HttpApiBuilder.group = (api, name, build) =>
+  HttpApiBuilder.group(api, name, (handlers) => build(marking(handlers)))
 
 const isMaxBytesDefect = (defect: HttpServerError.RequestError) =>
   String((defect.cause as { message?: unknown } | undefined)?.message ?? "").includes("maxBytes")

@@ -2,6 +2,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, expect, it, layer } from "@effect/vitest"
+import { Services, type Voice } from "@mediagate/contract"
 import { Health, Http, ServerConfig } from "@mediagate/server"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -130,6 +131,29 @@ describe("envelope", () => {
         const answer = yield* send("GET", "/admin/v1/accounts/acct_main", { token: "anything" })
         assert.strictEqual(answer.status, 404, answer.text)
         assert.strictEqual(answer.body.error.code, "NOT_FOUND")
+      }))
+  })
+
+  // a port answering what its Schema refuses: the answer cannot be encoded
+  const BrokenVoices = Layer.succeed(Services.VoiceService, {
+    list: () => Effect.succeed({ voices: [{ voice_id: 7 }], total: "two" } as unknown as Voice.VoiceList)
+  })
+
+  layer(
+    Http.layer.pipe(
+      Layer.provideMerge(NodeHttpServer.layerTest),
+      Layer.provideMerge(Layer.mergeAll(PortsFake, BrokenVoices)),
+      Layer.provide(ServerConfig.layer())
+    )
+  )("an answer that fails to encode", (it) => {
+    it.effect("is a 500 INTERNAL_ERROR once the handler ran, while a bad request to the same route stays a 400", () =>
+      Effect.gen(function*() {
+        const broken = yield* send("GET", "/api/v1/vendor9/voices", { token: keys.live })
+        assert.strictEqual(broken.status, 500, broken.text)
+        expect(broken.body).toEqual({ success: false, error: { code: "INTERNAL_ERROR", message: "internal error" } })
+        const invalid = yield* send("GET", `/api/v1/vendor9/voices?name=${"x".repeat(500)}`, { token: keys.live })
+        assert.strictEqual(invalid.status, 400, invalid.text)
+        assert.strictEqual(invalid.body.error.code, "VALIDATION_ERROR")
       }))
   })
 })

@@ -10,7 +10,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Account, AccountCreate, AccountUpdate, CreditRequest } from "../Account.js"
 import { ApiKeyCreate, ApiKeyCreated } from "../ApiKey.js"
 import { success } from "../Envelope.js"
-import { Wire } from "../Errors.js"
+import { AccountNotFound, ServiceUnavailable, ValidationError } from "../Errors.js"
 import { AdminAuthentication } from "../Security.js"
 import { PathId } from "./Common.js"
 
@@ -22,14 +22,14 @@ export class AdminApi extends HttpApiGroup.make("admin")
     HttpApiEndpoint.post("createAccount", "/accounts")
       .setPayload(AccountCreate)
       .addSuccess(AccountResponse, { status: 201 })
-      .addError(Wire.ValidationError)
+      .addError(ValidationError.wire)
       .annotate(OpenApi.Summary, "Create an account")
   )
   .add(
     HttpApiEndpoint.get("getAccount", "/accounts/:id")
       .setPath(PathId)
       .addSuccess(AccountResponse)
-      .addError(Wire.AccountNotFound)
+      .addError(AccountNotFound.wire)
       .annotate(OpenApi.Summary, "Read an account")
   )
   .add(
@@ -37,8 +37,8 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPath(PathId)
       .setPayload(AccountUpdate)
       .addSuccess(AccountResponse)
-      .addError(Wire.AccountNotFound)
-      .addError(Wire.ValidationError)
+      .addError(AccountNotFound.wire)
+      .addError(ValidationError.wire)
       .annotate(OpenApi.Summary, "Change an account's name or billing settings")
   )
   .add(
@@ -46,8 +46,8 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPath(PathId)
       .setPayload(CreditRequest)
       .addSuccess(AccountResponse)
-      .addError(Wire.AccountNotFound)
-      .addError(Wire.ValidationError)
+      .addError(AccountNotFound.wire)
+      .addError(ValidationError.wire)
       .annotate(OpenApi.Summary, "Credit an account (a ledger entry)")
   )
   .add(
@@ -55,11 +55,11 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPath(PathId)
       .setPayload(ApiKeyCreate)
       .addSuccess(success(ApiKeyCreated, "AdminApiKeyCreatedResponse"), { status: 201 })
-      .addError(Wire.AccountNotFound)
-      .addError(Wire.ValidationError)
+      .addError(AccountNotFound.wire)
+      .addError(ValidationError.wire)
       .annotate(OpenApi.Summary, "Create a key for an account (no escalation rules)")
   )
-  .addError(Wire.ServiceUnavailable)
+  .addError(ServiceUnavailable.wire)
   .middleware(AdminAuthentication)
   .prefix("/admin/v1")
   .annotate(OpenApi.Title, "Admin")

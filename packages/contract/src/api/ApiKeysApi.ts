@@ -9,7 +9,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "../ApiKey.js"
 import { Deleted, success } from "../Envelope.js"
-import { Wire } from "../Errors.js"
+import { ApiKeyNotFound, IdempotencyKeyReused, KeyPermissionDenied, ServiceUnavailable, ValidationError } from "../Errors.js"
 import { Authentication } from "../Security.js"
 import { IdempotencyHeaders, PathId } from "./Common.js"
 
@@ -20,8 +20,8 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
       .setPayload(ApiKeyCreate)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(success(ApiKeyCreated, "ApiKeyCreatedResponse"), { status: 201 })
-      .addError(Wire.ValidationError)
-      .addError(Wire.IdempotencyKeyReused)
+      .addError(ValidationError.wire)
+      .addError(IdempotencyKeyReused.wire)
       .annotate(OpenApi.Summary, "Create a key; the full key is shown only in this response")
   )
   .add(
@@ -33,11 +33,11 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
     HttpApiEndpoint.del("delete", "/api-keys/:id")
       .setPath(PathId)
       .addSuccess(success(Deleted, "ApiKeyDeletedResponse"))
-      .addError(Wire.ApiKeyNotFound)
+      .addError(ApiKeyNotFound.wire)
       .annotate(OpenApi.Summary, "Delete (revoke) a key")
   )
-  .addError(Wire.KeyPermissionDenied)
-  .addError(Wire.ServiceUnavailable)
+  .addError(KeyPermissionDenied.wire)
+  .addError(ServiceUnavailable.wire)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "API keys")
 {}

@@ -8,7 +8,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Balance } from "../Account.js"
 import { success } from "../Envelope.js"
-import { Wire } from "../Errors.js"
+import { KeyPermissionDenied, ServiceUnavailable } from "../Errors.js"
 import { Authentication } from "../Security.js"
 
 /** `GET /api/v1/balance`. */
@@ -18,8 +18,8 @@ export class BalanceApi extends HttpApiGroup.make("balance")
       .addSuccess(success(Balance, "BalanceResponse"))
       .annotate(OpenApi.Summary, "Read the account balance and billing settings")
   )
-  .addError(Wire.KeyPermissionDenied)
-  .addError(Wire.ServiceUnavailable)
+  .addError(KeyPermissionDenied.wire)
+  .addError(ServiceUnavailable.wire)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Balance")
 {}

@@ -9,7 +9,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import type * as Schema from "effect/Schema"
 import { endpoints, type EndpointInfo } from "../Catalog.js"
 import { success } from "../Envelope.js"
-import { Wire } from "../Errors.js"
+import { IdempotencyKeyReused, InsufficientBalance, KeyPermissionDenied, ServiceUnavailable, SpendLimitExceeded, ValidationError } from "../Errors.js"
 import { requests } from "../Generation.js"
 import { Authentication } from "../Security.js"
 import { CreationAck } from "../Task.js"
@@ -23,10 +23,10 @@ const generation = <const Info extends EndpointInfo, P extends Schema.Schema<any
     .setPayload(payload)
     .setHeaders(IdempotencyHeaders)
     .addSuccess(CreationResponse, { status: 201 })
-    .addError(Wire.ValidationError)
-    .addError(Wire.InsufficientBalance)
-    .addError(Wire.SpendLimitExceeded)
-    .addError(Wire.IdempotencyKeyReused)
+    .addError(ValidationError.wire)
+    .addError(InsufficientBalance.wire)
+    .addError(SpendLimitExceeded.wire)
+    .addError(IdempotencyKeyReused.wire)
     .annotate(OpenApi.Summary, `${info.family} ${info.operation} (${info.models.join(", ")})`)
     .annotate(
       OpenApi.Description,
@@ -51,8 +51,8 @@ export class GenerationApi extends HttpApiGroup.make("generation")
   .add(generation(endpoints["vendor8/text-to-video"], requests["vendor8/text-to-video"]))
   .add(generation(endpoints["vendor8/image-to-video"], requests["vendor8/image-to-video"]))
   .add(generation(endpoints["vendor8/video-to-video"], requests["vendor8/video-to-video"]))
-  .addError(Wire.KeyPermissionDenied)
-  .addError(Wire.ServiceUnavailable)
+  .addError(KeyPermissionDenied.wire)
+  .addError(ServiceUnavailable.wire)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Generation")
   .annotate(OpenApi.Description, "Video and image generation requests, one endpoint per family and operation")

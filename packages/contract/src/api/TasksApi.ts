@@ -7,7 +7,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { page, success } from "../Envelope.js"
-import { Wire } from "../Errors.js"
+import { IdempotencyKeyReused, InsufficientBalance, KeyPermissionDenied, ServiceUnavailable, SpendLimitExceeded, TaskNotCancellable, TaskNotFound, TaskNotRetryable, ValidationError } from "../Errors.js"
 import { Authentication } from "../Security.js"
 import { RetryAck, Task, TaskListQuery, TaskSummary } from "../Task.js"
 import { IdempotencyHeaders, PathId } from "./Common.js"
@@ -18,14 +18,14 @@ export class TasksApi extends HttpApiGroup.make("tasks")
     HttpApiEndpoint.get("list", "/tasks")
       .setUrlParams(TaskListQuery)
       .addSuccess(page(TaskSummary, "TaskListResponse"))
-      .addError(Wire.ValidationError)
+      .addError(ValidationError.wire)
       .annotate(OpenApi.Summary, "List tasks, newest first, with filters and a keyset cursor")
   )
   .add(
     HttpApiEndpoint.get("get", "/tasks/:id")
       .setPath(PathId)
       .addSuccess(success(Task, "TaskResponse"))
-      .addError(Wire.TaskNotFound)
+      .addError(TaskNotFound.wire)
       .annotate(OpenApi.Summary, "Read a task")
   )
   .add(
@@ -33,23 +33,23 @@ export class TasksApi extends HttpApiGroup.make("tasks")
       .setPath(PathId)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(success(RetryAck, "RetryResponse"), { status: 201 })
-      .addError(Wire.TaskNotFound)
-      .addError(Wire.TaskNotRetryable)
-      .addError(Wire.InsufficientBalance)
-      .addError(Wire.SpendLimitExceeded)
-      .addError(Wire.IdempotencyKeyReused)
+      .addError(TaskNotFound.wire)
+      .addError(TaskNotRetryable.wire)
+      .addError(InsufficientBalance.wire)
+      .addError(SpendLimitExceeded.wire)
+      .addError(IdempotencyKeyReused.wire)
       .annotate(OpenApi.Summary, "Retry a failed or expired task as a new task (charged again)")
   )
   .add(
     HttpApiEndpoint.post("cancel", "/tasks/:id/cancel")
       .setPath(PathId)
       .addSuccess(success(Task, "CancelResponse"))
-      .addError(Wire.TaskNotFound)
-      .addError(Wire.TaskNotCancellable)
+      .addError(TaskNotFound.wire)
+      .addError(TaskNotCancellable.wire)
       .annotate(OpenApi.Summary, "Cancel a pending or queued task (extension; refunded)")
   )
-  .addError(Wire.KeyPermissionDenied)
-  .addError(Wire.ServiceUnavailable)
+  .addError(KeyPermissionDenied.wire)
+  .addError(ServiceUnavailable.wire)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Tasks")
 {}

@@ -7,7 +7,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { success } from "../Envelope.js"
-import { Wire } from "../Errors.js"
+import { KeyPermissionDenied, ServiceUnavailable, ValidationError } from "../Errors.js"
 import { Authentication } from "../Security.js"
 import { VoiceList, VoiceListQuery } from "../Voice.js"
 
@@ -17,11 +17,11 @@ export class VoicesApi extends HttpApiGroup.make("voices")
     HttpApiEndpoint.get("list", "/vendor9/voices")
       .setUrlParams(VoiceListQuery)
       .addSuccess(success(VoiceList, "VoiceListResponse"))
-      .addError(Wire.ValidationError)
+      .addError(ValidationError.wire)
       .annotate(OpenApi.Summary, "List voices; `name` filters by case-insensitive substring")
   )
-  .addError(Wire.KeyPermissionDenied)
-  .addError(Wire.ServiceUnavailable)
+  .addError(KeyPermissionDenied.wire)
+  .addError(ServiceUnavailable.wire)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Voices")
 {}

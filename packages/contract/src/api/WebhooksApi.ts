@@ -8,7 +8,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { Deleted, page, success } from "../Envelope.js"
-import { Wire } from "../Errors.js"
+import { DeliveryNotFound, IdempotencyKeyReused, KeyPermissionDenied, ServiceUnavailable, ValidationError, WebhookNotFound } from "../Errors.js"
 import { Authentication } from "../Security.js"
 import {
   Delivery,
@@ -27,8 +27,8 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .setPayload(WebhookCreate)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(success(WebhookCreated, "WebhookCreatedResponse"), { status: 201 })
-      .addError(Wire.ValidationError)
-      .addError(Wire.IdempotencyKeyReused)
+      .addError(ValidationError.wire)
+      .addError(IdempotencyKeyReused.wire)
       .annotate(OpenApi.Summary, "Register a webhook; the signing secret is shown only in this response")
   )
   .add(
@@ -40,14 +40,14 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.del("delete", "/webhooks/:id")
       .setPath(PathId)
       .addSuccess(success(Deleted, "WebhookDeletedResponse"))
-      .addError(Wire.WebhookNotFound)
+      .addError(WebhookNotFound.wire)
       .annotate(OpenApi.Summary, "Delete a webhook")
   )
   .add(
     HttpApiEndpoint.post("test", "/webhooks/:id/test")
       .setPath(PathId)
       .addSuccess(success(WebhookTestResult, "WebhookTestResponse"))
-      .addError(Wire.WebhookNotFound)
+      .addError(WebhookNotFound.wire)
       .annotate(OpenApi.Summary, "Send one signed test event synchronously and report the outcome")
   )
   .add(
@@ -55,20 +55,20 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .setPath(PathId)
       .setUrlParams(DeliveryListQuery)
       .addSuccess(page(Delivery, "DeliveryListResponse"))
-      .addError(Wire.WebhookNotFound)
-      .addError(Wire.ValidationError)
+      .addError(WebhookNotFound.wire)
+      .addError(ValidationError.wire)
       .annotate(OpenApi.Summary, "List the webhook's deliveries, newest first (extension)")
   )
   .add(
     HttpApiEndpoint.post("replay", "/webhooks/:id/deliveries/:deliveryId/replay")
       .setPath(Schema.Struct({ id: Schema.String, deliveryId: Schema.String }))
       .addSuccess(success(Delivery, "DeliveryReplayResponse"))
-      .addError(Wire.WebhookNotFound)
-      .addError(Wire.DeliveryNotFound)
+      .addError(WebhookNotFound.wire)
+      .addError(DeliveryNotFound.wire)
       .annotate(OpenApi.Summary, "Replay a delivery: a new attempt series with the same event (extension)")
   )
-  .addError(Wire.KeyPermissionDenied)
-  .addError(Wire.ServiceUnavailable)
+  .addError(KeyPermissionDenied.wire)
+  .addError(ServiceUnavailable.wire)
   .middleware(Authentication)
   .annotate(OpenApi.Title, "Webhooks")
 {}

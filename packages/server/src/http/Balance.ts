@@ -3,19 +3,17 @@
  *
  * @since 0.1.0
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Api, Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
-import { markHandlerStarted } from "../Envelope.js"
+import * as Envelope from "../Envelope.js"
 
 /** The balance group. */
-export const layer = HttpApiBuilder.group(Api.MediagateApi, "balance", (handlers) =>
+export const layer = Envelope.group(Api.MediagateApi, "balance", (handlers) =>
   Effect.gen(function*() {
     const billing = yield* Services.BillingService
     return handlers.handle("get", () =>
       Effect.gen(function*() {
-        yield* markHandlerStarted
         const principal = yield* Authorization.require("balance:read")
         return yield* billing.balance(principal)
       }).pipe(Effect.withSpan("Balance.get")))

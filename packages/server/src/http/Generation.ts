@@ -4,14 +4,13 @@
  *
  * @since 0.1.0
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Api, Catalog, type Generation, Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
-import { markHandlerStarted } from "../Envelope.js"
+import * as Envelope from "../Envelope.js"
 
 /** The generation group. */
-export const layer = HttpApiBuilder.group(Api.MediagateApi, "generation", (handlers) =>
+export const layer = Envelope.group(Api.MediagateApi, "generation", (handlers) =>
   Effect.gen(function*() {
     const tasks = yield* Services.TaskService
     const create = (key: Catalog.EndpointKey) => {
@@ -21,7 +20,6 @@ export const layer = HttpApiBuilder.group(Api.MediagateApi, "generation", (handl
         readonly headers: { readonly "idempotency-key"?: string }
       }) =>
         Effect.gen(function*() {
-          yield* markHandlerStarted
           const principal = yield* Authorization.require(Authorization.createPermission(info.mediaType), info.family)
           return yield* tasks.create(principal, {
             endpoint: key,

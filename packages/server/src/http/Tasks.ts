@@ -4,35 +4,31 @@
  *
  * @since 0.1.0
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Api, Errors, Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Authorization from "../Authorization.js"
-import { markHandlerStarted } from "../Envelope.js"
+import * as Envelope from "../Envelope.js"
 
 const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
 
 /** The tasks group. */
-export const layer = HttpApiBuilder.group(Api.MediagateApi, "tasks", (handlers) =>
+export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
   Effect.gen(function*() {
     const tasks = yield* Services.TaskService
     return handlers
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
-          yield* markHandlerStarted
           const principal = yield* Authorization.require("tasks:read")
           return yield* tasks.list(principal, urlParams)
         }).pipe(Effect.withSpan("Tasks.list")))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {
-          yield* markHandlerStarted
           const principal = yield* Authorization.require("tasks:read")
           return yield* tasks.get(principal, path.id)
         }).pipe(Effect.withSpan("Tasks.get")))
       .handle("retry", ({ headers, path }) =>
         Effect.gen(function*() {
-          yield* markHandlerStarted
           const principal = yield* Authorization.require("tasks:write")
           const task = yield* tasks.providerOf(principal, path.id)
           if (Option.isNone(task)) return yield* notFound(path.id)
@@ -41,7 +37,6 @@ export const layer = HttpApiBuilder.group(Api.MediagateApi, "tasks", (handlers) 
         }).pipe(Effect.withSpan("Tasks.retry")))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
-          yield* markHandlerStarted
           const principal = yield* Authorization.require("tasks:write")
           return yield* tasks.cancel(principal, path.id)
         }).pipe(Effect.withSpan("Tasks.cancel")))

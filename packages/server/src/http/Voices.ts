@@ -3,19 +3,17 @@
  *
  * @since 0.1.0
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Api, Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
-import { markHandlerStarted } from "../Envelope.js"
+import * as Envelope from "../Envelope.js"
 
 /** The voices group. */
-export const layer = HttpApiBuilder.group(Api.MediagateApi, "voices", (handlers) =>
+export const layer = Envelope.group(Api.MediagateApi, "voices", (handlers) =>
   Effect.gen(function*() {
     const catalog = yield* Services.VoiceService
     return handlers.handle("list", ({ urlParams }) =>
       Effect.gen(function*() {
-        yield* markHandlerStarted
         yield* Authorization.require("voices:read")
         return yield* catalog.list(urlParams.name)
       }).pipe(Effect.withSpan("Voices.list")))

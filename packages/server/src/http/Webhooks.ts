@@ -3,16 +3,15 @@
  *
  * @since 0.1.0
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Api, Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
-import { markHandlerStarted } from "../Envelope.js"
+import * as Envelope from "../Envelope.js"
 
-const authorized = Effect.zipRight(markHandlerStarted, Authorization.require("webhooks:write"))
+const authorized = Authorization.require("webhooks:write")
 
 /** The webhooks group. */
-export const layer = HttpApiBuilder.group(Api.MediagateApi, "webhooks", (handlers) =>
+export const layer = Envelope.group(Api.MediagateApi, "webhooks", (handlers) =>
   Effect.gen(function*() {
     const webhooks = yield* Services.WebhookService
     return handlers
