@@ -19,7 +19,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
-import { FileStore, UrlSigner } from "./FileStore.js"
+import { FileStore } from "./FileStore.js"
+import { UrlSigner } from "./UrlSigner.js"
 
 /** Where the relay forwards to. */
 export interface RelayOptions {

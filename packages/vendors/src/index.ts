@@ -13,8 +13,10 @@ export * as Estimates from "./Estimates.js"
 export * as Family from "./Family.js"
 /** The family modules. */
 export * as Families from "./families/index.js"
-/** The file store, signed URLs and the file service. */
+/** Where result files are stored: the port and the local disk. */
 export * as FileStore from "./FileStore.js"
+/** The `FileService` port: signed file URLs answered with ranges. */
+export * as FileService from "./FileService.js"
 /** Media rendering (images, MP4 clips). */
 export * as Media from "./Media.js"
 /** What a job produces. */
@@ -33,5 +35,9 @@ export * as Voices from "./Voices.js"
 export * as RemoteMedia from "./RemoteMedia.js"
 /** The relay upstream. */
 export * as Relay from "./Relay.js"
+/** Result links signed anew on reads. */
+export * as ResultLinks from "./ResultLinks.js"
+/** Signed, expiring file URLs. */
+export * as UrlSigner from "./UrlSigner.js"
 /** Remote input media checked when a task runs. */
 export * as MediaInputs from "./MediaInputs.js"

@@ -15,7 +15,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
+import * as FileService from "../src/FileService.js"
 import * as FileStore from "../src/FileStore.js"
+import * as UrlSigner from "../src/UrlSigner.js"
 
 const directory = mkdtempSync(join(tmpdir(), "mediagate-files-"))
 afterAll(() => rmSync(directory, { recursive: true, force: true }))
@@ -80,14 +82,14 @@ describe("FileStore: keys, content types and ranges", () => {
   })
 
   it("Range headers: one bytes range, anything else ignored", () => {
-    expect(FileStore.parseRangeHeader("bytes=0-9")).toEqual({ _tag: "FromTo", start: 0, end: 9 })
-    expect(FileStore.parseRangeHeader("bytes=5-")).toEqual({ _tag: "FromTo", start: 5, end: undefined })
-    expect(FileStore.parseRangeHeader("bytes=-5")).toEqual({ _tag: "Suffix", length: 5 })
-    expect(FileStore.parseRangeHeader(" Bytes = 1 - 2 ")).toEqual({ _tag: "FromTo", start: 1, end: 2 })
+    expect(FileService.parseRangeHeader("bytes=0-9")).toEqual({ _tag: "FromTo", start: 0, end: 9 })
+    expect(FileService.parseRangeHeader("bytes=5-")).toEqual({ _tag: "FromTo", start: 5, end: undefined })
+    expect(FileService.parseRangeHeader("bytes=-5")).toEqual({ _tag: "Suffix", length: 5 })
+    expect(FileService.parseRangeHeader(" Bytes = 1 - 2 ")).toEqual({ _tag: "FromTo", start: 1, end: 2 })
     for (const header of [undefined, "", "bytes=", "bytes=-", "bytes=9-0", "bytes=0-1,4-5", "items=0-1", "bytes=a-b", "bytes=99999999999999999999-"]) {
-      expect(FileStore.parseRangeHeader(header), String(header)).toBeUndefined()
+      expect(FileService.parseRangeHeader(header), String(header)).toBeUndefined()
     }
-    const resolve = (header: string, size: number) => FileStore.resolveRange(FileStore.parseRangeHeader(header)!, size)
+    const resolve = (header: string, size: number) => FileStore.resolveRange(FileService.parseRangeHeader(header)!, size)
     expect(resolve("bytes=0-9", 100)).toEqual({ start: 0, end: 9 })
     expect(resolve("bytes=90-200", 100)).toEqual({ start: 90, end: 99 })
     expect(resolve("bytes=-5", 100)).toEqual({ start: 95, end: 99 })
@@ -139,7 +141,7 @@ describe("FileStore: local disk", () => {
         const bytes = bytesOf(300 * 1024)
         yield* store.put("tasks/task_3/video-0.mp4", bytes, "video/mp4")
         const open = (header: string) =>
-          Effect.map(store.open("tasks/task_3/video-0.mp4", FileStore.parseRangeHeader(header)), Option.getOrThrow)
+          Effect.map(store.open("tasks/task_3/video-0.mp4", FileService.parseRangeHeader(header)), Option.getOrThrow)
 
         const first = yield* open("bytes=0-9")
         expect(first.range).toEqual({ start: 0, end: 9 })
@@ -192,7 +194,7 @@ describe("FileStore: local disk", () => {
 
 const secret = Redacted.make("test-secret")
 const hmac = (key: string, expires: number) => createHmac("sha256", "test-secret").update(`${key}:${expires}`).digest("hex")
-const Signer = FileStore.layerSigner({ publicBaseUrl: "https://media.example.com/", secret, defaultTtlSeconds: 3600 })
+const Signer = UrlSigner.layer({ publicBaseUrl: "https://media.example.com/", secret, defaultTtlSeconds: 3600 })
 const now = 1_700_000_000
 
 const query = (url: string) => {
@@ -207,7 +209,7 @@ describe("UrlSigner", () => {
   it.effect("signs <base>/files/<key>?expires&signature with HMAC-SHA256 over <key>:<expires>", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(now * 1000)
-      const signer = yield* FileStore.UrlSigner
+      const signer = yield* UrlSigner.UrlSigner
       const key = "tasks/task_1/video-0.mp4"
       const url = yield* signer.sign(key)
       expect(url).toBe(`https://media.example.com/files/${key}?expires=${now + 3600}&signature=${hmac(key, now + 3600)}`)
@@ -220,7 +222,7 @@ describe("UrlSigner", () => {
   it.effect("refuses tampered, missing and expired signatures", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(now * 1000)
-      const signer = yield* FileStore.UrlSigner
+      const signer = yield* UrlSigner.UrlSigner
       const key = "tasks/task_1/video-0.mp4"
       const { expires, signature } = query(yield* signer.sign(key))
       const flipped = `${signature!.slice(0, -1)}${signature!.endsWith("0") ? "1" : "0"}`
@@ -233,7 +235,7 @@ describe("UrlSigner", () => {
       expect(yield* signer.check(key, expires, undefined)).toBe("missing")
       expect(yield* signer.check(key, expires, "")).toBe("missing")
       // another secret signs differently
-      const other = FileStore.makeSigner({ publicBaseUrl: "https://media.example.com", secret: Redacted.make("other") })
+      const other = UrlSigner.make({ publicBaseUrl: "https://media.example.com", secret: Redacted.make("other") })
       expect(yield* other.check(key, expires, signature)).toBe("invalid")
 
       yield* TestClock.adjust("3600 seconds")
@@ -247,8 +249,8 @@ describe("UrlSigner", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(now * 1000)
       const withConfig = (entries: ReadonlyArray<readonly [string, string]>) =>
-        Effect.flatMap(FileStore.UrlSigner, (s) => s.sign("a.png")).pipe(
-          Effect.provide(FileStore.layerSignerConfig),
+        Effect.flatMap(UrlSigner.UrlSigner, (s) => s.sign("a.png")).pipe(
+          Effect.provide(UrlSigner.layerConfig),
           Effect.withConfigProvider(ConfigProvider.fromMap(new Map(entries)))
         )
       const configured = yield* withConfig([["MEDIAGATE_PUBLIC_BASE_URL", "https://cdn.example.com/mg"], ["MEDIAGATE_FILE_SECRET", "test-secret"]])
@@ -265,7 +267,7 @@ describe("UrlSigner", () => {
 })
 
 describe("FileService over the local store", () => {
-  const Live = FileStore.layerFileService.pipe(
+  const Live = FileService.layer.pipe(
     Layer.provideMerge(Layer.mergeAll(FileStore.layerLocal({ directory: join(directory, "service") }), Signer)),
     Layer.provide(NodeContext.layer)
   )
@@ -274,7 +276,7 @@ describe("FileService over the local store", () => {
       Effect.gen(function*() {
         yield* TestClock.setTime(now * 1000)
         const store = yield* FileStore.FileStore
-        const signer = yield* FileStore.UrlSigner
+        const signer = yield* UrlSigner.UrlSigner
         const files = yield* Services.FileService
         const key = "tasks/task_9/video-0.mp4"
         const bytes = bytesOf(1000)

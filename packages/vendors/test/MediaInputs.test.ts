@@ -23,6 +23,7 @@ import { join } from "node:path"
 import { PNG } from "pngjs"
 import * as Estimates from "../src/Estimates.js"
 import * as FileStore from "../src/FileStore.js"
+import * as UrlSigner from "../src/UrlSigner.js"
 import * as Media from "../src/Media.js"
 import { mediaChecks } from "../src/MediaInputs.js"
 import * as Simulated from "../src/Simulated.js"
@@ -84,7 +85,7 @@ const engine = (allowPrivate: boolean, billing: Layer.Layer<Billing.Billing> = B
     Layer.provideMerge(Upstreams.layer({}, { allowPrivate, timeoutMs: 5000 })),
     Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
     Layer.provideMerge(FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer))),
-    Layer.provideMerge(FileStore.layerSigner({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("s") })),
+    Layer.provideMerge(UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("s") })),
     Layer.provide(Estimates.layer),
     Layer.provide(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1 })),
     Layer.provide(billing)

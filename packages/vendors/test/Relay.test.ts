@@ -22,7 +22,9 @@ import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Estimates from "../src/Estimates.js"
+import * as FileService from "../src/FileService.js"
 import * as FileStore from "../src/FileStore.js"
+import * as UrlSigner from "../src/UrlSigner.js"
 import * as Relay from "../src/Relay.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
@@ -81,7 +83,7 @@ const files = (baseUrl: string) => {
     directory,
     layer: Layer.mergeAll(
       FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
-      FileStore.layerSigner({ publicBaseUrl: baseUrl, secret: Redacted.make(baseUrl) })
+      UrlSigner.layer({ publicBaseUrl: baseUrl, secret: Redacted.make(baseUrl) })
     )
   }
 }
@@ -92,7 +94,7 @@ const startRemote = Effect.gen(function*() {
   const address = Context.get(server, HttpServer.HttpServer).address
   const url = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
   const App = Http.layer.pipe(
-    Layer.provideMerge(FileStore.layerFileService),
+    Layer.provideMerge(FileService.layer),
     Layer.provideMerge(Worker.layer({ concurrency: 8, idleMs: 50, pollDelayMs: () => 25 })),
     Layer.provideMerge(TaskService.layer),
     Layer.provideMerge(TaskStorage.layerMemory()),

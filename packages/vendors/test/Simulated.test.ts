@@ -18,6 +18,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Estimates from "../src/Estimates.js"
 import * as FileStore from "../src/FileStore.js"
+import * as ResultLinks from "../src/ResultLinks.js"
+import * as UrlSigner from "../src/UrlSigner.js"
 import * as Media from "../src/Media.js"
 import { PriceBook } from "../src/Prices.js"
 import * as Simulated from "../src/Simulated.js"
@@ -40,11 +42,11 @@ const setup = (options: { readonly timeoutMs?: number } = {}) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-sim-"))
   const files = Layer.mergeAll(
     FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
-    FileStore.layerSigner({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
+    UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
   )
   const layer = Worker.layer({ concurrency: 8, idleMs: 100, leaseMs: 60_000, pollDelayMs: () => 25 }).pipe(
     Layer.provideMerge(TaskService.layer),
-    Layer.provideMerge(FileStore.layerResultLinks),
+    Layer.provideMerge(ResultLinks.layer),
     Layer.provideMerge(TaskStorage.layerMemory()),
     Layer.provideMerge(Upstreams.layer()),
     Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),

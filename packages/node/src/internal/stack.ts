@@ -15,11 +15,14 @@ import * as TaskService from "@mediagate/engine/TaskService"
 import * as Worker from "@mediagate/engine/Worker"
 import { Health, ServerConfig } from "@mediagate/server"
 import * as Estimates from "@mediagate/vendors/Estimates"
+import * as FileService from "@mediagate/vendors/FileService"
 import * as FileStore from "@mediagate/vendors/FileStore"
 import { PriceBook } from "@mediagate/vendors/Prices"
 import * as Relay from "@mediagate/vendors/Relay"
+import * as ResultLinks from "@mediagate/vendors/ResultLinks"
 import * as Simulated from "@mediagate/vendors/Simulated"
 import * as Upstreams from "@mediagate/vendors/Upstreams"
+import * as UrlSigner from "@mediagate/vendors/UrlSigner"
 import * as VendorPlanner from "@mediagate/vendors/VendorPlanner"
 import * as Voices from "@mediagate/vendors/Voices"
 import * as Dispatcher from "@mediagate/webhooks/Dispatcher"
@@ -55,8 +58,8 @@ export const settings: Config.Config<StackSettings> = Config.all({
 export const Vendors = Layer.mergeAll(
   VendorPlanner.layerConfig,
   Upstreams.layerConfig,
-  FileStore.layerFileService,
-  FileStore.layerResultLinks,
+  FileService.layer,
+  ResultLinks.layer,
   Voices.layerConfig
 ).pipe(
   Layer.provideMerge(
@@ -66,7 +69,7 @@ export const Vendors = Layer.mergeAll(
     ))
   ),
   Layer.provideMerge(Simulated.layerConfig),
-  Layer.provideMerge(Layer.mergeAll(FileStore.layerLocalConfig, FileStore.layerSignerConfig)),
+  Layer.provideMerge(Layer.mergeAll(FileStore.layerLocalConfig, UrlSigner.layerConfig)),
   Layer.provideMerge(PriceBook.layerConfig),
   Layer.provideMerge(Estimates.layer),
   Layer.provide(NodeContext.layer)
