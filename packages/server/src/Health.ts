@@ -1,6 +1,6 @@
 /**
  * Health endpoints for load balancers and orchestrators: `GET /healthz` answers while the process serves
- * requests; `GET /readyz` answers 200 only when the optional {@link Readiness} check passes (e.g. the database
+ * requests; `GET /readyz` answers 200 only when the {@link Readiness} check passes (e.g. the database
  * answers), else 503 `SERVICE_UNAVAILABLE`.
  *
  * @since 0.1.0
@@ -10,13 +10,16 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
+import * as Layer from "effect/Layer"
 import { errorResponse } from "./Envelope.js"
 
-/** What `/readyz` checks; without one, a serving process is ready. */
+/** What `/readyz` checks (the composed stack: that the database answers). */
 export class Readiness extends Context.Tag("@mediagate/server/Readiness")<Readiness, {
   readonly check: Effect.Effect<void, unknown>
 }>() {}
+
+/** A {@link Readiness} that is always ready: for an app whose dependencies need no check. */
+export const layerAlwaysReady: Layer.Layer<Readiness> = Layer.succeed(Readiness, { check: Effect.void })
 
 /** The health routes. */
 export const routes = [{ method: "GET", path: "/healthz" }, { method: "GET", path: "/readyz" }] as const
@@ -24,14 +27,11 @@ export const routes = [{ method: "GET", path: "/healthz" }, { method: "GET", pat
 /** Serves `/healthz` and `/readyz` next to the API. */
 export const layer = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
+    const readiness = yield* Readiness
     yield* router.get("/healthz", Effect.succeed(HttpServerResponse.unsafeJson({ status: "ok" })))
     yield* router.get(
       "/readyz",
-      Effect.serviceOption(Readiness).pipe(
-        Effect.flatMap(Option.match({
-          onNone: () => Effect.void,
-          onSome: (readiness) => Effect.timeoutFail(readiness.check, { duration: Duration.seconds(2), onTimeout: () => "timeout" })
-        })),
+      Effect.timeoutFail(readiness.check, { duration: Duration.seconds(2), onTimeout: () => "timeout" }).pipe(
         Effect.as(HttpServerResponse.unsafeJson({ status: "ready" })),
         Effect.catchAllCause(() =>
           Effect.succeed(errorResponse(503, "SERVICE_UNAVAILABLE", "not ready: a dependency does not answer"))

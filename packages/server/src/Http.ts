@@ -46,6 +46,7 @@ export type Requirements =
   | Services.VoiceService
   | Services.AdminService
   | Services.FileService
+  | Health.Readiness
   | ServerConfig
 
 /** The HttpApi with every group implemented. */

@@ -114,9 +114,8 @@ describe("envelope", () => {
   layer(
     Http.layer.pipe(
       Layer.provideMerge(NodeHttpServer.layerTest),
-      Layer.provideMerge(PortsFake),
-      Layer.provide(ServerConfig.layer()),
-      Layer.provide(Layer.succeed(Health.Readiness, { check: Effect.fail("database down") }))
+      Layer.provideMerge(Layer.mergeAll(PortsFake, Layer.succeed(Health.Readiness, { check: Effect.fail("database down") }))),
+      Layer.provide(ServerConfig.layer())
     )
   )("without an admin token", (it) => {
     it.effect("is not ready while its readiness check fails", () =>

@@ -3,6 +3,7 @@
  * to drive every HTTP outcome (account scoping, balance refusals, idempotency, retry/cancel states, auth order).
  */
 import { ApiKey, Errors, type Generation, type Security, Services, type Task } from "@mediagate/contract"
+import { Health } from "@mediagate/server"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -460,4 +461,4 @@ export const FileServiceFake = Layer.succeed(Services.FileService, {
 })
 
 /** Every port, faked. */
-export const PortsFake = Layer.mergeAll(KeyServiceFake, TaskServiceFake, OtherServicesFake, FileServiceFake)
+export const PortsFake = Layer.mergeAll(KeyServiceFake, TaskServiceFake, OtherServicesFake, FileServiceFake, Health.layerAlwaysReady)

@@ -11,7 +11,7 @@ import * as Planner from "@mediagate/engine/Planner"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import * as Worker from "@mediagate/engine/Worker"
-import { Http, ServerConfig } from "@mediagate/server"
+import { Health, Http, ServerConfig } from "@mediagate/server"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -105,6 +105,7 @@ const startRemote = Effect.gen(function*() {
     Layer.provide(Planner.layerFixed({ priceMicros: 0, estimatedSeconds: 1 })),
     Layer.provide(Billing.layerUnmetered),
     Layer.provide(RemotePorts),
+    Layer.provide(Health.layerAlwaysReady),
     Layer.provide(ServerConfig.layer({ allowPrivateAddresses: true }))
   )
   yield* Layer.build(App).pipe(Effect.provide(server))
