@@ -32,15 +32,7 @@ import type { LookupFunction } from "node:net"
  * `too_large` (a body over `maxBytes` under `overflow: "fail"`).
  */
 export const Reason = Schema.Literal(
-  "url",
-  "address",
-  "dns",
-  "refused",
-  "network",
-  "timeout",
-  "status",
-  "redirect",
-  "too_large"
+  "url", "address", "dns", "refused", "network", "timeout", "status", "redirect", "too_large"
 )
 /** @see {@link Reason} */
 export type Reason = typeof Reason.Type
@@ -118,10 +110,8 @@ const defaultResolver: Resolver = (host) => dnsLookup(host, { all: true })
 
 const refuse = (host: string, reason: Reason, message: string) => new OutboundError({ reason, host, message })
 
-const formatBytes = (bytes: number): string => {
-  const mb = bytes / (1024 * 1024)
-  return mb >= 1 ? `${Math.round(mb * 10) / 10} MB` : `${bytes} bytes`
-}
+const formatBytes = (bytes: number): string =>
+  bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024) * 10) / 10} MB` : `${bytes} bytes`
 
 /** Resolves and checks the host of a URL under the address rules; the address to connect to. */
 export const checkTarget = Effect.fn("PinnedHttp.checkTarget")(function*(url: URL, options: TargetOptions) {
@@ -150,9 +140,7 @@ type Hop =
   | { readonly _tag: "Redirect"; readonly location: string }
 
 /** The answer read so far, once a status arrived (`overflow: "truncate"`). */
-interface Progress {
-  current: (() => Response) | undefined
-}
+type Progress = { current: (() => Response) | undefined }
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308])
 
@@ -182,14 +170,11 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
       else callback(null, target.address, target.family)
     }
     const body = options.body
-    const request = (url.protocol === "https:" ? https.request : http.request)(url, {
-      method: options.method ?? "GET",
-      agent: false,
-      lookup: pinnedLookup,
-      headers: body === undefined
-        ? { ...options.headers }
-        : { ...options.headers, "content-length": String(Buffer.byteLength(body)) }
-    }, (response) => {
+    const length = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }
+    const headers = { ...options.headers, ...length }
+    const send = url.protocol === "https:" ? https.request : http.request
+    const method = options.method ?? "GET"
+    const request = send(url, { method, agent: false, lookup: pinnedLookup, headers }, (response) => {
       const status = response.statusCode ?? 0
       if (options.maxRedirects !== undefined && redirectStatuses.has(status)) {
         const location = response.headers.location
@@ -208,13 +193,8 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
       let total = 0
       answered = () => {
         const bytes = Buffer.concat(chunks, total)
-        return {
-          status,
-          headers: response.headers,
-          body: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-          truncated: true,
-          url: url.href
-        }
+        const body = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+        return { status, headers: response.headers, body, truncated: true, url: url.href }
       }
       if (truncate) partial.current = answered
       response.on("data", (chunk: Buffer) => {
@@ -263,9 +243,7 @@ export const request = Effect.fn("PinnedHttp.request")(function*(url: string, op
       if (redirects >= (options.maxRedirects ?? 0)) {
         return yield* refuse(host, "redirect", `more than ${options.maxRedirects ?? 0} redirects`)
       }
-      const next = URL.canParse(hop.location, current)
-        ? Address.parseHttpUrl(new URL(hop.location, current).href)
-        : undefined
+      const next = Address.parseHttpUrl(URL.canParse(hop.location, current) ? new URL(hop.location, current).href : "")
       if (next === undefined) return yield* refuse(host, "address", "redirect to a URL that is not http(s)")
       current = next
     }

@@ -62,11 +62,9 @@ export const make = Effect.gen(function*() {
           Effect.catchTags({
             InvalidFileKey: () => Effect.fail(notFound),
             UnsatisfiableRange: (e) =>
-              Effect.fail(
-                new Errors.RangeNotSatisfiable({
-                  message: `range ${rangeHeader ?? ""} is not satisfiable: the file has ${e.size} bytes`
-                })
-              ),
+              Effect.fail(new Errors.RangeNotSatisfiable({
+                message: `range ${rangeHeader ?? ""} is not satisfiable: the file has ${e.size} bytes`
+              })),
             FileStoreError: (e) => Effect.fail(unavailable(e))
           })
         )
@@ -92,7 +90,5 @@ export const make = Effect.gen(function*() {
 })
 
 /** The `FileService` port over the {@link FileStore} and {@link UrlSigner} in context. */
-export const layer: Layer.Layer<Services.FileService, never, FileStore | UrlSigner> = Layer.effect(
-  Services.FileService,
-  make
-)
+export const layer: Layer.Layer<Services.FileService, never, FileStore | UrlSigner> =
+  Layer.effect(Services.FileService, make)

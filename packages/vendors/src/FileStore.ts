@@ -1,5 +1,6 @@
 /**
- * Where result files are stored: the {@link FileStore} port and its local-disk implementation.
+ * Where result files are stored: the {@link FileStore} port and its local-disk implementation (URLs are signed by
+ * `UrlSigner`, files answered by `FileService`).
  *
  * - Keys are relative paths such as `tasks/<taskId>/video-0.mp4`: segments of `[A-Za-z0-9_.~-]` separated by `/`,
  *   none empty or starting with `.` (so no `..`, no hidden or temporary files), no leading `/`, no NUL, no `\`,
@@ -9,8 +10,6 @@
  * - Writes are atomic: a temporary file in the same directory, then a rename. Keys are meant to be written once;
  *   writing a key again replaces the file atomically.
  * - `open` reads a byte range ({@link RangeRequest}, parsed from the `Range` header by `FileService`) lazily.
- *
- * URLs are signed by `UrlSigner`, files are served by `FileService`.
  *
  * @since 0.1.0
  */
@@ -162,6 +161,9 @@ const isNotFound = (error: unknown) =>
   typeof error === "object" && error !== null && "_tag" in error && error._tag === "SystemError" &&
   "reason" in error && error.reason === "NotFound"
 
+/** What the local-disk store needs from `@effect/platform`. */
+type Platform = FileSystem.FileSystem | Path.Path
+
 /** The store on a local directory (created when missing), through `@effect/platform`'s `FileSystem`. */
 export const makeLocal = (options: { readonly directory: string }) =>
   Effect.gen(function*() {
@@ -214,10 +216,8 @@ export const makeLocal = (options: { readonly directory: string }) =>
             ? { chunkSize: 64 * 1024 }
             : { chunkSize: 64 * 1024, offset: selected.start, bytesToRead: selected.end - selected.start + 1 }
         ).pipe(Stream.mapError(failure("read", key)))
-        const opened: OpenedFile = selected === undefined
-          ? { size, contentType: contentTypeOf(key), stream }
-          : { size, contentType: contentTypeOf(key), stream, range: selected }
-        return Option.some(opened)
+        const opened: OpenedFile = { size, contentType: contentTypeOf(key), stream }
+        return Option.some(selected === undefined ? opened : { ...opened, range: selected })
       })
 
     const remove = (key: string) =>
@@ -231,19 +231,14 @@ export const makeLocal = (options: { readonly directory: string }) =>
   })
 
 /** The local-disk store on `directory`. */
-export const layerLocal = (options: { readonly directory: string }): Layer.Layer<
-  FileStore,
-  never,
-  FileSystem.FileSystem | Path.Path
-> => Layer.effect(FileStore, makeLocal(options))
+export const layerLocal = (options: { readonly directory: string }): Layer.Layer<FileStore, never, Platform> =>
+  Layer.effect(FileStore, makeLocal(options))
 
 /** The local-disk store under `<MEDIAGATE_DATA_DIR>/files` (data directory default `./data`, decisions.md §10). */
-export const layerLocalConfig: Layer.Layer<FileStore, ConfigError.ConfigError, FileSystem.FileSystem | Path.Path> = Layer
-  .effect(
-    FileStore,
-    Effect.gen(function*() {
-      const dataDir = yield* Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data"))
-      const path = yield* Path.Path
-      return yield* makeLocal({ directory: path.join(dataDir, "files") })
-    })
-  )
+export const layerLocalConfig: Layer.Layer<FileStore, ConfigError.ConfigError, Platform> = Layer.effect(
+  FileStore,
+  Effect.gen(function*() {
+    const dataDir = yield* Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data"))
+    return yield* makeLocal({ directory: (yield* Path.Path).join(dataDir, "files") })
+  })
+)

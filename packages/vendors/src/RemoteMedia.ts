@@ -57,15 +57,8 @@ const fail = (host: string, reason: RemoteMediaReason, problem: string) =>
   new RemoteMediaError({ reason, message: `media URL (host ${host}): ${problem}` })
 
 const reasons: Record<PinnedHttp.Reason, RemoteMediaReason> = {
-  url: "address",
-  address: "address",
-  dns: "network",
-  refused: "network",
-  network: "network",
-  timeout: "timeout",
-  status: "status",
-  redirect: "status",
-  too_large: "too_large"
+  url: "address", address: "address", dns: "network", refused: "network", network: "network",
+  timeout: "timeout", status: "status", redirect: "status", too_large: "too_large"
 }
 
 const toMediaError = (error: PinnedHttp.OutboundError) =>
@@ -79,21 +72,14 @@ const toMediaError = (error: PinnedHttp.OutboundError) =>
  */
 export const fetchMedia = Effect.fn("RemoteMedia.fetchMedia")(function*(url: string, options: FetchOptions) {
   const response = yield* PinnedHttp.request(url, {
+    ...options,
     headers: { accept: "*/*", "user-agent": "mediagate-media-fetcher" },
     timeout: Duration.millis(options.timeoutMs ?? defaultTimeoutMs),
-    maxBytes: options.maxBytes,
     maxRedirects: options.maxRedirects ?? defaultMaxRedirects,
-    acceptStatus: (status) => status >= 200 && status <= 299,
-    allowPrivate: options.allowPrivate,
-    lookup: options.lookup,
-    isAllowedAddress: options.isAllowedAddress
+    acceptStatus: (status) => status >= 200 && status <= 299
   }).pipe(Effect.mapError(toMediaError))
-  const media: FetchedMedia = {
-    bytes: response.body,
-    contentType: response.headers["content-type"],
-    finalUrl: response.url
-  }
-  return media
+  const contentType = response.headers["content-type"]
+  return { bytes: response.body, contentType, finalUrl: response.url } satisfies FetchedMedia
 })
 
 /** What an image file is, read from its bytes. */

@@ -1,5 +1,6 @@
 /**
- * The engine's `ResultLinks` port over the {@link UrlSigner}: result URLs are signed anew on every task read.
+ * The engine's `ResultLinks` port over the {@link UrlSigner}: result URLs are signed anew on every task read (other
+ * URLs are left as they are).
  *
  * @since 0.1.0
  */
@@ -8,10 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { UrlSigner } from "./UrlSigner.js"
 
-/**
- * Result links signed anew at read time (the engine's `ResultLinks`): every result URL that points at our
- * `/files/` route is signed again for the signer's default lifetime; other URLs are left as they are.
- */
+/** Every result URL that points at our `/files/` route is signed again for the signer's default lifetime. */
 export const layer: Layer.Layer<ResultLinks, never, UrlSigner> = Layer.effect(
   ResultLinks,
   Effect.map(UrlSigner, (signer) => ({

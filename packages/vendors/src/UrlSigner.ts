@@ -28,11 +28,7 @@ export class UrlSigner extends Context.Tag("@mediagate/vendors/UrlSigner")<UrlSi
   /** Whether `signature` is the signature of `key` until `expires` and `expires` has not passed. Constant-time. */
   readonly verify: (key: string, expires: string | undefined, signature: string | undefined) => Effect.Effect<boolean>
   /** Like {@link verify}, with the reason of a refusal. */
-  readonly check: (
-    key: string,
-    expires: string | undefined,
-    signature: string | undefined
-  ) => Effect.Effect<SignatureCheck>
+  readonly check: (key: string, expires: string | undefined, signature: string | undefined) => Effect.Effect<SignatureCheck>
 }>() {}
 
 /** Settings of {@link layer}. */
@@ -45,12 +41,8 @@ export interface Options {
 }
 
 const isHttpUrl = (value: string) => {
-  try {
-    const url = new URL(value)
-    return (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === ""
-  } catch {
-    return false
-  }
+  const url = URL.canParse(value) ? new URL(value) : undefined
+  return (url?.protocol === "http:" || url?.protocol === "https:") && url.search === "" && url.hash === ""
 }
 
 /** The hex HMAC-SHA256 of `"<key>:<expires>"`. */
@@ -93,6 +85,9 @@ export const make = (options: Options): UrlSigner["Type"] => {
 /** A signer with the given settings. */
 export const layer = (options: Options): Layer.Layer<UrlSigner> => Layer.sync(UrlSigner, () => make(options))
 
+const noSecret =
+  "MEDIAGATE_FILE_SECRET is not set: file URLs are signed with a random per-process secret and stop working when this process exits"
+
 /**
  * A signer from Effect `Config`: `MEDIAGATE_PUBLIC_BASE_URL` (default `http://localhost:$PORT`, `PORT` default
  * 3000) and `MEDIAGATE_FILE_SECRET`. Without a secret, a random one is generated when the layer is built: URLs then
@@ -110,12 +105,7 @@ export const layerConfig: Layer.Layer<UrlSigner, ConfigError.ConfigError> = Laye
     const configured = yield* Config.option(Config.redacted("MEDIAGATE_FILE_SECRET"))
     const secret = Option.isSome(configured) && Redacted.value(configured.value).length > 0
       ? configured.value
-      : yield* Effect.as(
-        Effect.logWarning(
-          "MEDIAGATE_FILE_SECRET is not set: file URLs are signed with a random per-process secret and stop working when this process exits"
-        ),
-        Redacted.make(randomBytes(32).toString("hex"))
-      )
+      : yield* Effect.as(Effect.logWarning(noSecret), Redacted.make(randomBytes(32).toString("hex")))
     return make({ publicBaseUrl, secret, defaultTtlSeconds })
   })
 )

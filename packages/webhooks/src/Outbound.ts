@@ -39,16 +39,12 @@ export interface PostResult {
   readonly responseExcerpt: string | null
 }
 
-/** Options of {@link post}. */
-export interface PostOptions {
+/** Options of {@link post}; `allowPrivate` is `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`, `lookup` a resolver (tests). */
+export interface PostOptions extends SenderOptions {
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
   /** Deadline of the whole request (DNS, connect, answer), in ms. */
   readonly timeoutMs: number
-  /** Allow loopback and private targets (`MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`). */
-  readonly allowPrivate?: boolean | undefined
-  /** DNS resolver (tests). */
-  readonly lookup?: Resolver | undefined
 }
 
 const clip = (text: string, bytes: number): string => {
@@ -57,35 +53,25 @@ const clip = (text: string, bytes: number): string => {
 }
 
 const reasons: Record<PinnedHttp.Reason, FailureReason> = {
-  url: "address",
-  address: "address",
-  dns: "network",
-  refused: "refused",
-  network: "network",
-  timeout: "timeout",
-  status: "network",
-  redirect: "network",
-  too_large: "network"
+  url: "address", address: "address", dns: "network", refused: "refused", network: "network",
+  timeout: "timeout", status: "network", redirect: "network", too_large: "network"
 }
 
 /** POSTs a body to a webhook target under the address rules; never fails. */
 export const post = Effect.fn("Outbound.post")(function*(url: string, options: PostOptions) {
   const [elapsed, outcome] = yield* PinnedHttp.request(url, {
+    ...options,
     method: "POST",
-    headers: options.headers,
-    body: options.body,
     timeout: Duration.millis(Math.max(1, options.timeoutMs)),
     maxBytes: excerptBytes,
-    overflow: "truncate",
-    allowPrivate: options.allowPrivate,
-    lookup: options.lookup
+    overflow: "truncate"
   }).pipe(Effect.either, Effect.timed)
   const durationMs = Math.max(0, Math.round(Duration.toMillis(elapsed)))
   const result: PostResult = Either.match(outcome, {
-    onLeft: (error) => ({
+    onLeft: (e) => ({
       statusCode: null,
-      reason: reasons[error.reason],
-      error: error.reason === "url" ? "target is not an absolute http(s) URL" : error.message,
+      reason: reasons[e.reason],
+      error: e.reason === "url" ? "target is not an absolute http(s) URL" : e.message,
       durationMs,
       responseExcerpt: null
     }),
@@ -113,24 +99,12 @@ export class WebhookSender extends Context.Tag("@mediagate/webhooks/WebhookSende
   readonly send: (request: OutboundRequest) => Effect.Effect<PostResult>
 }>() {}
 
-/** Options of the real sender. */
-export interface SenderOptions {
-  /** Allow loopback and private targets (`MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`). Default false. */
-  readonly allowPrivate?: boolean | undefined
-  /** DNS resolver (tests). */
-  readonly lookup?: Resolver | undefined
-}
+/** Options of the real sender: `allowPrivate` (`MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`, default false), `lookup` (tests). */
+export type SenderOptions = Pick<PinnedHttp.TargetOptions, "allowPrivate" | "lookup">
 
 /** The real sender: {@link post}. */
 export const makeSender = (options: SenderOptions = {}): WebhookSender["Type"] => ({
-  send: (request) =>
-    post(request.url, {
-      headers: request.headers,
-      body: request.body,
-      timeoutMs: request.timeoutMs,
-      allowPrivate: options.allowPrivate,
-      lookup: options.lookup
-    })
+  send: (request) => post(request.url, { ...request, ...options })
 })
 
 /** The real sender as a layer. */
