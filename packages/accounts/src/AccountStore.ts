@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import type { ApiKey } from "@mediagate/contract"
-import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"

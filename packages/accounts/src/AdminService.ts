@@ -7,7 +7,7 @@
  */
 import { type BillingSettings, type BillingState, BillingAccounts, defaultSettings } from "@mediagate/billing/BillingAccounts"
 import { type Account, type ApiKey, Errors, Money, Services } from "@mediagate/contract"
-import * as Ids from "@mediagate/engine/Ids"
+import * as Ids from "@mediagate/persistence/Ids"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

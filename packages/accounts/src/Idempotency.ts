@@ -1,7 +1,7 @@
 /**
- * `Idempotency-Key` on creating POSTs (decisions.md §2), reusable by every resource that creates something
- * (API keys today, webhooks later): the same key with the same body within 24 h replays the original answer, another
- * body is `409 IDEMPOTENCY_KEY_REUSED`.
+ * `Idempotency-Key` on creating POSTs, reusable by every resource that creates something (API keys today): the
+ * shared window and rule of `IdempotencyWindow` (the same key with the same body within 24 h replays the original
+ * answer, another body is `409 IDEMPOTENCY_KEY_REUSED`).
  *
  * Stored answers may carry secrets (a full API key, a webhook secret), so nothing readable is stored:
  * - the lookup column `key_hash` is the SHA-256 hex of the Idempotency-Key, never the key itself;
@@ -10,27 +10,20 @@
  *   only a client that presents the Idempotency-Key again can have it opened. (Its strength is the entropy of the
  *   Idempotency-Key: clients should use random keys such as UUIDs.)
  *
- * Table `<prefix>idempotent_responses` (account_id, scope, key_hash, fingerprint, ciphertext, created_at), primary
- * key (account_id, scope, key_hash), under the accounts store's prefix (default `mediagate_`); created by the
- * accounts migrations ({@link createTable}).
+ * The port {@link IdempotencyStore} and its memory implementation live here; the SQL one (table
+ * `<prefix>idempotent_responses`, created by the accounts migrations) in `SqlAccounts`.
  *
  * @since 0.1.0
  */
-import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Errors } from "@mediagate/contract"
-import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto"
-import { defaultPrefix, type PrefixOptions, resolvePrefix } from "@mediagate/engine/SqlStore"
-import { decodeAll, numberOf, persistence, type Row, stringOf } from "./internal/sql.js"
-
-/** How long an answer is replayed. */
-export const windowMillis = 24 * 60 * 60 * 1000
 
 /** A stored (sealed) answer. */
 export interface StoredResponse {
@@ -47,6 +40,7 @@ export interface StoredResponse {
 
 /** Storage of sealed answers. */
 export class IdempotencyStore extends Context.Tag("@mediagate/accounts/IdempotencyStore")<IdempotencyStore, {
+  /** The record of a key in an account and scope, expired or not. */
   readonly find: (
     accountId: string,
     scope: string,
@@ -75,10 +69,8 @@ const canonical = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(canonical)
   if (typeof value === "object" && value !== null) {
     return Object.fromEntries(
-      Object.keys(value).sort().filter((k) => (value as Record<string, unknown>)[k] !== undefined).map((k) => [
-        k,
-        canonical((value as Record<string, unknown>)[k])
-      ])
+      Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([k, v]) => [k, canonical(v)])
     )
   }
   return value
@@ -135,10 +127,10 @@ export const open = (idempotencyKey: string, record: StoredResponse): string | u
 // -----------------------------------------------------------------------------------------------------------------
 
 /** A concurrent request stored its answer between our lookup and our insert: ours is rolled back and replayed. */
-class Race extends Data.TaggedError("IdempotencyRace")<{}> {}
+class Race extends Schema.TaggedError<Race>()("IdempotencyRace", {}) {}
 
 /** What {@link run} needs to know about one creation. */
-export interface RunOptions<A, E, R> {
+export interface RunOptions<A, I, E, R> {
   readonly accountId: string
   /** The kind of creation, e.g. `api-keys` or `webhooks`. */
   readonly scope: string
@@ -147,19 +139,22 @@ export interface RunOptions<A, E, R> {
   readonly request: unknown
   /** The creation; runs inside `transaction` together with the insert of its sealed answer. */
   readonly create: Effect.Effect<A, E, R>
+  /** The Schema of the answer: it is stored (sealed) as the JSON of its encoded form and replayed decoded. */
+  readonly answer: Schema.Schema<A, I>
   /** A transaction of the store the creation writes to (identity for memory stores). */
   readonly transaction: <X, Y, Z>(self: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y | PersistenceError, Z>
 }
 
 /**
- * Runs a creation under an Idempotency-Key (none: just runs it). The answer is encoded as JSON: it must be plain
- * data (strings, numbers, booleans, null, arrays, objects).
+ * Runs a creation under an Idempotency-Key (none: just runs it), by the shared rule of `IdempotencyWindow`. The
+ * answer is stored as the JSON of its `answer` encoding.
  */
-export const run = <A, E, R>(
-  options: RunOptions<A, E, R>
+export const run = <A, I, E, R>(
+  options: RunOptions<A, I, E, R>
 ): Effect.Effect<A, E | Errors.IdempotencyKeyReused | PersistenceError, R | IdempotencyStore> => {
   const idempotencyKey = options.idempotencyKey
   if (idempotencyKey === undefined) return options.create
+  const json = Schema.parseJson(options.answer)
   return Effect.gen(function*() {
     const store = yield* IdempotencyStore
     const keyHash = hashKey(idempotencyKey)
@@ -171,16 +166,21 @@ export const run = <A, E, R>(
         Option.Option<A>,
         Errors.IdempotencyKeyReused | PersistenceError
       > => {
-        if (Option.isNone(found) || found.value.createdAt <= now - windowMillis) return Effect.succeed(Option.none())
-        if (found.value.fingerprint !== fp) {
-          return Effect.fail(
-            new Errors.IdempotencyKeyReused({ message: "Idempotency-Key was already used with a different request" })
-          )
+        const record = Option.getOrUndefined(found)
+        const verdict = IdempotencyWindow.judge(record, { fingerprint: fp, notBefore: IdempotencyWindow.start(now) })
+        if (verdict === "Reused") {
+          return Effect.fail(new Errors.IdempotencyKeyReused({ message: IdempotencyWindow.reusedMessage }))
         }
-        const plaintext = open(idempotencyKey, found.value)
+        if (verdict === "Fresh" || record === undefined) return Effect.succeedNone
+        const plaintext = open(idempotencyKey, record)
         return plaintext === undefined
           ? Effect.fail(new PersistenceError({ message: "idempotent_responses: a stored answer does not open" }))
-          : Effect.succeed(Option.some(JSON.parse(plaintext) as A))
+          : Schema.decode(json)(plaintext).pipe(
+            Effect.mapError((cause) =>
+              new PersistenceError({ message: "idempotent_responses: a stored answer does not decode", cause })
+            ),
+            Effect.map(Option.some)
+          )
       })
 
     const attempt = (tries: number): Effect.Effect<A, E | Errors.IdempotencyKeyReused | PersistenceError, R> =>
@@ -190,11 +190,14 @@ export const run = <A, E, R>(
         if (Option.isSome(previous)) return previous.value
         return yield* options.transaction(Effect.gen(function*() {
           const answer = yield* options.create
+          const plaintext = yield* Schema.encode(json)(answer).pipe(
+            Effect.mapError((cause) => new PersistenceError({ message: "idempotency: the answer does not encode", cause }))
+          )
           const inserted = yield* store.insert({
             ...identity,
-            ciphertext: seal(idempotencyKey, identity, JSON.stringify(answer)),
+            ciphertext: seal(idempotencyKey, identity, plaintext),
             createdAt: now
-          }, now - windowMillis)
+          }, IdempotencyWindow.start(now))
           if (!inserted) return yield* new Race()
           return answer
         })).pipe(
@@ -212,7 +215,7 @@ export const run = <A, E, R>(
 }
 
 // -----------------------------------------------------------------------------------------------------------------
-// stores
+// the memory store (the SQL one is in `SqlAccounts`)
 // -----------------------------------------------------------------------------------------------------------------
 
 /** The memory store. */
@@ -225,7 +228,7 @@ export const makeMemory = (): IdempotencyStore["Type"] => {
       Effect.sync(() => {
         const key = id(record.accountId, record.scope, record.keyHash)
         const existing = records.get(key)
-        if (existing !== undefined && existing.createdAt > expiredBefore) return false
+        if (existing !== undefined && IdempotencyWindow.isLive(existing.createdAt, expiredBefore)) return false
         records.set(key, record)
         return true
       }),
@@ -242,83 +245,3 @@ export const makeMemory = (): IdempotencyStore["Type"] => {
       })
   }
 }
-
-/** The table of sealed answers under `prefix`: `<prefix>idempotent_responses`. */
-export const table = (prefix: string = defaultPrefix): string => `${prefix}idempotent_responses`
-
-/**
- * Creates the `<prefix>idempotent_responses` table (a migration of the accounts package). `prefix` must be valid
- * (the accounts migrations check it).
- */
-export const createTable = (prefix: string = defaultPrefix): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const big = sql.onDialectOrElse({ pg: () => "BIGINT", orElse: () => "INTEGER" })
-    const name = table(prefix)
-    yield* sql.unsafe(`CREATE TABLE ${name} (
-  account_id TEXT NOT NULL,
-  scope TEXT NOT NULL,
-  key_hash TEXT NOT NULL,
-  fingerprint TEXT NOT NULL,
-  ciphertext TEXT NOT NULL,
-  created_at ${big} NOT NULL,
-  PRIMARY KEY (account_id, scope, key_hash)
-)`)
-    yield* sql.unsafe(`CREATE INDEX ${name}_created_idx ON ${name} (created_at)`)
-  })
-
-const decode = (row: Row): StoredResponse => ({
-  accountId: stringOf(row, "account_id"),
-  scope: stringOf(row, "scope"),
-  keyHash: stringOf(row, "key_hash"),
-  fingerprint: stringOf(row, "fingerprint"),
-  ciphertext: stringOf(row, "ciphertext"),
-  createdAt: numberOf(row, "created_at")
-})
-
-/**
- * The SQL store on the `SqlClient` in context (SQLite or PostgreSQL), on the table under `options.prefix` (default
- * `mediagate_`), which must exist (the accounts migrations create it). An invalid prefix fails with a
- * `PersistenceError`.
- */
-export const makeSql = (
-  options: PrefixOptions = {}
-): Effect.Effect<IdempotencyStore["Type"], PersistenceError, SqlClient.SqlClient> =>
-  Effect.zipWith(
-    resolvePrefix("accounts storage", options),
-    SqlClient.SqlClient,
-    (prefix, client): IdempotencyStore["Type"] => {
-      const sql = client.withoutTransforms()
-      const responses = sql(table(prefix))
-      return {
-        find: (accountId, scope, keyHash) =>
-          sql<Row>`SELECT * FROM ${responses}
-            WHERE account_id = ${accountId} AND scope = ${scope} AND key_hash = ${keyHash}`.pipe(
-            Effect.flatMap(decodeAll(decode)),
-            Effect.map((rows) => Option.fromNullable(rows[0])),
-            persistence("idempotency lookup")
-          ),
-        insert: (record, expiredBefore) =>
-          Effect.gen(function*() {
-            yield* sql`DELETE FROM ${responses} WHERE account_id = ${record.accountId}
-              AND scope = ${record.scope} AND key_hash = ${record.keyHash} AND created_at <= ${expiredBefore}`
-            const rows = yield* sql<Row>`INSERT INTO ${responses} ${
-              sql.insert({
-                account_id: record.accountId,
-                scope: record.scope,
-                key_hash: record.keyHash,
-                fingerprint: record.fingerprint,
-                ciphertext: record.ciphertext,
-                created_at: record.createdAt
-              })
-            } ON CONFLICT DO NOTHING RETURNING key_hash`
-            return rows.length === 1
-          }).pipe(persistence("idempotency insert")),
-        prune: (before) =>
-          sql<Row>`DELETE FROM ${responses} WHERE created_at < ${before} RETURNING key_hash`.pipe(
-            Effect.map((rows) => rows.length),
-            persistence("idempotency prune")
-          )
-      }
-    }
-  )

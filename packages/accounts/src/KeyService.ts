@@ -15,14 +15,15 @@
  */
 import { BillingAccounts } from "@mediagate/billing/BillingAccounts"
 import { ApiKey, Errors, Money, type Security, Services } from "@mediagate/contract"
-import * as Ids from "@mediagate/engine/Ids"
-import type { PersistenceError } from "@mediagate/engine/PersistenceError"
+import * as Ids from "@mediagate/persistence/Ids"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { AccountStore, type KeyRow } from "./AccountStore.js"
@@ -49,17 +50,16 @@ export const idempotencyScope = "api-keys"
 /** Maps storage failures to `SERVICE_UNAVAILABLE` (the cause is logged, never shown). */
 export const unavailable = <A, E, R>(
   self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, PersistenceError> | Errors.ServiceUnavailable, R> =>
+): Effect.Effect<A, Exclude<E, Extract<E, PersistenceError>> | Errors.ServiceUnavailable, R> =>
   Effect.catchIf(
     self,
-    (e): e is Extract<E, PersistenceError> =>
-      typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "PersistenceError",
+    (e): e is Extract<E, PersistenceError> => Predicate.isTagged(e, "PersistenceError"),
     (e) =>
       Effect.zipRight(
         Effect.logWarning("accounts: storage failure", e),
         Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again later" }))
       )
-  ) as Effect.Effect<A, Exclude<E, PersistenceError> | Errors.ServiceUnavailable, R>
+  )
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
@@ -261,7 +261,8 @@ export const make = (
         idempotencyKey,
         request: body,
         transaction: store.transaction,
-        create: Effect.flatMap(decide(caller, body), insertKey)
+        create: Effect.flatMap(decide(caller, body), insertKey),
+        answer: ApiKey.ApiKeyCreated
       }).pipe(unavailable, Effect.provide(context))
 
     // ---- list, revoke ------------------------------------------------------------------------------------------

@@ -8,9 +8,11 @@
  * - `<prefix>api_keys` (id `key_`+ULID, account_id, name, environment, key_hash UNIQUE = SHA-256 hex of the full
  *   key, masked_key, permissions, ip_whitelist, spend_limit_micros, expires_at, created_at, revoked_at,
  *   last_used_at); the full key is never stored;
- * - `<prefix>idempotent_responses` (see `Idempotency.ts`).
+ * - `<prefix>idempotent_responses` (account_id, scope, key_hash, fingerprint, ciphertext, created_at), primary key
+ *   (account_id, scope, key_hash): the sealed answers of `Idempotency` ({@link makeIdempotencyStore}).
  *
- * Every storage failure surfaces as `PersistenceError`; so does an invalid prefix, when the store is built.
+ * Rows are decoded with Schema: a corrupt row, like every storage failure, surfaces as a `PersistenceError` (naming
+ * its table and column); so does an invalid prefix, when the store is built.
  *
  * @since 0.1.0
  */
@@ -18,40 +20,30 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
-import type { ApiKey, Services } from "@mediagate/contract"
-import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import { ApiKey, type Services } from "@mediagate/contract"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
-import { AccountStore, type AccountRow, type KeyRow } from "./AccountStore.js"
+import * as Schema from "effect/Schema"
+import { AccountStore } from "./AccountStore.js"
 import * as AdminService from "./AdminService.js"
 import * as Idempotency from "./Idempotency.js"
-import {
-  columns,
-  defaultPrefix,
-  identifiers,
-  migrateWith,
-  migrator,
-  type PrefixOptions,
-  prefixedMigrations,
-  resolvePrefix,
-  storeClient
-} from "@mediagate/engine/SqlStore"
-import { decodeAll, jsonOf, numberOf, numberOrNull, persistence, type Row, stringOf } from "./internal/sql.js"
 import * as KeyService from "./KeyService.js"
 
 const storeName = "accounts storage"
 
 /** The tables of accounts and keys under `prefix`. */
-export const tables = (prefix: string = defaultPrefix) => ({
+export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
   accounts: `${prefix}accounts`,
   keys: `${prefix}api_keys`,
-  responses: Idempotency.table(prefix)
+  responses: `${prefix}idempotent_responses`
 }) as const
 
 /** The table the accounts migrations are recorded in: `<prefix>accounts_migrations`. */
-export const migrationsTable = (prefix: string = defaultPrefix): string => `${prefix}accounts_migrations`
+export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}accounts_migrations`
 
 /** A constant of the bootstrap advisory lock (PostgreSQL). */
 const bootstrapLock = 0x6d67_6163 // "mgac"
@@ -59,7 +51,7 @@ const bootstrapLock = 0x6d67_6163 // "mgac"
 const createTables = (prefix: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const { big, id: idType } = columns(sql)
+    const { big, id: idType } = SqlStore.columns(sql)
     const t = tables(prefix)
     yield* sql.unsafe(`CREATE TABLE ${t.accounts} (
   id ${idType} PRIMARY KEY NOT NULL,
@@ -84,60 +76,87 @@ const createTables = (prefix: string) =>
     yield* sql.unsafe(`CREATE INDEX ${t.keys}_account_idx ON ${t.keys} (account_id, id)`)
   })
 
+const createResponses = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const name = tables(prefix).responses
+    yield* sql.unsafe(`CREATE TABLE ${name} (
+  account_id TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  key_hash TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  ciphertext TEXT NOT NULL,
+  created_at ${SqlStore.columns(sql).big} NOT NULL,
+  PRIMARY KEY (account_id, scope, key_hash)
+)`)
+    yield* sql.unsafe(`CREATE INDEX ${name}_created_idx ON ${name} (created_at)`)
+  })
+
 /**
  * The accounts migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
  * the loader with a `MigrationError`.
  */
-export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
-  prefixedMigrations(storeName, prefix, (prefix) => ({
+export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
+  SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
     "0001_accounts_api_keys": createTables(prefix),
-    "0002_idempotent_responses": Idempotency.createTable(prefix)
+    "0002_idempotent_responses": createResponses(prefix)
   }))
 
 /**
  * Runs the accounts migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
  * `PersistenceError`.
  */
-export const migrate = migrateWith(storeName, migrations, migrationsTable)
+export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
 
-const environments: ReadonlyArray<ApiKey.Environment> = ["live", "test"]
+const { column } = SqlRows
+const time = SqlRows.Number
+const optionalTime = Schema.NullOr(SqlRows.Number)
 
-const decodeAccount = (row: Row): AccountRow => ({
-  id: stringOf(row, "id"),
-  name: stringOf(row, "name"),
-  createdAt: numberOf(row, "created_at")
+/** A row of `<prefix>accounts`. */
+const AccountRow = Schema.Struct({ id: Schema.String, name: Schema.String, createdAt: column("created_at", time) })
+
+/** A row of `<prefix>api_keys`: permissions and whitelist are JSON, read with the contract's Schemas. */
+const KeyRow = Schema.Struct({
+  id: Schema.String,
+  accountId: column("account_id", Schema.String),
+  name: Schema.String,
+  environment: SqlRows.literal(...ApiKey.Environment.literals),
+  keyHash: column("key_hash", Schema.String),
+  maskedKey: column("masked_key", Schema.String),
+  permissions: Schema.parseJson(ApiKey.Permissions),
+  ipWhitelist: column("ip_whitelist", Schema.parseJson(Schema.Array(Schema.String))),
+  spendLimitMicros: column("spend_limit_micros", Schema.NullOr(SqlRows.Number)),
+  expiresAt: column("expires_at", optionalTime),
+  createdAt: column("created_at", time),
+  revokedAt: column("revoked_at", optionalTime),
+  lastUsedAt: column("last_used_at", optionalTime)
 })
 
-const decodeKey = (row: Row): KeyRow => {
-  const environment = stringOf(row, "environment")
-  if (!(environments as ReadonlyArray<string>).includes(environment)) throw new Error("column environment: unknown")
-  const permissions = jsonOf(row, "permissions")
-  const ipWhitelist = jsonOf(row, "ip_whitelist")
-  if (typeof permissions !== "object" || permissions === null || Array.isArray(permissions)) {
-    throw new Error("column permissions: not an object")
-  }
-  if (!Array.isArray(ipWhitelist) || !ipWhitelist.every((e) => typeof e === "string")) {
-    throw new Error("column ip_whitelist: not a list of strings")
-  }
+/** A row of `<prefix>idempotent_responses`: a sealed answer. */
+const ResponseRow = Schema.Struct({
+  accountId: column("account_id", Schema.String),
+  scope: Schema.String,
+  keyHash: column("key_hash", Schema.String),
+  fingerprint: Schema.String,
+  ciphertext: Schema.String,
+  createdAt: column("created_at", time)
+})
+
+/** The decoders of the accounts rows, named after their tables under `prefix`. */
+const decoders = (prefix: string) => {
+  const names = tables(prefix)
   return {
-    id: stringOf(row, "id"),
-    accountId: stringOf(row, "account_id"),
-    name: stringOf(row, "name"),
-    environment: environment as ApiKey.Environment,
-    keyHash: stringOf(row, "key_hash"),
-    maskedKey: stringOf(row, "masked_key"),
-    permissions: permissions as ApiKey.Permissions,
-    ipWhitelist: ipWhitelist as ReadonlyArray<string>,
-    spendLimitMicros: numberOrNull(row, "spend_limit_micros"),
-    expiresAt: numberOrNull(row, "expires_at"),
-    createdAt: numberOf(row, "created_at"),
-    revokedAt: numberOrNull(row, "revoked_at"),
-    lastUsedAt: numberOrNull(row, "last_used_at")
+    account: SqlRows.decoder(names.accounts, AccountRow),
+    key: SqlRows.decoder(names.keys, KeyRow),
+    response: SqlRows.decoder(names.responses, ResponseRow)
   }
 }
 
+/** Storage failures become `PersistenceError`. */
+const persistence = SqlStore.persistence(storeName)
+
 /** Options of the SQL stores. */
-export interface SqlOptions extends PrefixOptions {}
+export interface SqlOptions extends SqlStore.PrefixOptions {}
 
 /**
  * Builds the SQL store on the `SqlClient` in context (SQLite or PostgreSQL), after running the accounts
@@ -148,21 +167,19 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient
 > => Effect.gen(function*() {
-  const prefix = yield* resolvePrefix(storeName, options)
-  const { pg, sql } = yield* storeClient(storeName)
-  yield* migrator(migrations(prefix), migrationsTable(prefix))
-  const t = identifiers(sql, tables(prefix))
-
-  const one = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>) =>
-    Effect.map(decodeAll(decode)(rows), (decoded) => Option.fromNullable(decoded[0]))
+  const prefix = yield* SqlStore.resolvePrefix(storeName, options)
+  const { pg, sql } = yield* SqlStore.storeClient(storeName)
+  yield* SqlStore.migrator(migrations(prefix), migrationsTable(prefix))
+  const t = SqlStore.identifiers(sql, tables(prefix))
+  const rows = decoders(prefix)
 
   const store: AccountStore["Type"] = {
     transaction: (self) => persistence("transaction")(sql.withTransaction(self)),
     lockBootstrap: pg
       ? sql`SELECT pg_advisory_xact_lock(${bootstrapLock})`.pipe(Effect.asVoid, persistence("bootstrap lock"))
       : Effect.void,
-    hasAccounts: sql<Row>`SELECT 1 AS one FROM ${t.accounts} LIMIT 1`.pipe(
-      Effect.map((rows) => rows.length > 0),
+    hasAccounts: sql`SELECT 1 AS one FROM ${t.accounts} LIMIT 1`.pipe(
+      Effect.map((found) => found.length > 0),
       persistence("account count")
     ),
     insertAccount: (row) =>
@@ -171,41 +188,28 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
         persistence("account insert")
       ),
     findAccount: (id) =>
-      sql<Row>`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(Effect.flatMap(one(decodeAccount)), persistence("account read")),
+      sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(Effect.flatMap(rows.account.first), persistence("account read")),
     renameAccount: (id, name) =>
       sql`UPDATE ${t.accounts} SET name = ${name} WHERE id = ${id}`.pipe(Effect.asVoid, persistence("account update")),
     insertKey: (row) =>
-      sql`INSERT INTO ${t.keys} ${
-        sql.insert({
-          id: row.id,
-          account_id: row.accountId,
-          name: row.name,
-          environment: row.environment,
-          key_hash: row.keyHash,
-          masked_key: row.maskedKey,
-          permissions: JSON.stringify(row.permissions),
-          ip_whitelist: JSON.stringify(row.ipWhitelist),
-          spend_limit_micros: row.spendLimitMicros,
-          expires_at: row.expiresAt,
-          created_at: row.createdAt,
-          revoked_at: row.revokedAt,
-          last_used_at: row.lastUsedAt
-        })
-      }`.pipe(Effect.asVoid, persistence("key insert")),
+      Effect.flatMap(rows.key.encode(row), (encoded) => sql`INSERT INTO ${t.keys} ${sql.insert(encoded)}`).pipe(
+        Effect.asVoid,
+        persistence("key insert")
+      ),
     keyByHash: (keyHash) =>
-      sql<Row>`SELECT * FROM ${t.keys} WHERE key_hash = ${keyHash}`.pipe(
-        Effect.flatMap(one(decodeKey)),
+      sql`SELECT * FROM ${t.keys} WHERE key_hash = ${keyHash}`.pipe(
+        Effect.flatMap(rows.key.first),
         persistence("key lookup")
       ),
     listKeys: (accountId) =>
-      sql<Row>`SELECT * FROM ${t.keys} WHERE account_id = ${accountId} AND revoked_at IS NULL ORDER BY id`.pipe(
-        Effect.flatMap(decodeAll(decodeKey)),
+      sql`SELECT * FROM ${t.keys} WHERE account_id = ${accountId} AND revoked_at IS NULL ORDER BY id`.pipe(
+        Effect.flatMap(rows.key.all),
         persistence("key list")
       ),
     revokeKey: (accountId, id, at) =>
-      sql<Row>`UPDATE ${t.keys} SET revoked_at = ${at}
+      sql`UPDATE ${t.keys} SET revoked_at = ${at}
         WHERE id = ${id} AND account_id = ${accountId} AND revoked_at IS NULL RETURNING id`.pipe(
-        Effect.map((rows) => rows.length === 1),
+        Effect.map((revoked) => revoked.length === 1),
         persistence("key revoke")
       ),
     touchKeys: (uses) => {
@@ -224,6 +228,41 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
 })
 
 /**
+ * The SQL store of sealed idempotent answers on the `SqlClient` in context (SQLite or PostgreSQL), on the table
+ * under `options.prefix` (default `mediagate_`), which the accounts migrations create. An invalid prefix fails with
+ * a `PersistenceError`.
+ */
+export const makeIdempotencyStore = (
+  options: SqlOptions = {}
+): Effect.Effect<Idempotency.IdempotencyStore["Type"], PersistenceError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const prefix = yield* SqlStore.resolvePrefix(storeName, options)
+    const { sql } = yield* SqlStore.storeClient(storeName)
+    const responses = sql(tables(prefix).responses)
+    const rows = decoders(prefix)
+    const store: Idempotency.IdempotencyStore["Type"] = {
+      find: (accountId, scope, keyHash) =>
+        sql`SELECT * FROM ${responses} WHERE account_id = ${accountId} AND scope = ${scope} AND key_hash = ${keyHash}`
+          .pipe(Effect.flatMap(rows.response.first), persistence("idempotency lookup")),
+      insert: (record, expiredBefore) =>
+        Effect.gen(function*() {
+          // an expired record (created at or before the window's start) gives way
+          yield* sql`DELETE FROM ${responses} WHERE account_id = ${record.accountId}
+            AND scope = ${record.scope} AND key_hash = ${record.keyHash} AND created_at <= ${expiredBefore}`
+          const encoded = yield* rows.response.encode(record)
+          const inserted = yield* sql`INSERT INTO ${responses} ${sql.insert(encoded)} ON CONFLICT DO NOTHING RETURNING key_hash`
+          return inserted.length === 1
+        }).pipe(persistence("idempotency insert")),
+      prune: (before) =>
+        sql`DELETE FROM ${responses} WHERE created_at < ${before} RETURNING key_hash`.pipe(
+          Effect.map((pruned) => pruned.length),
+          persistence("idempotency prune")
+        )
+    }
+    return store
+  })
+
+/**
  * The SQL stores (accounts and keys, idempotent answers) as a layer (runs the migrations), with their tables under
  * `options.prefix` (default `mediagate_`).
  */
@@ -234,7 +273,7 @@ export const layerStore = (options: SqlOptions = {}): Layer.Layer<
 > =>
   Layer.effectContext(Effect.gen(function*() {
     const store = yield* makeStore(options)
-    const idempotency = yield* Idempotency.makeSql(options)
+    const idempotency = yield* makeIdempotencyStore(options)
     return Context.make(AccountStore, store).pipe(Context.add(Idempotency.IdempotencyStore, idempotency))
   }))
 

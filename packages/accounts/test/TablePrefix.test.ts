@@ -7,10 +7,9 @@ import { assert, describe, expect, it } from "@effect/vitest"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Services } from "@mediagate/contract"
-import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Idempotency from "../src/Idempotency.js"
 import * as SqlAccounts from "../src/SqlAccounts.js"
 import { accountsSuite, Dump } from "./AccountsSuite.js"
 import { outsidePrefix, postgres, runPostgres, schemaObjects, sqlite } from "./databases.js"
@@ -66,7 +65,7 @@ for (const [name, database] of databases) {
         expect(SqlAccounts.tables(prefix).responses).toBe("acme_mg_idempotent_responses")
         expect(SqlAccounts.migrationsTable(prefix)).toBe("acme_mg_accounts_migrations")
         const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM ${sql(Idempotency.table(prefix))}`
+        const rows = yield* sql<{ n: unknown }>`SELECT COUNT(*) AS n FROM ${sql(SqlAccounts.tables(prefix).responses)}`
         expect(Number(rows[0]!.n)).toBe(1)
       }).pipe(
         Effect.provide(
@@ -87,7 +86,7 @@ describe("SqlAccounts and invalid table prefixes", () => {
         assert.instanceOf(error, PersistenceError)
         expect(error.message).toMatch(/^accounts storage: invalid table prefix /)
         expect(error.message).toContain(JSON.stringify(bad))
-        assert.instanceOf(yield* Effect.flip(Idempotency.makeSql({ prefix: bad })), PersistenceError)
+        assert.instanceOf(yield* Effect.flip(SqlAccounts.makeIdempotencyStore({ prefix: bad })), PersistenceError)
         assert.instanceOf(yield* Effect.flip(SqlAccounts.migrate(bad)), PersistenceError)
         assert.instanceOf(yield* Effect.flip(SqlAccounts.migrations(bad)), Migrator.MigrationError)
       }

@@ -11,7 +11,7 @@
 import type { Account, Errors } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type { PersistenceError } from "@mediagate/engine/PersistenceError"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 
 /** Billing settings of an account (money in integer micro-dollars). */
 export interface BillingSettings {

@@ -9,7 +9,7 @@ import { Billing } from "@mediagate/engine/Billing"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { PersistenceError } from "@mediagate/engine/PersistenceError"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import { BillingAccounts, type BillingState, defaultSettings } from "./BillingAccounts.js"
 
 /** Kinds of ledger entries. */

@@ -8,7 +8,7 @@
  */
 import { Errors } from "@mediagate/contract"
 import type { Billing } from "@mediagate/engine/Billing"
-import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"

@@ -26,13 +26,17 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import { type Account, Errors, type Services } from "@mediagate/contract"
+import { Account, Errors, type Services } from "@mediagate/contract"
 import type { Billing } from "@mediagate/engine/Billing"
-import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
-import type { BillingAccounts, BillingSettings, BillingState } from "./BillingAccounts.js"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { BillingAccounts, BillingState } from "./BillingAccounts.js"
 import {
   balanceService,
   BillingLedger,
@@ -47,29 +51,15 @@ import {
   monthOf,
   refundParts,
   topUpDue,
-  type TopUpRecord,
   topUpStatuses,
   type TopUpStatus
 } from "./Ledger.js"
 import { PaymentProvider } from "./PaymentProvider.js"
-import {
-  columns,
-  defaultPrefix,
-  identifiers,
-  migrateWith,
-  migrator,
-  persistence as persistenceOf,
-  type PrefixOptions,
-  prefixedMigrations,
-  resolvePrefix,
-  storeClient
-} from "@mediagate/engine/SqlStore"
-import { decodeAll, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "@mediagate/engine/SqlRows"
 
 const storeName = "billing"
 
 /** The tables of billing under `prefix`. */
-export const tables = (prefix: string = defaultPrefix) => ({
+export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
   accounts: `${prefix}billing_accounts`,
   keySpend: `${prefix}billing_key_spend`,
   monthSpend: `${prefix}billing_month_spend`,
@@ -78,7 +68,7 @@ export const tables = (prefix: string = defaultPrefix) => ({
 }) as const
 
 /** The table billing's migrations are recorded in: `<prefix>billing_migrations`. */
-export const migrationsTable = (prefix: string = defaultPrefix): string => `${prefix}billing_migrations`
+export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}billing_migrations`
 
 // -----------------------------------------------------------------------------------------------------------------
 // migrations
@@ -87,7 +77,7 @@ export const migrationsTable = (prefix: string = defaultPrefix): string => `${pr
 const createTables = (prefix: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const { big, pg } = columns(sql)
+    const { big, pg } = SqlStore.columns(sql)
     const t = tables(prefix)
     const serial = pg ? "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
     const kinds = ledgerKinds.map((k) => `'${k}'`).join(", ")
@@ -161,8 +151,8 @@ END`)
  * Billing's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails the
  * loader with a `MigrationError`.
  */
-export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
-  prefixedMigrations(storeName, prefix, (prefix) => ({
+export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
+  SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
     "0001_billing": createTables(prefix)
   }))
 
@@ -170,52 +160,69 @@ export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
  * Runs billing's migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
  * `PersistenceError`.
  */
-export const migrate = migrateWith(storeName, migrations, migrationsTable)
+export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
 
 // -----------------------------------------------------------------------------------------------------------------
 // rows
 // -----------------------------------------------------------------------------------------------------------------
 
+const { column } = SqlRows
+const micros = SqlRows.Number
+const limit = Schema.NullOr(SqlRows.Number)
 
+/** A row of `<prefix>billing_accounts`: an account's settings and balance. */
+const AccountRow = Schema.Struct({
+  billingMode: column("billing_mode", SqlRows.literal(...Account.BillingMode.literals)),
+  balanceMicros: column("balance_micros", micros),
+  monthlySpendLimitMicros: column("monthly_spend_limit_micros", limit),
+  autoTopUpEnabled: column("auto_top_up_enabled", SqlRows.Flag),
+  autoTopUpThresholdMicros: column("auto_top_up_threshold_micros", limit),
+  autoTopUpAmountMicros: column("auto_top_up_amount_micros", limit)
+})
+type AccountRow = typeof AccountRow.Type
 
-const billingModes: ReadonlyArray<Account.BillingMode> = ["prepaid", "postpaid"]
+/** A row of `<prefix>billing_ledger`: a {@link LedgerEntry}. */
+const LedgerRow = Schema.Struct({
+  id: SqlRows.Number,
+  accountId: column("account_id", Schema.String),
+  kind: SqlRows.literal(...ledgerKinds),
+  amountMicros: column("amount_micros", micros),
+  keyId: column("key_id", Schema.NullOr(Schema.String)),
+  taskId: column("task_id", Schema.NullOr(Schema.String)),
+  description: Schema.String,
+  month: Schema.String,
+  createdAt: column("created_at", SqlRows.Number)
+})
 
-interface AccountRow extends BillingSettings {
-  readonly balanceMicros: number
+/** A row of `<prefix>billing_top_up_requests`: a recorded auto top-up request. */
+const TopUpRow = Schema.Struct({
+  id: SqlRows.Number,
+  accountId: column("account_id", Schema.String),
+  amountMicros: column("amount_micros", micros),
+  provider: Schema.String,
+  status: SqlRows.literal(...topUpStatuses),
+  createdAt: column("created_at", SqlRows.Number)
+})
+
+/** The decoders of billing's rows, named after its tables under `prefix`. */
+const decoders = (prefix: string) => {
+  const names = tables(prefix)
+  return {
+    account: SqlRows.decoder(names.accounts, AccountRow),
+    balance: SqlRows.decoder(names.accounts, Schema.Struct({ balanceMicros: column("balance_micros", micros) })),
+    keySpend: SqlRows.decoder(names.keySpend, Schema.Struct({
+      spendLimitMicros: column("spend_limit_micros", limit),
+      spentMicros: column("spent_micros", micros)
+    })),
+    monthSpend: SqlRows.decoder(names.monthSpend, Schema.Struct({ spentMicros: column("spent_micros", micros) })),
+    ledger: SqlRows.decoder(names.ledger, LedgerRow),
+    openMonths: SqlRows.decoder(names.ledger, Schema.Struct({ month: Schema.String, net: micros })),
+    topUp: SqlRows.decoder(names.topUps, TopUpRow)
+  }
 }
 
-const decodeAccount = (row: Row): AccountRow => ({
-  billingMode: oneOf(row, "billing_mode", billingModes),
-  balanceMicros: numberOf(row, "balance_micros"),
-  monthlySpendLimitMicros: numberOrNull(row, "monthly_spend_limit_micros"),
-  autoTopUpEnabled: numberOf(row, "auto_top_up_enabled") === 1,
-  autoTopUpThresholdMicros: numberOrNull(row, "auto_top_up_threshold_micros"),
-  autoTopUpAmountMicros: numberOrNull(row, "auto_top_up_amount_micros")
-})
-
-const decodeEntry = (row: Row): LedgerEntry => ({
-  id: numberOf(row, "id"),
-  accountId: stringOf(row, "account_id"),
-  kind: oneOf(row, "kind", ledgerKinds),
-  amountMicros: numberOf(row, "amount_micros"),
-  keyId: stringOrNull(row, "key_id"),
-  taskId: stringOrNull(row, "task_id"),
-  description: stringOf(row, "description"),
-  month: stringOf(row, "month"),
-  createdAt: numberOf(row, "created_at")
-})
-
-const decodeTopUp = (row: Row): TopUpRecord => ({
-  id: numberOf(row, "id"),
-  accountId: stringOf(row, "account_id"),
-  amountMicros: numberOf(row, "amount_micros"),
-  provider: stringOf(row, "provider"),
-  status: oneOf(row, "status", topUpStatuses),
-  createdAt: numberOf(row, "created_at")
-})
-
 /** Storage failures become {@link PersistenceError}. */
-const persistence = persistenceOf(storeName)
+const persistence = SqlStore.persistence(storeName)
 
 const requireAmount = (what: string, micros: number) =>
   isAmount(micros)
@@ -231,7 +238,7 @@ const minus = (column: string, amount: number) =>
 // -----------------------------------------------------------------------------------------------------------------
 
 /** Options of SQL billing. */
-export interface SqlOptions extends PrefixOptions {}
+export interface SqlOptions extends SqlStore.PrefixOptions {}
 
 /**
  * Builds SQL billing on the `SqlClient` in context (SQLite or PostgreSQL), after running billing's migrations, with
@@ -242,24 +249,25 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient | PaymentProvider
 > => Effect.gen(function*() {
-  const prefix = yield* resolvePrefix(storeName, options)
+  const prefix = yield* SqlStore.resolvePrefix(storeName, options)
   const provider = yield* PaymentProvider
-  const { pg, sql } = yield* storeClient(storeName)
-  yield* migrator(migrations(prefix), migrationsTable(prefix))
-  const t = identifiers(sql, tables(prefix))
+  const { pg, sql } = yield* SqlStore.storeClient(storeName)
+  yield* SqlStore.migrator(migrations(prefix), migrationsTable(prefix))
+  const t = SqlStore.identifiers(sql, tables(prefix))
+  const rows = decoders(prefix)
 
   /** Reads and locks an account row for the rest of the transaction. */
-  const lockAccount = (accountId: string): Effect.Effect<AccountRow | undefined, SqlError | RowError> =>
+  const lockAccount = (accountId: string): Effect.Effect<AccountRow | undefined, SqlError | SqlRows.RowError> =>
     (pg
-      ? sql<Row>`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId} FOR UPDATE`
+      ? sql`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId} FOR UPDATE`
       // SQLite has one writer: a write takes the database's write lock at once (a read would not)
-      : sql<Row>`UPDATE ${t.accounts} SET balance_micros = balance_micros WHERE account_id = ${accountId} RETURNING *`)
-      .pipe(Effect.flatMap(decodeAll(decodeAccount)), Effect.map((rows) => rows[0]))
+      : sql`UPDATE ${t.accounts} SET balance_micros = balance_micros WHERE account_id = ${accountId} RETURNING *`)
+      .pipe(Effect.flatMap(rows.account.first), Effect.map(Option.getOrUndefined))
 
   const monthSpent = (accountId: string, month: string) =>
-    sql<Row>`SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${accountId} AND month = ${month}`.pipe(
-      Effect.flatMap(decodeAll((row) => numberOf(row, "spent_micros"))),
-      Effect.map((rows) => rows[0] ?? 0)
+    sql`SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${accountId} AND month = ${month}`.pipe(
+      Effect.flatMap(rows.monthSpend.first),
+      Effect.map(Option.match({ onNone: () => 0, onSome: (row) => row.spentMicros }))
     )
 
   const stateOf = (accountId: string, row: AccountRow, now: number) =>
@@ -289,10 +297,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     }`
 
   const addBalance = (accountId: string, amountMicros: number, now: number) =>
-    sql<Row>`UPDATE ${t.accounts} SET balance_micros = balance_micros + ${amountMicros}, updated_at = ${now}
+    sql`UPDATE ${t.accounts} SET balance_micros = balance_micros + ${amountMicros}, updated_at = ${now}
       WHERE account_id = ${accountId} RETURNING balance_micros`.pipe(
-      Effect.flatMap(decodeAll((row) => numberOf(row, "balance_micros"))),
-      Effect.map((rows) => rows[0] ?? 0)
+      Effect.flatMap(rows.balance.first),
+      Effect.map(Option.match({ onNone: () => 0, onSome: (row) => row.balanceMicros }))
     )
 
   /** A `top_up` entry and the balance it adds (the account row is locked). */
@@ -354,16 +362,13 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           if (row.billingMode === "prepaid" && row.balanceMicros < amount) {
             return yield* insufficientBalance(amount, row.balanceMicros)
           }
-          const key = yield* sql<Row>`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend}
+          const key = yield* sql`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend}
             WHERE key_id = ${charge.keyId}${sql.literal(pg ? " FOR UPDATE" : "")}`.pipe(
-            Effect.flatMap(decodeAll((r) => ({
-              limit: numberOrNull(r, "spend_limit_micros"),
-              spent: numberOf(r, "spent_micros")
-            }))),
-            Effect.map((rows) => rows[0])
+            Effect.flatMap(rows.keySpend.first),
+            Effect.map(Option.getOrUndefined)
           )
-          if (key !== undefined && key.limit !== null && key.spent + amount > key.limit) {
-            return yield* keyLimitExceeded(amount, key.limit, key.spent)
+          if (key !== undefined && key.spendLimitMicros !== null && key.spentMicros + amount > key.spendLimitMicros) {
+            return yield* keyLimitExceeded(amount, key.spendLimitMicros, key.spentMicros)
           }
           if (row.monthlySpendLimitMicros !== null) {
             const spent = yield* monthSpent(charge.accountId, month)
@@ -401,10 +406,11 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           const row = yield* lockAccount(refund.accountId)
           if (row === undefined) return
           // what is left to refund of the task's charges, by the month they were made in
-          const open = yield* sql<Row>`SELECT month, SUM(amount_micros) AS net FROM ${t.ledger}
+          const open = yield* sql`SELECT month, SUM(amount_micros) AS net FROM ${t.ledger}
             WHERE task_id = ${refund.taskId} AND account_id = ${refund.accountId} AND kind IN ('charge', 'refund')
             GROUP BY month`.pipe(
-            Effect.flatMap(decodeAll((r) => ({ month: stringOf(r, "month"), remaining: -numberOf(r, "net") })))
+            Effect.flatMap(rows.openMonths.all),
+            Effect.map((months) => months.map(({ month, net }) => ({ month, remaining: -net })))
           )
           let total = 0
           for (const { amountMicros: part, month } of refundParts(refund.amountMicros, open)) {
@@ -436,7 +442,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   const withAccount = <A, E>(
     operation: string,
     accountId: string,
-    f: (row: AccountRow, now: number) => Effect.Effect<A, E | SqlError | RowError>
+    f: (row: AccountRow, now: number) => Effect.Effect<A, E | SqlError | SqlRows.RowError>
   ) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
       sql.withTransaction(Effect.gen(function*() {
@@ -475,11 +481,13 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 
     state: (accountId) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql<Row>`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId}`.pipe(
-          Effect.flatMap(decodeAll(decodeAccount)),
-          Effect.flatMap((rows): Effect.Effect<BillingState, Errors.AccountNotFound | SqlError | RowError> =>
-            rows[0] === undefined ? Effect.fail(notFound(accountId)) : stateOf(accountId, rows[0], now)
-          )
+        sql`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId}`.pipe(
+          Effect.flatMap(rows.account.first),
+          Effect.flatMap(Option.match({
+            onNone: (): Effect.Effect<BillingState, Errors.AccountNotFound | SqlError | SqlRows.RowError> =>
+              Effect.fail(notFound(accountId)),
+            onSome: (row) => stateOf(accountId, row, now)
+          }))
         )).pipe(persistence("state")),
 
     update: (accountId, settings) =>
@@ -525,26 +533,25 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       ),
 
     keySpend: (keyId) =>
-      sql<Row>`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend} WHERE key_id = ${keyId}`.pipe(
-        Effect.flatMap(decodeAll((row) => ({
-          keyId,
-          spendLimitMicros: numberOrNull(row, "spend_limit_micros"),
-          spentMicros: numberOf(row, "spent_micros")
-        }))),
-        Effect.map((rows) => rows[0] ?? { keyId, spendLimitMicros: null, spentMicros: 0 }),
+      sql`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend} WHERE key_id = ${keyId}`.pipe(
+        Effect.flatMap(rows.keySpend.first),
+        Effect.map(Option.match({
+          onNone: () => ({ keyId, spendLimitMicros: null, spentMicros: 0 }),
+          onSome: (row) => ({ keyId, ...row })
+        })),
         persistence("keySpend")
       )
   }
 
   const ledger: BillingLedger["Type"] = {
     entries: (accountId) =>
-      sql<Row>`SELECT * FROM ${t.ledger} WHERE account_id = ${accountId} ORDER BY id`.pipe(
-        Effect.flatMap(decodeAll(decodeEntry)),
+      sql`SELECT * FROM ${t.ledger} WHERE account_id = ${accountId} ORDER BY id`.pipe(
+        Effect.flatMap(rows.ledger.all),
         persistence("ledger")
       ),
     topUpRequests: (accountId) =>
-      sql<Row>`SELECT * FROM ${t.topUps} WHERE account_id = ${accountId} ORDER BY id`.pipe(
-        Effect.flatMap(decodeAll(decodeTopUp)),
+      sql`SELECT * FROM ${t.topUps} WHERE account_id = ${accountId} ORDER BY id`.pipe(
+        Effect.flatMap(rows.topUp.all),
         persistence("topUpRequests")
       )
   }

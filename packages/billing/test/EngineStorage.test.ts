@@ -4,13 +4,14 @@
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import * as Ids from "@mediagate/engine/Ids"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import type { NewTask } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Ids from "@mediagate/persistence/Ids"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
 import { BillingAccounts, defaultSettings } from "../src/BillingAccounts.js"
 import { BillingLedger } from "../src/Ledger.js"
 import * as PaymentProvider from "../src/PaymentProvider.js"
@@ -62,8 +63,8 @@ for (const [name, database] of databases) {
   describe(`SqlBilling under SqlTaskStorage on ${name}`, () => {
     const run = <A, E>(body: Effect.Effect<A, E, TaskStorage | BillingAccounts | BillingLedger>) => {
       const billing = Layer.provideMerge(SqlBilling.layer(), PaymentProvider.layerNone)
-      const storage = SqlTaskStorage.layer({ clock: () => now })
-      return body.pipe(
+      const storage = SqlTaskStorage.layer({ time: "clock" })
+      return Effect.zipRight(TestClock.setTime(now), body).pipe(
         Effect.provide(Layer.provideMerge(storage, billing).pipe(Layer.provide(database()))),
         Effect.scoped
       )

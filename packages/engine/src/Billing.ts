@@ -9,7 +9,7 @@ import type { Errors } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { PersistenceError } from "./PersistenceError.js"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 
 /** A charge for a task. */
 export interface Charge {

@@ -5,15 +5,18 @@
  * - Tables (named with the store's prefix, default `mediagate_`; see {@link tables}): `<prefix>tasks` (every field
  *   of {@link TaskRecord}; times are epoch ms in BIGINT/INTEGER, money is integer micro-dollars, JSON fields are TEXT
  *   on both databases so they round-trip byte for byte), `<prefix>task_idempotency` and `<prefix>task_outbox`,
- *   created by {@link migrations} in their own migrations table ({@link migrationsTable}).
- * - Clock: without `options.clock`, "now" is the database clock, computed once per statement inside the statement
- *   (a `clock` CTE); with `options.clock` (tests), that value is passed as a parameter instead.
+ *   created by {@link migrations} in their own migrations table ({@link migrationsTable}). Rows are decoded with
+ *   Schema ({@link TaskRow}, {@link OutboxRow}): a corrupt row fails with a `PersistenceError` naming its table
+ *   and column.
+ * - Clock: by default "now" is the database clock, computed once per statement inside the statement (a `clock`
+ *   CTE); with `time: "clock"` (tests, under `TestClock`) it is Effect's `Clock`, passed as a parameter instead.
  * - Claims: one `UPDATE ... WHERE id IN (SELECT ... ORDER BY next_run_at, id LIMIT n [FOR UPDATE SKIP LOCKED])
  *   RETURNING *`, served by a partial index on `next_run_at` over the active statuses.
  * - Terminal transitions (finish, cancel): the compare-and-set update, the refund through {@link Billing} and the
  *   outbox event in one transaction. Terminal transitions run in parallel: on PostgreSQL each outbox row records
  *   its inserting transaction (`txid`), and readers walk `(txid, seq)` only up to the oldest running transaction,
  *   so an entry that commits late can never fall behind a reader's cursor (no global lock on the hot path).
+ * - Idempotency: the shared window and rule of `IdempotencyWindow`, in `<prefix>task_idempotency`.
  * - Wakeups: an in-process PubSub (published after commits), merged on PostgreSQL with `LISTEN <prefix>tasks`
  *   ({@link wakeupChannel}); `accept`, `markDue` and `releaseAll` send `pg_notify` inside their transaction. The
  *   listening client is the PostgreSQL client in context when there is one, looked up by its tag key: the
@@ -24,53 +27,42 @@
  *
  * @since 0.1.0
  */
-import * as Migrator from "@effect/sql/Migrator"
+import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import { type Catalog, Errors, Task, type Webhook } from "@mediagate/contract"
+import { Catalog, Errors, Task, Webhook } from "@mediagate/contract"
+import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
+import * as Ids from "@mediagate/persistence/Ids"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
+import * as Record from "effect/Record"
 import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { Billing } from "./Billing.js"
-import * as Ids from "./Ids.js"
-import { PersistenceError } from "./PersistenceError.js"
 import { fromNew, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
-import { type CancelResult, extraCharges, type ListPage, type OutboxEntry, TaskStorage } from "./TaskStorage.js"
-import {
-  columns,
-  databaseNow,
-  defaultPrefix,
-  identifiers,
-  migrateWith,
-  migrator,
-  nowExpression,
-  persistence as persistenceOf,
-  type PrefixOptions,
-  prefixedMigrations,
-  resolvePrefix,
-  type StorageFailure,
-  storeClient
-} from "./SqlStore.js"
-import { bad, decodeAll, isObject, jsonObject, jsonOrNull, numberOf, numberOrNull, oneOf, type Row, RowError, stringOf, stringOrNull } from "./SqlRows.js"
+import { type CancelResult, extraCharges, type ListPage, TaskStorage } from "./TaskStorage.js"
 
 /** The tables of the storage under `prefix`. */
-export const tables = (prefix: string = defaultPrefix) => ({
+export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
   tasks: `${prefix}tasks`,
   idempotency: `${prefix}task_idempotency`,
   outbox: `${prefix}task_outbox`
 }) as const
 
 /** The table the engine's migrations are recorded in: `<prefix>engine_migrations`. */
-export const migrationsTable = (prefix: string = defaultPrefix): string => `${prefix}engine_migrations`
+export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}engine_migrations`
 
 /** The PostgreSQL `NOTIFY` channel of wakeups: `<prefix>tasks`. */
-export const wakeupChannel = (prefix: string = defaultPrefix): string => `${prefix}tasks`
+export const wakeupChannel = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}tasks`
 
 /** The one method of the PostgreSQL client the storage uses (LISTEN). */
 interface PgListener {
@@ -88,8 +80,6 @@ const storeName = "task storage"
 /** The SQL list of the active statuses; one string so that queries match the partial index predicate exactly. */
 const activeList = "('pending', 'queued', 'running')"
 
-
-
 // -----------------------------------------------------------------------------------------------------------------
 // migrations
 // -----------------------------------------------------------------------------------------------------------------
@@ -97,7 +87,7 @@ const activeList = "('pending', 'queued', 'running')"
 const createTables = (prefix: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const { big, id: idType, pg, real } = columns(sql)
+    const { big, id: idType, pg, real } = SqlStore.columns(sql)
     const t = tables(prefix)
     const statuses = Task.taskStatuses.map((s) => `'${s}'`).join(", ")
     yield* sql.unsafe(`CREATE TABLE ${t.tasks} (
@@ -163,8 +153,8 @@ const createTables = (prefix: string) =>
  * The engine's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
  * the loader with a `MigrationError`.
  */
-export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
-  prefixedMigrations(storeName, prefix, (prefix) => {
+export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
+  SqlStore.prefixedMigrations(storeName, prefix, (prefix) => {
     const t = tables(prefix)
     return {
       "0001_tasks": createTables(prefix),
@@ -192,102 +182,98 @@ export const migrations = (prefix: string = defaultPrefix): Migrator.Loader =>
  * Runs the engine's migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
  * {@link PersistenceError}.
  */
-export const migrate = migrateWith(storeName, migrations, migrationsTable)
+export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
 
 // -----------------------------------------------------------------------------------------------------------------
 // rows
 // -----------------------------------------------------------------------------------------------------------------
 
+const { column } = SqlRows
+const nullable = <A, I>(schema: Schema.Schema<A, I>) => Schema.NullOr(schema)
 
+/** A row of `<prefix>tasks`: a {@link TaskRecord}; enum columns follow the contract's lists. */
+export const TaskRow = Schema.Struct({
+  id: Schema.String,
+  accountId: column("account_id", Schema.String),
+  keyId: column("key_id", Schema.String),
+  environment: SqlRows.literal("live", "test"),
+  endpoint: SqlRows.literal(...Record.keys(Catalog.endpoints)),
+  provider: SqlRows.literal(...Catalog.taskFamilies),
+  operation: SqlRows.literal(...Catalog.operations),
+  mediaType: column("media_type", SqlRows.literal(...Catalog.mediaTypes)),
+  model: Schema.String,
+  status: SqlRows.literal(...Task.taskStatuses),
+  input: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  metadata: Schema.parseJson(Schema.Record({
+    key: Schema.String,
+    value: Schema.Union(Schema.String, Schema.Number, Schema.Boolean, Schema.Null)
+  })),
+  webhookUrl: column("webhook_url", nullable(Schema.String)),
+  originalTaskId: column("original_task_id", nullable(Schema.String)),
+  chargedMicros: column("charged_micros", SqlRows.Number),
+  refundedMicros: column("refunded_micros", SqlRows.Number),
+  estimatedSeconds: column("estimated_seconds", SqlRows.Number),
+  progress: SqlRows.Number,
+  result: nullable(Schema.parseJson(Schema.Array(Task.ResultItem))),
+  error: nullable(Schema.parseJson(Task.TaskError)),
+  upstreamJobId: column("upstream_job_id", nullable(Schema.String)),
+  fence: SqlRows.Number,
+  leaseOwner: column("lease_owner", nullable(Schema.String)),
+  leaseExpiresAt: column("lease_expires_at", nullable(SqlRows.Number)),
+  nextRunAt: column("next_run_at", nullable(SqlRows.Number)),
+  deadlineAt: column("deadline_at", SqlRows.Number),
+  polls: SqlRows.Number,
+  createdAt: column("created_at", SqlRows.Number),
+  startedAt: column("started_at", nullable(SqlRows.Number)),
+  completedAt: column("completed_at", nullable(SqlRows.Number))
+})
+
+/** A row of `<prefix>task_outbox`: an outbox entry (on PostgreSQL with its `txid`). */
+export const OutboxRow = Schema.Struct({
+  seq: SqlRows.Number,
+  accountId: column("account_id", Schema.String),
+  taskId: column("task_id", Schema.String),
+  webhookUrl: column("webhook_url", nullable(Schema.String)),
+  event: Schema.parseJson(Webhook.WebhookEvent),
+  txid: Schema.optional(SqlRows.Number)
+})
+
+/** A row of `<prefix>task_idempotency` as the accept reads it. */
+const IdempotencyRow = Schema.Struct({
+  fingerprint: Schema.String,
+  taskId: column("task_id", Schema.String),
+  createdAt: column("created_at", SqlRows.Number)
+})
+
+/** The owner of a task, as a step with extra charges reads it back. */
+const OwnerRow = Schema.Struct({
+  accountId: column("account_id", Schema.String),
+  keyId: column("key_id", Schema.String),
+  environment: SqlRows.literal("live", "test")
+})
+
+const StatusRow = Schema.Struct({ status: SqlRows.literal(...Task.taskStatuses) })
+const CountRow = Schema.Struct({ n: SqlRows.Number })
+const DueRow = Schema.Struct({ unleased: nullable(SqlRows.Number), leased: nullable(SqlRows.Number) })
+
+/** The decoders of the storage's rows, named after its tables under `prefix`. */
+const decoders = (prefix: string) => {
+  const names = tables(prefix)
+  return {
+    task: SqlRows.decoder(names.tasks, TaskRow),
+    owner: SqlRows.decoder(names.tasks, OwnerRow),
+    status: SqlRows.decoder(names.tasks, StatusRow),
+    count: SqlRows.decoder(names.tasks, CountRow),
+    due: SqlRows.decoder(names.tasks, DueRow),
+    outbox: SqlRows.decoder(names.outbox, OutboxRow),
+    idempotency: SqlRows.decoder(names.idempotency, IdempotencyRow)
+  }
+}
 
 /** An idempotency key claimed by a concurrent accept after we looked it up: the accept is tried again. */
-class IdempotencyRace extends Data.TaggedError("IdempotencyRace")<{}> {}
-
-const environments = ["live", "test"] as const
-
-const decodeTask = (row: Row): TaskRecord => {
-  const result = jsonOrNull(row, "result")
-  const error = jsonOrNull(row, "error")
-  return {
-    id: stringOf(row, "id"),
-    accountId: stringOf(row, "account_id"),
-    keyId: stringOf(row, "key_id"),
-    environment: oneOf(row, "environment", environments),
-    endpoint: stringOf(row, "endpoint") as Catalog.EndpointKey,
-    provider: stringOf(row, "provider") as Catalog.TaskFamily,
-    operation: stringOf(row, "operation") as Catalog.Operation,
-    mediaType: stringOf(row, "media_type") as Catalog.MediaType,
-    model: stringOf(row, "model"),
-    status: oneOf(row, "status", Task.taskStatuses),
-    input: jsonObject(row, "input"),
-    metadata: jsonObject(row, "metadata") as TaskRecord["metadata"],
-    webhookUrl: stringOrNull(row, "webhook_url"),
-    originalTaskId: stringOrNull(row, "original_task_id"),
-    chargedMicros: numberOf(row, "charged_micros"),
-    refundedMicros: numberOf(row, "refunded_micros"),
-    estimatedSeconds: numberOf(row, "estimated_seconds"),
-    progress: numberOf(row, "progress"),
-    result: result === null ? null : Array.isArray(result) ? result as TaskRecord["result"] : bad("result", "not an array"),
-    error: error === null ? null : isObject(error) ? error as unknown as Task.TaskError : bad("error", "not an object"),
-    upstreamJobId: stringOrNull(row, "upstream_job_id"),
-    fence: numberOf(row, "fence"),
-    leaseOwner: stringOrNull(row, "lease_owner"),
-    leaseExpiresAt: numberOrNull(row, "lease_expires_at"),
-    nextRunAt: numberOrNull(row, "next_run_at"),
-    deadlineAt: numberOf(row, "deadline_at"),
-    polls: numberOf(row, "polls"),
-    createdAt: numberOf(row, "created_at"),
-    startedAt: numberOrNull(row, "started_at"),
-    completedAt: numberOrNull(row, "completed_at")
-  }
-}
-
-const decodeOutbox = (row: Row): OutboxEntry => {
-  const event = jsonObject(row, "event")
-  return {
-    seq: numberOf(row, "seq"),
-    accountId: stringOf(row, "account_id"),
-    taskId: stringOf(row, "task_id"),
-    webhookUrl: stringOrNull(row, "webhook_url"),
-    event: (isObject(event.data) && typeof event.id === "string" ? event : bad("event", "not an event")) as unknown as Webhook.WebhookEvent
-  }
-}
+class IdempotencyRace extends Schema.TaggedError<IdempotencyRace>()("IdempotencyRace", {}) {}
 
 const json = (value: unknown): string => JSON.stringify(value)
-const jsonOrNullText = (value: unknown): string | null => value === null ? null : JSON.stringify(value)
-
-const encodeTask = (task: TaskRecord): Record<string, unknown> => ({
-  id: task.id,
-  account_id: task.accountId,
-  key_id: task.keyId,
-  environment: task.environment,
-  endpoint: task.endpoint,
-  provider: task.provider,
-  operation: task.operation,
-  media_type: task.mediaType,
-  model: task.model,
-  status: task.status,
-  input: json(task.input),
-  metadata: json(task.metadata),
-  webhook_url: task.webhookUrl,
-  original_task_id: task.originalTaskId,
-  charged_micros: task.chargedMicros,
-  refunded_micros: task.refundedMicros,
-  estimated_seconds: task.estimatedSeconds,
-  progress: task.progress,
-  result: jsonOrNullText(task.result),
-  error: jsonOrNullText(task.error),
-  upstream_job_id: task.upstreamJobId,
-  fence: task.fence,
-  lease_owner: task.leaseOwner,
-  lease_expires_at: task.leaseExpiresAt,
-  next_run_at: task.nextRunAt,
-  deadline_at: task.deadlineAt,
-  polls: task.polls,
-  created_at: task.createdAt,
-  started_at: task.startedAt,
-  completed_at: task.completedAt
-})
 
 /** Times are stored as integer milliseconds. */
 const ms = (value: number): number => Math.floor(value)
@@ -308,16 +294,13 @@ const prefixEnd = (prefix: string): string | undefined => {
 // the storage
 // -----------------------------------------------------------------------------------------------------------------
 
-/** Options of the SQL storage. */
-export interface SqlOptions extends PrefixOptions {
-  /** The storage clock (tests); without it, "now" is the database clock. */
-  readonly clock?: () => number
-}
+/** Options of the SQL storage: the table prefix and where "now" comes from (default: the database clock). */
+export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions {}
 
 const isIdempotencyRace = (u: unknown): u is IdempotencyRace => u instanceof IdempotencyRace
 
 /** Storage failures (and a lost idempotency race) become {@link PersistenceError}. */
-const persistence = persistenceOf(storeName, isIdempotencyRace)
+const persistence = SqlStore.persistence(storeName, isIdempotencyRace)
 
 /**
  * Builds the SQL task storage on the `SqlClient` in context (SQLite or PostgreSQL), after running the engine's
@@ -330,39 +313,36 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   SqlClient.SqlClient | Billing
 > =>
   Effect.gen(function*() {
-    const prefix = yield* resolvePrefix(storeName, options)
+    const prefix = yield* SqlStore.resolvePrefix(storeName, options)
     const billing = yield* Billing
-    const { pg, sql } = yield* storeClient(storeName)
-    yield* migrator(migrations(prefix), migrationsTable(prefix))
+    const { pg, sql } = yield* SqlStore.storeClient(storeName)
+    yield* SqlStore.migrator(migrations(prefix), migrationsTable(prefix))
 
-    const clock = options.clock
-    const t = identifiers(sql, tables(prefix))
+    const time = options.time ?? "database"
+    const t = SqlStore.identifiers(sql, tables(prefix))
+    const rows = decoders(prefix)
     const channel = wakeupChannel(prefix)
+    // The LISTEN client is optional by design: SQLite hosts have none, and PostgreSQL hosts may not install the
+    // driver's types. A required `PgClient` in this layer's type would force the driver on every host, so it is
+    // looked up by its tag key; without it, wakeups are local only (workers still poll).
     const listener = pg ? yield* Effect.serviceOption(PgListener) : Option.none<PgListener>()
     const signals = yield* PubSub.sliding<void>(1)
     const wake = PubSub.publish(signals, undefined)
     const notify = pg ? sql`SELECT pg_notify(${channel}, ${"wake"})`.pipe(Effect.asVoid) : Effect.void
 
+    /** "now" as an SQL expression: the database clock, or the reading of Effect's `Clock` as a parameter. */
+    const nowSql: Effect.Effect<Fragment> = time === "database"
+      ? Effect.succeed(sql.literal(SqlStore.nowExpression(pg)))
+      : Effect.map(Clock.currentTimeMillis, (now) => sql`CAST(${ms(now)} AS BIGINT)`)
     /** "now" computed once per statement: `WITH clock AS (SELECT <now> AS now) ...`, read as {@link NOW}. */
-    const withClock = (): Fragment => {
-      const materialized = pg ? "MATERIALIZED " : ""
-      return clock === undefined
-        ? sql.literal(`WITH clock AS ${materialized}(SELECT ${nowExpression(pg)} AS now)`)
-        : sql`WITH clock AS ${sql.literal(materialized)}(SELECT CAST(${ms(clock())} AS BIGINT) AS now)`
-    }
+    const withClock = Effect.map(nowSql, (now) => sql`WITH clock AS ${sql.literal(pg ? "MATERIALIZED " : "")}(SELECT ${now} AS now)`)
     const NOW = sql.literal("(SELECT now FROM clock)")
     const ACTIVE = sql.literal(`status IN ${activeList}`)
 
     /** The storage clock as a value (inside a transaction: one reading for the whole transition). */
-    const currentTime: Effect.Effect<number, SqlError | RowError> = clock === undefined
-      ? databaseNow(sql, pg)
-      : Effect.sync(() => ms(clock()))
+    const currentTime = SqlStore.storageNow(sql, pg, time)
 
-    const selectTask = (id: string) =>
-      sql<Row>`SELECT * FROM ${t.tasks} WHERE id = ${id}`.pipe(
-        Effect.flatMap(decodeAll(decodeTask)),
-        Effect.map((rows) => Option.fromNullable(rows[0]))
-      )
+    const selectTask = (id: string) => sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`.pipe(Effect.flatMap(rows.task.first))
 
     /** Refund (failed, expired, cancelled) and outbox event of a task that just became terminal. */
     const settle = (task: TaskRecord, now: number) =>
@@ -389,30 +369,23 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       const attempt = sql.withTransaction(Effect.gen(function*() {
         const record = fromNew({ ...task, createdAt: ms(task.createdAt), deadlineAt: ms(task.deadlineAt) })
         if (claim !== undefined) {
-          const previous = yield* sql<Row>`SELECT fingerprint, task_id, created_at FROM ${t.idempotency}
+          const previous = yield* sql`SELECT fingerprint, task_id, created_at FROM ${t.idempotency}
             WHERE account_id = ${task.accountId} AND "key" = ${claim.key}`.pipe(
-            Effect.flatMap(decodeAll((row) => ({
-              fingerprint: stringOf(row, "fingerprint"),
-              taskId: stringOf(row, "task_id"),
-              createdAt: numberOf(row, "created_at")
-            }))),
-            Effect.map((rows) => rows[0])
+            Effect.flatMap(rows.idempotency.first),
+            Effect.map(Option.getOrUndefined)
           )
-          if (previous !== undefined && previous.createdAt >= claim.notBefore) {
-            if (previous.fingerprint !== claim.fingerprint) {
-              return yield* new Errors.IdempotencyKeyReused({
-                message: "Idempotency-Key was already used with a different request"
-              })
-            }
+          const verdict = IdempotencyWindow.judge(previous, claim)
+          if (verdict === "Reused") {
+            return yield* new Errors.IdempotencyKeyReused({ message: IdempotencyWindow.reusedMessage })
+          }
+          if (verdict === "Replay" && previous !== undefined) {
             const original = yield* selectTask(previous.taskId)
             if (Option.isSome(original)) return { _tag: "Replayed", task: original.value } as const
           }
           // take the key: insert it, or replace exactly the row read above (expired, or its task gone); a
           // concurrent accept that took it first leaves nothing to return, and the whole accept runs again
-          const createdAt = clock === undefined
-            ? sql.literal(nowExpression(pg))
-            : sql`${ms(clock())}`
-          const taken = yield* sql<Row>`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, task_id, created_at)
+          const createdAt = yield* nowSql
+          const taken = yield* sql`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, task_id, created_at)
             VALUES (${task.accountId}, ${claim.key}, ${claim.fingerprint}, ${task.id}, ${createdAt})
             ON CONFLICT (account_id, "key") DO UPDATE SET fingerprint = excluded.fingerprint,
               task_id = excluded.task_id, created_at = excluded.created_at
@@ -421,7 +394,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           if (taken.length === 0) return yield* new IdempotencyRace()
         }
         if (charge !== undefined && charge.amountMicros > 0) yield* billing.charge(charge)
-        yield* sql`INSERT INTO ${t.tasks} ${sql.insert(encodeTask(record))}`
+        yield* sql`INSERT INTO ${t.tasks} ${sql.insert(yield* rows.task.encode(record))}`
         yield* notify
         return { _tag: "Created", task: record } as const
       }))
@@ -455,23 +428,22 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           const nul = query.beforeId.indexOf("\u0000")
           page.push(nul < 0 ? sql`id < ${query.beforeId}` : sql`id <= ${query.beforeId.slice(0, nul)}`)
         }
-        const [rows, total] = yield* Effect.all([
-          sql<Row>`SELECT * FROM ${t.tasks} WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
-            Effect.flatMap(decodeAll(decodeTask))
+        const [items, total] = yield* Effect.all([
+          sql`SELECT * FROM ${t.tasks} WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
+            Effect.flatMap(rows.task.all)
           ),
-          sql<Row>`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE ${sql.and(filters)}`.pipe(
-            Effect.flatMap(decodeAll((row) => numberOf(row, "n"))),
-            Effect.map((rows) => rows[0] ?? 0)
-          )
+          sql`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE ${sql.and(filters)}`.pipe(Effect.flatMap(rows.count.single))
         ], { concurrency: 2 })
-        return { items: rows.slice(0, limit), hasMore: rows.length > limit, total }
+        return { items: items.slice(0, limit), hasMore: items.length > limit, total: total.n }
       }).pipe(persistence("list"))
 
     const claim: TaskStorage["Type"]["claim"] = (owner, limit, leaseMs) =>
       Effect.suspend(() => {
         const n = Math.max(0, Math.floor(limit))
         if (n === 0) return Effect.succeed([])
-        return sql<Row>`${withClock()}
+        return withClock.pipe(
+          Effect.flatMap((clock) =>
+            sql`${clock}
           UPDATE ${t.tasks} SET
             fence = fence + 1,
             lease_owner = ${owner},
@@ -486,9 +458,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             ORDER BY next_run_at, id
             LIMIT ${n}${sql.literal(pg ? " FOR UPDATE SKIP LOCKED" : "")}
           )
-          RETURNING *`.pipe(
-          Effect.flatMap(decodeAll(decodeTask)),
-          Effect.map((tasks) => tasks.sort((a, b) => a.nextRunAt! - b.nextRunAt! || (a.id < b.id ? -1 : 1)))
+          RETURNING *`
+          ),
+          Effect.flatMap(rows.task.all),
+          Effect.map((tasks) => tasks.sort((a, b) => (a.nextRunAt ?? 0) - (b.nextRunAt ?? 0) || (a.id < b.id ? -1 : 1)))
         )
       }).pipe(persistence("claim"))
 
@@ -509,23 +482,18 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         // running never goes back to queued
         const guard = update.status === "queued" ? sql.literal(`status IN ('pending', 'queued')`) : ACTIVE
         const extra = extraCharges(update)
-        const write = sql<Row>`UPDATE ${t.tasks} SET ${sql.csv(set)}
+        const write = sql`UPDATE ${t.tasks} SET ${sql.csv(set)}
           WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${guard}
-          RETURNING id, account_id, key_id, environment`
-        if (extra.length === 0) return write.pipe(Effect.map((rows) => rows.length > 0))
+          RETURNING account_id, key_id, environment`
+        if (extra.length === 0) return write.pipe(Effect.map((written) => written.length > 0))
         // extra charges: charged with the step, in one transaction (a refusal rolls the step back)
         return sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* write
-          const row = rows[0]
-          if (row === undefined) return false
-          if (stringOf(row, "environment") !== "live") return true
+          const written = yield* Effect.flatMap(write, rows.owner.first)
+          if (Option.isNone(written)) return false
+          const owner = written.value
+          if (owner.environment !== "live") return true
           for (const charge of extra) {
-            yield* billing.charge({
-              accountId: stringOf(row, "account_id"),
-              keyId: stringOf(row, "key_id"),
-              taskId: id,
-              ...charge
-            })
+            yield* billing.charge({ accountId: owner.accountId, keyId: owner.keyId, taskId: id, ...charge })
           }
           const total = extra.reduce((sum, charge) => sum + charge.amountMicros, 0)
           yield* sql`UPDATE ${t.tasks} SET charged_micros = charged_micros + ${total} WHERE id = ${id}`
@@ -550,77 +518,79 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (outcome._tag === "Succeeded") set.push(sql`result = ${json(outcome.result)}`, sql`progress = 100`)
         else if (outcome._tag === "Failed") set.push(sql`error = ${json(outcome.error)}`)
         else set.push(sql`error = ${json({ code: "TASK_EXPIRED", message: "task did not finish before its deadline" })}`)
-        const rows = yield* sql<Row>`UPDATE ${t.tasks} SET ${sql.csv(set)}
-          WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${ACTIVE} RETURNING *`.pipe(Effect.flatMap(decodeAll(decodeTask)))
-        if (rows.length === 0) return Option.none<TaskRecord>()
-        return Option.some(yield* settle(rows[0]!, now))
+        const ended = yield* sql`UPDATE ${t.tasks} SET ${sql.csv(set)}
+          WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${ACTIVE} RETURNING *`.pipe(
+          Effect.flatMap(rows.task.first)
+        )
+        if (Option.isNone(ended)) return Option.none<TaskRecord>()
+        return Option.some(yield* settle(ended.value, now))
       })).pipe(persistence("finish"))
 
     const cancel: TaskStorage["Type"]["cancel"] = (accountId, id) =>
-      Effect.suspend((): Effect.Effect<CancelResult, StorageFailure | IdempotencyRace | PersistenceError> => {
+      Effect.suspend((): Effect.Effect<CancelResult, SqlStore.StorageFailure | PersistenceError> => {
         if (hasNul(accountId) || hasNul(id)) return Effect.succeed({ _tag: "NotFound" })
         return sql.withTransaction(Effect.gen(function*() {
           const now = yield* currentTime
-          const rows = yield* sql<Row>`UPDATE ${t.tasks} SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
+          const cancelled = yield* sql`UPDATE ${t.tasks} SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
               lease_expires_at = NULL, next_run_at = NULL, completed_at = ${now}
             WHERE id = ${id} AND account_id = ${accountId} AND status IN ('pending', 'queued')
-            RETURNING *`.pipe(Effect.flatMap(decodeAll(decodeTask)))
-          if (rows.length === 0) {
-            const current = yield* sql<Row>`SELECT status FROM ${t.tasks} WHERE id = ${id} AND account_id = ${accountId}`.pipe(
-              Effect.flatMap(decodeAll((row) => oneOf(row, "status", Task.taskStatuses)))
-            )
-            return current.length === 0
-              ? { _tag: "NotFound" } as const
-              : { _tag: "NotCancellable", status: current[0]! } as const
-          }
-          return { _tag: "Cancelled", task: yield* settle(rows[0]!, now) } as const
+            RETURNING *`.pipe(Effect.flatMap(rows.task.first))
+          if (Option.isSome(cancelled)) return { _tag: "Cancelled", task: yield* settle(cancelled.value, now) } as const
+          const current = yield* sql`SELECT status FROM ${t.tasks} WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+            Effect.flatMap(rows.status.first)
+          )
+          return Option.match(current, {
+            onNone: () => ({ _tag: "NotFound" }) as const,
+            onSome: ({ status }) => ({ _tag: "NotCancellable", status }) as const
+          })
         }))
       }).pipe(persistence("cancel"))
 
     const heartbeat: TaskStorage["Type"]["heartbeat"] = (owner, leaseMs) =>
-      Effect.suspend(() =>
-        sql<Row>`${withClock()} UPDATE ${t.tasks} SET lease_expires_at = ${NOW} + ${ms(leaseMs)}
-          WHERE lease_owner = ${owner} AND ${ACTIVE} RETURNING id`
-      ).pipe(Effect.map((rows) => rows.length), persistence("heartbeat"))
+      Effect.flatMap(withClock, (clock) =>
+        sql`${clock} UPDATE ${t.tasks} SET lease_expires_at = ${NOW} + ${ms(leaseMs)}
+          WHERE lease_owner = ${owner} AND ${ACTIVE} RETURNING id`).pipe(
+          Effect.map((updated) => updated.length),
+          persistence("heartbeat")
+        )
 
     const releaseAll: TaskStorage["Type"]["releaseAll"] = (owner) =>
       sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<Row>`${withClock()} UPDATE ${t.tasks} SET lease_owner = NULL, lease_expires_at = NULL,
+        const released = yield* sql`${yield* withClock} UPDATE ${t.tasks} SET lease_owner = NULL, lease_expires_at = NULL,
             next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${NOW} THEN ${NOW} ELSE next_run_at END
           WHERE lease_owner = ${owner} AND ${ACTIVE} RETURNING id`
-        if (rows.length > 0) yield* notify
-        return rows.length
+        if (released.length > 0) yield* notify
+        return released.length
       })).pipe(persistence("releaseAll"), Effect.tap(() => wake))
 
     const markDue: TaskStorage["Type"]["markDue"] = (ids) =>
       Effect.suspend(() => {
         const valid = ids.filter((id) => !hasNul(id))
         return valid.length === 0 ? Effect.void : sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<Row>`${withClock()} UPDATE ${t.tasks}
+          const due = yield* sql`${yield* withClock} UPDATE ${t.tasks}
             SET next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${NOW} THEN ${NOW} ELSE next_run_at END
             WHERE ${sql.in("id", valid)} AND ${ACTIVE} RETURNING id`
-          if (rows.length > 0) yield* notify
+          if (due.length > 0) yield* notify
         }))
       }).pipe(persistence("markDue"), Effect.zipRight(wake), Effect.asVoid)
 
     // the earliest due time: unleased tasks by `next_run_at` (due index), leased ones (lease index) once their
     // lease runs out
-    const nextDueAt: TaskStorage["Type"]["nextDueAt"] = Effect.suspend(() =>
-      sql<Row>`${withClock()} SELECT
+    const nextDueAt: TaskStorage["Type"]["nextDueAt"] = Effect.flatMap(withClock, (clock) =>
+      sql`${clock} SELECT
         (SELECT next_run_at FROM ${t.tasks}
           WHERE ${ACTIVE} AND next_run_at IS NOT NULL AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})
           ORDER BY next_run_at LIMIT 1) AS unleased,
         (SELECT MIN(CASE WHEN next_run_at > lease_expires_at THEN next_run_at ELSE lease_expires_at END) FROM ${t.tasks}
           WHERE lease_owner IS NOT NULL AND ${ACTIVE} AND next_run_at IS NOT NULL AND lease_expires_at > ${NOW}
-        ) AS leased`
-    ).pipe(
-      Effect.flatMap(decodeAll((row) => [numberOrNull(row, "unleased"), numberOrNull(row, "leased")] as const)),
-      Effect.map((rows) => {
-        const candidates = (rows[0] ?? []).filter((n): n is number => n !== null)
-        return candidates.length === 0 ? Option.none<number>() : Option.some(Math.min(...candidates))
-      }),
-      persistence("nextDueAt")
-    )
+        ) AS leased`).pipe(
+        Effect.flatMap(rows.due.single),
+        Effect.map(({ leased, unleased }) => {
+          const candidates = [unleased, leased].filter((n) => n !== null)
+          return candidates.length === 0 ? Option.none<number>() : Option.some(Math.min(...candidates))
+        }),
+        persistence("nextDueAt")
+      )
 
     const readOutbox: TaskStorage["Type"]["readOutbox"] = (cursor, limit) =>
       Effect.gen(function*() {
@@ -628,30 +598,28 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (!pg) {
           // one writer at a time: sequence order is commit order
           const after = Math.max(0, Math.floor(Number(cursor ?? "0") || 0))
-          const rows = yield* sql<Row>`SELECT seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
-            WHERE seq > ${after} ORDER BY seq LIMIT ${size}`
-          const entries = yield* decodeAll(decodeOutbox)(rows)
+          const entries = yield* sql`SELECT seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
+            WHERE seq > ${after} ORDER BY seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
           return { entries, cursor: String(entries.at(-1)?.seq ?? after) }
         }
         // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
         // up to the oldest transaction still running: nothing can appear behind such a cursor later
-        const [lastTxid, lastSeq] = (cursor ?? "0:0").split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
-        const rows = yield* sql<Row>`SELECT txid, seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
-          WHERE (txid > ${lastTxid!} OR (txid = ${lastTxid!} AND seq > ${lastSeq!}))
+        const [lastTxid = 0, lastSeq = 0] = (cursor ?? "0:0").split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
+        const read = yield* sql`SELECT txid, seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
+          WHERE (txid > ${lastTxid} OR (txid = ${lastTxid} AND seq > ${lastSeq}))
             AND txid < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
-          ORDER BY txid, seq LIMIT ${size}`
-        const entries = yield* decodeAll(decodeOutbox)(rows)
-        const last = rows.at(-1)
+          ORDER BY txid, seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
+        const last = read.at(-1)
         return {
-          entries,
-          cursor: last === undefined ? `${lastTxid}:${lastSeq}` : `${numberOf(last, "txid")}:${numberOf(last, "seq")}`
+          entries: read.map(({ txid: _, ...entry }) => entry),
+          cursor: last === undefined ? `${lastTxid}:${lastSeq}` : `${last.txid ?? lastTxid}:${last.seq}`
         }
       }).pipe(persistence("readOutbox"))
 
     const pruneIdempotency: TaskStorage["Type"]["pruneIdempotency"] = (before) =>
       Effect.suspend(() =>
-        sql<Row>`DELETE FROM ${t.idempotency} WHERE created_at < ${Math.floor(before)} RETURNING account_id`
-      ).pipe(Effect.map((rows) => rows.length), persistence("pruneIdempotency"))
+        sql`DELETE FROM ${t.idempotency} WHERE created_at < ${Math.floor(before)} RETURNING account_id`
+      ).pipe(Effect.map((pruned) => pruned.length), persistence("pruneIdempotency"))
 
     const remote: Stream.Stream<void> = Option.match(listener, {
       onNone: () => Stream.empty,

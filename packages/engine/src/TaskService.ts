@@ -12,16 +12,17 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { createHash } from "node:crypto"
-import * as Ids from "./Ids.js"
-import type { PersistenceError } from "./PersistenceError.js"
+import { millis as idempotencyWindowMs } from "@mediagate/persistence/IdempotencyWindow"
+import * as Ids from "@mediagate/persistence/Ids"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import { Planner } from "./Planner.js"
 import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
 import { type IdempotencyClaim, TaskStorage } from "./TaskStorage.js"
 import { ResultLinks } from "./ResultLinks.js"
 import { Upstream } from "./Upstream.js"
 
-/** How long an `Idempotency-Key` is remembered (decisions.md §2). */
-export const idempotencyWindowMs = 24 * 60 * 60 * 1000
+/** How long an `Idempotency-Key` is remembered: the shared window (`IdempotencyWindow.millis`, 24 h). */
+export { idempotencyWindowMs }
 
 const unavailable = (error: PersistenceError) =>
   Effect.zipRight(

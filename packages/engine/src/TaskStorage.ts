@@ -11,6 +11,10 @@
  * @since 0.1.0
  */
 import { Errors, type Task, type Webhook } from "@mediagate/contract"
+import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
+import * as Ids from "@mediagate/persistence/Ids"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -18,8 +22,6 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import { Billing, type Charge } from "./Billing.js"
-import * as Ids from "./Ids.js"
-import type { PersistenceError } from "./PersistenceError.js"
 import {
   activeStatuses,
   fromNew,
@@ -56,14 +58,8 @@ export interface ListPage {
   readonly total: number
 }
 
-/** An `Idempotency-Key` claim: the same key with the same fingerprint replays, another fingerprint is refused. */
-export interface IdempotencyClaim {
-  readonly key: string
-  /** A digest of what the key was sent with (endpoint and body). */
-  readonly fingerprint: string
-  /** Keys older than this (epoch ms) are forgotten (decisions.md §2: 24 h). */
-  readonly notBefore: number
-}
+/** An `Idempotency-Key` claim of a task, judged by the shared rule (`IdempotencyWindow`). */
+export type IdempotencyClaim = IdempotencyWindow.Claim
 
 /** The answer of {@link TaskStorage} `accept`. */
 export type AcceptResult =
@@ -193,20 +189,13 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
 export const extraCharges = (update: StepUpdate): ReadonlyArray<ExtraCharge> =>
   (update.charges ?? []).filter((charge) => charge.amountMicros > 0)
 
-/** Options of the memory storage. */
-export interface MemoryOptions {
-  /** The storage clock; defaults to `Date.now`. */
-  readonly clock?: () => number
-}
-
 /**
  * Storage in memory: one process, nothing survives a restart. Operations run one at a time (a semaphore plays
- * the transaction), so it is as atomic as the SQL implementations.
+ * the transaction), so it is as atomic as the SQL implementations. Its clock is Effect's `Clock`.
  */
-export const makeMemory = (options: MemoryOptions = {}) =>
+export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing> =>
   Effect.gen(function*() {
     const billing = yield* Billing
-    const clock = options.clock ?? Date.now
     const tasks = new Map<string, TaskRecord>()
     /** Task ids per account in creation order (ids are time-sortable). */
     const byAccount = new Map<string, Array<string>>()
@@ -256,22 +245,18 @@ export const makeMemory = (options: MemoryOptions = {}) =>
       })
 
     const service: TaskStorage["Type"] = {
-      now: Effect.sync(clock),
+      now: Clock.currentTimeMillis,
       accept: ({ charge, idempotency: claim, task }) =>
         transaction(Effect.gen(function*() {
-          const now = clock()
+          const now = yield* Clock.currentTimeMillis
           if (claim !== undefined) {
-            const slot = `${task.accountId}\u0000${claim.key}`
-            const previous = idempotency.get(slot)
-            if (previous !== undefined && previous.createdAt >= claim.notBefore) {
-              if (previous.fingerprint !== claim.fingerprint) {
-                return yield* new Errors.IdempotencyKeyReused({
-                  message: "Idempotency-Key was already used with a different request"
-                })
-              }
-              const original = tasks.get(previous.taskId)
-              if (original !== undefined) return { _tag: "Replayed", task: original } as const
+            const previous = idempotency.get(`${task.accountId}\u0000${claim.key}`)
+            const verdict = IdempotencyWindow.judge(previous, claim)
+            if (verdict === "Reused") {
+              return yield* new Errors.IdempotencyKeyReused({ message: IdempotencyWindow.reusedMessage })
             }
+            const original = verdict === "Replay" && previous !== undefined ? tasks.get(previous.taskId) : undefined
+            if (original !== undefined) return { _tag: "Replayed", task: original } as const
           }
           if (charge !== undefined && charge.amountMicros > 0) yield* billing.charge(charge)
           const stored = fromNew(task)
@@ -316,8 +301,7 @@ export const makeMemory = (options: MemoryOptions = {}) =>
           }
         }),
       claim: (owner, limit, leaseMs) =>
-        transaction(Effect.sync(() => {
-          const now = clock()
+        transaction(Effect.map(Clock.currentTimeMillis, (now) => {
           const due: Array<TaskRecord> = []
           for (const task of tasks.values()) {
             if (!activeStatuses.includes(task.status) || task.nextRunAt === null || task.nextRunAt > now) continue
@@ -364,7 +348,7 @@ export const makeMemory = (options: MemoryOptions = {}) =>
         transaction(Effect.gen(function*() {
           const task = tasks.get(id)
           if (!holds(task, fence)) return Option.none()
-          const now = clock()
+          const now = yield* Clock.currentTimeMillis
           const patch: Partial<TaskRecord> = outcome._tag === "Succeeded"
             ? { result: outcome.result, progress: 100 }
             : outcome._tag === "Failed"
@@ -379,12 +363,11 @@ export const makeMemory = (options: MemoryOptions = {}) =>
           if (task.status !== "pending" && task.status !== "queued") {
             return { _tag: "NotCancellable", status: task.status } as const
           }
-          const cancelled = yield* terminate(task, "cancelled", { fence: task.fence + 1 }, clock())
+          const cancelled = yield* terminate(task, "cancelled", { fence: task.fence + 1 }, yield* Clock.currentTimeMillis)
           return { _tag: "Cancelled", task: cancelled } as const
         })),
       heartbeat: (owner, leaseMs) =>
-        transaction(Effect.sync(() => {
-          const now = clock()
+        transaction(Effect.map(Clock.currentTimeMillis, (now) => {
           let count = 0
           for (const task of tasks.values()) {
             if (task.leaseOwner === owner && !isTerminal(task.status)) {
@@ -395,8 +378,7 @@ export const makeMemory = (options: MemoryOptions = {}) =>
           return count
         })),
       releaseAll: (owner) =>
-        transaction(Effect.sync(() => {
-          const now = clock()
+        transaction(Effect.map(Clock.currentTimeMillis, (now) => {
           let count = 0
           for (const task of tasks.values()) {
             if (task.leaseOwner === owner && !isTerminal(task.status)) {
@@ -407,16 +389,14 @@ export const makeMemory = (options: MemoryOptions = {}) =>
           return count
         })).pipe(Effect.tap(() => wake)),
       markDue: (ids) =>
-        transaction(Effect.sync(() => {
-          const now = clock()
+        transaction(Effect.map(Clock.currentTimeMillis, (now) => {
           for (const id of ids) {
             const task = tasks.get(id)
             if (task === undefined || isTerminal(task.status)) continue
             put({ ...task, nextRunAt: Math.min(task.nextRunAt ?? now, now) })
           }
         })).pipe(Effect.zipRight(wake)),
-      nextDueAt: Effect.sync(() => {
-        const now = clock()
+      nextDueAt: Effect.map(Clock.currentTimeMillis, (now) => {
         let earliest: number | undefined
         for (const task of tasks.values()) {
           if (!activeStatuses.includes(task.status) || task.nextRunAt === null) continue
@@ -450,5 +430,4 @@ export const makeMemory = (options: MemoryOptions = {}) =>
   })
 
 /** The memory storage as a layer. */
-export const layerMemory = (options: MemoryOptions = {}): Layer.Layer<TaskStorage, never, Billing> =>
-  Layer.effect(TaskStorage, makeMemory(options))
+export const layerMemory = (): Layer.Layer<TaskStorage, never, Billing> => Layer.effect(TaskStorage, makeMemory())

@@ -7,10 +7,6 @@
 
 /** The billing port the engine charges and refunds through. */
 export * as Billing from "./Billing.js"
-/** Task and event ids. */
-export * as Ids from "./Ids.js"
-/** Storage failures. */
-export * as PersistenceError from "./PersistenceError.js"
 /** The planning port: price, estimate, deadline. */
 export * as Planner from "./Planner.js"
 /** Fresh result links at read time. */
@@ -27,7 +23,3 @@ export * as TaskStorage from "./TaskStorage.js"
 export * as Upstream from "./Upstream.js"
 /** Workers. */
 export * as Worker from "./Worker.js"
-/** Decoding SQL rows. */
-export * as SqlRows from "./SqlRows.js"
-/** Column types, the database clock and storage failures of the SQL stores. */
-export * as SqlStore from "./SqlStore.js"

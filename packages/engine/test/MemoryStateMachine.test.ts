@@ -2,4 +2,4 @@ import * as Layer from "effect/Layer"
 import * as TaskStorage from "../src/TaskStorage.js"
 import { stateMachineProperty } from "./StateMachineProperty.js"
 
-stateMachineProperty("memory", (clock, billing) => TaskStorage.layerMemory({ clock: clock.now }).pipe(Layer.provide(billing)), 300)
+stateMachineProperty("memory", (billing) => TaskStorage.layerMemory().pipe(Layer.provide(billing)), 300)

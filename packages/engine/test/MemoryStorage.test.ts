@@ -2,4 +2,4 @@ import * as Layer from "effect/Layer"
 import * as TaskStorage from "../src/TaskStorage.js"
 import { taskStorageSuite } from "./TaskStorageSuite.js"
 
-taskStorageSuite("memory", (clock, billing) => TaskStorage.layerMemory({ clock: clock.now }).pipe(Layer.provide(billing)))
+taskStorageSuite("memory", (billing) => TaskStorage.layerMemory().pipe(Layer.provide(billing)))

@@ -9,8 +9,10 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Billing, layerUnmetered } from "../src/Billing.js"
-import { PersistenceError } from "../src/PersistenceError.js"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
+import { fromNew, toEvent } from "../src/TaskRecord.js"
 import { TaskStorage } from "../src/TaskStorage.js"
 import { pgAvailable, pgClient, pgNotRunning, pgSchema, postgres, runPostgres, sqlite } from "./databases.js"
 import { stateMachineProperty } from "./StateMachineProperty.js"
@@ -31,10 +33,10 @@ const databases: ReadonlyArray<readonly [string, Database]> = [
 // the conformance suite
 // -----------------------------------------------------------------------------------------------------------------
 
-const sqliteBackend: Backend = (clock, billing) =>
-  SqlTaskStorage.layer({ clock: clock.now }).pipe(Layer.provide(Layer.merge(sqlite(), billing)))
-const postgresBackend: Backend = (clock, billing) =>
-  SqlTaskStorage.layer({ clock: clock.now }).pipe(Layer.provide(Layer.merge(postgres(), billing)))
+const sqliteBackend: Backend = (billing) =>
+  SqlTaskStorage.layer({ time: "clock" }).pipe(Layer.provide(Layer.merge(sqlite(), billing)))
+const postgresBackend: Backend = (billing) =>
+  SqlTaskStorage.layer({ time: "clock" }).pipe(Layer.provide(Layer.merge(postgres(), billing)))
 
 taskStorageSuite("sqlite", sqliteBackend)
 stateMachineProperty("sqlite", sqliteBackend, 100)
@@ -159,6 +161,37 @@ for (const [name, database] of databases) {
         }
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
 
+    it.live("a corrupt row is a PersistenceError naming its table and column, not a defect", () =>
+      Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const sql = yield* SqlClient.SqlClient
+        const tasks = SqlTaskStorage.tables().tasks
+        const task = newTask({ createdAt: yield* storage.now })
+        yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+        // a value the CHECK constraint would refuse, written behind the storage's back
+        yield* sql.onDialectOrElse({
+          pg: () => sql.unsafe(`ALTER TABLE ${tasks} DROP CONSTRAINT ${tasks}_status_check`),
+          orElse: () => sql.unsafe("PRAGMA ignore_check_constraints = ON")
+        })
+        yield* sql`UPDATE ${sql(tasks)} SET status = 'bogus' WHERE id = ${task.id}`
+        const status = yield* Effect.flip(storage.getById(task.id))
+        assert.instanceOf(status, PersistenceError)
+        expect(status.message).toBe(
+          `task storage: getById failed: ${tasks}.status: Expected "pending" | "queued" | "running" | "succeeded" | ` +
+            `"failed" | "cancelled" | "expired", actual "bogus"`
+        )
+        assert.instanceOf(status.cause, SqlRows.RowError)
+        expect(status.cause).toMatchObject({ table: tasks, column: "status" })
+        yield* sql`UPDATE ${sql(tasks)} SET status = 'pending', input = ${"{oops"} WHERE id = ${task.id}`
+        const input = yield* Effect.flip(storage.list("acct_a", { limit: 5 }))
+        expect(input.message).toMatch(new RegExp(`^task storage: list failed: ${tasks}\\.input: `))
+        expect(input.cause).toMatchObject({ _tag: "RowError", table: tasks, column: "input" })
+        yield* sql`UPDATE ${sql(tasks)} SET input = '{}', result = ${'[{"url":3}]'} WHERE id = ${task.id}`
+        const result = yield* Effect.flip(storage.claim("w1", 5, 1000))
+        expect(result.message).toBe(`task storage: claim failed: ${tasks}.result[0].url: Expected string, actual 3`)
+        expect(result.cause).toMatchObject({ _tag: "RowError", table: tasks, column: "result" })
+      }).pipe(Effect.provide(withStorage()), Effect.scoped))
+
     it.live("ids with NUL match nothing (no database error)", () =>
       Effect.gen(function*() {
         const storage = yield* TaskStorage
@@ -277,7 +310,7 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
       const writerB = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
       const insert = (sql: SqlClient.SqlClient, taskId: string) =>
         sql`INSERT INTO ${sql(SqlTaskStorage.tables().outbox)} (account_id, task_id, webhook_url, event, created_at)
-          VALUES ('acct_a', ${taskId}, NULL, ${JSON.stringify({ id: `evt_${taskId}`, type: "task.completed", created_at: "x", data: {} })}, 0)`
+          VALUES ('acct_a', ${taskId}, NULL, ${JSON.stringify(toEvent({ ...fromNew(newTask({ createdAt: 0 })), id: taskId, status: "succeeded" }, `evt_${taskId}`, 0))}, 0)`
       // A takes the lower seq and stays open; B takes a higher seq and commits first
       const inserted = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()

@@ -1,17 +1,20 @@
 /**
- * State-machine property: random interleavings of client, worker and clock actions against a storage backend
+ * State-machine property: random interleavings of client, worker and clock actions (`TestClock`) against a storage backend
  * never break an invariant — one terminal state per task (never changed afterwards), only allowed transitions,
  * fences never go back, refund at most once and only for refunded outcomes, one outbox event per terminal task,
  * and no lost task.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
 import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import * as TestContext from "effect/TestContext"
 import { canMove, isRefunded, isTerminal, type TaskRecord } from "../src/TaskRecord.js"
 import { TaskStorage } from "../src/TaskStorage.js"
 import type { Backend } from "./TaskStorageSuite.js"
-import { chargeOf, makeClock, makeRecordingBilling, newTask } from "./support.js"
+import { chargeOf, makeRecordingBilling, newTask, start } from "./support.js"
 
 type Action =
   | { readonly _tag: "Accept"; readonly account: "acct_a" | "acct_b" }
@@ -45,10 +48,9 @@ export const stateMachineProperty = (name: string, backend: Backend, numRuns: nu
         FastCheck.assert(
           FastCheck.asyncProperty(FastCheck.array(action, { minLength: 5, maxLength: 60 }), (actions) =>
             Effect.runPromise(Effect.scoped(Effect.suspend(() => {
-              const clock = makeClock()
               const billing = makeRecordingBilling()
-              return check(actions, clock, billing).pipe(Effect.provide(backend(clock, billing.layer)))
-            })))),
+              return Effect.zipRight(TestClock.setTime(start), check(actions, billing).pipe(Effect.provide(backend(billing.layer))))
+            })).pipe(Effect.provide(TestContext.TestContext)))),
           { numRuns }
         )
       ), { timeout: 120_000 })
@@ -56,7 +58,6 @@ export const stateMachineProperty = (name: string, backend: Backend, numRuns: nu
 
 const check = (
   actions: ReadonlyArray<Action>,
-  clock: ReturnType<typeof makeClock>,
   billing: ReturnType<typeof makeRecordingBilling>
 ) =>
   Effect.gen(function*() {
@@ -69,7 +70,8 @@ const check = (
     for (const act of actions) {
       switch (act._tag) {
         case "Accept": {
-          const task = newTask({ createdAt: clock.now(), accountId: act.account, deadlineAt: clock.now() + 20_000 })
+          const now = yield* Clock.currentTimeMillis
+          const task = newTask({ createdAt: now, accountId: act.account, deadlineAt: now + 20_000 })
           yield* storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
           ids.push(task.id)
           break
@@ -87,7 +89,7 @@ const check = (
           const current = yield* read(id)
           const fence = act._tag !== "Cancel" && act.stale ? current.fence - 1 : current.fence
           if (act._tag === "Step") {
-            yield* storage.step(id, fence, { ...(act.running ? { status: "running" as const } : {}), nextRunAt: clock.now() + act.inMs })
+            yield* storage.step(id, fence, { ...(act.running ? { status: "running" as const } : {}), nextRunAt: (yield* Clock.currentTimeMillis) + act.inMs })
           } else if (act._tag === "Finish") {
             yield* storage.finish(id, fence, act.outcome === "ok"
               ? { _tag: "Succeeded", result: [] }
@@ -100,7 +102,7 @@ const check = (
           break
         }
         case "Advance":
-          clock.advance(act.ms)
+          yield* TestClock.adjust(act.ms)
           break
         case "Heartbeat":
           yield* storage.heartbeat(act.owner, 3000)

@@ -1,39 +1,44 @@
 /**
  * The conformance suite of the task storage port: every implementation (memory, SQLite, PostgreSQL) must pass it.
- * A backend is given as a function from a test clock and a billing layer to a storage layer, so the suite
- * controls time (leases, deadlines, idempotency windows) on every backend alike.
+ * A backend is given as a function from a billing layer to a storage layer whose clock is Effect's `Clock` (SQL:
+ * `time: "clock"`), so the suite controls time (leases, deadlines, idempotency windows) with `TestClock` on every
+ * backend alike.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Errors } from "@mediagate/contract"
+import * as Ids from "@mediagate/persistence/Ids"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
 import type { Billing } from "../src/Billing.js"
-import * as Ids from "../src/Ids.js"
 import { TaskStorage } from "../src/TaskStorage.js"
-import { chargeOf, limitedAccount, makeClock, makeRecordingBilling, newTask, poorAccount, type TestClock } from "./support.js"
+import { chargeOf, limitedAccount, makeRecordingBilling, newTask, poorAccount, start } from "./support.js"
 
-/** How a backend is built for one test. */
-export type Backend = (clock: TestClock, billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage, unknown>
+/** How a backend is built for one test (its storage clock: Effect's `Clock`). */
+export type Backend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage, unknown>
+
+/** The storage clock (the `TestClock`). */
+const now = Clock.currentTimeMillis
 
 const hour = 3_600_000
 
 /** Registers the suite for one backend. */
 export const taskStorageSuite = (name: string, backend: Backend) =>
   describe(`TaskStorage conformance: ${name}`, () => {
-    const run = <A, E>(body: (ctx: { clock: TestClock; ledger: ReturnType<typeof makeRecordingBilling>["ledger"] }) => Effect.Effect<A, E, TaskStorage>) =>
+    const run = <A, E>(body: (ctx: { ledger: ReturnType<typeof makeRecordingBilling>["ledger"] }) => Effect.Effect<A, E, TaskStorage>) =>
       Effect.suspend(() => {
-        const clock = makeClock()
         const billing = makeRecordingBilling()
-        return body({ clock, ledger: billing.ledger }).pipe(Effect.provide(backend(clock, billing.layer)))
+        return Effect.zipRight(TestClock.setTime(start), body({ ledger: billing.ledger }).pipe(Effect.provide(backend(billing.layer))))
       }).pipe(Effect.scoped)
 
     it.effect("accepts a task as pending with its charge, scoped to its account", () =>
-      run(({ clock, ledger }) =>
+      run(({ ledger }) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const task = newTask({ createdAt: clock.now() })
+          const task = newTask({ createdAt: yield* now })
           const result = yield* storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
           assert.strictEqual(result._tag, "Created")
           expect(result.task).toMatchObject({ id: task.id, status: "pending", fence: 0, chargedMicros: 3_200_000, refundedMicros: 0 })
@@ -46,18 +51,18 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
         })))
 
     it.effect("stores nothing when billing refuses", () =>
-      run(({ clock, ledger }) =>
+      run(({ ledger }) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
           for (const accountId of [poorAccount, limitedAccount]) {
-            const task = newTask({ createdAt: clock.now(), accountId })
+            const task = newTask({ createdAt: yield* now, accountId })
             const exit = yield* Effect.exit(storage.accept({ task, charge: chargeOf(task), idempotency: undefined }))
             assert.isTrue(Exit.isFailure(exit))
             assert.isTrue(Option.isNone(yield* storage.getById(task.id)))
           }
           const failures = yield* Effect.flip(storage.accept({
-            task: newTask({ createdAt: clock.now(), accountId: poorAccount }),
-            charge: chargeOf(newTask({ createdAt: clock.now(), accountId: poorAccount })),
+            task: newTask({ createdAt: yield* now, accountId: poorAccount }),
+            charge: chargeOf(newTask({ createdAt: yield* now, accountId: poorAccount })),
             idempotency: undefined
           }))
           assert.instanceOf(failures, Errors.InsufficientBalance)
@@ -65,53 +70,53 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
         })))
 
     it.effect("replays an idempotency key with the same fingerprint and refuses another; forgets old keys", () =>
-      run(({ clock, ledger }) =>
+      run(({ ledger }) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const claim = (fingerprint: string) => ({ key: "k1", fingerprint, notBefore: clock.now() - 24 * hour })
-          const first = newTask({ createdAt: clock.now() })
-          const created = yield* storage.accept({ task: first, charge: chargeOf(first), idempotency: claim("f1") })
+          const claim = (fingerprint: string) => Effect.map(now, (at) => ({ key: "k1", fingerprint, notBefore: at - 24 * hour }))
+          const first = newTask({ createdAt: yield* now })
+          const created = yield* storage.accept({ task: first, charge: chargeOf(first), idempotency: yield* claim("f1") })
           assert.strictEqual(created._tag, "Created")
-          const second = newTask({ createdAt: clock.now() })
-          const replay = yield* storage.accept({ task: second, charge: chargeOf(second), idempotency: claim("f1") })
+          const second = newTask({ createdAt: yield* now })
+          const replay = yield* storage.accept({ task: second, charge: chargeOf(second), idempotency: yield* claim("f1") })
           assert.strictEqual(replay._tag, "Replayed")
           assert.strictEqual(replay.task.id, first.id)
           assert.isTrue(Option.isNone(yield* storage.getById(second.id)))
           expect(ledger.charges).toHaveLength(1)
-          const reused = yield* Effect.flip(storage.accept({ task: second, charge: chargeOf(second), idempotency: claim("f2") }))
+          const reused = yield* Effect.flip(storage.accept({ task: second, charge: chargeOf(second), idempotency: yield* claim("f2") }))
           assert.instanceOf(reused, Errors.IdempotencyKeyReused)
           // another account may use the same key
-          const other = newTask({ createdAt: clock.now(), accountId: "acct_b" })
-          assert.strictEqual((yield* storage.accept({ task: other, charge: chargeOf(other), idempotency: claim("f9") }))._tag, "Created")
+          const other = newTask({ createdAt: yield* now, accountId: "acct_b" })
+          assert.strictEqual((yield* storage.accept({ task: other, charge: chargeOf(other), idempotency: yield* claim("f9") }))._tag, "Created")
           // after the window the key is free again
-          clock.advance(25 * hour)
-          const later = newTask({ createdAt: clock.now() })
-          const fresh = yield* storage.accept({ task: later, charge: chargeOf(later), idempotency: claim("f2") })
+          yield* TestClock.adjust(25 * hour)
+          const later = newTask({ createdAt: yield* now })
+          const fresh = yield* storage.accept({ task: later, charge: chargeOf(later), idempotency: yield* claim("f2") })
           assert.strictEqual(fresh._tag, "Created")
           assert.strictEqual(fresh.task.id, later.id)
           // pruning forgets records older than the given time, and only those
-          expect(yield* storage.pruneIdempotency(clock.now() - hour)).toBe(1) // acct_b's k1
-          expect(yield* storage.pruneIdempotency(clock.now() - hour)).toBe(0)
-          const replayLater = yield* storage.accept({ task: newTask({ createdAt: clock.now() }), charge: undefined, idempotency: claim("f2") })
+          expect(yield* storage.pruneIdempotency((yield* now) - hour)).toBe(1) // acct_b's k1
+          expect(yield* storage.pruneIdempotency((yield* now) - hour)).toBe(0)
+          const replayLater = yield* storage.accept({ task: newTask({ createdAt: yield* now }), charge: undefined, idempotency: yield* claim("f2") })
           assert.strictEqual(replayLater._tag, "Replayed")
         })))
 
     it.effect("lists newest first with filters, a keyset cursor and the total", () =>
-      run(({ clock }) =>
+      run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
           const ids: Array<string> = []
           for (let i = 0; i < 7; i++) {
-            clock.advance(1000)
+            yield* TestClock.adjust(1000)
             const task = newTask({
-              createdAt: clock.now(),
+              createdAt: yield* now,
               provider: i % 2 === 0 ? "vendor3" : "vendor7",
               model: i % 2 === 0 ? "vendor3-3" : "vendor7-imagine/text-to-video"
             })
             ids.push(task.id)
             yield* storage.accept({ task, charge: undefined, idempotency: undefined })
           }
-          yield* storage.accept({ task: newTask({ createdAt: clock.now(), accountId: "acct_b" }), charge: undefined, idempotency: undefined })
+          yield* storage.accept({ task: newTask({ createdAt: yield* now, accountId: "acct_b" }), charge: undefined, idempotency: undefined })
           const newest = [...ids].reverse()
           const page1 = yield* storage.list("acct_a", { limit: 3 })
           expect(page1.items.map((t) => t.id)).toEqual(newest.slice(0, 3))
@@ -141,80 +146,80 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
         })))
 
     it.effect("claims due tasks with a lease and a new fence; a live lease is not claimed twice", () =>
-      run(({ clock }) =>
+      run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const a = newTask({ createdAt: clock.now() })
-          const b = newTask({ createdAt: clock.now() })
+          const a = newTask({ createdAt: yield* now })
+          const b = newTask({ createdAt: yield* now })
           yield* storage.accept({ task: a, charge: undefined, idempotency: undefined })
           yield* storage.accept({ task: b, charge: undefined, idempotency: undefined })
           const first = yield* storage.claim("w1", 1, 30_000)
           expect(first).toHaveLength(1)
-          expect(first[0]).toMatchObject({ status: "queued", fence: 1, leaseOwner: "w1", leaseExpiresAt: clock.now() + 30_000 })
-          expect(first[0]!.startedAt).toBe(clock.now())
+          expect(first[0]).toMatchObject({ status: "queued", fence: 1, leaseOwner: "w1", leaseExpiresAt: (yield* now) + 30_000 })
+          expect(first[0]!.startedAt).toBe(yield* now)
           const second = yield* storage.claim("w2", 5, 30_000)
           expect(second.map((t) => t.id)).toEqual([first[0]!.id === a.id ? b.id : a.id])
           expect(yield* storage.claim("w3", 5, 30_000)).toEqual([])
           // the lease of w1 runs out: another worker takes the task over with a newer fence
-          clock.advance(30_001)
+          yield* TestClock.adjust(30_001)
           const taken = yield* storage.claim("w3", 5, 30_000)
           expect(taken.map((t) => [t.fence, t.leaseOwner])).toEqual([[2, "w3"], [2, "w3"]])
           // the old holder's writes are refused
-          assert.isFalse(yield* storage.step(first[0]!.id, 1, { nextRunAt: clock.now() }))
+          assert.isFalse(yield* storage.step(first[0]!.id, 1, { nextRunAt: yield* now }))
           assert.isTrue(Option.isNone(yield* storage.finish(first[0]!.id, 1, { _tag: "Failed", error: { code: "X", message: "x" } })))
         })))
 
     it.effect("a fence only carries authority while its claim is leased", () =>
-      run(({ clock }) =>
+      run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const task = newTask({ createdAt: clock.now() })
+          const task = newTask({ createdAt: yield* now })
           yield* storage.accept({ task, charge: undefined, idempotency: undefined })
           // never claimed: fence 0 writes nothing
-          assert.isFalse(yield* storage.step(task.id, 0, { nextRunAt: clock.now() }))
+          assert.isFalse(yield* storage.step(task.id, 0, { nextRunAt: yield* now }))
           assert.isTrue(Option.isNone(yield* storage.finish(task.id, 0, { _tag: "Succeeded", result: [] })))
           const [claimed] = yield* storage.claim("w1", 1, 30_000)
-          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { nextRunAt: clock.now() + 1000 }))
+          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { nextRunAt: (yield* now) + 1000 }))
           // the step released the lease: the same fence may not write again
-          assert.isFalse(yield* storage.step(task.id, claimed!.fence, { nextRunAt: clock.now() }))
+          assert.isFalse(yield* storage.step(task.id, claimed!.fence, { nextRunAt: yield* now }))
           assert.isTrue(Option.isNone(yield* storage.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] })))
           expect(Option.getOrThrow(yield* storage.getById(task.id)).status).toBe("queued")
         })))
 
     it.effect("a step records the upstream job, progress and the next run, releasing the lease", () =>
-      run(({ clock }) =>
+      run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const task = newTask({ createdAt: clock.now() })
+          const task = newTask({ createdAt: yield* now })
           yield* storage.accept({ task, charge: undefined, idempotency: undefined })
           const [claimed] = yield* storage.claim("w1", 1, 30_000)
-          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "job-1", nextRunAt: clock.now() + 5000 }))
+          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "job-1", nextRunAt: (yield* now) + 5000 }))
           const stored = Option.getOrThrow(yield* storage.getById(task.id))
-          expect(stored).toMatchObject({ status: "queued", upstreamJobId: "job-1", leaseOwner: null, nextRunAt: clock.now() + 5000 })
+          expect(stored).toMatchObject({ status: "queued", upstreamJobId: "job-1", leaseOwner: null, nextRunAt: (yield* now) + 5000 })
           expect(yield* storage.claim("w1", 1, 30_000)).toEqual([])
-          expect(yield* storage.nextDueAt).toEqual(Option.some(clock.now() + 5000))
-          clock.advance(5000)
+          expect(yield* storage.nextDueAt).toEqual(Option.some((yield* now) + 5000))
+          yield* TestClock.adjust(5000)
           const [again] = yield* storage.claim("w1", 1, 30_000)
           expect(again).toMatchObject({ fence: 2, upstreamJobId: "job-1" })
-          assert.isTrue(yield* storage.step(task.id, 2, { status: "running", progress: 40, polled: true, nextRunAt: clock.now() + 10 * hour }))
+          assert.isTrue(yield* storage.step(task.id, 2, { status: "running", progress: 40, polled: true, nextRunAt: (yield* now) + 10 * hour }))
           const running = Option.getOrThrow(yield* storage.getById(task.id))
           // the next run never lies beyond the deadline
           expect(running).toMatchObject({ status: "running", progress: 40, polls: 1, nextRunAt: task.deadlineAt })
           // running never goes back to queued
-          clock.set(task.deadlineAt)
+          yield* TestClock.setTime(task.deadlineAt)
           const [late] = yield* storage.claim("w1", 1, 30_000)
-          assert.isFalse(yield* storage.step(task.id, late!.fence, { status: "queued", nextRunAt: clock.now() }))
+          assert.isFalse(yield* storage.step(task.id, late!.fence, { status: "queued", nextRunAt: yield* now }))
         })))
 
     it.effect("a step may add charges: charged with the step, refused ones record nothing, test tasks are free", () =>
-      run(({ clock, ledger }) =>
+      run(({ ledger }) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const task = newTask({ createdAt: clock.now() })
+          const task = newTask({ createdAt: yield* now })
           yield* storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
           const [claimed] = yield* storage.claim("w1", 1, 30_000)
           const charges = [{ amountMicros: 375_000, description: "reference video seconds" }]
-          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "j", nextRunAt: clock.now(), charges }))
+          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "j", nextRunAt: yield* now, charges }))
           expect(Option.getOrThrow(yield* storage.getById(task.id))).toMatchObject({ chargedMicros: 3_575_000, upstreamJobId: "j" })
           expect(ledger.charges.map((c) => [c.taskId, c.amountMicros, c.description])).toEqual([
             [task.id, 3_200_000, "vendor3-3 text-to-video"],
@@ -226,36 +231,36 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(ledger.refunds.map((r) => r.amountMicros)).toEqual([3_575_000])
 
           // a refused charge: the step fails and records nothing; the claim still holds
-          const limited = newTask({ createdAt: clock.now(), accountId: limitedAccount })
+          const limited = newTask({ createdAt: yield* now, accountId: limitedAccount })
           yield* storage.accept({ task: limited, charge: undefined, idempotency: undefined })
           const [held] = yield* storage.claim("w1", 1, 30_000)
-          const refused = yield* Effect.flip(storage.step(limited.id, held!.fence, { upstreamJobId: "k", nextRunAt: clock.now(), charges }))
+          const refused = yield* Effect.flip(storage.step(limited.id, held!.fence, { upstreamJobId: "k", nextRunAt: yield* now, charges }))
           assert.instanceOf(refused, Errors.SpendLimitExceeded)
           expect(Option.getOrThrow(yield* storage.getById(limited.id))).toMatchObject({ upstreamJobId: null, chargedMicros: 3_200_000, leaseOwner: "w1" })
 
           // test tasks are never charged
-          const free = newTask({ createdAt: clock.now(), environment: "test", chargedMicros: 0 })
+          const free = newTask({ createdAt: yield* now, environment: "test", chargedMicros: 0 })
           yield* storage.accept({ task: free, charge: undefined, idempotency: undefined })
           const [f] = (yield* storage.claim("w1", 5, 30_000)).filter((t) => t.id === free.id)
-          assert.isTrue(yield* storage.step(free.id, f!.fence, { nextRunAt: clock.now(), charges }))
+          assert.isTrue(yield* storage.step(free.id, f!.fence, { nextRunAt: yield* now, charges }))
           expect(Option.getOrThrow(yield* storage.getById(free.id)).chargedMicros).toBe(0)
           expect(ledger.charges).toHaveLength(2)
         })))
 
     it.effect("finishing writes the terminal state and its event once; failures and expiry are refunded once", () =>
-      run(({ clock, ledger }) =>
+      run(({ ledger }) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const ok = newTask({ createdAt: clock.now(), webhookUrl: "https://hooks.example.com/x", metadata: { ref: 1 } })
-          const bad = newTask({ createdAt: clock.now() })
-          const late = newTask({ createdAt: clock.now() })
+          const ok = newTask({ createdAt: yield* now, webhookUrl: "https://hooks.example.com/x", metadata: { ref: 1 } })
+          const bad = newTask({ createdAt: yield* now })
+          const late = newTask({ createdAt: yield* now })
           for (const t of [ok, bad, late]) yield* storage.accept({ task: t, charge: chargeOf(t), idempotency: undefined })
           const claimed = yield* storage.claim("w1", 3, 30_000)
           const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
-          clock.advance(10_000)
+          yield* TestClock.adjust(10_000)
           const result = [{ url: "https://files.example.com/a.mp4", duration: 8, format: "mp4", size_bytes: 1000 }]
           const done = yield* storage.finish(ok.id, fenceOf(ok.id), { _tag: "Succeeded", result })
-          expect(Option.getOrThrow(done)).toMatchObject({ status: "succeeded", progress: 100, result, completedAt: clock.now(), leaseOwner: null, nextRunAt: null })
+          expect(Option.getOrThrow(done)).toMatchObject({ status: "succeeded", progress: 100, result, completedAt: yield* now, leaseOwner: null, nextRunAt: null })
           const failed = yield* storage.finish(bad.id, fenceOf(bad.id), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "boom" } })
           expect(Option.getOrThrow(failed)).toMatchObject({ status: "failed", refundedMicros: 3_200_000, error: { code: "PROVIDER_ERROR", message: "boom" } })
           const expired = yield* storage.finish(late.id, fenceOf(late.id), { _tag: "Expired" })
@@ -278,10 +283,10 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
         })))
 
     it.effect("cancels pending and queued tasks (refunded, with an event) and nothing else", () =>
-      run(({ clock, ledger }) =>
+      run(({ ledger }) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const pending = newTask({ createdAt: clock.now() })
+          const pending = newTask({ createdAt: yield* now })
           yield* storage.accept({ task: pending, charge: chargeOf(pending), idempotency: undefined })
           const cancelled = yield* storage.cancel("acct_a", pending.id)
           assert.strictEqual(cancelled._tag, "Cancelled")
@@ -290,18 +295,18 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(yield* storage.cancel("acct_b", pending.id)).toEqual({ _tag: "NotFound" })
           expect(yield* storage.cancel("acct_a", Ids.taskId())).toEqual({ _tag: "NotFound" })
 
-          const queued = newTask({ createdAt: clock.now() })
+          const queued = newTask({ createdAt: yield* now })
           yield* storage.accept({ task: queued, charge: chargeOf(queued), idempotency: undefined })
           const [held] = yield* storage.claim("w1", 1, 30_000)
           assert.strictEqual((yield* storage.cancel("acct_a", queued.id))._tag, "Cancelled")
           // the worker that held it can no longer write
-          assert.isFalse(yield* storage.step(queued.id, held!.fence, { status: "running", nextRunAt: clock.now() }))
+          assert.isFalse(yield* storage.step(queued.id, held!.fence, { status: "running", nextRunAt: yield* now }))
           assert.isTrue(Option.isNone(yield* storage.finish(queued.id, held!.fence, { _tag: "Succeeded", result: [] })))
 
-          const running = newTask({ createdAt: clock.now() })
+          const running = newTask({ createdAt: yield* now })
           yield* storage.accept({ task: running, charge: chargeOf(running), idempotency: undefined })
           const [r] = yield* storage.claim("w1", 1, 30_000)
-          yield* storage.step(running.id, r!.fence, { status: "running", progress: 10, nextRunAt: clock.now() + 1000 })
+          yield* storage.step(running.id, r!.fence, { status: "running", progress: 10, nextRunAt: (yield* now) + 1000 })
           expect(yield* storage.cancel("acct_a", running.id)).toEqual({ _tag: "NotCancellable", status: "running" })
           expect(ledger.refunds.map((x) => x.taskId)).toEqual([pending.id, queued.id])
           const { entries: events } = yield* storage.readOutbox(undefined, 10)
@@ -309,10 +314,10 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
         })))
 
     it.effect("test-key tasks without a charge are never refunded", () =>
-      run(({ clock, ledger }) =>
+      run(({ ledger }) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const task = newTask({ createdAt: clock.now(), environment: "test", chargedMicros: 0 })
+          const task = newTask({ createdAt: yield* now, environment: "test", chargedMicros: 0 })
           yield* storage.accept({ task, charge: undefined, idempotency: undefined })
           const [claimed] = yield* storage.claim("w1", 1, 30_000)
           yield* storage.finish(task.id, claimed!.fence, { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
@@ -320,14 +325,14 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
         })))
 
     it.effect("heartbeats extend leases; releaseAll hands them back, due at once", () =>
-      run(({ clock }) =>
+      run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          for (let i = 0; i < 3; i++) yield* storage.accept({ task: newTask({ createdAt: clock.now() }), charge: undefined, idempotency: undefined })
+          for (let i = 0; i < 3; i++) yield* storage.accept({ task: newTask({ createdAt: yield* now }), charge: undefined, idempotency: undefined })
           yield* storage.claim("w1", 2, 10_000)
-          clock.advance(8000)
+          yield* TestClock.adjust(8000)
           expect(yield* storage.heartbeat("w1", 10_000)).toBe(2)
-          clock.advance(8000)
+          yield* TestClock.adjust(8000)
           expect(yield* storage.claim("w2", 5, 10_000)).toHaveLength(1)
           expect(yield* storage.releaseAll("w1")).toBe(2)
           const reclaimed = yield* storage.claim("w2", 5, 10_000)
@@ -336,23 +341,23 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
         })))
 
     it.effect("markDue makes a waiting task due now", () =>
-      run(({ clock }) =>
+      run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const task = newTask({ createdAt: clock.now() })
+          const task = newTask({ createdAt: yield* now })
           yield* storage.accept({ task, charge: undefined, idempotency: undefined })
           const [claimed] = yield* storage.claim("w1", 1, 30_000)
-          yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "j", nextRunAt: clock.now() + 60_000 })
+          yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "j", nextRunAt: (yield* now) + 60_000 })
           expect(yield* storage.claim("w1", 1, 30_000)).toEqual([])
           yield* storage.markDue([task.id, "task_unknown"])
           expect((yield* storage.claim("w1", 1, 30_000)).map((t) => t.id)).toEqual([task.id])
         })))
 
     it.effect("concurrent claimers never lease the same task twice", () =>
-      run(({ clock }) =>
+      run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          for (let i = 0; i < 40; i++) yield* storage.accept({ task: newTask({ createdAt: clock.now() }), charge: undefined, idempotency: undefined })
+          for (let i = 0; i < 40; i++) yield* storage.accept({ task: newTask({ createdAt: yield* now }), charge: undefined, idempotency: undefined })
           const batches = yield* Effect.all(
             Array.from({ length: 8 }, (_, i) => storage.claim(`w${i}`, 7, 30_000)),
             { concurrency: "unbounded" }

@@ -1,26 +1,16 @@
 /**
- * Test doubles for the engine: a clock the test moves, a billing port that records every charge and refund (and
- * refuses one account), and task factories.
+ * Test doubles for the engine: the instant the storage suites start at (under `TestClock`), a billing port that
+ * records every charge and refund (and refuses one account), and task factories.
  */
 import { Errors } from "@mediagate/contract"
+import * as Ids from "@mediagate/persistence/Ids"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Billing, type Charge, type Refund } from "../src/Billing.js"
-import * as Ids from "../src/Ids.js"
 import type { NewTask } from "../src/TaskRecord.js"
 
-/** A clock the test controls (epoch ms). */
-export interface TestClock {
-  readonly now: () => number
-  readonly set: (ms: number) => void
-  readonly advance: (ms: number) => void
-}
-
-/** A manual clock starting at a fixed instant. */
-export const makeClock = (start = Date.UTC(2026, 10, 21, 12, 0, 0)): TestClock => {
-  let current = start
-  return { now: () => current, set: (ms) => (current = ms), advance: (ms) => (current += ms) }
-}
+/** The instant the storage suites set the `TestClock` to before each test. */
+export const start = Date.UTC(2026, 10, 21, 12, 0, 0)
 
 /** Everything the billing double saw. */
 export interface Ledger {

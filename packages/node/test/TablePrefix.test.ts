@@ -11,10 +11,11 @@ import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
 import { Services } from "@mediagate/contract"
-import * as Ids from "@mediagate/engine/Ids"
-import * as SqlStore from "@mediagate/engine/SqlStore"
+import * as Ids from "@mediagate/persistence/Ids"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as WebhookStore from "@mediagate/webhooks/WebhookStore"
 import * as Databases from "@mediagate/testing/databases"
 import * as Effect from "effect/Effect"
@@ -119,7 +120,7 @@ const embedderRows = Effect.gen(function*() {
 // the four stores, default prefix
 // -----------------------------------------------------------------------------------------------------------------
 
-const stores = Layer.mergeAll(SqlTaskStorage.layer(), SqlAccounts.layer(), WebhookStore.layerSql()).pipe(
+const stores = Layer.mergeAll(SqlTaskStorage.layer(), SqlAccounts.layer(), SqlWebhookStore.layer()).pipe(
   Layer.provideMerge(SqlBilling.layer()),
   Layer.provide(PaymentProvider.layerNone)
 )
@@ -193,11 +194,11 @@ for (const [name, database] of databases) {
           ...Object.values(SqlTaskStorage.tables()),
           ...Object.values(SqlBilling.tables()),
           ...Object.values(SqlAccounts.tables()),
-          ...Object.values(WebhookStore.tables()),
+          ...Object.values(SqlWebhookStore.tables()),
           SqlTaskStorage.migrationsTable(),
           SqlBilling.migrationsTable(),
           SqlAccounts.migrationsTable(),
-          WebhookStore.migrationsTable()
+          SqlWebhookStore.migrationsTable()
         ]
         for (const table of ours) {
           assert.isTrue(table.startsWith(SqlStore.defaultPrefix), table)

@@ -1,6 +1,18 @@
 /**
- * `@mediagate/persistence`.
+ * `@mediagate/persistence`: the persistence kernel the SQL stores of Mediagate build on (tasks, billing, accounts,
+ * webhooks) — the SQL client and its dialect, the table prefix, the migrations runner, the storage clock, rows
+ * decoded with Schema, storage failures as `PersistenceError`, ULID ids and the idempotency window.
  *
  * @since 0.1.0
  */
-export {}
+
+/** The `Idempotency-Key` window and its rule, shared by every store that remembers keys. */
+export * as IdempotencyWindow from "./IdempotencyWindow.js"
+/** ULID identifiers. */
+export * as Ids from "./Ids.js"
+/** Storage failures. */
+export * as PersistenceError from "./PersistenceError.js"
+/** Rows decoded with Schema; a row that does not decode is a `RowError` naming its table and column. */
+export * as SqlRows from "./SqlRows.js"
+/** The client and dialect, table prefix, column types, migrations, storage clock and failure mapping. */
+export * as SqlStore from "./SqlStore.js"

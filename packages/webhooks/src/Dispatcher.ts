@@ -17,7 +17,7 @@
  * @since 0.1.0
  */
 import { WebhookSignature } from "@mediagate/contract"
-import * as Ids from "@mediagate/engine/Ids"
+import * as Ids from "@mediagate/persistence/Ids"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"

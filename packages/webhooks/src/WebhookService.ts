@@ -15,8 +15,9 @@
  * @since 0.1.0
  */
 import { Address, Errors, type Security, Services, type Webhook } from "@mediagate/contract"
-import * as Ids from "@mediagate/engine/Ids"
-import type { PersistenceError } from "@mediagate/engine/PersistenceError"
+import { millis as idempotencyWindowMs } from "@mediagate/persistence/IdempotencyWindow"
+import * as Ids from "@mediagate/persistence/Ids"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import { PinnedHttp } from "@mediagate/outbound"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -29,8 +30,8 @@ import { configuredHeaders, defaultTimeoutMs } from "./Dispatcher.js"
 import { type Resolver, WebhookSender } from "./Outbound.js"
 import { type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
 
-/** How long an `Idempotency-Key` of a registration is remembered (as for tasks: 24 h). */
-export const idempotencyWindowMs = 24 * 60 * 60 * 1000
+/** How long an `Idempotency-Key` of a registration is remembered: the shared window (`IdempotencyWindow.millis`). */
+export { idempotencyWindowMs }
 
 /** Deliveries per page. */
 export const deliveryPageSize = 20

@@ -11,5 +11,7 @@ export * as Dispatcher from "./Dispatcher.js"
 export * as Outbound from "./Outbound.js"
 /** The contract's `WebhookService` implementation. */
 export * as WebhookService from "./WebhookService.js"
-/** Webhook storage: memory, SQLite, PostgreSQL. */
+/** Webhook storage on SQLite and PostgreSQL. */
+export * as SqlWebhookStore from "./SqlWebhookStore.js"
+/** The webhook storage port and its memory implementation. */
 export * as WebhookStore from "./WebhookStore.js"

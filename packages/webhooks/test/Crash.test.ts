@@ -6,7 +6,7 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
-import * as Ids from "@mediagate/engine/Ids"
+import * as Ids from "@mediagate/persistence/Ids"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Effect from "effect/Effect"
@@ -20,7 +20,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Outbound from "../src/Outbound.js"
 import * as WebhookService from "../src/WebhookService.js"
-import * as WebhookStore from "../src/WebhookStore.js"
+import * as SqlWebhookStore from "../src/SqlWebhookStore.js"
 import { principal } from "./support.js"
 
 const script = fileURLToPath(new URL("./fixtures/dispatcher-process.ts", import.meta.url))
@@ -59,7 +59,7 @@ describe("webhook delivery across a crash", () => {
       // register a webhook and finish a task, so the outbox holds one task.completed event
       const Setup = WebhookService.layer({ allowPrivate: true }).pipe(
         Layer.provide(Outbound.layerSender({ allowPrivate: true })),
-        Layer.provideMerge(WebhookStore.layerSql()),
+        Layer.provideMerge(SqlWebhookStore.layer()),
         Layer.provideMerge(SqlTaskStorage.layer()),
         Layer.provide(Billing.layerUnmetered),
         Layer.provide(SqliteClient.layer({ filename: file }))

@@ -1,7 +1,7 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Services, WebhookSignature } from "@mediagate/contract"
 import { layerUnmetered } from "@mediagate/engine/Billing"
-import * as Ids from "@mediagate/engine/Ids"
+import * as Ids from "@mediagate/persistence/Ids"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { makeMemory, TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Effect from "effect/Effect"
@@ -12,6 +12,7 @@ import { Webhook as StandardWebhook } from "standardwebhooks"
 import * as Dispatcher from "../src/Dispatcher.js"
 import { layerSender } from "../src/Outbound.js"
 import * as WebhookService from "../src/WebhookService.js"
+import * as SqlWebhookStore from "../src/SqlWebhookStore.js"
 import * as Store from "../src/WebhookStore.js"
 import { WebhookStore } from "../src/WebhookStore.js"
 import { sqlite } from "./databases.js"
@@ -126,7 +127,7 @@ for (const [name, backend] of backends) {
 describe("fan-out from the engine outbox", () => {
   const finishAll = Effect.gen(function*() {
     const tasks = yield* TaskStorage
-    const now = Date.now()
+    const now = yield* tasks.now
     const make = (webhookUrl: string | null) => ({
       id: Ids.taskId(now),
       accountId: "acct_alice",
@@ -195,7 +196,7 @@ describe("fan-out from the engine outbox", () => {
     check.pipe(Effect.provide(
       WebhookService.layer().pipe(
         Layer.provideMerge(Layer.mergeAll(
-          Layer.merge(SqlTaskStorage.layer(), Layer.effect(WebhookStore, Store.makeSql())).pipe(
+          Layer.merge(SqlTaskStorage.layer(), SqlWebhookStore.layer()).pipe(
             Layer.provide(Layer.merge(sqlite(), layerUnmetered))
           ),
           scriptedSender([200]).layer

@@ -6,11 +6,12 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { PersistenceError } from "@mediagate/engine/PersistenceError"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as SqlWebhookStore from "../src/SqlWebhookStore.js"
 import * as WebhookStore from "../src/WebhookStore.js"
 import { outsidePrefix, postgres, runPostgres, schemaObjects, sqlite } from "./databases.js"
 import { entry } from "./support.js"
@@ -25,8 +26,8 @@ const databases: ReadonlyArray<readonly [string, Database]> = [
 ]
 
 /** A store under `options` on the client in context. */
-const storeOn = (options: WebhookStore.SqlOptions) =>
-  Layer.build(WebhookStore.layerSql(options)).pipe(Effect.map(Context.get(WebhookStore.WebhookStore)))
+const storeOn = (options: SqlWebhookStore.SqlOptions) =>
+  Layer.build(SqlWebhookStore.layer(options)).pipe(Effect.map(Context.get(WebhookStore.WebhookStore)))
 
 /** A registration, an outbox page fanned out, a claimed delivery settled with an attempt: a row in every table. */
 const roundTrip = (store: WebhookStore.WebhookStore["Type"]) =>
@@ -66,9 +67,9 @@ for (const [name, database] of databases) {
         expect(outsidePrefix(objects, prefix)).toEqual([])
         const tables = objects.filter((o) => o.kind === "table").map((o) => o.name).sort()
         expect(tables).toEqual(
-          [...Object.values(WebhookStore.tables(prefix)), WebhookStore.migrationsTable(prefix)].sort()
+          [...Object.values(SqlWebhookStore.tables(prefix)), SqlWebhookStore.migrationsTable(prefix)].sort()
         )
-        expect(WebhookStore.migrationsTable(prefix)).toBe("acme_mg_webhooks_migrations")
+        expect(SqlWebhookStore.migrationsTable(prefix)).toBe("acme_mg_webhooks_migrations")
         expect(objects.filter((o) => o.kind === "index").map((o) => o.name)).toEqual(expect.arrayContaining([
           "acme_mg_webhooks_account_idx",
           "acme_mg_webhook_deliveries_due_idx"
@@ -96,8 +97,8 @@ describe("WebhookStore and invalid table prefixes", () => {
         assert.instanceOf(error, PersistenceError)
         expect(error.message).toMatch(/^webhook storage: invalid table prefix /)
         expect(error.message).toContain(JSON.stringify(bad))
-        assert.instanceOf(yield* Effect.flip(WebhookStore.migrate(bad)), PersistenceError)
-        assert.instanceOf(yield* Effect.flip(WebhookStore.migrations(bad)), Migrator.MigrationError)
+        assert.instanceOf(yield* Effect.flip(SqlWebhookStore.migrate(bad)), PersistenceError)
+        assert.instanceOf(yield* Effect.flip(SqlWebhookStore.migrations(bad)), Migrator.MigrationError)
       }
       expect(yield* schemaObjects).toEqual([])
     }).pipe(Effect.provide(sqlite()), Effect.scoped))

@@ -4,12 +4,12 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Security } from "@mediagate/contract"
 import type { OutboxEntry } from "@mediagate/engine/TaskStorage"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { type OutboundRequest, type PostResult, WebhookSender } from "../src/Outbound.js"
+import * as SqlWebhookStore from "../src/SqlWebhookStore.js"
 import * as WebhookStore from "../src/WebhookStore.js"
 import { postgres, runPostgres, sqlite } from "./databases.js"
 
@@ -30,7 +30,7 @@ export type Backend = () => Layer.Layer<WebhookStore.WebhookStore, unknown>
 
 /** A fresh SQL store on a database layer. */
 export const sqlStore = (database: () => Layer.Layer<SqlClient.SqlClient, unknown>): Backend => () =>
-  WebhookStore.layerSql({ clock: Clock.currentTimeMillis }).pipe(Layer.provide(database()))
+  SqlWebhookStore.layer({ time: "clock" }).pipe(Layer.provide(database()))
 
 /** Every backend that runs here: memory, SQLite, and PostgreSQL when it runs (always under CI=true). */
 export const backends: ReadonlyArray<readonly [string, Backend]> = [

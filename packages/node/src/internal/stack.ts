@@ -10,7 +10,7 @@ import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
-import * as SqlStore from "@mediagate/engine/SqlStore"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as Worker from "@mediagate/engine/Worker"
 import { Health, ServerConfig } from "@mediagate/server"
@@ -28,7 +28,7 @@ import * as Voices from "@mediagate/vendors/Voices"
 import * as Dispatcher from "@mediagate/webhooks/Dispatcher"
 import * as Outbound from "@mediagate/webhooks/Outbound"
 import * as WebhookService from "@mediagate/webhooks/WebhookService"
-import * as WebhookStore from "@mediagate/webhooks/WebhookStore"
+import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -100,7 +100,7 @@ export const Webhooks = (stack: StackSettings) =>
         Layer.provide(Outbound.layerSender({ allowPrivate: webhooks.allowPrivate }))
       ),
       stack.workers ? Dispatcher.layerConfig() : Layer.empty
-    ))).pipe(Layer.provideMerge(WebhookStore.layerSql({ prefix: stack.tablePrefix })))
+    ))).pipe(Layer.provideMerge(SqlWebhookStore.layer({ prefix: stack.tablePrefix })))
 
 /** `/readyz` is ready while the database answers. */
 export const DatabaseReadiness = Layer.effect(

@@ -1,7 +1,7 @@
 /**
- * What every SQL store of Mediagate (tasks, billing, accounts, webhooks) shares besides row decoding
- * ({@link "./SqlRows.js"}): the table prefix, the column types of its dialect, the database clock, and the mapping
- * of storage failures to {@link PersistenceError}.
+ * What every SQL store of Mediagate (tasks, billing, accounts, webhooks) shares besides row decoding (`SqlRows`):
+ * the client and its dialect, the table prefix, the column types of its dialect, the migrations runner, the storage
+ * clock, and the mapping of storage failures to {@link PersistenceError}.
  *
  * Table prefix: every database object a store creates (tables, indexes, triggers and their functions, sequences,
  * its migrations table, the PostgreSQL `NOTIFY` channel) is named `<prefix><name>`, so that Mediagate can live in
@@ -16,10 +16,13 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
 import type { Identifier } from "@effect/sql/Statement"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Record from "effect/Record"
+import * as Schema from "effect/Schema"
 import { PersistenceError } from "./PersistenceError.js"
-import { decodeAll, numberOf, type Row, RowError } from "./SqlRows.js"
+import * as SqlRows from "./SqlRows.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // table prefix
@@ -73,8 +76,7 @@ export const prefixedMigrations = (
 export const identifiers = <K extends string>(
   sql: SqlClient.SqlClient,
   names: Readonly<Record<K, string>>
-): Readonly<Record<K, Identifier>> =>
-  Object.fromEntries(Object.entries<string>(names).map(([key, name]) => [key, sql(name)])) as Record<K, Identifier>
+): Readonly<Record<K, Identifier>> => Record.map(names, (name) => sql(name))
 
 // -----------------------------------------------------------------------------------------------------------------
 // dialect, clock, failures
@@ -111,32 +113,61 @@ export const nowExpression = (pg: boolean): string =>
     ? "floor(extract(epoch from clock_timestamp()) * 1000)::bigint"
     : "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
 
+const clockRow = SqlRows.decoder("(database clock)", Schema.Struct({ now: SqlRows.Number }))
+
 /** Reads the database clock (epoch ms). */
-export const databaseNow = (sql: SqlClient.SqlClient, pg: boolean): Effect.Effect<number, SqlError | RowError> =>
-  sql<Row>`SELECT ${sql.literal(nowExpression(pg))} AS now`.pipe(
-    Effect.flatMap(decodeAll((row) => numberOf(row, "now"))),
-    Effect.map((rows) => rows[0]!)
+export const databaseNow = (sql: SqlClient.SqlClient, pg: boolean): Effect.Effect<number, SqlError | SqlRows.RowError> =>
+  sql`SELECT ${sql.literal(nowExpression(pg))} AS now`.pipe(
+    Effect.flatMap(clockRow.single),
+    Effect.map((row) => row.now)
   )
 
+/**
+ * Where a SQL store reads "now": the database clock (`"database"`, the default: one clock for every process on the
+ * database), or Effect's `Clock` (`"clock"`: tests drive it with `TestClock`).
+ */
+export type Time = "database" | "clock"
+
+/** The `time` option of the SQL stores that keep time (tasks, webhooks). */
+export interface TimeOptions {
+  /** Where "now" comes from (default `"database"`). */
+  readonly time?: Time | undefined
+}
+
+/** The storage clock of `time` in whole epoch ms: the database clock, or `Clock.currentTimeMillis`. */
+export const storageNow = (
+  sql: SqlClient.SqlClient,
+  pg: boolean,
+  time: Time = "database"
+): Effect.Effect<number, SqlError | SqlRows.RowError> =>
+  time === "clock" ? Effect.map(Clock.currentTimeMillis, Math.floor) : databaseNow(sql, pg)
+
 /** The failures of a storage operation that {@link persistence} turns into {@link PersistenceError}. */
-export type StorageFailure = SqlError | ResultLengthMismatch | RowError
+export type StorageFailure = SqlError | ResultLengthMismatch | SqlRows.RowError
 
 const isStorageFailure = (u: unknown): u is StorageFailure =>
-  u instanceof SqlError || u instanceof ResultLengthMismatch || u instanceof RowError
+  u instanceof SqlError || u instanceof ResultLengthMismatch || u instanceof SqlRows.RowError
 
 /**
  * Storage failures (also a failed COMMIT/ROLLBACK, which `@effect/sql` raises as a defect) become
- * {@link PersistenceError} with the message `<store>: <operation> failed`. `isAlso` names a store's own failures
- * to treat the same way.
+ * {@link PersistenceError} with the message `<store>: <operation> failed`, followed for a row that does not decode
+ * by the {@link SqlRows.RowError}'s `<table>.<column>: <what>` (the SQL error's text never appears: it may hold
+ * data). `isAlso` names a store's own failures to treat the same way.
  */
 export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u is F) => (operation: string) =>
 <A, E, R>(
   self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, StorageFailure | F> | PersistenceError, R> => {
+): Effect.Effect<A, Exclude<E, Extract<E, StorageFailure | F>> | PersistenceError, R> => {
   const matches = (u: unknown): u is StorageFailure | F => isStorageFailure(u) || (isAlso !== undefined && isAlso(u))
-  const wrap = (cause: StorageFailure | F) => new PersistenceError({ message: `${store}: ${operation} failed`, cause })
+  const wrap = (cause: StorageFailure | F) =>
+    new PersistenceError({
+      message: cause instanceof SqlRows.RowError
+        ? `${store}: ${operation} failed: ${cause.message}`
+        : `${store}: ${operation} failed`,
+      cause
+    })
   return self.pipe(
-    Effect.mapError((e) => matches(e) ? wrap(e) : e as Exclude<E, StorageFailure | F>),
+    Effect.catchIf((e: E): e is Extract<E, StorageFailure | F> => matches(e), (e) => Effect.fail(wrap(e))),
     Effect.catchSomeDefect((defect) => matches(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none())
   )
 }

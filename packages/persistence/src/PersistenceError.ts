@@ -5,7 +5,7 @@
  */
 import * as Schema from "effect/Schema"
 
-/** A storage operation failed (connection lost, constraint broken by a bug, ...). */
+/** A storage operation failed (connection lost, constraint broken by a bug, a row that does not decode, ...). */
 export class PersistenceError extends Schema.TaggedError<PersistenceError>()("PersistenceError", {
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)

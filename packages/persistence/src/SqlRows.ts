@@ -1,0 +1,121 @@
+/**
+ * Rows decoded with Schema, for every SQL store of Mediagate. A store describes each table's row as a
+ * `Schema.Struct` of its columns ({@link column} maps a column to a field, {@link literal} an enum column,
+ * `Schema.parseJson` a JSON column, {@link Number} a numeric one) and reads rows through a {@link decoder}, which
+ * also encodes a record into the row to insert.
+ *
+ * The drivers answer numbers as numbers, bigints or strings (PostgreSQL `BIGINT` and `COUNT(*)` come back as
+ * strings): {@link Number} takes all three. A row that does not decode fails with a {@link RowError} naming the
+ * table and the column, never with a throw or a defect; `SqlStore.persistence` turns it into a `PersistenceError`
+ * (`task storage: get failed: mediagate_tasks.status: Expected "pending" | ..., actual "bogus"`).
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+
+/** A stored row that does not decode (or a record that does not encode): which table, which column, and why. */
+export class RowError extends Schema.TaggedError<RowError>()("RowError", {
+  table: Schema.String,
+  column: Schema.String,
+  /** `<table>.<column>: <what is wrong>`. */
+  message: Schema.String
+}) {}
+
+const show = (u: unknown): string => {
+  if (typeof u === "bigint") return `${u}n`
+  try {
+    return JSON.stringify(u) ?? String(u)
+  } catch {
+    return String(u)
+  }
+}
+
+/**
+ * A numeric column: a finite number from a number, a bigint or a numeric string (how PostgreSQL answers `BIGINT`
+ * and `COUNT(*)`). Encodes to a number.
+ */
+export const Number: Schema.Schema<number, number | string | bigint> = Schema.transformOrFail(
+  Schema.Union(Schema.Number, Schema.String, Schema.BigIntFromSelf),
+  Schema.Number,
+  {
+    strict: true,
+    decode: (value, _, ast) => {
+      const n = typeof value === "string" && value.trim() === "" ? NaN : globalThis.Number(value)
+      return globalThis.Number.isFinite(n)
+        ? ParseResult.succeed(n)
+        : ParseResult.fail(new ParseResult.Type(ast, value, `Expected a finite number, actual ${show(value)}`))
+    },
+    encode: ParseResult.succeed
+  }
+).annotations({ identifier: "SqlNumber" })
+
+/** An integer column holding a flag: 0 is false, anything else true; encodes to 0 or 1. */
+export const Flag: Schema.Schema<boolean, number | string | bigint> = Schema.transform(Number, Schema.Boolean, {
+  strict: true,
+  decode: (n) => n !== 0,
+  encode: (b) => (b ? 1 : 0)
+})
+
+/**
+ * A text column holding one of `values`; a failure reads `Expected "a" | "b", actual "c"`. Pass the contract's
+ * lists (`Task.taskStatuses`, `Catalog.taskFamilies`, ...) so that the column follows them.
+ */
+export const literal = <const L extends ReadonlyArray<string>>(...values: L): Schema.Schema<L[number]> =>
+  Schema.Literal(...values).annotations({
+    message: (issue) => ({
+      message: `Expected ${values.map((v) => JSON.stringify(v)).join(" | ")}, actual ${show(issue.actual)}`,
+      override: true
+    })
+  })
+
+/** A field read from the column `name` (snake case in SQL, camel case in the record). */
+export const column = <A, I, R>(name: string, schema: Schema.Schema<A, I, R>) =>
+  Schema.propertySignature(schema).pipe(Schema.fromKey(name))
+
+/** The {@link RowError} of a parse failure of a row of `table` (the first issue: its column and message). */
+export const rowError = (table: string, error: ParseResult.ParseError): RowError => {
+  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const path = (issue?.path ?? []).filter((key, i) => !(i === 0 && typeof key === "number"))
+  const column = path.length === 0 ? "(row)" : String(path[0])
+  const inner = path.slice(1).map((key) => typeof key === "number" ? `[${key}]` : `.${String(key)}`).join("")
+  const what = issue?.message ?? error.message
+  return new RowError({ table, column, message: `${table}.${column}${inner}: ${what}` })
+}
+
+/** Reads (and writes) the rows of one table with a Schema. */
+export interface Decoder<A, I> {
+  /** Every row decoded, in order. */
+  readonly all: (rows: ReadonlyArray<unknown>) => Effect.Effect<Array<A>, RowError>
+  /** The first row decoded, if there is one. */
+  readonly first: (rows: ReadonlyArray<unknown>) => Effect.Effect<Option.Option<A>, RowError>
+  /** The first row decoded; no row at all is a {@link RowError} (for statements that always answer one). */
+  readonly single: (rows: ReadonlyArray<unknown>) => Effect.Effect<A, RowError>
+  /** A record as the row to write. */
+  readonly encode: (value: A) => Effect.Effect<I, RowError>
+}
+
+/** The {@link Decoder} of `table`'s rows described by `schema`. */
+export const decoder = <A, I>(table: string, schema: Schema.Schema<A, I>): Decoder<A, I> => {
+  const decodeAll = Schema.decodeUnknown(Schema.Array(schema))
+  const encode = Schema.encode(schema)
+  const all = (rows: ReadonlyArray<unknown>) =>
+    decodeAll(rows).pipe(
+      Effect.map((decoded) => [...decoded]),
+      Effect.mapError((error) => rowError(table, error))
+    )
+  const first = (rows: ReadonlyArray<unknown>) =>
+    Effect.map(all(rows.slice(0, 1)), (decoded) => Option.fromNullable(decoded[0]))
+  return {
+    all,
+    first,
+    single: (rows) =>
+      Effect.flatMap(first(rows), Option.match({
+        onNone: () => Effect.fail(new RowError({ table, column: "(row)", message: `${table}: no row` })),
+        onSome: Effect.succeed
+      })),
+    encode: (value) => Effect.mapError(encode(value), (error) => rowError(table, error))
+  }
+}

@@ -1,0 +1,418 @@
+/**
+ * Webhook storage on SQL: SQLite and PostgreSQL on the `SqlClient` in context, with the semantics of the memory
+ * storage (`WebhookStore.makeMemory`) and the same conformance suite.
+ *
+ * Tables, created by {@link migrations} in {@link migrationsTable}, every name under the store's prefix
+ * (`options.prefix`, default `mediagate_`, see {@link tables}): registrations, their idempotency keys, deliveries,
+ * the attempt log and the dispatcher's cursor. Rows are decoded with Schema: a corrupt row fails with a
+ * `PersistenceError` naming its table and column. "now" is the database clock, or Effect's `Clock` with
+ * `time: "clock"` (tests, under `TestClock`).
+ *
+ * @since 0.1.0
+ */
+import type * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Webhook } from "@mediagate/contract"
+import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { deliveriesFor, newRow, reused, settled, WebhookStore } from "./WebhookStore.js"
+
+const storeName = "webhook storage"
+
+/** The tables of the webhook storage under `prefix`. */
+export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
+  webhooks: `${prefix}webhooks`,
+  idempotency: `${prefix}webhook_idempotency`,
+  deliveries: `${prefix}webhook_deliveries`,
+  attempts: `${prefix}webhook_delivery_attempts`,
+  cursor: `${prefix}webhook_dispatch_cursor`
+}) as const
+
+/** The table the webhook migrations are recorded in: `<prefix>webhooks_migrations`. */
+export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}webhooks_migrations`
+
+const createTables = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { big, id: idType } = SqlStore.columns(sql)
+    const t = tables(prefix)
+    yield* sql.unsafe(`CREATE TABLE ${t.webhooks} (
+  id ${idType} PRIMARY KEY NOT NULL,
+  account_id TEXT NOT NULL,
+  url TEXT NOT NULL,
+  events TEXT NOT NULL,
+  description TEXT,
+  enabled INTEGER NOT NULL,
+  secret TEXT NOT NULL,
+  created_at ${big} NOT NULL,
+  deleted_at ${big}
+)`)
+    yield* sql.unsafe(`CREATE INDEX ${t.webhooks}_account_idx ON ${t.webhooks} (account_id, id)`)
+    yield* sql.unsafe(`CREATE TABLE ${t.idempotency} (
+  account_id TEXT NOT NULL,
+  "key" TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  webhook_id TEXT NOT NULL,
+  created_at ${big} NOT NULL,
+  PRIMARY KEY (account_id, "key")
+)`)
+    yield* sql.unsafe(`CREATE TABLE ${t.deliveries} (
+  id ${idType} PRIMARY KEY NOT NULL,
+  webhook_id ${idType},
+  account_id TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  url TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+  attempts INTEGER NOT NULL,
+  last_status_code INTEGER,
+  last_error TEXT,
+  next_attempt_at ${big},
+  lease_owner TEXT,
+  lease_expires_at ${big},
+  fence ${big} NOT NULL,
+  created_at ${big} NOT NULL
+)`)
+    yield* sql.unsafe(`CREATE INDEX ${t.deliveries}_webhook_idx ON ${t.deliveries} (webhook_id, id DESC)`)
+    yield* sql.unsafe(`CREATE INDEX ${t.deliveries}_event_idx ON ${t.deliveries} (event_id)`)
+    yield* sql.unsafe(
+      `CREATE INDEX ${t.deliveries}_due_idx ON ${t.deliveries} (next_attempt_at, id) WHERE status = 'pending'`
+    )
+    yield* sql.unsafe(`CREATE TABLE ${t.attempts} (
+  delivery_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  status_code INTEGER,
+  error TEXT,
+  duration_ms INTEGER NOT NULL,
+  response_excerpt TEXT,
+  at ${big} NOT NULL,
+  PRIMARY KEY (delivery_id, attempt)
+)`)
+    yield* sql.unsafe(`CREATE TABLE ${t.cursor} (
+  name TEXT PRIMARY KEY NOT NULL,
+  position TEXT NOT NULL
+)`)
+  })
+
+/**
+ * The webhook migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
+ * the loader with a `MigrationError`.
+ */
+export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
+  SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({ "0001_webhooks": createTables(prefix) }))
+
+/**
+ * Runs the webhook migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
+ * `PersistenceError`.
+ */
+export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
+
+// -----------------------------------------------------------------------------------------------------------------
+// rows
+// -----------------------------------------------------------------------------------------------------------------
+
+const { column } = SqlRows
+const nullable = <A, I>(schema: Schema.Schema<A, I>) => Schema.NullOr(schema)
+const eventType = SqlRows.literal(...Webhook.eventTypes)
+
+/** A row of `<prefix>webhooks`: a registration (`events` is a JSON list of event types). */
+export const WebhookRow = Schema.Struct({
+  id: Schema.String,
+  accountId: column("account_id", Schema.String),
+  url: Schema.String,
+  events: Schema.parseJson(Schema.Array(eventType)),
+  description: nullable(Schema.String),
+  enabled: SqlRows.Flag,
+  secret: Schema.String,
+  createdAt: column("created_at", SqlRows.Number),
+  deletedAt: column("deleted_at", nullable(SqlRows.Number))
+})
+
+/** A row of `<prefix>webhook_deliveries`. */
+export const DeliveryRow = Schema.Struct({
+  id: Schema.String,
+  webhookId: column("webhook_id", nullable(Schema.String)),
+  accountId: column("account_id", Schema.String),
+  eventId: column("event_id", Schema.String),
+  eventType: column("event_type", eventType),
+  url: Schema.String,
+  payload: Schema.String,
+  status: SqlRows.literal(...Webhook.DeliveryStatus.literals),
+  attempts: SqlRows.Number,
+  lastStatusCode: column("last_status_code", nullable(SqlRows.Number)),
+  lastError: column("last_error", nullable(Schema.String)),
+  nextAttemptAt: column("next_attempt_at", nullable(SqlRows.Number)),
+  leaseOwner: column("lease_owner", nullable(Schema.String)),
+  leaseExpiresAt: column("lease_expires_at", nullable(SqlRows.Number)),
+  fence: SqlRows.Number,
+  createdAt: column("created_at", SqlRows.Number)
+})
+
+/** A row of `<prefix>webhook_delivery_attempts`. */
+export const AttemptRow = Schema.Struct({
+  deliveryId: column("delivery_id", Schema.String),
+  attempt: SqlRows.Number,
+  statusCode: column("status_code", nullable(SqlRows.Number)),
+  error: nullable(Schema.String),
+  durationMs: column("duration_ms", SqlRows.Number),
+  responseExcerpt: column("response_excerpt", nullable(Schema.String)),
+  at: SqlRows.Number
+})
+
+/** The decoders of the webhook rows, named after their tables under `prefix`. */
+const decoders = (prefix: string) => {
+  const names = tables(prefix)
+  return {
+    webhook: SqlRows.decoder(names.webhooks, WebhookRow),
+    delivery: SqlRows.decoder(names.deliveries, DeliveryRow),
+    attempt: SqlRows.decoder(names.attempts, AttemptRow),
+    idempotency: SqlRows.decoder(names.idempotency, Schema.Struct({
+      fingerprint: Schema.String,
+      webhookId: column("webhook_id", Schema.String),
+      createdAt: column("created_at", SqlRows.Number)
+    })),
+    cursor: SqlRows.decoder(names.cursor, Schema.Struct({ position: Schema.String })),
+    count: SqlRows.decoder(names.deliveries, Schema.Struct({ n: SqlRows.Number })),
+    due: SqlRows.decoder(names.deliveries, Schema.Struct({ due: nullable(SqlRows.Number) }))
+  }
+}
+
+/** No stored identifier contains NUL (PostgreSQL refuses NUL in text): such an argument matches nothing. */
+const hasNul = (...values: ReadonlyArray<string | undefined>): boolean =>
+  values.some((s) => s !== undefined && s.includes("\u0000"))
+
+
+/** Storage failures become {@link PersistenceError}. */
+const persistence = SqlStore.persistence(storeName)
+
+/** Options of the SQL storage: the table prefix and where "now" comes from (default: the database clock). */
+export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions {}
+
+const cursorName = "outbox"
+
+/**
+ * Builds the SQL storage on the `SqlClient` in context, after running the migrations, with its tables under
+ * `options.prefix` (default `mediagate_`; an invalid prefix fails with a `PersistenceError`).
+ */
+export const make = (options: SqlOptions = {}): Effect.Effect<
+  WebhookStore["Type"],
+  SqlError | Migrator.MigrationError | PersistenceError,
+  SqlClient.SqlClient
+> =>
+  Effect.gen(function*() {
+    const prefix = yield* SqlStore.resolvePrefix(storeName, options)
+    const { pg, sql } = yield* SqlStore.storeClient(storeName)
+    yield* SqlStore.migrator(migrations(prefix), migrationsTable(prefix))
+    const t = SqlStore.identifiers(sql, tables(prefix))
+    const rows = decoders(prefix)
+
+    const now = SqlStore.storageNow(sql, pg, options.time).pipe(persistence("now"))
+
+    const selectWebhooks = (accountId: string) =>
+      sql`SELECT * FROM ${t.webhooks} WHERE account_id = ${accountId} AND deleted_at IS NULL ORDER BY id`.pipe(
+        Effect.flatMap(rows.webhook.all)
+      )
+    const selectWebhook = (id: string) =>
+      sql`SELECT * FROM ${t.webhooks} WHERE id = ${id}`.pipe(Effect.flatMap(rows.webhook.first))
+    const insertDeliveries = (deliveries: ReadonlyArray<typeof DeliveryRow.Type>) =>
+      Effect.flatMap(
+        Effect.forEach(deliveries, rows.delivery.encode),
+        (encoded) => sql`INSERT INTO ${t.deliveries} ${sql.insert(encoded)}`
+      )
+
+    const service: WebhookStore["Type"] = {
+      now,
+      createWebhook: (webhook, claim) =>
+        sql.withTransaction(Effect.gen(function*() {
+          if (claim !== undefined) {
+            const previous = yield* sql`SELECT fingerprint, webhook_id, created_at FROM ${t.idempotency}
+              WHERE account_id = ${webhook.accountId} AND "key" = ${claim.key}${sql.literal(pg ? " FOR UPDATE" : "")}`.pipe(
+              Effect.flatMap(rows.idempotency.first),
+              Effect.map(Option.getOrUndefined)
+            )
+            const verdict = IdempotencyWindow.judge(previous, claim)
+            if (verdict === "Reused") return yield* Effect.fail(reused())
+            if (verdict === "Replay" && previous !== undefined) {
+              const original = yield* selectWebhook(previous.webhookId)
+              if (Option.isSome(original)) return { _tag: "Replayed", webhook: original.value } as const
+            }
+            yield* sql`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, webhook_id, created_at)
+              VALUES (${webhook.accountId}, ${claim.key}, ${claim.fingerprint}, ${webhook.id}, ${Math.floor(webhook.createdAt)})
+              ON CONFLICT (account_id, "key") DO UPDATE SET fingerprint = excluded.fingerprint,
+                webhook_id = excluded.webhook_id, created_at = excluded.created_at`
+          }
+          const encoded = yield* rows.webhook.encode({ ...webhook, createdAt: Math.floor(webhook.createdAt) })
+          yield* sql`INSERT INTO ${t.webhooks} ${sql.insert(encoded)}`
+          return { _tag: "Created", webhook } as const
+        })).pipe(persistence("createWebhook")),
+      listWebhooks: (accountId) =>
+        Effect.suspend(() => hasNul(accountId) ? Effect.succeed([]) : selectWebhooks(accountId)).pipe(
+          persistence("listWebhooks")
+        ),
+      getWebhook: (accountId, id) =>
+        Effect.suspend(() =>
+          hasNul(accountId, id)
+            ? Effect.succeedNone
+            : selectWebhook(id).pipe(Effect.map(Option.filter((w) => w.accountId === accountId && w.deletedAt === null)))
+        ).pipe(persistence("getWebhook")),
+      getWebhookById: (id) =>
+        Effect.suspend(() => hasNul(id) ? Effect.succeedNone : selectWebhook(id)).pipe(persistence("getWebhookById")),
+      removeWebhook: (accountId, id, at) =>
+        Effect.suspend(() =>
+          hasNul(accountId, id)
+            ? Effect.succeed([])
+            : sql`UPDATE ${t.webhooks} SET deleted_at = ${Math.floor(at)}, enabled = 0
+                WHERE id = ${id} AND account_id = ${accountId} AND deleted_at IS NULL RETURNING id`
+        ).pipe(Effect.map((removed) => removed.length > 0), persistence("removeWebhook")),
+      setEnabled: (id, enabled) =>
+        Effect.asVoid(sql`UPDATE ${t.webhooks} SET enabled = ${enabled ? 1 : 0} WHERE id = ${id}`).pipe(persistence("setEnabled")),
+      listDeliveries: (accountId, webhookId, query) =>
+        Effect.gen(function*() {
+          const limit = Math.max(0, Math.floor(query.limit))
+          if (hasNul(accountId, webhookId, query.beforeId)) return { items: [], hasMore: false, total: 0 }
+          const scope = sql`account_id = ${accountId} AND webhook_id = ${webhookId}`
+          const page = query.beforeId === undefined ? scope : sql`${scope} AND id < ${query.beforeId}`
+          const items = yield* sql`SELECT * FROM ${t.deliveries} WHERE ${page} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
+            Effect.flatMap(rows.delivery.all)
+          )
+          const total = yield* sql`SELECT COUNT(*) AS n FROM ${t.deliveries} WHERE ${scope}`.pipe(
+            Effect.flatMap(rows.count.single)
+          )
+          return { items: items.slice(0, limit), hasMore: items.length > limit, total: total.n }
+        }).pipe(persistence("listDeliveries")),
+      getDelivery: (accountId, webhookId, id) =>
+        Effect.suspend(() =>
+          hasNul(accountId, webhookId, id)
+            ? Effect.succeedNone
+            : sql`SELECT * FROM ${t.deliveries}
+                WHERE id = ${id} AND account_id = ${accountId} AND webhook_id = ${webhookId}`.pipe(
+              Effect.flatMap(rows.delivery.first)
+            )
+        ).pipe(persistence("getDelivery")),
+      deliveriesOfEvent: (eventId) =>
+        sql`SELECT * FROM ${t.deliveries} WHERE event_id = ${eventId} ORDER BY id`.pipe(
+          Effect.flatMap(rows.delivery.all),
+          persistence("deliveriesOfEvent")
+        ),
+      addDelivery: (delivery, at, addOptions) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const row = newRow(delivery, Math.floor(at))
+          yield* insertDeliveries([row])
+          if (addOptions.enableWebhook && delivery.webhookId !== null) {
+            yield* sql`UPDATE ${t.webhooks} SET enabled = 1 WHERE id = ${delivery.webhookId} AND deleted_at IS NULL`
+          }
+          return row
+        })).pipe(persistence("addDelivery")),
+      readCursor: sql`SELECT position FROM ${t.cursor} WHERE name = ${cursorName}`.pipe(
+        Effect.flatMap(rows.cursor.first),
+        Effect.map(Option.match({ onNone: () => undefined, onSome: (row) => row.position })),
+        persistence("readCursor")
+      ),
+      fanOut: (expected, next, entries, at) =>
+        sql.withTransaction(Effect.gen(function*() {
+          // the compare-and-set first: on PostgreSQL it locks the cursor row, so a concurrent dispatcher waits and
+          // then finds the cursor moved
+          const moved = expected === undefined
+            ? yield* sql`INSERT INTO ${t.cursor} (name, position) VALUES (${cursorName}, ${next})
+                ON CONFLICT (name) DO NOTHING RETURNING name`
+            : yield* sql`UPDATE ${t.cursor} SET position = ${next}
+                WHERE name = ${cursorName} AND position = ${expected} RETURNING name`
+          if (moved.length === 0) return Option.none<number>()
+          const accounts = [...new Set(entries.map((entry) => entry.accountId))]
+          const webhooks = accounts.length === 0 ? [] : yield* sql`SELECT * FROM ${t.webhooks}
+            WHERE ${sql.in("account_id", accounts)} AND deleted_at IS NULL AND enabled = 1`.pipe(
+            Effect.flatMap(rows.webhook.all)
+          )
+          const created = entries.flatMap((entry) => deliveriesFor(entry, webhooks)).map((d) => newRow(d, Math.floor(at)))
+          for (let i = 0; i < created.length; i += 200) yield* insertDeliveries(created.slice(i, i + 200))
+          return Option.some(created.length)
+        })).pipe(persistence("fanOut")),
+      claimDue: (owner, limit, leaseMs, at) =>
+        Effect.suspend(() => {
+          const n = Math.max(0, Math.floor(limit))
+          if (n === 0) return Effect.succeed([])
+          const time = Math.floor(at)
+          return sql`UPDATE ${t.deliveries} SET fence = fence + 1, lease_owner = ${owner},
+              lease_expires_at = ${time + Math.floor(leaseMs)}
+            WHERE id IN (
+              SELECT id FROM ${t.deliveries}
+              WHERE status = 'pending' AND next_attempt_at <= ${time}
+                AND (lease_expires_at IS NULL OR lease_expires_at <= ${time})
+              ORDER BY next_attempt_at, id
+              LIMIT ${n}${sql.literal(pg ? " FOR UPDATE SKIP LOCKED" : "")}
+            )
+            RETURNING *`.pipe(
+            Effect.flatMap(rows.delivery.all),
+            Effect.map((claimed) =>
+              claimed.sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0) || (a.id < b.id ? -1 : 1))
+            )
+          )
+        }).pipe(persistence("claimDue")),
+      settle: (id, fence, attempt, settlement) =>
+        sql.withTransaction(Effect.gen(function*() {
+          if (!Number.isSafeInteger(fence) || hasNul(id)) return false
+          const current = yield* sql`SELECT * FROM ${t.deliveries}
+            WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND status = 'pending'`.pipe(
+            Effect.flatMap(rows.delivery.first)
+          )
+          if (Option.isNone(current)) return false
+          const row = current.value
+          const next = settled(row, attempt, settlement)
+          const updated = yield* sql`UPDATE ${t.deliveries} SET attempts = ${next.attempts},
+              last_status_code = ${next.lastStatusCode}, last_error = ${next.lastError}, status = ${next.status},
+              next_attempt_at = ${next.nextAttemptAt}, lease_owner = NULL, lease_expires_at = NULL
+            WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND status = 'pending' RETURNING id`
+          if (updated.length === 0) return false
+          if (attempt !== undefined) {
+            yield* sql`INSERT INTO ${t.attempts} ${
+              sql.insert({
+                delivery_id: id,
+                attempt: next.attempts,
+                status_code: attempt.statusCode,
+                error: attempt.error,
+                duration_ms: Math.round(attempt.durationMs),
+                response_excerpt: attempt.responseExcerpt,
+                at: Math.floor(attempt.at)
+              })
+            }`
+          }
+          if (settlement.status === "failed" && settlement.disableWebhook === true && row.webhookId !== null) {
+            yield* sql`UPDATE ${t.webhooks} SET enabled = 0 WHERE id = ${row.webhookId}`
+          }
+          return true
+        })).pipe(persistence("settle")),
+      attempts: (id) =>
+        sql`SELECT * FROM ${t.attempts} WHERE delivery_id = ${id} ORDER BY attempt`.pipe(
+          Effect.flatMap(rows.attempt.all),
+          persistence("attempts")
+        ),
+      nextDueAt: sql`SELECT MIN(CASE WHEN lease_expires_at IS NOT NULL AND lease_expires_at > next_attempt_at
+          THEN lease_expires_at ELSE next_attempt_at END) AS due
+        FROM ${t.deliveries} WHERE status = 'pending' AND next_attempt_at IS NOT NULL`.pipe(
+        Effect.flatMap(rows.due.first),
+        Effect.map(Option.flatMap((row) => Option.fromNullable(row.due))),
+        persistence("nextDueAt")
+      ),
+      releaseAll: (owner) =>
+        sql`UPDATE ${t.deliveries} SET lease_owner = NULL, lease_expires_at = NULL
+          WHERE lease_owner = ${owner} AND status = 'pending' RETURNING id`.pipe(
+          Effect.map((released) => released.length),
+          persistence("releaseAll")
+        )
+    }
+    return service
+  })
+
+/** The SQL storage as a layer (runs the migrations). */
+export const layer = (
+  options: SqlOptions = {}
+): Layer.Layer<WebhookStore, SqlError | Migrator.MigrationError | PersistenceError, SqlClient.SqlClient> =>
+  Layer.effect(WebhookStore, make(options))
