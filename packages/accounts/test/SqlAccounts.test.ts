@@ -1,7 +1,10 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { AccountStore } from "../src/AccountStore.js"
 import * as SqlAccounts from "../src/SqlAccounts.js"
 import { accountsSuite, Dump } from "./AccountsSuite.js"
 import { pgAvailable, pgNotRunning, postgres, runPostgres, sqlite } from "./databases.js"
@@ -42,3 +45,45 @@ describe("SQL migrations", () => {
       assert.deepStrictEqual(rows.map((r) => r.name), ["accounts_api_keys", "idempotent_responses"])
     }).pipe(Effect.provide(sqlite())))
 })
+
+const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.SqlClient, unknown>]> = [
+  ["sqlite", sqlite],
+  ...(runPostgres ? [["postgres", postgres] as const] : [])
+]
+
+for (const [name, database] of databases) {
+  describe(`SqlAccounts on ${name}`, () => {
+    it.effect("a corrupt row is a PersistenceError naming its table and column, not a defect", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const store = yield* AccountStore
+        const t = SqlAccounts.tables()
+        yield* store.insertAccount({ id: "acct_a", name: "Acme", createdAt: 1 })
+        yield* store.insertKey({
+          id: "key_a",
+          accountId: "acct_a",
+          name: "root",
+          environment: "live",
+          keyHash: "h1",
+          maskedKey: "mg_live_…",
+          permissions: { "tasks:read": true },
+          ipWhitelist: [],
+          spendLimitMicros: null,
+          expiresAt: null,
+          createdAt: 1,
+          revokedAt: null,
+          lastUsedAt: null
+        })
+        expect(Option.map(yield* store.keyByHash("h1"), (key) => key.permissions)).toEqual(Option.some({ "tasks:read": true }))
+        yield* sql`UPDATE ${sql(t.keys)} SET permissions = ${`{"tasks:read":"yes"}`} WHERE id = 'key_a'`
+        const permissions = yield* Effect.flip(store.keyByHash("h1"))
+        assert.instanceOf(permissions, PersistenceError)
+        expect(permissions.message).toBe(`accounts storage: key lookup failed: ${t.keys}.permissions.tasks:read: must be a boolean`)
+        expect(permissions.cause).toMatchObject({ _tag: "RowError", table: t.keys, column: "permissions" })
+        yield* sql`UPDATE ${sql(t.keys)} SET permissions = '{}', ip_whitelist = '[1]' WHERE id = 'key_a'`
+        const whitelist = yield* Effect.flip(store.listKeys("acct_a"))
+        expect(whitelist.message).toBe(`accounts storage: key list failed: ${t.keys}.ip_whitelist[0]: Expected string, actual 1`)
+        expect(whitelist.cause).toMatchObject({ _tag: "RowError", table: t.keys, column: "ip_whitelist" })
+      }).pipe(Effect.provide(Layer.provideMerge(SqlAccounts.layerStore(), database())), Effect.scoped))
+  })
+}

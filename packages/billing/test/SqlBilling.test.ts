@@ -1,6 +1,8 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import { Billing } from "@mediagate/engine/Billing"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { BillingAccounts, defaultSettings } from "../src/BillingAccounts.js"
@@ -40,7 +42,7 @@ const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.Sql
 
 for (const [name, database] of databases) {
   describe(`SqlBilling on ${name}`, () => {
-    const run = <A, E>(body: Effect.Effect<A, E, SqlClient.SqlClient | BillingAccounts>) =>
+    const run = <A, E>(body: Effect.Effect<A, E, SqlClient.SqlClient | BillingAccounts | Billing>) =>
       body.pipe(
         Effect.provide(
           Layer.provideMerge(SqlBilling.layer(), Layer.merge(database(), PaymentProvider.layerNone))
@@ -68,6 +70,32 @@ for (const [name, database] of databases) {
         assert.isTrue(update._tag === "Failure" && remove._tag === "Failure")
         const rows = yield* sql<{ amount_micros: unknown }>`SELECT amount_micros FROM ${ledger}`
         expect(rows.map((r) => Number(r.amount_micros))).toEqual([5_000_000])
+      })))
+
+    it.effect("a corrupt row is a PersistenceError naming its table and column, not a defect", () =>
+      run(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const accounts = yield* BillingAccounts
+        const table = SqlBilling.tables().accounts
+        yield* accounts.open("acct_a", defaultSettings, 5_000_000)
+        // a value the CHECK constraint would refuse, written behind the store's back
+        yield* sql.onDialectOrElse({
+          pg: () => sql.unsafe(`ALTER TABLE ${table} DROP CONSTRAINT ${table}_billing_mode_check`),
+          orElse: () => sql.unsafe("PRAGMA ignore_check_constraints = ON")
+        })
+        yield* sql`UPDATE ${sql(table)} SET billing_mode = 'bogus' WHERE account_id = 'acct_a'`
+        const error = yield* Effect.flip(accounts.state("acct_a"))
+        assert.instanceOf(error, PersistenceError)
+        expect(error.message).toBe(
+          `billing: state failed: ${table}.billing_mode: Expected "prepaid" | "postpaid", actual "bogus"`
+        )
+        expect(error.cause).toMatchObject({ _tag: "RowError", table, column: "billing_mode" })
+        // the same row read under a lock (a charge) fails the same way, and charges nothing
+        const billing = yield* Billing
+        const charge = yield* Effect.flip(
+          billing.charge({ accountId: "acct_a", keyId: "k", taskId: "t", amountMicros: 1, description: "x" })
+        )
+        expect(charge).toMatchObject({ _tag: "PersistenceError", message: expect.stringMatching(/^billing: charge failed: /) })
       })))
   })
 }

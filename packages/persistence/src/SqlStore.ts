@@ -152,7 +152,8 @@ const isStorageFailure = (u: unknown): u is StorageFailure =>
  * Storage failures (also a failed COMMIT/ROLLBACK, which `@effect/sql` raises as a defect) become
  * {@link PersistenceError} with the message `<store>: <operation> failed`, followed for a row that does not decode
  * by the {@link SqlRows.RowError}'s `<table>.<column>: <what>` (the SQL error's text never appears: it may hold
- * data). `isAlso` names a store's own failures to treat the same way.
+ * data). `isAlso` names a store's own failures to treat the same way. The operation runs in a span named
+ * `<store>.<operation>`.
  */
 export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u is F) => (operation: string) =>
 <A, E, R>(
@@ -168,7 +169,8 @@ export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u
     })
   return self.pipe(
     Effect.catchIf((e: E): e is Extract<E, StorageFailure | F> => matches(e), (e) => Effect.fail(wrap(e))),
-    Effect.catchSomeDefect((defect) => matches(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none())
+    Effect.catchSomeDefect((defect) => matches(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none()),
+    Effect.withSpan(`${store}.${operation}`)
   )
 }
 

@@ -88,6 +88,12 @@ describe("persistence: storage failures as PersistenceError", () => {
       expect(domain).toBe("refused")
     }))
 
+  it.effect("the operation runs in a span named after the store and the operation", () =>
+    Effect.gen(function*() {
+      const span = yield* persistence("claim")(Effect.currentSpan)
+      expect(span.name).toBe("acme storage.claim")
+    }))
+
   it.effect("isAlso names a store's own failures to treat the same way", () =>
     Effect.gen(function*() {
       class Race extends Schema.TaggedError<Race>()("Race", {}) {}
