@@ -167,10 +167,7 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient
 > => Effect.gen(function*() {
-  const prefix = yield* SqlStore.resolvePrefix(storeName, options)
-  const { pg, sql } = yield* SqlStore.storeClient(storeName)
-  yield* SqlStore.migrator(migrations(prefix), migrationsTable(prefix))
-  const t = SqlStore.identifiers(sql, tables(prefix))
+  const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
   const rows = decoders(prefix)
 
   const store: AccountStore["Type"] = {

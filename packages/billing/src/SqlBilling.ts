@@ -249,11 +249,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient | PaymentProvider
 > => Effect.gen(function*() {
-  const prefix = yield* SqlStore.resolvePrefix(storeName, options)
+  const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
   const provider = yield* PaymentProvider
-  const { pg, sql } = yield* SqlStore.storeClient(storeName)
-  yield* SqlStore.migrator(migrations(prefix), migrationsTable(prefix))
-  const t = SqlStore.identifiers(sql, tables(prefix))
   const rows = decoders(prefix)
 
   /** Reads and locks an account row for the rest of the transaction. */

@@ -189,6 +189,7 @@ export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTab
 // -----------------------------------------------------------------------------------------------------------------
 
 const { column } = SqlRows
+const { hasNul } = SqlStore
 const nullable = <A, I>(schema: Schema.Schema<A, I>) => Schema.NullOr(schema)
 
 /** A row of `<prefix>tasks`: a {@link TaskRecord}; enum columns follow the contract's lists. */
@@ -238,35 +239,21 @@ export const OutboxRow = Schema.Struct({
   txid: Schema.optional(SqlRows.Number)
 })
 
-/** A row of `<prefix>task_idempotency` as the accept reads it. */
-const IdempotencyRow = Schema.Struct({
-  fingerprint: Schema.String,
-  taskId: column("task_id", Schema.String),
-  createdAt: column("created_at", SqlRows.Number)
-})
-
-/** The owner of a task, as a step with extra charges reads it back. */
-const OwnerRow = Schema.Struct({
-  accountId: column("account_id", Schema.String),
-  keyId: column("key_id", Schema.String),
-  environment: SqlRows.literal("live", "test")
-})
-
-const StatusRow = Schema.Struct({ status: SqlRows.literal(...Task.taskStatuses) })
-const CountRow = Schema.Struct({ n: SqlRows.Number })
-const DueRow = Schema.Struct({ unleased: nullable(SqlRows.Number), leased: nullable(SqlRows.Number) })
-
-/** The decoders of the storage's rows, named after its tables under `prefix`. */
+/** The decoders of the storage's rows (whole rows, and the columns some statements read), under `prefix`. */
 const decoders = (prefix: string) => {
   const names = tables(prefix)
   return {
     task: SqlRows.decoder(names.tasks, TaskRow),
-    owner: SqlRows.decoder(names.tasks, OwnerRow),
-    status: SqlRows.decoder(names.tasks, StatusRow),
-    count: SqlRows.decoder(names.tasks, CountRow),
-    due: SqlRows.decoder(names.tasks, DueRow),
+    owner: SqlRows.decoder(names.tasks, TaskRow.pick("accountId", "keyId", "environment")),
+    status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
+    count: SqlRows.decoder(names.tasks, Schema.Struct({ n: SqlRows.Number })),
+    due: SqlRows.decoder(names.tasks, Schema.Struct({ unleased: nullable(SqlRows.Number), leased: nullable(SqlRows.Number) })),
     outbox: SqlRows.decoder(names.outbox, OutboxRow),
-    idempotency: SqlRows.decoder(names.idempotency, IdempotencyRow)
+    idempotency: SqlRows.decoder(names.idempotency, Schema.Struct({
+      fingerprint: Schema.String,
+      taskId: column("task_id", Schema.String),
+      createdAt: column("created_at", SqlRows.Number)
+    }))
   }
 }
 
@@ -278,8 +265,6 @@ const json = (value: unknown): string => JSON.stringify(value)
 /** Times are stored as integer milliseconds. */
 const ms = (value: number): number => Math.floor(value)
 
-/** No stored identifier contains NUL (and PostgreSQL refuses NUL in text): such an argument matches nothing. */
-const hasNul = (s: string | undefined): boolean => s !== undefined && s.includes("\u0000")
 
 /** The smallest string above every string starting with `prefix` (for an index range scan), if any. */
 const prefixEnd = (prefix: string): string | undefined => {
@@ -313,13 +298,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   SqlClient.SqlClient | Billing
 > =>
   Effect.gen(function*() {
-    const prefix = yield* SqlStore.resolvePrefix(storeName, options)
+    const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
     const billing = yield* Billing
-    const { pg, sql } = yield* SqlStore.storeClient(storeName)
-    yield* SqlStore.migrator(migrations(prefix), migrationsTable(prefix))
-
     const time = options.time ?? "database"
-    const t = SqlStore.identifiers(sql, tables(prefix))
     const rows = decoders(prefix)
     const channel = wakeupChannel(prefix)
     // The LISTEN client is optional by design: SQLite hosts have none, and PostgreSQL hosts may not install the
@@ -409,7 +390,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       Effect.gen(function*() {
         const limit = Math.max(0, Math.floor(query.limit))
         const empty: ListPage = { items: [], hasMore: false, total: 0 }
-        if ([accountId, query.status, query.provider, query.model, query.idPrefix].some(hasNul)) return empty
+        if (hasNul(accountId, query.status, query.provider, query.model, query.idPrefix)) return empty
         const filters: Array<Fragment> = [sql`account_id = ${accountId}`]
         if (query.status !== undefined) filters.push(sql`status = ${query.status}`)
         if (query.provider !== undefined) filters.push(sql`provider = ${query.provider}`)
@@ -528,7 +509,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 
     const cancel: TaskStorage["Type"]["cancel"] = (accountId, id) =>
       Effect.suspend((): Effect.Effect<CancelResult, SqlStore.StorageFailure | PersistenceError> => {
-        if (hasNul(accountId) || hasNul(id)) return Effect.succeed({ _tag: "NotFound" })
+        if (hasNul(accountId, id)) return Effect.succeed({ _tag: "NotFound" })
         return sql.withTransaction(Effect.gen(function*() {
           const now = yield* currentTime
           const cancelled = yield* sql`UPDATE ${t.tasks} SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
@@ -637,7 +618,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       accept,
       get: (accountId, id) =>
         Effect.suspend(() =>
-          hasNul(accountId) || hasNul(id)
+          hasNul(accountId, id)
             ? Effect.succeedNone
             : selectTask(id).pipe(Effect.map(Option.filter((task) => task.accountId === accountId)))
         ).pipe(persistence("get")),

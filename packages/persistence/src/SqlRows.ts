@@ -24,14 +24,7 @@ export class RowError extends Schema.TaggedError<RowError>()("RowError", {
   message: Schema.String
 }) {}
 
-const show = (u: unknown): string => {
-  if (typeof u === "bigint") return `${u}n`
-  try {
-    return JSON.stringify(u) ?? String(u)
-  } catch {
-    return String(u)
-  }
-}
+const show = (u: unknown): string => (typeof u === "string" ? JSON.stringify(u) : String(u))
 
 /**
  * A numeric column: a finite number from a number, a bigint or a numeric string (how PostgreSQL answers `BIGINT`

@@ -189,6 +189,26 @@ export const storeClient = (
       : Effect.succeed({ sql, pg: dialect === "pg" })
   })
 
+/** Whether an argument holds NUL: no stored identifier does (PostgreSQL refuses it in text), so it matches nothing. */
+export const hasNul = (...values: ReadonlyArray<string | undefined>): boolean =>
+  values.some((value) => value !== undefined && value.includes("\u0000"))
+
+/**
+ * Opens a store on the `SqlClient` in context: its validated prefix, the client and dialect ({@link storeClient}),
+ * its migrations run ({@link migrator}) and its `tables` as SQL identifiers.
+ */
+export const open = <K extends string>(store: string, options: PrefixOptions, definition: {
+  readonly tables: (prefix: string) => Readonly<Record<K, string>>
+  readonly migrations: (prefix: string) => Migrator.Loader
+  readonly migrationsTable: (prefix: string) => string
+}) =>
+  Effect.gen(function*() {
+    const prefix = yield* resolvePrefix(store, options)
+    const { pg, sql } = yield* storeClient(store)
+    yield* migrator(definition.migrations(prefix), definition.migrationsTable(prefix))
+    return { prefix, pg, sql, t: identifiers(sql, definition.tables(prefix)) }
+  })
+
 /**
  * Runs a store's migrations, recorded in its own `table` (`<prefix><store>_migrations`). Two processes starting on
  * an empty database may race creating the migrations table: the loser tries again.

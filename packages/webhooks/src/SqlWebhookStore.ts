@@ -120,6 +120,7 @@ export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTab
 // -----------------------------------------------------------------------------------------------------------------
 
 const { column } = SqlRows
+const { hasNul } = SqlStore
 const nullable = <A, I>(schema: Schema.Schema<A, I>) => Schema.NullOr(schema)
 const eventType = SqlRows.literal(...Webhook.eventTypes)
 
@@ -185,9 +186,6 @@ const decoders = (prefix: string) => {
   }
 }
 
-/** No stored identifier contains NUL (PostgreSQL refuses NUL in text): such an argument matches nothing. */
-const hasNul = (...values: ReadonlyArray<string | undefined>): boolean =>
-  values.some((s) => s !== undefined && s.includes("\u0000"))
 
 
 /** Storage failures become {@link PersistenceError}. */
@@ -208,10 +206,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   SqlClient.SqlClient
 > =>
   Effect.gen(function*() {
-    const prefix = yield* SqlStore.resolvePrefix(storeName, options)
-    const { pg, sql } = yield* SqlStore.storeClient(storeName)
-    yield* SqlStore.migrator(migrations(prefix), migrationsTable(prefix))
-    const t = SqlStore.identifiers(sql, tables(prefix))
+    const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
     const rows = decoders(prefix)
 
     const now = SqlStore.storageNow(sql, pg, options.time).pipe(persistence("now"))
