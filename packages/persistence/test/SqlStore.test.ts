@@ -57,6 +57,14 @@ describe("table prefixes", () => {
     }))
 })
 
+describe("hasNul", () => {
+  it("an argument holding NUL matches nothing stored", () => {
+    expect(SqlStore.hasNul("acct_a", undefined, "task_1")).toBe(false)
+    expect(SqlStore.hasNul("acct_a", "task_\u0000")).toBe(true)
+    expect(SqlStore.hasNul()).toBe(false)
+  })
+})
+
 describe("persistence: storage failures as PersistenceError", () => {
   const persistence = SqlStore.persistence("acme storage")
 
@@ -169,6 +177,28 @@ for (const [name, database] of databases) {
         const error = yield* Effect.flip(SqlStore.migrator(flaky(3), "acme_other_migrations"))
         expect(error).toMatchObject({ _tag: "MigrationError", message: "lost the race" })
         expect(attempts).toBe(3)
+      }).pipe(Effect.provide(database()), Effect.scoped))
+
+    it.effect("open: the prefix, the client and dialect, the migrations run, the tables as identifiers", () =>
+      Effect.gen(function*() {
+        const definition = {
+          tables: (prefix: string) => ({ items: `${prefix}items` }),
+          migrationsTable: (prefix: string) => `${prefix}acme_migrations`,
+          migrations: (prefix: string) =>
+            SqlStore.prefixedMigrations("acme storage", prefix, (p) => ({
+              "0001_items": Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(`CREATE TABLE ${p}items (id TEXT)`))
+            }))
+        }
+        const store = yield* SqlStore.open("acme storage", { prefix: "acme_" }, definition)
+        expect({ prefix: store.prefix, pg: store.pg }).toEqual({ prefix: "acme_", pg: name === "postgres" })
+        yield* store.sql`INSERT INTO ${store.t.items} (id) VALUES ('a')`
+        expect(yield* store.sql<{ id: string }>`SELECT id FROM acme_items`).toEqual([{ id: "a" }])
+        // opened again: nothing migrates twice
+        yield* SqlStore.open("acme storage", { prefix: "acme_" }, definition)
+        const applied = yield* store.sql<{ name: string }>`SELECT name FROM acme_acme_migrations`
+        expect(applied.map((row) => row.name)).toEqual(["items"])
+        const error = yield* Effect.flip(SqlStore.open("acme storage", { prefix: "Acme" }, definition))
+        expect(error).toMatchObject({ _tag: "PersistenceError", message: expect.stringMatching(/^acme storage: invalid table prefix "Acme"/) })
       }).pipe(Effect.provide(database()), Effect.scoped))
 
     it.effect("migrateWith: refuses an invalid prefix before the database is touched, else migrates under it", () =>
