@@ -29,6 +29,7 @@ import * as Stream from "effect/Stream"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as ResultLinks from "@mediagate/engine/ResultLinks"
 
 const args = process.argv.slice(2)
 const arg = (name: string, fallback: string) => {
@@ -146,6 +147,7 @@ const scenario = <A, E>(
     const upstream = benchUpstream(durationMs)
     const layer = Worker.layer(workerOptions).pipe(
       Layer.provideMerge(TaskService.layer),
+      Layer.provide(ResultLinks.layerAsStored),
       Layer.provideMerge(Planner.layerFixed({ priceMicros: 10_000, estimatedSeconds: 1, timeoutMs: 10 * 60_000 })),
       Layer.provideMerge(db.layer),
       Layer.provideMerge(upstream.layer),

@@ -8,6 +8,7 @@ import { type Catalog, Errors, type Generation, type Security, Services, Task } 
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Encoding from "effect/Encoding"
+import * as FiberSet from "effect/FiberSet"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -50,15 +51,17 @@ const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} 
 export const make = Effect.gen(function*() {
   const storage = yield* TaskStorage
   const planner = yield* Planner
-  const upstream = yield* Effect.serviceOption(Upstream)
-  const links = yield* Effect.serviceOption(ResultLinks)
+  const upstream = yield* Upstream
+  const links = yield* ResultLinks
+  // best-effort upstream cancels run after the answer, owned by the service's scope
+  const background = yield* FiberSet.make()
 
-  /** The full read, with result links signed anew when a `ResultLinks` service is present. */
+  /** The full read, with result links signed anew. */
   const present = (task: TaskRecord) => {
     const read = toTask(task)
-    return read.result === undefined || Option.isNone(links)
+    return read.result === undefined
       ? Effect.succeed(read)
-      : Effect.map(links.value.refresh(read.result), (result) => ({ ...read, result }))
+      : Effect.map(links.refresh(read.result), (result) => ({ ...read, result }))
   }
 
   const accept = (
@@ -187,9 +190,9 @@ export const make = Effect.gen(function*() {
             })
           case "Cancelled": {
             const jobId = result.task.upstreamJobId
-            if (jobId !== null && Option.isSome(upstream)) {
+            if (jobId !== null) {
               // best effort, after the commit: the task is cancelled and refunded whatever the upstream says
-              yield* Effect.forkDaemon(upstream.value.cancel(result.task, jobId))
+              yield* FiberSet.run(background, upstream.cancel(result.task, jobId))
             }
             return toTask(result.task)
           }
@@ -206,7 +209,7 @@ export const make = Effect.gen(function*() {
 })
 
 /** The engine's `TaskService`. */
-export const layer: Layer.Layer<Services.TaskService, never, TaskStorage | Planner> = Layer.effect(
+export const layer: Layer.Layer<Services.TaskService, never, TaskStorage | Planner | Upstream | ResultLinks> = Layer.scoped(
   Services.TaskService,
   make
 )

@@ -15,6 +15,7 @@ import { TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
 import { makeRecordingBilling, poorAccount } from "./support.js"
+import * as ResultLinks from "../src/ResultLinks.js"
 
 /** A storage backend for the engine suite (real clock). */
 export type EngineBackend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage, unknown>
@@ -64,6 +65,7 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         shutdownGraceMs: 1000
       }).pipe(
         Layer.provideMerge(TaskService.layer),
+        Layer.provide(ResultLinks.layerAsStored),
         Layer.provideMerge(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeoutMs: options.timeoutMs ?? 60_000 })),
         Layer.provideMerge(storage),
         Layer.provideMerge(upstream.layer)

@@ -26,8 +26,10 @@ import * as FileStore from "../src/FileStore.js"
 import * as UrlSigner from "../src/UrlSigner.js"
 import * as Media from "../src/Media.js"
 import { mediaChecks } from "../src/MediaInputs.js"
+import { PriceBook } from "../src/Prices.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
+import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
 
 const png = (width: number, height: number) => PNG.sync.write(new PNG({ width, height }))
 
@@ -81,8 +83,10 @@ const engine = (allowPrivate: boolean, billing: Layer.Layer<Billing.Billing> = B
   const directory = mkdtempSync(join(tmpdir(), "mg-inputs-"))
   return Worker.layer({ concurrency: 4, idleMs: 50, pollDelayMs: () => 25 }).pipe(
     Layer.provideMerge(TaskService.layer),
+    Layer.provide(EngineResultLinks.layerAsStored),
     Layer.provideMerge(TaskStorage.layerMemory()),
     Layer.provideMerge(Upstreams.layer({}, { allowPrivate, timeoutMs: 5000 })),
+    Layer.provide(PriceBook.layer()),
     Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
     Layer.provideMerge(FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer))),
     Layer.provideMerge(UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("s") })),
