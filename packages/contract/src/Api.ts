@@ -10,11 +10,13 @@ import * as JSONSchema from "effect/JSONSchema"
 import { AdminApi } from "./api/AdminApi.js"
 import { ApiKeysApi } from "./api/ApiKeysApi.js"
 import { BalanceApi } from "./api/BalanceApi.js"
-import { GenerationApi } from "./api/GenerationApi.js"
+import * as GenerationApi from "./api/GenerationApi.js"
 import { TasksApi } from "./api/TasksApi.js"
 import { VoicesApi } from "./api/VoicesApi.js"
 import { WebhooksApi } from "./api/WebhooksApi.js"
 import { ErrorEnvelope } from "./Errors.js"
+import { registry } from "./families/index.js"
+import type * as Family from "./Family.js"
 
 /** API version shown in the OpenAPI document. */
 export const version = "1.0.0"
@@ -29,31 +31,34 @@ const errorEnvelopeJson = (() => {
   return ($defs?.["ErrorEnvelope"] ?? inline) as Record<string, unknown>
 })()
 
-/** The Mediagate HttpApi. */
-export class MediagateApi extends HttpApi.make("mediagate")
-  .add(GenerationApi)
-  .add(TasksApi)
-  .add(VoicesApi)
-  .add(BalanceApi)
-  .add(ApiKeysApi)
-  .add(WebhooksApi)
-  .prefix("/api/v1")
-  .add(AdminApi)
-  .annotate(OpenApi.Title, "Mediagate API")
-  .annotate(OpenApi.Version, version)
-  .annotate(
-    OpenApi.Description,
-    "Asynchronous media generation gateway. Generation requests answer at once with a task id; poll " +
-      "GET /api/v1/tasks/{id} or receive a signed webhook. Every response is an envelope: " +
-      "{ success: true, data } or { success: false, error: { code, message } }."
-  )
-  .annotate(OpenApi.Transform, (spec) => {
-    // Decode failures never reach clients in the platform's own shape: the server answers them with the
-    // VALIDATION_ERROR envelope, so the document says so.
-    const schemas = spec.components.schemas as Record<string, unknown>
-    if ("HttpApiDecodeError" in schemas) {
-      schemas["HttpApiDecodeError"] = { ...errorEnvelopeJson, description: "VALIDATION_ERROR envelope" }
-    }
-    return spec
-  })
-{}
+/** The Mediagate HttpApi of a registry: every group, the generation group with one endpoint per registry endpoint. */
+export const make = <const R extends Family.Registry>(registry: R) =>
+  HttpApi.make("mediagate")
+    .add(GenerationApi.make(registry))
+    .add(TasksApi)
+    .add(VoicesApi)
+    .add(BalanceApi)
+    .add(ApiKeysApi)
+    .add(WebhooksApi)
+    .prefix("/api/v1")
+    .add(AdminApi)
+    .annotate(OpenApi.Title, "Mediagate API")
+    .annotate(OpenApi.Version, version)
+    .annotate(
+      OpenApi.Description,
+      "Asynchronous media generation gateway. Generation requests answer at once with a task id; poll " +
+        "GET /api/v1/tasks/{id} or receive a signed webhook. Every response is an envelope: " +
+        "{ success: true, data } or { success: false, error: { code, message } }."
+    )
+    .annotate(OpenApi.Transform, (spec) => {
+      // Decode failures never reach clients in the platform's own shape: the server answers them with the
+      // VALIDATION_ERROR envelope, so the document says so.
+      const schemas = spec.components.schemas as Record<string, unknown>
+      if ("HttpApiDecodeError" in schemas) {
+        schemas["HttpApiDecodeError"] = { ...errorEnvelopeJson, description: "VALIDATION_ERROR envelope" }
+      }
+      return spec
+    })
+
+/** The Mediagate HttpApi of the registry. */
+export class MediagateApi extends make(registry) {}

@@ -5,7 +5,7 @@
  */
 import * as Schema from "effect/Schema"
 import ipaddr from "ipaddr.js"
-import { taskFamilies, type TaskFamily } from "./Catalog.js"
+import { taskFamilies } from "./Catalog.js"
 import { boolean, list, oneOf, optional, strictParse, text } from "./Fields.js"
 import { Usd } from "./Money.js"
 import { IsoDate, Timestamp } from "./Timestamp.js"
@@ -63,11 +63,11 @@ export const isFullAccess = (permissions: Permissions): boolean =>
   permissionNames.every((name) => permissions[name] === undefined) && permissions.providers === undefined
 
 /** Whether permissions grant one permission (and, when given, one provider). */
-export const grants = (permissions: Permissions, name: PermissionName, provider?: TaskFamily): boolean => {
+export const grants = (permissions: Permissions, name: PermissionName, provider?: string): boolean => {
   if (isFullAccess(permissions)) return true
   const named = permissionNames.some((n) => permissions[n] !== undefined)
   if (named && permissions[name] !== true) return false
-  if (provider !== undefined && permissions.providers !== undefined && !permissions.providers.includes(provider)) {
+  if (provider !== undefined && permissions.providers !== undefined && !permissions.providers.some((p) => p === provider)) {
     return false
   }
   return true

@@ -9,7 +9,6 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import type { ModelId } from "./Catalog.js"
 import { Metadata, optional, strictParse, WebhookUrl, withMessage } from "./Fields.js"
 
 /** A decoded generation request. */
@@ -42,7 +41,7 @@ export interface GenerationRequestSchema<M extends string, I, IE> extends
 }
 
 /** Options of {@link make}. */
-export interface GenerationRequestOptions<M extends ModelId, F extends Schema.Struct.Fields> {
+export interface GenerationRequestOptions<M extends string, F extends Schema.Struct.Fields> {
   /** Name of the request in OpenAPI (e.g. `Vendor1TextToVideoRequest`). */
   readonly identifier: string
   readonly description?: string
@@ -56,7 +55,7 @@ export interface GenerationRequestOptions<M extends ModelId, F extends Schema.St
 }
 
 /** Builds the request Schema of one generation endpoint. */
-export const make = <M extends ModelId, F extends Schema.Struct.Fields>(
+export const make = <M extends string, F extends Schema.Struct.Fields>(
   options: GenerationRequestOptions<M, F>
 ): GenerationRequestSchema<M, Schema.Struct.Type<F>, Schema.Struct.Encoded<F>> => {
   const models = options.models

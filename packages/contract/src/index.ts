@@ -48,3 +48,13 @@ export * as WebhookSignature from "./WebhookSignature.js"
 export * as Services from "./Services.js"
 /** Minimal valid requests per endpoint and model. */
 export * as Examples from "./Examples.js"
+/** The shape of a family and its builders. */
+export * as Family from "./Family.js"
+/** The registry: every family. */
+export * as Families from "./families/index.js"
+/** The URL inputs an endpoint fetches as input media, and their rules. */
+export * as InputMedia from "./InputMedia.js"
+/** What a job produces. */
+export * as Outputs from "./Outputs.js"
+/** The building blocks of the price table, and the table of a registry. */
+export * as Pricing from "./Pricing.js"

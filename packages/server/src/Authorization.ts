@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 /** Fails with `KEY_PERMISSION_DENIED` unless the current key grants `permission` (and `provider`, when given). */
 export const require = (
   permission: ApiKey.PermissionName,
-  provider?: Catalog.TaskFamily
+  provider?: string
 ): Effect.Effect<Security.Principal, Errors.KeyPermissionDenied, Security.CurrentPrincipal> =>
   Effect.flatMap(Security.CurrentPrincipal, (principal) => {
     if (!ApiKey.grants(principal.permissions, permission)) {

@@ -15,7 +15,7 @@ import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
-import { Api, type Services } from "@mediagate/contract"
+import { Api, Families, type Family, type Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
@@ -49,21 +49,25 @@ export type Requirements =
   | Health.Readiness
   | ServerConfig
 
-/** The HttpApi with every group implemented. */
-export const ApiLive: Layer.Layer<import("@effect/platform/HttpApi").Api, never, Requirements> = HttpApiBuilder.api(
-  Api.MediagateApi
-).pipe(
-  Layer.provide([
-    GenerationHttp.layer,
-    TasksHttp.layer,
-    BalanceHttp.layer,
-    VoicesHttp.layer,
-    ApiKeysHttp.layer,
-    WebhooksHttp.layer,
-    AdminHttp.layer
-  ]),
-  Layer.provide([Authentication.layer, Authentication.adminLayer])
-)
+/** The HttpApi of a registry (`Api.make(families)`) with every group implemented. */
+export const apiFor = (
+  families: Family.Registry
+): Layer.Layer<import("@effect/platform/HttpApi").Api, never, Requirements> =>
+  HttpApiBuilder.api(Api.make(families)).pipe(
+    Layer.provide([
+      GenerationHttp.layerFor(families),
+      TasksHttp.layer,
+      BalanceHttp.layer,
+      VoicesHttp.layer,
+      ApiKeysHttp.layer,
+      WebhooksHttp.layer,
+      AdminHttp.layer
+    ]),
+    Layer.provide([Authentication.layer, Authentication.adminLayer])
+  )
+
+/** The HttpApi of the registry with every group implemented. */
+export const ApiLive = apiFor(Families.registry)
 
 /** The OpenAPI document, the docs page, the signed result files (`GET /files/*`) and the envelope middleware. */
 const Extras = Layer.mergeAll(
@@ -76,15 +80,15 @@ const Extras = Layer.mergeAll(
   })
 )
 
-/** Serves the API on the `HttpServer` in context. */
-export const layer: Layer.Layer<
+/** Serves the API of a registry on the `HttpServer` in context. */
+export const layerFor = (families: Family.Registry): Layer.Layer<
   never,
   never,
   HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | Requirements
-> = HttpApiBuilder.serve().pipe(
-  Layer.provide(Extras),
-  Layer.provide(ApiLive)
-)
+> => HttpApiBuilder.serve().pipe(Layer.provide(Extras), Layer.provide(apiFor(families)))
+
+/** Serves the API on the `HttpServer` in context. */
+export const layer = layerFor(Families.registry)
 
 /**
  * Builds the API as an `HttpApp`, to mount into another Effect HTTP app (its routes keep their absolute paths:

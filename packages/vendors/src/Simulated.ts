@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import type { Task } from "@mediagate/contract"
+import { Families, Family, type Outputs, type Task } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as Config from "effect/Config"
@@ -23,11 +23,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import { familyOf } from "./families/index.js"
 import { FileStore } from "./FileStore.js"
 import { UrlSigner } from "./UrlSigner.js"
 import * as Media from "./Media.js"
-import type { OutputSpec } from "./Outputs.js"
 
 /** Settings of the simulated upstream. */
 export interface SimulatedOptions {
@@ -37,6 +35,8 @@ export interface SimulatedOptions {
   readonly videoSeconds?: number
   /** Seconds an image job takes before scaling. Default 3. */
   readonly imageSeconds?: number
+  /** The families whose outputs it renders (default: the registry). */
+  readonly families?: Family.Registry
 }
 
 /** What the prompt asks of the simulation. */
@@ -64,8 +64,8 @@ const submittedAtOf = (jobId: string): number | undefined => {
   return match === null ? undefined : Number(match[1])
 }
 
-const extension = (spec: OutputSpec) => spec.format === "jpeg" ? "jpg" : spec.format
-const contentType = (spec: OutputSpec) =>
+const extension = (spec: Outputs.OutputSpec) => spec.format === "jpeg" ? "jpg" : spec.format
+const contentType = (spec: Outputs.OutputSpec) =>
   spec.format === "mp4" ? "video/mp4" : spec.format === "png" ? "image/png" : "image/jpeg"
 
 /** Builds the simulated upstream. */
@@ -76,9 +76,9 @@ export const make = (options: SimulatedOptions = {}) =>
     const changes = yield* PubSub.unbounded<string>()
     const scale = options.timeScale ?? 1
 
+    const families = options.families ?? Families.registry
     const plan = (task: TaskRecord) => {
-      const request = { model: task.model, input: task.input as Record<string, unknown> }
-      const outputs = familyOf(task.endpoint).outputs(task.endpoint, request)
+      const outputs = Family.findEndpoint(families, task.endpoint)?.outputs({ model: task.model, input: task.input }) ?? []
       const steer = directives(String(task.input["prompt"] ?? ""))
       const base = steer.delaySeconds ??
         (outputs.some((o) => o.media === "video") ? options.videoSeconds ?? 10 : options.imageSeconds ?? 3)
@@ -86,7 +86,7 @@ export const make = (options: SimulatedOptions = {}) =>
     }
 
     /** Renders and stores the files of a finished job (idempotent: the same keys are written again). */
-    const produce = (task: TaskRecord, outputs: ReadonlyArray<OutputSpec>) =>
+    const produce = (task: TaskRecord, outputs: ReadonlyArray<Outputs.OutputSpec>) =>
       Effect.forEach(outputs, (spec, i) =>
         Effect.gen(function*() {
           const bytes = spec.media === "video"

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog } from "@mediagate/contract"
+import { Catalog, Families, Family } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { Upstream } from "@mediagate/engine/Upstream"
 import * as Config from "effect/Config"
@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Estimates } from "./Estimates.js"
 import * as MediaInputs from "./MediaInputs.js"
-import { defaultPrices, PriceBook, vendor1ReferenceSecondsPrice, type Vendor1Resolution } from "./Prices.js"
+import { PriceBook } from "./Prices.js"
 import { RelayUpstream } from "./Relay.js"
 import type { FetchOptions } from "./RemoteMedia.js"
 import { SimulatedUpstream } from "./Simulated.js"
@@ -37,31 +37,21 @@ export interface InputChecks {
 
 /**
  * The routed upstream. A family routed to the relay needs a `RelayUpstream` in context. With `inputChecks`, a
- * task's remote input media are fetched and checked before it is submitted (`INVALID_INPUT_MEDIA` on a breach).
+ * task's remote input media are fetched and checked before it is submitted (`INVALID_INPUT_MEDIA` on a breach), and
+ * the charges its family measures on them (priced from the `PriceBook`) are returned with the submission.
  */
 export const layer = (
   transports: Transports = {},
-  inputChecks?: InputChecks
-): Layer.Layer<Upstream, never, SimulatedUpstream | Estimates> =>
+  inputChecks?: InputChecks,
+  families: Family.Registry = Families.registry
+): Layer.Layer<Upstream, never, SimulatedUpstream | Estimates | PriceBook> =>
   Layer.effect(
     Upstream,
     Effect.gen(function*() {
       const simulated = yield* SimulatedUpstream
       const estimates = yield* Estimates
       const relay = yield* Effect.serviceOption(RelayUpstream)
-      const table = Option.getOrElse(yield* Effect.serviceOption(PriceBook), () => defaultPrices)
-      /** vendor1-2 bills the seconds of its reference videos (input plus output), measured here. */
-      const referenceCharges = (task: TaskRecord, seconds: number) =>
-        task.endpoint === "vendor1/multimodal-video" && seconds > 0
-          ? [{
-            amountMicros: vendor1ReferenceSecondsPrice(
-              (typeof task.input["resolution"] === "string" ? task.input["resolution"] : "720p") as Vendor1Resolution,
-              seconds,
-              table
-            ),
-            description: `${task.model} reference video seconds (${seconds.toFixed(3)} s)`
-          }]
-          : []
+      const table = yield* PriceBook
       const relayed = Catalog.taskFamilies.filter((family) => transports[family] === "relay")
       if (relayed.length > 0 && Option.isNone(relay)) {
         return yield* Effect.dieMessage(`families ${relayed.join(", ")} use the relay, but no relay is configured`)
@@ -80,9 +70,11 @@ export const layer = (
               allowPrivate: inputChecks.allowPrivate,
               ...(inputChecks.timeoutMs === undefined ? {} : { timeoutMs: inputChecks.timeoutMs }),
               ...(inputChecks.lookup === undefined ? {} : { lookup: inputChecks.lookup })
-            })
+            }, families)
             const submitted = yield* transportOf(task).submit(task)
-            return { ...submitted, charges: referenceCharges(task, measured.referenceVideoSeconds) }
+            const request = { model: task.model, input: task.input }
+            const charges = Family.familyOf(families, task.endpoint)?.charges(task.endpoint, request, measured, table)
+            return { ...submitted, charges: charges ?? [] }
           }),
         poll: (task, jobId) =>
           transportOf(task).poll(task, jobId).pipe(
@@ -111,7 +103,7 @@ export const config: Config.Config<Transports> = Config.all(
  * The routed upstream with its transports from Effect `Config`; remote input media are checked, with private
  * targets allowed only under `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`.
  */
-export const layerConfig: Layer.Layer<Upstream, ConfigError.ConfigError, SimulatedUpstream | Estimates> = Layer
+export const layerConfig: Layer.Layer<Upstream, ConfigError.ConfigError, SimulatedUpstream | Estimates | PriceBook> = Layer
   .unwrapEffect(Effect.map(
     Config.all([config, Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false))]),
     ([transports, allowPrivate]) => layer(transports, { allowPrivate })

@@ -1,39 +1,51 @@
 /**
- * The engine's `Planner` for real families: the price from the operator's price table, the estimate from recent
- * durations (or the family default), and the deadline (`MEDIAGATE_TASK_TIMEOUT`, 48 h for `off_peak`).
+ * The engine's `Planner` for the families of a registry: the price from the operator's price table and the family's
+ * price function, the estimate from recent durations (or the family's default), and the deadline
+ * (`MEDIAGATE_TASK_TIMEOUT`, 48 h for `off_peak`).
  *
  * @since 0.1.0
  */
+import { Families, Family, Pricing } from "@mediagate/contract"
 import { Planner } from "@mediagate/engine/Planner"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { durationConfig } from "./Durations.js"
 import { Estimates } from "./Estimates.js"
-import { familyOf } from "./families/index.js"
-import { PriceBook, price } from "./Prices.js"
+import { PriceBook } from "./Prices.js"
 
 /** Deadline of an `off_peak` task (decisions.md §3). */
 export const offPeakTimeoutMs = 48 * 60 * 60 * 1000
 
+/** Settings of the planner. */
+export interface Options {
+  /** Deadline of a task (default 1 h). */
+  readonly timeoutMs?: number
+  /** The families planned for (default: the registry). */
+  readonly families?: Family.Registry
+}
+
 /** The planner with a given task timeout. */
-export const layer = (options: { readonly timeoutMs?: number } = {}): Layer.Layer<Planner, never, PriceBook | Estimates> =>
+export const layer = (options: Options = {}): Layer.Layer<Planner, never, PriceBook | Estimates> =>
   Layer.effect(
     Planner,
     Effect.gen(function*() {
       const table = yield* PriceBook
       const estimates = yield* Estimates
+      const families = options.families ?? Families.registry
+      const price = Pricing.priceOf(families)
       const timeoutMs = options.timeoutMs ?? 60 * 60 * 1000
       return Planner.of({
-        plan: (endpoint, request) =>
-          Effect.map(
-            estimates.estimate(request.model, familyOf(endpoint).defaultEstimateSeconds(endpoint, request)),
-            (estimatedSeconds) => ({
-              priceMicros: price(endpoint, request, table),
-              estimatedSeconds,
-              timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : timeoutMs
-            })
-          )
+        plan: Effect.fn("VendorPlanner.plan")(function*(endpoint, request) {
+          const info = Family.findEndpoint(families, endpoint)
+          if (info === undefined) return yield* Effect.dieMessage(`no family has the endpoint ${endpoint}`)
+          const estimatedSeconds = yield* estimates.estimate(request.model, info.estimateSeconds(request))
+          return {
+            priceMicros: price(endpoint, request, table),
+            estimatedSeconds,
+            timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : timeoutMs
+          }
+        })
       })
     })
   )

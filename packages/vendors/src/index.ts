@@ -1,6 +1,6 @@
 /**
- * `@mediagate/vendors`: the families (outputs, estimates), prices, the simulated upstream, the routed upstream,
- * media rendering and the file store.
+ * `@mediagate/vendors`: the services over the families of the registry (prices and the price book, the planner, the
+ * simulated and routed upstreams, input media checks), media rendering and the file store.
  *
  * @since 0.1.0
  */
@@ -9,25 +9,19 @@
 export * as Durations from "./Durations.js"
 /** Recent durations per model. */
 export * as Estimates from "./Estimates.js"
-/** The shape of a family module. */
-export * as Family from "./Family.js"
-/** The family modules. */
-export * as Families from "./families/index.js"
 /** Where result files are stored: the port and the local disk. */
 export * as FileStore from "./FileStore.js"
 /** The `FileService` port: signed file URLs answered with ranges. */
 export * as FileService from "./FileService.js"
 /** Media rendering (images, MP4 clips). */
 export * as Media from "./Media.js"
-/** What a job produces. */
-export * as Outputs from "./Outputs.js"
 /** Price tables and prices. */
 export * as Prices from "./Prices.js"
 /** The simulated upstream. */
 export * as Simulated from "./Simulated.js"
 /** The engine's upstream, routed per task. */
 export * as Upstreams from "./Upstreams.js"
-/** The engine's planner for real families. */
+/** The engine's planner for the families of the registry. */
 export * as VendorPlanner from "./VendorPlanner.js"
 /** The vendor9 voice catalog. */
 export * as Voices from "./Voices.js"

@@ -25,6 +25,7 @@ import * as Estimates from "../src/Estimates.js"
 import * as FileService from "../src/FileService.js"
 import * as FileStore from "../src/FileStore.js"
 import * as UrlSigner from "../src/UrlSigner.js"
+import { PriceBook } from "../src/Prices.js"
 import * as Relay from "../src/Relay.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
@@ -99,6 +100,7 @@ const startRemote = Effect.gen(function*() {
     Layer.provideMerge(TaskService.layer),
     Layer.provideMerge(TaskStorage.layerMemory()),
     Layer.provideMerge(Upstreams.layer()),
+    Layer.provide(PriceBook.layer()),
     Layer.provideMerge(Simulated.layer({ videoSeconds: 0.2, imageSeconds: 0.1 })),
     Layer.provideMerge(files(url).layer),
     Layer.provide(Estimates.layer),
@@ -133,6 +135,7 @@ describe("relay upstream", () => {
         Layer.provideMerge(TaskService.layer),
         Layer.provideMerge(TaskStorage.layerMemory()),
         Layer.provideMerge(Upstreams.layer({ vendor3: "relay" })),
+        Layer.provide(PriceBook.layer()),
         Layer.provideMerge(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) })),
         Layer.provideMerge(Simulated.layer({ videoSeconds: 60 })),
         Layer.provideMerge(local.layer),

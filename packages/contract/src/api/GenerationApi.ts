@@ -1,16 +1,15 @@
 /**
- * The 15 generation endpoints (`POST /api/v1/<family>/<operation>`), one per catalog entry.
+ * The generation endpoints (`POST /api/v1/<family>/<operation>`), one per endpoint of the registry.
  *
  * @since 0.1.0
  */
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
-import type * as Schema from "effect/Schema"
-import { endpoints, type EndpointInfo } from "../Catalog.js"
 import { success } from "../Envelope.js"
 import { IdempotencyKeyReused, InsufficientBalance, KeyPermissionDenied, ServiceUnavailable, SpendLimitExceeded, ValidationError } from "../Errors.js"
-import { requests } from "../Generation.js"
+import { registry } from "../families/index.js"
+import * as Family from "../Family.js"
 import { Authentication } from "../Security.js"
 import { CreationAck } from "../Task.js"
 import { IdempotencyHeaders } from "./Common.js"
@@ -18,9 +17,12 @@ import { IdempotencyHeaders } from "./Common.js"
 /** `{ success: true, data: <creation acknowledgement> }`. */
 export const CreationResponse = success(CreationAck, "CreationResponse")
 
-const generation = <const Info extends EndpointInfo, P extends Schema.Schema<any, any, never>>(info: Info, payload: P) =>
-  HttpApiEndpoint.post(info.name as Info["name"], info.path as Info["path"])
-    .setPayload(payload)
+/** The HttpApi endpoint of one generation endpoint (its name, path and request Schema kept precise). */
+export const endpoint = <const E extends Family.Endpoint>(info: E) => {
+  const name: E["name"] = info.name
+  const request: E["request"] = info.request
+  return HttpApiEndpoint.post(name, info.path)
+    .setPayload(request)
     .setHeaders(IdempotencyHeaders)
     .addSuccess(CreationResponse, { status: 201 })
     .addError(ValidationError.wire)
@@ -33,27 +35,45 @@ const generation = <const Info extends EndpointInfo, P extends Schema.Schema<any
       `Creates a ${info.mediaType} task. Answers at once with the task id in status \`pending\`; ` +
         `the result arrives through GET /api/v1/tasks/{id} or a webhook.`
     )
+}
 
-/** The generation endpoints. */
-export class GenerationApi extends HttpApiGroup.make("generation")
-  .add(generation(endpoints["vendor1/multimodal-video"], requests["vendor1/multimodal-video"]))
-  .add(generation(endpoints["vendor1/image-to-video"], requests["vendor1/image-to-video"]))
-  .add(generation(endpoints["vendor1/text-to-video"], requests["vendor1/text-to-video"]))
-  .add(generation(endpoints["vendor2/image-to-video"], requests["vendor2/image-to-video"]))
-  .add(generation(endpoints["vendor2/text-to-video"], requests["vendor2/text-to-video"]))
-  .add(generation(endpoints["vendor3/text-to-video"], requests["vendor3/text-to-video"]))
-  .add(generation(endpoints["vendor4/text-to-image"], requests["vendor4/text-to-image"]))
-  .add(generation(endpoints["vendor4/image-to-image"], requests["vendor4/image-to-image"]))
-  .add(generation(endpoints["vendor5/image-to-video"], requests["vendor5/image-to-video"]))
-  .add(generation(endpoints["vendor5/text-to-video"], requests["vendor5/text-to-video"]))
-  .add(generation(endpoints["vendor6/image-to-image"], requests["vendor6/image-to-image"]))
-  .add(generation(endpoints["vendor7/text-to-video"], requests["vendor7/text-to-video"]))
-  .add(generation(endpoints["vendor8/text-to-video"], requests["vendor8/text-to-video"]))
-  .add(generation(endpoints["vendor8/image-to-video"], requests["vendor8/image-to-video"]))
-  .add(generation(endpoints["vendor8/video-to-video"], requests["vendor8/video-to-video"]))
-  .addError(KeyPermissionDenied.wire)
-  .addError(ServiceUnavailable.wire)
-  .middleware(Authentication)
-  .annotate(OpenApi.Title, "Generation")
-  .annotate(OpenApi.Description, "Video and image generation requests, one endpoint per family and operation")
-{}
+/** The HttpApi endpoints of a union of generation endpoints, one per member. */
+export type EndpointOf<E> = E extends Family.Endpoint ? ReturnType<typeof endpoint<E>> : never
+
+/** The generation group of a registry, its endpoints typed alike (as code that handles every one alike sees them). */
+export const group = (registry: Family.Registry) =>
+  Family.endpointsOf(registry).reduce(
+    (group: HttpApiGroup.HttpApiGroup<"generation", EndpointOf<Family.Endpoint>, never>, info) =>
+      group.add(endpoint(info)),
+    HttpApiGroup.make("generation")
+  )
+    .addError(KeyPermissionDenied.wire)
+    .addError(ServiceUnavailable.wire)
+    .middleware(Authentication)
+    .annotate(OpenApi.Title, "Generation")
+    .annotate(OpenApi.Description, "Video and image generation requests, one endpoint per family and operation")
+
+type AnyGroup = ReturnType<typeof group>
+
+/** The generation group of a registry with each endpoint typed (what the typed client reads). */
+export type Group<R extends Family.Registry> = AnyGroup extends
+  HttpApiGroup.HttpApiGroup<infer Id, infer _Endpoints, infer Error, infer Requirements, infer TopLevel>
+  ? HttpApiGroup.HttpApiGroup<Id, EndpointOf<Family.EndpointOf<R>>, Error, Requirements, TopLevel>
+  : never
+
+/** The group holds an endpoint for every endpoint of the registry (its types follow from how it was built). */
+const holdsEvery = <R extends Family.Registry>(
+  group: { readonly endpoints: Readonly<Record<string, unknown>> },
+  registry: R
+): group is Group<R> =>
+  Family.endpointsOf(registry).every((info) => Object.hasOwn(group.endpoints, info.name))
+
+/** The generation group of a registry, every endpoint with its own name, path and request Schema. */
+export const make = <const R extends Family.Registry>(registry: R): Group<R> => {
+  const built = group(registry)
+  if (holdsEvery(built, registry)) return built
+  throw new Error("unreachable: an endpoint of the registry is missing from its group")
+}
+
+/** The generation endpoints of the registry. */
+export class GenerationApi extends make(registry) {}

@@ -1,0 +1,199 @@
+/**
+ * The building blocks of the price table (decisions.md §4) that every family's `prices.ts` uses, and the whole
+ * table of a registry: its Schema fields, its default prices and the price of a request.
+ *
+ * The table is JSON, keyed by model id, with prices in USD as an operator writes them (at most 6 decimals, i.e.
+ * micro-dollar precision, never negative). Every computation converts a USD price to integer micro-dollars first
+ * and then multiplies by integers (seconds, credits) or by a factor with exact integer arithmetic, so no float drift
+ * reaches a charge. See `docs/prices.md` for the table and the rules.
+ *
+ * @since 0.1.0
+ */
+import * as Data from "effect/Data"
+import * as Schema from "effect/Schema"
+import * as Family from "./Family.js"
+import type { AnyGenerationRequest } from "./Generation.js"
+import * as Records from "./internal/records.js"
+import * as Money from "./Money.js"
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Field Schemas
+// ---------------------------------------------------------------------------------------------------------------------
+
+/** Largest price or factor accepted in a table (keeps every product well inside the safe integers). */
+const maxAmount = 1_000_000
+/** Largest credit count accepted in a table. */
+const maxCredits = 1_000_000
+
+/** True when `value` has at most 6 decimals (is a whole number of micro-units). */
+const isMicroPrecise = (value: number): boolean => {
+  const scaled = value * Money.microsPerDollar
+  return Math.abs(scaled - Math.round(scaled)) < 1e-6
+}
+
+/** A non-negative decimal of at most 6 decimals, at most `max`. */
+const decimal = (noun: string, max: number) =>
+  Schema.Number.pipe(
+    Schema.filter((value) => {
+      if (!Number.isFinite(value)) return `must be a finite ${noun}`
+      if (value < 0) return `must not be negative (got ${value})`
+      if (value > max) return `must be at most ${max} (got ${value})`
+      if (!isMicroPrecise(value)) return `must have at most 6 decimals (got ${value})`
+      return true
+    }, { jsonSchema: { minimum: 0, maximum: max } })
+  )
+
+/** A price in USD: at least 0, at most 6 decimals (a whole number of micro-dollars). */
+export const Price = decimal("price in USD", maxAmount).annotations({
+  title: "Price",
+  description: "Price in USD, at least 0, at most 6 decimals"
+})
+
+/** A factor applied to a price (at least 0, at most 6 decimals). */
+export const Factor = decimal("factor", maxAmount).annotations({
+  title: "Factor",
+  description: "Factor applied to a price, at least 0, at most 6 decimals"
+})
+
+/** A discount factor: 0 to 1 (0.5 halves the price). */
+export const DiscountFactor = decimal("factor", 1).annotations({
+  title: "DiscountFactor",
+  description: "Factor from 0 to 1 applied to a price (0.5 halves it)"
+})
+
+/** A whole number of credits. */
+export const Credits = Schema.Number.pipe(
+  Schema.filter((value) =>
+    (Number.isSafeInteger(value) && value >= 0 && value <= maxCredits) ||
+    `must be an integer number of credits from 0 to ${maxCredits} (got ${value})`
+  )
+).annotations({ title: "Credits" })
+
+/** Prices by key (resolutions, modes, durations), for the keys of `keys`. */
+export const byKey = <const K extends string>(keys: readonly [K, ...Array<K>], description: string) =>
+  Schema.Struct(Records.fromKeys(keys, () => Price))
+    .annotations({ title: `an object of prices for ${keys.join(", ")}`, description })
+
+/** USD per second of output, by resolution. */
+export const perSecondBy = <const K extends string>(keys: readonly [K, ...Array<K>]) =>
+  byKey(keys, "USD per second of output, by resolution")
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Exact arithmetic
+// ---------------------------------------------------------------------------------------------------------------------
+
+/** A USD price to integer micro-dollars (exact for the ≤ 6 decimals the Schema allows). */
+export const micros = (usd: number): number => Money.toMicros(usd)
+
+/** `a × b / c` for non-negative integers, rounded half up, without float drift. */
+export const mulDivHalfUp = (a: number, b: number, c: number): number => {
+  const divisor = BigInt(c)
+  return Number((BigInt(a) * BigInt(b) * 2n + divisor) / (2n * divisor))
+}
+
+/** Integer micro-dollars times a factor of at most 6 decimals, rounded half up to a micro-dollar. */
+export const applyFactor = (amountMicros: number, factor: number): number =>
+  mulDivHalfUp(amountMicros, Math.round(factor * Money.microsPerDollar), Money.microsPerDollar)
+
+/** A per-second price times whole seconds, in micro-dollars. */
+export const perSecond = (usdPerSecond: number, seconds: number): number => micros(usdPerSecond) * seconds
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Reading a normalized input
+// ---------------------------------------------------------------------------------------------------------------------
+
+/** A request the price table cannot price (only possible for an input that skipped validation). */
+export class UnpriceableRequestError extends Data.TaggedError("UnpriceableRequestError")<{
+  readonly model: string
+  readonly message: string
+}> {}
+
+/** Throws {@link UnpriceableRequestError} (a defect: validation refuses such requests first). */
+export const unpriceable = (model: string, detail: string): never => {
+  throw new UnpriceableRequestError({ model, message: `cannot price model ${model}: ${detail}` })
+}
+
+type Input = Readonly<Record<string, unknown>>
+
+/** The key of `prices` named by `input[field]` (or `fallback` when absent); a number names the key "5" etc. */
+export const keyOf = <K extends string>(
+  model: string,
+  input: Input,
+  field: string,
+  prices: { readonly [P in K]: unknown },
+  fallback: K | undefined
+): K => {
+  const value = input[field] ?? fallback
+  const key = typeof value === "number" ? String(value) : value
+  if (typeof key === "string" && hasKey(prices, key)) return key
+  return unpriceable(
+    model,
+    `input.${field} ${value === undefined ? "is missing" : `${JSON.stringify(value)} has no price`}`
+  )
+}
+
+const hasKey = <K extends string>(prices: { readonly [P in K]: unknown }, key: string): key is K =>
+  Object.hasOwn(prices, key)
+
+/** The price of `prices` named by `input[field]` (or `fallback` when absent). */
+export const pick = <K extends string>(
+  model: string,
+  input: Input,
+  field: string,
+  prices: { readonly [P in K]: number },
+  fallback: K | undefined
+): number => prices[keyOf(model, input, field, prices, fallback)]
+
+/** Whole seconds from `input[field]`: an integer or an integer string ("5"), or `fallback` when absent. */
+export const seconds = (model: string, input: Input, field: string, fallback: number | undefined): number => {
+  const value = input[field] ?? fallback
+  const number = typeof value === "string" && /^\d{1,6}$/.test(value) ? Number(value) : value
+  if (typeof number === "number" && Number.isSafeInteger(number) && number >= 0) return number
+  return unpriceable(
+    model,
+    `input.${field} ${value === undefined ? "is missing" : `${JSON.stringify(value)} is not a whole number of seconds`}`
+  )
+}
+
+/** A boolean field, or `fallback`. */
+export const flag = (input: Input, field: string, fallback: boolean): boolean => {
+  const value = input[field]
+  return typeof value === "boolean" ? value : fallback
+}
+
+/** True when the field holds a non-empty list. */
+export const hasItems = (value: unknown): boolean => Array.isArray(value) && value.length > 0
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The table of a registry
+// ---------------------------------------------------------------------------------------------------------------------
+
+/** The whole price table of a registry (one entry per model id). */
+export type Table<R extends Family.Registry> = Schema.Struct.Type<Family.PriceFields<R>>
+
+/** The Schema fields of a registry's price table: every family's entries. */
+export const fields = <const R extends Family.Registry>(registry: R): Family.PriceFields<R> =>
+  Records.merge(registry.map((family) => family.prices.fields), "model id")
+
+/** The default prices of a registry (decisions.md §4), in USD. */
+export const defaults = <const R extends Family.Registry>(registry: R): Table<R> =>
+  Records.merge(registry.map((family) => family.prices.defaults), "model id")
+
+/**
+ * The price function of a registry: the price charged at accept, in integer micro-dollars, of a validated
+ * (normalized) request. A model that the endpoint does not offer, or a value the table has no price for, throws
+ * {@link UnpriceableRequestError}.
+ */
+export const priceOf = (registry: Family.Registry) =>
+(
+  endpoint: string,
+  request: AnyGenerationRequest,
+  table: Schema.Struct.Type<Schema.Struct.Fields>
+): number => {
+  const family = Family.familyOf(registry, endpoint)
+  const models: ReadonlyArray<string> = Family.findEndpoint(registry, endpoint)?.models ?? []
+  if (family === undefined || !models.includes(request.model)) {
+    return unpriceable(request.model, `the model is not offered by endpoint ${endpoint}`)
+  }
+  return family.prices.price(endpoint, request, table)
+}
