@@ -18,8 +18,10 @@ import { Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
@@ -74,6 +76,8 @@ export const make = (options: SimulatedOptions = {}) =>
     const store = yield* FileStore
     const signer = yield* UrlSigner
     const changes = yield* PubSub.unbounded<string>()
+    // the "job finished" notices: owned by the layer's scope
+    const timers = yield* FiberSet.make()
     const scale = options.timeScale ?? 1
 
     const families = options.families ?? Families.registry
@@ -114,9 +118,10 @@ export const make = (options: SimulatedOptions = {}) =>
       submit: (task) =>
         Effect.gen(function*() {
           const { durationMs, steer } = plan(task)
-          const submittedAt = Date.now()
+          const submittedAt = yield* Clock.currentTimeMillis
           if (!steer.hang) {
-            yield* Effect.forkDaemon(
+            yield* FiberSet.run(
+              timers,
               Effect.zipRight(Effect.sleep(Duration.millis(durationMs)), PubSub.publish(changes, task.id))
             )
           }
@@ -129,7 +134,7 @@ export const make = (options: SimulatedOptions = {}) =>
             return yield* new UpstreamError({ message: `unknown simulated job ${jobId}`, retryable: false })
           }
           const { durationMs, outputs, steer } = plan(task)
-          const elapsed = Date.now() - submittedAt
+          const elapsed = (yield* Clock.currentTimeMillis) - submittedAt
           if (steer.hang || elapsed < durationMs) {
             const progress = steer.hang ? Math.min(95, elapsed / 1000) : (100 * elapsed) / Math.max(1, durationMs)
             return progress < 5 ? { _tag: "Queued" as const } : { _tag: "Running" as const, progress: Math.floor(progress) }

@@ -8,6 +8,7 @@
 import { Catalog, Families, Family } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { Upstream } from "@mediagate/engine/Upstream"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -17,9 +18,12 @@ import * as Stream from "effect/Stream"
 import { Estimates } from "./Estimates.js"
 import * as MediaInputs from "./MediaInputs.js"
 import { PriceBook } from "./Prices.js"
+import type { FileStore } from "./FileStore.js"
+import * as Relay from "./Relay.js"
 import { RelayUpstream } from "./Relay.js"
 import type { FetchOptions } from "./RemoteMedia.js"
 import { SimulatedUpstream } from "./Simulated.js"
+import type { UrlSigner } from "./UrlSigner.js"
 
 /** A transport. */
 export type Transport = "simulated" | "relay"
@@ -35,59 +39,75 @@ export interface InputChecks {
   readonly lookup?: FetchOptions["lookup"]
 }
 
+const usesRelay = (transports: Transports) => Catalog.taskFamilies.some((family) => transports[family] === "relay")
+
+/** The routed upstream over the simulated transport and, when given, the relay. */
+const make = (
+  transports: Transports,
+  relay: Option.Option<RelayUpstream["Type"]>,
+  inputChecks: InputChecks | undefined,
+  families: Family.Registry
+) =>
+  Effect.gen(function*() {
+    const simulated = yield* SimulatedUpstream
+    const estimates = yield* Estimates
+    const table = yield* PriceBook
+    if (usesRelay(transports) && Option.isNone(relay)) {
+      return yield* Effect.dieMessage("a family uses the relay, but the upstream was built without one (Upstreams.layerRelayed)")
+    }
+    const transportOf = (task: TaskRecord) =>
+      task.environment === "live" && transports[task.provider] === "relay" && Option.isSome(relay)
+        ? relay.value
+        : simulated
+    const all = Option.isSome(relay) ? [simulated, relay.value] : [simulated]
+    return Upstream.of({
+      notifiesChanges: all.every((transport) => transport.notifiesChanges),
+      changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
+      submit: (task) =>
+        inputChecks === undefined ? transportOf(task).submit(task) : Effect.gen(function*() {
+          const measured = yield* MediaInputs.checkTask(task, {
+            allowPrivate: inputChecks.allowPrivate,
+            ...(inputChecks.timeoutMs === undefined ? {} : { timeoutMs: inputChecks.timeoutMs }),
+            ...(inputChecks.lookup === undefined ? {} : { lookup: inputChecks.lookup })
+          }, families)
+          const submitted = yield* transportOf(task).submit(task)
+          const request = { model: task.model, input: task.input }
+          const charges = Family.familyOf(families, task.endpoint)?.charges(task.endpoint, request, measured, table)
+          return { ...submitted, charges: charges ?? [] }
+        }),
+      poll: (task, jobId) =>
+        transportOf(task).poll(task, jobId).pipe(
+          Effect.tap((state) => {
+            const startedAt = task.startedAt
+            return state._tag === "Succeeded" && startedAt !== null
+              ? Effect.flatMap(Clock.currentTimeMillis, (now) => estimates.observe(task.model, (now - startedAt) / 1000))
+              : Effect.void
+          })
+        ),
+      cancel: (task, jobId) => transportOf(task).cancel(task, jobId)
+    })
+  })
+
 /**
- * The routed upstream. A family routed to the relay needs a `RelayUpstream` in context. With `inputChecks`, a
- * task's remote input media are fetched and checked before it is submitted (`INVALID_INPUT_MEDIA` on a breach), and
- * the charges its family measures on them (priced from the `PriceBook`) are returned with the submission.
+ * The routed upstream on the simulated transport (a family routed to the relay is a defect here: use
+ * {@link layerRelayed}). With `inputChecks`, a task's remote input media are fetched and checked before it is
+ * submitted (`INVALID_INPUT_MEDIA` on a breach), and the charges its family measures on them (priced from the
+ * `PriceBook`) are returned with the submission.
  */
 export const layer = (
   transports: Transports = {},
   inputChecks?: InputChecks,
   families: Family.Registry = Families.registry
 ): Layer.Layer<Upstream, never, SimulatedUpstream | Estimates | PriceBook> =>
-  Layer.effect(
-    Upstream,
-    Effect.gen(function*() {
-      const simulated = yield* SimulatedUpstream
-      const estimates = yield* Estimates
-      const relay = yield* Effect.serviceOption(RelayUpstream)
-      const table = yield* PriceBook
-      const relayed = Catalog.taskFamilies.filter((family) => transports[family] === "relay")
-      if (relayed.length > 0 && Option.isNone(relay)) {
-        return yield* Effect.dieMessage(`families ${relayed.join(", ")} use the relay, but no relay is configured`)
-      }
-      const transportOf = (task: TaskRecord) =>
-        task.environment === "live" && transports[task.provider] === "relay" && Option.isSome(relay)
-          ? relay.value
-          : simulated
-      const all = Option.isSome(relay) && relayed.length > 0 ? [simulated, relay.value] : [simulated]
-      return Upstream.of({
-        notifiesChanges: all.every((transport) => transport.notifiesChanges),
-        changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
-        submit: (task) =>
-          inputChecks === undefined ? transportOf(task).submit(task) : Effect.gen(function*() {
-            const measured = yield* MediaInputs.checkTask(task, {
-              allowPrivate: inputChecks.allowPrivate,
-              ...(inputChecks.timeoutMs === undefined ? {} : { timeoutMs: inputChecks.timeoutMs }),
-              ...(inputChecks.lookup === undefined ? {} : { lookup: inputChecks.lookup })
-            }, families)
-            const submitted = yield* transportOf(task).submit(task)
-            const request = { model: task.model, input: task.input }
-            const charges = Family.familyOf(families, task.endpoint)?.charges(task.endpoint, request, measured, table)
-            return { ...submitted, charges: charges ?? [] }
-          }),
-        poll: (task, jobId) =>
-          transportOf(task).poll(task, jobId).pipe(
-            Effect.tap((state) =>
-              state._tag === "Succeeded" && task.startedAt !== null
-                ? estimates.observe(task.model, (Date.now() - task.startedAt) / 1000)
-                : Effect.void
-            )
-          ),
-        cancel: (task, jobId) => transportOf(task).cancel(task, jobId)
-      })
-    })
-  )
+  Layer.effect(Upstream, make(transports, Option.none(), inputChecks, families))
+
+/** {@link layer} with the families of `transports` routed to the relay: `live` tasks go to the `RelayUpstream`. */
+export const layerRelayed = (
+  transports: Transports,
+  inputChecks?: InputChecks,
+  families: Family.Registry = Families.registry
+): Layer.Layer<Upstream, never, SimulatedUpstream | Estimates | PriceBook | RelayUpstream> =>
+  Layer.effect(Upstream, Effect.flatMap(RelayUpstream, (relay) => make(transports, Option.some(relay), inputChecks, families)))
 
 /** The transports from Effect `Config` (`MEDIAGATE_UPSTREAM_VENDOR1` ...). */
 export const config: Config.Config<Transports> = Config.all(
@@ -100,11 +120,18 @@ export const config: Config.Config<Transports> = Config.all(
 )
 
 /**
- * The routed upstream with its transports from Effect `Config`; remote input media are checked, with private
- * targets allowed only under `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`.
+ * The routed upstream with its transports from Effect `Config`; when a family uses the relay, the relay too
+ * (`Relay.layerConfig`: `MEDIAGATE_RELAY_URL`, `MEDIAGATE_RELAY_API_KEY`). Remote input media are checked, with
+ * private targets allowed only under `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`.
  */
-export const layerConfig: Layer.Layer<Upstream, ConfigError.ConfigError, SimulatedUpstream | Estimates | PriceBook> = Layer
-  .unwrapEffect(Effect.map(
-    Config.all([config, Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false))]),
-    ([transports, allowPrivate]) => layer(transports, { allowPrivate })
-  ))
+export const layerConfig: Layer.Layer<
+  Upstream,
+  ConfigError.ConfigError,
+  SimulatedUpstream | Estimates | PriceBook | FileStore | UrlSigner
+> = Layer.unwrapEffect(Effect.map(
+  Config.all([config, Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false))]),
+  ([transports, allowPrivate]) =>
+    usesRelay(transports)
+      ? layerRelayed(transports, { allowPrivate }).pipe(Layer.provide(Relay.layerConfig))
+      : layer(transports, { allowPrivate })
+))

@@ -30,6 +30,7 @@ import * as Relay from "../src/Relay.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
 import * as Voices from "../src/Voices.js"
+import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
 
 const remoteKey = `mg_live_${"R".repeat(32)}`
 const principal = (accountId: string) => ({
@@ -98,6 +99,7 @@ const startRemote = Effect.gen(function*() {
     Layer.provideMerge(FileService.layer),
     Layer.provideMerge(Worker.layer({ concurrency: 8, idleMs: 50, pollDelayMs: () => 25 })),
     Layer.provideMerge(TaskService.layer),
+    Layer.provide(EngineResultLinks.layerAsStored),
     Layer.provideMerge(TaskStorage.layerMemory()),
     Layer.provideMerge(Upstreams.layer()),
     Layer.provide(PriceBook.layer()),
@@ -133,8 +135,10 @@ describe("relay upstream", () => {
       const local = files("http://local.example")
       const Local = Worker.layer({ concurrency: 4, idleMs: 50, pollDelayMs: () => 50 }).pipe(
         Layer.provideMerge(TaskService.layer),
+        Layer.provide(EngineResultLinks.layerAsStored),
+    Layer.provide(EngineResultLinks.layerAsStored),
         Layer.provideMerge(TaskStorage.layerMemory()),
-        Layer.provideMerge(Upstreams.layer({ vendor3: "relay" })),
+        Layer.provideMerge(Upstreams.layerRelayed({ vendor3: "relay" })),
         Layer.provide(PriceBook.layer()),
         Layer.provideMerge(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) })),
         Layer.provideMerge(Simulated.layer({ videoSeconds: 60 })),

@@ -18,7 +18,6 @@ import * as Estimates from "@mediagate/vendors/Estimates"
 import * as FileService from "@mediagate/vendors/FileService"
 import * as FileStore from "@mediagate/vendors/FileStore"
 import { PriceBook } from "@mediagate/vendors/Prices"
-import * as Relay from "@mediagate/vendors/Relay"
 import * as ResultLinks from "@mediagate/vendors/ResultLinks"
 import * as Simulated from "@mediagate/vendors/Simulated"
 import * as Upstreams from "@mediagate/vendors/Upstreams"
@@ -32,7 +31,6 @@ import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 
 /** Settings of the composition itself (the packages read their own). */
 export interface StackSettings {
@@ -62,12 +60,6 @@ export const Vendors = Layer.mergeAll(
   ResultLinks.layer,
   Voices.layerConfig
 ).pipe(
-  Layer.provideMerge(
-    Layer.unwrapEffect(Effect.map(
-      Config.option(Config.string("MEDIAGATE_RELAY_URL")),
-      (url) => Option.isSome(url) ? Relay.layerConfig : Layer.empty
-    ))
-  ),
   Layer.provideMerge(Simulated.layerConfig),
   Layer.provideMerge(Layer.mergeAll(FileStore.layerLocalConfig, UrlSigner.layerConfig)),
   Layer.provideMerge(PriceBook.layerConfig),
