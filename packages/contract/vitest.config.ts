@@ -3,6 +3,6 @@ import { project } from "../../vitest.shared.js"
 export default project({
   test: {
     name: "contract",
-    include: ["test/**/*.test.ts", "src/**/*.test.ts"]
+    include: ["test/**/*.test.ts"]
   }
 })

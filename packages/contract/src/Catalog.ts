@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Arr from "effect/Array"
+import * as Rec from "effect/Record"
 import { registry } from "./families/index.js"
 import {
   type Endpoint,
@@ -47,9 +48,9 @@ export type Family = typeof families[number]
 export type ModelId = ModelOf<typeof registry>
 
 /** Every model id, per family. */
-export const models: { readonly [F in TaskFamily]: ReadonlyArray<ModelId> } = Records.fromKeys(
-  taskFamilies,
-  (name) => registry.find((family) => family.name === name)?.models ?? []
+export const models: { readonly [F in TaskFamily]: ReadonlyArray<ModelId> } = Rec.map(
+  Records.indexBy(registry, (family) => family.name),
+  (family) => family.models
 )
 
 /** Every model id in one list. */

@@ -1,7 +1,7 @@
 /**
- * The shape of a family: one upstream family (`vendorN`) with everything that defines it, in one folder
- * (`families/vendorN/`): its endpoints (request Schemas with their rules and defaults, a minimal example, the files
- * a job produces, the default estimate, the URL inputs fetched as input media), its prices (table entries, default
+ * The shape of a family: one upstream family (`vendorN`) and everything that defines it, in one folder
+ * (`families/vendorN/`): its endpoints (request Schema with rules and defaults, a minimal example, the files a job
+ * produces, the default estimate, the URL inputs fetched as input media), its prices (table entries, default
  * prices, price function) and the charges it measures while a task runs. The registry (`families/index.ts`) lists
  * the families; the catalog, the HttpApi group, the handlers, the price table and the vendor layers derive from it.
  *
@@ -15,7 +15,6 @@ import type { GenerationRequestSchema } from "./GenerationRequest.js"
 import type * as InputMedia from "./InputMedia.js"
 import type * as Outputs from "./Outputs.js"
 
-/** `image-to-video` → `ImageToVideo`, at the type level. */
 type PascalCase<S extends string> = S extends `${infer Head}-${infer Tail}` ? `${Capitalize<Head>}${PascalCase<Tail>}`
   : Capitalize<S>
 
@@ -25,50 +24,35 @@ export type EndpointName<F extends string, O extends string> = `${F}${PascalCase
 /** The request Schema of any endpoint. */
 export type AnyRequest = GenerationRequestSchema<any, any, any>
 
-/** The models a request Schema accepts. */
-export type ModelsOf<S extends AnyRequest> = S["models"][number]
-
-/** An extra charge measured while a task runs (a separate ledger entry). */
-export interface Charge {
-  readonly amountMicros: number
-  readonly description: string
-}
-
-/** What a family module states about one endpoint; {@link endpoint} adds its key, path and models. */
-export interface EndpointSpec<F extends string, O extends Operation, S extends AnyRequest> {
-  readonly family: F
-  readonly operation: O
-  /** The HttpApi endpoint name, the method of the typed client (`vendor3TextToVideo`). */
-  readonly name: NoInfer<EndpointName<F, O>>
-  readonly mediaType: MediaType
-  /** The request Schema: field rules, per-model rules and defaults (`GenerationRequest.make`). */
+/** What a family states about one of its endpoints (besides its operation and media type). */
+export interface EndpointSpec<S extends AnyRequest> {
+  /** The request Schema (`GenerationRequest.make`): field rules, per-model rules and defaults. */
   readonly request: S
   /** The smallest valid `input` for a model: documentation, and the seed of every table-driven test. */
-  readonly example: (model: ModelsOf<S>) => Record<string, unknown>
+  example(model: S["models"][number]): Record<string, unknown>
   /** The files a job of a (normalized) request produces; the simulated upstream renders exactly them. */
-  readonly outputs: (request: AnyGenerationRequest) => ReadonlyArray<Outputs.OutputSpec>
+  outputs(request: AnyGenerationRequest): ReadonlyArray<Outputs.OutputSpec>
   /** Seconds a job usually takes, before recent durations of its model are known. */
-  readonly estimateSeconds: (request: AnyGenerationRequest) => number
+  estimateSeconds(request: AnyGenerationRequest): number
   /** The URL inputs fetched and checked when a task runs, with their rules (none when absent). */
-  readonly inputMedia?: (model: string) => ReadonlyArray<InputMedia.Field>
+  inputMedia?(model: string): ReadonlyArray<InputMedia.Field>
 }
 
 /** One generation endpoint of a family: `POST /api/v1/<family>/<operation>`. */
-export interface Endpoint<F extends string = string, O extends Operation = Operation, S extends AnyRequest = AnyRequest> {
-  /** `<family>/<operation>`: the endpoint's key everywhere (tasks store it). */
-  readonly key: `${F}/${O}`
-  readonly name: EndpointName<F, O>
+export interface Endpoint<F extends string = string, O extends Operation = Operation, S extends AnyRequest = AnyRequest>
+  extends EndpointSpec<S>
+{
   readonly family: F
   readonly operation: O
   readonly mediaType: MediaType
+  /** The HttpApi endpoint name, the method of the typed client: `vendor3` + `text-to-video` → `vendor3TextToVideo`. */
+  readonly name: EndpointName<F, O>
+  /** `<family>/<operation>`: the endpoint's key everywhere (tasks store it). */
+  readonly key: `${F}/${O}`
   /** Path below `/api/v1`. */
   readonly path: `/${F}/${O}`
   /** The models the endpoint accepts, in the order of the specification. */
-  readonly models: ReadonlyArray<ModelsOf<S>>
-  readonly request: S
-  example(model: string): Record<string, unknown>
-  outputs(request: AnyGenerationRequest): ReadonlyArray<Outputs.OutputSpec>
-  estimateSeconds(request: AnyGenerationRequest): number
+  readonly models: S["models"]
   inputMedia(model: string): ReadonlyArray<InputMedia.Field>
 }
 
@@ -78,11 +62,7 @@ export interface Prices<P extends Schema.Struct.Fields = Schema.Struct.Fields> {
   readonly fields: P
   /** The family's default prices, in USD. */
   readonly defaults: Schema.Struct.Type<P>
-  /**
-   * The price charged at accept, in integer micro-dollars, of a validated (normalized) request to one of the
-   * family's endpoints (see `Pricing` for the building blocks; throw `Pricing.UnpriceableRequestError` for a value
-   * the table has no price for).
-   */
+  /** The price at accept, in integer micro-dollars, of a validated request (building blocks in `Pricing`). */
   price(endpoint: string, request: AnyGenerationRequest, table: Schema.Struct.Type<P>): number
 }
 
@@ -99,8 +79,12 @@ export interface Family<
   readonly models: ReadonlyArray<E["models"][number]>
   readonly prices: Prices<P>
   /** Charges measured while a task is submitted (e.g. the seconds of reference videos), priced from `table`. */
-  charges(endpoint: string, request: AnyGenerationRequest, measured: InputMedia.Measured, table: Schema.Struct.Type<P>):
-    ReadonlyArray<Charge>
+  charges(
+    endpoint: string,
+    request: AnyGenerationRequest,
+    measured: InputMedia.Measured,
+    table: Schema.Struct.Type<P>
+  ): ReadonlyArray<{ readonly amountMicros: number; readonly description: string }>
 }
 
 /** Any family. */
@@ -131,21 +115,22 @@ export const samples = {
   video: "https://example.com/clip.mp4"
 } as const
 
-const noInputMedia = (): ReadonlyArray<InputMedia.Field> => []
-const noCharges = (): ReadonlyArray<Charge> => []
-
-/** Builds one endpoint of a family. */
+/**
+ * Builds one endpoint of a family: `POST /api/v1/<family>/<operation>` creating tasks of `mediaType`; `name` is the
+ * family and the operation in camel case (`vendor3TextToVideo`, checked by the compiler).
+ */
 export const endpoint = <const F extends string, const O extends Operation, S extends AnyRequest>(
-  spec: EndpointSpec<F, O, S>
-): Endpoint<F, O, S> => ({
-  ...spec,
-  key: `${spec.family}/${spec.operation}`,
-  path: `/${spec.family}/${spec.operation}`,
-  models: spec.request.models,
-  inputMedia: spec.inputMedia ?? noInputMedia
-})
+  family: F,
+  operation: O,
+  mediaType: MediaType,
+  name: NoInfer<EndpointName<F, O>>,
+  spec: EndpointSpec<S>
+): Endpoint<F, O, S> => {
+  const key = `${family}/${operation}` as const
+  return { inputMedia: () => [], ...spec, family, operation, mediaType, name, key, path: `/${key}`, models: spec.request.models }
+}
 
-/** Builds a family: its endpoints and prices (every model priced), and the charges it measures while tasks run. */
+/** Builds a family: its endpoints, its prices (every model priced) and the charges it measures (none by default). */
 export const make = <
   const F extends string,
   const Es extends readonly [Endpoint<F>, ...Array<Endpoint<F>>],
@@ -156,11 +141,9 @@ export const make = <
   readonly prices: Prices<P>
   readonly charges?: Family<F, Es[number], P>["charges"]
 }): Family<F, Es[number], P> => ({
-  name: family.name,
-  endpoints: family.endpoints,
-  models: Arr.dedupe(family.endpoints.flatMap((endpoint) => endpoint.models)),
-  prices: family.prices,
-  charges: family.charges ?? noCharges
+  charges: () => [],
+  ...family,
+  models: Arr.dedupe(family.endpoints.flatMap((endpoint) => endpoint.models))
 })
 
 /** Every endpoint of a registry, in registry order. */
@@ -171,6 +154,6 @@ export const endpointsOf = <R extends Registry>(registry: R): Arr.NonEmptyReadon
 export const findEndpoint = (registry: Registry, key: string): Endpoint | undefined =>
   endpointsOf(registry).find((endpoint) => endpoint.key === key)
 
-/** The family of an endpoint key (`vendor1/text-to-video` → vendor1) in a registry, or undefined. */
+/** The family of an endpoint key in a registry, or undefined. */
 export const familyOf = (registry: Registry, key: string): Any | undefined =>
   registry.find((family) => family.endpoints.some((endpoint) => endpoint.key === key))

@@ -76,3 +76,14 @@ export const seconds = (value: unknown, fallback: number): number => {
 
 /** A string field, or a fallback. */
 export const text = (value: unknown, fallback: string): string => typeof value === "string" ? value : fallback
+
+/** The video a request describes: its `resolution`, aspect ratio and `duration` fields, or the fallbacks. */
+export const videoOf = (
+  input: Readonly<Record<string, unknown>>,
+  fallback: { readonly resolution: string; readonly ratio: string; readonly seconds: number },
+  ratioField = "aspect_ratio"
+): VideoOutput =>
+  video(
+    videoSize(text(input["resolution"], fallback.resolution), text(input[ratioField], fallback.ratio)),
+    seconds(input["duration"], fallback.seconds)
+  )

@@ -10,15 +10,12 @@
  * @since 0.1.0
  */
 import * as Data from "effect/Data"
+import * as Rec from "effect/Record"
 import * as Schema from "effect/Schema"
 import * as Family from "./Family.js"
 import type { AnyGenerationRequest } from "./Generation.js"
 import * as Records from "./internal/records.js"
 import * as Money from "./Money.js"
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Field Schemas
-// ---------------------------------------------------------------------------------------------------------------------
 
 /** Largest price or factor accepted in a table (keeps every product well inside the safe integers). */
 const maxAmount = 1_000_000
@@ -71,16 +68,12 @@ export const Credits = Schema.Number.pipe(
 
 /** Prices by key (resolutions, modes, durations), for the keys of `keys`. */
 export const byKey = <const K extends string>(keys: readonly [K, ...Array<K>], description: string) =>
-  Schema.Struct(Records.fromKeys(keys, () => Price))
+  Schema.Struct(Rec.map(Records.indexBy(keys, (key) => key), () => Price))
     .annotations({ title: `an object of prices for ${keys.join(", ")}`, description })
 
 /** USD per second of output, by resolution. */
 export const perSecondBy = <const K extends string>(keys: readonly [K, ...Array<K>]) =>
   byKey(keys, "USD per second of output, by resolution")
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Exact arithmetic
-// ---------------------------------------------------------------------------------------------------------------------
 
 /** A USD price to integer micro-dollars (exact for the ≤ 6 decimals the Schema allows). */
 export const micros = (usd: number): number => Money.toMicros(usd)
@@ -97,10 +90,6 @@ export const applyFactor = (amountMicros: number, factor: number): number =>
 
 /** A per-second price times whole seconds, in micro-dollars. */
 export const perSecond = (usdPerSecond: number, seconds: number): number => micros(usdPerSecond) * seconds
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Reading a normalized input
-// ---------------------------------------------------------------------------------------------------------------------
 
 /** A request the price table cannot price (only possible for an input that skipped validation). */
 export class UnpriceableRequestError extends Data.TaggedError("UnpriceableRequestError")<{
@@ -161,12 +150,17 @@ export const flag = (input: Input, field: string, fallback: boolean): boolean =>
   return typeof value === "boolean" ? value : fallback
 }
 
+/** The price per second named by `input[field]` times the seconds of `input.duration` (fallbacks when absent). */
+export const bySecond = <K extends string>(
+  { input, model }: AnyGenerationRequest,
+  prices: { readonly [P in K]: number },
+  fallback: K,
+  duration: number | undefined,
+  field = "resolution"
+): number => perSecond(pick(model, input, field, prices, fallback), seconds(model, input, "duration", duration))
+
 /** True when the field holds a non-empty list. */
 export const hasItems = (value: unknown): boolean => Array.isArray(value) && value.length > 0
-
-// ---------------------------------------------------------------------------------------------------------------------
-// The table of a registry
-// ---------------------------------------------------------------------------------------------------------------------
 
 /** The whole price table of a registry (one entry per model id). */
 export type Table<R extends Family.Registry> = Schema.Struct.Type<Family.PriceFields<R>>

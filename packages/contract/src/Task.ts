@@ -26,10 +26,7 @@ export const cancellableStatuses: ReadonlyArray<TaskStatus> = ["pending", "queue
 export const MediaType = Schema.Literal(...mediaTypes).annotations({ identifier: "MediaType" })
 /** An operation name. */
 export const Operation = Schema.Literal(...operations).annotations({ identifier: "Operation" })
-/**
- * A family that creates tasks. The document lists the families of the registry; answers are not held to that list,
- * so a server composed from a larger registry (a test family) answers its tasks too.
- */
+/** A family that creates tasks: the document lists the registry's; answers are not held to it (test registries). */
 export const Provider = Schema.String.annotations({
   identifier: "Provider",
   jsonSchema: { type: "string", enum: taskFamilies }

@@ -17,16 +17,10 @@ import { PriceBook } from "./Prices.js"
 /** Deadline of an `off_peak` task (decisions.md §3). */
 export const offPeakTimeoutMs = 48 * 60 * 60 * 1000
 
-/** Settings of the planner. */
-export interface Options {
-  /** Deadline of a task (default 1 h). */
-  readonly timeoutMs?: number
-  /** The families planned for (default: the registry). */
-  readonly families?: Family.Registry
-}
-
-/** The planner with a given task timeout. */
-export const layer = (options: Options = {}): Layer.Layer<Planner, never, PriceBook | Estimates> =>
+/** The planner with a given task timeout (default 1 h), for the families of a registry (default: the registry). */
+export const layer = (
+  options: { readonly timeoutMs?: number; readonly families?: Family.Registry } = {}
+): Layer.Layer<Planner, never, PriceBook | Estimates> =>
   Layer.effect(
     Planner,
     Effect.gen(function*() {

@@ -1,6 +1,6 @@
 /**
  * Records built from lists, typed by their keys without casts: each builder checks at run time the claim its type
- * makes (every key present, every part held), so a type can only be as precise as the value really is.
+ * makes (every key present, every part held).
  *
  * @since 0.1.0
  */
@@ -11,19 +11,9 @@ const hasKeys = <K extends string, V>(record: Readonly<Record<string, V>>, keys:
   readonly [P in K]: V
 } => keys.every((key) => Object.hasOwn(record, key))
 
-const isEntries = (value: unknown): value is Entries => typeof value === "object" && value !== null
-
 const holdsAll = <T>(merged: unknown, parts: ReadonlyArray<Entries>): merged is T =>
-  isEntries(merged) && parts.every((part) => Object.entries(part).every(([key, value]) => merged[key] === value))
-
-/** A record with one entry per key, the value computed from the key. */
-export const fromKeys = <const K extends string, V>(keys: ReadonlyArray<K>, f: (key: K) => V): {
-  readonly [P in K]: V
-} => {
-  const record: Readonly<Record<string, V>> = Object.fromEntries(keys.map((key) => [key, f(key)]))
-  if (hasKeys(record, keys)) return record
-  throw new Error("unreachable: a key is missing")
-}
+  typeof merged === "object" && merged !== null &&
+  parts.every((part) => Object.entries(part).every(([key, value]) => Object.hasOwn(merged, key) && Reflect.get(merged, key) === value))
 
 /** The entries of a list by their key (the last one wins on a duplicate key). */
 export const indexBy = <A, K extends string>(entries: ReadonlyArray<A>, key: (entry: A) => K): {
@@ -41,7 +31,7 @@ export const merge = <T>(parts: ReadonlyArray<Entries>, what: string): T => {
   throw new Error(`two parts define the same ${what}`)
 }
 
-/** A list that must not be empty (a registry without models, say), typed as such. */
+/** A list that must not be empty, typed as such. */
 export const nonEmpty = <A>(list: ReadonlyArray<A>, what: string): readonly [A, ...Array<A>] => {
   if (isNonEmpty(list)) return list
   throw new Error(`no ${what}`)

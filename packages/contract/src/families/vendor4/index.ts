@@ -1,14 +1,21 @@
 /**
- * vendor4: text-to-image and image-to-image; one image per request, of the size the request resolves to.
+ * vendor4: text-to-image and image-to-image; one image per request, of the size the request resolves to, billed per
+ * image.
  *
  * @since 0.1.0
  */
-import type { AnyGenerationRequest } from "../../Generation.js"
+import * as Schema from "effect/Schema"
 import * as Family from "../../Family.js"
+import type { AnyGenerationRequest } from "../../Generation.js"
 import * as InputMedia from "../../InputMedia.js"
 import { image } from "../../Outputs.js"
-import * as Prices from "./prices.js"
+import * as Pricing from "../../Pricing.js"
 import * as Requests from "./requests.js"
+
+/** A price per image. */
+export const PerImagePrices = Schema.Struct({
+  perImage: Pricing.Price.annotations({ description: "USD per image" })
+}).annotations({ title: "PerImagePrices" })
 
 const numberOr = (value: unknown) => typeof value === "number" ? value : undefined
 
@@ -32,22 +39,14 @@ const estimateSeconds = ({ model }: AnyGenerationRequest) => model === "vendor4-
 export const vendor4 = Family.make({
   name: "vendor4",
   endpoints: [
-    Family.endpoint({
-      family: "vendor4",
-      operation: "text-to-image",
-      name: "vendor4TextToImage",
-      mediaType: "image",
-      request: Requests.Vendor4TextToImageRequest,
+    Family.endpoint("vendor4", "text-to-image", "image", "vendor4TextToImage", {
+            request: Requests.Vendor4TextToImageRequest,
       example: () => ({ prompt: Family.samples.prompt }),
       outputs,
       estimateSeconds
     }),
-    Family.endpoint({
-      family: "vendor4",
-      operation: "image-to-image",
-      name: "vendor4ImageToImage",
-      mediaType: "image",
-      request: Requests.Vendor4ImageToImageRequest,
+    Family.endpoint("vendor4", "image-to-image", "image", "vendor4ImageToImage", {
+            request: Requests.Vendor4ImageToImageRequest,
       example: () => ({ prompt: "in watercolour", image: Family.samples.image }),
       outputs,
       estimateSeconds,
@@ -61,5 +60,22 @@ export const vendor4 = Family.make({
         )
     })
   ],
-  prices: Prices
+  prices: {
+    fields: {
+      "vendor4-5-0-lite": PerImagePrices,
+      "vendor4-4-5": PerImagePrices,
+      "vendor4-4-0": PerImagePrices,
+      "vendor4-3-0-t2i": PerImagePrices
+    },
+    defaults: {
+      "vendor4-5-0-lite": { perImage: 0.04 },
+      "vendor4-4-5": { perImage: 0.04 },
+      "vendor4-4-0": { perImage: 0.03 },
+      "vendor4-3-0-t2i": { perImage: 0.03 }
+    },
+    price: (_endpoint, { model }, table) =>
+      Requests.isVendor4Model(model)
+        ? Pricing.micros(table[model].perImage)
+        : Pricing.unpriceable(model, "not a vendor4 model")
+  }
 })

@@ -1,14 +1,20 @@
 /**
  * vendor6: image-to-image (`vendor6-2`): the long side is 1024, 2048 or 4096 px (1K, 2K, 4K) at the requested
- * aspect ratio (`auto` is square).
+ * aspect ratio (`auto` is square); billed per image by resolution (search is free).
  *
  * @since 0.1.0
  */
+import * as Schema from "effect/Schema"
 import * as Family from "../../Family.js"
 import * as InputMedia from "../../InputMedia.js"
 import { image, text } from "../../Outputs.js"
-import * as Prices from "./prices.js"
+import * as Pricing from "../../Pricing.js"
 import { Vendor6ImageToImageRequest } from "./requests.js"
+
+/** `vendor6-2`: per image by resolution (search is free). */
+export const Vendor6Prices = Schema.Struct({
+  perImage: Pricing.byKey(["1K", "2K", "4K"], "USD per image, by resolution")
+}).annotations({ title: "Vendor6Prices" })
 
 const longSides: Readonly<Record<string, number>> = { "1K": 1024, "2K": 2048, "4K": 4096 }
 
@@ -25,12 +31,8 @@ export const vendor6Size = (resolution: string, aspectRatio: string): { width: n
 export const vendor6 = Family.make({
   name: "vendor6",
   endpoints: [
-    Family.endpoint({
-      family: "vendor6",
-      operation: "image-to-image",
-      name: "vendor6ImageToImage",
-      mediaType: "image",
-      request: Vendor6ImageToImageRequest,
+    Family.endpoint("vendor6", "image-to-image", "image", "vendor6ImageToImage", {
+            request: Vendor6ImageToImageRequest,
       example: () => ({ prompt: Family.samples.prompt }),
       outputs: ({ input }) => [
         image(
@@ -42,5 +44,10 @@ export const vendor6 = Family.make({
       inputMedia: () => InputMedia.images(InputMedia.commonImage, "image_input")
     })
   ],
-  prices: Prices
+  prices: {
+    fields: { "vendor6-2": Vendor6Prices },
+    defaults: { "vendor6-2": { perImage: { "1K": 0.08, "2K": 0.12, "4K": 0.16 } } },
+    price: (_endpoint, { input, model }, table) =>
+      Pricing.micros(Pricing.pick(model, input, "resolution", table["vendor6-2"].perImage, "1K"))
+  }
 })

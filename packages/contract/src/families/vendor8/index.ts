@@ -1,51 +1,67 @@
 /**
- * vendor8: text-to-video, image-to-video and video-to-video (2.6 models); 16:9, durations as strings.
+ * vendor8: text-to-video, image-to-video and video-to-video (2.6 models); 16:9, durations as strings; billed per
+ * second of output by resolution, the same for the three models.
  *
  * @since 0.1.0
  */
-import type { AnyGenerationRequest } from "../../Generation.js"
+import * as Schema from "effect/Schema"
 import * as Family from "../../Family.js"
+import type { AnyGenerationRequest } from "../../Generation.js"
 import * as InputMedia from "../../InputMedia.js"
-import { seconds, text, video, videoSize } from "../../Outputs.js"
-import * as Prices from "./prices.js"
+import { seconds, videoOf } from "../../Outputs.js"
+import * as Pricing from "../../Pricing.js"
 import * as Requests from "./requests.js"
 
+/** vendor8: per second of output by resolution. */
+export const Vendor8Prices = Schema.Struct({
+  perSecond: Pricing.perSecondBy(["720p", "1080p"])
+}).annotations({ title: "Vendor8Prices" })
+
+const fields = {
+  "vendor8/2-6-text-to-video": Vendor8Prices,
+  "vendor8/2-6-image-to-video": Vendor8Prices,
+  "vendor8/2-6-video-to-video": Vendor8Prices
+}
+const isModel = (model: string): model is keyof typeof fields => Object.hasOwn(fields, model)
+const perSecond = { perSecond: { "720p": 0.10, "1080p": 0.15 } }
+
 const common = {
-  family: "vendor8",
-  mediaType: "video",
-  outputs: ({ input }: AnyGenerationRequest) => [
-    video(videoSize(text(input["resolution"], "1080p"), "16:9"), seconds(input["duration"], 5))
-  ],
+  outputs: ({ input }: AnyGenerationRequest) => [videoOf(input, { resolution: "1080p", ratio: "16:9", seconds: 5 })],
   estimateSeconds: ({ input }: AnyGenerationRequest) => 60 + 5 * seconds(input["duration"], 5)
-} as const
+}
 
 /** vendor8. */
 export const vendor8 = Family.make({
   name: "vendor8",
   endpoints: [
-    Family.endpoint({
+    Family.endpoint("vendor8", "text-to-video", "video", "vendor8TextToVideo", {
       ...common,
-      operation: "text-to-video",
-      name: "vendor8TextToVideo",
       request: Requests.Vendor8TextToVideoRequest,
       example: () => ({ prompt: Family.samples.prompt })
     }),
-    Family.endpoint({
+    Family.endpoint("vendor8", "image-to-video", "video", "vendor8ImageToVideo", {
       ...common,
-      operation: "image-to-video",
-      name: "vendor8ImageToVideo",
       request: Requests.Vendor8ImageToVideoRequest,
       example: () => ({ prompt: "slow zoom in", image_urls: [Family.samples.image] }),
       inputMedia: () => InputMedia.images(InputMedia.commonImage, "image_urls")
     }),
-    Family.endpoint({
+    Family.endpoint("vendor8", "video-to-video", "video", "vendor8VideoToVideo", {
       ...common,
-      operation: "video-to-video",
-      name: "vendor8VideoToVideo",
       request: Requests.Vendor8VideoToVideoRequest,
       example: () => ({ prompt: "as an oil painting", video_urls: [Family.samples.video] }),
       inputMedia: () => [InputMedia.video("video_urls")]
     })
   ],
-  prices: Prices
+  prices: {
+    fields,
+    defaults: {
+      "vendor8/2-6-text-to-video": perSecond,
+      "vendor8/2-6-image-to-video": perSecond,
+      "vendor8/2-6-video-to-video": perSecond
+    },
+    price: (_endpoint, request, table) =>
+      isModel(request.model)
+        ? Pricing.bySecond(request, table[request.model].perSecond, "1080p", 5)
+        : Pricing.unpriceable(request.model, "not a vendor8 model")
+  }
 })

@@ -2,9 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   Vendor2ImageToVideoRequest as ImageToVideo,
   Vendor2TextToVideoRequest as TextToVideo
-} from "./requests.js"
-import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../../test/helpers.js"
-import { vendor2 } from "./index.js"
+} from "../../../src/families/vendor2/requests.js"
+import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../helpers.js"
+import { vendor2 } from "../../../src/families/vendor2/index.js"
 
 const image = "https://example.com/start.png"
 const tail = "https://example.com/end.png"

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Vendor3TextToVideoRequest as Request } from "./requests.js"
-import { describePrices, invalid, priceSample, valid } from "../../../test/helpers.js"
-import { vendor3 } from "./index.js"
+import { Vendor3TextToVideoRequest as Request } from "../../../src/families/vendor3/requests.js"
+import { describePrices, invalid, priceSample, valid } from "../../helpers.js"
+import { vendor3 } from "../../../src/families/vendor3/index.js"
 
 describe("vendor3/text-to-video", () => {
   it.each(["vendor3-3", "vendor3-3_fast"])("accepts a minimal request for %s and fills defaults", (model) => {

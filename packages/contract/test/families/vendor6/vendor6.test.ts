@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Vendor6ImageToImageRequest as Request } from "./requests.js"
-import { describePrices, invalid, priceSample, valid } from "../../../test/helpers.js"
-import { vendor6, vendor6Size } from "./index.js"
+import { Vendor6ImageToImageRequest as Request } from "../../../src/families/vendor6/requests.js"
+import { describePrices, invalid, priceSample, valid } from "../../helpers.js"
+import { vendor6, vendor6Size } from "../../../src/families/vendor6/index.js"
 
 const url = (i: number) => `https://example.com/ref-${i}.png`
 

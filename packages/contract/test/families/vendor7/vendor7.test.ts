@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Vendor7TextToVideoRequest as Request } from "./requests.js"
-import { describePrices, invalid, priceSample, valid } from "../../../test/helpers.js"
-import { vendor7 } from "./index.js"
+import { Vendor7TextToVideoRequest as Request } from "../../../src/families/vendor7/requests.js"
+import { describePrices, invalid, priceSample, valid } from "../../helpers.js"
+import { vendor7 } from "../../../src/families/vendor7/index.js"
 
 describe("vendor7/text-to-video", () => {
   it.each(["vendor7-imagine/text-to-video"])("accepts a minimal request for %s and fills defaults", (model) => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Vendor5ImageToVideoRequest as ImageToVideo, Vendor5TextToVideoRequest as TextToVideo } from "./requests.js"
-import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../../test/helpers.js"
-import { vendor5 } from "./index.js"
+import { Vendor5ImageToVideoRequest as ImageToVideo, Vendor5TextToVideoRequest as TextToVideo } from "../../../src/families/vendor5/requests.js"
+import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../helpers.js"
+import { vendor5 } from "../../../src/families/vendor5/index.js"
 
 const models = ["vendor5q3-pro", "vendor5q3-turbo"]
 

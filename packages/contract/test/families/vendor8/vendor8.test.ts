@@ -3,10 +3,10 @@ import {
   Vendor8ImageToVideoRequest as ImageToVideo,
   Vendor8TextToVideoRequest as TextToVideo,
   Vendor8VideoToVideoRequest as VideoToVideo
-} from "./requests.js"
+} from "../../../src/families/vendor8/requests.js"
 import type { Schema } from "effect"
-import { describePrices, invalid, priceSample, valid } from "../../../test/helpers.js"
-import { vendor8 } from "./index.js"
+import { describePrices, invalid, priceSample, valid } from "../../helpers.js"
+import { vendor8 } from "../../../src/families/vendor8/index.js"
 
 const image = "https://example.com/a.png"
 const video = (i: number) => `https://example.com/v-${i}.mp4`

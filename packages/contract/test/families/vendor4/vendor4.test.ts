@@ -4,9 +4,9 @@ import {
   type Vendor4Model,
   vendor4OutputSize,
   Vendor4TextToImageRequest as TextToImage
-} from "./requests.js"
-import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../../test/helpers.js"
-import { vendor4 } from "./index.js"
+} from "../../../src/families/vendor4/requests.js"
+import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../helpers.js"
+import { vendor4 } from "../../../src/families/vendor4/index.js"
 
 const v50 = "vendor4-5-0-lite"
 const v45 = "vendor4-4-5"

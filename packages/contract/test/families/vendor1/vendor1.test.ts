@@ -4,10 +4,9 @@ import {
   Vendor1ImageToVideoRequest as ImageToVideo,
   Vendor1MultimodalVideoRequest as Multimodal,
   Vendor1TextToVideoRequest as TextToVideo
-} from "./requests.js"
-import { describePrices, invalid, pngDataUri, priceOf, priceSample, valid } from "../../../test/helpers.js"
-import * as Prices from "./prices.js"
-import { vendor1 } from "./index.js"
+} from "../../../src/families/vendor1/requests.js"
+import { describePrices, invalid, pngDataUri, priceOf, priceSample, valid } from "../../helpers.js"
+import { defaults as defaultPrices, referenceSecondsPrice, vendor1 } from "../../../src/families/vendor1/index.js"
 
 /** A minimal HEIF container (ftyp + meta/iprp/ipco/ispe) of the given pixel size, as a data URI. */
 const heifDataUri = (width: number, height: number, brand = "heic"): string => {
@@ -565,16 +564,16 @@ describe("referenceSecondsPrice: the reference seconds of vendor1-2", () => {
     ["1080p", 0, 0],
     ["1080p", -3, 0]
   ] as const)("%s × %s s = %s micro-dollars", (resolution, seconds, micros) => {
-    expect(Prices.referenceSecondsPrice(resolution, seconds)).toBe(micros)
+    expect(referenceSecondsPrice(resolution, seconds)).toBe(micros)
   })
 
   it("uses the given table", () => {
-    const entry = Prices.defaults["vendor1-2"]
+    const entry = defaultPrices["vendor1-2"]
     const table = {
-      ...Prices.defaults,
+      ...defaultPrices,
       "vendor1-2": { ...entry, videoReferencePerSecond: { ...entry.videoReferencePerSecond, "720p": 0.2 } }
     }
-    expect(Prices.referenceSecondsPrice("720p", 8, table)).toBe(1_600_000)
+    expect(referenceSecondsPrice("720p", 8, table)).toBe(1_600_000)
   })
 
   it("output plus reference seconds: a 720p 5 s output with a 8 s reference costs 13 s at 0.125", () => {
@@ -582,6 +581,6 @@ describe("referenceSecondsPrice: the reference seconds of vendor1-2", () => {
       prompt: priceSample.prompt,
       reference_video_urls: [priceSample.video]
     })
-    expect(atAccept + Prices.referenceSecondsPrice("720p", 8)).toBe(1_625_000)
+    expect(atAccept + referenceSecondsPrice("720p", 8)).toBe(1_625_000)
   })
 })
