@@ -6,7 +6,7 @@
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
-import * as JSONSchema from "effect/JSONSchema"
+import * as OpenApiJsonSchema from "@effect/platform/OpenApiJsonSchema"
 import { AdminApi } from "./api/AdminApi.js"
 import { ApiKeysApi } from "./api/ApiKeysApi.js"
 import { BalanceApi } from "./api/BalanceApi.js"
@@ -22,14 +22,7 @@ import type * as Family from "./Family.js"
 export const version = "1.0.0"
 
 /** The error envelope as a self-contained JSON Schema (its definition, not a `$ref` into `$defs`). */
-const errorEnvelopeJson = (() => {
-  const root = JSONSchema.make(ErrorEnvelope) as unknown as {
-    readonly $defs?: Record<string, unknown>
-    readonly [key: string]: unknown
-  }
-  const { $defs, $schema: _schema, ...inline } = root
-  return ($defs?.["ErrorEnvelope"] ?? inline) as Record<string, unknown>
-})()
+const errorEnvelopeJson = OpenApiJsonSchema.makeWithDefs(ErrorEnvelope, { defs: {}, topLevelReferenceStrategy: "skip" })
 
 /** The Mediagate HttpApi of a registry: every group, the generation group with one endpoint per registry endpoint. */
 export const make = <const R extends Family.Registry>(registry: R) =>
@@ -53,7 +46,7 @@ export const make = <const R extends Family.Registry>(registry: R) =>
     .annotate(OpenApi.Transform, (spec) => {
       // Decode failures never reach clients in the platform's own shape: the server answers them with the
       // VALIDATION_ERROR envelope, so the document says so.
-      const schemas = spec.components.schemas as Record<string, unknown>
+      const schemas = spec.components.schemas
       if ("HttpApiDecodeError" in schemas) {
         schemas["HttpApiDecodeError"] = { ...errorEnvelopeJson, description: "VALIDATION_ERROR envelope" }
       }

@@ -3,10 +3,12 @@
  *
  * @since 0.1.0
  */
+import * as Rec from "effect/Record"
 import * as Schema from "effect/Schema"
 import ipaddr from "ipaddr.js"
 import { taskFamilies } from "./Catalog.js"
 import { boolean, list, oneOf, optional, strictParse, text } from "./Fields.js"
+import * as Records from "./internal/records.js"
 import { Usd } from "./Money.js"
 import { IsoDate, Timestamp } from "./Timestamp.js"
 
@@ -24,7 +26,7 @@ export const keyPattern = /^mg_(live|test)_[A-Za-z0-9]{32}$/
 /** The environment of a well-formed key, or undefined for a malformed one. */
 export const environmentOfKey = (key: string): Environment | undefined => {
   const match = keyPattern.exec(key)
-  return match === null ? undefined : match[1] as Environment
+  return match === null ? undefined : match[1] === "live" ? "live" : "test"
 }
 
 /** Permission names (decisions.md §5). */
@@ -46,9 +48,7 @@ export type PermissionName = typeof permissionNames[number]
  * `providers` (when given) restricts the families a key may create tasks for.
  */
 export const Permissions = Schema.Struct({
-  ...(Object.fromEntries(permissionNames.map((name) => [name, optional(boolean)])) as {
-    readonly [K in PermissionName]: Schema.optionalWith<typeof boolean, { exact: true }>
-  }),
+  ...Rec.map(Records.indexBy(permissionNames, (name) => name), () => optional(boolean)),
   providers: optional(list(oneOf(...taskFamilies), { min: 0, max: taskFamilies.length, noun: "providers" }))
 }).annotations({
   identifier: "Permissions",
