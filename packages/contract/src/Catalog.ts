@@ -35,7 +35,7 @@ export const mediaTypes = ["video", "image", "audio", "music"] as const
 export type MediaType = typeof mediaTypes[number]
 
 /** The families that create generation tasks, in registry order. */
-export const taskFamilies = Arr.map(registry, (family) => family.name)
+export const taskFamilies: Arr.NonEmptyReadonlyArray<TaskFamily> = Arr.map(registry, (family) => family.name)
 /** A family that creates generation tasks; the `provider` of a task. */
 export type TaskFamily = NameOf<typeof registry>
 

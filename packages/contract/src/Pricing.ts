@@ -1,5 +1,5 @@
 /**
- * The building blocks of the price table (decisions.md §4) that every family's `prices.ts` uses, and the whole
+ * The building blocks of the price table (decisions.md §4) that every family's prices use, and the whole
  * table of a registry: its Schema fields, its default prices and the price of a request.
  *
  * The table is JSON, keyed by model id, with prices in USD as an operator writes them (at most 6 decimals, i.e.
