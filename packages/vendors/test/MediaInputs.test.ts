@@ -27,7 +27,6 @@ import * as UrlSigner from "../src/UrlSigner.js"
 import * as Media from "../src/Media.js"
 import { mediaChecks } from "../src/MediaInputs.js"
 import { PriceBook } from "../src/Prices.js"
-import { PriceBook } from "../src/Prices.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
 import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
@@ -87,7 +86,6 @@ const engine = (allowPrivate: boolean, billing: Layer.Layer<Billing.Billing> = B
     Layer.provide(EngineResultLinks.layerAsStored),
     Layer.provideMerge(TaskStorage.layerMemory()),
     Layer.provideMerge(Upstreams.layer({}, { allowPrivate, timeoutMs: 5000 })),
-    Layer.provide(PriceBook.layer()),
     Layer.provide(PriceBook.layer()),
     Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
     Layer.provideMerge(FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer))),
