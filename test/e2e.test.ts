@@ -8,16 +8,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { Catalog, Client, Examples, WebhookSignature } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { spawnSync } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { bootstrapKeys, freePort, startServer } from "./server.js"
+import { bootstrapKeys, freePort, psql, runPostgres, startServer } from "./server.js"
 
-const pgReady = spawnSync("pg_isready", ["-h", "127.0.0.1", "-p", "5432"]).status === 0
-const runPostgres = pgReady || process.env["CI"] === "true"
 if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the PostgreSQL end-to-end run is skipped")
 
 /** A local webhook receiver recording verified deliveries. */
@@ -152,9 +149,8 @@ describe("the example server end to end", () => {
     it.live("on PostgreSQL", () =>
       Effect.gen(function*() {
         const name = `mg_e2e_${Date.now()}`
-        const psql = (sql: string) => spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-c", sql])
         yield* Effect.acquireRelease(
-          Effect.sync(() => expect(psql(`CREATE DATABASE ${name}`).status).toBe(0)),
+          Effect.sync(() => expect(psql(`CREATE DATABASE ${name}`)).toBe(0)),
           () => Effect.sync(() => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
         )
         yield* scenario({

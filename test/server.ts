@@ -3,7 +3,7 @@
  * examples/server/dist/main.js`, built by the global setup), and reads what it prints (the bootstrap keys, the
  * listening address).
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
 /** The built server entry point. */
@@ -66,3 +66,11 @@ export const freePort = async (): Promise<string> => {
     })
   })
 }
+
+/** Whether to run the PostgreSQL end-to-end tests: when it answers, and always under `CI=true` (where it must). */
+export const runPostgres: boolean =
+  spawnSync("pg_isready", ["-h", "127.0.0.1", "-p", "5432"]).status === 0 || process.env["CI"] === "true"
+
+/** Runs one statement on the local PostgreSQL server's `postgres` database; answers psql's exit status. */
+export const psql = (sql: string): number | null =>
+  spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-c", sql]).status

@@ -5,14 +5,12 @@
  * database: migrations run during the start). SIGTERM then stops it with exit code 0.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { spawn, spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { freePort, main } from "./server.js"
+import { freePort, main, psql, runPostgres } from "./server.js"
 
-const pgReady = spawnSync("pg_isready", ["-h", "127.0.0.1", "-p", "5432"]).status === 0
-const runPostgres = pgReady || process.env["CI"] === "true"
 if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the PostgreSQL start-up test is skipped")
 
 interface Answer {
@@ -119,8 +117,7 @@ describe("start-up", () => {
   if (runPostgres) {
   it("on PostgreSQL (a fresh database) every request is answered within 2 s", async () => {
     const name = `mg_startup_${Date.now()}`
-    const psql = (sql: string) => spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-c", sql])
-    expect(psql(`CREATE DATABASE ${name}`).status).toBe(0)
+    expect(psql(`CREATE DATABASE ${name}`)).toBe(0)
     try {
       await check({
         DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${name}`,

@@ -35,9 +35,13 @@ export type Database =
     readonly layer: Layer.Layer<SqlClient.SqlClient, unknown>
   }
 
-/** A database driver could not be loaded or the database could not be opened. */
+/**
+ * A database driver could not be loaded (`retryable: false`: installing it is the fix) or the database could not be
+ * opened (`retryable: true`: it may answer later).
+ */
 export class DatabaseError extends Data.TaggedError("DatabaseError")<{
   readonly message: string
+  readonly retryable: boolean
   readonly cause?: unknown
 }> {}
 
@@ -55,6 +59,7 @@ const load = <A>(driver: string, load: () => Promise<A>) =>
     catch: (cause) =>
       new DatabaseError({
         message: `the database driver ${driver} is not installed (npm install ${driver})`,
+        retryable: false,
         cause
       })
   })
@@ -64,7 +69,7 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
   if ("layer" in database) {
     return Layer.catchAll(
       database.layer,
-      (cause) => Layer.fail(new DatabaseError({ message: "the host app's SqlClient failed to start", cause }))
+      (cause) => Layer.fail(new DatabaseError({ message: "the host app's SqlClient failed to start", retryable: true, cause }))
     )
   }
   if ("postgres" in database) {
@@ -74,7 +79,7 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
       (PgClient): Layer.Layer<SqlClient.SqlClient, DatabaseError> =>
         Layer.catchAll(
           PgClient.layer({ url, maxConnections: database.maxConnections ?? 10 }),
-          (cause) => Layer.fail(new DatabaseError({ message: "cannot connect to PostgreSQL", cause }))
+          (cause) => Layer.fail(new DatabaseError({ message: "cannot connect to PostgreSQL", retryable: true, cause }))
         )
     ))
   }
@@ -84,12 +89,12 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
     if (file !== ":memory:") {
       yield* Effect.try({
         try: () => mkdirSync(dirname(file), { recursive: true }),
-        catch: (cause) => new DatabaseError({ message: `cannot create the folder of ${file}`, cause })
+        catch: (cause) => new DatabaseError({ message: `cannot create the folder of ${file}`, retryable: true, cause })
       })
     }
     const client: Layer.Layer<SqlClient.SqlClient, DatabaseError> = Layer.catchAll(
       SqliteClient.layer({ filename: file }),
-      (cause) => Layer.fail(new DatabaseError({ message: `cannot open the SQLite database ${file}`, cause }))
+      (cause) => Layer.fail(new DatabaseError({ message: `cannot open the SQLite database ${file}`, retryable: true, cause }))
     )
     return client
   }))

@@ -122,7 +122,7 @@ const toStartError = (cause: unknown): StartError => {
     return new StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
   }
   if (cause instanceof Database.DatabaseError) {
-    return new StartError({ message: cause.message, retryable: !cause.message.includes("not installed"), cause })
+    return new StartError({ message: cause.message, retryable: cause.retryable, cause })
   }
   const message = typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
   return new StartError({ message: `could not start: ${message}`, retryable: true, cause })

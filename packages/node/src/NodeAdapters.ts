@@ -11,6 +11,8 @@
  *
  * @since 0.1.0
  */
+import { Errors } from "@mediagate/contract"
+import * as Schema from "effect/Schema"
 import { IncomingMessage, type ServerResponse } from "node:http"
 
 /** A `node:http` request listener. */
@@ -26,10 +28,13 @@ export const paths: ReadonlyArray<string> = ["/api/v1", "/admin/v1", "/files", "
 export const isMediagatePath = (path: string): boolean =>
   paths.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))
 
+/** The contract's envelope of `SERVICE_UNAVAILABLE`. */
+const encodeUnavailable = Schema.encodeSync(Errors.ServiceUnavailable.wire)
+
 /** Answers `503 SERVICE_UNAVAILABLE` in the error envelope with `Retry-After`, and discards the request body. */
 export const unavailable = (request: IncomingMessage, response: ServerResponse, message: string): void => {
-  const body = JSON.stringify({ success: false, error: { code: "SERVICE_UNAVAILABLE", message } })
-  response.writeHead(503, {
+  const body = JSON.stringify(encodeUnavailable(new Errors.ServiceUnavailable({ message })))
+  response.writeHead(Errors.ServiceUnavailable.status, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),
     "retry-after": "1",

@@ -130,20 +130,10 @@ export const configProvider: ConfigProvider.ConfigProvider = ConfigProvider.from
 )
 
 /**
- * How the process reports a failure, once: an admin command's API error is already printed as `CODE: message`;
- * a start that cannot succeed logs its reason in one line; anything else is logged with its cause. An interruption
+ * How the process reports a failure: an admin command's API error is already printed as `CODE: message`; a start
+ * that cannot succeed logs its reason in one line; anything else is logged with its cause. An interruption
  * (SIGTERM, SIGINT) is a normal stop.
  */
-const reporter = () => {
-  let reported = false
-  return <A, E, R>(program: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.tapErrorCause(program, (cause) => {
-      if (reported) return Effect.void
-      reported = true
-      return report(cause)
-    })
-}
-
 const report = <E>(cause: Cause.Cause<E>): Effect.Effect<void> => {
   if (Cause.isInterruptedOnly(cause)) return Effect.void
   const failure = Option.getOrUndefined(Cause.failureOption(cause))
@@ -155,17 +145,17 @@ const report = <E>(cause: Cause.Cause<E>): Effect.Effect<void> => {
 
 /**
  * Runs a program as the process's main: settings from the environment ({@link configProvider}), logs per
- * `MEDIAGATE_LOG_FORMAT` (one logger, one line per event), failures reported once, exit code 1 on failure and 0
- * after SIGTERM/SIGINT.
+ * `MEDIAGATE_LOG_FORMAT` (one logger, one line per event), a failure reported once (invalid log settings by the
+ * default logger), exit code 1 on failure and 0 after SIGTERM/SIGINT.
  */
-export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
-  // reported with the configured logger when there is one, else (the log settings are invalid) by the default one
-  const reportOnce = reporter()
+export const runMain = <A, E>(program: Effect.Effect<A, E>): void =>
   NodeRuntime.runMain(
-    reportOnce(Effect.provide(reportOnce(program), Logging.layerConfig)).pipe(Effect.withConfigProvider(configProvider)),
+    Effect.matchEffect(Logging.config, {
+      onFailure: (error) => Effect.zipRight(report(Cause.fail(error)), Effect.fail(error)),
+      onSuccess: (settings) => Effect.provide(Effect.tapErrorCause(program, report), Logging.layer(settings))
+    }).pipe(Effect.withConfigProvider(configProvider)),
     { disablePrettyLogger: true, disableErrorReporting: true }
   )
-}
 
 /** Runs {@link program}: the production server (`npm start`, `examples/server`). */
 export const main = (): void => runMain(program)

@@ -201,8 +201,9 @@ describe("Mediagate.make while starting and after closing", () => {
   })
 
   it("closing before the start finished rejects ready", async () => {
-    const never = Layer.unwrapEffect(Effect.never) as Layer.Layer<never>
-    const mediagate = Mediagate.make({ database: { layer: never as any }, dataDir: dataDir() })
+    // a database that never answers
+    const never = Layer.unwrapEffect(Effect.as(Effect.never, SqliteClient.layer({ filename: ":memory:" })))
+    const mediagate = Mediagate.make({ database: { layer: never }, dataDir: dataDir() })
     await mediagate.close()
     await expect(mediagate.ready).rejects.toThrow(/closed before it started/)
   })

@@ -5,7 +5,7 @@
 import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { ApiKey, Errors, Services } from "@mediagate/contract"
+import { ApiKey, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as Planner from "@mediagate/engine/Planner"
 import * as TaskService from "@mediagate/engine/TaskService"
@@ -29,54 +29,12 @@ import { PriceBook } from "../src/Prices.js"
 import * as Relay from "../src/Relay.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
-import * as Voices from "../src/Voices.js"
+import * as TestPorts from "./ports.js"
 import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
 
 const remoteKey = `mg_live_${"R".repeat(32)}`
-const principal = (accountId: string) => ({
-  accountId,
-  keyId: `key_${accountId}`,
-  environment: "live" as const,
-  permissions: {},
-  spendLimitMicros: null,
-  spentMicros: 0,
-  expiresAt: null,
-  clientAddress: undefined
-})
-
-const unused = (name: string) => Effect.dieMessage(`${name} is not used by the relay test`)
-
 /** The remote service's ports that the relay does not touch, and a key service knowing one key. */
-const RemotePorts = Layer.mergeAll(
-  Layer.succeed(Services.KeyService, {
-    authenticate: ({ authorization }) =>
-      authorization === undefined
-        ? Effect.fail(new Errors.AuthRequired({ message: "API key required" }))
-        : authorization === `Bearer ${remoteKey}`
-        ? Effect.succeed(principal("acct_remote"))
-        : Effect.fail(new Errors.AuthInvalidToken({ message: "unknown API key" })),
-    create: () => unused("KeyService.create"),
-    list: () => unused("KeyService.list"),
-    revoke: () => unused("KeyService.revoke")
-  }),
-  Layer.succeed(Services.BillingService, { balance: () => unused("BillingService.balance") }),
-  Layer.succeed(Services.WebhookService, {
-    create: () => unused("webhooks"),
-    list: () => unused("webhooks"),
-    remove: () => unused("webhooks"),
-    test: () => unused("webhooks"),
-    deliveries: () => unused("webhooks"),
-    replay: () => unused("webhooks")
-  }),
-  Layer.succeed(Services.AdminService, {
-    createAccount: () => unused("admin"),
-    getAccount: () => unused("admin"),
-    updateAccount: () => unused("admin"),
-    credit: () => unused("admin"),
-    createKey: () => unused("admin")
-  }),
-  Voices.layer()
-)
+const RemotePorts = TestPorts.withKey(remoteKey, "acct_remote")
 
 /** A store and signer on a fresh directory, signing URLs for `baseUrl`. */
 const files = (baseUrl: string) => {
@@ -149,7 +107,7 @@ describe("relay upstream", () => {
       )
       yield* Effect.gen(function*() {
         const tasks = yield* Services.TaskService
-        const me = principal("acct_local")
+        const me = TestPorts.principal("acct_local")
         const ok = yield* tasks.create(me, {
           endpoint: "vendor3/text-to-video",
           request: { model: "vendor3-3_fast", input: { prompt: "a relayed lighthouse", aspect_ratio: "9:16" }, metadata: { ref: 7 } },

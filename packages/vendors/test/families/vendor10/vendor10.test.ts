@@ -9,7 +9,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Api, Errors, Families, Pricing, Services } from "@mediagate/contract"
+import { Api, Families, Pricing } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
@@ -30,7 +30,7 @@ import * as Simulated from "../../../src/Simulated.js"
 import * as Upstreams from "../../../src/Upstreams.js"
 import * as UrlSigner from "../../../src/UrlSigner.js"
 import * as VendorPlanner from "../../../src/VendorPlanner.js"
-import * as Voices from "../../../src/Voices.js"
+import * as TestPorts from "../../ports.js"
 import { probeVideoBytes } from "../../probe.js"
 import { vendor10 } from "./index.js"
 
@@ -38,46 +38,8 @@ import { vendor10 } from "./index.js"
 const registry = [...Families.registry, vendor10] as const
 
 const key = `mg_live_${"T".repeat(32)}`
-const unused = (name: string) => Effect.dieMessage(`${name} is not used by this test`)
-
 /** The ports the test does not exercise, and a key service knowing one live key. */
-const Ports = Layer.mergeAll(
-  Layer.succeed(Services.KeyService, {
-    authenticate: ({ authorization }) =>
-      authorization === `Bearer ${key}`
-        ? Effect.succeed({
-          accountId: "acct_ten",
-          keyId: "key_ten",
-          environment: "live" as const,
-          permissions: {},
-          spendLimitMicros: null,
-          spentMicros: 0,
-          expiresAt: null,
-          clientAddress: undefined
-        })
-        : Effect.fail(new Errors.AuthInvalidToken({ message: "unknown API key" })),
-    create: () => unused("KeyService.create"),
-    list: () => unused("KeyService.list"),
-    revoke: () => unused("KeyService.revoke")
-  }),
-  Layer.succeed(Services.BillingService, { balance: () => unused("BillingService.balance") }),
-  Layer.succeed(Services.WebhookService, {
-    create: () => unused("webhooks"),
-    list: () => unused("webhooks"),
-    remove: () => unused("webhooks"),
-    test: () => unused("webhooks"),
-    deliveries: () => unused("webhooks"),
-    replay: () => unused("webhooks")
-  }),
-  Layer.succeed(Services.AdminService, {
-    createAccount: () => unused("admin"),
-    getAccount: () => unused("admin"),
-    updateAccount: () => unused("admin"),
-    credit: () => unused("admin"),
-    createKey: () => unused("admin")
-  }),
-  Voices.layer()
-)
+const Ports = TestPorts.withKey(key, "acct_ten")
 
 /** The charges billing was asked for. */
 const charges: Array<{ readonly amountMicros: number; readonly description: string }> = []
