@@ -3,7 +3,8 @@
  *
  *   npm run bench:engine -- [--backend memory|sqlite|pg|all] [--tasks 2000] [--inflight 10000] [--job-seconds 30]
  *
- * 1. Throughput: tasks/s from accept to succeeded on a zero-latency upstream.
+ * 1. Throughput: tasks/s from accept to succeeded on a zero-latency upstream; on PostgreSQL also graphile-worker's
+ *    jobs/s for the same shape (add → complete, no-op task) on the same server in the same run.
  * 2. Accept → claim latency (p50/p99): tasks arriving at a steady rate, time from creation to upstream submit.
  * 3. Tasks in flight: N tasks on an upstream that takes `job-seconds` and calls back when done; finish lag after
  *    the upstream finished (p50/p99) and the process's CPU use while they wait.
@@ -29,6 +30,7 @@ import * as Stream from "effect/Stream"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Pool } from "pg"
 import * as ResultLinks from "@mediagate/engine/ResultLinks"
 
 const args = process.argv.slice(2)
@@ -148,7 +150,7 @@ const scenario = <A, E>(
     const layer = Worker.layer(workerOptions).pipe(
       Layer.provideMerge(TaskService.layer),
       Layer.provide(ResultLinks.layerAsStored),
-      Layer.provideMerge(Planner.layerFixed({ priceMicros: 10_000, estimatedSeconds: 1, timeoutMs: 10 * 60_000 })),
+      Layer.provideMerge(Planner.layerFixed({ priceMicros: 10_000, estimatedSeconds: 1, timeout: "10 minutes" })),
       Layer.provideMerge(db.layer),
       Layer.provideMerge(upstream.layer),
       Layer.provide(Billing.layerUnmetered)
@@ -161,7 +163,7 @@ const scenario = <A, E>(
   })
 
 const throughput = (backend: string) =>
-  scenario(backend, 0, { concurrency: 64, idleMs: 200, pollDelayMs: () => 0 }, () =>
+  scenario(backend, 0, { concurrency: 64, idle: "200 millis", pollDelay: () => 0 }, () =>
     Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const started = Date.now()
@@ -171,11 +173,14 @@ const throughput = (backend: string) =>
       })
       yield* awaitEvents(throughputTasks)
       const seconds = (Date.now() - started) / 1000
-      return `${(throughputTasks / seconds).toFixed(0)} tasks/s (${throughputTasks} tasks in ${seconds.toFixed(2)} s)`
+      return {
+        perSecond: throughputTasks / seconds,
+        text: `${(throughputTasks / seconds).toFixed(0)} tasks/s (${throughputTasks} tasks in ${seconds.toFixed(2)} s)`
+      }
     }))
 
 const claimLatency = (backend: string) =>
-  scenario(backend, 0, { concurrency: 64, idleMs: 1000, pollDelayMs: () => 0 }, (upstream) =>
+  scenario(backend, 0, { concurrency: 64, idle: "1 second", pollDelay: () => 0 }, (upstream) =>
     Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const count = 500
@@ -188,7 +193,7 @@ const claimLatency = (backend: string) =>
     }))
 
 const inflight = (backend: string) =>
-  scenario(backend, jobMs, { concurrency: 64, idleMs: 1000 }, (upstream) =>
+  scenario(backend, jobMs, { concurrency: 64, idle: "1 second" }, (upstream) =>
     Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const storage = yield* TaskStorage.TaskStorage
@@ -216,11 +221,70 @@ const inflight = (backend: string) =>
       } s`
     }))
 
+/**
+ * The same throughput shape on graphile-worker, same PostgreSQL server, same run: jobs added one per transaction
+ * (16 at a time), a no-op task, concurrency 32, from the first add to the last job completed.
+ */
+const graphileThroughput = async () => {
+  const { makeWorkerUtils, run } = await import("graphile-worker")
+  const name = `mg_bench_gw_${Date.now()}`
+  const admin = (statement: string) =>
+    Effect.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement)).pipe(
+        Effect.provide(PgClient.layer({ url: Redacted.make("postgres://postgres@127.0.0.1:5432/postgres") }))
+      )
+    )
+  await admin(`CREATE DATABASE ${name}`)
+  const connectionString = `postgres://postgres@127.0.0.1:5432/${name}`
+  const silent = { logger: new (await import("graphile-worker")).Logger(() => () => {}) }
+  // our own pool, ended (awaited) before the database is dropped: graphile-worker ends the pools it makes without
+  // waiting, and a forced DROP DATABASE would then kill their idle connections (an unhandled pool error)
+  const pgPool = new Pool({ connectionString, max: 40 })
+  pgPool.on("error", () => {}) // idle connections lost while graphile-worker stops
+  try {
+    const utils = await makeWorkerUtils({ pgPool, ...silent })
+    await utils.migrate()
+    let done = 0
+    let finished: () => void = () => {}
+    const allDone = new Promise<void>((resolve) => (finished = resolve))
+    const runner = await run({
+      pgPool,
+      concurrency: 32,
+      noHandleSignals: true,
+      pollInterval: 1000,
+      ...silent,
+      taskList: {
+        noop: async () => {
+          if (++done === throughputTasks) finished()
+        }
+      }
+    })
+    const started = Date.now()
+    for (let i = 0; i < throughputTasks; i += 16) {
+      await Promise.all(Array.from({ length: Math.min(16, throughputTasks - i) }, (_, j) => utils.addJob("noop", { i: i + j })))
+    }
+    await allDone
+    const seconds = (Date.now() - started) / 1000
+    await runner.stop()
+    await utils.release()
+    await pgPool.end()
+    return { perSecond: throughputTasks / seconds, text: `${(throughputTasks / seconds).toFixed(0)} jobs/s (${throughputTasks} jobs in ${seconds.toFixed(2)} s)` }
+  } finally {
+    if (!pgPool.ended) await pgPool.end()
+    await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  }
+}
+
 const main = Effect.gen(function*() {
   console.log(`engine benchmarks (node ${process.version}, ${new Date().toISOString()})`)
   for (const backend of backends) {
     console.log(`\n[${backend}]`)
-    console.log(`  throughput:           ${yield* throughput(backend)}`)
+    const own = yield* throughput(backend)
+    console.log(`  throughput:           ${own.text}`)
+    if (backend === "pg") {
+      const graphile = yield* Effect.promise(graphileThroughput)
+      console.log(`  graphile-worker:      ${graphile.text}; Mediagate / graphile-worker ${(own.perSecond / graphile.perSecond).toFixed(2)}×`)
+    }
     console.log(`  accept → claim:       ${yield* claimLatency(backend)}`)
     console.log(`  in flight:            ${yield* inflight(backend)}`)
   }

@@ -38,7 +38,7 @@ export const makeHandler = (secret: string, onEvent: OnEvent, options: { readonl
     if (req.method !== "POST") return void res.writeHead(405, { allow: "POST" }).end()
     const body = await readBody(req)
     if (body === undefined) return void res.writeHead(413).end()
-    const verified = WebhookSignature.verify({ secret, headers: req.headers, body })
+    const verified = WebhookSignature.verifyAt({ secret, headers: req.headers, body, now: Date.now() })
     if (Either.isLeft(verified)) return void res.writeHead(400, { "content-type": "text/plain" }).end(verified.left.message)
     const event = verified.right as Webhook.WebhookEvent
     if (!seen.has(event.id)) {

@@ -2,40 +2,47 @@
  * The storage port of accounts and API keys, with the memory implementation. The SQL implementation lives in
  * `SqlAccounts.ts`; the services (`KeyService`, `AdminService`, `Bootstrap`) are written once against this port.
  *
- * Times are epoch milliseconds; money is integer micro-dollars. Only SHA-256 hashes of keys are stored.
+ * Times are epoch milliseconds; money is integer micro-dollars. Only SHA-256 hashes of keys are stored. Each row is
+ * a Schema: its type here, its columns in SQL.
  *
  * @since 0.1.0
  */
-import type { ApiKey } from "@mediagate/contract"
+import { ApiKey } from "@mediagate/contract"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+
+const { column } = SqlRows
+const time = SqlRows.Number
+const optionalTime = Schema.NullOr(SqlRows.Number)
 
 /** An account row. */
-export interface AccountRow {
-  readonly id: string
-  readonly name: string
-  readonly createdAt: number
-}
+export const AccountRow = Schema.Struct({ id: Schema.String, name: Schema.String, createdAt: column("created_at", time) })
+/** An account row. */
+export interface AccountRow extends Schema.Schema.Type<typeof AccountRow> {}
 
-/** An API key row (never the full key). */
-export interface KeyRow {
-  readonly id: string
-  readonly accountId: string
-  readonly name: string
-  readonly environment: ApiKey.Environment
+/** An API key row (never the full key); in SQL, permissions and whitelist are JSON (the contract's Schemas). */
+export const KeyRow = Schema.Struct({
+  id: Schema.String,
+  accountId: column("account_id", Schema.String),
+  name: Schema.String,
+  environment: SqlRows.literal(...ApiKey.Environment.literals),
   /** SHA-256 hex of the full key. */
-  readonly keyHash: string
-  readonly maskedKey: string
-  readonly permissions: ApiKey.Permissions
-  readonly ipWhitelist: ReadonlyArray<string>
-  readonly spendLimitMicros: number | null
-  readonly expiresAt: number | null
-  readonly createdAt: number
-  readonly revokedAt: number | null
-  readonly lastUsedAt: number | null
-}
+  keyHash: column("key_hash", Schema.String),
+  maskedKey: column("masked_key", Schema.String),
+  permissions: Schema.parseJson(ApiKey.Permissions),
+  ipWhitelist: column("ip_whitelist", Schema.parseJson(Schema.Array(Schema.String))),
+  spendLimitMicros: column("spend_limit_micros", Schema.NullOr(SqlRows.Number)),
+  expiresAt: column("expires_at", optionalTime),
+  createdAt: column("created_at", time),
+  revokedAt: column("revoked_at", optionalTime),
+  lastUsedAt: column("last_used_at", optionalTime)
+})
+/** An API key row (never the full key). */
+export interface KeyRow extends Schema.Schema.Type<typeof KeyRow> {}
 
 /** Storage of accounts and keys. Every failure is a {@link PersistenceError}. */
 export class AccountStore extends Context.Tag("@mediagate/accounts/AccountStore")<AccountStore, {
@@ -89,10 +96,7 @@ export const makeMemory = (): AccountStore["Type"] => {
         return Effect.void
       }),
     keyByHash: (keyHash) =>
-      Effect.sync(() => {
-        const id = byHash.get(keyHash)
-        return Option.fromNullable(id === undefined ? undefined : keys.get(id))
-      }),
+      Effect.sync(() => Option.flatMapNullable(Option.fromNullable(byHash.get(keyHash)), (id) => keys.get(id))),
     listKeys: (accountId) =>
       Effect.sync(() =>
         [...keys.values()]

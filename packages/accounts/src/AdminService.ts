@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { type BillingSettings, type BillingState, BillingAccounts, defaultSettings } from "@mediagate/billing/BillingAccounts"
+import { toBalance } from "@mediagate/billing/Ledger"
 import { type Account, type ApiKey, Errors, Money, Services } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Clock from "effect/Clock"
@@ -15,21 +16,13 @@ import * as Option from "effect/Option"
 import { AccountStore, type AccountRow } from "./AccountStore.js"
 import { checkNotPast, insertKey, unavailable } from "./KeyService.js"
 
-const usdOrNull = (micros: number | null) => micros === null ? null : Money.fromMicros(micros)
 const microsOrNull = (usd: number | null) => usd === null ? null : Money.toMicros(usd)
 
-/** An account as the admin API shows it. */
+/** An account as the admin API shows it: its identity and its billing state's balance. */
 export const toAccount = (row: AccountRow, state: BillingState): Account.Account => ({
   id: row.id,
   name: row.name,
-  balance: Money.fromMicros(state.balanceMicros),
-  billingMode: state.billingMode,
-  monthlySpendLimit: usdOrNull(state.monthlySpendLimitMicros),
-  autoTopUpEnabled: state.autoTopUpEnabled,
-  autoTopUpThreshold: usdOrNull(state.autoTopUpThresholdMicros),
-  autoTopUpAmount: usdOrNull(state.autoTopUpAmountMicros),
-  currency: "USD",
-  monthToDateSpend: Money.fromMicros(state.monthToDateMicros),
+  ...toBalance(state),
   createdAt: new Date(row.createdAt).toISOString()
 })
 
@@ -115,8 +108,8 @@ export const make: Effect.Effect<Services.AdminService["Type"], never, AccountSt
           environment: body.environment ?? "live",
           permissions: body.permissions ?? {},
           ipWhitelist: body.ipWhitelist ?? [],
-          spendLimitMicros: body.spendLimit === undefined ? null : microsOrNull(body.spendLimit),
-          expiresAt: body.expiresAt === undefined || body.expiresAt === null ? null : body.expiresAt.getTime()
+          spendLimitMicros: microsOrNull(body.spendLimit ?? null),
+          expiresAt: body.expiresAt?.getTime() ?? null
         })
       }).pipe(Effect.provide(context), unavailable)
 

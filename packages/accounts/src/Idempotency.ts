@@ -17,7 +17,9 @@
  */
 import { Errors } from "@mediagate/contract"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
+import * as MemoryStore from "@mediagate/persistence/MemoryStore"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -25,18 +27,20 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto"
 
-/** A stored (sealed) answer. */
-export interface StoredResponse {
-  readonly accountId: string
-  readonly scope: string
+/** A stored (sealed) answer: a row of `<prefix>idempotent_responses` in SQL. */
+export const StoredResponse = Schema.Struct({
+  accountId: SqlRows.column("account_id", Schema.String),
+  scope: Schema.String,
   /** SHA-256 hex of the Idempotency-Key. */
-  readonly keyHash: string
+  keyHash: SqlRows.column("key_hash", Schema.String),
   /** SHA-256 hex of the canonical request. */
-  readonly fingerprint: string
+  fingerprint: Schema.String,
   /** `v1.` + base64 of IV (12) | tag (16) | AES-256-GCM ciphertext. */
-  readonly ciphertext: string
-  readonly createdAt: number
-}
+  ciphertext: Schema.String,
+  createdAt: SqlRows.column("created_at", SqlRows.Number)
+})
+/** A stored (sealed) answer. */
+export interface StoredResponse extends Schema.Schema.Type<typeof StoredResponse> {}
 
 /** Storage of sealed answers. */
 export class IdempotencyStore extends Context.Tag("@mediagate/accounts/IdempotencyStore")<IdempotencyStore, {
@@ -161,26 +165,21 @@ export const run = <A, I, E, R>(
     const fp = fingerprint(options.request)
     const identity = { accountId: options.accountId, scope: options.scope, keyHash, fingerprint: fp }
 
-    const replay = (now: number): Effect.Effect<Option.Option<A>, Errors.IdempotencyKeyReused | PersistenceError> =>
-      Effect.flatMap(store.find(options.accountId, options.scope, keyHash), (found): Effect.Effect<
-        Option.Option<A>,
-        Errors.IdempotencyKeyReused | PersistenceError
-      > => {
-        const record = Option.getOrUndefined(found)
+    const replay = (now: number) =>
+      Effect.gen(function*() {
+        const record = Option.getOrUndefined(yield* store.find(options.accountId, options.scope, keyHash))
         const verdict = IdempotencyWindow.judge(record, { fingerprint: fp, notBefore: IdempotencyWindow.start(now) })
         if (verdict === "Reused") {
-          return Effect.fail(new Errors.IdempotencyKeyReused({ message: IdempotencyWindow.reusedMessage }))
+          return yield* new Errors.IdempotencyKeyReused({ message: IdempotencyWindow.reusedMessage })
         }
-        if (verdict === "Fresh" || record === undefined) return Effect.succeedNone
+        if (verdict === "Fresh" || record === undefined) return Option.none<A>()
         const plaintext = open(idempotencyKey, record)
-        return plaintext === undefined
-          ? Effect.fail(new PersistenceError({ message: "idempotent_responses: a stored answer does not open" }))
-          : Schema.decode(json)(plaintext).pipe(
-            Effect.mapError((cause) =>
-              new PersistenceError({ message: "idempotent_responses: a stored answer does not decode", cause })
-            ),
-            Effect.map(Option.some)
-          )
+        if (plaintext === undefined) {
+          return yield* new PersistenceError({ message: "idempotent_responses: a stored answer does not open" })
+        }
+        return Option.some(yield* Schema.decode(json)(plaintext).pipe(Effect.mapError((cause) =>
+          new PersistenceError({ message: "idempotent_responses: a stored answer does not decode", cause })
+        )))
       })
 
     const attempt = (tries: number): Effect.Effect<A, E | Errors.IdempotencyKeyReused | PersistenceError, R> =>
@@ -200,15 +199,8 @@ export const run = <A, I, E, R>(
           }, IdempotencyWindow.start(now))
           if (!inserted) return yield* new Race()
           return answer
-        })).pipe(
-          Effect.catchIf(
-            (e): e is Race => e instanceof Race,
-            () =>
-              tries > 0
-                ? attempt(tries - 1)
-                : Effect.fail(new PersistenceError({ message: "idempotency: lost the race twice" }))
-          )
-        )
+        })).pipe(Effect.catchIf((e): e is Race => e instanceof Race, () =>
+          tries > 0 ? attempt(tries - 1) : new PersistenceError({ message: "idempotency: lost the race twice" })))
       })
     return yield* attempt(2)
   })
@@ -232,16 +224,6 @@ export const makeMemory = (): IdempotencyStore["Type"] => {
         records.set(key, record)
         return true
       }),
-    prune: (before) =>
-      Effect.sync(() => {
-        let n = 0
-        for (const [key, record] of records) {
-          if (record.createdAt < before) {
-            records.delete(key)
-            n++
-          }
-        }
-        return n
-      })
+    prune: (before) => Effect.sync(() => MemoryStore.deleteWhere(records, (record) => record.createdAt < before))
   }
 }

@@ -5,7 +5,12 @@
  * - Authentication reads ONE row (the key by its hash, through the unique index) and decides in the order of §5:
  *   header missing/empty → `AUTH_REQUIRED`; not `Bearer <mg_(live|test)_<32>>` or unknown hash → `AUTH_INVALID_TOKEN`;
  *   revoked → `KEY_REVOKED`; expired → `AUTH_TOKEN_EXPIRED`; client address outside a non-empty whitelist →
- *   `KEY_PERMISSION_DENIED`. There is no cache: a revocation is seen by the very next request, in every process.
+ *   `KEY_PERMISSION_DENIED`.
+ * - Key rows may be cached for a short time (`cacheTtl`, off by default; the production server sets 5 s): a cached
+ *   row spares the read, while revocation, expiry and the whitelist are still judged on every request. Revoking a
+ *   key through this service drops it from this process's cache at once ({@link KeyCache} drops others); another
+ *   process sees a revocation, or any other change to the row, within `cacheTtl`. Spend limits and balances are
+ *   never read from the cache: billing checks them inside the transaction of each charge.
  * - `Principal.spentMicros` is not read on the hot path (it is billing's counter, checked atomically when a charge
  *   is made); authentication answers 0 there. Key creation reads the real counter through `BillingAccounts.keySpend`.
  * - `lastUsedAt` is not written per request: uses are buffered in memory (latest time per key) and written in one
@@ -38,10 +43,28 @@ export class KeyUsage extends Context.Tag("@mediagate/accounts/KeyUsage")<KeyUsa
   readonly pending: Effect.Effect<number>
 }>() {}
 
+/** The cache of key rows of this process (see {@link Options.cacheTtl}). */
+export class KeyCache extends Context.Tag("@mediagate/accounts/KeyCache")<KeyCache, {
+  /** Drops a key: its next request reads its row again (revoking it through the service does this itself). */
+  readonly invalidate: (keyId: string) => Effect.Effect<void>
+  /** Drops every key. */
+  readonly invalidateAll: Effect.Effect<void>
+  /** How many keys are cached. */
+  readonly size: Effect.Effect<number>
+}>() {}
+
 /** Options of the key service. */
 export interface Options {
   /** How often buffered `lastUsedAt` values are written (default 10 s). */
   readonly flushInterval?: Duration.DurationInput
+  /**
+   * How long an authenticated key's row is reused before it is read again (default 0: every request reads it).
+   * Revocation, expiry and the IP whitelist are judged on every request all the same. A revocation made through
+   * this service takes effect at once in this process; other processes see it within this time.
+   */
+  readonly cacheTtl?: Duration.DurationInput
+  /** How many keys the cache holds at most (default 10,000; the oldest entry makes room for a new one). */
+  readonly cacheSize?: number
 }
 
 /** The idempotency scope of key creation. */
@@ -129,11 +152,42 @@ export const checkNotPast = (expiresAt: Date | null | undefined, now: number) =>
     ? Effect.fail(new Errors.ValidationError({ message: "expiresAt: must be in the future" }))
     : Effect.void
 
-/** Builds the key service and its usage buffer (the flusher runs in the scope). */
+/** A value that is absent, null (none), or mapped by `f`. */
+const mapPresent = <A, B>(value: A | null | undefined, f: (a: A) => B): B | null | undefined =>
+  value === undefined ? undefined : value === null ? null : f(value)
+
+/**
+ * A limit of a new key within the calling key's `bound` (null: none): absent takes the bound; an explicit value,
+ * none included, must lie within it (`refusal` says why not).
+ */
+const within = (value: number | null | undefined, bound: number | null, refusal: (bound: number) => string) =>
+  bound === null
+    ? Effect.succeed(value ?? null)
+    : value === undefined
+    ? Effect.succeed(bound)
+    : value === null || value > bound
+    ? Effect.fail(new Errors.KeyPermissionDenied({ message: refusal(bound) }))
+    : Effect.succeed(value)
+
+/** The refusals of a known key's row. */
+type Judged = Errors.KeyRevoked | Errors.AuthTokenExpired | Errors.KeyPermissionDenied
+
+/** A cached key row: until when it may be reused, and its whitelist compiled. */
+interface CachedKey {
+  readonly row: KeyRow
+  readonly until: number
+  readonly allows: (clientAddress: string | undefined) => boolean
+}
+
+/** Builds the key service, its usage buffer (the flusher runs in the scope) and its cache. */
 export const make = (
   options: Options = {}
 ): Effect.Effect<
-  { readonly service: Services.KeyService["Type"]; readonly usage: KeyUsage["Type"] },
+  {
+    readonly service: Services.KeyService["Type"]
+    readonly usage: KeyUsage["Type"]
+    readonly cache: KeyCache["Type"]
+  },
   never,
   AccountStore | Idempotency.IdempotencyStore | BillingAccounts | Scope.Scope
 > =>
@@ -168,38 +222,89 @@ export const make = (
     )
     yield* Effect.addFinalizer(() => Effect.catchAll(flush, (e) => Effect.logWarning("accounts: final flush failed", e)))
 
+    // ---- key cache -------------------------------------------------------------------------------------------
+    const ttl = Duration.toMillis(Duration.decode(options.cacheTtl ?? 0))
+    const capacity = Math.max(0, Math.floor(options.cacheSize ?? 10_000))
+    const caching = ttl > 0 && capacity > 0
+    /** Key rows by key hash, oldest first. */
+    const cached = new Map<string, CachedKey>()
+    /** Bumped by every invalidation: a read that began before one must not fill the cache with what it read. */
+    let epoch = 0
+    const remember = (keyHash: string, row: KeyRow, now: number, readIn: number): CachedKey => {
+      const entry: CachedKey = { row, until: now + ttl, allows: Keys.whitelist(row.ipWhitelist) }
+      if (caching && readIn === epoch) {
+        cached.delete(keyHash)
+        const oldest = cached.keys().next()
+        if (cached.size >= capacity && oldest.done !== true) cached.delete(oldest.value)
+        cached.set(keyHash, entry)
+      }
+      return entry
+    }
+    const invalidate = (keyId: string) => {
+      epoch++
+      for (const [keyHash, entry] of cached) if (entry.row.id === keyId) cached.delete(keyHash)
+    }
+    const cache: KeyCache["Type"] = {
+      invalidate: (keyId) => Effect.sync(() => invalidate(keyId)),
+      invalidateAll: Effect.sync(() => {
+        epoch++
+        cached.clear()
+      }),
+      size: Effect.sync(() => cached.size)
+    }
+
     // ---- authenticate ------------------------------------------------------------------------------------------
-    const authenticate: Services.KeyService["Type"]["authenticate"] = ({ authorization, clientAddress }) =>
-      Effect.gen(function*() {
-        if (authorization === undefined || authorization.trim() === "") {
-          return yield* new Errors.AuthRequired({ message: "API key required: send Authorization: Bearer <key>" })
+    /** The decision of §5 on a key's row (revoked, expired, IP), and the principal. */
+    const judge = (
+      entry: CachedKey,
+      clientAddress: string | undefined,
+      now: number
+    ): Effect.Effect<Security.Principal, Judged> => {
+      const row = entry.row
+      if (row.revokedAt !== null) return Effect.fail(new Errors.KeyRevoked({ message: "API key has been revoked" }))
+      if (row.expiresAt !== null && row.expiresAt <= now) {
+        return Effect.fail(new Errors.AuthTokenExpired({ message: "API key has expired" }))
+      }
+      if (!entry.allows(clientAddress)) {
+        return Effect.fail(new Errors.KeyPermissionDenied({ message: "IP address not allowed for this key" }))
+      }
+      if ((buffer.get(row.id) ?? -Infinity) < now) buffer.set(row.id, now)
+      const principal: Security.Principal = {
+        accountId: row.accountId,
+        keyId: row.id,
+        environment: row.environment,
+        permissions: row.permissions,
+        spendLimitMicros: row.spendLimitMicros,
+        spentMicros: 0,
+        expiresAt: row.expiresAt === null ? null : new Date(row.expiresAt),
+        clientAddress
+      }
+      return Effect.succeed(principal)
+    }
+
+    const authenticate: Services.KeyService["Type"]["authenticate"] = ({ authorization, clientAddress }) => {
+      if (authorization === undefined || authorization.trim() === "") {
+        return Effect.fail(new Errors.AuthRequired({ message: "API key required: send Authorization: Bearer <key>" }))
+      }
+      const key = Keys.bearerKey(authorization)
+      if (key === undefined) return Effect.fail(new Errors.AuthInvalidToken({ message: "malformed API key" }))
+      const keyHash = Keys.hashKey(key)
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const hit = cached.get(keyHash)
+        if (hit !== undefined) {
+          if (hit.until > now) return judge(hit, clientAddress, now)
+          cached.delete(keyHash)
         }
-        const key = Keys.bearerKey(authorization)
-        if (key === undefined) return yield* new Errors.AuthInvalidToken({ message: "malformed API key" })
-        const found = yield* unavailable(store.keyByHash(Keys.hashKey(key)))
-        if (Option.isNone(found)) return yield* new Errors.AuthInvalidToken({ message: "unknown API key" })
-        const row = found.value
-        if (row.revokedAt !== null) return yield* new Errors.KeyRevoked({ message: "API key has been revoked" })
-        const now = yield* Clock.currentTimeMillis
-        if (row.expiresAt !== null && row.expiresAt <= now) {
-          return yield* new Errors.AuthTokenExpired({ message: "API key has expired" })
-        }
-        if (!Keys.allowedBy(row.ipWhitelist, clientAddress)) {
-          return yield* new Errors.KeyPermissionDenied({ message: "IP address not allowed for this key" })
-        }
-        if ((buffer.get(row.id) ?? -Infinity) < now) buffer.set(row.id, now)
-        const principal: Security.Principal = {
-          accountId: row.accountId,
-          keyId: row.id,
-          environment: row.environment,
-          permissions: row.permissions,
-          spendLimitMicros: row.spendLimitMicros,
-          spentMicros: 0,
-          expiresAt: row.expiresAt === null ? null : new Date(row.expiresAt),
-          clientAddress
-        }
-        return principal
+        const readIn = epoch
+        return Effect.flatMap(
+          unavailable(store.keyByHash(keyHash)),
+          (found): Effect.Effect<Security.Principal, Errors.AuthInvalidToken | Judged> =>
+            Option.isNone(found)
+              ? Effect.fail(new Errors.AuthInvalidToken({ message: "unknown API key" }))
+              : judge(remember(keyHash, found.value, now, readIn), clientAddress, now)
+        )
       })
+    }
 
     // ---- create ------------------------------------------------------------------------------------------------
     const decide = (caller: Security.Principal, body: ApiKey.ApiKeyCreate) =>
@@ -217,31 +322,19 @@ export const make = (
             message: "permissions: must be within the permissions of the calling key"
           })
         }
-        let spendLimitMicros: number | null = body.spendLimit === undefined || body.spendLimit === null
+        const remaining = caller.spendLimitMicros === null
           ? null
-          : Money.toMicros(body.spendLimit)
-        if (caller.spendLimitMicros !== null) {
-          const spend = yield* billing.keySpend(caller.keyId)
-          const remaining = Math.max(0, caller.spendLimitMicros - spend.spentMicros)
-          if (body.spendLimit === undefined) spendLimitMicros = remaining
-          else if (spendLimitMicros === null || spendLimitMicros > remaining) {
-            return yield* new Errors.KeyPermissionDenied({
-              message: `spendLimit: must be at most ${Money.fromMicros(remaining)} (the remaining spend limit of the calling key)`
-            })
-          }
-        }
-        let expiresAt: number | null = body.expiresAt === undefined || body.expiresAt === null
-          ? null
-          : body.expiresAt.getTime()
-        if (caller.expiresAt !== null) {
-          const limit = caller.expiresAt.getTime()
-          if (body.expiresAt === undefined) expiresAt = limit
-          else if (expiresAt === null || expiresAt > limit) {
-            return yield* new Errors.KeyPermissionDenied({
-              message: `expiresAt: must not be later than the expiry of the calling key (${iso(limit)})`
-            })
-          }
-        }
+          : Math.max(0, caller.spendLimitMicros - (yield* billing.keySpend(caller.keyId)).spentMicros)
+        const spendLimitMicros = yield* within(
+          mapPresent(body.spendLimit, Money.toMicros),
+          remaining,
+          (bound) => `spendLimit: must be at most ${Money.fromMicros(bound)} (the remaining spend limit of the calling key)`
+        )
+        const expiresAt = yield* within(
+          mapPresent(body.expiresAt, (date) => date.getTime()),
+          caller.expiresAt?.getTime() ?? null,
+          (bound) => `expiresAt: must not be later than the expiry of the calling key (${iso(bound)})`
+        )
         const key: NewKey = {
           accountId: caller.accountId,
           name: body.name,
@@ -272,9 +365,7 @@ export const make = (
         return yield* Effect.forEach(rows, (row) =>
           Effect.map(billing.keySpend(row.id), (spend) => {
             const buffered = buffer.get(row.id)
-            const lastUsedAt = buffered !== undefined && (row.lastUsedAt === null || row.lastUsedAt < buffered)
-              ? buffered
-              : row.lastUsedAt
+            const lastUsedAt = buffered === undefined ? row.lastUsedAt : Math.max(buffered, row.lastUsedAt ?? buffered)
             return toRecord(row, spend.spentMicros, lastUsedAt)
           }), { concurrency: 8 })
       }).pipe(unavailable)
@@ -284,19 +375,22 @@ export const make = (
         const now = yield* Clock.currentTimeMillis
         const revoked = yield* store.revokeKey(caller.accountId, id, now)
         if (!revoked) return yield* new Errors.ApiKeyNotFound({ message: `API key ${id} not found` })
+        invalidate(id)
         return { id, deleted: true as const }
       }).pipe(unavailable)
 
-    return { service: { authenticate, create, list, revoke }, usage }
+    return { service: { authenticate, create, list, revoke }, usage, cache }
   })
 
-/** The key service and its usage buffer as a scoped layer (the last buffered uses are written on close). */
+/**
+ * The key service, its usage buffer and its cache as a scoped layer (the last buffered uses are written on close).
+ */
 export const layer = (
   options: Options = {}
 ): Layer.Layer<
-  Services.KeyService | KeyUsage,
+  Services.KeyService | KeyUsage | KeyCache,
   never,
   AccountStore | Idempotency.IdempotencyStore | BillingAccounts
 > =>
-  Layer.scopedContext(Effect.map(make(options), ({ service, usage }) =>
-    Context.make(Services.KeyService, service).pipe(Context.add(KeyUsage, usage))))
+  Layer.scopedContext(Effect.map(make(options), ({ cache, service, usage }) =>
+    Context.make(Services.KeyService, service).pipe(Context.add(KeyUsage, usage), Context.add(KeyCache, cache))))

@@ -32,39 +32,39 @@ type Range = readonly [ipaddr.IPv4 | ipaddr.IPv6, number]
 
 /** An entry of a whitelist as a range; IPv4-mapped IPv6 entries become IPv4 ranges. */
 const rangeOf = (entry: string): Range | undefined => {
-  try {
-    if (!entry.includes("/")) {
-      const address = ipaddr.process(entry)
-      return [address, address.kind() === "ipv4" ? 32 : 128]
-    }
-    const [address, bits] = ipaddr.parseCIDR(entry)
-    if (address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
-      return [(address as ipaddr.IPv6).toIPv4Address(), bits - 96]
-    }
-    return [address, bits]
-  } catch {
-    return undefined
+  if (ipaddr.isValid(entry)) {
+    const address = ipaddr.process(entry)
+    return [address, address.kind() === "ipv4" ? 32 : 128]
+  }
+  if (!ipaddr.isValidCIDR(entry)) return undefined
+  const [address, bits] = ipaddr.parseCIDR(entry)
+  return address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() && bits >= 96
+    ? [address.toIPv4Address(), bits - 96]
+    : [address, bits]
+}
+
+const anyAddress = (): boolean => true
+
+/**
+ * A whitelist compiled once (its entries parsed), as the test {@link allowedBy} makes: an empty whitelist allows any
+ * address; otherwise the address must lie in one of the entries (addresses or CIDR ranges, IPv4 or IPv6).
+ * IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) are compared as IPv4. An unknown or unparsable client address
+ * passes only an empty whitelist.
+ */
+export const whitelist = (entries: ReadonlyArray<string>): (clientAddress: string | undefined) => boolean => {
+  if (entries.length === 0) return anyAddress
+  const ranges = entries.map(rangeOf)
+  return (clientAddress) => {
+    // strip an IPv6 zone id (fe80::1%eth0): ipaddr.js does not take it in ranges
+    const bare = clientAddress?.replace(/%.*$/, "")
+    if (bare === undefined || !ipaddr.isValid(bare)) return false
+    const address = ipaddr.process(bare)
+    return ranges.some((range) =>
+      range !== undefined && range[0].kind() === address.kind() && address.match(range[0], range[1])
+    )
   }
 }
 
-/**
- * Whether a client address passes a whitelist: an empty whitelist allows any address; otherwise the address must
- * lie in one of the entries (addresses or CIDR ranges, IPv4 or IPv6). IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`)
- * are compared as IPv4. An unknown or unparsable client address passes only an empty whitelist.
- */
-export const allowedBy = (whitelist: ReadonlyArray<string>, clientAddress: string | undefined): boolean => {
-  if (whitelist.length === 0) return true
-  if (clientAddress === undefined) return false
-  let address: ipaddr.IPv4 | ipaddr.IPv6
-  try {
-    // strip an IPv6 zone id (fe80::1%eth0): ipaddr.js does not take it in ranges
-    address = ipaddr.process(clientAddress.replace(/%.*$/, ""))
-  } catch {
-    return false
-  }
-  return whitelist.some((entry) => {
-    const range = rangeOf(entry)
-    return range !== undefined && range[0].kind() === address.kind() &&
-      (address as ipaddr.IPv4).match(range as [ipaddr.IPv4, number])
-  })
-}
+/** Whether a client address passes a whitelist (see {@link whitelist}). */
+export const allowedBy = (entries: ReadonlyArray<string>, clientAddress: string | undefined): boolean =>
+  whitelist(entries)(clientAddress)

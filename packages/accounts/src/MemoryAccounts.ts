@@ -23,12 +23,13 @@ export const layerStore: Layer.Layer<AccountStore.AccountStore | Idempotency.Ide
   )
 )
 
-/** Every accounts service in memory: `KeyService` (with `KeyUsage`), `AdminService` and the stores. */
+/** Every accounts service in memory: `KeyService` (with `KeyUsage` and `KeyCache`), `AdminService` and the stores. */
 export const layer = (
   options: KeyService.Options = {}
 ): Layer.Layer<
   | Services.KeyService
   | KeyService.KeyUsage
+  | KeyService.KeyCache
   | Services.AdminService
   | AccountStore.AccountStore
   | Idempotency.IdempotencyStore,

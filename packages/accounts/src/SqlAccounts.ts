@@ -20,15 +20,14 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
-import { ApiKey, type Services } from "@mediagate/contract"
+import type { Services } from "@mediagate/contract"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
-import { AccountStore } from "./AccountStore.js"
+import { AccountRow, AccountStore, KeyRow } from "./AccountStore.js"
 import * as AdminService from "./AdminService.js"
 import * as Idempotency from "./Idempotency.js"
 import * as KeyService from "./KeyService.js"
@@ -108,47 +107,13 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
  */
 export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
 
-const { column } = SqlRows
-const time = SqlRows.Number
-const optionalTime = Schema.NullOr(SqlRows.Number)
-
-/** A row of `<prefix>accounts`. */
-const AccountRow = Schema.Struct({ id: Schema.String, name: Schema.String, createdAt: column("created_at", time) })
-
-/** A row of `<prefix>api_keys`: permissions and whitelist are JSON, read with the contract's Schemas. */
-const KeyRow = Schema.Struct({
-  id: Schema.String,
-  accountId: column("account_id", Schema.String),
-  name: Schema.String,
-  environment: SqlRows.literal(...ApiKey.Environment.literals),
-  keyHash: column("key_hash", Schema.String),
-  maskedKey: column("masked_key", Schema.String),
-  permissions: Schema.parseJson(ApiKey.Permissions),
-  ipWhitelist: column("ip_whitelist", Schema.parseJson(Schema.Array(Schema.String))),
-  spendLimitMicros: column("spend_limit_micros", Schema.NullOr(SqlRows.Number)),
-  expiresAt: column("expires_at", optionalTime),
-  createdAt: column("created_at", time),
-  revokedAt: column("revoked_at", optionalTime),
-  lastUsedAt: column("last_used_at", optionalTime)
-})
-
-/** A row of `<prefix>idempotent_responses`: a sealed answer. */
-const ResponseRow = Schema.Struct({
-  accountId: column("account_id", Schema.String),
-  scope: Schema.String,
-  keyHash: column("key_hash", Schema.String),
-  fingerprint: Schema.String,
-  ciphertext: Schema.String,
-  createdAt: column("created_at", time)
-})
-
-/** The decoders of the accounts rows, named after their tables under `prefix`. */
+/** The decoders of the accounts rows (`AccountStore`'s and `Idempotency`'s records), named after their tables. */
 const decoders = (prefix: string) => {
   const names = tables(prefix)
   return {
     account: SqlRows.decoder(names.accounts, AccountRow),
     key: SqlRows.decoder(names.keys, KeyRow),
-    response: SqlRows.decoder(names.responses, ResponseRow)
+    response: SqlRows.decoder(names.responses, Idempotency.StoredResponse)
   }
 }
 
@@ -275,14 +240,19 @@ export const layerStore = (options: SqlOptions = {}): Layer.Layer<
   }))
 
 /**
- * Every accounts service on SQL: `KeyService` (with `KeyUsage`, configured by `options`), `AdminService` and the
- * stores (configured by `storage`: the table prefix).
+ * Every accounts service on SQL: `KeyService` (with `KeyUsage` and `KeyCache`, configured by `options`),
+ * `AdminService` and the stores (configured by `storage`: the table prefix).
  */
 export const layer = (
   options: KeyService.Options = {},
   storage: SqlOptions = {}
 ): Layer.Layer<
-  Services.KeyService | KeyService.KeyUsage | Services.AdminService | AccountStore | Idempotency.IdempotencyStore,
+  | Services.KeyService
+  | KeyService.KeyUsage
+  | KeyService.KeyCache
+  | Services.AdminService
+  | AccountStore
+  | Idempotency.IdempotencyStore,
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient | BillingAccounts
 > =>

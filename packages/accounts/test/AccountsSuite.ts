@@ -10,6 +10,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import { createHash } from "node:crypto"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
@@ -34,8 +35,11 @@ export class Calls extends Context.Tag("test/Calls")<Calls, Map<string, number>>
 const T0 = Date.parse("2026-11-21T00:00:00.000Z")
 const hour = 3_600_000
 
-/** The backend's stores, the fake billing, and a store proxy that counts hot-path calls; the services on top. */
-const env = (backend: Backend) => {
+/**
+ * The backend's stores, the fake billing, and a store proxy that counts hot-path calls; the services on top (the key
+ * service with `options`: no key cache unless they say so).
+ */
+const env = (backend: Backend, options: KeyService.Options = {}) => {
   const base = Layer.merge(backend(), FakeBillingAccounts.layer)
   const counted = Layer.effectContext(Effect.gen(function*() {
     const context = yield* Effect.context<
@@ -51,7 +55,9 @@ const env = (backend: Backend) => {
     }
     return context.pipe(Context.add(AccountStore, proxy), Context.add(Calls, calls))
   })).pipe(Layer.provide(base))
-  return Layer.mergeAll(KeyService.layer({ flushInterval: "1 hour" }), AdminService.layer).pipe(Layer.provideMerge(counted))
+  return Layer.mergeAll(KeyService.layer({ flushInterval: "1 hour", ...options }), AdminService.layer).pipe(
+    Layer.provideMerge(counted)
+  )
 }
 
 type Env = Layer.Layer.Success<ReturnType<typeof env>>
@@ -78,6 +84,13 @@ const setup = (body: Partial<ApiKey.ApiKeyCreate> = {}, clientAddress = "127.0.0
 export const accountsSuite = (name: string, backend: Backend) => {
   const test = (title: string, body: Effect.Effect<void, unknown, Env>) =>
     it.effect(title, () => Effect.zipRight(TestClock.setTime(T0), Effect.provide(body, env(backend))), 20_000)
+  /** A test with the key cache on (5 s, at most 3 keys). */
+  const cachedTest = (title: string, body: Effect.Effect<void, unknown, Env | Scope.Scope>) =>
+    it.scoped(title, () =>
+      Effect.zipRight(
+        TestClock.setTime(T0),
+        Effect.provide(body, env(backend, { cacheTtl: "5 seconds", cacheSize: 3 }))
+      ), 20_000)
 
   describe(`accounts (${name})`, () => {
     describe("authentication", () => {
@@ -329,6 +342,91 @@ export const accountsSuite = (name: string, backend: Backend) => {
         const live = yield* setup()
         assert.strictEqual((yield* live.keys.create(live.principal, { name: "k" }, undefined)).environment, "live")
         assert.strictEqual((yield* live.keys.create(live.principal, { name: "k", environment: "test" }, undefined)).environment, "test")
+      }))
+    })
+
+    describe("key cache", () => {
+      cachedTest("a key's row is read once per TTL; expiry and the whitelist are judged on every request", Effect.gen(function*() {
+        const { account, admin, created, keys } = yield* setup()
+        const calls = yield* Calls
+        const cache = yield* KeyService.KeyCache
+        const locked = yield* admin.createKey(account.id, {
+          name: "locked",
+          ipWhitelist: ["10.0.0.0/8"],
+          expiresAt: new Date(T0 + 7000)
+        })
+        const auth = (key: string, clientAddress = "10.1.2.3") => keys.authenticate({ authorization: bearer(key), clientAddress })
+        calls.clear()
+        // `created` was read (and cached) by the setup, at T0 too
+        for (let i = 0; i < 5; i++) {
+          assert.strictEqual((yield* auth(created.key)).keyId, created.id)
+          assert.strictEqual((yield* auth(locked.key)).keyId, locked.id)
+          assert.strictEqual(yield* codeOf(auth(locked.key, "192.0.2.1")), "KEY_PERMISSION_DENIED")
+          yield* TestClock.adjust(999)
+        }
+        assert.strictEqual(calls.get("keyByHash"), 1)
+        assert.strictEqual(yield* cache.size, 2)
+        // 5 s after the first reads: both are read again
+        yield* TestClock.adjust(5)
+        assert.strictEqual((yield* auth(created.key)).keyId, created.id)
+        assert.strictEqual((yield* auth(locked.key)).keyId, locked.id)
+        assert.strictEqual(calls.get("keyByHash"), 3)
+        // the expiry comes while the row is cached
+        yield* TestClock.adjust(2000)
+        assert.strictEqual(yield* codeOf(auth(locked.key)), "AUTH_TOKEN_EXPIRED")
+        assert.strictEqual(calls.get("keyByHash"), 3)
+        // unknown keys are never cached
+        for (let i = 0; i < 3; i++) assert.strictEqual(yield* codeOf(auth(`mg_live_${"b".repeat(32)}`)), "AUTH_INVALID_TOKEN")
+        assert.strictEqual(calls.get("keyByHash"), 6)
+      }))
+
+      cachedTest("a revocation through this process takes effect at once", Effect.gen(function*() {
+        const { account, admin, keys, principal } = yield* setup()
+        const other = yield* admin.createKey(account.id, { name: "other" })
+        const auth = keys.authenticate({ authorization: bearer(other.key), clientAddress: "127.0.0.1" })
+        assert.strictEqual((yield* auth).keyId, other.id)
+        yield* keys.revoke(principal, other.id)
+        assert.strictEqual(yield* codeOf(auth), "KEY_REVOKED")
+      }))
+
+      cachedTest("another process sees a revocation within the TTL", Effect.gen(function*() {
+        const { account, admin, keys: here, principal } = yield* setup()
+        // a second process on the same stores, with its own cache
+        const there = (yield* KeyService.make({ flushInterval: "1 hour", cacheTtl: "5 seconds" })).service
+        const key = yield* admin.createKey(account.id, { name: "shared" })
+        const auth = (keys: typeof here) => keys.authenticate({ authorization: bearer(key.key), clientAddress: "127.0.0.1" })
+        assert.strictEqual((yield* auth(here)).keyId, key.id)
+        yield* TestClock.adjust(1000)
+        assert.strictEqual((yield* auth(there)).keyId, key.id)
+        yield* here.revoke(principal, key.id)
+        assert.strictEqual(yield* codeOf(auth(here)), "KEY_REVOKED")
+        // the other process answers from its cache until its row (read at T0 + 1 s) is 5 s old, then reads the
+        // revocation
+        yield* TestClock.adjust(4999)
+        assert.strictEqual((yield* auth(there)).keyId, key.id)
+        yield* TestClock.adjust(1)
+        assert.strictEqual(yield* codeOf(auth(there)), "KEY_REVOKED")
+      }))
+
+      cachedTest("invalidation drops a key; the cache holds at most cacheSize keys", Effect.gen(function*() {
+        const { account, admin, created, keys } = yield* setup()
+        const calls = yield* Calls
+        const cache = yield* KeyService.KeyCache
+        const more = yield* Effect.forEach([1, 2, 3], (i) => admin.createKey(account.id, { name: `k${i}` }))
+        const auth = (key: string) => keys.authenticate({ authorization: bearer(key), clientAddress: "127.0.0.1" })
+        calls.clear()
+        yield* cache.invalidate(created.id)
+        assert.strictEqual(yield* cache.size, 0)
+        yield* auth(created.key)
+        yield* auth(created.key)
+        assert.strictEqual(calls.get("keyByHash"), 1)
+        for (const key of more) yield* auth(key.key)
+        // 4 keys through a cache of 3: the oldest made room
+        assert.strictEqual(yield* cache.size, 3)
+        yield* auth(created.key)
+        assert.strictEqual(calls.get("keyByHash"), 5)
+        yield* cache.invalidateAll
+        assert.strictEqual(yield* cache.size, 0)
       }))
     })
 

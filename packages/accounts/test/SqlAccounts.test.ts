@@ -1,13 +1,17 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { Services } from "@mediagate/contract"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
 import { AccountStore } from "../src/AccountStore.js"
+import * as KeyService from "../src/KeyService.js"
 import * as SqlAccounts from "../src/SqlAccounts.js"
 import { accountsSuite, Dump } from "./AccountsSuite.js"
 import { pgAvailable, pgNotRunning, postgres, runPostgres, sqlite } from "./databases.js"
+import * as FakeBillingAccounts from "./FakeBillingAccounts.js"
 
 if (!runPostgres) console.warn(`${pgNotRunning}: its tests are skipped`)
 
@@ -85,5 +89,42 @@ for (const [name, database] of databases) {
         expect(whitelist.message).toBe(`accounts storage: key list failed: ${t.keys}.ip_whitelist[0]: Expected string, actual 1`)
         expect(whitelist.cause).toMatchObject({ _tag: "RowError", table: t.keys, column: "ip_whitelist" })
       }).pipe(Effect.provide(Layer.provideMerge(SqlAccounts.layerStore(), database())), Effect.scoped))
+  })
+}
+
+for (const [name, database] of databases) {
+  describe(`the key cache on ${name}`, () => {
+    it.scoped("a key changed in the database counts at once after invalidation, and otherwise within the TTL", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const admin = yield* Services.AdminService
+        const keys = yield* Services.KeyService
+        const cache = yield* KeyService.KeyCache
+        const account = yield* admin.createAccount({ name: "Acme" })
+        const created = yield* admin.createKey(account.id, { name: "k", permissions: { "tasks:read": true } })
+        const permissions = Effect.map(
+          keys.authenticate({ authorization: `Bearer ${created.key}`, clientAddress: "127.0.0.1" }),
+          (principal) => principal.permissions
+        )
+        const setPermissions = (json: string) =>
+          sql`UPDATE ${sql(SqlAccounts.tables().keys)} SET permissions = ${json} WHERE id = ${created.id}`
+        expect(yield* permissions).toEqual({ "tasks:read": true })
+        // an operator narrows the key's permissions in the database: this process reads them anew once told
+        yield* setPermissions(`{"tasks:read":false}`)
+        expect(yield* permissions).toEqual({ "tasks:read": true })
+        yield* cache.invalidate(created.id)
+        expect(yield* permissions).toEqual({ "tasks:read": false })
+        // untold, it reads them when its row is 5 s old
+        yield* setPermissions(`{}`)
+        yield* TestClock.adjust("4999 millis")
+        expect(yield* permissions).toEqual({ "tasks:read": false })
+        yield* TestClock.adjust("1 millis")
+        expect(yield* permissions).toEqual({})
+      }).pipe(Effect.provide(
+        SqlAccounts.layer({ cacheTtl: "5 seconds" }).pipe(
+          Layer.provide(FakeBillingAccounts.layer),
+          Layer.provideMerge(database())
+        )
+      )))
   })
 }

@@ -1,6 +1,7 @@
 /**
- * The read side of the ledger and the shared rules of every billing implementation (memory, SQL): the calendar
- * month of a time, the error messages of refused charges and the contract's `Balance` of a billing state.
+ * The read side of the ledger and what every billing implementation (memory, SQL) shares: the ledger's records (as
+ * Schemas, which are also their SQL rows), the calendar month of a time, new entries, the auto top-up request, the
+ * error messages of refused charges and the contract's `Balance` of a billing state.
  *
  * @since 0.1.0
  */
@@ -10,50 +11,66 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
-import { BillingAccounts, type BillingState, defaultSettings } from "./BillingAccounts.js"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
+import * as Schema from "effect/Schema"
+import { BillingAccounts, type BillingSettings, type BillingState, defaultSettings } from "./BillingAccounts.js"
+import type { PaymentProvider, TopUpRequest } from "./PaymentProvider.js"
 
 /** Kinds of ledger entries. */
 export const ledgerKinds = ["charge", "refund", "top_up", "adjustment"] as const
 /** A kind of ledger entry. */
 export type LedgerKind = typeof ledgerKinds[number]
 
-/**
- * One entry of the append-only ledger. `amountMicros` is signed: charges are negative, refunds and top-ups
- * positive, adjustments either. The sum of an account's entries is its balance.
- */
-export interface LedgerEntry {
-  /** Increasing in insertion order. */
-  readonly id: number
-  readonly accountId: string
-  readonly kind: LedgerKind
-  readonly amountMicros: number
-  readonly keyId: string | null
-  readonly taskId: string | null
-  readonly description: string
+const { column } = SqlRows
+
+/** A ledger entry before it is appended (and given its id). */
+export const NewEntry = Schema.Struct({
+  accountId: column("account_id", Schema.String),
+  kind: SqlRows.literal(...ledgerKinds),
+  amountMicros: column("amount_micros", SqlRows.Number),
+  keyId: column("key_id", Schema.NullOr(Schema.String)),
+  taskId: column("task_id", Schema.NullOr(Schema.String)),
+  description: Schema.String,
   /**
    * The calendar month (UTC, `YYYY-MM`) the entry counts in: for a charge the month it was made, for a refund the
    * month of the charge it gives back, otherwise the month of `createdAt`.
    */
-  readonly month: string
+  month: Schema.String,
   /** Epoch ms (Effect `Clock`). */
-  readonly createdAt: number
-}
+  createdAt: column("created_at", SqlRows.Number)
+})
+/** A ledger entry before it is appended. */
+export interface NewEntry extends Schema.Schema.Type<typeof NewEntry> {}
+
+/**
+ * One entry of the append-only ledger (a row of `<prefix>billing_ledger` in SQL). `amountMicros` is signed: charges
+ * are negative, refunds and top-ups positive, adjustments either. The sum of an account's entries is its balance.
+ */
+export const LedgerEntry = Schema.Struct({
+  /** Increasing in insertion order. */
+  id: SqlRows.Number,
+  ...NewEntry.fields
+})
+/** One entry of the append-only ledger. */
+export interface LedgerEntry extends Schema.Schema.Type<typeof LedgerEntry> {}
 
 /** Statuses of a recorded top-up request. */
 export const topUpStatuses = ["requested", "credited", "failed"] as const
 /** The status of a recorded top-up request. */
 export type TopUpStatus = typeof topUpStatuses[number]
 
-/** A recorded auto top-up request. */
-export interface TopUpRecord {
-  readonly id: number
-  readonly accountId: string
-  readonly amountMicros: number
+/** A recorded auto top-up request (a row of `<prefix>billing_top_up_requests` in SQL). */
+export const TopUpRecord = Schema.Struct({
+  id: SqlRows.Number,
+  accountId: column("account_id", Schema.String),
+  amountMicros: column("amount_micros", SqlRows.Number),
   /** `PaymentProvider.name`. */
-  readonly provider: string
-  readonly status: TopUpStatus
-  readonly createdAt: number
-}
+  provider: Schema.String,
+  status: SqlRows.literal(...topUpStatuses),
+  createdAt: column("created_at", SqlRows.Number)
+})
+/** A recorded auto top-up request. */
+export interface TopUpRecord extends Schema.Schema.Type<typeof TopUpRecord> {}
 
 /** Reading the ledger and the top-up request log (admin, tests, reconciliation). */
 export class BillingLedger extends Context.Tag("@mediagate/billing/BillingLedger")<BillingLedger, {
@@ -68,6 +85,38 @@ export const monthOf = (epochMs: number): string => {
   const date = new Date(epochMs)
   return `${date.getUTCFullYear().toString().padStart(4, "0")}-${(date.getUTCMonth() + 1).toString().padStart(2, "0")}`
 }
+
+/** The account, key and task a ledger entry is about. */
+interface EntryOwner {
+  readonly accountId: string
+  readonly keyId?: string | null
+  readonly taskId?: string | null
+}
+
+/** A ledger entry made at `now` for an account (and key and task), counting in `month`. */
+export const entry = (
+  kind: LedgerKind,
+  { accountId, keyId = null, taskId = null }: EntryOwner,
+  amountMicros: number,
+  description: string,
+  now: number,
+  month = monthOf(now)
+): NewEntry => ({ accountId, kind, amountMicros, keyId, taskId, description, month, createdAt: now })
+
+/**
+ * Asks the provider for an auto top-up and records the request by `record` with its status: `credited`,
+ * `requested`, or `failed` (logged) when the provider fails.
+ */
+export const requestTopUp = <E, R>(
+  provider: PaymentProvider["Type"],
+  request: TopUpRequest,
+  record: (status: TopUpStatus) => Effect.Effect<void, E, R>
+): Effect.Effect<void, E, R> =>
+  provider.requestTopUp(request).pipe(Effect.matchCauseEffect({
+    onSuccess: (outcome) => record(outcome._tag === "Credited" ? "credited" : "requested"),
+    onFailure: (cause) =>
+      Effect.zipRight(Effect.logWarning("billing: auto top-up request failed", cause), record("failed"))
+  }))
 
 const usd = (micros: number): string => `${Money.fromMicros(micros)} USD`
 
@@ -118,6 +167,15 @@ export const refundParts = (
 /** An amount of money the implementation takes: a non-negative safe integer (anything else is a caller bug). */
 export const isAmount = (micros: number): boolean => Number.isSafeInteger(micros) && micros >= 0
 
+/** Dies (a caller bug) unless `micros` is an amount ({@link isAmount}); `what` names it. */
+export const requireAmount = (what: string, micros: number): Effect.Effect<void> =>
+  isAmount(micros)
+    ? Effect.void
+    : Effect.dieMessage(`billing: ${what} must be a non-negative integer of micro-dollars, got ${micros}`)
+
+/** The refusal of an account that billing was never opened for. */
+export const notFound = (accountId: string) => new Errors.AccountNotFound({ message: `No billing account ${accountId}` })
+
 /** The contract's `Balance` (USD) of a billing state. */
 export const toBalance = (state: BillingState): Account.Balance => ({
   balance: Money.fromMicros(state.balanceMicros),
@@ -131,12 +189,10 @@ export const toBalance = (state: BillingState): Account.Balance => ({
 })
 
 /** Whether a charge that left `balanceMicros` asks for an auto top-up, and of how much. */
-export const topUpDue = (state: {
-  readonly billingMode: Account.BillingMode
-  readonly autoTopUpEnabled: boolean
-  readonly autoTopUpThresholdMicros: number | null
-  readonly autoTopUpAmountMicros: number | null
-}, balanceMicros: number): number | undefined =>
+export const topUpDue = (
+  state: Omit<BillingSettings, "monthlySpendLimitMicros">,
+  balanceMicros: number
+): number | undefined =>
   state.billingMode === "prepaid" && state.autoTopUpEnabled && state.autoTopUpThresholdMicros !== null &&
     state.autoTopUpAmountMicros !== null && state.autoTopUpAmountMicros > 0 &&
     balanceMicros < state.autoTopUpThresholdMicros

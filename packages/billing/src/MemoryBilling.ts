@@ -6,7 +6,6 @@
  *
  * @since 0.1.0
  */
-import { Errors } from "@mediagate/contract"
 import type { Billing } from "@mediagate/engine/Billing"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
@@ -18,18 +17,20 @@ import {
   balanceService,
   BillingLedger,
   type BillingServices,
+  entry,
   insufficientBalance,
-  isAmount,
   keyLimitExceeded,
   type LedgerEntry,
-  type LedgerKind,
-  refundParts,
+  type NewEntry,
   layerOf,
   monthlyLimitExceeded,
   monthOf,
+  notFound,
+  refundParts,
+  requestTopUp,
+  requireAmount,
   topUpDue,
-  type TopUpRecord,
-  type TopUpStatus
+  type TopUpRecord
 } from "./Ledger.js"
 import { PaymentProvider } from "./PaymentProvider.js"
 
@@ -58,7 +59,7 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
 
   const monthKey = (accountId: string, month: string) => `${accountId} ${month}`
 
-  const append = (entry: Omit<LedgerEntry, "id">): void => {
+  const append = (entry: NewEntry): void => {
     ledger.push({ ...entry, id: ledger.length + 1 })
   }
 
@@ -69,42 +70,20 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
     monthToDateMicros: months.get(monthKey(accountId, monthOf(now))) ?? 0
   })
 
-  const notFound = (accountId: string) =>
-    new Errors.AccountNotFound({ message: `No billing account ${accountId}` })
-
   const credit = (accountId: string, row: AccountRow, amountMicros: number, description: string, now: number) => {
     row.balanceMicros += amountMicros
-    append({
-      accountId,
-      kind: "top_up" satisfies LedgerKind,
-      amountMicros,
-      keyId: null,
-      taskId: null,
-      description,
-      month: monthOf(now),
-      createdAt: now
-    })
+    append(entry("top_up", { accountId }, amountMicros, description, now))
   }
-
-  const requireAmount = (what: string, micros: number) =>
-    isAmount(micros) ? Effect.void : Effect.dieMessage(`billing: ${what} must be a non-negative integer of micro-dollars, got ${micros}`)
 
   const autoTopUp = (accountId: string, row: AccountRow, now: number) =>
     Effect.suspend(() => {
       const amountMicros = topUpDue(row.settings, row.balanceMicros)
       if (amountMicros === undefined) return Effect.void
-      const record = (status: TopUpStatus) =>
+      return requestTopUp(provider, { accountId, amountMicros }, (status) =>
         Effect.sync(() => {
           topUps.push({ id: topUps.length + 1, accountId, amountMicros, provider: provider.name, status, createdAt: now })
           if (status === "credited") credit(accountId, row, amountMicros, `auto top-up (${provider.name})`, now)
-        })
-      return provider.requestTopUp({ accountId, amountMicros }).pipe(
-        Effect.matchCauseEffect({
-          onSuccess: (outcome) => record(outcome._tag === "Credited" ? "credited" : "requested"),
-          onFailure: (cause) =>
-            Effect.zipRight(Effect.logWarning("billing: auto top-up request failed", cause), record("failed"))
-        })
-      )
+        }))
     })
 
   const billing: Billing["Type"] = {
@@ -128,16 +107,7 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
         if (monthlyLimit !== null && monthSpent + charge.amountMicros > monthlyLimit) {
           return yield* monthlyLimitExceeded(charge.amountMicros, monthlyLimit, monthSpent)
         }
-        append({
-          accountId: charge.accountId,
-          kind: "charge",
-          amountMicros: -charge.amountMicros,
-          keyId: charge.keyId,
-          taskId: charge.taskId,
-          description: charge.description,
-          month,
-          createdAt: now
-        })
+        append(entry("charge", charge, -charge.amountMicros, charge.description, now))
         row.balanceMicros -= charge.amountMicros
         if (key === undefined) keys.set(charge.keyId, { spendLimitMicros: null, spentMicros: charge.amountMicros })
         else key.spentMicros += charge.amountMicros
@@ -162,16 +132,7 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
         let total = 0
         const parts = refundParts(refund.amountMicros, Array.from(open, ([month, remaining]) => ({ month, remaining })))
         for (const { amountMicros: part, month } of parts) {
-          append({
-            accountId: refund.accountId,
-            kind: "refund",
-            amountMicros: part,
-            keyId: refund.keyId,
-            taskId: refund.taskId,
-            description: refund.reason,
-            month,
-            createdAt: now
-          })
+          append(entry("refund", refund, part, refund.reason, now, month))
           const key = monthKey(refund.accountId, month)
           months.set(key, Math.max(0, (months.get(key) ?? 0) - part))
           total += part
@@ -218,15 +179,10 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
       ).pipe(atomic),
     registerKey: (_accountId, keyId, spendLimitMicros) =>
       Effect.sync(() => {
-        const key = keys.get(keyId)
-        if (key === undefined) keys.set(keyId, { spendLimitMicros, spentMicros: 0 })
-        else key.spendLimitMicros = spendLimitMicros
+        keys.set(keyId, { spentMicros: 0, ...keys.get(keyId), spendLimitMicros })
       }).pipe(atomic),
     keySpend: (keyId) =>
-      Effect.sync(() => {
-        const key = keys.get(keyId)
-        return { keyId, spendLimitMicros: key?.spendLimitMicros ?? null, spentMicros: key?.spentMicros ?? 0 }
-      }).pipe(atomic)
+      Effect.sync(() => ({ keyId, spendLimitMicros: null, spentMicros: 0, ...keys.get(keyId) })).pipe(atomic)
   }
 
   const ledgerService: BillingLedger["Type"] = {

@@ -25,9 +25,8 @@
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type { Fragment } from "@effect/sql/Statement"
-import { Account, Errors, type Services } from "@mediagate/contract"
-import type { Billing } from "@mediagate/engine/Billing"
+import { Account, type Services } from "@mediagate/contract"
+import type { Billing, Charge } from "@mediagate/engine/Billing"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
@@ -41,16 +40,21 @@ import {
   balanceService,
   BillingLedger,
   type BillingServices,
+  entry,
   insufficientBalance,
-  isAmount,
   keyLimitExceeded,
-  type LedgerEntry,
+  LedgerEntry,
   ledgerKinds,
   layerOf,
   monthlyLimitExceeded,
   monthOf,
+  NewEntry,
+  notFound,
   refundParts,
+  requestTopUp,
+  requireAmount,
   topUpDue,
+  TopUpRecord,
   topUpStatuses,
   type TopUpStatus
 } from "./Ledger.js"
@@ -181,29 +185,6 @@ const AccountRow = Schema.Struct({
 })
 type AccountRow = typeof AccountRow.Type
 
-/** A row of `<prefix>billing_ledger`: a {@link LedgerEntry}. */
-const LedgerRow = Schema.Struct({
-  id: SqlRows.Number,
-  accountId: column("account_id", Schema.String),
-  kind: SqlRows.literal(...ledgerKinds),
-  amountMicros: column("amount_micros", micros),
-  keyId: column("key_id", Schema.NullOr(Schema.String)),
-  taskId: column("task_id", Schema.NullOr(Schema.String)),
-  description: Schema.String,
-  month: Schema.String,
-  createdAt: column("created_at", SqlRows.Number)
-})
-
-/** A row of `<prefix>billing_top_up_requests`: a recorded auto top-up request. */
-const TopUpRow = Schema.Struct({
-  id: SqlRows.Number,
-  accountId: column("account_id", Schema.String),
-  amountMicros: column("amount_micros", micros),
-  provider: Schema.String,
-  status: SqlRows.literal(...topUpStatuses),
-  createdAt: column("created_at", SqlRows.Number)
-})
-
 /** The decoders of billing's rows, named after its tables under `prefix`. */
 const decoders = (prefix: string) => {
   const names = tables(prefix)
@@ -215,19 +196,26 @@ const decoders = (prefix: string) => {
       spentMicros: column("spent_micros", micros)
     })),
     monthSpend: SqlRows.decoder(names.monthSpend, Schema.Struct({ spentMicros: column("spent_micros", micros) })),
-    ledger: SqlRows.decoder(names.ledger, LedgerRow),
+    ledger: SqlRows.decoder(names.ledger, LedgerEntry),
+    newEntry: SqlRows.decoder(names.ledger, NewEntry),
     openMonths: SqlRows.decoder(names.ledger, Schema.Struct({ month: Schema.String, net: micros })),
-    topUp: SqlRows.decoder(names.topUps, TopUpRow)
+    topUp: SqlRows.decoder(names.topUps, TopUpRecord),
+    /** SQLite: the debited account row with the key's limit and spend and the month's spend (see `charging`). */
+    debited: SqlRows.decoder(names.accounts, Schema.Struct({ ...AccountRow.fields, ...SpendRead.fields })),
+    /** PostgreSQL: whether the limits allowed the charge (and it was written), and what they were checked on. */
+    spent: SqlRows.decoder(names.keySpend, Schema.Struct({ ok: Schema.Boolean, ...SpendRead.fields }))
   }
 }
 
+/** What a charge's limit checks read: the key's limit and spend (none without a row), the month's spend. */
+const SpendRead = Schema.Struct({
+  keyLimitMicros: column("key_limit", limit),
+  keySpentMicros: column("key_spent", limit),
+  monthSpentMicros: column("month_spent", limit)
+})
+
 /** Storage failures become {@link PersistenceError}. */
 const persistence = SqlStore.persistence(storeName)
-
-const requireAmount = (what: string, micros: number) =>
-  isAmount(micros)
-    ? Effect.void
-    : Effect.dieMessage(`billing: ${what} must be a non-negative integer of micro-dollars, got ${micros}`)
 
 /** Subtracts `amount` from a counter column, never below zero. */
 const minus = (column: string, amount: number) =>
@@ -268,30 +256,11 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     )
 
   const stateOf = (accountId: string, row: AccountRow, now: number) =>
-    Effect.map(monthSpent(accountId, monthOf(now)), (monthToDateMicros): BillingState => ({
-      accountId,
-      billingMode: row.billingMode,
-      monthlySpendLimitMicros: row.monthlySpendLimitMicros,
-      autoTopUpEnabled: row.autoTopUpEnabled,
-      autoTopUpThresholdMicros: row.autoTopUpThresholdMicros,
-      autoTopUpAmountMicros: row.autoTopUpAmountMicros,
-      balanceMicros: row.balanceMicros,
-      monthToDateMicros
-    }))
+    Effect.map(monthSpent(accountId, monthOf(now)), (monthToDateMicros): BillingState =>
+      ({ accountId, ...row, monthToDateMicros }))
 
-  const appendEntry = (entry: Omit<LedgerEntry, "id">) =>
-    sql`INSERT INTO ${t.ledger} ${
-      sql.insert({
-        account_id: entry.accountId,
-        kind: entry.kind,
-        amount_micros: entry.amountMicros,
-        key_id: entry.keyId,
-        task_id: entry.taskId,
-        description: entry.description,
-        month: entry.month,
-        created_at: entry.createdAt
-      })
-    }`
+  const appendEntry = (entry: NewEntry) =>
+    Effect.flatMap(rows.newEntry.encode(entry), (row) => sql`INSERT INTO ${t.ledger} ${sql.insert(row)}`)
 
   const addBalance = (accountId: string, amountMicros: number, now: number) =>
     sql`UPDATE ${t.accounts} SET balance_micros = balance_micros + ${amountMicros}, updated_at = ${now}
@@ -303,16 +272,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   /** A `top_up` entry and the balance it adds (the account row is locked). */
   const creditLocked = (accountId: string, amountMicros: number, description: string, now: number) =>
     Effect.zipRight(
-      appendEntry({
-        accountId,
-        kind: "top_up",
-        amountMicros,
-        keyId: null,
-        taskId: null,
-        description,
-        month: monthOf(now),
-        createdAt: now
-      }),
+      appendEntry(entry("top_up", { accountId }, amountMicros, description, now)),
       addBalance(accountId, amountMicros, now)
     )
 
@@ -332,67 +292,112 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           ? creditLocked(accountId, amountMicros, `auto top-up (${provider.name})`, now)
           : Effect.void
       )
-    return sql.withTransaction(
-      provider.requestTopUp({ accountId, amountMicros }).pipe(
-        Effect.matchCauseEffect({
-          onSuccess: (outcome) => record(outcome._tag === "Credited" ? "credited" : "requested"),
-          onFailure: (cause) =>
-            Effect.zipRight(Effect.logWarning("billing: auto top-up request failed", cause), record("failed"))
-        })
-      )
-    ).pipe(
+    return sql.withTransaction(requestTopUp(provider, { accountId, amountMicros }, record)).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("billing: recording an auto top-up failed", cause))
     )
   }
 
-  const billing: Billing["Type"] = {
-    charge: (charge) =>
-      Effect.gen(function*() {
-        yield* requireAmount("a charge", charge.amountMicros)
-        if (charge.amountMicros === 0) return
-        const amount = charge.amountMicros
-        const now = yield* Clock.currentTimeMillis
-        const month = monthOf(now)
-        yield* sql.withTransaction(Effect.gen(function*() {
-          const row = yield* lockAccount(charge.accountId)
-          if (row === undefined) return yield* insufficientBalance(amount, undefined)
-          if (row.billingMode === "prepaid" && row.balanceMicros < amount) {
-            return yield* insufficientBalance(amount, row.balanceMicros)
-          }
-          const key = yield* sql`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend}
-            WHERE key_id = ${charge.keyId}${sql.literal(pg ? " FOR UPDATE" : "")}`.pipe(
-            Effect.flatMap(rows.keySpend.first),
-            Effect.map(Option.getOrUndefined)
+  /** The refusal of a charge by the limit it exceeds: the key's first, then the account's monthly one. */
+  const limitExceeded = (amount: number, row: AccountRow, read: typeof SpendRead.Type) =>
+    read.keyLimitMicros !== null && (read.keySpentMicros ?? 0) + amount > read.keyLimitMicros
+      ? Option.some(keyLimitExceeded(amount, read.keyLimitMicros, read.keySpentMicros ?? 0))
+      : row.monthlySpendLimitMicros !== null && (read.monthSpentMicros ?? 0) + amount > row.monthlySpendLimitMicros
+      ? Option.some(monthlyLimitExceeded(amount, row.monthlySpendLimitMicros, read.monthSpentMicros ?? 0))
+      : Option.none()
+
+  /**
+   * A charge's statements, inside a transaction that rolls back when the charge fails (the charge writes before it
+   * has checked everything). The account row is debited first, which locks it (PostgreSQL: the row lock; SQLite:
+   * the database's write lock) and answers the balance; then the limits are checked and the ledger entry, the key's
+   * spend and the month's spend are written:
+   * - PostgreSQL: in one statement, which reads the key's and the month's spend anew (it starts after the lock was
+   *   taken: no charge of the account committed meanwhile is missed) and writes only when both limits allow the
+   *   charge. Two statements in all.
+   * - SQLite (one writer): the debit also answers the key's and the month's spend; the checks run here, then three
+   *   writes. Four statements in all.
+   */
+  const charging = (charge: Charge, amount: number, now: number) =>
+    Effect.gen(function*() {
+      const month = monthOf(now)
+      if (pg) {
+        const debited = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
+          WHERE account_id = ${charge.accountId} RETURNING *`.pipe(Effect.flatMap(rows.account.first))
+        if (Option.isNone(debited)) return yield* insufficientBalance(amount, undefined)
+        const row = debited.value
+        const before = row.balanceMicros + amount
+        if (row.billingMode === "prepaid" && before < amount) return yield* insufficientBalance(amount, before)
+        const big = (value: number | null) => sql`CAST(${value} AS BIGINT)`
+        const spent = yield* sql`WITH k AS (
+            SELECT spend_limit_micros, spent_micros FROM ${t.keySpend} WHERE key_id = ${charge.keyId} FOR UPDATE
+          ), m AS (
+            SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month}
+          ), ok AS (
+            SELECT NOT EXISTS (
+                SELECT 1 FROM k WHERE spend_limit_micros IS NOT NULL AND spent_micros + ${big(amount)} > spend_limit_micros
+              ) AND (${big(row.monthlySpendLimitMicros)} IS NULL
+                OR COALESCE((SELECT spent_micros FROM m), 0) + ${big(amount)} <= ${big(row.monthlySpendLimitMicros)}) AS ok
+          ), ledger AS (
+            INSERT INTO ${t.ledger} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
+            SELECT ${charge.accountId}, 'charge', ${big(-amount)}, ${charge.keyId}, ${charge.taskId}, ${charge.description},
+              ${month}, ${big(now)} FROM ok WHERE ok.ok
+          ), key_spend AS (
+            INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
+            SELECT ${charge.keyId}, ${charge.accountId}, NULL, ${big(amount)} FROM ok WHERE ok.ok
+            ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t.keySpend}.spent_micros + excluded.spent_micros
+          ), month_spend AS (
+            INSERT INTO ${t.monthSpend} (account_id, month, spent_micros)
+            SELECT ${charge.accountId}, ${month}, ${big(amount)} FROM ok WHERE ok.ok
+            ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t.monthSpend}.spent_micros + excluded.spent_micros
           )
-          if (key !== undefined && key.spendLimitMicros !== null && key.spentMicros + amount > key.spendLimitMicros) {
-            return yield* keyLimitExceeded(amount, key.spendLimitMicros, key.spentMicros)
-          }
-          if (row.monthlySpendLimitMicros !== null) {
-            const spent = yield* monthSpent(charge.accountId, month)
-            if (spent + amount > row.monthlySpendLimitMicros) {
-              return yield* monthlyLimitExceeded(amount, row.monthlySpendLimitMicros, spent)
-            }
-          }
-          yield* appendEntry({
-            accountId: charge.accountId,
-            kind: "charge",
-            amountMicros: -amount,
-            keyId: charge.keyId,
-            taskId: charge.taskId,
-            description: charge.description,
-            month,
-            createdAt: now
-          })
-          const balance = yield* addBalance(charge.accountId, -amount, now)
-          yield* sql`INSERT INTO ${t.keySpend} ${
-            sql.insert({ key_id: charge.keyId, account_id: charge.accountId, spend_limit_micros: null, spent_micros: amount })
-          } ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t.keySpend}.spent_micros + excluded.spent_micros`
-          yield* sql`INSERT INTO ${t.monthSpend} ${
-            sql.insert({ account_id: charge.accountId, month, spent_micros: amount })
-          } ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t.monthSpend}.spent_micros + excluded.spent_micros`
-          yield* autoTopUp(charge.accountId, row, balance, now)
-        }))
-      }).pipe(persistence("charge")),
+          SELECT ok.ok, (SELECT spend_limit_micros FROM k) AS key_limit, (SELECT spent_micros FROM k) AS key_spent,
+            (SELECT spent_micros FROM m) AS month_spent FROM ok`.pipe(Effect.flatMap(rows.spent.single))
+        if (!spent.ok) {
+          // the statement refused on what it read, by the same rules
+          const refused = limitExceeded(amount, row, spent)
+          return yield* Option.isSome(refused) ? refused.value : Effect.dieMessage("billing: a charge refused by no limit")
+        }
+        return row
+      }
+      const debited = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
+        WHERE account_id = ${charge.accountId}
+        RETURNING *,
+          (SELECT spend_limit_micros FROM ${t.keySpend} WHERE key_id = ${charge.keyId}) AS key_limit,
+          (SELECT spent_micros FROM ${t.keySpend} WHERE key_id = ${charge.keyId}) AS key_spent,
+          (SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month})
+            AS month_spent`.pipe(Effect.flatMap(rows.debited.first))
+      if (Option.isNone(debited)) return yield* insufficientBalance(amount, undefined)
+      const row = debited.value
+      const before = row.balanceMicros + amount
+      if (row.billingMode === "prepaid" && before < amount) return yield* insufficientBalance(amount, before)
+      const refused = limitExceeded(amount, row, row)
+      if (Option.isSome(refused)) return yield* refused.value
+      yield* appendEntry(entry("charge", charge, -amount, charge.description, now, month))
+      yield* sql`INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
+        VALUES (${charge.keyId}, ${charge.accountId}, NULL, ${amount})
+        ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+      yield* sql`INSERT INTO ${t.monthSpend} (account_id, month, spent_micros) VALUES (${charge.accountId}, ${month}, ${amount})
+        ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+      return row
+    })
+
+  /** A charge: its statements ({@link charging}), then auto top-up; in `transaction` (or the caller's). */
+  const chargeWith = (
+    transaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+  ): Billing["Type"]["charge"] =>
+  (charge) =>
+    Effect.gen(function*() {
+      yield* requireAmount("a charge", charge.amountMicros)
+      if (charge.amountMicros === 0) return
+      const now = yield* Clock.currentTimeMillis
+      yield* transaction(Effect.flatMap(
+        charging(charge, charge.amountMicros, now),
+        (row) => autoTopUp(charge.accountId, row, row.balanceMicros, now)
+      ))
+    }).pipe(persistence("charge"))
+
+  const billing: Billing["Type"] = {
+    charge: chargeWith(sql.withTransaction),
+    chargeInTransaction: chargeWith((self) => self),
 
     refund: (refund) =>
       Effect.gen(function*() {
@@ -411,16 +416,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           )
           let total = 0
           for (const { amountMicros: part, month } of refundParts(refund.amountMicros, open)) {
-            yield* appendEntry({
-              accountId: refund.accountId,
-              kind: "refund",
-              amountMicros: part,
-              keyId: refund.keyId,
-              taskId: refund.taskId,
-              description: refund.reason,
-              month,
-              createdAt: now
-            })
+            yield* appendEntry(entry("refund", refund, part, refund.reason, now, month))
             yield* sql`UPDATE ${t.monthSpend} SET spent_micros = ${sql.literal(minus("spent_micros", part))}
               WHERE account_id = ${refund.accountId} AND month = ${month}`
             total += part
@@ -432,8 +428,6 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         }))
       }).pipe(persistence("refund"))
   }
-
-  const notFound = (accountId: string) => new Errors.AccountNotFound({ message: `No billing account ${accountId}` })
 
   /** Runs `f` on the locked account row, in a transaction. */
   const withAccount = <A, E>(
@@ -458,18 +452,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         yield* requireAmount("an opening credit", openingMicros)
         const now = yield* Clock.currentTimeMillis
         return yield* sql.withTransaction(Effect.gen(function*() {
+          const row = yield* rows.account.encode({ ...settings, balanceMicros: 0 })
           yield* sql`INSERT INTO ${t.accounts} ${
-            sql.insert({
-              account_id: accountId,
-              billing_mode: settings.billingMode,
-              balance_micros: 0,
-              monthly_spend_limit_micros: settings.monthlySpendLimitMicros,
-              auto_top_up_enabled: settings.autoTopUpEnabled ? 1 : 0,
-              auto_top_up_threshold_micros: settings.autoTopUpThresholdMicros,
-              auto_top_up_amount_micros: settings.autoTopUpAmountMicros,
-              created_at: now,
-              updated_at: now
-            })
+            sql.insert({ account_id: accountId, ...row, created_at: now, updated_at: now })
           }`
           if (openingMicros > 0) yield* creditLocked(accountId, openingMicros, "opening credit", now)
           return yield* stateAfter(accountId, now)
@@ -477,36 +462,23 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       }).pipe(persistence("open")),
 
     state: (accountId) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId}`.pipe(
-          Effect.flatMap(rows.account.first),
-          Effect.flatMap(Option.match({
-            onNone: (): Effect.Effect<BillingState, Errors.AccountNotFound | SqlError | SqlRows.RowError> =>
-              Effect.fail(notFound(accountId)),
-            onSome: (row) => stateOf(accountId, row, now)
-          }))
-        )).pipe(persistence("state")),
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const row = yield* sql`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId}`.pipe(
+          Effect.flatMap(rows.account.first)
+        )
+        if (Option.isNone(row)) return yield* notFound(accountId)
+        return yield* stateOf(accountId, row.value, now)
+      }).pipe(persistence("state")),
 
     update: (accountId, settings) =>
-      withAccount("update", accountId, (_row, now) =>
+      withAccount("update", accountId, (row, now) =>
         Effect.gen(function*() {
-          const set: Array<Fragment> = []
-          if (settings.billingMode !== undefined) set.push(sql`billing_mode = ${settings.billingMode}`)
-          if (settings.monthlySpendLimitMicros !== undefined) {
-            set.push(sql`monthly_spend_limit_micros = ${settings.monthlySpendLimitMicros}`)
-          }
-          if (settings.autoTopUpEnabled !== undefined) {
-            set.push(sql`auto_top_up_enabled = ${settings.autoTopUpEnabled ? 1 : 0}`)
-          }
-          if (settings.autoTopUpThresholdMicros !== undefined) {
-            set.push(sql`auto_top_up_threshold_micros = ${settings.autoTopUpThresholdMicros}`)
-          }
-          if (settings.autoTopUpAmountMicros !== undefined) {
-            set.push(sql`auto_top_up_amount_micros = ${settings.autoTopUpAmountMicros}`)
-          }
-          if (set.length > 0) {
-            set.push(sql`updated_at = ${now}`)
-            yield* sql`UPDATE ${t.accounts} SET ${sql.csv(set)} WHERE account_id = ${accountId}`
+          if (Object.values(settings).some((value) => value !== undefined)) {
+            // the locked row with the given settings over it (the balance stays as it is)
+            const set = yield* rows.account.encode({ ...row, ...settings })
+            yield* sql`UPDATE ${t.accounts} SET ${sql.update({ ...set, updated_at: now }, ["balance_micros"])}
+              WHERE account_id = ${accountId}`
           }
           return yield* stateAfter(accountId, now)
         })),
@@ -532,10 +504,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     keySpend: (keyId) =>
       sql`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend} WHERE key_id = ${keyId}`.pipe(
         Effect.flatMap(rows.keySpend.first),
-        Effect.map(Option.match({
-          onNone: () => ({ keyId, spendLimitMicros: null, spentMicros: 0 }),
-          onSome: (row) => ({ keyId, ...row })
-        })),
+        Effect.map((row) => ({ keyId, spendLimitMicros: null, spentMicros: 0, ...Option.getOrUndefined(row) })),
         persistence("keySpend")
       )
   }

@@ -438,6 +438,29 @@ export const billingSuite = (name: string, backend: Backend) =>
         assert.strictEqual((yield* (yield* BillingAccounts).keySpend(key)).spentMicros, 50 * usd)
       })), 60_000)
 
+    it.live("concurrent charges never pass the key's spend limit nor the account's monthly limit", () =>
+      run(Effect.gen(function*() {
+        const tx = yield* Tx
+        const accounts = yield* BillingAccounts
+        yield* open(1000 * usd, { monthlySpendLimitMicros: 40 * usd })
+        yield* accounts.registerKey(acct, key, 30 * usd)
+        yield* accounts.registerKey(acct, "key_b", null)
+        const exits = yield* Effect.forEach(
+          Array.from({ length: 120 }, (_, i) => i),
+          (i) => Effect.exit(tx.run(charge(`task_${i}`, 1 * usd, i % 2 === 0 ? key : "key_b"))),
+          { concurrency: "unbounded" }
+        )
+        for (const exit of exits) {
+          if (Exit.isFailure(exit)) expect(yield* Effect.flip(exit)).toMatchObject({ _tag: "SpendLimitExceeded" })
+        }
+        // the key stops at its 30 USD; both keys together at the month's 40 USD
+        assert.strictEqual(exits.filter(Exit.isSuccess).length, 40)
+        assert.isAtMost((yield* accounts.keySpend(key)).spentMicros, 30 * usd)
+        const current = yield* consistent()
+        assert.strictEqual(current.monthToDateMicros, 40 * usd)
+        assert.strictEqual(current.balanceMicros, 960 * usd)
+      })), 60_000)
+
     // only where there are transactions to roll back (SQL); memory has none
     if (backend.transactional) it.effect("a charge rolls back with the caller's failing transaction", () =>
       run(Effect.gen(function*() {

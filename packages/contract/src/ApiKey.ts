@@ -67,10 +67,7 @@ export const grants = (permissions: Permissions, name: PermissionName, provider?
   if (isFullAccess(permissions)) return true
   const named = permissionNames.some((n) => permissions[n] !== undefined)
   if (named && permissions[name] !== true) return false
-  if (provider !== undefined && permissions.providers !== undefined && !permissions.providers.some((p) => p === provider)) {
-    return false
-  }
-  return true
+  return provider === undefined || permissions.providers === undefined || permissions.providers.some((p) => p === provider)
 }
 
 /** Whether `inner` grants nothing that `outer` does not (the no-escalation rule). */
@@ -80,28 +77,14 @@ export const isWithin = (inner: Permissions, outer: Permissions): boolean => {
   const innerNamed = permissionNames.some((n) => inner[n] !== undefined)
   const names = innerNamed ? permissionNames.filter((n) => inner[n] === true) : permissionNames
   if (!names.every((name) => grants(outer, name))) return false
-  if (outer.providers !== undefined) {
-    const innerProviders = inner.providers ?? taskFamilies
-    return innerProviders.every((p) => outer.providers!.includes(p))
-  }
-  return true
+  const providers = outer.providers
+  return providers === undefined || (inner.providers ?? taskFamilies).every((p) => providers.includes(p))
 }
 
 /** An IPv4/IPv6 address or CIDR range. */
 export const IpRange = Schema.String.pipe(
-  Schema.filter((value) =>
-    (ipaddr.isValid(value) || (value.includes("/") && isCidr(value))) || "must be an IP address or CIDR range"
-  )
+  Schema.filter((value) => ipaddr.isValid(value) || ipaddr.isValidCIDR(value) || "must be an IP address or CIDR range")
 ).annotations({ title: "IpRange", description: "IPv4/IPv6 address or CIDR range" })
-
-const isCidr = (value: string): boolean => {
-  try {
-    ipaddr.parseCIDR(value)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** Body of `POST /api/v1/api-keys` (and of the admin key creation). */
 export const ApiKeyCreate = Schema.Struct({

@@ -7,14 +7,7 @@
 import * as Arr from "effect/Array"
 import * as Rec from "effect/Record"
 import { registry } from "./families/index.js"
-import {
-  type Endpoint,
-  type EndpointName as FamilyEndpointName,
-  type EndpointOf,
-  endpointsOf,
-  type ModelOf,
-  type NameOf
-} from "./Family.js"
+import { type EndpointName as FamilyEndpointName, type EndpointOf, endpointsOf, type ModelOf, type NameOf } from "./Family.js"
 import * as Records from "./internal/records.js"
 
 /** Operation names: the `type` of a creation acknowledgement and the last segment of a generation path. */
@@ -56,9 +49,6 @@ export const models: { readonly [F in TaskFamily]: ReadonlyArray<ModelId> } = Re
 /** Every model id in one list. */
 export const modelIds = Records.nonEmpty<ModelId>(registry.flatMap((family) => family.models), "model ids")
 
-/** The static description of one generation endpoint. */
-export type EndpointInfo = Endpoint
-
 /** The HttpApi endpoint name of a family and operation: `vendor1` + `image-to-video` → `vendor1ImageToVideo`. */
 export type EndpointName<F extends string, O extends string> = FamilyEndpointName<F, O>
 
@@ -71,6 +61,12 @@ export const endpoints = Records.indexBy(endpointList, (endpoint) => endpoint.ke
 /** Key of a generation endpoint, `<family>/<operation>`. */
 export type EndpointKey = EndpointOf<typeof registry>["key"]
 
-/** The family a model id belongs to. */
-export const familyOfModel = (model: string): TaskFamily | undefined =>
-  registry.find((family) => family.models.some((id) => id === model))?.name
+/**
+ * The family and operation of an endpoint key. A key of a larger registry (a test family) splits alike: the ports
+ * type its parts as the registry's, as they type the key itself; the overload states that, no value is converted.
+ */
+export function partsOf(key: EndpointKey): readonly [TaskFamily, Operation]
+export function partsOf(key: string): readonly [string, string] {
+  const slash = key.indexOf("/")
+  return [key.slice(0, slash), key.slice(slash + 1)]
+}

@@ -24,31 +24,26 @@ const dataUriPattern = /^data:([a-z0-9.+-]+\/[a-z0-9.+-]+)(?:;[a-z0-9-]+=[^;,]*)
 /** Whether a string is written as a data URI (`data:...`), valid or not. */
 export const isDataUri = (value: string): boolean => value.slice(0, 5).toLowerCase() === "data:"
 
-/** image-size's type names (and HEIF ftyp brands) as the spec's format names. */
-export const formatOfType = (type: string | undefined): ImageFormat | "other" => {
-  switch (type) {
-    case "jpg":
-      return "jpeg"
-    case "png":
-    case "webp":
-    case "bmp":
-    case "tiff":
-    case "gif":
-      return type
-    // HEIF containers are reported by their ftyp brand
-    case "heic":
-    case "heix":
-    case "hevc":
-    case "hevx":
-      return "heic"
-    case "heif":
-    case "mif1":
-    case "msf1":
-      return "heif"
-    default:
-      return "other"
-  }
+/** image-size's type names (HEIF containers by their ftyp brand) and the spec's format names. */
+const formats: Readonly<Record<string, ImageFormat>> = {
+  jpg: "jpeg",
+  png: "png",
+  webp: "webp",
+  bmp: "bmp",
+  tiff: "tiff",
+  gif: "gif",
+  heic: "heic",
+  heix: "heic",
+  hevc: "heic",
+  hevx: "heic",
+  heif: "heif",
+  mif1: "heif",
+  msf1: "heif"
 }
+
+/** image-size's type names (and HEIF ftyp brands) as the spec's format names. */
+export const formatOfType = (type: string | undefined): ImageFormat | "other" =>
+  type !== undefined && Object.hasOwn(formats, type) ? formats[type] : "other"
 
 /**
  * Decodes an image data URI and reads its format and pixel size, or returns the reason it is not one.

@@ -21,8 +21,8 @@ export const strictParse = { parseOptions: { onExcessProperty: "error" } } as co
 export const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
 /** Replaces every failure message of a Schema (type mismatch included) with one that states the rule. */
-export const withMessage = <S extends Schema.Annotable.All>(schema: S, message: string): S =>
-  schema.annotations({ message: () => ({ message, override: true }) }) as S
+export const withMessage = <S extends Schema.Annotable<S, any, any, any>>(schema: S, message: string): S =>
+  schema.annotations({ message: () => ({ message, override: true }) })
 
 /** One of a fixed list of strings. */
 export const oneOf = <const L extends readonly [string, ...Array<string>]>(...values: L) =>
@@ -63,10 +63,10 @@ export const prompt = (maxLength: number) =>
  * {@link PublicUrl} and {@link imageRef}, whose address check is effectful) only the node's `jsonSchema` annotation
  * is read: the description is merged into it there.
  */
-export const describe = <S extends Schema.Annotable.All>(schema: S, description: string): S => {
-  if (schema.ast._tag !== "Transformation") return schema.annotations({ description }) as S
+export const describe = <S extends Schema.Annotable<S, any, any, any>>(schema: S, description: string): S => {
+  if (schema.ast._tag !== "Transformation") return schema.annotations({ description })
   const jsonSchema = Option.getOrElse(AST.getJSONSchemaAnnotation(schema.ast), () => ({}))
-  return schema.annotations({ description, jsonSchema: { ...jsonSchema, description } }) as S
+  return schema.annotations({ description, jsonSchema: { ...jsonSchema, description } })
 }
 
 /** Longest URL accepted anywhere. */

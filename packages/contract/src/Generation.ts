@@ -13,7 +13,7 @@ import type { GenerationBody, GenerationBodyEncoded } from "./GenerationRequest.
 export const requests: { readonly [K in EndpointKey]: AnyRequest } = Rec.map(endpoints, (endpoint) => endpoint.request)
 
 /** A validated, normalized generation request of any endpoint. */
-export type AnyGenerationRequest = GenerationBody<string, Record<string, unknown>>
+export type AnyGenerationRequest = GenerationBody<string, Readonly<Record<string, unknown>>>
 
 /** The request Schema of an endpoint, typed for code that handles every endpoint alike. */
 export const requestSchema = (

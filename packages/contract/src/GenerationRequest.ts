@@ -8,7 +8,10 @@
  *
  * @since 0.1.0
  */
+import * as Option from "effect/Option"
+import * as Rec from "effect/Record"
 import * as Schema from "effect/Schema"
+import * as AST from "effect/SchemaAST"
 import { Metadata, optional, strictParse, WebhookUrl, withMessage } from "./Fields.js"
 
 /** A decoded generation request. */
@@ -19,25 +22,17 @@ export interface GenerationBody<M extends string, I> {
   readonly metadata?: Metadata
 }
 
-/** The JSON form of a generation request. */
-export interface GenerationBodyEncoded<M extends string, I> {
-  readonly model: M
-  readonly input: I
-  readonly webhookUrl?: string
-  readonly metadata?: { readonly [key: string]: string | number | boolean | null }
-}
+/** The JSON form of a generation request: the same shape, with the input encoded (metadata is JSON already). */
+export type GenerationBodyEncoded<M extends string, I> = GenerationBody<M, I>
 
 /** A generation request Schema: JSON body in, validated and normalized body out. */
-export interface GenerationRequestSchema<M extends string, I, IE> extends
-  Schema.Schema<
-    GenerationBody<M, I>,
-    GenerationBodyEncoded<M, IE>
-  >
+export interface GenerationRequestSchema<M extends string, I, IE, R = never> extends
+  Schema.Schema<GenerationBody<M, I>, GenerationBodyEncoded<M, IE>, R>
 {
   /** The models the endpoint accepts. */
   readonly models: ReadonlyArray<M>
   /** The Schema of `input` alone (field rules only, no cross-field rules or defaults). */
-  readonly inputFields: Schema.Schema<I, IE>
+  readonly inputFields: Schema.Schema<I, IE, R>
 }
 
 /** Options of {@link make}. */
@@ -49,15 +44,24 @@ export interface GenerationRequestOptions<M extends string, F extends Schema.Str
   /** The `input` fields with their per-field rules. */
   readonly input: F
   /** Cross-field and per-model rules: every failure with its path from the body root (`["input", "duration"]`). */
-  readonly rules?: (body: GenerationBody<M, Schema.Struct.Type<F>>) => ReadonlyArray<Schema.FilterIssue>
-  /** The input with the effective defaults of the chosen model filled in. */
-  readonly normalize?: (body: GenerationBody<M, Schema.Struct.Type<F>>) => Schema.Struct.Type<F>
+  readonly rules?: (body: GenerationBody<M, Schema.Struct<F>["Type"]>) => ReadonlyArray<Schema.FilterIssue>
+  /**
+   * The input with the effective defaults of the chosen model filled in; `"annotated"`: every absent field whose
+   * Schema has a `default` annotation (the one OpenAPI shows) gets that default, for every model alike.
+   */
+  readonly normalize?: ((body: GenerationBody<M, Schema.Struct<F>["Type"]>) => Schema.Struct<F>["Type"]) | "annotated"
 }
+
+/** The `default` annotation of a field (on an optional field: of its Schema). */
+const defaultOf = ({ ast }: Schema.Struct.Field): Option.Option<unknown> =>
+  ast._tag === "PropertySignatureTransformation"
+    ? Option.none()
+    : AST.getDefaultAnnotation(ast._tag === "PropertySignatureDeclaration" ? ast.type : ast)
 
 /** Builds the request Schema of one generation endpoint. */
 export const make = <M extends string, F extends Schema.Struct.Fields>(
   options: GenerationRequestOptions<M, F>
-): GenerationRequestSchema<M, Schema.Struct.Type<F>, Schema.Struct.Encoded<F>> => {
+): GenerationRequestSchema<M, Schema.Struct<F>["Type"], Schema.Struct<F>["Encoded"], Schema.Struct<F>["Context"]> => {
   const models = options.models
   const inputFields = Schema.Struct(options.input).annotations({
     ...strictParse,
@@ -75,33 +79,28 @@ export const make = <M extends string, F extends Schema.Struct.Fields>(
     })),
     metadata: optional(Metadata)
   }).annotations(strictParse)
-  type Body = GenerationBody<M, Schema.Struct.Type<F>>
   const rules = options.rules
-  const normalize = options.normalize
-  const checked = rules === undefined ? body : body.pipe(Schema.filter((value) => rules(value as Body)))
+  const annotated = Rec.getSomes(Rec.map(options.input, defaultOf))
+  const normalize = options.normalize === "annotated"
+    ? (body: GenerationBody<M, Schema.Struct<F>["Type"]>) => fill(body.input, annotated)
+    : options.normalize
+  const checked = rules === undefined ? body : body.pipe(Schema.filter((value) => rules(value)))
   const schema = Schema.transform(checked, Schema.typeSchema(body), {
     strict: true,
-    decode: (value) => normalize === undefined ? value : { ...value, input: normalize(value as Body) },
+    decode: (value) => normalize === undefined ? value : { ...value, input: normalize(value) },
     encode: (value) => value
   }).annotations({
     identifier: options.identifier,
     ...(options.description === undefined ? {} : { description: options.description })
   })
-  return Object.assign(schema, { models, inputFields }) as unknown as GenerationRequestSchema<
-    M,
-    Schema.Struct.Type<F>,
-    Schema.Struct.Encoded<F>
-  >
+  return Object.assign(schema, { models, inputFields })
 }
 
-type AnyBody = { readonly model: string; readonly input: object }
-
-const has = (body: AnyBody, field: string): boolean =>
-  (body.input as Record<string, unknown>)[field] !== undefined
+type AnyBody = { readonly model: string; readonly input: Readonly<Record<string, unknown>> }
 
 /** Refuses a field that the chosen model does not support. */
 export const onlyFor = (body: AnyBody, field: string, models: ReadonlyArray<string>): Array<Schema.FilterIssue> =>
-  has(body, field) && !models.includes(body.model)
+  body.input[field] !== undefined && !models.includes(body.model)
     ? [{ path: ["input", field], message: `is not supported by model ${body.model}` }]
     : []
 
@@ -112,7 +111,7 @@ export const integerFor = (
   min: number,
   max: number
 ): Array<Schema.FilterIssue> => {
-  const value = (body.input as Record<string, unknown>)[field]
+  const value = body.input[field]
   return typeof value === "number" && (value < min || value > max || !Number.isInteger(value))
     ? [{ path: ["input", field], message: `must be an integer from ${min} to ${max} for model ${body.model}` }]
     : []
@@ -125,7 +124,7 @@ export const oneOfFor = (
   values: ReadonlyArray<string>,
   context = `model ${body.model}`
 ): Array<Schema.FilterIssue> => {
-  const value = (body.input as Record<string, unknown>)[field]
+  const value = body.input[field]
   return typeof value === "string" && !values.includes(value)
     ? [{
       path: ["input", field],
@@ -136,13 +135,15 @@ export const oneOfFor = (
 
 /** Requires a field (missing-field message of the API). */
 export const requiredFor = (body: AnyBody, field: string, reason: string): Array<Schema.FilterIssue> =>
-  has(body, field) ? [] : [{ path: ["input", field], message: `is required ${reason}` }]
+  body.input[field] === undefined ? [{ path: ["input", field], message: `is required ${reason}` }] : []
+
+/** The input with every defined entry of `defaults` whose field it lacks added (after its own fields). */
+const fill = <I extends object>(input: I, defaults: object): I => ({
+  ...input,
+  ...Object.fromEntries(
+    Object.entries(defaults).filter(([key, value]) => value !== undefined && Reflect.get(input, key) === undefined)
+  )
+})
 
 /** Fills in defaults: every `defaults` entry whose field is absent from the input. */
-export const withDefaults = <I extends object>(input: I, defaults: Partial<I>): I => {
-  const out: Record<string, unknown> = { ...(input as Record<string, unknown>) }
-  for (const [key, value] of Object.entries(defaults)) {
-    if (out[key] === undefined && value !== undefined) out[key] = value
-  }
-  return out as unknown as I
-}
+export const withDefaults = <I extends object>(input: I, defaults: Partial<I>): I => fill(input, defaults)

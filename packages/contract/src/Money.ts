@@ -14,7 +14,11 @@ export const toMicros = (usd: number): number => Math.round(usd * microsPerDolla
 /** Integer micro-dollars to USD. */
 export const fromMicros = (micros: number): number => micros / microsPerDollar
 
-const isMicroPrecise = (usd: number) => Math.abs(usd * microsPerDollar - Math.round(usd * microsPerDollar)) < 1e-6
+/** True when `usd` has at most 6 decimals (is a whole number of micro-dollars). */
+export const isMicroPrecise = (usd: number): boolean => {
+  const scaled = usd * microsPerDollar
+  return Math.abs(scaled - Math.round(scaled)) < 1e-6
+}
 
 /** A USD amount of at most 6 decimals, from 0 to one billion. */
 export const Usd = Schema.Number.pipe(

@@ -22,12 +22,6 @@ const maxAmount = 1_000_000
 /** Largest credit count accepted in a table. */
 const maxCredits = 1_000_000
 
-/** True when `value` has at most 6 decimals (is a whole number of micro-units). */
-const isMicroPrecise = (value: number): boolean => {
-  const scaled = value * Money.microsPerDollar
-  return Math.abs(scaled - Math.round(scaled)) < 1e-6
-}
-
 /** A non-negative decimal of at most 6 decimals, at most `max`. */
 const decimal = (noun: string, max: number) =>
   Schema.Number.pipe(
@@ -35,7 +29,7 @@ const decimal = (noun: string, max: number) =>
       if (!Number.isFinite(value)) return `must be a finite ${noun}`
       if (value < 0) return `must not be negative (got ${value})`
       if (value > max) return `must be at most ${max} (got ${value})`
-      if (!isMicroPrecise(value)) return `must have at most 6 decimals (got ${value})`
+      if (!Money.isMicroPrecise(value)) return `must have at most 6 decimals (got ${value})`
       return true
     }, { jsonSchema: { minimum: 0, maximum: max } })
   )

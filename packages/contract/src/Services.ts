@@ -29,6 +29,8 @@ import type {
 } from "./Webhook.js"
 
 type Unavailable = Errors.ServiceUnavailable
+/** The refusals of a task creation: billing's, and an `Idempotency-Key` used with another request. */
+type CreationRefused = Errors.InsufficientBalance | Errors.SpendLimitExceeded | Errors.IdempotencyKeyReused
 
 /** Accepting, reading, listing, retrying and cancelling tasks. */
 export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<TaskService, {
@@ -36,14 +38,7 @@ export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<
   readonly create: (
     principal: Principal,
     command: GenerationCommand
-  ) => Effect.Effect<
-    CreationAck,
-    | Errors.InsufficientBalance
-    | Errors.SpendLimitExceeded
-    | Errors.IdempotencyKeyReused
-    | Errors.ValidationError
-    | Unavailable
-  >
+  ) => Effect.Effect<CreationAck, CreationRefused | Errors.ValidationError | Unavailable>
   /** Reads a task of the principal's account. */
   readonly get: (principal: Principal, id: string) => Effect.Effect<Task, Errors.TaskNotFound | Unavailable>
   /** Lists tasks of the principal's account, newest first. */
@@ -56,15 +51,7 @@ export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<
     principal: Principal,
     id: string,
     idempotencyKey: string | undefined
-  ) => Effect.Effect<
-    RetryAck,
-    | Errors.TaskNotFound
-    | Errors.TaskNotRetryable
-    | Errors.InsufficientBalance
-    | Errors.SpendLimitExceeded
-    | Errors.IdempotencyKeyReused
-    | Unavailable
-  >
+  ) => Effect.Effect<RetryAck, Errors.TaskNotFound | Errors.TaskNotRetryable | CreationRefused | Unavailable>
   /** Cancels a `pending` or `queued` task (refunded). */
   readonly cancel: (
     principal: Principal,

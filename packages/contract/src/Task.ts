@@ -55,14 +55,20 @@ export const TaskError = Schema.Struct({
 /** The error of a failed (or expired) task. */
 export type TaskError = typeof TaskError.Type
 
+/** What a task is: its media type, operation, state, provider and model. */
+const what = { type: MediaType, operation: Operation, status: TaskStatus, provider: Provider, model: Schema.String }
+
+/** When a task was created, started and completed. */
+const times = {
+  created_at: Timestamp,
+  started_at: Schema.NullOr(Timestamp),
+  completed_at: Schema.NullOr(Timestamp)
+}
+
 /** The full task read (`GET /tasks/{id}`), with the extensions of decisions.md §3. */
 export const Task = Schema.Struct({
   id: Schema.String.annotations({ description: "`task_` + ULID" }),
-  type: MediaType,
-  operation: Operation,
-  status: TaskStatus,
-  provider: Provider,
-  model: Schema.String,
+  ...what,
   result: optional(Schema.Array(ResultItem)),
   error: optional(TaskError),
   progress: Schema.Number.annotations({ description: "0 to 100" }),
@@ -74,9 +80,7 @@ export const Task = Schema.Struct({
   webhookUrl: Schema.NullOr(Schema.String),
   original_task_id: Schema.NullOr(Schema.String),
   estimated_seconds: Schema.Number,
-  created_at: Timestamp,
-  started_at: Schema.NullOr(Timestamp),
-  completed_at: Schema.NullOr(Timestamp)
+  ...times
 }).annotations({ identifier: "Task" })
 /** The full task read. */
 export type Task = typeof Task.Type
@@ -84,18 +88,12 @@ export type Task = typeof Task.Type
 /** An item of the task list. */
 export const TaskSummary = Schema.Struct({
   id: Schema.String,
-  type: MediaType,
-  operation: Operation,
-  status: TaskStatus,
-  provider: Provider,
-  model: Schema.String,
+  ...what,
   progress: Schema.Number,
   cost: Schema.Number,
   error: optional(TaskError),
   original_task_id: Schema.NullOr(Schema.String),
-  created_at: Timestamp,
-  started_at: Schema.NullOr(Timestamp),
-  completed_at: Schema.NullOr(Timestamp),
+  ...times,
   metadata: Metadata
 }).annotations({ identifier: "TaskSummary" })
 /** An item of the task list. */

@@ -6,10 +6,13 @@
  * - Standard Webhooks headers: `webhook-signature: v1,<base64 HMAC-SHA256 over "<id>.<timestamp>.<body>">`, keyed
  *   with the base64-decoded part of the secret after `whsec_`.
  *
- * Receivers call {@link verify} with the raw body (the exact bytes received, before any JSON parsing).
+ * Receivers verify the raw body (the exact bytes received, before any JSON parsing): {@link verify} in Effect (the
+ * time from Effect's `Clock`), {@link verifyAt} elsewhere (the receiver's clock passed in).
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { createHmac, timingSafeEqual } from "node:crypto"
@@ -51,14 +54,13 @@ export type IncomingHeaders =
   | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 
 const header = (headers: IncomingHeaders, name: string): string | undefined => {
-  if (typeof (headers as Headers).get === "function") return (headers as Headers).get(name) ?? undefined
-  const record = headers as Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
-  const key = Object.keys(record).find((k) => k.toLowerCase() === name)
-  const value = key === undefined ? undefined : record[key]
+  if (headers instanceof Headers) return headers.get(name) ?? undefined
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name)
+  const value = key === undefined ? undefined : headers[key]
   return typeof value === "string" ? value : value?.[0]
 }
 
-/** Options of {@link verify}. */
+/** Options of {@link verify} and {@link verifyAt}. */
 export interface VerifyOptions {
   /** The webhook's secret (`whsec_…`), as shown at registration. */
   readonly secret: string
@@ -68,15 +70,13 @@ export interface VerifyOptions {
   readonly body: string
   /** Allowed clock difference in seconds (default 300). */
   readonly toleranceSeconds?: number
-  /** The receiver's clock in milliseconds (default `Date.now()`). */
-  readonly now?: number
 }
 
 /**
- * Verifies a configured-webhook delivery: the `X-Webhook-Signature` HMAC (constant-time compare) and a timestamp no
- * further than the tolerance from now. Answers the parsed event body, or why it was rejected.
+ * Verifies a configured-webhook delivery at `now` (epoch ms): the `X-Webhook-Signature` HMAC (constant-time compare)
+ * and a timestamp no further than the tolerance from `now`. Answers the parsed event body, or why it was rejected.
  */
-export const verify = (options: VerifyOptions): Either.Either<unknown, WebhookVerificationError> => {
+export const verifyAt = (options: VerifyOptions & { readonly now: number }): Either.Either<unknown, WebhookVerificationError> => {
   const fail = (reason: WebhookVerificationError["reason"], message: string) =>
     Either.left(new WebhookVerificationError({ reason, message }))
   const signature = header(options.headers, "x-webhook-signature")
@@ -87,16 +87,19 @@ export const verify = (options: VerifyOptions): Either.Either<unknown, WebhookVe
   if (!/^\d{1,12}$/.test(timestampText)) return fail("timestamp_out_of_range", "X-Webhook-Timestamp is not Unix seconds")
   const timestamp = Number(timestampText)
   const tolerance = options.toleranceSeconds ?? defaultToleranceSeconds
-  const nowSeconds = Math.floor((options.now ?? Date.now()) / 1000)
+  const nowSeconds = Math.floor(options.now / 1000)
   if (Math.abs(nowSeconds - timestamp) > tolerance) {
     return fail("timestamp_out_of_range", `timestamp is more than ${tolerance} s away from now`)
   }
   if (!safeEqual(signature, sign(options.secret, timestamp, options.body))) {
     return fail("bad_signature", "signature does not match")
   }
-  try {
-    return Either.right(JSON.parse(options.body) as unknown)
-  } catch {
-    return fail("invalid_body", "body is not JSON")
-  }
+  return Either.try({
+    try: () => JSON.parse(options.body),
+    catch: () => new WebhookVerificationError({ reason: "invalid_body", message: "body is not JSON" })
+  })
 }
+
+/** {@link verifyAt} at the time of Effect's `Clock`. */
+export const verify = (options: VerifyOptions): Effect.Effect<unknown, WebhookVerificationError> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => verifyAt({ ...options, now }))

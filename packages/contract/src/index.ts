@@ -36,6 +36,8 @@ export * as Security from "./Security.js"
 export * as Task from "./Task.js"
 /** Timestamps. */
 export * as Timestamp from "./Timestamp.js"
+/** The spans of Mediagate's own operations (no stack capture; none while the tracer is disabled). */
+export * as Tracing from "./Tracing.js"
 /** Decode failures as API messages. */
 export * as ValidationMessage from "./ValidationMessage.js"
 /** Voices. */

@@ -39,12 +39,26 @@ export class Billing extends Context.Tag("@mediagate/engine/Billing")<Billing, {
   readonly charge: (
     charge: Charge
   ) => Effect.Effect<void, Errors.InsufficientBalance | Errors.SpendLimitExceeded | PersistenceError>
+  /**
+   * `charge` for a caller that has a transaction open and rolls it back when the charge fails (the storage's
+   * accept): the same checks and writes, without a transaction (a savepoint) of its own, which the charge may then
+   * leave half-written on a refusal. Without it, such callers use `charge`.
+   */
+  readonly chargeInTransaction?: (
+    charge: Charge
+  ) => Effect.Effect<void, Errors.InsufficientBalance | Errors.SpendLimitExceeded | PersistenceError>
   /** Records a refund within the caller's transaction. */
   readonly refund: (refund: Refund) => Effect.Effect<void, PersistenceError>
+  /**
+   * `true` when charges and refunds always succeed and record nothing ({@link layerUnmetered}): storage may then
+   * skip them, and the transaction they would need (an accept without an idempotency key is one statement).
+   */
+  readonly unmetered?: boolean
 }>() {}
 
 /** Billing that accepts every charge and records nothing (development without accounts). */
 export const layerUnmetered: Layer.Layer<Billing> = Layer.succeed(Billing, {
   charge: () => Effect.void,
-  refund: () => Effect.void
+  refund: () => Effect.void,
+  unmetered: true
 })

@@ -6,6 +6,7 @@
  */
 import type { Catalog, Generation } from "@mediagate/contract"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
@@ -32,13 +33,13 @@ export const offPeakTimeoutMs = 48 * 60 * 60 * 1000
 export const layerFixed = (options: {
   readonly priceMicros: number
   readonly estimatedSeconds: number
-  readonly timeoutMs?: number
+  readonly timeout?: Duration.DurationInput
 }): Layer.Layer<Planner> =>
   Layer.succeed(Planner, {
     plan: (_endpoint, request) =>
       Effect.succeed({
         priceMicros: options.priceMicros,
         estimatedSeconds: options.estimatedSeconds,
-        timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : options.timeoutMs ?? defaultTimeoutMs
+        timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : Duration.toMillis(options.timeout ?? defaultTimeoutMs)
       })
   })

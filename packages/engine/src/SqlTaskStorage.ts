@@ -17,10 +17,18 @@
  *   its inserting transaction (`txid`), and readers walk `(txid, seq)` only up to the oldest running transaction,
  *   so an entry that commits late can never fall behind a reader's cursor (no global lock on the hot path).
  * - Idempotency: the shared window and rule of `IdempotencyWindow`, in `<prefix>task_idempotency`.
+ * - List totals: exact, from `<prefix>task_counts` (per account: all tasks, per status, provider and model; kept by
+ *   triggers on the tasks table, see {@link migrations}) for no filter or one of status, provider and model; by
+ *   `COUNT(*)` of the matching rows for any other combination.
+ * - Group commit: accepts without a charge or an idempotency key (one multi-row `INSERT`), steps without extra
+ *   charges (one `UPDATE ... FROM (VALUES ...)`) and finishes (one transaction: the batch's update, refunds and
+ *   events; finishes that may owe a refund join only with unmetered billing) made while a write of their kind is
+ *   under way are written together by one fiber of the storage's scope; each call is answered on its own, and a
+ *   failed batch is written again call by call. Never call `step` or `finish` inside a transaction of your own.
  * - Wakeups: an in-process PubSub (published after commits), merged on PostgreSQL with `LISTEN <prefix>tasks`
- *   ({@link wakeupChannel}); `accept`, `markDue` and `releaseAll` send `pg_notify` inside their transaction. The
- *   listening client is the PostgreSQL client in context when there is one, looked up by its tag key: the
- *   PostgreSQL driver package stays optional for SQLite-only hosts.
+ *   ({@link wakeupChannel}); `accept`, `markDue` and `releaseAll` send `pg_notify` inside their write. The
+ *   listening client is the `SqlClient` itself when it can LISTEN (the PostgreSQL driver's client is one object
+ *   under both tags, `SqlClient` and `PgClient`), so the driver package stays optional for SQLite-only hosts.
  *
  * Every storage failure (`SqlError`, an undecodable row) surfaces as {@link PersistenceError}; so does an invalid
  * `prefix` (see `SqlStore`), when the storage is built.
@@ -38,24 +46,27 @@ import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Record from "effect/Record"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Billing } from "./Billing.js"
-import { fromNew, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
-import { type CancelResult, extraCharges, type ListPage, TaskStorage } from "./TaskStorage.js"
+import * as GroupCommit from "./internal/groupCommit.js"
+import { fromNew, type Outcome, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
+import { type CancelResult, extraCharges, type ListPage, type ListQuery, type StepUpdate, TaskStorage } from "./TaskStorage.js"
 
 /** The tables of the storage under `prefix`. */
 export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
   tasks: `${prefix}tasks`,
   idempotency: `${prefix}task_idempotency`,
-  outbox: `${prefix}task_outbox`
+  outbox: `${prefix}task_outbox`,
+  counts: `${prefix}task_counts`
 }) as const
 
 /** The table the engine's migrations are recorded in: `<prefix>engine_migrations`. */
@@ -64,16 +75,14 @@ export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string
 /** The PostgreSQL `NOTIFY` channel of wakeups: `<prefix>tasks`. */
 export const wakeupChannel = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}tasks`
 
-/** The one method of the PostgreSQL client the storage uses (LISTEN). */
-interface PgListener {
+/** The one method of the PostgreSQL client (`PgClient` of the driver) the storage uses: LISTEN. */
+interface Listener {
   readonly listen: (channel: string) => Stream.Stream<string, SqlError>
 }
 
-/**
- * The PostgreSQL client, looked up by the key of its tag (`PgClient.PgClient` of the PostgreSQL driver) so that
- * this module does not load the driver: SQLite-only hosts need not install it.
- */
-const PgListener = Context.GenericTag<PgListener>("@effect/sql-pg/PgClient")
+/** Whether a client can LISTEN (PostgreSQL's can), checked on the client so that this module never loads the driver. */
+const canListen = (client: SqlClient.SqlClient): client is SqlClient.SqlClient & Listener =>
+  "listen" in client && typeof client.listen === "function"
 
 const storeName = "task storage"
 
@@ -149,6 +158,126 @@ const createTables = (prefix: string) =>
 )`)
   })
 
+/** PostgreSQL: the count rows of one account, dimension and value are spread over this many shards. */
+const countShards = 8
+
+/** The (dimension, value) pairs a task row `r` counts in (a `VALUES` list; `status` is signed, see below). */
+const countDimensions = (r: string) =>
+  `VALUES ('all', ''), ('provider', ${r}.provider), ('model', ${r}.model), ('status', ${r}.status)`
+
+/**
+ * PostgreSQL: a trigger function adding the net count change of one statement, given as `deltas` (rows
+ * `account_id, dim, value, n` with a signed `n`; dimension `status` signed), to the counts. The change is summed per
+ * (account, dimension, value) first, so a statement writes each count row at most once, and the rows are written
+ * in one order (account, dimension, value): concurrent statements take their count rows' locks in that order and
+ * cannot deadlock on them. A status that gains tasks counts in `status_in`, one that loses tasks in `status_out`:
+ * accepts (`status_in` of pending) and transitions (`status_out` of the status left) never write the same row.
+ */
+const pgCountFunction = (name: string, counts: string, deltas: string) =>
+  `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO ${counts} AS c (account_id, dim, value, shard, n)
+  SELECT account_id, CASE WHEN dim <> 'status' THEN dim WHEN n > 0 THEN 'status_in' ELSE 'status_out' END, value,
+    pg_backend_pid() % ${countShards}, CASE WHEN dim = 'status' THEN abs(n) ELSE n END
+  FROM (SELECT account_id, dim, value, sum(n) AS n FROM (${deltas}) AS delta GROUP BY account_id, dim, value) AS net
+  WHERE n <> 0
+  ORDER BY 1, 2, 3
+  ON CONFLICT (account_id, dim, value, shard) DO UPDATE SET n = c.n + excluded.n;
+  RETURN NULL;
+END
+$$`
+
+/** PostgreSQL: the signed count deltas of the rows of a transition table. */
+const pgDeltas = (rows: string, sign: 1 | -1) =>
+  `SELECT r.account_id, d.dim, d.value, ${sign} AS n FROM ${rows} AS r
+    CROSS JOIN LATERAL (${countDimensions("r")}) AS d (dim, value)`
+
+/** SQLite: one upsert of count rows (`(account_id, dim, value, shard, n)` tuples) in a trigger. */
+const sqliteCountUpsert = (counts: string, tuples: ReadonlyArray<string>) =>
+  `INSERT INTO ${counts} (account_id, dim, value, shard, n) VALUES ${tuples.join(", ")}
+    ON CONFLICT (account_id, dim, value, shard) DO UPDATE SET n = n + excluded.n;`
+
+/** SQLite: the count tuples a task row adds (`NEW`) or takes away (`OLD`). */
+const sqliteCountTuples = (row: "NEW" | "OLD") => {
+  const sign = row === "NEW" ? 1 : -1
+  return [
+    `(${row}.account_id, 'all', '', 0, ${sign})`,
+    `(${row}.account_id, 'model', ${row}.model, 0, ${sign})`,
+    `(${row}.account_id, 'provider', ${row}.provider, 0, ${sign})`,
+    `(${row}.account_id, '${row === "NEW" ? "status_in" : "status_out"}', ${row}.status, 0, 1)`
+  ]
+}
+
+/**
+ * `<prefix>task_counts`: the number of tasks of every account in total (`all`), per provider, per model and per
+ * status, kept exact by triggers on the tasks table in the writing transaction itself, whatever writes it (every
+ * storage path, an operator's SQL). A status's count is its `status_in` minus its `status_out`. On PostgreSQL the
+ * triggers are per statement (the net change of a multi-row claim is written once, in key order) and each
+ * connection writes its own shard (`pg_backend_pid() % 8`), so concurrent writers of one account rarely wait for
+ * each other's count rows; a read sums the shards. Existing tasks are counted once, after the triggers exist (on
+ * PostgreSQL, creating them locks out writers of the tasks table until the migration commits).
+ */
+const createCounts = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { big, pg } = SqlStore.columns(sql)
+    const t = tables(prefix)
+    yield* sql.unsafe(`CREATE TABLE ${t.counts} (
+  account_id TEXT NOT NULL,
+  dim TEXT NOT NULL,
+  value TEXT NOT NULL,
+  shard INTEGER NOT NULL,
+  n ${big} NOT NULL,
+  PRIMARY KEY (account_id, dim, value, shard)
+)${pg ? " WITH (fillfactor = 50)" : " WITHOUT ROWID"}`)
+    if (pg) {
+      // [name, event, transition tables, count deltas]
+      const events: ReadonlyArray<readonly [string, string, string, string]> = [
+        ["insert", "INSERT", "NEW TABLE AS new_rows", pgDeltas("new_rows", 1)],
+        ["update", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows", `${pgDeltas("old_rows", -1)} UNION ALL ${pgDeltas("new_rows", 1)}`],
+        ["delete", "DELETE", "OLD TABLE AS old_rows", pgDeltas("old_rows", -1)]
+      ]
+      for (const [name, event, transition, deltas] of events) {
+        const fn = `${t.tasks}_count_${name}`
+        yield* sql.unsafe(pgCountFunction(fn, t.counts, deltas))
+        yield* sql.unsafe(`CREATE TRIGGER ${fn} AFTER ${event} ON ${t.tasks} REFERENCING ${transition}
+  FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`)
+      }
+      yield* sql.unsafe(`CREATE FUNCTION ${t.tasks}_count_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM ${t.counts};
+  RETURN NULL;
+END
+$$`)
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_truncate AFTER TRUNCATE ON ${t.tasks}
+  FOR EACH STATEMENT EXECUTE FUNCTION ${t.tasks}_count_truncate()`)
+    } else {
+      const same = (column: string) => `OLD.${column} = NEW.${column}`
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_insert AFTER INSERT ON ${t.tasks} BEGIN
+  ${sqliteCountUpsert(t.counts, sqliteCountTuples("NEW"))}
+END`)
+      // the one update the storage makes: a status changes
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_status AFTER UPDATE OF status ON ${t.tasks}
+  WHEN OLD.status <> NEW.status AND ${same("account_id")} AND ${same("provider")} AND ${same("model")} BEGIN
+  ${sqliteCountUpsert(t.counts, [`(NEW.account_id, 'status_in', NEW.status, 0, 1)`, `(OLD.account_id, 'status_out', OLD.status, 0, 1)`])}
+END`)
+      // any other change of a counted column (never made by the storage): the old row out, the new one in
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_move AFTER UPDATE OF account_id, provider, model ON ${t.tasks}
+  WHEN NOT (${same("account_id")} AND ${same("provider")} AND ${same("model")}) BEGIN
+  ${sqliteCountUpsert(t.counts, [...sqliteCountTuples("OLD"), ...sqliteCountTuples("NEW")])}
+END`)
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_delete AFTER DELETE ON ${t.tasks} BEGIN
+  ${sqliteCountUpsert(t.counts, sqliteCountTuples("OLD"))}
+END`)
+    }
+    // the tasks written before this migration
+    yield* sql.unsafe(`INSERT INTO ${t.counts} (account_id, dim, value, shard, n)
+  SELECT account_id, 'all', '', 0, COUNT(*) FROM ${t.tasks} GROUP BY account_id
+  UNION ALL SELECT account_id, 'provider', provider, 0, COUNT(*) FROM ${t.tasks} GROUP BY account_id, provider
+  UNION ALL SELECT account_id, 'model', model, 0, COUNT(*) FROM ${t.tasks} GROUP BY account_id, model
+  UNION ALL SELECT account_id, 'status_in', status, 0, COUNT(*) FROM ${t.tasks} GROUP BY account_id, status`)
+  })
+
 /**
  * The engine's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
  * the loader with a `MigrationError`.
@@ -174,7 +303,9 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
               sql.unsafe(`CREATE INDEX ${t.outbox}_txid_idx ON ${t.outbox} (txid, seq)`)
             ),
           orElse: () => Effect.void
-        }))
+        })),
+      // exact list totals without counting rows: per-account counts kept by triggers
+      "0004_task_counts": createCounts(prefix)
     }
   })
 
@@ -247,6 +378,7 @@ const decoders = (prefix: string) => {
     owner: SqlRows.decoder(names.tasks, TaskRow.pick("accountId", "keyId", "environment")),
     status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
     count: SqlRows.decoder(names.tasks, Schema.Struct({ n: SqlRows.Number })),
+    counted: SqlRows.decoder(names.counts, Schema.Struct({ n: SqlRows.Number })),
     due: SqlRows.decoder(names.tasks, Schema.Struct({ unleased: nullable(SqlRows.Number), leased: nullable(SqlRows.Number) })),
     outbox: SqlRows.decoder(names.outbox, OutboxRow),
     idempotency: SqlRows.decoder(names.idempotency, Schema.Struct({
@@ -266,6 +398,27 @@ const json = (value: unknown): string => JSON.stringify(value)
 const ms = (value: number): number => Math.floor(value)
 
 
+/** A dimension of `<prefix>task_counts` and its value. */
+interface Counted {
+  readonly dim: "all" | "status" | "provider" | "model"
+  readonly value: string
+}
+
+/**
+ * Where a list's total is read from the counts (`<prefix>task_counts`): no filter, or exactly one of status,
+ * provider and model (the cursor never changes the total). Other combinations (two or three of those, a date range,
+ * an id prefix) answer none: their total counts the matching rows.
+ */
+const countedBy = (query: ListQuery): Counted | undefined => {
+  if (query.createdAfter !== undefined || query.createdBefore !== undefined) return undefined
+  if (query.idPrefix !== undefined && query.idPrefix !== "") return undefined
+  const filters: Array<Counted> = []
+  if (query.status !== undefined) filters.push({ dim: "status", value: query.status })
+  if (query.provider !== undefined) filters.push({ dim: "provider", value: query.provider })
+  if (query.model !== undefined) filters.push({ dim: "model", value: query.model })
+  return filters.length > 1 ? undefined : filters[0] ?? { dim: "all", value: "" }
+}
+
 /** The smallest string above every string starting with `prefix` (for an index range scan), if any. */
 const prefixEnd = (prefix: string): string | undefined => {
   for (let i = prefix.length - 1; i >= 0; i--) {
@@ -278,6 +431,27 @@ const prefixEnd = (prefix: string): string | undefined => {
 // -----------------------------------------------------------------------------------------------------------------
 // the storage
 // -----------------------------------------------------------------------------------------------------------------
+
+/** A finish waiting in its batch. */
+interface Finishing {
+  readonly id: string
+  readonly fence: number
+  readonly outcome: Outcome
+  readonly upstreamJobId: string | undefined
+}
+
+/** A step waiting in its batch. */
+interface Stepping {
+  readonly id: string
+  readonly fence: number
+  readonly update: StepUpdate
+}
+
+/** The error of an expired task. */
+const expiredError = json({ code: "TASK_EXPIRED", message: "task did not finish before its deadline" })
+
+/** The most finishes committed together. */
+const maxBatch = 256
 
 /** Options of the SQL storage: the table prefix and where "now" comes from (default: the database clock). */
 export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions {}
@@ -295,21 +469,20 @@ const persistence = SqlStore.persistence(storeName, isIdempotencyRace)
 export const make = (options: SqlOptions = {}): Effect.Effect<
   TaskStorage["Type"],
   SqlError | Migrator.MigrationError | PersistenceError,
-  SqlClient.SqlClient | Billing
+  SqlClient.SqlClient | Billing | Scope.Scope
 > =>
   Effect.gen(function*() {
+    const client = yield* SqlClient.SqlClient
     const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
     const billing = yield* Billing
     const time = options.time ?? "database"
     const rows = decoders(prefix)
     const channel = wakeupChannel(prefix)
-    // The LISTEN client is optional by design: SQLite hosts have none, and PostgreSQL hosts may not install the
-    // driver's types. A required `PgClient` in this layer's type would force the driver on every host, so it is
-    // looked up by its tag key; without it, wakeups are local only (workers still poll).
-    const listener = pg ? yield* Effect.serviceOption(PgListener) : Option.none<PgListener>()
     const signals = yield* PubSub.sliding<void>(1)
     const wake = PubSub.publish(signals, undefined)
     const notify = pg ? sql`SELECT pg_notify(${channel}, ${"wake"})`.pipe(Effect.asVoid) : Effect.void
+    /** The wakeup of other processes as part of a write (PostgreSQL: `RETURNING (SELECT pg_notify(...))`, sent on commit). */
+    const notifying = pg ? sql` RETURNING (SELECT pg_notify(${channel}, ${"wake"})) AS woke` : sql.literal("")
 
     /** "now" as an SQL expression: the database clock, or the reading of Effect's `Clock` as a parameter. */
     const nowSql: Effect.Effect<Fragment> = time === "database"
@@ -319,21 +492,27 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const withClock = Effect.map(nowSql, (now) => sql`WITH clock AS ${sql.literal(pg ? "MATERIALIZED " : "")}(SELECT ${now} AS now)`)
     const NOW = sql.literal("(SELECT now FROM clock)")
     const ACTIVE = sql.literal(`status IN ${activeList}`)
+    const REAL = sql.literal(SqlStore.columns(sql).real)
 
     /** The storage clock as a value (inside a transaction: one reading for the whole transition). */
     const currentTime = SqlStore.storageNow(sql, pg, time)
 
     const selectTask = (id: string) => sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`.pipe(Effect.flatMap(rows.task.first))
 
+    /** The refund a task that just became terminal is owed (failed, expired, cancelled), recorded; the task after it. */
+    const refund = (task: TaskRecord) =>
+      Effect.gen(function*() {
+        const owed = refundFor(task, task.status)
+        if (owed === undefined) return task
+        if (billing.unmetered !== true) yield* billing.refund(owed)
+        yield* sql`UPDATE ${t.tasks} SET refunded_micros = refunded_micros + ${owed.amountMicros} WHERE id = ${task.id}`
+        return { ...task, refundedMicros: task.refundedMicros + owed.amountMicros }
+      })
+
     /** Refund (failed, expired, cancelled) and outbox event of a task that just became terminal. */
     const settle = (task: TaskRecord, now: number) =>
       Effect.gen(function*() {
-        const refund = refundFor(task, task.status)
-        if (refund !== undefined) {
-          yield* billing.refund(refund)
-          yield* sql`UPDATE ${t.tasks} SET refunded_micros = refunded_micros + ${refund.amountMicros} WHERE id = ${task.id}`
-        }
-        const ended: TaskRecord = { ...task, refundedMicros: task.refundedMicros + (refund?.amountMicros ?? 0) }
+        const ended = yield* refund(task)
         yield* sql`INSERT INTO ${t.outbox} ${
           sql.insert({
             account_id: ended.accountId,
@@ -346,9 +525,38 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         return ended
       })
 
+    /** Inserts new tasks in one statement (with the wakeup of other processes); answers whether it did. */
+    const insertAll = (records: ReadonlyArray<TaskRecord>) =>
+      Effect.forEach(records, (record) => rows.task.encode(record)).pipe(
+        Effect.flatMap((encoded) => sql`INSERT INTO ${t.tasks} ${sql.insert(encoded)}${notifying}`),
+        persistence("accept"),
+        Effect.zipRight(wake)
+      )
+
+    /**
+     * Accepts without a charge or an idempotency key, batched: the tasks accepted while an insert is under way are
+     * inserted together; if that fails (a duplicate id), each is inserted on its own.
+     */
+    const inserting = yield* GroupCommit.make(maxBatch, (records: ReadonlyArray<TaskRecord>) =>
+      Effect.flatMap(Effect.exit(insertAll(records)), (together) =>
+        Exit.isSuccess(together) || records.length === 1
+          ? Effect.succeed(records.map(() => together))
+          : Effect.forEach(records, (record) => Effect.exit(insertAll([record])))))
+
     const accept: TaskStorage["Type"]["accept"] = ({ charge, idempotency: claim, task }) => {
+      const record = fromNew({ ...task, createdAt: ms(task.createdAt), deadlineAt: ms(task.deadlineAt) })
+      const charged = charge !== undefined && charge.amountMicros > 0 && billing.unmetered !== true
+      const insert = Effect.flatMap(
+        rows.task.encode(record),
+        (row) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`
+      )
+      if (claim === undefined && !charged) {
+        // nothing else to write: the task joins the next multi-row insert (one statement, no transaction)
+        return Effect.as(inserting(record), { _tag: "Created", task: record } as const).pipe(
+          Effect.withSpan("task storage.accept")
+        )
+      }
       const attempt = sql.withTransaction(Effect.gen(function*() {
-        const record = fromNew({ ...task, createdAt: ms(task.createdAt), deadlineAt: ms(task.deadlineAt) })
         if (claim !== undefined) {
           const previous = yield* sql`SELECT fingerprint, task_id, created_at FROM ${t.idempotency}
             WHERE account_id = ${task.accountId} AND "key" = ${claim.key}`.pipe(
@@ -374,9 +582,11 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             RETURNING task_id`
           if (taken.length === 0) return yield* new IdempotencyRace()
         }
-        if (charge !== undefined && charge.amountMicros > 0) yield* billing.charge(charge)
-        yield* sql`INSERT INTO ${t.tasks} ${sql.insert(yield* rows.task.encode(record))}`
-        yield* notify
+        // the task first, the charge last (in this transaction, which a refusal rolls back): the account row the
+        // charge locks is held the shortest time, and taken after the task rows' locks as every terminal
+        // transition takes them (status update, then refund)
+        yield* insert
+        if (charged) yield* (billing.chargeInTransaction ?? billing.charge)(charge)
         return { _tag: "Created", task: record } as const
       }))
       return attempt.pipe(
@@ -409,13 +619,24 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           const nul = query.beforeId.indexOf("\u0000")
           page.push(nul < 0 ? sql`id < ${query.beforeId}` : sql`id <= ${query.beforeId.slice(0, nul)}`)
         }
-        const [items, total] = yield* Effect.all([
+        // the total: from the counts (a few rows, whatever the account's size) or by counting the matching rows
+        const counted = countedBy(query)
+        const total = counted === undefined
+          ? sql`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE ${sql.and(filters)}`.pipe(Effect.flatMap(rows.count.single))
+          : (counted.dim === "status"
+            ? sql`SELECT COALESCE(SUM(CASE WHEN dim = 'status_in' THEN n ELSE -n END), 0) AS n FROM ${t.counts}
+              WHERE account_id = ${accountId} AND dim IN ('status_in', 'status_out') AND value = ${counted.value}`
+            : sql`SELECT COALESCE(SUM(n), 0) AS n FROM ${t.counts}
+              WHERE account_id = ${accountId} AND dim = ${counted.dim} AND value = ${counted.value}`).pipe(
+              Effect.flatMap(rows.counted.single)
+            )
+        const [items, { n }] = yield* Effect.all([
           sql`SELECT * FROM ${t.tasks} WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
             Effect.flatMap(rows.task.all)
           ),
-          sql`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE ${sql.and(filters)}`.pipe(Effect.flatMap(rows.count.single))
+          total
         ], { concurrency: 2 })
-        return { items: items.slice(0, limit), hasMore: items.length > limit, total: total.n }
+        return { items: items.slice(0, limit), hasMore: items.length > limit, total: n }
       }).pipe(persistence("list"))
 
     const claim: TaskStorage["Type"]["claim"] = (owner, limit, leaseMs) =>
@@ -446,9 +667,63 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         )
       }).pipe(persistence("claim"))
 
+    /**
+     * Applies a batch of steps (none with extra charges) in one statement: a fenced `UPDATE ... FROM` the batch's
+     * values. Answers the ids written.
+     */
+    const stepAll = (batch: ReadonlyArray<Stepping>) => {
+      const values = batch.map(({ fence, id, update }) =>
+        sql`(${id}, CAST(${fence} AS BIGINT), ${update.status ?? null}, CAST(${update.progress ?? null} AS ${REAL}), ${
+          update.upstreamJobId ?? null
+        }, CAST(${update.polled === true ? 1 : 0} AS INTEGER), CAST(${ms(update.nextRunAt)} AS BIGINT))`
+      )
+      return sql`WITH stepped (s_id, s_fence, s_status, s_progress, s_job, s_polled, s_next) AS (VALUES ${sql.csv(values)})
+        UPDATE ${t.tasks} SET status = COALESCE(stepped.s_status, status),
+          progress = COALESCE(stepped.s_progress, progress),
+          upstream_job_id = COALESCE(stepped.s_job, upstream_job_id),
+          polls = polls + stepped.s_polled,
+          next_run_at = CASE WHEN deadline_at < stepped.s_next THEN deadline_at ELSE stepped.s_next END,
+          lease_owner = NULL,
+          lease_expires_at = NULL
+        FROM stepped
+        WHERE ${t.tasks}.id = stepped.s_id AND ${t.tasks}.fence = stepped.s_fence AND lease_owner IS NOT NULL
+          AND ${ACTIVE}
+          AND (stepped.s_status IS NULL OR stepped.s_status <> 'queued' OR status IN ('pending', 'queued'))
+        RETURNING ${t.tasks}.id`.pipe(
+        Effect.map((written) => new Set(written.map((row) => String(row["id"])))),
+        persistence("step")
+      )
+    }
+
+    /**
+     * Steps without extra charges, batched: the steps made while a write is under way are applied together (a
+     * task twice in one batch: the later steps on their own); if that fails, each is applied on its own.
+     */
+    const stepping = yield* GroupCommit.make(maxBatch, (batch: ReadonlyArray<Stepping>) =>
+      Effect.gen(function*() {
+        const seen = new Set<string>()
+        const together: Array<Stepping> = []
+        for (const item of batch) {
+          if (seen.has(item.id)) continue
+          seen.add(item.id)
+          together.push(item)
+        }
+        const all = yield* Effect.exit(stepAll(together))
+        const joined = new Set(together)
+        const alone = (item: Stepping) => Effect.exit(Effect.map(stepAll([item]), (written) => written.has(item.id)))
+        return yield* Effect.forEach(batch, (item) => {
+          if (!joined.has(item)) return alone(item)
+          if (Exit.isSuccess(all)) return Effect.succeed(Exit.succeed(all.value.has(item.id)))
+          return together.length === 1 ? Effect.succeed(Exit.failCause(all.cause)) : alone(item)
+        })
+      }))
+
     const step: TaskStorage["Type"]["step"] = (id, fence, update) =>
       Effect.suspend(() => {
         if (!Number.isSafeInteger(fence)) return Effect.succeed(false)
+        const extra = extraCharges(update)
+        if (extra.length === 0) return stepping({ id, fence, update }).pipe(Effect.withSpan("task storage.step"))
+        // extra charges: charged with the step, in one transaction (a refusal rolls the step back)
         const nextRunAt = ms(update.nextRunAt)
         const set: Array<Fragment> = []
         if (update.status !== undefined) set.push(sql`status = ${update.status}`)
@@ -462,14 +737,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         )
         // running never goes back to queued
         const guard = update.status === "queued" ? sql.literal(`status IN ('pending', 'queued')`) : ACTIVE
-        const extra = extraCharges(update)
-        const write = sql`UPDATE ${t.tasks} SET ${sql.csv(set)}
-          WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${guard}
-          RETURNING account_id, key_id, environment`
-        if (extra.length === 0) return write.pipe(Effect.map((written) => written.length > 0))
-        // extra charges: charged with the step, in one transaction (a refusal rolls the step back)
         return sql.withTransaction(Effect.gen(function*() {
-          const written = yield* Effect.flatMap(write, rows.owner.first)
+          const written = yield* sql`UPDATE ${t.tasks} SET ${sql.csv(set)}
+            WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${guard}
+            RETURNING account_id, key_id, environment`.pipe(Effect.flatMap(rows.owner.first))
           if (Option.isNone(written)) return false
           const owner = written.value
           if (owner.environment !== "live") return true
@@ -479,33 +750,85 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           const total = extra.reduce((sum, charge) => sum + charge.amountMicros, 0)
           yield* sql`UPDATE ${t.tasks} SET charged_micros = charged_micros + ${total} WHERE id = ${id}`
           return true
-        }))
-      }).pipe(
-        persistence("step"),
-        Effect.tap((ok) => ok ? wake : Effect.void)
-      )
+        })).pipe(persistence("step"))
+      })
 
-    const finish: TaskStorage["Type"]["finish"] = (id, fence, outcome) =>
+    /**
+     * Ends the tasks of a batch of finishes in one transaction: one fenced `UPDATE ... FROM` the batch's values (the
+     * clock read once, inside it), the refunds, and one `INSERT` of every event. Answers the ended tasks by id.
+     */
+    const finishAll = (batch: ReadonlyArray<Finishing>) =>
       sql.withTransaction(Effect.gen(function*() {
-        if (!Number.isSafeInteger(fence)) return Option.none<TaskRecord>()
-        const now = yield* currentTime
-        const set: Array<Fragment> = [
-          sql`status = ${statusOfOutcome(outcome)}`,
-          sql`lease_owner = NULL`,
-          sql`lease_expires_at = NULL`,
-          sql`next_run_at = NULL`,
-          sql`completed_at = ${now}`
-        ]
-        if (outcome._tag === "Succeeded") set.push(sql`result = ${json(outcome.result)}`, sql`progress = 100`)
-        else if (outcome._tag === "Failed") set.push(sql`error = ${json(outcome.error)}`)
-        else set.push(sql`error = ${json({ code: "TASK_EXPIRED", message: "task did not finish before its deadline" })}`)
-        const ended = yield* sql`UPDATE ${t.tasks} SET ${sql.csv(set)}
-          WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${ACTIVE} RETURNING *`.pipe(
-          Effect.flatMap(rows.task.first)
+        const values = batch.map(({ fence, id, outcome, upstreamJobId }) =>
+          sql`(${id}, CAST(${fence} AS BIGINT), ${statusOfOutcome(outcome)}, ${
+            outcome._tag === "Succeeded" ? json(outcome.result) : null
+          }, ${
+            outcome._tag === "Failed" ? json(outcome.error) : outcome._tag === "Expired" ? expiredError : null
+          }, ${upstreamJobId ?? null})`
         )
-        if (Option.isNone(ended)) return Option.none<TaskRecord>()
-        return Option.some(yield* settle(ended.value, now))
+        const ended = yield* sql`${yield* withClock}, finished (f_id, f_fence, f_status, f_result, f_error, f_job) AS (
+            VALUES ${sql.csv(values)})
+          UPDATE ${t.tasks} SET status = finished.f_status, lease_owner = NULL, lease_expires_at = NULL,
+            next_run_at = NULL, completed_at = ${NOW},
+            result = COALESCE(finished.f_result, result),
+            error = COALESCE(finished.f_error, error),
+            progress = CASE WHEN finished.f_status = 'succeeded' THEN 100 ELSE progress END,
+            upstream_job_id = COALESCE(finished.f_job, upstream_job_id)
+          FROM finished
+          WHERE ${t.tasks}.id = finished.f_id AND ${t.tasks}.fence = finished.f_fence AND lease_owner IS NOT NULL
+            AND ${ACTIVE}
+          RETURNING ${pg ? sql`${t.tasks}.*` : sql.literal("*")}`.pipe(Effect.flatMap(rows.task.all))
+        const settled = new Map<string, TaskRecord>()
+        for (const task of ended) settled.set(task.id, yield* refund(task))
+        const events = batch.flatMap(({ id }) => {
+          const task = settled.get(id)
+          if (task === undefined) return []
+          const now = task.completedAt ?? 0
+          return [{
+            account_id: task.accountId,
+            task_id: task.id,
+            webhook_url: task.webhookUrl,
+            event: json(toEvent(task, Ids.eventId(now), now)),
+            created_at: now
+          }]
+        })
+        if (events.length > 0) yield* sql`INSERT INTO ${t.outbox} ${sql.insert(events)}`
+        return settled
       })).pipe(persistence("finish"))
+
+    /**
+     * Runs a batch of finishes: together in one transaction, each once. If the batch fails (a storage failure),
+     * each finish runs again on its own, so that one failure fails only its own call. Finishes that may owe a
+     * refund (failed, expired) run on their own unless billing is unmetered: a billing outside the storage's
+     * transaction (not on its SQL client) is never asked twice for a refund because another finish failed.
+     */
+    const finishBatch = (batch: ReadonlyArray<Finishing>) =>
+      Effect.gen(function*() {
+        // a task twice in one batch (two writers with the same fence): the later ones run on their own
+        const seen = new Set<string>()
+        const together: Array<Finishing> = []
+        for (const item of batch) {
+          if (!Number.isSafeInteger(item.fence) || seen.has(item.id)) continue
+          if (item.outcome._tag !== "Succeeded" && billing.unmetered !== true) continue
+          seen.add(item.id)
+          together.push(item)
+        }
+        const all = together.length === 0 ? Exit.succeed(new Map<string, TaskRecord>()) : yield* Effect.exit(finishAll(together))
+        const alone = (item: Finishing) =>
+          Effect.exit(Effect.map(finishAll([item]), (settled) => Option.fromNullable(settled.get(item.id))))
+        const joined = new Set(together)
+        return yield* Effect.forEach(batch, (item) => {
+          if (!Number.isSafeInteger(item.fence)) return Effect.succeed(Exit.succeed(Option.none<TaskRecord>()))
+          if (!joined.has(item)) return alone(item)
+          if (Exit.isSuccess(all)) return Effect.succeed(Exit.succeed(Option.fromNullable(all.value.get(item.id))))
+          return together.length === 1 ? Effect.succeed(Exit.failCause(all.cause)) : alone(item)
+        })
+      })
+
+    const finishing = yield* GroupCommit.make(maxBatch, finishBatch)
+
+    const finish: TaskStorage["Type"]["finish"] = (id, fence, outcome, options) =>
+      finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId }).pipe(Effect.withSpan("task storage.finish"))
 
     const cancel: TaskStorage["Type"]["cancel"] = (accountId, id) =>
       Effect.suspend((): Effect.Effect<CancelResult, SqlStore.StorageFailure | PersistenceError> => {
@@ -547,12 +870,14 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const markDue: TaskStorage["Type"]["markDue"] = (ids) =>
       Effect.suspend(() => {
         const valid = ids.filter((id) => !hasNul(id))
-        return valid.length === 0 ? Effect.void : sql.withTransaction(Effect.gen(function*() {
-          const due = yield* sql`${yield* withClock} UPDATE ${t.tasks}
-            SET next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${NOW} THEN ${NOW} ELSE next_run_at END
-            WHERE ${sql.in("id", valid)} AND ${ACTIVE} RETURNING id`
-          if (due.length > 0) yield* notify
-        }))
+        // due in creation order (`created_at`, or now if that is later): a task whose job is done goes before the
+        // tasks accepted after it, so that finishing keeps up while new tasks pour in; one statement, the wakeup of
+        // other processes on it (PostgreSQL: sent only when a task was made due)
+        const due = sql.literal(`CASE WHEN created_at < (SELECT now FROM clock) THEN created_at ELSE (SELECT now FROM clock) END`)
+        return valid.length === 0 ? Effect.void : Effect.flatMap(withClock, (clock) =>
+          sql`${clock} UPDATE ${t.tasks}
+            SET next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${due} THEN ${due} ELSE next_run_at END
+            WHERE ${sql.in("id", valid)} AND ${ACTIVE}${notifying}`)
       }).pipe(persistence("markDue"), Effect.zipRight(wake), Effect.asVoid)
 
     // the earliest due time: unleased tasks by `next_run_at` (due index), leased ones (lease index) once their
@@ -602,16 +927,15 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         sql`DELETE FROM ${t.idempotency} WHERE created_at < ${Math.floor(before)} RETURNING account_id`
       ).pipe(Effect.map((pruned) => pruned.length), persistence("pruneIdempotency"))
 
-    const remote: Stream.Stream<void> = Option.match(listener, {
-      onNone: () => Stream.empty,
-      onSome: (client) =>
-        client.listen(channel).pipe(
-          Stream.as<void>(undefined),
-          // a lost LISTEN connection is opened again; wakeups never fail
-          Stream.retry(Schedule.spaced("1 second")),
-          Stream.catchAll(() => Stream.empty)
-        )
-    })
+    // without a client that can LISTEN (SQLite), wakeups are local only (workers still poll)
+    const remote: Stream.Stream<void> = pg && canListen(client)
+      ? client.listen(channel).pipe(
+        Stream.as<void>(undefined),
+        // a lost LISTEN connection is opened again; wakeups never fail
+        Stream.retry(Schedule.spaced("1 second")),
+        Stream.catchAll(() => Stream.empty)
+      )
+      : Stream.empty
 
     const service: TaskStorage["Type"] = {
       now: persistence("now")(currentTime),
@@ -643,4 +967,4 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 export const layer = (
   options: SqlOptions = {}
 ): Layer.Layer<TaskStorage, SqlError | Migrator.MigrationError | PersistenceError, SqlClient.SqlClient | Billing> =>
-  Layer.effect(TaskStorage, make(options))
+  Layer.scoped(TaskStorage, make(options))

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { type Catalog, Money, type Task, type Webhook } from "@mediagate/contract"
+import { type Catalog, Money, Task, type Webhook } from "@mediagate/contract"
 import type { Refund } from "./Billing.js"
 
 /** A task as storage holds it. Times are epoch milliseconds; money is integer micro-dollars. */
@@ -93,8 +93,7 @@ export const fromNew = (task: NewTask): TaskRecord => ({
 export const activeStatuses: ReadonlyArray<Task.TaskStatus> = ["pending", "queued", "running"]
 
 /** Whether a status is terminal. */
-export const isTerminal = (status: Task.TaskStatus): boolean =>
-  status === "succeeded" || status === "failed" || status === "cancelled" || status === "expired"
+export const isTerminal = (status: Task.TaskStatus): boolean => Task.terminalStatuses.includes(status)
 
 /** Allowed transitions of the state machine. */
 export const transitions: Readonly<Record<Task.TaskStatus, ReadonlyArray<Task.TaskStatus>>> = {
@@ -135,21 +134,31 @@ export const refundFor = (task: TaskRecord, status: Task.TaskStatus): Refund | u
     : undefined
 }
 
-const iso = (ms: number | null) => ms === null ? null : new Date(ms).toISOString()
+const iso = (ms: number) => new Date(ms).toISOString()
+const isoOrNull = (ms: number | null) => ms === null ? null : iso(ms)
 
 /** Net charge in USD. */
 export const costOf = (task: TaskRecord): number => Money.fromMicros(task.chargedMicros - task.refundedMicros)
 
-/** The full task read of the API. */
-export const toTask = (task: TaskRecord): Task.Task => ({
+/** What every read of a task starts with. */
+const head = (task: TaskRecord) => ({
   id: task.id,
   type: task.mediaType,
   operation: task.operation,
   status: task.status,
   provider: task.provider,
-  model: task.model,
-  ...(task.status === "succeeded" && task.result !== null ? { result: task.result } : {}),
-  ...(task.error !== null ? { error: task.error } : {}),
+  model: task.model
+})
+
+/** The result (of a succeeded task) and the error a read carries. */
+const result = (task: TaskRecord) => task.status === "succeeded" && task.result !== null ? { result: task.result } : {}
+const error = (task: TaskRecord) => task.error !== null ? { error: task.error } : {}
+
+/** The full task read of the API. */
+export const toTask = (task: TaskRecord): Task.Task => ({
+  ...head(task),
+  ...result(task),
+  ...error(task),
   progress: task.progress,
   cost: costOf(task),
   input: task.input,
@@ -157,27 +166,30 @@ export const toTask = (task: TaskRecord): Task.Task => ({
   webhookUrl: task.webhookUrl,
   original_task_id: task.originalTaskId,
   estimated_seconds: task.estimatedSeconds,
-  created_at: iso(task.createdAt)!,
-  started_at: iso(task.startedAt),
-  completed_at: iso(task.completedAt)
+  created_at: iso(task.createdAt),
+  started_at: isoOrNull(task.startedAt),
+  completed_at: isoOrNull(task.completedAt)
 })
 
 /** An item of the API's task list. */
 export const toSummary = (task: TaskRecord): Task.TaskSummary => ({
-  id: task.id,
-  type: task.mediaType,
-  operation: task.operation,
-  status: task.status,
-  provider: task.provider,
-  model: task.model,
+  ...head(task),
   progress: task.progress,
   cost: costOf(task),
-  ...(task.error !== null ? { error: task.error } : {}),
+  ...error(task),
   original_task_id: task.originalTaskId,
-  created_at: iso(task.createdAt)!,
-  started_at: iso(task.startedAt),
-  completed_at: iso(task.completedAt),
+  created_at: iso(task.createdAt),
+  started_at: isoOrNull(task.startedAt),
+  completed_at: isoOrNull(task.completedAt),
   metadata: task.metadata
+})
+
+/** What both acknowledgements end with. */
+const ackTail = (task: TaskRecord) => ({
+  provider: task.provider,
+  model: task.model,
+  created_at: iso(task.createdAt),
+  estimated_seconds: task.estimatedSeconds
 })
 
 /** The creation acknowledgement of the API. */
@@ -185,10 +197,7 @@ export const toCreationAck = (task: TaskRecord): Task.CreationAck => ({
   id: task.id,
   status: "pending",
   type: task.operation,
-  provider: task.provider,
-  model: task.model,
-  created_at: iso(task.createdAt)!,
-  estimated_seconds: task.estimatedSeconds
+  ...ackTail(task)
 })
 
 /** The retry acknowledgement of the API. */
@@ -198,10 +207,7 @@ export const toRetryAck = (task: TaskRecord): Task.RetryAck => ({
   status: "pending",
   type: task.mediaType,
   operation: task.operation,
-  provider: task.provider,
-  model: task.model,
-  created_at: iso(task.createdAt)!,
-  estimated_seconds: task.estimatedSeconds
+  ...ackTail(task)
 })
 
 const eventTypes: Partial<Record<Task.TaskStatus, Webhook.EventType>> = {
@@ -223,10 +229,10 @@ export const toEvent = (task: TaskRecord, id: string, now: number): Webhook.Webh
       status: task.status,
       provider: task.provider,
       model: task.model,
-      created_at: iso(task.createdAt)!,
-      completed_at: iso(task.completedAt),
-      ...(task.status === "succeeded" && task.result !== null ? { result: task.result } : {}),
-      ...(task.error !== null ? { error: task.error } : {}),
+      created_at: iso(task.createdAt),
+      completed_at: isoOrNull(task.completedAt),
+      ...result(task),
+      ...error(task),
       ...(Object.keys(task.metadata).length > 0 ? { metadata: task.metadata } : {})
     }
   }

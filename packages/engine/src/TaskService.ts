@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { type Catalog, Errors, type Generation, type Security, Services, Task } from "@mediagate/contract"
+import { Catalog, Errors, type Generation, type Security, Services, Task, Tracing } from "@mediagate/contract"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Encoding from "effect/Encoding"
@@ -74,7 +74,7 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const plan = yield* planner.plan(endpoint, request)
       const now = yield* Clock.currentTimeMillis
-      const [provider, operation] = endpoint.split("/") as [Catalog.TaskFamily, Catalog.Operation]
+      const [provider, operation] = Catalog.partsOf(endpoint)
       const charged = principal.environment === "test" ? 0 : plan.priceMicros
       const task: NewTask = {
         id: Ids.taskId(now),
@@ -108,31 +108,31 @@ export const make = Effect.gen(function*() {
       return result.task
     })
 
+  const noClaim: Effect.Effect<IdempotencyClaim | undefined> = Effect.succeed(undefined)
   const claimOf = (principal: Security.Principal, key: string | undefined, parts: ReadonlyArray<unknown>) =>
-    Effect.map(Clock.currentTimeMillis, (now): IdempotencyClaim | undefined =>
-      key === undefined ? undefined : {
-        key,
-        fingerprint: fingerprint([principal.environment, ...parts]),
-        notBefore: now - idempotencyWindowMs
-      })
+    key === undefined ? noClaim : Effect.map(Clock.currentTimeMillis, (now): IdempotencyClaim | undefined => ({
+      key,
+      fingerprint: fingerprint([principal.environment, ...parts]),
+      notBefore: now - idempotencyWindowMs
+    }))
 
   const findTask = (principal: Security.Principal, id: string) =>
     Effect.flatMap(storage.get(principal.accountId, id), (task) =>
       Option.isSome(task) ? Effect.succeed(task.value) : Effect.fail(notFound(id)))
 
+  // the spans of the hot paths, made once
+  const createSpan = Tracing.span("TaskService.create")
+  const getSpan = Tracing.span("TaskService.get")
+
   const service: Services.TaskService["Type"] = {
     create: (principal, command) =>
-      Effect.gen(function*() {
-        const claim = yield* claimOf(principal, command.idempotencyKey, [command.endpoint, command.request])
-        const task = yield* accept(principal, command.endpoint, command.request, null, claim)
-        return toCreationAck(task)
-      }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("TaskService.create")),
+      Effect.flatMap(
+        claimOf(principal, command.idempotencyKey, [command.endpoint, command.request]),
+        (claim) => Effect.map(accept(principal, command.endpoint, command.request, null, claim), toCreationAck)
+      ).pipe(Effect.catchTag("PersistenceError", unavailable), createSpan),
 
     get: (principal, id) =>
-      Effect.flatMap(findTask(principal, id), present).pipe(
-        Effect.catchTag("PersistenceError", unavailable),
-        Effect.withSpan("TaskService.get")
-      ),
+      Effect.flatMap(findTask(principal, id), present).pipe(Effect.catchTag("PersistenceError", unavailable), getSpan),
 
     list: (principal, query) =>
       Effect.gen(function*() {
@@ -157,7 +157,7 @@ export const make = Effect.gen(function*() {
             total: page.total
           }
         }
-      }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("TaskService.list")),
+      }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("TaskService.list")),
 
     retry: (principal, id, idempotencyKey) =>
       Effect.gen(function*() {
@@ -169,14 +169,14 @@ export const make = Effect.gen(function*() {
         }
         const request: Generation.AnyGenerationRequest = {
           model: original.model,
-          input: original.input as Record<string, unknown>,
+          input: original.input,
           ...(original.webhookUrl === null ? {} : { webhookUrl: original.webhookUrl }),
           ...(Object.keys(original.metadata).length === 0 ? {} : { metadata: original.metadata })
         }
         const claim = yield* claimOf(principal, idempotencyKey, ["retry", id])
         const task = yield* accept(principal, original.endpoint, request, original.id, claim)
         return toRetryAck(task)
-      }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("TaskService.retry")),
+      }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("TaskService.retry")),
 
     cancel: (principal, id) =>
       Effect.gen(function*() {
@@ -197,7 +197,7 @@ export const make = Effect.gen(function*() {
             return toTask(result.task)
           }
         }
-      }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("TaskService.cancel")),
+      }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("TaskService.cancel")),
 
     providerOf: (principal, id) =>
       Effect.map(

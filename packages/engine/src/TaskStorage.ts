@@ -10,9 +10,10 @@
  *
  * @since 0.1.0
  */
-import { Errors, type Task, type Webhook } from "@mediagate/contract"
+import { Errors, Task, type Webhook } from "@mediagate/contract"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
+import * as MemoryStore from "@mediagate/persistence/MemoryStore"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -89,6 +90,12 @@ export interface StepUpdate {
   readonly charges?: ReadonlyArray<ExtraCharge>
 }
 
+/** What a finish records besides the outcome. */
+export interface FinishOptions {
+  /** The upstream job of the task, when the worker has not recorded it yet. */
+  readonly upstreamJobId?: string | undefined
+}
+
 /** A charge on top of a task's price. */
 export interface ExtraCharge {
   readonly amountMicros: number
@@ -154,11 +161,14 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
   /**
    * Ends a task (succeeded, failed, expired) if `fence` still holds (as for `step`): terminal state, refund of failed and expired
    * tasks, and the outbox event, in one transaction. Answers the terminal task, or none when the fence was lost.
+   * `options.upstreamJobId` records the upstream job with the outcome (a job submitted and finished under one
+   * claim). SQL storage commits concurrent finishes together (one transaction for a burst; see `SqlTaskStorage`).
    */
   readonly finish: (
     id: string,
     fence: number,
-    outcome: Outcome
+    outcome: Outcome,
+    options?: FinishOptions
   ) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
   /** Cancels a `pending` or `queued` task of an account: state, refund and outbox event in one transaction. */
   readonly cancel: (accountId: string, id: string) => Effect.Effect<CancelResult, PersistenceError>
@@ -166,7 +176,10 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
   readonly heartbeat: (owner: string, leaseMs: number) => Effect.Effect<number, PersistenceError>
   /** Releases every lease `owner` holds, due at once (graceful shutdown); answers how many. */
   readonly releaseAll: (owner: string) => Effect.Effect<number, PersistenceError>
-  /** Makes active tasks due now (their upstream reported a change). */
+  /**
+   * Makes active tasks due now (their upstream reported a change), in creation order: `nextRunAt` becomes the
+   * task's `createdAt` (now, if that is later), so that claims take them before the tasks accepted after them.
+   */
   readonly markDue: (ids: ReadonlyArray<string>) => Effect.Effect<void, PersistenceError>
   /**
    * When an active task is next due: its `nextRunAt`, or, while it is leased, the later of that and its lease
@@ -181,7 +194,10 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
   readonly readOutbox: (cursor: string | undefined, limit: number) => Effect.Effect<OutboxPage, PersistenceError>
   /** Forgets idempotency records created before `before` (epoch ms); answers how many. */
   readonly pruneIdempotency: (before: number) => Effect.Effect<number, PersistenceError>
-  /** Signals that work may be due (a task accepted or made due, here or in another process). */
+  /**
+   * Signals that work may be due (a task accepted, made due or handed back, here or in another process). A step
+   * does not signal: the worker that wrote it knows when its task is due again.
+   */
   readonly wakeups: Stream.Stream<void>
 }>() {}
 
@@ -210,9 +226,8 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
     const holds = (task: TaskRecord | undefined, fence: number): task is TaskRecord =>
       task !== undefined && task.fence === fence && task.leaseOwner !== null && !isTerminal(task.status)
 
-    const put = (task: TaskRecord) => {
-      tasks.set(task.id, task)
-    }
+    /** Whether a task is active and leased by `owner`. */
+    const leasedBy = (owner: string) => (task: TaskRecord) => task.leaseOwner === owner && !isTerminal(task.status)
 
     const appendEvent = (task: TaskRecord, now: number) => {
       outbox.push({
@@ -239,7 +254,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           nextRunAt: null,
           completedAt: now
         }
-        put(ended)
+        tasks.set(ended.id, ended)
         appendEvent(ended, now)
         return ended
       })
@@ -260,7 +275,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           }
           if (charge !== undefined && charge.amountMicros > 0) yield* billing.charge(charge)
           const stored = fromNew(task)
-          put(stored)
+          tasks.set(stored.id, stored)
           const ids = byAccount.get(task.accountId) ?? []
           ids.push(task.id)
           byAccount.set(task.accountId, ids)
@@ -302,12 +317,10 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
         }),
       claim: (owner, limit, leaseMs) =>
         transaction(Effect.map(Clock.currentTimeMillis, (now) => {
-          const due: Array<TaskRecord> = []
-          for (const task of tasks.values()) {
-            if (!activeStatuses.includes(task.status) || task.nextRunAt === null || task.nextRunAt > now) continue
-            if (task.leaseExpiresAt !== null && task.leaseExpiresAt > now) continue
-            due.push(task)
-          }
+          const due = [...tasks.values()].filter((task) =>
+            activeStatuses.includes(task.status) && task.nextRunAt !== null && task.nextRunAt <= now &&
+            (task.leaseExpiresAt === null || task.leaseExpiresAt <= now)
+          )
           due.sort((a, b) => a.nextRunAt! - b.nextRunAt! || (a.id < b.id ? -1 : 1))
           return due.slice(0, limit).map((task) => {
             const claimed: TaskRecord = {
@@ -318,7 +331,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
               leaseExpiresAt: now + leaseMs,
               startedAt: task.startedAt ?? now
             }
-            put(claimed)
+            tasks.set(claimed.id, claimed)
             return claimed
           })
         })),
@@ -331,7 +344,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           for (const charge of extra) {
             yield* billing.charge({ accountId: task.accountId, keyId: task.keyId, taskId: task.id, ...charge })
           }
-          put({
+          tasks.set(task.id, {
             ...task,
             ...(update.status === undefined ? {} : { status: update.status }),
             ...(update.progress === undefined ? {} : { progress: update.progress }),
@@ -343,8 +356,8 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
             leaseExpiresAt: null
           })
           return true
-        })).pipe(Effect.tap((ok) => ok ? wake : Effect.void)),
-      finish: (id, fence, outcome) =>
+        })),
+      finish: (id, fence, outcome, options) =>
         transaction(Effect.gen(function*() {
           const task = tasks.get(id)
           if (!holds(task, fence)) return Option.none()
@@ -354,46 +367,37 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
             : outcome._tag === "Failed"
             ? { error: outcome.error }
             : { error: { code: "TASK_EXPIRED", message: "task did not finish before its deadline" } }
-          return Option.some(yield* terminate(task, statusOfOutcome(outcome), patch, now))
+          const job = options?.upstreamJobId === undefined ? {} : { upstreamJobId: options.upstreamJobId }
+          return Option.some(yield* terminate(task, statusOfOutcome(outcome), { ...patch, ...job }, now))
         })),
       cancel: (accountId, id) =>
         transaction(Effect.gen(function*() {
           const task = tasks.get(id)
           if (task === undefined || task.accountId !== accountId) return { _tag: "NotFound" } as const
-          if (task.status !== "pending" && task.status !== "queued") {
+          if (!Task.cancellableStatuses.includes(task.status)) {
             return { _tag: "NotCancellable", status: task.status } as const
           }
           const cancelled = yield* terminate(task, "cancelled", { fence: task.fence + 1 }, yield* Clock.currentTimeMillis)
           return { _tag: "Cancelled", task: cancelled } as const
         })),
       heartbeat: (owner, leaseMs) =>
-        transaction(Effect.map(Clock.currentTimeMillis, (now) => {
-          let count = 0
-          for (const task of tasks.values()) {
-            if (task.leaseOwner === owner && !isTerminal(task.status)) {
-              put({ ...task, leaseExpiresAt: now + leaseMs })
-              count++
-            }
-          }
-          return count
-        })),
+        transaction(Effect.map(Clock.currentTimeMillis, (now) =>
+          MemoryStore.updateWhere(tasks, leasedBy(owner), (task) => ({ ...task, leaseExpiresAt: now + leaseMs })))),
       releaseAll: (owner) =>
-        transaction(Effect.map(Clock.currentTimeMillis, (now) => {
-          let count = 0
-          for (const task of tasks.values()) {
-            if (task.leaseOwner === owner && !isTerminal(task.status)) {
-              put({ ...task, leaseOwner: null, leaseExpiresAt: null, nextRunAt: Math.min(task.nextRunAt ?? now, now) })
-              count++
-            }
-          }
-          return count
-        })).pipe(Effect.tap(() => wake)),
+        transaction(Effect.map(Clock.currentTimeMillis, (now) =>
+          MemoryStore.updateWhere(tasks, leasedBy(owner), (task) => ({
+            ...task,
+            leaseOwner: null,
+            leaseExpiresAt: null,
+            nextRunAt: Math.min(task.nextRunAt ?? now, now)
+          })))).pipe(Effect.tap(() => wake)),
       markDue: (ids) =>
         transaction(Effect.map(Clock.currentTimeMillis, (now) => {
           for (const id of ids) {
             const task = tasks.get(id)
             if (task === undefined || isTerminal(task.status)) continue
-            put({ ...task, nextRunAt: Math.min(task.nextRunAt ?? now, now) })
+            // due in creation order: before the tasks accepted after it
+            tasks.set(task.id, { ...task, nextRunAt: Math.min(task.nextRunAt ?? now, task.createdAt, now) })
           }
         })).pipe(Effect.zipRight(wake)),
       nextDueAt: Effect.map(Clock.currentTimeMillis, (now) => {
@@ -414,16 +418,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           return { entries, cursor: String(after + entries.length) }
         }),
       pruneIdempotency: (before) =>
-        transaction(Effect.sync(() => {
-          let count = 0
-          for (const [slot, record] of idempotency) {
-            if (record.createdAt < before) {
-              idempotency.delete(slot)
-              count++
-            }
-          }
-          return count
-        })),
+        transaction(Effect.sync(() => MemoryStore.deleteWhere(idempotency, (record) => record.createdAt < before))),
       wakeups: Stream.fromPubSub(signals)
     }
     return service

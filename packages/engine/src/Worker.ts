@@ -12,6 +12,7 @@
  *
  * @since 0.1.0
  */
+import * as Arr from "effect/Array"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -28,26 +29,26 @@ import { hostname } from "node:os"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { Outcome, TaskRecord } from "./TaskRecord.js"
 import { idempotencyWindowMs } from "./TaskService.js"
-import { TaskStorage } from "./TaskStorage.js"
-import { type JobState, Upstream, type UpstreamError } from "./Upstream.js"
+import { type StepUpdate, TaskStorage } from "./TaskStorage.js"
+import { type JobState, Upstream } from "./Upstream.js"
 
 /** Worker settings. */
 export interface WorkerOptions {
   /** Steps one process runs at once; `0` runs no worker (an API-only node). Default 32. */
   readonly concurrency?: number
   /** Lease of a claimed task. Default 30 s. */
-  readonly leaseMs?: number
+  readonly lease?: Duration.DurationInput
   /** Longest idle wait before looking for due work again (the backstop). Default 1 s. */
-  readonly idleMs?: number
+  readonly idle?: Duration.DurationInput
   /**
    * Delay before the n-th upstream poll of a task (n from 0). Default: {@link defaultPollDelayMs}, or
    * {@link safetyNetPollDelayMs} when the upstream notifies every change.
    */
-  readonly pollDelayMs?: (polls: number, task: TaskRecord) => number
+  readonly pollDelay?: (polls: number, task: TaskRecord) => Duration.DurationInput
   /** Delay before retrying a failed upstream call. Default 2 s × 2ⁿ, at most 60 s. */
-  readonly retryDelayMs?: (attempt: number) => number
+  readonly retryDelay?: (attempt: number) => Duration.DurationInput
   /** How long shutdown waits for running steps before releasing their leases. Default 10 s. */
-  readonly shutdownGraceMs?: number
+  readonly shutdownGrace?: Duration.DurationInput
   /** This worker's name in leases. Default `<host>:<pid>:<ulid>`. */
   readonly owner?: string
 }
@@ -61,73 +62,107 @@ export const defaultPollDelayMs = (polls: number, task: TaskRecord): number =>
     ? Math.min(30_000, Math.max(1000, Math.round(task.estimatedSeconds * 800)))
     : Math.min(15_000, Math.round(1000 * 1.5 ** (polls - 1)))
 
-/** Poll schedule when the upstream reports every change: a safety net of 10 s, 20 s, ... at most 60 s. */
-export const safetyNetPollDelayMs = (polls: number): number => Math.min(60_000, 10_000 * 2 ** polls)
+/**
+ * Poll schedule when the upstream reports every change, a safety net for lost callbacks (a restart): the first poll
+ * once the job should be done (1.25 × the task's estimate, from 10 s to 60 s), then 20 s, 40 s, ... at most 60 s.
+ */
+export const safetyNetPollDelayMs = (polls: number, task?: TaskRecord): number =>
+  polls === 0
+    ? Math.min(60_000, Math.max(10_000, Math.round((task?.estimatedSeconds ?? 0) * 1250)))
+    : Math.min(60_000, 10_000 * 2 ** polls)
 
 /** Default retry backoff after a failed upstream call: 2 s, 4 s, ... at most 60 s. */
 export const defaultRetryDelayMs = (attempt: number): number => Math.min(60_000, 2000 * 2 ** attempt)
 
-/** Runs one step of a claimed task. Exported for tests; the worker runs it for every claim. */
-export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, "pollDelayMs" | "retryDelayMs">>) =>
+/**
+ * Runs one step of a claimed task. Exported for tests; the worker runs it for every claim.
+ *
+ * A submit whose first poll is due at once (a poll delay of 0) polls under the same claim, and records the job
+ * with what the poll told (progress and the next poll, or the end of the task) in one storage write.
+ */
+export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, "pollDelay" | "retryDelay">>) =>
   Effect.gen(function*() {
     const storage = yield* TaskStorage
     const upstream = yield* Upstream
     const now = yield* Clock.currentTimeMillis
-    const finish = (outcome: Outcome) => Effect.asVoid(storage.finish(task.id, task.fence, outcome))
 
     if (now >= task.deadlineAt) {
       if (task.upstreamJobId !== null) yield* upstream.cancel(task, task.upstreamJobId)
-      return yield* finish({ _tag: "Expired" })
+      return yield* Effect.asVoid(storage.finish(task.id, task.fence, { _tag: "Expired" }))
     }
 
-    const onUpstreamError = (error: UpstreamError) =>
-      error.retryable
+    /** Polls the job and records what it tells; `submitted`: a job this claim submitted and has not recorded yet. */
+    const poll = (jobId: string, submitted: boolean) =>
+      Effect.gen(function*() {
+        const record = submitted ? { upstreamJobId: jobId } : {}
+        const step = (update: StepUpdate) => storage.step(task.id, task.fence, { ...record, ...update })
+        const finish = (outcome: Outcome) =>
+          Effect.map(storage.finish(task.id, task.fence, outcome, record), Option.isSome)
+        const polled = yield* Effect.either(upstream.poll(task, jobId))
+        if (polled._tag === "Left") {
+          const error = polled.left
+          return yield* error.retryable
+            ? step({ nextRunAt: now + Duration.toMillis(options.retryDelay(task.polls)), polled: true })
+            : finish({ _tag: "Failed", error: { code: error.code ?? "PROVIDER_ERROR", message: error.message } })
+        }
+        const state: JobState = polled.right
+        const next = now + Duration.toMillis(options.pollDelay(task.polls + 1, task))
+        switch (state._tag) {
+          case "Queued":
+            return yield* step({ nextRunAt: next, polled: true })
+          case "Running":
+            return yield* step({
+              status: "running",
+              progress: Math.max(0, Math.min(99, state.progress)),
+              nextRunAt: next,
+              polled: true
+            })
+          case "Succeeded":
+            return yield* finish({ _tag: "Succeeded", result: state.result })
+          case "Failed":
+            return yield* finish({ _tag: "Failed", error: { code: state.code, message: state.message } })
+        }
+      })
+
+    if (task.upstreamJobId !== null) return yield* Effect.asVoid(poll(task.upstreamJobId, false))
+
+    const submitted = yield* Effect.either(upstream.submit(task))
+    if (submitted._tag === "Left") {
+      const error = submitted.left
+      return yield* error.retryable
         ? Effect.asVoid(storage.step(task.id, task.fence, {
-          nextRunAt: now + options.retryDelayMs(task.polls),
+          nextRunAt: now + Duration.toMillis(options.retryDelay(task.polls)),
           polled: true
         }))
-        : finish({ _tag: "Failed", error: { code: error.code ?? "PROVIDER_ERROR", message: error.message } })
-
-    if (task.upstreamJobId === null) {
-      const submitted = yield* Effect.either(upstream.submit(task))
-      if (submitted._tag === "Left") return yield* onUpstreamError(submitted.left)
-      const jobId = submitted.right.jobId
-      const recorded = yield* Effect.either(storage.step(task.id, task.fence, {
+        : Effect.asVoid(storage.finish(task.id, task.fence, {
+          _tag: "Failed",
+          error: { code: error.code ?? "PROVIDER_ERROR", message: error.message }
+        }))
+    }
+    const jobId = submitted.right.jobId
+    const charges = submitted.right.charges ?? []
+    const firstPoll = Duration.toMillis(options.pollDelay(0, task))
+    // the first poll is due at once and nothing is to be charged: poll now, record the job with its answer
+    const recorded = firstPoll <= 0 && charges.length === 0
+      ? yield* poll(jobId, true)
+      : yield* Effect.either(storage.step(task.id, task.fence, {
         upstreamJobId: jobId,
-        nextRunAt: now + options.pollDelayMs(0, task),
-        ...(submitted.right.charges === undefined ? {} : { charges: submitted.right.charges })
-      }))
-      if (recorded._tag === "Left") {
-        const error = recorded.left
-        if (error._tag === "PersistenceError") return yield* Effect.fail(error)
-        // the account cannot pay what the task turned out to cost: the job is not wanted, the task fails (refunded)
-        yield* upstream.cancel(task, jobId)
-        return yield* finish({ _tag: "Failed", error: { code: error.code, message: error.message } })
-      }
-      // cancelled (or taken over) while submitting: the job is nobody's now
-      if (!recorded.right) yield* upstream.cancel(task, jobId)
-      return
-    }
-
-    const polled = yield* Effect.either(upstream.poll(task, task.upstreamJobId))
-    if (polled._tag === "Left") return yield* onUpstreamError(polled.left)
-    const state: JobState = polled.right
-    const next = now + options.pollDelayMs(task.polls + 1, task)
-    switch (state._tag) {
-      case "Queued":
-        return yield* Effect.asVoid(storage.step(task.id, task.fence, { nextRunAt: next, polled: true }))
-      case "Running":
-        return yield* Effect.asVoid(storage.step(task.id, task.fence, {
-          status: "running",
-          progress: Math.max(0, Math.min(99, state.progress)),
-          nextRunAt: next,
-          polled: true
-        }))
-      case "Succeeded":
-        return yield* finish({ _tag: "Succeeded", result: state.result })
-      case "Failed":
-        return yield* finish({ _tag: "Failed", error: { code: state.code, message: state.message } })
-    }
+        nextRunAt: now + firstPoll,
+        ...(charges.length === 0 ? {} : { charges })
+      })).pipe(
+        Effect.flatMap((written) => {
+          if (written._tag === "Right") return Effect.succeed(written.right)
+          const error = written.left
+          if (error._tag === "PersistenceError") return Effect.fail(error)
+          // the account cannot pay what the task turned out to cost: the job is not wanted, the task fails (refunded)
+          return Effect.zipRight(
+            upstream.cancel(task, jobId),
+            Effect.as(storage.finish(task.id, task.fence, { _tag: "Failed", error: { code: error.code, message: error.message } }), true)
+          )
+        })
+      )
+    // cancelled (or taken over) while submitting: the job is nobody's now
+    if (!recorded) yield* upstream.cancel(task, jobId)
   })
 
 /** Runs the worker until the scope closes. Needs the storage and the upstream. */
@@ -137,17 +172,55 @@ export const run = (options: WorkerOptions = {}) =>
     if (concurrency <= 0) return
     const storage = yield* TaskStorage
     const upstream = yield* Upstream
-    const leaseMs = options.leaseMs ?? 30_000
-    const idleMs = options.idleMs ?? 1000
+    const leaseMs = Duration.toMillis(options.lease ?? "30 seconds")
+    const idleMs = Duration.toMillis(options.idle ?? "1 second")
     const owner = options.owner ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
     const stepOptions = {
-      pollDelayMs: options.pollDelayMs ?? (upstream.notifiesChanges ? safetyNetPollDelayMs : defaultPollDelayMs),
-      retryDelayMs: options.retryDelayMs ?? defaultRetryDelayMs
+      pollDelay: options.pollDelay ?? (upstream.notifiesChanges ? safetyNetPollDelayMs : defaultPollDelayMs),
+      retryDelay: options.retryDelay ?? defaultRetryDelayMs
     }
     const pokes = yield* Queue.sliding<void>(1)
     const poke = Queue.offer(pokes, undefined)
     const steps = yield* FiberSet.make<void, never>()
     let running = 0
+    /** The last claim took every free slot (or none was free): more work may be due as soon as a step ends. */
+    let full = false
+    /** When the idle dispatcher looks for work again unless woken (epoch ms); -Infinity while it is not waiting. */
+    let wakeAt = -Infinity
+    /**
+     * When work is next due as far as this worker knows (Infinity: nothing active): the storage's last answer,
+     * lowered by the next runs this worker's steps wrote since; and when the storage was asked.
+     */
+    let known: { readonly at: number; due: number } | undefined
+    /** The earliest next run this worker's steps wrote while the storage was being asked. */
+    let stepsDue = Infinity
+    /** The earliest next run this worker's steps wrote since the last claim began (that claim may have missed it). */
+    let dueSinceClaim = Infinity
+    /** Deadlines of the tasks whose steps run (storage never schedules a task beyond its deadline). */
+    const deadlines = new Map<string, number>()
+    /**
+     * Ask the storage when work is next due at most this often while a known due time has passed (under load the
+     * dispatcher is woken faster than that, and claims find the due work anyway).
+     */
+    const recheckMs = Math.min(100, Math.max(10, Math.floor(idleMs / 4)))
+
+    /**
+     * The storage as steps see it: a step that schedules its task before the idle dispatcher's next look wakes it;
+     * one written while the dispatcher is busy is remembered for its next wait.
+     */
+    const stepStorage: TaskStorage["Type"] = {
+      ...storage,
+      step: (id, fence, update) =>
+        Effect.tap(storage.step(id, fence, update), (written) =>
+          Effect.suspend(() => {
+            if (!written) return Effect.void
+            const at = Math.min(update.nextRunAt, deadlines.get(id) ?? Infinity)
+            stepsDue = Math.min(stepsDue, at)
+            dueSinceClaim = Math.min(dueSinceClaim, at)
+            if (known !== undefined) known.due = Math.min(known.due, at)
+            return at < wakeAt ? poke : Effect.void
+          }))
+    }
 
     yield* Effect.forkScoped(Stream.runForEach(storage.wakeups, () => poke))
     // upstream callbacks, batched: a burst of finished jobs costs one storage write
@@ -170,40 +243,73 @@ export const run = (options: WorkerOptions = {}) =>
     // heartbeat does not keep an orphaned lease alive
     const handBack = (task: TaskRecord) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        storage.step(task.id, task.fence, { nextRunAt: now + stepOptions.retryDelayMs(0), polled: true })).pipe(
+        stepStorage.step(task.id, task.fence, { nextRunAt: now + Duration.toMillis(stepOptions.retryDelay(0)), polled: true })).pipe(
           Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.upTo(Duration.millis(leaseMs)))),
           Effect.ignore
         )
 
     const step = (task: TaskRecord) =>
       runStep(task, stepOptions).pipe(
-        Effect.provideService(TaskStorage, storage),
+        Effect.provideService(TaskStorage, stepStorage),
         Effect.provideService(Upstream, upstream),
         Effect.catchAllCause((cause) =>
           Effect.zipRight(Effect.logError(`step of ${task.id} failed`, cause), handBack(task))
         ),
         Effect.withSpan("Worker.step", { attributes: { taskId: task.id, status: task.status } }),
-        Effect.ensuring(Effect.zipRight(Effect.sync(() => running--), poke))
+        // a step's end frees a slot; it brings no new work unless the dispatcher is waiting for a slot (a step that
+        // schedules its task soon wakes the dispatcher through `stepStorage`)
+        Effect.ensuring(Effect.suspend(() => {
+          running--
+          deadlines.delete(task.id)
+          return full ? poke : Effect.void
+        }))
       )
 
+    /** Waits for a wakeup, or until work is due: by the storage's answer, this worker's steps, or the idle backstop. */
     const idle = Effect.gen(function*() {
+      // a wakeup already waiting, or a step that made its task due after the last claim began: look again at once
+      if (Option.isSome(yield* Queue.poll(pokes))) return
       const now = yield* Clock.currentTimeMillis
-      const due = yield* storage.nextDueAt.pipe(Effect.orElseSucceed(() => Option.none<number>()))
-      const wait = Option.match(due, { onNone: () => idleMs, onSome: (at) => Math.min(idleMs, Math.max(0, at - now)) })
+      if (dueSinceClaim <= now) return
+      // ask the storage at most every `idle` (the backstop: other processes' work), and when the known due time
+      // has passed (the work was claimed, or is due), at most every `recheckMs`
+      if (known === undefined || now - known.at >= idleMs || (known.due <= now && now - known.at >= recheckMs)) {
+        stepsDue = Infinity
+        const due = yield* storage.nextDueAt.pipe(Effect.orElseSucceed(() => Option.none<number>()))
+        const at = yield* Clock.currentTimeMillis
+        known = yield* Effect.sync(() => ({ at, due: Math.min(Option.getOrElse(due, () => Infinity), stepsDue) }))
+        // work due already (it became due after the claim): claim it; asked again only after `recheckMs`
+        if (known.due <= at) return
+      }
+      const last = known
+      // computed and published at once: a step ending from here on wakes the dispatcher if it is due earlier
+      const planned = yield* Effect.sync(() => {
+        wakeAt = Math.min(last.at + idleMs, last.due > now ? last.due : last.at + recheckMs)
+        return wakeAt
+      })
+      const wait = planned - (yield* Clock.currentTimeMillis)
       if (wait > 0) yield* Effect.race(Queue.take(pokes), Effect.sleep(Duration.millis(wait)))
-    })
+    }).pipe(Effect.ensuring(Effect.sync(() => {
+      wakeAt = -Infinity
+    })))
 
     const dispatch = Effect.gen(function*() {
       const free = concurrency - running
-      if (free <= 0) return yield* Queue.take(pokes)
+      if (free <= 0) {
+        full = true
+        return yield* Queue.take(pokes)
+      }
+      dueSinceClaim = Infinity
       const claimed = yield* storage.claim(owner, free, leaseMs).pipe(
-        Effect.catchAll((error) => Effect.as(Effect.logError("claim failed", error), [] as ReadonlyArray<TaskRecord>))
+        Effect.catchAll((error) => Effect.as(Effect.logError("claim failed", error), Arr.empty<TaskRecord>()))
       )
+      full = claimed.length >= free
       for (const task of claimed) {
         running++
+        deadlines.set(task.id, task.deadlineAt)
         yield* FiberSet.run(steps, step(task))
       }
-      if (claimed.length < free) yield* idle
+      if (!full) yield* idle
     })
 
     // housekeeping: forget idempotency records past their window
@@ -222,7 +328,7 @@ export const run = (options: WorkerOptions = {}) =>
         yield* Fiber.interrupt(dispatcher)
         // finalizers run uninterruptibly: the wait must be made interruptible for the grace period to cut it short
         yield* Effect.interruptible(FiberSet.awaitEmpty(steps)).pipe(
-          Effect.timeout(Duration.millis(options.shutdownGraceMs ?? 10_000)),
+          Effect.timeout(options.shutdownGrace ?? "10 seconds"),
           Effect.ignore
         )
         yield* FiberSet.clear(steps)

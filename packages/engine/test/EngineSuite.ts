@@ -5,6 +5,7 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Errors, Services } from "@mediagate/contract"
 import type * as Security from "@mediagate/contract/Security"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -52,21 +53,27 @@ export const awaitTerminal = (ids: ReadonlyArray<string>, timeoutMs = 10_000) =>
 
 export const engineSuite = (name: string, backend: EngineBackend) =>
   describe(`engine: ${name}`, () => {
-    const setup = (options: { durationMs?: number; timeoutMs?: number; concurrency?: number; callbacks?: boolean } = {}) => {
+    const setup = (options: {
+      durationMs?: number
+      timeout?: Duration.DurationInput
+      concurrency?: number
+      callbacks?: boolean
+      pollDelay?: Duration.DurationInput
+    } = {}) => {
       const billing = makeRecordingBilling()
       const upstream = makeFakeUpstream({ durationMs: options.durationMs ?? 60, callbacks: options.callbacks ?? true })
       const storage = backend(billing.layer)
       const layer = Worker.layer({
         concurrency: options.concurrency ?? 16,
-        leaseMs: 2000,
-        idleMs: 200,
-        pollDelayMs: () => 25,
-        retryDelayMs: () => 25,
-        shutdownGraceMs: 1000
+        lease: "2 seconds",
+        idle: "200 millis",
+        pollDelay: () => options.pollDelay ?? "25 millis",
+        retryDelay: () => "25 millis",
+        shutdownGrace: "1 second"
       }).pipe(
         Layer.provideMerge(TaskService.layer),
         Layer.provide(ResultLinks.layerAsStored),
-        Layer.provideMerge(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeoutMs: options.timeoutMs ?? 60_000 })),
+        Layer.provideMerge(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeout: options.timeout ?? "1 minute" })),
         Layer.provideMerge(storage),
         Layer.provideMerge(upstream.layer)
       )
@@ -91,6 +98,44 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         expect(read).toMatchObject({ status: "succeeded", cost: 1, progress: 100 })
         expect(read.started_at).not.toBeNull()
         expect(read.completed_at).not.toBeNull()
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("a first poll due at once runs under the submit's claim: job and outcome recorded in one write", () => {
+      const { layer, ledger, log } = setup({ durationMs: 0, pollDelay: 0, callbacks: false })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const acks = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) =>
+          tasks.create(principal(), {
+            endpoint: "vendor3/text-to-video",
+            request: request(i % 4 === 3 ? `quick ${i} [fail]` : `quick ${i}`),
+            idempotencyKey: undefined
+          }))
+        const done = yield* awaitTerminal(acks.map((a) => a.id))
+        // one claim per task (fence 1): submitted once, polled once, the job recorded with the outcome
+        for (const task of done) {
+          expect(task).toMatchObject({ fence: 1, upstreamJobId: `job_${task.id}`, leaseOwner: null, nextRunAt: null })
+          expect(task.status).toBe(task.input["prompt"]!.toString().includes("[fail]") ? "failed" : "succeeded")
+          expect(log.submits.get(task.id)).toBe(1)
+          expect(log.polls.get(task.id)).toBe(1)
+        }
+        expect(ledger.refunds.map((r) => r.taskId).sort()).toEqual(done.filter((t) => t.status === "failed").map((t) => t.id).sort())
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
+    it.live("a first poll due at once that finds the job running records the job, the progress and the next poll", () => {
+      const { layer, log } = setup({ durationMs: 300, pollDelay: 0, callbacks: false })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const storage = yield* TaskStorage
+        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("slowish"), idempotencyKey: undefined })
+        const [task] = yield* awaitTerminal([ack.id])
+        expect(task).toMatchObject({ status: "succeeded", upstreamJobId: `job_${ack.id}` })
+        expect(log.submits.get(ack.id)).toBe(1)
+        // polled at once (running), then again until done: every poll counted
+        expect(log.polls.get(ack.id)).toBeGreaterThanOrEqual(2)
+        expect(task!.polls).toBe(log.polls.get(ack.id)! - 1)
+        expect(Option.getOrThrow(yield* storage.getById(ack.id)).progress).toBe(100)
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
 
@@ -121,7 +166,7 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
     })
 
     it.live("expires a task at its deadline, refunds it and cancels its upstream job", () => {
-      const { layer, ledger, log } = setup({ timeoutMs: 400 })
+      const { layer, ledger, log } = setup({ timeout: "400 millis" })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("x [hang]"), idempotencyKey: undefined })
@@ -252,7 +297,7 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         expect(held!.leaseOwner).toBe("dead-worker")
         // a live worker takes over once the lease runs out and continues from the stored job id
         const upstreamTaken = yield* Effect.scoped(Effect.gen(function*() {
-          yield* Layer.build(Worker.layer({ concurrency: 4, leaseMs: 2000, idleMs: 50, pollDelayMs: () => 25 }))
+          yield* Layer.build(Worker.layer({ concurrency: 4, lease: "2 seconds", idle: "50 millis", pollDelay: () => "25 millis" }))
           return yield* awaitTerminal([ack.id])
         }))
         expect(upstreamTaken[0]!.status).toBe("succeeded")
@@ -283,10 +328,12 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         const storage = yield* TaskStorage
-        const quick = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("q [slow=150]"), idempotencyKey: undefined })
+        // the quick job never calls back: a job that finished during the grace period would be due first (finished
+        // jobs are due in creation order), and the claim below is about the stuck task
+        const quick = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("q [slow=150] [hang]"), idempotencyKey: undefined })
         const stuck = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("s [slow=5000]"), idempotencyKey: undefined })
         yield* Effect.scoped(Effect.gen(function*() {
-          yield* Layer.build(Worker.layer({ concurrency: 4, leaseMs: 60_000, idleMs: 50, shutdownGraceMs: 400 }))
+          yield* Layer.build(Worker.layer({ concurrency: 4, lease: "1 minute", idle: "50 millis", shutdownGrace: "400 millis" }))
           while (log.submits.size < 2) yield* Effect.sleep(10)
         }))
         // the quick submit finished during the grace period and was recorded

@@ -1,5 +1,7 @@
 import { assert, describe, expect, it } from "@effect/vitest"
+import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { Task } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -12,8 +14,8 @@ import { Billing, layerUnmetered } from "../src/Billing.js"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
-import { fromNew, toEvent } from "../src/TaskRecord.js"
-import { TaskStorage } from "../src/TaskStorage.js"
+import { fromNew, type TaskRecord, toEvent } from "../src/TaskRecord.js"
+import { type ListQuery, TaskStorage } from "../src/TaskStorage.js"
 import { pgAvailable, pgClient, pgNotRunning, pgSchema, postgres, runPostgres, sqlite } from "./databases.js"
 import { stateMachineProperty } from "./StateMachineProperty.js"
 import { chargeOf, makeRecordingBilling, newTask } from "./support.js"
@@ -217,8 +219,64 @@ for (const [name, database] of databases) {
         )
         assert.isTrue(Option.isSome(yield* second.getById(task.id)))
         const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable())}`
-        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3])
+        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3, 4])
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
+
+    it.live("tasks written before the counts migration are counted by it (backfill); totals stay exact after", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const tasks = SqlTaskStorage.tables().tasks
+        // the schema before the counts: the engine's first three migrations
+        yield* Migrator.make({})({
+          loader: Effect.map(SqlTaskStorage.migrations(), (all) => all.filter(([id]) => id <= 3)),
+          table: SqlTaskStorage.migrationsTable()
+        })
+        const at = Date.UTC(2026, 10, 21, 12)
+        const statuses = ["succeeded", "succeeded", "failed", "pending", "queued", "running", "cancelled", "expired"] as const
+        const records: Array<TaskRecord> = statuses.flatMap((status, i) =>
+          ["acct_a", "acct_b"].slice(0, i % 3 === 0 ? 2 : 1).map((accountId) => ({
+            ...fromNew(newTask({
+              createdAt: at + i,
+              accountId,
+              provider: i % 2 === 0 ? "vendor3" : "vendor7",
+              model: i % 4 === 0 ? "vendor3-3_fast" : "vendor3-3"
+            })),
+            status
+          }))
+        )
+        const encode = SqlRows.decoder(tasks, SqlTaskStorage.TaskRow).encode
+        for (const record of records) yield* sql`INSERT INTO ${sql(tasks)} ${sql.insert(yield* encode(record))}`
+        // the storage runs the counts migration
+        const storage = yield* Layer.build(SqlTaskStorage.layer().pipe(Layer.provide(layerUnmetered))).pipe(
+          Effect.map(Context.get(TaskStorage))
+        )
+        const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable())}`
+        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3, 4])
+        const expectTotals = Effect.gen(function*() {
+          const stored = (yield* Effect.forEach(records, (r) => storage.getById(r.id))).flatMap(Option.toArray)
+          for (const accountId of ["acct_a", "acct_b", "acct_c"]) {
+            const mine = stored.filter((t) => t.accountId === accountId)
+            const queries: Array<readonly [ListQuery, (t: TaskRecord) => boolean]> = [
+              [{ limit: 2 }, () => true],
+              ...Task.taskStatuses.map((status) => [{ limit: 2, status }, (t: TaskRecord) => t.status === status] as const),
+              [{ limit: 2, provider: "vendor7" }, (t) => t.provider === "vendor7"],
+              [{ limit: 2, model: "vendor3-3_fast" }, (t) => t.model === "vendor3-3_fast"],
+              [{ limit: 2, status: "succeeded", provider: "vendor3" }, (t) => t.status === "succeeded" && t.provider === "vendor3"]
+            ]
+            for (const [query, matches] of queries) {
+              expect((yield* storage.list(accountId, query)).total, `${accountId} ${JSON.stringify(query)}`).toBe(mine.filter(matches).length)
+            }
+          }
+        })
+        yield* expectTotals
+        // later writes keep them exact
+        const [claimed] = yield* storage.claim("w1", 1, 60_000)
+        assert.isTrue(Option.isSome(yield* storage.finish(claimed!.id, claimed!.fence, { _tag: "Failed", error: { code: "X", message: "x" } })))
+        const added = newTask({ createdAt: yield* storage.now, accountId: "acct_c" })
+        yield* storage.accept({ task: added, charge: undefined, idempotency: undefined })
+        records.push(fromNew(added))
+        yield* expectTotals
+      }).pipe(Effect.provide(database()), Effect.scoped))
 
     it.live("an accept wakes the local wakeups", () =>
       Effect.gen(function*() {
@@ -373,4 +431,75 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
       }
       expect(recording.ledger.charges).toHaveLength(10)
     }), { timeout: 30_000 })
+
+  it.scopedLive("concurrent writers of one account on separate clients keep its totals exact, without deadlocks", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      const sql = yield* Layer.build(pgClient(schema, 2)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+      yield* sql`CREATE TABLE balances (account_id TEXT PRIMARY KEY, micros BIGINT NOT NULL)`
+      yield* sql`INSERT INTO balances VALUES ('acct_a', 0), ('acct_b', 0)`
+      // billing as the SQL billing does it: the account's balance row, locked on the storage's own connection
+      const balances = Layer.effect(
+        Billing,
+        Effect.map(SqlClient.SqlClient, (client) => {
+          const move = (accountId: string, micros: number) =>
+            client`UPDATE balances SET micros = micros + ${micros} WHERE account_id = ${accountId}`.pipe(
+              Effect.asVoid,
+              Effect.mapError((cause) => new PersistenceError({ message: "balance", cause }))
+            )
+          return {
+            charge: (charge) => move(charge.accountId, -charge.amountMicros),
+            refund: (refund) => move(refund.accountId, refund.amountMicros)
+          }
+        })
+      )
+      const storages = yield* Effect.forEach([1, 2, 3, 4], () =>
+        Layer.build(SqlTaskStorage.layer().pipe(Layer.provide(Layer.provideMerge(balances, pgClient(schema, 4))))).pipe(
+          Effect.map(Context.get(TaskStorage))
+        ))
+      // accepts (charged), cancels of pending tasks (refunded), claims, steps and finishes, all at once
+      const work = (storage: TaskStorage["Type"], worker: number) =>
+        Effect.gen(function*() {
+          for (let round = 0; round < 12; round++) {
+            const now = yield* storage.now
+            const accepted = yield* Effect.forEach([0, 1, 2], (i) => {
+              const task = newTask({ createdAt: now, accountId: i === 2 ? "acct_b" : "acct_a", provider: i === 1 ? "vendor7" : "vendor3" })
+              return storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
+            }, { concurrency: "unbounded" })
+            const claimed = yield* storage.claim(`w${worker}`, 4, 60_000)
+            yield* Effect.all([
+              storage.cancel(accepted[0]!.task.accountId, accepted[0]!.task.id),
+              Effect.forEach(claimed, (task, i) => {
+                const kind = (i + round + worker) % 4
+                return kind === 2
+                  ? Effect.asVoid(storage.step(task.id, task.fence, { status: "running", nextRunAt: now }))
+                  : Effect.asVoid(storage.finish(task.id, task.fence, kind === 0
+                    ? { _tag: "Succeeded", result: [] }
+                    : kind === 1
+                    ? { _tag: "Failed", error: { code: "X", message: "x" } }
+                    : { _tag: "Expired" }))
+              }, { concurrency: "unbounded" })
+            ], { concurrency: "unbounded" })
+          }
+        })
+      yield* Effect.forEach(storages, work, { concurrency: "unbounded" })
+      const tasks = sql(SqlTaskStorage.tables().tasks)
+      const storage = storages[0]!
+      for (const accountId of ["acct_a", "acct_b"]) {
+        const count = (column: string | undefined, value: string) =>
+          sql<{ n: string | number }>`SELECT COUNT(*) AS n FROM ${tasks} WHERE account_id = ${accountId}
+            ${column === undefined ? sql`` : sql`AND ${sql(column)} = ${value}`}`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
+        expect((yield* storage.list(accountId, { limit: 1 })).total).toBe(yield* count(undefined, ""))
+        for (const status of Task.taskStatuses) {
+          expect((yield* storage.list(accountId, { limit: 1, status })).total, status).toBe(yield* count("status", status))
+        }
+        for (const provider of ["vendor3", "vendor7"]) {
+          expect((yield* storage.list(accountId, { limit: 1, provider })).total, provider).toBe(yield* count("provider", provider))
+        }
+        expect((yield* storage.list(accountId, { limit: 1, model: "vendor3-3" })).total).toBe(yield* count("model", "vendor3-3"))
+      }
+      // the connections wrote their own shards
+      const shards = yield* sql<{ n: string | number }>`SELECT COUNT(DISTINCT shard) AS n FROM ${sql(SqlTaskStorage.tables().counts)}`
+      expect(Number(shards[0]!.n)).toBeGreaterThan(1)
+    }), { timeout: 60_000 })
 })

@@ -5,7 +5,7 @@
  * backend alike.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Errors } from "@mediagate/contract"
+import { Errors, Task } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -14,8 +14,9 @@ import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import type { Billing } from "../src/Billing.js"
-import { TaskStorage } from "../src/TaskStorage.js"
-import { chargeOf, limitedAccount, makeRecordingBilling, newTask, poorAccount, start } from "./support.js"
+import type { NewTask, TaskRecord } from "../src/TaskRecord.js"
+import { type ListQuery, TaskStorage } from "../src/TaskStorage.js"
+import { chargeOf, limitedAccount, makeRecordingBilling, newTask, poorAccount, start, unrefundableAccount } from "./support.js"
 
 /** How a backend is built for one test (its storage clock: Effect's `Clock`). */
 export type Backend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage, unknown>
@@ -282,6 +283,91 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isTrue(Option.isNone(yield* storage.nextDueAt))
         })))
 
+    it.effect("a finish may record the upstream job with the outcome", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const a = newTask({ createdAt: yield* now })
+          const b = newTask({ createdAt: yield* now })
+          for (const t of [a, b]) yield* storage.accept({ task: t, charge: undefined, idempotency: undefined })
+          const claimed = yield* storage.claim("w1", 2, 30_000)
+          const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
+          const result = [{ url: "https://files.example.com/a.mp4", duration: 8, format: "mp4", size_bytes: 1000 }]
+          const done = yield* storage.finish(a.id, fenceOf(a.id), { _tag: "Succeeded", result }, { upstreamJobId: "job-a" })
+          expect(Option.getOrThrow(done)).toMatchObject({ status: "succeeded", upstreamJobId: "job-a", result })
+          expect(Option.getOrThrow(yield* storage.getById(a.id)).upstreamJobId).toBe("job-a")
+          // without one, the stored job (none here) stays
+          yield* storage.finish(b.id, fenceOf(b.id), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
+          expect(Option.getOrThrow(yield* storage.getById(b.id))).toMatchObject({ status: "failed", upstreamJobId: null })
+          // a lost fence records nothing, the job neither
+          const c = newTask({ createdAt: yield* now })
+          yield* storage.accept({ task: c, charge: undefined, idempotency: undefined })
+          const [held] = yield* storage.claim("w1", 1, 30_000)
+          assert.isTrue(Option.isNone(yield* storage.finish(c.id, held!.fence - 1, { _tag: "Expired" }, { upstreamJobId: "job-c" })))
+          expect(Option.getOrThrow(yield* storage.getById(c.id))).toMatchObject({ status: "queued", upstreamJobId: null })
+        })))
+
+    it.effect("concurrent finishes are each answered on their own: one winner per fence, a refused refund fails only its own", () =>
+      run(({ ledger }) =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const at = yield* now
+          const tasks = [
+            ...Array.from({ length: 6 }, () => newTask({ createdAt: at })),
+            newTask({ createdAt: at, accountId: unrefundableAccount })
+          ]
+          for (const t of tasks) yield* storage.accept({ task: t, charge: chargeOf(t), idempotency: undefined })
+          const claimed = yield* storage.claim("w1", 10, 30_000)
+          expect(claimed).toHaveLength(7)
+          const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
+          const [ok1, ok2, failed, twice, stale, expired, unlucky] = tasks.map((t) => t.id) as [string, string, string, string, string, string, string]
+          const finishes = [
+            storage.finish(ok1, fenceOf(ok1), { _tag: "Succeeded", result: [] }),
+            storage.finish(ok2, fenceOf(ok2), { _tag: "Succeeded", result: [] }),
+            storage.finish(failed, fenceOf(failed), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } }),
+            storage.finish(twice, fenceOf(twice), { _tag: "Succeeded", result: [] }),
+            storage.finish(twice, fenceOf(twice), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "y" } }),
+            storage.finish(stale, fenceOf(stale) - 1, { _tag: "Succeeded", result: [] }),
+            storage.finish(expired, fenceOf(expired), { _tag: "Expired" }),
+            storage.finish(unlucky, fenceOf(unlucky), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "z" } })
+          ]
+          const exits = yield* Effect.all(finishes.map(Effect.exit), { concurrency: "unbounded" })
+          const statusOf = (i: number) => {
+            const exit = exits[i]!
+            return Exit.isFailure(exit) ? "error" : Option.match(exit.value, { onNone: () => "none", onSome: (t) => t.status })
+          }
+          expect([0, 1, 2, 5, 6, 7].map(statusOf)).toEqual(["succeeded", "succeeded", "failed", "none", "expired", "error"])
+          // the same fence twice: exactly one of the two finishes ended the task
+          expect([statusOf(3), statusOf(4)].filter((s) => s !== "none")).toHaveLength(1)
+          // the refused refund left its task as it was (still leased, no event); the others are refunded once
+          expect(Option.getOrThrow(yield* storage.getById(unlucky))).toMatchObject({ status: "queued", leaseOwner: "w1", refundedMicros: 0 })
+          expect(Option.getOrThrow(yield* storage.getById(stale)).status).toBe("queued")
+          const twiceEnded = Option.getOrThrow(yield* storage.getById(twice))
+          const refunded = [failed, expired, ...(twiceEnded.status === "failed" ? [twice] : [])]
+          expect(ledger.refunds.map((r) => r.taskId).sort()).toEqual([...refunded].sort())
+          const { entries: events } = yield* storage.readOutbox(undefined, 100)
+          expect(events.map((e) => e.taskId).sort()).toEqual([ok1, ok2, failed, twice, expired].sort())
+          // the unlucky task can still be finished once its refund goes through another way: here, it succeeds
+          assert.isTrue(Option.isSome(yield* storage.finish(unlucky, fenceOf(unlucky), { _tag: "Succeeded", result: [] })))
+        })))
+
+    it.effect("concurrent accepts are each stored once, and each answered", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const at = yield* now
+          const tasks = Array.from({ length: 30 }, (_, i) => newTask({ createdAt: at - 30 + i }))
+          const results = yield* Effect.all(
+            tasks.map((task, i) => storage.accept({ task, charge: i % 3 === 0 ? chargeOf(task) : undefined, idempotency: undefined })),
+            { concurrency: "unbounded" }
+          )
+          expect(results.map((r) => [r._tag, r.task.id])).toEqual(tasks.map((t) => ["Created", t.id]))
+          const page = yield* storage.list("acct_a", { limit: 100 })
+          expect(page.total).toBe(30)
+          expect(page.items.map((t) => t.id).sort()).toEqual(tasks.map((t) => t.id).sort())
+          expect(yield* storage.claim("w1", 100, 30_000)).toHaveLength(30)
+        })))
+
     it.effect("cancels pending and queued tasks (refunded, with an event) and nothing else", () =>
       run(({ ledger }) =>
         Effect.gen(function*() {
@@ -365,5 +451,119 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const ids = batches.flat().map((t) => t.id)
           expect(new Set(ids).size).toBe(ids.length)
           expect(ids.length).toBe(40)
+        })))
+
+    it.effect("list totals stay exact through accepts and every transition, with no filter, one filter or several", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const accounts = ["acct_a", "acct_b", limitedAccount]
+          const kinds: ReadonlyArray<Pick<NewTask, "provider" | "model">> = [
+            { provider: "vendor3", model: "vendor3-3" },
+            { provider: "vendor3", model: "vendor3-3_fast" },
+            { provider: "vendor7", model: "vendor7-imagine/text-to-video" }
+          ]
+          const ids: Array<string> = []
+          const accept = (i: number, accountId: string, extra: Partial<NewTask> = {}) =>
+            Effect.gen(function*() {
+              yield* TestClock.adjust(1000)
+              const task = newTask({ createdAt: yield* now, accountId, ...kinds[i % kinds.length]!, ...extra })
+              const result = yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+              ids.push(task.id)
+              return result.task
+            })
+          const t0 = yield* now
+          /** Every total of every account, against the tasks as stored (read one by one). */
+          const expectTotals = (label: string) =>
+            Effect.gen(function*() {
+              const stored = (yield* Effect.forEach(ids, (id) => storage.getById(id))).flatMap(Option.toArray)
+              const queries: Array<readonly [Omit<ListQuery, "limit">, (task: TaskRecord) => boolean]> = [
+                [{}, () => true],
+                ...Task.taskStatuses.map((status) => [{ status }, (t: TaskRecord) => t.status === status] as const),
+                ...["vendor3", "vendor7", "vendor1"].map((provider) => [{ provider }, (t: TaskRecord) => t.provider === provider] as const),
+                ...kinds.map(({ model }) => [{ model }, (t: TaskRecord) => t.model === model] as const),
+                [{ status: "queued", provider: "vendor3" }, (t) => t.status === "queued" && t.provider === "vendor3"],
+                [{ provider: "vendor3", model: "vendor3-3_fast" }, (t) => t.model === "vendor3-3_fast"],
+                [{ status: "succeeded", createdAfter: t0 + 3000 }, (t) => t.status === "succeeded" && t.createdAt >= t0 + 3000],
+                [{ createdBefore: t0 + 5000 }, (t) => t.createdAt < t0 + 5000],
+                [{ idPrefix: "task_" }, () => true],
+                [{ idPrefix: "" }, () => true]
+              ]
+              for (const accountId of accounts) {
+                const mine = stored.filter((t) => t.accountId === accountId)
+                for (const [query, matches] of queries) {
+                  const page = yield* storage.list(accountId, { ...query, limit: 1 })
+                  expect(page.total, `${label}: ${accountId} ${JSON.stringify(query)}`).toBe(mine.filter(matches).length)
+                  // the cursor never changes the total
+                  const last = page.items[0]
+                  if (last !== undefined) {
+                    const next = yield* storage.list(accountId, { ...query, limit: 1, beforeId: last.id })
+                    expect(next.total, `${label}: ${accountId} ${JSON.stringify(query)}, page 2`).toBe(page.total)
+                  }
+                }
+              }
+            })
+
+          yield* expectTotals("empty")
+          for (let i = 0; i < 9; i++) yield* accept(i, "acct_a")
+          for (let i = 0; i < 3; i++) yield* accept(i, "acct_b")
+          // refused and replayed accepts add nothing
+          const refused = newTask({ createdAt: yield* now, accountId: poorAccount })
+          assert.isTrue(Exit.isFailure(yield* Effect.exit(storage.accept({ task: refused, charge: chargeOf(refused), idempotency: undefined }))))
+          const claim = { key: "k", fingerprint: "f", notBefore: 0 }
+          const keyed = newTask({ createdAt: yield* now, accountId: "acct_b" })
+          yield* storage.accept({ task: keyed, charge: undefined, idempotency: claim })
+          ids.push(keyed.id)
+          const replay = yield* storage.accept({ task: newTask({ createdAt: yield* now, accountId: "acct_b" }), charge: undefined, idempotency: claim })
+          assert.strictEqual(replay._tag, "Replayed")
+          yield* expectTotals("accepted")
+
+          // claim: pending -> queued
+          const claimed = yield* storage.claim("w1", 8, 30_000)
+          expect(claimed).toHaveLength(8)
+          yield* expectTotals("claimed")
+          const [c0, c1, c2, c3, c4, c5, c6, c7] = claimed
+          // steps: queued -> running, and a step that keeps the status
+          assert.isTrue(yield* storage.step(c0!.id, c0!.fence, { status: "running", progress: 10, nextRunAt: yield* now }))
+          assert.isTrue(yield* storage.step(c1!.id, c1!.fence, { upstreamJobId: "j1", polled: true, nextRunAt: (yield* now) + hour }))
+          yield* expectTotals("stepped")
+          // finish: succeeded, failed, expired (from queued); a stale fence changes nothing
+          assert.isTrue(Option.isSome(yield* storage.finish(c2!.id, c2!.fence, { _tag: "Succeeded", result: [] })))
+          assert.isTrue(Option.isSome(yield* storage.finish(c3!.id, c3!.fence, { _tag: "Failed", error: { code: "X", message: "x" } })))
+          assert.isTrue(Option.isSome(yield* storage.finish(c4!.id, c4!.fence, { _tag: "Expired" })))
+          assert.isTrue(Option.isNone(yield* storage.finish(c2!.id, c2!.fence, { _tag: "Expired" })))
+          yield* expectTotals("finished")
+          // cancel: queued and pending; not a running one
+          const pending = (yield* storage.list("acct_a", { limit: 1, status: "pending" })).items[0]!
+          assert.strictEqual((yield* storage.cancel(c5!.accountId, c5!.id))._tag, "Cancelled")
+          assert.strictEqual((yield* storage.cancel("acct_a", pending.id))._tag, "Cancelled")
+          expect((yield* storage.cancel(c0!.accountId, c0!.id))._tag).toBe("NotCancellable")
+          yield* expectTotals("cancelled")
+          // leases: heartbeat, release, a lapsed lease taken over, markDue: no status changes
+          yield* storage.heartbeat("w1", 30_000)
+          yield* storage.markDue([c1!.id])
+          expect(yield* storage.releaseAll("w1")).toBeGreaterThan(0)
+          yield* expectTotals("released")
+          // the running task (due now) finishes from running; the re-claimed queued ones from queued
+          const again = yield* storage.claim("w2", 20, 30_000)
+          yield* expectTotals("claimed again")
+          const fenceOf = (id: string) => again.find((t) => t.id === id)!.fence
+          assert.isTrue(Option.isSome(yield* storage.finish(c0!.id, fenceOf(c0!.id), { _tag: "Succeeded", result: [] })))
+          assert.isTrue(Option.isSome(yield* storage.finish(c6!.id, fenceOf(c6!.id), { _tag: "Failed", error: { code: "X", message: "x" } })))
+          yield* TestClock.adjust(30_001)
+          const lapsed = yield* storage.claim("w3", 20, 30_000)
+          expect(lapsed.map((t) => t.id)).toContain(c7!.id)
+          assert.isTrue(Option.isSome(yield* storage.finish(c7!.id, lapsed.find((t) => t.id === c7!.id)!.fence, { _tag: "Expired" })))
+          yield* expectTotals("finished again")
+          // retry: a new task pointing at the failed one
+          yield* accept(0, c3!.accountId, { originalTaskId: c3!.id })
+          // a step whose extra charge is refused records nothing, its status change included
+          const limited = yield* accept(1, limitedAccount)
+          const [held] = (yield* storage.claim("w4", 20, 30_000)).filter((t) => t.id === limited.id)
+          const charges = [{ amountMicros: 1, description: "extra" }]
+          const stepped = yield* Effect.exit(storage.step(limited.id, held!.fence, { status: "running", nextRunAt: yield* now, charges }))
+          assert.isTrue(Exit.isFailure(stepped))
+          expect(Option.getOrThrow(yield* storage.getById(limited.id)).status).toBe("queued")
+          yield* expectTotals("retried and refused")
         })))
   })

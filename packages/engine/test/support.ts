@@ -4,6 +4,7 @@
  */
 import { Errors } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Billing, type Charge, type Refund } from "../src/Billing.js"
@@ -21,6 +22,8 @@ export interface Ledger {
 /** Accounts the billing double refuses. */
 export const poorAccount = "acct_poor"
 export const limitedAccount = "acct_limited"
+/** An account whose refunds fail (the ledger is down): the terminal transition must record nothing. */
+export const unrefundableAccount = "acct_unrefundable"
 
 /** A billing double recording charges and refunds. */
 export const makeRecordingBilling = () => {
@@ -32,7 +35,10 @@ export const makeRecordingBilling = () => {
         : charge.accountId === limitedAccount
         ? Effect.fail(new Errors.SpendLimitExceeded({ message: "spend limit reached" }))
         : Effect.sync(() => void ledger.charges.push(charge)),
-    refund: (refund) => Effect.sync(() => void ledger.refunds.push(refund))
+    refund: (refund) =>
+      refund.accountId === unrefundableAccount
+        ? Effect.fail(new PersistenceError({ message: "ledger down" }))
+        : Effect.sync(() => void ledger.refunds.push(refund))
   })
   return { ledger, layer }
 }

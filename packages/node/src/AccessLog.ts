@@ -1,7 +1,8 @@
 /**
  * One log line per request: method, path (never the query, which may carry file signatures), status and
  * duration, with the same fields as log annotations (`http.method`, `http.path`, `http.status`, `http.ms`) for
- * the JSON format. Requests whose client went away before the answer log status 499.
+ * the JSON format. Requests interrupted because their client went away log status 499 (API requests run to their
+ * end and log their status: see the server's `Envelope.group`).
  *
  * @since 0.1.0
  */

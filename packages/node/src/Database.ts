@@ -29,8 +29,8 @@ export type Database =
   }
   | {
     /**
-     * A `SqlClient` the host app already has (SQLite or PostgreSQL). On PostgreSQL, provide the `PgClient`
-     * too (as `PgClient.layer` does) so workers are woken by `LISTEN` instead of polling.
+     * A `SqlClient` the host app already has (SQLite or PostgreSQL). On PostgreSQL, the driver's client (as
+     * `PgClient.layer` provides it) lets workers be woken by `LISTEN` instead of polling.
      */
     readonly layer: Layer.Layer<SqlClient.SqlClient, unknown>
   }

@@ -37,6 +37,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as AccessLog from "./AccessLog.js"
 import * as Database from "./Database.js"
 import * as Stack from "./internal/stack.js"
+import * as Tracing from "./internal/tracing.js"
 import * as NodeAdapters from "./NodeAdapters.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -339,8 +340,9 @@ export const make = (
   options: Options & { readonly retry?: Schedule.Schedule<unknown, StartError> } = {}
 ): Handle => {
   const scope = Effect.runSync(Scope.make())
+  // no tracer can be given to a plain-Node handle: spans follow the processes' tracer switch (off until an exporter)
   const starting = Effect.runSync(Scope.extend(
-    start(layer(options), options.retry === undefined ? {} : { retry: options.retry }),
+    Tracing.apply(start(layer(options), options.retry === undefined ? {} : { retry: options.retry })),
     scope
   ))
   const run = <A, E>(f: (service: Service) => Effect.Effect<A, E>): Promise<A> =>

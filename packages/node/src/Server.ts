@@ -15,12 +15,14 @@ import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import * as Tracing from "./internal/tracing.js"
 import * as Logging from "./Logging.js"
 import * as Mediagate from "./Mediagate.js"
 import type * as NodeAdapters from "./NodeAdapters.js"
@@ -31,8 +33,8 @@ export interface ListenOptions {
   readonly host?: string | undefined
   /** TCP port (`PORT`; default 3000; `0` picks a free one). */
   readonly port: number
-  /** How long requests in flight may take to finish at shutdown before their connections are closed. */
-  readonly shutdownGraceMs?: number
+  /** How long requests in flight may take to finish at shutdown before their connections are closed. Default 10 s. */
+  readonly shutdownGrace?: Duration.DurationInput
 }
 
 /** {@link ListenOptions} from Effect `Config`: `HOST`, `PORT`. */
@@ -50,9 +52,9 @@ export const urlOf = (server: NodeServer): string => {
   return `http://${host}:${address.port}`
 }
 
-const closeServer = (server: NodeServer, graceMs: number) =>
+const closeServer = (server: NodeServer, grace: Duration.DurationInput) =>
   Effect.async<void>((resume) => {
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs)
+    const timer = setTimeout(() => server.closeAllConnections(), Duration.toMillis(grace))
     server.close(() => {
       clearTimeout(timer)
       resume(Effect.void)
@@ -76,7 +78,7 @@ export const listen = (
         resume(Effect.succeed(server))
       })
     }),
-    (server) => closeServer(server, options.shutdownGraceMs ?? 10_000)
+    (server) => closeServer(server, options.shutdownGrace ?? "10 seconds")
   )
 
 /** Prints the keys of a first start (shown once). */
@@ -145,14 +147,15 @@ const report = <E>(cause: Cause.Cause<E>): Effect.Effect<void> => {
 
 /**
  * Runs a program as the process's main: settings from the environment ({@link configProvider}), logs per
- * `MEDIAGATE_LOG_FORMAT` (one logger, one line per event), a failure reported once (invalid log settings by the
- * default logger), exit code 1 on failure and 0 after SIGTERM/SIGINT.
+ * `MEDIAGATE_LOG_FORMAT` (one logger, one line per event), the tracer off unless a trace exporter is configured
+ * (`internal/tracing.ts`), a failure reported once (invalid log settings by the default logger), exit code 1 on
+ * failure and 0 after SIGTERM/SIGINT.
  */
 export const runMain = <A, E>(program: Effect.Effect<A, E>): void =>
   NodeRuntime.runMain(
     Effect.matchEffect(Logging.config, {
       onFailure: (error) => Effect.zipRight(report(Cause.fail(error)), Effect.fail(error)),
-      onSuccess: (settings) => Effect.provide(Effect.tapErrorCause(program, report), Logging.layer(settings))
+      onSuccess: (settings) => Effect.provide(Effect.tapErrorCause(Tracing.apply(program), report), Logging.layer(settings))
     }).pipe(Effect.withConfigProvider(configProvider)),
     { disablePrettyLogger: true, disableErrorReporting: true }
   )

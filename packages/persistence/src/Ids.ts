@@ -6,7 +6,21 @@
  */
 import { monotonicFactory } from "ulid"
 
-const next = monotonicFactory()
+/**
+ * Random fractions for ULIDs from a pool of cryptographic random bytes, refilled 4 KiB at a time (the library's
+ * default asks the system for one byte per character: 16 calls per id).
+ */
+const pool = new Uint8Array(4096)
+let drawn = pool.length
+const prng = (): number => {
+  if (drawn === pool.length) {
+    globalThis.crypto.getRandomValues(pool)
+    drawn = 0
+  }
+  return (pool[drawn++] ?? 0) / 256
+}
+
+const next = monotonicFactory(prng)
 
 /** A new ULID (monotonic within one process), for the time `now` (epoch ms; default the current time). */
 export const ulid = (now?: number): string => next(now)

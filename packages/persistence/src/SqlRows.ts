@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -68,7 +68,7 @@ export const literal = <const L extends ReadonlyArray<string>>(...values: L): Sc
   })
 
 /** A field read from the column `name` (snake case in SQL, camel case in the record). */
-export const column = <A, I, R>(name: string, schema: Schema.Schema<A, I, R>) =>
+export const column = <const K extends string, A, I, R>(name: K, schema: Schema.Schema<A, I, R>) =>
   Schema.propertySignature(schema).pipe(Schema.fromKey(name))
 
 /** The {@link RowError} of a parse failure of a row of `table` (the first issue: its column and message). */
@@ -84,34 +84,42 @@ export const rowError = (table: string, error: ParseResult.ParseError): RowError
 /** Reads (and writes) the rows of one table with a Schema. */
 export interface Decoder<A, I> {
   /** Every row decoded, in order. */
-  readonly all: (rows: ReadonlyArray<unknown>) => Effect.Effect<Array<A>, RowError>
+  readonly all: (rows: ReadonlyArray<unknown>) => Either.Either<Array<A>, RowError>
   /** The first row decoded, if there is one. */
-  readonly first: (rows: ReadonlyArray<unknown>) => Effect.Effect<Option.Option<A>, RowError>
+  readonly first: (rows: ReadonlyArray<unknown>) => Either.Either<Option.Option<A>, RowError>
   /** The first row decoded; no row at all is a {@link RowError} (for statements that always answer one). */
-  readonly single: (rows: ReadonlyArray<unknown>) => Effect.Effect<A, RowError>
+  readonly single: (rows: ReadonlyArray<unknown>) => Either.Either<A, RowError>
   /** A record as the row to write. */
-  readonly encode: (value: A) => Effect.Effect<I, RowError>
+  readonly encode: (value: A) => Either.Either<I, RowError>
 }
 
-/** The {@link Decoder} of `table`'s rows described by `schema`. */
+/**
+ * The {@link Decoder} of `table`'s rows described by `schema`. Decoding is synchronous (the Schema's parser is
+ * compiled once, here) and answers an `Either`, which is an `Effect`: reading a row costs no fiber work beyond the
+ * parse itself (rows are decoded on every request's hot path).
+ */
 export const decoder = <A, I>(table: string, schema: Schema.Schema<A, I>): Decoder<A, I> => {
-  const decodeAll = Schema.decodeUnknown(Schema.Array(schema))
-  const encode = Schema.encode(schema)
-  const all = (rows: ReadonlyArray<unknown>) =>
-    decodeAll(rows).pipe(
-      Effect.map((decoded) => [...decoded]),
-      Effect.mapError((error) => rowError(table, error))
-    )
-  const first = (rows: ReadonlyArray<unknown>) =>
-    Effect.map(all(rows.slice(0, 1)), (decoded) => Option.fromNullable(decoded[0]))
+  const decodeRow = Schema.decodeUnknownEither(schema)
+  const encodeRow = Schema.encodeEither(schema)
+  const one = (row: unknown): Either.Either<A, RowError> =>
+    Either.mapLeft(decodeRow(row), (error) => rowError(table, error))
+  const all = (rows: ReadonlyArray<unknown>): Either.Either<Array<A>, RowError> => {
+    const decoded: Array<A> = []
+    for (const row of rows) {
+      const result = decodeRow(row)
+      if (Either.isLeft(result)) return Either.left(rowError(table, result.left))
+      decoded.push(result.right)
+    }
+    return Either.right(decoded)
+  }
+  const none: Either.Either<Option.Option<A>, RowError> = Either.right(Option.none())
+  const first = (rows: ReadonlyArray<unknown>): Either.Either<Option.Option<A>, RowError> =>
+    rows.length === 0 ? none : Either.map(one(rows[0]), Option.some)
   return {
     all,
     first,
     single: (rows) =>
-      Effect.flatMap(first(rows), Option.match({
-        onNone: () => Effect.fail(new RowError({ table, column: "(row)", message: `${table}: no row` })),
-        onSome: Effect.succeed
-      })),
-    encode: (value) => Effect.mapError(encode(value), (error) => rowError(table, error))
+      rows.length === 0 ? Either.left(new RowError({ table, column: "(row)", message: `${table}: no row` })) : one(rows[0]),
+    encode: (value) => Either.mapLeft(encodeRow(value), (error) => rowError(table, error))
   }
 }

@@ -18,6 +18,7 @@ import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
 import type { Identifier } from "@effect/sql/Statement"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Record from "effect/Record"
 import * as Schema from "effect/Schema"
@@ -82,27 +83,22 @@ export const identifiers = <K extends string>(
 // dialect, clock, failures
 // -----------------------------------------------------------------------------------------------------------------
 
-/** The column types a store's migrations use, by dialect (PostgreSQL, else SQLite). */
-export interface Columns {
-  readonly pg: boolean
-  /** A 64-bit integer (epoch ms, micros). */
-  readonly big: string
-  /** A double. */
-  readonly real: string
-  /** An identifier: byte-ordered text, so that ULIDs sort the same in both dialects. */
-  readonly id: string
-}
-
-/** The {@link Columns} of `sql`'s dialect. */
-export const columns = (sql: SqlClient.SqlClient): Columns => {
+/** The column types a store's migrations use in `sql`'s dialect (PostgreSQL, else SQLite). */
+export const columns = (sql: SqlClient.SqlClient) => {
   const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
   return {
     pg,
+    /** A 64-bit integer (epoch ms, micros). */
     big: pg ? "BIGINT" : "INTEGER",
+    /** A double. */
     real: pg ? "DOUBLE PRECISION" : "REAL",
+    /** An identifier: byte-ordered text, so that ULIDs sort the same in both dialects. */
     id: pg ? `TEXT COLLATE "C"` : "TEXT"
-  }
+  } as const
 }
+
+/** The column types of a dialect ({@link columns}). */
+export type Columns = ReturnType<typeof columns>
 
 /**
  * The database clock in epoch ms as an SQL expression (SQLite: `julianday('now')` holds whole milliseconds; ROUND
@@ -155,10 +151,8 @@ const isStorageFailure = (u: unknown): u is StorageFailure =>
  * data). `isAlso` names a store's own failures to treat the same way. The operation runs in a span named
  * `<store>.<operation>`.
  */
-export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u is F) => (operation: string) =>
-<A, E, R>(
-  self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, Extract<E, StorageFailure | F>> | PersistenceError, R> => {
+export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u is F) => (operation: string) => {
+  const span = operationSpan(`${store}.${operation}`)
   const matches = (u: unknown): u is StorageFailure | F => isStorageFailure(u) || (isAlso !== undefined && isAlso(u))
   const wrap = (cause: StorageFailure | F) =>
     new PersistenceError({
@@ -167,11 +161,27 @@ export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u
         : `${store}: ${operation} failed`,
       cause
     })
-  return self.pipe(
-    Effect.catchIf((e: E): e is Extract<E, StorageFailure | F> => matches(e), (e) => Effect.fail(wrap(e))),
-    Effect.catchSomeDefect((defect) => matches(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none()),
-    Effect.withSpan(`${store}.${operation}`)
-  )
+  const onDefect = (defect: unknown) => matches(defect) ? Option.some(Effect.fail(wrap(defect))) : Option.none()
+  return <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, Exclude<E, Extract<E, StorageFailure | F>> | PersistenceError, R> =>
+    self.pipe(
+      Effect.catchIf((e: E): e is Extract<E, StorageFailure | F> => matches(e), (e) => Effect.fail(wrap(e))),
+      Effect.catchSomeDefect(onDefect),
+      span
+    )
+}
+
+/**
+ * The span of a store operation: without stack capture, and none at all while the tracer is disabled (the
+ * contract's `Tracing.span`, which this package, depending on no other, cannot import).
+ */
+const operationSpan = (name: string) => {
+  const options = { captureStackTrace: false } as const
+  return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withFiberRuntime<A, E, R>((fiber) =>
+      fiber.getFiberRef(FiberRef.currentTracerEnabled) ? Effect.withSpan(self, name, options) : self
+    )
 }
 
 /**

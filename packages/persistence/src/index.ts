@@ -10,6 +10,8 @@
 export * as IdempotencyWindow from "./IdempotencyWindow.js"
 /** ULID identifiers. */
 export * as Ids from "./Ids.js"
+/** Bulk updates and deletes of the memory stores. */
+export * as MemoryStore from "./MemoryStore.js"
 /** Storage failures. */
 export * as PersistenceError from "./PersistenceError.js"
 /** Rows decoded with Schema; a row that does not decode is a `RowError` naming its table and column. */

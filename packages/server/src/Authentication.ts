@@ -5,13 +5,13 @@
  * @since 0.1.0
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { Errors, Security, Services } from "@mediagate/contract"
+import { Errors, Security, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { makeTrustedProxies, RemoteAddress, resolveClientAddress } from "./ClientAddress.js"
+import { makeTrustedProxies, resolveClientAddress, socketAddress } from "./ClientAddress.js"
 import { ServerConfig } from "./ServerConfig.js"
 
 /** API-key authentication: reads the raw header and the client address and asks the `KeyService`. */
@@ -21,17 +21,14 @@ export const layer: Layer.Layer<Security.Authentication, never, Services.KeyServ
     const keys = yield* Services.KeyService
     const config = yield* ServerConfig
     const trusted = makeTrustedProxies(config.trustedProxies)
+    const span = Tracing.span("Authentication.bearer")
+    const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
+      keys.authenticate({
+        authorization: request.headers["authorization"],
+        clientAddress: resolveClientAddress(socketAddress(request), request.headers["x-forwarded-for"], trusted)
+      })
     return {
-      bearer: (_token) =>
-        Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const forwarded = request.headers["x-forwarded-for"]
-          const socket = Option.isSome(request.remoteAddress)
-            ? request.remoteAddress
-            : yield* Effect.serviceOption(RemoteAddress)
-          const clientAddress = resolveClientAddress(Option.getOrUndefined(socket), forwarded, trusted)
-          return yield* keys.authenticate({ authorization: request.headers["authorization"], clientAddress })
-        }).pipe(Effect.withSpan("Authentication.bearer"))
+      bearer: (_token) => span(Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticate))
     }
   })
 )

@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as Authentication from "./Authentication.js"
+import { withRemoteAddress } from "./ClientAddress.js"
 import * as Envelope from "./Envelope.js"
 import * as Health from "./Health.js"
 import * as Files from "./Files.js"
@@ -108,10 +109,10 @@ export const makeHttpApp: Effect.Effect<
 })
 
 /**
- * A web handler (`(Request) => Promise<Response>`) over the given ports, for plain Node or any fetch-style server.
- * Call `dispose` on shutdown.
+ * A web handler (`(Request, Context.make(ClientAddress.RemoteAddress, socketAddress)?) => Promise<Response>`) over the
+ * given ports, for plain Node or any fetch-style server. Call `dispose` on shutdown.
  */
 export const toWebHandler = <E>(ports: Layer.Layer<Requirements, E>) =>
-  HttpApiBuilder.toWebHandler(
+  withRemoteAddress(HttpApiBuilder.toWebHandler(
     Layer.mergeAll(Extras, HttpServer.layerContext).pipe(Layer.provideMerge(ApiLive), Layer.provide(ports))
-  )
+  ))

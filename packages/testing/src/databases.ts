@@ -5,6 +5,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -47,8 +48,8 @@ export const runPostgres: boolean = pgAvailable || process.env.CI === "true"
 
 /** A fresh schema for one test, dropped (with everything in it) when the scope closes. */
 export const pgSchema: Effect.Effect<string, unknown, Scope.Scope> = Effect.acquireRelease(
-  Effect.suspend(() => {
-    const name = `t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 10)}`
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const name = `t_${now.toString(36)}_${Math.random().toString(36).slice(2, 10)}`
     return Effect.as(admin(`CREATE SCHEMA ${name}`), name)
   }),
   (name) => Effect.ignore(admin(`DROP SCHEMA IF EXISTS ${name} CASCADE`))

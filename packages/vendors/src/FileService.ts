@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, Services } from "@mediagate/contract"
+import { Errors, Services, Tracing } from "@mediagate/contract"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -71,21 +71,18 @@ export const make = Effect.gen(function*() {
         if (Option.isNone(opened)) return yield* notFound
         const file = opened.value
         const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-        const headers: Record<string, string> = {
+        const { range, size } = file
+        const headers = {
           "content-type": file.contentType,
           "accept-ranges": "bytes",
           "cache-control": `private, max-age=${Math.max(0, Number(query.expires) - now)}`,
-          "x-content-type-options": "nosniff"
+          "x-content-type-options": "nosniff",
+          "content-length": String(range === undefined ? size : range.end - range.start + 1),
+          ...(range === undefined ? {} : { "content-range": `bytes ${range.start}-${range.end}/${size}` })
         }
-        const body = Stream.mapError(file.stream, unavailable)
-        if (file.range === undefined) {
-          headers["content-length"] = String(file.size)
-          return { status: 200 as const, headers, body }
-        }
-        headers["content-length"] = String(file.range.end - file.range.start + 1)
-        headers["content-range"] = `bytes ${file.range.start}-${file.range.end}/${file.size}`
-        return { status: 206 as const, headers, body }
-      }).pipe(Effect.withSpan("FileService.open"))
+        const status = range === undefined ? 200 as const : 206 as const
+        return { status, headers, body: Stream.mapError(file.stream, unavailable) }
+      }).pipe(Tracing.span("FileService.open"))
   })
 })
 

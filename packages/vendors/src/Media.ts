@@ -9,7 +9,8 @@
  * - the last frame of such a video as a PNG (for `return_last_frame`).
  *
  * Everything rendered is cached per renderer (key: kind, size, duration, fps), bounded by bytes (LRU); concurrent
- * requests for the same key share one rendering, and an interrupted caller does not cancel it for the others.
+ * requests for the same key share one rendering, and an interrupted caller does not cancel it for the others. A
+ * renderer belongs to a scope ({@link make}, {@link layer}): closing it interrupts the renderings under way.
  * Video encodings run one at a time process-wide (the WASM module and its file system are shared) and yield to
  * the event loop after every frame, so the server keeps answering while a clip is encoded.
  *
@@ -22,10 +23,13 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import jpeg from "jpeg-js"
 import { PNG } from "pngjs"
 
@@ -85,15 +89,15 @@ export interface RendererStats {
   readonly cachedBytes: number
 }
 
-/** A media renderer with its own cache. */
-export interface Renderer {
+/** A media renderer with its own cache (images, clips of even sizes and their last frames: see the module). */
+export class Renderer extends Context.Tag("@mediagate/vendors/Media/Renderer")<Renderer, {
   readonly renderImage: (spec: ImageSpec) => Effect.Effect<Uint8Array>
   readonly renderVideo: (spec: VideoSpec) => Effect.Effect<Uint8Array>
   readonly renderLastFrame: (spec: VideoSpec) => Effect.Effect<Uint8Array>
   readonly stats: () => RendererStats
   /** Drops every finished entry (renderings under way complete normally). */
   readonly clear: () => void
-}
+}>() {}
 
 /** Options of {@link make}. */
 export interface RendererOptions {
@@ -340,8 +344,11 @@ interface Entry {
   done: boolean
 }
 
-/** A renderer with its own bounded cache. */
-export const make = (options: RendererOptions = {}): Renderer => {
+/** A renderer with its own bounded cache; its renderings run in the current scope (closing it interrupts them). */
+export const make = (options: RendererOptions = {}): Effect.Effect<Renderer["Type"], never, Scope.Scope> =>
+  Effect.map(Effect.scope, (scope) => makeIn(scope, options))
+
+const makeIn = (scope: Scope.Scope, options: RendererOptions): Renderer["Type"] => {
   const maxBytes = options.maxCacheBytes ?? 64 * 1024 * 1024
   const entries = new Map<string, Entry>()
   let cachedBytes = 0
@@ -386,11 +393,11 @@ export const make = (options: RendererOptions = {}): Renderer => {
           }
           return Deferred.done(entry.deferred, exit)
         })
-      return render.pipe(
-        Effect.exit,
-        Effect.flatMap(settle),
-        // the rendering belongs to every waiter: an interrupted caller does not cancel it
-        Effect.forkDaemon,
+      // the rendering belongs to every waiter and to the renderer's scope: an interrupted caller does not cancel it.
+      // It starts uninterruptible, so that `settle` runs even when the scope closes before it starts.
+      return Effect.onExit(Effect.interruptible(render), settle).pipe(
+        Effect.forkIn(scope),
+        Effect.uninterruptible,
         Effect.zipRight(Deferred.await(entry.deferred))
       )
     })
@@ -437,14 +444,5 @@ export const make = (options: RendererOptions = {}): Renderer => {
   }
 }
 
-/** The process-wide renderer behind {@link renderImage}, {@link renderVideo} and {@link renderLastFrame}. */
-export const defaultRenderer: Renderer = make()
-
-/** A PNG or JPEG of exactly `width`×`height` (cached). */
-export const renderImage = (spec: ImageSpec): Effect.Effect<Uint8Array> => defaultRenderer.renderImage(spec)
-
-/** An H.264 MP4 of exactly `width`×`height` and `durationSeconds` (cached; even sizes only). */
-export const renderVideo = (spec: VideoSpec): Effect.Effect<Uint8Array> => defaultRenderer.renderVideo(spec)
-
-/** The last frame of {@link renderVideo}'s clip for the same spec, as a PNG of the video's size (cached). */
-export const renderLastFrame = (spec: VideoSpec): Effect.Effect<Uint8Array> => defaultRenderer.renderLastFrame(spec)
+/** A renderer as a layer: its renderings end with the layer. */
+export const layer = (options: RendererOptions = {}): Layer.Layer<Renderer> => Layer.scoped(Renderer, make(options))

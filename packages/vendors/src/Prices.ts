@@ -68,6 +68,8 @@ export const defaultPrices: PriceTable = Pricing.defaults(Families.registry)
 // Merging
 // ---------------------------------------------------------------------------------------------------------------------
 
+const isPriceTable = Schema.is(PriceTable)
+
 const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
@@ -85,8 +87,11 @@ const mergeDeep = (base: unknown, override: unknown): unknown => {
  * `override` over `base`, merged to the leaves: every number given in the override replaces the same number of the
  * base; objects (models, fields, resolution maps) merge key by key at every depth; anything absent keeps the base.
  */
-export const mergePrices = (base: PriceTable, override: PriceOverride): PriceTable =>
-  mergeDeep(base, override) as PriceTable
+export const mergePrices = (base: PriceTable, override: PriceOverride): PriceTable => {
+  const merged = mergeDeep(base, override)
+  if (isPriceTable(merged)) return merged
+  throw new Error("unreachable: a price override left the table incomplete")
+}
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Pricing
@@ -146,7 +151,7 @@ export const parsePriceFile = (
   base: PriceTable = defaultPrices
 ): Effect.Effect<PriceTable, PriceFileError> =>
   Effect.try({
-    try: () => JSON.parse(text) as unknown,
+    try: (): unknown => JSON.parse(text),
     catch: (error) =>
       fileError(file, [{
         path: [],

@@ -29,7 +29,7 @@ export interface RelayOptions {
   /** Its API key. */
   readonly apiKey: Redacted.Redacted<string>
   /** Longest time one call may take. Default 30 s. */
-  readonly timeoutMs?: number
+  readonly timeout?: Duration.DurationInput
   /** Largest result file copied. Default 2 GiB. */
   readonly maxFileBytes?: number
 }
@@ -60,7 +60,7 @@ export const make = (options: RelayOptions) =>
     const client = yield* Client.make({ baseUrl: options.baseUrl, apiKey: options.apiKey }).pipe(
       Effect.provide(FetchHttpClient.layer)
     )
-    const timeout = Duration.millis(options.timeoutMs ?? 30_000)
+    const timeout = options.timeout ?? "30 seconds"
     const maxFileBytes = options.maxFileBytes ?? 2 * 1024 ** 3
     const call = <A, E>(effect: Effect.Effect<A, E>) =>
       effect.pipe(
@@ -117,6 +117,8 @@ export const make = (options: RelayOptions) =>
       changes: Stream.empty,
       submit: (task) =>
         call(Effect.suspend(() => {
+          // the only cast left: the derived client's generation group has one method per endpoint name, and the
+          // relay picks it by the task's endpoint at run time (every method has this shape)
           const group = client.generation as unknown as Record<
             string,
             (request: { payload: unknown; headers: { "idempotency-key"?: string } }) => Effect.Effect<Task.CreationAck, unknown>

@@ -14,7 +14,7 @@
  */
 import { Address, DataUri, Fields } from "@mediagate/contract"
 import { PinnedHttp } from "@mediagate/outbound"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { imageSize } from "image-size"
@@ -36,8 +36,8 @@ export type Resolver = PinnedHttp.Resolver
 export interface FetchOptions extends PinnedHttp.TargetOptions {
   /** Largest body accepted, in bytes. */
   readonly maxBytes: number
-  /** Deadline of the whole fetch (DNS, redirects and body), in milliseconds; default 15000. */
-  readonly timeoutMs?: number | undefined
+  /** Deadline of the whole fetch (DNS, redirects and body); default 15 s. */
+  readonly timeout?: Duration.DurationInput | undefined
   /** Most redirects followed; default 3. */
   readonly maxRedirects?: number | undefined
 }
@@ -50,7 +50,6 @@ export interface FetchedMedia {
   readonly finalUrl: string
 }
 
-const defaultTimeoutMs = 15_000
 const defaultMaxRedirects = 3
 
 const fail = (host: string, reason: RemoteMediaReason, problem: string) =>
@@ -68,13 +67,13 @@ const toMediaError = (error: PinnedHttp.OutboundError) =>
 
 /**
  * Fetches a media URL under the address rules of decisions.md §2/§6, following at most `maxRedirects` redirects
- * (each re-checked) and reading at most `maxBytes` bytes within `timeoutMs`.
+ * (each re-checked) and reading at most `maxBytes` bytes within `timeout`.
  */
 export const fetchMedia = Effect.fn("RemoteMedia.fetchMedia")(function*(url: string, options: FetchOptions) {
   const response = yield* PinnedHttp.request(url, {
     ...options,
     headers: { accept: "*/*", "user-agent": "mediagate-media-fetcher" },
-    timeout: Duration.millis(options.timeoutMs ?? defaultTimeoutMs),
+    timeout: options.timeout ?? "15 seconds",
     maxRedirects: options.maxRedirects ?? defaultMaxRedirects,
     acceptStatus: (status) => status >= 200 && status <= 299
   }).pipe(Effect.mapError(toMediaError))

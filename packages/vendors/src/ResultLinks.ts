@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import { Tracing } from "@mediagate/contract"
 import { ResultLinks } from "@mediagate/engine/ResultLinks"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -23,6 +24,6 @@ export const layer: Layer.Layer<ResultLinks, never, UrlSigner> = Layer.effect(
           ...item,
           url: fresh
         }))
-      }).pipe(Effect.withSpan("ResultLinks.refresh"))
+      }).pipe(Tracing.span("ResultLinks.refresh"))
   }))
 )

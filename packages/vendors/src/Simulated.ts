@@ -75,6 +75,7 @@ export const make = (options: SimulatedOptions = {}) =>
   Effect.gen(function*() {
     const store = yield* FileStore
     const signer = yield* UrlSigner
+    const media = yield* Media.Renderer
     const changes = yield* PubSub.unbounded<string>()
     // the "job finished" notices: owned by the layer's scope
     const timers = yield* FiberSet.make()
@@ -94,10 +95,10 @@ export const make = (options: SimulatedOptions = {}) =>
       Effect.forEach(outputs, (spec, i) =>
         Effect.gen(function*() {
           const bytes = spec.media === "video"
-            ? yield* Media.renderVideo({ width: spec.width, height: spec.height, durationSeconds: spec.durationSeconds })
+            ? yield* media.renderVideo({ width: spec.width, height: spec.height, durationSeconds: spec.durationSeconds })
             : spec.kind === "last_frame"
-            ? yield* Media.renderLastFrame({ width: spec.width, height: spec.height, durationSeconds: 1 })
-            : yield* Media.renderImage({ width: spec.width, height: spec.height, format: spec.format })
+            ? yield* media.renderLastFrame({ width: spec.width, height: spec.height, durationSeconds: 1 })
+            : yield* media.renderImage({ width: spec.width, height: spec.height, format: spec.format })
           const key = `tasks/${task.id}/${spec.kind}-${i}.${extension(spec)}`
           const stored = yield* store.put(key, bytes, contentType(spec))
           const item: Task.ResultItem = {
@@ -174,9 +175,9 @@ export class SimulatedUpstream extends Context.Tag("@mediagate/vendors/Simulated
   Upstream["Type"]
 >() {}
 
-/** The simulated upstream with the given settings. */
+/** The simulated upstream with the given settings, rendering with a renderer of its own (`Media.layer`). */
 export const layer = (options: SimulatedOptions = {}): Layer.Layer<SimulatedUpstream, never, FileStore | UrlSigner> =>
-  Layer.scoped(SimulatedUpstream, make(options))
+  Layer.scoped(SimulatedUpstream, make(options)).pipe(Layer.provide(Media.layer()))
 
 /** The simulated upstream with its settings from Effect `Config`. */
 export const layerConfig: Layer.Layer<SimulatedUpstream, ConfigError.ConfigError, FileStore | UrlSigner> = Layer

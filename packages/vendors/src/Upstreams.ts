@@ -11,9 +11,11 @@ import { Upstream } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Rec from "effect/Record"
 import * as Stream from "effect/Stream"
 import { Estimates } from "./Estimates.js"
 import * as MediaInputs from "./MediaInputs.js"
@@ -34,7 +36,7 @@ export type Transports = Partial<Readonly<Record<Catalog.TaskFamily, Transport>>
 /** Settings of the input-media checks run before a task is submitted (none: no checks). */
 export interface InputChecks {
   readonly allowPrivate: boolean
-  readonly timeoutMs?: number
+  readonly timeout?: Duration.DurationInput
   /** DNS resolver (tests). */
   readonly lookup?: FetchOptions["lookup"]
 }
@@ -65,11 +67,7 @@ const make = (
       changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
       submit: (task) =>
         inputChecks === undefined ? transportOf(task).submit(task) : Effect.gen(function*() {
-          const measured = yield* MediaInputs.checkTask(task, {
-            allowPrivate: inputChecks.allowPrivate,
-            ...(inputChecks.timeoutMs === undefined ? {} : { timeoutMs: inputChecks.timeoutMs }),
-            ...(inputChecks.lookup === undefined ? {} : { lookup: inputChecks.lookup })
-          }, families)
+          const measured = yield* MediaInputs.checkTask(task, inputChecks, families)
           const submitted = yield* transportOf(task).submit(task)
           const request = { model: task.model, input: task.input }
           const charges = Family.familyOf(families, task.endpoint)?.charges(task.endpoint, request, measured, table)
@@ -111,12 +109,10 @@ export const layerRelayed = (
 
 /** The transports from Effect `Config` (`MEDIAGATE_UPSTREAM_VENDOR1` ...). */
 export const config: Config.Config<Transports> = Config.all(
-  Object.fromEntries(Catalog.taskFamilies.map((family) => [
-    family,
+  Rec.map(Catalog.models, (_, family): Config.Config<Transport> =>
     Config.literal("simulated", "relay")(`MEDIAGATE_UPSTREAM_${family.toUpperCase()}`).pipe(
       Config.withDefault("simulated" as const)
-    )
-  ])) as Record<Catalog.TaskFamily, Config.Config<Transport>>
+    ))
 )
 
 /**

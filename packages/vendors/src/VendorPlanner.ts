@@ -5,9 +5,10 @@
  *
  * @since 0.1.0
  */
-import { Families, Family, Pricing } from "@mediagate/contract"
+import { Families, Family, Pricing, Tracing } from "@mediagate/contract"
 import { Planner } from "@mediagate/engine/Planner"
 import type * as ConfigError from "effect/ConfigError"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { durationConfig } from "./Durations.js"
@@ -19,7 +20,7 @@ export const offPeakTimeoutMs = 48 * 60 * 60 * 1000
 
 /** The planner with a given task timeout (default 1 h), for the families of a registry (default: the registry). */
 export const layer = (
-  options: { readonly timeoutMs?: number; readonly families?: Family.Registry } = {}
+  options: { readonly timeout?: Duration.DurationInput; readonly families?: Family.Registry } = {}
 ): Layer.Layer<Planner, never, PriceBook | Estimates> =>
   Layer.effect(
     Planner,
@@ -28,23 +29,24 @@ export const layer = (
       const estimates = yield* Estimates
       const families = options.families ?? Families.registry
       const price = Pricing.priceOf(families)
-      const timeoutMs = options.timeoutMs ?? 60 * 60 * 1000
+      const timeoutMs = Duration.toMillis(options.timeout ?? "1 hour")
+      // on every accept: a plain function in a span of its own (`Effect.fn` builds an Error per call)
+      const span = Tracing.span("VendorPlanner.plan")
       return Planner.of({
-        plan: Effect.fn("VendorPlanner.plan")(function*(endpoint, request) {
+        plan: (endpoint, request) => {
           const info = Family.findEndpoint(families, endpoint)
-          if (info === undefined) return yield* Effect.dieMessage(`no family has the endpoint ${endpoint}`)
-          const estimatedSeconds = yield* estimates.estimate(request.model, info.estimateSeconds(request))
-          return {
+          if (info === undefined) return Effect.dieMessage(`no family has the endpoint ${endpoint}`)
+          return span(Effect.map(estimates.estimate(request.model, info.estimateSeconds(request)), (estimatedSeconds) => ({
             priceMicros: price(endpoint, request, table),
             estimatedSeconds,
             timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : timeoutMs
-          }
-        })
+          })))
+        }
       })
     })
   )
 
 /** The planner with `MEDIAGATE_TASK_TIMEOUT` (default `1h`). */
 export const layerConfig: Layer.Layer<Planner, ConfigError.ConfigError, PriceBook | Estimates> = Layer.unwrapEffect(
-  Effect.map(durationConfig("MEDIAGATE_TASK_TIMEOUT", "1h"), (timeoutMs) => layer({ timeoutMs }))
+  Effect.map(durationConfig("MEDIAGATE_TASK_TIMEOUT", "1h"), (timeout) => layer({ timeout }))
 )

@@ -60,7 +60,7 @@ export const loadVoiceFile = (file: string) =>
       Effect.mapError(() => new VoiceFileError({ file, message: `voice file ${file}: cannot be read` }))
     )
     const json = yield* Effect.try({
-      try: () => JSON.parse(text) as unknown,
+      try: (): unknown => JSON.parse(text),
       catch: () => new VoiceFileError({ file, message: `voice file ${file}: is not valid JSON` })
     })
     return yield* Schema.decodeUnknown(VoiceFile)(json).pipe(

@@ -3,6 +3,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as Scope from "effect/Scope"
 import jpeg from "jpeg-js"
 import { PNG } from "pngjs"
 import * as Media from "../src/Media.js"
@@ -38,9 +39,9 @@ describe("Media: videos", () => {
   ]
   for (const spec of cases) {
     const label = `${spec.width}x${spec.height} ${spec.durationSeconds} s at ${spec.fps ?? Media.defaultFps} fps`
-    it.effect(`${label}: mp4box.js reads h264 of that size, duration and frame count`, () =>
+    it.scoped(`${label}: mp4box.js reads h264 of that size, duration and frame count`, () =>
       Effect.gen(function*() {
-        const renderer = Media.make()
+        const renderer = yield* Media.make()
         const bytes = yield* timed(`encode ${label}`, renderer.renderVideo(spec))
         const info = probe(bytes)
         expect(info.codec).toBe("h264")
@@ -54,9 +55,9 @@ describe("Media: videos", () => {
       }), { timeout: 60_000 })
   }
 
-  it.effect("the cache encodes a clip once, shares a rendering under way and returns identical bytes", () =>
+  it.scoped("the cache encodes a clip once, shares a rendering under way and returns identical bytes", () =>
     Effect.gen(function*() {
-      const renderer = Media.make()
+      const renderer = yield* Media.make()
       const spec = { width: 320, height: 240, durationSeconds: 2 }
       const [a, b, c] = yield* Effect.all(
         [renderer.renderVideo(spec), renderer.renderVideo(spec), renderer.renderVideo({ ...spec, fps: Media.defaultFps })],
@@ -72,13 +73,13 @@ describe("Media: videos", () => {
       yield* renderer.renderVideo({ ...spec, fps: 4 })
       expect(renderer.stats().videoEncodes).toBe(3)
       // a fresh renderer encodes the same picture again (the MP4 boxes carry a creation time, so compare sizes)
-      const again = yield* Media.make().renderVideo(spec)
+      const again = yield* Effect.flatMap(Media.make(), (fresh) => fresh.renderVideo(spec))
       expect(again.byteLength).toBe(a.byteLength)
     }), { timeout: 60_000 })
 
-  it.effect("an interrupted caller does not cancel the rendering for the others", () =>
+  it.scoped("an interrupted caller does not cancel the rendering for the others", () =>
     Effect.gen(function*() {
-      const renderer = Media.make()
+      const renderer = yield* Media.make()
       const spec = { width: 160, height: 120, durationSeconds: 3 }
       const first = yield* Effect.fork(renderer.renderVideo(spec))
       const second = yield* Effect.fork(renderer.renderVideo(spec))
@@ -89,9 +90,37 @@ describe("Media: videos", () => {
       expect(renderer.stats().videoEncodes).toBe(1)
     }), { timeout: 60_000 })
 
-  it.effect("refuses odd and out-of-range specs (a defect)", () =>
+  it.effect("closing the renderer's scope interrupts a rendering under way and its waiters", () =>
     Effect.gen(function*() {
-      const renderer = Media.make()
+      const scope = yield* Scope.make()
+      const renderer = yield* Scope.extend(Media.make(), scope)
+      const spec = { width: 640, height: 480, durationSeconds: 60 }
+      const waiters = yield* Effect.forEach([1, 2], () => Effect.fork(renderer.renderVideo(spec)))
+      while (renderer.stats().videoEncodes === 0) yield* Effect.yieldNow()
+      yield* Scope.close(scope, Exit.void)
+      for (const waiter of waiters) assert.isTrue(Exit.isInterrupted(yield* Fiber.await(waiter)))
+      expect(renderer.stats()).toMatchObject({ videoEncodes: 1, entries: 0, cachedBytes: 0 })
+      // a closed renderer starts nothing
+      assert.isTrue(Exit.isInterrupted(yield* Effect.exit(renderer.renderImage({ width: 4, height: 4, format: "png" }))))
+      expect(renderer.stats().imageEncodes).toBe(0)
+    }), { timeout: 60_000 })
+
+  it.effect("a waiter never hangs when the scope closes around the start of a rendering", () =>
+    Effect.gen(function*() {
+      for (let yields = 0; yields < 4; yields++) {
+        const scope = yield* Scope.make()
+        const renderer = yield* Scope.extend(Media.make(), scope)
+        const waiter = yield* Effect.fork(renderer.renderImage({ width: 8, height: 8, format: "png" }))
+        for (let i = 0; i < yields; i++) yield* Effect.yieldNow()
+        yield* Scope.close(scope, Exit.void)
+        const exit = yield* Fiber.await(waiter)
+        assert.isTrue(Exit.isSuccess(exit) || Exit.isInterrupted(exit))
+      }
+    }))
+
+  it.scoped("refuses odd and out-of-range specs (a defect)", () =>
+    Effect.gen(function*() {
+      const renderer = yield* Media.make()
       for (
         const spec of [
           { width: 853, height: 480, durationSeconds: 5 },
@@ -111,9 +140,9 @@ describe("Media: videos", () => {
       expect(renderer.stats().videoEncodes).toBe(0)
     }))
 
-  it.effect("the last frame is a PNG of the video's size, with the bar at the right end", () =>
+  it.scoped("the last frame is a PNG of the video's size, with the bar at the right end", () =>
     Effect.gen(function*() {
-      const renderer = Media.make()
+      const renderer = yield* Media.make()
       for (const [width, height] of [[1280, 720], [720, 1280]] as const) {
         const bytes = yield* renderer.renderLastFrame({ width, height, durationSeconds: 5 })
         const png = PNG.sync.read(Buffer.from(bytes))
@@ -133,26 +162,26 @@ describe("Media: videos", () => {
 describe("Media: images", () => {
   const sizes = [[1024, 1024], [2048, 2048], [1280, 720], [1536, 640], [333, 77]] as const
   for (const [width, height] of sizes) {
-    it.effect(`PNG ${width}x${height} decodes back to that size`, () =>
+    it.scoped(`PNG ${width}x${height} decodes back to that size`, () =>
       Effect.gen(function*() {
-        const bytes = yield* Media.make().renderImage({ width, height, format: "png" })
+        const bytes = yield* Effect.flatMap(Media.make(), (r) => r.renderImage({ width, height, format: "png" }))
         const png = PNG.sync.read(Buffer.from(bytes))
         expect([png.width, png.height]).toEqual([width, height])
         // a gradient: left and right differ
         expect(png.data[0]).not.toBe(png.data[(width - 1) * 4])
       }))
-    it.effect(`JPEG ${width}x${height} decodes back to that size`, () =>
+    it.scoped(`JPEG ${width}x${height} decodes back to that size`, () =>
       Effect.gen(function*() {
-        const bytes = yield* Media.make().renderImage({ width, height, format: "jpeg" })
+        const bytes = yield* Effect.flatMap(Media.make(), (r) => r.renderImage({ width, height, format: "jpeg" }))
         expect([bytes[0], bytes[1]]).toEqual([0xff, 0xd8])
         const image = jpeg.decode(bytes, { useTArray: true })
         expect([image.width, image.height]).toEqual([width, height])
       }))
   }
 
-  it.effect("4096x4096 stays affordable", () =>
+  it.scoped("4096x4096 stays affordable", () =>
     Effect.gen(function*() {
-      const renderer = Media.make()
+      const renderer = yield* Media.make()
       const png = yield* timed("render PNG 4096x4096", renderer.renderImage({ width: 4096, height: 4096, format: "png" }))
       expect(pngHeader(png)).toEqual({ width: 4096, height: 4096 })
       expect(png.byteLength).toBeLessThan(1024 * 1024)
@@ -160,16 +189,16 @@ describe("Media: images", () => {
       expect(jpeg.decode(jpg, { useTArray: true, maxMemoryUsageInMB: 1024 }).width).toBe(4096)
     }), { timeout: 60_000 })
 
-  it.effect("images are cached by size and format, bounded by bytes (least recently used first)", () =>
+  it.scoped("images are cached by size and format, bounded by bytes (least recently used first)", () =>
     Effect.gen(function*() {
       const a = { width: 64, height: 64, format: "png" } as const
       const b = { width: 96, height: 96, format: "png" } as const
       const c = { width: 96, height: 97, format: "png" } as const
-      const probeRenderer = Media.make()
+      const probeRenderer = yield* Media.make()
       const sizeOf = (spec: Media.ImageSpec) => Effect.map(probeRenderer.renderImage(spec), (bytes) => bytes.byteLength)
       const budget = (yield* sizeOf(a)) + Math.max(yield* sizeOf(b), yield* sizeOf(c))
 
-      const renderer = Media.make({ maxCacheBytes: budget })
+      const renderer = yield* Media.make({ maxCacheBytes: budget })
       const first = yield* renderer.renderImage(a)
       yield* renderer.renderImage(b)
       expect(yield* renderer.renderImage(a)).toBe(first) // hit: a is now the most recently used
@@ -180,19 +209,20 @@ describe("Media: images", () => {
       expect(renderer.stats().imageEncodes).toBe(4)
       expect(renderer.stats().cachedBytes).toBeLessThanOrEqual(budget)
 
-      const tiny = Media.make({ maxCacheBytes: 1 })
+      const tiny = yield* Media.make({ maxCacheBytes: 1 })
       yield* tiny.renderImage(a)
       yield* tiny.renderImage(a)
       expect(tiny.stats()).toMatchObject({ imageEncodes: 2, entries: 0, cachedBytes: 0 })
     }))
 
-  it.effect("the module-level functions share the default renderer", () =>
+  it.effect("the layer's renderer is shared by everything it is provided to", () =>
     Effect.gen(function*() {
-      const before = Media.defaultRenderer.stats().imageEncodes
-      const one = yield* Media.renderImage({ width: 10, height: 20, format: "jpeg" })
-      const two = yield* Media.renderImage({ width: 10, height: 20, format: "jpeg" })
+      const renderer = yield* Media.Renderer
+      const before = renderer.stats().imageEncodes
+      const one = yield* Effect.flatMap(Media.Renderer, (r) => r.renderImage({ width: 10, height: 20, format: "jpeg" }))
+      const two = yield* Effect.flatMap(Media.Renderer, (r) => r.renderImage({ width: 10, height: 20, format: "jpeg" }))
       expect(two).toBe(one)
-      expect(Media.defaultRenderer.stats().imageEncodes).toBe(before + 1)
+      expect(renderer.stats().imageEncodes).toBe(before + 1)
       expect(Media.imageContentType("jpeg")).toBe("image/jpeg")
-    }))
+    }).pipe(Effect.provide(Media.layer())))
 })

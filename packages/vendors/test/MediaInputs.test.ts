@@ -81,11 +81,11 @@ const recordingBilling = (refuse?: number) => {
 
 const engine = (allowPrivate: boolean, billing: Layer.Layer<Billing.Billing> = Billing.layerUnmetered) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-inputs-"))
-  return Worker.layer({ concurrency: 4, idleMs: 50, pollDelayMs: () => 25 }).pipe(
+  return Worker.layer({ concurrency: 4, idle: "50 millis", pollDelay: () => "25 millis" }).pipe(
     Layer.provideMerge(TaskService.layer),
     Layer.provide(EngineResultLinks.layerAsStored),
     Layer.provideMerge(TaskStorage.layerMemory()),
-    Layer.provideMerge(Upstreams.layer({}, { allowPrivate, timeoutMs: 5000 })),
+    Layer.provideMerge(Upstreams.layer({}, { allowPrivate, timeout: "5 seconds" })),
     Layer.provide(PriceBook.layer()),
     Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
     Layer.provideMerge(FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer))),
@@ -129,7 +129,8 @@ describe("remote input media checks", () => {
 
   it.live("vendor1-2 reference-video seconds are measured and charged as a separate entry; a refusal fails the task", () =>
     Effect.gen(function*() {
-      files["/clip.mp4"] = Buffer.from(yield* Media.renderVideo({ width: 640, height: 360, durationSeconds: 3 }))
+      const media = yield* Media.make()
+      files["/clip.mp4"] = Buffer.from(yield* media.renderVideo({ width: 640, height: 360, durationSeconds: 3 }))
       const server = yield* serve
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
       const input = { prompt: "p", reference_video_urls: [`${base}/clip.mp4`] }

@@ -29,8 +29,10 @@ const concat = (...parts: ReadonlyArray<Uint8Array>) => {
   return out
 }
 
-/** A small clip: 320x240, 2.5 s at 4 fps, so 10 frames. */
-const clip = Media.make().renderVideo({ width: 320, height: 240, durationSeconds: 2.5, fps: 4 })
+const render = <A>(f: (renderer: Media.Renderer["Type"]) => Effect.Effect<A>) => Effect.scoped(Effect.flatMap(Media.make(), f))
+
+/** A small clip: 320x240, 2.5 s at 4 fps, so 10 frames (encoded once, on first use). */
+const clip = Effect.runSync(Effect.cached(render((r) => r.renderVideo({ width: 320, height: 240, durationSeconds: 2.5, fps: 4 }))))
 
 describe("probe (mp4box.js)", () => {
   it.effect("reads a clip from the project's encoder: codec, size, duration and frame count", () =>
@@ -44,7 +46,7 @@ describe("probe (mp4box.js)", () => {
 
   it.effect("reads a width that is not a multiple of 16 (SPS cropping) and one frame per second", () =>
     Effect.gen(function*() {
-      const bytes = yield* Media.make().renderVideo({ width: 854, height: 480, durationSeconds: 3, fps: 1 })
+      const bytes = yield* render((r) => r.renderVideo({ width: 854, height: 480, durationSeconds: 3, fps: 1 }))
       expect(probeVideoBytes(bytes)).toEqual({ codec: "h264", width: 854, height: 480, durationSeconds: 3, frames: 3 })
     }), { timeout: 60_000 })
 
@@ -64,7 +66,7 @@ describe("probe (mp4box.js)", () => {
 
   it.effect("rejects an image, a file without moov and a moov without a video track", () =>
     Effect.gen(function*() {
-      const png = yield* Media.make().renderImage({ width: 64, height: 64, format: "png" })
+      const png = yield* render((r) => r.renderImage({ width: 64, height: 64, format: "png" }))
       expect(() => probeVideoBytes(png)).toThrow(/not a playable MP4/)
       const bytes = yield* clip
       const ftyp = boxesOf(bytes).find((b) => b.type === "ftyp")!

@@ -55,7 +55,7 @@ const startRemote = Effect.gen(function*() {
   const url = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
   const App = Http.layer.pipe(
     Layer.provideMerge(FileService.layer),
-    Layer.provideMerge(Worker.layer({ concurrency: 8, idleMs: 50, pollDelayMs: () => 25 })),
+    Layer.provideMerge(Worker.layer({ concurrency: 8, idle: "50 millis", pollDelay: () => "25 millis" })),
     Layer.provideMerge(TaskService.layer),
     Layer.provide(EngineResultLinks.layerAsStored),
     Layer.provideMerge(TaskStorage.layerMemory()),
@@ -91,7 +91,7 @@ describe("relay upstream", () => {
     Effect.gen(function*() {
       const remoteUrl = yield* startRemote
       const local = files("http://local.example")
-      const Local = Worker.layer({ concurrency: 4, idleMs: 50, pollDelayMs: () => 50 }).pipe(
+      const Local = Worker.layer({ concurrency: 4, idle: "50 millis", pollDelay: () => "50 millis" }).pipe(
         Layer.provideMerge(TaskService.layer),
         Layer.provide(EngineResultLinks.layerAsStored),
     Layer.provide(EngineResultLinks.layerAsStored),

@@ -109,7 +109,9 @@ const handler = (request: http.IncomingMessage, response: http.ServerResponse) =
 }
 
 beforeAll(async () => {
-  video = await Effect.runPromise(Media.renderVideo({ width: 64, height: 48, durationSeconds: videoSeconds }))
+  video = await Effect.runPromise(
+    Effect.scoped(Effect.flatMap(Media.make(), (media) => media.renderVideo({ width: 64, height: 48, durationSeconds: videoSeconds })))
+  )
   server = http.createServer(handler)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   port = (server.address() as AddressInfo).port
@@ -156,7 +158,7 @@ describe("fetchMedia address rules", () => {
   it.effect("refuses IPv6 loopback, metadata and private literals without connecting", () =>
     Effect.gen(function*() {
       for (const url of ["http://[::1]/", "http://169.254.169.254/latest/meta-data", "http://10.0.0.1/", "http://[::ffff:127.0.0.1]/"]) {
-        const error = yield* failure(RemoteMedia.fetchMedia(url, { maxBytes: 1000, timeoutMs: 2000 }))
+        const error = yield* failure(RemoteMedia.fetchMedia(url, { maxBytes: 1000, timeout: "2 seconds" }))
         expect(error.reason, url).toBe("address")
         expect(error.message).not.toMatch(/\n\s+at /)
       }
@@ -286,7 +288,7 @@ describe("fetchMedia transfers", () => {
   it.live("a body that never completes times out", () =>
     Effect.gen(function*() {
       const started = performance.now()
-      const error = yield* failure(RemoteMedia.fetchMedia(local("/slow"), { ...dev, timeoutMs: 300 }))
+      const error = yield* failure(RemoteMedia.fetchMedia(local("/slow"), { ...dev, timeout: "300 millis" }))
       expect(error.reason).toBe("timeout")
       expect(error.message).toContain("127.0.0.1")
       expect(performance.now() - started).toBeLessThan(2000)

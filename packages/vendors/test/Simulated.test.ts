@@ -1,6 +1,7 @@
 /**
  * Every endpoint and model runs to `succeeded` on the simulated upstream, through the engine, and its result items
  * describe the stored files exactly: format, duration, size and pixel size read back with mp4box.js and decoders.
+ * Time is the `TestClock`'s, advanced in small steps while the files are really rendered and stored.
  */
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -9,10 +10,13 @@ import * as Billing from "@mediagate/engine/Billing"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import * as Worker from "@mediagate/engine/Worker"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as TestClock from "effect/TestClock"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -38,19 +42,19 @@ const principal = {
   clientAddress: undefined
 }
 
-const setup = (options: { readonly timeoutMs?: number } = {}) => {
+const setup = (options: { readonly timeout?: Duration.DurationInput } = {}) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-sim-"))
   const files = Layer.mergeAll(
     FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
     UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
   )
-  const layer = Worker.layer({ concurrency: 8, idleMs: 100, leaseMs: 60_000, pollDelayMs: () => 25 }).pipe(
+  const layer = Worker.layer({ concurrency: 8, idle: "100 millis", lease: "60 seconds", pollDelay: () => "25 millis" }).pipe(
     Layer.provideMerge(TaskService.layer),
     Layer.provideMerge(ResultLinks.layer),
     Layer.provideMerge(TaskStorage.layerMemory()),
     Layer.provideMerge(Upstreams.layer()),
     Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
-    Layer.provideMerge(VendorPlanner.layer({ timeoutMs: options.timeoutMs ?? 120_000 })),
+    Layer.provideMerge(VendorPlanner.layer({ timeout: options.timeout ?? "120 seconds" })),
     Layer.provideMerge(PriceBook.layer()),
     Layer.provideMerge(Estimates.layer),
     Layer.provideMerge(files),
@@ -59,20 +63,24 @@ const setup = (options: { readonly timeoutMs?: number } = {}) => {
   return { directory, layer }
 }
 
-const awaitTerminal = (ids: ReadonlyArray<string>, timeoutMs = 90_000) =>
+/**
+ * Advances the test clock by 10 ms steps until the tasks are terminal, within `limit` of clock time. Rendering runs
+ * alongside (real work, no clock): a video moves the clock by about one step per three frames it encodes.
+ */
+const awaitTerminal = (ids: ReadonlyArray<string>, limit: Duration.DurationInput = "90 seconds") =>
   Effect.gen(function*() {
     const storage = yield* TaskStorage.TaskStorage
-    const deadline = Date.now() + timeoutMs
+    const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(limit)
     while (true) {
       const tasks = (yield* Effect.forEach(ids, (id) => storage.getById(id))).map(Option.getOrThrow)
       if (tasks.every((t) => ["succeeded", "failed", "cancelled", "expired"].includes(t.status))) return tasks
-      if (Date.now() > deadline) return yield* Effect.dieMessage("tasks did not finish in time")
-      yield* Effect.sleep(50)
+      if ((yield* Clock.currentTimeMillis) > deadline) return yield* Effect.dieMessage("tasks did not finish in time")
+      yield* TestClock.adjust("10 millis")
     }
   })
 
 describe("simulated upstream", () => {
-  it.live("every endpoint and model succeeds with result items that describe the stored files", () => {
+  it.effect("every endpoint and model succeeds with result items that describe the stored files", () => {
     const { directory, layer } = setup()
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
@@ -112,7 +120,7 @@ describe("simulated upstream", () => {
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 180_000 })
 
-  it.live("renders what the request asks: sizes, durations, formats and the last frame", () => {
+  it.effect("renders what the request asks: sizes, durations, formats and the last frame", () => {
     const { layer } = setup()
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
@@ -135,7 +143,7 @@ describe("simulated upstream", () => {
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 120_000 })
 
-  it.live("result links are signed anew on every read", () => {
+  it.effect("result links are signed anew on every read", () => {
     const { layer } = setup()
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
@@ -147,7 +155,7 @@ describe("simulated upstream", () => {
       })
       yield* awaitTerminal([ack.id])
       const stored = Option.getOrThrow(yield* storage.getById(ack.id)).result![0]!.url
-      yield* Effect.sleep(1100)
+      yield* TestClock.adjust("1100 millis")
       const read = (yield* tasks.get(principal, ack.id)).result![0]!.url
       const expires = (url: string) => Number(new URL(url).searchParams.get("expires"))
       expect(new URL(read).pathname).toBe(new URL(stored).pathname)
@@ -155,8 +163,8 @@ describe("simulated upstream", () => {
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 30_000 })
 
-  it.live("directives: fail, content policy, delay and hang", () => {
-    const { layer } = setup({ timeoutMs: 1500 })
+  it.effect("directives: fail, content policy, delay and hang", () => {
+    const { layer } = setup({ timeout: "1500 millis" })
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const create = (prompt: string) =>
@@ -165,7 +173,7 @@ describe("simulated upstream", () => {
       const policy = yield* create("a cat [sim:content-policy]")
       const delayed = yield* create("a cat [sim:delay=0.5]")
       const hang = yield* create("a cat [sim:hang]")
-      const started = Date.now()
+      const started = yield* Clock.currentTimeMillis
       const [f, p, d, h] = yield* awaitTerminal([fail.id, policy.id, delayed.id, hang.id])
       expect(f).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR" } })
       expect(p).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR" } })
@@ -173,11 +181,11 @@ describe("simulated upstream", () => {
       expect(d!.status).toBe("succeeded")
       expect(d!.completedAt! - d!.createdAt).toBeGreaterThanOrEqual(500)
       expect(h).toMatchObject({ status: "expired", error: { code: "TASK_EXPIRED" } })
-      expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
+      expect((yield* Clock.currentTimeMillis) - started).toBeGreaterThanOrEqual(1000)
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 60_000 })
 
-  it.live("estimates move from the family default to the median of actual durations", () => {
+  it.effect("estimates move from the family default to the median of actual durations", () => {
     const { layer } = setup()
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService

@@ -16,9 +16,10 @@
  *
  * @since 0.1.0
  */
-import { WebhookSignature } from "@mediagate/contract"
+import { Tracing, WebhookSignature } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Arr from "effect/Array"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -30,6 +31,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
 import { hostname } from "node:os"
 import { layerSender, WebhookSender } from "./Outbound.js"
 import { type DeliveryRow, type Settlement, WebhookStore } from "./WebhookStore.js"
@@ -43,25 +45,25 @@ export const defaultJitter = 0.1
 
 /** Dispatcher settings. */
 export interface DispatcherOptions {
-  /** Delays of the retries after the first attempt, in ms. Default {@link defaultRetryScheduleMs}. */
-  readonly retryScheduleMs?: ReadonlyArray<number>
-  /** Time limit of one attempt, in ms. Default 10 s. */
-  readonly timeoutMs?: number
+  /** Delays of the retries after the first attempt. Default {@link defaultRetryScheduleMs}. */
+  readonly retrySchedule?: ReadonlyArray<Duration.DurationInput>
+  /** Time limit of one attempt. Default 10 s. */
+  readonly timeout?: Duration.DurationInput
   /** Fraction by which a retry delay may be lengthened at random (0 turns jitter off). Default 0.1. */
   readonly jitter?: number
   /** Deliveries sent at once by one process. Default 16. */
   readonly concurrency?: number
   /** Lease of a claimed delivery; longer than the timeout. Default timeout + 30 s. */
-  readonly leaseMs?: number
+  readonly lease?: Duration.DurationInput
   /** Outbox entries fanned out per transaction. Default 100. */
   readonly batchSize?: number
   /** Longest idle wait before looking for work again. Default 1 s. */
-  readonly idleMs?: number
+  readonly idle?: Duration.DurationInput
   /** This dispatcher's name in leases. Default `<host>:<pid>:<ulid>`. */
   readonly owner?: string
 }
 
-/** Settings with defaults applied. */
+/** Settings with defaults applied, in ms. */
 export interface Resolved {
   readonly retryScheduleMs: ReadonlyArray<number>
   readonly timeoutMs: number
@@ -70,8 +72,8 @@ export interface Resolved {
 
 /** Applies the defaults. */
 export const resolve = (options: DispatcherOptions = {}): Resolved => ({
-  retryScheduleMs: options.retryScheduleMs ?? defaultRetryScheduleMs,
-  timeoutMs: options.timeoutMs ?? defaultTimeoutMs,
+  retryScheduleMs: (options.retrySchedule ?? defaultRetryScheduleMs).map(Duration.toMillis),
+  timeoutMs: Duration.toMillis(options.timeout ?? defaultTimeoutMs),
   jitter: Math.max(0, options.jitter ?? defaultJitter)
 })
 
@@ -111,14 +113,11 @@ export const perJobHeaders = (
   "x-webhook-timestamp": String(timestamp)
 })
 
-const taskIdOf = (payload: string): string => {
-  try {
-    const event = JSON.parse(payload) as { data?: { task?: { id?: unknown } } }
-    return typeof event.data?.task?.id === "string" ? event.data.task.id : ""
-  } catch {
-    return ""
-  }
-}
+const decodeTaskId = Schema.decodeUnknownOption(
+  Schema.parseJson(Schema.Struct({ data: Schema.Struct({ task: Schema.Struct({ id: Schema.String }) }) }))
+)
+
+const taskIdOf = (payload: string): string => Option.match(decodeTaskId(payload), { onNone: () => "", onSome: (event) => event.data.task.id })
 
 // -----------------------------------------------------------------------------------------------------------------
 // one attempt
@@ -180,7 +179,7 @@ export const attemptDelivery = (delivery: DeliveryRow, options: Resolved) =>
       responseExcerpt: result.responseExcerpt,
       at
     }, settlement)
-  }).pipe(Effect.withSpan("Webhooks.attemptDelivery", { attributes: { deliveryId: delivery.id } }))
+  }).pipe(Tracing.span("Webhooks.attemptDelivery", { attributes: { deliveryId: delivery.id } }))
 
 /** Claims every due delivery (up to `limit`) and sends them concurrently; answers how many were claimed. */
 export const deliverDue = (options: DispatcherOptions = {}, limit = 100) =>
@@ -189,7 +188,7 @@ export const deliverDue = (options: DispatcherOptions = {}, limit = 100) =>
     const resolved = resolve(options)
     const now = yield* store.now
     const owner = options.owner ?? "deliverDue"
-    const claimed = yield* store.claimDue(owner, limit, options.leaseMs ?? resolved.timeoutMs + 30_000, now)
+    const claimed = yield* store.claimDue(owner, limit, Duration.toMillis(options.lease ?? resolved.timeoutMs + 30_000), now)
     yield* Effect.forEach(claimed, (delivery) => attemptDelivery(delivery, resolved), {
       concurrency: "unbounded",
       discard: true
@@ -229,8 +228,8 @@ export const run = (options: DispatcherOptions = {}) =>
     const tasks = yield* TaskStorage
     const resolved = resolve(options)
     const concurrency = Math.max(1, options.concurrency ?? 16)
-    const leaseMs = options.leaseMs ?? resolved.timeoutMs + 30_000
-    const idleMs = options.idleMs ?? 1000
+    const leaseMs = Duration.toMillis(options.lease ?? resolved.timeoutMs + 30_000)
+    const idleMs = Duration.toMillis(options.idle ?? "1 second")
     const batchSize = options.batchSize ?? 100
     const owner = options.owner ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
     const pokes = yield* Queue.sliding<void>(1)
@@ -270,7 +269,7 @@ export const run = (options: DispatcherOptions = {}) =>
       const free = concurrency - running
       if (free <= 0) return yield* Queue.take(pokes)
       const claimed = yield* Effect.flatMap(store.now, (now) => store.claimDue(owner, free, leaseMs, now)).pipe(
-        Effect.catchAll((error) => Effect.as(Effect.logError("delivery claim failed", error), [] as ReadonlyArray<DeliveryRow>))
+        Effect.catchAll((error) => Effect.as(Effect.logError("delivery claim failed", error), Arr.empty<DeliveryRow>()))
       )
       for (const delivery of claimed) {
         running++
@@ -323,8 +322,8 @@ export const parseSchedule = (text: string): Either.Either<ReadonlyArray<number>
 
 /** Webhook settings from the environment. */
 export interface WebhookSettings {
-  readonly retryScheduleMs: ReadonlyArray<number>
-  readonly timeoutMs: number
+  readonly retrySchedule: ReadonlyArray<Duration.DurationInput>
+  readonly timeout: Duration.DurationInput
   readonly allowPrivate: boolean
 }
 
@@ -333,7 +332,7 @@ export interface WebhookSettings {
  * `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE` (default false).
  */
 export const config: Config.Config<WebhookSettings> = Config.all({
-  retryScheduleMs: Config.string("MEDIAGATE_WEBHOOK_RETRY_SCHEDULE").pipe(
+  retrySchedule: Config.string("MEDIAGATE_WEBHOOK_RETRY_SCHEDULE").pipe(
     Config.withDefault("1m,5m,30m"),
     Config.mapOrFail((text) =>
       Either.mapLeft(
@@ -342,7 +341,7 @@ export const config: Config.Config<WebhookSettings> = Config.all({
       )
     )
   ),
-  timeoutMs: Config.string("MEDIAGATE_WEBHOOK_TIMEOUT").pipe(
+  timeout: Config.string("MEDIAGATE_WEBHOOK_TIMEOUT").pipe(
     Config.withDefault("10s"),
     Config.mapOrFail((text) => {
       const ms = parseDurationMs(text)
@@ -360,7 +359,5 @@ const ConfigErrorInvalid = (path: Array<string>, message: string) => ConfigError
 export const layerConfig = (
   overrides: DispatcherOptions = {}
 ): Layer.Layer<never, ConfigError.ConfigError, WebhookStore | TaskStorage> =>
-  Layer.unwrapEffect(Effect.map(config, (settings) =>
-    layer({ retryScheduleMs: settings.retryScheduleMs, timeoutMs: settings.timeoutMs, ...overrides }).pipe(
-      Layer.provide(layerSender({ allowPrivate: settings.allowPrivate }))
-    )))
+  Layer.unwrapEffect(Effect.map(config, ({ allowPrivate, ...timing }) =>
+    layer({ ...timing, ...overrides }).pipe(Layer.provide(layerSender({ allowPrivate })))))

@@ -87,11 +87,8 @@ export const post = Effect.fn("Outbound.post")(function*(url: string, options: P
 })
 
 /** One request a sender makes. */
-export interface OutboundRequest {
+export interface OutboundRequest extends Omit<PostOptions, keyof SenderOptions> {
   readonly url: string
-  readonly headers: Readonly<Record<string, string>>
-  readonly body: string
-  readonly timeoutMs: number
 }
 
 /** The port every webhook request goes through (tests replace it). */

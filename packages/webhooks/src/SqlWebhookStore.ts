@@ -13,7 +13,6 @@
 import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Webhook } from "@mediagate/contract"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
@@ -22,7 +21,17 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { deliveriesFor, newRow, reused, settled, WebhookStore } from "./WebhookStore.js"
+import {
+  AttemptRow,
+  attemptRow,
+  deliveriesFor,
+  DeliveryRow,
+  newRow,
+  reused,
+  settled,
+  WebhookRow,
+  WebhookStore
+} from "./WebhookStore.js"
 
 const storeName = "webhook storage"
 
@@ -115,60 +124,10 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
  */
 export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
 
-// -----------------------------------------------------------------------------------------------------------------
-// rows
-// -----------------------------------------------------------------------------------------------------------------
-
 const { column } = SqlRows
 const { hasNul } = SqlStore
-const nullable = <A, I>(schema: Schema.Schema<A, I>) => Schema.NullOr(schema)
-const eventType = SqlRows.literal(...Webhook.eventTypes)
 
-/** A row of `<prefix>webhooks`: a registration (`events` is a JSON list of event types). */
-export const WebhookRow = Schema.Struct({
-  id: Schema.String,
-  accountId: column("account_id", Schema.String),
-  url: Schema.String,
-  events: Schema.parseJson(Schema.Array(eventType)),
-  description: nullable(Schema.String),
-  enabled: SqlRows.Flag,
-  secret: Schema.String,
-  createdAt: column("created_at", SqlRows.Number),
-  deletedAt: column("deleted_at", nullable(SqlRows.Number))
-})
-
-/** A row of `<prefix>webhook_deliveries`. */
-export const DeliveryRow = Schema.Struct({
-  id: Schema.String,
-  webhookId: column("webhook_id", nullable(Schema.String)),
-  accountId: column("account_id", Schema.String),
-  eventId: column("event_id", Schema.String),
-  eventType: column("event_type", eventType),
-  url: Schema.String,
-  payload: Schema.String,
-  status: SqlRows.literal(...Webhook.DeliveryStatus.literals),
-  attempts: SqlRows.Number,
-  lastStatusCode: column("last_status_code", nullable(SqlRows.Number)),
-  lastError: column("last_error", nullable(Schema.String)),
-  nextAttemptAt: column("next_attempt_at", nullable(SqlRows.Number)),
-  leaseOwner: column("lease_owner", nullable(Schema.String)),
-  leaseExpiresAt: column("lease_expires_at", nullable(SqlRows.Number)),
-  fence: SqlRows.Number,
-  createdAt: column("created_at", SqlRows.Number)
-})
-
-/** A row of `<prefix>webhook_delivery_attempts`. */
-export const AttemptRow = Schema.Struct({
-  deliveryId: column("delivery_id", Schema.String),
-  attempt: SqlRows.Number,
-  statusCode: column("status_code", nullable(SqlRows.Number)),
-  error: nullable(Schema.String),
-  durationMs: column("duration_ms", SqlRows.Number),
-  responseExcerpt: column("response_excerpt", nullable(Schema.String)),
-  at: SqlRows.Number
-})
-
-/** The decoders of the webhook rows, named after their tables under `prefix`. */
+/** The decoders of the webhook rows (their Schemas are the records of `WebhookStore`), named after their tables. */
 const decoders = (prefix: string) => {
   const names = tables(prefix)
   return {
@@ -182,11 +141,9 @@ const decoders = (prefix: string) => {
     })),
     cursor: SqlRows.decoder(names.cursor, Schema.Struct({ position: Schema.String })),
     count: SqlRows.decoder(names.deliveries, Schema.Struct({ n: SqlRows.Number })),
-    due: SqlRows.decoder(names.deliveries, Schema.Struct({ due: nullable(SqlRows.Number) }))
+    due: SqlRows.decoder(names.deliveries, Schema.Struct({ due: Schema.NullOr(SqlRows.Number) }))
   }
 }
-
-
 
 /** Storage failures become {@link PersistenceError}. */
 const persistence = SqlStore.persistence(storeName)
@@ -217,7 +174,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       )
     const selectWebhook = (id: string) =>
       sql`SELECT * FROM ${t.webhooks} WHERE id = ${id}`.pipe(Effect.flatMap(rows.webhook.first))
-    const insertDeliveries = (deliveries: ReadonlyArray<typeof DeliveryRow.Type>) =>
+    const insertDeliveries = (deliveries: ReadonlyArray<DeliveryRow>) =>
       Effect.flatMap(
         Effect.forEach(deliveries, rows.delivery.encode),
         (encoded) => sql`INSERT INTO ${t.deliveries} ${sql.insert(encoded)}`
@@ -249,24 +206,23 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           return { _tag: "Created", webhook } as const
         })).pipe(persistence("createWebhook")),
       listWebhooks: (accountId) =>
-        Effect.suspend(() => hasNul(accountId) ? Effect.succeed([]) : selectWebhooks(accountId)).pipe(
-          persistence("listWebhooks")
-        ),
+        persistence("listWebhooks")(hasNul(accountId) ? Effect.succeed([]) : selectWebhooks(accountId)),
       getWebhook: (accountId, id) =>
-        Effect.suspend(() =>
+        persistence("getWebhook")(
           hasNul(accountId, id)
             ? Effect.succeedNone
             : selectWebhook(id).pipe(Effect.map(Option.filter((w) => w.accountId === accountId && w.deletedAt === null)))
-        ).pipe(persistence("getWebhook")),
-      getWebhookById: (id) =>
-        Effect.suspend(() => hasNul(id) ? Effect.succeedNone : selectWebhook(id)).pipe(persistence("getWebhookById")),
+        ),
+      getWebhookById: (id) => persistence("getWebhookById")(hasNul(id) ? Effect.succeedNone : selectWebhook(id)),
       removeWebhook: (accountId, id, at) =>
-        Effect.suspend(() =>
+        persistence("removeWebhook")(
           hasNul(accountId, id)
-            ? Effect.succeed([])
+            ? Effect.succeed(false)
             : sql`UPDATE ${t.webhooks} SET deleted_at = ${Math.floor(at)}, enabled = 0
-                WHERE id = ${id} AND account_id = ${accountId} AND deleted_at IS NULL RETURNING id`
-        ).pipe(Effect.map((removed) => removed.length > 0), persistence("removeWebhook")),
+                WHERE id = ${id} AND account_id = ${accountId} AND deleted_at IS NULL RETURNING id`.pipe(
+              Effect.map((removed) => removed.length > 0)
+            )
+        ),
       setEnabled: (id, enabled) =>
         Effect.asVoid(sql`UPDATE ${t.webhooks} SET enabled = ${enabled ? 1 : 0} WHERE id = ${id}`).pipe(persistence("setEnabled")),
       listDeliveries: (accountId, webhookId, query) =>
@@ -284,14 +240,14 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           return { items: items.slice(0, limit), hasMore: items.length > limit, total: total.n }
         }).pipe(persistence("listDeliveries")),
       getDelivery: (accountId, webhookId, id) =>
-        Effect.suspend(() =>
+        persistence("getDelivery")(
           hasNul(accountId, webhookId, id)
             ? Effect.succeedNone
             : sql`SELECT * FROM ${t.deliveries}
                 WHERE id = ${id} AND account_id = ${accountId} AND webhook_id = ${webhookId}`.pipe(
               Effect.flatMap(rows.delivery.first)
             )
-        ).pipe(persistence("getDelivery")),
+        ),
       deliveriesOfEvent: (eventId) =>
         sql`SELECT * FROM ${t.deliveries} WHERE event_id = ${eventId} ORDER BY id`.pipe(
           Effect.flatMap(rows.delivery.all),
@@ -367,17 +323,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND status = 'pending' RETURNING id`
           if (updated.length === 0) return false
           if (attempt !== undefined) {
-            yield* sql`INSERT INTO ${t.attempts} ${
-              sql.insert({
-                delivery_id: id,
-                attempt: next.attempts,
-                status_code: attempt.statusCode,
-                error: attempt.error,
-                duration_ms: Math.round(attempt.durationMs),
-                response_excerpt: attempt.responseExcerpt,
-                at: Math.floor(attempt.at)
-              })
-            }`
+            const logged = { ...attemptRow(id, next.attempts, attempt), at: Math.floor(attempt.at) }
+            yield* sql`INSERT INTO ${t.attempts} ${sql.insert(yield* rows.attempt.encode(logged))}`
           }
           if (settlement.status === "failed" && settlement.disableWebhook === true && row.webhookId !== null) {
             yield* sql`UPDATE ${t.webhooks} SET enabled = 0 WHERE id = ${row.webhookId}`

@@ -14,12 +14,13 @@
  *
  * @since 0.1.0
  */
-import { Address, Errors, type Security, Services, type Webhook } from "@mediagate/contract"
+import { Address, Errors, type Security, Services, Tracing, type Webhook } from "@mediagate/contract"
 import { millis as idempotencyWindowMs } from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import { PinnedHttp } from "@mediagate/outbound"
 import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Encoding from "effect/Encoding"
 import * as Either from "effect/Either"
@@ -40,8 +41,8 @@ export const deliveryPageSize = 20
 export interface ServiceOptions {
   /** Allow loopback and private targets (`MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`). Default false. */
   readonly allowPrivate?: boolean
-  /** Time limit of the test delivery, in ms. Default 10 s. */
-  readonly timeoutMs?: number
+  /** Time limit of the test delivery. Default 10 s. */
+  readonly timeout?: Duration.DurationInput
   /** DNS resolver for the registration check (tests). */
   readonly lookup?: Resolver
 }
@@ -119,7 +120,7 @@ export const make = (options: ServiceOptions = {}) =>
     const store = yield* WebhookStore
     const sender = yield* WebhookSender
     const allowPrivate = options.allowPrivate === true
-    const timeoutMs = options.timeoutMs ?? defaultTimeoutMs
+    const timeoutMs = Duration.toMillis(options.timeout ?? defaultTimeoutMs)
 
     const findWebhook = (principal: Security.Principal, id: string) =>
       Effect.flatMap(store.getWebhook(principal.accountId, id), Option.match({
@@ -163,13 +164,13 @@ export const make = (options: ServiceOptions = {}) =>
           }
           const result = yield* store.createWebhook(row, claim)
           return { ...toRecord(result.webhook), secret: result.webhook.secret }
-        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.create")),
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.create")),
 
       list: (principal) =>
         store.listWebhooks(principal.accountId).pipe(
           Effect.map((rows) => rows.map(toRecord)),
           Effect.catchTag("PersistenceError", unavailable),
-          Effect.withSpan("WebhookService.list")
+          Tracing.span("WebhookService.list")
         ),
 
       remove: (principal, id) =>
@@ -178,7 +179,7 @@ export const make = (options: ServiceOptions = {}) =>
           const removed = yield* store.removeWebhook(principal.accountId, id, now)
           if (!removed) return yield* webhookNotFound(id)
           return { id, deleted: true as const }
-        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.remove")),
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.remove")),
 
       deliveries: (principal, id, query) =>
         Effect.gen(function*() {
@@ -194,7 +195,7 @@ export const make = (options: ServiceOptions = {}) =>
               total: page.total
             }
           }
-        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.deliveries")),
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.deliveries")),
 
       replay: (principal, id, deliveryId) =>
         Effect.gen(function*() {
@@ -213,7 +214,7 @@ export const make = (options: ServiceOptions = {}) =>
             payload: original.value.payload
           }, now, { enableWebhook: true })
           return toDelivery(row)
-        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.replay")),
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.replay")),
 
       test: (principal, id) =>
         Effect.gen(function*() {
@@ -233,7 +234,7 @@ export const make = (options: ServiceOptions = {}) =>
             durationMs: result.durationMs,
             error: delivered ? null : result.error ?? `HTTP ${result.statusCode}`
           }
-        }).pipe(Effect.catchTag("PersistenceError", unavailable), Effect.withSpan("WebhookService.test"))
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.test"))
     }
     return service
   })

@@ -13,89 +13,96 @@
  * - Times are epoch ms. "now" is passed in by the caller, read from {@link WebhookStore} `now`: the database clock on
  *   SQL (or the Effect `Clock` with `time: "clock"`, for tests), the Effect `Clock` in memory.
  * - Idempotent registration: the shared window and rule of `IdempotencyWindow`.
+ * - Each record is a Schema: its type here, its row (snake-case columns) in SQL.
  *
  * @since 0.1.0
  */
-import { Errors, type Webhook } from "@mediagate/contract"
+import { Errors, Webhook } from "@mediagate/contract"
 import type { OutboxEntry } from "@mediagate/engine/TaskStorage"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
+import * as MemoryStore from "@mediagate/persistence/MemoryStore"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 
 // -----------------------------------------------------------------------------------------------------------------
 // records
 // -----------------------------------------------------------------------------------------------------------------
 
-/** A stored webhook registration. */
-export interface WebhookRow {
-  readonly id: string
-  readonly accountId: string
-  readonly url: string
-  readonly events: ReadonlyArray<Webhook.EventType>
-  readonly description: string | null
-  readonly enabled: boolean
+const { column } = SqlRows
+const eventType = SqlRows.literal(...Webhook.eventTypes)
+
+/** A stored webhook registration; in SQL, `events` is a JSON list of event types. */
+export const WebhookRow = Schema.Struct({
+  id: Schema.String,
+  accountId: column("account_id", Schema.String),
+  url: Schema.String,
+  events: Schema.parseJson(Schema.Array(eventType)),
+  description: Schema.NullOr(Schema.String),
+  enabled: SqlRows.Flag,
   /** The signing secret (`whsec_…`), stored as given: an HMAC key, a secret at rest. */
-  readonly secret: string
-  readonly createdAt: number
-  readonly deletedAt: number | null
-}
+  secret: Schema.String,
+  createdAt: column("created_at", SqlRows.Number),
+  deletedAt: column("deleted_at", Schema.NullOr(SqlRows.Number))
+})
+/** A stored webhook registration. */
+export interface WebhookRow extends Schema.Schema.Type<typeof WebhookRow> {}
 
 /** States of a delivery. */
 export type DeliveryStatus = typeof Webhook.DeliveryStatus.Type
 
 /** A stored delivery: one event to one target. */
-export interface DeliveryRow {
-  readonly id: string
+export const DeliveryRow = Schema.Struct({
+  id: Schema.String,
   /** The configured webhook, or null for a per-job (`webhookUrl`) delivery. */
-  readonly webhookId: string | null
-  readonly accountId: string
-  readonly eventId: string
-  readonly eventType: Webhook.EventType
+  webhookId: column("webhook_id", Schema.NullOr(Schema.String)),
+  accountId: column("account_id", Schema.String),
+  eventId: column("event_id", Schema.String),
+  eventType: column("event_type", eventType),
   /** The target URL. */
-  readonly url: string
+  url: Schema.String,
   /** The exact JSON body sent on every attempt. */
-  readonly payload: string
-  readonly status: DeliveryStatus
+  payload: Schema.String,
+  status: SqlRows.literal(...Webhook.DeliveryStatus.literals),
   /** Requests made so far, the first included. */
-  readonly attempts: number
-  readonly lastStatusCode: number | null
-  readonly lastError: string | null
-  readonly nextAttemptAt: number | null
-  readonly leaseOwner: string | null
-  readonly leaseExpiresAt: number | null
-  readonly fence: number
-  readonly createdAt: number
-}
+  attempts: SqlRows.Number,
+  lastStatusCode: column("last_status_code", Schema.NullOr(SqlRows.Number)),
+  lastError: column("last_error", Schema.NullOr(Schema.String)),
+  nextAttemptAt: column("next_attempt_at", Schema.NullOr(SqlRows.Number)),
+  leaseOwner: column("lease_owner", Schema.NullOr(Schema.String)),
+  leaseExpiresAt: column("lease_expires_at", Schema.NullOr(SqlRows.Number)),
+  fence: SqlRows.Number,
+  createdAt: column("created_at", SqlRows.Number)
+})
+/** A stored delivery. */
+export interface DeliveryRow extends Schema.Schema.Type<typeof DeliveryRow> {}
 
 /** One request of a delivery, as logged. */
-export interface AttemptRow {
-  readonly deliveryId: string
+export const AttemptRow = Schema.Struct({
+  deliveryId: column("delivery_id", Schema.String),
   /** 1 for the first request. */
-  readonly attempt: number
-  readonly statusCode: number | null
-  readonly error: string | null
-  readonly durationMs: number
+  attempt: SqlRows.Number,
+  statusCode: column("status_code", Schema.NullOr(SqlRows.Number)),
+  error: Schema.NullOr(Schema.String),
+  durationMs: column("duration_ms", SqlRows.Number),
   /** The start of the response body (at most {@link excerptBytes} bytes). */
-  readonly responseExcerpt: string | null
-  readonly at: number
-}
+  responseExcerpt: column("response_excerpt", Schema.NullOr(Schema.String)),
+  at: SqlRows.Number
+})
+/** One request of a delivery, as logged. */
+export interface AttemptRow extends Schema.Schema.Type<typeof AttemptRow> {}
 
 /** Longest response excerpt kept in the attempt log. */
 export const excerptBytes = 1024
 
 /** What one request achieved. */
-export interface AttemptResult {
-  readonly statusCode: number | null
-  readonly error: string | null
-  readonly durationMs: number
-  readonly responseExcerpt: string | null
-  readonly at: number
-}
+export type AttemptResult = Omit<AttemptRow, "deliveryId" | "attempt">
 
 /** Where a delivery goes after a claim. */
 export type Settlement =
@@ -104,14 +111,7 @@ export type Settlement =
   | { readonly status: "failed"; readonly disableWebhook?: boolean; readonly reason?: string }
 
 /** A new delivery (due at once). */
-export interface NewDelivery {
-  readonly webhookId: string | null
-  readonly accountId: string
-  readonly eventId: string
-  readonly eventType: Webhook.EventType
-  readonly url: string
-  readonly payload: string
-}
+export type NewDelivery = Pick<DeliveryRow, "webhookId" | "accountId" | "eventId" | "eventType" | "url" | "payload">
 
 /** An `Idempotency-Key` claim of a registration, judged by the shared rule (`IdempotencyWindow`). */
 export type IdempotencyClaim = IdempotencyWindow.Claim
@@ -257,6 +257,17 @@ export const settled = (row: DeliveryRow, attempt: AttemptResult | undefined, se
   leaseExpiresAt: null
 })
 
+/** The logged row of the `attempt`-th request of a delivery (both implementations). */
+export const attemptRow = (deliveryId: string, attempt: number, result: AttemptResult): AttemptRow => ({
+  deliveryId,
+  attempt,
+  statusCode: result.statusCode,
+  error: result.error,
+  durationMs: Math.round(result.durationMs),
+  responseExcerpt: result.responseExcerpt,
+  at: result.at
+})
+
 /** The refusal of an `Idempotency-Key` reused with another request. */
 export const reused = (): Errors.IdempotencyKeyReused =>
   new Errors.IdempotencyKeyReused({ message: IdempotencyWindow.reusedMessage })
@@ -276,7 +287,7 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
   const tx = <A, E>(effect: Effect.Effect<A, E>) => lock.withPermits(1)(effect)
   const sync = <A>(f: () => A) => tx(Effect.sync(f))
   const live = (row: WebhookRow | undefined, accountId: string): Option.Option<WebhookRow> =>
-    row !== undefined && row.accountId === accountId && row.deletedAt === null ? Option.some(row) : Option.none()
+    Option.filter(Option.fromNullable(row), (w) => w.accountId === accountId && w.deletedAt === null)
   const ofWebhook = (accountId: string, webhookId: string) =>
     [...deliveries.values()].filter((d) => d.accountId === accountId && d.webhookId === webhookId)
 
@@ -324,12 +335,9 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
         return { items: after.slice(0, limit), hasMore: after.length > limit, total: all.length }
       }),
     getDelivery: (accountId, webhookId, id) =>
-      sync(() => {
-        const row = deliveries.get(id)
-        return row !== undefined && row.accountId === accountId && row.webhookId === webhookId
-          ? Option.some(row)
-          : Option.none()
-      }),
+      sync(() =>
+        Option.filter(Option.fromNullable(deliveries.get(id)), (d) => d.accountId === accountId && d.webhookId === webhookId)
+      ),
     deliveriesOfEvent: (eventId) =>
       sync(() => [...deliveries.values()].filter((d) => d.eventId === eventId).sort((a, b) => (a.id < b.id ? -1 : 1))),
     addDelivery: (delivery, now, options) =>
@@ -382,17 +390,7 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
         }
         const next = settled(row, attempt, settlement)
         deliveries.set(id, next)
-        if (attempt !== undefined) {
-          log.push({
-            deliveryId: id,
-            attempt: next.attempts,
-            statusCode: attempt.statusCode,
-            error: attempt.error,
-            durationMs: Math.round(attempt.durationMs),
-            responseExcerpt: attempt.responseExcerpt,
-            at: attempt.at
-          })
-        }
+        if (attempt !== undefined) log.push(attemptRow(id, next.attempts, attempt))
         if (settlement.status === "failed" && settlement.disableWebhook === true && row.webhookId !== null) {
           const webhook = webhooks.get(row.webhookId)
           if (webhook !== undefined) webhooks.set(webhook.id, { ...webhook, enabled: false })
@@ -407,16 +405,13 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
       return times.length === 0 ? Option.none() : Option.some(Math.min(...times))
     }),
     releaseAll: (owner) =>
-      sync(() => {
-        let count = 0
-        for (const d of deliveries.values()) {
-          if (d.leaseOwner === owner && d.status === "pending") {
-            deliveries.set(d.id, { ...d, leaseOwner: null, leaseExpiresAt: null })
-            count++
-          }
-        }
-        return count
-      })
+      sync(() =>
+        MemoryStore.updateWhere(
+          deliveries,
+          (d) => d.leaseOwner === owner && d.status === "pending",
+          (d) => ({ ...d, leaseOwner: null, leaseExpiresAt: null })
+        )
+      )
   }
   return service
 })

@@ -4,6 +4,7 @@ import { layerUnmetered } from "@mediagate/engine/Billing"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { makeMemory, TaskStorage } from "@mediagate/engine/TaskStorage"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -76,7 +77,7 @@ for (const [name, backend] of backends) {
         const store = yield* WebhookStore
         const hook = yield* service.create(alice, { url: "https://hooks.example.com/", events: ["task.completed"] }, undefined)
         yield* store.fanOut(undefined, "1", [entry("acct_alice", "task.completed", null, 1)], yield* store.now)
-        const options = { jitter: 0, retryScheduleMs: [1000] }
+        const options = { jitter: 0, retrySchedule: [1000] }
         expect(yield* Dispatcher.deliverDue(options)).toBe(1)
         let [delivery] = (yield* service.deliveries(alice, hook.id, {})).data
         expect(delivery).toMatchObject({ status: "pending", attempts: 1, last_status_code: null, last_error: "no answer within 10 s", next_attempt_at: new Date(1000).toISOString() })
@@ -207,8 +208,8 @@ describe("fan-out from the engine outbox", () => {
 
 
 describe("real receivers (127.0.0.1, allowPrivate)", () => {
-  const live = (timeoutMs: number) =>
-    WebhookService.layer({ allowPrivate: true, timeoutMs }).pipe(
+  const live = (timeout: Duration.DurationInput) =>
+    WebhookService.layer({ allowPrivate: true, timeout }).pipe(
       Layer.provideMerge(Layer.merge(Store.layerMemory, layerSender({ allowPrivate: true })))
     )
 
@@ -218,7 +219,7 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       const service = yield* Services.WebhookService
       const store = yield* WebhookStore
       const hook = yield* service.create(alice, { url: server.url, events: ["task.completed"] }, undefined)
-      const options = { jitter: 0, retryScheduleMs: [0, 0, 0, 0], timeoutMs: 300 }
+      const options: Dispatcher.DispatcherOptions = { jitter: 0, retrySchedule: [0, 0, 0, 0], timeout: "300 millis" }
       const event = entry("acct_alice", "task.completed", `${server.url}?job=1`)
       yield* store.fanOut(undefined, "1", [event], yield* store.now)
       const script: ReadonlyArray<Parameters<typeof server.setBehaviour>[0]> = ["fail", "hang", "close", "slow"]
@@ -233,7 +234,7 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       expect(configured).toHaveLength(4)
       expect(perJob).toHaveLength(4)
       for (const request of configured) {
-        const verified = WebhookSignature.verify({ secret: hook.secret, headers: request.headers, body: request.body })
+        const verified = yield* Effect.either(WebhookSignature.verify({ secret: hook.secret, headers: request.headers, body: request.body }))
         expect(Either.isRight(verified)).toBe(true)
         const standard = new StandardWebhook(hook.secret).verify(request.body, request.headers as Record<string, string>)
         expect((standard as { id: string }).id).toBe(event.event.id)
@@ -264,7 +265,7 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       const tested = yield* service.test(alice, hook.id)
       expect(tested).toMatchObject({ delivered: true, statusCode: 200, error: null })
       expect(server.received.at(-1)!.headers["x-webhook-test"]).toBe("true")
-    }).pipe(Effect.scoped, Effect.provide(live(300))))
+    }).pipe(Effect.scoped, Effect.provide(live("300 millis"))))
 
   it.live("a refused connection is a failed attempt; the background dispatcher delivers from the outbox", () =>
     Effect.gen(function*() {
@@ -287,7 +288,7 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       const [task] = yield* tasks.claim("w", 1, 10_000)
       yield* tasks.finish(task!.id, task!.fence, { _tag: "Succeeded", result: [] })
       yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(Dispatcher.layer({ jitter: 0, retryScheduleMs: [20, 20, 20], timeoutMs: 500, idleMs: 20 }))
+        yield* Layer.build(Dispatcher.layer({ jitter: 0, retrySchedule: ["20 millis", "20 millis", "20 millis"], timeout: "500 millis", idle: "20 millis" }))
         for (let i = 0; i < 200; i++) {
           const [a] = (yield* service.deliveries(alice, refused.id, {})).data
           const [b] = (yield* service.deliveries(alice, ok.id, {})).data
@@ -301,7 +302,7 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       expect(b).toMatchObject({ status: "succeeded", attempts: 1, last_status_code: 200 })
       assert.strictEqual(server.received.length, 1)
     }).pipe(Effect.scoped, Effect.provide(Layer.merge(
-      live(500),
+      live("500 millis"),
       Layer.effect(TaskStorage, makeMemory()).pipe(Layer.provide(layerUnmetered))
     ))))
 })

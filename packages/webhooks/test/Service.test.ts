@@ -112,7 +112,7 @@ for (const [name, backend] of backends) {
         expect(event.type).toBe("task.completed")
         expect(event.data.task.metadata).toEqual({ test: true })
         expect(request.headers["x-webhook-id"]).toBe(event.id)
-        const verified = WebhookSignature.verify({
+        const verified = WebhookSignature.verifyAt({
           secret: created.secret,
           headers: request.headers,
           body: request.body,

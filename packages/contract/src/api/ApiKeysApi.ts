@@ -9,9 +9,8 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "../ApiKey.js"
 import { Deleted, success } from "../Envelope.js"
-import { ApiKeyNotFound, IdempotencyKeyReused, KeyPermissionDenied, ServiceUnavailable, ValidationError } from "../Errors.js"
-import { Authentication } from "../Security.js"
-import { IdempotencyHeaders, PathId } from "./Common.js"
+import { ApiKeyNotFound, IdempotencyKeyReused, ValidationError } from "../Errors.js"
+import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
 /** `/api/v1/api-keys`: create, list (extension), delete. */
 export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
@@ -36,8 +35,6 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
       .addError(ApiKeyNotFound.wire)
       .annotate(OpenApi.Summary, "Delete (revoke) a key")
   )
-  .addError(KeyPermissionDenied.wire)
-  .addError(ServiceUnavailable.wire)
-  .middleware(Authentication)
+  .pipe(authenticated)
   .annotate(OpenApi.Title, "API keys")
 {}

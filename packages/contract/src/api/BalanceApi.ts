@@ -8,8 +8,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Balance } from "../Account.js"
 import { success } from "../Envelope.js"
-import { KeyPermissionDenied, ServiceUnavailable } from "../Errors.js"
-import { Authentication } from "../Security.js"
+import { authenticated } from "./Common.js"
 
 /** `GET /api/v1/balance`. */
 export class BalanceApi extends HttpApiGroup.make("balance")
@@ -18,8 +17,6 @@ export class BalanceApi extends HttpApiGroup.make("balance")
       .addSuccess(success(Balance, "BalanceResponse"))
       .annotate(OpenApi.Summary, "Read the account balance and billing settings")
   )
-  .addError(KeyPermissionDenied.wire)
-  .addError(ServiceUnavailable.wire)
-  .middleware(Authentication)
+  .pipe(authenticated)
   .annotate(OpenApi.Title, "Balance")
 {}

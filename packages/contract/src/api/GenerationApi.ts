@@ -7,12 +7,11 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { success } from "../Envelope.js"
-import { IdempotencyKeyReused, InsufficientBalance, KeyPermissionDenied, ServiceUnavailable, SpendLimitExceeded, ValidationError } from "../Errors.js"
+import { IdempotencyKeyReused, InsufficientBalance, SpendLimitExceeded, ValidationError } from "../Errors.js"
 import { registry } from "../families/index.js"
 import * as Family from "../Family.js"
-import { Authentication } from "../Security.js"
 import { CreationAck } from "../Task.js"
-import { IdempotencyHeaders } from "./Common.js"
+import { authenticated, IdempotencyHeaders } from "./Common.js"
 
 /** `{ success: true, data: <creation acknowledgement> }`. */
 export const CreationResponse = success(CreationAck, "CreationResponse")
@@ -47,9 +46,7 @@ export const group = (registry: Family.Registry) =>
       group.add(endpoint(info)),
     HttpApiGroup.make("generation")
   )
-    .addError(KeyPermissionDenied.wire)
-    .addError(ServiceUnavailable.wire)
-    .middleware(Authentication)
+    .pipe(authenticated)
     .annotate(OpenApi.Title, "Generation")
     .annotate(OpenApi.Description, "Video and image generation requests, one endpoint per family and operation")
 

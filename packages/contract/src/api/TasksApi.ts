@@ -7,10 +7,9 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { page, success } from "../Envelope.js"
-import { IdempotencyKeyReused, InsufficientBalance, KeyPermissionDenied, ServiceUnavailable, SpendLimitExceeded, TaskNotCancellable, TaskNotFound, TaskNotRetryable, ValidationError } from "../Errors.js"
-import { Authentication } from "../Security.js"
+import { IdempotencyKeyReused, InsufficientBalance, SpendLimitExceeded, TaskNotCancellable, TaskNotFound, TaskNotRetryable, ValidationError } from "../Errors.js"
 import { RetryAck, Task, TaskListQuery, TaskSummary } from "../Task.js"
-import { IdempotencyHeaders, PathId } from "./Common.js"
+import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
 /** The task endpoints. */
 export class TasksApi extends HttpApiGroup.make("tasks")
@@ -48,8 +47,6 @@ export class TasksApi extends HttpApiGroup.make("tasks")
       .addError(TaskNotCancellable.wire)
       .annotate(OpenApi.Summary, "Cancel a pending or queued task (extension; refunded)")
   )
-  .addError(KeyPermissionDenied.wire)
-  .addError(ServiceUnavailable.wire)
-  .middleware(Authentication)
+  .pipe(authenticated)
   .annotate(OpenApi.Title, "Tasks")
 {}

@@ -7,9 +7,9 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { success } from "../Envelope.js"
-import { KeyPermissionDenied, ServiceUnavailable, ValidationError } from "../Errors.js"
-import { Authentication } from "../Security.js"
+import { ValidationError } from "../Errors.js"
 import { VoiceList, VoiceListQuery } from "../Voice.js"
+import { authenticated } from "./Common.js"
 
 /** `GET /api/v1/vendor9/voices`. */
 export class VoicesApi extends HttpApiGroup.make("voices")
@@ -20,8 +20,6 @@ export class VoicesApi extends HttpApiGroup.make("voices")
       .addError(ValidationError.wire)
       .annotate(OpenApi.Summary, "List voices; `name` filters by case-insensitive substring")
   )
-  .addError(KeyPermissionDenied.wire)
-  .addError(ServiceUnavailable.wire)
-  .middleware(Authentication)
+  .pipe(authenticated)
   .annotate(OpenApi.Title, "Voices")
 {}

@@ -8,8 +8,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { Deleted, page, success } from "../Envelope.js"
-import { DeliveryNotFound, IdempotencyKeyReused, KeyPermissionDenied, ServiceUnavailable, ValidationError, WebhookNotFound } from "../Errors.js"
-import { Authentication } from "../Security.js"
+import { DeliveryNotFound, IdempotencyKeyReused, ValidationError, WebhookNotFound } from "../Errors.js"
 import {
   Delivery,
   DeliveryListQuery,
@@ -18,7 +17,7 @@ import {
   WebhookRecord,
   WebhookTestResult
 } from "../Webhook.js"
-import { IdempotencyHeaders, PathId } from "./Common.js"
+import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
 /** The webhook endpoints. */
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
@@ -67,8 +66,6 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .addError(DeliveryNotFound.wire)
       .annotate(OpenApi.Summary, "Replay a delivery: a new attempt series with the same event (extension)")
   )
-  .addError(KeyPermissionDenied.wire)
-  .addError(ServiceUnavailable.wire)
-  .middleware(Authentication)
+  .pipe(authenticated)
   .annotate(OpenApi.Title, "Webhooks")
 {}

@@ -14,6 +14,7 @@ import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as Worker from "@mediagate/engine/Worker"
 import { Health, ServerConfig } from "@mediagate/server"
+import * as Durations from "@mediagate/vendors/Durations"
 import * as Estimates from "@mediagate/vendors/Estimates"
 import * as FileService from "@mediagate/vendors/FileService"
 import * as FileStore from "@mediagate/vendors/FileStore"
@@ -29,7 +30,9 @@ import * as Outbound from "@mediagate/webhooks/Outbound"
 import * as WebhookService from "@mediagate/webhooks/WebhookService"
 import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 
 /** Settings of the composition itself (the packages read their own). */
@@ -38,7 +41,22 @@ export interface StackSettings {
   readonly tablePrefix: string
   /** Whether this process runs the task workers and the webhook dispatcher (`MEDIAGATE_WORKERS`, default true). */
   readonly workers: boolean
+  /**
+   * How long authentication reuses a key's row, in ms (`MEDIAGATE_KEY_CACHE_TTL`: a duration such as `5s`, or `0`
+   * for none; default 5 s): the longest another process may take to see a revocation (docs/security.md).
+   */
+  readonly keyCacheTtl: number
 }
+
+const keyCacheTtl: Config.Config<number> = Config.string("MEDIAGATE_KEY_CACHE_TTL").pipe(
+  Config.withDefault("5s"),
+  Config.mapOrFail((text) =>
+    text.trim() === "0"
+      ? Either.right(0)
+      : Either.mapLeft(Durations.parseDuration(text), (message) =>
+        ConfigError.InvalidData(["MEDIAGATE_KEY_CACHE_TTL"], `${message}, or 0 for no cache`))
+  )
+)
 
 /** {@link StackSettings} from Effect `Config`. */
 export const settings: Config.Config<StackSettings> = Config.all({
@@ -49,7 +67,8 @@ export const settings: Config.Config<StackSettings> = Config.all({
     }),
     Config.withDefault(SqlStore.defaultPrefix)
   ),
-  workers: Config.boolean("MEDIAGATE_WORKERS").pipe(Config.withDefault(true))
+  workers: Config.boolean("MEDIAGATE_WORKERS").pipe(Config.withDefault(true)),
+  keyCacheTtl
 })
 
 /** The vendor side: planner, routed upstream (simulated; relay when configured), files and voices. */
@@ -74,9 +93,12 @@ export const Engine = (stack: StackSettings) =>
     Layer.provideMerge(SqlTaskStorage.layer({ prefix: stack.tablePrefix }))
   )
 
-/** Accounts, keys and billing (`MEDIAGATE_PAYMENT_PROVIDER`: `none`, the default, or `simulated`). */
+/**
+ * Accounts, keys (authentication reusing key rows for `MEDIAGATE_KEY_CACHE_TTL`) and billing
+ * (`MEDIAGATE_PAYMENT_PROVIDER`: `none`, the default, or `simulated`).
+ */
 export const Accounts = (stack: StackSettings) =>
-  SqlAccounts.layer({}, { prefix: stack.tablePrefix }).pipe(
+  SqlAccounts.layer({ cacheTtl: stack.keyCacheTtl }, { prefix: stack.tablePrefix }).pipe(
     Layer.provideMerge(SqlBilling.layer({ prefix: stack.tablePrefix })),
     Layer.provide(Layer.unwrapEffect(Effect.map(
       Config.literal("none", "simulated")("MEDIAGATE_PAYMENT_PROVIDER").pipe(Config.withDefault("none" as const)),
@@ -88,7 +110,7 @@ export const Accounts = (stack: StackSettings) =>
 export const Webhooks = (stack: StackSettings) =>
   Layer.unwrapEffect(Effect.map(Dispatcher.config, (webhooks) =>
     Layer.mergeAll(
-      WebhookService.layer({ allowPrivate: webhooks.allowPrivate, timeoutMs: webhooks.timeoutMs }).pipe(
+      WebhookService.layer({ allowPrivate: webhooks.allowPrivate, timeout: webhooks.timeout }).pipe(
         Layer.provide(Outbound.layerSender({ allowPrivate: webhooks.allowPrivate }))
       ),
       stack.workers ? Dispatcher.layerConfig() : Layer.empty

@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Api, Services } from "@mediagate/contract"
+import { Api, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Envelope from "../Envelope.js"
 
@@ -13,15 +13,13 @@ export const layer = Envelope.group(Api.MediagateApi, "admin", (handlers) =>
     const admin = yield* Services.AdminService
     return handlers
       .handle("createAccount", ({ payload }) =>
-        admin.createAccount(payload).pipe(Effect.withSpan("Admin.createAccount")))
+        admin.createAccount(payload).pipe(Tracing.span("Admin.createAccount")))
       .handle("getAccount", ({ path }) =>
-        admin.getAccount(path.id).pipe(Effect.withSpan("Admin.getAccount")))
+        admin.getAccount(path.id).pipe(Tracing.span("Admin.getAccount")))
       .handle("updateAccount", ({ path, payload }) =>
-        admin.updateAccount(path.id, payload).pipe(
-          Effect.withSpan("Admin.updateAccount")
-        ))
+        admin.updateAccount(path.id, payload).pipe(Tracing.span("Admin.updateAccount")))
       .handle("credit", ({ path, payload }) =>
-        admin.credit(path.id, payload).pipe(Effect.withSpan("Admin.credit")))
+        admin.credit(path.id, payload).pipe(Tracing.span("Admin.credit")))
       .handle("createKey", ({ path, payload }) =>
-        admin.createKey(path.id, payload).pipe(Effect.withSpan("Admin.createKey")))
+        admin.createKey(path.id, payload).pipe(Tracing.span("Admin.createKey")))
   }))

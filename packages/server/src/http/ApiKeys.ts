@@ -3,10 +3,12 @@
  *
  * @since 0.1.0
  */
-import { Api, Services } from "@mediagate/contract"
+import { Api, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
+
+const authorized = Authorization.require("api-keys:write")
 
 /** The API-key group. */
 export const layer = Envelope.group(Api.MediagateApi, "apiKeys", (handlers) =>
@@ -14,18 +16,10 @@ export const layer = Envelope.group(Api.MediagateApi, "apiKeys", (handlers) =>
     const keys = yield* Services.KeyService
     return handlers
       .handle("create", ({ headers, payload }) =>
-        Effect.gen(function*() {
-          const principal = yield* Authorization.require("api-keys:write")
-          return yield* keys.create(principal, payload, headers["idempotency-key"])
-        }).pipe(Effect.withSpan("ApiKeys.create")))
-      .handle("list", () =>
-        Effect.gen(function*() {
-          const principal = yield* Authorization.require("api-keys:write")
-          return yield* keys.list(principal)
-        }).pipe(Effect.withSpan("ApiKeys.list")))
+        Effect.flatMap(authorized, (principal) => keys.create(principal, payload, headers["idempotency-key"]))
+          .pipe(Tracing.span("ApiKeys.create")))
+      .handle("list", () => Effect.flatMap(authorized, keys.list).pipe(Tracing.span("ApiKeys.list")))
       .handle("delete", ({ path }) =>
-        Effect.gen(function*() {
-          const principal = yield* Authorization.require("api-keys:write")
-          return yield* keys.revoke(principal, path.id)
-        }).pipe(Effect.withSpan("ApiKeys.delete")))
+        Effect.flatMap(authorized, (principal) => keys.revoke(principal, path.id))
+          .pipe(Tracing.span("ApiKeys.delete")))
   }))

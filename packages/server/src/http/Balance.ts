@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Api, Services } from "@mediagate/contract"
+import { Api, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
@@ -13,8 +13,5 @@ export const layer = Envelope.group(Api.MediagateApi, "balance", (handlers) =>
   Effect.gen(function*() {
     const billing = yield* Services.BillingService
     return handlers.handle("get", () =>
-      Effect.gen(function*() {
-        const principal = yield* Authorization.require("balance:read")
-        return yield* billing.balance(principal)
-      }).pipe(Effect.withSpan("Balance.get")))
+      Effect.flatMap(Authorization.require("balance:read"), billing.balance).pipe(Tracing.span("Balance.get")))
   }))

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Api, type Catalog, Families, Family, type Generation, Services } from "@mediagate/contract"
+import { Api, type Catalog, Families, Family, type Generation, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
@@ -24,18 +24,20 @@ export const layerFor = (families: Family.Registry) =>
   Envelope.group(Api.make(families), "generation", (handlers) =>
     Effect.gen(function*() {
       const tasks = yield* Services.TaskService
-      const create = (info: Family.Endpoint) => (request: {
-        readonly payload: Generation.AnyGenerationRequest
-        readonly headers: { readonly "idempotency-key"?: string }
-      }) =>
-        Effect.gen(function*() {
-          const principal = yield* Authorization.require(Authorization.createPermission(info.mediaType), info.family)
-          return yield* tasks.create(principal, {
-            endpoint: portKey(info),
-            request: request.payload,
-            idempotencyKey: request.headers["idempotency-key"]
-          })
-        }).pipe(Effect.withSpan(`Generation.${info.name}`))
+      const create = (info: Family.Endpoint) => {
+        const permitted = Authorization.require(Authorization.createPermission(info.mediaType), info.family)
+        const span = Tracing.span(`Generation.${info.name}`)
+        return (request: {
+          readonly payload: Generation.AnyGenerationRequest
+          readonly headers: { readonly "idempotency-key"?: string }
+        }) =>
+          span(Effect.flatMap(permitted, (principal) =>
+            tasks.create(principal, {
+              endpoint: portKey(info),
+              request: request.payload,
+              idempotencyKey: request.headers["idempotency-key"]
+            })))
+      }
       // Each `handle` leaves the others to handle; the last one, outside the fold, proves every one handled.
       const [last, ...others] = Family.endpointsOf(families)
       return others.reduce((all, info) => all.handle(info.name, create(info)), handlers).handle(last.name, create(last))

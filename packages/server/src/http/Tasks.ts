@@ -4,13 +4,15 @@
  *
  * @since 0.1.0
  */
-import { Api, Errors, Services } from "@mediagate/contract"
+import { Api, Errors, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
 
 const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
+const reader = Authorization.require("tasks:read")
+const writer = Authorization.require("tasks:write")
 
 /** The tasks group. */
 export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
@@ -18,26 +20,17 @@ export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
     const tasks = yield* Services.TaskService
     return handlers
       .handle("list", ({ urlParams }) =>
-        Effect.gen(function*() {
-          const principal = yield* Authorization.require("tasks:read")
-          return yield* tasks.list(principal, urlParams)
-        }).pipe(Effect.withSpan("Tasks.list")))
+        Effect.flatMap(reader, (principal) => tasks.list(principal, urlParams)).pipe(Tracing.span("Tasks.list")))
       .handle("get", ({ path }) =>
-        Effect.gen(function*() {
-          const principal = yield* Authorization.require("tasks:read")
-          return yield* tasks.get(principal, path.id)
-        }).pipe(Effect.withSpan("Tasks.get")))
+        Effect.flatMap(reader, (principal) => tasks.get(principal, path.id)).pipe(Tracing.span("Tasks.get")))
       .handle("retry", ({ headers, path }) =>
         Effect.gen(function*() {
-          const principal = yield* Authorization.require("tasks:write")
+          const principal = yield* writer
           const task = yield* tasks.providerOf(principal, path.id)
           if (Option.isNone(task)) return yield* notFound(path.id)
           yield* Authorization.require(Authorization.createPermission(task.value.type), task.value.provider)
           return yield* tasks.retry(principal, path.id, headers["idempotency-key"])
-        }).pipe(Effect.withSpan("Tasks.retry")))
+        }).pipe(Tracing.span("Tasks.retry")))
       .handle("cancel", ({ path }) =>
-        Effect.gen(function*() {
-          const principal = yield* Authorization.require("tasks:write")
-          return yield* tasks.cancel(principal, path.id)
-        }).pipe(Effect.withSpan("Tasks.cancel")))
+        Effect.flatMap(writer, (principal) => tasks.cancel(principal, path.id)).pipe(Tracing.span("Tasks.cancel")))
   }))

@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Api, Services } from "@mediagate/contract"
+import { Api, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
@@ -13,8 +13,8 @@ export const layer = Envelope.group(Api.MediagateApi, "voices", (handlers) =>
   Effect.gen(function*() {
     const catalog = yield* Services.VoiceService
     return handlers.handle("list", ({ urlParams }) =>
-      Effect.gen(function*() {
-        yield* Authorization.require("voices:read")
-        return yield* catalog.list(urlParams.name)
-      }).pipe(Effect.withSpan("Voices.list")))
+      Authorization.require("voices:read").pipe(
+        Effect.zipRight(catalog.list(urlParams.name)),
+        Tracing.span("Voices.list")
+      ))
   }))

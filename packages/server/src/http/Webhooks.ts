@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Api, Services } from "@mediagate/contract"
+import { Api, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
@@ -17,18 +17,18 @@ export const layer = Envelope.group(Api.MediagateApi, "webhooks", (handlers) =>
     return handlers
       .handle("create", ({ headers, payload }) =>
         Effect.flatMap(authorized, (principal) => webhooks.create(principal, payload, headers["idempotency-key"]))
-          .pipe(Effect.withSpan("Webhooks.create")))
+          .pipe(Tracing.span("Webhooks.create")))
       .handle("list", () =>
-        Effect.flatMap(authorized, (principal) => webhooks.list(principal)).pipe(Effect.withSpan("Webhooks.list")))
+        Effect.flatMap(authorized, (principal) => webhooks.list(principal)).pipe(Tracing.span("Webhooks.list")))
       .handle("delete", ({ path }) =>
         Effect.flatMap(authorized, (principal) => webhooks.remove(principal, path.id))
-          .pipe(Effect.withSpan("Webhooks.delete")))
+          .pipe(Tracing.span("Webhooks.delete")))
       .handle("test", ({ path }) =>
-        Effect.flatMap(authorized, (principal) => webhooks.test(principal, path.id)).pipe(Effect.withSpan("Webhooks.test")))
+        Effect.flatMap(authorized, (principal) => webhooks.test(principal, path.id)).pipe(Tracing.span("Webhooks.test")))
       .handle("deliveries", ({ path, urlParams }) =>
         Effect.flatMap(authorized, (principal) => webhooks.deliveries(principal, path.id, urlParams))
-          .pipe(Effect.withSpan("Webhooks.deliveries")))
+          .pipe(Tracing.span("Webhooks.deliveries")))
       .handle("replay", ({ path }) =>
         Effect.flatMap(authorized, (principal) => webhooks.replay(principal, path.id, path.deliveryId))
-          .pipe(Effect.withSpan("Webhooks.replay")))
+          .pipe(Tracing.span("Webhooks.replay")))
   }))

@@ -43,7 +43,7 @@ const duration = withMessage(
   description: "Seconds. 1.0 series: integer 2 to 12. 1.5 Pro: integer 4 to 12"
 })
 
-const durationRule = (body: { readonly model: string; readonly input: object }) =>
+const durationRule = (body: { readonly model: string; readonly input: Readonly<Record<string, unknown>> }) =>
   body.model === pro15 ? GenerationRequest.integerFor(body, "duration", 4, 12) : []
 
 const seed = integer(-1, 4_294_967_295).annotations({ description: "-1 to 4294967295; -1 means random" })
@@ -88,15 +88,7 @@ export const Vendor1MultimodalVideoRequest = GenerationRequest.make({
       input.reference_video_urls === undefined
       ? [issue(["input", "reference_audio_urls"], "audio references must be used with an image or video reference")]
       : [],
-  normalize: ({ input }) =>
-    GenerationRequest.withDefaults(input, {
-      generate_audio: false,
-      resolution: "720p",
-      aspect_ratio: "16:9",
-      duration: 5,
-      web_search: false,
-      nsfw_checker: true
-    })
+  normalize: "annotated"
 })
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -18,5 +18,5 @@ export const Vendor3TextToVideoRequest = GenerationRequest.make({
     enable_translation: optional(boolean.annotations({ description: "Upstream prompt translation before generation" })),
     watermark: optional(text(200).annotations({ description: "Watermark mode passed through to the upstream" }))
   },
-  normalize: ({ input }) => GenerationRequest.withDefaults(input, { aspect_ratio: "16:9" })
+  normalize: "annotated"
 })

@@ -75,22 +75,17 @@ interface ModelSizing {
   readonly defaultSize: string
 }
 
+/** The sizing of the 4.0/4.5/5.0 models: a total-pixel range, ratio 1:16 to 16:1, 128-aligned, default 2K. */
+const byPixels = (minPixels: number, maxPixels: number, presets: ReadonlyArray<Vendor4Preset>): ModelSizing => ({
+  rule: { _tag: "Pixels", minPixels, maxPixels, maxRatio: 16, align: 128 },
+  presets,
+  defaultSize: "2K"
+})
+
 const sizing: Record<Vendor4Model, ModelSizing> = {
-  [v50]: {
-    rule: { _tag: "Pixels", minPixels: 921_600, maxPixels: 9_437_184, maxRatio: 16, align: 128 },
-    presets: ["1K", "2K", "3K"],
-    defaultSize: "2K"
-  },
-  [v45]: {
-    rule: { _tag: "Pixels", minPixels: 3_686_400, maxPixels: 16_777_216, maxRatio: 16, align: 128 },
-    presets: ["1K", "2K", "4K"],
-    defaultSize: "2K"
-  },
-  [v40]: {
-    rule: { _tag: "Pixels", minPixels: 921_600, maxPixels: 16_777_216, maxRatio: 16, align: 128 },
-    presets: ["1K", "2K", "4K"],
-    defaultSize: "2K"
-  },
+  [v50]: byPixels(921_600, 9_437_184, ["1K", "2K", "3K"]),
+  [v45]: byPixels(3_686_400, 16_777_216, ["1K", "2K", "4K"]),
+  [v40]: byPixels(921_600, 16_777_216, ["1K", "2K", "4K"]),
   [v30]: {
     rule: { _tag: "Sides", minSide: 512, maxSide: 2048, align: 64 },
     presets: ["1K", "2K"],
@@ -290,7 +285,7 @@ const commonFields = {
 }
 
 /** Per-model rules of the fields both endpoints share (size aside). */
-const commonRules = (body: { readonly model: Vendor4Model; readonly input: object }) => [
+const commonRules = (body: { readonly model: Vendor4Model; readonly input: Readonly<Record<string, unknown>> }) => [
   ...GenerationRequest.onlyFor(body, "optimize_prompt", [v50, v45, v40]),
   ...(body.model === v50 ? GenerationRequest.oneOfFor(body, "optimize_prompt", ["standard"]) : []),
   ...GenerationRequest.onlyFor(body, "output_format", [v50]),

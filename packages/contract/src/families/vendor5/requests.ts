@@ -82,15 +82,7 @@ export const Vendor5ImageToVideoRequest = GenerationRequest.make({
     off_peak: offPeak
   },
   rules: (body) => GenerationRequest.onlyFor(body, "bgm", bgmModels),
-  normalize: ({ input }) =>
-    GenerationRequest.withDefaults(input, {
-      duration: 5,
-      resolution: "720p",
-      audio: true,
-      is_rec: false,
-      movement_amplitude: "auto",
-      off_peak: false
-    })
+  normalize: "annotated"
 })
 
 /** `POST /api/v1/vendor5/text-to-video`. */
@@ -110,13 +102,5 @@ export const Vendor5TextToVideoRequest = GenerationRequest.make({
     seed,
     off_peak: offPeak
   },
-  normalize: ({ input }) =>
-    GenerationRequest.withDefaults(input, {
-      duration: 5,
-      aspect_ratio: "16:9",
-      resolution: "720p",
-      style: "general",
-      audio: true,
-      off_peak: false
-    })
+  normalize: "annotated"
 })

@@ -30,11 +30,5 @@ export const Vendor6ImageToImageRequest = GenerationRequest.make({
       boolean.annotations({ description: "Real-time search enhancement; free of charge", default: false })
     )
   },
-  normalize: ({ input }) =>
-    GenerationRequest.withDefaults(input, {
-      aspect_ratio: "auto",
-      resolution: "1K",
-      output_format: "jpg",
-      vendor6_search: false
-    })
+  normalize: "annotated"
 })

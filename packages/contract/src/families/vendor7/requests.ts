@@ -24,11 +24,5 @@ export const Vendor7TextToVideoRequest = GenerationRequest.make({
     ),
     mode: optional(oneOf("normal", "fun", "spicy").annotations({ description: "Generation mode", default: "normal" }))
   },
-  normalize: ({ input }) =>
-    GenerationRequest.withDefaults(input, {
-      duration: "6",
-      resolution: "720p",
-      aspect_ratio: "16:9",
-      mode: "normal"
-    })
+  normalize: "annotated"
 })

@@ -11,8 +11,6 @@ const resolution = optional(
   oneOf("720p", "1080p").annotations({ description: "Output resolution (priced differently)", default: "1080p" })
 )
 
-const defaults = { duration: "5", resolution: "1080p" } as const
-
 /** `POST /api/v1/vendor8/text-to-video`. */
 export const Vendor8TextToVideoRequest = GenerationRequest.make({
   identifier: "Vendor8TextToVideoRequest",
@@ -25,7 +23,7 @@ export const Vendor8TextToVideoRequest = GenerationRequest.make({
     ),
     resolution
   },
-  normalize: ({ input }) => GenerationRequest.withDefaults(input, defaults)
+  normalize: "annotated"
 })
 
 /** `POST /api/v1/vendor8/image-to-video`. */
@@ -43,7 +41,7 @@ export const Vendor8ImageToVideoRequest = GenerationRequest.make({
     ),
     resolution
   },
-  normalize: ({ input }) => GenerationRequest.withDefaults(input, defaults)
+  normalize: "annotated"
 })
 
 /** `POST /api/v1/vendor8/video-to-video`. */
@@ -61,5 +59,5 @@ export const Vendor8VideoToVideoRequest = GenerationRequest.make({
     ),
     resolution
   },
-  normalize: ({ input }) => GenerationRequest.withDefaults(input, defaults)
+  normalize: "annotated"
 })

@@ -54,7 +54,7 @@ const directory = mkdtempSync(join(tmpdir(), "mg-vendor10-"))
 const Stack = Http.layerFor(registry).pipe(
   Layer.provideMerge(NodeHttpServer.layerTest),
   Layer.provideMerge(FileService.layer),
-  Layer.provideMerge(Worker.layer({ concurrency: 4, idleMs: 50, pollDelayMs: () => 25 })),
+  Layer.provideMerge(Worker.layer({ concurrency: 4, idle: "50 millis", pollDelay: () => "25 millis" })),
   Layer.provideMerge(TaskService.layer),
   Layer.provideMerge(ResultLinks.layer),
   Layer.provideMerge(TaskStorage.layerMemory()),

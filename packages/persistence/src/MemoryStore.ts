@@ -1,0 +1,24 @@
+/**
+ * What the memory stores of Mediagate (tasks, webhooks, idempotent answers) share: bulk updates and deletes over the
+ * `Map` that holds a table.
+ *
+ * @since 0.1.0
+ */
+
+/** The entries of `table` whose value `select` picks. */
+const entriesWhere = <K, V>(table: ReadonlyMap<K, V>, select: (value: V) => boolean) =>
+  [...table].filter(([, value]) => select(value))
+
+/** Replaces every value of `table` that `select` picks by `update`; answers how many. */
+export const updateWhere = <K, V>(table: Map<K, V>, select: (value: V) => boolean, update: (value: V) => V): number => {
+  const selected = entriesWhere(table, select)
+  for (const [key, value] of selected) table.set(key, update(value))
+  return selected.length
+}
+
+/** Deletes every value of `table` that `select` picks; answers how many. */
+export const deleteWhere = <K, V>(table: Map<K, V>, select: (value: V) => boolean): number => {
+  const selected = entriesWhere(table, select)
+  for (const [key] of selected) table.delete(key)
+  return selected.length
+}
