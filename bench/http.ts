@@ -6,6 +6,11 @@
  *
  *   npm run bench:http -- [--db sqlite,pg] [--seconds 10] [--connections 32] [--targets mediagate,raw,floor]
  *     [--paths get,post] [--profile main.js]   (CPU profiles of the servers whose script matches, in bench/profiles)
+ *     [--rounds 1] [--warmup <seconds>]
+ *
+ * With `--rounds N`, every server runs once per round in turn (each after a warm-up of `--warmup` seconds, default
+ * `--seconds`) and the table shows the medians: on a shared machine the background load then falls on all of them
+ * alike.
  *
  * PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user postgres), dropped afterwards; SQLite in a
  * temporary folder. Asserts nothing.
@@ -28,6 +33,8 @@ const targets = arg("targets", "mediagate,raw,floor").split(",")
 const seconds = Number(arg("seconds", "10"))
 const paths = arg("paths", "get,post").split(",").filter((p): p is "get" | "post" => p === "get" || p === "post")
 const connections = Number(arg("connections", "32"))
+const rounds = Math.max(1, Number(arg("rounds", "1")))
+const warmup = Number(arg("warmup", String(seconds)))
 const root = fileURLToPath(new URL("..", import.meta.url))
 const adminToken = "bench-admin-token-0123456789abcdef"
 
@@ -124,7 +131,7 @@ interface Figures {
   readonly non2xx: number
 }
 
-const load = async (server: Running, token: string, path: "get" | "post", taskId: string): Promise<Figures> => {
+const load = async (server: Running, token: string, path: "get" | "post", taskId: string, duration = seconds): Promise<Figures> => {
   const base = server.base
   const cpuBefore = cpuMicros(server.child.pid)
   const result = await autocannon({
@@ -133,7 +140,7 @@ const load = async (server: Running, token: string, path: "get" | "post", taskId
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     ...(path === "post" ? { body: JSON.stringify(postBody) } : {}),
     connections,
-    duration: seconds
+    duration
   })
   return {
     cpuPerRequest: (cpuMicros(server.child.pid) - cpuBefore) / Math.max(1, result.requests.total),
@@ -172,27 +179,59 @@ for (const db of databases) {
       raw: () => start("bench/servers/raw.mjs", pg !== undefined ? dbEnv : { SQLITE_FILE: join(dir, "mediagate.db") }),
       floor: () => start("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId })
     }
-    for (const target of targets) {
-      const server = await servers[target]!()
-      for (const path of paths) {
-        await load(server, token, path, taskId) // warm-up run, not recorded
-          .catch(() => undefined)
-        const figures = await load(server, token, path, taskId)
-        rows.push({ db, path, target, figures })
-        console.log(`${db} ${path.toUpperCase()} ${target}: ${figures.rps.toFixed(0)} req/s, ${figures.cpuPerRequest.toFixed(0)} µs CPU/request, p50 ${figures.p50} ms, p99 ${figures.p99} ms${figures.non2xx > 0 ? `, ${figures.non2xx} not 2xx` : ""}`)
-      }
-      await server.stop()
+    const measure = async (target: string, server: Running, path: "get" | "post", round: number) => {
+      await load(server, token, path, taskId, warmup) // warm-up run, not recorded
+        .catch(() => undefined)
+      const figures = await load(server, token, path, taskId)
+      rows.push({ db, path, target, figures })
+      console.log(`${db} ${path.toUpperCase()} ${target}${rounds > 1 ? ` (round ${round + 1})` : ""}: ${figures.rps.toFixed(0)} req/s, ${figures.cpuPerRequest.toFixed(0)} µs CPU/request, p50 ${figures.p50} ms, p99 ${figures.p99} ms${figures.non2xx > 0 ? `, ${figures.non2xx} not 2xx` : ""}`)
     }
+    if (rounds === 1) {
+      for (const target of targets) {
+        const server = await servers[target]!()
+        for (const path of paths) await measure(target, server, path, 0)
+        await server.stop()
+      }
+    } else {
+      // every server up at once; each round runs them in turn
+      const up: Array<readonly [string, Running]> = []
+      try {
+        for (const target of targets) up.push([target, await servers[target]!()])
+        for (const path of paths) {
+          for (let round = 0; round < rounds; round++) {
+            for (const [target, server] of up) await measure(target, server, path, round)
+          }
+        }
+      } finally {
+        for (const [, server] of up) await server.stop()
+      }
+    }
+    await mediagate.stop()
   } finally {
     pg?.drop()
     rmSync(dir, { recursive: true, force: true })
   }
 }
 
-const find = (db: string, path: string, target: string) => rows.find((r) => r.db === db && r.path === path && r.target === target)?.figures
+const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+/** The figures of a server on a path (medians over the rounds). */
+const find = (db: string, path: string, target: string): Figures | undefined => {
+  const runs = rows.filter((r) => r.db === db && r.path === path && r.target === target).map((r) => r.figures)
+  if (runs.length === 0) return undefined
+  return {
+    cpuPerRequest: median(runs.map((f) => f.cpuPerRequest)),
+    rps: median(runs.map((f) => f.rps)),
+    p50: median(runs.map((f) => f.p50)),
+    p99: median(runs.map((f) => f.p99)),
+    non2xx: runs.reduce((sum, f) => sum + f.non2xx, 0)
+  }
+}
 const ratio = (a: Figures | undefined, b: Figures | undefined) => (a && b ? `${(a.rps / b.rps).toFixed(2)}×` : "–")
 
-console.log(`\n${connections} connections, ${seconds} s per run (after a warm-up run of the same length)\n`)
+console.log(
+  `\n${connections} connections, ${seconds} s per run (after a warm-up run of ${warmup} s)` +
+    (rounds > 1 ? `; medians of ${rounds} interleaved rounds` : "") + "\n"
+)
 console.log("| Path | DB | Mediagate | raw node:http + SQL | framework floor | Mediagate / raw | Mediagate / floor | p99 Mediagate / floor | CPU/request floor / Mediagate |")
 console.log("|---|---|---|---|---|---|---|---|---|")
 for (const db of databases) {

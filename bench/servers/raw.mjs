@@ -4,9 +4,11 @@
  *
  * - `GET /api/v1/tasks/:id`: the key looked up by the SHA-256 of the bearer token, then the task by id (checked
  *   against the key's account), answered as the specification's task JSON.
- * - `POST /api/v1/vendor3/text-to-video`: the key lookup, a minimal body check, then the accept transaction —
- *   billing account and key spend read for update, ledger entry, balance, key and month spend, task insert, and
- *   (PostgreSQL) the worker wake-up notify — answered 201 with the acknowledgement.
+ * - `POST /api/v1/vendor3/text-to-video`: the key lookup, a minimal body check, then the accept transaction as
+ *   Mediagate makes it — the task insert (with, on PostgreSQL, the worker wake-up notify), the account debited
+ *   (which locks its row), then the key's and the month's spend checked and the ledger entry, key spend and month
+ *   spend written (PostgreSQL: one statement; SQLite: the spends read by the debit, three writes) — answered 201 with
+ *   the acknowledgement.
  *
  *   PORT=... DATABASE_URL=postgres://... | SQLITE_FILE=... [PREFIX=mediagate_] node bench/servers/raw.mjs
  */
@@ -95,34 +97,41 @@ const sqlite = () => {
   db.pragma("journal_mode = WAL")
   const keyBy = db.prepare(`SELECT * FROM ${t("api_keys")} WHERE key_hash = ?`)
   const taskBy = db.prepare(`SELECT * FROM ${t("tasks")} WHERE id = ?`)
-  const account = db.prepare(`SELECT * FROM ${t("billing_accounts")} WHERE account_id = ?`)
-  const keySpend = db.prepare(`SELECT spend_limit_micros, spent_micros FROM ${t("billing_key_spend")} WHERE key_id = ?`)
+  const debit = db.prepare(`UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros - ?, updated_at = ? ` +
+    `WHERE account_id = ? RETURNING *, ` +
+    `(SELECT spend_limit_micros FROM ${t("billing_key_spend")} WHERE key_id = ?) AS key_limit, ` +
+    `(SELECT spent_micros FROM ${t("billing_key_spend")} WHERE key_id = ?) AS key_spent, ` +
+    `(SELECT spent_micros FROM ${t("billing_month_spend")} WHERE account_id = ? AND month = ?) AS month_spent`)
   const ledger = db.prepare(`INSERT INTO ${t("billing_ledger")} (account_id, kind, amount_micros, key_id, task_id, ` +
     `description, month, created_at) VALUES (?, 'charge', ?, ?, ?, ?, ?, ?)`)
-  const balance = db.prepare(`UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros + ?, updated_at = ? ` +
-    `WHERE account_id = ? RETURNING balance_micros`)
   const spend = db.prepare(`INSERT INTO ${t("billing_key_spend")} (key_id, account_id, spend_limit_micros, spent_micros) ` +
     `VALUES (?, ?, NULL, ?) ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`)
   const monthSpend = db.prepare(`INSERT INTO ${t("billing_month_spend")} (account_id, month, spent_micros) VALUES ` +
     `(?, ?, ?) ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`)
   const insert = db.prepare(`INSERT INTO ${t("tasks")} (${taskColumns}) VALUES (${taskColumns.split(",").map(() => "?").join(", ")})`)
+  const refused = new Error("refused")
   const accept = db.transaction((key, body, now) => {
-    const acct = account.get(key.account_id)
-    if (acct === undefined || Number(acct.balance_micros) < price) return undefined
-    const limit = keySpend.get(key.id)
-    if (limit?.spend_limit_micros != null && Number(limit.spent_micros) + price > Number(limit.spend_limit_micros)) return undefined
     const row = taskRow(key, body, now)
+    insert.run(...row)
+    const acct = debit.get(price, now, key.account_id, key.id, key.id, key.account_id, month(now))
+    if (acct === undefined || Number(acct.balance_micros) + price < price) throw refused
+    if (acct.key_limit != null && Number(acct.key_spent) + price > Number(acct.key_limit)) throw refused
     ledger.run(key.account_id, -price, key.id, row[0], "vendor3-3 text-to-video", month(now), now)
-    balance.run(-price, now, key.account_id)
     spend.run(key.id, key.account_id, price)
     monthSpend.run(key.account_id, month(now), price)
-    insert.run(...row)
     return row
   })
   return {
     key: async (h) => keyBy.get(h),
     task: async (id) => taskBy.get(id),
-    accept: async (key, body, now) => accept.immediate(key, body, now)
+    accept: async (key, body, now) => {
+      try {
+        return accept.immediate(key, body, now)
+      } catch (e) {
+        if (e === refused) return undefined
+        throw e
+      }
+    }
   }
 }
 
@@ -137,23 +146,35 @@ const postgres = () => {
       const c = await pool.connect()
       try {
         await c.query("BEGIN")
-        const acct = (await c.query(`SELECT * FROM ${t("billing_accounts")} WHERE account_id = $1 FOR UPDATE`, [key.account_id])).rows[0]
-        if (acct === undefined || Number(acct.balance_micros) < price) {
-          await c.query("ROLLBACK")
-          return undefined
-        }
-        const limit = (await c.query(`SELECT spend_limit_micros, spent_micros FROM ${t("billing_key_spend")} WHERE key_id = $1 FOR UPDATE`, [key.id])).rows[0]
-        if (limit?.spend_limit_micros != null && Number(limit.spent_micros) + price > Number(limit.spend_limit_micros)) {
-          await c.query("ROLLBACK")
-          return undefined
-        }
         const row = taskRow(key, body, now)
-        await c.query(`INSERT INTO ${t("billing_ledger")} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at) VALUES ($1, 'charge', $2, $3, $4, $5, $6, $7)`, [key.account_id, -price, key.id, row[0], "vendor3-3 text-to-video", month(now), now])
-        await c.query(`UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros + $1, updated_at = $2 WHERE account_id = $3 RETURNING balance_micros`, [-price, now, key.account_id])
-        await c.query(`INSERT INTO ${t("billing_key_spend")} (key_id, account_id, spend_limit_micros, spent_micros) VALUES ($1, $2, NULL, $3) ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t("billing_key_spend")}.spent_micros + excluded.spent_micros`, [key.id, key.account_id, price])
-        await c.query(`INSERT INTO ${t("billing_month_spend")} (account_id, month, spent_micros) VALUES ($1, $2, $3) ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t("billing_month_spend")}.spent_micros + excluded.spent_micros`, [key.account_id, month(now), price])
-        await c.query(`INSERT INTO ${t("tasks")} (${taskColumns}) VALUES (${taskColumns.split(",").map((_, i) => `$${i + 1}`).join(", ")})`, row)
-        await c.query("SELECT pg_notify($1, $2)", [`${prefix}tasks`, ""])
+        await c.query(`INSERT INTO ${t("tasks")} (${taskColumns}) VALUES (${taskColumns.split(",").map((_, i) => `$${i + 1}`).join(", ")}) ` +
+          `RETURNING (SELECT pg_notify($${row.length + 1}, '')) AS woke`, [...row, `${prefix}tasks`])
+        const acct = (await c.query(`UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros - $1, updated_at = $2 ` +
+          `WHERE account_id = $3 RETURNING *`, [price, now, key.account_id])).rows[0]
+        if (acct === undefined || Number(acct.balance_micros) + price < price) {
+          await c.query("ROLLBACK")
+          return undefined
+        }
+        const ok = (await c.query(`WITH k AS (
+            SELECT spend_limit_micros, spent_micros FROM ${t("billing_key_spend")} WHERE key_id = $1 FOR UPDATE
+          ), ok AS (
+            SELECT NOT EXISTS (SELECT 1 FROM k WHERE spend_limit_micros IS NOT NULL AND spent_micros + $3 > spend_limit_micros) AS ok
+          ), ledger AS (
+            INSERT INTO ${t("billing_ledger")} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
+            SELECT $2, 'charge', CAST($4 AS BIGINT), $1, $5, $6, $7, CAST($8 AS BIGINT) FROM ok WHERE ok.ok
+          ), key_spend AS (
+            INSERT INTO ${t("billing_key_spend")} (key_id, account_id, spend_limit_micros, spent_micros)
+            SELECT $1, $2, NULL, CAST($3 AS BIGINT) FROM ok WHERE ok.ok
+            ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t("billing_key_spend")}.spent_micros + excluded.spent_micros
+          ), month_spend AS (
+            INSERT INTO ${t("billing_month_spend")} (account_id, month, spent_micros) SELECT $2, $7, CAST($3 AS BIGINT) FROM ok WHERE ok.ok
+            ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t("billing_month_spend")}.spent_micros + excluded.spent_micros
+          )
+          SELECT ok FROM ok`, [key.id, key.account_id, price, -price, row[0], "vendor3-3 text-to-video", month(now), now])).rows[0]
+        if (!ok.ok) {
+          await c.query("ROLLBACK")
+          return undefined
+        }
         await c.query("COMMIT")
         return row
       } catch (e) {

@@ -11,11 +11,13 @@
  *   ledger's triggers (and on PostgreSQL their function) carry the prefix too. An invalid prefix fails the build
  *   with a `PersistenceError`.
  * - Every operation runs in `sql.withTransaction`, which joins the caller's open transaction (as a savepoint): the
- *   engine's charge commits or rolls back with the task it stores.
- * - Atomic charge: the account row is locked first (PostgreSQL `SELECT ... FOR UPDATE`; SQLite takes the write
- *   lock with a no-op `UPDATE ... RETURNING`), then the balance (prepaid), the key's spend limit and the monthly
- *   limit are checked, then the ledger entry, the balance, the key's spend and the month's spend are written.
- *   Every writer of an account's money locks its account row first, so concurrent charges serialize per account.
+ *   engine's charge commits or rolls back with the task it stores. `chargeInTransaction` runs in the caller's
+ *   transaction without a savepoint, for a caller that rolls it back when the charge fails (the storage's accept).
+ * - Atomic charge: the account row is debited first, which locks it (PostgreSQL: the row lock; SQLite: the write
+ *   lock) and answers the balance; then the balance (prepaid), the key's spend limit and the monthly limit are
+ *   checked and the ledger entry, the key's spend and the month's spend written (see `charging`: two statements on
+ *   PostgreSQL, four on SQLite); a refusal is rolled back with the transaction. Every writer of an account's money
+ *   locks its account row first, so concurrent charges serialize per account.
  * - A charge for an account billing was never opened for fails with `INSUFFICIENT_BALANCE` (nothing is charged
  *   into nothing).
  * - Time: created_at and the calendar month come from Effect's `Clock` (not the database clock).

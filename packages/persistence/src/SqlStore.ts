@@ -22,6 +22,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Record from "effect/Record"
 import * as Schema from "effect/Schema"
+import type * as Tracer from "effect/Tracer"
 import { PersistenceError } from "./PersistenceError.js"
 import * as SqlRows from "./SqlRows.js"
 
@@ -177,7 +178,7 @@ export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u
  * contract's `Tracing.span`, which this package, depending on no other, cannot import).
  */
 const operationSpan = (name: string) => {
-  const options = { captureStackTrace: false } as const
+  const options: Tracer.SpanOptions = { captureStackTrace: false }
   return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.withFiberRuntime<A, E, R>((fiber) =>
       fiber.getFiberRef(FiberRef.currentTracerEnabled) ? Effect.withSpan(self, name, options) : self

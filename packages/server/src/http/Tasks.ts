@@ -13,6 +13,7 @@ import * as Envelope from "../Envelope.js"
 const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
 const reader = Authorization.require("tasks:read")
 const writer = Authorization.require("tasks:write")
+const spans = { list: Tracing.span("Tasks.list"), get: Tracing.span("Tasks.get") }
 
 /** The tasks group. */
 export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
@@ -20,9 +21,9 @@ export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
     const tasks = yield* Services.TaskService
     return handlers
       .handle("list", ({ urlParams }) =>
-        Effect.flatMap(reader, (principal) => tasks.list(principal, urlParams)).pipe(Tracing.span("Tasks.list")))
+        Effect.flatMap(reader, (principal) => tasks.list(principal, urlParams)).pipe(spans.list))
       .handle("get", ({ path }) =>
-        Effect.flatMap(reader, (principal) => tasks.get(principal, path.id)).pipe(Tracing.span("Tasks.get")))
+        Effect.flatMap(reader, (principal) => tasks.get(principal, path.id)).pipe(spans.get))
       .handle("retry", ({ headers, path }) =>
         Effect.gen(function*() {
           const principal = yield* writer
