@@ -278,6 +278,56 @@ for (const [name, database] of databases) {
         yield* expectTotals
       }).pipe(Effect.provide(database()), Effect.scoped))
 
+    it.live("hand-written SQL on the tasks table keeps the totals exact: the triggers count every write", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const storage = yield* TaskStorage
+        const tasks = sql(SqlTaskStorage.tables().tasks)
+        const now = yield* storage.now
+        const accepted = [
+          newTask({ createdAt: now, provider: "vendor3", model: "vendor3-3" }),
+          newTask({ createdAt: now + 1, provider: "vendor3", model: "vendor3-3_fast" }),
+          newTask({ createdAt: now + 2, provider: "vendor7", model: "vendor3-3" }),
+          newTask({ createdAt: now + 3, accountId: "acct_b" })
+        ]
+        for (const task of accepted) yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+        const expectTotals = (label: string) =>
+          Effect.gen(function*() {
+            for (const accountId of ["acct_a", "acct_b"]) {
+              const count = (where: ReturnType<typeof sql.and>) =>
+                sql<{ n: string | number }>`SELECT COUNT(*) AS n FROM ${tasks} WHERE account_id = ${accountId} AND ${where}`.pipe(
+                  Effect.map((rows) => Number(rows[0]!.n))
+                )
+              const queries: Array<readonly [ListQuery, ReturnType<typeof sql.and>]> = [
+                [{ limit: 1 }, sql.and([sql`1 = 1`])],
+                ...Task.taskStatuses.map((status) => [{ limit: 1, status }, sql.and([sql`status = ${status}`])] as const),
+                ...["vendor3", "vendor7"].map((provider) => [{ limit: 1, provider }, sql.and([sql`provider = ${provider}`])] as const),
+                ...["vendor3-3", "vendor3-3_fast", "m2"].map((model) => [{ limit: 1, model }, sql.and([sql`model = ${model}`])] as const)
+              ]
+              for (const [query, where] of queries) {
+                expect((yield* storage.list(accountId, query)).total, `${label}: ${accountId} ${JSON.stringify(query)}`).toBe(
+                  yield* count(where)
+                )
+              }
+            }
+          })
+        yield* expectTotals("accepted")
+        // several rows in one statement, statuses both ways
+        yield* sql`UPDATE ${tasks} SET status = 'failed' WHERE account_id = 'acct_a' AND model = 'vendor3-3'`
+        yield* sql`UPDATE ${tasks} SET status = 'pending' WHERE id = ${accepted[0]!.id}`
+        yield* expectTotals("statuses")
+        // columns the storage never changes: model, provider, the account
+        yield* sql`UPDATE ${tasks} SET model = 'm2', provider = 'vendor1' WHERE id = ${accepted[1]!.id}`
+        yield* sql`UPDATE ${tasks} SET account_id = 'acct_b', status = 'expired' WHERE id = ${accepted[2]!.id}`
+        yield* expectTotals("moved")
+        yield* sql`DELETE FROM ${tasks} WHERE id = ${accepted[0]!.id}`
+        yield* expectTotals("deleted")
+        yield* sql.onDialectOrElse({ pg: () => sql`TRUNCATE ${tasks}`, orElse: () => sql`DELETE FROM ${tasks}` })
+        yield* expectTotals("emptied")
+        yield* storage.accept({ task: newTask({ createdAt: now + 9 }), charge: undefined, idempotency: undefined })
+        yield* expectTotals("accepted again")
+      }).pipe(Effect.provide(withStorage()), Effect.scoped))
+
     it.live("an accept wakes the local wakeups", () =>
       Effect.gen(function*() {
         const storage = yield* TaskStorage
