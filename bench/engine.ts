@@ -240,7 +240,9 @@ const graphileThroughput = async () => {
   // our own pool, ended (awaited) before the database is dropped: graphile-worker ends the pools it makes without
   // waiting, and a forced DROP DATABASE would then kill their idle connections (an unhandled pool error)
   const pgPool = new Pool({ connectionString, max: 40 })
-  pgPool.on("error", () => {}) // idle connections lost while graphile-worker stops
+  // connections lost while graphile-worker stops (it installs these handlers only on the pools it makes)
+  pgPool.on("error", () => {})
+  pgPool.on("connect", (client) => client.on("error", () => {}))
   try {
     const utils = await makeWorkerUtils({ pgPool, ...silent })
     await utils.migrate()

@@ -39,7 +39,7 @@ import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import { Catalog, Errors, Task, Webhook } from "@mediagate/contract"
+import { Catalog, Errors, Task, Tracing, Webhook } from "@mediagate/contract"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
@@ -450,8 +450,13 @@ interface Stepping {
 /** The error of an expired task. */
 const expiredError = json({ code: "TASK_EXPIRED", message: "task did not finish before its deadline" })
 
-/** The most finishes committed together. */
+/** The most calls committed together. */
 const maxBatch = 256
+
+/** The spans of the batched operations on the caller's side (the batch's statements run on the storage's fiber). */
+const acceptSpan = Tracing.span(`${storeName}.accept`)
+const stepSpan = Tracing.span(`${storeName}.step`)
+const finishSpan = Tracing.span(`${storeName}.finish`)
 
 /** Options of the SQL storage: the table prefix and where "now" comes from (default: the database clock). */
 export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions {}
@@ -553,7 +558,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       if (claim === undefined && !charged) {
         // nothing else to write: the task joins the next multi-row insert (one statement, no transaction)
         return Effect.as(inserting(record), { _tag: "Created", task: record } as const).pipe(
-          Effect.withSpan("task storage.accept")
+          acceptSpan
         )
       }
       const attempt = sql.withTransaction(Effect.gen(function*() {
@@ -722,7 +727,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       Effect.suspend(() => {
         if (!Number.isSafeInteger(fence)) return Effect.succeed(false)
         const extra = extraCharges(update)
-        if (extra.length === 0) return stepping({ id, fence, update }).pipe(Effect.withSpan("task storage.step"))
+        if (extra.length === 0) return stepping({ id, fence, update }).pipe(stepSpan)
         // extra charges: charged with the step, in one transaction (a refusal rolls the step back)
         const nextRunAt = ms(update.nextRunAt)
         const set: Array<Fragment> = []
@@ -828,7 +833,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const finishing = yield* GroupCommit.make(maxBatch, finishBatch)
 
     const finish: TaskStorage["Type"]["finish"] = (id, fence, outcome, options) =>
-      finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId }).pipe(Effect.withSpan("task storage.finish"))
+      finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId }).pipe(finishSpan)
 
     const cancel: TaskStorage["Type"]["cancel"] = (accountId, id) =>
       Effect.suspend((): Effect.Effect<CancelResult, SqlStore.StorageFailure | PersistenceError> => {

@@ -5,13 +5,16 @@
  * it learned and when the task is next due, and releases the lease. So `concurrency` bounds the steps running at
  * once, not the tasks in flight, and one process carries tens of thousands of tasks.
  *
- * Wake-ups: an accepted task, a step that made a task due, or an upstream callback (`Upstream.changes`) wakes the
- * dispatcher at once (PostgreSQL `NOTIFY` across processes); polling `nextDueAt` is the backstop. A worker that
- * dies leaves leases that run out; another worker then claims the task with a newer fence and continues from the
- * stored upstream job id.
+ * Wake-ups: an accepted task or an upstream callback (`Upstream.changes`) wakes the dispatcher at once (PostgreSQL
+ * `NOTIFY` across processes); a step of this worker that schedules its task before the dispatcher's next look wakes
+ * it too. Asking `nextDueAt` (at most every `idle`, and every 100 ms once the due time it knows has passed) is the
+ * backstop. A submit whose first poll is due at once polls under the same claim. A worker that dies leaves leases
+ * that run out; another worker then claims the task with a newer fence and continues from the stored upstream job
+ * id.
  *
  * @since 0.1.0
  */
+import { Tracing } from "@mediagate/contract"
 import * as Arr from "effect/Array"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -255,7 +258,7 @@ export const run = (options: WorkerOptions = {}) =>
         Effect.catchAllCause((cause) =>
           Effect.zipRight(Effect.logError(`step of ${task.id} failed`, cause), handBack(task))
         ),
-        Effect.withSpan("Worker.step", { attributes: { taskId: task.id, status: task.status } }),
+        Tracing.span("Worker.step", { attributes: { taskId: task.id, status: task.status } }),
         // a step's end frees a slot; it brings no new work unless the dispatcher is waiting for a slot (a step that
         // schedules its task soon wakes the dispatcher through `stepStorage`)
         Effect.ensuring(Effect.suspend(() => {
