@@ -16,18 +16,11 @@
  * temporary folder. Asserts nothing.
  */
 import autocannon from "autocannon"
-import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { account, adminToken, arg, call, cpuMs, mainScript, pgDatabase, record, type Running, start } from "./support.js"
 
-const args = process.argv.slice(2)
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
-}
 const databases = arg("db", "sqlite,pg").split(",")
 const targets = arg("targets", "mediagate,raw,floor").split(",")
 const seconds = Number(arg("seconds", "10"))
@@ -35,92 +28,20 @@ const paths = arg("paths", "get,post").split(",").filter((p): p is "get" | "post
 const connections = Number(arg("connections", "32"))
 const rounds = Math.max(1, Number(arg("rounds", "1")))
 const warmup = Number(arg("warmup", String(seconds)))
-const root = fileURLToPath(new URL("..", import.meta.url))
-const adminToken = "bench-admin-token-0123456789abcdef"
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-interface Running {
-  readonly base: string
-  readonly child: ChildProcess
-  readonly stop: () => Promise<void>
-}
 
 const profile = arg("profile", "")
-
-const start = async (script: string, env: Record<string, string>): Promise<Running> => {
-  const port = await freePort()
-  const flags = profile !== "" && script.includes(profile) ? ["--cpu-prof", "--cpu-prof-dir", join(root, "bench", "profiles")] : []
-  const child = spawn(process.execPath, [...flags, script], {
-    cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", MEDIAGATE_ACCESS_LOG: "false", ...env },
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  const base = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`)
-    if (i > 600) throw new Error(`${script} did not start`)
-    try {
-      await fetch(`${base}/api/v1/tasks/none`)
-      break
-    } catch {
-      await sleep(100)
-    }
-  }
-  return {
-    base,
-    child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve()
-        child.once("exit", () => resolve())
-        child.kill("SIGTERM")
-      })
-  }
-}
-
-const call = async (base: string, path: string, init: { method?: string; token: string; body?: unknown }) => {
-  const response = await fetch(`${base}${path}`, {
-    method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${init.token}`, "content-type": "application/json" },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-  })
-  const json = await response.json() as { success: boolean; data: Record<string, unknown> }
-  if (!json.success) throw new Error(`${path}: ${JSON.stringify(json)}`)
-  return json.data
-}
+/** Starts a server, profiled when its script matches `--profile`. */
+const launch = (script: string, env: Record<string, string>) =>
+  start(script, env, { profile: profile !== "" && script.includes(profile) })
 
 /** An account with a large balance, a live key and one task, made through the admin API. */
 const setup = async (base: string) => {
-  const account = await call(base, "/admin/v1/accounts", { method: "POST", token: adminToken, body: { name: "bench" } })
-  const id = String(account["id"])
-  await call(base, `/admin/v1/accounts/${id}/credits`, { method: "POST", token: adminToken, body: { amount: 100_000_000 } })
-  const key = await call(base, `/admin/v1/accounts/${id}/api-keys`, { method: "POST", token: adminToken, body: { name: "bench" } })
-  const token = String(key["key"])
-  const task = await call(base, "/api/v1/vendor3/text-to-video", { method: "POST", token, body: postBody })
+  const { token } = await account(base, 100_000_000)
+  const task = record((await call(base, "/api/v1/vendor3/text-to-video", { method: "POST", token, body: postBody })).data)
   return { token, taskId: String(task["id"]) }
 }
 
 const postBody = { model: "vendor3-3", input: { prompt: "a paper boat on a pond" } }
-
-/** The CPU time (user + system) a process has used so far, in microseconds (Linux `/proc`; 0 elsewhere). */
-const cpuMicros = (pid: number | undefined) => {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100 // utime + stime in clock ticks (USER_HZ = 100)
-  } catch {
-    return 0
-  }
-}
 
 interface Figures {
   /** Server CPU per answered request (µs): steadier than req/s on a shared machine. */
@@ -133,7 +54,7 @@ interface Figures {
 
 const load = async (server: Running, token: string, path: "get" | "post", taskId: string, duration = seconds): Promise<Figures> => {
   const base = server.base
-  const cpuBefore = cpuMicros(server.child.pid)
+  const cpuBefore = cpuMs(server.child.pid)
   const result = await autocannon({
     url: path === "get" ? `${base}/api/v1/tasks/${taskId}` : `${base}/api/v1/vendor3/text-to-video`,
     method: path === "get" ? "GET" : "POST",
@@ -143,7 +64,7 @@ const load = async (server: Running, token: string, path: "get" | "post", taskId
     duration
   })
   return {
-    cpuPerRequest: (cpuMicros(server.child.pid) - cpuBefore) / Math.max(1, result.requests.total),
+    cpuPerRequest: ((cpuMs(server.child.pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total),
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -151,22 +72,15 @@ const load = async (server: Running, token: string, path: "get" | "post", taskId
   }
 }
 
-const pgDatabase = () => {
-  const name = `bench_http_${Date.now().toString(36)}`
-  const psql = (sql: string) => spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc", sql])
-  if (psql(`CREATE DATABASE ${name}`).status !== 0) throw new Error("cannot create a PostgreSQL database at 127.0.0.1:5432")
-  return { url: `postgres://postgres@127.0.0.1:5432/${name}`, drop: () => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
-}
-
 const rows: Array<{ db: string; path: string; target: string; figures: Figures }> = []
 
 for (const db of databases) {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-http-"))
-  const pg = db === "pg" ? pgDatabase() : undefined
+  const pg = db === "pg" ? pgDatabase("http") : undefined
   const dbEnv: Record<string, string> = pg !== undefined ? { DATABASE_URL: pg.url } : {}
   try {
     // Mediagate first: it migrates the database and makes the account, key and task the others read too
-    const mediagate = await start("examples/server/dist/main.js", {
+    const mediagate = await launch(mainScript, {
       ...dbEnv,
       MEDIAGATE_DATA_DIR: dir,
       MEDIAGATE_ADMIN_TOKEN: adminToken,
@@ -176,8 +90,8 @@ for (const db of databases) {
     const { taskId, token } = await setup(mediagate.base)
     const servers: Record<string, () => Promise<Running>> = {
       mediagate: async () => mediagate,
-      raw: () => start("bench/servers/raw.mjs", pg !== undefined ? dbEnv : { SQLITE_FILE: join(dir, "mediagate.db") }),
-      floor: () => start("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId })
+      raw: () => launch("bench/servers/raw.mjs", pg !== undefined ? dbEnv : { SQLITE_FILE: join(dir, "mediagate.db") }),
+      floor: () => launch("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId })
     }
     const measure = async (target: string, server: Running, path: "get" | "post", round: number) => {
       await load(server, token, path, taskId, warmup) // warm-up run, not recorded

@@ -13,114 +13,24 @@
  * "finishing" from then to the last completion. PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user
  * postgres), dropped afterwards; SQLite in a temporary folder. Asserts nothing.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { account, adminToken, arg, call, cpuMs, flag, mainScript, pgDatabase, record, sleep, start } from "./support.js"
 
-const args = process.argv.slice(2)
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
-}
 const databases = arg("db", "sqlite,pg").split(",")
 const taskCount = Number(arg("tasks", "10000"))
 const jobSeconds = Number(arg("job-seconds", "30"))
 const connections = Number(arg("connections", "32"))
-const profile = args.includes("--profile")
-const root = fileURLToPath(new URL("..", import.meta.url))
-const adminToken = "bench-admin-token-0123456789abcdef"
+const profile = flag("profile")
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
-
-interface Running {
-  readonly base: string
-  readonly child: ChildProcess
-  readonly stop: () => Promise<void>
-}
-
-const start = async (env: Record<string, string>): Promise<Running> => {
-  const port = await freePort()
-  const flags = profile ? ["--cpu-prof", "--cpu-prof-dir", join(root, "bench", "profiles")] : []
-  const child = spawn(process.execPath, [...flags, "examples/server/dist/main.js"], {
-    cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", MEDIAGATE_ACCESS_LOG: "false", ...env },
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  const base = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`)
-    if (i > 600) throw new Error("the server did not start")
-    try {
-      await fetch(`${base}/api/v1/tasks/none`)
-      break
-    } catch {
-      await sleep(100)
-    }
-  }
-  return {
-    base,
-    child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve()
-        child.once("exit", () => resolve())
-        child.kill("SIGTERM")
-      })
-  }
-}
-
-const call = async (base: string, path: string, init: { method?: string; token: string; body?: unknown }) => {
-  // a kept-alive connection the server closed at the same moment fails the request: reads are tried again
-  for (let attempt = 1; init.method === undefined && attempt < 3; attempt++) {
-    try {
-      return await callOnce(base, path, init)
-    } catch {
-      await sleep(200)
-    }
-  }
-  return callOnce(base, path, init)
-}
-
-const callOnce = async (base: string, path: string, init: { method?: string; token: string; body?: unknown }) => {
-  const response = await fetch(`${base}${path}`, {
-    method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${init.token}`, "content-type": "application/json" },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-  })
-  const json = await response.json() as { success: boolean; data: unknown; pagination?: Record<string, unknown> }
-  if (!json.success) throw new Error(`${path}: ${JSON.stringify(json)}`)
-  return json
-}
-
-const record = (value: unknown): Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value)) : {}
-
-/** An account with a large balance and a live key, made through the admin API. */
-const setup = async (base: string) => {
-  const account = record((await call(base, "/admin/v1/accounts", { method: "POST", token: adminToken, body: { name: "bench" } })).data)
-  const id = String(account["id"])
-  await call(base, `/admin/v1/accounts/${id}/credits`, { method: "POST", token: adminToken, body: { amount: 100_000_000 } })
-  const key = record((await call(base, `/admin/v1/accounts/${id}/api-keys`, { method: "POST", token: adminToken, body: { name: "bench" } })).data)
-  return String(key["key"])
-}
-
-/** The CPU time (user + system) a process has used so far, in milliseconds (Linux `/proc`; 0 elsewhere). */
-const cpuMs = (pid: number | undefined) => {
+/**
+ * How long the server's main thread has waited for a CPU while runnable, in milliseconds (Linux `/proc/<pid>/schedstat`;
+ * 0 elsewhere): on a shared machine, the share of a phase the server wanted a CPU and did not get one.
+ */
+const runQueueMs = (pid: number | undefined) => {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // utime + stime in clock ticks (USER_HZ = 100)
+    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e6
   } catch {
     return 0
   }
@@ -148,28 +58,21 @@ const allTasks = async (base: string, token: string) => {
   return tasks
 }
 
-const pgDatabase = () => {
-  const name = `bench_inflight_${Date.now().toString(36)}`
-  const psql = (sql: string) => spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc", sql])
-  if (psql(`CREATE DATABASE ${name}`).status !== 0) throw new Error("cannot create a PostgreSQL database at 127.0.0.1:5432")
-  return { url: `postgres://postgres@127.0.0.1:5432/${name}`, drop: () => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
-}
-
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 
 for (const db of databases) {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-inflight-"))
-  const pg = db === "pg" ? pgDatabase() : undefined
+  const pg = db === "pg" ? pgDatabase("inflight") : undefined
   try {
-    const server = await start({
+    const server = await start(mainScript, {
       ...(pg !== undefined ? { DATABASE_URL: pg.url } : {}),
       MEDIAGATE_DATA_DIR: dir,
       MEDIAGATE_ADMIN_TOKEN: adminToken,
       MEDIAGATE_FILE_SECRET: "bench-file-secret",
       MEDIAGATE_SIM_TIME_SCALE: "1"
-    })
+    }, { profile })
     try {
-      const token = await setup(server.base)
+      const { token } = await account(server.base, 100_000_000)
       const pid = server.child.pid
       // warm-up: one short task first, so that the simulated upstream's renderer has the result clip cached (its
       // first rendering would otherwise hold up the first tasks to finish)
@@ -186,6 +89,7 @@ for (const db of databases) {
       // post every task, `connections` at a time
       const postStart = Date.now()
       const cpuPostStart = cpuMs(pid)
+      const queuedPostStart = runQueueMs(pid)
       let next = 0
       let failed = 0
       await Promise.all(Array.from({ length: connections }, async () => {
@@ -206,10 +110,12 @@ for (const db of databases) {
       }))
       const posted = Date.now()
       const cpuPosted = cpuMs(pid)
+      const queuedPosted = runQueueMs(pid)
       // waiting: until the first job is due to end (the first task was claimed at about postStart)
       const firstEnd = postStart + jobSeconds * 1000
       if (firstEnd > Date.now()) await sleep(firstEnd - Date.now())
       const cpuWaited = cpuMs(pid)
+      const queuedWaited = runQueueMs(pid)
       const waited = Date.now()
       // finishing: until every task is terminal
       const deadline = Date.now() + jobSeconds * 1000 * 4 + 120_000
@@ -220,6 +126,7 @@ for (const db of databases) {
       }
       const finished = Date.now()
       const cpuFinished = cpuMs(pid)
+      const queuedFinished = runQueueMs(pid)
       const tasks = (await allTasks(server.base, token)).filter((task) => task["id"] !== warm["id"])
       const lags: Array<number> = []
       let notSucceeded = 0
@@ -235,9 +142,10 @@ for (const db of databases) {
       const lastCompleted = Math.max(...tasks.map((t) => Date.parse(String(t["completed_at"] ?? "")) || 0))
       const waitingMs = waited - posted
       console.log(`${db}: ${tasks.length} tasks (${failed} POSTs refused, ${notSucceeded} not succeeded), jobs of ${jobSeconds} s`)
-      console.log(`  posted in ${seconds(posted - postStart)} (${(taskCount / ((posted - postStart) / 1000)).toFixed(0)}/s), server CPU ${((cpuPosted - cpuPostStart) / (posted - postStart)).toFixed(2)} core`)
-      console.log(`  waiting ${seconds(waitingMs)}: server CPU ${waitingMs > 0 ? ((cpuWaited - cpuPosted) / waitingMs).toFixed(2) : "–"} core`)
-      console.log(`  finishing ${seconds(lastCompleted - waited)}: server CPU ${((cpuFinished - cpuWaited) / Math.max(1, finished - waited)).toFixed(2)} core`)
+      const starved = (queued: number, ms: number) => ms > 0 ? `, waited for a CPU ${(100 * queued / ms).toFixed(0)}% of the time` : ""
+      console.log(`  posted in ${seconds(posted - postStart)} (${(taskCount / ((posted - postStart) / 1000)).toFixed(0)}/s), server CPU ${((cpuPosted - cpuPostStart) / (posted - postStart)).toFixed(2)} core${starved(queuedPosted - queuedPostStart, posted - postStart)}`)
+      console.log(`  waiting ${seconds(waitingMs)}: server CPU ${waitingMs > 0 ? ((cpuWaited - cpuPosted) / waitingMs).toFixed(2) : "–"} core${starved(queuedWaited - queuedPosted, waitingMs)}`)
+      console.log(`  finishing ${seconds(lastCompleted - waited)}: server CPU ${((cpuFinished - cpuWaited) / Math.max(1, finished - waited)).toFixed(2)} core${starved(queuedFinished - queuedWaited, finished - waited)}`)
       console.log(`  finish lag p50 ${percentile(lags, 50)} ms, p99 ${percentile(lags, 99)} ms, max ${percentile(lags, 100)} ms`)
       // the lag over time: in tenths of the tasks, by expected end
       const byEnd = tasks.filter((t) => t["status"] === "succeeded").map((t) => {

@@ -23,27 +23,19 @@
  */
 import { Catalog } from "@mediagate/contract"
 import autocannon from "autocannon"
-import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { account, adminToken, arg, call, mainScript, pgDatabase, type Running, start } from "./support.js"
 
-const args = process.argv.slice(2)
-const arg = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
-}
 const databases = arg("db", "sqlite,pg").split(",")
 const sizes = arg("sizes", "1000,100000").split(",").map(Number).sort((a, b) => a - b)
 const seconds = Number(arg("seconds", "5"))
 const connections = Number(arg("connections", "10"))
 const filterNames = arg("filters", "none,status,provider,model").split(",")
 const rounds = Number(arg("rounds", "3"))
-const root = fileURLToPath(new URL("..", import.meta.url))
-const adminToken = "bench-admin-token-0123456789abcdef"
 const prefix = "mediagate_"
 const batch = 100_000
 const start0 = Date.UTC(2026, 0, 1)
@@ -52,79 +44,15 @@ const start0 = Date.UTC(2026, 0, 1)
 // the server
 // -----------------------------------------------------------------------------------------------------------------
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
+/** The built server as an API node (workers off). */
+const startServer = (env: Record<string, string>) =>
+  start(mainScript, {
+    MEDIAGATE_ADMIN_TOKEN: adminToken,
+    MEDIAGATE_WORKERS: "false",
+    MEDIAGATE_WORKER_CONCURRENCY: "0",
+    MEDIAGATE_FILE_SECRET: "bench-file-secret",
+    ...env
   })
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-interface Running {
-  readonly base: string
-  readonly stop: () => Promise<void>
-}
-
-const startServer = async (env: Record<string, string>): Promise<Running> => {
-  const port = await freePort()
-  const child: ChildProcess = spawn(process.execPath, ["examples/server/dist/main.js"], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      MEDIAGATE_ACCESS_LOG: "false",
-      MEDIAGATE_ADMIN_TOKEN: adminToken,
-      MEDIAGATE_WORKERS: "false",
-      MEDIAGATE_WORKER_CONCURRENCY: "0",
-      MEDIAGATE_FILE_SECRET: "bench-file-secret",
-      ...env
-    },
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  const base = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`)
-    if (i > 600) throw new Error("the server did not start")
-    try {
-      await fetch(`${base}/api/v1/tasks/none`)
-      break
-    } catch {
-      await sleep(100)
-    }
-  }
-  return {
-    base,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve()
-        child.once("exit", () => resolve())
-        child.kill("SIGTERM")
-      })
-  }
-}
-
-const call = async (base: string, path: string, init: { method?: string; token: string; body?: unknown }) => {
-  const response = await fetch(`${base}${path}`, {
-    method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${init.token}`, "content-type": "application/json" },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-  })
-  const json = await response.json() as { success: boolean; data: Record<string, unknown>; pagination?: { total: number } }
-  if (!json.success) throw new Error(`${path}: ${JSON.stringify(json)}`)
-  return json
-}
-
-/** An account and a live key, made through the admin API. */
-const setup = async (base: string) => {
-  const account = (await call(base, "/admin/v1/accounts", { method: "POST", token: adminToken, body: { name: "bench" } })).data
-  const accountId = String(account["id"])
-  const key = (await call(base, `/admin/v1/accounts/${accountId}/api-keys`, { method: "POST", token: adminToken, body: { name: "bench" } })).data
-  return { accountId, keyId: String(key["id"]), token: String(key["key"]) }
-}
 
 // -----------------------------------------------------------------------------------------------------------------
 // the tasks, written with SQL
@@ -220,13 +148,6 @@ const pgStore = (url: string, account: string, keyId: string): Store => ({
   close: () => undefined
 })
 
-const pgDatabase = () => {
-  const name = `bench_list_${Date.now().toString(36)}`
-  const admin = (sql: string) => spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc", sql])
-  if (admin(`CREATE DATABASE ${name}`).status !== 0) throw new Error("cannot create a PostgreSQL database at 127.0.0.1:5432")
-  return { url: `postgres://postgres@127.0.0.1:5432/${name}`, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
-}
-
 // -----------------------------------------------------------------------------------------------------------------
 // the load
 // -----------------------------------------------------------------------------------------------------------------
@@ -290,7 +211,7 @@ interface Instance {
 
 const instance = async (db: string, size: number): Promise<Instance> => {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-list-"))
-  const pg = db === "pg" ? pgDatabase() : undefined
+  const pg = db === "pg" ? pgDatabase("list") : undefined
   const env: Record<string, string> = pg !== undefined ? { DATABASE_URL: pg.url } : { MEDIAGATE_DATA_DIR: dir }
   const cleanup = () => {
     pg?.drop()
@@ -299,7 +220,7 @@ const instance = async (db: string, size: number): Promise<Instance> => {
   try {
     // the server migrates the database and makes the account; the tasks are written while it is stopped
     const first = await startServer(env)
-    const { accountId, keyId, token } = await setup(first.base)
+    const { accountId, keyId, token } = await account(first.base)
     await first.stop()
     const store = pg !== undefined ? pgStore(pg.url, accountId, keyId) : sqliteStore(join(dir, "mediagate.db"), accountId, keyId)
     const fillStart = performance.now()

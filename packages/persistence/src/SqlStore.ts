@@ -16,13 +16,12 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { ResultLengthMismatch, SqlError } from "@effect/sql/SqlError"
 import type { Identifier } from "@effect/sql/Statement"
+import * as Tracing from "@mediagate/contract/Tracing"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Record from "effect/Record"
 import * as Schema from "effect/Schema"
-import type * as Tracer from "effect/Tracer"
 import { PersistenceError } from "./PersistenceError.js"
 import * as SqlRows from "./SqlRows.js"
 
@@ -153,7 +152,7 @@ const isStorageFailure = (u: unknown): u is StorageFailure =>
  * `<store>.<operation>`.
  */
 export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u is F) => (operation: string) => {
-  const span = operationSpan(`${store}.${operation}`)
+  const span = Tracing.span(`${store}.${operation}`)
   const matches = (u: unknown): u is StorageFailure | F => isStorageFailure(u) || (isAlso !== undefined && isAlso(u))
   const wrap = (cause: StorageFailure | F) =>
     new PersistenceError({
@@ -170,18 +169,6 @@ export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u
       Effect.catchIf((e: E): e is Extract<E, StorageFailure | F> => matches(e), (e) => Effect.fail(wrap(e))),
       Effect.catchSomeDefect(onDefect),
       span
-    )
-}
-
-/**
- * The span of a store operation: without stack capture, and none at all while the tracer is disabled (the
- * contract's `Tracing.span`, which this package, depending on no other, cannot import).
- */
-const operationSpan = (name: string) => {
-  const options: Tracer.SpanOptions = { captureStackTrace: false }
-  return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.withFiberRuntime<A, E, R>((fiber) =>
-      fiber.getFiberRef(FiberRef.currentTracerEnabled) ? Effect.withSpan(self, name, options) : self
     )
 }
 

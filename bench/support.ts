@@ -1,0 +1,149 @@
+/**
+ * What the HTTP benchmarks share: command-line options, starting a server process (the built example server or a
+ * baseline) and waiting for it, calling the API, making an account and a live key through the admin API, a fresh
+ * PostgreSQL database, and reading a process's CPU time from `/proc`.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const args = process.argv.slice(2)
+
+/** The value of `--name value` on the command line, else `fallback`. */
+export const arg = (name: string, fallback: string) => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
+}
+
+/** Whether `--name` is on the command line. */
+export const flag = (name: string) => args.includes(`--${name}`)
+
+/** The repository's root folder. */
+export const root = fileURLToPath(new URL("..", import.meta.url))
+
+/** The admin token the benchmarked servers run with. */
+export const adminToken = "bench-admin-token-0123456789abcdef"
+
+/** The built example server. */
+export const mainScript = "examples/server/dist/main.js"
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+export interface Running {
+  readonly base: string
+  readonly child: ChildProcess
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * Starts `node <script>` on a free port (access log off) and waits until it answers HTTP. With `profile`, the
+ * process writes a CPU profile to bench/profiles when it exits.
+ */
+export const start = async (
+  script: string,
+  env: Record<string, string>,
+  options: { readonly profile?: boolean } = {}
+): Promise<Running> => {
+  const port = await freePort()
+  const flags = options.profile === true ? ["--cpu-prof", "--cpu-prof-dir", join(root, "bench", "profiles")] : []
+  const child = spawn(process.execPath, [...flags, script], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", MEDIAGATE_ACCESS_LOG: "false", ...env },
+    stdio: ["ignore", "ignore", "inherit"]
+  })
+  const base = `http://127.0.0.1:${port}`
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`)
+    if (i > 600) throw new Error(`${script} did not start`)
+    try {
+      await fetch(`${base}/api/v1/tasks/none`)
+      break
+    } catch {
+      await sleep(100)
+    }
+  }
+  return {
+    base,
+    child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve()
+        child.once("exit", () => resolve())
+        child.kill("SIGTERM")
+      })
+  }
+}
+
+/** A successful answer's envelope. */
+export interface Answer {
+  readonly data: unknown
+  readonly pagination?: Record<string, unknown>
+}
+
+const callOnce = async (base: string, path: string, init: { method?: string; token: string; body?: unknown }) => {
+  const response = await fetch(`${base}${path}`, {
+    method: init.method ?? "GET",
+    headers: { authorization: `Bearer ${init.token}`, "content-type": "application/json" },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+  })
+  const json = await response.json() as Answer & { success: boolean }
+  if (!json.success) throw new Error(`${path}: ${JSON.stringify(json)}`)
+  return json
+}
+
+/**
+ * Calls the API and answers the envelope; a failure answer throws. A GET is tried up to three times (a kept-alive
+ * connection the server closed at the same moment fails the request).
+ */
+export const call = async (base: string, path: string, init: { method?: string; token: string; body?: unknown }) => {
+  for (let attempt = 1; init.method === undefined && attempt < 3; attempt++) {
+    try {
+      return await callOnce(base, path, init)
+    } catch {
+      await sleep(200)
+    }
+  }
+  return callOnce(base, path, init)
+}
+
+/** A JSON object's fields (anything else: none). */
+export const record = (value: unknown): Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value)) : {}
+
+/** An account (credited with `credit` USD when given) and a live key, made through the admin API. */
+export const account = async (base: string, credit?: number) => {
+  const admin = (path: string, body: unknown) => call(base, path, { method: "POST", token: adminToken, body })
+  const accountId = String(record((await admin("/admin/v1/accounts", { name: "bench" })).data)["id"])
+  if (credit !== undefined) await admin(`/admin/v1/accounts/${accountId}/credits`, { amount: credit })
+  const key = record((await admin(`/admin/v1/accounts/${accountId}/api-keys`, { name: "bench" })).data)
+  return { accountId, keyId: String(key["id"]), token: String(key["key"]) }
+}
+
+/** A fresh database on the local PostgreSQL server (127.0.0.1:5432, user postgres), and how to drop it. */
+export const pgDatabase = (kind: string) => {
+  const name = `bench_${kind}_${Date.now().toString(36)}`
+  const psql = (sql: string) => spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc", sql])
+  if (psql(`CREATE DATABASE ${name}`).status !== 0) throw new Error("cannot create a PostgreSQL database at 127.0.0.1:5432")
+  return { url: `postgres://postgres@127.0.0.1:5432/${name}`, drop: () => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
+}
+
+/** The CPU time (user + system) a process has used so far, in milliseconds (Linux `/proc`; 0 elsewhere). */
+export const cpuMs = (pid: number | undefined) => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // utime + stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return 0
+  }
+}
