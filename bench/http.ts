@@ -6,7 +6,8 @@
  *
  *   npm run bench:http -- [--db sqlite,pg] [--seconds 10] [--connections 32] [--targets mediagate,raw,floor]
  *     [--paths get,post] [--profile main.js]   (CPU profiles of the servers whose script matches, in bench/profiles)
- *     [--rounds 1] [--warmup <seconds>]
+ *     [--rounds 1] [--warmup <seconds>] [--key live|test]   (test: the sandbox key, no charge in the accept)
+ *     [--before <checkout>]   (adds the target "before": that checkout's built server, on the same database)
  *
  * With `--rounds N`, every server runs once per round in turn (each after a warm-up of `--warmup` seconds, default
  * `--seconds`) and the table shows the medians: on a shared machine the background load then falls on all of them
@@ -28,6 +29,9 @@ const paths = arg("paths", "get,post").split(",").filter((p): p is "get" | "post
 const connections = Number(arg("connections", "32"))
 const rounds = Math.max(1, Number(arg("rounds", "1")))
 const warmup = Number(arg("warmup", String(seconds)))
+const keyEnvironment = arg("key", "live") === "test" ? "test" : "live"
+const before = arg("before", "")
+if (before !== "" && !targets.includes("before")) targets.splice(1, 0, "before")
 
 const profile = arg("profile", "")
 /** Starts a server, profiled when its script matches `--profile`. */
@@ -36,7 +40,7 @@ const launch = (script: string, env: Record<string, string>) =>
 
 /** An account with a large balance, a live key and one task, made through the admin API. */
 const setup = async (base: string) => {
-  const { token } = await account(base, 100_000_000)
+  const { token } = await account(base, 100_000_000, keyEnvironment)
   const task = record((await call(base, "/api/v1/vendor3/text-to-video", { method: "POST", token, body: postBody })).data)
   return { token, taskId: String(task["id"]) }
 }
@@ -90,6 +94,14 @@ for (const db of databases) {
     const { taskId, token } = await setup(mediagate.base)
     const servers: Record<string, () => Promise<Running>> = {
       mediagate: async () => mediagate,
+      before: () =>
+        launch(join(before, mainScript), {
+          ...dbEnv,
+          MEDIAGATE_DATA_DIR: dir,
+          MEDIAGATE_ADMIN_TOKEN: adminToken,
+          MEDIAGATE_WORKERS: "0",
+          MEDIAGATE_FILE_SECRET: "bench-file-secret"
+        }),
       raw: () => launch("bench/servers/raw.mjs", pg !== undefined ? dbEnv : { SQLITE_FILE: join(dir, "mediagate.db") }),
       floor: () => launch("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId })
     }
@@ -148,12 +160,18 @@ console.log(
 )
 console.log("| Path | DB | Mediagate | raw node:http + SQL | framework floor | Mediagate / raw | Mediagate / floor | p99 Mediagate / floor | CPU/request floor / Mediagate |")
 console.log("|---|---|---|---|---|---|---|---|---|")
+const comparisons: Array<string> = []
 for (const db of databases) {
   for (const path of ["get", "post"]) {
     const m = find(db, path, "mediagate")
+    const b = find(db, path, "before")
+    if (b !== undefined) {
+      comparisons.push(`${db} ${path.toUpperCase()}: before ${b.rps.toFixed(0)} req/s, ${b.cpuPerRequest.toFixed(0)} µs CPU, p99 ${b.p99} ms → now ${m ? `${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs CPU, p99 ${m.p99} ms (${ratio(m, b)})` : "–"}`)
+    }
     const r = find(db, path, "raw")
     const f = find(db, path, "floor")
     const cell = (x: Figures | undefined) => (x ? `${x.rps.toFixed(0)} req/s, p99 ${x.p99} ms, ${x.cpuPerRequest.toFixed(0)} µs CPU` : "–")
     console.log(`| ${path === "get" ? "GET /api/v1/tasks/{id}" : "POST /api/v1/vendor3/text-to-video"} | ${db} | ${cell(m)} | ${cell(r)} | ${cell(f)} | ${ratio(m, r)} | ${ratio(m, f)} | ${m && f ? (m.p99 / Math.max(f.p99, 1)).toFixed(1) : "–"} | ${m && f ? (f.cpuPerRequest / m.cpuPerRequest).toFixed(2) : "–"} |`)
   }
 }
+if (comparisons.length > 0) console.log(`\nThis build against --before ${before}:\n${comparisons.join("\n")}`)

@@ -121,12 +121,15 @@ export const call = async (base: string, path: string, init: { method?: string; 
 export const record = (value: unknown): Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value)) : {}
 
-/** An account (credited with `credit` USD when given) and a live key, made through the admin API. */
-export const account = async (base: string, credit?: number) => {
+/**
+ * An account (credited with `credit` USD when given) and a key (`live` unless `environment` says `test`: the free
+ * sandbox, no charge), made through the admin API.
+ */
+export const account = async (base: string, credit?: number, environment: "live" | "test" = "live") => {
   const admin = (path: string, body: unknown) => call(base, path, { method: "POST", token: adminToken, body })
   const accountId = String(record((await admin("/admin/v1/accounts", { name: "bench" })).data)["id"])
   if (credit !== undefined) await admin(`/admin/v1/accounts/${accountId}/credits`, { amount: credit })
-  const key = record((await admin(`/admin/v1/accounts/${accountId}/api-keys`, { name: "bench" })).data)
+  const key = record((await admin(`/admin/v1/accounts/${accountId}/api-keys`, { name: "bench", environment })).data)
   return { accountId, keyId: String(key["id"]), token: String(key["key"]) }
 }
 

@@ -127,6 +127,38 @@ for (const [name, database] of databases) {
         }
       })), { timeout: 60_000 })
 
+    it.effect("concurrent accepts of two accounts, one running out: a refusal stores nothing, the rest are charged", () =>
+      run(Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const accounts = yield* BillingAccounts
+        const ledger = yield* BillingLedger
+        yield* accounts.open("acct_x", defaultSettings, 3_000_000)
+        yield* accounts.open("acct_y", defaultSettings, 100_000_000)
+        // interleaved, so that the accepts batched together mix both accounts and refusals sit between successes
+        const tasks = Array.from({ length: 40 }, (_, i) => ({
+          ...newTask(i % 2 === 0 ? "acct_x" : "acct_y", 1_000_000, 300 + i),
+          keyId: i % 2 === 0 ? "key_x" : "key_y"
+        }))
+        const results = yield* Effect.forEach(tasks, (task) => Effect.either(accept(task)), {
+          concurrency: "unbounded"
+        })
+        const stored = yield* Effect.forEach(tasks, (task) => storage.getById(task.id))
+        results.forEach((result, i) => expect(Option.isSome(stored[i]!)).toBe(result._tag === "Right"))
+        const acceptedOf = (accountId: string) =>
+          results.filter((r, i) => r._tag === "Right" && tasks[i]!.accountId === accountId).length
+        expect(acceptedOf("acct_x")).toBe(3)
+        expect(acceptedOf("acct_y")).toBe(20)
+        const refusals = results.flatMap((r) => r._tag === "Left" ? [r.left._tag] : [])
+        expect(new Set(refusals)).toEqual(new Set(["InsufficientBalance"]))
+        for (const [accountId, opening] of [["acct_x", 3_000_000], ["acct_y", 100_000_000]] as const) {
+          const entries = yield* ledger.entries(accountId)
+          const charges = entries.filter((e) => e.kind === "charge")
+          expect(charges).toHaveLength(acceptedOf(accountId))
+          expect((yield* accounts.state(accountId)).balanceMicros).toBe(opening - 1_000_000 * charges.length)
+          expect((yield* storage.list(accountId, { limit: 1 })).total).toBe(charges.length)
+        }
+      })), { timeout: 60_000 })
+
     it.effect("completion, expiry and cancel racing on the same tasks refund each at most once", () =>
       run(Effect.gen(function*() {
         const storage = yield* TaskStorage

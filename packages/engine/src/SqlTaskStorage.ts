@@ -14,13 +14,16 @@
  *   RETURNING *`, served by a partial index on `next_run_at` over the active statuses.
  * - Terminal transitions (finish, cancel): the compare-and-set update, the refund through {@link Billing} and the
  *   outbox event in one transaction. Terminal transitions run in parallel: on PostgreSQL each outbox row records
- *   its inserting transaction (`txid`), and readers walk `(txid, seq)` only up to the oldest running transaction,
- *   so an entry that commits late can never fall behind a reader's cursor (no global lock on the hot path).
+ *   its inserting transaction (`txid`), and readers walk `(txid, seq)` only up to the oldest transaction running in
+ *   this database ({@link outboxHorizon}), so an entry that commits late can never fall behind a reader's cursor (no
+ *   global lock on the hot path).
  * - Idempotency: the shared window and rule of `IdempotencyWindow`, in `<prefix>task_idempotency`.
  * - List totals: exact, from `<prefix>task_counts` (per account: all tasks, per status, provider and model; kept by
  *   triggers on the tasks table, see {@link migrations}) for no filter or one of status, provider and model; by
  *   `COUNT(*)` of the matching rows for any other combination.
- * - Group commit: accepts without a charge or an idempotency key (one multi-row `INSERT`), steps without extra
+ * - Group commit: accepts without a charge or an idempotency key (one multi-row `INSERT`), charged accepts without
+ *   an idempotency key (one transaction, a savepoint each, accounts taken in account order; on PostgreSQL up to
+ *   {@link chargedBatchers} such batches at once), steps without extra
  *   charges (one `UPDATE ... FROM (VALUES ...)`) and finishes (one transaction: the batch's update, refunds and
  *   events; finishes that may owe a refund join only with unmetered billing) made while a write of their kind is
  *   under way are written together by one fiber of the storage's scope; each call is answered on its own, and a
@@ -45,6 +48,7 @@ import * as Ids from "@mediagate/persistence/Ids"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -56,7 +60,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { Billing } from "./Billing.js"
+import { Billing, type Charge } from "./Billing.js"
 import * as GroupCommit from "./internal/groupCommit.js"
 import { fromNew, type Outcome, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
 import { type CancelResult, extraCharges, type ListPage, type ListQuery, type StepUpdate, TaskStorage } from "./TaskStorage.js"
@@ -381,6 +385,7 @@ const decoders = (prefix: string) => {
     counted: SqlRows.decoder(names.counts, Schema.Struct({ n: SqlRows.Number })),
     due: SqlRows.decoder(names.tasks, Schema.Struct({ unleased: nullable(SqlRows.Number), leased: nullable(SqlRows.Number) })),
     outbox: SqlRows.decoder(names.outbox, OutboxRow),
+    horizon: SqlRows.decoder("pg_stat_activity", Schema.Struct({ horizon: SqlRows.Number })),
     idempotency: SqlRows.decoder(names.idempotency, Schema.Struct({
       fingerprint: Schema.String,
       taskId: column("task_id", Schema.String),
@@ -440,6 +445,12 @@ interface Finishing {
   readonly upstreamJobId: string | undefined
 }
 
+/** A charged accept waiting in its batch. */
+interface Charged {
+  readonly record: TaskRecord
+  readonly charge: Charge
+}
+
 /** A step waiting in its batch. */
 interface Stepping {
   readonly id: string
@@ -447,11 +458,33 @@ interface Stepping {
   readonly update: StepUpdate
 }
 
+/**
+ * The outbox readers' horizon on PostgreSQL (a 64-bit transaction id): the oldest transaction still running in
+ * this database, or the next transaction id if none runs. Read in a statement before the outbox rows (whose
+ * snapshot then sees every transaction below it as ended). Only this database's sessions count (the snapshot's
+ * own xmin is cluster-wide: a long transaction in another database would hold every reader back);
+ * `pg_stat_activity` shows them to any role. Prepared (two-phase) transactions are not listed there: Mediagate
+ * does not use them.
+ */
+const outboxHorizon = `WITH s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next)
+  SELECT COALESCE(MIN(((s.next >> 32) << 32) + a.xid
+    - CASE WHEN a.xid > (s.next & 4294967295) THEN 4294967296 ELSE 0 END), MIN(s.next)) AS horizon
+  FROM s LEFT JOIN (
+    SELECT backend_xid::text::bigint AS xid FROM pg_stat_activity
+    WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND backend_xid IS NOT NULL
+  ) a ON true`
+
 /** The error of an expired task. */
 const expiredError = json({ code: "TASK_EXPIRED", message: "task did not finish before its deadline" })
 
 /** The most calls committed together. */
 const maxBatch = 256
+
+/**
+ * Batches of charged accepts that may run at once on PostgreSQL, each on a connection of the pool (an accept is a
+ * few round trips, which one connection would serialize); SQLite has one connection, so one.
+ */
+const chargedBatchers = 4
 
 /** The spans of the batched operations on the caller's side (the batch's statements run on the storage's fiber). */
 const acceptSpan = Tracing.span(`${storeName}.accept`)
@@ -460,6 +493,13 @@ const finishSpan = Tracing.span(`${storeName}.finish`)
 
 /** Options of the SQL storage: the table prefix and where "now" comes from (default: the database clock). */
 export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions {}
+
+/** Whether an accept's exit is final: a success, or a refusal of its charge (a storage failure is not). */
+const isRefusedOrDone = (exit: Exit.Exit<unknown, unknown>) =>
+  Exit.isSuccess(exit) || Option.exists(
+    Cause.failureOption(exit.cause),
+    (e) => e instanceof Errors.InsufficientBalance || e instanceof Errors.SpendLimitExceeded
+  )
 
 const isIdempotencyRace = (u: unknown): u is IdempotencyRace => u instanceof IdempotencyRace
 
@@ -548,6 +588,42 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           ? Effect.succeed(records.map(() => together))
           : Effect.forEach(records, (record) => Effect.exit(insertAll([record])))))
 
+    /** The task's insert, then its charge (in the caller's transaction, which a refusal rolls back). */
+    const insertCharged = (record: TaskRecord, charge: Charge) =>
+      Effect.flatMap(rows.task.encode(record), (row) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`).pipe(
+        Effect.zipRight((billing.chargeInTransaction ?? billing.charge)(charge))
+      )
+
+    /**
+     * Charged accepts without an idempotency key, batched: one transaction for the batch, each accept in a savepoint
+     * of its own (a refused charge rolls back only its task). The batch takes the accounts' rows in account order,
+     * so that two batches (of this or another process) never wait on each other in a cycle. If the transaction
+     * fails as a whole, nothing of it is written and each accept runs again in a transaction of its own.
+     */
+    const acceptingCharged = yield* GroupCommit.make(maxBatch, (batch: ReadonlyArray<Charged>) => {
+      const account = (i: number) => batch[i]!.record.accountId
+      // a stable sort: an account's accepts keep their order
+      const order = batch.map((_, i) => i).sort((a, b) => account(a) < account(b) ? -1 : account(a) > account(b) ? 1 : 0)
+      const alone = (item: Charged) => Effect.exit(sql.withTransaction(insertCharged(item.record, item.charge)))
+      if (batch.length === 1) return Effect.forEach(batch, alone).pipe(Effect.tap(wake))
+      return Effect.forEach(order, (i) => Effect.map(alone(batch[i]!), (exit) => [i, exit] as const)).pipe(
+        sql.withTransaction,
+        Effect.map((answers) => {
+          const exits = new Array<Exit.Exit<void, Effect.Effect.Error<ReturnType<typeof insertCharged>>>>(batch.length)
+          for (const [i, exit] of answers) exits[i] = exit
+          return exits
+        }),
+        Effect.exit,
+        Effect.flatMap((together) =>
+          Exit.isSuccess(together)
+            // an accept that failed on something else than a refusal (e.g. a deadlock with another process's
+            // batch) runs again on its own
+            ? Effect.forEach(together.value, (exit, i) => isRefusedOrDone(exit) ? Effect.succeed(exit) : alone(batch[i]!))
+            : Effect.forEach(batch, alone)),
+        Effect.tap(wake)
+      )
+    }, pg ? chargedBatchers : 1)
+
     const accept: TaskStorage["Type"]["accept"] = ({ charge, idempotency: claim, task }) => {
       const record = fromNew({ ...task, createdAt: ms(task.createdAt), deadlineAt: ms(task.deadlineAt) })
       const charged = charge !== undefined && charge.amountMicros > 0 && billing.unmetered !== true
@@ -555,11 +631,13 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         rows.task.encode(record),
         (row) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`
       )
-      if (claim === undefined && !charged) {
-        // nothing else to write: the task joins the next multi-row insert (one statement, no transaction)
-        return Effect.as(inserting(record), { _tag: "Created", task: record } as const).pipe(
-          acceptSpan
-        )
+      if (claim === undefined) {
+        const created = { _tag: "Created", task: record } as const
+        // nothing else to write: the task joins the next multi-row insert (one statement, no transaction); with a
+        // charge, the next batch of charged accepts (one transaction)
+        return charged
+          ? Effect.as(acceptingCharged({ record, charge }), created).pipe(persistence("accept"))
+          : Effect.as(inserting(record), created).pipe(acceptSpan)
       }
       const attempt = sql.withTransaction(Effect.gen(function*() {
         if (claim !== undefined) {
@@ -916,9 +994,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
         // up to the oldest transaction still running: nothing can appear behind such a cursor later
         const [lastTxid = 0, lastSeq = 0] = (cursor ?? "0:0").split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
+        const { horizon } = yield* sql.unsafe(outboxHorizon).pipe(Effect.flatMap(rows.horizon.single))
         const read = yield* sql`SELECT txid, seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
-          WHERE (txid > ${lastTxid} OR (txid = ${lastTxid} AND seq > ${lastSeq}))
-            AND txid < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+          WHERE (txid > ${lastTxid} OR (txid = ${lastTxid} AND seq > ${lastSeq})) AND txid < ${horizon}
           ORDER BY txid, seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
         const last = read.at(-1)
         return {

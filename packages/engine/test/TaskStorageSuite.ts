@@ -565,5 +565,5 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isTrue(Exit.isFailure(stepped))
           expect(Option.getOrThrow(yield* storage.getById(limited.id)).status).toBe("queued")
           yield* expectTotals("retried and refused")
-        })))
+        })), { timeout: 30_000 })
   })

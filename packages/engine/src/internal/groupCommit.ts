@@ -22,11 +22,14 @@ interface Waiting<I, A, E> {
 
 /**
  * A batcher: `run` gets the inputs of one batch (in call order, at least one) and answers one exit per input, in
- * the same order. `run` must not fail; a defect or an interruption of a batch fails every call in it.
+ * the same order. `run` must not fail; a defect or an interruption of a batch fails every call in it. With
+ * `fibers` above 1, that many batches may run at once (each takes what is waiting when it starts): for writes
+ * bound by round trips rather than by one connection, e.g. on a PostgreSQL pool.
  */
 export const make = <I, A, E, R>(
   max: number,
-  run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>, never, R>
+  run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>, never, R>,
+  fibers = 1
 ): Effect.Effect<(input: I) => Effect.Effect<A, E>, never, R | Scope.Scope> =>
   Effect.gen(function*() {
     const queue = yield* Queue.unbounded<Waiting<I, A, E>>()
@@ -45,9 +48,10 @@ export const make = <I, A, E, R>(
             : Effect.forEach(waiting, (w) => Deferred.failCause(w.done, exit.cause), { discard: true })
         )
       )
-    yield* Effect.forkScoped(
-      Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, max), (chunk) => batch(Chunk.toReadonlyArray(chunk))))
+    const batcher = Effect.forever(
+      Effect.flatMap(Queue.takeBetween(queue, 1, max), (chunk) => batch(Chunk.toReadonlyArray(chunk)))
     )
+    for (let i = 0; i < fibers; i++) yield* Effect.forkScoped(batcher)
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Queue.takeAll(queue), (rest) =>
         Effect.forEach(rest, (w) => Deferred.interrupt(w.done), { discard: true })).pipe(Effect.zipRight(Queue.shutdown(queue)))
