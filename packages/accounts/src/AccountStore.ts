@@ -39,7 +39,15 @@ export const KeyRow = Schema.Struct({
   expiresAt: column("expires_at", optionalTime),
   createdAt: column("created_at", time),
   revokedAt: column("revoked_at", optionalTime),
-  lastUsedAt: column("last_used_at", optionalTime)
+  lastUsedAt: column("last_used_at", optionalTime),
+  /** The key that created this one through the API (null: a root, made by the admin API or the bootstrap). */
+  parentId: column("parent_id", Schema.NullOr(Schema.String)),
+  /** Every ancestor, root first and the parent last (JSON in SQL); empty for a root. */
+  ancestors: Schema.parseJson(Schema.Array(Schema.String)),
+  /** The key's requests per minute (null: the configured default). */
+  requestsPerMinute: column("rate_limit_rpm", Schema.NullOr(SqlRows.Number)),
+  /** The key's most active tasks at once (null: the configured default). */
+  maxInFlightTasks: column("max_in_flight_tasks", Schema.NullOr(SqlRows.Number))
 })
 /** An API key row (never the full key). */
 export interface KeyRow extends Schema.Schema.Type<typeof KeyRow> {}
@@ -57,9 +65,19 @@ export class AccountStore extends Context.Tag("@mediagate/accounts/AccountStore"
   readonly insertKey: (row: KeyRow) => Effect.Effect<void, PersistenceError>
   /** The authentication hot path: one indexed lookup. */
   readonly keyByHash: (keyHash: string) => Effect.Effect<Option.Option<KeyRow>, PersistenceError>
+  /** A key of an account by id (revoked or not). */
+  readonly findKey: (accountId: string, id: string) => Effect.Effect<Option.Option<KeyRow>, PersistenceError>
+  /**
+   * Inside {@link transaction}, before a derived key is inserted: locks its ancestors' rows against a concurrent
+   * revocation (PostgreSQL: `FOR SHARE`) and answers whether every one exists in the account, unrevoked.
+   */
+  readonly lockAncestors: (accountId: string, ids: ReadonlyArray<string>) => Effect.Effect<boolean, PersistenceError>
   /** Keys of an account that are not revoked, oldest first. */
   readonly listKeys: (accountId: string) => Effect.Effect<ReadonlyArray<KeyRow>, PersistenceError>
-  /** Revokes a key of the account; false when there is no such unrevoked key in that account. */
+  /**
+   * Revokes a key of the account and every unrevoked descendant (the keys that list it among their ancestors);
+   * false when there is no such unrevoked key in that account. Inside {@link transaction}.
+   */
   readonly revokeKey: (accountId: string, id: string, at: number) => Effect.Effect<boolean, PersistenceError>
   /** Records last use times in one batch (a time never moves backwards). */
   readonly touchKeys: (uses: ReadonlyMap<string, number>) => Effect.Effect<void, PersistenceError>
@@ -97,6 +115,15 @@ export const makeMemory = (): AccountStore["Type"] => {
       }),
     keyByHash: (keyHash) =>
       Effect.sync(() => Option.flatMapNullable(Option.fromNullable(byHash.get(keyHash)), (id) => keys.get(id))),
+    findKey: (accountId, id) =>
+      Effect.sync(() => Option.filter(Option.fromNullable(keys.get(id)), (row) => row.accountId === accountId)),
+    lockAncestors: (accountId, ids) =>
+      Effect.sync(() =>
+        ids.every((id) => {
+          const row = keys.get(id)
+          return row !== undefined && row.accountId === accountId && row.revokedAt === null
+        })
+      ),
     listKeys: (accountId) =>
       Effect.sync(() =>
         [...keys.values()]
@@ -108,6 +135,11 @@ export const makeMemory = (): AccountStore["Type"] => {
         const row = keys.get(id)
         if (row === undefined || row.accountId !== accountId || row.revokedAt !== null) return false
         keys.set(id, { ...row, revokedAt: at })
+        for (const other of keys.values()) {
+          if (other.accountId === accountId && other.revokedAt === null && other.ancestors.includes(id)) {
+            keys.set(other.id, { ...other, revokedAt: at })
+          }
+        }
         return true
       }),
     touchKeys: (uses) =>

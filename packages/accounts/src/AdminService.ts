@@ -109,7 +109,9 @@ export const make: Effect.Effect<Services.AdminService["Type"], never, AccountSt
           permissions: body.permissions ?? {},
           ipWhitelist: body.ipWhitelist ?? [],
           spendLimitMicros: microsOrNull(body.spendLimit ?? null),
-          expiresAt: body.expiresAt?.getTime() ?? null
+          expiresAt: body.expiresAt?.getTime() ?? null,
+          requestsPerMinute: body.rateLimit?.requestsPerMinute ?? null,
+          maxInFlightTasks: body.rateLimit?.maxInFlightTasks ?? null
         })
       }).pipe(Effect.provide(context), unavailable)
 

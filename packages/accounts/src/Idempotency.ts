@@ -3,6 +3,11 @@
  * shared window and rule of `IdempotencyWindow` (the same key with the same body within 24 h replays the original
  * answer, another body is `409 IDEMPOTENCY_KEY_REUSED`).
  *
+ * A record belongs to the API key that made the request ({@link RunOptions.callerKeyId}, part of the record's
+ * scope): only that key is ever answered a replay, and another key of the account sending the same Idempotency-Key
+ * makes a request of its own (judged and authorized as any other). The caller runs its authorization before
+ * {@link run}, so a replay also goes only to a key that may still make the request.
+ *
  * Stored answers may carry secrets (a full API key, a webhook secret), so nothing readable is stored:
  * - the lookup column `key_hash` is the SHA-256 hex of the Idempotency-Key, never the key itself;
  * - the answer is sealed with AES-256-GCM under a key derived with HKDF-SHA256 from the Idempotency-Key itself
@@ -136,6 +141,11 @@ class Race extends Schema.TaggedError<Race>()("IdempotencyRace", {}) {}
 /** What {@link run} needs to know about one creation. */
 export interface RunOptions<A, I, E, R> {
   readonly accountId: string
+  /**
+   * The API key making the request: the record is that key's alone (stored under the scope `<scope>:<key id>`),
+   * so no other key is ever answered its replay. Absent: the record is the account's.
+   */
+  readonly callerKeyId?: string | undefined
   /** The kind of creation, e.g. `api-keys` or `webhooks`. */
   readonly scope: string
   readonly idempotencyKey: string | undefined
@@ -163,11 +173,12 @@ export const run = <A, I, E, R>(
     const store = yield* IdempotencyStore
     const keyHash = hashKey(idempotencyKey)
     const fp = fingerprint(options.request)
-    const identity = { accountId: options.accountId, scope: options.scope, keyHash, fingerprint: fp }
+    const scope = options.callerKeyId === undefined ? options.scope : `${options.scope}:${options.callerKeyId}`
+    const identity = { accountId: options.accountId, scope, keyHash, fingerprint: fp }
 
     const replay = (now: number) =>
       Effect.gen(function*() {
-        const record = Option.getOrUndefined(yield* store.find(options.accountId, options.scope, keyHash))
+        const record = Option.getOrUndefined(yield* store.find(options.accountId, scope, keyHash))
         const verdict = IdempotencyWindow.judge(record, { fingerprint: fp, notBefore: IdempotencyWindow.start(now) })
         if (verdict === "Reused") {
           return yield* new Errors.IdempotencyKeyReused({ message: IdempotencyWindow.reusedMessage })

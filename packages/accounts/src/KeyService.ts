@@ -13,6 +13,13 @@
  *   never read from the cache: billing checks them inside the transaction of each charge.
  * - `Principal.spentMicros` is not read on the hot path (it is billing's counter, checked atomically when a charge
  *   is made); authentication answers 0 there. Key creation reads the real counter through `BillingAccounts.keySpend`.
+ * - Key tree (accounts.md "Key tree"): a key created through this service is derived from the calling key (parent
+ *   and ancestors recorded; billing counts its spend against every ancestor's limit); its limits lie within the
+ *   caller's (the IP whitelist inherited or narrowed); revoking a key revokes its descendants.
+ * - Rate limits (security.md "Rate limits"): a key's own requests per minute and in-flight tasks (null: the
+ *   configured defaults, `options.rateLimitDefaults`) ride on the principal; a derived key's lie within its parent's
+ *   ({@link rateLimitWithin}). The limits themselves are enforced by the HTTP layer.
+ * - `Idempotency-Key`: a record is the calling key's; the decision runs before any replay.
  * - `lastUsedAt` is not written per request: uses are buffered in memory (latest time per key) and written in one
  *   batch every `flushInterval` (default 10 s) and when the layer's scope closes. {@link KeyUsage} flushes on demand.
  *
@@ -45,7 +52,10 @@ export class KeyUsage extends Context.Tag("@mediagate/accounts/KeyUsage")<KeyUsa
 
 /** The cache of key rows of this process (see {@link Options.cacheTtl}). */
 export class KeyCache extends Context.Tag("@mediagate/accounts/KeyCache")<KeyCache, {
-  /** Drops a key: its next request reads its row again (revoking it through the service does this itself). */
+  /**
+   * Drops a key and its descendants: their next requests read their rows again (revoking a key through the
+   * service does this itself).
+   */
   readonly invalidate: (keyId: string) => Effect.Effect<void>
   /** Drops every key. */
   readonly invalidateAll: Effect.Effect<void>
@@ -65,6 +75,14 @@ export interface Options {
   readonly cacheTtl?: Duration.DurationInput
   /** How many keys the cache holds at most (default 10,000; the oldest entry makes room for a new one). */
   readonly cacheSize?: number
+  /**
+   * The server's default per-key rate limits (null or absent: unlimited), which apply to a key whose own limit is
+   * null: the bound a key derived from such a key must stay within.
+   */
+  readonly rateLimitDefaults?: {
+    readonly requestsPerMinute: number | null
+    readonly maxInFlightTasks: number | null
+  }
 }
 
 /** The idempotency scope of key creation. */
@@ -98,7 +116,8 @@ export const toRecord = (row: KeyRow, spentMicros: number, lastUsedAt: number | 
   spent: Money.fromMicros(spentMicros),
   expiresAt: row.expiresAt === null ? null : iso(row.expiresAt),
   createdAt: iso(row.createdAt),
-  lastUsedAt: lastUsedAt === null ? null : iso(lastUsedAt)
+  lastUsedAt: lastUsedAt === null ? null : iso(lastUsedAt),
+  rateLimit: { requestsPerMinute: row.requestsPerMinute, maxInFlightTasks: row.maxInFlightTasks }
 })
 
 /** A new key, fully decided (rules already applied). */
@@ -110,15 +129,24 @@ export interface NewKey {
   readonly ipWhitelist: ReadonlyArray<string>
   readonly spendLimitMicros: number | null
   readonly expiresAt: number | null
+  /** The key's requests per minute (absent or null: the configured default). */
+  readonly requestsPerMinute?: number | null
+  /** The key's most active tasks at once (absent or null: the configured default). */
+  readonly maxInFlightTasks?: number | null
 }
 
-/**
- * Stores a new key and registers its spend limit with billing, in one transaction; answers the record and the full
- * key (the only time it exists outside the client).
- */
-export const insertKey = (
-  key: NewKey
-): Effect.Effect<ApiKey.ApiKeyCreated, PersistenceError, AccountStore | BillingAccounts> =>
+/** The most keys above a derived key (a root's descendants reach ten levels); every charge writes each one's spend. */
+export const maxAncestors = 9
+
+/** The refusal of a derivation whose calling key (or an ancestor of it) was revoked meanwhile. */
+const ancestorRevoked = () =>
+  new Errors.KeyPermissionDenied({ message: "the calling key or one of its ancestors has been revoked" })
+
+/** Stores a key under `ancestors` (see {@link insertKey} and {@link insertDerivedKey}). */
+const insertRow = (
+  key: NewKey,
+  ancestors: ReadonlyArray<string>
+): Effect.Effect<ApiKey.ApiKeyCreated, Errors.KeyPermissionDenied | PersistenceError, AccountStore | BillingAccounts> =>
   Effect.gen(function*() {
     const store = yield* AccountStore
     const billing = yield* BillingAccounts
@@ -137,14 +165,41 @@ export const insertKey = (
       expiresAt: key.expiresAt,
       createdAt: now,
       revokedAt: null,
-      lastUsedAt: null
+      lastUsedAt: null,
+      parentId: ancestors.length === 0 ? null : ancestors[ancestors.length - 1]!,
+      ancestors,
+      requestsPerMinute: key.requestsPerMinute ?? null,
+      maxInFlightTasks: key.maxInFlightTasks ?? null
     }
-    yield* store.transaction(Effect.zipRight(
-      store.insertKey(row),
-      billing.registerKey(key.accountId, row.id, key.spendLimitMicros)
-    ))
+    yield* store.transaction(Effect.gen(function*() {
+      if (ancestors.length > 0 && !(yield* store.lockAncestors(key.accountId, ancestors))) {
+        return yield* ancestorRevoked()
+      }
+      yield* store.insertKey(row)
+      yield* billing.registerKey(key.accountId, row.id, key.spendLimitMicros, ancestors)
+    }))
     return { ...toRecord(row, 0), key: full }
   })
+
+/**
+ * Stores a new root key (admin API, bootstrap) and registers its spend limit with billing, in one transaction;
+ * answers the record and the full key (the only time it exists outside the client).
+ */
+export const insertKey = (
+  key: NewKey
+): Effect.Effect<ApiKey.ApiKeyCreated, PersistenceError, AccountStore | BillingAccounts> =>
+  insertRow(key, []).pipe(Effect.catchTag("KeyPermissionDenied", Effect.die))
+
+/**
+ * Stores a key derived by the last of `ancestors` (root first) and registers its spend limit and ancestors with
+ * billing, in one transaction. It is stored only while every ancestor is unrevoked (their rows are locked against a
+ * concurrent revocation, which then revokes the new key too): otherwise `KEY_PERMISSION_DENIED`.
+ */
+export const insertDerivedKey = (
+  key: NewKey,
+  ancestors: ReadonlyArray<string>
+): Effect.Effect<ApiKey.ApiKeyCreated, Errors.KeyPermissionDenied | PersistenceError, AccountStore | BillingAccounts> =>
+  insertRow(key, ancestors)
 
 /** Refuses an `expiresAt` that is not in the future. */
 export const checkNotPast = (expiresAt: Date | null | undefined, now: number) =>
@@ -169,6 +224,28 @@ const within = (value: number | null | undefined, bound: number | null, refusal:
     ? Effect.fail(new Errors.KeyPermissionDenied({ message: refusal(bound) }))
     : Effect.succeed(value)
 
+/**
+ * A rate limit of a derived key within its parent's (security.md "Rate limits"): `parent` is the parent's own value
+ * (null: the configured default `fallback`, itself null when unlimited). Absent inherits the parent's value; null
+ * (the default) is allowed when the default lies within the parent's bound; a number must not exceed the bound.
+ */
+export const rateLimitWithin = (
+  value: number | null | undefined,
+  parent: number | null,
+  fallback: number | null,
+  field: string
+): Effect.Effect<number | null, Errors.KeyPermissionDenied> => {
+  if (value === undefined) return Effect.succeed(parent)
+  const bound = parent ?? fallback
+  if (bound === null) return Effect.succeed(value)
+  const effective = value ?? fallback
+  return effective !== null && effective <= bound
+    ? Effect.succeed(value)
+    : Effect.fail(new Errors.KeyPermissionDenied({
+      message: `rateLimit.${field}: must be at most ${bound} (the limit of the calling key)`
+    }))
+}
+
 /** The refusals of a known key's row. */
 type Judged = Errors.KeyRevoked | Errors.AuthTokenExpired | Errors.KeyPermissionDenied
 
@@ -177,6 +254,7 @@ interface CachedKey {
   readonly row: KeyRow
   readonly until: number
   readonly allows: (clientAddress: string | undefined) => boolean
+  readonly rateLimit: Security.Principal["rateLimit"]
 }
 
 /** Builds the key service, its usage buffer (the flusher runs in the scope) and its cache. */
@@ -231,7 +309,14 @@ export const make = (
     /** Bumped by every invalidation: a read that began before one must not fill the cache with what it read. */
     let epoch = 0
     const remember = (keyHash: string, row: KeyRow, now: number, readIn: number): CachedKey => {
-      const entry: CachedKey = { row, until: now + ttl, allows: Keys.whitelist(row.ipWhitelist) }
+      const entry: CachedKey = {
+        row,
+        until: now + ttl,
+        allows: Keys.whitelist(row.ipWhitelist),
+        rateLimit: row.requestsPerMinute === null && row.maxInFlightTasks === null
+          ? undefined
+          : { requestsPerMinute: row.requestsPerMinute, maxInFlightTasks: row.maxInFlightTasks }
+      }
       if (caching && readIn === epoch) {
         cached.delete(keyHash)
         const oldest = cached.keys().next()
@@ -240,9 +325,12 @@ export const make = (
       }
       return entry
     }
+    /** Drops a key and its descendants. */
     const invalidate = (keyId: string) => {
       epoch++
-      for (const [keyHash, entry] of cached) if (entry.row.id === keyId) cached.delete(keyHash)
+      for (const [keyHash, entry] of cached) {
+        if (entry.row.id === keyId || entry.row.ancestors.includes(keyId)) cached.delete(keyHash)
+      }
     }
     const cache: KeyCache["Type"] = {
       invalidate: (keyId) => Effect.sync(() => invalidate(keyId)),
@@ -277,7 +365,8 @@ export const make = (
         spendLimitMicros: row.spendLimitMicros,
         spentMicros: 0,
         expiresAt: row.expiresAt === null ? null : new Date(row.expiresAt),
-        clientAddress
+        clientAddress,
+        ...(entry.rateLimit === undefined ? undefined : { rateLimit: entry.rateLimit })
       }
       return Effect.succeed(principal)
     }
@@ -311,6 +400,14 @@ export const make = (
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         yield* checkNotPast(body.expiresAt, now)
+        const own = yield* store.findKey(caller.accountId, caller.keyId)
+        if (Option.isNone(own) || own.value.revokedAt !== null) return yield* ancestorRevoked()
+        const parent = own.value
+        if (parent.ancestors.length >= maxAncestors) {
+          return yield* new Errors.KeyPermissionDenied({
+            message: `a key ${maxAncestors + 1} levels below its root cannot create keys`
+          })
+        }
         const environment = body.environment ?? caller.environment
         if (caller.environment === "test" && environment !== "test") {
           return yield* new Errors.KeyPermissionDenied({ message: "environment: a test key can only create test keys" })
@@ -335,28 +432,54 @@ export const make = (
           caller.expiresAt?.getTime() ?? null,
           (bound) => `expiresAt: must not be later than the expiry of the calling key (${iso(bound)})`
         )
+        // the whitelist is inherited when absent; an explicit one (empty: any address) must lie within it
+        const ipWhitelist = body.ipWhitelist ?? parent.ipWhitelist
+        if (!Keys.withinWhitelist(ipWhitelist, parent.ipWhitelist)) {
+          return yield* new Errors.KeyPermissionDenied({
+            message: "ipWhitelist: must be within the IP whitelist of the calling key"
+          })
+        }
+        const defaults = options.rateLimitDefaults
+        const requestsPerMinute = yield* rateLimitWithin(
+          body.rateLimit?.requestsPerMinute,
+          parent.requestsPerMinute,
+          defaults?.requestsPerMinute ?? null,
+          "requestsPerMinute"
+        )
+        const maxInFlightTasks = yield* rateLimitWithin(
+          body.rateLimit?.maxInFlightTasks,
+          parent.maxInFlightTasks,
+          defaults?.maxInFlightTasks ?? null,
+          "maxInFlightTasks"
+        )
         const key: NewKey = {
           accountId: caller.accountId,
           name: body.name,
           environment,
           permissions,
-          ipWhitelist: body.ipWhitelist ?? [],
+          ipWhitelist,
           spendLimitMicros,
-          expiresAt
+          expiresAt,
+          requestsPerMinute,
+          maxInFlightTasks
         }
-        return key
+        return { key, ancestors: [...parent.ancestors, parent.id] }
       })
 
+    // the decision runs first, on every request: a replay is answered only to the key that made the original
+    // request (the record is the calling key's, see `Idempotency.run`) and only while it may still make it
     const create: Services.KeyService["Type"]["create"] = (caller, body, idempotencyKey) =>
-      Idempotency.run({
-        accountId: caller.accountId,
-        scope: idempotencyScope,
-        idempotencyKey,
-        request: body,
-        transaction: store.transaction,
-        create: Effect.flatMap(decide(caller, body), insertKey),
-        answer: ApiKey.ApiKeyCreated
-      }).pipe(unavailable, Effect.provide(context))
+      Effect.flatMap(decide(caller, body), ({ ancestors, key }) =>
+        Idempotency.run({
+          accountId: caller.accountId,
+          callerKeyId: caller.keyId,
+          scope: idempotencyScope,
+          idempotencyKey,
+          request: body,
+          transaction: store.transaction,
+          create: insertDerivedKey(key, ancestors),
+          answer: ApiKey.ApiKeyCreated
+        })).pipe(unavailable, Effect.provide(context))
 
     // ---- list, revoke ------------------------------------------------------------------------------------------
     const list: Services.KeyService["Type"]["list"] = (caller) =>
@@ -373,7 +496,7 @@ export const make = (
     const revoke: Services.KeyService["Type"]["revoke"] = (caller, id) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const revoked = yield* store.revokeKey(caller.accountId, id, now)
+        const revoked = yield* store.transaction(store.revokeKey(caller.accountId, id, now))
         if (!revoked) return yield* new Errors.ApiKeyNotFound({ message: `API key ${id} not found` })
         invalidate(id)
         return { id, deleted: true as const }

@@ -68,3 +68,21 @@ export const whitelist = (entries: ReadonlyArray<string>): (clientAddress: strin
 /** Whether a client address passes a whitelist (see {@link whitelist}). */
 export const allowedBy = (entries: ReadonlyArray<string>, clientAddress: string | undefined): boolean =>
   whitelist(entries)(clientAddress)
+
+/**
+ * Whether a whitelist lies within another (the no-escalation rule of derived keys): an empty `outer` allows any
+ * address, so anything lies within it; an empty `inner` allows any address, so it lies only within an empty
+ * `outer`; otherwise every entry of `inner` (an address or a range) must lie inside one range of `outer`.
+ */
+export const withinWhitelist = (inner: ReadonlyArray<string>, outer: ReadonlyArray<string>): boolean => {
+  if (outer.length === 0) return true
+  if (inner.length === 0) return false
+  const bounds = outer.map(rangeOf)
+  return inner.every((entry) => {
+    const range = rangeOf(entry)
+    return range !== undefined && bounds.some((bound) =>
+      bound !== undefined && bound[0].kind() === range[0].kind() && range[1] >= bound[1] &&
+      range[0].match(bound[0], bound[1])
+    )
+  })
+}

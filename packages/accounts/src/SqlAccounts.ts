@@ -7,7 +7,7 @@
  * - `<prefix>accounts` (id `acct_`+ULID, name, created_at);
  * - `<prefix>api_keys` (id `key_`+ULID, account_id, name, environment, key_hash UNIQUE = SHA-256 hex of the full
  *   key, masked_key, permissions, ip_whitelist, spend_limit_micros, expires_at, created_at, revoked_at,
- *   last_used_at); the full key is never stored;
+ *   last_used_at, parent_id, ancestors JSON root first: the key tree); the full key is never stored;
  * - `<prefix>idempotent_responses` (account_id, scope, key_hash, fingerprint, ciphertext, created_at), primary key
  *   (account_id, scope, key_hash): the sealed answers of `Idempotency` ({@link makeIdempotencyStore}).
  *
@@ -38,7 +38,8 @@ const storeName = "accounts storage"
 export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
   accounts: `${prefix}accounts`,
   keys: `${prefix}api_keys`,
-  responses: `${prefix}idempotent_responses`
+  responses: `${prefix}idempotent_responses`,
+  rateWindows: `${prefix}rate_windows`
 }) as const
 
 /** The table the accounts migrations are recorded in: `<prefix>accounts_migrations`. */
@@ -91,6 +92,43 @@ const createResponses = (prefix: string) =>
     yield* sql.unsafe(`CREATE INDEX ${name}_created_idx ON ${name} (created_at)`)
   })
 
+/** The key tree: a key's parent and ancestors (keys made before it are roots). */
+const addKeyTree = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const keys = tables(prefix).keys
+    yield* sql.unsafe(`ALTER TABLE ${keys} ADD COLUMN parent_id TEXT`)
+    yield* sql.unsafe(`ALTER TABLE ${keys} ADD COLUMN ancestors TEXT NOT NULL DEFAULT '[]'`)
+  })
+
+/** Per-key rate limits (null: the configured defaults). */
+const addKeyRateLimits = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const keys = tables(prefix).keys
+    const { big } = SqlStore.columns(sql)
+    yield* sql.unsafe(`ALTER TABLE ${keys} ADD COLUMN rate_limit_rpm ${big}`)
+    yield* sql.unsafe(`ALTER TABLE ${keys} ADD COLUMN max_in_flight_tasks ${big}`)
+  })
+
+/**
+ * `<prefix>rate_windows`: the request counters of fixed windows (`SqlRateWindows`), one row per scope and window,
+ * shared by every node on the database.
+ */
+const createRateWindows = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { big, pg } = SqlStore.columns(sql)
+    const name = tables(prefix).rateWindows
+    yield* sql.unsafe(`CREATE TABLE ${name} (
+  scope TEXT NOT NULL,
+  window_start ${big} NOT NULL,
+  count ${big} NOT NULL,
+  PRIMARY KEY (scope, window_start)
+)${pg ? " WITH (fillfactor = 50)" : ""}`)
+    yield* sql.unsafe(`CREATE INDEX ${name}_window_idx ON ${name} (window_start)`)
+  })
+
 /**
  * The accounts migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
  * the loader with a `MigrationError`.
@@ -98,7 +136,10 @@ const createResponses = (prefix: string) =>
 export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
   SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
     "0001_accounts_api_keys": createTables(prefix),
-    "0002_idempotent_responses": createResponses(prefix)
+    "0002_idempotent_responses": createResponses(prefix),
+    "0003_api_key_tree": addKeyTree(prefix),
+    "0004_api_key_rate_limits": addKeyRateLimits(prefix),
+    "0005_rate_windows": createRateWindows(prefix)
   }))
 
 /**
@@ -163,17 +204,37 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
         Effect.flatMap(rows.key.first),
         persistence("key lookup")
       ),
+    findKey: (accountId, id) =>
+      sql`SELECT * FROM ${t.keys} WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+        Effect.flatMap(rows.key.first),
+        persistence("key read")
+      ),
+    lockAncestors: (accountId, ids) =>
+      ids.length === 0
+        ? Effect.succeed(true)
+        : sql`SELECT id FROM ${t.keys} WHERE ${sql.in("id", ids)} AND account_id = ${accountId}
+            AND revoked_at IS NULL${sql.literal(pg ? " FOR SHARE" : "")}`.pipe(
+          Effect.map((live) => live.length === new Set(ids).size),
+          persistence("key ancestors")
+        ),
     listKeys: (accountId) =>
       sql`SELECT * FROM ${t.keys} WHERE account_id = ${accountId} AND revoked_at IS NULL ORDER BY id`.pipe(
         Effect.flatMap(rows.key.all),
         persistence("key list")
       ),
     revokeKey: (accountId, id, at) =>
-      sql`UPDATE ${t.keys} SET revoked_at = ${at}
-        WHERE id = ${id} AND account_id = ${accountId} AND revoked_at IS NULL RETURNING id`.pipe(
-        Effect.map((revoked) => revoked.length === 1),
-        persistence("key revoke")
-      ),
+      Effect.gen(function*() {
+        // the key first (its row lock waits for a derivation that holds it `FOR SHARE`), then, in a statement of
+        // its own (a snapshot taken after that lock: a child committed meanwhile is seen), its descendants
+        const revoked = yield* sql`UPDATE ${t.keys} SET revoked_at = ${at}
+          WHERE id = ${id} AND account_id = ${accountId} AND revoked_at IS NULL RETURNING id`
+        if (revoked.length !== 1) return false
+        const listed = JSON.stringify(id)
+        yield* sql`UPDATE ${t.keys} SET revoked_at = ${at}
+          WHERE account_id = ${accountId} AND revoked_at IS NULL
+            AND ${sql.literal(pg ? "strpos(ancestors, " : "instr(ancestors, ")}${listed}) > 0`
+        return true
+      }).pipe(persistence("key revoke")),
     touchKeys: (uses) => {
       if (uses.size === 0) return Effect.void
       // one statement for the whole batch: UPDATE ... FROM (VALUES ...) (SQLite ≥ 3.33 and PostgreSQL)

@@ -21,3 +21,5 @@ export * as Keys from "./Keys.js"
 export * as MemoryAccounts from "./MemoryAccounts.js"
 /** Everything on SQLite or PostgreSQL. */
 export * as SqlAccounts from "./SqlAccounts.js"
+/** The request counters of the rate limits on SQL (shared by every node on PostgreSQL). */
+export * as SqlRateWindows from "./SqlRateWindows.js"

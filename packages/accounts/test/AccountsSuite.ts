@@ -254,7 +254,7 @@ export const accountsSuite = (name: string, backend: Backend) => {
         }, undefined)
         assert.deepStrictEqual(Object.keys(created).sort(), [
           "createdAt", "environment", "expiresAt", "id", "ipWhitelist", "key", "lastUsedAt", "maskedKey", "name",
-          "permissions", "spendLimit", "spent"
+          "permissions", "rateLimit", "spendLimit", "spent"
         ])
         assert.strictEqual(created.environment, "live")
         assert.strictEqual(created.spendLimit, 2.5)
@@ -389,6 +389,19 @@ export const accountsSuite = (name: string, backend: Backend) => {
         assert.strictEqual(yield* codeOf(auth), "KEY_REVOKED")
       }))
 
+      cachedTest("revoking a key refuses its cached descendants at once", Effect.gen(function*() {
+        const { keys, principal } = yield* setup()
+        const child = yield* keys.create(principal, { name: "child" }, undefined)
+        const childPrincipal = yield* keys.authenticate({ authorization: bearer(child.key), clientAddress: "127.0.0.1" })
+        const grandchild = yield* keys.create(childPrincipal, { name: "grandchild" }, undefined)
+        const auth = (key: string) => keys.authenticate({ authorization: bearer(key), clientAddress: "127.0.0.1" })
+        assert.strictEqual((yield* auth(grandchild.key)).keyId, grandchild.id)
+        assert.strictEqual((yield* auth(child.key)).keyId, child.id)
+        yield* keys.revoke(principal, child.id)
+        assert.strictEqual(yield* codeOf(auth(child.key)), "KEY_REVOKED")
+        assert.strictEqual(yield* codeOf(auth(grandchild.key)), "KEY_REVOKED")
+      }))
+
       cachedTest("another process sees a revocation within the TTL", Effect.gen(function*() {
         const { account, admin, keys: here, principal } = yield* setup()
         // a second process on the same stores, with its own cache
@@ -427,6 +440,96 @@ export const accountsSuite = (name: string, backend: Backend) => {
         assert.strictEqual(calls.get("keyByHash"), 5)
         yield* cache.invalidateAll
         assert.strictEqual(yield* cache.size, 0)
+      }))
+    })
+
+    describe("key tree", () => {
+      const authAs = (key: string, clientAddress = "127.0.0.1") =>
+        Effect.flatMap(Services.KeyService, (keys) => keys.authenticate({ authorization: bearer(key), clientAddress }))
+
+      test("a derived key records its parent and ancestors; the admin API makes roots", Effect.gen(function*() {
+        const { created, keys, principal } = yield* setup()
+        const store = yield* AccountStore
+        const child = yield* keys.create(principal, { name: "child" }, undefined)
+        const grandchild = yield* keys.create(yield* authAs(child.key), { name: "grandchild" }, undefined)
+        const row = (id: string) => Effect.map(store.findKey(principal.accountId, id), Option.getOrThrow)
+        const root = yield* row(created.id)
+        assert.strictEqual(root.parentId, null)
+        assert.deepStrictEqual(root.ancestors, [])
+        assert.strictEqual((yield* row(child.id)).parentId, created.id)
+        assert.deepStrictEqual((yield* row(grandchild.id)).ancestors, [created.id, child.id])
+        assert.strictEqual((yield* row(grandchild.id)).parentId, child.id)
+        assert.isTrue(Option.isNone(yield* store.findKey("acct_other", child.id)))
+      }))
+
+      test("an IP whitelist is inherited or narrowed, never widened", Effect.gen(function*() {
+        const { keys, principal } = yield* setup({ ipWhitelist: ["10.0.0.0/8", "2001:db8::/32"] }, "10.1.2.3")
+        const create = (ipWhitelist: ReadonlyArray<string> | undefined) =>
+          keys.create(principal, { name: "k", ...(ipWhitelist === undefined ? {} : { ipWhitelist }) }, undefined)
+        // absent: the caller's own whitelist
+        const inherited = yield* create(undefined)
+        assert.deepStrictEqual(inherited.ipWhitelist, ["10.0.0.0/8", "2001:db8::/32"])
+        assert.strictEqual(yield* codeOf(authAs(inherited.key, "192.0.2.1")), "KEY_PERMISSION_DENIED")
+        // narrower: fine
+        assert.deepStrictEqual((yield* create(["10.1.0.0/16", "10.2.3.4", "2001:db8:1::/48"])).ipWhitelist, [
+          "10.1.0.0/16",
+          "10.2.3.4",
+          "2001:db8:1::/48"
+        ])
+        // wider or elsewhere: refused; an empty whitelist allows any address
+        for (const wider of [[], ["0.0.0.0/0"], ["10.0.0.0/7"], ["11.0.0.1"], ["10.1.0.0/16", "192.0.2.1"], ["2001:db9::1"]]) {
+          const denied = yield* Effect.flip(create(wider))
+          assert.strictEqual(denied.code, "KEY_PERMISSION_DENIED", JSON.stringify(wider))
+          assert.strictEqual(denied.message, "ipWhitelist: must be within the IP whitelist of the calling key")
+        }
+        // a caller without a whitelist may set any, or none
+        const free = yield* setup()
+        assert.deepStrictEqual((yield* free.keys.create(free.principal, { name: "k" }, undefined)).ipWhitelist, [])
+        assert.deepStrictEqual(
+          (yield* free.keys.create(free.principal, { name: "k", ipWhitelist: ["192.0.2.0/24"] }, undefined)).ipWhitelist,
+          ["192.0.2.0/24"]
+        )
+      }))
+
+      test("revoking a key revokes its descendants, not its ancestors nor its siblings", Effect.gen(function*() {
+        const { created, keys, principal } = yield* setup()
+        const child = yield* keys.create(principal, { name: "child" }, undefined)
+        const sibling = yield* keys.create(principal, { name: "sibling" }, undefined)
+        const childPrincipal = yield* authAs(child.key)
+        const grandchild = yield* keys.create(childPrincipal, { name: "grandchild" }, undefined)
+        const great = yield* keys.create(yield* authAs(grandchild.key), { name: "great" }, undefined)
+        yield* keys.revoke(principal, child.id)
+        for (const key of [child, grandchild, great]) assert.strictEqual(yield* codeOf(authAs(key.key)), "KEY_REVOKED")
+        assert.strictEqual((yield* authAs(created.key)).keyId, created.id)
+        assert.strictEqual((yield* authAs(sibling.key)).keyId, sibling.id)
+        assert.deepStrictEqual((yield* keys.list(principal)).map((k) => k.id), [created.id, sibling.id])
+        // a descendant is already revoked
+        assert.strictEqual(yield* codeOf(keys.revoke(principal, grandchild.id)), "API_KEY_NOT_FOUND")
+        // a principal authenticated before the revocation (another node's cache) derives nothing more
+        const late = yield* Effect.flip(keys.create(childPrincipal, { name: "late" }, undefined))
+        assert.strictEqual(late.code, "KEY_PERMISSION_DENIED")
+        assert.strictEqual((yield* keys.list(principal)).length, 2)
+      }))
+
+      test("a derived key expires with its ancestors", Effect.gen(function*() {
+        const { keys, principal } = yield* setup({ expiresAt: new Date(T0 + hour) })
+        const child = yield* keys.create(principal, { name: "child" }, undefined)
+        const grandchild = yield* keys.create(yield* authAs(child.key), { name: "grandchild" }, undefined)
+        assert.strictEqual(grandchild.expiresAt, new Date(T0 + hour).toISOString())
+        yield* TestClock.adjust(hour)
+        assert.strictEqual(yield* codeOf(authAs(grandchild.key)), "AUTH_TOKEN_EXPIRED")
+      }))
+
+      test(`a key ${KeyService.maxAncestors + 1} levels below its root derives no key`, Effect.gen(function*() {
+        const root = yield* setup()
+        const keys = root.keys
+        let principal = root.principal
+        for (let depth = 1; depth <= KeyService.maxAncestors; depth++) {
+          principal = yield* authAs((yield* keys.create(principal, { name: `level ${depth}` }, undefined)).key)
+        }
+        const denied = yield* Effect.flip(keys.create(principal, { name: "too deep" }, undefined))
+        assert.strictEqual(denied.code, "KEY_PERMISSION_DENIED")
+        assert.include(denied.message, "levels below its root")
       }))
     })
 
@@ -496,6 +599,60 @@ export const accountsSuite = (name: string, backend: Backend) => {
         const later = yield* keys.create(principal, { name: "ci" }, "idem")
         assert.notStrictEqual(later.id, first.id)
         assert.strictEqual((yield* keys.create(principal, { name: "ci" }, "idem")).id, later.id)
+      }))
+
+      test("a replay is answered only to the key that made the request; another key's request is its own", Effect.gen(function*() {
+        const { account, admin, keys, principal } = yield* setup()
+        const body = { name: "deploy" }
+        const original = yield* keys.create(principal, body, "X")
+        assert.strictEqual(original.environment, "live")
+        const authAs = (key: string, clientAddress = "127.0.0.1") =>
+          keys.authenticate({ authorization: bearer(key), clientAddress })
+        // a test key of the account, the same body and Idempotency-Key: a test key of its own, never the live one
+        const tester = yield* authAs((yield* admin.createKey(account.id, {
+          name: "tester",
+          environment: "test",
+          permissions: { "api-keys:write": true }
+        })).key)
+        const theirs = yield* keys.create(tester, body, "X")
+        assert.notStrictEqual(theirs.id, original.id)
+        assert.notStrictEqual(theirs.key, original.key)
+        assert.strictEqual(theirs.environment, "test")
+        assert.deepStrictEqual(theirs.permissions, { "api-keys:write": true })
+        // and it is replayed to that test key alone
+        assert.strictEqual((yield* keys.create(tester, body, "X")).key, theirs.key)
+        // a key limited to one family, an address and 5 USD: its own key, within its limits
+        const limited = yield* authAs(
+          (yield* admin.createKey(account.id, {
+            name: "limited",
+            spendLimit: 5,
+            ipWhitelist: ["192.0.2.7"],
+            permissions: { "video:create": true, "api-keys:write": true, providers: ["vendor1"] }
+          })).key,
+          "192.0.2.7"
+        )
+        const narrow = yield* keys.create(limited, body, "X")
+        assert.notStrictEqual(narrow.key, original.key)
+        assert.strictEqual(narrow.spendLimit, 5)
+        assert.deepStrictEqual(narrow.ipWhitelist, ["192.0.2.7"])
+        assert.deepStrictEqual(narrow.permissions, limited.permissions)
+        // a key that may not make the request gets the normal refusal, not the replay
+        assert.strictEqual(
+          yield* codeOf(keys.create(tester, { ...body, environment: "live" }, "X")),
+          "KEY_PERMISSION_DENIED"
+        )
+        // the original key still gets its replay
+        assert.strictEqual((yield* keys.create(principal, body, "X")).key, original.key)
+      }))
+
+      test("a replay goes to the same key only while it may still make the request", Effect.gen(function*() {
+        const { keys, principal } = yield* setup({ spendLimit: 10 })
+        const billing = yield* FakeBillingAccounts.FakeBilling
+        const first = yield* keys.create(principal, { name: "k", spendLimit: 4 }, "idem")
+        assert.strictEqual((yield* keys.create(principal, { name: "k", spendLimit: 4 }, "idem")).key, first.key)
+        // the caller has since spent 7 of its 10: a key of 4 is more than it may give now
+        billing.setSpent(principal.keyId, 7_000_000)
+        assert.strictEqual(yield* codeOf(keys.create(principal, { name: "k", spendLimit: 4 }, "idem")), "KEY_PERMISSION_DENIED")
       }))
 
       test("a refused creation stores nothing", Effect.gen(function*() {

@@ -46,7 +46,9 @@ describe("SQL migrations", () => {
       yield* SqlAccounts.migrate()
       yield* SqlAccounts.migrate()
       const rows = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlAccounts.migrationsTable())} ORDER BY migration_id`
-      assert.deepStrictEqual(rows.map((r) => r.name), ["accounts_api_keys", "idempotent_responses"])
+      assert.deepStrictEqual(rows.map((r) => r.name), [
+        "accounts_api_keys", "idempotent_responses", "api_key_tree", "api_key_rate_limits", "rate_windows"
+      ])
     }).pipe(Effect.provide(sqlite())))
 })
 
@@ -76,7 +78,11 @@ for (const [name, database] of databases) {
           expiresAt: null,
           createdAt: 1,
           revokedAt: null,
-          lastUsedAt: null
+          lastUsedAt: null,
+          parentId: null,
+          requestsPerMinute: null,
+          maxInFlightTasks: null,
+          ancestors: []
         })
         expect(Option.map(yield* store.keyByHash("h1"), (key) => key.permissions)).toEqual(Option.some({ "tasks:read": true }))
         yield* sql`UPDATE ${sql(t.keys)} SET permissions = ${`{"tasks:read":"yes"}`} WHERE id = 'key_a'`

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -6,6 +6,7 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { AccountStore } from "../src/AccountStore.js"
 import * as Idempotency from "../src/Idempotency.js"
+import * as KeyServiceModule from "../src/KeyService.js"
 import * as Keys from "../src/Keys.js"
 import * as MemoryAccounts from "../src/MemoryAccounts.js"
 import * as FakeBillingAccounts from "./FakeBillingAccounts.js"
@@ -98,5 +99,25 @@ describe("lastUsedAt on shutdown", () => {
       yield* Scope.close(scope, Exit.void)
       const after = yield* store.keyByHash(Keys.hashKey(created.key))
       assert.isTrue(after._tag === "Some" && typeof after.value.lastUsedAt === "number")
+    }))
+})
+
+describe("rate limits of derived keys", () => {
+  it.effect("lie within the parent's own value, else the configured default", () =>
+    Effect.gen(function*() {
+      const within = KeyServiceModule.rateLimitWithin
+      // absent inherits the parent's value
+      expect(yield* within(undefined, 100, 600, "requestsPerMinute")).toBe(100)
+      expect(yield* within(50, 100, 600, "requestsPerMinute")).toBe(50)
+      expect((yield* Effect.flip(within(101, 100, 600, "requestsPerMinute"))).message).toMatch(/at most 100/)
+      // a parent on the default of 600: 600 is the bound; null (the default) passes
+      expect(yield* within(600, null, 600, "requestsPerMinute")).toBe(600)
+      expect(yield* within(null, null, 600, "requestsPerMinute")).toBe(null)
+      expect((yield* Effect.flip(within(601, null, 600, "requestsPerMinute"))).message).toMatch(/at most 600/)
+      // null under a limited parent would be the (higher or unlimited) default: refused
+      expect((yield* Effect.flip(within(null, 100, 600, "maxInFlightTasks"))).message).toMatch(/maxInFlightTasks/)
+      expect((yield* Effect.flip(within(null, 100, null, "maxInFlightTasks"))).message).toMatch(/at most 100/)
+      // no default and no parent value: anything
+      expect(yield* within(1_000_000, null, null, "requestsPerMinute")).toBe(1_000_000)
     }))
 })

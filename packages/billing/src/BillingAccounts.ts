@@ -40,7 +40,7 @@ export interface BillingState extends BillingSettings {
   readonly monthToDateMicros: number
 }
 
-/** Key spend: its limit and what it has spent (net of refunds). */
+/** Key spend: its limit and what the key and its descendants have spent (net of refunds). */
 export interface KeySpend {
   readonly keyId: string
   readonly spendLimitMicros: number | null
@@ -68,12 +68,20 @@ export class BillingAccounts extends Context.Tag("@mediagate/billing/BillingAcco
     amountMicros: number,
     note: string | undefined
   ) => Effect.Effect<BillingState, Errors.AccountNotFound | PersistenceError>
-  /** Registers a key's spend limit (null: none) when the key is created. */
+  /**
+   * Registers a key's spend limit (null: none) when the key is created, with its ancestors (root first; none or
+   * empty: a root key). Every charge of the key then counts against its own limit and each ancestor's, and a refund
+   * gives back to all of them.
+   */
   readonly registerKey: (
     accountId: string,
     keyId: string,
-    spendLimitMicros: number | null
+    spendLimitMicros: number | null,
+    ancestors?: ReadonlyArray<string>
   ) => Effect.Effect<void, PersistenceError>
-  /** A key's spend (what it may still spend decides the no-escalation rule of key creation). */
+  /**
+   * A key's spend: its limit and what it and its descendants have spent, net of refunds (what it may still spend
+   * decides the no-escalation rule of key creation).
+   */
   readonly keySpend: (keyId: string) => Effect.Effect<KeySpend, PersistenceError>
 }>() {}

@@ -41,7 +41,10 @@ interface AccountRow {
 
 interface KeyRow {
   spendLimitMicros: number | null
+  /** What the key and its descendants spent. */
   spentMicros: number
+  /** Root first. */
+  ancestors: ReadonlyArray<string>
 }
 
 /** Builds billing in memory (the `PaymentProvider` in context serves auto top-up). */
@@ -58,6 +61,18 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
   const topUps: Array<TopUpRecord> = []
 
   const monthKey = (accountId: string, month: string) => `${accountId} ${month}`
+
+  /** The spend rows of a key and its ancestors (those that exist). */
+  const chainOf = (keyId: string): ReadonlyArray<KeyRow> => {
+    const own = keys.get(keyId)
+    if (own === undefined) return []
+    const chain = [own]
+    for (const id of own.ancestors) {
+      const row = keys.get(id)
+      if (row !== undefined) chain.push(row)
+    }
+    return chain
+  }
 
   const append = (entry: NewEntry): void => {
     ledger.push({ ...entry, id: ledger.length + 1 })
@@ -98,9 +113,13 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
         if (row.settings.billingMode === "prepaid" && row.balanceMicros < charge.amountMicros) {
           return yield* insufficientBalance(charge.amountMicros, row.balanceMicros)
         }
-        const key = keys.get(charge.keyId)
-        if (key?.spendLimitMicros != null && key.spentMicros + charge.amountMicros > key.spendLimitMicros) {
-          return yield* keyLimitExceeded(charge.amountMicros, key.spendLimitMicros, key.spentMicros)
+        // the key's limit and every ancestor's: the one with the least left refuses
+        const chain = chainOf(charge.keyId)
+        const over = chain
+          .filter((k) => k.spendLimitMicros !== null && k.spentMicros + charge.amountMicros > k.spendLimitMicros)
+          .sort((a, b) => (a.spendLimitMicros! - a.spentMicros) - (b.spendLimitMicros! - b.spentMicros))[0]
+        if (over !== undefined) {
+          return yield* keyLimitExceeded(charge.amountMicros, over.spendLimitMicros!, over.spentMicros)
         }
         const monthSpent = months.get(monthKey(charge.accountId, month)) ?? 0
         const monthlyLimit = row.settings.monthlySpendLimitMicros
@@ -109,8 +128,10 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
         }
         append(entry("charge", charge, -charge.amountMicros, charge.description, now))
         row.balanceMicros -= charge.amountMicros
-        if (key === undefined) keys.set(charge.keyId, { spendLimitMicros: null, spentMicros: charge.amountMicros })
-        else key.spentMicros += charge.amountMicros
+        if (chain.length === 0) {
+          keys.set(charge.keyId, { spendLimitMicros: null, spentMicros: charge.amountMicros, ancestors: [] })
+        }
+        for (const k of chain) k.spentMicros += charge.amountMicros
         months.set(monthKey(charge.accountId, month), monthSpent + charge.amountMicros)
         yield* autoTopUp(charge.accountId, row, now)
       }).pipe(atomic),
@@ -139,8 +160,7 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
         }
         if (total === 0) return
         row.balanceMicros += total
-        const key = keys.get(refund.keyId)
-        if (key !== undefined) key.spentMicros = Math.max(0, key.spentMicros - total)
+        for (const k of chainOf(refund.keyId)) k.spentMicros = Math.max(0, k.spentMicros - total)
       }).pipe(atomic)
   }
 
@@ -177,12 +197,19 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
           return stateOf(accountId, row, now)
         })
       ).pipe(atomic),
-    registerKey: (_accountId, keyId, spendLimitMicros) =>
+    registerKey: (_accountId, keyId, spendLimitMicros, ancestors = []) =>
       Effect.sync(() => {
-        keys.set(keyId, { spentMicros: 0, ...keys.get(keyId), spendLimitMicros })
+        keys.set(keyId, { spentMicros: 0, ...keys.get(keyId), spendLimitMicros, ancestors: [...ancestors] })
       }).pipe(atomic),
     keySpend: (keyId) =>
-      Effect.sync(() => ({ keyId, spendLimitMicros: null, spentMicros: 0, ...keys.get(keyId) })).pipe(atomic)
+      Effect.sync(() => {
+        const row = keys.get(keyId)
+        return {
+          keyId,
+          spendLimitMicros: row?.spendLimitMicros ?? null,
+          spentMicros: row?.spentMicros ?? 0
+        }
+      }).pipe(atomic)
   }
 
   const ledgerService: BillingLedger["Type"] = {

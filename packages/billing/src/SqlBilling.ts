@@ -16,7 +16,9 @@
  * - Atomic charge: the account row is debited first, which locks it (PostgreSQL: the row lock; SQLite: the write
  *   lock) and answers the balance; then the balance (prepaid), the key's spend limit and the monthly limit are
  *   checked and the ledger entry, the key's spend and the month's spend written (see `charging`: two statements on
- *   PostgreSQL, four on SQLite); a refusal is rolled back with the transaction. Every writer of an account's money
+ *   PostgreSQL, four on SQLite); a refusal is rolled back with the transaction. Key tree: a key's spend row lists
+ *   its ancestors; a charge checks and counts the key's limit and every ancestor's in those same statements, and a
+ *   refund gives back to all of them. Every writer of an account's money
  *   locks its account row first, so concurrent charges serialize per account.
  * - A charge for an account billing was never opened for fails with `INSUFFICIENT_BALANCE` (nothing is charged
  *   into nothing).
@@ -154,12 +156,23 @@ END`)
   })
 
 /**
+ * The key tree (accounts.md "Key tree"): each key's spend row lists its ancestors (a JSON array of key ids, root
+ * first; `[]` for a root and for every key made before this migration).
+ */
+const addAncestors = (prefix: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql.unsafe(`ALTER TABLE ${tables(prefix).keySpend} ADD COLUMN ancestors TEXT NOT NULL DEFAULT '[]'`)
+  )
+
+/**
  * Billing's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails the
  * loader with a `MigrationError`.
  */
 export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
   SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
-    "0001_billing": createTables(prefix)
+    "0001_billing": createTables(prefix),
+    "0002_key_spend_ancestors": addAncestors(prefix)
   }))
 
 /**
@@ -202,14 +215,24 @@ const decoders = (prefix: string) => {
     newEntry: SqlRows.decoder(names.ledger, NewEntry),
     openMonths: SqlRows.decoder(names.ledger, Schema.Struct({ month: Schema.String, net: micros })),
     topUp: SqlRows.decoder(names.topUps, TopUpRecord),
-    /** SQLite: the debited account row with the key's limit and spend and the month's spend (see `charging`). */
-    debited: SqlRows.decoder(names.accounts, Schema.Struct({ ...AccountRow.fields, ...SpendRead.fields })),
+    /**
+     * SQLite: the debited account row with the first limit of the key's chain the charge would pass, the key's
+     * ancestors (null: the key has no spend row) and the month's spend (see `charging`).
+     */
+    debited: SqlRows.decoder(names.accounts, Schema.Struct({
+      ...AccountRow.fields,
+      ...SpendRead.fields,
+      keyAncestors: column("key_ancestors", Schema.NullOr(Schema.parseJson(Schema.Array(Schema.String))))
+    })),
     /** PostgreSQL: whether the limits allowed the charge (and it was written), and what they were checked on. */
     spent: SqlRows.decoder(names.keySpend, Schema.Struct({ ok: Schema.Boolean, ...SpendRead.fields }))
   }
 }
 
-/** What a charge's limit checks read: the key's limit and spend (none without a row), the month's spend. */
+/**
+ * What a charge's limit checks read: the limit and spend of the key or ancestor whose limit the charge would pass
+ * (the one with the least left; none when every limit of the chain allows it), the month's spend.
+ */
 const SpendRead = Schema.Struct({
   keyLimitMicros: column("key_limit", limit),
   keySpentMicros: column("key_spent", limit),
@@ -308,15 +331,29 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       : Option.none()
 
   /**
+   * The key ids of a key's chain: the key and its ancestors (read from the key's spend row, through its primary
+   * key; a key without a row is its own chain), as a subquery for `key_id IN (...)`.
+   */
+  const chain = (keyId: string) =>
+    pg
+      ? sql`SELECT CAST(${keyId} AS TEXT) UNION ALL
+          SELECT json_array_elements_text(ancestors::json) FROM ${t.keySpend} WHERE key_id = ${keyId}`
+      : sql`SELECT ${keyId} UNION ALL
+          SELECT value FROM json_each((SELECT ancestors FROM ${t.keySpend} WHERE key_id = ${keyId}))`
+
+  /**
    * A charge's statements, inside a transaction that rolls back when the charge fails (the charge writes before it
    * has checked everything). The account row is debited first, which locks it (PostgreSQL: the row lock; SQLite:
-   * the database's write lock) and answers the balance; then the limits are checked and the ledger entry, the key's
-   * spend and the month's spend are written:
-   * - PostgreSQL: in one statement, which reads the key's and the month's spend anew (it starts after the lock was
-   *   taken: no charge of the account committed meanwhile is missed) and writes only when both limits allow the
-   *   charge. Two statements in all.
-   * - SQLite (one writer): the debit also answers the key's and the month's spend; the checks run here, then three
-   *   writes. Four statements in all.
+   * the database's write lock) and answers the balance; then the limits are checked — the spend limit of the key
+   * and of every ancestor (the key tree: each spend row counts what its key and its descendants spent), and the
+   * month's — and the ledger entry, the spend of the key and its ancestors and the month's spend are written:
+   * - PostgreSQL: in one statement, which reads the chain's and the month's spend anew (it starts after the lock
+   *   was taken: no charge of the account committed meanwhile is missed) and writes only when every limit allows
+   *   the charge. Two statements in all.
+   * - SQLite (one writer): the debit also answers the first limit of the chain the charge would pass, the key's
+   *   ancestors and the month's spend; the checks run here, then three writes (one `UPDATE` of the chain's spend
+   *   rows by primary key). Four statements in all.
+   * A derived key adds no statement: one more spend row read and written (by primary key) per ancestor.
    */
   const charging = (charge: Charge, amount: number, now: number) =>
     Effect.gen(function*() {
@@ -330,28 +367,35 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (row.billingMode === "prepaid" && before < amount) return yield* insufficientBalance(amount, before)
         const big = (value: number | null) => sql`CAST(${value} AS BIGINT)`
         const spent = yield* sql`WITH k AS (
-            SELECT spend_limit_micros, spent_micros FROM ${t.keySpend} WHERE key_id = ${charge.keyId} FOR UPDATE
+            SELECT key_id, spend_limit_micros, spent_micros FROM ${t.keySpend}
+            WHERE key_id IN (${chain(charge.keyId)}) FOR UPDATE
+          ), over AS (
+            SELECT spend_limit_micros, spent_micros FROM k
+            WHERE spend_limit_micros IS NOT NULL AND spent_micros + ${big(amount)} > spend_limit_micros
+            ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1
           ), m AS (
             SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month}
           ), ok AS (
-            SELECT NOT EXISTS (
-                SELECT 1 FROM k WHERE spend_limit_micros IS NOT NULL AND spent_micros + ${big(amount)} > spend_limit_micros
-              ) AND (${big(row.monthlySpendLimitMicros)} IS NULL
+            SELECT NOT EXISTS (SELECT 1 FROM over) AND (${big(row.monthlySpendLimitMicros)} IS NULL
                 OR COALESCE((SELECT spent_micros FROM m), 0) + ${big(amount)} <= ${big(row.monthlySpendLimitMicros)}) AS ok
           ), ledger AS (
             INSERT INTO ${t.ledger} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
             SELECT ${charge.accountId}, 'charge', ${big(-amount)}, ${charge.keyId}, ${charge.taskId}, ${charge.description},
               ${month}, ${big(now)} FROM ok WHERE ok.ok
           ), key_spend AS (
+            UPDATE ${t.keySpend} SET spent_micros = ${t.keySpend}.spent_micros + ${big(amount)}
+            FROM ok WHERE ok.ok AND ${t.keySpend}.key_id IN (SELECT key_id FROM k)
+          ), key_new AS (
             INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
-            SELECT ${charge.keyId}, ${charge.accountId}, NULL, ${big(amount)} FROM ok WHERE ok.ok
+            SELECT ${charge.keyId}, ${charge.accountId}, NULL, ${big(amount)} FROM ok
+            WHERE ok.ok AND NOT EXISTS (SELECT 1 FROM k WHERE key_id = ${charge.keyId})
             ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t.keySpend}.spent_micros + excluded.spent_micros
           ), month_spend AS (
             INSERT INTO ${t.monthSpend} (account_id, month, spent_micros)
             SELECT ${charge.accountId}, ${month}, ${big(amount)} FROM ok WHERE ok.ok
             ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t.monthSpend}.spent_micros + excluded.spent_micros
           )
-          SELECT ok.ok, (SELECT spend_limit_micros FROM k) AS key_limit, (SELECT spent_micros FROM k) AS key_spent,
+          SELECT ok.ok, (SELECT spend_limit_micros FROM over) AS key_limit, (SELECT spent_micros FROM over) AS key_spent,
             (SELECT spent_micros FROM m) AS month_spent FROM ok`.pipe(Effect.flatMap(rows.spent.single))
         if (!spent.ok) {
           // the statement refused on what it read, by the same rules
@@ -360,11 +404,14 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         }
         return row
       }
+      const over = (column: string) =>
+        sql`(SELECT ${sql.literal(column)} FROM ${t.keySpend} WHERE key_id IN (${chain(charge.keyId)})
+          AND spend_limit_micros IS NOT NULL AND spent_micros + ${amount} > spend_limit_micros
+          ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1)`
       const debited = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
         WHERE account_id = ${charge.accountId}
-        RETURNING *,
-          (SELECT spend_limit_micros FROM ${t.keySpend} WHERE key_id = ${charge.keyId}) AS key_limit,
-          (SELECT spent_micros FROM ${t.keySpend} WHERE key_id = ${charge.keyId}) AS key_spent,
+        RETURNING *, ${over("spend_limit_micros")} AS key_limit, ${over("spent_micros")} AS key_spent,
+          (SELECT ancestors FROM ${t.keySpend} WHERE key_id = ${charge.keyId}) AS key_ancestors,
           (SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month})
             AS month_spent`.pipe(Effect.flatMap(rows.debited.first))
       if (Option.isNone(debited)) return yield* insufficientBalance(amount, undefined)
@@ -374,9 +421,14 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       const refused = limitExceeded(amount, row, row)
       if (Option.isSome(refused)) return yield* refused.value
       yield* appendEntry(entry("charge", charge, -amount, charge.description, now, month))
-      yield* sql`INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
-        VALUES (${charge.keyId}, ${charge.accountId}, NULL, ${amount})
-        ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+      if (row.keyAncestors === null) {
+        yield* sql`INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
+          VALUES (${charge.keyId}, ${charge.accountId}, NULL, ${amount})
+          ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+      } else {
+        yield* sql`UPDATE ${t.keySpend} SET spent_micros = spent_micros + ${amount}
+          WHERE ${sql.in("key_id", [charge.keyId, ...row.keyAncestors])}`
+      }
       yield* sql`INSERT INTO ${t.monthSpend} (account_id, month, spent_micros) VALUES (${charge.accountId}, ${month}, ${amount})
         ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
       return row
@@ -425,8 +477,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           }
           if (total === 0) return
           yield* addBalance(refund.accountId, total, now)
+          // the key's spend and every ancestor's (see `charging`)
           yield* sql`UPDATE ${t.keySpend} SET spent_micros = ${sql.literal(minus("spent_micros", total))}
-            WHERE key_id = ${refund.keyId}`
+            WHERE key_id IN (${chain(refund.keyId)})`
         }))
       }).pipe(persistence("refund"))
   }
@@ -495,10 +548,17 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           ))
       ),
 
-    registerKey: (accountId, keyId, spendLimitMicros) =>
+    registerKey: (accountId, keyId, spendLimitMicros, ancestors = []) =>
       sql`INSERT INTO ${t.keySpend} ${
-        sql.insert({ key_id: keyId, account_id: accountId, spend_limit_micros: spendLimitMicros, spent_micros: 0 })
-      } ON CONFLICT (key_id) DO UPDATE SET spend_limit_micros = excluded.spend_limit_micros`.pipe(
+        sql.insert({
+          key_id: keyId,
+          account_id: accountId,
+          spend_limit_micros: spendLimitMicros,
+          spent_micros: 0,
+          ancestors: JSON.stringify(ancestors)
+        })
+      } ON CONFLICT (key_id) DO UPDATE SET spend_limit_micros = excluded.spend_limit_micros,
+        ancestors = excluded.ancestors`.pipe(
         Effect.asVoid,
         persistence("registerKey")
       ),

@@ -286,6 +286,46 @@ export const billingSuite = (name: string, backend: Backend) =>
         assert.strictEqual((yield* consistent("acct_post")).balanceMicros, -1 * usd)
       })))
 
+    it.effect("key tree: a derived key's charges count against every ancestor's limit; refunds give back to all", () =>
+      run(Effect.gen(function*() {
+        const accounts = yield* BillingAccounts
+        yield* open(100 * usd)
+        // the attack: a key limited to 1.20 made three children, each given 1.20 of its own
+        yield* accounts.registerKey(acct, "key_p", 1_200_000)
+        for (const child of ["key_c1", "key_c2", "key_c3"]) yield* accounts.registerKey(acct, child, 1_200_000, ["key_p"])
+        yield* charge("task_1", 1_200_000, "key_c1")
+        for (const child of ["key_c2", "key_c3"]) {
+          const refused = yield* Effect.flip(charge(`task_${child}`, 1_200_000, child))
+          expect(refused).toMatchObject({ _tag: "SpendLimitExceeded" })
+          // the parent's limit refused it, with the parent's numbers
+          assert.include(refused.message, "1.2")
+        }
+        assert.strictEqual((yield* accounts.keySpend("key_p")).spentMicros, 1_200_000)
+        assert.strictEqual((yield* accounts.keySpend("key_c1")).spentMicros, 1_200_000)
+        assert.strictEqual((yield* accounts.keySpend("key_c2")).spentMicros, 0)
+        // the parent itself is out too
+        expect(yield* Effect.flip(charge("task_p", 1, "key_p"))).toMatchObject({ _tag: "SpendLimitExceeded" })
+        // a refund gives back to the key and every ancestor
+        yield* refund("task_1", 800_000, "key_c1")
+        assert.strictEqual((yield* accounts.keySpend("key_p")).spentMicros, 400_000)
+        assert.strictEqual((yield* accounts.keySpend("key_c1")).spentMicros, 400_000)
+        // a grandchild counts against its parent and its grandparent: the grandparent (0.80 left) refuses 0.90
+        yield* accounts.registerKey(acct, "key_g", null, ["key_p", "key_c2"])
+        expect(yield* Effect.flip(charge("task_g1", 900_000, "key_g"))).toMatchObject({ _tag: "SpendLimitExceeded" })
+        yield* charge("task_g2", 500_000, "key_g")
+        expect((yield* Effect.forEach(["key_p", "key_c2", "key_g"], accounts.keySpend)).map((k) => k.spentMicros))
+          .toEqual([900_000, 500_000, 500_000])
+        // an unlimited root with a derived key: the root's spend counts its subtree
+        yield* accounts.registerKey(acct, "key_r", null)
+        yield* accounts.registerKey(acct, "key_rc", null, ["key_r"])
+        yield* charge("task_r", 2 * usd, "key_rc")
+        yield* charge("task_r2", 1 * usd, "key_r")
+        assert.strictEqual((yield* accounts.keySpend("key_r")).spentMicros, 3 * usd)
+        assert.strictEqual((yield* accounts.keySpend("key_rc")).spentMicros, 2 * usd)
+        const current = yield* consistent()
+        assert.strictEqual(current.balanceMicros, 100 * usd - 1_200_000 + 800_000 - 500_000 - 3 * usd)
+      })))
+
     it.effect("the monthly spend limit applies per UTC calendar month", () =>
       run(Effect.gen(function*() {
         yield* TestClock.setTime(Date.UTC(2025, 0, 31, 23, 0))
@@ -459,6 +499,38 @@ export const billingSuite = (name: string, backend: Backend) =>
         const current = yield* consistent()
         assert.strictEqual(current.monthToDateMicros, 40 * usd)
         assert.strictEqual(current.balanceMicros, 960 * usd)
+      })), 60_000)
+
+    it.live("concurrent charges of sibling keys never pass their parent's spend limit", () =>
+      run(Effect.gen(function*() {
+        const tx = yield* Tx
+        const accounts = yield* BillingAccounts
+        yield* open(1000 * usd)
+        yield* accounts.registerKey(acct, "key_p", 30 * usd)
+        const children = ["key_c1", "key_c2", "key_c3"]
+        // each child's own limit is the parent's whole limit (as key creation allows when nothing is spent yet)
+        for (const child of children) yield* accounts.registerKey(acct, child, 30 * usd, ["key_p"])
+        yield* accounts.registerKey(acct, "key_g", null, ["key_p", "key_c1"])
+        const spenders = [...children, "key_g", "key_p"]
+        const exits = yield* Effect.forEach(
+          Array.from({ length: 150 }, (_, i) => i),
+          (i) => Effect.exit(tx.run(charge(`task_${i}`, 1 * usd, spenders[i % spenders.length]))),
+          { concurrency: "unbounded" }
+        )
+        for (const exit of exits) {
+          if (Exit.isFailure(exit)) expect(yield* Effect.flip(exit)).toMatchObject({ _tag: "SpendLimitExceeded" })
+        }
+        assert.strictEqual(exits.filter(Exit.isSuccess).length, 30)
+        assert.strictEqual((yield* accounts.keySpend("key_p")).spentMicros, 30 * usd)
+        const entries = yield* (yield* BillingLedger).entries(acct)
+        const byKey = (keyId: string) =>
+          -entries.filter((e) => e.kind === "charge" && e.keyId === keyId).reduce((sum, e) => sum + e.amountMicros, 0)
+        for (const child of ["key_c2", "key_c3", "key_g"]) {
+          assert.strictEqual((yield* accounts.keySpend(child)).spentMicros, byKey(child))
+        }
+        // a child's spend counts its own descendants
+        assert.strictEqual((yield* accounts.keySpend("key_c1")).spentMicros, byKey("key_c1") + byKey("key_g"))
+        assert.strictEqual((yield* consistent()).balanceMicros, 970 * usd)
       })), 60_000)
 
     // only where there are transactions to roll back (SQL); memory has none

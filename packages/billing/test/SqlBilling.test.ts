@@ -57,7 +57,7 @@ for (const [name, database] of databases) {
         const again = yield* SqlBilling.migrate()
         expect(again).toEqual([])
         const rows = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlBilling.migrationsTable())}`
-        expect(rows.map((r) => r.name)).toEqual(["billing"])
+        expect(rows.map((r) => r.name)).toEqual(["billing", "key_spend_ancestors"])
       })))
 
     it.effect("the ledger is append-only", () =>

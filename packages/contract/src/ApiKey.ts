@@ -7,7 +7,7 @@ import * as Rec from "effect/Record"
 import * as Schema from "effect/Schema"
 import ipaddr from "ipaddr.js"
 import { taskFamilies } from "./Catalog.js"
-import { boolean, list, oneOf, optional, strictParse, text } from "./Fields.js"
+import { boolean, integer, list, oneOf, optional, strictParse, text } from "./Fields.js"
 import * as Records from "./internal/records.js"
 import { Usd } from "./Money.js"
 import { IsoDate, Timestamp } from "./Timestamp.js"
@@ -86,6 +86,39 @@ export const IpRange = Schema.String.pipe(
   Schema.filter((value) => ipaddr.isValid(value) || ipaddr.isValidCIDR(value) || "must be an IP address or CIDR range")
 ).annotations({ title: "IpRange", description: "IPv4/IPv6 address or CIDR range" })
 
+/** The largest per-key rate limit value (requests per minute, tasks in flight). */
+export const maxRateLimitValue = 1_000_000
+
+/**
+ * Extension: the rate limits of a key (security.md "Rate limits"). Absent or null: the server's configured default.
+ * A derived key's limits lie within its creator's (absent inherits them).
+ */
+export const KeyRateLimit = Schema.Struct({
+  requestsPerMinute: optional(Schema.NullOr(integer(1, maxRateLimitValue)).annotations({
+    description: "Requests per minute of this key (null: the configured default)"
+  })),
+  maxInFlightTasks: optional(Schema.NullOr(integer(1, maxRateLimitValue)).annotations({
+    description: "Tasks of this key pending, queued or running at once (null: the configured default)"
+  }))
+}).annotations({
+  identifier: "KeyRateLimit",
+  ...strictParse,
+  description: "Extension: per-key rate limits; absent or null takes the configured default"
+})
+/** The rate limits of a key as given. */
+export type KeyRateLimit = typeof KeyRateLimit.Type
+
+/** The rate limits stored with a key (null: the configured default applies). */
+export const KeyRateLimitRecord = Schema.Struct({
+  requestsPerMinute: Schema.NullOr(Schema.Number),
+  maxInFlightTasks: Schema.NullOr(Schema.Number)
+}).annotations({
+  identifier: "KeyRateLimitRecord",
+  description: "Extension: the key's own rate limits (null: the configured default applies)"
+})
+/** The rate limits stored with a key. */
+export type KeyRateLimitRecord = typeof KeyRateLimitRecord.Type
+
 /** Body of `POST /api/v1/api-keys` (and of the admin key creation). */
 export const ApiKeyCreate = Schema.Struct({
   name: text(100, 1),
@@ -93,7 +126,8 @@ export const ApiKeyCreate = Schema.Struct({
   expiresAt: optional(Schema.NullOr(IsoDate).annotations({ description: "Expiry (ISO 8601)" })),
   permissions: optional(Permissions),
   ipWhitelist: optional(list(IpRange, { min: 0, max: 100, noun: "entries" })),
-  environment: optional(Environment.annotations({ description: "Extension; default: the calling key's" }))
+  environment: optional(Environment.annotations({ description: "Extension; default: the calling key's" })),
+  rateLimit: optional(KeyRateLimit)
 }).annotations({ identifier: "ApiKeyCreate", ...strictParse })
 /** Body of `POST /api/v1/api-keys`. */
 export type ApiKeyCreate = typeof ApiKeyCreate.Type
@@ -110,7 +144,8 @@ export const ApiKeyRecord = Schema.Struct({
   spent: Schema.Number,
   expiresAt: Schema.NullOr(Timestamp),
   createdAt: Timestamp,
-  lastUsedAt: Schema.NullOr(Timestamp)
+  lastUsedAt: Schema.NullOr(Timestamp),
+  rateLimit: KeyRateLimitRecord
 }).annotations({ identifier: "ApiKeyRecord" })
 /** An API key record. */
 export type ApiKeyRecord = typeof ApiKeyRecord.Type

@@ -7,7 +7,7 @@
 import * as Arr from "effect/Array"
 import * as Rec from "effect/Record"
 import { registry } from "./families/index.js"
-import { type EndpointName as FamilyEndpointName, type EndpointOf, endpointsOf, type ModelOf, type NameOf } from "./Family.js"
+import { type EndpointOf, endpointsOf, type ModelOf, type NameOf } from "./Family.js"
 import * as Records from "./internal/records.js"
 
 /** Operation names: the `type` of a creation acknowledgement and the last segment of a generation path. */
@@ -48,9 +48,6 @@ export const models: { readonly [F in TaskFamily]: ReadonlyArray<ModelId> } = Re
 
 /** Every model id in one list. */
 export const modelIds = Records.nonEmpty<ModelId>(registry.flatMap((family) => family.models), "model ids")
-
-/** The HttpApi endpoint name of a family and operation: `vendor1` + `image-to-video` → `vendor1ImageToVideo`. */
-export type EndpointName<F extends string, O extends string> = FamilyEndpointName<F, O>
 
 /** All generation endpoints in specification order. */
 export const endpointList = endpointsOf(registry)

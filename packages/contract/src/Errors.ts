@@ -185,7 +185,14 @@ export class ServiceUnavailable extends ApiError<ServiceUnavailable>()("ServiceU
 export class FileAccessDenied extends ApiError<FileAccessDenied>()("FileAccessDenied", "FILE_ACCESS_DENIED", 403) {}
 
 /** A `Range` header that no byte of the file satisfies. `RANGE_NOT_SATISFIABLE`, HTTP 416. */
-export class RangeNotSatisfiable extends ApiError<RangeNotSatisfiable>()("RangeNotSatisfiable", "RANGE_NOT_SATISFIABLE", 416) {}
+export class RangeNotSatisfiable extends ApiError<RangeNotSatisfiable>()("RangeNotSatisfiable", "RANGE_NOT_SATISFIABLE", 416) {
+  /** The file's size in bytes when known, for the 416 answer's `Content-Range` (its unsatisfied-range form, RFC 9110 §14.4). */
+  declare readonly size?: number
+  /** The error for a file of `size` bytes. */
+  static ofSize(message: string, size: number): RangeNotSatisfiable {
+    return Object.assign(new RangeNotSatisfiable({ message }), { size })
+  }
+}
 
 /** Every API error class, for tables and tests. */
 export const all = [

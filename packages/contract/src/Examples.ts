@@ -4,20 +4,15 @@
  *
  * @since 0.1.0
  */
-import { type EndpointKey, endpointList, endpoints, type ModelId } from "./Catalog.js"
+import { type EndpointKey, endpointList, type ModelId } from "./Catalog.js"
 import type * as Family from "./Family.js"
-
-/** The smallest valid `input` of an endpoint for a model. */
-export const minimalInput = (endpoint: EndpointKey, model: ModelId): Record<string, unknown> => {
-  const info: Family.Endpoint = endpoints[endpoint]
-  return info.example(model)
-}
 
 /** One minimal request body per endpoint and model. */
 export const minimalRequests: ReadonlyArray<{
   readonly endpoint: EndpointKey
   readonly model: ModelId
   readonly body: { readonly model: ModelId; readonly input: Record<string, unknown> }
-}> = endpointList.flatMap((endpoint) =>
-  endpoint.models.map((model) => ({ endpoint: endpoint.key, model, body: { model, input: minimalInput(endpoint.key, model) } }))
-)
+}> = endpointList.flatMap((endpoint) => {
+  const info: Family.Endpoint = endpoint
+  return endpoint.models.map((model) => ({ endpoint: endpoint.key, model, body: { model, input: info.example(model) } }))
+})

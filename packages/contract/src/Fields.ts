@@ -110,8 +110,11 @@ export interface ImageRules {
 
 const megabytes = (bytes: number) => `${Math.round(bytes / (1024 * 1024))} MB`
 
-/** Why a decoded data-URI image breaks the rules, or undefined. */
-export const imageProblem = (image: DataUriImage, rules: ImageRules): string | undefined => {
+/** Why an image (a decoded data URI, or fetched bytes) breaks the rules, or undefined. */
+export const imageProblem = (
+  image: Pick<DataUriImage, "format" | "bytes" | "width" | "height">,
+  rules: ImageRules
+): string | undefined => {
   if (image.format === "other" || !rules.formats.includes(image.format)) {
     return `image format must be one of ${rules.formats.join(", ")}`
   }

@@ -7,7 +7,7 @@ import * as Rec from "effect/Record"
 import type * as Schema from "effect/Schema"
 import { type EndpointKey, endpoints } from "./Catalog.js"
 import type { AnyRequest } from "./Family.js"
-import type { GenerationBody, GenerationBodyEncoded } from "./GenerationRequest.js"
+import type { GenerationBody } from "./GenerationRequest.js"
 
 /** Request Schemas by endpoint key. */
 export const requests: { readonly [K in EndpointKey]: AnyRequest } = Rec.map(endpoints, (endpoint) => endpoint.request)
@@ -18,7 +18,7 @@ export type AnyGenerationRequest = GenerationBody<string, Readonly<Record<string
 /** The request Schema of an endpoint, typed for code that handles every endpoint alike. */
 export const requestSchema = (
   endpoint: EndpointKey
-): Schema.Schema<AnyGenerationRequest, GenerationBodyEncoded<string, Record<string, unknown>>> => requests[endpoint]
+): Schema.Schema<AnyGenerationRequest, GenerationBody<string, Record<string, unknown>>> => requests[endpoint]
 
 /** A generation request together with the endpoint it was sent to (what the task service accepts). */
 export interface GenerationCommand {

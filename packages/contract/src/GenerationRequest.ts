@@ -22,12 +22,9 @@ export interface GenerationBody<M extends string, I> {
   readonly metadata?: Metadata
 }
 
-/** The JSON form of a generation request: the same shape, with the input encoded (metadata is JSON already). */
-export type GenerationBodyEncoded<M extends string, I> = GenerationBody<M, I>
-
-/** A generation request Schema: JSON body in, validated and normalized body out. */
+/** A generation request Schema: JSON body in (the same shape, its input encoded), validated and normalized body out. */
 export interface GenerationRequestSchema<M extends string, I, IE, R = never> extends
-  Schema.Schema<GenerationBody<M, I>, GenerationBodyEncoded<M, IE>, R>
+  Schema.Schema<GenerationBody<M, I>, GenerationBody<M, IE>, R>
 {
   /** The models the endpoint accepts. */
   readonly models: ReadonlyArray<M>

@@ -60,10 +60,13 @@ export const Credits = Schema.Number.pipe(
   )
 ).annotations({ title: "Credits" })
 
+/** The same value for every key (models that share a price Schema or defaults). */
+export const each = <const K extends string, A>(keys: ReadonlyArray<K>, value: A): { readonly [P in K]: A } =>
+  Rec.map(Records.indexBy(keys, (key) => key), () => value)
+
 /** Prices by key (resolutions, modes, durations), for the keys of `keys`. */
 export const byKey = <const K extends string>(keys: readonly [K, ...Array<K>], description: string) =>
-  Schema.Struct(Rec.map(Records.indexBy(keys, (key) => key), () => Price))
-    .annotations({ title: `an object of prices for ${keys.join(", ")}`, description })
+  Schema.Struct(each(keys, Price)).annotations({ title: `an object of prices for ${keys.join(", ")}`, description })
 
 /** USD per second of output, by resolution. */
 export const perSecondBy = <const K extends string>(keys: readonly [K, ...Array<K>]) =>

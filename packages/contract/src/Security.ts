@@ -10,7 +10,16 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import type { Environment, Permissions } from "./ApiKey.js"
-import { AuthInvalidToken, AuthRequired, AuthTokenExpired, KeyPermissionDenied, KeyRevoked, NotFound, ServiceUnavailable } from "./Errors.js"
+import {
+  AuthInvalidToken,
+  AuthRequired,
+  AuthTokenExpired,
+  KeyPermissionDenied,
+  KeyRevoked,
+  NotFound,
+  RateLimited,
+  ServiceUnavailable
+} from "./Errors.js"
 
 /** The authenticated caller of an `/api/v1` request: the key and the account it belongs to. */
 export interface Principal {
@@ -25,6 +34,11 @@ export interface Principal {
   readonly expiresAt: Date | null
   /** The client address the request was judged by (after trusted proxies). */
   readonly clientAddress: string | undefined
+  /** The key's own rate limits (absent or null: the server's configured defaults). */
+  readonly rateLimit?: {
+    readonly requestsPerMinute: number | null
+    readonly maxInFlightTasks: number | null
+  } | undefined
 }
 
 /** The authenticated caller of the current request. */
@@ -38,6 +52,7 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@me
     AuthTokenExpired.wire,
     KeyRevoked.wire,
     KeyPermissionDenied.wire,
+    RateLimited.wire,
     ServiceUnavailable.wire
   ),
   provides: CurrentPrincipal,
@@ -51,7 +66,7 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@me
 /** Bearer admin-token authentication of `/admin/v1` (enabled only when an admin token is configured). */
 export class AdminAuthentication
   extends HttpApiMiddleware.Tag<AdminAuthentication>()("@mediagate/contract/AdminAuthentication", {
-    failure: Schema.Union(AuthRequired.wire, AuthInvalidToken.wire, NotFound.wire),
+    failure: Schema.Union(AuthRequired.wire, AuthInvalidToken.wire, RateLimited.wire, NotFound.wire),
     security: {
       adminToken: HttpApiSecurity.bearer.pipe(
         HttpApiSecurity.annotate(OpenApi.Description, "The operator's MEDIAGATE_ADMIN_TOKEN")

@@ -29,8 +29,15 @@ import type {
 } from "./Webhook.js"
 
 type Unavailable = Errors.ServiceUnavailable
-/** The refusals of a task creation: billing's, and an `Idempotency-Key` used with another request. */
-type CreationRefused = Errors.InsufficientBalance | Errors.SpendLimitExceeded | Errors.IdempotencyKeyReused
+/**
+ * The refusals of a task creation: billing's, an `Idempotency-Key` used with another request, and a test key's
+ * account over its storage quota (`RATE_LIMITED`, docs/operations.md "Retention").
+ */
+type CreationRefused =
+  | Errors.InsufficientBalance
+  | Errors.SpendLimitExceeded
+  | Errors.IdempotencyKeyReused
+  | Errors.RateLimited
 
 /** Accepting, reading, listing, retrying and cancelling tasks. */
 export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<TaskService, {
@@ -57,6 +64,14 @@ export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<
     principal: Principal,
     id: string
   ) => Effect.Effect<Task, Errors.TaskNotFound | Errors.TaskNotCancellable | Unavailable>
+  /**
+   * How many tasks are active (`pending`, `queued` or `running`) for the principal's account and for its key, for
+   * the in-flight limits (security.md "Rate limits"). Read only when such a limit is set.
+   */
+  readonly inFlight: (principal: Principal) => Effect.Effect<{
+    readonly account: number
+    readonly key: number
+  }, Unavailable>
   /** The provider of a task of the principal's account, for permission checks before a retry. */
   readonly providerOf: (principal: Principal, id: string) => Effect.Effect<Option.Option<{
     readonly provider: Task["provider"]

@@ -30,6 +30,8 @@ export * as Generation from "./Generation.js"
 export * as GenerationRequest from "./GenerationRequest.js"
 /** Money in USD and micro-dollars. */
 export * as Money from "./Money.js"
+/** The storage port of the request-rate limits. */
+export * as RateLimit from "./RateLimit.js"
 /** Authentication middleware tags and the principal. */
 export * as Security from "./Security.js"
 /** Tasks. */

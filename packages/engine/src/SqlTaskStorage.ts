@@ -31,7 +31,8 @@
  * - Wakeups: an in-process PubSub (published after commits), merged on PostgreSQL with `LISTEN <prefix>tasks`
  *   ({@link wakeupChannel}); `accept`, `markDue` and `releaseAll` send `pg_notify` inside their write. The
  *   listening client is the `SqlClient` itself when it can LISTEN (the PostgreSQL driver's client is one object
- *   under both tags, `SqlClient` and `PgClient`), so the driver package stays optional for SQLite-only hosts.
+ *   under both tags, `SqlClient` and `PgClient`), so the driver package stays optional for SQLite-only hosts. A
+ *   probe every 2 s finds a lost LISTEN connection (restart, killed backend) and listens again (`internal/listen.ts`).
  *
  * Every storage failure (`SqlError`, an undecodable row) surfaces as {@link PersistenceError}; so does an invalid
  * `prefix` (see `SqlStore`), when the storage is built.
@@ -56,14 +57,22 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Record from "effect/Record"
-import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Billing, type Charge } from "./Billing.js"
 import * as GroupCommit from "./internal/groupCommit.js"
+import * as Listen from "./internal/listen.js"
 import { fromNew, type Outcome, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
-import { type CancelResult, extraCharges, type ListPage, type ListQuery, type StepUpdate, TaskStorage } from "./TaskStorage.js"
+import {
+  type CancelResult,
+  extraCharges,
+  type ListPage,
+  type ListQuery,
+  resultSize,
+  type StepUpdate,
+  TaskStorage
+} from "./TaskStorage.js"
 
 /** The tables of the storage under `prefix`. */
 export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
@@ -1010,14 +1019,53 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         sql`DELETE FROM ${t.idempotency} WHERE created_at < ${Math.floor(before)} RETURNING account_id`
       ).pipe(Effect.map((pruned) => pruned.length), persistence("pruneIdempotency"))
 
-    // without a client that can LISTEN (SQLite), wakeups are local only (workers still poll)
-    const remote: Stream.Stream<void> = pg && canListen(client)
-      ? client.listen(channel).pipe(
-        Stream.as<void>(undefined),
-        // a lost LISTEN connection is opened again; wakeups never fail
-        Stream.retry(Schedule.spaced("1 second")),
-        Stream.catchAll(() => Stream.empty)
+    // retention (added for issue 13): outbox entries behind the dispatcher's cursor, result scans and sizes
+    const retentionRows = SqlRows.decoder(tables(prefix).tasks, TaskRow.pick("id", "accountId", "status", "result"))
+    const pruneOutbox: TaskStorage["Type"]["pruneOutbox"] = (cursor, before) =>
+      Effect.suspend(() => {
+        if (cursor === undefined) return Effect.succeed([])
+        const written = Math.floor(before)
+        if (!pg) {
+          const passed = Math.max(0, Math.floor(Number(cursor) || 0))
+          return sql`DELETE FROM ${t.outbox} WHERE seq <= ${passed} AND created_at < ${written} RETURNING seq`
+        }
+        // the cursor walks (txid, seq): everything at or before it has been read
+        const [txid = 0, seq = 0] = cursor.split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
+        return sql`DELETE FROM ${t.outbox} WHERE (txid < ${txid} OR (txid = ${txid} AND seq <= ${seq}))
+          AND created_at < ${written} RETURNING seq`
+      }).pipe(Effect.map((pruned) => pruned.length), persistence("pruneOutbox"))
+    const scanResults: TaskStorage["Type"]["scanResults"] = (environment, afterId, beforeId, limit) =>
+      Effect.suspend(() =>
+        sql`SELECT id, account_id, status, result FROM ${t.tasks}
+          WHERE id > ${afterId ?? ""} AND id < ${beforeId} AND environment = ${environment}
+          ORDER BY id LIMIT ${Math.max(0, Math.floor(limit))}`
+      ).pipe(Effect.flatMap(retentionRows.all), persistence("scanResults"))
+    const resultBytes: TaskStorage["Type"]["resultBytes"] = (accountId, environment, sinceId) =>
+      Effect.suspend(() =>
+        hasNul(accountId, sinceId)
+          ? Effect.succeed([])
+          : sql`SELECT id, account_id, status, result FROM ${t.tasks}
+          WHERE account_id = ${accountId} AND status = 'succeeded' AND id >= ${sinceId} AND environment = ${environment}`
+            .pipe(Effect.flatMap(retentionRows.all))
+      ).pipe(
+        Effect.map((found) => found.reduce((total, task) => total + resultSize(task.result), 0)),
+        persistence("resultBytes")
       )
+
+    /** The in-flight counts (added for the rate limits): the account's from the counters, the key's by the index. */
+    const activeCounts: TaskStorage["Type"]["activeCounts"] = (accountId, keyId) =>
+      sql<{ readonly account: number | string | null; readonly key: number | string | null }>`SELECT
+  (SELECT COALESCE(SUM(CASE WHEN dim = 'status_in' THEN n ELSE -n END), 0) FROM ${t.counts}
+    WHERE account_id = ${accountId} AND dim IN ('status_in', 'status_out') AND value IN ${sql.literal(activeList)}) AS account,
+  (SELECT COUNT(*) FROM ${t.tasks} WHERE account_id = ${accountId} AND ${ACTIVE} AND key_id = ${keyId}) AS ${sql("key")}`.pipe(
+        Effect.map(([row]) => ({ account: Number(row?.account ?? 0), key: Number(row?.key ?? 0) })),
+        persistence("activeCounts")
+      )
+
+    // without a client that can LISTEN (SQLite), wakeups are local only (workers still poll)
+    // a lost LISTEN connection (restart, killed backend) is found by a probe and opened again; wakeups never fail
+    const remote: Stream.Stream<void> = pg && canListen(client)
+      ? Listen.wakeups((name) => client.listen(name), sql`SELECT pg_notify(${channel}, ${Listen.probePayload})`, channel)
       : Stream.empty
 
     const service: TaskStorage["Type"] = {
@@ -1041,6 +1089,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       nextDueAt,
       readOutbox,
       pruneIdempotency,
+      pruneOutbox,
+      scanResults,
+      resultBytes,
+      activeCounts,
       wakeups: Stream.merge(Stream.fromPubSub(signals), remote)
     }
     return service

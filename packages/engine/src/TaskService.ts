@@ -199,6 +199,12 @@ export const make = Effect.gen(function*() {
         }
       }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("TaskService.cancel")),
 
+    inFlight: (principal) =>
+      storage.activeCounts(principal.accountId, principal.keyId).pipe(
+        Effect.catchTag("PersistenceError", unavailable),
+        Tracing.span("TaskService.inFlight")
+      ),
+
     providerOf: (principal, id) =>
       Effect.map(
         storage.get(principal.accountId, id),

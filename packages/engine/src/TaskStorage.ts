@@ -111,6 +111,18 @@ export interface OutboxEntry {
   readonly event: Webhook.WebhookEvent
 }
 
+/** A task as retention sees it ({@link TaskStorage} `scanResults`). */
+export interface ResultScan {
+  readonly id: string
+  readonly accountId: string
+  readonly status: TaskRecord["status"]
+  readonly result: TaskRecord["result"]
+}
+
+/** The bytes of a result's files. */
+export const resultSize = (result: TaskRecord["result"]): number =>
+  (result ?? []).reduce((total, item) => total + (Number.isFinite(item.size_bytes) ? item.size_bytes : 0), 0)
+
 /** A page of the outbox and the cursor after it. */
 export interface OutboxPage {
   readonly entries: ReadonlyArray<OutboxEntry>
@@ -192,8 +204,41 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
    * of transactions older than every running one).
    */
   readonly readOutbox: (cursor: string | undefined, limit: number) => Effect.Effect<OutboxPage, PersistenceError>
+  /**
+   * How many tasks are active (`pending`, `queued`, `running`) in an account and, of those, for one key (the
+   * in-flight limits). SQL: the account's from the counters, the key's from the account's active tasks.
+   */
+  readonly activeCounts: (
+    accountId: string,
+    keyId: string
+  ) => Effect.Effect<{ readonly account: number; readonly key: number }, PersistenceError>
   /** Forgets idempotency records created before `before` (epoch ms); answers how many. */
   readonly pruneIdempotency: (before: number) => Effect.Effect<number, PersistenceError>
+  /**
+   * Retention: deletes the outbox entries that a reader at `cursor` (a {@link readOutbox} cursor, the webhook
+   * dispatcher's) has passed and that were written before `before` (epoch ms). Nothing without a cursor: an entry
+   * not yet read is never deleted. Answers how many.
+   */
+  readonly pruneOutbox: (cursor: string | undefined, before: number) => Effect.Effect<number, PersistenceError>
+  /**
+   * Retention: the tasks of `environment` with `afterId < id < beforeId` (ids are time-sortable: creation order),
+   * in id order, at most `limit`, with their status and result (whose files the caller deletes).
+   */
+  readonly scanResults: (
+    environment: TaskRecord["environment"],
+    afterId: string | undefined,
+    beforeId: string,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<ResultScan>, PersistenceError>
+  /**
+   * Retention: the bytes (`size_bytes`) of the results of the account's `succeeded` tasks of `environment` created
+   * from `sinceId` on (`id >= sinceId`).
+   */
+  readonly resultBytes: (
+    accountId: string,
+    environment: TaskRecord["environment"],
+    sinceId: string
+  ) => Effect.Effect<number, PersistenceError>
   /**
    * Signals that work may be due (a task accepted, made due or handed back, here or in another process). A step
    * does not signal: the worker that wrote it knows when its task is due again.
@@ -217,6 +262,9 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
     const byAccount = new Map<string, Array<string>>()
     const idempotency = new Map<string, { fingerprint: string; taskId: string; createdAt: number }>()
     const outbox: Array<OutboxEntry> = []
+    /** When each outbox entry (by `seq`) was written; entries are pruned from the front. */
+    const outboxWritten = new Map<number, number>()
+    let nextSeq = 1
     const lock = yield* Effect.makeSemaphore(1)
     const signals = yield* PubSub.sliding<void>(1)
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
@@ -230,8 +278,9 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
     const leasedBy = (owner: string) => (task: TaskRecord) => task.leaseOwner === owner && !isTerminal(task.status)
 
     const appendEvent = (task: TaskRecord, now: number) => {
+      outboxWritten.set(nextSeq, now)
       outbox.push({
-        seq: outbox.length + 1,
+        seq: nextSeq++,
         accountId: task.accountId,
         taskId: task.id,
         webhookUrl: task.webhookUrl,
@@ -414,8 +463,51 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
       readOutbox: (cursor, limit) =>
         Effect.sync(() => {
           const after = cursor === undefined ? 0 : Number(cursor) || 0
-          const entries = outbox.slice(after, after + Math.max(0, limit))
-          return { entries, cursor: String(after + entries.length) }
+          const start = outbox.findIndex((entry) => entry.seq > after)
+          const entries = start < 0 ? [] : outbox.slice(start, start + Math.max(0, limit))
+          return { entries, cursor: String(entries.at(-1)?.seq ?? after) }
+        }),
+      pruneOutbox: (cursor, before) =>
+        transaction(Effect.sync(() => {
+          if (cursor === undefined) return 0
+          const passed = Number(cursor) || 0
+          let pruned = 0
+          while (outbox.length > 0 && outbox[0]!.seq <= passed && (outboxWritten.get(outbox[0]!.seq) ?? 0) < before) {
+            outboxWritten.delete(outbox.shift()!.seq)
+            pruned++
+          }
+          return pruned
+        })),
+      scanResults: (environment, afterId, beforeId, limit) =>
+        Effect.sync(() =>
+          [...tasks.values()]
+            .filter((task) =>
+              task.environment === environment && (afterId === undefined || task.id > afterId) && task.id < beforeId
+            )
+            .sort((a, b) => (a.id < b.id ? -1 : 1))
+            .slice(0, Math.max(0, limit))
+            .map(({ accountId, id, result, status }) => ({ id, accountId, status, result }))
+        ),
+      resultBytes: (accountId, environment, sinceId) =>
+        Effect.sync(() =>
+          (byAccount.get(accountId) ?? []).reduce((total, id) => {
+            const task = tasks.get(id)
+            return task !== undefined && id >= sinceId && task.environment === environment && task.status === "succeeded"
+              ? total + resultSize(task.result)
+              : total
+          }, 0)
+        ),
+      activeCounts: (accountId, keyId) =>
+        Effect.sync(() => {
+          let account = 0
+          let key = 0
+          for (const id of byAccount.get(accountId) ?? []) {
+            const task = tasks.get(id)
+            if (task === undefined || isTerminal(task.status)) continue
+            account++
+            if (task.keyId === keyId) key++
+          }
+          return { account, key }
         }),
       pruneIdempotency: (before) =>
         transaction(Effect.sync(() => MemoryStore.deleteWhere(idempotency, (record) => record.createdAt < before))),

@@ -12,10 +12,16 @@
  * that run out; another worker then claims the task with a newer fence and continues from the stored upstream job
  * id.
  *
+ * Outages: a claim that fails (the database restarted, connections killed) never stops the worker. It logs once and
+ * tries again after a capped exponential backoff ({@link WorkerOptions.backoff}, `@mediagate/persistence/Backoff`).
+ * A step that failed half-way hands its task back, retrying until storage answers; a task of a claim whose answer
+ * was lost (committed, then the connection dropped) is run by nobody, so after a failed claim the worker claims under
+ * a new name and the heartbeat stops renewing the old one once its steps end: such leases run out and the tasks
+ * are claimed again.
+ *
  * @since 0.1.0
  */
 import { Tracing } from "@mediagate/contract"
-import * as Arr from "effect/Array"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -29,6 +35,7 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
+import * as Backoff from "@mediagate/persistence/Backoff"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { Outcome, TaskRecord } from "./TaskRecord.js"
 import { idempotencyWindowMs } from "./TaskService.js"
@@ -54,6 +61,8 @@ export interface WorkerOptions {
   readonly shutdownGrace?: Duration.DurationInput
   /** This worker's name in leases. Default `<host>:<pid>:<ulid>`. */
   readonly owner?: string
+  /** Backoff of the dispatcher while claims fail (storage unavailable). Default 100 ms, doubling, at most 5 s. */
+  readonly backoff?: Backoff.Options
 }
 
 /**
@@ -177,7 +186,18 @@ export const run = (options: WorkerOptions = {}) =>
     const upstream = yield* Upstream
     const leaseMs = Duration.toMillis(options.lease ?? "30 seconds")
     const idleMs = Duration.toMillis(options.idle ?? "1 second")
-    const owner = options.owner ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
+    const baseOwner = options.owner ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
+    /**
+     * The name this worker claims under. A claim that fails may still have committed (the connection was lost
+     * after the commit): its tasks are leased to the name but run by nobody. So the name changes after a failed
+     * claim, and a former name is kept alive by the heartbeat only while steps it claimed still run; the leases of
+     * such lost claims then run out and the tasks are claimed again.
+     */
+    let owner = baseOwner
+    let generation = 0
+    /** Steps running per former name (the current name is always kept alive). */
+    const formerOwners = new Map<string, number>()
+    const ownerOf = new Map<string, string>()
     const stepOptions = {
       pollDelay: options.pollDelay ?? (upstream.notifiesChanges ? safetyNetPollDelayMs : defaultPollDelayMs),
       retryDelay: options.retryDelay ?? defaultRetryDelayMs
@@ -231,13 +251,18 @@ export const run = (options: WorkerOptions = {}) =>
       upstream.changes.pipe(
         Stream.groupedWithin(512, Duration.millis(5)),
         Stream.runForEach((ids) =>
-          storage.markDue([...ids]).pipe(Effect.catchAll((error) => Effect.logWarning("markDue failed", error)))
+          // a change is not dropped for an outage (the task would wait for its safety-net poll): tried again with
+          // backoff for up to 5 minutes, then left to that poll
+          storage.markDue([...ids]).pipe(
+            Effect.retry(Backoff.schedule(options.backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
+            Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause))
+          )
         )
       )
     )
     yield* Effect.forkScoped(
-      storage.heartbeat(owner, leaseMs).pipe(
-        Effect.catchAll((error) => Effect.logWarning("heartbeat failed", error)),
+      Effect.suspend(() => Effect.forEach([owner, ...formerOwners.keys()], (name) => storage.heartbeat(name, leaseMs))).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("heartbeat failed", cause)),
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(100, Math.floor(leaseMs / 3)))))
       )
     )
@@ -247,7 +272,10 @@ export const run = (options: WorkerOptions = {}) =>
     const handBack = (task: TaskRecord) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         stepStorage.step(task.id, task.fence, { nextRunAt: now + Duration.toMillis(stepOptions.retryDelay(0)), polled: true })).pipe(
-          Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.upTo(Duration.millis(leaseMs)))),
+          // as long as this process lives (its slot stays taken meanwhile): a lease given up on here would be kept
+          // alive by the heartbeat, and the task never run again. Shutdown releases every lease anyway.
+          Effect.sandbox,
+          Effect.retry(Backoff.schedule(options.backoff)),
           Effect.ignore
         )
 
@@ -264,6 +292,13 @@ export const run = (options: WorkerOptions = {}) =>
         Effect.ensuring(Effect.suspend(() => {
           running--
           deadlines.delete(task.id)
+          const claimedBy = ownerOf.get(task.id)
+          ownerOf.delete(task.id)
+          const left = claimedBy === undefined ? undefined : formerOwners.get(claimedBy)
+          if (claimedBy !== undefined && left !== undefined) {
+            if (left <= 1) formerOwners.delete(claimedBy)
+            else formerOwners.set(claimedBy, left - 1)
+          }
           return full ? poke : Effect.void
         }))
       )
@@ -303,13 +338,20 @@ export const run = (options: WorkerOptions = {}) =>
         return yield* Queue.take(pokes)
       }
       dueSinceClaim = Infinity
-      const claimed = yield* storage.claim(owner, free, leaseMs).pipe(
-        Effect.catchAll((error) => Effect.as(Effect.logError("claim failed", error), Arr.empty<TaskRecord>()))
-      )
+      // a failed claim (storage unavailable) ends the round: the loop backs off (see `dispatcher` below)
+      const claimed = yield* storage.claim(owner, free, leaseMs).pipe(Effect.tapErrorCause(() =>
+        Effect.sync(() => {
+          // the claim may have committed: claim under a new name from now on (see `owner`)
+          const steps = [...ownerOf.values()].filter((name) => name === owner).length
+          if (steps > 0) formerOwners.set(owner, steps)
+          owner = `${baseOwner}:${++generation}`
+        })
+      ))
       full = claimed.length >= free
       for (const task of claimed) {
         running++
         deadlines.set(task.id, task.deadlineAt)
+        ownerOf.set(task.id, owner)
         yield* FiberSet.run(steps, step(task))
       }
       if (!full) yield* idle
@@ -318,12 +360,13 @@ export const run = (options: WorkerOptions = {}) =>
     // housekeeping: forget idempotency records past their window
     yield* Effect.forkScoped(
       Effect.flatMap(Clock.currentTimeMillis, (now) => storage.pruneIdempotency(now - idempotencyWindowMs)).pipe(
-        Effect.catchAll((error) => Effect.logWarning("idempotency pruning failed", error)),
+        Effect.catchAllCause((cause) => Effect.logWarning("idempotency pruning failed", cause)),
         Effect.repeat(Schedule.spaced(Duration.minutes(10)))
       )
     )
 
-    const dispatcher = yield* Effect.forkScoped(Effect.forever(dispatch))
+    // never ends on a failure or defect: logs it and tries again after a capped backoff
+    const dispatcher = yield* Effect.forkScoped(Backoff.loop("task worker: claim", dispatch, options.backoff))
 
     // graceful shutdown: stop claiming, let running steps finish (up to the grace period), hand back leases
     yield* Effect.addFinalizer(() =>
@@ -335,18 +378,39 @@ export const run = (options: WorkerOptions = {}) =>
           Effect.ignore
         )
         yield* FiberSet.clear(steps)
-        const released = yield* storage.releaseAll(owner).pipe(Effect.orElseSucceed(() => 0))
+        const released = yield* Effect.forEach(
+          [owner, ...formerOwners.keys()],
+          (name) => storage.releaseAll(name).pipe(Effect.orElseSucceed(() => 0))
+        ).pipe(Effect.map((counts) => counts.reduce((a, b) => a + b, 0)))
         if (released > 0) yield* Effect.logInfo(`worker ${owner} released ${released} leases`)
       })
     )
     yield* Effect.logDebug(`worker ${owner} started (concurrency ${concurrency})`)
   })
 
-/** Worker settings from Effect `Config` (decisions.md §10): `MEDIAGATE_WORKER_CONCURRENCY` (default 32). */
+/** `500ms`, `2s`, `1m`: a duration in ms, or undefined. */
+const parseMs = (text: string): number | undefined => {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)\s*$/.exec(text)
+  return match === null ? undefined : Math.round(Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as "ms" | "s" | "m"])
+}
+
+/**
+ * Worker settings from Effect `Config` (decisions.md §10): `MEDIAGATE_WORKER_CONCURRENCY` (default 32) and
+ * `MEDIAGATE_WORKER_LEASE` (default `30s`, at least `1s`: how long a task claimed by a process that died stays
+ * unclaimed).
+ */
 export const config: Config.Config<WorkerOptions> = Config.all({
   concurrency: Config.integer("MEDIAGATE_WORKER_CONCURRENCY").pipe(
     Config.withDefault(32),
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 })
+  ),
+  lease: Config.string("MEDIAGATE_WORKER_LEASE").pipe(
+    Config.withDefault("30s"),
+    Config.validate({
+      message: "must be a duration of at least 1s, like 30s or 1m",
+      validation: (text) => (parseMs(text) ?? 0) >= 1000
+    }),
+    Config.map((text) => Duration.millis(parseMs(text)!))
   )
 })
 

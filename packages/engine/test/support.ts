@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Billing, type Charge, type Refund } from "../src/Billing.js"
 import type { NewTask } from "../src/TaskRecord.js"
+import type { TaskStorage } from "../src/TaskStorage.js"
 
 /** The instant the storage suites set the `TestClock` to before each test. */
 export const start = Date.UTC(2026, 10, 21, 12, 0, 0)
@@ -72,3 +73,20 @@ export const chargeOf = (task: NewTask): Charge => ({
   amountMicros: task.chargedMicros,
   description: `${task.model} ${task.operation}`
 })
+
+/**
+ * Reads the outbox from `cursor` until it holds at least `count` entries (or `attempts` reads have passed): on
+ * PostgreSQL a reader sees no entry while an older transaction of the database runs — other suites' writes on the
+ * same database delay what a test reads next. A bounded loop of reads, no clock (tests may run on `TestClock`).
+ */
+export const readOutboxAtLeast = (
+  storage: Pick<TaskStorage["Type"], "readOutbox">,
+  count: number,
+  cursor: string | undefined = undefined,
+  limit = 100,
+  attempts = 2_000
+): ReturnType<TaskStorage["Type"]["readOutbox"]> =>
+  Effect.flatMap(storage.readOutbox(cursor, limit), (read) =>
+    read.entries.length >= count || attempts <= 1
+      ? Effect.succeed(read)
+      : Effect.zipRight(Effect.yieldNow(), readOutboxAtLeast(storage, count, cursor, limit, attempts - 1)))

@@ -3,11 +3,18 @@
  * share it), or a `SqlClient` the host app already has. The drivers are optional peer dependencies, loaded only
  * when chosen: a PostgreSQL-only app never installs `better-sqlite3`, a SQLite-only app never installs `pg`.
  *
+ * Outages (docs/operations.md#outages): the PostgreSQL pool bounds how long a query waits for a connection
+ * (`connectTimeout`, `MEDIAGATE_DB_CONNECT_TIMEOUT`, default 5 s: opening one, or waiting for a free one), so while
+ * the database restarts requests fail fast (503 `SERVICE_UNAVAILABLE`) instead of queueing; connections the server
+ * killed are dropped from the pool and new ones are opened as soon as it answers again.
+ *
  * @since 0.1.0
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Durations from "@mediagate/vendors/Durations"
 import * as Config from "effect/Config"
 import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -26,6 +33,13 @@ export type Database =
     readonly postgres: string | Redacted.Redacted<string>
     /** Pool size (default 10). */
     readonly maxConnections?: number
+    /**
+     * Longest wait for a connection: opening one, or for a free one when the pool is busy (default
+     * {@link defaultConnectTimeout}). A query that cannot get one in time fails (a 503 at the HTTP edge).
+     */
+    readonly connectTimeout?: Duration.DurationInput
+    /** How long an unused pooled connection stays open (default 10 s). */
+    readonly idleTimeout?: Duration.DurationInput
   }
   | {
     /**
@@ -44,6 +58,9 @@ export class DatabaseError extends Data.TaggedError("DatabaseError")<{
   readonly retryable: boolean
   readonly cause?: unknown
 }> {}
+
+/** Default longest wait for a PostgreSQL connection: 5 s. */
+export const defaultConnectTimeout: Duration.Duration = Duration.seconds(5)
 
 /** A short description for logs (never the URL: it may hold a password). */
 export const describe = (database: Database): string =>
@@ -78,7 +95,12 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
       load("@effect/sql-pg", () => import("@effect/sql-pg/PgClient")),
       (PgClient): Layer.Layer<SqlClient.SqlClient, DatabaseError> =>
         Layer.catchAll(
-          PgClient.layer({ url, maxConnections: database.maxConnections ?? 10 }),
+          PgClient.layer({
+            url,
+            maxConnections: database.maxConnections ?? 10,
+            connectTimeout: database.connectTimeout ?? defaultConnectTimeout,
+            ...(database.idleTimeout === undefined ? {} : { idleTimeout: database.idleTimeout })
+          }),
           (cause) => Layer.fail(new DatabaseError({ message: "cannot connect to PostgreSQL", retryable: true, cause }))
         )
     ))
@@ -102,13 +124,16 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
 
 /**
  * The database from Effect `Config` (decisions.md §10): PostgreSQL when `DATABASE_URL` is set, otherwise SQLite at
- * `MEDIAGATE_DATA_DIR/mediagate.db` (default `./data/mediagate.db`).
+ * `MEDIAGATE_DATA_DIR/mediagate.db` (default `./data/mediagate.db`). On PostgreSQL, `MEDIAGATE_DB_CONNECT_TIMEOUT`
+ * (default `5s`) and `MEDIAGATE_DB_IDLE_TIMEOUT` (default `10s`) set the pool's timeouts.
  */
 export const config: Config.Config<Database> = Config.all({
   url: Config.option(Config.redacted("DATABASE_URL")),
-  dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data"))
-}).pipe(Config.map(({ dataDir, url }): Database =>
+  dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data")),
+  connectTimeout: Durations.durationConfig("MEDIAGATE_DB_CONNECT_TIMEOUT", "5s"),
+  idleTimeout: Durations.durationConfig("MEDIAGATE_DB_IDLE_TIMEOUT", "10s")
+}).pipe(Config.map(({ connectTimeout, dataDir, idleTimeout, url }): Database =>
   Option.isSome(url) && Redacted.value(url.value).trim() !== ""
-    ? { postgres: url.value }
+    ? { postgres: url.value, connectTimeout: Duration.millis(connectTimeout), idleTimeout: Duration.millis(idleTimeout) }
     : { sqlite: join(dataDir, "mediagate.db") }
 ))

@@ -13,7 +13,8 @@
  */
 import { Errors } from "@mediagate/contract"
 import * as Schema from "effect/Schema"
-import { IncomingMessage, type ServerResponse } from "node:http"
+import { IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
 
 /** A `node:http` request listener. */
 export type Listener = (request: IncomingMessage, response: ServerResponse) => void
@@ -42,6 +43,46 @@ export const unavailable = (request: IncomingMessage, response: ServerResponse, 
   })
   response.end(body)
   request.resume()
+}
+
+/** The envelope answer to a request Node's HTTP parser refused, by the parser's error code. */
+const clientErrorAnswer = (code: string | undefined): readonly [number, string, string] => {
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return [431, "REQUEST_HEADERS_TOO_LARGE", "request headers are larger than the server accepts (16 KB in all)"]
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return [413, "PAYLOAD_TOO_LARGE", "chunk extensions are larger than the server accepts"]
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return [408, "REQUEST_TIMEOUT", "the request was not received in time"]
+    default:
+      return [400, "VALIDATION_ERROR", `malformed HTTP request${code === undefined ? "" : ` (${code})`}`]
+  }
+}
+
+/**
+ * A `node:http` server's `clientError` listener (`server.on("clientError", NodeAdapters.clientError)`): a request
+ * that Node's parser refuses before any handler runs (headers over the limit, malformed syntax, a request that
+ * took too long) is answered in the error envelope — 431 `REQUEST_HEADERS_TOO_LARGE`, 400 `VALIDATION_ERROR`,
+ * 408 `REQUEST_TIMEOUT` — instead of Node's bare status line, then the connection is closed. A socket that is gone,
+ * or already carries a response, is only closed.
+ */
+export const clientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
+  const inFlight: unknown = Reflect.get(socket, "_httpMessage")
+  const headersSent = typeof inFlight === "object" && inFlight !== null && Reflect.get(inFlight, "headersSent") === true
+  if (error.code === "ECONNRESET" || !socket.writable || headersSent) {
+    socket.destroy()
+    return
+  }
+  const [status, code, message] = clientErrorAnswer(error.code)
+  const body = JSON.stringify({ success: false, error: { code, message } })
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n` +
+      "Content-Type: application/json\r\n" +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      "Cache-Control: no-store\r\n" +
+      "Connection: close\r\n\r\n" +
+      body
+  )
 }
 
 /** A field that frameworks and body parsers add to the request (`originalUrl`, `baseUrl`, `body`, ...). */

@@ -25,7 +25,7 @@ import type { AddressInfo } from "node:net"
 import * as Tracing from "./internal/tracing.js"
 import * as Logging from "./Logging.js"
 import * as Mediagate from "./Mediagate.js"
-import type * as NodeAdapters from "./NodeAdapters.js"
+import * as NodeAdapters from "./NodeAdapters.js"
 
 /** Where the server listens. */
 export interface ListenOptions {
@@ -70,6 +70,8 @@ export const listen = (
   Effect.acquireRelease(
     Effect.async<NodeServer, Mediagate.StartError>((resume) => {
       const server = createServer(listener)
+      // requests Node's parser refuses (headers over 16 KB, malformed) are answered in the envelope too
+      server.on("clientError", NodeAdapters.clientError)
       const onError = (cause: Error) =>
         resume(Effect.fail(new Mediagate.StartError({ message: `cannot listen: ${cause.message}`, retryable: false, cause })))
       server.once("error", onError)

@@ -17,3 +17,5 @@ export * as Mediagate from "./Mediagate.js"
 export * as NodeAdapters from "./NodeAdapters.js"
 /** The production server. */
 export * as Server from "./Server.js"
+/** Retention: pruning of result files, deliveries, outbox rows and idempotency records; the test storage quota. */
+export * as Retention from "./Retention.js"

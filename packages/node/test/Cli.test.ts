@@ -45,7 +45,8 @@ const recordingAdmin = () => {
           spent: 0,
           expiresAt: null,
           createdAt: "2026-11-21T00:00:00.000Z",
-          lastUsedAt: null
+          lastUsedAt: null,
+          rateLimit: { requestsPerMinute: null, maxInFlightTasks: null }
         }
       })
   })

@@ -151,4 +151,87 @@ describe("the composed stack", () => {
       const nobody = yield* Client.make({ baseUrl, apiKey: `mg_live_${"Z".repeat(32)}` })
       yield* notFound(nobody.balance.get(), "AUTH_INVALID_TOKEN")
     }).pipe(Effect.provide(FetchHttpClient.layer), Effect.scoped), { timeout: 60_000 })
+
+  it.live("derived keys stay inside their creator's limits; idempotent replays go to the creating key only", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* start({ adminToken })
+      const admin = yield* Client.make({ baseUrl, apiKey: adminToken })
+      const account = yield* admin.admin.createAccount({ payload: { name: "Acme", balance: 100 } })
+      const owner = yield* Client.make({
+        baseUrl,
+        apiKey: (yield* admin.admin.createKey({ path: { id: account.id }, payload: { name: "owner" } })).key
+      })
+      const codeOf = <A, E>(effect: Effect.Effect<A, E>) =>
+        Effect.map(Effect.flip(effect), (error) => (error as { code?: string }).code)
+      const spend = (client: Client.MediagateClient) =>
+        client.generation.vendor3TextToVideo({ payload: { model: "vendor3-3_fast", input: { prompt: "kite" } }, headers: {} })
+
+      // a key limited to 1.20 (one vendor3-3_fast task) and allowed to derive keys, fenced to loopback
+      const parentKey = yield* owner.apiKeys.create({
+        payload: { name: "parent", spendLimit: 1.2, ipWhitelist: ["127.0.0.1"] },
+        headers: {}
+      })
+      const parent = yield* Client.make({ baseUrl, apiKey: parentKey.key })
+      // three children without a limit: each inherits what the parent has left, and all spend from it
+      const children = yield* Effect.forEach([1, 2, 3], (i) =>
+        Effect.flatMap(
+          parent.apiKeys.create({ payload: { name: `child ${i}` }, headers: {} }),
+          (created) => Effect.map(Client.make({ baseUrl, apiKey: created.key }), (client) => ({ created, client }))
+        ))
+      for (const { created } of children) {
+        expect(created.spendLimit).toBe(1.2)
+        expect(created.ipWhitelist).toEqual(["127.0.0.1"])
+      }
+      yield* spend(children[0]!.client)
+      expect(yield* codeOf(spend(children[1]!.client))).toBe("SPEND_LIMIT_EXCEEDED")
+      expect(yield* codeOf(spend(children[2]!.client))).toBe("SPEND_LIMIT_EXCEEDED")
+      expect(yield* codeOf(spend(parent))).toBe("SPEND_LIMIT_EXCEEDED")
+      expect((yield* owner.balance.get()).balance).toBe(98.8)
+      // a wider whitelist (none: any address) is refused
+      expect(yield* codeOf(parent.apiKeys.create({ payload: { name: "open", ipWhitelist: [] }, headers: {} })))
+        .toBe("KEY_PERMISSION_DENIED")
+      // revoking the parent disables every child at once
+      yield* owner.apiKeys.delete({ path: { id: parentKey.id } })
+      for (const { client } of children) expect(yield* codeOf(client.balance.get())).toBe("KEY_REVOKED")
+
+      // idempotent replays: a full-access live key creates a key and a webhook with Idempotency-Key X
+      const headers = { "idempotency-key": "X" }
+      const liveKey = yield* owner.apiKeys.create({ payload: { name: "deploy" }, headers })
+      const hook = yield* owner.webhooks.create({
+        payload: { url: "https://hooks.example.com/x", events: ["task.completed"] },
+        headers
+      })
+      expect((yield* owner.apiKeys.create({ payload: { name: "deploy" }, headers })).key).toBe(liveKey.key)
+      expect((yield* owner.webhooks.create({
+        payload: { url: "https://hooks.example.com/x", events: ["task.completed"] },
+        headers
+      })).secret).toBe(hook.secret)
+      // a test key allowed to create keys and webhooks sends the same requests: its own, never the replay
+      const testKey = yield* owner.apiKeys.create({
+        payload: { name: "tester", environment: "test", permissions: { "api-keys:write": true, "webhooks:write": true } },
+        headers: {}
+      })
+      const tester = yield* Client.make({ baseUrl, apiKey: testKey.key })
+      const theirs = yield* tester.apiKeys.create({ payload: { name: "deploy" }, headers })
+      expect(theirs.key).not.toBe(liveKey.key)
+      expect(theirs.environment).toBe("test")
+      expect(theirs.permissions).toEqual({ "api-keys:write": true, "webhooks:write": true })
+      const theirHook = yield* tester.webhooks.create({
+        payload: { url: "https://hooks.example.com/x", events: ["task.completed"] },
+        headers
+      })
+      expect(theirHook.id).not.toBe(hook.id)
+      expect(theirHook.secret).not.toBe(hook.secret)
+      // a key without the permission gets the normal refusal
+      const reader = yield* Client.make({
+        baseUrl,
+        apiKey: (yield* owner.apiKeys.create({ payload: { name: "reader", permissions: { "tasks:read": true } }, headers: {} }))
+          .key
+      })
+      expect(yield* codeOf(reader.apiKeys.create({ payload: { name: "deploy" }, headers }))).toBe("KEY_PERMISSION_DENIED")
+      expect(yield* codeOf(reader.webhooks.create({
+        payload: { url: "https://hooks.example.com/x", events: ["task.completed"] },
+        headers
+      }))).toBe("KEY_PERMISSION_DENIED")
+    }).pipe(Effect.provide(FetchHttpClient.layer), Effect.scoped), { timeout: 60_000 })
 })

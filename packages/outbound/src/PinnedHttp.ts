@@ -3,7 +3,8 @@
  * rules of the contract's `Address` module.
  *
  * - {@link checkTarget}: unless `allowPrivate`, a literal host that is not public is refused; the name is resolved
- *   (`lookup(host, { all: true })`) and **every** address must be allowed, else the target is refused.
+ *   (`lookup(host, { all: true })`, within `resolveTimeout` when given) and **every** address must be global
+ *   ({@link Address.isPublicAddress}, the one address policy), else the target is refused.
  * - {@link request}: checks the target, then connects to the address it checked: a custom `lookup` hands the socket
  *   that address, so a second DNS answer (rebinding) cannot change where the request goes; the Host header and TLS
  *   SNI keep the name. Redirects are followed only when `maxRedirects` is given, each hop checked again. The body is
@@ -19,7 +20,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import ipaddr from "ipaddr.js"
 import { lookup as dnsLookup } from "node:dns/promises"
 import * as http from "node:http"
 import * as https from "node:https"
@@ -69,6 +69,11 @@ export interface TargetOptions {
    * public unicast addresses only ({@link Address.isPublicAddress}). When given, it replaces the literal-host check.
    */
   readonly isAllowedAddress?: ((address: string) => boolean) | undefined
+  /**
+   * Deadline of the name resolution alone: past it the target fails with `reason: "timeout"` (registration checks,
+   * which have no other deadline). Default: none here; {@link request} bounds the whole exchange anyway.
+   */
+  readonly resolveTimeout?: Duration.DurationInput | undefined
 }
 
 /** Options of {@link request}. */
@@ -123,9 +128,10 @@ export const checkTarget = Effect.fn("PinnedHttp.checkTarget")(function*(url: UR
     if (problem !== undefined) return yield* refuse(host, "address", problem)
   }
   const unresolved = refuse(host, "dns", `host ${host} could not be resolved`)
-  const addresses: ReadonlyArray<ResolvedAddress> = ipaddr.isValid(host)
-    ? [{ address: host, family: ipaddr.parse(host).kind() === "ipv6" ? 6 : 4 }]
-    : yield* Effect.tryPromise({ try: () => (options.lookup ?? defaultResolver)(host), catch: () => unresolved })
+  const literal = Address.parseAddress(host)
+  const addresses: ReadonlyArray<ResolvedAddress> = literal !== undefined
+    ? [{ address: host, family: literal.kind() === "ipv6" ? 6 : 4 }]
+    : yield* resolveName(host, options, unresolved)
   const first = addresses[0]
   if (first === undefined) return yield* unresolved
   const refused = addresses.find(({ address }) => !allowed(address))
@@ -134,6 +140,17 @@ export const checkTarget = Effect.fn("PinnedHttp.checkTarget")(function*(url: UR
   }
   return first
 })
+
+const resolveName = (host: string, options: TargetOptions, unresolved: OutboundError) => {
+  const resolved = Effect.tryPromise({ try: () => (options.lookup ?? defaultResolver)(host), catch: () => unresolved })
+  if (options.resolveTimeout === undefined) return resolved
+  const limit = Duration.decode(options.resolveTimeout)
+  const seconds = Math.round(Duration.toMillis(limit) / 100) / 10
+  return Effect.timeoutFail(resolved, {
+    duration: limit,
+    onTimeout: () => refuse(host, "timeout", `host ${host} did not resolve within ${seconds} s`)
+  })
+}
 
 type Hop =
   | { readonly _tag: "Answer"; readonly response: Response }

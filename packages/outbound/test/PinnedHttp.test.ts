@@ -104,7 +104,19 @@ describe("PinnedHttp address rules", () => {
     "http://[::ffff:127.0.0.1]/",
     "http://0.0.0.0/",
     "http://localhost/",
-    "http://metadata.google.internal/"
+    "http://metadata.google.internal/",
+    // IPv4 spellings the WHATWG parser turns into 127.0.0.1, and IPv6 forms that embed a non-global IPv4
+    "http://2130706433/",
+    "http://0x7f.1/",
+    "http://127.1/",
+    "http://[::127.0.0.1]/",
+    "http://[::a9fe:a9fe]/",
+    "http://[::ffff:a9fe:a9fe]/",
+    "http://[64:ff9b::127.0.0.1]/",
+    "http://[64:ff9b:1::808:808]/",
+    "http://[2002:7f00:1::1]/",
+    "http://[2001::1]/",
+    "http://[fec0::1]/"
   ]
   for (const url of refused) {
     it.live(`refuses ${url}`, () =>
@@ -140,6 +152,37 @@ describe("PinnedHttp address rules", () => {
       )
       expect(target.reason).toBe("address")
     }).pipe(Effect.scoped))
+
+  it.live("every resolved address must be global, whatever form it comes in", () =>
+    Effect.gen(function*() {
+      const url = new URL("http://cdn.test/ok")
+      // glibc writes an IPv4-compatible answer as ::a.b.c.d
+      for (
+        const address of [
+          "::127.0.0.1", "::7f00:1", "::a9fe:a9fe", "::ffff:169.254.169.254", "64:ff9b::a00:1", "64:ff9b:1::1",
+          "2002:a9fe:a9fe::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fe80::1%eth0", "::", "0.0.0.0", "100.64.0.1",
+          "198.18.0.1", "240.0.0.1", "192.0.0.8", "not-an-address"
+        ]
+      ) {
+        const error = yield* failure(PinnedHttp.checkTarget(url, { lookup: fakeDns({ "cdn.test": [address] }) }))
+        expect(error.reason, address).toBe("address")
+        expect(error.message, address).toContain(`resolves to ${address}`)
+      }
+      for (const address of ["8.8.8.8", "2606:4700:4700::1111", "2002:808:808::1", "64:ff9b::808:808", "::ffff:8.8.8.8"]) {
+        const target = yield* PinnedHttp.checkTarget(url, { lookup: fakeDns({ "cdn.test": [address] }) })
+        expect(target.address).toBe(address)
+      }
+    }))
+
+  it.live("resolveTimeout bounds the name resolution alone", () =>
+    Effect.gen(function*() {
+      const never: PinnedHttp.Resolver = () => new Promise(() => undefined)
+      const error = yield* failure(
+        PinnedHttp.checkTarget(new URL("http://slow.test/"), { lookup: never, resolveTimeout: "200 millis" })
+      )
+      expect(error).toMatchObject({ reason: "timeout", host: "slow.test" })
+      expect(error.message).toBe("host slow.test did not resolve within 0.2 s")
+    }))
 
   it.live("with allowPrivate, connects to the checked address once resolved and keeps the Host header", () =>
     Effect.gen(function*() {

@@ -6,6 +6,8 @@
  * @since 0.1.0
  */
 
+/** Background loops that back off while storage fails and never end on a failure. */
+export * as Backoff from "./Backoff.js"
 /** The `Idempotency-Key` window and its rule, shared by every store that remembers keys. */
 export * as IdempotencyWindow from "./IdempotencyWindow.js"
 /** ULID identifiers. */

@@ -12,21 +12,29 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { makeTrustedProxies, resolveClientAddress, socketAddress } from "./ClientAddress.js"
+import { RateLimiter } from "./RateLimit.js"
 import { ServerConfig } from "./ServerConfig.js"
 
-/** API-key authentication: reads the raw header and the client address and asks the `KeyService`. */
-export const layer: Layer.Layer<Security.Authentication, never, Services.KeyService | ServerConfig> = Layer.effect(
+/**
+ * API-key authentication: reads the raw header and the client address and asks the `KeyService`; then counts the
+ * request against the key's and account's request rates (`RateLimit.ts`).
+ */
+export const layer: Layer.Layer<Security.Authentication, never, Services.KeyService | ServerConfig | RateLimiter> = Layer.effect(
   Security.Authentication,
   Effect.gen(function*() {
     const keys = yield* Services.KeyService
     const config = yield* ServerConfig
+    const limiter = yield* RateLimiter
     const trusted = makeTrustedProxies(config.trustedProxies)
     const span = Tracing.span("Authentication.bearer")
     const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
-      keys.authenticate({
-        authorization: request.headers["authorization"],
-        clientAddress: resolveClientAddress(socketAddress(request), request.headers["x-forwarded-for"], trusted)
-      })
+      Effect.flatMap(
+        keys.authenticate({
+          authorization: request.headers["authorization"],
+          clientAddress: resolveClientAddress(socketAddress(request), request.headers["x-forwarded-for"], trusted)
+        }),
+        limiter.request
+      )
     return {
       bearer: (_token) => span(Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticate))
     }
@@ -35,11 +43,17 @@ export const layer: Layer.Layer<Security.Authentication, never, Services.KeyServ
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
 
-/** Operator-token authentication of `/admin/v1`; without a configured token the admin API answers 404. */
-export const adminLayer: Layer.Layer<Security.AdminAuthentication, never, ServerConfig> = Layer.effect(
+/**
+ * Operator-token authentication of `/admin/v1`; without a configured token the admin API answers 404. Failed
+ * attempts are counted per client address: past the limit every attempt from that address, right or wrong, is
+ * answered `429 RATE_LIMITED` until the window ends (`RateLimit.ts`).
+ */
+export const adminLayer: Layer.Layer<Security.AdminAuthentication, never, ServerConfig | RateLimiter> = Layer.effect(
   Security.AdminAuthentication,
   Effect.gen(function*() {
     const config = yield* ServerConfig
+    const limiter = yield* RateLimiter
+    const trusted = makeTrustedProxies(config.trustedProxies)
     const expected = Option.map(config.adminToken, (token) => digest(Redacted.value(token)))
     return {
       adminToken: (_token) =>
@@ -48,10 +62,13 @@ export const adminLayer: Layer.Layer<Security.AdminAuthentication, never, Server
           if (Option.isNone(expected)) {
             return yield* new Errors.NotFound({ message: `no route for ${request.method} ${request.url.split("?")[0]}` })
           }
+          const address = resolveClientAddress(socketAddress(request), request.headers["x-forwarded-for"], trusted)
+          yield* limiter.adminGate(address)
           const header = request.headers["authorization"]?.trim() ?? ""
           if (header === "") return yield* new Errors.AuthRequired({ message: "admin token required" })
           const match = /^Bearer\s+(\S+)$/i.exec(header)
           if (match === null || !timingSafeEqual(digest(match[1]!), expected.value)) {
+            yield* limiter.adminFailure(address)
             return yield* new Errors.AuthInvalidToken({ message: "invalid admin token" })
           }
         })

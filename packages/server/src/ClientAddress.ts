@@ -1,11 +1,23 @@
 /**
- * The client address of a request: the socket address, or — only when the socket peer is a trusted proxy — the
- * right-most untrusted address of `X-Forwarded-For` (decisions.md §5). IPv4-mapped IPv6 addresses become IPv4.
+ * The client address of a request (decisions.md §5): the socket address, or — only when the socket peer is a trusted
+ * proxy (`MEDIAGATE_TRUSTED_PROXIES`) — read from `X-Forwarded-For`, failing closed:
+ *
+ * - The header is split on commas and walked **from the right**; every hop is read strictly
+ *   ({@link parseForwardedHop}): an IPv4 or IPv6 address, optionally `a.b.c.d:port`, `[v6]` or `[v6]:port`
+ *   (RFC 7239 node syntax, as some proxies write it). IPv4-mapped IPv6 addresses become IPv4.
+ * - A hop that is a trusted proxy is skipped; the first hop that is not is the client.
+ * - A hop that does not parse (`unknown`, an obfuscated id, an empty element, a name, `127.1`, a zone id, garbage)
+ *   stops the walk: the client is **unknown** (`undefined`), which matches no IP-whitelist entry, so a key with a
+ *   whitelist is refused. It is never the proxy's own address.
+ * - When every hop is a trusted proxy, the left-most hop is the client.
+ *
+ * `Forwarded` (RFC 7239) is not read: a proxy in front of the service must write `X-Forwarded-For`.
  *
  * @since 0.1.0
  */
 import type * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import { Address } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Option from "effect/Option"
 import ipaddr from "ipaddr.js"
@@ -37,17 +49,24 @@ export interface TrustedProxies {
   readonly contains: (address: string) => boolean
 }
 
+/** IPv4-mapped IPv6 as IPv4; an address in its canonical text. */
+const canonical = (address: Address.IpAddress): string =>
+  address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() ? address.toIPv4Address().toString() : address.toString()
+
 const normalize = (address: string): string | undefined => {
-  const bare = address.trim().replace(/^\[|\]$/g, "").replace(/%.*$/, "")
-  if (!ipaddr.isValid(bare)) return undefined
-  return ipaddr.process(bare).toString()
+  const bare = address.trim().replace(/^\[(.*)\]$/, "$1").replace(/%.*$/, "")
+  const parsed = Address.parseAddress(bare)
+  return parsed === undefined ? undefined : canonical(parsed)
 }
 
 /** Addresses normalized lately (every request normalizes its socket address): at most this many, then anew. */
 const normalizedCapacity = 1024
 const normalized = new Map<string, string | null>()
 
-/** Normalizes an address: IPv4-mapped IPv6 to IPv4, zone ids dropped; undefined when not an IP address. */
+/**
+ * Normalizes a socket address: IPv4-mapped IPv6 to IPv4, brackets and zone ids dropped; undefined when not an IP
+ * address written strictly (see the contract's `Address.parseAddress`).
+ */
 export const normalizeAddress = (address: string): string | undefined => {
   const known = normalized.get(address)
   if (known !== undefined) return known ?? undefined
@@ -57,29 +76,74 @@ export const normalizeAddress = (address: string): string | undefined => {
   return result
 }
 
-/** Parses trusted proxy entries; an invalid entry is a configuration error. */
+const validPort = (port: string | undefined) => port === undefined || Number(port) <= 65535
+
+/**
+ * One element of `X-Forwarded-For`, read strictly: `a.b.c.d`, `a.b.c.d:port`, an IPv6 address, `[v6]` or
+ * `[v6]:port` (port: 1 to 5 digits, at most 65535; surrounding spaces and tabs ignored). The address, normalized like
+ * {@link normalizeAddress}; undefined for anything else (`unknown`, `_hidden`, empty, names, zone ids, `127.1`).
+ */
+export const parseForwardedHop = (hop: string): string | undefined => {
+  const text = hop.replace(/^[ \t]+|[ \t]+$/g, "")
+  const bracketed = /^\[([0-9A-Fa-f:.]+)\](?::([0-9]{1,5}))?$/.exec(text)
+  if (bracketed !== null) {
+    const parsed = Address.parseAddress(bracketed[1]!)
+    return parsed?.kind() === "ipv6" && validPort(bracketed[2]) ? canonical(parsed) : undefined
+  }
+  const withPort = /^([0-9.]+):([0-9]{1,5})$/.exec(text)
+  if (withPort !== null) {
+    const parsed = Address.parseAddress(withPort[1]!)
+    return parsed?.kind() === "ipv4" && validPort(withPort[2]) ? canonical(parsed) : undefined
+  }
+  if (text.includes("%")) return undefined
+  const parsed = Address.parseAddress(text)
+  return parsed === undefined ? undefined : canonical(parsed)
+}
+
+type Range = readonly [Address.IpAddress, number]
+
+/** A trusted-proxy entry as a range (IPv4-mapped entries as IPv4), or why it is invalid. */
+const proxyRange = (entry: string): Range | string => {
+  const slash = entry.indexOf("/")
+  const address = Address.parseAddress(slash < 0 ? entry : entry.slice(0, slash))
+  const width = address?.kind() === "ipv6" ? 128 : 32
+  const bits = slash < 0 ? width : /^[0-9]{1,3}$/.test(entry.slice(slash + 1)) ? Number(entry.slice(slash + 1)) : -1
+  if (address === undefined || (address instanceof ipaddr.IPv6 && address.zoneId !== undefined)) {
+    return `trusted proxy ${JSON.stringify(entry)} is not an IP address or CIDR range`
+  }
+  if (bits < 0 || bits > width) return `trusted proxy ${JSON.stringify(entry)} has an invalid prefix length`
+  return address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress()
+    ? [address.toIPv4Address(), Math.max(0, bits - 96)]
+    : [address, bits]
+}
+
+/** Why a trusted-proxy entry is invalid (an address or CIDR range, written strictly), or undefined. */
+export const trustedProxyProblem = (entry: string): string | undefined => {
+  const range = proxyRange(entry)
+  return typeof range === "string" ? range : undefined
+}
+
+/** Parses trusted proxy entries; an invalid entry is a configuration error (thrown). */
 export const makeTrustedProxies = (entries: ReadonlyArray<string>): TrustedProxies => {
   const ranges = entries.map((entry) => {
-    if (!entry.includes("/")) {
-      const address = ipaddr.process(entry)
-      return [address, address.kind() === "ipv4" ? 32 : 128] as const
-    }
-    const [address, bits] = ipaddr.parseCIDR(entry)
-    return address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress()
-      ? [address.toIPv4Address(), Math.max(0, bits - 96)] as const
-      : [address, bits] as const
+    const range = proxyRange(entry)
+    if (typeof range === "string") throw new Error(range)
+    return range
   })
   return {
     contains: (address) => {
       const normalized = normalizeAddress(address)
       if (normalized === undefined) return false
-      const parsed = ipaddr.parse(normalized)
+      const parsed = Address.parseAddress(normalized)!
       return ranges.some(([range, bits]) => range.kind() === parsed.kind() && parsed.match(range, bits))
     }
   }
 }
 
-/** The client address of a request, judged by the socket address and the trusted proxies. */
+/**
+ * The client address of a request, judged by the socket address and the trusted proxies (see the module
+ * description); undefined when unknown — no socket address, or an `X-Forwarded-For` hop that does not parse.
+ */
 export const resolveClientAddress = (
   socketAddress: string | undefined,
   forwardedFor: string | undefined,
@@ -87,12 +151,14 @@ export const resolveClientAddress = (
 ): string | undefined => {
   const peer = socketAddress === undefined ? undefined : normalizeAddress(socketAddress)
   if (peer === undefined || forwardedFor === undefined || !trusted.contains(peer)) return peer
-  const hops = forwardedFor.split(",").map((hop) => hop.trim()).filter((hop) => hop.length > 0)
+  const hops = forwardedFor.split(",")
+  let client: string | undefined = undefined
   for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = normalizeAddress(hops[i]!)
-    if (hop === undefined) return peer
-    if (!trusted.contains(hop)) return hop
+    client = parseForwardedHop(hops[i]!)
+    // fail closed: an unreadable hop makes the client unknown, never the proxy
+    if (client === undefined) return undefined
+    if (!trusted.contains(client)) return client
   }
-  const first = hops.length > 0 ? normalizeAddress(hops[0]!) : undefined
-  return first ?? peer
+  // every hop is a trusted proxy: the left-most is where the request started
+  return client
 }

@@ -4,11 +4,17 @@
  * over the limit → 413 `PAYLOAD_TOO_LARGE`, anything unexpected → 500 `INTERNAL_ERROR` with no internals. Declared
  * API errors pass through and are encoded by the HttpApi. It also sets the request's address policy.
  *
+ * Before any route runs (decisions.md §11): a path that is not canonical, or that no route matches exactly, is
+ * answered here (404/405) and never routed; a NUL in the query is a 400; a body is read under the limit (chunked
+ * too: a 413 the client can read) and checked in one pass for nesting deeper than 64 levels and NUL characters in
+ * its strings (400), so nothing deeper or with a NUL reaches a Schema or a database.
+ *
  * @since 0.1.0
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiError from "@effect/platform/HttpApiError"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -19,6 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as FindMyWay from "find-my-way-ts"
+import * as RequestBody from "./internal/requestBody.js"
 import { ServerConfig } from "./ServerConfig.js"
 
 /** An error response in the API envelope. */
@@ -39,31 +46,114 @@ export interface ExtraRoute {
   readonly path: `/${string}`
 }
 
-/** Answers 405 with `Allow` when the path exists for other methods, else 404. */
-export const makeRouteTable = (extra: ReadonlyArray<ExtraRoute>) => {
+/**
+ * How the route table matches: exactly as the routes are written. The platform's router is lenient (any case,
+ * `//` and a trailing `/` ignored); the envelope answers every path this table does not match itself, so a
+ * variant such as `/ADMIN/V1/...` or `//admin/v1/...` never reaches a route (decisions.md §11 "Canonical paths").
+ */
+const strict = { caseSensitive: true, ignoreDuplicateSlashes: false, ignoreTrailingSlash: false } as const
+
+/** The path of a request target (before `?`). */
+const pathOf = (url: string): string => {
+  const query = url.indexOf("?")
+  return query === -1 ? url : url.slice(0, query)
+}
+
+const isHex = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102)
+const hexValue = (c: number) => c <= 57 ? c - 48 : (c | 32) - 87
+
+/**
+ * Whether a byte is one a canonical path never percent-encodes: RFC 3986 unreserved, `/` or `\` — or one it never
+ * holds at all: NUL (no id contains it; decisions.md §12 answers an impossible id with 404).
+ */
+const mustNotBeEncoded = (b: number) =>
+  (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) ||
+  b === 45 || b === 46 || b === 95 || b === 126 || b === 47 || b === 92 || b === 0
+
+/**
+ * Whether a request path is in canonical form: absolute (`/` first, no scheme or authority), no empty segment
+ * (`//`, a trailing `/`), no `.` or `..` segment, no `;`, `#` or `\`, and percent-escapes only of characters that
+ * need them (never of letters, digits, `-._~`, `/` or `\`, never `%00`; each escape well formed). One pass over
+ * the path.
+ */
+export const isCanonicalPath = (path: string): boolean => {
+  const length = path.length
+  if (length === 0 || path.charCodeAt(0) !== 47) return false
+  if (length === 1) return true
+  if (path.charCodeAt(length - 1) === 47) return false
+  let segmentStart = 1
+  for (let i = 1; i <= length; i++) {
+    const c = i === length ? 47 : path.charCodeAt(i)
+    if (c === 47) {
+      const segment = i - segmentStart
+      if (segment === 0) return false
+      if (path.charCodeAt(segmentStart) === 46 && (segment === 1 || (segment === 2 && path.charCodeAt(segmentStart + 1) === 46))) {
+        return false
+      }
+      segmentStart = i + 1
+    } else if (c === 59 || c === 35 || c === 92) {
+      return false
+    } else if (c === 37) {
+      const high = path.charCodeAt(i + 1)
+      const low = path.charCodeAt(i + 2)
+      if (!isHex(high) || !isHex(low) || mustNotBeEncoded(hexValue(high) * 16 + hexValue(low))) return false
+      i += 2
+    }
+  }
+  return true
+}
+
+/** The route table of the API and the extra routes, matched strictly (see {@link strict}). */
+export interface RouteTable {
+  /** Whether a route matches the method (`HEAD` also by `GET`) and path exactly. */
+  readonly matches: (method: string, path: string) => boolean
+  /** The answer to a path no route matches: 405 with `Allow` when the path exists for other methods, else 404. */
+  readonly notFound: (request: HttpServerRequest.HttpServerRequest) => HttpServerResponse.HttpServerResponse
+}
+
+/** The routes of an HttpApi's endpoints. */
+export const routesOf = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
+  api: HttpApi.HttpApi<Id, Groups, E, R>
+): ReadonlyArray<ExtraRoute> => {
+  const routes: Array<ExtraRoute> = []
+  HttpApi.reflect(api, {
+    onGroup() {},
+    onEndpoint({ endpoint }) {
+      routes.push({ method: endpoint.method, path: endpoint.path })
+    }
+  })
+  return routes
+}
+
+/** The route table of the API's routes (default: the shipped API's) and `extra` (see {@link RouteTable}). */
+export const makeRouteTable = (
+  extra: ReadonlyArray<ExtraRoute>,
+  api: ReadonlyArray<ExtraRoute> = routesOf(Api.MediagateApi)
+): RouteTable => {
   const routers = new Map<string, FindMyWay.Router<true>>()
   const add = (method: string, path: `/${string}`) => {
-    const router = routers.get(method) ?? FindMyWay.make<true>()
+    const router = routers.get(method) ?? FindMyWay.make<true>(strict)
     routers.set(method, router)
     router.on(method, path, true)
   }
-  HttpApi.reflect(Api.MediagateApi, {
-    onGroup() {},
-    onEndpoint({ endpoint }) {
-      add(endpoint.method, endpoint.path)
+  for (const route of [...api, ...extra]) add(route.method, route.path)
+  const find = (method: string, path: string) => routers.get(method)?.find(method, path) !== undefined
+  return {
+    matches: (method, path) => find(method, path) || (method === "HEAD" && find("GET", path)),
+    notFound: (request) => {
+      const path = pathOf(request.url)
+      const allowed = isCanonicalPath(path)
+        ? [...routers].filter(([method, router]) => router.find(method, path) !== undefined).map(([method]) => method)
+        : []
+      return allowed.length > 0
+        ? errorResponse(
+          405,
+          "METHOD_NOT_ALLOWED",
+          `${request.method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`,
+          { allow: allowed.join(", ") }
+        )
+        : errorResponse(404, "NOT_FOUND", `no route for ${request.method} ${path}`)
     }
-  })
-  for (const route of extra) add(route.method, route.path)
-  return (request: HttpServerRequest.HttpServerRequest): HttpServerResponse.HttpServerResponse => {
-    const path = request.url.split("?")[0] ?? "/"
-    const allowed = [...routers]
-      .filter(([method, router]) => router.find(method, path) !== undefined)
-      .map(([method]) => method)
-    return allowed.length > 0
-      ? errorResponse(405, "METHOD_NOT_ALLOWED", `${request.method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`, {
-        allow: allowed.join(", ")
-      })
-      : errorResponse(404, "NOT_FOUND", `no route for ${request.method} ${path}`)
   }
 }
 
@@ -130,10 +220,16 @@ const isJsonContentType = (value: string | undefined) =>
   value === undefined || /^application\/(?:[\w.+-]+\+)?json\b/i.test(value.trim())
 
 /** The envelope middleware as a layer for `HttpApiBuilder` (provide it to the served API). */
-export const layer = (options: { readonly extraRoutes?: ReadonlyArray<ExtraRoute> } = {}) =>
+export const layer = (
+  options: {
+    readonly extraRoutes?: ReadonlyArray<ExtraRoute>
+    /** The API's own routes (default: the shipped API's; see {@link routesOf}). */
+    readonly apiRoutes?: ReadonlyArray<ExtraRoute>
+  } = {}
+) =>
   HttpApiBuilder.middleware(Effect.gen(function*() {
     const config = yield* ServerConfig
-    const notFoundOr405 = makeRouteTable(options.extraRoutes ?? [])
+    const routes = makeRouteTable(options.extraRoutes ?? [], options.apiRoutes)
     const policy: Address.AddressPolicy = { allowPrivate: config.allowPrivateAddresses }
     const maxBodySize = Option.some(config.maxBodyBytes)
     const tooLarge = () =>
@@ -158,7 +254,7 @@ export const layer = (options: { readonly extraRoutes?: ReadonlyArray<ExtraRoute
             )
           }
           if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
-            return notFoundOr405(error.request)
+            return routes.notFound(error.request)
           }
           if (Errors.isApiError(error)) return yield* Effect.failCause(cause)
           yield* Effect.logError("unexpected failure", cause)
@@ -187,15 +283,35 @@ export const layer = (options: { readonly extraRoutes?: ReadonlyArray<ExtraRoute
       }
       const bodiless = withPolicy(app)
       const limited = withPolicy(HttpIncomingMessage.withMaxBodySize(app, maxBodySize))
+      /** The app on a request whose body was read and checked (see `internal/requestBody.ts`). */
+      const withBody = (request: HttpServerRequest.HttpServerRequest) =>
+        Effect.flatMap(Effect.orDie(RequestBody.read(request, config.maxBodyBytes)), (body) => {
+          if (body === RequestBody.TooLarge) return Effect.succeed(tooLarge())
+          const problem = RequestBody.inspectJson(body.text)
+          if (problem !== undefined) return Effect.succeed(errorResponse(400, "VALIDATION_ERROR", problem))
+          const view = RequestBody.withBody(request, body)
+          return Effect.catchAllCause(
+            Effect.provideService(limited, HttpServerRequest.HttpServerRequest, view),
+            (cause) => recover(view, cause)
+          )
+        })
       return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        // only canonical paths of a route reach the router (decisions.md §11 "Canonical paths")
+        const path = pathOf(request.url)
+        if (!isCanonicalPath(path) || !routes.matches(request.method, path)) return Effect.succeed(routes.notFound(request))
+        // the path has none (see isCanonicalPath): only the query can
+        if (request.url.includes("%00")) {
+          return Effect.succeed(errorResponse(400, "VALIDATION_ERROR", "query: must not contain the NUL character (%00)"))
+        }
         const length = request.headers["content-length"]
         if (length !== undefined && Number(length) > config.maxBodyBytes) return Effect.succeed(tooLarge())
         const body = hasBody(request)
         if (body && !isJsonContentType(request.headers["content-type"])) {
           return Effect.succeed(errorResponse(400, "VALIDATION_ERROR", "body: Content-Type must be application/json"))
         }
+        if (body) return Effect.catchAllCause(withBody(request), (cause) => recover(request, cause))
         // a GET or HEAD without Content-Length or Transfer-Encoding has no body to limit (a web request's never has one)
-        const unlimited = !body && (request.method === "GET" || request.method === "HEAD")
+        const unlimited = request.method === "GET" || request.method === "HEAD"
         return Effect.catchAllCause(unlimited ? bodiless : limited, (cause) => recover(request, cause))
       })
     }

@@ -2,7 +2,8 @@
  * `GET /files/*` (and `HEAD`, which the router answers with the same handler): result files, served through the
  * `FileService` port with their signature checked (decisions.md §3). A raw route next to the HttpApi: the body is
  * streamed, and failures are answered in the API's error envelope (403 `FILE_ACCESS_DENIED`, 404 `NOT_FOUND`,
- * 416 `RANGE_NOT_SATISFIABLE`, 503 `SERVICE_UNAVAILABLE`). Status and headers come from the port as they are.
+ * 416 `RANGE_NOT_SATISFIABLE` with a `Content-Range` naming the file's size, 503 `SERVICE_UNAVAILABLE`). Status and
+ * headers come from the port as they are.
  *
  * @since 0.1.0
  */
@@ -40,7 +41,17 @@ export const handler = (files: Services.FileService["Type"]) =>
           ? HttpServerResponse.empty({ status: answer.status, headers: answer.headers })
           : HttpServerResponse.stream(answer.body, { status: answer.status, headers: answer.headers })
       ),
-      Effect.catchAll((error) => Effect.succeed(errorResponse(error.status, error.code, error.message)))
+      Effect.catchAll((error) =>
+        Effect.succeed(errorResponse(
+          error.status,
+          error.code,
+          error.message,
+          // a 416 names the file's size (RFC 9110 §15.5.17)
+          error._tag === "RangeNotSatisfiable" && error.size !== undefined
+            ? { "content-range": `bytes */${error.size}` }
+            : undefined
+        ))
+      )
     )
   })
 

@@ -24,6 +24,7 @@ import { withRemoteAddress } from "./ClientAddress.js"
 import * as Envelope from "./Envelope.js"
 import * as Health from "./Health.js"
 import * as Files from "./Files.js"
+import * as RateLimit from "./RateLimit.js"
 import * as AdminHttp from "./http/Admin.js"
 import * as ApiKeysHttp from "./http/ApiKeys.js"
 import * as BalanceHttp from "./http/Balance.js"
@@ -64,29 +65,39 @@ export const apiFor = (
       WebhooksHttp.layer,
       AdminHttp.layer
     ]),
-    Layer.provide([Authentication.layer, Authentication.adminLayer])
+    Layer.provide([Authentication.layer, Authentication.adminLayer]),
+    // a limiter of its own per built API (its memory counters belong to this server)
+    Layer.provide(Layer.effect(RateLimit.RateLimiter, RateLimit.make))
   )
 
 /** The HttpApi of the registry with every group implemented. */
 export const ApiLive = apiFor(Families.registry)
 
-/** The OpenAPI document, the docs page, the signed result files (`GET /files/*`) and the envelope middleware. */
-const Extras = Layer.mergeAll(
-  HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
-  HttpApiScalar.layer({ path: docsPath }),
-  Files.layer,
-  Health.layer,
-  Envelope.layer({
-    extraRoutes: [{ method: "GET", path: openApiPath }, { method: "GET", path: docsPath }, ...Files.routes, ...Health.routes]
-  })
-)
+/**
+ * The OpenAPI document, the docs page, the signed result files (`GET /files/*`) and the envelope middleware (whose
+ * route table is the registry's API).
+ */
+const extrasFor = (families: Family.Registry) =>
+  Layer.mergeAll(
+    HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
+    HttpApiScalar.layer({ path: docsPath }),
+    Files.layer,
+    Health.layer,
+    Envelope.layer({
+      apiRoutes: Envelope.routesOf(Api.make(families)),
+      extraRoutes: [{ method: "GET", path: openApiPath }, { method: "GET", path: docsPath }, ...Files.routes, ...Health.routes]
+    })
+  )
+
+/** The extras of the shipped registry. */
+const Extras = extrasFor(Families.registry)
 
 /** Serves the API of a registry on the `HttpServer` in context. */
 export const layerFor = (families: Family.Registry): Layer.Layer<
   never,
   never,
   HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | Requirements
-> => HttpApiBuilder.serve().pipe(Layer.provide(Extras), Layer.provide(apiFor(families)))
+> => HttpApiBuilder.serve().pipe(Layer.provide(extrasFor(families)), Layer.provide(apiFor(families)))
 
 /** Serves the API on the `HttpServer` in context. */
 export const layer = layerFor(Families.registry)

@@ -4,22 +4,58 @@
  * @since 0.1.0
  */
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import { trustedProxyProblem } from "./ClientAddress.js"
+
+/**
+ * The rate limits (security.md "Rate limits"); 0 turns a limit off. Requests are counted in fixed one-minute
+ * windows; in-flight tasks are the active (`pending`, `queued`, `running`) tasks.
+ */
+export interface RateLimitSettings {
+  /** Requests per minute of a key whose own limit is not set (`MEDIAGATE_RATE_LIMIT_RPM`, default 0: off). */
+  readonly keyRequestsPerMinute: number
+  /** Requests per minute of all keys of an account together (`MEDIAGATE_RATE_LIMIT_ACCOUNT_RPM`, default 0: off). */
+  readonly accountRequestsPerMinute: number
+  /** Active tasks of a key whose own limit is not set (`MEDIAGATE_MAX_IN_FLIGHT_TASKS`, default 0: off). */
+  readonly keyMaxInFlightTasks: number
+  /** Active tasks of an account (`MEDIAGATE_MAX_IN_FLIGHT_TASKS_ACCOUNT`, default 0: off). */
+  readonly accountMaxInFlightTasks: number
+  /** Failed admin-token attempts per minute and client address (`MEDIAGATE_ADMIN_AUTH_FAILURES_PER_MINUTE`, default 10). */
+  readonly adminFailuresPerMinute: number
+  /** Webhook `test` and `replay` calls per minute and account (`MEDIAGATE_WEBHOOK_ACTIONS_PER_MINUTE`, default 30). */
+  readonly webhookActionsPerMinute: number
+}
+
+/** Default rate limits: request rates and in-flight tasks off, 10 admin-token failures and 30 webhook actions a minute. */
+export const defaultRateLimits: RateLimitSettings = {
+  keyRequestsPerMinute: 0,
+  accountRequestsPerMinute: 0,
+  keyMaxInFlightTasks: 0,
+  accountMaxInFlightTasks: 0,
+  adminFailuresPerMinute: 10,
+  webhookActionsPerMinute: 30
+}
 
 /** Settings of the HTTP layer. */
 export interface ServerSettings {
   /** Largest request body in bytes (decisions.md §1: 1 MiB). */
   readonly maxBodyBytes: number
-  /** Addresses/CIDRs of proxies whose `X-Forwarded-For` is honoured. */
+  /**
+   * Addresses/CIDRs of proxies whose `X-Forwarded-For` is honoured (strict forms: `10.0.0.1`, `10.0.0.0/8`,
+   * `2001:db8::/32`; anything else fails the configuration). See `ClientAddress` for how the header is read.
+   */
   readonly trustedProxies: ReadonlyArray<string>
   /** Allow loopback/private webhook and media targets (development and tests). */
   readonly allowPrivateAddresses: boolean
   /** The operator token enabling `/admin/v1`; none turns the admin API off. */
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  /** The rate limits (see {@link RateLimitSettings}). */
+  readonly rateLimits: RateLimitSettings
 }
 
 /** Default settings: 1 MiB bodies, no trusted proxies, strict addresses, admin API off. */
@@ -27,7 +63,8 @@ export const defaults: ServerSettings = {
   maxBodyBytes: 1024 * 1024,
   trustedProxies: [],
   allowPrivateAddresses: false,
-  adminToken: Option.none()
+  adminToken: Option.none(),
+  rateLimits: defaultRateLimits
 }
 
 /** The settings of the HTTP layer. */
@@ -43,12 +80,34 @@ const list = (name: string) =>
     Config.map((text) => text.split(",").map((s) => s.trim()).filter((s) => s.length > 0))
   )
 
+const limit = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: "must be an integer from 0 (off) to 1000000", validation: (n) => n >= 0 && n <= 1_000_000 })
+  )
+
+/** The rate limits as Effect `Config` (the `MEDIAGATE_*` variables of {@link RateLimitSettings}). */
+export const rateLimitsConfig: Config.Config<RateLimitSettings> = Config.all({
+  keyRequestsPerMinute: limit("MEDIAGATE_RATE_LIMIT_RPM", defaultRateLimits.keyRequestsPerMinute),
+  accountRequestsPerMinute: limit("MEDIAGATE_RATE_LIMIT_ACCOUNT_RPM", defaultRateLimits.accountRequestsPerMinute),
+  keyMaxInFlightTasks: limit("MEDIAGATE_MAX_IN_FLIGHT_TASKS", defaultRateLimits.keyMaxInFlightTasks),
+  accountMaxInFlightTasks: limit("MEDIAGATE_MAX_IN_FLIGHT_TASKS_ACCOUNT", defaultRateLimits.accountMaxInFlightTasks),
+  adminFailuresPerMinute: limit("MEDIAGATE_ADMIN_AUTH_FAILURES_PER_MINUTE", defaultRateLimits.adminFailuresPerMinute),
+  webhookActionsPerMinute: limit("MEDIAGATE_WEBHOOK_ACTIONS_PER_MINUTE", defaultRateLimits.webhookActionsPerMinute)
+})
+
 /** The settings as Effect `Config`: the environment variables of decisions.md §10. */
 export const config: Config.Config<ServerSettings> = Config.all({
   maxBodyBytes: Config.integer("MEDIAGATE_MAX_BODY_BYTES").pipe(Config.withDefault(defaults.maxBodyBytes)),
-  trustedProxies: list("MEDIAGATE_TRUSTED_PROXIES"),
+  trustedProxies: list("MEDIAGATE_TRUSTED_PROXIES").pipe(Config.mapOrFail((entries) => {
+    const problems = entries.flatMap((entry) => trustedProxyProblem(entry) ?? [])
+    return problems.length === 0
+      ? Either.right(entries)
+      : Either.left(ConfigError.InvalidData(["MEDIAGATE_TRUSTED_PROXIES"], problems.join("; ")))
+  })),
   allowPrivateAddresses: Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
-  adminToken: Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN"))
+  adminToken: Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN")),
+  rateLimits: rateLimitsConfig
 })
 
 /** The settings read from Effect `Config`. */

@@ -17,5 +17,7 @@ export * as Envelope from "./Envelope.js"
 export * as Health from "./Health.js"
 /** The composed HTTP layer: serve, mount, or web handler. */
 export * as Http from "./Http.js"
+/** Rate limits: requests per minute, tasks in flight, webhook actions, failed admin tokens. */
+export * as RateLimit from "./RateLimit.js"
 /** Settings of the HTTP layer. */
 export * as ServerConfig from "./ServerConfig.js"

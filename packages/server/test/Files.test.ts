@@ -64,7 +64,7 @@ describe("GET /files/*", () => {
         expect(open.headers).toMatchObject({ "content-range": "bytes 250-299/300", "content-length": "50" })
       }))
 
-    it.effect("416: a range past the end, in the envelope", () =>
+    it.effect("416: a range past the end, in the envelope, with Content-Range naming the size", () =>
       Effect.gen(function*() {
         const answer = yield* send("GET", fileUrl(video.key), { headers: { range: "bytes=300-" } })
         assert.strictEqual(answer.status, 416)
@@ -72,6 +72,8 @@ describe("GET /files/*", () => {
           success: false,
           error: { code: "RANGE_NOT_SATISFIABLE", message: "range bytes=300- is not satisfiable: the file has 300 bytes" }
         })
+        // RFC 9110 §15.5.17: the unsatisfied-range form
+        assert.strictEqual(answer.headers["content-range"], "bytes */300")
       }))
 
     it.effect("403: missing, invalid and expired signatures", () =>

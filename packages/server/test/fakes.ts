@@ -114,7 +114,8 @@ export const KeyServiceFake = Layer.succeed(Services.KeyService, {
         spent: 0,
         expiresAt: null,
         createdAt: "2026-11-21T00:00:00.000Z",
-        lastUsedAt: null
+        lastUsedAt: null,
+        rateLimit: { requestsPerMinute: null, maxInFlightTasks: null }
       }))
     ),
   revoke: (caller, id) =>
@@ -136,14 +137,18 @@ const createdKey = (id: string, body: ApiKey.ApiKeyCreate, environment: "live" |
   spent: 0,
   expiresAt: body.expiresAt ? body.expiresAt.toISOString() : null,
   createdAt: "2026-11-21T00:00:00.000Z",
-  lastUsedAt: null
+  lastUsedAt: null,
+  rateLimit: {
+    requestsPerMinute: body.rateLimit?.requestsPerMinute ?? null,
+    maxInFlightTasks: body.rateLimit?.maxInFlightTasks ?? null
+  }
 })
 
 const iso = (n: number) => new Date(Date.UTC(2026, 10, 21, 0, 0, n)).toISOString()
 
 /** Tasks in memory, scoped by account. */
 export const makeTaskServiceFake = Effect.sync(() => {
-  const tasks = new Map<string, { accountId: string; task: Task.Task; idempotency?: string }>()
+  const tasks = new Map<string, { accountId: string; keyId?: string; task: Task.Task; idempotency?: string }>()
   let counter = 0
   const nextId = () => `task_${String(++counter).padStart(26, "0")}`
   const seed = (accountId: string, status: Task.TaskStatus) => {
@@ -232,6 +237,7 @@ export const makeTaskServiceFake = Effect.sync(() => {
       }
       tasks.set(id, {
         accountId: principal.accountId,
+        keyId: principal.keyId,
         task,
         ...(command.idempotencyKey === undefined ? {} : { idempotency: command.idempotencyKey })
       })
@@ -294,6 +300,18 @@ export const makeTaskServiceFake = Effect.sync(() => {
         }
         entry.task = { ...entry.task, status: "cancelled", completed_at: iso(99) }
         return entry.task
+      }),
+    inFlight: (principal) =>
+      Effect.sync(() => {
+        let account = 0
+        let key = 0
+        for (const entry of tasks.values()) {
+          const active = ["pending", "queued", "running"].includes(entry.task.status)
+          if (!active || entry.accountId !== principal.accountId) continue
+          account++
+          if (entry.keyId === principal.keyId) key++
+        }
+        return { account, key }
       }),
     providerOf: (principal, id) =>
       Effect.sync(() => {
@@ -452,7 +470,7 @@ export const FileServiceFake = Layer.succeed(Services.FileService, {
         ? [Math.max(0, size - Number(match[2])), size - 1]
         : [Number(match[1]), match[2] === "" ? size - 1 : Math.min(Number(match[2]), size - 1)]
       if (start >= size || (match[1] === "" && Number(match[2]) === 0)) {
-        return yield* new Errors.RangeNotSatisfiable({ message: `range ${range} is not satisfiable: the file has ${size} bytes` })
+        return yield* Errors.RangeNotSatisfiable.ofSize(`range ${range} is not satisfiable: the file has ${size} bytes`, size)
       }
       headers["content-length"] = String(end - start + 1)
       headers["content-range"] = `bytes ${start}-${end}/${size}`

@@ -62,9 +62,10 @@ export const make = Effect.gen(function*() {
           Effect.catchTags({
             InvalidFileKey: () => Effect.fail(notFound),
             UnsatisfiableRange: (e) =>
-              Effect.fail(new Errors.RangeNotSatisfiable({
-                message: `range ${rangeHeader ?? ""} is not satisfiable: the file has ${e.size} bytes`
-              })),
+              Effect.fail(Errors.RangeNotSatisfiable.ofSize(
+                `range ${rangeHeader ?? ""} is not satisfiable: the file has ${e.size} bytes`,
+                e.size
+              )),
             FileStoreError: (e) => Effect.fail(unavailable(e))
           })
         )

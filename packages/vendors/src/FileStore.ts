@@ -1,6 +1,6 @@
 /**
- * Where result files are stored: the {@link FileStore} port and its local-disk implementation (URLs are signed by
- * `UrlSigner`, files answered by `FileService`).
+ * Where result files are stored: the {@link FileStore} port and its local-disk implementation (the S3-compatible one
+ * is `S3FileStore`; URLs are signed by `UrlSigner`, files answered by `FileService`).
  *
  * - Keys are relative paths such as `tasks/<taskId>/video-0.mp4`: segments of `[A-Za-z0-9_.~-]` separated by `/`,
  *   none empty or starting with `.` (so no `..`, no hidden or temporary files), no leading `/`, no NUL, no `\`,
@@ -67,14 +67,6 @@ export const keyProblem = (key: string): string | undefined => {
 
 /** Whether a key is valid (see {@link keyProblem}). */
 export const isValidKey = (key: string): boolean => keyProblem(key) === undefined
-
-/** The segments of a valid key, or why it is refused. */
-export const parseKey = (key: string): Effect.Effect<ReadonlyArray<string>, InvalidFileKey> => {
-  const problem = keyProblem(key)
-  return problem === undefined
-    ? Effect.succeed(key.split("/"))
-    : Effect.fail(new InvalidFileKey({ key, message: `file key ${JSON.stringify(key)}: ${problem}` }))
-}
 
 const contentTypes: Readonly<Record<string, string>> = {
   mp4: "video/mp4",
@@ -153,7 +145,7 @@ export class FileStore extends Context.Tag("@mediagate/vendors/FileStore")<FileS
     key: string,
     range?: RangeRequest
   ) => Effect.Effect<Option.Option<OpenedFile>, InvalidFileKey | UnsatisfiableRange | FileStoreError>
-  /** Removes a file (no-op when absent). */
+  /** Removes a file (no-op when absent); the local store also removes its directory once empty. */
   readonly remove: (key: string) => Effect.Effect<void, InvalidFileKey | FileStoreError>
 }>() {}
 
@@ -175,7 +167,13 @@ export const makeLocal = (options: { readonly directory: string }) =>
     const failure = (operation: FileStoreError["operation"], key: string) => (cause: unknown) =>
       new FileStoreError({ operation, key, message: `file store: ${operation} ${key} failed`, cause })
 
-    const locate = (key: string) => Effect.map(parseKey(key), (segments) => path.join(root, ...segments))
+    /** The file of a valid key (its segments below the root), or why the key is refused. */
+    const locate = (key: string) => {
+      const problem = keyProblem(key)
+      return problem === undefined
+        ? Effect.succeed(path.join(root, ...key.split("/")))
+        : Effect.fail(new InvalidFileKey({ key, message: `file key ${JSON.stringify(key)}: ${problem}` }))
+    }
 
     const put = (key: string, bytes: Uint8Array, contentType: string) =>
       Effect.gen(function*() {
@@ -220,11 +218,21 @@ export const makeLocal = (options: { readonly directory: string }) =>
         return Option.some(selected === undefined ? opened : { ...opened, range: selected })
       })
 
+    /** Removes a directory below the root once it is empty (a pruned task leaves no directory behind). */
+    const removeIfEmpty = (directory: string): Effect.Effect<void> =>
+      directory === root || !directory.startsWith(root)
+        ? Effect.void
+        : fs.readDirectory(directory).pipe(
+          Effect.flatMap((entries) => entries.length === 0 ? fs.remove(directory, { recursive: true }) : Effect.void),
+          Effect.ignore
+        )
+
     const remove = (key: string) =>
       Effect.flatMap(locate(key), (file) =>
         fs.remove(file).pipe(
           Effect.catchIf(isNotFound, () => Effect.void),
-          Effect.mapError(failure("remove", key))
+          Effect.mapError(failure("remove", key)),
+          Effect.zipRight(removeIfEmpty(path.dirname(file)))
         ))
 
     return FileStore.of({ put, open, remove })

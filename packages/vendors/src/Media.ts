@@ -70,9 +70,6 @@ export const limits = {
 /** The MIME type of an image format. */
 export const imageContentType = (format: ImageSpec["format"]): string => format === "png" ? "image/png" : "image/jpeg"
 
-/** The MIME type of rendered videos. */
-export const videoContentType = "video/mp4"
-
 /** Counters of a renderer, for tests and metrics. */
 export interface RendererStats {
   /** Videos actually encoded (cache misses). */
@@ -123,14 +120,7 @@ const checkImage = (spec: ImageSpec): Effect.Effect<void> => {
   return Effect.void
 }
 
-interface NormalizedVideo {
-  readonly width: number
-  readonly height: number
-  readonly fps: number
-  readonly frames: number
-}
-
-const normalizeVideo = (spec: VideoSpec): Effect.Effect<NormalizedVideo> => {
+const normalizeVideo = (spec: VideoSpec) => {
   const { durationSeconds, height, width } = spec
   if (!isIntegerIn(width, 2, limits.maxVideoSide) || !isIntegerIn(height, 2, limits.maxVideoSide)) {
     return invalid(`video size ${width}x${height}: each side must be an integer from 2 to ${limits.maxVideoSide}`)
@@ -145,6 +135,9 @@ const normalizeVideo = (spec: VideoSpec): Effect.Effect<NormalizedVideo> => {
   if (!isIntegerIn(fps, 1, limits.maxFps)) return invalid(`video fps ${fps}: must be an integer from 1 to ${limits.maxFps}`)
   return Effect.succeed({ width, height, fps, frames: Math.max(1, Math.round(durationSeconds * fps)) })
 }
+
+/** A checked video spec: its size, frame rate and frame count. */
+type NormalizedVideo = Effect.Effect.Success<ReturnType<typeof normalizeVideo>>
 
 // ---------------------------------------------------------------------------------------------------------------
 // Pictures
@@ -204,13 +197,9 @@ const encodeImage = (spec: ImageSpec): Uint8Array => {
 }
 
 /** The fixed part of every video frame: luma gradient and chroma planes (YUV 4:2:0, BT.601 limited range). */
-interface FrameBase {
-  readonly luma: Uint8Array
-  readonly chroma: Uint8Array
-  readonly barWidth: number
-}
+type FrameBase = ReturnType<typeof frameBase>
 
-const frameBase = (width: number, height: number): FrameBase => {
+const frameBase = (width: number, height: number) => {
   const luma = new Uint8Array(width * height)
   for (let y = 0; y < height; y++) {
     const vy = (0.4 * y) / Math.max(1, height - 1)
@@ -268,10 +257,7 @@ const yuvToRgb = (yuv: Uint8Array, width: number, height: number): Buffer => {
 // ---------------------------------------------------------------------------------------------------------------
 // Video encoding (h264-mp4-encoder)
 
-type EncoderModule = typeof import("h264-mp4-encoder")
-type Encoder = Awaited<ReturnType<EncoderModule["createH264MP4Encoder"]>>
-
-let encoderModule: Promise<EncoderModule> | undefined
+let encoderModule: Promise<typeof import("h264-mp4-encoder")> | undefined
 const loadEncoderModule = () => {
   // loaded on first use: the WASM module is compiled when the package is imported
   encoderModule ??= import("h264-mp4-encoder").then((m) => m.default ?? m)
@@ -317,7 +303,7 @@ const encodeVideo = (video: NormalizedVideo): Effect.Effect<Uint8Array> =>
           // copy out of the WASM heap before the file is unlinked
           return Uint8Array.from(encoder.FS.readFile(encoder.outputFilename))
         }),
-      (encoder: Encoder) =>
+      (encoder) =>
         Effect.sync(() => {
           try {
             encoder.FS.unlink(encoder.outputFilename)
@@ -337,6 +323,8 @@ const encodeLastFrame = (video: NormalizedVideo): Uint8Array => {
 
 // ---------------------------------------------------------------------------------------------------------------
 // The cache
+
+const videoKey = (video: NormalizedVideo) => `${video.width}x${video.height}:${video.frames}@${video.fps}`
 
 interface Entry {
   readonly deferred: Deferred.Deferred<Uint8Array>
@@ -369,7 +357,12 @@ const makeIn = (scope: Scope.Scope, options: RendererOptions): Renderer["Type"] 
     }
   }
 
-  const cached = (key: string, render: Effect.Effect<Uint8Array>): Effect.Effect<Uint8Array> =>
+  /** The cached bytes of `key`, or `render`'s (counted under `counter` when it runs). */
+  const cached = (
+    key: string,
+    counter: "videoEncodes" | "imageEncodes" | "frameEncodes",
+    render: Effect.Effect<Uint8Array>
+  ): Effect.Effect<Uint8Array> =>
     Effect.suspend(() => {
       const hit = entries.get(key)
       if (hit !== undefined) {
@@ -395,7 +388,8 @@ const makeIn = (scope: Scope.Scope, options: RendererOptions): Renderer["Type"] 
         })
       // the rendering belongs to every waiter and to the renderer's scope: an interrupted caller does not cancel it.
       // It starts uninterruptible, so that `settle` runs even when the scope closes before it starts.
-      return Effect.onExit(Effect.interruptible(render), settle).pipe(
+      const counted = Effect.zipRight(Effect.sync(() => counters[counter]++), render)
+      return Effect.onExit(Effect.interruptible(counted), settle).pipe(
         Effect.forkIn(scope),
         Effect.uninterruptible,
         Effect.zipRight(Deferred.await(entry.deferred))
@@ -403,35 +397,16 @@ const makeIn = (scope: Scope.Scope, options: RendererOptions): Renderer["Type"] 
     })
 
   return {
-    renderImage: (spec) =>
-      Effect.zipRight(
-        checkImage(spec),
-        cached(
-          `image:${spec.format}:${spec.width}x${spec.height}`,
-          Effect.sync(() => {
-            counters.imageEncodes++
-            return encodeImage(spec)
-          })
-        )
-      ),
+    renderImage: (spec) => {
+      const key = `image:${spec.format}:${spec.width}x${spec.height}`
+      return Effect.zipRight(checkImage(spec), cached(key, "imageEncodes", Effect.sync(() => encodeImage(spec))))
+    },
     renderVideo: (spec) =>
       Effect.flatMap(normalizeVideo(spec), (video) =>
-        cached(
-          `video:${video.width}x${video.height}:${video.frames}@${video.fps}`,
-          Effect.suspend(() => {
-            counters.videoEncodes++
-            return encodeVideo(video)
-          })
-        )),
+        cached(`video:${videoKey(video)}`, "videoEncodes", Effect.suspend(() => encodeVideo(video)))),
     renderLastFrame: (spec) =>
       Effect.flatMap(normalizeVideo(spec), (video) =>
-        cached(
-          `frame:${video.width}x${video.height}:${video.frames}@${video.fps}`,
-          Effect.sync(() => {
-            counters.frameEncodes++
-            return encodeLastFrame(video)
-          })
-        )),
+        cached(`frame:${videoKey(video)}`, "frameEncodes", Effect.sync(() => encodeLastFrame(video)))),
     stats: () => ({ ...counters, entries: [...entries.values()].filter((e) => e.done).length, cachedBytes }),
     clear: () => {
       for (const [key, entry] of entries) {

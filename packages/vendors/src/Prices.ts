@@ -126,12 +126,7 @@ export class PriceFileError extends Data.TaggedError("PriceFileError")<{
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string => path.map((key) => String(key)).join(".")
 
-interface Problem {
-  readonly path: ReadonlyArray<PropertyKey>
-  readonly message: string
-}
-
-const fileError = (file: string, problems: ReadonlyArray<Problem>) =>
+const fileError = (file: string, problems: ReadonlyArray<Pick<ParseResult.ArrayFormatterIssue, "path" | "message">>) =>
   new PriceFileError({
     file,
     path: (problems[0]?.path ?? []).map((key) => String(key)),

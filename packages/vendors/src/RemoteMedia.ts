@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { Address, DataUri, Fields } from "@mediagate/contract"
+import { Address, DataUri, Fields, type InputMedia } from "@mediagate/contract"
 import { PinnedHttp } from "@mediagate/outbound"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -82,12 +82,7 @@ export const fetchMedia = Effect.fn("RemoteMedia.fetchMedia")(function*(url: str
 })
 
 /** What an image file is, read from its bytes. */
-export interface ImageInfo {
-  readonly format: DataUri.ImageFormat | "other"
-  readonly width: number
-  readonly height: number
-}
-
+export type ImageInfo = Pick<DataUri.DataUriImage, "format" | "width" | "height">
 
 /** The format and pixel size of an image, or undefined when the bytes are not a readable image. */
 export const inspectImage = (bytes: Uint8Array): ImageInfo | undefined => {
@@ -103,13 +98,7 @@ export const inspectImage = (bytes: Uint8Array): ImageInfo | undefined => {
 export const checkImage = (bytes: Uint8Array, rules: Fields.ImageRules): string | undefined => {
   const info = inspectImage(bytes)
   if (info === undefined) return "the file is not a readable image"
-  return Fields.imageProblem({
-    mimeType: info.format === "other" ? "application/octet-stream" : `image/${info.format}`,
-    format: info.format,
-    bytes: bytes.length,
-    width: info.width,
-    height: info.height
-  }, rules)
+  return Fields.imageProblem({ ...info, bytes: bytes.length }, rules)
 }
 
 /** Fetches an image URL and checks it against the rules; a breach is `reason: "format"` with the rule's message. */
@@ -141,12 +130,7 @@ const boxes = (view: DataView, start: number, end: number): Array<Box> => {
   let offset = start
   while (offset + 8 <= end) {
     let size = view.getUint32(offset)
-    const type = String.fromCharCode(
-      view.getUint8(offset + 4),
-      view.getUint8(offset + 5),
-      view.getUint8(offset + 6),
-      view.getUint8(offset + 7)
-    )
+    const type = String.fromCharCode(...new Uint8Array(view.buffer, view.byteOffset + offset + 4, 4))
     let header = 8
     if (size === 1) {
       if (offset + 16 > end) break
@@ -195,7 +179,7 @@ export const mp4DurationSeconds = (bytes: Uint8Array): number | undefined => {
 }
 
 /** Audio types the spec names for reference audio. */
-export type AudioType = "mpeg" | "wav" | "aac" | "mp4" | "ogg"
+export type AudioType = InputMedia.AudioType
 
 /** The type of an audio file from its magic bytes, or undefined. */
 export const audioType = (bytes: Uint8Array): AudioType | undefined => {

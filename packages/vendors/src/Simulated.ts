@@ -25,7 +25,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import { FileStore } from "./FileStore.js"
+import { contentTypeOf, FileStore } from "./FileStore.js"
 import { UrlSigner } from "./UrlSigner.js"
 import * as Media from "./Media.js"
 
@@ -67,8 +67,6 @@ const submittedAtOf = (jobId: string): number | undefined => {
 }
 
 const extension = (spec: Outputs.OutputSpec) => spec.format === "jpeg" ? "jpg" : spec.format
-const contentType = (spec: Outputs.OutputSpec) =>
-  spec.format === "mp4" ? "video/mp4" : spec.format === "png" ? "image/png" : "image/jpeg"
 
 /** Builds the simulated upstream. */
 export const make = (options: SimulatedOptions = {}) =>
@@ -100,7 +98,7 @@ export const make = (options: SimulatedOptions = {}) =>
             ? yield* media.renderLastFrame({ width: spec.width, height: spec.height, durationSeconds: 1 })
             : yield* media.renderImage({ width: spec.width, height: spec.height, format: spec.format })
           const key = `tasks/${task.id}/${spec.kind}-${i}.${extension(spec)}`
-          const stored = yield* store.put(key, bytes, contentType(spec))
+          const stored = yield* store.put(key, bytes, contentTypeOf(key))
           const item: Task.ResultItem = {
             url: yield* signer.sign(key),
             ...(spec.media === "video" ? { duration: spec.durationSeconds } : {}),

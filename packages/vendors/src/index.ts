@@ -11,6 +11,8 @@ export * as Durations from "./Durations.js"
 export * as Estimates from "./Estimates.js"
 /** Where result files are stored: the port and the local disk. */
 export * as FileStore from "./FileStore.js"
+/** The file store on an S3-compatible object store. */
+export * as S3FileStore from "./S3FileStore.js"
 /** The `FileService` port: signed file URLs answered with ranges. */
 export * as FileService from "./FileService.js"
 /** Media rendering (images, MP4 clips). */

@@ -312,6 +312,7 @@ describe("FileService over the local store", () => {
         const unsatisfiable = yield* Effect.flip(files.open(key, q, "bytes=1000-"))
         assert.instanceOf(unsatisfiable, Errors.RangeNotSatisfiable)
         expect(unsatisfiable.message).toBe("range bytes=1000- is not satisfiable: the file has 1000 bytes")
+        expect(unsatisfiable).toMatchObject({ size: 1000 }) // the 416's Content-Range names it
 
         const denied = (expires: string | undefined, signature: string | undefined, k = key) =>
           Effect.flip(files.open(k, { expires, signature }, undefined))

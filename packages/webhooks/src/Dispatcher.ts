@@ -12,14 +12,17 @@
  *   plus up to 10% jitter); after the last retry the delivery is `failed` (4 requests by default). A `410 Gone`
  *   answer fails the delivery at once and disables a configured webhook. The event id (`X-Webhook-ID`, body `id`)
  *   is the same on every attempt; the timestamp and signatures are made fresh for each attempt.
- * - {@link run} / {@link layer} run both loops in the background; the task path never waits for them.
+ * - {@link run} / {@link layer} run both loops in the background; the task path never waits for them. A loop whose
+ *   storage fails (the database restarted, connections killed) never stops: it logs once and tries again after a
+ *   capped exponential backoff ({@link DispatcherOptions.backoff}); a claimed delivery whose attempt could not be
+ *   recorded is sent again when its lease runs out (at least once).
  *
  * @since 0.1.0
  */
 import { Tracing, WebhookSignature } from "@mediagate/contract"
+import * as Backoff from "@mediagate/persistence/Backoff"
 import * as Ids from "@mediagate/persistence/Ids"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
-import * as Arr from "effect/Array"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -61,6 +64,8 @@ export interface DispatcherOptions {
   readonly idle?: Duration.DurationInput
   /** This dispatcher's name in leases. Default `<host>:<pid>:<ulid>`. */
   readonly owner?: string
+  /** Backoff of both loops while storage fails. Default 100 ms, doubling, at most 5 s. */
+  readonly backoff?: Backoff.Options
 }
 
 /** Settings with defaults applied, in ms. */
@@ -243,10 +248,9 @@ export const run = (options: DispatcherOptions = {}) =>
         Effect.provideService(TaskStorage, tasks)
       )
 
+    // a failure (storage unavailable) ends the round: the loop backs off (see the fibers below)
     const fanOutLoop = Effect.gen(function*() {
-      const consumed = yield* provide(fanOutOnce(batchSize)).pipe(
-        Effect.catchAll((error) => Effect.as(Effect.logWarning("webhook fan-out failed", error), 0))
-      )
+      const consumed = yield* provide(fanOutOnce(batchSize))
       if (consumed > 0) yield* poke
       else yield* Effect.sleep(Duration.millis(idleMs))
     })
@@ -268,9 +272,7 @@ export const run = (options: DispatcherOptions = {}) =>
     const deliverLoop = Effect.gen(function*() {
       const free = concurrency - running
       if (free <= 0) return yield* Queue.take(pokes)
-      const claimed = yield* Effect.flatMap(store.now, (now) => store.claimDue(owner, free, leaseMs, now)).pipe(
-        Effect.catchAll((error) => Effect.as(Effect.logError("delivery claim failed", error), Arr.empty<DeliveryRow>()))
-      )
+      const claimed = yield* Effect.flatMap(store.now, (now) => store.claimDue(owner, free, leaseMs, now))
       for (const delivery of claimed) {
         running++
         yield* FiberSet.run(sends, send(delivery))
@@ -278,8 +280,8 @@ export const run = (options: DispatcherOptions = {}) =>
       if (claimed.length < free) yield* idle
     })
 
-    const fanOutFiber = yield* Effect.forkScoped(Effect.forever(fanOutLoop))
-    const deliverFiber = yield* Effect.forkScoped(Effect.forever(deliverLoop))
+    const fanOutFiber = yield* Effect.forkScoped(Backoff.loop("webhook fan-out", fanOutLoop, options.backoff))
+    const deliverFiber = yield* Effect.forkScoped(Backoff.loop("webhook delivery claim", deliverLoop, options.backoff))
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         yield* Fiber.interrupt(fanOutFiber)
@@ -335,10 +337,7 @@ export const config: Config.Config<WebhookSettings> = Config.all({
   retrySchedule: Config.string("MEDIAGATE_WEBHOOK_RETRY_SCHEDULE").pipe(
     Config.withDefault("1m,5m,30m"),
     Config.mapOrFail((text) =>
-      Either.mapLeft(
-        parseSchedule(text),
-        (message) => ConfigErrorInvalid(["MEDIAGATE_WEBHOOK_RETRY_SCHEDULE"], message)
-      )
+      Either.mapLeft(parseSchedule(text), (m) => ConfigError.InvalidData(["MEDIAGATE_WEBHOOK_RETRY_SCHEDULE"], m))
     )
   ),
   timeout: Config.string("MEDIAGATE_WEBHOOK_TIMEOUT").pipe(
@@ -346,14 +345,12 @@ export const config: Config.Config<WebhookSettings> = Config.all({
     Config.mapOrFail((text) => {
       const ms = parseDurationMs(text)
       return ms === undefined || ms <= 0
-        ? Either.left(ConfigErrorInvalid(["MEDIAGATE_WEBHOOK_TIMEOUT"], "must be a duration like 10s"))
+        ? Either.left(ConfigError.InvalidData(["MEDIAGATE_WEBHOOK_TIMEOUT"], "must be a duration like 10s"))
         : Either.right(ms)
     })
   ),
   allowPrivate: Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false))
 })
-
-const ConfigErrorInvalid = (path: Array<string>, message: string) => ConfigError.InvalidData(path, message)
 
 /** The dispatcher with the real sender, its settings from Effect `Config` (overrides win). */
 export const layerConfig = (

@@ -116,7 +116,17 @@ const createTables = (prefix: string) =>
  * the loader with a `MigrationError`.
  */
 export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
-  SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({ "0001_webhooks": createTables(prefix) }))
+  SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
+    "0001_webhooks": createTables(prefix),
+    // retention deletes settled deliveries and idempotency records by age
+    "0002_webhook_retention": Effect.flatMap(SqlClient.SqlClient, (sql) => {
+      const t = tables(prefix)
+      return Effect.zipRight(
+        sql.unsafe(`CREATE INDEX ${t.deliveries}_created_idx ON ${t.deliveries} (created_at)`),
+        sql.unsafe(`CREATE INDEX ${t.idempotency}_created_idx ON ${t.idempotency} (created_at)`)
+      )
+    })
+  }))
 
 /**
  * Runs the webhook migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
@@ -348,6 +358,20 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           WHERE lease_owner = ${owner} AND status = 'pending' RETURNING id`.pipe(
           Effect.map((released) => released.length),
           persistence("releaseAll")
+        ),
+      pruneDeliveries: (before) =>
+        Effect.suspend(() => {
+          const settledBefore = sql`status <> 'pending' AND created_at < ${Math.floor(before)}`
+          return sql.withTransaction(
+            sql`DELETE FROM ${t.attempts} WHERE delivery_id IN (SELECT id FROM ${t.deliveries} WHERE ${settledBefore})`.pipe(
+              Effect.zipRight(sql`DELETE FROM ${t.deliveries} WHERE ${settledBefore} RETURNING id`)
+            )
+          )
+        }).pipe(Effect.map((pruned) => pruned.length), persistence("pruneDeliveries")),
+      pruneIdempotency: (before) =>
+        sql`DELETE FROM ${t.idempotency} WHERE created_at < ${Math.floor(before)} RETURNING webhook_id`.pipe(
+          Effect.map((pruned) => pruned.length),
+          persistence("pruneIdempotency")
         )
     }
     return service

@@ -3,8 +3,10 @@
  * or delivery is reported exactly as an unknown one.
  *
  * - `create`: a fresh secret (`whsec_` + base64 of 32 random bytes from `node:crypto`), answered only here; the
- *   target's literal host is checked again (the request Schema already did) unless `allowPrivate`; an
- *   `Idempotency-Key` replays the original answer for 24 h (another body with the same key: `IDEMPOTENCY_KEY_REUSED`).
+ *   target's literal host is checked again (the request Schema already did) unless `allowPrivate`, and its name
+ *   resolved: a non-global answer, or none within `resolveTimeout` (5 s), is `VALIDATION_ERROR`; an
+ *   `Idempotency-Key` replays the original answer for 24 h (another body with the same key: `IDEMPOTENCY_KEY_REUSED`),
+ *   to the API key that made the request only (each key has its own Idempotency-Keys).
  * - `list` / `remove` (soft delete: pending deliveries of a deleted webhook fail without a request).
  * - `deliveries`: newest first, keyset cursor (base64url of the last delivery id), 20 per page.
  * - `replay`: a new delivery of the same event (same event id, attempts from 0, due at once) to the webhook's
@@ -15,7 +17,7 @@
  * @since 0.1.0
  */
 import { Address, Errors, type Security, Services, Tracing, type Webhook } from "@mediagate/contract"
-import { millis as idempotencyWindowMs } from "@mediagate/persistence/IdempotencyWindow"
+import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import { PinnedHttp } from "@mediagate/outbound"
@@ -31,9 +33,6 @@ import { configuredHeaders, defaultTimeoutMs } from "./Dispatcher.js"
 import { type Resolver, WebhookSender } from "./Outbound.js"
 import { type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
 
-/** How long an `Idempotency-Key` of a registration is remembered: the shared window (`IdempotencyWindow.millis`). */
-export { idempotencyWindowMs }
-
 /** Deliveries per page. */
 export const deliveryPageSize = 20
 
@@ -45,7 +44,12 @@ export interface ServiceOptions {
   readonly timeout?: Duration.DurationInput
   /** DNS resolver for the registration check (tests). */
   readonly lookup?: Resolver
+  /** How long registration waits for the target name to resolve; past it the request is refused. Default 5 s. */
+  readonly resolveTimeout?: Duration.DurationInput
 }
+
+/** Default of {@link ServiceOptions.resolveTimeout}. */
+export const defaultResolveTimeout: Duration.DurationInput = "5 seconds"
 
 /** A new secret: `whsec_` + base64 of 32 random bytes. */
 export const newSecret = (): string => `whsec_${randomBytes(32).toString("base64")}`
@@ -123,10 +127,7 @@ export const make = (options: ServiceOptions = {}) =>
     const timeoutMs = Duration.toMillis(options.timeout ?? defaultTimeoutMs)
 
     const findWebhook = (principal: Security.Principal, id: string) =>
-      Effect.flatMap(store.getWebhook(principal.accountId, id), Option.match({
-        onNone: () => Effect.fail(webhookNotFound(id)),
-        onSome: Effect.succeed
-      }))
+      Effect.flatMap(store.getWebhook(principal.accountId, id), Effect.mapError(() => webhookNotFound(id)))
 
     const service: Services.WebhookService["Type"] = {
       create: (principal, body, idempotencyKey) =>
@@ -136,12 +137,15 @@ export const make = (options: ServiceOptions = {}) =>
           if (!allowPrivate) {
             const problem = Address.literalHostProblem(url)
             if (problem !== undefined) return yield* new Errors.ValidationError({ message: `url: ${problem}` })
-            // a name that resolves to a private address is refused now; one that does not resolve yet is
-            // accepted and checked again, on the address actually connected to, at every delivery
-            const resolved = yield* Effect.either(
-              PinnedHttp.checkTarget(url, { allowPrivate: false, lookup: options.lookup })
-            )
-            if (resolved._tag === "Left" && resolved.left.reason === "address") {
+            // a name that resolves to a non-global address, or does not answer within the deadline, is refused
+            // now; one that does not exist (yet) is accepted and checked again, on the address actually connected
+            // to, at every delivery
+            const resolved = yield* Effect.either(PinnedHttp.checkTarget(url, {
+              allowPrivate: false,
+              lookup: options.lookup,
+              resolveTimeout: options.resolveTimeout ?? defaultResolveTimeout
+            }))
+            if (resolved._tag === "Left" && (resolved.left.reason === "address" || resolved.left.reason === "timeout")) {
               return yield* new Errors.ValidationError({ message: `url: ${resolved.left.message}` })
             }
           }
@@ -157,10 +161,12 @@ export const make = (options: ServiceOptions = {}) =>
             createdAt: now,
             deletedAt: null
           }
+          // the record is the calling API key's (the key id is part of the remembered key): only that key is ever
+          // answered a replay (and the secret in it); another key's request with the same Idempotency-Key is its own
           const claim = idempotencyKey === undefined ? undefined : {
-            key: idempotencyKey,
+            key: `${principal.keyId}:${idempotencyKey}`,
             fingerprint: createHash("sha256").update(JSON.stringify(["webhooks.create", body])).digest("base64url"),
-            notBefore: now - idempotencyWindowMs
+            notBefore: IdempotencyWindow.start(now)
           }
           const result = yield* store.createWebhook(row, claim)
           return { ...toRecord(result.webhook), secret: result.webhook.secret }

@@ -204,6 +204,13 @@ export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore"
   readonly nextDueAt: Effect.Effect<Option.Option<number>, PersistenceError>
   /** Releases every lease `owner` holds (graceful shutdown); answers how many. */
   readonly releaseAll: (owner: string) => Effect.Effect<number, PersistenceError>
+  /**
+   * Retention: deletes the settled (`succeeded`, `failed`) deliveries created before `before` (epoch ms) and their
+   * attempt logs, in one transaction; pending deliveries stay. Answers how many deliveries.
+   */
+  readonly pruneDeliveries: (before: number) => Effect.Effect<number, PersistenceError>
+  /** Retention: forgets registration idempotency records created before `before`; answers how many. */
+  readonly pruneIdempotency: (before: number) => Effect.Effect<number, PersistenceError>
 }>() {}
 
 /** A new webhook id. */
@@ -411,7 +418,16 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
           (d) => d.leaseOwner === owner && d.status === "pending",
           (d) => ({ ...d, leaseOwner: null, leaseExpiresAt: null })
         )
-      )
+      ),
+    pruneDeliveries: (before) =>
+      sync(() => {
+        const ids = new Set([...deliveries.values()].filter((d) => d.status !== "pending" && d.createdAt < before).map((d) => d.id))
+        for (const id of ids) deliveries.delete(id)
+        const kept = log.filter((attempt) => !ids.has(attempt.deliveryId))
+        log.splice(0, log.length, ...kept)
+        return ids.size
+      }),
+    pruneIdempotency: (before) => sync(() => MemoryStore.deleteWhere(idempotency, (record) => record.createdAt < before))
   }
   return service
 })

@@ -76,11 +76,37 @@ for (const [name, backend] of backends) {
       const { layer } = setup()
       return Effect.gen(function*() {
         const service = yield* Services.WebhookService
-        for (const url of ["http://127.0.0.1/x", "http://10.0.0.1/", "http://169.254.169.254/", "http://localhost:8080/", "http://[::1]/"]) {
+        for (
+          const url of [
+            "http://127.0.0.1/x", "http://10.0.0.1/", "http://169.254.169.254/", "http://localhost:8080/", "http://[::1]/",
+            "http://[::127.0.0.1]/", "http://[::a9fe:a9fe]/", "http://[::ffff:7f00:1]/", "http://[64:ff9b::a9fe:a9fe]/",
+            "http://[2002:c0a8:101::1]/", "http://[2001::1]/", "http://2130706433/", "http://0x7f.1/", "http://127.1/"
+          ]
+        ) {
           const error = yield* Effect.flip(service.create(alice, { url, events: ["task.completed"] }, undefined))
-          assert.instanceOf(error, Errors.ValidationError)
+          assert.instanceOf(error, Errors.ValidationError, url)
+          expect(error.message, url).toMatch(/^url: (address \S+ is not a public address|host \S+ is not a public host)$/)
         }
       }).pipe(Effect.provide(layer))
+    })
+
+    it.scopedLive("a target name that does not resolve within resolveTimeout is refused, not waited for", () => {
+      const never: WebhookService.ServiceOptions["lookup"] = () => new Promise(() => undefined)
+      const resolver: WebhookService.ServiceOptions["lookup"] = async (host) =>
+        host === "compat.example.com" ? [{ address: "::127.0.0.1", family: 6 }] : never(host)
+      const layer = WebhookService.layer({ allowPrivate: false, lookup: resolver, resolveTimeout: "200 millis" }).pipe(
+        Layer.provideMerge(Layer.merge(backend(), scriptedSender([200]).layer))
+      )
+      return Effect.gen(function*() {
+        const service = yield* Services.WebhookService
+        const slow = yield* Effect.flip(service.create(alice, { ...body, url: "https://slow.example.com/in" }, undefined))
+        assert.instanceOf(slow, Errors.ValidationError)
+        expect(slow.message).toBe("url: host slow.example.com did not resolve within 0.2 s")
+        const compat = yield* Effect.flip(service.create(alice, { ...body, url: "https://compat.example.com/in" }, undefined))
+        assert.instanceOf(compat, Errors.ValidationError)
+        expect(compat.message).toContain("resolves to ::127.0.0.1, which is not a public address")
+        expect(yield* service.list(alice)).toEqual([])
+      }).pipe(Effect.provide(layer), Effect.timeout("5 seconds"))
     })
 
     it.scoped("idempotency key replays the original answer, refuses another body", () => {

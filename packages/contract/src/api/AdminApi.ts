@@ -7,6 +7,7 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
 import { Account, AccountCreate, AccountUpdate, CreditRequest } from "../Account.js"
 import { ApiKeyCreate, ApiKeyCreated } from "../ApiKey.js"
 import { success } from "../Envelope.js"
@@ -37,8 +38,7 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPath(PathId)
       .setPayload(AccountUpdate)
       .addSuccess(AccountResponse)
-      .addError(AccountNotFound.wire)
-      .addError(ValidationError.wire)
+      .addError(Schema.Union(AccountNotFound.wire, ValidationError.wire))
       .annotate(OpenApi.Summary, "Change an account's name or billing settings")
   )
   .add(
@@ -46,8 +46,7 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPath(PathId)
       .setPayload(CreditRequest)
       .addSuccess(AccountResponse)
-      .addError(AccountNotFound.wire)
-      .addError(ValidationError.wire)
+      .addError(Schema.Union(AccountNotFound.wire, ValidationError.wire))
       .annotate(OpenApi.Summary, "Credit an account (a ledger entry)")
   )
   .add(
@@ -55,8 +54,7 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setPath(PathId)
       .setPayload(ApiKeyCreate)
       .addSuccess(success(ApiKeyCreated, "AdminApiKeyCreatedResponse"), { status: 201 })
-      .addError(AccountNotFound.wire)
-      .addError(ValidationError.wire)
+      .addError(Schema.Union(AccountNotFound.wire, ValidationError.wire))
       .annotate(OpenApi.Summary, "Create a key for an account (no escalation rules)")
   )
   .addError(ServiceUnavailable.wire)

@@ -6,8 +6,9 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
 import { success } from "../Envelope.js"
-import { IdempotencyKeyReused, InsufficientBalance, SpendLimitExceeded, ValidationError } from "../Errors.js"
+import { IdempotencyKeyReused, InsufficientBalance, RateLimited, SpendLimitExceeded, ValidationError } from "../Errors.js"
 import { registry } from "../families/index.js"
 import * as Family from "../Family.js"
 import { CreationAck } from "../Task.js"
@@ -24,10 +25,10 @@ export const endpoint = <const E extends Family.Endpoint>(info: E) => {
     .setPayload(request)
     .setHeaders(IdempotencyHeaders)
     .addSuccess(CreationResponse, { status: 201 })
-    .addError(ValidationError.wire)
-    .addError(InsufficientBalance.wire)
-    .addError(SpendLimitExceeded.wire)
-    .addError(IdempotencyKeyReused.wire)
+    .addError(Schema.Union(
+      ValidationError.wire, InsufficientBalance.wire, SpendLimitExceeded.wire, IdempotencyKeyReused.wire,
+      RateLimited.wire
+    ))
     .annotate(OpenApi.Summary, `${info.family} ${info.operation} (${info.models.join(", ")})`)
     .annotate(
       OpenApi.Description,

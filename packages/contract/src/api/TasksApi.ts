@@ -6,8 +6,9 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
 import { page, success } from "../Envelope.js"
-import { IdempotencyKeyReused, InsufficientBalance, SpendLimitExceeded, TaskNotCancellable, TaskNotFound, TaskNotRetryable, ValidationError } from "../Errors.js"
+import { IdempotencyKeyReused, InsufficientBalance, RateLimited, SpendLimitExceeded, TaskNotCancellable, TaskNotFound, TaskNotRetryable, ValidationError } from "../Errors.js"
 import { RetryAck, Task, TaskListQuery, TaskSummary } from "../Task.js"
 import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
@@ -32,19 +33,17 @@ export class TasksApi extends HttpApiGroup.make("tasks")
       .setPath(PathId)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(success(RetryAck, "RetryResponse"), { status: 201 })
-      .addError(TaskNotFound.wire)
-      .addError(TaskNotRetryable.wire)
-      .addError(InsufficientBalance.wire)
-      .addError(SpendLimitExceeded.wire)
-      .addError(IdempotencyKeyReused.wire)
+      .addError(Schema.Union(
+        TaskNotFound.wire, TaskNotRetryable.wire, InsufficientBalance.wire, SpendLimitExceeded.wire,
+        IdempotencyKeyReused.wire, RateLimited.wire
+      ))
       .annotate(OpenApi.Summary, "Retry a failed or expired task as a new task (charged again)")
   )
   .add(
     HttpApiEndpoint.post("cancel", "/tasks/:id/cancel")
       .setPath(PathId)
       .addSuccess(success(Task, "CancelResponse"))
-      .addError(TaskNotFound.wire)
-      .addError(TaskNotCancellable.wire)
+      .addError(Schema.Union(TaskNotFound.wire, TaskNotCancellable.wire))
       .annotate(OpenApi.Summary, "Cancel a pending or queued task (extension; refunded)")
   )
   .pipe(authenticated)

@@ -8,7 +8,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { Deleted, page, success } from "../Envelope.js"
-import { DeliveryNotFound, IdempotencyKeyReused, ValidationError, WebhookNotFound } from "../Errors.js"
+import { DeliveryNotFound, IdempotencyKeyReused, RateLimited, ValidationError, WebhookNotFound } from "../Errors.js"
 import {
   Delivery,
   DeliveryListQuery,
@@ -26,8 +26,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .setPayload(WebhookCreate)
       .setHeaders(IdempotencyHeaders)
       .addSuccess(success(WebhookCreated, "WebhookCreatedResponse"), { status: 201 })
-      .addError(ValidationError.wire)
-      .addError(IdempotencyKeyReused.wire)
+      .addError(Schema.Union(ValidationError.wire, IdempotencyKeyReused.wire))
       .annotate(OpenApi.Summary, "Register a webhook; the signing secret is shown only in this response")
   )
   .add(
@@ -46,7 +45,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.post("test", "/webhooks/:id/test")
       .setPath(PathId)
       .addSuccess(success(WebhookTestResult, "WebhookTestResponse"))
-      .addError(WebhookNotFound.wire)
+      .addError(Schema.Union(WebhookNotFound.wire, RateLimited.wire))
       .annotate(OpenApi.Summary, "Send one signed test event synchronously and report the outcome")
   )
   .add(
@@ -54,16 +53,14 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .setPath(PathId)
       .setUrlParams(DeliveryListQuery)
       .addSuccess(page(Delivery, "DeliveryListResponse"))
-      .addError(WebhookNotFound.wire)
-      .addError(ValidationError.wire)
+      .addError(Schema.Union(WebhookNotFound.wire, ValidationError.wire))
       .annotate(OpenApi.Summary, "List the webhook's deliveries, newest first (extension)")
   )
   .add(
     HttpApiEndpoint.post("replay", "/webhooks/:id/deliveries/:deliveryId/replay")
       .setPath(Schema.Struct({ id: Schema.String, deliveryId: Schema.String }))
       .addSuccess(success(Delivery, "DeliveryReplayResponse"))
-      .addError(WebhookNotFound.wire)
-      .addError(DeliveryNotFound.wire)
+      .addError(Schema.Union(WebhookNotFound.wire, DeliveryNotFound.wire, RateLimited.wire))
       .annotate(OpenApi.Summary, "Replay a delivery: a new attempt series with the same event (extension)")
   )
   .pipe(authenticated)

@@ -7,6 +7,7 @@
 import { NodeContext } from "@effect/platform-node"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
+import * as SqlRateWindows from "@mediagate/accounts/SqlRateWindows"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
@@ -20,6 +21,7 @@ import * as FileService from "@mediagate/vendors/FileService"
 import * as FileStore from "@mediagate/vendors/FileStore"
 import { PriceBook } from "@mediagate/vendors/Prices"
 import * as ResultLinks from "@mediagate/vendors/ResultLinks"
+import * as S3FileStore from "@mediagate/vendors/S3FileStore"
 import * as Simulated from "@mediagate/vendors/Simulated"
 import * as Upstreams from "@mediagate/vendors/Upstreams"
 import * as UrlSigner from "@mediagate/vendors/UrlSigner"
@@ -27,6 +29,7 @@ import * as VendorPlanner from "@mediagate/vendors/VendorPlanner"
 import * as Voices from "@mediagate/vendors/Voices"
 import * as Dispatcher from "@mediagate/webhooks/Dispatcher"
 import * as Outbound from "@mediagate/webhooks/Outbound"
+import { RateLimit } from "@mediagate/contract"
 import * as WebhookService from "@mediagate/webhooks/WebhookService"
 import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as Config from "effect/Config"
@@ -34,6 +37,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Retention from "../Retention.js"
 
 /** Settings of the composition itself (the packages read their own). */
 export interface StackSettings {
@@ -71,8 +75,37 @@ export const settings: Config.Config<StackSettings> = Config.all({
   keyCacheTtl
 })
 
+/**
+ * Where result files live (`MEDIAGATE_FILE_STORE`): `local`, the default, under `<MEDIAGATE_DATA_DIR>/files`, or
+ * `s3`, an S3-compatible bucket (`MEDIAGATE_S3_*`) that every node shares. A node without workers on the local store
+ * serves only the files that reach its own directory: it logs a warning at start (docs/operations.md).
+ */
+export const Files = (stack: StackSettings) =>
+  Layer.unwrapEffect(Effect.map(
+    Config.all({
+      store: Config.literal("local", "s3")("MEDIAGATE_FILE_STORE").pipe(Config.withDefault("local" as const)),
+      dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data"))
+    }),
+    ({ dataDir, store }) =>
+      store === "s3"
+        ? S3FileStore.layerConfig
+        : stack.workers
+        ? FileStore.layerLocalConfig
+        : Layer.merge(
+          FileStore.layerLocalConfig,
+          Layer.effectDiscard(Effect.logWarning(splitWarning(dataDir)))
+        )
+  ))
+
+/** The start warning of a node that serves files but writes none (see {@link Files}). */
+export const splitWarning = (dataDir: string) =>
+  `MEDIAGATE_WORKERS=false with the local file store: this node serves result files from ${dataDir}/files but ` +
+  `runs no workers, so the files are written by other processes; their result URLs answer 404 here unless ` +
+  `${dataDir}/files is the same directory for every node (one data directory, or a shared mount). ` +
+  `Set MEDIAGATE_FILE_STORE=s3 to share files between nodes (docs/operations.md)`
+
 /** The vendor side: planner, routed upstream (simulated; relay when configured), files and voices. */
-export const Vendors = Layer.mergeAll(
+export const Vendors = (stack: StackSettings) => Layer.mergeAll(
   VendorPlanner.layerConfig,
   Upstreams.layerConfig,
   FileService.layer,
@@ -80,7 +113,7 @@ export const Vendors = Layer.mergeAll(
   Voices.layerConfig
 ).pipe(
   Layer.provideMerge(Simulated.layerConfig),
-  Layer.provideMerge(Layer.mergeAll(FileStore.layerLocalConfig, UrlSigner.layerConfig)),
+  Layer.provideMerge(Layer.mergeAll(Files(stack), UrlSigner.layerConfig)),
   Layer.provideMerge(PriceBook.layerConfig),
   Layer.provideMerge(Estimates.layer),
   Layer.provide(NodeContext.layer)
@@ -98,7 +131,15 @@ export const Engine = (stack: StackSettings) =>
  * (`MEDIAGATE_PAYMENT_PROVIDER`: `none`, the default, or `simulated`).
  */
 export const Accounts = (stack: StackSettings) =>
-  SqlAccounts.layer({ cacheTtl: stack.keyCacheTtl }, { prefix: stack.tablePrefix }).pipe(
+  Layer.unwrapEffect(Effect.map(ServerConfig.rateLimitsConfig, (limits) =>
+    SqlAccounts.layer({
+      cacheTtl: stack.keyCacheTtl,
+      // a derived key's limits lie within the defaults its parent has (0: unlimited)
+      rateLimitDefaults: {
+        requestsPerMinute: limits.keyRequestsPerMinute > 0 ? limits.keyRequestsPerMinute : null,
+        maxInFlightTasks: limits.keyMaxInFlightTasks > 0 ? limits.keyMaxInFlightTasks : null
+      }
+    }, { prefix: stack.tablePrefix }))).pipe(
     Layer.provideMerge(SqlBilling.layer({ prefix: stack.tablePrefix })),
     Layer.provide(Layer.unwrapEffect(Effect.map(
       Config.literal("none", "simulated")("MEDIAGATE_PAYMENT_PROVIDER").pipe(Config.withDefault("none" as const)),
@@ -116,18 +157,41 @@ export const Webhooks = (stack: StackSettings) =>
       stack.workers ? Dispatcher.layerConfig() : Layer.empty
     ))).pipe(Layer.provideMerge(SqlWebhookStore.layer({ prefix: stack.tablePrefix })))
 
+/**
+ * The request counters of the rate limits: on PostgreSQL `<prefix>rate_windows`, shared by every node; on SQLite
+ * (one node) this process's memory (security.md "Rate limits").
+ */
+export const RateWindows = (stack: StackSettings) =>
+  Layer.unwrapEffect(Effect.map(SqlClient.SqlClient, (sql) =>
+    sql.onDialectOrElse({
+      pg: () => SqlRateWindows.layer({ prefix: stack.tablePrefix }),
+      orElse: () => Layer.sync(RateLimit.RateWindows, () => RateLimit.makeMemory())
+    })))
+
 /** `/readyz` is ready while the database answers. */
 export const DatabaseReadiness = Layer.effect(
   Health.Readiness,
   Effect.map(SqlClient.SqlClient, (sql) => ({ check: Effect.asVoid(sql`SELECT 1`) }))
 )
 
+/**
+ * Retention (`MEDIAGATE_RETENTION_*`, `MEDIAGATE_TEST_STORAGE_QUOTA`): the test storage quota in front of the task
+ * service, and (when this process runs workers) the pruner.
+ */
+export const Retain = (stack: StackSettings, retention: Retention.Settings) =>
+  Layer.merge(
+    Retention.layerQuota(retention),
+    stack.workers
+      ? Retention.layerPruner(retention).pipe(Layer.provide(Retention.layerCursorsSql({ prefix: stack.tablePrefix })))
+      : Layer.empty
+  )
+
 /** Every port the HTTP layer needs and the background processes, on the `SqlClient` in context. */
-export const Ports = Layer.unwrapEffect(Effect.map(settings, (stack) =>
-  Layer.mergeAll(ServerConfig.layerConfig, DatabaseReadiness).pipe(
+export const Ports = Layer.unwrapEffect(Effect.map(Config.all([settings, Retention.config]), ([stack, retention]) =>
+  Layer.mergeAll(ServerConfig.layerConfig, DatabaseReadiness, Retain(stack, retention), RateWindows(stack)).pipe(
     Layer.provideMerge(Webhooks(stack)),
     Layer.provideMerge(Engine(stack)),
-    Layer.provideMerge(Vendors),
+    Layer.provideMerge(Vendors(stack)),
     Layer.provideMerge(Accounts(stack))
   )))
 

@@ -8,6 +8,7 @@ import { Api, type Catalog, Families, Family, type Generation, Services, Tracing
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
+import { RateLimiter } from "../RateLimit.js"
 
 /**
  * The key of a served endpoint as the ports type it. The ports list the keys of the registry; a server composed from
@@ -24,6 +25,7 @@ export const layerFor = (families: Family.Registry) =>
   Envelope.group(Api.make(families), "generation", (handlers) =>
     Effect.gen(function*() {
       const tasks = yield* Services.TaskService
+      const limiter = yield* RateLimiter
       const create = (info: Family.Endpoint) => {
         const permitted = Authorization.require(Authorization.createPermission(info.mediaType), info.family)
         const span = Tracing.span(`Generation.${info.name}`)
@@ -32,11 +34,14 @@ export const layerFor = (families: Family.Registry) =>
           readonly headers: { readonly "idempotency-key"?: string }
         }) =>
           span(Effect.flatMap(permitted, (principal) =>
-            tasks.create(principal, {
-              endpoint: portKey(info),
-              request: request.payload,
-              idempotencyKey: request.headers["idempotency-key"]
-            })))
+            Effect.zipRight(
+              limiter.tasks(principal),
+              tasks.create(principal, {
+                endpoint: portKey(info),
+                request: request.payload,
+                idempotencyKey: request.headers["idempotency-key"]
+              })
+            )))
       }
       // Each `handle` leaves the others to handle; the last one, outside the fold, proves every one handled.
       const [last, ...others] = Family.endpointsOf(families)

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
+import { RateLimiter } from "../RateLimit.js"
 
 const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
 const reader = Authorization.require("tasks:read")
@@ -19,6 +20,7 @@ const spans = { list: Tracing.span("Tasks.list"), get: Tracing.span("Tasks.get")
 export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
   Effect.gen(function*() {
     const tasks = yield* Services.TaskService
+    const limiter = yield* RateLimiter
     return handlers
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(reader, (principal) => tasks.list(principal, urlParams)).pipe(spans.list))
@@ -30,6 +32,7 @@ export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
           const task = yield* tasks.providerOf(principal, path.id)
           if (Option.isNone(task)) return yield* notFound(path.id)
           yield* Authorization.require(Authorization.createPermission(task.value.type), task.value.provider)
+          yield* limiter.tasks(principal)
           return yield* tasks.retry(principal, path.id, headers["idempotency-key"])
         }).pipe(Tracing.span("Tasks.retry")))
       .handle("cancel", ({ path }) =>

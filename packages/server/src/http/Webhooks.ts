@@ -7,6 +7,7 @@ import { Api, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
+import { RateLimiter } from "../RateLimit.js"
 
 const authorized = Authorization.require("webhooks:write")
 
@@ -14,6 +15,7 @@ const authorized = Authorization.require("webhooks:write")
 export const layer = Envelope.group(Api.MediagateApi, "webhooks", (handlers) =>
   Effect.gen(function*() {
     const webhooks = yield* Services.WebhookService
+    const limiter = yield* RateLimiter
     return handlers
       .handle("create", ({ headers, payload }) =>
         Effect.flatMap(authorized, (principal) => webhooks.create(principal, payload, headers["idempotency-key"]))
@@ -24,11 +26,14 @@ export const layer = Envelope.group(Api.MediagateApi, "webhooks", (handlers) =>
         Effect.flatMap(authorized, (principal) => webhooks.remove(principal, path.id))
           .pipe(Tracing.span("Webhooks.delete")))
       .handle("test", ({ path }) =>
-        Effect.flatMap(authorized, (principal) => webhooks.test(principal, path.id)).pipe(Tracing.span("Webhooks.test")))
+        Effect.flatMap(authorized, (principal) =>
+          Effect.zipRight(limiter.webhookAction(principal), webhooks.test(principal, path.id)))
+          .pipe(Tracing.span("Webhooks.test")))
       .handle("deliveries", ({ path, urlParams }) =>
         Effect.flatMap(authorized, (principal) => webhooks.deliveries(principal, path.id, urlParams))
           .pipe(Tracing.span("Webhooks.deliveries")))
       .handle("replay", ({ path }) =>
-        Effect.flatMap(authorized, (principal) => webhooks.replay(principal, path.id, path.deliveryId))
+        Effect.flatMap(authorized, (principal) =>
+          Effect.zipRight(limiter.webhookAction(principal), webhooks.replay(principal, path.id, path.deliveryId)))
           .pipe(Tracing.span("Webhooks.replay")))
   }))

@@ -42,10 +42,7 @@ export const Vendor1Prices = Schema.Struct({ perSecond }).annotations({ title: "
 const fields = {
   "vendor1-2": Vendor1MultimodalPrices,
   "vendor1-1-5-pro": Vendor1AudioPrices,
-  "vendor1-1-0-pro": Vendor1Prices,
-  "vendor1-1-0-pro-fast": Vendor1Prices,
-  "vendor1-1-0-lite-i2v": Vendor1Prices,
-  "vendor1-1-0-lite-t2v": Vendor1Prices
+  ...Pricing.each(["vendor1-1-0-pro", "vendor1-1-0-pro-fast", "vendor1-1-0-lite-i2v", "vendor1-1-0-lite-t2v"], Vendor1Prices)
 }
 type Table = Schema.Struct.Type<typeof fields>
 const tier = (p480: number, p720: number, p1080: number) => ({ "480p": p480, "720p": p720, "1080p": p1080 })

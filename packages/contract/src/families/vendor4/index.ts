@@ -61,12 +61,7 @@ export const vendor4 = Family.make({
     })
   ],
   prices: {
-    fields: {
-      "vendor4-5-0-lite": PerImagePrices,
-      "vendor4-4-5": PerImagePrices,
-      "vendor4-4-0": PerImagePrices,
-      "vendor4-3-0-t2i": PerImagePrices
-    },
+    fields: Pricing.each(Requests.Vendor4TextToImageRequest.models, PerImagePrices),
     defaults: {
       "vendor4-5-0-lite": { perImage: 0.04 },
       "vendor4-4-5": { perImage: 0.04 },

@@ -265,17 +265,23 @@ const sizeDescription = "Output size: a preset (1K 1024x1024, 2K 2048x2048, 3K 3
  * A `description` that also reaches the JSON Schema: the generator drops the description of a refinement that has no
  * `jsonSchema` annotation of its own (as `prompt` and `imageRef` from Fields are), so it is repeated there.
  */
-const commonFields = {
-  prompt: describe(
-    prompt(10_000),
-    "What to generate (Chinese or English; recommended at most 300 Chinese characters or 600 English words)"
-  ),
+const promptField = describe(
+  prompt(10_000),
+  "What to generate (Chinese or English; recommended at most 300 Chinese characters or 600 English words)"
+)
+
+/** `width` and `height`, the alternative to `size`. */
+const sides = {
   width: optional(side.annotations({
     description: "Output width in pixels; alternative to size, requires height; same per-model rules as a WxH size"
   })),
   height: optional(side.annotations({
     description: "Output height in pixels; used with width; same per-model rules as a WxH size"
-  })),
+  }))
+}
+
+/** The options both endpoints take after the size fields. */
+const options = {
   watermark: optional(boolean.annotations({ description: "Add a watermark to the image", default: true })),
   optimize_prompt: optional(oneOf("standard", "fast").annotations({
     description: "Prompt optimization mode: standard or fast on 4.0/4.5, standard only on 5.0; not on 3.0-t2i"
@@ -308,23 +314,19 @@ export const Vendor4TextToImageRequest = GenerationRequest.make({
   description: "Text to one image; billed per image",
   models: [v50, v45, v40, v30],
   input: {
-    prompt: commonFields.prompt,
+    prompt: promptField,
     size: optional(sizeField(textToImagePresets).annotations({
       description: sizeDescription,
       default: "2K"
     })),
-    width: commonFields.width,
-    height: commonFields.height,
+    ...sides,
     seed: optional(integer(-1, 2_147_483_647).annotations({
       description: "Seed for reproducibility, -1 for random; 3.0-t2i only"
     })),
     guidance_scale: optional(number(1, 10).annotations({
       description: "How closely the image follows the prompt; 3.0-t2i only"
     })),
-    watermark: commonFields.watermark,
-    optimize_prompt: commonFields.optimize_prompt,
-    output_format: commonFields.output_format,
-    web_search: commonFields.web_search
+    ...options
   },
   rules: (body) => [
     ...sizeRules(body.model, body.input, textToImagePresets),
@@ -375,7 +377,7 @@ export const Vendor4ImageToImageRequest = GenerationRequest.make({
   description: "Image (plus up to 14 reference images) and text to one image; billed per image",
   models: [v50, v45, v40],
   input: {
-    prompt: commonFields.prompt,
+    prompt: promptField,
     image: describe(imageRef(inputImageRules), `Input image: ${imageDescription}`),
     images: optional(
       list(imageRef(inputImageRules), { min: 0, max: 14, noun: "images" }).annotations({
@@ -389,12 +391,8 @@ export const Vendor4ImageToImageRequest = GenerationRequest.make({
         "width/height. Default 2K",
       default: "2K"
     })),
-    width: commonFields.width,
-    height: commonFields.height,
-    watermark: commonFields.watermark,
-    optimize_prompt: commonFields.optimize_prompt,
-    output_format: commonFields.output_format,
-    web_search: commonFields.web_search
+    ...sides,
+    ...options
   },
   rules: (body) => [
     ...imageFormatRule(body.model, ["input", "image"], body.input.image),

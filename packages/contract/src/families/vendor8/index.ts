@@ -17,13 +17,9 @@ export const Vendor8Prices = Schema.Struct({
   perSecond: Pricing.perSecondBy(["720p", "1080p"])
 }).annotations({ title: "Vendor8Prices" })
 
-const fields = {
-  "vendor8/2-6-text-to-video": Vendor8Prices,
-  "vendor8/2-6-image-to-video": Vendor8Prices,
-  "vendor8/2-6-video-to-video": Vendor8Prices
-}
+const models = ["vendor8/2-6-text-to-video", "vendor8/2-6-image-to-video", "vendor8/2-6-video-to-video"] as const
+const fields = Pricing.each(models, Vendor8Prices)
 const isModel = (model: string): model is keyof typeof fields => Object.hasOwn(fields, model)
-const perSecond = { perSecond: { "720p": 0.10, "1080p": 0.15 } }
 
 const common = {
   outputs: ({ input }: AnyGenerationRequest) => [videoOf(input, { resolution: "1080p", ratio: "16:9", seconds: 5 })],
@@ -54,11 +50,7 @@ export const vendor8 = Family.make({
   ],
   prices: {
     fields,
-    defaults: {
-      "vendor8/2-6-text-to-video": perSecond,
-      "vendor8/2-6-image-to-video": perSecond,
-      "vendor8/2-6-video-to-video": perSecond
-    },
+    defaults: Pricing.each(models, { perSecond: { "720p": 0.10, "1080p": 0.15 } }),
     price: (_endpoint, request, table) =>
       isModel(request.model)
         ? Pricing.bySecond(request, table[request.model].perSecond, "1080p", 5)

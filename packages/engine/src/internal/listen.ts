@@ -1,0 +1,77 @@
+/**
+ * PostgreSQL wakeups that survive a lost `LISTEN` connection.
+ *
+ * The driver's `listen` stream does not end when its connection is lost (the database restarted, the backend
+ * killed by `pg_terminate_backend`): it just stops delivering. So the listening process checks its own connection:
+ * every `probeInterval` it sends a probe (`pg_notify(<channel>, 'probe')`, cheap and answered by whichever
+ * connection listens); when nothing (probe or wakeup) has arrived for `deadline`, the connection is taken for lost,
+ * the stream is closed (the driver releases the connection) and `LISTEN` is opened again on a new one, every
+ * second until the database answers. Probes are never wakeups. Wakeups lost meanwhile cost latency only: workers
+ * also look for due work on their idle backstop.
+ *
+ * The watchdog runs on wall-clock time (`Clock.make()`), not the fiber's clock: it watches a network connection,
+ * and a test clock must not make it open and close connections.
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+
+/** The payload of a liveness probe (wakeups carry another one). */
+export const probePayload = "probe"
+
+/** Nothing arrived on the `LISTEN` connection for the deadline. */
+class ListenLost extends Data.TaggedError("ListenLost")<{ readonly silentMs: number }> {}
+
+/** Watchdog settings. */
+export interface Options {
+  /** How often a probe is sent. Default 2 s. */
+  readonly probeInterval?: Duration.DurationInput
+  /** Silence after which the connection is taken for lost. Default 2.5 × the probe interval. */
+  readonly deadline?: Duration.DurationInput
+}
+
+/**
+ * The notifications of `channel` (probes left out) as wakeups that never fail: `listen` is the driver's LISTEN,
+ * `probe` sends a probe on `channel` (its failures are ignored: a silent connection is what counts).
+ */
+export const wakeups = (
+  listen: (channel: string) => Stream.Stream<string, SqlError>,
+  probe: Effect.Effect<unknown, unknown>,
+  channel: string,
+  options: Options = {}
+): Stream.Stream<void> => {
+  const intervalMs = Duration.toMillis(options.probeInterval ?? "2 seconds")
+  const deadlineMs = options.deadline === undefined ? Math.round(intervalMs * 2.5) : Duration.toMillis(options.deadline)
+  const once = Stream.unwrap(Effect.sync(() => {
+    let heard = Date.now()
+    const notifications = listen(channel).pipe(
+      Stream.tap(() => Effect.sync(() => (heard = Date.now()))),
+      Stream.filter((payload) => payload !== probePayload),
+      Stream.as<void>(undefined)
+    )
+    const watchdog = Effect.gen(function*() {
+      for (;;) {
+        yield* Effect.sleep(Duration.millis(intervalMs))
+        yield* probe.pipe(Effect.timeout(Duration.millis(intervalMs)), Effect.ignore)
+        const silentMs = Date.now() - heard
+        if (silentMs > deadlineMs) return yield* new ListenLost({ silentMs })
+      }
+    }).pipe(Effect.withClock(Clock.make()))
+    return Stream.merge(notifications, Stream.drain(Stream.fromEffect(watchdog)))
+  }))
+  return once.pipe(
+    Stream.tapError((error) =>
+      error._tag === "ListenLost"
+        ? Effect.logWarning(`LISTEN ${channel}: nothing heard for ${error.silentMs} ms; listening again on a new connection`)
+        : Effect.logDebug(`LISTEN ${channel} failed; trying again in 1 s`, error)
+    ),
+    // the driver may die releasing a lost connection (UNLISTEN on a closed client): a defect is retried too
+    Stream.catchAllCause((cause) => Stream.fail(cause)),
+    Stream.retry(Schedule.spaced(Duration.seconds(1))),
+    Stream.catchAllCause(() => Stream.empty)
+  )
+}
