@@ -20,7 +20,7 @@ import autocannon from "autocannon"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { account, adminToken, arg, call, cpuMs, mainScript, pgDatabase, record, type Running, start } from "./support.js"
+import { account, arg, call, cpuMs, mainScript, pgDatabase, record, type Running, serverEnv, start } from "./support.js"
 
 const databases = arg("db", "sqlite,pg").split(",")
 const targets = arg("targets", "mediagate,raw,floor").split(",")
@@ -81,28 +81,16 @@ const rows: Array<{ db: string; path: string; target: string; figures: Figures }
 for (const db of databases) {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-http-"))
   const pg = db === "pg" ? pgDatabase("http") : undefined
-  const dbEnv: Record<string, string> = pg !== undefined ? { DATABASE_URL: pg.url } : {}
   try {
     // Mediagate first: it migrates the database and makes the account, key and task the others read too
-    const mediagate = await launch(mainScript, {
-      ...dbEnv,
-      MEDIAGATE_DATA_DIR: dir,
-      MEDIAGATE_ADMIN_TOKEN: adminToken,
-      MEDIAGATE_WORKERS: "0",
-      MEDIAGATE_FILE_SECRET: "bench-file-secret"
-    })
+    // an API node (workers off); the build of `--before` runs the same way on the same database
+    const apiNode = serverEnv(dir, pg?.url, { MEDIAGATE_WORKERS: "0" })
+    const mediagate = await launch(mainScript, apiNode)
     const { taskId, token } = await setup(mediagate.base)
     const servers: Record<string, () => Promise<Running>> = {
       mediagate: async () => mediagate,
-      before: () =>
-        launch(join(before, mainScript), {
-          ...dbEnv,
-          MEDIAGATE_DATA_DIR: dir,
-          MEDIAGATE_ADMIN_TOKEN: adminToken,
-          MEDIAGATE_WORKERS: "0",
-          MEDIAGATE_FILE_SECRET: "bench-file-secret"
-        }),
-      raw: () => launch("bench/servers/raw.mjs", pg !== undefined ? dbEnv : { SQLITE_FILE: join(dir, "mediagate.db") }),
+      before: () => launch(join(before, mainScript), apiNode),
+      raw: () => launch("bench/servers/raw.mjs", pg !== undefined ? { DATABASE_URL: pg.url } : { SQLITE_FILE: join(dir, "mediagate.db") }),
       floor: () => launch("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId })
     }
     const measure = async (target: string, server: Running, path: "get" | "post", round: number) => {

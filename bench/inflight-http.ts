@@ -16,7 +16,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { account, adminToken, arg, call, cpuMs, flag, mainScript, pgDatabase, record, sleep, start } from "./support.js"
+import { account, arg, call, cpuMs, flag, mainScript, pgDatabase, record, sleep, serverEnv, start } from "./support.js"
 
 const databases = arg("db", "sqlite,pg").split(",")
 const taskCount = Number(arg("tasks", "10000"))
@@ -64,13 +64,7 @@ for (const db of databases) {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-inflight-"))
   const pg = db === "pg" ? pgDatabase("inflight") : undefined
   try {
-    const server = await start(mainScript, {
-      ...(pg !== undefined ? { DATABASE_URL: pg.url } : {}),
-      MEDIAGATE_DATA_DIR: dir,
-      MEDIAGATE_ADMIN_TOKEN: adminToken,
-      MEDIAGATE_FILE_SECRET: "bench-file-secret",
-      MEDIAGATE_SIM_TIME_SCALE: "1"
-    }, { profile })
+    const server = await start(mainScript, serverEnv(dir, pg?.url, { MEDIAGATE_SIM_TIME_SCALE: "1" }), { profile })
     try {
       const { token } = await account(server.base, 100_000_000)
       const pid = server.child.pid

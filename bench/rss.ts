@@ -24,7 +24,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { account, adminToken, arg, call, flag, mainScript, pgDatabase, root, type Running, sleep, start } from "./support.js"
+import { account, arg, call, flag, mainScript, pgDatabase, root, type Running, sleep, serverEnv, start } from "./support.js"
 
 const databases = arg("db", "sqlite").split(",")
 const taskCount = Number(arg("tasks", "100000"))
@@ -144,14 +144,10 @@ const mediagate = async (db: string): Promise<Figures> => {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-rss-"))
   const pg = db === "pg" ? pgDatabase("rss") : undefined
   try {
-    const server = await start(mainScript, {
-      ...(pg !== undefined ? { DATABASE_URL: pg.url } : {}),
-      MEDIAGATE_DATA_DIR: dir,
-      MEDIAGATE_ADMIN_TOKEN: adminToken,
-      MEDIAGATE_FILE_SECRET: "bench-file-secret",
+    const server = await start(mainScript, serverEnv(dir, pg?.url, {
       MEDIAGATE_SIM_TIME_SCALE: "1",
       NODE_OPTIONS: [nodeOptions, heap ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${profiles}` : ""].join(" ").trim()
-    })
+    }))
     try {
       const pid = server.child.pid
       const { token } = await account(server.base, undefined, "test")

@@ -40,6 +40,18 @@ const freePort = () =>
     })
   })
 
+/**
+ * The environment of the built server in a benchmark: its data folder, PostgreSQL when `databaseUrl` is given
+ * (SQLite in the folder otherwise), the bench's admin token and file secret, and `extra`.
+ */
+export const serverEnv = (dir: string, databaseUrl: string | undefined, extra: Record<string, string> = {}) => ({
+  ...(databaseUrl !== undefined ? { DATABASE_URL: databaseUrl } : {}),
+  MEDIAGATE_DATA_DIR: dir,
+  MEDIAGATE_ADMIN_TOKEN: adminToken,
+  MEDIAGATE_FILE_SECRET: "bench-file-secret",
+  ...extra
+})
+
 export interface Running {
   readonly base: string
   readonly child: ChildProcess

@@ -597,11 +597,17 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           ? Effect.succeed(records.map(() => together))
           : Effect.forEach(records, (record) => Effect.exit(insertAll([record])))))
 
-    /** The task's insert, then its charge (in the caller's transaction, which a refusal rolls back). */
+    /** A task's insert (with the wakeup of other processes). */
+    const insertOne = (record: TaskRecord) =>
+      Effect.flatMap(rows.task.encode(record), (row) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`)
+
+    /**
+     * The task first, the charge last, in the caller's transaction (which a refusal rolls back): the account row the
+     * charge locks is held the shortest time, and taken after the task rows' locks as every terminal transition
+     * takes them (status update, then refund).
+     */
     const insertCharged = (record: TaskRecord, charge: Charge) =>
-      Effect.flatMap(rows.task.encode(record), (row) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`).pipe(
-        Effect.zipRight((billing.chargeInTransaction ?? billing.charge)(charge))
-      )
+      Effect.zipRight(insertOne(record), (billing.chargeInTransaction ?? billing.charge)(charge))
 
     /**
      * Charged accepts without an idempotency key, batched: one transaction for the batch, each accept in a savepoint
@@ -636,10 +642,6 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const accept: TaskStorage["Type"]["accept"] = ({ charge, idempotency: claim, task }) => {
       const record = fromNew({ ...task, createdAt: ms(task.createdAt), deadlineAt: ms(task.deadlineAt) })
       const charged = charge !== undefined && charge.amountMicros > 0 && billing.unmetered !== true
-      const insert = Effect.flatMap(
-        rows.task.encode(record),
-        (row) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`
-      )
       if (claim === undefined) {
         const created = { _tag: "Created", task: record } as const
         // nothing else to write: the task joins the next multi-row insert (one statement, no transaction); with a
@@ -674,11 +676,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             RETURNING task_id`
           if (taken.length === 0) return yield* new IdempotencyRace()
         }
-        // the task first, the charge last (in this transaction, which a refusal rolls back): the account row the
-        // charge locks is held the shortest time, and taken after the task rows' locks as every terminal
-        // transition takes them (status update, then refund)
-        yield* insert
-        if (charged) yield* (billing.chargeInTransaction ?? billing.charge)(charge)
+        yield* (charged ? insertCharged(record, charge) : insertOne(record))
         return { _tag: "Created", task: record } as const
       }))
       return attempt.pipe(

@@ -149,6 +149,29 @@ export class FileStore extends Context.Tag("@mediagate/vendors/FileStore")<FileS
   readonly remove: (key: string) => Effect.Effect<void, InvalidFileKey | FileStoreError>
 }>() {}
 
+/** A valid key as it is, or why it is refused (every store's keys follow {@link keyProblem}). */
+export const validKey = (key: string): Effect.Effect<string, InvalidFileKey> => {
+  const problem = keyProblem(key)
+  return problem === undefined
+    ? Effect.succeed(key)
+    : Effect.fail(new InvalidFileKey({ key, message: `file key ${JSON.stringify(key)}: ${problem}` }))
+}
+
+/**
+ * Checks that a `put` may store `contentType` under `key` (a valid key whose extension serves that content type)
+ * and answers the content type the key serves.
+ */
+export const puttable = (key: string, contentType: string): Effect.Effect<string, InvalidFileKey> =>
+  Effect.flatMap(validKey(key), () => {
+    const served = contentTypeOf(key)
+    return essence(served) === essence(contentType)
+      ? Effect.succeed(served)
+      : Effect.fail(new InvalidFileKey({
+        key,
+        message: `file key ${JSON.stringify(key)}: its extension serves ${served}, not ${contentType}`
+      }))
+  })
+
 const isNotFound = (error: unknown) =>
   typeof error === "object" && error !== null && "_tag" in error && error._tag === "SystemError" &&
   "reason" in error && error.reason === "NotFound"
@@ -167,24 +190,15 @@ export const makeLocal = (options: { readonly directory: string }) =>
     const failure = (operation: FileStoreError["operation"], key: string) => (cause: unknown) =>
       new FileStoreError({ operation, key, message: `file store: ${operation} ${key} failed`, cause })
 
-    /** The file of a valid key (its segments below the root), or why the key is refused. */
-    const locate = (key: string) => {
-      const problem = keyProblem(key)
-      return problem === undefined
-        ? Effect.succeed(path.join(root, ...key.split("/")))
-        : Effect.fail(new InvalidFileKey({ key, message: `file key ${JSON.stringify(key)}: ${problem}` }))
-    }
+    /** The file of a key (its segments below the root). */
+    const fileOf = (key: string) => path.join(root, ...key.split("/"))
+    /** The file of a valid key, or why the key is refused. */
+    const locate = (key: string) => Effect.map(validKey(key), fileOf)
 
     const put = (key: string, bytes: Uint8Array, contentType: string) =>
       Effect.gen(function*() {
-        const file = yield* locate(key)
-        const served = contentTypeOf(key)
-        if (essence(served) !== essence(contentType)) {
-          return yield* new InvalidFileKey({
-            key,
-            message: `file key ${JSON.stringify(key)}: its extension serves ${served}, not ${contentType}`
-          })
-        }
+        const served = yield* puttable(key, contentType)
+        const file = fileOf(key)
         const directory = path.dirname(file)
         const temporary = path.join(directory, `.${path.basename(file)}.${randomBytes(8).toString("hex")}.tmp`)
         yield* fs.makeDirectory(directory, { recursive: true }).pipe(Effect.mapError(failure("put", key)))

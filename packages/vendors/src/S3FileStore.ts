@@ -24,12 +24,13 @@ import {
   contentTypeOf,
   FileStore,
   FileStoreError,
-  InvalidFileKey,
   keyProblem,
   type OpenedFile,
+  puttable,
   type RangeRequest,
   resolveRange,
-  UnsatisfiableRange
+  UnsatisfiableRange,
+  validKey
 } from "./FileStore.js"
 
 /** Settings of the S3 store. */
@@ -50,7 +51,6 @@ export interface Options {
   } | undefined
 }
 
-const essence = (contentType: string) => contentType.split(";")[0]!.trim().toLowerCase()
 
 /** Whether an SDK error says that the object (or the bucket) does not exist. */
 const isMissing = (error: unknown) => {
@@ -94,12 +94,8 @@ export const make = (options: Options) =>
     const send = <A>(operation: FileStoreError["operation"], key: string, call: (signal: AbortSignal) => Promise<A>) =>
       Effect.tryPromise({ try: call, catch: failure(operation, key) })
 
-    const locate = (key: string) => {
-      const problem = keyProblem(key)
-      return problem === undefined
-        ? Effect.succeed(`${prefix}${key}`)
-        : Effect.fail(new InvalidFileKey({ key, message: `file key ${JSON.stringify(key)}: ${problem}` }))
-    }
+    /** The object of a valid key, or why the key is refused. */
+    const locate = (key: string) => Effect.map(validKey(key), (valid) => `${prefix}${valid}`)
 
     // fail fast (and retry the start) when the bucket is not there or the credentials are refused
     yield* send("open", "", (abortSignal) => client.send(new sdk.HeadBucketCommand({ Bucket: bucket }), { abortSignal })).pipe(
@@ -115,14 +111,8 @@ export const make = (options: Options) =>
 
     const put = (key: string, bytes: Uint8Array, contentType: string) =>
       Effect.gen(function*() {
-        const object = yield* locate(key)
-        const served = contentTypeOf(key)
-        if (essence(served) !== essence(contentType)) {
-          return yield* new InvalidFileKey({
-            key,
-            message: `file key ${JSON.stringify(key)}: its extension serves ${served}, not ${contentType}`
-          })
-        }
+        const served = yield* puttable(key, contentType)
+        const object = `${prefix}${key}`
         yield* send("put", key, (abortSignal) =>
           client.send(
             new sdk.PutObjectCommand({
