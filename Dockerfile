@@ -21,7 +21,8 @@ ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
     MEDIAGATE_DATA_DIR=/data \
-    MEDIAGATE_LOG_FORMAT=json
+    MEDIAGATE_LOG_FORMAT=json \
+    NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=4"
 WORKDIR /app
 COPY --from=build /app /app
 RUN mkdir -p /data && chown node:node /data

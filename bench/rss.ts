@@ -16,7 +16,8 @@
  *
  *   npm run bench:rss [-- --db sqlite|pg|sqlite,pg] [--tasks 100000] [--concurrency 64] [--seconds 30] [--settle 60]
  *     [--heap]   (a V8 heap snapshot of the server after each phase, in bench/profiles: `--heapsnapshot-signal`)
- *     [--node-options "--max-old-space-size=512"]   (the server's NODE_OPTIONS, to compare V8 settings)
+ *     [--node-options "--max-old-space-size=512"]   (the server's V8 settings; default: the flags of `npm start`,
+ *     read from examples/server/package.json; `--node-options none` runs Node's defaults)
  *
  * PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user postgres), dropped afterwards; SQLite in a temporary
  * folder, removed afterwards. Asserts nothing.
@@ -24,7 +25,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { account, arg, call, flag, mainScript, pgDatabase, root, type Running, sleep, serverEnv, start } from "./support.js"
+import { account, arg, call, flag, mainScript, pgDatabase, root, type Running, sleep, serverEnv, start, startFlags } from "./support.js"
 
 const databases = arg("db", "sqlite").split(",")
 const taskCount = Number(arg("tasks", "100000"))
@@ -32,7 +33,8 @@ const concurrency = Number(arg("concurrency", "64"))
 const idleSeconds = Number(arg("seconds", "30"))
 const settleSeconds = Math.max(10, Number(arg("settle", "60")))
 const heap = flag("heap")
-const nodeOptions = arg("node-options", "")
+const nodeOptionsArg = arg("node-options", startFlags())
+const nodeOptions = nodeOptionsArg === "none" ? "" : nodeOptionsArg
 const profiles = join(root, "bench", "profiles")
 
 /** A field of `/proc/<pid>/status` in MB (`VmRSS`: now; `VmHWM`: the most so far). */
@@ -91,6 +93,8 @@ const post = async (
   let next = 0
   let done = 0
   let accepted = 0
+  const refused = new Map<string, number>()
+  const note = (what: string) => refused.set(what, (refused.get(what) ?? 0) + 1)
   const tenth = Math.max(1, Math.floor(taskCount / 10))
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (next < taskCount) {
@@ -101,14 +105,18 @@ const post = async (
           headers: { "content-type": "application/json", ...headers },
           body: JSON.stringify(body(i))
         })
+        const text = await response.text()
         if (response.ok) accepted++
-        await response.arrayBuffer()
-      } catch {
+        else note(`${response.status} ${/"code":"([A-Z_]+)"/.exec(text)?.[1] ?? ""}`.trim())
+      } catch (error) {
         // not tried again: without an idempotency key a second POST could make a second task
+        const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined
+        note(error instanceof Error ? `${error.message}${cause ? ` (${cause.code ?? cause.message})` : ""}` : String(error))
       }
       if (++done % tenth === 0) progress(done)
     }
   }))
+  if (refused.size > 0) console.log(`  not accepted: ${[...refused].map(([what, n]) => `${n} × ${what}`).join(", ")}`)
   return accepted
 }
 
@@ -146,6 +154,9 @@ const mediagate = async (db: string): Promise<Figures> => {
   try {
     const server = await start(mainScript, serverEnv(dir, pg?.url, {
       MEDIAGATE_SIM_TIME_SCALE: "1",
+      // 100,000 sandbox results of 32 KB are over the default test-key storage quota (256 MiB): without this the
+      // tasks past it are refused with 429
+      MEDIAGATE_TEST_STORAGE_QUOTA: "off",
       NODE_OPTIONS: [nodeOptions, heap ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${profiles}` : ""].join(" ").trim()
     }))
     try {

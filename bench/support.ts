@@ -59,19 +59,40 @@ export interface Running {
 }
 
 /**
+ * The V8 flags `npm start` runs the example server with (its `start` script in examples/server/package.json), so
+ * that benchmarks measure the server as it is run.
+ */
+export const startFlags = (): string => {
+  const scripts = JSON.parse(readFileSync(join(root, "examples", "server", "package.json"), "utf8")).scripts
+  return /^node\s+(.*?)\s*dist\/main\.js$/.exec(String(scripts?.start ?? ""))?.[1] ?? ""
+}
+
+/**
  * Starts `node <script>` on a free port (access log off) and waits until it answers HTTP. With `profile`, the
- * process writes a CPU profile to bench/profiles when it exits.
+ * process writes a CPU profile to bench/profiles when it exits; `nodeArgs` go before the script (e.g. `--import
+ * tsx` to run a source file). The example server (any checkout's `examples/server/dist/main.js`) gets the V8 flags
+ * of `npm start` ({@link startFlags}) through `NODE_OPTIONS` unless `env` sets `NODE_OPTIONS` itself.
  */
 export const start = async (
   script: string,
   env: Record<string, string>,
-  options: { readonly profile?: boolean } = {}
+  options: { readonly profile?: boolean; readonly nodeArgs?: ReadonlyArray<string> } = {}
 ): Promise<Running> => {
   const port = await freePort()
-  const flags = options.profile === true ? ["--cpu-prof", "--cpu-prof-dir", join(root, "bench", "profiles")] : []
+  const flags = [
+    ...(options.nodeArgs ?? []),
+    ...(options.profile === true ? ["--cpu-prof", "--cpu-prof-dir", join(root, "bench", "profiles")] : [])
+  ]
   const child = spawn(process.execPath, [...flags, script], {
     cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", MEDIAGATE_ACCESS_LOG: "false", ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      MEDIAGATE_ACCESS_LOG: "false",
+      ...(script.endsWith(mainScript) ? { NODE_OPTIONS: startFlags() } : {}),
+      ...env
+    },
     stdio: ["ignore", "ignore", "inherit"]
   })
   const base = `http://127.0.0.1:${port}`

@@ -52,6 +52,28 @@ export const KeyRow = Schema.Struct({
 /** An API key row (never the full key). */
 export interface KeyRow extends Schema.Schema.Type<typeof KeyRow> {}
 
+/** Filters and keyset position of the account list. */
+export interface AccountQuery {
+  readonly search?: string | undefined
+  readonly beforeId?: string | undefined
+  readonly limit: number
+}
+
+/** A page of accounts. */
+export interface AccountPage {
+  readonly items: ReadonlyArray<AccountRow>
+  readonly hasMore: boolean
+  /** Accounts matching the search (all pages). */
+  readonly total: number
+}
+
+/** Whether an account matches a search: its id or name starts with it, case-insensitively. */
+export const matchesSearch = (row: AccountRow, search: string | undefined): boolean => {
+  if (search === undefined || search === "") return true
+  const prefix = search.toLowerCase()
+  return row.id.toLowerCase().startsWith(prefix) || row.name.toLowerCase().startsWith(prefix)
+}
+
 /** Storage of accounts and keys. Every failure is a {@link PersistenceError}. */
 export class AccountStore extends Context.Tag("@mediagate/accounts/AccountStore")<AccountStore, {
   /** Runs an effect in one transaction (SQL; the memory store runs it as is). */
@@ -62,6 +84,13 @@ export class AccountStore extends Context.Tag("@mediagate/accounts/AccountStore"
   readonly insertAccount: (row: AccountRow) => Effect.Effect<void, PersistenceError>
   readonly findAccount: (id: string) => Effect.Effect<Option.Option<AccountRow>, PersistenceError>
   readonly renameAccount: (id: string, name: string) => Effect.Effect<void, PersistenceError>
+  /**
+   * Operators: accounts newest first (id order: ids are time-sortable), below `beforeId`; `search` keeps those whose
+   * id or name starts with it, case-insensitively (SQLite folds ASCII letters only).
+   */
+  readonly listAccounts: (query: AccountQuery) => Effect.Effect<AccountPage, PersistenceError>
+  /** A key by id alone, of any account (operators). */
+  readonly findKeyById: (id: string) => Effect.Effect<Option.Option<KeyRow>, PersistenceError>
   readonly insertKey: (row: KeyRow) => Effect.Effect<void, PersistenceError>
   /** The authentication hot path: one indexed lookup. */
   readonly keyByHash: (keyHash: string) => Effect.Effect<Option.Option<KeyRow>, PersistenceError>
@@ -104,6 +133,16 @@ export const makeMemory = (): AccountStore["Type"] => {
         const row = accounts.get(id)
         if (row !== undefined) accounts.set(id, { ...row, name })
       }),
+    listAccounts: (query) =>
+      Effect.sync(() => {
+        const matches = [...accounts.values()]
+          .filter((row) => matchesSearch(row, query.search))
+          .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+        const after = query.beforeId === undefined ? matches : matches.filter((row) => row.id < query.beforeId!)
+        const limit = Math.max(0, Math.floor(query.limit))
+        return { items: after.slice(0, limit), hasMore: after.length > limit, total: matches.length }
+      }),
+    findKeyById: (id) => Effect.sync(() => Option.fromNullable(keys.get(id))),
     insertKey: (row) =>
       Effect.suspend(() => {
         if (keys.has(row.id) || byHash.has(row.keyHash)) {

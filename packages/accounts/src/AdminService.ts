@@ -3,18 +3,37 @@
  * `BillingAccounts`: accounts carry identity (name, creation time) here and money (balance, billing settings) in
  * billing; an account is answered in the contract's `Account` shape (USD numbers from micro-dollars).
  *
+ * The operator views (docs/operations.md "Operator endpoints and CLI"): the account list (newest first, keyset
+ * cursor, search by id or name prefix), an account's keys and their revocation (with descendants, as the
+ * account-side revoke; this process's key cache forgets them at once, other processes within their cache TTL);
+ * tasks, deliveries and the system status come from the engine's and the webhooks' ports (`Services.AdminTasks`,
+ * `Services.AdminWebhooks`), which this service combines.
+ *
  * @since 0.1.0
  */
 import { type BillingSettings, type BillingState, BillingAccounts, defaultSettings } from "@mediagate/billing/BillingAccounts"
 import { toBalance } from "@mediagate/billing/Ledger"
-import { type Account, type ApiKey, Errors, Money, Services } from "@mediagate/contract"
+import { type Account, type ApiKey, Errors, Money, Services, Task, Tracing } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Encoding from "effect/Encoding"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { AccountStore, type AccountRow } from "./AccountStore.js"
-import { checkNotPast, insertKey, unavailable } from "./KeyService.js"
+import { checkNotPast, insertKey, KeyCache, KeyUsage, toRecord, unavailable } from "./KeyService.js"
+
+/** Account list cursors are opaque: the last account id of a page, base64url-encoded. */
+export const encodeCursor = (id: string): string => Encoding.encodeBase64Url(id)
+
+/** Decodes an account list cursor, or fails with `VALIDATION_ERROR`. */
+export const decodeCursor = (cursor: string): Either.Either<string, Errors.ValidationError> => {
+  const decoded = Encoding.decodeBase64UrlString(cursor)
+  return Either.isRight(decoded) && /^acct_[0-9A-HJKMNP-TV-Z]{26}$/.test(decoded.right)
+    ? Either.right(decoded.right)
+    : Either.left(new Errors.ValidationError({ message: "cursor: is not a cursor of this list" }))
+}
 
 const microsOrNull = (usd: number | null) => usd === null ? null : Money.toMicros(usd)
 
@@ -59,11 +78,21 @@ export const createAccount = (body: Account.AccountCreate) =>
     return toAccount(row, state)
   })
 
-/** Builds the admin service. */
-export const make: Effect.Effect<Services.AdminService["Type"], never, AccountStore | BillingAccounts> = Effect.gen(
+/** What the admin service is built on. */
+export type Requirements = AccountStore | BillingAccounts | Services.AdminTasks | Services.AdminWebhooks
+
+/**
+ * Builds the admin service. When this process authenticates keys too (`KeyService.layer` in context), revocations
+ * drop the keys from its cache at once and key lists show the buffered `lastUsedAt` (flushed first).
+ */
+export const make: Effect.Effect<Services.AdminService["Type"], never, Requirements> = Effect.gen(
   function*() {
     const store = yield* AccountStore
     const billing = yield* BillingAccounts
+    const tasks = yield* Services.AdminTasks
+    const webhooks = yield* Services.AdminWebhooks
+    const keyCache = yield* Effect.serviceOption(KeyCache)
+    const keyUsage = yield* Effect.serviceOption(KeyUsage)
     const context = yield* Effect.context<AccountStore | BillingAccounts>()
 
     const findRow = (id: string) =>
@@ -115,18 +144,87 @@ export const make: Effect.Effect<Services.AdminService["Type"], never, AccountSt
         })
       }).pipe(Effect.provide(context), unavailable)
 
+    /** An account row with its billing state (every account has one: both are written in one transaction). */
+    const withBalance = (row: AccountRow) =>
+      Effect.map(
+        billing.state(row.id).pipe(Effect.catchTag("AccountNotFound", () => Effect.dieMessage(`account ${row.id} has no billing`))),
+        (state) => toAccount(row, state)
+      )
+
+    const listAccounts: Services.AdminService["Type"]["listAccounts"] = (query) =>
+      Effect.gen(function*() {
+        const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
+        const page = yield* store.listAccounts({ search: query.search, beforeId, limit: query.limit ?? Task.defaultPageSize })
+        const data = yield* Effect.forEach(page.items, withBalance, { concurrency: 8 })
+        const last = page.items[page.items.length - 1]
+        return {
+          data,
+          pagination: {
+            cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
+            hasMore: page.hasMore,
+            total: page.total
+          }
+        }
+      }).pipe(unavailable, Tracing.span("Admin.listAccounts"))
+
+    const listKeys: Services.AdminService["Type"]["listKeys"] = (accountId) =>
+      Effect.gen(function*() {
+        yield* findRow(accountId)
+        // the uses this process buffered: written first, so that lastUsedAt is current
+        if (Option.isSome(keyUsage)) yield* Effect.ignore(keyUsage.value.flush)
+        const rows = yield* store.listKeys(accountId)
+        return yield* Effect.forEach(
+          rows,
+          (row) => Effect.map(billing.keySpend(row.id), (spend) => toRecord(row, spend.spentMicros)),
+          { concurrency: 8 }
+        )
+      }).pipe(unavailable, Tracing.span("Admin.listKeys"))
+
+    const revokeKey: Services.AdminService["Type"]["revokeKey"] = (id) =>
+      Effect.gen(function*() {
+        const notFound = new Errors.ApiKeyNotFound({ message: `API key ${id} not found` })
+        const found = yield* store.findKeyById(id)
+        if (Option.isNone(found) || found.value.revokedAt !== null) return yield* notFound
+        const now = yield* Clock.currentTimeMillis
+        const revoked = yield* store.transaction(store.revokeKey(found.value.accountId, id, now))
+        if (!revoked) return yield* notFound
+        if (Option.isSome(keyCache)) yield* keyCache.value.invalidate(id)
+        return { id, deleted: true as const }
+      }).pipe(unavailable, Tracing.span("Admin.revokeKey"))
+
+    const system: Services.AdminService["Type"]["system"] = Effect.map(
+      Effect.all([tasks.status, webhooks.backlog], { concurrency: 2 }),
+      ([engine, backlog]) => ({
+        tasks: engine.tasks,
+        webhooks: backlog,
+        nodes: engine.nodes,
+        checked_at: new Date(engine.checkedAt).toISOString()
+      })
+    ).pipe(Tracing.span("Admin.system"))
+
     return {
       createAccount: (body) => createAccount(body).pipe(Effect.provide(context), unavailable),
       getAccount,
       updateAccount,
       credit,
-      createKey
+      createKey,
+      listAccounts,
+      listKeys,
+      revokeKey,
+      listTasks: tasks.list,
+      getTask: tasks.get,
+      listDeliveries: webhooks.deliveries,
+      system
     }
   }
 )
 
-/** The admin service as a layer. */
-export const layer: Layer.Layer<Services.AdminService, never, AccountStore | BillingAccounts> = Layer.effect(
+/**
+ * The admin service as a layer. It needs the engine's and the webhooks' operator ports besides the accounts stores
+ * and billing (`TaskAdmin.layer` of `@mediagate/engine`, `WebhookAdmin.layer` of `@mediagate/webhooks`), so it is
+ * composed where those packages meet (`@mediagate/node`), not in `MemoryAccounts` or `SqlAccounts`.
+ */
+export const layer: Layer.Layer<Services.AdminService, never, Requirements> = Layer.effect(
   Services.AdminService,
   make
 )

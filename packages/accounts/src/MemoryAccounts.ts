@@ -10,7 +10,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as AccountStore from "./AccountStore.js"
-import * as AdminService from "./AdminService.js"
 import * as Idempotency from "./Idempotency.js"
 import * as KeyService from "./KeyService.js"
 
@@ -23,16 +22,18 @@ export const layerStore: Layer.Layer<AccountStore.AccountStore | Idempotency.Ide
   )
 )
 
-/** Every accounts service in memory: `KeyService` (with `KeyUsage` and `KeyCache`), `AdminService` and the stores. */
+/**
+ * The accounts services in memory: `KeyService` (with `KeyUsage` and `KeyCache`) and the stores. The
+ * `AdminService` (`AdminService.layer`) also needs the engine's and the webhooks' operator ports.
+ */
 export const layer = (
   options: KeyService.Options = {}
 ): Layer.Layer<
   | Services.KeyService
   | KeyService.KeyUsage
   | KeyService.KeyCache
-  | Services.AdminService
   | AccountStore.AccountStore
   | Idempotency.IdempotencyStore,
   never,
   BillingAccounts
-> => Layer.mergeAll(KeyService.layer(options), AdminService.layer).pipe(Layer.provideMerge(layerStore))
+> => KeyService.layer(options).pipe(Layer.provideMerge(layerStore))

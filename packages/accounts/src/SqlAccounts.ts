@@ -27,8 +27,8 @@ import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { AccountRow, AccountStore, KeyRow } from "./AccountStore.js"
-import * as AdminService from "./AdminService.js"
 import * as Idempotency from "./Idempotency.js"
 import * as KeyService from "./KeyService.js"
 
@@ -153,6 +153,7 @@ const decoders = (prefix: string) => {
   const names = tables(prefix)
   return {
     account: SqlRows.decoder(names.accounts, AccountRow),
+    count: SqlRows.decoder(names.accounts, Schema.Struct({ n: SqlRows.Number })),
     key: SqlRows.decoder(names.keys, KeyRow),
     response: SqlRows.decoder(names.responses, Idempotency.StoredResponse)
   }
@@ -194,6 +195,26 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
       sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(Effect.flatMap(rows.account.first), persistence("account read")),
     renameAccount: (id, name) =>
       sql`UPDATE ${t.accounts} SET name = ${name} WHERE id = ${id}`.pipe(Effect.asVoid, persistence("account update")),
+    listAccounts: (query) =>
+      Effect.gen(function*() {
+        const limit = Math.max(0, Math.floor(query.limit))
+        if (SqlStore.hasNul(query.search, query.beforeId)) return { items: [], hasMore: false, total: 0 }
+        // a case-insensitive prefix of the id or the name: LIKE with its wildcards escaped
+        const filters = query.search === undefined || query.search === "" ? [] : (() => {
+          const pattern = `${query.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+          return [sql`(lower(id) LIKE ${pattern} ESCAPE '\\' OR lower(name) LIKE ${pattern} ESCAPE '\\')`]
+        })()
+        const page = query.beforeId === undefined ? filters : [...filters, sql`id < ${query.beforeId}`]
+        const [items, [counted]] = yield* Effect.all([
+          sql`SELECT * FROM ${t.accounts} WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
+            Effect.flatMap(rows.account.all)
+          ),
+          sql`SELECT COUNT(*) AS n FROM ${t.accounts} WHERE ${sql.and(filters)}`.pipe(Effect.flatMap(rows.count.all))
+        ], { concurrency: 2 })
+        return { items: items.slice(0, limit), hasMore: items.length > limit, total: counted?.n ?? 0 }
+      }).pipe(persistence("account list")),
+    findKeyById: (id) =>
+      sql`SELECT * FROM ${t.keys} WHERE id = ${id}`.pipe(Effect.flatMap(rows.key.first), persistence("key read")),
     insertKey: (row) =>
       Effect.flatMap(rows.key.encode(row), (encoded) => sql`INSERT INTO ${t.keys} ${sql.insert(encoded)}`).pipe(
         Effect.asVoid,
@@ -301,8 +322,9 @@ export const layerStore = (options: SqlOptions = {}): Layer.Layer<
   }))
 
 /**
- * Every accounts service on SQL: `KeyService` (with `KeyUsage` and `KeyCache`, configured by `options`),
- * `AdminService` and the stores (configured by `storage`: the table prefix).
+ * The accounts services on SQL: `KeyService` (with `KeyUsage` and `KeyCache`, configured by `options`) and the
+ * stores (configured by `storage`: the table prefix). The `AdminService` (`AdminService.layer`) also needs the
+ * engine's and the webhooks' operator ports: it is composed where every package meets.
  */
 export const layer = (
   options: KeyService.Options = {},
@@ -311,10 +333,8 @@ export const layer = (
   | Services.KeyService
   | KeyService.KeyUsage
   | KeyService.KeyCache
-  | Services.AdminService
   | AccountStore
   | Idempotency.IdempotencyStore,
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient | BillingAccounts
-> =>
-  Layer.mergeAll(KeyService.layer(options), AdminService.layer).pipe(Layer.provideMerge(layerStore(storage)))
+> => KeyService.layer(options).pipe(Layer.provideMerge(layerStore(storage)))

@@ -16,6 +16,7 @@ import { createHash } from "node:crypto"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
 import { AccountStore } from "../src/AccountStore.js"
 import * as AdminService from "../src/AdminService.js"
+import * as FakeOperatorViews from "./FakeOperatorViews.js"
 import { bootstrap } from "../src/Bootstrap.js"
 import * as Idempotency from "../src/Idempotency.js"
 import * as KeyService from "../src/KeyService.js"
@@ -55,9 +56,10 @@ const env = (backend: Backend, options: KeyService.Options = {}) => {
     }
     return context.pipe(Context.add(AccountStore, proxy), Context.add(Calls, calls))
   })).pipe(Layer.provide(base))
-  return Layer.mergeAll(KeyService.layer({ flushInterval: "1 hour", ...options }), AdminService.layer).pipe(
-    Layer.provideMerge(counted)
-  )
+  return Layer.mergeAll(
+    KeyService.layer({ flushInterval: "1 hour", ...options }),
+    AdminService.layer.pipe(Layer.provide(FakeOperatorViews.layer))
+  ).pipe(Layer.provideMerge(counted))
 }
 
 type Env = Layer.Layer.Success<ReturnType<typeof env>>

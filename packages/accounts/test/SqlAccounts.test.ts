@@ -12,6 +12,7 @@ import * as SqlAccounts from "../src/SqlAccounts.js"
 import { accountsSuite, Dump } from "./AccountsSuite.js"
 import { pgAvailable, pgNotRunning, postgres, runPostgres, sqlite } from "./databases.js"
 import * as FakeBillingAccounts from "./FakeBillingAccounts.js"
+import * as FakeOperatorViews from "./FakeOperatorViews.js"
 
 if (!runPostgres) console.warn(`${pgNotRunning}: its tests are skipped`)
 
@@ -127,7 +128,7 @@ for (const [name, database] of databases) {
         yield* TestClock.adjust("1 millis")
         expect(yield* permissions).toEqual({})
       }).pipe(Effect.provide(
-        SqlAccounts.layer({ cacheTtl: "5 seconds" }).pipe(
+        FakeOperatorViews.withAdmin(SqlAccounts.layer({ cacheTtl: "5 seconds" })).pipe(
           Layer.provide(FakeBillingAccounts.layer),
           Layer.provideMerge(database())
         )

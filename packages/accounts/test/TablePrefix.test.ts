@@ -14,6 +14,7 @@ import * as SqlAccounts from "../src/SqlAccounts.js"
 import { accountsSuite, Dump } from "./AccountsSuite.js"
 import { outsidePrefix, postgres, runPostgres, schemaObjects, sqlite } from "./databases.js"
 import * as FakeBillingAccounts from "./FakeBillingAccounts.js"
+import * as FakeOperatorViews from "./FakeOperatorViews.js"
 
 const prefix = "acme_mg_"
 
@@ -69,7 +70,7 @@ for (const [name, database] of databases) {
         expect(Number(rows[0]!.n)).toBe(1)
       }).pipe(
         Effect.provide(
-          SqlAccounts.layer({ flushInterval: "1 hour" }, { prefix }).pipe(
+          FakeOperatorViews.withAdmin(SqlAccounts.layer({ flushInterval: "1 hour" }, { prefix })).pipe(
             Layer.provideMerge(Layer.merge(database(), FakeBillingAccounts.layer))
           )
         ),

@@ -10,6 +10,7 @@ import * as KeyServiceModule from "../src/KeyService.js"
 import * as Keys from "../src/Keys.js"
 import * as MemoryAccounts from "../src/MemoryAccounts.js"
 import * as FakeBillingAccounts from "./FakeBillingAccounts.js"
+import * as FakeOperatorViews from "./FakeOperatorViews.js"
 
 describe("Keys", () => {
   it("generates well-formed, distinct keys over the whole alphabet", () => {
@@ -86,7 +87,7 @@ describe("lastUsedAt on shutdown", () => {
   it.live("the last buffered uses are written when the layer closes", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const layer = MemoryAccounts.layer().pipe(Layer.provideMerge(FakeBillingAccounts.layer))
+      const layer = FakeOperatorViews.withAdmin(MemoryAccounts.layer()).pipe(Layer.provideMerge(FakeBillingAccounts.layer))
       const context = yield* Layer.buildWithScope(layer, scope)
       const run = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<typeof layer>>) => Effect.provide(effect, context)
       const created = yield* run(Effect.flatMap(Services.AdminService, (admin) =>

@@ -1,6 +1,7 @@
 /**
  * Every error code of the API as a tagged error that carries its code and HTTP status, plus the wire form
- * (`{ success: false, error: { code, message } }`) that the HttpApi encodes and the derived client decodes.
+ * (`{ success: false, error: { code, message, request_id? } }`) that the HttpApi encodes and the derived client
+ * decodes. The server's envelope middleware writes `request_id` (the request's id) into every error it answers.
  *
  * Handlers fail with the classes (`new TaskNotFound({ message })`); endpoints declare `wire(TaskNotFound)`.
  * Every class comes from one factory, {@link ApiError}, which keeps a concrete `Self` per class (as
@@ -11,12 +12,21 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as Schema from "effect/Schema"
 
+/**
+ * The request id in error envelopes (`error.request_id`): the server's id of the request, also in its
+ * `X-Request-Id` answer header and its log lines. Optional: an envelope without it is valid (the spec's envelope).
+ */
+export const RequestId = Schema.optional(Schema.String.annotations({
+  description: "The id of the request (its X-Request-Id answer header): quote it when reporting a problem"
+}))
+
 /** The error envelope of every failed response. */
 export const ErrorEnvelope = Schema.Struct({
   success: Schema.Literal(false),
   error: Schema.Struct({
     code: Schema.String,
-    message: Schema.String
+    message: Schema.String,
+    request_id: RequestId
   })
 }).annotations({ identifier: "ErrorEnvelope", description: "The envelope of every error response" })
 /** The error envelope of every failed response. */
@@ -36,7 +46,7 @@ type ApiErrorFields<Code extends string, Status extends number> = {
 export type WireSchema<A, Code extends string> = Schema.transform<
   Schema.Struct<{
     success: Schema.Literal<[false]>
-    error: Schema.Struct<{ code: Schema.Literal<[Code]>; message: typeof Schema.String }>
+    error: Schema.Struct<{ code: Schema.Literal<[Code]>; message: typeof Schema.String; request_id: typeof RequestId }>
   }>,
   Schema.SchemaClass<A>
 >
@@ -66,7 +76,7 @@ const makeWire = <Self, Code extends string>(errorClass: WireSource<Self, Code>)
   return Schema.transform(
     Schema.Struct({
       success: Schema.Literal(false),
-      error: Schema.Struct({ code: Schema.Literal(errorClass.code), message: Schema.String })
+      error: Schema.Struct({ code: Schema.Literal(errorClass.code), message: Schema.String, request_id: RequestId })
     }),
     Schema.typeSchema(errorClass),
     {

@@ -12,6 +12,17 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
 import type { Account, AccountCreate, AccountUpdate, Balance, CreditRequest } from "./Account.js"
+import type {
+  AccountListQuery,
+  AdminDelivery,
+  AdminDeliveryListQuery,
+  AdminTask,
+  AdminTaskListQuery,
+  AdminTaskSummary,
+  EngineStatus,
+  SystemStatus,
+  WebhookBacklog
+} from "./Admin.js"
 import type { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "./ApiKey.js"
 import type { Deleted, Page } from "./Envelope.js"
 import type * as Errors from "./Errors.js"
@@ -168,6 +179,49 @@ export class AdminService extends Context.Tag("@mediagate/contract/AdminService"
     accountId: string,
     body: ApiKeyCreate
   ) => Effect.Effect<ApiKeyCreated, Errors.AccountNotFound | Errors.ValidationError | Unavailable>
+  /** Accounts with their balance, newest first; `search` is a case-insensitive prefix of the id or the name. */
+  readonly listAccounts: (
+    query: AccountListQuery
+  ) => Effect.Effect<Page<Account>, Errors.ValidationError | Unavailable>
+  /** The unrevoked keys of an account (never a secret). */
+  readonly listKeys: (
+    accountId: string
+  ) => Effect.Effect<ReadonlyArray<ApiKeyRecord>, Errors.AccountNotFound | Unavailable>
+  /** Revokes a key of any account and its descendants (as the account-side revoke). */
+  readonly revokeKey: (id: string) => Effect.Effect<Deleted, Errors.ApiKeyNotFound | Unavailable>
+  /** Tasks of every account (or of `account_id`), newest first. */
+  readonly listTasks: (
+    query: AdminTaskListQuery
+  ) => Effect.Effect<Page<AdminTaskSummary>, Errors.ValidationError | Unavailable>
+  /** A task of any account, with what the engine knows of it. */
+  readonly getTask: (id: string) => Effect.Effect<AdminTask, Errors.TaskNotFound | Unavailable>
+  /** Webhook deliveries of every account (or of `account_id`), newest first, with their attempt logs. */
+  readonly listDeliveries: (
+    query: AdminDeliveryListQuery
+  ) => Effect.Effect<Page<AdminDelivery>, Errors.ValidationError | Unavailable>
+  /** Tasks by state, queues, webhook backlog and worker nodes, from the database (every node answers the same). */
+  readonly system: Effect.Effect<SystemStatus, Unavailable>
+}>() {}
+
+/**
+ * The engine's side of the operator API (the engine implements it; the `AdminService` calls it): tasks across
+ * accounts and the engine's status.
+ */
+export class AdminTasks extends Context.Tag("@mediagate/contract/AdminTasks")<AdminTasks, {
+  readonly list: (
+    query: AdminTaskListQuery
+  ) => Effect.Effect<Page<AdminTaskSummary>, Errors.ValidationError | Unavailable>
+  readonly get: (id: string) => Effect.Effect<AdminTask, Errors.TaskNotFound | Unavailable>
+  /** Tasks by state, queues and the worker nodes (stale ones flagged). */
+  readonly status: Effect.Effect<EngineStatus, Unavailable>
+}>() {}
+
+/** The webhooks' side of the operator API (the webhooks package implements it): deliveries and backlog. */
+export class AdminWebhooks extends Context.Tag("@mediagate/contract/AdminWebhooks")<AdminWebhooks, {
+  readonly deliveries: (
+    query: AdminDeliveryListQuery
+  ) => Effect.Effect<Page<AdminDelivery>, Errors.ValidationError | Unavailable>
+  readonly backlog: Effect.Effect<WebhookBacklog, Unavailable>
 }>() {}
 
 /** The signature query parameters of a file URL (`/files/<key>?expires=<unix>&signature=<hex>`), as received. */

@@ -7,12 +7,16 @@
  * - Nothing at all while the tracer is disabled (`Effect.withTracerEnabled(false)`, `Layer.setTracerEnabled(false)`):
  *   the production server runs so unless a trace exporter is configured, and then a request pays for no span, not
  *   even a no-op one (which still changes the fiber's context and adds a finalizer).
+ * - Work done later on another fiber (a task's worker steps, its webhook deliveries) continues the trace of the
+ *   request that caused it: the request's {@link traceparent} is stored with the task, and {@link parentOf} turns it
+ *   back into a parent span.
  *
  * @since 0.1.0
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
-import type * as Tracer from "effect/Tracer"
+import * as Tracer from "effect/Tracer"
 
 /** Options of a span (those of `Effect.withSpan`, stack capture excepted: it is always off). */
 export type SpanOptions = Omit<Tracer.SpanOptions, "captureStackTrace">
@@ -27,4 +31,46 @@ export const span = (name: string, options?: SpanOptions) => {
     Effect.withFiberRuntime<A, E, R>((fiber) =>
       fiber.getFiberRef(FiberRef.currentTracerEnabled) ? Effect.withSpan(self, name, spanOptions) : self
     )
+}
+
+/**
+ * Runs an effect in a span named `name` when the tracer is enabled, with options built only then (`options` is
+ * not called while tracing is off: nothing is allocated for a span that is not made).
+ */
+export const spanWith = (name: string, options: () => SpanOptions) =>
+<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime<A, E, R>((fiber) =>
+    fiber.getFiberRef(FiberRef.currentTracerEnabled)
+      ? Effect.withSpan(self, name, { ...options(), captureStackTrace: false })
+      : self
+  )
+
+/** Whether the tracer is enabled on the current fiber. */
+export const enabled: Effect.Effect<boolean> = FiberRef.get(FiberRef.currentTracerEnabled)
+
+/**
+ * The W3C `traceparent` of the current span (`00-<trace id>-<span id>-<flags>`) while the tracer is enabled and a
+ * span is current; undefined otherwise (then it costs a fiber-ref read).
+ */
+export const traceparent: Effect.Effect<string | undefined> = Effect.withFiberRuntime((fiber) => {
+  if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return Effect.succeed(undefined)
+  const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
+  return Effect.succeed(span._tag === "None" ? undefined : format(span.value))
+})
+
+/** A span as a W3C `traceparent` header value. */
+export const format = (span: Tracer.AnySpan): string =>
+  `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
+
+const traceparentPattern = /^[\da-f]{2}-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})$/
+
+/**
+ * The span a W3C `traceparent` value names, as a parent for spans made elsewhere (a task's worker steps continue
+ * the trace of the request that created it); undefined for none or an invalid value.
+ */
+export const parentOf = (traceparent: string | null | undefined): Tracer.ExternalSpan | undefined => {
+  if (traceparent === null || traceparent === undefined) return undefined
+  const match = traceparentPattern.exec(traceparent.trim())
+  if (match === null || /^0+$/.test(match[1]!) || /^0+$/.test(match[2]!)) return undefined
+  return Tracer.externalSpan({ traceId: match[1]!, spanId: match[2]!, sampled: (parseInt(match[3]!, 16) & 1) === 1 })
 }

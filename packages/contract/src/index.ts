@@ -8,6 +8,8 @@
 export * as Address from "./Address.js"
 /** Accounts and balances. */
 export * as Account from "./Account.js"
+/** The operator's views: account, task and delivery lists across accounts, the system status. */
+export * as Admin from "./Admin.js"
 /** The whole HttpApi. */
 export * as Api from "./Api.js"
 /** API keys and permissions. */
@@ -28,6 +30,8 @@ export * as Fields from "./Fields.js"
 export * as Generation from "./Generation.js"
 /** The generation request builder and rule helpers. */
 export * as GenerationRequest from "./GenerationRequest.js"
+/** The metrics Mediagate records (names, units, labels, buckets). */
+export * as Metrics from "./Metrics.js"
 /** Money in USD and micro-dollars. */
 export * as Money from "./Money.js"
 /** The storage port of the request-rate limits. */

@@ -79,7 +79,8 @@ export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
   tasks: `${prefix}tasks`,
   idempotency: `${prefix}task_idempotency`,
   outbox: `${prefix}task_outbox`,
-  counts: `${prefix}task_counts`
+  counts: `${prefix}task_counts`,
+  nodes: `${prefix}nodes`
 }) as const
 
 /** The table the engine's migrations are recorded in: `<prefix>engine_migrations`. */
@@ -87,6 +88,9 @@ export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string
 
 /** The PostgreSQL `NOTIFY` channel of wakeups: `<prefix>tasks`. */
 export const wakeupChannel = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}tasks`
+
+/** The PostgreSQL `NOTIFY` channel of outbox writes (terminal transitions, for the webhook dispatcher): `<prefix>outbox`. */
+export const outboxChannel = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}outbox`
 
 /** The one method of the PostgreSQL client (`PgClient` of the driver) the storage uses: LISTEN. */
 interface Listener {
@@ -292,6 +296,26 @@ END`)
   })
 
 /**
+ * `<prefix>nodes`: the processes running workers, written by each one's heartbeat (one upsert per beat; times are
+ * the storage clock), read by the operators' system status (`TaskAdmin`).
+ */
+const createNodes = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { big } = SqlStore.columns(sql)
+    yield* sql.unsafe(`CREATE TABLE ${tables(prefix).nodes} (
+  id TEXT PRIMARY KEY NOT NULL,
+  host TEXT NOT NULL,
+  pid ${big} NOT NULL,
+  concurrency ${big} NOT NULL,
+  heartbeat_ms ${big} NOT NULL,
+  leases ${big} NOT NULL,
+  started_at ${big} NOT NULL,
+  last_seen_at ${big} NOT NULL
+)`)
+  })
+
+/**
  * The engine's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
  * the loader with a `MigrationError`.
  */
@@ -318,7 +342,14 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           orElse: () => Effect.void
         })),
       // exact list totals without counting rows: per-account counts kept by triggers
-      "0004_task_counts": createCounts(prefix)
+      "0004_task_counts": createCounts(prefix),
+      // the node registry (operators' system status): one row per process running workers
+      "0005_nodes": createNodes(prefix),
+      // the trace a task continues (the creating request's W3C traceparent; NULL while tracing is off)
+      "0006_task_trace_context": Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN trace_context TEXT`)
+      )
     }
   })
 
@@ -370,7 +401,8 @@ export const TaskRow = Schema.Struct({
   polls: SqlRows.Number,
   createdAt: column("created_at", SqlRows.Number),
   startedAt: column("started_at", nullable(SqlRows.Number)),
-  completedAt: column("completed_at", nullable(SqlRows.Number))
+  completedAt: column("completed_at", nullable(SqlRows.Number)),
+  traceContext: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("trace_context"))
 })
 
 /** A row of `<prefix>task_outbox`: an outbox entry (on PostgreSQL with its `txid`). */
@@ -383,6 +415,18 @@ export const OutboxRow = Schema.Struct({
   txid: Schema.optional(SqlRows.Number)
 })
 
+/** A row of `<prefix>nodes`: a registered node. */
+export const NodeRow = Schema.Struct({
+  id: Schema.String,
+  host: Schema.String,
+  pid: SqlRows.Number,
+  concurrency: SqlRows.Number,
+  heartbeatMs: column("heartbeat_ms", SqlRows.Number),
+  leases: SqlRows.Number,
+  startedAt: column("started_at", SqlRows.Number),
+  lastSeenAt: column("last_seen_at", SqlRows.Number)
+})
+
 /** The decoders of the storage's rows (whole rows, and the columns some statements read), under `prefix`. */
 const decoders = (prefix: string) => {
   const names = tables(prefix)
@@ -392,9 +436,14 @@ const decoders = (prefix: string) => {
     status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
     count: SqlRows.decoder(names.tasks, Schema.Struct({ n: SqlRows.Number })),
     counted: SqlRows.decoder(names.counts, Schema.Struct({ n: SqlRows.Number })),
+    byStatus: SqlRows.decoder(names.counts, Schema.Struct({ value: Schema.String, n: SqlRows.Number })),
+    node: SqlRows.decoder(names.nodes, NodeRow),
     due: SqlRows.decoder(names.tasks, Schema.Struct({ unleased: nullable(SqlRows.Number), leased: nullable(SqlRows.Number) })),
     outbox: SqlRows.decoder(names.outbox, OutboxRow),
-    horizon: SqlRows.decoder("pg_stat_activity", Schema.Struct({ horizon: SqlRows.Number })),
+    horizon: SqlRows.decoder("pg_stat_activity", Schema.Struct({
+      horizon: SqlRows.Number,
+      heldBack: column("held", Schema.Boolean)
+    })),
     idempotency: SqlRows.decoder(names.idempotency, Schema.Struct({
       fingerprint: Schema.String,
       taskId: column("task_id", Schema.String),
@@ -537,6 +586,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const notify = pg ? sql`SELECT pg_notify(${channel}, ${"wake"})`.pipe(Effect.asVoid) : Effect.void
     /** The wakeup of other processes as part of a write (PostgreSQL: `RETURNING (SELECT pg_notify(...))`, sent on commit). */
     const notifying = pg ? sql` RETURNING (SELECT pg_notify(${channel}, ${"wake"})) AS woke` : sql.literal("")
+    const outboxName = outboxChannel(prefix)
+    const outboxSignals = yield* PubSub.sliding<void>(1)
+    /** Wakes this process's outbox readers (after the commit). */
+    const outboxWake = PubSub.publish(outboxSignals, undefined)
+    /** The wakeup of other processes' outbox readers as part of the outbox insert (PostgreSQL; sent on commit). */
+    const outboxNotifying = pg ? sql` RETURNING (SELECT pg_notify(${outboxName}, ${"wake"})) AS woke` : sql.literal("")
 
     /** "now" as an SQL expression: the database clock, or the reading of Effect's `Clock` as a parameter. */
     const nowSql: Effect.Effect<Fragment> = time === "database"
@@ -575,7 +630,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             event: json(toEvent(ended, Ids.eventId(now), now)),
             created_at: now
           })
-        }`
+        }${outboxNotifying}`
         return ended
       })
 
@@ -691,7 +746,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         const limit = Math.max(0, Math.floor(query.limit))
         const empty: ListPage = { items: [], hasMore: false, total: 0 }
         if (hasNul(accountId, query.status, query.provider, query.model, query.idPrefix)) return empty
-        const filters: Array<Fragment> = [sql`account_id = ${accountId}`]
+        // no account: every account's tasks (operators); the totals then sum every account's counts
+        const filters: Array<Fragment> = accountId === undefined ? [] : [sql`account_id = ${accountId}`]
+        const ofAccount = accountId === undefined ? sql.literal("") : sql`account_id = ${accountId} AND `
         if (query.status !== undefined) filters.push(sql`status = ${query.status}`)
         if (query.provider !== undefined) filters.push(sql`provider = ${query.provider}`)
         if (query.model !== undefined) filters.push(sql`model = ${query.model}`)
@@ -715,9 +772,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           ? sql`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE ${sql.and(filters)}`.pipe(Effect.flatMap(rows.count.single))
           : (counted.dim === "status"
             ? sql`SELECT COALESCE(SUM(CASE WHEN dim = 'status_in' THEN n ELSE -n END), 0) AS n FROM ${t.counts}
-              WHERE account_id = ${accountId} AND dim IN ('status_in', 'status_out') AND value = ${counted.value}`
+              WHERE ${ofAccount}dim IN ('status_in', 'status_out') AND value = ${counted.value}`
             : sql`SELECT COALESCE(SUM(n), 0) AS n FROM ${t.counts}
-              WHERE account_id = ${accountId} AND dim = ${counted.dim} AND value = ${counted.value}`).pipe(
+              WHERE ${ofAccount}dim = ${counted.dim} AND value = ${counted.value}`).pipe(
               Effect.flatMap(rows.counted.single)
             )
         const [items, { n }] = yield* Effect.all([
@@ -882,9 +939,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             created_at: now
           }]
         })
-        if (events.length > 0) yield* sql`INSERT INTO ${t.outbox} ${sql.insert(events)}`
+        if (events.length > 0) yield* sql`INSERT INTO ${t.outbox} ${sql.insert(events)}${outboxNotifying}`
         return settled
-      })).pipe(persistence("finish"))
+      })).pipe(
+        persistence("finish"),
+        Effect.tap((settled) => settled.size > 0 ? outboxWake : Effect.void)
+      )
 
     /**
      * Runs a batch of finishes: together in one transaction, each once. If the batch fails (a storage failure),
@@ -938,7 +998,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             onSome: ({ status }) => ({ _tag: "NotCancellable", status }) as const
           })
         }))
-      }).pipe(persistence("cancel"))
+      }).pipe(persistence("cancel"), Effect.tap((result) => result._tag === "Cancelled" ? outboxWake : Effect.void))
 
     const heartbeat: TaskStorage["Type"]["heartbeat"] = (owner, leaseMs) =>
       Effect.flatMap(withClock, (clock) =>
@@ -1001,14 +1061,19 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
         // up to the oldest transaction still running: nothing can appear behind such a cursor later
         const [lastTxid = 0, lastSeq = 0] = (cursor ?? "0:0").split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
-        const { horizon } = yield* sql.unsafe(outboxHorizon).pipe(Effect.flatMap(rows.horizon.single))
+        // the horizon, and whether committed entries are held back by it (the reader then looks again shortly)
+        const { heldBack, horizon } = yield* sql.unsafe(`WITH hz AS (${outboxHorizon})
+          SELECT hz.horizon, EXISTS (SELECT 1 FROM ${tables(prefix).outbox} WHERE txid >= hz.horizon) AS held FROM hz`).pipe(
+          Effect.flatMap(rows.horizon.single)
+        )
         const read = yield* sql`SELECT txid, seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
           WHERE (txid > ${lastTxid} OR (txid = ${lastTxid} AND seq > ${lastSeq})) AND txid < ${horizon}
           ORDER BY txid, seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
         const last = read.at(-1)
         return {
           entries: read.map(({ txid: _, ...entry }) => entry),
-          cursor: last === undefined ? `${lastTxid}:${lastSeq}` : `${last.txid ?? lastTxid}:${last.seq}`
+          cursor: last === undefined ? `${lastTxid}:${lastSeq}` : `${last.txid ?? lastTxid}:${last.seq}`,
+          heldBack
         }
       }).pipe(persistence("readOutbox"))
 
@@ -1060,10 +1125,54 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         persistence("activeCounts")
       )
 
+    /**
+     * Operators (issue 14): every account's tasks per state from the counters (summed over accounts and shards) and
+     * the active tasks due now and not leased (the due index).
+     */
+    const overview: TaskStorage["Type"]["overview"] = Effect.gen(function*() {
+      const clock = yield* withClock
+      const [counted, [due]] = yield* Effect.all([
+        sql`SELECT value, SUM(CASE WHEN dim = 'status_in' THEN n ELSE -n END) AS n FROM ${t.counts}
+          WHERE dim IN ('status_in', 'status_out') GROUP BY value`.pipe(Effect.flatMap(rows.byStatus.all)),
+        sql`${clock} SELECT COUNT(*) AS n FROM ${t.tasks}
+          WHERE ${ACTIVE} AND next_run_at <= ${NOW} AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})`.pipe(
+          Effect.flatMap(rows.count.all)
+        )
+      ], { concurrency: 2 })
+      const byStatus = Object.fromEntries(Task.taskStatuses.map((status) => [status, 0])) as Record<Task.TaskStatus, number>
+      for (const { n, value } of counted) if (value in byStatus) byStatus[value as Task.TaskStatus] = n
+      return { byStatus, due: due?.n ?? 0 }
+    }).pipe(persistence("overview"))
+
+    /** The node registry: one upsert per heartbeat, `last_seen_at` (and `started_at` on the first) the storage clock. */
+    const beatNode: TaskStorage["Type"]["beatNode"] = (beat) =>
+      Effect.flatMap(nowSql, (now) =>
+        sql`INSERT INTO ${t.nodes} (id, host, pid, concurrency, heartbeat_ms, leases, started_at, last_seen_at)
+          VALUES (${beat.id}, ${beat.host}, ${Math.floor(beat.pid)}, ${Math.floor(beat.concurrency)},
+            ${ms(beat.heartbeatMs)}, ${Math.floor(beat.leases)}, ${now}, ${now})
+          ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, concurrency = excluded.concurrency,
+            heartbeat_ms = excluded.heartbeat_ms, leases = excluded.leases, last_seen_at = excluded.last_seen_at`).pipe(
+        Effect.asVoid,
+        persistence("beatNode")
+      )
+
+    const removeNode: TaskStorage["Type"]["removeNode"] = (id) =>
+      sql`DELETE FROM ${t.nodes} WHERE id = ${id}`.pipe(Effect.asVoid, persistence("removeNode"))
+
+    const nodes: TaskStorage["Type"]["nodes"] = (dropBefore) =>
+      sql`DELETE FROM ${t.nodes} WHERE last_seen_at < ${ms(dropBefore)}`.pipe(
+        Effect.zipRight(sql`SELECT * FROM ${t.nodes} ORDER BY started_at, id`),
+        Effect.flatMap(rows.node.all),
+        persistence("nodes")
+      )
+
     // without a client that can LISTEN (SQLite), wakeups are local only (workers still poll)
     // a lost LISTEN connection (restart, killed backend) is found by a probe and opened again; wakeups never fail
     const remote: Stream.Stream<void> = pg && canListen(client)
       ? Listen.wakeups((name) => client.listen(name), sql`SELECT pg_notify(${channel}, ${Listen.probePayload})`, channel)
+      : Stream.empty
+    const remoteOutbox: Stream.Stream<void> = pg && canListen(client)
+      ? Listen.wakeups((name) => client.listen(name), sql`SELECT pg_notify(${outboxName}, ${Listen.probePayload})`, outboxName)
       : Stream.empty
 
     const service: TaskStorage["Type"] = {
@@ -1091,7 +1200,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       scanResults,
       resultBytes,
       activeCounts,
-      wakeups: Stream.merge(Stream.fromPubSub(signals), remote)
+      overview,
+      beatNode,
+      removeNode,
+      nodes,
+      wakeups: Stream.merge(Stream.fromPubSub(signals), remote),
+      outboxWakeups: Stream.merge(Stream.fromPubSub(outboxSignals), remoteOutbox)
     }
     return service
   })

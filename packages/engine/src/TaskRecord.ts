@@ -47,6 +47,11 @@ export interface TaskRecord {
   readonly createdAt: number
   readonly startedAt: number | null
   readonly completedAt: number | null
+  /**
+   * The W3C `traceparent` of the request that created the task, kept while tracing is on (null otherwise): its
+   * worker steps and webhook deliveries continue that trace.
+   */
+  readonly traceContext?: string | null | undefined
 }
 
 /** What a new task needs; storage fills the bookkeeping fields. */
@@ -69,6 +74,7 @@ export type NewTask = Pick<
   | "estimatedSeconds"
   | "deadlineAt"
   | "createdAt"
+  | "traceContext"
 >
 
 /** Builds the stored form of a new task in `pending`, due at once. */
@@ -86,7 +92,8 @@ export const fromNew = (task: NewTask): TaskRecord => ({
   nextRunAt: task.createdAt,
   polls: 0,
   startedAt: null,
-  completedAt: null
+  completedAt: null,
+  traceContext: task.traceContext ?? null
 })
 
 /** States a worker moves a task through. */

@@ -21,6 +21,7 @@ import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, to
 import { type IdempotencyClaim, TaskStorage } from "./TaskStorage.js"
 import { ResultLinks } from "./ResultLinks.js"
 import { Upstream } from "./Upstream.js"
+import * as EngineMetrics from "./internal/metrics.js"
 
 /** How long an `Idempotency-Key` is remembered: the shared window (`IdempotencyWindow.millis`, 24 h). */
 export { idempotencyWindowMs }
@@ -93,7 +94,9 @@ export const make = Effect.gen(function*() {
         chargedMicros: charged,
         estimatedSeconds: plan.estimatedSeconds,
         deadlineAt: now + plan.timeoutMs,
-        createdAt: now
+        createdAt: now,
+        // the request's trace, continued by the task's worker steps and webhooks (undefined while tracing is off)
+        traceContext: yield* Tracing.traceparent
       }
       const charge = charged > 0
         ? {
@@ -105,6 +108,7 @@ export const make = Effect.gen(function*() {
         }
         : undefined
       const result = yield* storage.accept({ task, charge, idempotency })
+      if (result._tag === "Created") EngineMetrics.created(result.task)
       return result.task
     })
 
@@ -189,6 +193,7 @@ export const make = Effect.gen(function*() {
               message: `task ${id} is ${result.status}; only pending or queued tasks can be cancelled`
             })
           case "Cancelled": {
+            EngineMetrics.finished(result.task)
             const jobId = result.task.upstreamJobId
             if (jobId !== null) {
               // best effort, after the commit: the task is cancelled and refunded whatever the upstream says

@@ -128,6 +128,38 @@ export interface OutboxPage {
   readonly entries: ReadonlyArray<OutboxEntry>
   /** Opaque: pass it to the next `readOutbox` to continue after this page. */
   readonly cursor: string
+  /**
+   * Entries after the page exist that are held back for now (PostgreSQL: committed by a transaction not older than
+   * every running one, see `SqlTaskStorage`); they become readable as soon as those transactions end: read again
+   * shortly. Absent or false otherwise.
+   */
+  readonly heldBack?: boolean
+}
+
+/** Every account's tasks per state, and the active tasks due now and not leased ({@link TaskStorage} `overview`). */
+export interface Overview {
+  readonly byStatus: Readonly<Record<Task.TaskStatus, number>>
+  readonly due: number
+}
+
+/** A heartbeat of a process running workers (the node registry). */
+export interface NodeBeat {
+  /** The worker's base name in leases (`<host>:<pid>:<ulid>`). */
+  readonly id: string
+  readonly host: string
+  readonly pid: number
+  /** Steps the node runs at once. */
+  readonly concurrency: number
+  /** Its heartbeat period in ms (a node is stale after a few missed ones). */
+  readonly heartbeatMs: number
+  /** Leases it holds (its heartbeat extended them). */
+  readonly leases: number
+}
+
+/** A registered node: its last heartbeat, when it registered and when it was last seen (storage clock, epoch ms). */
+export interface NodeRow extends NodeBeat {
+  readonly startedAt: number
+  readonly lastSeenAt: number
 }
 
 /** The task storage port. */
@@ -150,8 +182,8 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
   readonly get: (accountId: string, id: string) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
   /** A task by id alone (workers, operators, tests). */
   readonly getById: (id: string) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
-  /** A page of an account's tasks, newest first. */
-  readonly list: (accountId: string, query: ListQuery) => Effect.Effect<ListPage, PersistenceError>
+  /** A page of an account's tasks (of every account's when `accountId` is undefined: operators), newest first. */
+  readonly list: (accountId: string | undefined, query: ListQuery) => Effect.Effect<ListPage, PersistenceError>
   /**
    * Leases up to `limit` due tasks (active, `nextRunAt` reached, no live lease): increments each fence, moves
    * `pending` to `queued`, sets `startedAt` on first claim.
@@ -244,6 +276,26 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
    * does not signal: the worker that wrote it knows when its task is due again.
    */
   readonly wakeups: Stream.Stream<void>
+  /**
+   * Operators: every account's tasks per state (SQL: exact, from the counters) and how many active tasks are due
+   * now and not leased (work waiting for a worker).
+   */
+  readonly overview: Effect.Effect<Overview, PersistenceError>
+  /**
+   * The node registry: records a heartbeat of a process running workers (one upsert: the row is created on the
+   * first beat, `lastSeenAt` is the storage clock).
+   */
+  readonly beatNode: (beat: NodeBeat) => Effect.Effect<void, PersistenceError>
+  /** Removes a node from the registry (its graceful shutdown). */
+  readonly removeNode: (id: string) => Effect.Effect<void, PersistenceError>
+  /** The registered nodes, oldest first, after dropping those not seen since `dropBefore` (epoch ms). */
+  readonly nodes: (dropBefore: number) => Effect.Effect<ReadonlyArray<NodeRow>, PersistenceError>
+  /**
+   * Signals that the outbox may have new entries (a terminal transition committed: finish or cancel), here or, on
+   * PostgreSQL, in another process (`NOTIFY` sent by the write itself). The webhook dispatcher waits on it; its
+   * poll is the backstop for a lost signal.
+   */
+  readonly outboxWakeups: Stream.Stream<void>
 }>() {}
 
 /** The positive extra charges of a step. */
@@ -262,6 +314,8 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
     const byAccount = new Map<string, Array<string>>()
     const idempotency = new Map<string, { fingerprint: string; taskId: string; createdAt: number }>()
     const outbox: Array<OutboxEntry> = []
+    /** The node registry. */
+    const nodes = new Map<string, NodeRow>()
     /** When each outbox entry (by `seq`) was written; entries are pruned from the front. */
     const outboxWritten = new Map<number, number>()
     let nextSeq = 1
@@ -269,6 +323,9 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
     const signals = yield* PubSub.sliding<void>(1)
     const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) => lock.withPermits(1)(effect)
     const wake = PubSub.publish(signals, undefined)
+    const outboxSignals = yield* PubSub.sliding<void>(1)
+    /** Wakes outbox readers (after the entry is in: readers see it at once). */
+    const outboxWake = PubSub.publish(outboxSignals, undefined)
 
     /** Whether a worker write with `fence` is allowed: its claim is the latest and still leased, the task active. */
     const holds = (task: TaskRecord | undefined, fence: number): task is TaskRecord =>
@@ -305,6 +362,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
         }
         tasks.set(ended.id, ended)
         appendEvent(ended, now)
+        yield* outboxWake
         return ended
       })
 
@@ -343,7 +401,9 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
       getById: (id) => Effect.sync(() => Option.fromNullable(tasks.get(id))),
       list: (accountId, query) =>
         Effect.sync(() => {
-          const ids = byAccount.get(accountId) ?? []
+          const ids = accountId === undefined
+            ? [...tasks.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+            : byAccount.get(accountId) ?? []
           const matches: Array<TaskRecord> = []
           for (let i = ids.length - 1; i >= 0; i--) {
             const task = tasks.get(ids[i]!)!
@@ -511,7 +571,30 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
         }),
       pruneIdempotency: (before) =>
         transaction(Effect.sync(() => MemoryStore.deleteWhere(idempotency, (record) => record.createdAt < before))),
-      wakeups: Stream.fromPubSub(signals)
+      wakeups: Stream.fromPubSub(signals),
+      overview: Effect.map(Clock.currentTimeMillis, (now) => {
+        const byStatus = Object.fromEntries(Task.taskStatuses.map((status) => [status, 0])) as Record<Task.TaskStatus, number>
+        let due = 0
+        for (const task of tasks.values()) {
+          byStatus[task.status]++
+          if (
+            activeStatuses.includes(task.status) && task.nextRunAt !== null && task.nextRunAt <= now &&
+            (task.leaseExpiresAt === null || task.leaseExpiresAt <= now)
+          ) due++
+        }
+        return { byStatus, due }
+      }),
+      beatNode: (beat) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          nodes.set(beat.id, { ...beat, startedAt: nodes.get(beat.id)?.startedAt ?? now, lastSeenAt: now })
+        }),
+      removeNode: (id) => Effect.sync(() => void nodes.delete(id)),
+      nodes: (dropBefore) =>
+        Effect.sync(() => {
+          MemoryStore.deleteWhere(nodes, (node) => node.lastSeenAt < dropBefore)
+          return [...nodes.values()].sort((a, b) => a.startedAt - b.startedAt || (a.id < b.id ? -1 : 1))
+        }),
+      outboxWakeups: Stream.fromPubSub(outboxSignals)
     }
     return service
   })

@@ -25,8 +25,10 @@ import { Tracing } from "@mediagate/contract"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
@@ -39,8 +41,9 @@ import * as Backoff from "@mediagate/persistence/Backoff"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { Outcome, TaskRecord } from "./TaskRecord.js"
 import { idempotencyWindowMs } from "./TaskService.js"
-import { type StepUpdate, TaskStorage } from "./TaskStorage.js"
+import { type FinishOptions, type StepUpdate, TaskStorage } from "./TaskStorage.js"
 import { type JobState, Upstream } from "./Upstream.js"
+import * as EngineMetrics from "./internal/metrics.js"
 
 /** Worker settings. */
 export interface WorkerOptions {
@@ -86,6 +89,40 @@ export const safetyNetPollDelayMs = (polls: number, task?: TaskRecord): number =
 /** Default retry backoff after a failed upstream call: 2 s, 4 s, ... at most 60 s. */
 export const defaultRetryDelayMs = (attempt: number): number => Math.min(60_000, 2000 * 2 ** attempt)
 
+/** The attributes of a task's step spans: task id, family, model and attempt (the claim's fence). */
+const stepAttributes = (task: TaskRecord): Record<string, unknown> => ({
+  "mediagate.task_id": task.id,
+  "mediagate.family": task.provider,
+  "mediagate.model": task.model,
+  "mediagate.attempt": task.fence
+})
+
+/** A span of one part of a task's step (submit, poll, finish): built only while the tracer is on. */
+const stepSpan = (name: string, task: TaskRecord) => Tracing.spanWith(name, () => ({ attributes: stepAttributes(task) }))
+
+/**
+ * The claim of a task as a span of the task's trace (the creating request's, when it was kept): a claim serves
+ * many tasks at once, so each task gets a span of the claim's start and end. Nothing while the tracer is off.
+ */
+const claimSpan = (task: TaskRecord, started: bigint, ended: bigint) =>
+  Effect.flatMap(Tracing.enabled, (on) =>
+    on
+      ? Effect.tracerWith((tracer) =>
+        Effect.sync(() => {
+          const span = tracer.span(
+            "Worker.claim",
+            Option.fromNullable(Tracing.parentOf(task.traceContext)),
+            Context.empty(),
+            [],
+            started,
+            "internal"
+          )
+          for (const [key, value] of Object.entries(stepAttributes(task))) span.attribute(key, value)
+          span.end(ended, Exit.void)
+        })
+      )
+      : Effect.void)
+
 /**
  * Runs one step of a claimed task. Exported for tests; the worker runs it for every claim.
  *
@@ -98,9 +135,13 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
     const upstream = yield* Upstream
     const now = yield* Clock.currentTimeMillis
 
+    /** Ends the task (a span of the step). */
+    const end = (outcome: Outcome, finishOptions?: FinishOptions) =>
+      storage.finish(task.id, task.fence, outcome, finishOptions).pipe(stepSpan("Worker.finish", task))
+
     if (now >= task.deadlineAt) {
       if (task.upstreamJobId !== null) yield* upstream.cancel(task, task.upstreamJobId)
-      return yield* Effect.asVoid(storage.finish(task.id, task.fence, { _tag: "Expired" }))
+      return yield* Effect.asVoid(end({ _tag: "Expired" }))
     }
 
     /** Polls the job and records what it tells; `submitted`: a job this claim submitted and has not recorded yet. */
@@ -108,9 +149,8 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
       Effect.gen(function*() {
         const record = submitted ? { upstreamJobId: jobId } : {}
         const step = (update: StepUpdate) => storage.step(task.id, task.fence, { ...record, ...update })
-        const finish = (outcome: Outcome) =>
-          Effect.map(storage.finish(task.id, task.fence, outcome, record), Option.isSome)
-        const polled = yield* Effect.either(upstream.poll(task, jobId))
+        const finish = (outcome: Outcome) => Effect.map(end(outcome, record), Option.isSome)
+        const polled = yield* Effect.either(EngineMetrics.timed(task, "poll", upstream.poll(task, jobId)).pipe(stepSpan("Worker.poll", task)))
         if (polled._tag === "Left") {
           const error = polled.left
           return yield* error.retryable
@@ -138,7 +178,7 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
 
     if (task.upstreamJobId !== null) return yield* Effect.asVoid(poll(task.upstreamJobId, false))
 
-    const submitted = yield* Effect.either(upstream.submit(task))
+    const submitted = yield* Effect.either(EngineMetrics.timed(task, "submit", upstream.submit(task)).pipe(stepSpan("Worker.submit", task)))
     if (submitted._tag === "Left") {
       const error = submitted.left
       return yield* error.retryable
@@ -146,7 +186,7 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
           nextRunAt: now + Duration.toMillis(options.retryDelay(task.polls)),
           polled: true
         }))
-        : Effect.asVoid(storage.finish(task.id, task.fence, {
+        : Effect.asVoid(end({
           _tag: "Failed",
           error: { code: error.code ?? "PROVIDER_ERROR", message: error.message }
         }))
@@ -163,13 +203,16 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
         ...(charges.length === 0 ? {} : { charges })
       })).pipe(
         Effect.flatMap((written) => {
-          if (written._tag === "Right") return Effect.succeed(written.right)
+          if (written._tag === "Right") {
+            if (written.right) for (const charge of charges) EngineMetrics.charged(task, charge.amountMicros)
+            return Effect.succeed(written.right)
+          }
           const error = written.left
           if (error._tag === "PersistenceError") return Effect.fail(error)
           // the account cannot pay what the task turned out to cost: the job is not wanted, the task fails (refunded)
           return Effect.zipRight(
             upstream.cancel(task, jobId),
-            Effect.as(storage.finish(task.id, task.fence, { _tag: "Failed", error: { code: error.code, message: error.message } }), true)
+            Effect.as(end({ _tag: "Failed", error: { code: error.code, message: error.message } }), true)
           )
         })
       )
@@ -242,7 +285,13 @@ export const run = (options: WorkerOptions = {}) =>
             dueSinceClaim = Math.min(dueSinceClaim, at)
             if (known !== undefined) known.due = Math.min(known.due, at)
             return at < wakeAt ? poke : Effect.void
-          }))
+          })),
+      // every end of a task a step writes (succeeded, failed, expired) counts in the metrics once committed
+      finish: (id, fence, outcome, finishOptions) =>
+        Effect.tap(storage.finish(id, fence, outcome, finishOptions), (ended) => {
+          if (Option.isSome(ended)) EngineMetrics.finished(ended.value)
+          return Effect.void
+        })
     }
 
     yield* Effect.forkScoped(Stream.runForEach(storage.wakeups, () => poke))
@@ -260,10 +309,22 @@ export const run = (options: WorkerOptions = {}) =>
         )
       )
     )
-    yield* Effect.forkScoped(
+    const heartbeatMs = Math.max(100, Math.floor(leaseMs / 3))
+    // each beat also registers this process in the node registry (one upsert: the operators' system status)
+    const heartbeat = yield* Effect.forkScoped(
       Effect.suspend(() => Effect.forEach([owner, ...formerOwners.keys()], (name) => storage.heartbeat(name, leaseMs))).pipe(
+        Effect.flatMap((held) =>
+          storage.beatNode({
+            id: baseOwner,
+            host: hostname(),
+            pid: process.pid,
+            concurrency,
+            heartbeatMs,
+            leases: held.reduce((a, b) => a + b, 0)
+          })
+        ),
         Effect.catchAllCause((cause) => Effect.logWarning("heartbeat failed", cause)),
-        Effect.repeat(Schedule.spaced(Duration.millis(Math.max(100, Math.floor(leaseMs / 3)))))
+        Effect.repeat(Schedule.spaced(Duration.millis(heartbeatMs)))
       )
     )
 
@@ -279,14 +340,18 @@ export const run = (options: WorkerOptions = {}) =>
           Effect.ignore
         )
 
-    const step = (task: TaskRecord) =>
-      runStep(task, stepOptions).pipe(
+    const step = (task: TaskRecord, claimStarted: bigint, claimEnded: bigint) =>
+      Effect.zipRight(claimSpan(task, claimStarted, claimEnded), runStep(task, stepOptions)).pipe(
         Effect.provideService(TaskStorage, stepStorage),
         Effect.provideService(Upstream, upstream),
         Effect.catchAllCause((cause) =>
           Effect.zipRight(Effect.logError(`step of ${task.id} failed`, cause), handBack(task))
         ),
-        Tracing.span("Worker.step", { attributes: { taskId: task.id, status: task.status } }),
+        // the step continues the trace of the request that created the task (when it was kept)
+        Tracing.spanWith("Worker.step", () => {
+          const parent = Tracing.parentOf(task.traceContext)
+          return { attributes: { ...stepAttributes(task), "mediagate.status": task.status }, ...(parent === undefined ? {} : { parent }) }
+        }),
         // a step's end frees a slot; it brings no new work unless the dispatcher is waiting for a slot (a step that
         // schedules its task soon wakes the dispatcher through `stepStorage`)
         Effect.ensuring(Effect.suspend(() => {
@@ -338,6 +403,7 @@ export const run = (options: WorkerOptions = {}) =>
         return yield* Queue.take(pokes)
       }
       dueSinceClaim = Infinity
+      const claimStarted = yield* Clock.currentTimeNanos
       // a failed claim (storage unavailable) ends the round: the loop backs off (see `dispatcher` below)
       const claimed = yield* storage.claim(owner, free, leaseMs).pipe(Effect.tapErrorCause(() =>
         Effect.sync(() => {
@@ -348,11 +414,14 @@ export const run = (options: WorkerOptions = {}) =>
         })
       ))
       full = claimed.length >= free
+      const claimEnded = yield* Clock.currentTimeNanos
+      const claimedAt = Number(claimEnded / 1_000_000n)
       for (const task of claimed) {
+        EngineMetrics.claimed(task, claimedAt)
         running++
         deadlines.set(task.id, task.deadlineAt)
         ownerOf.set(task.id, owner)
-        yield* FiberSet.run(steps, step(task))
+        yield* FiberSet.run(steps, step(task, claimStarted, claimEnded))
       }
       if (!full) yield* idle
     })
@@ -383,6 +452,9 @@ export const run = (options: WorkerOptions = {}) =>
           (name) => storage.releaseAll(name).pipe(Effect.orElseSucceed(() => 0))
         ).pipe(Effect.map((counts) => counts.reduce((a, b) => a + b, 0)))
         if (released > 0) yield* Effect.logInfo(`worker ${owner} released ${released} leases`)
+        // the heartbeat stops first: a beat after the removal would register the node again
+        yield* Fiber.interrupt(heartbeat)
+        yield* Effect.ignore(storage.removeNode(baseOwner))
       })
     )
     yield* Effect.logDebug(`worker ${owner} started (concurrency ${concurrency})`)

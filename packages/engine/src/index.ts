@@ -11,6 +11,8 @@ export * as Billing from "./Billing.js"
 export * as Planner from "./Planner.js"
 /** Fresh result links at read time. */
 export * as ResultLinks from "./ResultLinks.js"
+/** The operators' view of tasks and of the engine (the contract's `AdminTasks`). */
+export * as TaskAdmin from "./TaskAdmin.js"
 /** SQL storage (SQLite, PostgreSQL). */
 export * as SqlTaskStorage from "./SqlTaskStorage.js"
 /** The stored task and its state machine. */

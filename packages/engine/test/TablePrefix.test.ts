@@ -78,7 +78,7 @@ for (const [name, database] of databases) {
         ]))
         const sql = yield* SqlClient.SqlClient
         const applied = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlTaskStorage.migrationsTable(prefix))}`
-        expect(applied.map((r) => r.name)).toEqual(["tasks", "task_idempotency_created", "task_outbox_txid", "task_counts"])
+        expect(applied.map((r) => r.name)).toEqual(["tasks", "task_idempotency_created", "task_outbox_txid", "task_counts", "nodes", "task_trace_context"])
         // the counts' triggers (and, on PostgreSQL, their functions) carry the prefix too
         const triggers = objects.filter((o) => o.kind === "trigger").map((o) => o.name)
         expect(triggers).toEqual(expect.arrayContaining(["acme_mg_tasks_count_insert", "acme_mg_tasks_count_delete"]))
@@ -104,7 +104,7 @@ for (const [name, database] of databases) {
       Effect.gen(function*() {
         yield* roundTrip(yield* storageOn({ prefix: "" }))
         const tables = (yield* schemaObjects).filter((o) => o.kind === "table").map((o) => o.name).sort()
-        expect(tables).toEqual(["engine_migrations", "task_counts", "task_idempotency", "task_outbox", "tasks"])
+        expect(tables).toEqual(["engine_migrations", "nodes", "task_counts", "task_idempotency", "task_outbox", "tasks"])
       }).pipe(Effect.provide(database()), Effect.scoped))
   })
 }

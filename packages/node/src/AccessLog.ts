@@ -1,13 +1,23 @@
 /**
- * One log line per request: method, path (never the query, which may carry file signatures), status and
- * duration, with the same fields as log annotations (`http.method`, `http.path`, `http.status`, `http.ms`) for
- * the JSON format. Requests interrupted because their client went away log status 499 (API requests run to their
- * end and log their status: see the server's `Envelope.group`).
+ * The one middleware of every answered request: one access-log line and the HTTP metric, from one measurement.
+ *
+ * - Access log (`MEDIAGATE_ACCESS_LOG`): one line per request, `GET /api/v1/tasks/:id 200 1.2ms`, with the fields
+ *   as log annotations for the JSON format: `http.method`, `http.route` (the route template, `unmatched` when no
+ *   route matches), `http.path` (never the query, which may carry file signatures), `http.status`, `http.ms`,
+ *   `request_id` and `account_id` (once the key was authenticated). Requests interrupted because their client went
+ *   away log status 499 (API requests run to their end and log their status: see the server's `Envelope.group`).
+ * - Metrics (`MEDIAGATE_METRICS`): `mediagate_http_request_duration_seconds{method,route,status}`
+ *   (`@mediagate/contract/Metrics`).
+ *
+ * The route, request id and account come from the server's envelope (`RequestContext`), which matched the route
+ * once already. With both off the app runs as it is: nothing per request.
  *
  * @since 0.1.0
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import { Metrics } from "@mediagate/contract"
+import { RequestContext } from "@mediagate/server"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -16,16 +26,41 @@ import * as Exit from "effect/Exit"
 /** Whether the access log is on (`MEDIAGATE_ACCESS_LOG`; default off, the production server turns it on). */
 export const enabled: Config.Config<boolean> = Config.boolean("MEDIAGATE_ACCESS_LOG").pipe(Config.withDefault(false))
 
-/** Logs one line per request answered by `app`. */
-export const middleware = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
-  Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, Clock.currentTimeNanos), ([request, started]) => {
-    const path = request.url.split("?", 1)[0] ?? "/"
-    return Effect.onExit(app, (exit) =>
+/** What the middleware does per request. */
+export interface Options {
+  /** One log line per request. */
+  readonly log: boolean
+  /** The HTTP request metric. */
+  readonly metrics: boolean
+}
+
+/** Logs one line per request answered by `app` and/or records its metric (see the module's comment). */
+export const middleware = <E, R>(
+  app: HttpApp.Default<E, R>,
+  options: Options = { log: true, metrics: false }
+): HttpApp.Default<E, R> => {
+  if (!options.log && !options.metrics) return app
+  return Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, Clock.currentTimeNanos), ([request, started]) =>
+    Effect.onExit(app, (exit) =>
       Effect.flatMap(Clock.currentTimeNanos, (now) => {
         const status = Exit.isSuccess(exit) ? exit.value.status : Exit.isInterrupted(exit) ? 499 : 500
-        const ms = Number((now - started) / 100_000n) / 10
+        const elapsed = now - started
+        const info = RequestContext.get(request)
+        const route = info?.route ?? Metrics.unmatchedRoute
+        if (options.metrics) Metrics.httpRequestDuration.record(Number(elapsed) / 1e9, request.method, route, status)
+        if (!options.log) return Effect.void
+        const path = request.url.split("?", 1)[0] ?? "/"
+        const ms = Number(elapsed / 100_000n) / 10
         return Effect.logInfo(`${request.method} ${path} ${status} ${ms}ms`).pipe(
-          Effect.annotateLogs({ "http.method": request.method, "http.path": path, "http.status": status, "http.ms": ms })
+          Effect.annotateLogs({
+            "http.method": request.method,
+            "http.route": route,
+            "http.path": path,
+            "http.status": status,
+            "http.ms": ms,
+            request_id: info?.id ?? "",
+            account_id: info?.accountId ?? ""
+          })
         )
-      }))
-  })
+      })))
+}

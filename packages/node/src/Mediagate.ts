@@ -19,6 +19,7 @@ import type { AccountStore } from "@mediagate/accounts/AccountStore"
 import { Account, ApiKey, type Errors, Services } from "@mediagate/contract"
 import { Http } from "@mediagate/server"
 import * as Cause from "effect/Cause"
+import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
@@ -36,6 +37,7 @@ import * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as AccessLog from "./AccessLog.js"
 import * as Database from "./Database.js"
+import * as Metrics from "./Metrics.js"
 import * as Stack from "./internal/stack.js"
 import * as Tracing from "./internal/tracing.js"
 import * as NodeAdapters from "./NodeAdapters.js"
@@ -69,8 +71,13 @@ export interface Options {
   readonly maxBodyBytes?: number
   /** Allow loopback/private webhook and media targets (development and tests only). */
   readonly allowPrivateAddresses?: boolean
-  /** One log line per request (method, path, status, duration). Default off when embedded. */
+  /** One log line per request (method, route, path, status, duration, account, request id). Default off when embedded. */
   readonly accessLog?: boolean
+  /**
+   * Prometheus metrics at `GET /metrics` (admin token required unless `MEDIAGATE_METRICS_OPEN`), and the HTTP request
+   * metric. Default off when embedded. See docs/operations.md.
+   */
+  readonly metrics?: boolean
   /**
    * Any other setting of docs/configuration.md by its variable name (`MEDIAGATE_TASK_TIMEOUT`,
    * `MEDIAGATE_UPSTREAM_VENDOR1`, ...). Pass `{ ...process.env }` to let the environment fill what the options
@@ -103,6 +110,7 @@ export const toSettings = (options: Options): Map<string, string> => {
   set("MEDIAGATE_MAX_BODY_BYTES", options.maxBodyBytes)
   set("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE", options.allowPrivateAddresses)
   set("MEDIAGATE_ACCESS_LOG", options.accessLog)
+  set("MEDIAGATE_METRICS", options.metrics)
   return map
 }
 
@@ -144,6 +152,11 @@ export interface Service {
   ) => Effect.Effect<Option.Option<Bootstrap.Bootstrapped>, Errors.ServiceUnavailable | Errors.ValidationError>
   /** The operator's operations (what `/admin/v1` does), for apps that manage accounts in code. */
   readonly admin: Services.AdminService["Type"]
+  /**
+   * With metrics on (`MEDIAGATE_METRICS`): the settings and the exporter (`scrape`: the Prometheus text), e.g. to
+   * serve it elsewhere; `httpApp` serves it at `/metrics` unless a port of its own is set.
+   */
+  readonly metrics: { readonly settings: Metrics.Settings; readonly exporter: Metrics.Exporter } | undefined
 }
 
 /** The started Mediagate of a {@link layer}. */
@@ -155,19 +168,28 @@ export class Mediagate extends Context.Tag("@mediagate/node/Mediagate")<Mediagat
  */
 export type Provides = Mediagate | Http.Requirements | Layer.Layer.Success<typeof Stack.Ports>
 
+/** The operator token (`MEDIAGATE_ADMIN_TOKEN`), which `/metrics` asks for unless open. */
+const adminToken = Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN"))
+
 const makeService = (database: string) =>
   Effect.gen(function*() {
     const app = yield* Http.makeHttpApp
     const platform = yield* Layer.build(NodeHttpServer.layerContext)
     const accessLog = yield* AccessLog.enabled
+    const metricsSettings = yield* Metrics.config
+    const exporter = metricsSettings.enabled ? yield* Metrics.make : undefined
     const provided = Effect.provide(app, platform)
+    const served = exporter !== undefined && metricsSettings.port === undefined
+      ? Metrics.route(provided, Metrics.respond(exporter, { open: metricsSettings.open, adminToken: yield* adminToken }))
+      : provided
     const accounts = yield* Effect.context<AccountStore | BillingAccounts>()
     const admin = yield* Services.AdminService
     return Mediagate.of({
-      httpApp: accessLog ? AccessLog.middleware(provided) : provided,
+      httpApp: AccessLog.middleware(served, { log: accessLog, metrics: metricsSettings.enabled }),
       database,
       bootstrap: (options) => Effect.provide(Bootstrap.bootstrap(options), accounts),
-      admin
+      admin,
+      metrics: exporter === undefined ? undefined : { settings: metricsSettings, exporter }
     })
   })
 
@@ -340,9 +362,13 @@ export const make = (
   options: Options & { readonly retry?: Schedule.Schedule<unknown, StartError> } = {}
 ): Handle => {
   const scope = Effect.runSync(Scope.make())
-  // no tracer can be given to a plain-Node handle: spans follow the processes' tracer switch (off until an exporter)
+  // no tracer can be given to a plain-Node handle: spans follow the processes' tracer switch (off unless OTEL_*
+  // settings, from `settings` or else the environment, configure an exporter; it lives until `close()`)
   const starting = Effect.runSync(Scope.extend(
-    Tracing.apply(start(layer(options), options.retry === undefined ? {} : { retry: options.retry })),
+    Tracing.applyScoped(
+      start(layer(options), options.retry === undefined ? {} : { retry: options.retry }),
+      ConfigProvider.fromMap(toSettings(options)).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+    ),
     scope
   ))
   const run = <A, E>(f: (service: Service) => Effect.Effect<A, E>): Promise<A> =>

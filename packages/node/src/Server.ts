@@ -7,9 +7,11 @@
  *
  * @since 0.1.0
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import type * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import { Errors } from "@mediagate/contract"
+import { Envelope } from "@mediagate/server"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -22,9 +24,11 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import * as AccessLog from "./AccessLog.js"
 import * as Tracing from "./internal/tracing.js"
 import * as Logging from "./Logging.js"
 import * as Mediagate from "./Mediagate.js"
+import * as Metrics from "./Metrics.js"
 import * as NodeAdapters from "./NodeAdapters.js"
 
 /** Where the server listens. */
@@ -83,6 +87,16 @@ export const listen = (
     (server) => closeServer(server, options.shutdownGrace ?? "10 seconds")
   )
 
+/** The listener of the metrics port (`MEDIAGATE_METRICS_PORT`): `/metrics`, and 404 for every other path. */
+const metricsListener = (exporter: Metrics.Exporter, settings: Metrics.Settings) =>
+  Effect.gen(function*() {
+    const adminToken = yield* Effect.orElseSucceed(Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN")), () => Option.none())
+    const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+      Envelope.errorResponse(404, "NOT_FOUND", `no route for ${request.method} ${request.url.split("?", 1)[0]}`))
+    const app = Metrics.route(notFound, Metrics.respond(exporter, { open: settings.open, adminToken }))
+    return yield* NodeHttpServer.makeHandler(AccessLog.middleware(app, { log: false, metrics: true }))
+  })
+
 /** Prints the keys of a first start (shown once). */
 const printBootstrapped = (created: Bootstrap.Bootstrapped) =>
   Console.log(
@@ -116,6 +130,14 @@ export const serve = (
     }
     const server = yield* listen(starting.listener, options)
     yield* Effect.logInfo(`Listening on ${urlOf(server)}`)
+    const metrics = service.metrics
+    if (metrics !== undefined && metrics.settings.port !== undefined) {
+      const metricsServer = yield* listen(yield* metricsListener(metrics.exporter, metrics.settings), {
+        host: options.host,
+        port: metrics.settings.port
+      })
+      yield* Effect.logInfo(`Metrics on ${urlOf(metricsServer)}${Metrics.path}`)
+    }
     return { server, service }
   })
 
@@ -128,9 +150,14 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
   return yield* Effect.never
 }).pipe(Effect.scoped)
 
-/** The server's settings: the environment, with the access log on unless `MEDIAGATE_ACCESS_LOG=false`. */
+/**
+ * The server's settings: the environment, with the access log and the metrics on unless `MEDIAGATE_ACCESS_LOG=false`,
+ * `MEDIAGATE_METRICS=false`.
+ */
 export const configProvider: ConfigProvider.ConfigProvider = ConfigProvider.fromEnv().pipe(
-  ConfigProvider.orElse(() => ConfigProvider.fromMap(new Map([["MEDIAGATE_ACCESS_LOG", "true"]])))
+  ConfigProvider.orElse(() =>
+    ConfigProvider.fromMap(new Map([["MEDIAGATE_ACCESS_LOG", "true"], ["MEDIAGATE_METRICS", "true"]]))
+  )
 )
 
 /**

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 
-/** Access log lines. */
+/** Access log lines and the HTTP request metric. */
 export * as AccessLog from "./AccessLog.js"
 /** The database: SQLite file, PostgreSQL URL or the host app's `SqlClient`. */
 export * as Database from "./Database.js"
@@ -13,6 +13,8 @@ export * as Database from "./Database.js"
 export * as Logging from "./Logging.js"
 /** The whole stack: layers, background start, the plain Node handle. */
 export * as Mediagate from "./Mediagate.js"
+/** Prometheus metrics at `/metrics`. */
+export * as Metrics from "./Metrics.js"
 /** `node:http` and Express/Connect adapters. */
 export * as NodeAdapters from "./NodeAdapters.js"
 /** The production server. */

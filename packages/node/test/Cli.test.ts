@@ -48,7 +48,15 @@ const recordingAdmin = () => {
           lastUsedAt: null,
           rateLimit: { requestsPerMinute: null, maxInFlightTasks: null }
         }
-      })
+      }),
+    // the operator views are exercised against the real service in OperatorCli.test.ts
+    listAccounts: () => Effect.dieMessage("not used here"),
+    listKeys: () => Effect.dieMessage("not used here"),
+    revokeKey: () => Effect.dieMessage("not used here"),
+    listTasks: () => Effect.dieMessage("not used here"),
+    getTask: () => Effect.dieMessage("not used here"),
+    listDeliveries: () => Effect.dieMessage("not used here"),
+    system: Effect.dieMessage("not used here")
   })
   return { calls, layer }
 }

@@ -162,13 +162,23 @@ const parseRaw = (answer: string) => {
   return { status, head, json }
 }
 
+/**
+ * The error of an envelope as the spec writes it (`{ code, message }`): the `request_id` the stack adds is checked
+ * against the answer's `X-Request-Id` and left out (answers of Node's parser, before the stack, have none).
+ */
 const envelopeOf = (answer: Answer): { readonly code: string; readonly message: string } | undefined => {
+  let body: any
   try {
-    const body = JSON.parse(answer.text)
-    return body.success === false && typeof body.error?.code === "string" ? body.error : undefined
+    body = JSON.parse(answer.text)
   } catch {
     return undefined
   }
+  if (body.success !== false || typeof body.error?.code !== "string") return undefined
+  const { request_id, ...error } = body.error
+  if (request_id !== undefined && request_id !== answer.headers["x-request-id"]) {
+    throw new Error(`error.request_id ${request_id} is not the answer's X-Request-Id ${answer.headers["x-request-id"]}`)
+  }
+  return error
 }
 
 // -----------------------------------------------------------------------------------------------------------------

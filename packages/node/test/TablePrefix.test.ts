@@ -14,12 +14,14 @@ import { Services } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
+import * as ResultLinks from "@mediagate/engine/ResultLinks"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as WebhookStore from "@mediagate/webhooks/WebhookStore"
 import * as Databases from "@mediagate/testing/databases"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Stack from "../src/internal/stack.js"
 
 const { postgres, runPostgres, sqlite } = Databases
 if (!runPostgres) console.warn(`${Databases.pgNotRunning}: its tests are skipped`)
@@ -120,7 +122,9 @@ const embedderRows = Effect.gen(function*() {
 // the four stores, default prefix
 // -----------------------------------------------------------------------------------------------------------------
 
-const stores = Layer.mergeAll(SqlTaskStorage.layer(), SqlAccounts.layer(), SqlWebhookStore.layer()).pipe(
+const stores = Stack.Admin.pipe(
+  Layer.provide(ResultLinks.layerAsStored),
+  Layer.provideMerge(Layer.mergeAll(SqlTaskStorage.layer(), SqlAccounts.layer(), SqlWebhookStore.layer())),
   Layer.provideMerge(SqlBilling.layer()),
   Layer.provide(PaymentProvider.layerNone)
 )

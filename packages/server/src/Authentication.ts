@@ -13,6 +13,7 @@ import * as Redacted from "effect/Redacted"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { makeTrustedProxies, resolveClientAddress, socketAddress } from "./ClientAddress.js"
 import { RateLimiter } from "./RateLimit.js"
+import * as RequestContext from "./RequestContext.js"
 import { ServerConfig } from "./ServerConfig.js"
 
 /**
@@ -33,10 +34,17 @@ export const layer: Layer.Layer<Security.Authentication, never, Services.KeyServ
           authorization: request.headers["authorization"],
           clientAddress: resolveClientAddress(socketAddress(request), request.headers["x-forwarded-for"], trusted)
         }),
-        limiter.request
+        (principal) => {
+          // the account of the request's access-log line (RequestContext.ts)
+          RequestContext.setAccount(request, principal.accountId)
+          return limiter.request(principal)
+        }
       )
     return {
-      bearer: (_token) => span(Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticate))
+      // the request's span (`http.server ...`, while tracing is on) names the account, never the key
+      bearer: (_token) => span(Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticate)).pipe(
+        Effect.tap((principal) => Effect.annotateCurrentSpan("mediagate.account_id", principal.accountId))
+      )
     }
   })
 )

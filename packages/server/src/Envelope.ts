@@ -9,6 +9,12 @@
  * too: a 413 the client can read) and checked in one pass for nesting deeper than 64 levels and NUL characters in
  * its strings (400), so nothing deeper or with a NUL reaches a Schema or a database.
  *
+ * Request ids (`RequestContext.ts`): every request gets one (its valid `X-Request-Id`, or a new one) as it
+ * arrives, with the route template it matched; the answer carries it in `X-Request-Id` (every answer: success,
+ * error, 404/405, files, health, docs), error envelopes in `error.request_id`, and every log line of the request in
+ * the `request_id` annotation. Declared API errors are rendered here too (the same envelope HttpApi's encoder
+ * writes, plus the id), so no error answer leaves without its id.
+ *
  * @since 0.1.0
  */
 import * as HttpApi from "@effect/platform/HttpApi"
@@ -19,26 +25,38 @@ import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Address, Api, Errors, ValidationMessage } from "@mediagate/contract"
+import { Address, Api, Errors, Metrics, ValidationMessage } from "@mediagate/contract"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as FindMyWay from "find-my-way-ts"
 import * as RequestBody from "./internal/requestBody.js"
+import * as RequestContext from "./RequestContext.js"
 import { ServerConfig } from "./ServerConfig.js"
 
-/** An error response in the API envelope. */
+/** An error response in the API envelope; with the request's id in `error.request_id` when given. */
 export const errorResponse = (
+  status: number,
+  code: string,
+  message: string,
+  headers?: Record<string, string>,
+  requestId?: string
+): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.unsafeJson(
+    { success: false, error: requestId === undefined ? { code, message } : { code, message, request_id: requestId } },
+    headers === undefined ? { status } : { status, headers }
+  )
+
+/** {@link errorResponse} for a request the envelope saw: with its id (see `RequestContext.ts`). */
+export const errorResponseFor = (
+  request: object,
   status: number,
   code: string,
   message: string,
   headers?: Record<string, string>
 ): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.unsafeJson(
-    { success: false, error: { code, message } },
-    headers === undefined ? { status } : { status, headers }
-  )
+  errorResponse(status, code, message, headers, RequestContext.get(request)?.id)
 
 /** Routes outside the HttpApi groups that the server also answers (documentation). */
 export interface ExtraRoute {
@@ -107,8 +125,16 @@ export const isCanonicalPath = (path: string): boolean => {
 export interface RouteTable {
   /** Whether a route matches the method (`HEAD` also by `GET`) and path exactly. */
   readonly matches: (method: string, path: string) => boolean
-  /** The answer to a path no route matches: 405 with `Allow` when the path exists for other methods, else 404. */
-  readonly notFound: (request: HttpServerRequest.HttpServerRequest) => HttpServerResponse.HttpServerResponse
+  /** The template of the route that matches the method (`HEAD` also by `GET`) and path exactly, if any. */
+  readonly route: (method: string, path: string) => string | undefined
+  /**
+   * The answer to a path no route matches: 405 with `Allow` when the path exists for other methods, else 404 (with
+   * `requestId` in the envelope when given).
+   */
+  readonly notFound: (
+    request: HttpServerRequest.HttpServerRequest,
+    requestId?: string
+  ) => HttpServerResponse.HttpServerResponse
 }
 
 /** The routes of an HttpApi's endpoints. */
@@ -130,17 +156,20 @@ export const makeRouteTable = (
   extra: ReadonlyArray<ExtraRoute>,
   api: ReadonlyArray<ExtraRoute> = routesOf(Api.MediagateApi)
 ): RouteTable => {
-  const routers = new Map<string, FindMyWay.Router<true>>()
+  // each route's handler is its template: the route label of metrics and logs, found by the one match
+  const routers = new Map<string, FindMyWay.Router<string>>()
   const add = (method: string, path: `/${string}`) => {
-    const router = routers.get(method) ?? FindMyWay.make<true>(strict)
+    const router = routers.get(method) ?? FindMyWay.make<string>(strict)
     routers.set(method, router)
-    router.on(method, path, true)
+    router.on(method, path, path)
   }
   for (const route of [...api, ...extra]) add(route.method, route.path)
-  const find = (method: string, path: string) => routers.get(method)?.find(method, path) !== undefined
+  const find = (method: string, path: string) => routers.get(method)?.find(method, path)?.handler
+  const route = (method: string, path: string) => find(method, path) ?? (method === "HEAD" ? find("GET", path) : undefined)
   return {
-    matches: (method, path) => find(method, path) || (method === "HEAD" && find("GET", path)),
-    notFound: (request) => {
+    matches: (method, path) => route(method, path) !== undefined,
+    route,
+    notFound: (request, requestId) => {
       const path = pathOf(request.url)
       const allowed = isCanonicalPath(path)
         ? [...routers].filter(([method, router]) => router.find(method, path) !== undefined).map(([method]) => method)
@@ -150,9 +179,10 @@ export const makeRouteTable = (
           405,
           "METHOD_NOT_ALLOWED",
           `${request.method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`,
-          { allow: allowed.join(", ") }
+          { allow: allowed.join(", ") },
+          requestId
         )
-        : errorResponse(404, "NOT_FOUND", `no route for ${request.method} ${path}`)
+        : errorResponse(404, "NOT_FOUND", `no route for ${request.method} ${path}`, undefined, requestId)
     }
   }
 }
@@ -232,11 +262,11 @@ export const layer = (
     const routes = makeRouteTable(options.extraRoutes ?? [], options.apiRoutes)
     const policy: Address.AddressPolicy = { allowPrivate: config.allowPrivateAddresses }
     const maxBodySize = Option.some(config.maxBodyBytes)
-    const tooLarge = () =>
-      errorResponse(413, "PAYLOAD_TOO_LARGE", `request body is larger than ${config.maxBodyBytes} bytes`)
+    const tooLarge = (id: string) =>
+      errorResponse(413, "PAYLOAD_TOO_LARGE", `request body is larger than ${config.maxBodyBytes} bytes`, undefined, id)
 
-    /** The answer to a failure of the app (see the module's comment). */
-    const recover = (request: HttpServerRequest.HttpServerRequest, cause: Cause.Cause<never>) =>
+    /** The answer to a failure of the app (see the module's comment); `id`: the request's id. */
+    const recover = (request: HttpServerRequest.HttpServerRequest, id: string, cause: Cause.Cause<never>) =>
       Effect.gen(function*() {
         const failure = Cause.failureOption(cause)
         if (Option.isSome(failure)) {
@@ -244,32 +274,35 @@ export const layer = (
           if (error instanceof HttpApiError.HttpApiDecodeError) {
             if (handlerStarted.has(request)) {
               yield* Effect.logError("response encoding failed", error.message)
-              return errorResponse(500, "INTERNAL_ERROR", "internal error")
+              return errorResponse(500, "INTERNAL_ERROR", "internal error", undefined, id)
             }
             const first = error.issues[0]
             return errorResponse(
               400,
               "VALIDATION_ERROR",
-              first === undefined ? "request is invalid" : ValidationMessage.formatIssue(first)
+              first === undefined ? "request is invalid" : ValidationMessage.formatIssue(first),
+              undefined,
+              id
             )
           }
           if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
-            return routes.notFound(error.request)
+            return routes.notFound(error.request, id)
           }
-          if (Errors.isApiError(error)) return yield* Effect.failCause(cause)
+          // the envelope HttpApi's encoder would write (`Errors.ts`), with the request's id
+          if (Errors.isApiError(error)) return errorResponse(error.status, error.code, error.message, undefined, id)
           yield* Effect.logError("unexpected failure", cause)
-          return errorResponse(500, "INTERNAL_ERROR", "internal error")
+          return errorResponse(500, "INTERNAL_ERROR", "internal error", undefined, id)
         }
         const defect = Cause.dieOption(cause)
         if (Option.isNone(defect)) return yield* Effect.failCause(cause) // interruption
         const value = defect.value
         if (HttpServerError.isServerError(value) && value._tag === "RequestError" && value.reason === "Decode") {
           return isMaxBytesDefect(value)
-            ? tooLarge()
-            : errorResponse(400, "VALIDATION_ERROR", "body: must be valid JSON")
+            ? tooLarge(id)
+            : errorResponse(400, "VALIDATION_ERROR", "body: must be valid JSON", undefined, id)
         }
         yield* Effect.logError("defect", cause)
-        return errorResponse(500, "INTERNAL_ERROR", "internal error")
+        return errorResponse(500, "INTERNAL_ERROR", "internal error", undefined, id)
       })
 
     return (app) => {
@@ -284,35 +317,53 @@ export const layer = (
       const bodiless = withPolicy(app)
       const limited = withPolicy(HttpIncomingMessage.withMaxBodySize(app, maxBodySize))
       /** The app on a request whose body was read and checked (see `internal/requestBody.ts`). */
-      const withBody = (request: HttpServerRequest.HttpServerRequest) =>
+      const withBody = (request: HttpServerRequest.HttpServerRequest, info: RequestContext.RequestInfo) =>
         Effect.flatMap(Effect.orDie(RequestBody.read(request, config.maxBodyBytes)), (body) => {
-          if (body === RequestBody.TooLarge) return Effect.succeed(tooLarge())
+          if (body === RequestBody.TooLarge) return Effect.succeed(tooLarge(info.id))
           const problem = RequestBody.inspectJson(body.text)
-          if (problem !== undefined) return Effect.succeed(errorResponse(400, "VALIDATION_ERROR", problem))
+          if (problem !== undefined) return Effect.succeed(errorResponse(400, "VALIDATION_ERROR", problem, undefined, info.id))
           const view = RequestBody.withBody(request, body)
+          RequestContext.alias(view, info)
           return Effect.catchAllCause(
             Effect.provideService(limited, HttpServerRequest.HttpServerRequest, view),
-            (cause) => recover(view, cause)
+            (cause) => recover(view, info.id, cause)
           )
         })
-      return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      /** The answer to a request (see the module's comment), before its id is set on it. */
+      const answer = (
+        request: HttpServerRequest.HttpServerRequest,
+        matched: boolean,
+        info: RequestContext.RequestInfo
+      ) => {
+        const id = info.id
         // only canonical paths of a route reach the router (decisions.md §11 "Canonical paths")
-        const path = pathOf(request.url)
-        if (!isCanonicalPath(path) || !routes.matches(request.method, path)) return Effect.succeed(routes.notFound(request))
+        if (!matched) return Effect.succeed(routes.notFound(request, id))
         // the path has none (see isCanonicalPath): only the query can
         if (request.url.includes("%00")) {
-          return Effect.succeed(errorResponse(400, "VALIDATION_ERROR", "query: must not contain the NUL character (%00)"))
+          return Effect.succeed(
+            errorResponse(400, "VALIDATION_ERROR", "query: must not contain the NUL character (%00)", undefined, id)
+          )
         }
         const length = request.headers["content-length"]
-        if (length !== undefined && Number(length) > config.maxBodyBytes) return Effect.succeed(tooLarge())
+        if (length !== undefined && Number(length) > config.maxBodyBytes) return Effect.succeed(tooLarge(id))
         const body = hasBody(request)
         if (body && !isJsonContentType(request.headers["content-type"])) {
-          return Effect.succeed(errorResponse(400, "VALIDATION_ERROR", "body: Content-Type must be application/json"))
+          return Effect.succeed(
+            errorResponse(400, "VALIDATION_ERROR", "body: Content-Type must be application/json", undefined, id)
+          )
         }
-        if (body) return Effect.catchAllCause(withBody(request), (cause) => recover(request, cause))
+        if (body) return Effect.catchAllCause(withBody(request, info), (cause) => recover(request, id, cause))
         // a GET or HEAD without Content-Length or Transfer-Encoding has no body to limit (a web request's never has one)
         const unlimited = request.method === "GET" || request.method === "HEAD"
-        return Effect.catchAllCause(unlimited ? bodiless : limited, (cause) => recover(request, cause))
+        return Effect.catchAllCause(unlimited ? bodiless : limited, (cause) => recover(request, id, cause))
+      }
+      return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const path = pathOf(request.url)
+        const route = isCanonicalPath(path) ? routes.route(request.method, path) : undefined
+        const info = RequestContext.attach(request, route ?? Metrics.unmatchedRoute)
+        return Effect.annotateLogs(answer(request, route !== undefined, info), "request_id", info.id).pipe(
+          Effect.map((response) => HttpServerResponse.setHeader(response, RequestContext.header, info.id))
+        )
       })
     }
   }))

@@ -14,7 +14,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
-import { errorResponse, type ExtraRoute } from "./Envelope.js"
+import { errorResponseFor, type ExtraRoute } from "./Envelope.js"
 
 /** The path of the route. */
 export const path = "/files/*"
@@ -42,7 +42,8 @@ export const handler = (files: Services.FileService["Type"]) =>
           : HttpServerResponse.stream(answer.body, { status: answer.status, headers: answer.headers })
       ),
       Effect.catchAll((error) =>
-        Effect.succeed(errorResponse(
+        Effect.succeed(errorResponseFor(
+          request,
           error.status,
           error.code,
           error.message,

@@ -6,12 +6,13 @@
  * @since 0.1.0
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { errorResponse } from "./Envelope.js"
+import { errorResponseFor } from "./Envelope.js"
 
 /** What `/readyz` checks (the composed stack: that the database answers). */
 export class Readiness extends Context.Tag("@mediagate/server/Readiness")<Readiness, {
@@ -34,7 +35,8 @@ export const layer = HttpApiBuilder.Router.use((router) =>
       Effect.timeoutFail(readiness.check, { duration: Duration.seconds(2), onTimeout: () => "timeout" }).pipe(
         Effect.as(HttpServerResponse.unsafeJson({ status: "ready" })),
         Effect.catchAllCause(() =>
-          Effect.succeed(errorResponse(503, "SERVICE_UNAVAILABLE", "not ready: a dependency does not answer"))
+          Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+            errorResponseFor(request, 503, "SERVICE_UNAVAILABLE", "not ready: a dependency does not answer"))
         )
       )
     )

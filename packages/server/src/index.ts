@@ -19,5 +19,7 @@ export * as Health from "./Health.js"
 export * as Http from "./Http.js"
 /** Rate limits: requests per minute, tasks in flight, webhook actions, failed admin tokens. */
 export * as RateLimit from "./RateLimit.js"
+/** Per-request id, route template and account (logs, metrics, error envelopes). */
+export * as RequestContext from "./RequestContext.js"
 /** Settings of the HTTP layer. */
 export * as ServerConfig from "./ServerConfig.js"

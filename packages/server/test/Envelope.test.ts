@@ -77,7 +77,7 @@ describe("envelope", () => {
         )
         expect(answer).toEqual([413, {
           success: false,
-          error: { code: "PAYLOAD_TOO_LARGE", message: "request body is larger than 1048576 bytes" }
+          error: { code: "PAYLOAD_TOO_LARGE", message: "request body is larger than 1048576 bytes", request_id: expect.any(String) }
         }])
       }))
 

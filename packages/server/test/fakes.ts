@@ -406,7 +406,27 @@ export const OtherServicesFake = Layer.mergeAll(
     createKey: (id, body) =>
       id === "acct_main"
         ? Effect.succeed(createdKey("key_admin", body, body.environment ?? "live", "Z"))
-        : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` }))
+        : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
+    // the operator views (their real implementations are tested in packages/node/test/Operator.test.ts)
+    listAccounts: () =>
+      Effect.succeed({ data: [account("acct_main", "Main", 12.5)], pagination: { cursor: null, hasMore: false, total: 1 } }),
+    listKeys: (id) =>
+      id === "acct_main" ? Effect.succeed([]) : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
+    revokeKey: (id) => Effect.fail(new Errors.ApiKeyNotFound({ message: `API key ${id} not found` })),
+    listTasks: () => Effect.succeed({ data: [], pagination: { cursor: null, hasMore: false, total: 0 } }),
+    getTask: (id) => Effect.fail(new Errors.TaskNotFound({ message: `task ${id} not found` })),
+    listDeliveries: () => Effect.succeed({ data: [], pagination: { cursor: null, hasMore: false, total: 0 } }),
+    system: Effect.succeed({
+      tasks: {
+        by_status: { pending: 0, queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0, expired: 0 },
+        queue_depth: 0,
+        in_flight_upstream: 0,
+        due: 0
+      },
+      webhooks: { pending: 0, due: 0, failed_last_hour: 0 },
+      nodes: [],
+      checked_at: "2026-11-21T00:00:00.000Z"
+    })
   })
 )
 

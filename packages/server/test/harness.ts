@@ -30,6 +30,22 @@ export interface Answer {
   readonly text: string
 }
 
+/**
+ * An error envelope as the spec writes it (`{ success: false, error: { code, message } }`), after checking the
+ * `error.request_id` the server adds to every error envelope: present, and the answer's `X-Request-Id`. Every
+ * error answer of every test through {@link send} is checked so; the tests then compare the spec's envelope.
+ */
+const withoutRequestId = (body: unknown, headers: Readonly<Record<string, string>>): unknown => {
+  if (typeof body !== "object" || body === null || !("success" in body) || body.success !== false || !("error" in body)) {
+    return body
+  }
+  const { request_id, ...error } = body.error as { readonly request_id?: unknown }
+  if (typeof request_id !== "string" || request_id !== headers["x-request-id"]) {
+    throw new Error(`error envelope without the answer's request id: ${JSON.stringify(body)} (X-Request-Id: ${headers["x-request-id"]})`)
+  }
+  return { ...body, error }
+}
+
 /** Sends a request with an optional bearer token and JSON (or raw) body. */
 export const send = (
   method: "GET" | "POST" | "DELETE" | "PATCH" | "PUT",
@@ -57,5 +73,5 @@ export const send = (
     } catch {
       body = undefined
     }
-    return { status: response.status, headers: response.headers, body, text } as Answer
+    return { status: response.status, headers: response.headers, body: withoutRequestId(body, response.headers), text } as Answer
   }).pipe(Effect.scoped)

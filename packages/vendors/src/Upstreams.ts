@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog, Families, Family } from "@mediagate/contract"
+import { Catalog, Families, Family, Tracing } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { Upstream } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
@@ -62,19 +62,31 @@ const make = (
         ? relay.value
         : simulated
     const all = Option.isSome(relay) ? [simulated, relay.value] : [simulated]
+    /** A span of an upstream call (family, model, transport), made only while the tracer is on. */
+    const traced = (name: string, task: TaskRecord) =>
+      Tracing.spanWith(name, () => ({
+        kind: "client",
+        attributes: {
+          "mediagate.family": task.provider,
+          "mediagate.model": task.model,
+          "mediagate.task_id": task.id,
+          "mediagate.transport": transportOf(task) === simulated ? "simulated" : "relay"
+        }
+      }))
     return Upstream.of({
       notifiesChanges: all.every((transport) => transport.notifiesChanges),
       changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
       submit: (task) =>
-        inputChecks === undefined ? transportOf(task).submit(task) : Effect.gen(function*() {
+        inputChecks === undefined ? transportOf(task).submit(task).pipe(traced("Upstream.submit", task)) : Effect.gen(function*() {
           const measured = yield* MediaInputs.checkTask(task, inputChecks, families)
-          const submitted = yield* transportOf(task).submit(task)
+          const submitted = yield* transportOf(task).submit(task).pipe(traced("Upstream.submit", task))
           const request = { model: task.model, input: task.input }
           const charges = Family.familyOf(families, task.endpoint)?.charges(task.endpoint, request, measured, table)
           return { ...submitted, charges: charges ?? [] }
         }),
       poll: (task, jobId) =>
         transportOf(task).poll(task, jobId).pipe(
+          traced("Upstream.poll", task),
           Effect.tap((state) => {
             const startedAt = task.startedAt
             return state._tag === "Succeeded" && startedAt !== null
@@ -82,7 +94,7 @@ const make = (
               : Effect.void
           })
         ),
-      cancel: (task, jobId) => transportOf(task).cancel(task, jobId)
+      cancel: (task, jobId) => transportOf(task).cancel(task, jobId).pipe(traced("Upstream.cancel", task))
     })
   })
 

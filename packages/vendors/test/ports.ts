@@ -49,7 +49,14 @@ export const withKey = (key: string, accountId: string) =>
       getAccount: () => unused("admin"),
       updateAccount: () => unused("admin"),
       credit: () => unused("admin"),
-      createKey: () => unused("admin")
+      createKey: () => unused("admin"),
+      listAccounts: () => unused("admin"),
+      listKeys: () => unused("admin"),
+      revokeKey: () => unused("admin"),
+      listTasks: () => unused("admin"),
+      getTask: () => unused("admin"),
+      listDeliveries: () => unused("admin"),
+      system: unused("admin")
     }),
     Voices.layer()
   )

@@ -12,6 +12,10 @@
  *   plus up to 10% jitter); after the last retry the delivery is `failed` (4 requests by default). A `410 Gone`
  *   answer fails the delivery at once and disables a configured webhook. The event id (`X-Webhook-ID`, body `id`)
  *   is the same on every attempt; the timestamp and signatures are made fresh for each attempt.
+ * - Wake-ups: the fan-out loop waits on the storage's outbox signal (`TaskStorage.outboxWakeups`: in process after
+ *   a terminal transition commits; on PostgreSQL also `NOTIFY <prefix>outbox`, sent by the outbox insert itself, so
+ *   a finish in any process wakes every dispatcher), with a poll every `idle` (default 5 s) as the backstop of a
+ *   lost signal. The deliveries a fan-out creates are claimed and sent at once (the delivery loop is woken).
  * - {@link run} / {@link layer} run both loops in the background; the task path never waits for them. A loop whose
  *   storage fails (the database restarted, connections killed) never stops: it logs once and tries again after a
  *   capped exponential backoff ({@link DispatcherOptions.backoff}); a claimed delivery whose attempt could not be
@@ -19,7 +23,7 @@
  *
  * @since 0.1.0
  */
-import { Tracing, WebhookSignature } from "@mediagate/contract"
+import { Metrics, Tracing, WebhookSignature } from "@mediagate/contract"
 import * as Backoff from "@mediagate/persistence/Backoff"
 import * as Ids from "@mediagate/persistence/Ids"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
@@ -35,6 +39,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
 import { layerSender, WebhookSender } from "./Outbound.js"
 import { type DeliveryRow, type Settlement, WebhookStore } from "./WebhookStore.js"
@@ -45,6 +50,8 @@ export const defaultRetryScheduleMs: ReadonlyArray<number> = [60_000, 300_000, 1
 export const defaultTimeoutMs = 10_000
 /** Default jitter: each retry delay is lengthened by up to this fraction. */
 export const defaultJitter = 0.1
+/** Default fan-out backstop ({@link DispatcherOptions.idle}): 5 s. */
+export const defaultIdle: Duration.DurationInput = "5 seconds"
 
 /** Dispatcher settings. */
 export interface DispatcherOptions {
@@ -60,8 +67,16 @@ export interface DispatcherOptions {
   readonly lease?: Duration.DurationInput
   /** Outbox entries fanned out per transaction. Default 100. */
   readonly batchSize?: number
-  /** Longest idle wait before looking for work again. Default 1 s. */
+  /**
+   * Fan-out backstop: the longest wait for an outbox signal (`TaskStorage.outboxWakeups`) before reading the outbox
+   * anyway (a signal lost with a dropped `LISTEN` connection). Default {@link defaultIdle} (5 s).
+   */
   readonly idle?: Duration.DurationInput
+  /**
+   * The longest wait of the delivery loop between looks for due deliveries (retries are awaited to their due time;
+   * this catches deliveries made due elsewhere, e.g. a replay on another process). Default 1 s.
+   */
+  readonly deliveryIdle?: Duration.DurationInput
   /** This dispatcher's name in leases. Default `<host>:<pid>:<ulid>`. */
   readonly owner?: string
   /** Backoff of both loops while storage fails. Default 100 ms, doubling, at most 5 s. */
@@ -147,6 +162,34 @@ const isSuccess = (status: number | null) => status !== null && status >= 200 &&
  * disabled is failed without a request.
  */
 export const attemptDelivery = (delivery: DeliveryRow, options: Resolved) =>
+  Effect.flatMap(Tracing.enabled, (on) => on ? tracedAttempt(delivery, options) : attemptOnce(delivery, options))
+
+/**
+ * An attempt in a span of the trace of the task's creating request (when the task kept it: the delivery's task is
+ * read for its `traceContext`), with the event and delivery ids, the attempt number and the answer's status.
+ */
+const tracedAttempt = (delivery: DeliveryRow, options: Resolved) =>
+  Effect.gen(function*() {
+    const tasks = yield* Effect.serviceOption(TaskStorage)
+    const taskId = taskIdOf(delivery.payload)
+    const task = Option.isNone(tasks) || taskId === ""
+      ? Option.none()
+      : yield* tasks.value.getById(taskId).pipe(Effect.orElseSucceed(() => Option.none()))
+    const parent = Option.isSome(task) ? Tracing.parentOf(task.value.traceContext) : undefined
+    return yield* attemptOnce(delivery, options).pipe(Effect.withSpan("Webhooks.attemptDelivery", {
+      kind: "client",
+      captureStackTrace: false,
+      ...(parent === undefined ? {} : { parent }),
+      attributes: {
+        "mediagate.event_id": delivery.eventId,
+        "mediagate.delivery_id": delivery.id,
+        "mediagate.attempt": delivery.attempts + 1,
+        ...(taskId === "" ? {} : { "mediagate.task_id": taskId })
+      }
+    }))
+  })
+
+const attemptOnce = (delivery: DeliveryRow, options: Resolved) =>
   Effect.gen(function*() {
     const store = yield* WebhookStore
     const sender = yield* WebhookSender
@@ -162,12 +205,22 @@ export const attemptDelivery = (delivery: DeliveryRow, options: Resolved) =>
     } else {
       headers = perJobHeaders(delivery.eventType, taskIdOf(delivery.payload), delivery.eventId, timestamp)
     }
+    // the attempt's span travels with the request (W3C Trace Context) while tracing is on
+    const traceparent = yield* Tracing.traceparent
+    if (traceparent !== undefined) headers = { ...headers, traceparent }
     const result = yield* sender.send({
       url: delivery.url,
       headers,
       body: delivery.payload,
       timeoutMs: options.timeoutMs
     })
+    if (traceparent !== undefined) {
+      yield* Effect.annotateCurrentSpan(
+        result.statusCode === null
+          ? { "error.type": result.reason ?? "error" }
+          : { "http.response.status_code": result.statusCode }
+      )
+    }
     const at = yield* store.now
     const requests = delivery.attempts + 1
     let settlement: Settlement
@@ -177,6 +230,9 @@ export const attemptDelivery = (delivery: DeliveryRow, options: Resolved) =>
       const delay = retryDelayMs(options, requests)
       settlement = delay === undefined ? { status: "failed" } : { status: "pending", nextAttemptAt: at + delay }
     }
+    const outcome = settlement.status === "succeeded" ? "delivered" : settlement.status === "pending" ? "retrying" : "failed"
+    Metrics.webhookDeliveries.record(1, outcome, requests)
+    Metrics.webhookDeliveryDuration.record(result.durationMs / 1000, outcome)
     return yield* store.settle(delivery.id, delivery.fence, {
       statusCode: result.statusCode,
       error: isSuccess(result.statusCode) ? null : result.error ?? `HTTP ${result.statusCode}`,
@@ -184,7 +240,7 @@ export const attemptDelivery = (delivery: DeliveryRow, options: Resolved) =>
       responseExcerpt: result.responseExcerpt,
       at
     }, settlement)
-  }).pipe(Tracing.span("Webhooks.attemptDelivery", { attributes: { deliveryId: delivery.id } }))
+  })
 
 /** Claims every due delivery (up to `limit`) and sends them concurrently; answers how many were claimed. */
 export const deliverDue = (options: DispatcherOptions = {}, limit = 100) =>
@@ -209,16 +265,31 @@ export const deliverDue = (options: DispatcherOptions = {}, limit = 100) =>
  * Fans out one page of the outbox after the durable cursor; answers how many outbox entries it consumed (0 when
  * there were none, or when another dispatcher moved the cursor first).
  */
-export const fanOutOnce = (batchSize = 100) =>
+export const fanOutOnce = (batchSize = 100) => Effect.map(fanOutPage(batchSize), (round) => round.consumed)
+
+/** What one fan-out round found. */
+interface FanOutRound {
+  /** Outbox entries fanned out. */
+  readonly consumed: number
+  /** Look again at once: the page was full, or another dispatcher moved the cursor first. */
+  readonly again: boolean
+  /** Entries are held back for now (see `OutboxPage.heldBack`): look again shortly. */
+  readonly heldBack: boolean
+}
+
+const fanOutPage = (batchSize: number) =>
   Effect.gen(function*() {
     const store = yield* WebhookStore
     const tasks = yield* TaskStorage
     const cursor = yield* store.readCursor
     const page = yield* tasks.readOutbox(cursor, batchSize)
-    if (page.entries.length === 0 && page.cursor === cursor) return 0
+    const heldBack = page.heldBack === true
+    if (page.entries.length === 0 && page.cursor === cursor) return { consumed: 0, again: false, heldBack } as FanOutRound
     const now = yield* store.now
     const done = yield* store.fanOut(cursor, page.cursor, page.entries, now)
-    return Option.isSome(done) ? page.entries.length : 0
+    return Option.isSome(done)
+      ? { consumed: page.entries.length, again: page.entries.length >= batchSize, heldBack }
+      : { consumed: 0, again: true, heldBack }
   })
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -234,7 +305,8 @@ export const run = (options: DispatcherOptions = {}) =>
     const resolved = resolve(options)
     const concurrency = Math.max(1, options.concurrency ?? 16)
     const leaseMs = Duration.toMillis(options.lease ?? resolved.timeoutMs + 30_000)
-    const idleMs = Duration.toMillis(options.idle ?? "1 second")
+    const idleMs = Duration.toMillis(options.idle ?? defaultIdle)
+    const deliveryIdleMs = Duration.toMillis(options.deliveryIdle ?? "1 second")
     const batchSize = options.batchSize ?? 100
     const owner = options.owner ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
     const pokes = yield* Queue.sliding<void>(1)
@@ -248,11 +320,29 @@ export const run = (options: DispatcherOptions = {}) =>
         Effect.provideService(TaskStorage, tasks)
       )
 
+    // outbox signals (terminal transitions here, or on PostgreSQL anywhere): one waiting is enough; a signal that
+    // arrives while a round reads is kept for the next wait, so none is lost
+    const outboxPokes = yield* Queue.sliding<void>(1)
+    yield* Effect.forkScoped(Stream.runForEach(tasks.outboxWakeups, () => Queue.offer(outboxPokes, undefined)))
+    /**
+     * The wait before looking again while entries are held back (PostgreSQL: a transaction older than them still
+     * runs, and may not be one that signals when it ends): from 5 ms, doubling, at most 200 ms.
+     */
+    let heldBackMs = 0
+
     // a failure (storage unavailable) ends the round: the loop backs off (see the fibers below)
     const fanOutLoop = Effect.gen(function*() {
-      const consumed = yield* provide(fanOutOnce(batchSize))
-      if (consumed > 0) yield* poke
-      else yield* Effect.sleep(Duration.millis(idleMs))
+      const round = yield* provide(fanOutPage(batchSize))
+      // new deliveries are due now: the delivery loop claims them at once
+      if (round.consumed > 0) yield* poke
+      if (round.again) return
+      if (round.heldBack) {
+        heldBackMs = Math.min(200, Math.max(5, heldBackMs * 2))
+        return yield* Effect.race(Queue.take(outboxPokes), Effect.sleep(Duration.millis(Math.min(heldBackMs, idleMs))))
+      }
+      heldBackMs = 0
+      // the poll is only the backstop of a lost signal
+      yield* Effect.race(Queue.take(outboxPokes), Effect.sleep(Duration.millis(idleMs)))
     })
 
     const send = (delivery: DeliveryRow) =>
@@ -265,7 +355,10 @@ export const run = (options: DispatcherOptions = {}) =>
     const idle = Effect.gen(function*() {
       const now = yield* store.now.pipe(Effect.orElse(() => Clock.currentTimeMillis))
       const due = yield* store.nextDueAt.pipe(Effect.orElseSucceed(() => Option.none<number>()))
-      const wait = Option.match(due, { onNone: () => idleMs, onSome: (at) => Math.min(idleMs, Math.max(0, at - now)) })
+      const wait = Option.match(due, {
+        onNone: () => deliveryIdleMs,
+        onSome: (at) => Math.min(deliveryIdleMs, Math.max(0, at - now))
+      })
       if (wait > 0) yield* Effect.race(Queue.take(pokes), Effect.sleep(Duration.millis(wait)))
     })
 

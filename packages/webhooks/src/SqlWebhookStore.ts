@@ -125,6 +125,11 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
         sql.unsafe(`CREATE INDEX ${t.deliveries}_created_idx ON ${t.deliveries} (created_at)`),
         sql.unsafe(`CREATE INDEX ${t.idempotency}_created_idx ON ${t.idempotency} (created_at)`)
       )
+    }),
+    // the operators' backlog: deliveries that failed in the last hour, found by their last attempt's time
+    "0003_webhook_attempts_at": Effect.flatMap(SqlClient.SqlClient, (sql) => {
+      const t = tables(prefix)
+      return sql.unsafe(`CREATE INDEX ${t.attempts}_at_idx ON ${t.attempts} (at)`)
     })
   }))
 
@@ -151,7 +156,12 @@ const decoders = (prefix: string) => {
     })),
     cursor: SqlRows.decoder(names.cursor, Schema.Struct({ position: Schema.String })),
     count: SqlRows.decoder(names.deliveries, Schema.Struct({ n: SqlRows.Number })),
-    due: SqlRows.decoder(names.deliveries, Schema.Struct({ due: Schema.NullOr(SqlRows.Number) }))
+    due: SqlRows.decoder(names.deliveries, Schema.Struct({ due: Schema.NullOr(SqlRows.Number) })),
+    backlog: SqlRows.decoder(names.deliveries, Schema.Struct({
+      pending: SqlRows.Number,
+      due: SqlRows.Number,
+      failed: SqlRows.Number
+    }))
   }
 }
 
@@ -238,8 +248,14 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       listDeliveries: (accountId, webhookId, query) =>
         Effect.gen(function*() {
           const limit = Math.max(0, Math.floor(query.limit))
-          if (hasNul(accountId, webhookId, query.beforeId)) return { items: [], hasMore: false, total: 0 }
-          const scope = sql`account_id = ${accountId} AND webhook_id = ${webhookId}`
+          if (hasNul(accountId, webhookId, query.beforeId, query.status)) return { items: [], hasMore: false, total: 0 }
+          // operators leave out the webhook or the account: every target, every account
+          const filters = [
+            ...(accountId === undefined ? [] : [sql`account_id = ${accountId}`]),
+            ...(webhookId === undefined ? [] : [sql`webhook_id = ${webhookId}`]),
+            ...(query.status === undefined ? [] : [sql`status = ${query.status}`])
+          ]
+          const scope = sql.and(filters)
           const page = query.beforeId === undefined ? scope : sql`${scope} AND id < ${query.beforeId}`
           const items = yield* sql`SELECT * FROM ${t.deliveries} WHERE ${page} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
             Effect.flatMap(rows.delivery.all)
@@ -372,6 +388,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         sql`DELETE FROM ${t.idempotency} WHERE created_at < ${Math.floor(before)} RETURNING webhook_id`.pipe(
           Effect.map((pruned) => pruned.length),
           persistence("pruneIdempotency")
+        ),
+      backlog: (at, failedSince) =>
+        sql`SELECT
+          (SELECT COUNT(*) FROM ${t.deliveries} WHERE status = 'pending') AS pending,
+          (SELECT COUNT(*) FROM ${t.deliveries} WHERE status = 'pending' AND next_attempt_at <= ${Math.floor(at)}) AS due,
+          (SELECT COUNT(*) FROM ${t.deliveries} WHERE status = 'failed' AND id IN (
+            SELECT delivery_id FROM ${t.attempts} WHERE at >= ${Math.floor(failedSince)})) AS failed`.pipe(
+          Effect.flatMap(rows.backlog.single),
+          Effect.map(({ due, failed, pending }) => ({ pending, due, failedSince: failed })),
+          persistence("backlog")
         )
     }
     return service

@@ -147,11 +147,18 @@ export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore"
   readonly removeWebhook: (accountId: string, id: string, now: number) => Effect.Effect<boolean, PersistenceError>
   /** Enables or disables a registration. */
   readonly setEnabled: (id: string, enabled: boolean) => Effect.Effect<void, PersistenceError>
-  /** Deliveries of a webhook, newest first, below `beforeId`. */
+  /**
+   * Deliveries of a webhook, newest first, below `beforeId` (and in `status` when given). Operators leave out the
+   * webhook (every target) or the account too (every account).
+   */
   readonly listDeliveries: (
-    accountId: string,
-    webhookId: string,
-    query: { readonly beforeId: string | undefined; readonly limit: number }
+    accountId: string | undefined,
+    webhookId: string | undefined,
+    query: {
+      readonly beforeId: string | undefined
+      readonly limit: number
+      readonly status?: DeliveryStatus | undefined
+    }
   ) => Effect.Effect<DeliveryPage, PersistenceError>
   /** A delivery of a webhook of an account. */
   readonly getDelivery: (
@@ -211,7 +218,19 @@ export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore"
   readonly pruneDeliveries: (before: number) => Effect.Effect<number, PersistenceError>
   /** Retention: forgets registration idempotency records created before `before`; answers how many. */
   readonly pruneIdempotency: (before: number) => Effect.Effect<number, PersistenceError>
+  /**
+   * Operators: the pending deliveries, those of them due at `now`, and the deliveries that failed for good with a
+   * last attempt at or after `failedSince` (epoch ms).
+   */
+  readonly backlog: (now: number, failedSince: number) => Effect.Effect<Backlog, PersistenceError>
 }>() {}
+
+/** The webhook backlog ({@link WebhookStore} `backlog`). */
+export interface Backlog {
+  readonly pending: number
+  readonly due: number
+  readonly failedSince: number
+}
 
 /** A new webhook id. */
 export const webhookId = (now?: number): string => `wh_${Ids.ulid(now)}`
@@ -295,8 +314,10 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
   const sync = <A>(f: () => A) => tx(Effect.sync(f))
   const live = (row: WebhookRow | undefined, accountId: string): Option.Option<WebhookRow> =>
     Option.filter(Option.fromNullable(row), (w) => w.accountId === accountId && w.deletedAt === null)
-  const ofWebhook = (accountId: string, webhookId: string) =>
-    [...deliveries.values()].filter((d) => d.accountId === accountId && d.webhookId === webhookId)
+  const ofWebhook = (accountId: string | undefined, webhookId: string | undefined) =>
+    [...deliveries.values()].filter((d) =>
+      (accountId === undefined || d.accountId === accountId) && (webhookId === undefined || d.webhookId === webhookId)
+    )
 
   const service: WebhookStore["Type"] = {
     now: Clock.currentTimeMillis,
@@ -336,7 +357,9 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
       }),
     listDeliveries: (accountId, webhookId, query) =>
       sync(() => {
-        const all = ofWebhook(accountId, webhookId).sort((a, b) => (a.id < b.id ? 1 : -1))
+        const all = ofWebhook(accountId, webhookId)
+          .filter((d) => query.status === undefined || d.status === query.status)
+          .sort((a, b) => (a.id < b.id ? 1 : -1))
         const after = query.beforeId === undefined ? all : all.filter((d) => d.id < query.beforeId!)
         const limit = Math.max(0, Math.floor(query.limit))
         return { items: after.slice(0, limit), hasMore: after.length > limit, total: all.length }
@@ -427,7 +450,26 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
         log.splice(0, log.length, ...kept)
         return ids.size
       }),
-    pruneIdempotency: (before) => sync(() => MemoryStore.deleteWhere(idempotency, (record) => record.createdAt < before))
+    pruneIdempotency: (before) => sync(() => MemoryStore.deleteWhere(idempotency, (record) => record.createdAt < before)),
+    backlog: (now, failedSince) =>
+      sync(() => {
+        const lastAttempt = new Map<string, number>()
+        for (const attempt of log) {
+          lastAttempt.set(attempt.deliveryId, Math.max(attempt.at, lastAttempt.get(attempt.deliveryId) ?? attempt.at))
+        }
+        let pending = 0
+        let due = 0
+        let failed = 0
+        for (const d of deliveries.values()) {
+          if (d.status === "pending") {
+            pending++
+            if (d.nextAttemptAt !== null && d.nextAttemptAt <= now) due++
+          } else if (d.status === "failed" && (lastAttempt.get(d.id) ?? -Infinity) >= failedSince) {
+            failed++
+          }
+        }
+        return { pending, due, failedSince: failed }
+      })
   }
   return service
 })

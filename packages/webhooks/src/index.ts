@@ -9,6 +9,8 @@
 export * as Dispatcher from "./Dispatcher.js"
 /** The address-checked, DNS-pinned POST and the sender port. */
 export * as Outbound from "./Outbound.js"
+/** The operators' view of deliveries and the backlog (the contract's `AdminWebhooks`). */
+export * as WebhookAdmin from "./WebhookAdmin.js"
 /** The contract's `WebhookService` implementation. */
 export * as WebhookService from "./WebhookService.js"
 /** Webhook storage on SQLite and PostgreSQL. */

@@ -6,11 +6,14 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as AdminService from "@mediagate/accounts/AdminService"
 import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import * as SqlRateWindows from "@mediagate/accounts/SqlRateWindows"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
+import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
+import * as TaskAdmin from "@mediagate/engine/TaskAdmin"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as Worker from "@mediagate/engine/Worker"
@@ -30,6 +33,7 @@ import * as Voices from "@mediagate/vendors/Voices"
 import * as Dispatcher from "@mediagate/webhooks/Dispatcher"
 import * as Outbound from "@mediagate/webhooks/Outbound"
 import { RateLimit } from "@mediagate/contract"
+import * as WebhookAdmin from "@mediagate/webhooks/WebhookAdmin"
 import * as WebhookService from "@mediagate/webhooks/WebhookService"
 import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as Config from "effect/Config"
@@ -186,14 +190,32 @@ export const Retain = (stack: StackSettings, retention: Retention.Settings) =>
       : Layer.empty
   )
 
+/**
+ * The operator API (`AdminService`): accounts and billing, with the engine's and the webhooks' operator views on
+ * their stores (task storage, result links, webhook store in context).
+ */
+export const Admin = AdminService.layer.pipe(Layer.provide(Layer.merge(TaskAdmin.layer, WebhookAdmin.layer)))
+
 /** Every port the HTTP layer needs and the background processes, on the `SqlClient` in context. */
 export const Ports = Layer.unwrapEffect(Effect.map(Config.all([settings, Retention.config]), ([stack, retention]) =>
-  Layer.mergeAll(ServerConfig.layerConfig, DatabaseReadiness, Retain(stack, retention), RateWindows(stack)).pipe(
+  Layer.mergeAll(ServerConfig.layerConfig, DatabaseReadiness, Retain(stack, retention), RateWindows(stack), Admin).pipe(
     Layer.provideMerge(Webhooks(stack)),
     Layer.provideMerge(Engine(stack)),
     Layer.provideMerge(Vendors(stack)),
     Layer.provideMerge(Accounts(stack))
   )))
 
-/** Only accounts and billing (the admin command line), on the `SqlClient` in context. */
-export const AdminPorts = Layer.unwrapEffect(Effect.map(settings, Accounts))
+/**
+ * The admin command line, on the `SqlClient` in context: accounts and billing, the task storage (no workers) and
+ * the webhook store, for the `AdminService`.
+ */
+export const AdminPorts = Layer.unwrapEffect(Effect.map(settings, (stack) =>
+  Admin.pipe(
+    Layer.provide(Layer.mergeAll(
+      SqlTaskStorage.layer({ prefix: stack.tablePrefix }),
+      SqlWebhookStore.layer({ prefix: stack.tablePrefix }),
+      // result links as stored when the task finished (the command line signs no file URLs)
+      EngineResultLinks.layerAsStored
+    )),
+    Layer.provideMerge(Accounts(stack))
+  )))

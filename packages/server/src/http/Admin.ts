@@ -1,5 +1,5 @@
 /**
- * Handlers of the operator API `/admin/v1`.
+ * Handlers of the operator API `/admin/v1` (the new operator views carry their spans in the `AdminService`).
  *
  * @since 0.1.0
  */
@@ -22,4 +22,11 @@ export const layer = Envelope.group(Api.MediagateApi, "admin", (handlers) =>
         admin.credit(path.id, payload).pipe(Tracing.span("Admin.credit")))
       .handle("createKey", ({ path, payload }) =>
         admin.createKey(path.id, payload).pipe(Tracing.span("Admin.createKey")))
+      .handle("listAccounts", ({ urlParams }) => admin.listAccounts(urlParams))
+      .handle("listKeys", ({ path }) => admin.listKeys(path.id))
+      .handle("revokeKey", ({ path }) => admin.revokeKey(path.id))
+      .handle("listTasks", ({ urlParams }) => admin.listTasks(urlParams))
+      .handle("getTask", ({ path }) => admin.getTask(path.id))
+      .handle("listDeliveries", ({ urlParams }) => admin.listDeliveries(urlParams))
+      .handle("system", () => admin.system)
   }))

@@ -92,7 +92,11 @@ describe("a tenth family, added by a folder and one registry line", () => {
         status: 400,
         body: {
           success: false,
-          error: { code: "VALIDATION_ERROR", message: "input.duration: must be an integer from 2 to 6 for model vendor10-b" }
+          error: {
+            code: "VALIDATION_ERROR",
+            message: "input.duration: must be an integer from 2 to 6 for model vendor10-b",
+            request_id: expect.any(String)
+          }
         }
       })
       expect(yield* post(path, { model: "vendor10-b", input: { prompt: "p", loop: true } })).toMatchObject({

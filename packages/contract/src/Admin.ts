@@ -1,0 +1,171 @@
+/**
+ * The operator's views (`/admin/v1`, docs/operations.md "Operator endpoints and CLI"): accounts with their balance,
+ * tasks and webhook deliveries across accounts, and the system status (tasks by state, queues, webhook backlog,
+ * worker nodes). Lists page like `GET /api/v1/tasks`: newest first, an opaque keyset cursor, `limit` 1 to 100
+ * (default 20), `pagination.total` counting every match.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { integer, oneOf, optional, text } from "./Fields.js"
+import { Task, TaskListQuery, TaskStatus, taskStatuses, TaskSummary } from "./Task.js"
+import { Timestamp } from "./Timestamp.js"
+import { Delivery, DeliveryStatus } from "./Webhook.js"
+
+/** `limit` of an operator list: 1 to 100, default 20 (as the task list's). */
+const limit = optional(
+  Schema.compose(
+    Schema.NumberFromString.annotations({ message: () => ({ message: "must be an integer from 1 to 100", override: true }) }),
+    integer(1, 100),
+    { strict: false }
+  ).annotations({ description: "Items per page, 1 to 100 (default 20)", default: 20 })
+)
+
+/** `cursor` of an operator list: `pagination.cursor` of the previous page. */
+const cursor = optional(text(512, 1).annotations({ description: "`pagination.cursor` of the previous page" }))
+
+/** An account id filter. */
+const accountId = optional(text(64, 1).annotations({ description: "Only this account's items (`acct_...`)" }))
+
+/** Query of `GET /admin/v1/accounts`. */
+export const AccountListQuery = Schema.Struct({
+  search: optional(text(128, 1).annotations({
+    description: "Prefix of the account id or of its name, case-insensitive"
+  })),
+  limit,
+  cursor
+}).annotations({ identifier: "AccountListQuery" })
+/** Query of `GET /admin/v1/accounts`, decoded. */
+export type AccountListQuery = typeof AccountListQuery.Type
+
+/** Query of `GET /admin/v1/tasks`: the filters of `GET /api/v1/tasks`, plus `account_id`. */
+export const AdminTaskListQuery = Schema.Struct({
+  ...TaskListQuery.fields,
+  account_id: accountId
+}).annotations({ identifier: "AdminTaskListQuery" })
+/** Query of `GET /admin/v1/tasks`, decoded. */
+export type AdminTaskListQuery = typeof AdminTaskListQuery.Type
+
+/** An item of the operator's task list: the account-side summary and the owning account. */
+export const AdminTaskSummary = Schema.Struct({
+  ...TaskSummary.fields,
+  account_id: Schema.String
+}).annotations({ identifier: "AdminTaskSummary" })
+/** An item of the operator's task list. */
+export type AdminTaskSummary = typeof AdminTaskSummary.Type
+
+/** The lease of a task a worker holds now. */
+export const TaskLease = Schema.Struct({
+  owner: Schema.String.annotations({ description: "The worker's name: `<host>:<pid>:<ulid>` (the node id)" }),
+  expires_at: Timestamp
+}).annotations({ identifier: "TaskLease" })
+
+/** A task of any account as an operator reads it: the full read plus how the engine is handling it. */
+export const AdminTask = Schema.Struct({
+  ...Task.fields,
+  account_id: Schema.String,
+  key_id: Schema.String,
+  environment: oneOf("live", "test"),
+  claims: Schema.Number.annotations({ description: "How many times a worker claimed the task (each claim one step)" }),
+  polls: Schema.Number.annotations({ description: "Upstream polls and retried upstream calls so far" }),
+  upstream_job_id: Schema.NullOr(Schema.String),
+  lease: Schema.NullOr(TaskLease).annotations({ description: "Set while a worker runs a step of the task" }),
+  next_run_at: Schema.NullOr(Timestamp).annotations({ description: "When the task is next due (active tasks)" }),
+  deadline_at: Timestamp,
+  charged: Schema.Number.annotations({ description: "Charged in USD (price and later charges)" }),
+  refunded: Schema.Number.annotations({ description: "Refunded in USD" })
+}).annotations({ identifier: "AdminTask" })
+/** A task of any account as an operator reads it. */
+export type AdminTask = typeof AdminTask.Type
+
+/** Query of `GET /admin/v1/webhooks/deliveries`. */
+export const AdminDeliveryListQuery = Schema.Struct({
+  account_id: accountId,
+  status: optional(oneOf(...DeliveryStatus.literals)),
+  limit,
+  cursor
+}).annotations({ identifier: "AdminDeliveryListQuery" })
+/** Query of `GET /admin/v1/webhooks/deliveries`, decoded. */
+export type AdminDeliveryListQuery = typeof AdminDeliveryListQuery.Type
+
+/** One request of a delivery, as logged. */
+export const DeliveryAttempt = Schema.Struct({
+  attempt: Schema.Number.annotations({ description: "1 for the first request" }),
+  status_code: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.String),
+  duration_ms: Schema.Number,
+  response_excerpt: Schema.NullOr(Schema.String).annotations({ description: "The start of the answer (1 KiB at most)" }),
+  at: Timestamp
+}).annotations({ identifier: "DeliveryAttempt" })
+/** One request of a delivery, as logged. */
+export type DeliveryAttempt = typeof DeliveryAttempt.Type
+
+/** A delivery of any account, with its target and its attempt log. */
+export const AdminDelivery = Schema.Struct({
+  ...Delivery.fields,
+  account_id: Schema.String,
+  webhook_id: Schema.NullOr(Schema.String).annotations({ description: "Null for a per-job (`webhookUrl`) delivery" }),
+  url: Schema.String,
+  attempt_log: Schema.Array(DeliveryAttempt)
+}).annotations({ identifier: "AdminDelivery" })
+/** A delivery of any account, with its attempt log. */
+export type AdminDelivery = typeof AdminDelivery.Type
+
+/** The number of tasks in each state. */
+export const TasksByStatus = Schema.Struct(
+  Object.fromEntries(taskStatuses.map((status) => [status, Schema.Number])) as {
+    readonly [K in TaskStatus]: typeof Schema.Number
+  }
+).annotations({ identifier: "TasksByStatus" })
+/** The number of tasks in each state. */
+export type TasksByStatus = typeof TasksByStatus.Type
+
+/** The figures of the engine. */
+export const TaskFigures = Schema.Struct({
+  by_status: TasksByStatus.annotations({ description: "Every account's tasks per state (exact, from the counters)" }),
+  queue_depth: Schema.Number.annotations({ description: "Tasks accepted and not yet claimed (`pending`)" }),
+  in_flight_upstream: Schema.Number.annotations({ description: "Tasks handed to their upstream (`queued`, `running`)" }),
+  due: Schema.Number.annotations({ description: "Active tasks due now and not leased: work waiting for a worker" })
+}).annotations({ identifier: "TaskFigures" })
+/** The figures of the engine. */
+export type TaskFigures = typeof TaskFigures.Type
+
+/** The webhook backlog. */
+export const WebhookBacklog = Schema.Struct({
+  pending: Schema.Number.annotations({ description: "Deliveries not settled yet (due now or waiting for a retry)" }),
+  due: Schema.Number.annotations({ description: "Pending deliveries whose next attempt is due now" }),
+  failed_last_hour: Schema.Number.annotations({ description: "Deliveries that failed for good in the last hour" })
+}).annotations({ identifier: "WebhookBacklog" })
+/** The webhook backlog. */
+export type WebhookBacklog = typeof WebhookBacklog.Type
+
+/** A process running task workers, as it registered itself. */
+export const NodeStatus = Schema.Struct({
+  id: Schema.String.annotations({ description: "The worker's name in leases: `<host>:<pid>:<ulid>`" }),
+  host: Schema.String,
+  pid: Schema.Number,
+  started_at: Timestamp,
+  last_seen_at: Timestamp,
+  concurrency: Schema.Number.annotations({ description: "Engine steps the node runs at once" }),
+  leases: Schema.Number.annotations({ description: "Task leases the node held at its last heartbeat" }),
+  stale: Schema.Boolean.annotations({ description: "Not seen for 3 of its heartbeat periods (it may be gone)" })
+}).annotations({ identifier: "NodeStatus" })
+/** A process running task workers. */
+export type NodeStatus = typeof NodeStatus.Type
+
+/** `GET /admin/v1/system`: the same on every node (the figures come from the database). */
+export const SystemStatus = Schema.Struct({
+  tasks: TaskFigures,
+  webhooks: WebhookBacklog,
+  nodes: Schema.Array(NodeStatus),
+  checked_at: Timestamp.annotations({ description: "The storage clock when the figures were read" })
+}).annotations({ identifier: "SystemStatus" })
+/** The system status. */
+export type SystemStatus = typeof SystemStatus.Type
+
+/** The engine side of the status: task figures and nodes, read at `checkedAt` (epoch ms, storage clock). */
+export interface EngineStatus {
+  readonly tasks: TaskFigures
+  readonly nodes: ReadonlyArray<NodeStatus>
+  readonly checkedAt: number
+}

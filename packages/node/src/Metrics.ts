@@ -1,0 +1,189 @@
+/**
+ * `GET /metrics`: every metric of `@mediagate/contract/Metrics` (and any other `effect/Metric` of the process) in
+ * the Prometheus text format, on the API's port or a port of its own.
+ *
+ * Rendering: `@effect/opentelemetry`'s metric producer reads Effect's registry (`Metric.unsafeSnapshot`) as
+ * OpenTelemetry metric data, and `@opentelemetry/exporter-prometheus`'s `PrometheusSerializer` writes the text:
+ * counters as `counter` (their names end in `_total` already), histograms with cumulative `_bucket{le}` series,
+ * `_sum` and `_count`, gauges as `gauge`, `# HELP`/`# TYPE` for every family. Two adjustments for Prometheus
+ * conventions: no `otel_scope_name` label and no `target_info` series (serializer options), and no `# UNIT` line
+ * (the producer only knows the unit `1`; the units are in the names, as Prometheus wants them). The output passes
+ * `promtool check metrics` (tested).
+ *
+ * At each scrape, before rendering, the gauges that are not counted as things happen are set: the queue gauges from
+ * the database (`TaskStorage.overview`: tasks by state from the counters, tasks due and unclaimed; the same figures on
+ * every node, and those of `GET /admin/v1/system`), and this process's memory and event-loop delay
+ * (`perf_hooks.monitorEventLoopDelay`, reset at each scrape).
+ *
+ * Settings (docs/configuration.md): `MEDIAGATE_METRICS` (default off when embedded, on in the production server),
+ * `MEDIAGATE_METRICS_PORT` (serve on that port only, not on the API's), `MEDIAGATE_METRICS_OPEN` (no token needed;
+ * default: open on a port of its own, otherwise the admin token is required as a bearer token, and without an admin
+ * token `/metrics` answers 404 like `/admin/v1`).
+ *
+ * @since 0.1.0
+ */
+import * as OtelMetrics from "@effect/opentelemetry/Metrics"
+import * as Resource from "@effect/opentelemetry/Resource"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Metrics, Task } from "@mediagate/contract"
+import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import { Envelope, RequestContext } from "@mediagate/server"
+import { PrometheusSerializer } from "@opentelemetry/exporter-prometheus"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { monitorEventLoopDelay } from "node:perf_hooks"
+
+/** Where the metrics are served. */
+export const path = "/metrics"
+
+/** The content type of the Prometheus text format. */
+export const contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+/** Metrics settings. */
+export interface Settings {
+  /** Whether `/metrics` is served (and HTTP requests are measured). */
+  readonly enabled: boolean
+  /** A port of its own for `/metrics` (the API's port then does not serve it). */
+  readonly port: number | undefined
+  /** Whether `/metrics` answers without the admin token. */
+  readonly open: boolean
+}
+
+/** `MEDIAGATE_METRICS` (default off), `MEDIAGATE_METRICS_PORT`, `MEDIAGATE_METRICS_OPEN` (default: open on a port of its own). */
+export const config: Config.Config<Settings> = Config.all({
+  enabled: Config.boolean("MEDIAGATE_METRICS").pipe(Config.withDefault(false)),
+  port: Config.option(Config.port("MEDIAGATE_METRICS_PORT")),
+  open: Config.option(Config.boolean("MEDIAGATE_METRICS_OPEN"))
+}).pipe(Config.map(({ enabled, open, port }) => ({
+  enabled,
+  port: Option.getOrUndefined(port),
+  open: Option.getOrElse(open, () => Option.isSome(port))
+})))
+
+/** A metrics exporter: renders the exposition of the moment. */
+export interface Exporter {
+  /** The Prometheus text exposition (the database's gauges read first). */
+  readonly scrape: Effect.Effect<string>
+}
+
+/** The event-loop monitor's sampling period (ms); its samples are whole periods, so the period is taken off. */
+const loopResolutionMs = 10
+
+/** A sample of the event-loop monitor as lag in seconds: the delay beyond its sampling period. */
+const lagSeconds = (nanos: number) => Math.max(0, nanos / 1e6 - loopResolutionMs) / 1000
+
+/**
+ * The exporter of this process: reads the queue gauges from the task storage at each scrape, watches the event
+ * loop while the scope is open.
+ */
+export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = Effect.gen(function*() {
+  const storage = yield* TaskStorage
+  const producer = yield* Effect.provide(OtelMetrics.makeProducer, Resource.layerEmpty)
+  // no target_info series, no otel_scope_name label (see the module's comment)
+  const serializer = new PrometheusSerializer(undefined, false, undefined, true, true)
+  const loop = yield* Effect.acquireRelease(
+    Effect.sync(() => {
+      const histogram = monitorEventLoopDelay({ resolution: loopResolutionMs })
+      histogram.enable()
+      return histogram
+    }),
+    (histogram) => Effect.sync(() => histogram.disable())
+  )
+  Metrics.record(Metrics.processStartTime, Math.round(Date.now() / 1000 - process.uptime()))
+
+  const database = storage.overview.pipe(
+    Effect.tap(({ byStatus, due }) =>
+      Effect.sync(() => {
+        for (const status of Task.taskStatuses) Metrics.tasksByState.record(byStatus[status], status)
+        Metrics.record(Metrics.queueDepth, byStatus.pending)
+        Metrics.record(Metrics.tasksDue, due)
+        Metrics.record(Metrics.upstreamInFlight, byStatus.queued + byStatus.running)
+      })
+    ),
+    // a scrape while the database does not answer still shows the process (and the last figures read)
+    Effect.catchAllCause((cause) => Effect.logWarning("metrics: the task overview failed", cause))
+  )
+  const process_ = Effect.sync(() => {
+    const memory = process.memoryUsage()
+    Metrics.record(Metrics.residentMemory, memory.rss)
+    Metrics.record(Metrics.heapUsed, memory.heapUsed)
+    Metrics.record(Metrics.heapTotal, memory.heapTotal)
+    if (loop.count > 0) {
+      Metrics.record(Metrics.eventLoopLagP50, lagSeconds(loop.percentile(50)))
+      Metrics.record(Metrics.eventLoopLagP99, lagSeconds(loop.percentile(99)))
+      Metrics.record(Metrics.eventLoopLagMax, lagSeconds(loop.max))
+    }
+    loop.reset()
+  })
+  const render = Effect.promise(() => producer.collect()).pipe(
+    Effect.map(({ resourceMetrics }) => {
+      for (const scope of resourceMetrics.scopeMetrics) {
+        for (const metric of scope.metrics) (metric.descriptor as { unit: string }).unit = ""
+      }
+      return serializer.serialize(resourceMetrics)
+    })
+  )
+  return { scrape: Effect.zipRight(Effect.zipRight(database, process_), render) }
+})
+
+const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
+
+/**
+ * The answer to `GET /metrics`: the exposition, or (unless `open`) 401 without the admin token, 404 when no admin
+ * token is configured (as `/admin/v1`).
+ */
+export const respond = (
+  exporter: Exporter,
+  options: { readonly open: boolean; readonly adminToken: Option.Option<Redacted.Redacted<string>> }
+) => {
+  const expected = Option.map(options.adminToken, (token) => digest(Redacted.value(token)))
+  const answer = Effect.map(exporter.scrape, (text) =>
+    HttpServerResponse.text(text, { contentType, headers: { "cache-control": "no-store" } }))
+  return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+    // the route label and id of its access-log line and metric (the envelope does this for the API's requests)
+    const { id } = RequestContext.attach(request, path)
+    const withId = (response: HttpServerResponse.HttpServerResponse) =>
+      HttpServerResponse.setHeader(response, RequestContext.header, id)
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return Effect.succeed(withId(Envelope.errorResponse(
+        405,
+        "METHOD_NOT_ALLOWED",
+        `${request.method} is not allowed on ${path}; allowed: GET`,
+        { allow: "GET" },
+        id
+      )))
+    }
+    if (!options.open) {
+      if (Option.isNone(expected)) {
+        return Effect.succeed(withId(Envelope.errorResponse(404, "NOT_FOUND", `no route for GET ${path}`, undefined, id)))
+      }
+      const match = /^Bearer\s+(\S+)$/i.exec(request.headers["authorization"]?.trim() ?? "")
+      if (match === null || !timingSafeEqual(digest(match[1]!), expected.value)) {
+        return Effect.succeed(withId(Envelope.errorResponse(
+          401,
+          match === null ? "AUTH_REQUIRED" : "AUTH_INVALID_TOKEN",
+          match === null ? "admin token required" : "invalid admin token",
+          undefined,
+          id
+        )))
+      }
+    }
+    return Effect.map(answer, withId)
+  }
+}
+
+/** `app` with `/metrics` answered by `metrics` in front of it (the API's port). */
+export const route = <E, R>(
+  app: HttpApp.Default<E, R>,
+  metrics: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+): HttpApp.Default<E, R> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const query = request.url.indexOf("?")
+    return (query === -1 ? request.url : request.url.slice(0, query)) === path ? metrics(request) : app
+  })

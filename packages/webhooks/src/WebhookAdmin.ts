@@ -1,0 +1,86 @@
+/**
+ * The webhooks' side of the operator API (the contract's `AdminWebhooks` port): deliveries of every account (or of
+ * one), with their attempt logs, and the delivery backlog.
+ *
+ * - The list is the storage's own delivery list without the webhook (and account) filter: newest first, keyset
+ *   cursor (the account-side delivery list's), `limit` 1 to 100 (default 20). Each delivery carries its attempt log
+ *   (status, duration, response excerpt as stored: at most `WebhookStore.excerptBytes`).
+ * - Backlog: pending deliveries, those due now, and those that failed for good in the last hour (by their last
+ *   attempt), at the storage clock.
+ *
+ * @since 0.1.0
+ */
+import { type Admin, Errors, Services, Task, Tracing } from "@mediagate/contract"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { decodeCursor, encodeCursor, toDelivery } from "./WebhookService.js"
+import { type AttemptRow, type DeliveryRow, WebhookStore } from "./WebhookStore.js"
+
+/** The window of `failed_last_hour`. */
+export const failedWindowMs = 60 * 60 * 1000
+
+const unavailable = (error: PersistenceError) =>
+  Effect.zipRight(
+    Effect.logError("webhook storage failure", error),
+    Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again" }))
+  )
+
+/** A logged attempt as the operator API shows it. */
+export const toAttempt = (row: AttemptRow): Admin.DeliveryAttempt => ({
+  attempt: row.attempt,
+  status_code: row.statusCode,
+  error: row.error,
+  duration_ms: row.durationMs,
+  response_excerpt: row.responseExcerpt,
+  at: new Date(row.at).toISOString()
+})
+
+/** A delivery and its attempt log as the operator API shows them. */
+export const toAdminDelivery = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>): Admin.AdminDelivery => ({
+  ...toDelivery(row),
+  account_id: row.accountId,
+  webhook_id: row.webhookId,
+  url: row.url,
+  attempt_log: attempts.map(toAttempt)
+})
+
+/** Builds the webhooks' `AdminWebhooks`. */
+export const make: Effect.Effect<Services.AdminWebhooks["Type"], never, WebhookStore> = Effect.gen(function*() {
+  const store = yield* WebhookStore
+
+  const deliveries: Services.AdminWebhooks["Type"]["deliveries"] = (query) =>
+    Effect.gen(function*() {
+      const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
+      const page = yield* store.listDeliveries(query.account_id, undefined, {
+        beforeId,
+        limit: query.limit ?? Task.defaultPageSize,
+        status: query.status
+      })
+      const data = yield* Effect.forEach(
+        page.items,
+        (row) => Effect.map(store.attempts(row.id), (attempts) => toAdminDelivery(row, attempts)),
+        { concurrency: 4 }
+      )
+      const last = page.items[page.items.length - 1]
+      return {
+        data,
+        pagination: {
+          cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
+          hasMore: page.hasMore,
+          total: page.total
+        }
+      }
+    }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("AdminWebhooks.deliveries"))
+
+  const backlog: Services.AdminWebhooks["Type"]["backlog"] = Effect.gen(function*() {
+    const now = yield* store.now
+    const found = yield* store.backlog(now, now - failedWindowMs)
+    return { pending: found.pending, due: found.due, failed_last_hour: found.failedSince }
+  }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("AdminWebhooks.backlog"))
+
+  return { deliveries, backlog }
+})
+
+/** The webhooks' `AdminWebhooks` as a layer. */
+export const layer: Layer.Layer<Services.AdminWebhooks, never, WebhookStore> = Layer.effect(Services.AdminWebhooks, make)

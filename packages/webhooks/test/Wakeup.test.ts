@@ -1,0 +1,132 @@
+/**
+ * The dispatcher is woken by the outbox signal, not by its poll: with the poll (the backstop) set to one hour, a
+ * task that reaches a terminal state has its webhook delivered within a second — on memory, SQLite and PostgreSQL,
+ * and on PostgreSQL across two pools (a finish written through one wakes the dispatcher of the other by `NOTIFY`).
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { layerUnmetered } from "@mediagate/engine/Billing"
+import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
+import type { NewTask } from "@mediagate/engine/TaskRecord"
+import { layerMemory as taskStorageMemory, TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Ids from "@mediagate/persistence/Ids"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Dispatcher from "../src/Dispatcher.js"
+import { layerSender } from "../src/Outbound.js"
+import * as SqlWebhookStore from "../src/SqlWebhookStore.js"
+import * as WebhookStore from "../src/WebhookStore.js"
+import { pgClient, pgSchema, postgres, runPostgres, sqlite } from "./databases.js"
+import { receiver } from "./support.js"
+
+/** Only the signal can wake the dispatcher within a test: both of its polls wait an hour. */
+const backstopOnly: Dispatcher.DispatcherOptions = { idle: "1 hour", deliveryIdle: "1 hour", jitter: 0 }
+
+const taskFor = (now: number, webhookUrl: string): NewTask => ({
+  id: Ids.taskId(now),
+  accountId: "acct_alice",
+  keyId: "key_a",
+  environment: "live",
+  endpoint: "vendor3/text-to-video",
+  provider: "vendor3",
+  operation: "text-to-video",
+  mediaType: "video",
+  model: "vendor3-3",
+  input: { prompt: "a cat" },
+  metadata: {},
+  webhookUrl,
+  originalTaskId: null,
+  chargedMicros: 0,
+  estimatedSeconds: 1,
+  deadlineAt: now + 3_600_000,
+  createdAt: now - 5
+})
+
+/** Accepts, claims and ends a task through `writer` (finished, or cancelled before it is claimed). */
+const endTask = (writer: TaskStorage["Type"], url: string, how: "finish" | "cancel") =>
+  Effect.gen(function*() {
+    const task = taskFor(yield* writer.now, url)
+    yield* writer.accept({ task, charge: undefined, idempotency: undefined })
+    if (how === "cancel") {
+      const cancelled = yield* writer.cancel(task.accountId, task.id)
+      assert.strictEqual(cancelled._tag, "Cancelled")
+      return task.id
+    }
+    const claimed = (yield* writer.claim("w", 10, 30_000)).find((t) => t.id === task.id)
+    assert.isDefined(claimed)
+    const ended = yield* writer.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] })
+    assert.isTrue(ended._tag === "Some")
+    return task.id
+  })
+
+/**
+ * Ends three tasks one after another (two finished, one cancelled) and checks that each one's per-job webhook
+ * arrives within a second of its terminal write.
+ */
+const deliveredPromptly = (writer: TaskStorage["Type"]) =>
+  Effect.gen(function*() {
+    const server = yield* receiver
+    for (const how of ["finish", "cancel", "finish"] as const) {
+      const before = server.received.length
+      const started = Date.now()
+      const taskId = yield* endTask(writer, `${server.url}?n=${before}`, how)
+      while (server.received.length === before && Date.now() - started < 1000) yield* Effect.sleep("5 millis")
+      const elapsed = Date.now() - started
+      expect(server.received.length, `${how}: delivered within a second`).toBe(before + 1)
+      expect(server.received[before]!.headers["x-job-id"]).toBe(taskId)
+      expect(elapsed).toBeLessThan(1000)
+    }
+  })
+
+/** Starts the dispatcher (real sender, loopback allowed) on the services in context; gives it a moment to listen. */
+const startDispatcher = Effect.gen(function*() {
+  yield* Layer.build(Dispatcher.layer(backstopOnly).pipe(Layer.provide(layerSender({ allowPrivate: true }))))
+  yield* Effect.sleep("50 millis")
+})
+
+const sqlStack = (database: Layer.Layer<SqlClient.SqlClient, unknown>, prefix?: string) =>
+  Layer.merge(
+    SqlTaskStorage.layer(prefix === undefined ? {} : { prefix }),
+    SqlWebhookStore.layer(prefix === undefined ? {} : { prefix })
+  ).pipe(Layer.provide(Layer.merge(database, layerUnmetered)))
+
+const backends: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStorage | WebhookStore.WebhookStore, unknown>]> = [
+  ["memory", () => Layer.merge(taskStorageMemory().pipe(Layer.provide(layerUnmetered)), WebhookStore.layerMemory)],
+  ["sqlite", () => sqlStack(sqlite())],
+  ...(runPostgres ? [["postgres", () => sqlStack(postgres())] as const] : [])
+]
+
+describe("the dispatcher wakes on outbox writes (backstop: one hour)", () => {
+  for (const [name, backend] of backends) {
+    it.scopedLive(name, () =>
+      Effect.gen(function*() {
+        yield* startDispatcher
+        yield* deliveredPromptly(yield* TaskStorage)
+      }).pipe(Effect.provide(backend())), { timeout: 20_000 })
+  }
+})
+
+describe.skipIf(!runPostgres)("PostgreSQL: a write through one pool wakes a dispatcher on another", () => {
+  it.scopedLive("NOTIFY <prefix>outbox", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      // a prefix of its own: NOTIFY channels are shared by every schema of the database
+      const prefix = `wk${Math.random().toString(36).slice(2, 8)}_`
+      const dispatcherSide = yield* Layer.build(sqlStack(pgClient(schema), prefix))
+      const writerSide = yield* Layer.build(
+        SqlTaskStorage.layer({ prefix }).pipe(Layer.provideMerge(Layer.merge(pgClient(schema), layerUnmetered)))
+      )
+      yield* startDispatcher.pipe(Effect.provide(dispatcherSide))
+      // LISTEN starts in the background: wait until the dispatcher's connection listens on the channel
+      const client = Context.get(writerSide, SqlClient.SqlClient)
+      const channel = SqlTaskStorage.outboxChannel(prefix)
+      for (let i = 0; i < 200; i++) {
+        const [row] = yield* client<{ n: number | string }>`SELECT COUNT(*) AS n FROM pg_stat_activity
+          WHERE query = ${`LISTEN "${channel}"`}`
+        if (Number(row?.n ?? 0) > 0) break
+        yield* Effect.sleep("25 millis")
+      }
+      yield* deliveredPromptly(Context.get(writerSide, TaskStorage))
+    }), { timeout: 30_000 })
+})
