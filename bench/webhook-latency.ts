@@ -13,14 +13,21 @@
  * `created_at` (the outbox entry's time: the terminal transition's clock reading, in the same transaction).
  * PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user postgres), dropped afterwards; SQLite in a temporary
  * folder.
+ *
+ * On PostgreSQL the server's statements are counted (a preload module wraps `pg`'s `Client.prototype.query`; the
+ * bench asks for the counts with `SIGUSR2`) and printed per delivery of the measured run: the webhook storage's
+ * (cursor, deliveries, attempts, registrations), the outbox reads (`readOutbox`), and the transaction control
+ * (`BEGIN`/`COMMIT`/`SAVEPOINT`) of transactions holding a webhook statement.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { loadavg } from "node:os"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { account, arg, call, flag, mainScript, pgDatabase, serverEnv, sleep, start } from "./support.js"
+import { pathToFileURL } from "node:url"
+import { account, arg, call, flag, mainScript, pgDatabase, root, serverEnv, sleep, start } from "./support.js"
 
 const databases = arg("db", "sqlite,pg").split(",")
 const rate = Number(arg("rate", "50"))
@@ -76,6 +83,77 @@ const receiver = () =>
     })
   })
 
+/**
+ * The preload module counting the server's PostgreSQL statements by kind; on `SIGUSR2` it writes the counts so far
+ * to `out` (JSON).
+ */
+const counterModule = (out: string) => `
+import { createRequire } from "node:module"
+import { writeFileSync } from "node:fs"
+const pg = createRequire(${JSON.stringify(join(root, "package.json"))})("pg")
+const counts = {}
+const add = (kind, n = 1) => { counts[kind] = (counts[kind] ?? 0) + n }
+const kindOf = (text) =>
+  /^\\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/i.test(text) ? "control"
+  : /webhook(s\\b|_deliver|_dispatch|_idempotency)/i.test(text) ? "webhooks"
+  : /outbox/i.test(text) && !/^\\s*INSERT/i.test(text) ? "outbox reads"
+  : "other"
+const query = pg.Client.prototype.query
+pg.Client.prototype.query = function (config, ...rest) {
+  const text = typeof config === "string" ? config : (config && config.text) || ""
+  const kind = kindOf(text)
+  add("all")
+  if (kind === "control") {
+    if (/^\\s*BEGIN/i.test(text)) this.__tx = { control: 0, webhooks: false }
+    if (this.__tx !== undefined) this.__tx.control++
+    if (/^\\s*(COMMIT|ROLLBACK)/i.test(text) && this.__tx !== undefined) {
+      add(this.__tx.webhooks ? "webhook transaction control" : "other transaction control", this.__tx.control)
+      this.__tx = undefined
+    }
+  } else {
+    add(kind)
+    if (kind === "webhooks" && this.__tx !== undefined) this.__tx.webhooks = true
+  }
+  return query.call(this, config, ...rest)
+}
+process.on("SIGUSR2", () => writeFileSync(${JSON.stringify(out)}, JSON.stringify(counts)))
+`
+
+/** The statement counts of a server started with the counter module (see {@link counterModule}). */
+const statementCounts = async (child: { kill: (signal: NodeJS.Signals) => boolean }, out: string) => {
+  rmSync(out, { force: true })
+  child.kill("SIGUSR2")
+  for (let i = 0; i < 100; i++) {
+    try {
+      return JSON.parse(readFileSync(out, "utf8")) as Record<string, number>
+    } catch {
+      await sleep(20)
+    }
+  }
+  return {} as Record<string, number>
+}
+
+/**
+ * Where the time went on PostgreSQL, from the rows: event (`created_at` of the payload, the terminal write) → its
+ * delivery row (`created_at`, the fan-out's clock reading) → the first attempt's record (`at`, read after the
+ * answer): percentiles 50/95/99 in ms.
+ */
+const stages = (url: string) => {
+  const query = `SELECT stage, percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY ms) FROM (
+    SELECT 'event -> fan-out' AS stage,
+      d.created_at - floor(extract(epoch FROM (d.payload::json->>'created_at')::timestamptz) * 1000) AS ms
+    FROM mediagate_webhook_deliveries d
+    UNION ALL
+    SELECT 'fan-out -> first answer recorded', a.at - d.created_at
+    FROM mediagate_webhook_deliveries d JOIN mediagate_webhook_delivery_attempts a ON a.delivery_id = d.id AND a.attempt = 1
+  ) x GROUP BY stage ORDER BY stage DESC`
+  const result = spawnSync("psql", ["-At", "-d", url, "-c", query], { encoding: "utf8" })
+  return result.stdout.trim().split("\n").filter((line) => line !== "").map((line) => {
+    const [stage, values] = line.split("|")
+    return `  ${stage}: p50/p95/p99 ${values?.replace(/[{}]/g, "").split(",").join(" / ")} ms`
+  })
+}
+
 const figures = (label: string, values: ReadonlyArray<number>) =>
   `  ${label.padEnd(9)} n=${String(values.length).padEnd(6)} p50 ${percentile(values, 50)} ms  p95 ${percentile(values, 95)} ms  ` +
   `p99 ${percentile(values, 99)} ms  max ${Math.max(...values)} ms`
@@ -87,9 +165,15 @@ for (const db of databases) {
   const hooks = await receiver()
   try {
     const env = serverEnv(dir, pg?.url, { MEDIAGATE_SIM_TIME_SCALE: "1", MEDIAGATE_WEBHOOK_ALLOW_PRIVATE: "true" })
+    const counter = join(dir, "count-statements.mjs")
+    const countsFile = join(dir, "statement-counts.json")
+    if (pg !== undefined) writeFileSync(counter, counterModule(countsFile))
+    const counting = pg === undefined ? [] : ["--import", pathToFileURL(counter).href]
     const server = built
-      ? await start(mainScript, env)
-      : await start("examples/server/src/main.ts", env, { nodeArgs: ["--import", "tsx", "--conditions=@mediagate/source"] })
+      ? await start(mainScript, env, { nodeArgs: counting })
+      : await start("examples/server/src/main.ts", env, {
+        nodeArgs: [...counting, "--import", "tsx", "--conditions=@mediagate/source"]
+      })
     try {
       const { token } = await account(server.base, 100_000_000)
       await call(server.base, "/api/v1/webhooks", {
@@ -108,6 +192,7 @@ for (const db of databases) {
       for (let i = 0; i < 600 && hooks.arrivals.size < 2; i++) await sleep(50)
       hooks.arrivals.clear()
       const load = loadavg()[0]!
+      const countsBefore = pg === undefined ? {} : await statementCounts(server.child, countsFile)
 
       const total = Math.round(rate * seconds)
       const begin = Date.now()
@@ -126,6 +211,18 @@ for (const db of databases) {
       console.log(figures("per-task", all.filter((a) => a.kind === "job").map((a) => a.latencyMs)))
       console.log(figures("account", all.filter((a) => a.kind === "account").map((a) => a.latencyMs)))
       console.log(figures("all", all.map((a) => a.latencyMs)))
+      if (pg !== undefined) {
+        // settles of the last deliveries may still be under way: a moment for them
+        await sleep(500)
+        const after = await statementCounts(server.child, countsFile)
+        const per = (kind: string) => (((after[kind] ?? 0) - (countsBefore[kind] ?? 0)) / Math.max(1, all.length)).toFixed(2)
+        console.log(
+          `  statements per delivery: webhook storage ${per("webhooks")}, outbox reads ${per("outbox reads")}, ` +
+            `transaction control of webhook transactions ${per("webhook transaction control")}; ` +
+            `everything of the server ${per("all")}`
+        )
+        for (const line of stages(pg.url)) console.log(line)
+      }
     } finally {
       await server.stop()
     }

@@ -25,7 +25,7 @@ const npm = process.platform === "win32" ? "npm.cmd" : "npm"
 const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
 
 /** The packages a consumer installs, in dependency order. */
-const published = ["contract", "persistence", "outbound", "engine", "billing", "accounts", "webhooks", "server", "vendors", "node"]
+const published = ["contract", "persistence", "outbound", "engine", "billing", "accounts", "webhooks", "server", "vendors", "dashboard", "node"]
 
 const versionOf = (name: string): string =>
   JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8")).version

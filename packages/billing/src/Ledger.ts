@@ -5,10 +5,12 @@
  *
  * @since 0.1.0
  */
-import { type Account, Errors, Money, Services } from "@mediagate/contract"
+import { type Account, type Envelope, Errors, type Ledger, Money, Services, Task } from "@mediagate/contract"
 import { Billing } from "@mediagate/engine/Billing"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Encoding from "effect/Encoding"
 import * as Layer from "effect/Layer"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
@@ -78,7 +80,49 @@ export class BillingLedger extends Context.Tag("@mediagate/billing/BillingLedger
   readonly entries: (accountId: string) => Effect.Effect<ReadonlyArray<LedgerEntry>, PersistenceError>
   /** An account's auto top-up requests, oldest first. */
   readonly topUpRequests: (accountId: string) => Effect.Effect<ReadonlyArray<TopUpRecord>, PersistenceError>
+  /**
+   * A page of an account's ledger entries, newest first: at most `limit` entries (of `kind` when given) with an id
+   * below `before` when given, and how many entries (of `kind`) the account has in all. One index range scan.
+   */
+  readonly page: (accountId: string, query: LedgerPageQuery) => Effect.Effect<LedgerPage, PersistenceError>
 }>() {}
+
+/** What {@link BillingLedger}'s `page` reads. */
+export interface LedgerPageQuery {
+  readonly kind?: LedgerKind | undefined
+  readonly limit: number
+  /** Only entries with an id below this one (the last id of the previous page). */
+  readonly before?: number | undefined
+}
+
+/** A page of ledger entries, newest first, with the number of entries matching the kind. */
+export interface LedgerPage {
+  readonly entries: ReadonlyArray<LedgerEntry>
+  readonly total: number
+}
+
+/** Ledger cursors are opaque to clients: `ledger:<id>` of the page's last entry, base64url-encoded. */
+export const encodeLedgerCursor = (id: number): string => Encoding.encodeBase64Url(`ledger:${id}`)
+
+/** The id a ledger cursor holds, or `undefined` for anything that is not such a cursor. */
+export const decodeLedgerCursor = (cursor: string): number | undefined => {
+  const decoded = Encoding.decodeBase64UrlString(cursor)
+  if (Either.isLeft(decoded)) return undefined
+  const match = /^ledger:([1-9][0-9]{0,14})$/.exec(decoded.right)
+  return match === null ? undefined : Number(match[1])
+}
+
+/** The API's form of a ledger entry (USD, ISO time). */
+export const toApiEntry = (entry: LedgerEntry): Ledger.LedgerEntry => ({
+  id: String(entry.id),
+  kind: entry.kind,
+  amount: Money.fromMicros(entry.amountMicros),
+  task_id: entry.taskId,
+  key_id: entry.keyId,
+  description: entry.description,
+  month: entry.month,
+  created_at: new Date(entry.createdAt).toISOString()
+})
 
 /** The calendar month (UTC) of an epoch-ms time, as `YYYY-MM`. */
 export const monthOf = (epochMs: number): string => {
@@ -214,17 +258,39 @@ const unopened = (accountId: string): BillingState => ({
  */
 export const balanceService = (
   state: (accountId: string) => Effect.Effect<BillingState, Errors.AccountNotFound | PersistenceError>,
+  ledger: BillingLedger["Type"]["page"]
 ): Services.BillingService["Type"] => ({
   balance: (principal) =>
     state(principal.accountId).pipe(
       Effect.catchTag("AccountNotFound", () => Effect.succeed(unopened(principal.accountId))),
-      Effect.catchTag("PersistenceError", (e) =>
-        Effect.fail(new Errors.ServiceUnavailable({ message: "Billing is unavailable, try again later" })).pipe(
-          Effect.tap(() => Effect.logWarning("billing: balance read failed", e))
-        )),
+      Effect.catchTag("PersistenceError", unavailable("balance read")),
       Effect.map(toBalance)
+    ),
+  ledger: (principal, query) => {
+    const before = query.cursor === undefined ? undefined : decodeLedgerCursor(query.cursor)
+    if (query.cursor !== undefined && before === undefined) {
+      return Effect.fail(new Errors.ValidationError({ message: "cursor: is not a cursor of this list" }))
+    }
+    const limit = query.limit ?? Task.defaultPageSize
+    return ledger(principal.accountId, { kind: query.kind, limit: limit + 1, before }).pipe(
+      Effect.catchTag("PersistenceError", unavailable("ledger read")),
+      Effect.map(({ entries, total }): Envelope.Page<Ledger.LedgerEntry> => {
+        const hasMore = entries.length > limit
+        const shown = hasMore ? entries.slice(0, limit) : entries
+        return {
+          data: shown.map(toApiEntry),
+          pagination: { cursor: hasMore ? encodeLedgerCursor(shown[shown.length - 1]!.id) : null, hasMore, total }
+        }
+      })
     )
+  }
 })
+
+/** A storage failure of a read, as the client sees it (logged). */
+const unavailable = (what: string) => (e: PersistenceError) =>
+  Effect.fail(new Errors.ServiceUnavailable({ message: "Billing is unavailable, try again later" })).pipe(
+    Effect.tap(() => Effect.logWarning(`billing: ${what} failed`, e))
+  )
 
 /** The services every billing implementation provides. */
 export interface BillingServices {

@@ -214,13 +214,23 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
 
   const ledgerService: BillingLedger["Type"] = {
     entries: (accountId) => Effect.sync(() => ledger.filter((entry) => entry.accountId === accountId)).pipe(atomic),
-    topUpRequests: (accountId) => Effect.sync(() => topUps.filter((r) => r.accountId === accountId)).pipe(atomic)
+    topUpRequests: (accountId) => Effect.sync(() => topUps.filter((r) => r.accountId === accountId)).pipe(atomic),
+    page: (accountId, { before, kind, limit }) =>
+      Effect.sync(() => {
+        const matching = ledger.filter((entry) => entry.accountId === accountId && (kind === undefined || entry.kind === kind))
+        const entries: Array<LedgerEntry> = []
+        for (let i = matching.length - 1; i >= 0 && entries.length < limit; i--) {
+          const entry = matching[i]!
+          if (before === undefined || entry.id < before) entries.push(entry)
+        }
+        return { entries, total: matching.length }
+      }).pipe(atomic)
   }
 
   return {
     billing,
     accounts: billingAccounts,
-    balances: balanceService(billingAccounts.state),
+    balances: balanceService(billingAccounts.state, ledgerService.page),
     ledger: ledgerService
   }
 })

@@ -581,10 +581,21 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       sql`SELECT * FROM ${t.topUps} WHERE account_id = ${accountId} ORDER BY id`.pipe(
         Effect.flatMap(rows.topUp.all),
         persistence("topUpRequests")
-      )
+      ),
+    // both on the (account_id, id) index: a range scan of the page, a count of the account's entries
+    page: (accountId, { before, kind, limit }) => {
+      const ofKind = kind === undefined ? sql.literal("") : sql`AND kind = ${kind}`
+      const below = before === undefined ? sql.literal("") : sql`AND id < ${before}`
+      return Effect.all({
+        entries: sql`SELECT * FROM ${t.ledger} WHERE account_id = ${accountId} ${ofKind} ${below}
+          ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.flatMap(rows.ledger.all)),
+        total: sql<{ readonly total: number | string | bigint }>`SELECT count(*) AS total FROM ${t.ledger}
+          WHERE account_id = ${accountId} ${ofKind}`.pipe(Effect.map((found) => Number(found[0]?.total ?? 0)))
+      }).pipe(persistence("ledgerPage"))
+    }
   }
 
-  return { billing, accounts, balances: balanceService(accounts.state), ledger }
+  return { billing, accounts, balances: balanceService(accounts.state, ledger.page), ledger }
 })
 
 /**

@@ -188,6 +188,42 @@ export const billingSuite = (name: string, backend: Backend) =>
         assert.strictEqual((yield* (yield* BillingLedger).entries(acct)).length, 5)
       })))
 
+    it.effect("ledger read: newest first, kind filter, keyset pages, other accounts unseen, bad cursors refused", () =>
+      run(Effect.gen(function*() {
+        const service = yield* Services.BillingService
+        yield* open(10 * usd)
+        yield* open(5 * usd, {}, "acct_b")
+        yield* TestClock.setTime(Date.UTC(2025, 2, 15, 12))
+        yield* charge("task_1", 1_500_000)
+        yield* charge("task_2", 250_000)
+        yield* charge("task_b", 1_000_000, "key_b", "acct_b")
+        yield* refund("task_1", 1_500_000)
+        yield* (yield* BillingAccounts).credit(acct, 2 * usd, "wire transfer")
+        const first = yield* service.ledger(principal(), { limit: 2 })
+        expect(first.data.map((e) => [e.kind, e.amount, e.task_id])).toEqual([
+          ["top_up", 2, null],
+          ["refund", 1.5, "task_1"]
+        ])
+        expect(first.pagination).toMatchObject({ hasMore: true, total: 5 })
+        expect(first.data[1]).toMatchObject({ key_id: key, month: "2025-03", created_at: "2025-03-15T12:00:00.000Z" })
+        const second = yield* service.ledger(principal(), { limit: 2, cursor: first.pagination.cursor! })
+        expect(second.data.map((e) => [e.kind, e.amount])).toEqual([["charge", -0.25], ["charge", -1.5]])
+        const third = yield* service.ledger(principal(), { limit: 2, cursor: second.pagination.cursor! })
+        expect(third.data.map((e) => [e.kind, e.amount])).toEqual([["top_up", 10]])
+        expect(third.pagination).toEqual({ cursor: null, hasMore: false, total: 5 })
+        const charges = yield* service.ledger(principal(), { kind: "charge" })
+        expect(charges.data.map((e) => e.task_id)).toEqual(["task_2", "task_1"])
+        expect(charges.pagination).toEqual({ cursor: null, hasMore: false, total: 2 })
+        const other = yield* service.ledger(principal("acct_b"), {})
+        expect(other.data.map((e) => [e.kind, e.task_id])).toEqual([["charge", "task_b"], ["top_up", null]])
+        const none = yield* service.ledger(principal("acct_none"), {})
+        expect(none).toEqual({ data: [], pagination: { cursor: null, hasMore: false, total: 0 } })
+        for (const cursor of ["x", "bGVkZ2VyOjA", Buffer.from("task_01").toString("base64url")]) {
+          const refused = yield* Effect.flip(service.ledger(principal(), { cursor }))
+          expect(refused).toMatchObject({ _tag: "ValidationError", message: "cursor: is not a cursor of this list" })
+        }
+      })))
+
     it.effect("balance read in USD", () =>
       run(Effect.gen(function*() {
         const service = yield* Services.BillingService

@@ -10,7 +10,7 @@ import * as Schema from "effect/Schema"
 import { integer, oneOf, optional, text } from "./Fields.js"
 import { Task, TaskListQuery, TaskStatus, taskStatuses, TaskSummary } from "./Task.js"
 import { Timestamp } from "./Timestamp.js"
-import { Delivery, DeliveryStatus } from "./Webhook.js"
+import { Delivery, DeliveryAttempt, DeliveryStatus } from "./Webhook.js"
 
 /** `limit` of an operator list: 1 to 100, default 20 (as the task list's). */
 const limit = optional(
@@ -88,17 +88,8 @@ export const AdminDeliveryListQuery = Schema.Struct({
 /** Query of `GET /admin/v1/webhooks/deliveries`, decoded. */
 export type AdminDeliveryListQuery = typeof AdminDeliveryListQuery.Type
 
-/** One request of a delivery, as logged. */
-export const DeliveryAttempt = Schema.Struct({
-  attempt: Schema.Number.annotations({ description: "1 for the first request" }),
-  status_code: Schema.NullOr(Schema.Number),
-  error: Schema.NullOr(Schema.String),
-  duration_ms: Schema.Number,
-  response_excerpt: Schema.NullOr(Schema.String).annotations({ description: "The start of the answer (1 KiB at most)" }),
-  at: Timestamp
-}).annotations({ identifier: "DeliveryAttempt" })
-/** One request of a delivery, as logged. */
-export type DeliveryAttempt = typeof DeliveryAttempt.Type
+/** One request of a delivery, as logged (defined with the account-side delivery list). */
+export { DeliveryAttempt } from "./Webhook.js"
 
 /** A delivery of any account, with its target and its attempt log. */
 export const AdminDelivery = Schema.Struct({

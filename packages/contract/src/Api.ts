@@ -15,6 +15,7 @@ import { TasksApi } from "./api/TasksApi.js"
 import { VoicesApi } from "./api/VoicesApi.js"
 import { WebhooksApi } from "./api/WebhooksApi.js"
 import { ErrorEnvelope } from "./Errors.js"
+import { describeForGenerators } from "./internal/openApi.js"
 import { registry } from "./families/index.js"
 import type * as Family from "./Family.js"
 
@@ -25,8 +26,8 @@ export const version = "1.0.0"
 const errorEnvelopeJson = OpenApiJsonSchema.makeWithDefs(ErrorEnvelope, { defs: {}, topLevelReferenceStrategy: "skip" })
 
 /** The Mediagate HttpApi of a registry: every group, the generation group with one endpoint per registry endpoint. */
-export const make = <const R extends Family.Registry>(registry: R) =>
-  HttpApi.make("mediagate")
+export const make = <const R extends Family.Registry>(registry: R) => {
+  const api = HttpApi.make("mediagate")
     .add(GenerationApi.make(registry))
     .add(TasksApi)
     .add(VoicesApi)
@@ -35,6 +36,7 @@ export const make = <const R extends Family.Registry>(registry: R) =>
     .add(WebhooksApi)
     .prefix("/api/v1")
     .add(AdminApi)
+  return api
     .annotate(OpenApi.Title, "Mediagate API")
     .annotate(OpenApi.Version, version)
     .annotate(
@@ -50,8 +52,10 @@ export const make = <const R extends Family.Registry>(registry: R) =>
       if ("HttpApiDecodeError" in schemas) {
         schemas["HttpApiDecodeError"] = { ...errorEnvelopeJson, description: "VALIDATION_ERROR envelope" }
       }
-      return spec
+      // every query parameter declared, request-body defaults optional for generators (internal/openApi.ts)
+      return describeForGenerators(api, spec as { paths: Record<string, unknown>; components: { schemas: Record<string, unknown> } })
     })
+}
 
 /** The Mediagate HttpApi of the registry. */
 export class MediagateApi extends make(registry) {}

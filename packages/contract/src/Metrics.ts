@@ -236,6 +236,29 @@ export const upstreamInFlight = gauge(
   "Tasks claimed and not ended, states queued and running: in flight at their upstream (from the database)"
 )
 
+/**
+ * `mediagate_db_pool_connections{state}`: this process's database connections, `in_use` (a statement or a
+ * transaction holds it) or `idle` (open, free). PostgreSQL: the pool (the `LISTEN` connection is not in it);
+ * SQLite: its one connection (in use while a statement or transaction holds it at the scrape).
+ */
+export const dbPoolConnections = labelledGauge(
+  "mediagate_db_pool_connections",
+  "Database connections of this process by state (in_use, idle): the PostgreSQL pool, or SQLite's one connection",
+  ["state"]
+)
+
+/** `mediagate_db_pool_waiting`: queries of this process waiting for a free PostgreSQL pool connection. */
+export const dbPoolWaiting = gauge(
+  "mediagate_db_pool_waiting",
+  "Queries of this process waiting for a free PostgreSQL pool connection"
+)
+
+/** `mediagate_db_pool_max_connections`: the most connections the pool opens (SQLite: 1). */
+export const dbPoolMax = gauge(
+  "mediagate_db_pool_max_connections",
+  "The most database connections this process opens (PostgreSQL pool size; SQLite: 1)"
+)
+
 /** `nodejs_eventloop_lag_p50_seconds`: median event-loop delay of this process since the previous scrape. */
 export const eventLoopLagP50 = gauge(
   "nodejs_eventloop_lag_p50_seconds",

@@ -26,6 +26,7 @@ import type {
 import type { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "./ApiKey.js"
 import type { Deleted, Page } from "./Envelope.js"
 import type * as Errors from "./Errors.js"
+import type { LedgerEntry, LedgerListQuery } from "./Ledger.js"
 import type { GenerationCommand } from "./Generation.js"
 import type { Principal } from "./Security.js"
 import type { CreationAck, RetryAck, Task, TaskListQuery, TaskSummary } from "./Task.js"
@@ -33,6 +34,7 @@ import type { VoiceList } from "./Voice.js"
 import type {
   Delivery,
   DeliveryListQuery,
+  DeliveryWithAttempts,
   WebhookCreate,
   WebhookCreated,
   WebhookRecord,
@@ -93,6 +95,11 @@ export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<
 /** The account balance. */
 export class BillingService extends Context.Tag("@mediagate/contract/BillingService")<BillingService, {
   readonly balance: (principal: Principal) => Effect.Effect<Balance, Unavailable>
+  /** The account's ledger, newest first (`GET /api/v1/balance/ledger`); a cursor of another list is refused. */
+  readonly ledger: (
+    principal: Principal,
+    query: LedgerListQuery
+  ) => Effect.Effect<Page<LedgerEntry>, Errors.ValidationError | Unavailable>
 }>() {}
 
 /** Raw credentials of a request, as the HTTP layer saw them. */
@@ -150,7 +157,7 @@ export class WebhookService extends Context.Tag("@mediagate/contract/WebhookServ
     principal: Principal,
     id: string,
     query: DeliveryListQuery
-  ) => Effect.Effect<Page<Delivery>, Errors.WebhookNotFound | Errors.ValidationError | Unavailable>
+  ) => Effect.Effect<Page<DeliveryWithAttempts>, Errors.WebhookNotFound | Errors.ValidationError | Unavailable>
   readonly replay: (
     principal: Principal,
     id: string,

@@ -49,6 +49,18 @@ export const spanWith = (name: string, options: () => SpanOptions) =>
 export const enabled: Effect.Effect<boolean> = FiberRef.get(FiberRef.currentTracerEnabled)
 
 /**
+ * Sets an attribute on the current span when there is one. Unlike `Effect.annotateCurrentSpan`, which fails
+ * (building an exception, stack trace included) when no span is current and then ignores it, this reads the
+ * context and does nothing more while the tracer is off: it runs on every request (the account id).
+ */
+export const annotate = (key: string, value: unknown): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) => {
+    const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
+    if (span._tag === "Some" && span.value._tag === "Span") span.value.attribute(key, value)
+    return Effect.void
+  })
+
+/**
  * The W3C `traceparent` of the current span (`00-<trace id>-<span id>-<flags>`) while the tracer is enabled and a
  * span is current; undefined otherwise (then it costs a fiber-ref read).
  */

@@ -65,6 +65,26 @@ export const Delivery = Schema.Struct({
 /** One delivery of one event to one webhook. */
 export type Delivery = typeof Delivery.Type
 
+/** One request of a delivery, as logged. */
+export const DeliveryAttempt = Schema.Struct({
+  attempt: Schema.Number.annotations({ description: "1 for the first request" }),
+  status_code: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.String),
+  duration_ms: Schema.Number,
+  response_excerpt: Schema.NullOr(Schema.String).annotations({ description: "The start of the answer (1 KiB at most)" }),
+  at: Timestamp
+}).annotations({ identifier: "DeliveryAttempt" })
+/** One request of a delivery, as logged. */
+export type DeliveryAttempt = typeof DeliveryAttempt.Type
+
+/** An item of the delivery list: the delivery and its attempt log (extension; the dashboard shows it). */
+export const DeliveryWithAttempts = Schema.Struct({
+  ...Delivery.fields,
+  attempt_log: Schema.Array(DeliveryAttempt).annotations({ description: "Every request made so far, oldest first" })
+}).annotations({ identifier: "DeliveryWithAttempts" })
+/** An item of the delivery list. */
+export type DeliveryWithAttempts = typeof DeliveryWithAttempts.Type
+
 /** Query of the delivery list. */
 export const DeliveryListQuery = Schema.Struct({
   cursor: optional(text(512, 1))

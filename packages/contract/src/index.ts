@@ -28,6 +28,8 @@ export * as Errors from "./Errors.js"
 export * as Fields from "./Fields.js"
 /** Request Schemas by endpoint. */
 export * as Generation from "./Generation.js"
+/** The account's ledger as the API shows it. */
+export * as Ledger from "./Ledger.js"
 /** The generation request builder and rule helpers. */
 export * as GenerationRequest from "./GenerationRequest.js"
 /** The metrics Mediagate records (names, units, labels, buckets). */

@@ -61,7 +61,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Billing, type Charge } from "./Billing.js"
-import * as GroupCommit from "./internal/groupCommit.js"
+import * as GroupCommit from "@mediagate/persistence/GroupCommit"
 import * as Listen from "./internal/listen.js"
 import { fromNew, type Outcome, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
 import {

@@ -271,6 +271,18 @@ export const run = (options: WorkerOptions = {}) =>
     const recheckMs = Math.min(100, Math.max(10, Math.floor(idleMs / 4)))
 
     /**
+     * Tasks whose upstream reported a change while one of this worker's steps ran on them. The step may write the
+     * task's next run (the job recorded with its safety-net poll) after the change made it due, and the change would
+     * wait for that poll: a step that schedules such a task later than now makes it due again.
+     */
+    const noticedInStep = new Set<string>()
+    const noticeDuringSteps = (ids: Iterable<string>): Array<string> => {
+      const all = [...ids]
+      for (const id of all) if (deadlines.has(id)) noticedInStep.add(id)
+      return all
+    }
+
+    /**
      * The storage as steps see it: a step that schedules its task before the idle dispatcher's next look wakes it;
      * one written while the dispatcher is busy is remembered for its next wait.
      */
@@ -280,11 +292,16 @@ export const run = (options: WorkerOptions = {}) =>
         Effect.tap(storage.step(id, fence, update), (written) =>
           Effect.suspend(() => {
             if (!written) return Effect.void
-            const at = Math.min(update.nextRunAt, deadlines.get(id) ?? Infinity)
+            // the upstream's change came while this step ran: this write may have put it off, so it is due again
+            const noticed = noticedInStep.delete(id)
+            const at = noticed ? 0 : Math.min(update.nextRunAt, deadlines.get(id) ?? Infinity)
             stepsDue = Math.min(stepsDue, at)
             dueSinceClaim = Math.min(dueSinceClaim, at)
             if (known !== undefined) known.due = Math.min(known.due, at)
-            return at < wakeAt ? poke : Effect.void
+            const again = noticed
+              ? storage.markDue([id]).pipe(Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause)))
+              : Effect.void
+            return Effect.zipRight(again, at < wakeAt ? poke : Effect.void)
           })),
       // every end of a task a step writes (succeeded, failed, expired) counts in the metrics once committed
       finish: (id, fence, outcome, finishOptions) =>
@@ -302,7 +319,7 @@ export const run = (options: WorkerOptions = {}) =>
         Stream.runForEach((ids) =>
           // a change is not dropped for an outage (the task would wait for its safety-net poll): tried again with
           // backoff for up to 5 minutes, then left to that poll
-          storage.markDue([...ids]).pipe(
+          storage.markDue(noticeDuringSteps(ids)).pipe(
             Effect.retry(Backoff.schedule(options.backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
             Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause))
           )
@@ -364,6 +381,7 @@ export const run = (options: WorkerOptions = {}) =>
             if (left <= 1) formerOwners.delete(claimedBy)
             else formerOwners.set(claimedBy, left - 1)
           }
+          noticedInStep.delete(task.id)
           return full ? poke : Effect.void
         }))
       )

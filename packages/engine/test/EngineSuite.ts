@@ -306,6 +306,21 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
 
+    it.live("a callback that comes before the submit's answer is not lost behind the safety-net poll", () => {
+      // the job is done as soon as it is submitted and says so at once: the worker records the job (with its poll
+      // a minute away) after the change made the task due; the task must still finish now, not in a minute
+      const { layer, log } = setup({ durationMs: 0, callbacks: true, pollDelay: "1 minute" })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        // the worker subscribes to the upstream's changes on a fiber of its own: let it start first
+        yield* Effect.sleep("200 millis")
+        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("[early] a kite"), idempotencyKey: undefined })
+        const [done] = yield* awaitTerminal([ack.id])
+        expect(done!.status).toBe("succeeded")
+        expect(log.submits.get(ack.id)).toBe(1)
+      }).pipe(Effect.provide(layer), Effect.scoped, Effect.timeout("20 seconds"))
+    }, 30_000)
+
     it.live("a task waiting on its upstream holds no worker: 2 workers carry 30 tasks at once", () => {
       // jobs take 6 s: were a waiting task holding its worker, 2 workers could hand only 2 tasks to the upstream in
       // that time; all 30 must be handed over before the first job finishes (a margin for a loaded machine: on 2

@@ -1,8 +1,9 @@
 /**
  * An upstream for engine tests: jobs take `durationMs` of real time; prompt directives steer them —
  * `[fail]` fails the job, `[hang]` never finishes, `[flaky]` makes the first submit fail with a retryable error,
- * `[reject]` makes every submit fail for good, `[slow=N]` makes a submit itself take N ms. It counts submits per
- * task and reports finished jobs on `changes`.
+ * `[reject]` makes every submit fail for good, `[slow=N]` makes a submit itself take N ms, `[early]` reports the
+ * job's change during the submit (then takes 100 ms more to answer). It counts submits per task and reports
+ * finished jobs on `changes`.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -43,6 +44,12 @@ export const makeFakeUpstream = (options: { readonly durationMs: number; readonl
               return yield* new UpstreamError({ message: "upstream timed out", retryable: true })
             }
             started.set(task.id, Date.now())
+            if (prompt.includes("[early]")) {
+              // the callback outruns the submit's answer: it is handled before the worker records the job
+              yield* PubSub.publish(changes, task.id)
+              yield* Effect.sleep(100)
+              return { jobId: `job_${task.id}` }
+            }
             if (options.callbacks === true && !prompt.includes("[hang]")) {
               yield* Effect.forkDaemon(
                 Effect.zipRight(Effect.sleep(options.durationMs), PubSub.publish(changes, task.id))

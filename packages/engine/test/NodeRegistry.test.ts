@@ -44,7 +44,7 @@ const statusWhen = (ok: (status: Admin.EngineStatus) => boolean) =>
   Effect.gen(function*() {
     for (let i = 0; ; i++) {
       const current = yield* status
-      if (ok(current) || i >= 300) return current
+      if (ok(current) || i >= 1000) return current
       yield* TestServices.provideLive(Effect.sleep("10 millis"))
     }
   })

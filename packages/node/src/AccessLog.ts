@@ -59,7 +59,8 @@ export const middleware = <E, R>(
             "http.status": status,
             "http.ms": ms,
             request_id: info?.id ?? "",
-            account_id: info?.accountId ?? ""
+            // requests without an account (admin, health, metrics, refused keys) leave the field out
+            ...(info?.accountId === undefined || info.accountId === "" ? {} : { account_id: info.accountId })
           })
         )
       })))

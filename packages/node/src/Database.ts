@@ -8,11 +8,19 @@
  * the database restarts requests fail fast (503 `SERVICE_UNAVAILABLE`) instead of queueing; connections the server
  * killed are dropped from the pool and new ones are opened as soon as it answers again.
  *
+ * Connection metrics (`mediagate_db_pool_*`, docs/operations.md): the layers of a SQLite file and of a PostgreSQL
+ * URL also put {@link DatabasePool} in context. On PostgreSQL the `pg` pool is made here, with the settings
+ * `PgClient.layer` would give it (URL, pool size, timeouts, application name `@effect/sql-pg`, SSL from the URL),
+ * and handed to `PgClient.layerFromPool`: `@effect/sql-pg` does not expose the pool it makes itself. So `pg` (a
+ * dependency of `@effect/sql-pg`) is imported too, only when PostgreSQL is chosen. A host app's `SqlClient`
+ * (`{ layer }`) has no such view: no pool metrics then.
+ *
  * @since 0.1.0
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Durations from "@mediagate/vendors/Durations"
 import * as Config from "effect/Config"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -20,6 +28,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { mkdirSync } from "node:fs"
+import type * as Pg from "pg"
 import { dirname, join } from "node:path"
 
 /** The database of a Mediagate stack. */
@@ -59,6 +68,49 @@ export class DatabaseError extends Data.TaggedError("DatabaseError")<{
   readonly cause?: unknown
 }> {}
 
+/** This process's database connections at a moment (the `mediagate_db_pool_*` metrics). */
+export interface PoolStats {
+  /** Connections a statement or transaction holds. */
+  readonly inUse: number
+  /** Open connections free for the next query. */
+  readonly idle: number
+  /** Queries waiting for a free connection (PostgreSQL), or undefined where it is not known (SQLite). */
+  readonly waiting: number | undefined
+  /** The most connections opened (the pool size; SQLite: 1). */
+  readonly max: number
+}
+
+/**
+ * The connections Mediagate opened ({@link layer} with a SQLite file or a PostgreSQL URL puts it in context beside
+ * the `SqlClient`; read it with `Effect.serviceOption`: it is absent with a host app's `SqlClient`).
+ */
+export class DatabasePool extends Context.Tag("@mediagate/node/Database/DatabasePool")<DatabasePool, {
+  /** The connections now; cheap (counters of the pool; on SQLite a non-waiting look at its one connection). */
+  readonly stats: Effect.Effect<PoolStats>
+}>() {}
+
+/** The stats of a `pg` pool (its own counters; the `LISTEN` connection of `@effect/sql-pg` is not in the pool). */
+const pgPoolStats = (pool: Pg.Pool, max: number): DatabasePool["Type"] => ({
+  stats: Effect.sync(() => ({
+    inUse: pool.totalCount - pool.idleCount,
+    idle: pool.idleCount,
+    waiting: pool.waitingCount,
+    max
+  }))
+})
+
+/**
+ * SQLite's one connection: `@effect/sql-sqlite-node` lets one statement or transaction hold it at a time (a
+ * semaphore it keeps to itself), so it is in use when it cannot be reserved at once. How many wait is not known.
+ */
+const sqliteStats = (sql: SqlClient.SqlClient): DatabasePool["Type"] => ({
+  stats: Effect.scoped(sql.reserve).pipe(
+    Effect.timeoutTo({ duration: Duration.zero, onSuccess: () => false, onTimeout: () => true }),
+    Effect.orElseSucceed(() => false),
+    Effect.map((inUse) => ({ inUse: inUse ? 1 : 0, idle: inUse ? 0 : 1, waiting: undefined, max: 1 }))
+  )
+})
+
 /** Default longest wait for a PostgreSQL connection: 5 s. */
 export const defaultConnectTimeout: Duration.Duration = Duration.seconds(5)
 
@@ -81,7 +133,11 @@ const load = <A>(driver: string, load: () => Promise<A>) =>
       })
   })
 
-/** The `SqlClient` of a {@link Database}; the driver module is imported only when it is used. */
+/**
+ * The `SqlClient` of a {@link Database}; the driver module is imported only when it is used. With a SQLite file or
+ * a PostgreSQL URL the layer also provides {@link DatabasePool} (not in its type: read it with
+ * `Effect.serviceOption`).
+ */
 export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, DatabaseError> => {
   if ("layer" in database) {
     return Layer.catchAll(
@@ -91,19 +147,39 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
   }
   if ("postgres" in database) {
     const url = typeof database.postgres === "string" ? Redacted.make(database.postgres) : database.postgres
-    return Layer.unwrapEffect(Effect.map(
-      load("@effect/sql-pg", () => import("@effect/sql-pg/PgClient")),
-      (PgClient): Layer.Layer<SqlClient.SqlClient, DatabaseError> =>
-        Layer.catchAll(
-          PgClient.layer({
-            url,
-            maxConnections: database.maxConnections ?? 10,
-            connectTimeout: database.connectTimeout ?? defaultConnectTimeout,
-            ...(database.idleTimeout === undefined ? {} : { idleTimeout: database.idleTimeout })
-          }),
-          (cause) => Layer.fail(new DatabaseError({ message: "cannot connect to PostgreSQL", retryable: true, cause }))
-        )
-    ))
+    const max = database.maxConnections ?? 10
+    const connectTimeout = database.connectTimeout ?? defaultConnectTimeout
+    const idleTimeout = database.idleTimeout
+    const failed = (cause: unknown) => new DatabaseError({ message: "cannot connect to PostgreSQL", retryable: true, cause })
+    return Layer.unwrapScoped(Effect.gen(function*() {
+      const PgClient = yield* load("@effect/sql-pg", () => import("@effect/sql-pg/PgClient"))
+      const pg = yield* load("pg", () => import("pg"))
+      const Pool = (pg.default ?? pg).Pool
+      // the pool as `PgClient.make` builds it, the same first query and the same end
+      const pool = yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const made = new Pool({
+            connectionString: Redacted.value(url),
+            connectionTimeoutMillis: Duration.toMillis(connectTimeout),
+            ...(idleTimeout === undefined ? {} : { idleTimeoutMillis: Duration.toMillis(idleTimeout) }),
+            max,
+            application_name: "@effect/sql-pg"
+          })
+          // errors of idle connections (a restarted server): the pool drops them and opens new ones
+          made.on("error", () => {})
+          return made
+        }),
+        (made) => Effect.promise(() => made.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+      )
+      yield* Effect.tryPromise({ try: () => pool.query("SELECT 1"), catch: failed }).pipe(
+        Effect.timeoutFail({ duration: connectTimeout, onTimeout: () => failed(new Error("connection timed out")) })
+      )
+      const client: Layer.Layer<SqlClient.SqlClient, DatabaseError> = Layer.catchAll(
+        PgClient.layerFromPool({ acquire: Effect.succeed(pool) }),
+        (cause) => Layer.fail(failed(cause))
+      )
+      return Layer.merge(client, Layer.succeed(DatabasePool, pgPoolStats(pool, max)))
+    }))
   }
   const file = database.sqlite
   return Layer.unwrapEffect(Effect.gen(function*() {
@@ -118,7 +194,7 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
       SqliteClient.layer({ filename: file }),
       (cause) => Layer.fail(new DatabaseError({ message: `cannot open the SQLite database ${file}`, retryable: true, cause }))
     )
-    return client
+    return Layer.effect(DatabasePool, Effect.map(SqlClient.SqlClient, sqliteStats)).pipe(Layer.provideMerge(client))
   }))
 }
 

@@ -17,6 +17,7 @@ import * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
 import type { AccountStore } from "@mediagate/accounts/AccountStore"
 import { Account, ApiKey, type Errors, Services } from "@mediagate/contract"
+import { Dashboard } from "@mediagate/dashboard"
 import { Http } from "@mediagate/server"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
@@ -78,6 +79,8 @@ export interface Options {
    * metric. Default off when embedded. See docs/operations.md.
    */
   readonly metrics?: boolean
+  /** The web console at `/dashboard` (`MEDIAGATE_DASHBOARD`; docs/dashboard.md). Default on. */
+  readonly dashboard?: boolean
   /**
    * Any other setting of docs/configuration.md by its variable name (`MEDIAGATE_TASK_TIMEOUT`,
    * `MEDIAGATE_UPSTREAM_VENDOR1`, ...). Pass `{ ...process.env }` to let the environment fill what the options
@@ -111,6 +114,7 @@ export const toSettings = (options: Options): Map<string, string> => {
   set("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE", options.allowPrivateAddresses)
   set("MEDIAGATE_ACCESS_LOG", options.accessLog)
   set("MEDIAGATE_METRICS", options.metrics)
+  set("MEDIAGATE_DASHBOARD", options.dashboard)
   return map
 }
 
@@ -139,7 +143,10 @@ const toStartError = (cause: unknown): StartError => {
 
 /** A started Mediagate. */
 export interface Service {
-  /** The API (`/api/v1`, `/admin/v1`), result files (`/files`), `/docs`, `/healthz`, `/readyz`, ready to mount. */
+  /**
+   * The API (`/api/v1`, `/admin/v1`), result files (`/files`), `/docs`, `/healthz`, `/readyz` and (unless
+   * `MEDIAGATE_DASHBOARD=false`) the dashboard at `/dashboard`, ready to mount.
+   */
   readonly httpApp: HttpApp.Default
   /** Where the data lives, for logs. */
   readonly database: string
@@ -171,6 +178,9 @@ export type Provides = Mediagate | Http.Requirements | Layer.Layer.Success<typeo
 /** The operator token (`MEDIAGATE_ADMIN_TOKEN`), which `/metrics` asks for unless open. */
 const adminToken = Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN"))
 
+/** Whether the web console is served at `/dashboard` (`MEDIAGATE_DASHBOARD`, default on). */
+const dashboardEnabled = Config.boolean("MEDIAGATE_DASHBOARD").pipe(Config.withDefault(true))
+
 const makeService = (database: string) =>
   Effect.gen(function*() {
     const app = yield* Http.makeHttpApp
@@ -182,10 +192,12 @@ const makeService = (database: string) =>
     const served = exporter !== undefined && metricsSettings.port === undefined
       ? Metrics.route(provided, Metrics.respond(exporter, { open: metricsSettings.open, adminToken: yield* adminToken }))
       : provided
+    // the dashboard's paths never reach the API's envelope (its 404s stay the API's for every other path)
+    const withDashboard = (yield* dashboardEnabled) ? Dashboard.route(served, Dashboard.make()) : served
     const accounts = yield* Effect.context<AccountStore | BillingAccounts>()
     const admin = yield* Services.AdminService
     return Mediagate.of({
-      httpApp: AccessLog.middleware(served, { log: accessLog, metrics: metricsSettings.enabled }),
+      httpApp: AccessLog.middleware(withDashboard, { log: accessLog, metrics: metricsSettings.enabled }),
       database,
       bootstrap: (options) => Effect.provide(Bootstrap.bootstrap(options), accounts),
       admin,

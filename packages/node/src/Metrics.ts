@@ -12,8 +12,9 @@
  *
  * At each scrape, before rendering, the gauges that are not counted as things happen are set: the queue gauges from
  * the database (`TaskStorage.overview`: tasks by state from the counters, tasks due and unclaimed; the same figures on
- * every node, and those of `GET /admin/v1/system`), and this process's memory and event-loop delay
- * (`perf_hooks.monitorEventLoopDelay`, reset at each scrape).
+ * every node, and those of `GET /admin/v1/system`), this process's database connections (`Database.DatabasePool`:
+ * the PostgreSQL pool's in use / idle / waiting, or SQLite's one connection; absent with a host app's `SqlClient`),
+ * and this process's memory and event-loop delay (`perf_hooks.monitorEventLoopDelay`, reset at each scrape).
  *
  * Settings (docs/configuration.md): `MEDIAGATE_METRICS` (default off when embedded, on in the production server),
  * `MEDIAGATE_METRICS_PORT` (serve on that port only, not on the API's), `MEDIAGATE_METRICS_OPEN` (no token needed;
@@ -38,6 +39,7 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { monitorEventLoopDelay } from "node:perf_hooks"
+import { DatabasePool } from "./Database.js"
 
 /** Where the metrics are served. */
 export const path = "/metrics"
@@ -84,6 +86,7 @@ const lagSeconds = (nanos: number) => Math.max(0, nanos / 1e6 - loopResolutionMs
  */
 export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = Effect.gen(function*() {
   const storage = yield* TaskStorage
+  const pool = yield* Effect.serviceOption(DatabasePool)
   const producer = yield* Effect.provide(OtelMetrics.makeProducer, Resource.layerEmpty)
   // no target_info series, no otel_scope_name label (see the module's comment)
   const serializer = new PrometheusSerializer(undefined, false, undefined, true, true)
@@ -109,6 +112,16 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = E
     // a scrape while the database does not answer still shows the process (and the last figures read)
     Effect.catchAllCause((cause) => Effect.logWarning("metrics: the task overview failed", cause))
   )
+  const connections = Option.match(pool, {
+    onNone: () => Effect.void,
+    onSome: (connections) =>
+      Effect.map(connections.stats, (stats) => {
+        Metrics.dbPoolConnections.record(stats.inUse, "in_use")
+        Metrics.dbPoolConnections.record(stats.idle, "idle")
+        if (stats.waiting !== undefined) Metrics.record(Metrics.dbPoolWaiting, stats.waiting)
+        Metrics.record(Metrics.dbPoolMax, stats.max)
+      })
+  })
   const process_ = Effect.sync(() => {
     const memory = process.memoryUsage()
     Metrics.record(Metrics.residentMemory, memory.rss)
@@ -129,7 +142,7 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = E
       return serializer.serialize(resourceMetrics)
     })
   )
-  return { scrape: Effect.zipRight(Effect.zipRight(database, process_), render) }
+  return { scrape: Effect.zipRight(Effect.zipRight(Effect.zipRight(database, connections), process_), render) }
 })
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()

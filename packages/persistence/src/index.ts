@@ -8,6 +8,7 @@
 
 /** Background loops that back off while storage fails and never end on a failure. */
 export * as Backoff from "./Backoff.js"
+export * as GroupCommit from "./GroupCommit.js"
 /** The `Idempotency-Key` window and its rule, shared by every store that remembers keys. */
 export * as IdempotencyWindow from "./IdempotencyWindow.js"
 /** ULID identifiers. */

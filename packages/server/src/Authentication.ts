@@ -43,7 +43,7 @@ export const layer: Layer.Layer<Security.Authentication, never, Services.KeyServ
     return {
       // the request's span (`http.server ...`, while tracing is on) names the account, never the key
       bearer: (_token) => span(Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticate)).pipe(
-        Effect.tap((principal) => Effect.annotateCurrentSpan("mediagate.account_id", principal.accountId))
+        Effect.tap((principal) => Tracing.annotate("mediagate.account_id", principal.accountId))
       )
     }
   })

@@ -349,6 +349,20 @@ export const OtherServicesFake = Layer.mergeAll(
         autoTopUpAmount: null,
         currency: "USD" as const,
         monthToDateSpend: 1.25
+      }),
+    ledger: () =>
+      Effect.succeed({
+        data: [{
+          id: "1",
+          kind: "top_up" as const,
+          amount: 12.5,
+          task_id: null,
+          key_id: null,
+          description: "opening credit",
+          month: "2026-01",
+          created_at: "2026-01-01T00:00:00.000Z"
+        }],
+        pagination: { cursor: null, hasMore: false, total: 1 }
       })
   }),
   Layer.succeed(Services.VoiceService, {

@@ -21,9 +21,9 @@ import * as Context from "effect/Context"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { contentTypeOf, FileStore } from "./FileStore.js"
 import { UrlSigner } from "./UrlSigner.js"
@@ -68,6 +68,55 @@ const submittedAtOf = (jobId: string): number | undefined => {
 
 const extension = (spec: Outputs.OutputSpec) => spec.format === "jpeg" ? "jpg" : spec.format
 
+/** A job's "finished" notice: when it is due and for which task. */
+interface Notice {
+  readonly at: number
+  readonly taskId: string
+}
+
+/**
+ * The pending "job finished" notices, earliest first: a binary min-heap on an array. One notice is two fields in
+ * an array, where a sleeping fiber per job cost about 10 KB of heap (15,000 jobs in flight held 150 MB).
+ */
+const noticeHeap = () => {
+  const heap: Array<Notice> = []
+  const swap = (i: number, j: number) => {
+    const t = heap[i]!
+    heap[i] = heap[j]!
+    heap[j] = t
+  }
+  return {
+    peek: (): Notice | undefined => heap[0],
+    push: (notice: Notice) => {
+      heap.push(notice)
+      for (let i = heap.length - 1; i > 0;) {
+        const parent = (i - 1) >> 1
+        if (heap[parent]!.at <= heap[i]!.at) break
+        swap(i, parent)
+        i = parent
+      }
+    },
+    pop: (): Notice | undefined => {
+      const top = heap[0]
+      const last = heap.pop()
+      if (heap.length > 0 && last !== undefined) {
+        heap[0] = last
+        for (let i = 0;;) {
+          const left = 2 * i + 1
+          const right = left + 1
+          let least = i
+          if (left < heap.length && heap[left]!.at < heap[least]!.at) least = left
+          if (right < heap.length && heap[right]!.at < heap[least]!.at) least = right
+          if (least === i) break
+          swap(i, least)
+          i = least
+        }
+      }
+      return top
+    }
+  }
+}
+
 /** Builds the simulated upstream. */
 export const make = (options: SimulatedOptions = {}) =>
   Effect.gen(function*() {
@@ -75,9 +124,23 @@ export const make = (options: SimulatedOptions = {}) =>
     const signer = yield* UrlSigner
     const media = yield* Media.Renderer
     const changes = yield* PubSub.unbounded<string>()
-    // the "job finished" notices: owned by the layer's scope
-    const timers = yield* FiberSet.make()
     const scale = options.timeScale ?? 1
+    // the "job finished" notices: one fiber, owned by the layer's scope, sleeps until the earliest is due and
+    // publishes every notice that is due; a submit with an earlier notice wakes it
+    const notices = noticeHeap()
+    const earlier = yield* Queue.sliding<void>(1)
+    yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const due: Array<string> = []
+      for (let next = notices.peek(); next !== undefined && next.at <= now; next = notices.peek()) {
+        due.push(notices.pop()!.taskId)
+      }
+      if (due.length > 0) yield* PubSub.publishAll(changes, due)
+      const next = notices.peek()
+      yield* next === undefined
+        ? Queue.take(earlier)
+        : Effect.race(Queue.take(earlier), Effect.sleep(Duration.millis(next.at - now)))
+    })))
 
     const families = options.families ?? Families.registry
     const plan = (task: TaskRecord) => {
@@ -119,10 +182,10 @@ export const make = (options: SimulatedOptions = {}) =>
           const { durationMs, steer } = plan(task)
           const submittedAt = yield* Clock.currentTimeMillis
           if (!steer.hang) {
-            yield* FiberSet.run(
-              timers,
-              Effect.zipRight(Effect.sleep(Duration.millis(durationMs)), PubSub.publish(changes, task.id))
-            )
+            const at = submittedAt + durationMs
+            const first = notices.peek()
+            notices.push({ at, taskId: task.id })
+            if (first === undefined || at < first.at) yield* Queue.offer(earlier, undefined)
           }
           return { jobId: jobIdOf(task, submittedAt) }
         }),

@@ -35,7 +35,10 @@ export const withKey = (key: string, accountId: string) =>
       list: () => unused("KeyService.list"),
       revoke: () => unused("KeyService.revoke")
     }),
-    Layer.succeed(Services.BillingService, { balance: () => unused("BillingService.balance") }),
+    Layer.succeed(Services.BillingService, {
+      balance: () => unused("BillingService.balance"),
+      ledger: () => unused("BillingService.ledger")
+    }),
     Layer.succeed(Services.WebhookService, {
       create: () => unused("webhooks"),
       list: () => unused("webhooks"),

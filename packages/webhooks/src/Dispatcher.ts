@@ -16,6 +16,11 @@
  *   a terminal transition commits; on PostgreSQL also `NOTIFY <prefix>outbox`, sent by the outbox insert itself, so
  *   a finish in any process wakes every dispatcher), with a poll every `idle` (default 5 s) as the backstop of a
  *   lost signal. The deliveries a fan-out creates are claimed and sent at once (the delivery loop is woken).
+ * - Round trips (docs/webhooks.md "Statements per delivery"): the fan-out's compare-and-set and inserts are one
+ *   statement on PostgreSQL; a claim returns each delivery's webhook (no read per attempt); outcomes are settled in
+ *   batches (`WebhookStore.settleAll`, group commit: the attempts that finish while a batch is written go in the
+ *   next), each fenced on its own; the loops keep what they wrote (the outbox cursor) and estimate the storage clock
+ *   in the process (the offset measured when the delivery loop runs out of work), instead of reading them again.
  * - {@link run} / {@link layer} run both loops in the background; the task path never waits for them. A loop whose
  *   storage fails (the database restarted, connections killed) never stops: it logs once and tries again after a
  *   capped exponential backoff ({@link DispatcherOptions.backoff}); a claimed delivery whose attempt could not be
@@ -26,6 +31,7 @@
 import { Metrics, Tracing, WebhookSignature } from "@mediagate/contract"
 import * as Backoff from "@mediagate/persistence/Backoff"
 import * as Ids from "@mediagate/persistence/Ids"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -33,6 +39,7 @@ import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
@@ -42,7 +49,9 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
 import { layerSender, WebhookSender } from "./Outbound.js"
-import { type DeliveryRow, type Settlement, WebhookStore } from "./WebhookStore.js"
+import * as GroupCommit from "@mediagate/persistence/GroupCommit"
+import type { ClaimedDelivery, DeliveryRow, Settle, Settlement, Target } from "./WebhookStore.js"
+import { WebhookStore } from "./WebhookStore.js"
 
 /** Default delays of the retries: 1, 5 and 30 minutes. */
 export const defaultRetryScheduleMs: ReadonlyArray<number> = [60_000, 300_000, 1_800_000]
@@ -52,6 +61,8 @@ export const defaultTimeoutMs = 10_000
 export const defaultJitter = 0.1
 /** Default fan-out backstop ({@link DispatcherOptions.idle}): 5 s. */
 export const defaultIdle: Duration.DurationInput = "5 seconds"
+/** The most attempt outcomes settled in one statement (`WebhookStore.settleAll`) by the background dispatcher. */
+const maxSettleBatch = 256
 
 /** Dispatcher settings. */
 export interface DispatcherOptions {
@@ -65,7 +76,7 @@ export interface DispatcherOptions {
   readonly concurrency?: number
   /** Lease of a claimed delivery; longer than the timeout. Default timeout + 30 s. */
   readonly lease?: Duration.DurationInput
-  /** Outbox entries fanned out per transaction. Default 100. */
+  /** Outbox entries fanned out per round (one compare-and-set). Default 500. */
   readonly batchSize?: number
   /**
    * Fan-out backstop: the longest wait for an outbox signal (`TaskStorage.outboxWakeups`) before reading the outbox
@@ -157,18 +168,42 @@ export const retryDelayMs = (
 const isSuccess = (status: number | null) => status !== null && status >= 200 && status <= 299
 
 /**
+ * A delivery to attempt: a claimed row, with its configured webhook as the claim read it (`webhook`, see
+ * `ClaimedDelivery`), or without it (then the attempt reads the webhook).
+ */
+export type Attempting = DeliveryRow & { readonly webhook?: Target | null | undefined }
+
+/** Where an attempt records its outcome: the settle, and the storage clock. */
+interface Recorder {
+  readonly settle: (settle: Settle) => Effect.Effect<boolean, PersistenceError>
+  readonly now: Effect.Effect<number, PersistenceError>
+}
+
+/** Each settle on its own (`settleAll` of one), the clock read from the storage. */
+const directRecorder = (store: WebhookStore["Type"]): Recorder => ({
+  settle: (settle) => Effect.map(store.settleAll([settle]), (answers) => answers[0] === true),
+  now: store.now
+})
+
+/**
  * Sends one claimed delivery and records the attempt (fenced): succeeded on 2xx; on a failure the next retry, or
  * `failed` after the last; `410 Gone` fails it and disables its webhook. A delivery whose webhook was deleted or
- * disabled is failed without a request.
+ * disabled is failed without a request. Answers whether the outcome was recorded (the fence still held).
  */
-export const attemptDelivery = (delivery: DeliveryRow, options: Resolved) =>
-  Effect.flatMap(Tracing.enabled, (on) => on ? tracedAttempt(delivery, options) : attemptOnce(delivery, options))
+export const attemptDelivery = (delivery: Attempting, options: Resolved) =>
+  Effect.flatMap(WebhookStore, (store) => attemptWith(delivery, options, directRecorder(store)))
+
+const attemptWith = (delivery: Attempting, options: Resolved, recorder: Recorder) =>
+  Effect.flatMap(
+    Tracing.enabled,
+    (on) => on ? tracedAttempt(delivery, options, recorder) : attemptOnce(delivery, options, recorder)
+  )
 
 /**
  * An attempt in a span of the trace of the task's creating request (when the task kept it: the delivery's task is
  * read for its `traceContext`), with the event and delivery ids, the attempt number and the answer's status.
  */
-const tracedAttempt = (delivery: DeliveryRow, options: Resolved) =>
+const tracedAttempt = (delivery: Attempting, options: Resolved, recorder: Recorder) =>
   Effect.gen(function*() {
     const tasks = yield* Effect.serviceOption(TaskStorage)
     const taskId = taskIdOf(delivery.payload)
@@ -176,7 +211,7 @@ const tracedAttempt = (delivery: DeliveryRow, options: Resolved) =>
       ? Option.none()
       : yield* tasks.value.getById(taskId).pipe(Effect.orElseSucceed(() => Option.none()))
     const parent = Option.isSome(task) ? Tracing.parentOf(task.value.traceContext) : undefined
-    return yield* attemptOnce(delivery, options).pipe(Effect.withSpan("Webhooks.attemptDelivery", {
+    return yield* attemptOnce(delivery, options, recorder).pipe(Effect.withSpan("Webhooks.attemptDelivery", {
       kind: "client",
       captureStackTrace: false,
       ...(parent === undefined ? {} : { parent }),
@@ -189,17 +224,18 @@ const tracedAttempt = (delivery: DeliveryRow, options: Resolved) =>
     }))
   })
 
-const attemptOnce = (delivery: DeliveryRow, options: Resolved) =>
+const attemptOnce = (delivery: Attempting, options: Resolved, recorder: Recorder) =>
   Effect.gen(function*() {
-    const store = yield* WebhookStore
     const sender = yield* WebhookSender
     let headers: Record<string, string>
     const timestamp = Math.floor((yield* Clock.currentTimeMillis) / 1000)
     if (delivery.webhookId !== null) {
-      const webhook = yield* store.getWebhookById(delivery.webhookId)
+      const webhook: Option.Option<Target> = delivery.webhook === undefined
+        ? yield* Effect.flatMap(WebhookStore, (store) => store.getWebhookById(delivery.webhookId!))
+        : Option.fromNullable(delivery.webhook)
       if (Option.isNone(webhook) || webhook.value.deletedAt !== null || !webhook.value.enabled) {
         const reason = Option.isNone(webhook) || webhook.value.deletedAt !== null ? "webhook deleted" : "webhook disabled"
-        return yield* store.settle(delivery.id, delivery.fence, undefined, { status: "failed", reason })
+        return yield* recorder.settle({ delivery, attempt: undefined, settlement: { status: "failed", reason } })
       }
       headers = configuredHeaders(webhook.value.secret, delivery.eventId, timestamp, delivery.payload)
     } else {
@@ -221,7 +257,7 @@ const attemptOnce = (delivery: DeliveryRow, options: Resolved) =>
           : { "http.response.status_code": result.statusCode }
       )
     }
-    const at = yield* store.now
+    const at = yield* recorder.now
     const requests = delivery.attempts + 1
     let settlement: Settlement
     if (isSuccess(result.statusCode)) settlement = { status: "succeeded" }
@@ -233,13 +269,17 @@ const attemptOnce = (delivery: DeliveryRow, options: Resolved) =>
     const outcome = settlement.status === "succeeded" ? "delivered" : settlement.status === "pending" ? "retrying" : "failed"
     Metrics.webhookDeliveries.record(1, outcome, requests)
     Metrics.webhookDeliveryDuration.record(result.durationMs / 1000, outcome)
-    return yield* store.settle(delivery.id, delivery.fence, {
-      statusCode: result.statusCode,
-      error: isSuccess(result.statusCode) ? null : result.error ?? `HTTP ${result.statusCode}`,
-      durationMs: result.durationMs,
-      responseExcerpt: result.responseExcerpt,
-      at
-    }, settlement)
+    return yield* recorder.settle({
+      delivery,
+      attempt: {
+        statusCode: result.statusCode,
+        error: isSuccess(result.statusCode) ? null : result.error ?? `HTTP ${result.statusCode}`,
+        durationMs: result.durationMs,
+        responseExcerpt: result.responseExcerpt,
+        at
+      },
+      settlement
+    })
   })
 
 /** Claims every due delivery (up to `limit`) and sends them concurrently; answers how many were claimed. */
@@ -265,7 +305,17 @@ export const deliverDue = (options: DispatcherOptions = {}, limit = 100) =>
  * Fans out one page of the outbox after the durable cursor; answers how many outbox entries it consumed (0 when
  * there were none, or when another dispatcher moved the cursor first).
  */
-export const fanOutOnce = (batchSize = 100) => Effect.map(fanOutPage(batchSize), (round) => round.consumed)
+export const fanOutOnce = (batchSize = 100) =>
+  Effect.flatMap(WebhookStore, (store) => Effect.map(fanOutPage(batchSize, store.now), (round) => round.consumed))
+
+/**
+ * The dispatcher's outbox cursor as this process last wrote or read it: the background loop does not read it
+ * again after its own compare-and-set succeeded (a failed one, or a failure, makes it unknown: read again).
+ */
+interface KnownCursor {
+  known: boolean
+  value: string | undefined
+}
 
 /** What one fan-out round found. */
 interface FanOutRound {
@@ -277,16 +327,25 @@ interface FanOutRound {
   readonly heldBack: boolean
 }
 
-const fanOutPage = (batchSize: number) =>
+const fanOutPage = (batchSize: number, now: Effect.Effect<number, PersistenceError>, known?: KnownCursor) =>
   Effect.gen(function*() {
     const store = yield* WebhookStore
     const tasks = yield* TaskStorage
-    const cursor = yield* store.readCursor
+    const cursor = known?.known === true ? known.value : yield* store.readCursor
+    if (known !== undefined) {
+      known.known = true
+      known.value = cursor
+    }
     const page = yield* tasks.readOutbox(cursor, batchSize)
     const heldBack = page.heldBack === true
     if (page.entries.length === 0 && page.cursor === cursor) return { consumed: 0, again: false, heldBack } as FanOutRound
-    const now = yield* store.now
-    const done = yield* store.fanOut(cursor, page.cursor, page.entries, now)
+    // unknown until the compare-and-set is known to have moved it (a failure may or may not have committed)
+    if (known !== undefined) known.known = false
+    const done = yield* store.fanOut(cursor, page.cursor, page.entries, yield* now)
+    if (known !== undefined && Option.isSome(done)) {
+      known.known = true
+      known.value = page.cursor
+    }
     return Option.isSome(done)
       ? { consumed: page.entries.length, again: page.entries.length >= batchSize, heldBack }
       : { consumed: 0, again: true, heldBack }
@@ -307,12 +366,72 @@ export const run = (options: DispatcherOptions = {}) =>
     const leaseMs = Duration.toMillis(options.lease ?? resolved.timeoutMs + 30_000)
     const idleMs = Duration.toMillis(options.idle ?? defaultIdle)
     const deliveryIdleMs = Duration.toMillis(options.deliveryIdle ?? "1 second")
-    const batchSize = options.batchSize ?? 100
+    const batchSize = options.batchSize ?? 500
     const owner = options.owner ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
     const pokes = yield* Queue.sliding<void>(1)
     const poke = Queue.offer(pokes, undefined)
     const sends = yield* FiberSet.make<void, never>()
     let running = 0
+
+    // the storage clock, estimated in the process: Effect's clock plus the offset to the storage clock measured
+    // when the delivery loop runs out of work (and at the start), instead of a read before every claim and attempt
+    let offset = 0
+    const measure = Effect.flatMap(store.now, (storage) =>
+      Effect.map(Clock.currentTimeMillis, (local) => {
+        offset = storage - local
+        return storage
+      }))
+    const storageNow = Effect.map(Clock.currentTimeMillis, (local) => Math.floor(local + offset))
+    yield* Effect.ignore(measure)
+
+    /**
+     * The earliest retry this process scheduled since the delivery loop last asked the storage (`nextDueAt`):
+     * while deliveries keep coming, the loop waits for it (or a poke) without asking.
+     */
+    let knownDue = Number.POSITIVE_INFINITY
+    // attempts settle in batches: the outcomes of the sends that finish while one batch is written go in the next
+    const settleBatch = GroupCommit.make(maxSettleBatch, (batch: ReadonlyArray<Settle>) =>
+      Effect.flatMap(Effect.exit(store.settleAll(batch)), (exit) =>
+        Exit.isSuccess(exit)
+          ? Effect.succeed(exit.value.map((recorded) => Exit.succeed(recorded)))
+          : batch.length === 1
+          ? Effect.succeed([Exit.failCause(exit.cause)])
+          // the batch failed as a whole: each on its own, so that one failure fails only its own settle
+          : Effect.forEach(batch, (one) => Effect.exit(Effect.map(store.settleAll([one]), (answers) => answers[0] === true)))))
+    const settleOne = yield* settleBatch
+    const settleAndNote = (settle: Settle) =>
+      Effect.tap(settleOne(settle), (recorded) =>
+        Effect.suspend(() => {
+          if (!recorded || settle.settlement.status !== "pending" || settle.settlement.nextAttemptAt >= knownDue) {
+            return Effect.void
+          }
+          // a retry earlier than the loop knows of: it looks again (and waits for it)
+          knownDue = settle.settlement.nextAttemptAt
+          return poke
+        }))
+    /**
+     * Outcomes being settled: a send frees its slot once its answer is in, and its settle completes in the
+     * background (at most {@link maxSettleBatch} at once: the loop claims no more until they are written). An outcome
+     * that could not be recorded is sent again when its lease runs out (at least once).
+     */
+    let settling = 0
+    const recorder: Recorder = {
+      now: storageNow,
+      settle: (settle) =>
+        Effect.suspend(() => {
+          settling++
+          return FiberSet.run(
+            sends,
+            settleAndNote(settle).pipe(
+              Effect.catchAllCause((cause) =>
+                Effect.logError(`delivery ${settle.delivery.id}: the attempt was not recorded (sent again after its lease)`, cause)
+              ),
+              Effect.asVoid,
+              Effect.ensuring(Effect.suspend(() => settling-- >= maxSettleBatch ? poke : Effect.void))
+            )
+          )
+        }).pipe(Effect.as(true))
+    }
     const provide = <A, E>(effect: Effect.Effect<A, E, WebhookStore | WebhookSender | TaskStorage>) =>
       effect.pipe(
         Effect.provideService(WebhookStore, store),
@@ -326,18 +445,21 @@ export const run = (options: DispatcherOptions = {}) =>
     yield* Effect.forkScoped(Stream.runForEach(tasks.outboxWakeups, () => Queue.offer(outboxPokes, undefined)))
     /**
      * The wait before looking again while entries are held back (PostgreSQL: a transaction older than them still
-     * runs, and may not be one that signals when it ends): from 5 ms, doubling, at most 200 ms.
+     * runs, and may not be one that signals when it ends): 5 ms after a round that fanned something out (under
+     * load, entries are held back by short transactions all the time), otherwise doubling up to 100 ms (a long
+     * transaction: at most ten looks a second).
      */
     let heldBackMs = 0
+    const cursor: KnownCursor = { known: false, value: undefined }
 
     // a failure (storage unavailable) ends the round: the loop backs off (see the fibers below)
     const fanOutLoop = Effect.gen(function*() {
-      const round = yield* provide(fanOutPage(batchSize))
+      const round = yield* provide(fanOutPage(batchSize, storageNow, cursor))
       // new deliveries are due now: the delivery loop claims them at once
       if (round.consumed > 0) yield* poke
       if (round.again) return
       if (round.heldBack) {
-        heldBackMs = Math.min(200, Math.max(5, heldBackMs * 2))
+        heldBackMs = round.consumed > 0 ? 5 : Math.min(100, Math.max(5, heldBackMs * 2))
         return yield* Effect.race(Queue.take(outboxPokes), Effect.sleep(Duration.millis(Math.min(heldBackMs, idleMs))))
       }
       heldBackMs = 0
@@ -345,32 +467,41 @@ export const run = (options: DispatcherOptions = {}) =>
       yield* Effect.race(Queue.take(outboxPokes), Effect.sleep(Duration.millis(idleMs)))
     })
 
-    const send = (delivery: DeliveryRow) =>
-      provide(attemptDelivery(delivery, resolved)).pipe(
+    // a send that frees a slot of a full dispatcher pokes the loop (which waits for one)
+    const send = (delivery: ClaimedDelivery) =>
+      provide(attemptWith(delivery, resolved, recorder)).pipe(
         Effect.catchAllCause((cause) => Effect.logError(`delivery ${delivery.id} failed`, cause)),
         Effect.asVoid,
-        Effect.ensuring(Effect.zipRight(Effect.sync(() => running--), poke))
+        Effect.ensuring(Effect.suspend(() => running-- >= concurrency ? poke : Effect.void))
       )
 
-    const idle = Effect.gen(function*() {
-      const now = yield* store.now.pipe(Effect.orElse(() => Clock.currentTimeMillis))
-      const due = yield* store.nextDueAt.pipe(Effect.orElseSucceed(() => Option.none<number>()))
-      const wait = Option.match(due, {
-        onNone: () => deliveryIdleMs,
-        onSome: (at) => Math.min(deliveryIdleMs, Math.max(0, at - now))
-      })
-      if (wait > 0) yield* Effect.race(Queue.take(pokes), Effect.sleep(Duration.millis(wait)))
-    })
-
     const deliverLoop = Effect.gen(function*() {
-      const free = concurrency - running
+      const free = Math.min(concurrency - running, maxSettleBatch - settling)
       if (free <= 0) return yield* Queue.take(pokes)
-      const claimed = yield* Effect.flatMap(store.now, (now) => store.claimDue(owner, free, leaseMs, now))
+      const now = yield* storageNow
+      const claimed = yield* store.claimDue(owner, free, leaseMs, now)
       for (const delivery of claimed) {
         running++
         yield* FiberSet.run(sends, send(delivery))
       }
-      if (claimed.length < free) yield* idle
+      // the claim took what was due (a full claim: the loop looks again at once)
+      if (knownDue <= now) knownDue = Number.POSITIVE_INFINITY
+      if (claimed.length >= free) return
+      let wait: number
+      if (claimed.length === 0) {
+        // nothing due: the storage tells when something is (a retry of any process, a lease that runs out), and
+        // the clock's offset is measured again
+        const at = yield* measure
+        const due = yield* store.nextDueAt
+        knownDue = Number.POSITIVE_INFINITY
+        wait = Option.match(due, {
+          onNone: () => deliveryIdleMs,
+          onSome: (dueAt) => Math.min(deliveryIdleMs, Math.max(0, dueAt - at))
+        })
+      } else {
+        wait = Math.min(deliveryIdleMs, Math.max(0, knownDue - now))
+      }
+      if (wait > 0) yield* Effect.race(Queue.take(pokes), Effect.sleep(Duration.millis(wait)))
     })
 
     const fanOutFiber = yield* Effect.forkScoped(Backoff.loop("webhook fan-out", fanOutLoop, options.backoff))

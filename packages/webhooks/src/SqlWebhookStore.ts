@@ -13,6 +13,7 @@
 import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
@@ -24,10 +25,12 @@ import * as Schema from "effect/Schema"
 import {
   AttemptRow,
   attemptRow,
+  type ClaimedDelivery,
   deliveriesFor,
   DeliveryRow,
   newRow,
   reused,
+  type Settle,
   settled,
   WebhookRow,
   WebhookStore
@@ -148,6 +151,13 @@ const decoders = (prefix: string) => {
   return {
     webhook: SqlRows.decoder(names.webhooks, WebhookRow),
     delivery: SqlRows.decoder(names.deliveries, DeliveryRow),
+    // a claimed delivery with its configured webhook (the claim's `RETURNING` reads it)
+    claimed: SqlRows.decoder(names.deliveries, Schema.Struct({
+      ...DeliveryRow.fields,
+      webhookSecret: column("webhook_secret", Schema.NullOr(Schema.String)),
+      webhookEnabled: column("webhook_enabled", Schema.NullOr(SqlRows.Flag)),
+      webhookDeletedAt: column("webhook_deleted_at", Schema.NullOr(SqlRows.Number))
+    })),
     attempt: SqlRows.decoder(names.attempts, AttemptRow),
     idempotency: SqlRows.decoder(names.idempotency, Schema.Struct({
       fingerprint: Schema.String,
@@ -155,6 +165,7 @@ const decoders = (prefix: string) => {
       createdAt: column("created_at", SqlRows.Number)
     })),
     cursor: SqlRows.decoder(names.cursor, Schema.Struct({ position: Schema.String })),
+    fanned: SqlRows.decoder(names.deliveries, Schema.Struct({ moved: SqlRows.Number, created: SqlRows.Number })),
     count: SqlRows.decoder(names.deliveries, Schema.Struct({ n: SqlRows.Number })),
     due: SqlRows.decoder(names.deliveries, Schema.Struct({ due: Schema.NullOr(SqlRows.Number) })),
     backlog: SqlRows.decoder(names.deliveries, Schema.Struct({
@@ -172,6 +183,12 @@ const persistence = SqlStore.persistence(storeName)
 export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions {}
 
 const cursorName = "outbox"
+
+/** The most deliveries one fan-out statement inserts on PostgreSQL (7 parameters each); more go in a transaction. */
+const maxFanOutStatement = 4000
+
+/** The most settles in one statement of `settleAll` (12 parameters each). */
+const maxSettleRound = 500
 
 /**
  * Builds the SQL storage on the `SqlClient` in context, after running the migrations, with its tables under
@@ -199,6 +216,101 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         Effect.forEach(deliveries, rows.delivery.encode),
         (encoded) => sql`INSERT INTO ${t.deliveries} ${sql.insert(encoded)}`
       )
+
+    /** The compare-and-set, then the deliveries read and inserted, in one transaction (SQLite; large fan-outs). */
+    const fanOutInTransaction = <E>(
+      compareAndSet: Effect.Effect<ReadonlyArray<unknown>, SqlError>,
+      deliveries: Effect.Effect<ReadonlyArray<DeliveryRow>, E>
+    ) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const moved = yield* compareAndSet
+        if (moved.length === 0) return Option.none<number>()
+        const created = yield* deliveries
+        for (let i = 0; i < created.length; i += 200) yield* insertDeliveries(created.slice(i, i + 200))
+        return Option.some(created.length)
+      }))
+
+    /**
+     * PostgreSQL: the compare-and-set and the inserts in one statement (data-modifying CTEs): the deliveries are
+     * inserted only when the cursor moved.
+     */
+    const fanOutStatement = (compareAndSet: Statement.Statement<unknown>, created: ReadonlyArray<DeliveryRow>) => {
+      if (created.length === 0) {
+        return Effect.map(compareAndSet, (moved) => moved.length === 0 ? Option.none<number>() : Option.some(0))
+      }
+      const time = created[0]!.createdAt
+      const values = created.map((d) =>
+        sql`(${d.id}, ${d.webhookId}, ${d.accountId}, ${d.eventId}, ${d.eventType}, ${d.url}, ${d.payload})`
+      )
+      return sql`WITH moved AS (${compareAndSet}),
+        created AS (
+          INSERT INTO ${t.deliveries} (id, webhook_id, account_id, event_id, event_type, url, payload, status, attempts,
+            last_status_code, last_error, next_attempt_at, lease_owner, lease_expires_at, fence, created_at)
+          SELECT v.id, v.webhook_id, v.account_id, v.event_id, v.event_type, v.url, v.payload, 'pending', 0,
+            NULL, NULL, CAST(${time} AS BIGINT), NULL, NULL, 0, CAST(${time} AS BIGINT)
+          FROM (VALUES ${sql.csv(values)}) AS v (id, webhook_id, account_id, event_id, event_type, url, payload)
+          WHERE EXISTS (SELECT 1 FROM moved)
+          RETURNING id)
+        SELECT (SELECT COUNT(*) FROM moved) AS moved, (SELECT COUNT(*) FROM created) AS created`.pipe(
+        Effect.flatMap(rows.fanned.single),
+        Effect.map(({ created, moved }) => moved === 0 ? Option.none<number>() : Option.some(created))
+      )
+    }
+
+    /**
+     * One round of `settleAll` (distinct deliveries, valid ids and fences): the fenced update of every delivery
+     * from the values computed from its claimed row, the attempts logged, the webhooks answered `410` disabled.
+     * PostgreSQL: one statement (data-modifying CTEs); SQLite: three in a transaction. Answers the ids recorded.
+     */
+    const settleRound = (batch: ReadonlyArray<Settle>) => {
+      const values = batch.map(({ attempt, delivery, settlement }) => {
+        const next = settled(delivery, attempt, settlement)
+        const disable = settlement.status === "failed" && settlement.disableWebhook === true ? delivery.webhookId : null
+        return sql`(${delivery.id}, CAST(${delivery.fence} AS BIGINT), CAST(${next.attempts} AS INTEGER),
+          CAST(${next.lastStatusCode} AS INTEGER), ${next.lastError}, ${next.status},
+          CAST(${next.nextAttemptAt} AS BIGINT), CAST(${attempt === undefined ? 0 : 1} AS INTEGER), ${disable},
+          CAST(${attempt === undefined ? null : Math.round(attempt.durationMs)} AS INTEGER),
+          ${attempt?.responseExcerpt ?? null}, CAST(${attempt === undefined ? null : Math.floor(attempt.at)} AS BIGINT))`
+      })
+      const settles = sql`settles (s_id, s_fence, s_attempts, s_code, s_error, s_status, s_next, s_log, s_disable,
+        s_duration, s_excerpt, s_at) AS (VALUES ${sql.csv(values)})`
+      const update = sql`UPDATE ${t.deliveries} SET attempts = settles.s_attempts, last_status_code = settles.s_code,
+          last_error = settles.s_error, status = settles.s_status, next_attempt_at = settles.s_next,
+          lease_owner = NULL, lease_expires_at = NULL
+        FROM settles
+        WHERE ${t.deliveries}.id = settles.s_id AND ${t.deliveries}.fence = settles.s_fence
+          AND ${t.deliveries}.lease_owner IS NOT NULL AND ${t.deliveries}.status = 'pending'`
+      const ids = (recorded: ReadonlyArray<Record<string, unknown>>) => new Set(recorded.map((row) => String(row["id"])))
+      if (pg) {
+        return sql`WITH ${settles},
+          up AS (${update} RETURNING settles.*),
+          logged AS (INSERT INTO ${t.attempts} (delivery_id, attempt, status_code, error, duration_ms, response_excerpt, at)
+            SELECT s_id, s_attempts, s_code, s_error, s_duration, s_excerpt, s_at FROM up WHERE s_log = 1),
+          disabled AS (UPDATE ${t.webhooks} SET enabled = 0
+            WHERE id IN (SELECT s_disable FROM up WHERE s_disable IS NOT NULL))
+          SELECT s_id AS id FROM up`.pipe(Effect.map(ids))
+      }
+      return sql.withTransaction(Effect.gen(function*() {
+        const recorded = ids(yield* sql`WITH ${settles} ${update} RETURNING ${t.deliveries}.id`)
+        const logged: Array<AttemptRow> = []
+        const disable: Array<string> = []
+        for (const { attempt, delivery, settlement } of batch) {
+          if (!recorded.has(delivery.id)) continue
+          if (attempt !== undefined) {
+            logged.push({ ...attemptRow(delivery.id, delivery.attempts + 1, attempt), at: Math.floor(attempt.at) })
+          }
+          if (settlement.status === "failed" && settlement.disableWebhook === true && delivery.webhookId !== null) {
+            disable.push(delivery.webhookId)
+          }
+        }
+        if (logged.length > 0) {
+          const encoded = yield* Effect.forEach(logged, rows.attempt.encode)
+          yield* sql`INSERT INTO ${t.attempts} ${sql.insert(encoded)}`
+        }
+        if (disable.length > 0) yield* sql`UPDATE ${t.webhooks} SET enabled = 0 WHERE ${sql.in("id", disable)}`
+        return recorded
+      }))
+    }
 
     const service: WebhookStore["Type"] = {
       now,
@@ -294,24 +406,36 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         persistence("readCursor")
       ),
       fanOut: (expected, next, entries, at) =>
-        sql.withTransaction(Effect.gen(function*() {
-          // the compare-and-set first: on PostgreSQL it locks the cursor row, so a concurrent dispatcher waits and
-          // then finds the cursor moved
-          const moved = expected === undefined
-            ? yield* sql`INSERT INTO ${t.cursor} (name, position) VALUES (${cursorName}, ${next})
-                ON CONFLICT (name) DO NOTHING RETURNING name`
-            : yield* sql`UPDATE ${t.cursor} SET position = ${next}
-                WHERE name = ${cursorName} AND position = ${expected} RETURNING name`
-          if (moved.length === 0) return Option.none<number>()
+        Effect.suspend(() => {
           const accounts = [...new Set(entries.map((entry) => entry.accountId))]
-          const webhooks = accounts.length === 0 ? [] : yield* sql`SELECT * FROM ${t.webhooks}
-            WHERE ${sql.in("account_id", accounts)} AND deleted_at IS NULL AND enabled = 1`.pipe(
-            Effect.flatMap(rows.webhook.all)
-          )
-          const created = entries.flatMap((entry) => deliveriesFor(entry, webhooks)).map((d) => newRow(d, Math.floor(at)))
-          for (let i = 0; i < created.length; i += 200) yield* insertDeliveries(created.slice(i, i + 200))
-          return Option.some(created.length)
-        })).pipe(persistence("fanOut")),
+          const liveWebhooks = accounts.length === 0
+            ? Effect.succeed([])
+            : sql`SELECT * FROM ${t.webhooks}
+              WHERE ${sql.in("account_id", accounts)} AND deleted_at IS NULL AND enabled = 1`.pipe(
+              Effect.flatMap(rows.webhook.all)
+            )
+          const deliveriesOf = (webhooks: ReadonlyArray<WebhookRow>) =>
+            entries.flatMap((entry) => deliveriesFor(entry, webhooks)).map((d) => newRow(d, Math.floor(at)))
+          // the compare-and-set: on PostgreSQL it locks the cursor row, so a concurrent dispatcher waits and then
+          // finds the cursor moved
+          const compareAndSet = expected === undefined
+            ? sql`INSERT INTO ${t.cursor} (name, position) VALUES (${cursorName}, ${next})
+                ON CONFLICT (name) DO NOTHING RETURNING name`
+            : sql`UPDATE ${t.cursor} SET position = ${next}
+                WHERE name = ${cursorName} AND position = ${expected} RETURNING name`
+          if (pg) {
+            // PostgreSQL: the webhooks are read first, then one statement moves the cursor and inserts the
+            // deliveries only if it moved (atomic by itself: two round trips, no transaction). A webhook changed
+            // between the two is as if the fan-out had run a moment earlier; every attempt reads its webhook again.
+            return Effect.flatMap(liveWebhooks, (webhooks) => {
+              const created = deliveriesOf(webhooks)
+              return created.length > maxFanOutStatement
+                ? fanOutInTransaction(compareAndSet, Effect.succeed(created))
+                : fanOutStatement(compareAndSet, created)
+            })
+          }
+          return fanOutInTransaction(compareAndSet, Effect.map(liveWebhooks, deliveriesOf))
+        }).pipe(persistence("fanOut")),
       claimDue: (owner, limit, leaseMs, at) =>
         Effect.suspend(() => {
           const n = Math.max(0, Math.floor(limit))
@@ -326,10 +450,20 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
               ORDER BY next_attempt_at, id
               LIMIT ${n}${sql.literal(pg ? " FOR UPDATE SKIP LOCKED" : "")}
             )
-            RETURNING *`.pipe(
-            Effect.flatMap(rows.delivery.all),
+            RETURNING *,
+              (SELECT w.secret FROM ${t.webhooks} w WHERE w.id = ${t.deliveries}.webhook_id) AS webhook_secret,
+              (SELECT w.enabled FROM ${t.webhooks} w WHERE w.id = ${t.deliveries}.webhook_id) AS webhook_enabled,
+              (SELECT w.deleted_at FROM ${t.webhooks} w WHERE w.id = ${t.deliveries}.webhook_id) AS webhook_deleted_at`.pipe(
+            Effect.flatMap(rows.claimed.all),
             Effect.map((claimed) =>
-              claimed.sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0) || (a.id < b.id ? -1 : 1))
+              claimed
+                .map(({ webhookDeletedAt, webhookEnabled, webhookSecret, ...row }): ClaimedDelivery => ({
+                  ...row,
+                  webhook: webhookSecret === null
+                    ? null
+                    : { secret: webhookSecret, enabled: webhookEnabled === true, deletedAt: webhookDeletedAt }
+                }))
+                .sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0) || (a.id < b.id ? -1 : 1))
             )
           )
         }).pipe(persistence("claimDue")),
@@ -357,6 +491,34 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           }
           return true
         })).pipe(persistence("settle")),
+      settleAll: (settles) =>
+        Effect.gen(function*() {
+          const answers = settles.map(() => false)
+          // rounds of distinct deliveries: a delivery given twice is settled by its first settle, or not at all
+          let left = settles.flatMap((settle, i) =>
+            Number.isSafeInteger(settle.delivery.fence) && !hasNul(settle.delivery.id) ? [i] : []
+          )
+          while (left.length > 0) {
+            const seen = new Set<string>()
+            const round: Array<number> = []
+            const later: Array<number> = []
+            for (const i of left) {
+              const id = settles[i]!.delivery.id
+              if (seen.has(id)) later.push(i)
+              else {
+                seen.add(id)
+                round.push(i)
+              }
+            }
+            for (let from = 0; from < round.length; from += maxSettleRound) {
+              const chunk = round.slice(from, from + maxSettleRound)
+              const recorded = yield* settleRound(chunk.map((i) => settles[i]!))
+              for (const i of chunk) answers[i] = recorded.has(settles[i]!.delivery.id)
+            }
+            left = later
+          }
+          return answers
+        }).pipe(persistence("settleAll")),
       attempts: (id) =>
         sql`SELECT * FROM ${t.attempts} WHERE delivery_id = ${id} ORDER BY attempt`.pipe(
           Effect.flatMap(rows.attempt.all),

@@ -14,7 +14,7 @@ import { type Admin, Errors, Services, Task, Tracing } from "@mediagate/contract
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { decodeCursor, encodeCursor, toDelivery } from "./WebhookService.js"
+import { decodeCursor, encodeCursor, toAttempt, toDelivery } from "./WebhookService.js"
 import { type AttemptRow, type DeliveryRow, WebhookStore } from "./WebhookStore.js"
 
 /** The window of `failed_last_hour`. */
@@ -26,15 +26,8 @@ const unavailable = (error: PersistenceError) =>
     Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again" }))
   )
 
-/** A logged attempt as the operator API shows it. */
-export const toAttempt = (row: AttemptRow): Admin.DeliveryAttempt => ({
-  attempt: row.attempt,
-  status_code: row.statusCode,
-  error: row.error,
-  duration_ms: row.durationMs,
-  response_excerpt: row.responseExcerpt,
-  at: new Date(row.at).toISOString()
-})
+/** A logged attempt as the operator API shows it (the account-side list's form). */
+export { toAttempt }
 
 /** A delivery and its attempt log as the operator API shows them. */
 export const toAdminDelivery = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>): Admin.AdminDelivery => ({

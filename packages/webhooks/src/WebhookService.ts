@@ -8,7 +8,8 @@
  *   `Idempotency-Key` replays the original answer for 24 h (another body with the same key: `IDEMPOTENCY_KEY_REUSED`),
  *   to the API key that made the request only (each key has its own Idempotency-Keys).
  * - `list` / `remove` (soft delete: pending deliveries of a deleted webhook fail without a request).
- * - `deliveries`: newest first, keyset cursor (base64url of the last delivery id), 20 per page.
+ * - `deliveries`: newest first, keyset cursor (base64url of the last delivery id), 20 per page, each with its
+ *   attempt log (status, duration, response excerpt; the dashboard's deliveries view).
  * - `replay`: a new delivery of the same event (same event id, attempts from 0, due at once) to the webhook's
  *   current URL; it re-enables a webhook that a `410 Gone` disabled.
  * - `test`: one synchronous signed delivery of a sample `task.completed` event (`metadata: { test: true }`) with
@@ -31,7 +32,7 @@ import * as Option from "effect/Option"
 import { createHash, randomBytes } from "node:crypto"
 import { configuredHeaders, defaultTimeoutMs } from "./Dispatcher.js"
 import { type Resolver, WebhookSender } from "./Outbound.js"
-import { type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
+import { type AttemptRow, type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
 
 /** Deliveries per page. */
 export const deliveryPageSize = 20
@@ -64,6 +65,16 @@ export const toRecord = (row: WebhookRow): Webhook.WebhookRecord => ({
   description: row.description,
   enabled: row.enabled,
   createdAt: iso(row.createdAt)!
+})
+
+/** A logged attempt as the API shows it. */
+export const toAttempt = (row: AttemptRow): Webhook.DeliveryAttempt => ({
+  attempt: row.attempt,
+  status_code: row.statusCode,
+  error: row.error,
+  duration_ms: row.durationMs,
+  response_excerpt: row.responseExcerpt,
+  at: new Date(row.at).toISOString()
 })
 
 /** The public form of a delivery. */
@@ -192,9 +203,15 @@ export const make = (options: ServiceOptions = {}) =>
           const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
           yield* findWebhook(principal, id)
           const page = yield* store.listDeliveries(principal.accountId, id, { beforeId, limit: deliveryPageSize })
+          const data = yield* Effect.forEach(
+            page.items,
+            (row) =>
+              Effect.map(store.attempts(row.id), (attempts) => ({ ...toDelivery(row), attempt_log: attempts.map(toAttempt) })),
+            { concurrency: 4 }
+          )
           const last = page.items[page.items.length - 1]
           return {
-            data: page.items.map(toDelivery),
+            data,
             pagination: {
               cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
               hasMore: page.hasMore,

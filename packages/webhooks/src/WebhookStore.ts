@@ -110,6 +110,28 @@ export type Settlement =
   | { readonly status: "succeeded" }
   | { readonly status: "failed"; readonly disableWebhook?: boolean; readonly reason?: string }
 
+/** What an attempt needs of a delivery's configured webhook, read with its claim (`WebhookStore.claimDue`). */
+export type Target = Pick<WebhookRow, "secret" | "enabled" | "deletedAt">
+
+/**
+ * A claimed delivery, with its configured webhook as the claim found it (`webhook`: null for a per-job delivery,
+ * whose `webhookId` is null, or when the webhook no longer exists): the attempt needs no read of its own.
+ */
+export interface ClaimedDelivery extends DeliveryRow {
+  readonly webhook: Target | null
+}
+
+/** One settle of a batch ({@link WebhookStore} `settleAll`). */
+export interface Settle {
+  /**
+   * The delivery as claimed: its id and fence, and the attempts and last answer the new values build on (the fence
+   * guarantees that no one else changed them since the claim).
+   */
+  readonly delivery: DeliveryRow
+  readonly attempt: AttemptResult | undefined
+  readonly settlement: Settlement
+}
+
 /** A new delivery (due at once). */
 export type NewDelivery = Pick<DeliveryRow, "webhookId" | "accountId" | "eventId" | "eventType" | "url" | "payload">
 
@@ -188,13 +210,16 @@ export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore"
     entries: ReadonlyArray<OutboxEntry>,
     now: number
   ) => Effect.Effect<Option.Option<number>, PersistenceError>
-  /** Leases up to `limit` due pending deliveries (fence incremented). */
+  /**
+   * Leases up to `limit` due pending deliveries (fence incremented), each with its configured webhook as it is now
+   * (one statement on SQL).
+   */
   readonly claimDue: (
     owner: string,
     limit: number,
     leaseMs: number,
     now: number
-  ) => Effect.Effect<ReadonlyArray<DeliveryRow>, PersistenceError>
+  ) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, PersistenceError>
   /**
    * Records an attempt (when given) and moves the delivery on, releasing the lease, if `fence` still holds; with
    * `disableWebhook` also disables its webhook, in the same transaction. Answers whether it was recorded.
@@ -205,6 +230,12 @@ export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore"
     attempt: AttemptResult | undefined,
     settlement: Settlement
   ) => Effect.Effect<boolean, PersistenceError>
+  /**
+   * `settle` of many claimed deliveries at once, each fenced on its own (one statement on PostgreSQL, one
+   * transaction on SQLite); the new values are computed from the claimed rows, which are not read again. Answers,
+   * in order, whether each was recorded. A delivery given twice: only its first settle can hold.
+   */
+  readonly settleAll: (settles: ReadonlyArray<Settle>) => Effect.Effect<ReadonlyArray<boolean>, PersistenceError>
   /** The attempt log of a delivery, first attempt first. */
   readonly attempts: (deliveryId: string) => Effect.Effect<ReadonlyArray<AttemptRow>, PersistenceError>
   /** When a pending delivery is next due (its lease counted), or none. */
@@ -319,6 +350,21 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
       (accountId === undefined || d.accountId === accountId) && (webhookId === undefined || d.webhookId === webhookId)
     )
 
+  const settleOne = (id: string, fence: number, attempt: AttemptResult | undefined, settlement: Settlement) => {
+    const row = deliveries.get(id)
+    if (row === undefined || row.fence !== fence || row.leaseOwner === null || row.status !== "pending") {
+      return false
+    }
+    const next = settled(row, attempt, settlement)
+    deliveries.set(id, next)
+    if (attempt !== undefined) log.push(attemptRow(id, next.attempts, attempt))
+    if (settlement.status === "failed" && settlement.disableWebhook === true && row.webhookId !== null) {
+      const webhook = webhooks.get(row.webhookId)
+      if (webhook !== undefined) webhooks.set(webhook.id, { ...webhook, enabled: false })
+    }
+    return true
+  }
+
   const service: WebhookStore["Type"] = {
     now: Clock.currentTimeMillis,
     createWebhook: (webhook, claim) =>
@@ -406,27 +452,21 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
           )
           .sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || (a.id < b.id ? -1 : 1))
           .slice(0, Math.max(0, Math.floor(limit)))
-        return due.map((d) => {
+        return due.map((d): ClaimedDelivery => {
           const claimed = { ...d, fence: d.fence + 1, leaseOwner: owner, leaseExpiresAt: now + leaseMs }
           deliveries.set(d.id, claimed)
-          return claimed
+          const webhook = d.webhookId === null ? undefined : webhooks.get(d.webhookId)
+          return {
+            ...claimed,
+            webhook: webhook === undefined
+              ? null
+              : { secret: webhook.secret, enabled: webhook.enabled, deletedAt: webhook.deletedAt }
+          }
         })
       }),
-    settle: (id, fence, attempt, settlement) =>
-      sync(() => {
-        const row = deliveries.get(id)
-        if (row === undefined || row.fence !== fence || row.leaseOwner === null || row.status !== "pending") {
-          return false
-        }
-        const next = settled(row, attempt, settlement)
-        deliveries.set(id, next)
-        if (attempt !== undefined) log.push(attemptRow(id, next.attempts, attempt))
-        if (settlement.status === "failed" && settlement.disableWebhook === true && row.webhookId !== null) {
-          const webhook = webhooks.get(row.webhookId)
-          if (webhook !== undefined) webhooks.set(webhook.id, { ...webhook, enabled: false })
-        }
-        return true
-      }),
+    settle: (id, fence, attempt, settlement) => sync(() => settleOne(id, fence, attempt, settlement)),
+    settleAll: (settles) =>
+      sync(() => settles.map(({ attempt, delivery, settlement }) => settleOne(delivery.id, delivery.fence, attempt, settlement))),
     attempts: (deliveryId) => sync(() => log.filter((a) => a.deliveryId === deliveryId)),
     nextDueAt: sync(() => {
       const times = [...deliveries.values()]

@@ -167,6 +167,7 @@ for (const [name, backend] of backends) {
         expect(first.pagination).toMatchObject({ hasMore: true, total: 25 })
         expect(first.data[0]!.event_id).toBe(entries[24]!.event.id)
         expect(first.data[0]).toMatchObject({ status: "pending", attempts: 0, last_status_code: null, last_error: null, event_type: "task.completed" })
+        expect(first.data[0]!.attempt_log).toEqual([])
         const second = yield* service.deliveries(alice, created.id, { cursor: first.pagination.cursor! })
         expect(second.data).toHaveLength(5)
         expect(second.pagination).toEqual({ cursor: null, hasMore: false, total: 25 })

@@ -103,7 +103,11 @@ describe("the dispatcher wakes on outbox writes (backstop: one hour)", () => {
       Effect.gen(function*() {
         yield* startDispatcher
         yield* deliveredPromptly(yield* TaskStorage)
-      }).pipe(Effect.provide(backend())), { timeout: 20_000 })
+      }).pipe(
+        // the dispatcher stops (its scope closes) before the storage it uses is released
+        Effect.scoped,
+        Effect.provide(backend())
+      ), { timeout: 20_000 })
   }
 })
 

@@ -12,6 +12,7 @@ import { DeliveryNotFound, IdempotencyKeyReused, RateLimited, ValidationError, W
 import {
   Delivery,
   DeliveryListQuery,
+  DeliveryWithAttempts,
   WebhookCreate,
   WebhookCreated,
   WebhookRecord,
@@ -52,9 +53,9 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.get("deliveries", "/webhooks/:id/deliveries")
       .setPath(PathId)
       .setUrlParams(DeliveryListQuery)
-      .addSuccess(page(Delivery, "DeliveryListResponse"))
+      .addSuccess(page(DeliveryWithAttempts, "DeliveryListResponse"))
       .addError(Schema.Union(WebhookNotFound.wire, ValidationError.wire))
-      .annotate(OpenApi.Summary, "List the webhook's deliveries, newest first (extension)")
+      .annotate(OpenApi.Summary, "List the webhook's deliveries with their attempts, newest first (extension)")
   )
   .add(
     HttpApiEndpoint.post("replay", "/webhooks/:id/deliveries/:deliveryId/replay")

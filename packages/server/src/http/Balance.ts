@@ -1,5 +1,5 @@
 /**
- * Handler of `GET /api/v1/balance` (`balance:read`).
+ * Handlers of `GET /api/v1/balance` and `GET /api/v1/balance/ledger` (both `balance:read`).
  *
  * @since 0.1.0
  */
@@ -12,6 +12,9 @@ import * as Envelope from "../Envelope.js"
 export const layer = Envelope.group(Api.MediagateApi, "balance", (handlers) =>
   Effect.gen(function*() {
     const billing = yield* Services.BillingService
-    return handlers.handle("get", () =>
-      Effect.flatMap(Authorization.require("balance:read"), billing.balance).pipe(Tracing.span("Balance.get")))
+    const reader = Authorization.require("balance:read")
+    return handlers
+      .handle("get", () => Effect.flatMap(reader, billing.balance).pipe(Tracing.span("Balance.get")))
+      .handle("ledger", ({ urlParams }) =>
+        Effect.flatMap(reader, (principal) => billing.ledger(principal, urlParams)).pipe(Tracing.span("Balance.ledger")))
   }))

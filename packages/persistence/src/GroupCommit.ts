@@ -3,9 +3,10 @@
  * a time), so that a burst of writes costs one transaction instead of one each. An idle batcher runs a call at
  * once: batching adds no latency, it only takes what is already waiting.
  *
- * The fiber lives in the scope of its creator; a call waiting when that scope closes is interrupted.
+ * The fiber lives in the scope of its creator; a call waiting when that scope closes is interrupted. Used by the
+ * engine (accepts, steps, finishes) and the webhook dispatcher (delivery outcomes).
  *
- * @internal
+ * @since 0.1.0
  */
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"

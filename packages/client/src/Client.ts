@@ -1,0 +1,350 @@
+/**
+ * The Promise client of the Mediagate API: a typed method for every `/api/v1` endpoint, `run` (create and wait),
+ * `waitFor`, async iteration over pages, downloads and webhook verification. Types come from the contract
+ * (`generated/api.ts`); the run time is `fetch` and Web Crypto only.
+ *
+ * @since 0.1.0
+ */
+import { generationEndpoints, operationTable } from "./generated/api.js"
+import { type CallOptions, deadline, errorOf, send, sleep, type Transport } from "./internal/http.js"
+import { defaultPollInterval, nextDelay, type PollInterval, terminal } from "./internal/poll.js"
+import { MediagateError } from "./MediagateError.js"
+import type {
+  ApiKey,
+  ApiKeyCreated,
+  Balance,
+  CreationAck,
+  Data,
+  Deleted,
+  Delivery,
+  Endpoint,
+  GenerationRequest,
+  OperationId,
+  Page,
+  Query,
+  RequestBody,
+  ResultItem,
+  RetryAck,
+  SuccessEnvelope,
+  Task,
+  TaskListQuery,
+  TaskSummary,
+  Webhook,
+  WebhookCreated,
+  WebhookEvent,
+  WebhookTestResult
+} from "./Types.js"
+import { type IncomingHeaders, verifyWebhook, type VerifyOptions } from "./Webhooks.js"
+
+/** Options of {@link Mediagate}. */
+export interface ClientOptions {
+  /** An API key (`mg_live_…` or `mg_test_…`). */
+  readonly apiKey?: string | undefined
+  /** Where the API is served (default `http://localhost:3000`); a prefix such as `https://example.com/mg` works. */
+  readonly baseUrl?: string | undefined
+  /** The `fetch` to use (default: the global one). */
+  readonly fetch?: typeof globalThis.fetch | undefined
+  /** Milliseconds per call, retries included (default 60,000). */
+  readonly timeout?: number | undefined
+  /** Retries of idempotent calls on 429, 503 and connection failures (default 2). */
+  readonly maxRetries?: number | undefined
+  /** Headers sent with every call. */
+  readonly headers?: Readonly<Record<string, string>> | undefined
+}
+
+/** Options of a call: `signal`, `timeout` (ms) and, on creating calls, `idempotencyKey`. */
+export type RequestOptions = CallOptions
+
+/** Options of {@link Mediagate.waitFor}. */
+export interface WaitOptions {
+  /** Cancels the wait (the task keeps running; cancel it with `tasks.cancel`). */
+  readonly signal?: AbortSignal | undefined
+  /** Milliseconds to wait at most (default: no limit). */
+  readonly timeout?: number | undefined
+  /** Called with the task on the first poll and whenever its status or progress changes. */
+  readonly onProgress?: ((task: Task) => void) | undefined
+  /** Bounds of the polling interval in ms (default 250 to 5,000). */
+  readonly pollInterval?: Partial<PollInterval> | undefined
+}
+
+/** Options of {@link Mediagate.run}: those of {@link WaitOptions} plus the creation's `idempotencyKey`. */
+export interface RunOptions extends WaitOptions {
+  /** Sent as `Idempotency-Key`: the same key with the same body within 24 h answers the original task. */
+  readonly idempotencyKey?: string | undefined
+}
+
+/** Options of `files.download`. */
+export interface DownloadOptions {
+  readonly signal?: AbortSignal | undefined
+  /** Milliseconds for the download (default: the client's `timeout`). */
+  readonly timeout?: number | undefined
+}
+
+/** The default base URL (the example server). */
+export const defaultBaseUrl = "http://localhost:3000"
+
+type PageEnvelope<K extends OperationId> = SuccessEnvelope<K> extends
+  { readonly data: ReadonlyArray<infer A>; readonly pagination: infer _ } ? Page<A> : never
+
+/** The Mediagate API client. */
+export class Mediagate {
+  readonly #transport: Transport
+
+  constructor(options: ClientOptions = {}) {
+    const fetch = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init))
+    this.#transport = {
+      baseUrl: (options.baseUrl ?? defaultBaseUrl).replace(/\/+$/, ""),
+      apiKey: options.apiKey,
+      fetch,
+      maxRetries: options.maxRetries ?? 2,
+      timeout: options.timeout ?? 60_000,
+      headers: options.headers ?? {}
+    }
+  }
+
+  /** Sends one operation and answers its success envelope. */
+  #call<K extends OperationId>(
+    id: K,
+    parts: { readonly params?: Record<string, string>; readonly query?: object | undefined; readonly body?: unknown },
+    options?: RequestOptions
+  ): Promise<SuccessEnvelope<K>> {
+    const { method, path } = operationTable[id]
+    return send(this.#transport, { method, path, ...parts }, options) as Promise<SuccessEnvelope<K>>
+  }
+
+  async #data<K extends OperationId>(
+    id: K,
+    parts: { readonly params?: Record<string, string>; readonly query?: object | undefined; readonly body?: unknown },
+    options?: RequestOptions
+  ): Promise<Data<K>> {
+    const envelope = await this.#call(id, parts, options) as { readonly data: Data<K> }
+    return envelope.data
+  }
+
+  async #page<K extends OperationId>(
+    id: K,
+    parts: { readonly params?: Record<string, string>; readonly query?: object | undefined },
+    options?: RequestOptions
+  ): Promise<PageEnvelope<K>> {
+    const envelope = await this.#call(id, parts, options) as unknown as PageEnvelope<K>
+    return { data: envelope.data, pagination: envelope.pagination } as PageEnvelope<K>
+  }
+
+  async *#pages<K extends OperationId>(
+    id: K,
+    parts: { readonly params?: Record<string, string>; readonly query?: { readonly cursor?: string } | undefined },
+    options?: RequestOptions
+  ): AsyncGenerator<PageEnvelope<K>, void, undefined> {
+    let query = parts.query
+    for (;;) {
+      const page = await this.#page(id, { ...parts, query }, options)
+      yield page
+      const cursor = page.pagination.cursor
+      if (!page.pagination.hasMore || cursor === null) return
+      query = { ...query, cursor }
+    }
+  }
+
+  /** Creates a generation task (`POST /api/v1/<endpoint>`) and answers at once with its id and estimate. */
+  create<E extends Endpoint>(endpoint: E, body: GenerationRequest<E>, options?: RequestOptions): Promise<CreationAck> {
+    const id = generationEndpoints[endpoint]
+    if (id === undefined) return Promise.reject(new TypeError(`unknown endpoint ${String(endpoint)}`))
+    return this.#data(id, { body }, options) as Promise<CreationAck>
+  }
+
+  /**
+   * Creates a task and resolves with it once finished (`succeeded`, `failed`, `cancelled` or `expired`: check
+   * `status`), polling with backoff paced by the task's `estimated_seconds`. `timeout` bounds the whole run.
+   */
+  async run<E extends Endpoint>(endpoint: E, body: GenerationRequest<E>, options: RunOptions = {}): Promise<Task> {
+    const limit = deadline(options.signal, options.timeout ?? Infinity)
+    try {
+      const ack = await this.create(endpoint, body, { signal: limit.signal, idempotencyKey: options.idempotencyKey })
+      return await this.waitFor(ack, { ...options, signal: limit.signal, timeout: undefined })
+    } catch (error) {
+      throw limit.signal.aborted ? limit.error() : error
+    } finally {
+      limit.clear()
+    }
+  }
+
+  /** Polls a task until it is finished and resolves with it (any terminal status: check `status`). */
+  async waitFor(
+    task: string | Pick<CreationAck, "id" | "estimated_seconds">,
+    options: WaitOptions = {}
+  ): Promise<Task> {
+    const bounds = { ...defaultPollInterval, ...options.pollInterval }
+    const limit = deadline(options.signal, options.timeout ?? Infinity)
+    const id = typeof task === "string" ? task : task.id
+    const started = Date.now()
+    let estimated = typeof task === "string" ? 0 : task.estimated_seconds
+    let delay: number | undefined = undefined
+    let seen: string | undefined = undefined
+    try {
+      if (typeof task !== "string") {
+        delay = nextDelay(undefined, 0, estimated, bounds)
+        await sleep(delay, limit.signal)
+      }
+      for (;;) {
+        const current = await this.tasks.get(id, { signal: limit.signal })
+        const state = `${current.status}:${current.progress}`
+        if (state !== seen) {
+          seen = state
+          options.onProgress?.(current)
+        }
+        if (terminal.has(current.status)) return current
+        estimated = current.estimated_seconds
+        delay = nextDelay(delay, Date.now() - started, estimated, bounds)
+        await sleep(delay, limit.signal)
+      }
+    } catch (error) {
+      throw limit.signal.aborted ? limit.error() : error
+    } finally {
+      limit.clear()
+    }
+  }
+
+  /** Tasks: list (one page, or every page with `pages`), read, retry, cancel. */
+  readonly tasks = {
+    /** One page of tasks, newest first, with filters and a cursor. */
+    list: (query: TaskListQuery = {}, options?: RequestOptions): Promise<Page<TaskSummary>> =>
+      this.#page("tasks.list", { query }, options),
+    /** Every page from `query` on (`for await (const page of client.tasks.pages({ status: "failed" }))`). */
+    pages: (query: TaskListQuery = {}, options?: RequestOptions): AsyncIterable<Page<TaskSummary>> =>
+      this.#pages("tasks.list", { query }, options),
+    /** Reads a task. */
+    get: (id: string, options?: RequestOptions): Promise<Task> => this.#data("tasks.get", { params: { id } }, options),
+    /** Retries a failed or expired task as a new task (charged again). */
+    retry: (id: string, options?: RequestOptions): Promise<RetryAck> =>
+      this.#data("tasks.retry", { params: { id } }, options),
+    /** Cancels a pending or queued task (refunded). */
+    cancel: (id: string, options?: RequestOptions): Promise<Task> =>
+      this.#data("tasks.cancel", { params: { id } }, options)
+  }
+
+  /** Voices of `vendor9`. */
+  readonly voices = {
+    /** The voices; `name` filters by case-insensitive substring. */
+    list: (query: Query<"voices.list"> = {}, options?: RequestOptions): Promise<Data<"voices.list">> =>
+      this.#data("voices.list", { query }, options)
+  }
+
+  /** The account balance and its ledger. */
+  readonly balance = {
+    /** The balance and billing settings. */
+    get: (options?: RequestOptions): Promise<Balance> => this.#data("balance.get", {}, options),
+    /** One page of the ledger (charges, refunds, top-ups), newest first. */
+    ledger: (query: Query<"balance.ledger"> = {}, options?: RequestOptions): Promise<PageEnvelope<"balance.ledger">> =>
+      this.#page("balance.ledger", { query }, options),
+    /** Every page of the ledger from `query` on. */
+    ledgerPages: (query: Query<"balance.ledger"> = {}, options?: RequestOptions): AsyncIterable<PageEnvelope<"balance.ledger">> =>
+      this.#pages("balance.ledger", { query }, options)
+  }
+
+  /** API keys of the account. */
+  readonly apiKeys = {
+    /** Creates a key; the full key is in this answer only. */
+    create: (body: RequestBody<"apiKeys.create">, options?: RequestOptions): Promise<ApiKeyCreated> =>
+      this.#data("apiKeys.create", { body }, options),
+    /** The account's keys (never the secrets). */
+    list: (options?: RequestOptions): Promise<ReadonlyArray<ApiKey>> => this.#data("apiKeys.list", {}, options),
+    /** Revokes a key. */
+    delete: (id: string, options?: RequestOptions): Promise<Deleted> =>
+      this.#data("apiKeys.delete", { params: { id } }, options)
+  }
+
+  /** Registered webhooks, their deliveries, and verification of what they send. */
+  readonly webhooks = {
+    /** Registers a webhook; its signing secret is in this answer only. */
+    create: (body: RequestBody<"webhooks.create">, options?: RequestOptions): Promise<WebhookCreated> =>
+      this.#data("webhooks.create", { body }, options),
+    /** The registered webhooks. */
+    list: (options?: RequestOptions): Promise<ReadonlyArray<Webhook>> => this.#data("webhooks.list", {}, options),
+    /** Deletes a webhook. */
+    delete: (id: string, options?: RequestOptions): Promise<Deleted> =>
+      this.#data("webhooks.delete", { params: { id } }, options),
+    /** Sends one signed test event now and reports the outcome. */
+    test: (id: string, options?: RequestOptions): Promise<WebhookTestResult> =>
+      this.#data("webhooks.test", { params: { id } }, options),
+    /** One page of a webhook's deliveries, newest first. */
+    deliveries: (id: string, query: Query<"webhooks.deliveries"> = {}, options?: RequestOptions): Promise<Page<Delivery>> =>
+      this.#page("webhooks.deliveries", { params: { id }, query }, options),
+    /** Every page of a webhook's deliveries from `query` on. */
+    deliveryPages: (id: string, query: Query<"webhooks.deliveries"> = {}, options?: RequestOptions): AsyncIterable<Page<Delivery>> =>
+      this.#pages("webhooks.deliveries", { params: { id }, query }, options),
+    /** Replays a delivery: a new attempt series of the same event. */
+    replay: (id: string, deliveryId: string, options?: RequestOptions): Promise<Delivery> =>
+      this.#data("webhooks.replay", { params: { id, deliveryId } }, options),
+    /** Verifies a delivery (raw body, headers, the webhook's secret) and resolves with the event: {@link verifyWebhook}. */
+    verify: (rawBody: string | Uint8Array | ArrayBuffer, headers: IncomingHeaders, secret: string, options?: VerifyOptions): Promise<WebhookEvent> =>
+      verifyWebhook(rawBody, headers, secret, options)
+  }
+
+  /** Result files. */
+  readonly files = {
+    /**
+     * Downloads a result file (its signed URL; no API key is sent) and checks its size against `size_bytes`.
+     * Resolves with a `Blob` (`await blob.arrayBuffer()`, `blob.stream()`, `blob.type`).
+     */
+    download: async (item: Pick<ResultItem, "url" | "size_bytes">, options: DownloadOptions = {}): Promise<Blob> => {
+      const limit = deadline(options.signal, options.timeout ?? this.#transport.timeout)
+      try {
+        const response = await this.#transport.fetch(item.url, { signal: limit.signal })
+        if (!response.ok) {
+          const text = await response.text()
+          let body: unknown = undefined
+          try {
+            body = JSON.parse(text)
+          } catch {
+            // not an envelope
+          }
+          throw errorOf(response, body)
+        }
+        const blob = await response.blob()
+        if (blob.size !== item.size_bytes) {
+          throw new MediagateError({
+            code: "DOWNLOAD_SIZE_MISMATCH",
+            message: `expected ${item.size_bytes} bytes, got ${blob.size}`,
+            status: response.status
+          })
+        }
+        return blob
+      } catch (error) {
+        if (MediagateError.is(error)) throw error
+        throw limit.signal.aborted
+          ? limit.error()
+          : new MediagateError({ code: "NETWORK_ERROR", message: String(error), status: 0, cause: error })
+      } finally {
+        limit.clear()
+      }
+    }
+  }
+}
+
+type Method = (...args: ReadonlyArray<never>) => unknown
+
+/**
+ * The client method of every operation of the contract, by operation id. Typed over every operation id of the
+ * generated table: an endpoint added to the contract without a method here fails `tsc -b` (and the client tests).
+ */
+export const methodOf: { readonly [K in OperationId]: (client: Mediagate) => Method } = {
+  ...(Object.fromEntries(
+    Object.values(generationEndpoints).map((id) => [id, (client: Mediagate) => client.create.bind(client)])
+  ) as { readonly [K in (typeof generationEndpoints)[Endpoint]]: (client: Mediagate) => Method }),
+  "tasks.list": (c) => c.tasks.list,
+  "tasks.get": (c) => c.tasks.get,
+  "tasks.retry": (c) => c.tasks.retry,
+  "tasks.cancel": (c) => c.tasks.cancel,
+  "voices.list": (c) => c.voices.list,
+  "balance.get": (c) => c.balance.get,
+  "balance.ledger": (c) => c.balance.ledger,
+  "apiKeys.create": (c) => c.apiKeys.create,
+  "apiKeys.list": (c) => c.apiKeys.list,
+  "apiKeys.delete": (c) => c.apiKeys.delete,
+  "webhooks.create": (c) => c.webhooks.create,
+  "webhooks.list": (c) => c.webhooks.list,
+  "webhooks.delete": (c) => c.webhooks.delete,
+  "webhooks.test": (c) => c.webhooks.test,
+  "webhooks.deliveries": (c) => c.webhooks.deliveries,
+  "webhooks.replay": (c) => c.webhooks.replay
+}

@@ -1,0 +1,48 @@
+/**
+ * The account's ledger as `GET /api/v1/balance/ledger` shows it (docs/billing.md "Reading the ledger"): charges,
+ * refunds, top-ups and adjustments, newest first, keyset-paged like the task list. Read-only: entries are written
+ * by billing only.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { integer, oneOf, optional, text } from "./Fields.js"
+import { Timestamp } from "./Timestamp.js"
+
+/** Kinds of ledger entries. */
+export const ledgerKinds = ["charge", "refund", "top_up", "adjustment"] as const
+/** A kind of ledger entry. */
+export type LedgerKind = typeof ledgerKinds[number]
+/** A kind of ledger entry. */
+export const LedgerKind = Schema.Literal(...ledgerKinds).annotations({ identifier: "LedgerKind" })
+
+/** One entry of the ledger. */
+export const LedgerEntry = Schema.Struct({
+  id: Schema.String.annotations({ description: "Increasing in the order entries were written" }),
+  kind: LedgerKind,
+  amount: Schema.Number.annotations({
+    description: "Signed USD: charges are negative, refunds and top-ups positive, adjustments either"
+  }),
+  task_id: Schema.NullOr(Schema.String).annotations({ description: "The task a charge or refund is about" }),
+  key_id: Schema.NullOr(Schema.String).annotations({ description: "The key that created the task" }),
+  description: Schema.String,
+  month: Schema.String.annotations({ description: "The calendar month (UTC, YYYY-MM) the entry counts in" }),
+  created_at: Timestamp
+}).annotations({ identifier: "LedgerEntry" })
+/** One entry of the ledger. */
+export type LedgerEntry = typeof LedgerEntry.Type
+
+/** Query of `GET /api/v1/balance/ledger`. */
+export const LedgerListQuery = Schema.Struct({
+  kind: optional(oneOf(...ledgerKinds).annotations({ description: "Only entries of this kind" })),
+  limit: optional(
+    Schema.compose(
+      Schema.NumberFromString.annotations({ message: () => ({ message: "must be an integer from 1 to 100", override: true }) }),
+      integer(1, 100),
+      { strict: false }
+    ).annotations({ description: "Items per page, 1 to 100 (default 20)", default: 20 })
+  ),
+  cursor: optional(text(512, 1).annotations({ description: "`pagination.cursor` of the previous page" }))
+}).annotations({ identifier: "LedgerListQuery" })
+/** Query of `GET /api/v1/balance/ledger`, decoded. */
+export type LedgerListQuery = typeof LedgerListQuery.Type

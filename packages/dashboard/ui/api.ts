@@ -1,0 +1,124 @@
+/**
+ * The dashboard's one way to the API: the contract's typed client (`@mediagate/contract/Client`, derived from the
+ * HttpApi) over the browser's fetch, run as promises for the views. No request is written by hand here: every
+ * endpoint, its parameters and its answer come from the contract.
+ *
+ * Credentials live in memory and in `sessionStorage` only (this tab, until it closes or signs out), never in a URL
+ * or a cookie; the account key and the operator token are kept apart.
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as Client from "@mediagate/contract/Client"
+import * as Effect from "effect/Effect"
+
+/** Where the app is mounted (`<meta name="mediagate-base">`), e.g. `/dashboard`. */
+export const base: string = document.querySelector<HTMLMetaElement>("meta[name=mediagate-base]")?.content || "/dashboard"
+
+/** The API's base URL as the browser reaches it. */
+export const apiBaseUrl: string = location.origin +
+  (document.querySelector<HTMLMetaElement>("meta[name=mediagate-api]")?.content ?? "")
+
+/** The kinds of credentials: an account's API key, the operator's admin token. */
+export type CredentialKind = "key" | "admin"
+
+const storageKeys: Record<CredentialKind, string> = { key: "mediagate.apiKey", admin: "mediagate.adminToken" }
+const memory: Partial<Record<CredentialKind, string>> = {}
+
+const readStored = (kind: CredentialKind): string | undefined => {
+  try {
+    return sessionStorage.getItem(storageKeys[kind]) ?? undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The credential of a kind, if signed in. */
+export const credential = (kind: CredentialKind): string | undefined => {
+  if (memory[kind] === undefined) {
+    const stored = readStored(kind)
+    if (stored !== undefined) memory[kind] = stored
+  }
+  return memory[kind]
+}
+
+/** Signs in (keeps the credential for this tab). */
+export const signIn = (kind: CredentialKind, value: string): void => {
+  memory[kind] = value
+  clients[kind] = undefined
+  try {
+    sessionStorage.setItem(storageKeys[kind], value)
+  } catch {
+    // storage refused (private mode): memory only
+  }
+}
+
+/** Signs out: forgets the credential and the client built on it. */
+export const signOut = (kind: CredentialKind): void => {
+  delete memory[kind]
+  clients[kind] = undefined
+  try {
+    sessionStorage.removeItem(storageKeys[kind])
+  } catch {
+    // nothing stored
+  }
+}
+
+/** The typed client of the whole API. */
+export type Api = Client.MediagateClient
+
+const clients: Partial<Record<CredentialKind, Api | undefined>> = {}
+
+const makeClient = (apiKey: string) =>
+  Effect.runSync(Effect.provide(Client.make({ baseUrl: apiBaseUrl, apiKey }), FetchHttpClient.layer))
+
+/** An API failure as the views show it. */
+export class ApiFailure extends Error {
+  constructor(message: string, readonly code: string, readonly status: number | undefined) {
+    super(message)
+  }
+}
+
+const hasString = (value: unknown, key: string): value is Record<string, string> =>
+  typeof value === "object" && value !== null && typeof (value as Record<string, unknown>)[key] === "string"
+
+/** What went wrong, in words: the API's envelope when there is one, else the transport's. */
+export const toFailure = (error: unknown): ApiFailure => {
+  if (error instanceof ApiFailure) return error
+  if (hasString(error, "code") && hasString(error, "message")) {
+    const status = (error as { status?: unknown }).status
+    return new ApiFailure(error.message, error.code, typeof status === "number" ? status : undefined)
+  }
+  if (hasString(error, "_tag") && error._tag === "ResponseError") {
+    const response = (error as unknown as { response: { status: number } }).response
+    return new ApiFailure(`The server answered ${response.status}`, "HTTP_ERROR", response.status)
+  }
+  if (hasString(error, "_tag") && error._tag === "RequestError") {
+    return new ApiFailure("The server cannot be reached", "NETWORK_ERROR", undefined)
+  }
+  return new ApiFailure(error instanceof Error ? error.message : String(error), "UNKNOWN", undefined)
+}
+
+/** Fired when the server refuses a credential (401): the app signs out of that kind. */
+export const onUnauthorized = new EventTarget()
+
+/**
+ * Runs one call of the typed client with the credential of `kind`: resolves with the decoded answer, rejects with
+ * an {@link ApiFailure}.
+ */
+export const call = <A, E>(kind: CredentialKind, f: (api: Api) => Effect.Effect<A, E>): Promise<A> => {
+  const value = credential(kind)
+  if (value === undefined) return Promise.reject(new ApiFailure("Not signed in", "UNAUTHORIZED", 401))
+  const api = clients[kind] ??= makeClient(value)
+  return Effect.runPromise(Effect.either(f(api))).then((result) => {
+    if (result._tag === "Right") return result.right
+    const failure = toFailure(result.left)
+    if (failure.status === 401 || failure.code === "KEY_REVOKED") {
+      onUnauthorized.dispatchEvent(new CustomEvent(kind))
+    }
+    throw failure
+  }, (defect: unknown) => {
+    throw toFailure(defect)
+  })
+}
+
+/** A fresh idempotency key for one submission of a form (a double click creates one thing). */
+export const idempotencyKey = (): string => crypto.randomUUID()

@@ -1,0 +1,245 @@
+/**
+ * API keys: the account's keys (never their secrets), creation with every option (permissions, providers, IP
+ * whitelist, spend limit, expiry, environment, rate limits) with the full key shown once, and revocation. What a
+ * key cannot do is explained next to the form, and a refusal says why.
+ */
+import { ApiKey, Catalog } from "@mediagate/contract"
+import { useState } from "preact/hooks"
+import { call, idempotencyKey } from "../api.js"
+import { ConfirmButton, Empty, ErrorBox, Field, SecretOnce, Show, useLoad, useSubmit } from "../components.js"
+import { money, time } from "../format.js"
+
+const permissionHelp: Record<ApiKey.PermissionName, string> = {
+  "video:create": "create video tasks",
+  "image:create": "create image, audio and music tasks",
+  "tasks:read": "read and list tasks",
+  "tasks:write": "retry and cancel tasks",
+  "voices:read": "list voices",
+  "balance:read": "read the balance and the ledger",
+  "api-keys:write": "create, list and revoke keys",
+  "webhooks:write": "manage webhooks and their deliveries"
+}
+
+/** What the permissions of a key grant, in words. */
+const describePermissions = (permissions: ApiKey.Permissions): string => {
+  if (ApiKey.isFullAccess(permissions)) return "Full access"
+  const names = ApiKey.permissionNames.filter((n) => permissions[n] === true)
+  const providers = permissions.providers === undefined ? "" : ` · providers: ${permissions.providers.join(", ") || "none"}`
+  return `${names.length === 0 ? "every permission" : names.join(", ")}${providers}`
+}
+
+/** Why a key may be refused: the rules of docs/security.md, in a user's words. */
+export const KeyRules = () => (
+  <aside class="card rules" aria-label="What a key cannot do">
+    <h2>What a key cannot do</h2>
+    <ul>
+      <li>Grant more than the key that creates it: permissions, providers, spend limit, rate limits and expiry of a new key stay within yours (no escalation). Creating keys needs <code>api-keys:write</code>.</li>
+      <li>Act outside its permissions: a key without <code>tasks:write</code> cannot retry or cancel; without <code>video:create</code> it cannot create videos; with a provider list, only those providers.</li>
+      <li>Spend beyond its spend limit (or the account's monthly limit, or a prepaid balance): such tasks are refused with <code>SPEND_LIMIT_EXCEEDED</code> / <code>INSUFFICIENT_BALANCE</code>.</li>
+      <li>Be used from another address when it has an IP whitelist, or after it expires or is revoked (revoking a key revokes the keys created with it).</li>
+      <li>Be read again: the full key is shown once, at creation. Test keys (<code>mg_test_</code>) run in the free sandbox and are never charged.</li>
+      <li>Reach the operator API (<code>/admin/v1</code>): that takes the admin token.</li>
+    </ul>
+  </aside>
+)
+
+const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated) => void }) => {
+  const [name, setName] = useState("")
+  const [environment, setEnvironment] = useState<"" | "live" | "test">("")
+  const [full, setFull] = useState(true)
+  const [permissions, setPermissions] = useState<ReadonlyArray<ApiKey.PermissionName>>(["tasks:read"])
+  const [providers, setProviders] = useState<ReadonlyArray<string>>([])
+  const [restrictProviders, setRestrictProviders] = useState(false)
+  const [ips, setIps] = useState("")
+  const [spendLimit, setSpendLimit] = useState("")
+  const [expiresAt, setExpiresAt] = useState("")
+  const [rpm, setRpm] = useState("")
+  const [inFlight, setInFlight] = useState("")
+  const form = useSubmit()
+  const submit = () => {
+    const payload: { -readonly [K in keyof typeof ApiKey.ApiKeyCreate.Type]?: (typeof ApiKey.ApiKeyCreate.Type)[K] } = { name }
+    if (environment !== "") payload.environment = environment
+    if (!full || restrictProviders) {
+      const granted: Record<string, unknown> = {}
+      if (!full) for (const p of permissions) granted[p] = true
+      if (restrictProviders) granted["providers"] = providers
+      payload.permissions = granted as ApiKey.Permissions
+    }
+    const whitelist = ips.split(/[\s,]+/).filter((s) => s !== "")
+    if (whitelist.length > 0) payload.ipWhitelist = whitelist
+    if (spendLimit !== "") payload.spendLimit = Number(spendLimit)
+    if (expiresAt !== "") payload.expiresAt = new Date(expiresAt)
+    if (rpm !== "" || inFlight !== "") {
+      payload.rateLimit = {
+        ...(rpm === "" ? {} : { requestsPerMinute: Number(rpm) }),
+        ...(inFlight === "" ? {} : { maxInFlightTasks: Number(inFlight) })
+      }
+    }
+    return call("key", (api) =>
+      api.apiKeys.create({
+        payload: payload as typeof ApiKey.ApiKeyCreate.Type,
+        headers: { "idempotency-key": idempotencyKey() }
+      })).then((created) => {
+        setName("")
+        props.onCreated(created)
+      })
+  }
+  return (
+    <form
+      class="card form"
+      aria-label="Create a key"
+      onSubmit={(e) => {
+        e.preventDefault()
+        form.submit(submit)
+      }}
+    >
+      <h2>Create a key</h2>
+      <Field label="Name">
+        <input type="text" name="name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </Field>
+      <Field label="Environment" help="Default: the environment of the key you signed in with">
+        <select name="environment" value={environment} onChange={(e) => setEnvironment(e.currentTarget.value as "" | "live" | "test")}>
+          <option value="">Same as mine</option>
+          <option value="live">live (charged)</option>
+          <option value="test">test (free sandbox)</option>
+        </select>
+      </Field>
+      <fieldset>
+        <legend>Permissions</legend>
+        <label class="check">
+          <input type="checkbox" name="full" checked={full} onChange={(e) => setFull(e.currentTarget.checked)} />
+          Full access (everything my key may do)
+        </label>
+        {full ? null : ApiKey.permissionNames.map((p) => (
+          <label key={p} class="check">
+            <input
+              type="checkbox"
+              name="permission"
+              value={p}
+              checked={permissions.includes(p)}
+              onChange={(e) => setPermissions(e.currentTarget.checked ? [...permissions, p] : permissions.filter((x) => x !== p))}
+            />
+            <code>{p}</code> <span class="muted small">{permissionHelp[p]}</span>
+          </label>
+        ))}
+      </fieldset>
+      <fieldset>
+        <legend>Providers</legend>
+        <label class="check">
+          <input type="checkbox" name="restrictProviders" checked={restrictProviders} onChange={(e) => setRestrictProviders(e.currentTarget.checked)} />
+          Only some providers
+        </label>
+        {restrictProviders ? Catalog.taskFamilies.map((f) => (
+          <label key={f} class="check">
+            <input
+              type="checkbox"
+              name="provider"
+              value={f}
+              checked={providers.includes(f)}
+              onChange={(e) => setProviders(e.currentTarget.checked ? [...providers, f] : providers.filter((x) => x !== f))}
+            />
+            {f}
+          </label>
+        )) : null}
+      </fieldset>
+      <Field label="IP whitelist (optional)" help="Addresses or CIDR ranges, separated by spaces or commas">
+        <textarea name="ipWhitelist" rows={2} value={ips} onInput={(e) => setIps(e.currentTarget.value)} />
+      </Field>
+      <div class="grid2">
+        <Field label="Spend limit, USD (optional)">
+          <input type="number" name="spendLimit" min="0" step="0.01" value={spendLimit} onInput={(e) => setSpendLimit(e.currentTarget.value)} />
+        </Field>
+        <Field label="Expires (optional, your time zone)">
+          <input type="datetime-local" name="expiresAt" value={expiresAt} onInput={(e) => setExpiresAt(e.currentTarget.value)} />
+        </Field>
+        <Field label="Requests per minute (optional)">
+          <input type="number" name="requestsPerMinute" min="1" step="1" value={rpm} onInput={(e) => setRpm(e.currentTarget.value)} />
+        </Field>
+        <Field label="Tasks in flight (optional)">
+          <input type="number" name="maxInFlightTasks" min="1" step="1" value={inFlight} onInput={(e) => setInFlight(e.currentTarget.value)} />
+        </Field>
+      </div>
+      {form.error === undefined ? null : (
+        <ErrorBox
+          error={form.error}
+          hint={form.error.code === "KEY_PERMISSION_DENIED" || form.error.code === "VALIDATION_ERROR"
+            ? "A new key cannot grant more than the key you signed in with: see “What a key cannot do”."
+            : undefined}
+        />
+      )}
+      <button type="submit" class="primary" disabled={form.busy}>Create key</button>
+    </form>
+  )
+}
+
+/** The key list. */
+export const KeyList = () => {
+  const loaded = useLoad(() => call("key", (api) => api.apiKeys.list()), [])
+  const [created, setCreated] = useState<ApiKey.ApiKeyCreated | undefined>(undefined)
+  const action = useSubmit()
+  return (
+    <section>
+      <header class="view-header">
+        <h1>API keys</h1>
+      </header>
+      {created === undefined ? null : <SecretOnce title={`The key “${created.name}”`} value={created.key} onDone={() => setCreated(undefined)} />}
+      {action.error === undefined ? null : <ErrorBox error={action.error} />}
+      <Show
+        loaded={loaded}
+        hint={(error) => error.code === "KEY_PERMISSION_DENIED" ? "Listing keys needs a key with api-keys:write." : undefined}
+      >
+        {(keys) =>
+          keys.length === 0
+            ? <Empty>No keys to show.</Empty>
+            : (
+              <div class="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Name</th>
+                      <th scope="col">Key</th>
+                      <th scope="col">Permissions</th>
+                      <th scope="col" class="num">Spent / limit</th>
+                      <th scope="col">Expires</th>
+                      <th scope="col">Last used</th>
+                      <th scope="col">Actions</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {keys.map((key) => (
+                      <tr key={key.id} data-key={key.id}>
+                        <td>{key.name}<div class="muted small">{key.environment} · created {time(key.createdAt)}</div></td>
+                        <td class="mono">{key.maskedKey}</td>
+                        <td>
+                          {describePermissions(key.permissions)}
+                          {key.ipWhitelist.length === 0 ? null : <div class="muted small">IPs: {key.ipWhitelist.join(", ")}</div>}
+                        </td>
+                        <td class="num">{money(key.spent)} / {key.spendLimit === null ? "no limit" : money(key.spendLimit)}</td>
+                        <td>{key.expiresAt === null ? "never" : time(key.expiresAt)}</td>
+                        <td>{time(key.lastUsedAt)}</td>
+                        <td>
+                          <ConfirmButton
+                            label="Revoke"
+                            confirm="Confirm revoke"
+                            onConfirm={() => action.submit(() => call("key", (api) => api.apiKeys.delete({ path: { id: key.id } })).then(loaded.reload))}
+                          />
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+      </Show>
+      <div class="split">
+        <CreateForm
+          onCreated={(key) => {
+            setCreated(key)
+            loaded.reload()
+          }}
+        />
+        <KeyRules />
+      </div>
+    </section>
+  )
+}

@@ -1,0 +1,314 @@
+/**
+ * Tasks: the list with every filter of `GET /api/v1/tasks` (status, provider, model, dates, id search), keyset
+ * paging and live states (polled every 3 s while the tab is visible), and a task's detail: input, timings, cost,
+ * error, the retry chain, the result previewed in place with a download link, retry and cancel.
+ */
+import { Catalog, Task } from "@mediagate/contract"
+import { useState } from "preact/hooks"
+import { call } from "../api.js"
+import { ConfirmButton, Empty, ErrorBox, Field, Link, Pager, Show, Status, useLoad, usePager, useSubmit } from "../components.js"
+import { bytes, duration, money, moneyExact, time, timeZone } from "../format.js"
+import { current, navigate } from "../router.js"
+import { idempotencyKey } from "../api.js"
+
+type Query = typeof Task.TaskListQuery.Type
+
+const filterNames = ["status", "provider", "model", "from", "to", "search"] as const
+type Filters = Partial<Record<typeof filterNames[number], string>>
+
+/** Local calendar day `YYYY-MM-DD` to the ISO instant of its start (`end`: of the next day) in the viewer's zone. */
+const dayBoundary = (day: string, end: boolean): Date | undefined => {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(day)
+  if (match === null) return undefined
+  return new Date(Number(match[1]), Number(match[2]) - 1, Number(match[3]) + (end ? 1 : 0))
+}
+
+const toQuery = (filters: Filters): Query => {
+  const query: { -readonly [K in keyof Query]?: Query[K] } = {}
+  if (filters.status) query.status = filters.status as Query["status"] & string
+  if (filters.provider) query.provider = filters.provider as Query["provider"] & string
+  if (filters.model) query.model = filters.model as Query["model"] & string
+  const after = filters.from ? dayBoundary(filters.from, false) : undefined
+  const before = filters.to ? dayBoundary(filters.to, true) : undefined
+  if (after !== undefined) query.created_after = after
+  if (before !== undefined) query.created_before = before
+  if (filters.search) query.search = filters.search
+  return query
+}
+
+const readFilters = (): Filters => {
+  const params = current().query
+  const filters: Filters = {}
+  for (const name of filterNames) {
+    const value = params.get(name)
+    if (value) filters[name] = value
+  }
+  return filters
+}
+
+const isActive = (status: string) => !Task.terminalStatuses.includes(status as Task.TaskStatus)
+
+/** The task list. */
+export const TaskList = () => {
+  const [filters, setFilters] = useState<Filters>(readFilters)
+  const pager = usePager()
+  const apply = (next: Filters) => {
+    setFilters(next)
+    pager.reset()
+    const params = new URLSearchParams(Object.entries(next).filter(([, v]) => v !== undefined && v !== ""))
+    navigate(`/tasks${params.size > 0 ? `?${params}` : ""}`, { replace: true })
+  }
+  const set = (name: typeof filterNames[number]) => (event: Event) => {
+    const value = (event.currentTarget as HTMLInputElement | HTMLSelectElement).value
+    const next = { ...filters, [name]: value || undefined }
+    if (name === "provider") delete next.model
+    apply(next)
+  }
+  const loaded = useLoad(
+    () =>
+      call("key", (api) =>
+        api.tasks.list({
+          urlParams: { ...toQuery(filters), limit: 20, ...(pager.cursor === undefined ? {} : { cursor: pager.cursor }) }
+        })),
+    [JSON.stringify(filters), pager.cursor],
+    // the first page is polled for new tasks; later pages while a task on them is active
+    { pollMs: 3000, poll: (page) => pager.cursor === undefined || page.data.some((t) => isActive(t.status)) }
+  )
+  const models = filters.provider
+    ? (Catalog.models as Record<string, ReadonlyArray<string>>)[filters.provider] ?? []
+    : Catalog.modelIds
+  return (
+    <section>
+      <header class="view-header">
+        <h1>Tasks</h1>
+        <span class="muted" aria-live="polite">{loaded.loading ? "Refreshing…" : "Live: refreshed every 3 s"}</span>
+      </header>
+      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
+        <Field label="Status">
+          <select name="status" value={filters.status ?? ""} onChange={set("status")}>
+            <option value="">Any</option>
+            {Task.taskStatuses.map((s) => <option key={s} value={s}>{s}</option>)}
+          </select>
+        </Field>
+        <Field label="Provider">
+          <select name="provider" value={filters.provider ?? ""} onChange={set("provider")}>
+            <option value="">Any</option>
+            {Catalog.taskFamilies.map((f) => <option key={f} value={f}>{f}</option>)}
+          </select>
+        </Field>
+        <Field label="Model">
+          <select name="model" value={filters.model ?? ""} onChange={set("model")}>
+            <option value="">Any</option>
+            {models.map((m) => <option key={m} value={m}>{m}</option>)}
+          </select>
+        </Field>
+        <Field label="Created from">
+          <input type="date" name="from" value={filters.from ?? ""} onChange={set("from")} />
+        </Field>
+        <Field label="Created to">
+          <input type="date" name="to" value={filters.to ?? ""} onChange={set("to")} />
+        </Field>
+        <Field label="Task id starts with">
+          <input
+            type="search"
+            name="search"
+            placeholder="task_01…"
+            maxLength={64}
+            value={filters.search ?? ""}
+            onChange={set("search")}
+          />
+        </Field>
+        {Object.keys(filters).length > 0 ? <button type="button" onClick={() => apply({})}>Clear filters</button> : null}
+      </form>
+      <Show loaded={loaded}>
+        {(page) =>
+          page.data.length === 0
+            ? (
+              <Empty>
+                {Object.keys(filters).length > 0
+                  ? "No task matches these filters."
+                  : "No tasks yet. Create one through the API (POST /api/v1/…) and it appears here within seconds."}
+              </Empty>
+            )
+            : (
+              <>
+                <div class="table-wrap">
+                  <table class="tasks">
+                    <thead>
+                      <tr>
+                        <th scope="col">Task</th>
+                        <th scope="col">Status</th>
+                        <th scope="col" class="hide-narrow">Provider · model</th>
+                        <th scope="col" class="hide-narrow">Operation</th>
+                        <th scope="col">Created ({timeZone})</th>
+                        <th scope="col" class="num">Cost</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {page.data.map((task) => (
+                        <tr key={task.id} data-task={task.id}>
+                          <td>
+                            <Link to={`/tasks/${task.id}`} class="mono">{task.id}</Link>
+                            {task.metadata !== undefined && Object.keys(task.metadata).length > 0
+                              ? <div class="muted small">{JSON.stringify(task.metadata).slice(0, 80)}</div>
+                              : null}
+                          </td>
+                          <td>
+                            <Status status={task.status} />
+                            {isActive(task.status) && task.progress > 0 ? <span class="muted small"> {task.progress}%</span> : null}
+                            {task.error === undefined ? null : <div class="muted small">{task.error.code}</div>}
+                          </td>
+                          <td class="hide-narrow">{task.provider} · {task.model}</td>
+                          <td class="hide-narrow">{task.operation}</td>
+                          <td>{time(task.created_at)}</td>
+                          <td class="num" title={moneyExact(task.cost)}>{money(task.cost)}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+                <Pager pager={pager} pagination={page.pagination} shown={page.data.length} />
+              </>
+            )}
+      </Show>
+    </section>
+  )
+}
+
+const imageFormats = new Set(["png", "jpg", "jpeg", "webp", "gif", "avif"])
+const videoFormats = new Set(["mp4", "webm", "mov", "m4v"])
+const audioFormats = new Set(["mp3", "wav", "ogg", "m4a", "aac", "flac", "opus"])
+
+/** One result file, previewed by its kind, with a download link. */
+const Preview = (props: { readonly item: Task.ResultItem; readonly type: string; readonly index: number }) => {
+  const { item } = props
+  const format = item.format.toLowerCase()
+  const label = `Result ${props.index + 1}${item.kind === "last_frame" ? " (last frame)" : ""}`
+  const media = imageFormats.has(format) || (props.type === "image" && !videoFormats.has(format))
+    ? <img src={item.url} alt={label} loading="lazy" />
+    : videoFormats.has(format) || props.type === "video"
+    ? <video src={item.url} controls preload="metadata" aria-label={label} />
+    : audioFormats.has(format) || props.type === "audio" || props.type === "music"
+    ? <audio src={item.url} controls preload="metadata" aria-label={label} />
+    : null
+  return (
+    <figure class="preview" data-format={format}>
+      {media}
+      <figcaption>
+        {label}: {format}, {bytes(item.size_bytes)}
+        {item.width !== undefined && item.height !== undefined ? `, ${item.width}×${item.height}` : ""}
+        {item.duration !== undefined ? `, ${item.duration} s` : ""}
+        {" · "}
+        <a href={item.url} download rel="noreferrer">Download</a>
+      </figcaption>
+    </figure>
+  )
+}
+
+/** A task's detail. */
+export const TaskDetail = (props: { readonly id: string }) => {
+  const loaded = useLoad(
+    () => call("key", (api) => api.tasks.get({ path: { id: props.id } })),
+    [props.id],
+    { pollMs: 2000, poll: (task) => isActive(task.status) }
+  )
+  const action = useSubmit()
+  return (
+    <section>
+      <header class="view-header">
+        <h1 class="mono">{props.id}</h1>
+        <Link to="/tasks">← All tasks</Link>
+      </header>
+      <Show loaded={loaded}>
+        {(task) => (
+          <div class="detail">
+            <div class="card">
+              <dl class="facts">
+                <dt>Status</dt>
+                <dd>
+                  <Status status={task.status} /> {isActive(task.status) ? `${task.progress}%` : null}
+                </dd>
+                <dt>Provider · model</dt>
+                <dd>{task.provider} · {task.model}</dd>
+                <dt>Operation</dt>
+                <dd>{task.type} · {task.operation}</dd>
+                <dt>Cost</dt>
+                <dd title={moneyExact(task.cost)}>{money(task.cost)}</dd>
+                <dt>Created</dt>
+                <dd>{time(task.created_at)}</dd>
+                <dt>Started</dt>
+                <dd>{time(task.started_at)} <span class="muted">(waited {duration(task.created_at, task.started_at)})</span></dd>
+                <dt>Completed</dt>
+                <dd>{time(task.completed_at)} <span class="muted">(ran {duration(task.started_at, task.completed_at)})</span></dd>
+                <dt>Estimated</dt>
+                <dd>{task.estimated_seconds} s</dd>
+                <dt>Retry of</dt>
+                <dd>
+                  {task.original_task_id === null
+                    ? "—"
+                    : <Link to={`/tasks/${task.original_task_id}`} class="mono">{task.original_task_id}</Link>}
+                </dd>
+                <dt>Webhook URL</dt>
+                <dd class="break">{task.webhookUrl ?? "—"}</dd>
+              </dl>
+              <div class="row">
+                {Task.retryableStatuses.includes(task.status)
+                  ? (
+                    <button
+                      type="button"
+                      disabled={action.busy}
+                      onClick={() =>
+                        action.submit(() =>
+                          call("key", (api) =>
+                            api.tasks.retry({ path: { id: task.id }, headers: { "idempotency-key": idempotencyKey() } }))
+                            .then((ack) => navigate(`/tasks/${ack.id}`))
+                        )}
+                    >
+                      Retry (charged again)
+                    </button>
+                  )
+                  : null}
+                {Task.cancellableStatuses.includes(task.status)
+                  ? (
+                    <ConfirmButton
+                      label="Cancel"
+                      confirm="Confirm cancel (refunded)"
+                      onConfirm={() => action.submit(() => call("key", (api) => api.tasks.cancel({ path: { id: task.id } })).then(loaded.reload))}
+                    />
+                  )
+                  : null}
+              </div>
+              {action.error === undefined ? null : <ErrorBox error={action.error} />}
+            </div>
+            {task.error === undefined ? null : (
+              <div class="card error-card">
+                <h2>Error</h2>
+                <p>
+                  <span class="code">{task.error.code}</span> {task.error.message}
+                </p>
+              </div>
+            )}
+            {task.result === undefined || task.result.length === 0 ? null : (
+              <div class="card">
+                <h2>Result</h2>
+                <div class="previews">
+                  {task.result.map((item, index) => <Preview key={item.url} item={item} type={task.type} index={index} />)}
+                </div>
+              </div>
+            )}
+            <div class="card">
+              <h2>Input</h2>
+              <pre class="json" data-testid="task-input">{JSON.stringify(task.input, null, 2)}</pre>
+              {Object.keys(task.metadata ?? {}).length > 0 ? (
+                <>
+                  <h3>Metadata</h3>
+                  <pre class="json">{JSON.stringify(task.metadata, null, 2)}</pre>
+                </>
+              ) : null}
+            </div>
+          </div>
+        )}
+      </Show>
+    </section>
+  )
+}
