@@ -7,22 +7,14 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import { integer, oneOf, optional, text } from "./Fields.js"
+import { oneOf, optional, pageCursor, pageLimit, text } from "./Fields.js"
 import { Task, TaskListQuery, TaskStatus, taskStatuses, TaskSummary } from "./Task.js"
 import { Timestamp } from "./Timestamp.js"
 import { Delivery, DeliveryAttempt, DeliveryStatus } from "./Webhook.js"
 
-/** `limit` of an operator list: 1 to 100, default 20 (as the task list's). */
-const limit = optional(
-  Schema.compose(
-    Schema.NumberFromString.annotations({ message: () => ({ message: "must be an integer from 1 to 100", override: true }) }),
-    integer(1, 100),
-    { strict: false }
-  ).annotations({ description: "Items per page, 1 to 100 (default 20)", default: 20 })
-)
-
-/** `cursor` of an operator list: `pagination.cursor` of the previous page. */
-const cursor = optional(text(512, 1).annotations({ description: "`pagination.cursor` of the previous page" }))
+/** `limit` and `cursor` of an operator list: as the task list's. */
+const limit = pageLimit
+const cursor = pageCursor
 
 /** An account id filter. */
 const accountId = optional(text(64, 1).annotations({ description: "Only this account's items (`acct_...`)" }))

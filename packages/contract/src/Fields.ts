@@ -69,6 +69,18 @@ export const describe = <S extends Schema.Annotable<S, any, any, any>>(schema: S
   return schema.annotations({ description, jsonSchema: { ...jsonSchema, description } })
 }
 
+/** `limit` of a list query: 1 to 100, default 20 (every paged list of the API). */
+export const pageLimit = optional(
+  Schema.compose(
+    Schema.NumberFromString.annotations({ message: () => ({ message: "must be an integer from 1 to 100", override: true }) }),
+    integer(1, 100),
+    { strict: false }
+  ).annotations({ description: "Items per page, 1 to 100 (default 20)", default: 20 })
+)
+
+/** `cursor` of a list query: `pagination.cursor` of the previous page. */
+export const pageCursor = optional(text(512, 1).annotations({ description: "`pagination.cursor` of the previous page" }))
+
 /** Longest URL accepted anywhere. */
 export const maxUrlLength = 2048
 

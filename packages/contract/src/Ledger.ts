@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import { integer, oneOf, optional, text } from "./Fields.js"
+import { oneOf, optional, pageCursor, pageLimit } from "./Fields.js"
 import { Timestamp } from "./Timestamp.js"
 
 /** Kinds of ledger entries. */
@@ -35,14 +35,8 @@ export type LedgerEntry = typeof LedgerEntry.Type
 /** Query of `GET /api/v1/balance/ledger`. */
 export const LedgerListQuery = Schema.Struct({
   kind: optional(oneOf(...ledgerKinds).annotations({ description: "Only entries of this kind" })),
-  limit: optional(
-    Schema.compose(
-      Schema.NumberFromString.annotations({ message: () => ({ message: "must be an integer from 1 to 100", override: true }) }),
-      integer(1, 100),
-      { strict: false }
-    ).annotations({ description: "Items per page, 1 to 100 (default 20)", default: 20 })
-  ),
-  cursor: optional(text(512, 1).annotations({ description: "`pagination.cursor` of the previous page" }))
+  limit: pageLimit,
+  cursor: pageCursor
 }).annotations({ identifier: "LedgerListQuery" })
 /** Query of `GET /api/v1/balance/ledger`, decoded. */
 export type LedgerListQuery = typeof LedgerListQuery.Type

@@ -5,7 +5,7 @@
  */
 import * as Schema from "effect/Schema"
 import { mediaTypes, modelIds, operations, taskFamilies } from "./Catalog.js"
-import { integer, Metadata, oneOf, optional, text } from "./Fields.js"
+import { Metadata, oneOf, optional, pageCursor, pageLimit, text } from "./Fields.js"
 import { IsoDate, Timestamp } from "./Timestamp.js"
 
 /** Task states (spec "States and transitions"; decisions.md §3). */
@@ -135,14 +135,8 @@ export const TaskListQuery = Schema.Struct({
   created_after: optional(IsoDate),
   created_before: optional(IsoDate),
   search: optional(text(64, 1).annotations({ description: "Task id prefix" })),
-  limit: optional(
-    Schema.compose(
-      Schema.NumberFromString.annotations({ message: () => ({ message: "must be an integer from 1 to 100", override: true }) }),
-      integer(1, 100),
-      { strict: false }
-    ).annotations({ description: "Items per page, 1 to 100 (default 20)", default: 20 })
-  ),
-  cursor: optional(text(512, 1).annotations({ description: "`pagination.cursor` of the previous page" }))
+  limit: pageLimit,
+  cursor: pageCursor
 }).annotations({ identifier: "TaskListQuery" })
 /** Query of `GET /api/v1/tasks`, decoded. */
 export type TaskListQuery = typeof TaskListQuery.Type
