@@ -11,14 +11,14 @@
  *
  * @since 0.1.0
  */
-import { type Admin, Errors, Money, Services, Task, Tracing } from "@mediagate/contract"
+import { type Admin, Errors, Money, Services, Tracing } from "@mediagate/contract"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { ResultLinks } from "./ResultLinks.js"
 import { type TaskRecord, toSummary, toTask } from "./TaskRecord.js"
-import { decodeCursor, encodeCursor } from "./TaskService.js"
+import { listPage } from "./TaskService.js"
 import { type NodeRow, TaskStorage } from "./TaskStorage.js"
 
 /** Heartbeat periods a node may miss before it is reported stale. */
@@ -71,28 +71,11 @@ export const make: Effect.Effect<Services.AdminTasks["Type"], never, TaskStorage
   const links = yield* ResultLinks
 
   const list: Services.AdminTasks["Type"]["list"] = (query) =>
-    Effect.gen(function*() {
-      const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
-      const page = yield* storage.list(query.account_id, {
-        status: query.status,
-        provider: query.provider,
-        model: query.model,
-        createdAfter: query.created_after?.getTime(),
-        createdBefore: query.created_before?.getTime(),
-        idPrefix: query.search,
-        beforeId,
-        limit: query.limit ?? Task.defaultPageSize
-      })
-      const last = page.items[page.items.length - 1]
-      return {
-        data: page.items.map((task) => ({ ...toSummary(task), account_id: task.accountId })),
-        pagination: {
-          cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
-          hasMore: page.hasMore,
-          total: page.total
-        }
-      }
-    }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("AdminTasks.list"))
+    listPage(query.account_id, query, (task) => ({ ...toSummary(task), account_id: task.accountId })).pipe(
+      Effect.provideService(TaskStorage, storage),
+      Effect.catchTag("PersistenceError", unavailable),
+      Tracing.span("AdminTasks.list")
+    )
 
   const get: Services.AdminTasks["Type"]["get"] = (id) =>
     Effect.gen(function*() {

@@ -46,6 +46,43 @@ export const decodeCursor = (cursor: string): Either.Either<string, Errors.Valid
     : Either.left(new Errors.ValidationError({ message: "cursor: is not a cursor of this list" }))
 }
 
+/**
+ * One page of a task list query (`GET /api/v1/tasks`, and across accounts for operators when `accountId` is
+ * undefined): the query's filters and cursor to storage, the page's items shaped by `item`, the next cursor.
+ */
+export const listPage = <A>(
+  accountId: string | undefined,
+  query: Task.TaskListQuery,
+  item: (task: TaskRecord) => A
+): Effect.Effect<
+  { readonly data: Array<A>; readonly pagination: { cursor: string | null; hasMore: boolean; total: number } },
+  Errors.ValidationError | PersistenceError,
+  TaskStorage
+> =>
+  Effect.gen(function*() {
+    const storage = yield* TaskStorage
+    const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
+    const page = yield* storage.list(accountId, {
+      status: query.status,
+      provider: query.provider,
+      model: query.model,
+      createdAfter: query.created_after?.getTime(),
+      createdBefore: query.created_before?.getTime(),
+      idPrefix: query.search,
+      beforeId,
+      limit: query.limit ?? Task.defaultPageSize
+    })
+    const last = page.items[page.items.length - 1]
+    return {
+      data: page.items.map(item),
+      pagination: {
+        cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
+        hasMore: page.hasMore,
+        total: page.total
+      }
+    }
+  })
+
 const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
 
 /** Builds the service. */
@@ -139,29 +176,11 @@ export const make = Effect.gen(function*() {
       Effect.flatMap(findTask(principal, id), present).pipe(Effect.catchTag("PersistenceError", unavailable), getSpan),
 
     list: (principal, query) =>
-      Effect.gen(function*() {
-        const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
-        const limit = query.limit ?? Task.defaultPageSize
-        const page = yield* storage.list(principal.accountId, {
-          status: query.status,
-          provider: query.provider,
-          model: query.model,
-          createdAfter: query.created_after?.getTime(),
-          createdBefore: query.created_before?.getTime(),
-          idPrefix: query.search,
-          beforeId,
-          limit
-        })
-        const last = page.items[page.items.length - 1]
-        return {
-          data: page.items.map(toSummary),
-          pagination: {
-            cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
-            hasMore: page.hasMore,
-            total: page.total
-          }
-        }
-      }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("TaskService.list")),
+      listPage(principal.accountId, query, toSummary).pipe(
+        Effect.provideService(TaskStorage, storage),
+        Effect.catchTag("PersistenceError", unavailable),
+        Tracing.span("TaskService.list")
+      ),
 
     retry: (principal, id, idempotencyKey) =>
       Effect.gen(function*() {
