@@ -61,6 +61,9 @@ export const AdminTask = Schema.Struct({
   claims: Schema.Number.annotations({ description: "How many times a worker claimed the task (each claim one step)" }),
   polls: Schema.Number.annotations({ description: "Upstream polls and retried upstream calls so far" }),
   upstream_job_id: Schema.NullOr(Schema.String),
+  channel_id: Schema.NullOr(Schema.String).annotations({
+    description: "The upstream channel the task was submitted to or reserved on (docs/channels.md); null for test tasks"
+  }),
   lease: Schema.NullOr(TaskLease).annotations({ description: "Set while a worker runs a step of the task" }),
   next_run_at: Schema.NullOr(Timestamp).annotations({ description: "When the task is next due (active tasks)" }),
   deadline_at: Timestamp,

@@ -10,6 +10,7 @@ import * as OpenApiJsonSchema from "@effect/platform/OpenApiJsonSchema"
 import { AdminApi } from "./api/AdminApi.js"
 import { ApiKeysApi } from "./api/ApiKeysApi.js"
 import { BalanceApi } from "./api/BalanceApi.js"
+import { ChannelsApi } from "./api/ChannelsApi.js"
 import * as GenerationApi from "./api/GenerationApi.js"
 import { TasksApi } from "./api/TasksApi.js"
 import { VoicesApi } from "./api/VoicesApi.js"
@@ -36,6 +37,7 @@ export const make = <const R extends Family.Registry>(registry: R) => {
     .add(WebhooksApi)
     .prefix("/api/v1")
     .add(AdminApi)
+    .add(ChannelsApi)
   return api
     .annotate(OpenApi.Title, "Mediagate API")
     .annotate(OpenApi.Version, version)

@@ -164,6 +164,12 @@ export class DeliveryNotFound extends ApiError<DeliveryNotFound>()("DeliveryNotF
 /** Unknown account id (admin API). `ACCOUNT_NOT_FOUND`, HTTP 404. */
 export class AccountNotFound extends ApiError<AccountNotFound>()("AccountNotFound", "ACCOUNT_NOT_FOUND", 404) {}
 
+/** Unknown channel id (admin API). `CHANNEL_NOT_FOUND`, HTTP 404. */
+export class ChannelNotFound extends ApiError<ChannelNotFound>()("ChannelNotFound", "CHANNEL_NOT_FOUND", 404) {}
+
+/** Delete of a channel that still has tasks in flight (disable it and wait). `CHANNEL_IN_USE`, HTTP 409. */
+export class ChannelInUse extends ApiError<ChannelInUse>()("ChannelInUse", "CHANNEL_IN_USE", 409) {}
+
 /** No route matches the path, or a file URL is unknown. `NOT_FOUND`, HTTP 404. */
 export class NotFound extends ApiError<NotFound>()("NotFound", "NOT_FOUND", 404) {}
 

@@ -193,6 +193,50 @@ export const ledgerRefunded = labelledCounter(
 )
 
 // -----------------------------------------------------------------------------------------------------------------
+// upstream channels (docs/channels.md)
+// -----------------------------------------------------------------------------------------------------------------
+
+/**
+ * `mediagate_channel_requests_total{channel,call,outcome}`: calls to a channel's upstream (`submit`, `poll`) by
+ * outcome: `ok` (answered, a refusal of the request included), `unavailable` (timeout, connection, 5xx, 429),
+ * `auth` (credentials or account rejected).
+ */
+export const channelRequests = labelledCounter(
+  "mediagate_channel_requests_total",
+  "Calls to an upstream channel, by channel id, call (submit, poll) and outcome (ok, unavailable, auth)",
+  ["channel", "call", "outcome"]
+)
+
+/** `mediagate_channel_request_duration_seconds{channel,call}`: duration of calls to a channel's upstream. */
+export const channelDuration = labelledHistogram(
+  "mediagate_channel_request_duration_seconds",
+  "Duration of calls to an upstream channel, by channel id and call (submit, poll)",
+  callBuckets,
+  ["channel", "call"]
+)
+
+/** `mediagate_channel_failovers_total{channel,call}`: tasks moved away from a channel that failed them. */
+export const channelFailovers = labelledCounter(
+  "mediagate_channel_failovers_total",
+  "Tasks moved to another channel because this one failed, by channel id and call (submit: tried the next channel; poll: job given up and submitted again)",
+  ["channel", "call"]
+)
+
+/** `mediagate_channel_breaker_state{channel}`: this process's circuit breaker of a channel (0 closed, 1 half open, 2 open). */
+export const channelBreakerState = labelledGauge(
+  "mediagate_channel_breaker_state",
+  "Circuit breaker of an upstream channel in this process: 0 closed, 1 half open, 2 open",
+  ["channel"]
+)
+
+/** `mediagate_channel_in_flight{channel}`: tasks submitted to or reserved on a channel and not ended (database). */
+export const channelInFlight = labelledGauge(
+  "mediagate_channel_in_flight",
+  "Tasks submitted to or reserved on an upstream channel and not ended, every node (from the database)",
+  ["channel"]
+)
+
+// -----------------------------------------------------------------------------------------------------------------
 // webhooks
 // -----------------------------------------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ import type {
   WebhookBacklog
 } from "./Admin.js"
 import type { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "./ApiKey.js"
+import type { Channel, ChannelCreate, ChannelUpdate } from "./Channel.js"
 import type { Deleted, Page } from "./Envelope.js"
 import type * as Errors from "./Errors.js"
 import type { LedgerEntry, LedgerListQuery } from "./Ledger.js"
@@ -221,6 +222,20 @@ export class AdminTasks extends Context.Tag("@mediagate/contract/AdminTasks")<Ad
   readonly get: (id: string) => Effect.Effect<AdminTask, Errors.TaskNotFound | Unavailable>
   /** Tasks by state, queues and the worker nodes (stale ones flagged). */
   readonly status: Effect.Effect<EngineStatus, Unavailable>
+}>() {}
+
+/** The operator's upstream channels (`/admin/v1/channels`, docs/channels.md; the vendors package implements it). */
+export class AdminChannels extends Context.Tag("@mediagate/contract/AdminChannels")<AdminChannels, {
+  /** Every channel: the environment's read-only `default:*` channels first, then the stored ones, oldest first. */
+  readonly list: Effect.Effect<ReadonlyArray<Channel>, Unavailable>
+  readonly get: (id: string) => Effect.Effect<Channel, Errors.ChannelNotFound | Unavailable>
+  readonly create: (body: ChannelCreate) => Effect.Effect<Channel, Errors.ValidationError | Unavailable>
+  readonly update: (
+    id: string,
+    body: ChannelUpdate
+  ) => Effect.Effect<Channel, Errors.ChannelNotFound | Errors.ValidationError | Unavailable>
+  /** `ChannelInUse` while tasks run on it, and for the environment's channels (change the environment instead). */
+  readonly remove: (id: string) => Effect.Effect<Deleted, Errors.ChannelNotFound | Errors.ChannelInUse | Unavailable>
 }>() {}
 
 /** The webhooks' side of the operator API (the webhooks package implements it): deliveries and backlog. */

@@ -16,6 +16,8 @@ export * as Api from "./Api.js"
 export * as ApiKey from "./ApiKey.js"
 /** Families, endpoints, operations and models. */
 export * as Catalog from "./Catalog.js"
+/** Upstream channels (admin API). */
+export * as Channel from "./Channel.js"
 /** The typed client. */
 export * as Client from "./Client.js"
 /** Image data URIs. */

@@ -8,8 +8,9 @@
  * retrying a failed task; the XSS probes shown as text; registering a webhook (secret once), the test event, a
  * failed delivery (410) with its attempt, and its replay; creating a key with every option (shown once) and
  * revoking it; the balance, ledger, charts and CSV export; the operator crediting an account and seeing the balance
- * change, the system view and the task inspector; 375 px width, dark mode; sign out. Each journey saves a
- * screenshot to `test-results/dashboard/`.
+ * change, the system view and the task inspector; the operator's channels (issue 17: create a simulated and a relay
+ * channel, the relay's key never shown again, edit, disable/enable, delete; light, dark and 375 px); 375 px width,
+ * dark mode; sign out. Each journey saves a screenshot to `test-results/dashboard/`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
@@ -91,7 +92,8 @@ for (const database of databases) {
 
     beforeAll(async () => {
       if (executablePath === undefined) throw new Error("no Chromium found: apt-get install -y --no-install-recommends chromium")
-      running = await start(database)
+      // a channel key lets the operator store a relay channel's credentials (the channels journey)
+      running = await start(database, { MEDIAGATE_CHANNEL_KEY: "5a".repeat(32) })
       // live tasks are charged: give the account money
       await running.mediagate.admin.credit(running.keys.account, { amount: 50, note: "test funds" })
       browser = await chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-dev-shm-usage"] })
@@ -365,6 +367,124 @@ for (const database of databases) {
       await taskLink.click()
       await page.getByText("Claims · polls").waitFor()
       await shot("18-operator-task")
+    })
+
+    it("operator: creates, edits, disables, re-enables and deletes channels; a relay key is never shown again", async () => {
+      const admin = (method: string, path: string, body?: unknown) => api(running, method, path, body, adminToken)
+      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Channels" }).click()
+      await page.getByRole("heading", { name: "Channels" }).waitFor()
+      await page.getByText("No channels: every family runs on its default upstream").waitFor()
+      // the environment's default channel: listed, marked, read-only
+      const environment = page.locator('tr[data-channel="default:simulated"]')
+      await environment.waitFor()
+      expect(await environment.textContent()).toContain("from the environment")
+      expect(await environment.getByRole("button").count()).toBe(0)
+      // a simulated channel for vendor1, weight 3
+      const create = page.getByRole("form", { name: "Create a channel" })
+      await create.getByLabel("Name").fill("vendor1 simulated")
+      await create.getByLabel("Transport").selectOption("simulated")
+      await create.locator('input[name="family"][value="vendor1"]').check()
+      await create.getByLabel("Weight").fill("3")
+      await create.getByRole("button", { name: "Create channel" }).click()
+      const simulated = page.locator("tr[data-channel]").filter({ hasText: "vendor1 simulated" })
+      await simulated.waitFor()
+      await simulated.locator('[data-breaker="closed"]').waitFor()
+      expect(await simulated.locator("[data-breaker]").textContent()).toBe("closed")
+      expect(await simulated.textContent()).toContain("no limit")
+      expect(await page.getByText("No channels: every family runs on its default upstream").count()).toBe(0)
+      const simulatedId = (await simulated.getAttribute("data-channel"))!
+      expect(simulatedId).toMatch(/^ch_/)
+      const stored = (await admin("GET", `/admin/v1/channels/${simulatedId}`)).body.data
+      expect(stored).toMatchObject({ name: "vendor1 simulated", transport: "simulated", families: ["vendor1"], weight: 3, concurrency: 0, enabled: true })
+      // a vendor1 task runs on it: the row counts it in flight, and deleting the channel is refused meanwhile
+      const busy = await api(running, "POST", "/api/v1/vendor1/text-to-video", {
+        model: "vendor1-1-5-pro",
+        input: { prompt: "a kite routed through a channel [sim:delay=800]", duration: 5 }
+      })
+      expect(busy.status, JSON.stringify(busy.body)).toBe(201)
+      await simulated.getByTestId("in-flight").filter({ hasText: /^1$/ }).waitFor({ timeout: 15_000 })
+      await simulated.getByRole("button", { name: "Delete" }).click()
+      await simulated.getByRole("button", { name: "Confirm delete" }).click()
+      const refusal = page.getByRole("alert").filter({ hasText: "CHANNEL_IN_USE" })
+      await refusal.waitFor()
+      expect(await refusal.textContent()).toContain("HTTP 409")
+      expect(await simulated.count()).toBe(1)
+      // a relay channel with an API key: after saving, only its hint is shown
+      const relayKey = "relay-secret-key-Zq7Xw9Pk4Lm2"
+      await create.getByLabel("Name").fill("vendor1 relay")
+      await create.getByLabel("Transport").selectOption("relay")
+      await create.locator('input[name="family"][value="vendor1"]').check()
+      await create.getByLabel("Priority").fill("-1")
+      await create.getByLabel("Concurrency").fill("4")
+      await create.getByLabel("Base URL").fill("https://upstream.example.com")
+      await create.getByLabel("API key").fill(relayKey)
+      expect(await create.getByLabel("API key").getAttribute("type")).toBe("password")
+      await create.getByRole("button", { name: "Create channel" }).click()
+      const relay = page.locator("tr[data-channel]").filter({ hasText: "vendor1 relay" })
+      await relay.waitFor()
+      const relayId = (await relay.getAttribute("data-channel"))!
+      expect(await page.getByTestId("saved-hint").textContent()).toContain(relayKey.slice(-4))
+      expect(await relay.getByTestId("credentials-hint").textContent()).toContain(relayKey.slice(-4))
+      expect(await page.locator("body").innerText()).not.toContain(relayKey)
+      expect(await page.content()).not.toContain(relayKey)
+      expect(await page.locator("input").evaluateAll((inputs, key) => inputs.some((i) => (i as HTMLInputElement).value === key), relayKey)).toBe(false)
+      expect(JSON.stringify((await admin("GET", "/admin/v1/channels")).body)).not.toContain(relayKey)
+      const created = (await admin("GET", `/admin/v1/channels/${relayId}`)).body.data
+      expect(created).toMatchObject({ transport: "relay", priority: -1, concurrency: 4, credentials_set: true })
+      expect(created.credentials_hint).toContain(relayKey.slice(-4))
+      expect(await relay.textContent()).toContain("https://upstream.example.com")
+      await shot("19-channels-light")
+      await page.emulateMedia({ colorScheme: "dark" })
+      expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe("rgb(15, 18, 23)")
+      await shot("20-channels-dark")
+      await page.emulateMedia({ colorScheme: "light" })
+      // edit with the key left empty: the stored key is kept
+      await relay.getByRole("button", { name: "Edit vendor1 relay" }).click()
+      const edit = page.getByRole("form", { name: "Edit the channel" })
+      await edit.waitFor()
+      expect(await edit.getByLabel("API key").inputValue()).toBe("")
+      await edit.getByText("Leave empty to keep the stored key").waitFor()
+      await edit.getByLabel("Priority").fill("2")
+      await edit.getByRole("button", { name: "Save changes" }).click()
+      await edit.waitFor({ state: "detached" })
+      const edited = (await admin("GET", `/admin/v1/channels/${relayId}`)).body.data
+      expect(edited).toMatchObject({ priority: 2, credentials_set: true, concurrency: 4, settings: { base_url: "https://upstream.example.com" } })
+      expect(edited.credentials_hint).toBe(created.credentials_hint)
+      // the higher priority lists it first
+      expect(await page.locator("tr[data-channel]").first().getAttribute("data-channel")).toBe(relayId)
+      // disable, then enable again
+      await relay.getByRole("button", { name: "Disable" }).click()
+      await relay.locator('[data-enabled="false"]').waitFor()
+      const disabled = (await admin("GET", `/admin/v1/channels/${relayId}`)).body.data
+      expect(disabled.enabled).toBe(false)
+      // the reason the API records is shown with the state
+      expect(typeof disabled.disabled_reason).toBe("string")
+      await relay.locator(".disabled-reason").filter({ hasText: disabled.disabled_reason }).waitFor()
+      await relay.getByRole("button", { name: "Enable" }).click()
+      await relay.locator('[data-enabled="true"]').waitFor()
+      expect((await admin("GET", `/admin/v1/channels/${relayId}`)).body.data).toMatchObject({ enabled: true, disabled_reason: null })
+      // at 375 px, dark: no horizontal overflow of the page
+      const phone = await context.browser()!.newContext({ viewport: { width: 375, height: 812 }, colorScheme: "dark", isMobile: true })
+      try {
+        const small = await phone.newPage()
+        await small.goto(`${running.baseUrl}/dashboard/admin/channels`)
+        await small.getByLabel("Admin token").fill(adminToken)
+        await small.getByRole("button", { name: "Sign in" }).click()
+        await small.locator(`tr[data-channel="${relayId}"]`).waitFor()
+        expect(await small.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375)
+        await small.screenshot({ path: `${shots}${database}-21-channels-phone.png`, fullPage: false })
+      } finally {
+        await phone.close()
+      }
+      // delete both, with a confirmation (the vendor1 task has finished: nothing in flight any more)
+      await waitForStatus(running, busy.body.data.id, ["succeeded"])
+      for (const [row, id] of [[relay, relayId], [simulated, simulatedId]] as const) {
+        await row.getByRole("button", { name: "Delete" }).click()
+        await row.getByRole("button", { name: "Confirm delete" }).click()
+        await page.locator(`tr[data-channel="${id}"]`).waitFor({ state: "detached" })
+        expect((await admin("GET", `/admin/v1/channels/${id}`)).status).toBe(404)
+      }
+      await page.getByText("No channels: every family runs on its default upstream").waitFor()
     })
 
     it("signs out: the credentials are forgotten; no CSP violation was reported", async () => {

@@ -11,6 +11,7 @@ import { navigate, useRoute } from "./router.js"
 import "./styles.css"
 import { AccountDetail, AccountList, AdminTaskDetail, AdminTasks, SystemView } from "./views/Admin.js"
 import { BalanceView } from "./views/Balance.js"
+import { ChannelList } from "./views/Channels.js"
 import { KeyList } from "./views/Keys.js"
 import { TaskDetail, TaskList } from "./views/Tasks.js"
 import { WebhookDeliveries, WebhookList } from "./views/Webhooks.js"
@@ -122,7 +123,7 @@ const Shell = (props: {
 }) => {
   const links: ReadonlyArray<readonly [string, string]> = props.kind === "key"
     ? [["/tasks", "Tasks"], ["/webhooks", "Webhooks"], ["/keys", "API keys"], ["/balance", "Balance"]]
-    : [["/admin/accounts", "Accounts"], ["/admin/system", "System"], ["/admin/tasks", "Tasks"]]
+    : [["/admin/accounts", "Accounts"], ["/admin/system", "System"], ["/admin/channels", "Channels"], ["/admin/tasks", "Tasks"]]
   return (
     <>
       <a class="skip" href="#main">Skip to content</a>
@@ -170,6 +171,7 @@ const adminRoute = (path: string) => {
   if (parts.length === 0 || (section === "accounts" && id === undefined)) return <AccountList />
   if (section === "accounts" && id !== undefined) return <AccountDetail id={decodeURIComponent(id)} />
   if (section === "system") return <SystemView />
+  if (section === "channels" && id === undefined) return <ChannelList />
   if (section === "tasks" && id === undefined) return <AdminTasks />
   if (section === "tasks" && id !== undefined) return <AdminTaskDetail id={decodeURIComponent(id)} />
   return <NotFound />

@@ -349,7 +349,15 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
       "0006_task_trace_context": Effect.flatMap(
         SqlClient.SqlClient,
         (sql) => sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN trace_context TEXT`)
-      )
+      ),
+      // upstream channels (docs/channels.md): the channel of a task, and the active tasks per channel (limits)
+      "0007_task_channel": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.zipRight(
+          sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN channel_id TEXT`),
+          sql.unsafe(
+            `CREATE INDEX ${t.tasks}_channel_idx ON ${t.tasks} (channel_id) WHERE channel_id IS NOT NULL AND status IN ${activeList}`
+          )
+        ))
     }
   })
 
@@ -402,7 +410,8 @@ export const TaskRow = Schema.Struct({
   createdAt: column("created_at", SqlRows.Number),
   startedAt: column("started_at", nullable(SqlRows.Number)),
   completedAt: column("completed_at", nullable(SqlRows.Number)),
-  traceContext: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("trace_context"))
+  traceContext: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("trace_context")),
+  channelId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("channel_id"))
 })
 
 /** A row of `<prefix>task_outbox`: an outbox entry (on PostgreSQL with its `txid`). */
@@ -435,6 +444,7 @@ const decoders = (prefix: string) => {
     owner: SqlRows.decoder(names.tasks, TaskRow.pick("accountId", "keyId", "environment")),
     status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
     count: SqlRows.decoder(names.tasks, Schema.Struct({ n: SqlRows.Number })),
+    channelLoad: SqlRows.decoder(names.tasks, Schema.Struct({ channelId: column("channel_id", Schema.String), n: SqlRows.Number })),
     counted: SqlRows.decoder(names.counts, Schema.Struct({ n: SqlRows.Number })),
     byStatus: SqlRows.decoder(names.counts, Schema.Struct({ value: Schema.String, n: SqlRows.Number })),
     node: SqlRows.decoder(names.nodes, NodeRow),
@@ -501,6 +511,7 @@ interface Finishing {
   readonly fence: number
   readonly outcome: Outcome
   readonly upstreamJobId: string | undefined
+  readonly channelId: string | undefined
 }
 
 /** A charged accept waiting in its batch. */
@@ -822,12 +833,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       const values = batch.map(({ fence, id, update }) =>
         sql`(${id}, CAST(${fence} AS BIGINT), ${update.status ?? null}, CAST(${update.progress ?? null} AS ${REAL}), ${
           update.upstreamJobId ?? null
-        }, CAST(${update.polled === true ? 1 : 0} AS INTEGER), CAST(${ms(update.nextRunAt)} AS BIGINT))`
+        }, ${update.channelId ?? null}, CAST(${update.resubmit === true ? 1 : 0} AS INTEGER), CAST(${
+          update.polled === true ? 1 : 0
+        } AS INTEGER), CAST(${ms(update.nextRunAt)} AS BIGINT))`
       )
-      return sql`WITH stepped (s_id, s_fence, s_status, s_progress, s_job, s_polled, s_next) AS (VALUES ${sql.csv(values)})
+      return sql`WITH stepped (s_id, s_fence, s_status, s_progress, s_job, s_channel, s_resubmit, s_polled, s_next) AS (
+          VALUES ${sql.csv(values)})
         UPDATE ${t.tasks} SET status = COALESCE(stepped.s_status, status),
           progress = COALESCE(stepped.s_progress, progress),
-          upstream_job_id = COALESCE(stepped.s_job, upstream_job_id),
+          upstream_job_id = CASE WHEN stepped.s_resubmit = 1 THEN NULL ELSE COALESCE(stepped.s_job, upstream_job_id) END,
+          channel_id = CASE WHEN stepped.s_resubmit = 1 THEN NULL ELSE COALESCE(stepped.s_channel, channel_id) END,
           polls = polls + stepped.s_polled,
           next_run_at = CASE WHEN deadline_at < stepped.s_next THEN deadline_at ELSE stepped.s_next END,
           lease_owner = NULL,
@@ -876,6 +891,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (update.status !== undefined) set.push(sql`status = ${update.status}`)
         if (update.progress !== undefined) set.push(sql`progress = ${update.progress}`)
         if (update.upstreamJobId !== undefined) set.push(sql`upstream_job_id = ${update.upstreamJobId}`)
+        if (update.channelId !== undefined) set.push(sql`channel_id = ${update.channelId}`)
+        if (update.resubmit === true) set.push(sql`upstream_job_id = NULL`, sql`channel_id = NULL`)
         if (update.polled === true) set.push(sql`polls = polls + 1`)
         set.push(
           sql`next_run_at = CASE WHEN deadline_at < ${nextRunAt} THEN deadline_at ELSE ${nextRunAt} END`,
@@ -906,21 +923,22 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
      */
     const finishAll = (batch: ReadonlyArray<Finishing>) =>
       sql.withTransaction(Effect.gen(function*() {
-        const values = batch.map(({ fence, id, outcome, upstreamJobId }) =>
+        const values = batch.map(({ channelId, fence, id, outcome, upstreamJobId }) =>
           sql`(${id}, CAST(${fence} AS BIGINT), ${statusOfOutcome(outcome)}, ${
             outcome._tag === "Succeeded" ? json(outcome.result) : null
           }, ${
             outcome._tag === "Failed" ? json(outcome.error) : outcome._tag === "Expired" ? expiredError : null
-          }, ${upstreamJobId ?? null})`
+          }, ${upstreamJobId ?? null}, ${channelId ?? null})`
         )
-        const ended = yield* sql`${yield* withClock}, finished (f_id, f_fence, f_status, f_result, f_error, f_job) AS (
+        const ended = yield* sql`${yield* withClock}, finished (f_id, f_fence, f_status, f_result, f_error, f_job, f_channel) AS (
             VALUES ${sql.csv(values)})
           UPDATE ${t.tasks} SET status = finished.f_status, lease_owner = NULL, lease_expires_at = NULL,
             next_run_at = NULL, completed_at = ${NOW},
             result = COALESCE(finished.f_result, result),
             error = COALESCE(finished.f_error, error),
             progress = CASE WHEN finished.f_status = 'succeeded' THEN 100 ELSE progress END,
-            upstream_job_id = COALESCE(finished.f_job, upstream_job_id)
+            upstream_job_id = COALESCE(finished.f_job, upstream_job_id),
+            channel_id = COALESCE(finished.f_channel, channel_id)
           FROM finished
           WHERE ${t.tasks}.id = finished.f_id AND ${t.tasks}.fence = finished.f_fence AND lease_owner IS NOT NULL
             AND ${ACTIVE}
@@ -978,7 +996,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const finishing = yield* GroupCommit.make(maxBatch, finishBatch)
 
     const finish: TaskStorage["Type"]["finish"] = (id, fence, outcome, options) =>
-      finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId }).pipe(finishSpan)
+      finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId, channelId: options?.channelId }).pipe(finishSpan)
 
     const cancel: TaskStorage["Type"]["cancel"] = (accountId, id) =>
       Effect.suspend((): Effect.Effect<CancelResult, SqlStore.StorageFailure | PersistenceError> => {
@@ -1166,6 +1184,35 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         persistence("nodes")
       )
 
+    /**
+     * A channel slot: the fenced write of the channel, only while fewer than `limit` other active tasks are on it.
+     * SQLite runs one write statement at a time, so the count and the write are atomic; PostgreSQL serializes the
+     * reservations of one channel with a transaction-scoped advisory lock taken before the statement (whose
+     * snapshot then sees every reservation committed before it).
+     */
+    const reserveChannel: TaskStorage["Type"]["reserveChannel"] = (id, fence, channelId, limit) =>
+      Effect.suspend(() => {
+        if (!Number.isSafeInteger(fence) || hasNul(id, channelId)) return Effect.succeed(false)
+        const capped = limit > 0
+          ? sql`AND (SELECT COUNT(*) FROM ${t.tasks} WHERE channel_id = ${channelId} AND ${ACTIVE} AND id <> ${id}) < ${
+            Math.floor(limit)
+          }`
+          : sql.literal("")
+        const write = sql`UPDATE ${t.tasks} SET channel_id = ${channelId}
+          WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${ACTIVE} ${capped}
+          RETURNING id`.pipe(Effect.map((written) => written.length > 0))
+        return pg && limit > 0
+          ? sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(hashtext(${`${prefix}channel:${channelId}`}))`, write))
+          : write
+      }).pipe(persistence("reserveChannel"))
+
+    const channelLoad: TaskStorage["Type"]["channelLoad"] = sql`SELECT channel_id, COUNT(*) AS n FROM ${t.tasks}
+      WHERE channel_id IS NOT NULL AND ${ACTIVE} GROUP BY channel_id`.pipe(
+      Effect.flatMap(rows.channelLoad.all),
+      Effect.map((loads) => new Map(loads.map(({ channelId, n }) => [channelId, n]))),
+      persistence("channelLoad")
+    )
+
     // without a client that can LISTEN (SQLite), wakeups are local only (workers still poll)
     // a lost LISTEN connection (restart, killed backend) is found by a probe and opened again; wakeups never fail
     const remote: Stream.Stream<void> = pg && canListen(client)
@@ -1205,7 +1252,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       removeNode,
       nodes,
       wakeups: Stream.merge(Stream.fromPubSub(signals), remote),
-      outboxWakeups: Stream.merge(Stream.fromPubSub(outboxSignals), remoteOutbox)
+      outboxWakeups: Stream.merge(Stream.fromPubSub(outboxSignals), remoteOutbox),
+      reserveChannel,
+      channelLoad
     }
     return service
   })

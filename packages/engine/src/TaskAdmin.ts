@@ -44,6 +44,7 @@ export const toAdminTask = (task: TaskRecord): Admin.AdminTask => ({
   claims: task.fence,
   polls: task.polls,
   upstream_job_id: task.upstreamJobId,
+  channel_id: task.channelId ?? null,
   lease: task.leaseOwner === null || task.leaseExpiresAt === null
     ? null
     : { owner: task.leaseOwner, expires_at: iso(task.leaseExpiresAt) },

@@ -35,6 +35,11 @@ export interface TaskRecord {
   readonly result: ReadonlyArray<Task.ResultItem> | null
   readonly error: Task.TaskError | null
   readonly upstreamJobId: string | null
+  /**
+   * The upstream channel the task is submitted to, or reserved on for its submit (docs/channels.md); null for `test`
+   * tasks, before routing, and for storages written before channels existed. Operators see it, accounts never do.
+   */
+  readonly channelId?: string | null | undefined
   /** Fencing token: incremented by every claim; every worker write names the token it holds. */
   readonly fence: number
   readonly leaseOwner: string | null
@@ -86,6 +91,7 @@ export const fromNew = (task: NewTask): TaskRecord => ({
   result: null,
   error: null,
   upstreamJobId: null,
+  channelId: null,
   fence: 0,
   leaseOwner: null,
   leaseExpiresAt: null,

@@ -78,6 +78,13 @@ export interface StepUpdate {
   readonly status?: "queued" | "running"
   readonly progress?: number
   readonly upstreamJobId?: string
+  /** The channel the job was submitted to (recorded with `upstreamJobId`). */
+  readonly channelId?: string
+  /**
+   * Forget the upstream job and the channel (both back to null): the job's channel failed and the next step submits
+   * the task again, on another channel; or a submit failed on every channel and the reservation is let go.
+   */
+  readonly resubmit?: boolean
   /** When the task is next due; the lease is released with it. */
   readonly nextRunAt: number
   /** Count this step as an upstream poll. */
@@ -94,6 +101,8 @@ export interface StepUpdate {
 export interface FinishOptions {
   /** The upstream job of the task, when the worker has not recorded it yet. */
   readonly upstreamJobId?: string | undefined
+  /** The channel of that job. */
+  readonly channelId?: string | undefined
 }
 
 /** A charge on top of a task's price. */
@@ -296,6 +305,19 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
    * poll is the backstop for a lost signal.
    */
   readonly outboxWakeups: Stream.Stream<void>
+  /**
+   * Reserves a slot of `channelId` for the task whose claim `fence` holds: records the channel on the task if fewer
+   * than `limit` other active tasks are on it (every node: the check and the write are one atomic step, serialized
+   * per channel). `limit` 0: no limit. Answers whether the task is now on the channel.
+   */
+  readonly reserveChannel: (
+    id: string,
+    fence: number,
+    channelId: string,
+    limit: number
+  ) => Effect.Effect<boolean, PersistenceError>
+  /** Active tasks per channel (submitted to or reserved on it), every node. */
+  readonly channelLoad: Effect.Effect<ReadonlyMap<string, number>, PersistenceError>
 }>() {}
 
 /** The positive extra charges of a step. */
@@ -458,6 +480,8 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
             ...(update.status === undefined ? {} : { status: update.status }),
             ...(update.progress === undefined ? {} : { progress: update.progress }),
             ...(update.upstreamJobId === undefined ? {} : { upstreamJobId: update.upstreamJobId }),
+            ...(update.channelId === undefined ? {} : { channelId: update.channelId }),
+            ...(update.resubmit === true ? { upstreamJobId: null, channelId: null } : {}),
             polls: update.polled === true ? task.polls + 1 : task.polls,
             chargedMicros: task.chargedMicros + extra.reduce((sum, charge) => sum + charge.amountMicros, 0),
             nextRunAt: Math.min(update.nextRunAt, task.deadlineAt),
@@ -476,7 +500,10 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
             : outcome._tag === "Failed"
             ? { error: outcome.error }
             : { error: { code: "TASK_EXPIRED", message: "task did not finish before its deadline" } }
-          const job = options?.upstreamJobId === undefined ? {} : { upstreamJobId: options.upstreamJobId }
+          const job = {
+            ...(options?.upstreamJobId === undefined ? {} : { upstreamJobId: options.upstreamJobId }),
+            ...(options?.channelId === undefined ? {} : { channelId: options.channelId })
+          }
           return Option.some(yield* terminate(task, statusOfOutcome(outcome), { ...patch, ...job }, now))
         })),
       cancel: (accountId, id) =>
@@ -594,7 +621,30 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           MemoryStore.deleteWhere(nodes, (node) => node.lastSeenAt < dropBefore)
           return [...nodes.values()].sort((a, b) => a.startedAt - b.startedAt || (a.id < b.id ? -1 : 1))
         }),
-      outboxWakeups: Stream.fromPubSub(outboxSignals)
+      outboxWakeups: Stream.fromPubSub(outboxSignals),
+      reserveChannel: (id, fence, channelId, limit) =>
+        transaction(Effect.sync(() => {
+          const task = tasks.get(id)
+          if (!holds(task, fence)) return false
+          if (limit > 0) {
+            let load = 0
+            for (const other of tasks.values()) {
+              if (other.id !== id && other.channelId === channelId && activeStatuses.includes(other.status)) load++
+            }
+            if (load >= limit) return false
+          }
+          tasks.set(id, { ...task, channelId })
+          return true
+        })),
+      channelLoad: Effect.sync(() => {
+        const load = new Map<string, number>()
+        for (const task of tasks.values()) {
+          if (task.channelId != null && activeStatuses.includes(task.status)) {
+            load.set(task.channelId, (load.get(task.channelId) ?? 0) + 1)
+          }
+        }
+        return load
+      })
     }
     return service
   })

@@ -18,26 +18,41 @@ export type JobState =
   | { readonly _tag: "Running"; readonly progress: number }
   | { readonly _tag: "Succeeded"; readonly result: ReadonlyArray<Task.ResultItem> }
   | { readonly _tag: "Failed"; readonly code: string; readonly message: string }
+  /**
+   * The job cannot be followed any more: its channel failed (circuit open, removed) while another channel can serve
+   * the task. The worker lets the job go (a best-effort cancel) and submits the task again (docs/channels.md).
+   */
+  | { readonly _tag: "Lost"; readonly message: string }
 
 /**
  * An upstream call failed. `retryable` failures (timeouts, 5xx, connection resets) are retried with backoff until
- * the deadline; others fail the task with `PROVIDER_ERROR` (or the given code).
+ * the deadline (after `retryAfterMs` when given, e.g. a channel slot or breaker opening then); others fail the task
+ * with `PROVIDER_ERROR` (or the given code). `kind` says why, for the channel router: `unavailable` (timeout,
+ * refused connection, 5xx, 429), `auth` (the upstream rejected our credentials), `refused` (the upstream refused
+ * this request on its merits: invalid input, content policy).
  */
 export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", {
   message: Schema.String,
   retryable: Schema.Boolean,
-  code: Schema.optional(Schema.String)
+  code: Schema.optional(Schema.String),
+  kind: Schema.optional(Schema.Literal("unavailable", "auth", "refused")),
+  retryAfterMs: Schema.optional(Schema.Number)
 }) {}
 
 /** The upstream port. */
 export class Upstream extends Context.Tag("@mediagate/engine/Upstream")<Upstream, {
   /**
-   * Starts the job of a task; the task id doubles as an idempotency key for upstreams that support one. `charges`
-   * are what the task costs on top of its price, measured while submitting (e.g. reference-video seconds).
+   * Starts the job of a task; the task id (with the channel's, when routed over channels) doubles as an idempotency
+   * key for upstreams that support one. `channelId`: the channel the job went to (recorded on the task; polls and
+   * cancels of the job go there). `charges` are what the task costs on top of its price, measured while submitting
+   * (e.g. reference-video seconds).
    */
   readonly submit: (
     task: TaskRecord
-  ) => Effect.Effect<{ readonly jobId: string; readonly charges?: ReadonlyArray<ExtraCharge> }, UpstreamError>
+  ) => Effect.Effect<
+    { readonly jobId: string; readonly channelId?: string; readonly charges?: ReadonlyArray<ExtraCharge> },
+    UpstreamError
+  >
   /** Reads the state of a job. */
   readonly poll: (task: TaskRecord, jobId: string) => Effect.Effect<JobState, UpstreamError>
   /** Best-effort cancel of a job (after a cancel or expiry). */
@@ -52,4 +67,9 @@ export class Upstream extends Context.Tag("@mediagate/engine/Upstream")<Upstream
    * a slow safety net; otherwise they are how the engine learns that a job finished.
    */
   readonly notifiesChanges: boolean
+  /**
+   * Whether the upstream a task's job is on reports its changes (routed upstreams, whose channels differ); absent:
+   * `notifiesChanges` for every task.
+   */
+  readonly notifies?: (task: TaskRecord) => boolean
 }>() {}

@@ -144,21 +144,26 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
       return yield* Effect.asVoid(end({ _tag: "Expired" }))
     }
 
-    /** Polls the job and records what it tells; `submitted`: a job this claim submitted and has not recorded yet. */
-    const poll = (jobId: string, submitted: boolean) =>
+    /**
+     * Polls the job and records what it tells; `submitted`: a job this claim submitted and has not recorded yet (on
+     * `channelId`).
+     */
+    const poll = (jobId: string, submitted: boolean, channelId?: string) =>
       Effect.gen(function*() {
-        const record = submitted ? { upstreamJobId: jobId } : {}
+        const record = submitted ? { upstreamJobId: jobId, ...(channelId === undefined ? {} : { channelId }) } : {}
+        // the task as the job's channel knows it
+        const on = channelId === undefined ? task : { ...task, channelId }
         const step = (update: StepUpdate) => storage.step(task.id, task.fence, { ...record, ...update })
         const finish = (outcome: Outcome) => Effect.map(end(outcome, record), Option.isSome)
-        const polled = yield* Effect.either(EngineMetrics.timed(task, "poll", upstream.poll(task, jobId)).pipe(stepSpan("Worker.poll", task)))
+        const polled = yield* Effect.either(EngineMetrics.timed(task, "poll", upstream.poll(on, jobId)).pipe(stepSpan("Worker.poll", task)))
         if (polled._tag === "Left") {
           const error = polled.left
           return yield* error.retryable
-            ? step({ nextRunAt: now + Duration.toMillis(options.retryDelay(task.polls)), polled: true })
+            ? step({ nextRunAt: now + (error.retryAfterMs ?? Duration.toMillis(options.retryDelay(task.polls))), polled: true })
             : finish({ _tag: "Failed", error: { code: error.code ?? "PROVIDER_ERROR", message: error.message } })
         }
         const state: JobState = polled.right
-        const next = now + Duration.toMillis(options.pollDelay(task.polls + 1, task))
+        const next = now + Duration.toMillis(options.pollDelay(task.polls + 1, on))
         switch (state._tag) {
           case "Queued":
             return yield* step({ nextRunAt: next, polled: true })
@@ -173,6 +178,12 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
             return yield* finish({ _tag: "Succeeded", result: state.result })
           case "Failed":
             return yield* finish({ _tag: "Failed", error: { code: state.code, message: state.message } })
+          case "Lost": {
+            // the job's channel failed: let the job go, submit the task again at once (on another channel)
+            yield* Effect.logWarning(`task ${task.id}: upstream job ${jobId} given up, submitting again: ${state.message}`)
+            yield* upstream.cancel(on, jobId)
+            return yield* storage.step(task.id, task.fence, { resubmit: true, nextRunAt: now, polled: true })
+          }
         }
       })
 
@@ -181,10 +192,12 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
     const submitted = yield* Effect.either(EngineMetrics.timed(task, "submit", upstream.submit(task)).pipe(stepSpan("Worker.submit", task)))
     if (submitted._tag === "Left") {
       const error = submitted.left
+      // a retryable failure on every channel: try again later, the channel reservation let go
       return yield* error.retryable
         ? Effect.asVoid(storage.step(task.id, task.fence, {
-          nextRunAt: now + Duration.toMillis(options.retryDelay(task.polls)),
-          polled: true
+          nextRunAt: now + (error.retryAfterMs ?? Duration.toMillis(options.retryDelay(task.polls))),
+          polled: true,
+          resubmit: true
         }))
         : Effect.asVoid(end({
           _tag: "Failed",
@@ -192,13 +205,17 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
         }))
     }
     const jobId = submitted.right.jobId
+    const channelId = submitted.right.channelId
+    /** The task as its job's channel knows it (cancels of the job go there). */
+    const submittedTask = channelId === undefined ? task : { ...task, channelId }
     const charges = submitted.right.charges ?? []
-    const firstPoll = Duration.toMillis(options.pollDelay(0, task))
+    const firstPoll = Duration.toMillis(options.pollDelay(0, submittedTask))
     // the first poll is due at once and nothing is to be charged: poll now, record the job with its answer
     const recorded = firstPoll <= 0 && charges.length === 0
-      ? yield* poll(jobId, true)
+      ? yield* poll(jobId, true, channelId)
       : yield* Effect.either(storage.step(task.id, task.fence, {
         upstreamJobId: jobId,
+        ...(channelId === undefined ? {} : { channelId }),
         nextRunAt: now + firstPoll,
         ...(charges.length === 0 ? {} : { charges })
       })).pipe(
@@ -211,13 +228,13 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
           if (error._tag === "PersistenceError") return Effect.fail(error)
           // the account cannot pay what the task turned out to cost: the job is not wanted, the task fails (refunded)
           return Effect.zipRight(
-            upstream.cancel(task, jobId),
+            upstream.cancel(submittedTask, jobId),
             Effect.as(end({ _tag: "Failed", error: { code: error.code, message: error.message } }), true)
           )
         })
       )
     // cancelled (or taken over) while submitting: the job is nobody's now
-    if (!recorded) yield* upstream.cancel(task, jobId)
+    if (!recorded) yield* upstream.cancel(submittedTask, jobId)
   })
 
 /** Runs the worker until the scope closes. Needs the storage and the upstream. */
@@ -242,7 +259,10 @@ export const run = (options: WorkerOptions = {}) =>
     const formerOwners = new Map<string, number>()
     const ownerOf = new Map<string, string>()
     const stepOptions = {
-      pollDelay: options.pollDelay ?? (upstream.notifiesChanges ? safetyNetPollDelayMs : defaultPollDelayMs),
+      pollDelay: options.pollDelay ?? (upstream.notifies === undefined
+        ? (upstream.notifiesChanges ? safetyNetPollDelayMs : defaultPollDelayMs)
+        : (polls: number, task: TaskRecord) =>
+          upstream.notifies!(task) ? safetyNetPollDelayMs(polls, task) : defaultPollDelayMs(polls, task)),
       retryDelay: options.retryDelay ?? defaultRetryDelayMs
     }
     const pokes = yield* Queue.sliding<void>(1)

@@ -101,6 +101,23 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
 
+    it.live("a job whose channel is lost is cancelled and submitted again on another channel, charged once", () => {
+      const { layer, ledger, log } = setup({ callbacks: false })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const acks = yield* Effect.forEach(Array.from({ length: 5 }, (_, i) => i), (i) =>
+          tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`[lost] shot ${i}`), idempotencyKey: undefined }))
+        const done = yield* awaitTerminal(acks.map((a) => a.id))
+        for (const task of done) {
+          expect(task).toMatchObject({ status: "succeeded", channelId: "ch_second", upstreamJobId: `job_${task.id}_2` })
+          expect(log.submits.get(task.id)).toBe(2)
+        }
+        expect([...log.cancels].sort()).toEqual(acks.map((a) => a.id).sort())
+        expect(ledger.charges).toHaveLength(5)
+        expect(ledger.refunds).toHaveLength(0)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
     it.live("a first poll due at once runs under the submit's claim: job and outcome recorded in one write", () => {
       const { layer, ledger, log } = setup({ durationMs: 0, pollDelay: 0, callbacks: false })
       return Effect.gen(function*() {

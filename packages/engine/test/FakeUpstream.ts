@@ -2,7 +2,8 @@
  * An upstream for engine tests: jobs take `durationMs` of real time; prompt directives steer them —
  * `[fail]` fails the job, `[hang]` never finishes, `[flaky]` makes the first submit fail with a retryable error,
  * `[reject]` makes every submit fail for good, `[slow=N]` makes a submit itself take N ms, `[early]` reports the
- * job's change during the submit (then takes 100 ms more to answer). It counts submits per task and reports
+ * job's change during the submit (then takes 100 ms more to answer), `[lost]` puts the first submit on channel
+ * `ch_first`, whose polls answer `Lost`, and later ones on `ch_second`. It counts submits per task and reports
  * finished jobs on `changes`.
  */
 import * as Effect from "effect/Effect"
@@ -44,6 +45,7 @@ export const makeFakeUpstream = (options: { readonly durationMs: number; readonl
               return yield* new UpstreamError({ message: "upstream timed out", retryable: true })
             }
             started.set(task.id, Date.now())
+            if (prompt.includes("[lost]")) return { jobId: `job_${task.id}_${count}`, channelId: count === 1 ? "ch_first" : "ch_second" }
             if (prompt.includes("[early]")) {
               // the callback outruns the submit's answer: it is handled before the worker records the job
               yield* PubSub.publish(changes, task.id)
@@ -61,6 +63,9 @@ export const makeFakeUpstream = (options: { readonly durationMs: number; readonl
           Effect.sync(() => {
             log.polls.set(task.id, (log.polls.get(task.id) ?? 0) + 1)
             const prompt = promptOf(task)
+            if (prompt.includes("[lost]") && task.channelId === "ch_first") {
+              return { _tag: "Lost" as const, message: "channel ch_first failed" }
+            }
             const elapsed = Date.now() - (started.get(task.id) ?? task.createdAt)
             if (prompt.includes("[hang]") || elapsed < options.durationMs) {
               return { _tag: "Running" as const, progress: Math.min(99, Math.round((100 * elapsed) / options.durationMs)) }

@@ -74,11 +74,12 @@ for (const [name, database] of databases) {
           "acme_mg_tasks_account_idx",
           "acme_mg_tasks_due_idx",
           "acme_mg_tasks_lease_idx",
+          "acme_mg_tasks_channel_idx",
           "acme_mg_task_idempotency_created_idx"
         ]))
         const sql = yield* SqlClient.SqlClient
         const applied = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlTaskStorage.migrationsTable(prefix))}`
-        expect(applied.map((r) => r.name)).toEqual(["tasks", "task_idempotency_created", "task_outbox_txid", "task_counts", "nodes", "task_trace_context"])
+        expect(applied.map((r) => r.name)).toEqual(["tasks", "task_idempotency_created", "task_outbox_txid", "task_counts", "nodes", "task_trace_context", "task_channel"])
         // the counts' triggers (and, on PostgreSQL, their functions) carry the prefix too
         const triggers = objects.filter((o) => o.kind === "trigger").map((o) => o.name)
         expect(triggers).toEqual(expect.arrayContaining(["acme_mg_tasks_count_insert", "acme_mg_tasks_count_delete"]))

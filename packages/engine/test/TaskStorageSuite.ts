@@ -439,6 +439,64 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect((yield* storage.claim("w1", 1, 30_000)).map((t) => t.id)).toEqual([task.id])
         })))
 
+    it.effect("channels: a step records the job's channel, resubmit forgets both, a finish may record them", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const a = newTask({ createdAt: yield* now })
+          const b = newTask({ createdAt: yield* now })
+          for (const t of [a, b]) yield* storage.accept({ task: t, charge: undefined, idempotency: undefined })
+          expect(Option.getOrThrow(yield* storage.getById(a.id)).channelId ?? null).toBeNull()
+          const claimed = yield* storage.claim("w1", 2, 30_000)
+          const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
+          assert.isTrue(yield* storage.step(a.id, fenceOf(a.id), { upstreamJobId: "job-a", channelId: "ch_a", nextRunAt: yield* now }))
+          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({ upstreamJobId: "job-a", channelId: "ch_a" })
+          expect(yield* storage.channelLoad).toEqual(new Map([["ch_a", 1]]))
+          // a plain step keeps them; resubmit forgets both
+          const [again] = yield* storage.claim("w1", 1, 30_000)
+          assert.isTrue(yield* storage.step(a.id, again!.fence, { nextRunAt: yield* now, polled: true }))
+          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({ upstreamJobId: "job-a", channelId: "ch_a" })
+          const [third] = yield* storage.claim("w1", 1, 30_000)
+          assert.isTrue(yield* storage.step(a.id, third!.fence, { resubmit: true, nextRunAt: yield* now, polled: true }))
+          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({ upstreamJobId: null, channelId: null })
+          expect(yield* storage.channelLoad).toEqual(new Map())
+          // a job submitted and finished under one claim
+          const done = yield* storage.finish(b.id, fenceOf(b.id), { _tag: "Succeeded", result: [] }, { upstreamJobId: "job-b", channelId: "ch_b" })
+          expect(Option.getOrThrow(done)).toMatchObject({ upstreamJobId: "job-b", channelId: "ch_b" })
+          // finished tasks do not count
+          expect(yield* storage.channelLoad).toEqual(new Map())
+        })))
+
+    it.effect("channels: reservations respect the limit across claimers, need the fence, and free up when tasks end", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          for (let i = 0; i < 12; i++) yield* storage.accept({ task: newTask({ createdAt: yield* now }), charge: undefined, idempotency: undefined })
+          const claimed = yield* storage.claim("w1", 12, 30_000)
+          expect(claimed.length).toBe(12)
+          // twelve reservations at once against a limit of 5: exactly 5 win
+          const won = yield* Effect.all(
+            claimed.map((task) => storage.reserveChannel(task.id, task.fence, "ch_x", 5)),
+            { concurrency: "unbounded" }
+          )
+          expect(won.filter(Boolean).length).toBe(5)
+          expect(yield* storage.channelLoad).toEqual(new Map([["ch_x", 5]]))
+          // a task already on the channel keeps its slot when it asks again
+          const holder = claimed[won.indexOf(true)]!
+          assert.isTrue(yield* storage.reserveChannel(holder.id, holder.fence, "ch_x", 5))
+          // a stale fence reserves nothing; no limit always reserves
+          const loser = claimed[won.indexOf(false)]!
+          assert.isFalse(yield* storage.reserveChannel(loser.id, loser.fence - 1, "ch_y", 0))
+          assert.isTrue(yield* storage.reserveChannel(loser.id, loser.fence, "ch_y", 0))
+          expect(yield* storage.channelLoad).toEqual(new Map([["ch_x", 5], ["ch_y", 1]]))
+          // a holder that ends frees its slot for the next
+          yield* storage.finish(holder.id, holder.fence, { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
+          const next = claimed.filter((_, i) => !won[i]).find((task) => task.id !== loser.id)!
+          assert.isTrue(yield* storage.reserveChannel(next.id, next.fence, "ch_x", 5))
+          const last = claimed.filter((_, i) => !won[i]).find((task) => task.id !== loser.id && task.id !== next.id)!
+          assert.isFalse(yield* storage.reserveChannel(last.id, last.fence, "ch_x", 5))
+        })))
+
     it.effect("concurrent claimers never lease the same task twice", () =>
       run(() =>
         Effect.gen(function*() {

@@ -1,41 +1,47 @@
 /**
  * The `mediagate` command: `mediagate` (or `mediagate serve`) runs the production server; `accounts`, `keys`,
- * `tasks`, `webhooks` and `system` are the admin API from a shell — create, list, show and credit accounts, create,
- * list and revoke keys, list and inspect tasks of every account, list webhook deliveries, show the system status —
- * on the same database and settings as the server (`DATABASE_URL` or `MEDIAGATE_DATA_DIR`, `MEDIAGATE_TABLE_PREFIX`).
- * Admin commands call the `AdminService` port through {@link AdminAccess}, so only they open the stores; list
- * filters are decoded by the API's own query Schemas (the same rules and messages as `/admin/v1`).
+ * `tasks`, `webhooks`, `channels` and `system` are the admin API from a shell — create, list, show and credit
+ * accounts, create, list and revoke keys, list and inspect tasks of every account, list webhook deliveries, manage
+ * the upstream channels, show the system status — on the same database and settings as the server (`DATABASE_URL`
+ * or `MEDIAGATE_DATA_DIR`, `MEDIAGATE_TABLE_PREFIX`, `MEDIAGATE_CHANNEL_KEY`). Admin commands call the
+ * `AdminService` and `AdminChannels` ports through {@link AdminAccess}, so only they open the stores; list filters
+ * and channel bodies are decoded by the API's own Schemas (the same rules and messages as `/admin/v1`).
  *
  * @since 0.1.0
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Admin, Errors, Services, Task, ValidationMessage, Webhook } from "@mediagate/contract"
+import { Admin, Catalog, Channel, Errors, Services, Task, ValidationMessage, Webhook } from "@mediagate/contract"
+import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Server from "./Server.js"
 
-/** How admin commands reach the `AdminService`: built only when such a command runs. */
+/** The operator ports the admin commands call: accounts, keys, tasks, deliveries, status; and the channels. */
+export type OperatorPorts = Services.AdminService | Services.AdminChannels
+
+/** How admin commands reach the operator ports: built only when such a command runs. */
 export class AdminAccess extends Context.Tag("@mediagate/node/Cli/AdminAccess")<AdminAccess, {
-  readonly use: <A, E>(effect: Effect.Effect<A, E, Services.AdminService>) => Effect.Effect<A, E | Error>
+  readonly use: <A, E>(effect: Effect.Effect<A, E, OperatorPorts>) => Effect.Effect<A, E | Error>
 }>() {}
 
-/** {@link AdminAccess} through a layer of the `AdminService`, built for each command that needs it. */
-export const layerAdmin = <E>(admin: Layer.Layer<Services.AdminService, E>): Layer.Layer<AdminAccess> => {
+/** {@link AdminAccess} through a layer of the operator ports, built for each command that needs it. */
+export const layerAdmin = <E>(admin: Layer.Layer<OperatorPorts, E>): Layer.Layer<AdminAccess> => {
   const opened = Layer.mapError(admin, (cause) => cause instanceof Error ? cause : new Error(String(cause)))
   return Layer.succeed(AdminAccess, { use: (effect) => Effect.provide(effect, opened) })
 }
 
-const withAdmin = <A, E>(effect: Effect.Effect<A, E, Services.AdminService>) =>
+const withAdmin = <A, E>(effect: Effect.Effect<A, E, OperatorPorts>) =>
   Effect.flatMap(AdminAccess, (access) => access.use(effect))
 
 /** Prints a result as JSON; API errors print their code and message and fail the command. */
-const report = <A, E>(effect: Effect.Effect<A, E, Services.AdminService>) =>
+const report = <A, E>(effect: Effect.Effect<A, E, OperatorPorts>) =>
   withAdmin(effect).pipe(
     Effect.flatMap((value) => Console.log(JSON.stringify(value, null, 2))),
     Effect.tapError((error) =>
@@ -182,6 +188,173 @@ const systemStatus = Command.make("status", {}, () =>
     Command.withDescription("Tasks by state, queue depth, webhook backlog and worker nodes")
   )
 
+// -----------------------------------------------------------------------------------------------------------------
+// channels
+// -----------------------------------------------------------------------------------------------------------------
+
+const channelId = Args.text({ name: "channel-id" }).pipe(Args.withDescription("ch_... (or default:* to show)"))
+
+/** The environment variable `--api-key` may be read from (kept out of shell history). */
+export const apiKeyVariable = "MEDIAGATE_CHANNEL_API_KEY"
+
+/** A channel body from the command's options, decoded by the API's Schema (its rules and messages). */
+const channelBody = <A, I>(schema: Schema.Schema<A, I>, body: Record<string, unknown>) =>
+  Effect.mapError(
+    Schema.decodeUnknown(schema)(body),
+    (error) => new Errors.ValidationError({ message: ValidationMessage.formatParseError(error, "channel") })
+  )
+
+/** The options of `channels create` and `channels update`. */
+const channelOptions = {
+  name: optional(Options.text("name").pipe(Options.withDescription("name, for people"))),
+  families: Options.choice("family", Catalog.taskFamilies).pipe(
+    Options.withDescription("a family served (repeat for several)"),
+    Options.repeated
+  ),
+  models: Options.text("model").pipe(
+    Options.withDescription("a model served (repeat for several; none: every model of the families)"),
+    Options.repeated
+  ),
+  priority: optional(Options.integer("priority").pipe(Options.withDescription("higher first, -1000 to 1000 (default 0)"))),
+  weight: optional(Options.integer("weight").pipe(Options.withDescription("share among equal priorities, 1 to 1000 (default 1)"))),
+  concurrency: optional(Options.integer("concurrency").pipe(
+    Options.withDescription("most tasks in flight at once on every node (default 0: no limit)")
+  )),
+  baseUrl: optional(Options.text("base-url").pipe(Options.withDescription("relay: the other service's base URL"))),
+  timeoutMs: optional(Options.integer("timeout-ms").pipe(Options.withDescription("longest upstream call, ms (default 30000)"))),
+  apiKey: optional(Options.redacted("api-key").pipe(
+    Options.withDescription(`relay: the other service's API key (kept out of shell history: set ${apiKeyVariable} instead)`)
+  )),
+  disabled: Options.boolean("disabled").pipe(Options.withDescription("disabled: takes no new tasks"))
+}
+
+/** What {@link channelOptions} parse to. */
+interface ChannelOptions {
+  readonly name: Option.Option<string>
+  readonly families: ReadonlyArray<Catalog.TaskFamily>
+  readonly models: ReadonlyArray<string>
+  readonly priority: Option.Option<number>
+  readonly weight: Option.Option<number>
+  readonly concurrency: Option.Option<number>
+  readonly baseUrl: Option.Option<string>
+  readonly timeoutMs: Option.Option<number>
+  readonly apiKey: Option.Option<Redacted.Redacted<string>>
+  readonly disabled: boolean
+}
+
+/** The fields of a body the options give (the wire names). */
+const channelFields = (options: ChannelOptions, apiKey: Option.Option<Redacted.Redacted<string>>) => {
+  const settings = {
+    ...(Option.isSome(options.baseUrl) ? { base_url: options.baseUrl.value } : {}),
+    ...(Option.isSome(options.timeoutMs) ? { timeout_ms: options.timeoutMs.value } : {})
+  }
+  return {
+    ...(Option.isSome(options.name) ? { name: options.name.value } : {}),
+    ...(Object.keys(settings).length > 0 ? { settings } : {}),
+    ...(Option.isSome(apiKey) ? { credentials: { api_key: Redacted.value(apiKey.value) } } : {}),
+    ...(options.families.length > 0 ? { families: options.families } : {}),
+    ...(options.models.length > 0 ? { models: options.models } : {}),
+    ...(Option.isSome(options.priority) ? { priority: options.priority.value } : {}),
+    ...(Option.isSome(options.weight) ? { weight: options.weight.value } : {}),
+    ...(Option.isSome(options.concurrency) ? { concurrency: options.concurrency.value } : {}),
+    ...(options.disabled ? { enabled: false } : {})
+  }
+}
+
+/** `MEDIAGATE_CHANNEL_API_KEY`, when set (and not blank). */
+const apiKeyFromEnvironment = Config.option(Config.redacted(apiKeyVariable)).pipe(
+  Effect.map(Option.filter((key) => Redacted.value(key).trim() !== "")),
+  Effect.orElseSucceed(() => Option.none<Redacted.Redacted<string>>())
+)
+
+const channelList = Command.make("list", {}, () =>
+  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.list))).pipe(
+    Command.withDescription("List the upstream channels with their health: the environment's first (credentials never shown)")
+  )
+
+const channelShow = Command.make("show", { id: channelId }, ({ id }) =>
+  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.get(id)))).pipe(
+    Command.withDescription("Show a channel and its health")
+  )
+
+const channelCreate = Command.make(
+  "create",
+  {
+    ...channelOptions,
+    name: Options.text("name").pipe(Options.withDescription("name, for people")),
+    transport: Options.choice("transport", Channel.ChannelTransport.literals).pipe(
+      Options.withDescription("simulated, or relay (another service speaking this API)")
+    )
+  },
+  ({ name, transport, ...options }) =>
+    report(Effect.gen(function*() {
+      // a relay's key: --api-key, else the environment (a simulated channel takes none)
+      const apiKey = Option.isSome(options.apiKey) || transport !== "relay" ? options.apiKey : yield* apiKeyFromEnvironment
+      const body = yield* channelBody(Channel.ChannelCreate, {
+        ...channelFields({ ...options, name: Option.none() }, apiKey),
+        name,
+        transport,
+        families: options.families
+      })
+      const channels = yield* Services.AdminChannels
+      return yield* channels.create(body)
+    }))
+).pipe(Command.withDescription(
+  `Create an upstream channel (docs/channels.md). relay: --base-url and an API key, from --api-key or, better, ` +
+    `from ${apiKeyVariable} (not in shell history); stored encrypted under MEDIAGATE_CHANNEL_KEY, never shown again`
+))
+
+const channelUpdate = Command.make(
+  "update",
+  {
+    id: channelId,
+    ...channelOptions,
+    allModels: Options.boolean("all-models").pipe(Options.withDescription("serve every model of the families again")),
+    apiKeyFromEnv: Options.boolean("api-key-from-env").pipe(
+      Options.withDescription(`replace the API key by ${apiKeyVariable} (not in shell history)`)
+    ),
+    removeCredentials: Options.boolean("remove-credentials").pipe(Options.withDescription("remove the stored credentials"))
+  },
+  ({ allModels, apiKeyFromEnv, id, removeCredentials, ...options }) =>
+    report(Effect.gen(function*() {
+      if (allModels && options.models.length > 0) {
+        return yield* new Errors.ValidationError({ message: "--all-models and --model: give one of them" })
+      }
+      if (removeCredentials && (apiKeyFromEnv || Option.isSome(options.apiKey))) {
+        return yield* new Errors.ValidationError({ message: "--remove-credentials and an API key: give one of them" })
+      }
+      const fromEnvironment = apiKeyFromEnv && Option.isNone(options.apiKey) ? yield* apiKeyFromEnvironment : Option.none()
+      if (apiKeyFromEnv && Option.isNone(options.apiKey) && Option.isNone(fromEnvironment)) {
+        return yield* new Errors.ValidationError({ message: `--api-key-from-env: ${apiKeyVariable} is not set` })
+      }
+      const body = yield* channelBody(Channel.ChannelUpdate, {
+        ...channelFields(options, Option.orElse(options.apiKey, () => fromEnvironment)),
+        ...(allModels ? { models: [] } : {}),
+        ...(removeCredentials ? { credentials: null } : {})
+      })
+      const channels = yield* Services.AdminChannels
+      return yield* channels.update(id, body)
+    }))
+).pipe(Command.withDescription(
+  "Change a channel: the options given replace their values (--family and --model replace the lists); " +
+    `a new API key from --api-key or, with --api-key-from-env, from ${apiKeyVariable}`
+))
+
+const channelEnable = Command.make("enable", { id: channelId }, ({ id }) =>
+  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.update(id, { enabled: true })))).pipe(
+    Command.withDescription("Enable a channel (clears its disabled_reason)")
+  )
+
+const channelDisable = Command.make("disable", { id: channelId }, ({ id }) =>
+  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.update(id, { enabled: false })))).pipe(
+    Command.withDescription("Disable a channel: it takes no new tasks; its tasks in flight are still followed")
+  )
+
+const channelDelete = Command.make("delete", { id: channelId }, ({ id }) =>
+  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.remove(id)))).pipe(
+    Command.withDescription("Delete a channel with no task in flight (disable it first and wait)")
+  )
+
 const serve = Command.make("serve", {}, () => Server.program).pipe(
   Command.withDescription("Run the server (HOST, PORT, DATABASE_URL or MEDIAGATE_DATA_DIR; see docs/configuration.md)")
 )
@@ -195,6 +368,15 @@ export const command = Command.make("mediagate", {}, () => Server.program).pipe(
     Command.make("keys").pipe(Command.withSubcommands([keyCreate, keyList, keyRevoke])),
     Command.make("tasks").pipe(Command.withSubcommands([taskList, taskInspect])),
     Command.make("webhooks").pipe(Command.withSubcommands([deliveryList])),
+    Command.make("channels").pipe(Command.withSubcommands([
+      channelList,
+      channelShow,
+      channelCreate,
+      channelUpdate,
+      channelEnable,
+      channelDisable,
+      channelDelete
+    ])),
     Command.make("system").pipe(Command.withSubcommands([systemStatus]))
   ])
 )

@@ -221,8 +221,11 @@ export const layerConfig: Layer.Layer<Provides, StartError> = Layer.unwrapEffect
   (database) => compose(Database.layer(database), Database.describe(database))
 ))
 
-/** Only accounts and billing (what the admin commands need), with the database and table prefix from `Config`. */
-export const layerAdminConfig: Layer.Layer<Services.AdminService, StartError> = Layer.unwrapEffect(Effect.map(
+/**
+ * Only accounts, billing and the channels (what the admin commands need), with the database, table prefix and
+ * channel keys from `Config`.
+ */
+export const layerAdminConfig: Layer.Layer<Services.AdminService | Services.AdminChannels, StartError> = Layer.unwrapEffect(Effect.map(
   Effect.mapError(Database.config, toStartError),
   (database) => Stack.AdminPorts.pipe(Layer.provide(Database.layer(database)), Layer.mapError(toStartError))
 ))

@@ -99,6 +99,7 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = E
     (histogram) => Effect.sync(() => histogram.disable())
   )
   Metrics.record(Metrics.processStartTime, Math.round(Date.now() / 1000 - process.uptime()))
+  const channelsSeen = new Set<string>()
 
   const database = storage.overview.pipe(
     Effect.tap(({ byStatus, due }) =>
@@ -109,6 +110,15 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = E
         Metrics.record(Metrics.upstreamInFlight, byStatus.queued + byStatus.running)
       })
     ),
+    // tasks in flight per channel; a channel seen before and now idle goes back to 0
+    Effect.zipRight(Effect.flatMap(storage.channelLoad, (load) =>
+      Effect.sync(() => {
+        for (const id of channelsSeen) if (!load.has(id)) Metrics.channelInFlight.record(0, id)
+        for (const [id, n] of load) {
+          channelsSeen.add(id)
+          Metrics.channelInFlight.record(n, id)
+        }
+      }))),
     // a scrape while the database does not answer still shows the process (and the last figures read)
     Effect.catchAllCause((cause) => Effect.logWarning("metrics: the task overview failed", cause))
   )

@@ -72,7 +72,14 @@ const cli = (args: ReadonlyArray<string>, admin: Layer.Layer<Services.AdminServi
     }
     return Cli.run(["node", "mediagate", ...args]).pipe(
       Effect.withConsole(capture),
-      Effect.provide(Cli.layerAdmin(admin)),
+      // the channel commands are exercised in ChannelsCli.test.ts
+      Effect.provide(Cli.layerAdmin(Layer.merge(admin, Layer.succeed(Services.AdminChannels, {
+        list: Effect.dieMessage("not used here"),
+        get: () => Effect.dieMessage("not used here"),
+        create: () => Effect.dieMessage("not used here"),
+        update: () => Effect.dieMessage("not used here"),
+        remove: () => Effect.dieMessage("not used here")
+      })))),
       Effect.provide(NodeContext.layer),
       Effect.exit,
       Effect.map((exit) => ({ exit, out }))

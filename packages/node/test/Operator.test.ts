@@ -54,6 +54,13 @@ const Unused = Layer.mergeAll(
   }),
   Layer.succeed(Services.VoiceService, { list: unused("VoiceService") }),
   Layer.succeed(Services.FileService, { open: unused("FileService") }),
+  Layer.succeed(Services.AdminChannels, {
+    list: unused("AdminChannels")(),
+    get: unused("AdminChannels"),
+    create: unused("AdminChannels"),
+    update: unused("AdminChannels"),
+    remove: unused("AdminChannels")
+  }),
   Health.layerAlwaysReady,
   ServerConfig.layer({ adminToken: Option.some(Redacted.make(adminToken)) })
 )

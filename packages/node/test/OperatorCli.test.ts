@@ -39,7 +39,17 @@ const cli = (args: ReadonlyArray<string>, admin: Services.AdminService["Type"]) 
     }
     return Cli.run(["node", "mediagate", ...args]).pipe(
       Effect.withConsole(capture),
-      Effect.provide(Cli.layerAdmin(Layer.succeed(Services.AdminService, admin))),
+      // the channel commands are exercised in ChannelsCli.test.ts
+      Effect.provide(Cli.layerAdmin(Layer.merge(
+        Layer.succeed(Services.AdminService, admin),
+        Layer.succeed(Services.AdminChannels, {
+          list: Effect.dieMessage("not used here"),
+          get: () => Effect.dieMessage("not used here"),
+          create: () => Effect.dieMessage("not used here"),
+          update: () => Effect.dieMessage("not used here"),
+          remove: () => Effect.dieMessage("not used here")
+        })
+      ))),
       Effect.provide(NodeContext.layer),
       Effect.exit,
       Effect.map((exit) => ({ exit, out, json: () => JSON.parse(out.join("\n")) }))

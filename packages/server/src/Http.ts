@@ -29,6 +29,7 @@ import * as RateLimit from "./RateLimit.js"
 import * as AdminHttp from "./http/Admin.js"
 import * as ApiKeysHttp from "./http/ApiKeys.js"
 import * as BalanceHttp from "./http/Balance.js"
+import * as ChannelsHttp from "./http/Channels.js"
 import * as GenerationHttp from "./http/Generation.js"
 import * as TasksHttp from "./http/Tasks.js"
 import * as VoicesHttp from "./http/Voices.js"
@@ -48,6 +49,7 @@ export type Requirements =
   | Services.WebhookService
   | Services.VoiceService
   | Services.AdminService
+  | Services.AdminChannels
   | Services.FileService
   | Health.Readiness
   | ServerConfig
@@ -64,7 +66,8 @@ export const apiFor = (
       VoicesHttp.layer,
       ApiKeysHttp.layer,
       WebhooksHttp.layer,
-      AdminHttp.layer
+      AdminHttp.layer,
+      ChannelsHttp.layer
     ]),
     Layer.provide([Authentication.layer, Authentication.adminLayer]),
     // a limiter of its own per built API (its memory counters belong to this server)

@@ -441,6 +441,14 @@ export const OtherServicesFake = Layer.mergeAll(
       nodes: [],
       checked_at: "2026-11-21T00:00:00.000Z"
     })
+  }),
+  // the real channels service is tested over HTTP in packages/node/test/Channels.test.ts
+  Layer.succeed(Services.AdminChannels, {
+    list: Effect.succeed([]),
+    get: (id) => Effect.fail(new Errors.ChannelNotFound({ message: `channel ${id} not found` })),
+    create: () => Effect.fail(new Errors.ValidationError({ message: "channels: not stored by this fake" })),
+    update: (id) => Effect.fail(new Errors.ChannelNotFound({ message: `channel ${id} not found` })),
+    remove: (id) => Effect.fail(new Errors.ChannelNotFound({ message: `channel ${id} not found` }))
   })
 )
 

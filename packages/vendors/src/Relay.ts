@@ -3,7 +3,13 @@
  * Mediagate, or a hosted service with the same API), maps its task states, and copies its result files into our
  * own file store, so clients only ever see our signed URLs.
  *
- * The task id is sent as the `Idempotency-Key`: a submit repeated after a crash finds the same remote task.
+ * The task id (with the channel's id, when the task is routed over channels: `<task>.<channel>`) is sent as the
+ * `Idempotency-Key`: a submit repeated after a crash finds the same remote task, and a task that fails over to
+ * another channel and later comes back to this one finds the job it already has here.
+ *
+ * Failures carry their kind for the channel router: timeouts, connection failures, 5xx and 429 are `unavailable`
+ * (retried); 401, 402 and 403 are `auth` (the channel's credentials or its account at the other service); other
+ * refusals are `refused` (the request itself: not retried, no failover).
  *
  * @since 0.1.0
  */
@@ -34,15 +40,19 @@ export interface RelayOptions {
   readonly maxFileBytes?: number
 }
 
-const retryable = (message: string) => new UpstreamError({ message, retryable: true })
+const retryable = (message: string) => new UpstreamError({ message, retryable: true, kind: "unavailable" })
 const permanent = (message: string, code?: string) =>
-  new UpstreamError({ message, retryable: false, ...(code === undefined ? {} : { code }) })
+  new UpstreamError({ message, retryable: false, kind: "refused", ...(code === undefined ? {} : { code }) })
 
 /** How a failure of the other service's API maps onto the upstream error model. */
 const fromApiError = (error: unknown): UpstreamError => {
   if (Errors.isApiError(error)) {
     // refusals of the request itself will not change on a retry; the others (503, 429, 500) may
     if (error.status >= 500 || error.status === 429) return retryable(`relay: ${error.code}: ${error.message}`)
+    // our key or our account at the other service: the channel's problem, not the request's
+    if (error.status === 401 || error.status === 402 || error.status === 403) {
+      return new UpstreamError({ message: `relay: ${error.code}: ${error.message}`, retryable: false, kind: "auth" })
+    }
     return permanent(`relay: ${error.code}: ${error.message}`)
   }
   return retryable(`relay: ${error instanceof Error ? error.message : String(error)}`)
@@ -131,7 +141,7 @@ export const make = (options: RelayOptions) =>
               input: task.input,
               ...(Object.keys(task.metadata).length === 0 ? {} : { metadata: task.metadata })
             },
-            headers: { "idempotency-key": task.id }
+            headers: { "idempotency-key": task.channelId == null ? task.id : `${task.id}.${task.channelId}` }
           })
         })).pipe(Effect.map((ack) => ({ jobId: ack.id }))),
       poll: (task, jobId) =>

@@ -41,6 +41,18 @@ export interface InputChecks {
   readonly lookup?: FetchOptions["lookup"]
 }
 
+/** A span of an upstream call (family, model, transport), made only while the tracer is on. */
+export const traced = (name: string, task: TaskRecord, transport: string) =>
+  Tracing.spanWith(name, () => ({
+    kind: "client",
+    attributes: {
+      "mediagate.family": task.provider,
+      "mediagate.model": task.model,
+      "mediagate.task_id": task.id,
+      "mediagate.transport": transport
+    }
+  }))
+
 const usesRelay = (transports: Transports) => Catalog.taskFamilies.some((family) => transports[family] === "relay")
 
 /** The routed upstream over the simulated transport and, when given, the relay. */
@@ -62,31 +74,21 @@ const make = (
         ? relay.value
         : simulated
     const all = Option.isSome(relay) ? [simulated, relay.value] : [simulated]
-    /** A span of an upstream call (family, model, transport), made only while the tracer is on. */
-    const traced = (name: string, task: TaskRecord) =>
-      Tracing.spanWith(name, () => ({
-        kind: "client",
-        attributes: {
-          "mediagate.family": task.provider,
-          "mediagate.model": task.model,
-          "mediagate.task_id": task.id,
-          "mediagate.transport": transportOf(task) === simulated ? "simulated" : "relay"
-        }
-      }))
+    const spanned = (name: string, task: TaskRecord) => traced(name, task, transportOf(task) === simulated ? "simulated" : "relay")
     return Upstream.of({
       notifiesChanges: all.every((transport) => transport.notifiesChanges),
       changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
       submit: (task) =>
-        inputChecks === undefined ? transportOf(task).submit(task).pipe(traced("Upstream.submit", task)) : Effect.gen(function*() {
+        inputChecks === undefined ? transportOf(task).submit(task).pipe(spanned("Upstream.submit", task)) : Effect.gen(function*() {
           const measured = yield* MediaInputs.checkTask(task, inputChecks, families)
-          const submitted = yield* transportOf(task).submit(task).pipe(traced("Upstream.submit", task))
+          const submitted = yield* transportOf(task).submit(task).pipe(spanned("Upstream.submit", task))
           const request = { model: task.model, input: task.input }
           const charges = Family.familyOf(families, task.endpoint)?.charges(task.endpoint, request, measured, table)
           return { ...submitted, charges: charges ?? [] }
         }),
       poll: (task, jobId) =>
         transportOf(task).poll(task, jobId).pipe(
-          traced("Upstream.poll", task),
+          spanned("Upstream.poll", task),
           Effect.tap((state) => {
             const startedAt = task.startedAt
             return state._tag === "Succeeded" && startedAt !== null
@@ -94,7 +96,7 @@ const make = (
               : Effect.void
           })
         ),
-      cancel: (task, jobId) => transportOf(task).cancel(task, jobId).pipe(traced("Upstream.cancel", task))
+      cancel: (task, jobId) => transportOf(task).cancel(task, jobId).pipe(spanned("Upstream.cancel", task))
     })
   })
 

@@ -37,3 +37,17 @@ export * as ResultLinks from "./ResultLinks.js"
 export * as UrlSigner from "./UrlSigner.js"
 /** Remote input media checked when a task runs. */
 export * as MediaInputs from "./MediaInputs.js"
+/** Upstream channels: the router (routing, failover, health). */
+export * as Channels from "./Channels.js"
+/** The storage port of upstream channels. */
+export * as ChannelStore from "./ChannelStore.js"
+/** Upstream channels in memory. */
+export * as MemoryChannels from "./MemoryChannels.js"
+/** Upstream channels on SQLite and PostgreSQL. */
+export * as SqlChannels from "./SqlChannels.js"
+/** Channel credentials encrypted at rest. */
+export * as ChannelSecrets from "./ChannelSecrets.js"
+/** The operator's channel views and writes. */
+export * as ChannelAdmin from "./ChannelAdmin.js"
+/** Circuit breakers of upstream channels. */
+export * as Breaker from "./Breaker.js"

@@ -61,5 +61,12 @@ export const withKey = (key: string, accountId: string) =>
       listDeliveries: () => unused("admin"),
       system: unused("admin")
     }),
+    Layer.succeed(Services.AdminChannels, {
+      list: unused("channels"),
+      get: () => unused("channels"),
+      create: () => unused("channels"),
+      update: () => unused("channels"),
+      remove: () => unused("channels")
+    }),
     Voices.layer()
   )

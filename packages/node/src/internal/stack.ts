@@ -18,6 +18,10 @@ import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as Worker from "@mediagate/engine/Worker"
 import { Health, ServerConfig } from "@mediagate/server"
+import * as ChannelAdmin from "@mediagate/vendors/ChannelAdmin"
+import * as Channels from "@mediagate/vendors/Channels"
+import * as ChannelSecrets from "@mediagate/vendors/ChannelSecrets"
+import { ChannelRuntime } from "@mediagate/vendors/ChannelStore"
 import * as Durations from "@mediagate/vendors/Durations"
 import * as Estimates from "@mediagate/vendors/Estimates"
 import * as FileService from "@mediagate/vendors/FileService"
@@ -26,7 +30,7 @@ import { PriceBook } from "@mediagate/vendors/Prices"
 import * as ResultLinks from "@mediagate/vendors/ResultLinks"
 import * as S3FileStore from "@mediagate/vendors/S3FileStore"
 import * as Simulated from "@mediagate/vendors/Simulated"
-import * as Upstreams from "@mediagate/vendors/Upstreams"
+import * as SqlChannels from "@mediagate/vendors/SqlChannels"
 import * as UrlSigner from "@mediagate/vendors/UrlSigner"
 import * as VendorPlanner from "@mediagate/vendors/VendorPlanner"
 import * as Voices from "@mediagate/vendors/Voices"
@@ -108,14 +112,46 @@ export const splitWarning = (dataDir: string) =>
   `${dataDir}/files is the same directory for every node (one data directory, or a shared mount). ` +
   `Set MEDIAGATE_FILE_STORE=s3 to share files between nodes (docs/operations.md)`
 
-/** The vendor side: planner, routed upstream (simulated; relay when configured), files and voices. */
+/**
+ * The stored upstream channels (`<prefix>channels`, docs/channels.md) and the keys of their credentials
+ * (`MEDIAGATE_CHANNEL_KEY`, `MEDIAGATE_CHANNEL_KEY_PREVIOUS`).
+ */
+export const ChannelStorage = (stack: StackSettings) =>
+  SqlChannels.layer({ prefix: stack.tablePrefix }).pipe(Layer.provideMerge(ChannelSecrets.layerConfig))
+
+/**
+ * A `ChannelRuntime` without a router (the command line routes no task): the environment's default channels as
+ * the server builds them, every breaker closed, nothing to reload. Settings the server would refuse leave the
+ * defaults out (with a warning) rather than failing the admin commands that do not read them.
+ */
+export const StaticChannelRuntime: Layer.Layer<ChannelRuntime> = Layer.effect(
+  ChannelRuntime,
+  Channels.config.pipe(
+    Effect.map((options) => Channels.defaultChannels(options.transports ?? {}, options.relay, Date.now())),
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning(`channels: the environment's default channels are left out: ${error}`), [])
+    ),
+    Effect.map((defaults) =>
+      ChannelRuntime.of({
+        defaults,
+        health: () => Effect.succeed({ breaker: "closed", consecutiveFailures: 0, openedAt: null, lastError: null }),
+        refresh: Effect.void
+      })
+    )
+  )
+)
+
+/**
+ * The vendor side: planner, the simulated upstream, the channel store, files and voices (the routed upstream is
+ * built with the engine: it reserves channel slots in the task storage).
+ */
 export const Vendors = (stack: StackSettings) => Layer.mergeAll(
   VendorPlanner.layerConfig,
-  Upstreams.layerConfig,
   FileService.layer,
   ResultLinks.layer,
   Voices.layerConfig
 ).pipe(
+  Layer.provideMerge(ChannelStorage(stack)),
   Layer.provideMerge(Simulated.layerConfig),
   Layer.provideMerge(Layer.mergeAll(Files(stack), UrlSigner.layerConfig)),
   Layer.provideMerge(PriceBook.layerConfig),
@@ -123,10 +159,12 @@ export const Vendors = (stack: StackSettings) => Layer.mergeAll(
   Layer.provide(NodeContext.layer)
 )
 
-/** The engine: SQL task storage, the task service and (when this process runs them) workers. */
+/** The engine: SQL task storage, the upstream routed over channels, the task service and (when this process runs them) workers. */
 export const Engine = (stack: StackSettings) =>
   (stack.workers ? Worker.layerConfig() : Layer.empty).pipe(
     Layer.provideMerge(TaskService.layer),
+    // the upstream routed over channels (docs/channels.md), with its runtime for the admin views
+    Layer.provideMerge(Channels.layerConfig),
     Layer.provideMerge(SqlTaskStorage.layer({ prefix: stack.tablePrefix }))
   )
 
@@ -196,9 +234,22 @@ export const Retain = (stack: StackSettings, retention: Retention.Settings) =>
  */
 export const Admin = AdminService.layer.pipe(Layer.provide(Layer.merge(TaskAdmin.layer, WebhookAdmin.layer)))
 
+/**
+ * The operator's channels (`AdminChannels`), on the channel store, the router's runtime and the task storage in
+ * context.
+ */
+export const ChannelsAdmin = ChannelAdmin.layer
+
 /** Every port the HTTP layer needs and the background processes, on the `SqlClient` in context. */
 export const Ports = Layer.unwrapEffect(Effect.map(Config.all([settings, Retention.config]), ([stack, retention]) =>
-  Layer.mergeAll(ServerConfig.layerConfig, DatabaseReadiness, Retain(stack, retention), RateWindows(stack), Admin).pipe(
+  Layer.mergeAll(
+    ServerConfig.layerConfig,
+    DatabaseReadiness,
+    Retain(stack, retention),
+    RateWindows(stack),
+    Admin,
+    ChannelsAdmin
+  ).pipe(
     Layer.provideMerge(Webhooks(stack)),
     Layer.provideMerge(Engine(stack)),
     Layer.provideMerge(Vendors(stack)),
@@ -207,15 +258,18 @@ export const Ports = Layer.unwrapEffect(Effect.map(Config.all([settings, Retenti
 
 /**
  * The admin command line, on the `SqlClient` in context: accounts and billing, the task storage (no workers) and
- * the webhook store, for the `AdminService`.
+ * the webhook store, for the `AdminService`; the channel store and the environment's default channels, for the
+ * `AdminChannels`.
  */
 export const AdminPorts = Layer.unwrapEffect(Effect.map(settings, (stack) =>
-  Admin.pipe(
+  Layer.merge(Admin, ChannelsAdmin).pipe(
     Layer.provide(Layer.mergeAll(
       SqlTaskStorage.layer({ prefix: stack.tablePrefix }),
       SqlWebhookStore.layer({ prefix: stack.tablePrefix }),
       // result links as stored when the task finished (the command line signs no file URLs)
-      EngineResultLinks.layerAsStored
+      EngineResultLinks.layerAsStored,
+      ChannelStorage(stack),
+      StaticChannelRuntime
     )),
     Layer.provideMerge(Accounts(stack))
   )))

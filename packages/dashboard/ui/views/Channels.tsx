@@ -1,0 +1,458 @@
+/**
+ * The operator's upstream channels (`/admin/v1/channels`, docs/channels.md): the upstreams each family's live tasks
+ * are routed to, with their routing (families, models, priority, weight, concurrency), their health (breaker,
+ * consecutive failures, last error, tasks in flight) and their state (enabled, or disabled and why). Channels are
+ * created, changed, enabled/disabled and deleted here; the environment's default channels (`default:*`) are shown
+ * read-only. Credentials are write-only: after saving, only their hint (the last four characters) is shown.
+ *
+ * @since 0.1.0
+ */
+import { Catalog, type Channel } from "@mediagate/contract"
+import type { ComponentChildren } from "preact"
+import { useEffect, useRef, useState } from "preact/hooks"
+import { type ApiFailure, call } from "../api.js"
+import { ConfirmButton, Empty, ErrorBox, Field, Show, useLoad, useSubmit } from "../components.js"
+import { time, timeZone } from "../format.js"
+
+type ChannelView = Channel.Channel
+type Family = Catalog.TaskFamily
+
+/** Whether a channel is one of the environment's default channels (read-only, never stored). */
+export const isDefaultChannel = (channel: { readonly id: string }): boolean =>
+  channel.id === "default" || channel.id.startsWith("default:")
+
+const breakerLabel: Record<Channel.BreakerState, string> = { closed: "closed", open: "open", half_open: "half-open" }
+
+const breakerHelp: Record<Channel.BreakerState, string> = {
+  closed: "healthy: receives tasks",
+  open: "failing: skipped until a probe succeeds",
+  half_open: "probing: one trial task at a time"
+}
+
+/** A breaker state as a badge: a coloured dot and the state in words. */
+const Breaker = (props: { readonly state: Channel.BreakerState }) => (
+  <span class={`breaker breaker-${props.state}`} data-breaker={props.state} title={breakerHelp[props.state]}>
+    <span class="dot" aria-hidden="true" />
+    {breakerLabel[props.state]}
+  </span>
+)
+
+/** The models of a channel's form: one per line or separated by commas. */
+const parseModels = (text: string): Array<string> => [...new Set(text.split(/[\s,]+/).filter((m) => m !== ""))]
+
+/** What the operator typed as an integer, or `undefined` when empty. */
+const intOrUndefined = (text: string): number | undefined => text.trim() === "" ? undefined : Number(text)
+
+/** The hint of an API failure on this view. */
+const failureHint = (error: ApiFailure) =>
+  error.code === "CHANNEL_IN_USE"
+    ? "Disabling it stops new tasks from being routed to it; its “In flight” column shows when it can be deleted."
+    : error.status === 404 && error.code !== "CHANNEL_NOT_FOUND"
+    ? "This server does not offer the channels API (is it an older version?)."
+    : undefined
+
+interface FormState {
+  readonly name: string
+  readonly transport: Channel.ChannelTransport
+  readonly families: ReadonlyArray<Family>
+  readonly models: string
+  readonly priority: string
+  readonly weight: string
+  readonly concurrency: string
+  readonly baseUrl: string
+  readonly apiKey: string
+  readonly enabled: boolean
+}
+
+const blank: FormState = {
+  name: "",
+  transport: "simulated",
+  families: [],
+  models: "",
+  priority: "0",
+  weight: "1",
+  concurrency: "0",
+  baseUrl: "",
+  apiKey: "",
+  enabled: true
+}
+
+const fromChannel = (channel: ChannelView): FormState => ({
+  name: channel.name,
+  transport: channel.transport,
+  families: channel.families,
+  models: channel.models.join("\n"),
+  priority: String(channel.priority),
+  weight: String(channel.weight),
+  concurrency: String(channel.concurrency),
+  baseUrl: channel.settings.base_url ?? "",
+  apiKey: "",
+  enabled: channel.enabled
+})
+
+/** The create and edit form: the same fields; on edit the transport is fixed and the key optional. */
+const ChannelForm = (props: {
+  readonly editing?: ChannelView
+  readonly onSaved: (channel: ChannelView) => void
+  readonly onCancel?: () => void
+}) => {
+  const editing = props.editing
+  const [state, setState] = useState<FormState>(editing === undefined ? blank : fromChannel(editing))
+  const set = <K extends keyof FormState>(key: K, value: FormState[K]) => setState((s) => ({ ...s, [key]: value }))
+  const form = useSubmit()
+  const first = useRef<HTMLInputElement>(null)
+  useEffect(() => {
+    if (editing !== undefined) {
+      first.current?.scrollIntoView({ block: "center" })
+      first.current?.focus()
+    }
+  }, [editing?.id])
+  const relay = state.transport === "relay"
+  const familyModels = state.families.flatMap((f) => Catalog.models[f])
+  const submit = () => {
+    const models = parseModels(state.models)
+    const routing = {
+      families: state.families,
+      models,
+      ...(intOrUndefined(state.priority) === undefined ? {} : { priority: Number(state.priority) }),
+      ...(intOrUndefined(state.weight) === undefined ? {} : { weight: Number(state.weight) }),
+      ...(intOrUndefined(state.concurrency) === undefined ? {} : { concurrency: Number(state.concurrency) }),
+      enabled: state.enabled
+    }
+    const credentials = relay && state.apiKey !== "" ? { credentials: { api_key: state.apiKey } } : {}
+    if (editing === undefined) {
+      return call("admin", (api) =>
+        api.channels.create({
+          payload: {
+            name: state.name.trim(),
+            transport: state.transport,
+            ...(relay ? { settings: { base_url: state.baseUrl.trim() } } : {}),
+            ...credentials,
+            ...routing
+          }
+        })).then((channel) => {
+          setState(blank)
+          props.onSaved(channel)
+        })
+    }
+    return call("admin", (api) =>
+      api.channels.update({
+        path: { id: editing.id },
+        payload: {
+          name: state.name.trim(),
+          ...(relay ? { settings: { ...editing.settings, base_url: state.baseUrl.trim() } } : {}),
+          ...credentials,
+          ...routing
+        }
+      })).then((channel) => {
+        set("apiKey", "")
+        props.onSaved(channel)
+      })
+  }
+  const label = editing === undefined ? "Create a channel" : "Edit the channel"
+  return (
+    <form
+      class="card form channel-form"
+      aria-label={label}
+      onSubmit={(e) => {
+        e.preventDefault()
+        form.submit(submit)
+      }}
+    >
+      <h2>{editing === undefined ? "Create a channel" : <>Edit <span class="break">“{editing.name}”</span></>}</h2>
+      {editing === undefined ? null : <p class="muted small mono">{editing.id}</p>}
+      <div class="grid2">
+        <Field label="Name">
+          <input
+            ref={first}
+            type="text"
+            name="name"
+            required
+            maxLength={200}
+            value={state.name}
+            onInput={(e) => set("name", e.currentTarget.value)}
+          />
+        </Field>
+        <Field
+          label="Transport"
+          help={editing === undefined ? "simulated: the built-in simulator · relay: another service speaking this API" : "The transport of a channel cannot change: create another channel"}
+        >
+          <select
+            name="transport"
+            value={state.transport}
+            disabled={editing !== undefined}
+            onChange={(e) => set("transport", e.currentTarget.value === "relay" ? "relay" : "simulated")}
+          >
+            <option value="simulated">simulated</option>
+            <option value="relay">relay</option>
+          </select>
+        </Field>
+      </div>
+      <fieldset>
+        <legend>Families served (at least one)</legend>
+        <div class="families">
+          {Catalog.taskFamilies.map((f) => (
+            <label key={f} class="check">
+              <input
+                type="checkbox"
+                name="family"
+                value={f}
+                checked={state.families.includes(f)}
+                onChange={(e) =>
+                  set("families", e.currentTarget.checked ? [...state.families, f] : state.families.filter((x) => x !== f))}
+              />
+              {f}
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      <Field
+        label="Models (optional)"
+        help={`One per line or separated by commas; empty: every model of the families${familyModels.length === 0 ? "" : ` (${familyModels.join(", ")})`}`}
+      >
+        <textarea name="models" rows={2} spellcheck={false} value={state.models} onInput={(e) => set("models", e.currentTarget.value)} />
+      </Field>
+      <div class="grid3">
+        <Field label="Priority" help="Higher first (−1000 to 1000)">
+          <input type="number" name="priority" min="-1000" max="1000" step="1" required value={state.priority} onInput={(e) => set("priority", e.currentTarget.value)} />
+        </Field>
+        <Field label="Weight" help="Share among equals (1 to 1000)">
+          <input type="number" name="weight" min="1" max="1000" step="1" required value={state.weight} onInput={(e) => set("weight", e.currentTarget.value)} />
+        </Field>
+        <Field label="Concurrency" help="Tasks in flight at once, all nodes; 0: no limit">
+          <input type="number" name="concurrency" min="0" max="1000000" step="1" required value={state.concurrency} onInput={(e) => set("concurrency", e.currentTarget.value)} />
+        </Field>
+      </div>
+      {relay
+        ? (
+          <fieldset>
+            <legend>Relay upstream</legend>
+            <Field label="Base URL" help="The other service, e.g. https://gateway.example.com">
+              <input
+                type="url"
+                name="base_url"
+                required
+                maxLength={2048}
+                spellcheck={false}
+                value={state.baseUrl}
+                onInput={(e) => set("baseUrl", e.currentTarget.value)}
+              />
+            </Field>
+            <Field
+              label="API key"
+              help={editing === undefined
+                ? "Stored encrypted; never shown again after saving (only its last four characters)"
+                : `Leave empty to keep the stored key${editing.credentials_hint === null ? "" : ` (${editing.credentials_hint})`}`}
+            >
+              <input
+                type="password"
+                name="api_key"
+                autoComplete="new-password"
+                spellcheck={false}
+                required={editing === undefined || !editing.credentials_set}
+                maxLength={4096}
+                value={state.apiKey}
+                onInput={(e) => set("apiKey", e.currentTarget.value)}
+              />
+            </Field>
+          </fieldset>
+        )
+        : null}
+      <label class="check">
+        <input type="checkbox" name="enabled" checked={state.enabled} onChange={(e) => set("enabled", e.currentTarget.checked)} />
+        Enabled (receives tasks)
+      </label>
+      {form.error === undefined ? null : <ErrorBox error={form.error} hint={failureHint(form.error)} />}
+      <div class="row">
+        <button type="submit" class="primary" disabled={form.busy || state.families.length === 0}>
+          {editing === undefined ? "Create channel" : "Save changes"}
+        </button>
+        {props.onCancel === undefined ? null : <button type="button" onClick={props.onCancel}>Cancel</button>}
+        {state.families.length === 0 ? <span class="muted small">Choose at least one family.</span> : null}
+      </div>
+    </form>
+  )
+}
+
+/** A cell of the channel table, labelled for the narrow layout (one card per channel). */
+const Cell = (props: {
+  readonly label: string
+  readonly class?: string
+  readonly "data-testid"?: string
+  readonly children: ComponentChildren
+}) => (
+  <td data-label={props.label} class={props.class} data-testid={props["data-testid"]}>
+    <div class="cell">{props.children}</div>
+  </td>
+)
+
+/** One channel's row. */
+const ChannelRow = (props: {
+  readonly channel: ChannelView
+  readonly editing: boolean
+  readonly onEdit: () => void
+  readonly act: (f: () => Promise<unknown>) => Promise<void>
+}) => {
+  const { channel } = props
+  const readOnly = isDefaultChannel(channel)
+  const health = channel.health
+  return (
+    <tr data-channel={channel.id} class={channel.enabled ? "" : "disabled"}>
+      <Cell label="Channel">
+        <strong class="channel-name">{channel.name}</strong>
+        <div class="muted mono small">{channel.id}</div>
+        {readOnly ? <span class="tag" title="Configured by MEDIAGATE_UPSTREAM_* / MEDIAGATE_RELAY_*: read-only">from the environment</span> : null}
+      </Cell>
+      <Cell label="Transport">
+        {channel.transport}
+        {channel.settings.base_url === undefined ? null : <div class="muted small break">{channel.settings.base_url}</div>}
+        {channel.credentials_set
+          ? <div class="muted small">key <span class="mono" data-testid="credentials-hint">{channel.credentials_hint ?? "set"}</span></div>
+          : null}
+      </Cell>
+      <Cell label="Serves">
+        {channel.families.join(", ")}
+        <div class="muted small break">{channel.models.length === 0 ? "every model" : channel.models.join(", ")}</div>
+      </Cell>
+      <Cell label="Priority" class="num">{channel.priority}</Cell>
+      <Cell label="Weight" class="num">{channel.weight}</Cell>
+      <Cell label="Concurrency" class="num">{channel.concurrency === 0 ? <span class="muted">no limit</span> : channel.concurrency}</Cell>
+      <Cell label="In flight" class="num" data-testid="in-flight">{health.in_flight}</Cell>
+      <Cell label="Health" class="health">
+        <div class="row">
+          <Breaker state={health.breaker} />
+          <span class={health.consecutive_failures === 0 ? "muted small" : "small"} data-testid="failures">
+            {health.consecutive_failures} consecutive {health.consecutive_failures === 1 ? "failure" : "failures"}
+          </span>
+        </div>
+        {health.opened_at === null ? null : <div class="muted small">opened {time(health.opened_at)}</div>}
+        {health.last_error === null ? null : <div class="last-error excerpt" title="The last failure this node saw">{health.last_error}</div>}
+      </Cell>
+      <Cell label="State">
+        <span class={`state ${channel.enabled ? "state-enabled" : "state-disabled"}`} data-enabled={String(channel.enabled)}>
+          {channel.enabled ? "enabled" : "disabled"}
+        </span>
+        {channel.disabled_reason === null ? null : <div class="disabled-reason" role="note">{channel.disabled_reason}</div>}
+      </Cell>
+      <Cell label="Actions">
+        {readOnly ? <span class="muted small">read-only</span> : (
+          <div class="actions">
+            <button type="button" onClick={props.onEdit} aria-pressed={props.editing} aria-label={`Edit ${channel.name}`}>Edit</button>
+            <button
+              type="button"
+              onClick={() =>
+                props.act(() => call("admin", (api) => api.channels.update({ path: { id: channel.id }, payload: { enabled: !channel.enabled } })))}
+            >
+              {channel.enabled ? "Disable" : "Enable"}
+            </button>
+            <ConfirmButton
+              label="Delete"
+              confirm="Confirm delete"
+              onConfirm={() => props.act(() => call("admin", (api) => api.channels.delete({ path: { id: channel.id } })))}
+            />
+          </div>
+        )}
+      </Cell>
+    </tr>
+  )
+}
+
+/** The channel list, its health refreshed every 5 s, with the create and edit forms. */
+export const ChannelList = () => {
+  const loaded = useLoad(() => call("admin", (api) => api.channels.list()), [], { pollMs: 5000 })
+  const [editing, setEditing] = useState<string | undefined>(undefined)
+  const [saved, setSaved] = useState<ChannelView | undefined>(undefined)
+  const action = useSubmit()
+  const act = (f: () => Promise<unknown>) => action.submit(() => f().then(loaded.reload))
+  const edited = editing === undefined ? undefined : loaded.value?.find((c) => c.id === editing)
+  return (
+    <section>
+      <header class="view-header">
+        <h1>Channels</h1>
+        <span class="muted">Health refreshed every 5 s · times in {timeZone}</span>
+      </header>
+      <p class="muted small">
+        A task goes to the highest-priority healthy channel that serves its model, weighted among channels of equal
+        priority; a retryable failure moves it to the next one. The breaker and failures are this node's view; tasks
+        in flight count every node.
+      </p>
+      {saved === undefined ? null : (
+        <div class="notice" role="status">
+          Saved “{saved.name}”.
+          {saved.credentials_set
+            ? <> Its API key is stored encrypted and will not be shown again: <span class="mono" data-testid="saved-hint">{saved.credentials_hint ?? "set"}</span>.</>
+            : null}{" "}
+          <button type="button" class="link" onClick={() => setSaved(undefined)}>Dismiss</button>
+        </div>
+      )}
+      {action.error === undefined ? null : <ErrorBox error={action.error} hint={failureHint(action.error)} />}
+      <Show loaded={loaded} hint={failureHint}>
+        {(channels) => {
+          // in routing order: higher priority first, then the older channel
+          const stored = channels.filter((c) => !isDefaultChannel(c)).sort((a, b) =>
+            b.priority - a.priority || a.created_at.localeCompare(b.created_at)
+          )
+          return (
+            <>
+              {stored.length === 0 ? <Empty>No channels: every family runs on its default upstream.</Empty> : null}
+              {channels.length === 0 ? null : (
+                <div class="table-wrap">
+                  <table class="channels">
+                    <thead>
+                      <tr>
+                        <th scope="col">Channel</th>
+                        <th scope="col">Transport</th>
+                        <th scope="col">Serves</th>
+                        <th scope="col" class="num">Priority</th>
+                        <th scope="col" class="num">Weight</th>
+                        <th scope="col" class="num">Concurrency</th>
+                        <th scope="col" class="num">In flight</th>
+                        <th scope="col">Health: breaker, failures, last error</th>
+                        <th scope="col">State</th>
+                        <th scope="col">Actions</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {[...stored, ...channels.filter(isDefaultChannel)].map((channel) => (
+                        <ChannelRow
+                          key={channel.id}
+                          channel={channel}
+                          editing={channel.id === editing}
+                          onEdit={() => {
+                            action.clear()
+                            setEditing(channel.id === editing ? undefined : channel.id)
+                          }}
+                          act={act}
+                        />
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+              )}
+            </>
+          )
+        }}
+      </Show>
+      {edited === undefined ? null : (
+        <ChannelForm
+          key={edited.id}
+          editing={edited}
+          onSaved={(channel) => {
+            setEditing(undefined)
+            setSaved(channel)
+            loaded.reload()
+          }}
+          onCancel={() => setEditing(undefined)}
+        />
+      )}
+      {edited !== undefined ? null : (
+        <ChannelForm
+          onSaved={(channel) => {
+            setSaved(channel)
+            loaded.reload()
+          }}
+        />
+      )}
+    </section>
+  )
+}

@@ -1,0 +1,516 @@
+/**
+ * The engine's `Upstream` routed over upstream channels (docs/channels.md).
+ *
+ * - **Channels**: the operator's channels (`ChannelStore`: database, admin API, CLI, console), reloaded every
+ *   `reloadEvery` and at once after a write through this process's store; and the environment's default channels
+ *   (`default:simulated`, `default:relay` from `MEDIAGATE_UPSTREAM_<FAMILY>` and `MEDIAGATE_RELAY_*`), which serve a
+ *   model only when no stored channel does. `test` tasks always run on the simulated upstream, on no channel.
+ * - **Routing**: the enabled channels serving the task's model, highest priority first; among equal priorities a
+ *   weighted order drawn per task (weighted sampling without replacement, keyed by the task and channel ids: the
+ *   same task meets the channels in the same order on every node and after a crash). A channel reserved by an
+ *   earlier claim of the task comes first (the same idempotency key finds the job if that submit got through).
+ * - **Failover**: a submit that fails for the channel's health (timeout, refused connection, 5xx, 429) or its
+ *   credentials moves to the next channel; the task is charged once (at acceptance) whichever channel runs it, and
+ *   each channel gets the idempotency key `<task>.<channel>` (a retried submit never makes a second job there). A
+ *   refusal of the request itself (invalid input, content policy) fails the task without failover. A job whose
+ *   channel fails while it runs (its breaker opens) is given up and submitted again elsewhere (`Lost`).
+ * - **Health**: a circuit breaker per channel and process (`Breaker.ts`); a concurrency limit per channel across
+ *   every node (the task storage's `reserveChannel`); after `authFailures` authentication failures in a row a
+ *   stored channel is disabled with the reason, for an operator to see and fix.
+ *
+ * @since 0.1.0
+ */
+import { Catalog, Families, Family, Metrics, Tracing } from "@mediagate/contract"
+import type { TaskRecord } from "@mediagate/engine/TaskRecord"
+import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import { type JobState, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { performance } from "node:perf_hooks"
+import { type BreakerOptions, Breakers, type BreakerState } from "./Breaker.js"
+import { type ChannelConfig, ChannelRuntime, ChannelStore, type ChannelTransport } from "./ChannelStore.js"
+import * as Durations from "./Durations.js"
+import { Estimates } from "./Estimates.js"
+import { FileStore } from "./FileStore.js"
+import * as MediaInputs from "./MediaInputs.js"
+import { PriceBook } from "./Prices.js"
+import * as Relay from "./Relay.js"
+import { SimulatedUpstream } from "./Simulated.js"
+import { type InputChecks, type Transports } from "./Upstreams.js"
+import * as Upstreams from "./Upstreams.js"
+import { UrlSigner } from "./UrlSigner.js"
+
+/** Router settings. */
+export interface ChannelsOptions {
+  /** The environment's routing per family (absent: simulated): the default channels. */
+  readonly transports?: Transports
+  /** The environment's relay target, for `default:relay`. */
+  readonly relay?: Relay.RelayOptions
+  /** Checks of remote input media before a task is submitted (none: no checks). */
+  readonly inputChecks?: InputChecks
+  readonly families?: Family.Registry
+  readonly breaker?: BreakerOptions
+  /** Authentication failures in a row that disable a stored channel. Default 3. */
+  readonly authFailures?: number
+  /** How often the channels are read again (other processes' writes). Default 5 s. */
+  readonly reloadEvery?: Duration.DurationInput
+  /** How long a task waits when every channel serving it is at its concurrency limit. Default 1 s. */
+  readonly slotWait?: Duration.DurationInput
+  /**
+   * The extension point for real vendor adapters: builds the upstream of a channel of a transport instead of the
+   * built-in one (the simulator, the relay client). A channel's settings and decrypted credentials are its input.
+   */
+  readonly adapters?: Partial<Record<ChannelTransport, (channel: ChannelConfig) => Effect.Effect<Upstream["Type"]>>>
+}
+
+/** The environment's default channel ids. */
+export const defaultIds = { simulated: "default:simulated", relay: "default:relay" } as const
+
+/** The default channels of the environment's routing (see the module comment). */
+export const defaultChannels = (
+  transports: Transports,
+  relay: Relay.RelayOptions | undefined,
+  /** When the process read its environment (epoch ms): the channels' creation and change time. */
+  at = 0
+): ReadonlyArray<ChannelConfig> => {
+  const on = (transport: "simulated" | "relay") =>
+    Catalog.taskFamilies.filter((family) => (transports[family] ?? "simulated") === transport)
+  const base = {
+    models: [],
+    priority: 0,
+    weight: 1,
+    concurrency: 0,
+    enabled: true,
+    disabledReason: null,
+    createdAt: at,
+    updatedAt: at
+  }
+  const simulated: ChannelConfig = {
+    ...base,
+    id: defaultIds.simulated,
+    name: "Simulated upstream (environment)",
+    transport: "simulated",
+    settings: {},
+    credentials: {},
+    families: on("simulated")
+  }
+  const relayed = on("relay")
+  return [
+    ...(simulated.families.length > 0 ? [simulated] : []),
+    ...(relayed.length > 0 && relay !== undefined
+      ? [{
+        ...base,
+        id: defaultIds.relay,
+        name: "Relay (environment)",
+        transport: "relay" as const,
+        settings: {
+          baseUrl: relay.baseUrl,
+          ...(relay.timeout === undefined ? {} : { timeoutMs: Duration.toMillis(relay.timeout) })
+        },
+        credentials: { apiKey: relay.apiKey },
+        families: relayed
+      }]
+      : [])
+  ]
+}
+
+/** Whether a channel serves a task's model. */
+export const serves = (channel: ChannelConfig, task: Pick<TaskRecord, "provider" | "model">): boolean =>
+  channel.families.includes(task.provider) && (channel.models.length === 0 || channel.models.includes(task.model))
+
+/** A 32-bit hash of a string (FNV-1a, then murmur3's finalizer for the avalanche), as a number in (0, 1). */
+const unit = (text: string): number => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return ((h >>> 0) + 0.5) / 4294967296
+}
+
+/**
+ * The order in which a task tries `channels`: priority first (higher first), then a weighted order per task
+ * (Efraimidis–Spirakis: key u^(1/weight), u drawn from the task and channel ids), so that the first choice among
+ * equals falls on each channel in proportion to its weight.
+ */
+export const routeOrder = <C extends Pick<ChannelConfig, "id" | "priority" | "weight">>(
+  taskId: string,
+  channels: ReadonlyArray<C>
+): Array<C> =>
+  channels
+    .map((channel) => ({ channel, key: Math.log(unit(`${taskId}/${channel.id}`)) / Math.max(1, channel.weight) }))
+    .sort((a, b) => b.channel.priority - a.channel.priority || b.key - a.key)
+    .map(({ channel }) => channel)
+
+/** A channel the router can call. */
+interface Live {
+  readonly config: ChannelConfig
+  readonly transport: Upstream["Type"]
+  readonly stored: boolean
+}
+
+const breakerGauge: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 }
+
+const unavailable = (message: string, retryAfterMs?: number) =>
+  new UpstreamError({
+    message,
+    retryable: true,
+    kind: "unavailable",
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs: Math.max(100, Math.round(retryAfterMs)) })
+  })
+
+/** How a failed call counts: a refusal of the request (an answer), or a failure of the channel. */
+const failureKind = (error: UpstreamError): "refused" | "auth" | "unavailable" =>
+  error.kind ?? (error.retryable ? "unavailable" : "refused")
+
+/** Builds the routed upstream and its runtime (defaults and breakers for the admin views). */
+export const make = (options: ChannelsOptions = {}) =>
+  Effect.gen(function*() {
+    const simulated = yield* SimulatedUpstream
+    const estimates = yield* Estimates
+    const table = yield* PriceBook
+    const store = yield* ChannelStore
+    const storage = yield* TaskStorage
+    const files = yield* FileStore
+    const signer = yield* UrlSigner
+    const registry = options.families ?? Families.registry
+    const authLimit = Math.max(1, options.authFailures ?? 3)
+    const slotWaitMs = Duration.toMillis(options.slotWait ?? "1 second")
+    const breakers = new Breakers(options.breaker, (transition) => {
+      Metrics.channelBreakerState.record(breakerGauge[transition.to], transition.id)
+      const line = `channel ${transition.id}: circuit ${transition.from} -> ${transition.to} (${transition.reason})`
+      Effect.runFork(transition.to === "open" ? Effect.logWarning(line) : Effect.logInfo(line))
+    })
+    /** Authentication failures in a row per channel. */
+    const authFailures = new Map<string, number>()
+
+    const relayOf = (config: ChannelConfig) =>
+      Effect.suspend(() => {
+        const { baseUrl } = config.settings
+        const { apiKey } = config.credentials
+        if (baseUrl === undefined || apiKey === undefined) return Effect.succeed(Option.none<Upstream["Type"]>())
+        return Relay.make({
+          baseUrl,
+          apiKey,
+          ...(config.settings.timeoutMs === undefined ? {} : { timeout: Duration.millis(config.settings.timeoutMs) })
+        }).pipe(
+          Effect.provideService(FileStore, files),
+          Effect.provideService(UrlSigner, signer),
+          Effect.map(Option.some)
+        )
+      })
+
+    const build = (config: ChannelConfig, stored: boolean) => {
+      const adapter = options.adapters?.[config.transport]
+      return Effect.map(
+        adapter !== undefined
+          ? Effect.map(adapter(config), Option.some)
+          : config.transport === "simulated"
+          ? Effect.succeed(Option.some<Upstream["Type"]>(simulated))
+          : relayOf(config),
+        Option.map((transport): Live => ({ config, transport, stored }))
+      )
+    }
+
+    const defaults = defaultChannels(options.transports ?? {}, options.relay, yield* Clock.currentTimeMillis)
+    const defaultLive = yield* Effect.map(
+      Effect.forEach(defaults, (config) => build(config, false)),
+      (built) => new Map(built.flatMap((live) => Option.isSome(live) ? [[live.value.config.id, live.value] as const] : []))
+    )
+    /** The stored channels, oldest first, and by id. */
+    let stored: ReadonlyArray<Live> = []
+    let byId = new Map<string, Live>()
+
+    /** Reads the stored channels, keeping the transport of a channel that did not change. */
+    const reload = Effect.gen(function*() {
+      const configs = yield* store.list
+      const next = yield* Effect.forEach(configs, (config) => {
+        const known = byId.get(config.id)
+        if (known !== undefined && known.config.updatedAt === config.updatedAt) return Effect.succeed(Option.some(known))
+        // a new or changed channel starts with a fresh breaker (new settings, new upstream)
+        if (known !== undefined) breakers.reset(config.id)
+        authFailures.delete(config.id)
+        return build(config, true)
+      })
+      stored = next.flatMap((live) => Option.isSome(live) ? [live.value] : [])
+      byId = new Map(stored.map((live) => [live.config.id, live]))
+    })
+    yield* reload.pipe(Effect.catchAllCause((cause) => Effect.logWarning("channels: reading the channels failed", cause)))
+    yield* Effect.forkScoped(
+      Stream.merge(store.changes, Stream.fromSchedule(Schedule.spaced(options.reloadEvery ?? "5 seconds"))).pipe(
+        Stream.runForEach(() =>
+          reload.pipe(Effect.catchAllCause((cause) => Effect.logWarning("channels: reading the channels failed", cause)))
+        )
+      )
+    )
+
+    const find = (id: string | null | undefined): Live | undefined =>
+      id == null ? undefined : byId.get(id) ?? defaultLive.get(id)
+
+    /**
+     * The channels that may serve a task, in its routing order (enabled ones; the defaults only when no stored
+     * channel serves the model), and whether any channel serves the model at all.
+     */
+    const candidates = (task: TaskRecord): ReadonlyArray<Live> => {
+      const storedServing = stored.filter((live) => serves(live.config, task))
+      const pool = storedServing.length > 0
+        ? storedServing.filter((live) => live.config.enabled)
+        : [...defaultLive.values()].filter((live) => serves(live.config, task))
+      const ordered = routeOrder(task.id, pool.map((live) => ({ ...live, id: live.config.id, priority: live.config.priority, weight: live.config.weight })))
+      // a channel an earlier claim of this task reserved comes first
+      const reserved = ordered.findIndex((live) => live.id === task.channelId)
+      if (reserved > 0) ordered.unshift(...ordered.splice(reserved, 1))
+      return ordered
+    }
+
+    /** Times a call to a channel, counts its outcome and tells the breaker. */
+    const called = <A>(live: Live, task: TaskRecord, call: "submit" | "poll", effect: Effect.Effect<A, UpstreamError>) =>
+      Effect.suspend(() => {
+        const started = performance.now()
+        const id = live.config.id
+        return effect.pipe(
+          Effect.tapBoth({
+            onSuccess: () =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                Effect.sync(() => {
+                  breakers.success(id, now)
+                  authFailures.delete(id)
+                  Metrics.channelRequests.record(1, id, call, "ok")
+                })),
+            onFailure: (error) =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) => {
+                const kind = failureKind(error)
+                if (kind === "refused") {
+                  breakers.success(id, now)
+                  Metrics.channelRequests.record(1, id, call, "ok")
+                  return Effect.void
+                }
+                breakers.failure(id, now, error.message)
+                Metrics.channelRequests.record(1, id, call, kind)
+                return kind === "auth" ? authFailed(live, error.message) : Effect.void
+              })
+          }),
+          Effect.ensuring(Effect.sync(() => Metrics.channelDuration.record((performance.now() - started) / 1000, id, call))),
+          Tracing.spanWith(`Upstream.${call}`, () => ({
+            kind: "client",
+            attributes: {
+              "mediagate.family": task.provider,
+              "mediagate.model": task.model,
+              "mediagate.task_id": task.id,
+              "mediagate.channel": id,
+              "mediagate.transport": live.config.transport
+            }
+          }))
+        )
+      })
+
+    /** Counts an authentication failure; the `authLimit`-th in a row disables a stored channel. */
+    const authFailed = (live: Live, message: string) =>
+      Effect.suspend(() => {
+        const id = live.config.id
+        const count = (authFailures.get(id) ?? 0) + 1
+        authFailures.set(id, count)
+        if (count < authLimit) return Effect.void
+        if (!live.stored) {
+          return Effect.logError(`channel ${id}: ${count} authentication failures in a row (${message}); fix the environment's credentials`)
+        }
+        authFailures.delete(id)
+        const reason = `disabled automatically after ${count} authentication failures in a row: ${message}`
+        return store.update(id, { enabled: false, disabledReason: reason }).pipe(
+          Effect.zipRight(Effect.logWarning(`channel ${id} (${live.config.name}) ${reason}`)),
+          Effect.zipRight(reload),
+          Effect.catchAllCause((cause) => Effect.logWarning(`channel ${id}: disabling it failed`, cause))
+        )
+      })
+
+    const submitRouted = (task: TaskRecord) =>
+      Effect.gen(function*() {
+        const route = candidates(task)
+        if (route.length === 0) {
+          return yield* new UpstreamError({
+            message: `no enabled upstream channel serves model ${task.model}`,
+            retryable: false
+          })
+        }
+        let full = false
+        let openUntil = Infinity
+        let last: UpstreamError | undefined
+        for (const live of route) {
+          const id = live.config.id
+          const now = yield* Clock.currentTimeMillis
+          if (!breakers.available(id, now)) {
+            openUntil = Math.min(openUntil, breakers.retryAt(id, now))
+            continue
+          }
+          if (live.config.concurrency > 0) {
+            const reserved = yield* storage.reserveChannel(task.id, task.fence, id, live.config.concurrency).pipe(
+              Effect.mapError((error) => unavailable(`channels: reserving a slot failed: ${error.message}`))
+            )
+            if (!reserved) {
+              full = true
+              continue
+            }
+          }
+          const admitted = breakers.admit(id, now)
+          if (admitted._tag === "Refused") {
+            openUntil = Math.min(openUntil, admitted.retryAt)
+            continue
+          }
+          const submitted = yield* Effect.either(called(live, task, "submit", live.transport.submit({ ...task, channelId: id })))
+          if (submitted._tag === "Right") return { jobId: submitted.right.jobId, channelId: id }
+          const error = submitted.left
+          if (failureKind(error) === "refused") return yield* error
+          last = error
+          Metrics.channelFailovers.record(1, id, "submit")
+          yield* Effect.logWarning(`task ${task.id}: submit on channel ${id} failed (${error.message}); trying the next channel`)
+        }
+        const now = yield* Clock.currentTimeMillis
+        if (last !== undefined) {
+          return yield* unavailable(`every channel serving ${task.model} failed; the last: ${last.message}`)
+        }
+        if (full) return yield* unavailable(`every channel serving ${task.model} is at its concurrency limit`, slotWaitMs)
+        return yield* unavailable(`every channel serving ${task.model} has its circuit open`, openUntil - now)
+      })
+
+    /** Another channel could take the task now (for giving up a job on a failed channel). */
+    const elsewhere = (task: TaskRecord, now: number) =>
+      candidates(task).some((live) => live.config.id !== task.channelId && breakers.available(live.config.id, now))
+
+    const pollRouted = (task: TaskRecord, jobId: string): Effect.Effect<JobState, UpstreamError> =>
+      Effect.gen(function*() {
+        const live = find(task.channelId)
+        if (live === undefined) {
+          return { _tag: "Lost", message: `channel ${task.channelId} is gone` } as const
+        }
+        const id = live.config.id
+        const now = yield* Clock.currentTimeMillis
+        const admitted = breakers.admit(id, now)
+        if (admitted._tag === "Refused") {
+          if (elsewhere(task, now)) {
+            Metrics.channelFailovers.record(1, id, "poll")
+            return { _tag: "Lost", message: `channel ${id} has its circuit open` } as const
+          }
+          return yield* unavailable(`channel ${id} has its circuit open`, admitted.retryAt - now)
+        }
+        const polled = yield* Effect.either(called(live, task, "poll", live.transport.poll(task, jobId)))
+        if (polled._tag === "Right") return polled.right
+        const error = polled.left
+        if (failureKind(error) === "refused") return yield* error
+        const after = yield* Clock.currentTimeMillis
+        if (breakers.view(id).breaker === "open" && elsewhere(task, after)) {
+          Metrics.channelFailovers.record(1, id, "poll")
+          return { _tag: "Lost", message: `channel ${id} failed: ${error.message}` } as const
+        }
+        // the job may still be there: poll again after the backoff
+        return yield* new UpstreamError({ message: error.message, retryable: true, kind: "unavailable" })
+      })
+
+    /** The transport of a task submitted before channels existed (no channel recorded): the environment's. */
+    const legacy = (task: TaskRecord) =>
+      (options.transports ?? {})[task.provider] === "relay" ? defaultLive.get(defaultIds.relay)?.transport : undefined
+
+    const upstream = Upstream.of({
+      notifiesChanges: false,
+      notifies: (task) =>
+        task.environment === "test" || (find(task.channelId)?.transport ?? legacy(task) ?? simulated).notifiesChanges,
+      changes: simulated.changes,
+      submit: (task) =>
+        Effect.gen(function*() {
+          if (task.environment === "test") return yield* simulated.submit(task).pipe(Upstreams.traced("Upstream.submit", task, "simulated"))
+          if (options.inputChecks === undefined) return yield* submitRouted(task)
+          const measured = yield* MediaInputs.checkTask(task, options.inputChecks, registry)
+          const submitted = yield* submitRouted(task)
+          const request = { model: task.model, input: task.input }
+          const charges = Family.familyOf(registry, task.endpoint)?.charges(task.endpoint, request, measured, table)
+          return { ...submitted, charges: charges ?? [] }
+        }),
+      poll: (task, jobId) =>
+        Effect.suspend(() => {
+          if (task.environment === "test") return simulated.poll(task, jobId).pipe(Upstreams.traced("Upstream.poll", task, "simulated"))
+          if (task.channelId == null) {
+            // submitted before channels existed: on the environment's transport of its family
+            const transport = legacy(task) ?? simulated
+            return transport.poll(task, jobId).pipe(Upstreams.traced("Upstream.poll", task, transport === simulated ? "simulated" : "relay"))
+          }
+          return pollRouted(task, jobId)
+        }).pipe(
+          Effect.tap((state) => {
+            const startedAt = task.startedAt
+            return state._tag === "Succeeded" && startedAt !== null
+              ? Effect.flatMap(Clock.currentTimeMillis, (now) => estimates.observe(task.model, (now - startedAt) / 1000))
+              : Effect.void
+          })
+        ),
+      cancel: (task, jobId) =>
+        Effect.suspend(() => {
+          if (task.environment === "test") return simulated.cancel(task, jobId)
+          const transport = task.channelId == null ? legacy(task) ?? simulated : find(task.channelId)?.transport
+          return transport === undefined
+            ? Effect.void
+            : transport.cancel(task, jobId).pipe(Upstreams.traced("Upstream.cancel", task, transport === simulated ? "simulated" : "relay"))
+        })
+    })
+
+    const runtime = ChannelRuntime.of({
+      defaults,
+      health: (id) => Effect.sync(() => breakers.view(id)),
+      refresh: reload.pipe(Effect.catchAllCause((cause) => Effect.logWarning("channels: reading the channels failed", cause)))
+    })
+    return { upstream, runtime }
+  })
+
+/** What the router needs. */
+export type Requirements = SimulatedUpstream | Estimates | PriceBook | ChannelStore | TaskStorage | FileStore | UrlSigner
+
+/** The routed upstream and its runtime as a layer. */
+export const layer = (options: ChannelsOptions = {}): Layer.Layer<Upstream | ChannelRuntime, never, Requirements> =>
+  Layer.scopedContext(Effect.map(make(options), ({ runtime, upstream }) =>
+    Context.make(Upstream, upstream).pipe(Context.add(ChannelRuntime, runtime))))
+
+/**
+ * The router's settings from Effect `Config`: the environment's default channels (`MEDIAGATE_UPSTREAM_<FAMILY>`;
+ * `MEDIAGATE_RELAY_URL`/`_API_KEY` when a family uses the relay), input checks (private targets only under
+ * `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`), `MEDIAGATE_CHANNEL_BREAKER_FAILURES` (5),
+ * `MEDIAGATE_CHANNEL_BREAKER_COOLDOWN` (`30s`) and `MEDIAGATE_CHANNEL_AUTH_FAILURES` (3).
+ */
+export const config: Effect.Effect<ChannelsOptions, ConfigError.ConfigError> = Effect.gen(function*() {
+  const { allowPrivate, authFailures, cooldown, failures, transports } = yield* Config.all({
+    transports: Upstreams.config,
+    allowPrivate: Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+    failures: Config.integer("MEDIAGATE_CHANNEL_BREAKER_FAILURES").pipe(
+      Config.withDefault(5),
+      Config.validate({ message: "must be 1 or more", validation: (n) => n >= 1 })
+    ),
+    cooldown: Durations.durationConfig("MEDIAGATE_CHANNEL_BREAKER_COOLDOWN", "30s"),
+    authFailures: Config.integer("MEDIAGATE_CHANNEL_AUTH_FAILURES").pipe(
+      Config.withDefault(3),
+      Config.validate({ message: "must be 1 or more", validation: (n) => n >= 1 })
+    )
+  })
+  const usesRelay = Catalog.taskFamilies.some((family) => transports[family] === "relay")
+  return {
+    transports,
+    ...(usesRelay ? { relay: yield* Relay.config } : {}),
+    inputChecks: { allowPrivate },
+    breaker: { failures, cooldown: Duration.millis(cooldown) },
+    authFailures
+  }
+})
+
+/** The router with its settings from Effect `Config`. */
+export const layerConfig: Layer.Layer<Upstream | ChannelRuntime, ConfigError.ConfigError, Requirements> = Layer.unwrapEffect(
+  Effect.map(config, (options) => layer(options))
+)

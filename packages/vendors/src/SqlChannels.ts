@@ -1,0 +1,187 @@
+/**
+ * Upstream channels on SQL: SQLite and PostgreSQL (any `SqlClient` of those dialects), the `ChannelStore` of a
+ * deployment (docs/channels.md).
+ *
+ * One table, named with the store's prefix (`options.prefix`, default `mediagate_`; see {@link tables}), its
+ * migrations recorded in {@link migrationsTable}: `<prefix>channels` (id `ch_`+ULID, name, transport, settings
+ * JSON, credentials = the sealed value of `ChannelSecrets` (ciphertext only, never the key in clear),
+ * credentials_hint (`…` and the last 4 characters, in clear), families and models JSON, priority, weight,
+ * concurrency, enabled 0/1, disabled_reason, created_at and updated_at epoch ms). JSON is TEXT on both databases.
+ *
+ * Rows are decoded with Schema: a corrupt row, like every storage failure, surfaces as a `PersistenceError` naming
+ * its table and column; credentials that no configured key opens do not: the channel reads as disabled with the
+ * reason (`ChannelSecrets.openStored`).
+ *
+ * @since 0.1.0
+ */
+import type * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Catalog } from "@mediagate/contract"
+import * as Ids from "@mediagate/persistence/Ids"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { ChannelSecrets, type ChannelSecretError, openStored, type StoredChannel, storeInput, storePatch } from "./ChannelSecrets.js"
+import { ChannelStore } from "./ChannelStore.js"
+
+const storeName = "channel storage"
+
+/** The table of channels under `prefix`. */
+export const tables = (prefix: string = SqlStore.defaultPrefix) => ({ channels: `${prefix}channels` }) as const
+
+/** The table the channel migrations are recorded in: `<prefix>channels_migrations`. */
+export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}channels_migrations`
+
+const createChannels = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { big, id: idType } = SqlStore.columns(sql)
+    const { channels } = tables(prefix)
+    yield* sql.unsafe(`CREATE TABLE ${channels} (
+  id ${idType} PRIMARY KEY NOT NULL,
+  name TEXT NOT NULL,
+  transport TEXT NOT NULL,
+  settings TEXT NOT NULL,
+  credentials TEXT,
+  credentials_hint TEXT,
+  families TEXT NOT NULL,
+  models TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  weight INTEGER NOT NULL,
+  concurrency INTEGER NOT NULL,
+  enabled INTEGER NOT NULL,
+  disabled_reason TEXT,
+  created_at ${big} NOT NULL,
+  updated_at ${big} NOT NULL
+)`)
+    yield* sql.unsafe(`CREATE INDEX ${channels}_created_idx ON ${channels} (created_at, id)`)
+  })
+
+/**
+ * The channel migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
+ * the loader with a `MigrationError`.
+ */
+export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
+  SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
+    "0001_channels": createChannels(prefix)
+  }))
+
+/**
+ * Runs the channel migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
+ * `PersistenceError`.
+ */
+export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
+
+const optionalField = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith(schema, { exact: true })
+
+/** A channel row (the JSON columns decoded). */
+const ChannelRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  transport: SqlRows.literal("simulated", "relay"),
+  settings: Schema.parseJson(Schema.Struct({
+    baseUrl: optionalField(Schema.String),
+    timeoutMs: optionalField(Schema.Number)
+  })),
+  credentials: Schema.NullOr(Schema.String),
+  credentialsHint: SqlRows.column("credentials_hint", Schema.NullOr(Schema.String)),
+  families: Schema.parseJson(Schema.Array(SqlRows.literal(...Catalog.taskFamilies))),
+  models: Schema.parseJson(Schema.Array(Schema.String)),
+  priority: SqlRows.Number,
+  weight: SqlRows.Number,
+  concurrency: SqlRows.Number,
+  enabled: SqlRows.Flag,
+  disabledReason: SqlRows.column("disabled_reason", Schema.NullOr(Schema.String)),
+  createdAt: SqlRows.column("created_at", SqlRows.Number),
+  updatedAt: SqlRows.column("updated_at", SqlRows.Number)
+})
+
+/** Storage failures become `PersistenceError`. */
+const persistence = SqlStore.persistence(storeName)
+
+const refused = (operation: string) => (error: ChannelSecretError) =>
+  new PersistenceError({ message: `${storeName}: ${operation} failed: ${error.message}`, cause: error })
+
+/** Options of the SQL store. */
+export interface SqlOptions extends SqlStore.PrefixOptions {}
+
+/**
+ * Builds the SQL store on the `SqlClient` and the {@link ChannelSecrets} in context (SQLite or PostgreSQL), after
+ * running the channel migrations, with its table under `options.prefix` (default `mediagate_`).
+ */
+export const make = (options: SqlOptions = {}): Effect.Effect<
+  ChannelStore["Type"],
+  SqlError | Migrator.MigrationError | PersistenceError,
+  SqlClient.SqlClient | ChannelSecrets
+> =>
+  Effect.gen(function*() {
+    const secrets = yield* ChannelSecrets
+    const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
+    const rows = SqlRows.decoder(tables(prefix).channels, ChannelRow)
+    const written = yield* PubSub.sliding<void>(1)
+    const signal = PubSub.publish(written, undefined)
+    const open = (stored: StoredChannel) => openStored(secrets, stored)
+    const encode = (stored: StoredChannel) => rows.encode(stored)
+
+    const find = (id: string, lock: boolean) =>
+      SqlStore.hasNul(id)
+        ? Effect.succeed(Option.none<StoredChannel>())
+        : sql`SELECT * FROM ${t.channels} WHERE id = ${id}${sql.literal(lock && pg ? " FOR UPDATE" : "")}`.pipe(
+          Effect.flatMap(rows.first)
+        )
+
+    return ChannelStore.of({
+      list: sql`SELECT * FROM ${t.channels} ORDER BY created_at, id`.pipe(
+        Effect.flatMap(rows.all),
+        Effect.map((all) => all.map(open)),
+        persistence("list")
+      ),
+      get: (id) => find(id, false).pipe(Effect.map(Option.map(open)), persistence("get")),
+      create: (input) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const stored = yield* Either.mapLeft(storeInput(secrets, `ch_${Ids.ulid(now)}`, input, now), refused("create"))
+          const row = yield* encode(stored)
+          yield* sql`INSERT INTO ${t.channels} ${sql.insert(row)}`
+          return stored
+        }).pipe(persistence("create"), Effect.tap(signal), Effect.map(open)),
+      update: (id, patch) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const found = yield* find(id, true)
+          if (Option.isNone(found)) return Option.none<StoredChannel>()
+          const now = yield* Clock.currentTimeMillis
+          const changed = yield* Either.mapLeft(storePatch(secrets, found.value, patch, now), refused("update"))
+          const { id: _, ...row } = yield* encode(changed)
+          yield* sql`UPDATE ${t.channels} SET ${sql.update(row)} WHERE id = ${id}`
+          return Option.some(changed)
+        })).pipe(
+          persistence("update"),
+          Effect.tap((changed) => Option.isSome(changed) ? signal : Effect.void),
+          Effect.map(Option.map(open))
+        ),
+      remove: (id) =>
+        (SqlStore.hasNul(id)
+          ? Effect.succeed(false)
+          : sql`DELETE FROM ${t.channels} WHERE id = ${id} RETURNING id`.pipe(Effect.map((deleted) => deleted.length > 0))).pipe(
+            persistence("remove"),
+            Effect.tap((deleted) => deleted ? signal : Effect.void)
+          ),
+      changes: Stream.fromPubSub(written)
+    })
+  })
+
+/** The SQL store as a layer (runs the migrations), with its table under `options.prefix` (default `mediagate_`). */
+export const layer = (options: SqlOptions = {}): Layer.Layer<
+  ChannelStore,
+  SqlError | Migrator.MigrationError | PersistenceError,
+  SqlClient.SqlClient | ChannelSecrets
+> => Layer.effect(ChannelStore, make(options))
