@@ -15,8 +15,10 @@
  * - Terminal transitions (finish, cancel): the compare-and-set update, the refund through {@link Billing} and the
  *   outbox event in one transaction. Terminal transitions run in parallel: on PostgreSQL each outbox row records
  *   its inserting transaction (`txid`), and readers walk `(txid, seq)` only up to the oldest transaction running in
- *   this database ({@link outboxHorizon}), so an entry that commits late can never fall behind a reader's cursor (no
- *   global lock on the hot path).
+ *   this database that may write the outbox ({@link outboxHorizon}: those holding the shared outbox lock), so an
+ *   entry that commits late can never fall behind a reader's cursor, and busy transactions that never write the
+ *   outbox (accepts waiting on an account's balance row) never hold the readers back (no global lock on the hot
+ *   path: the lock is shared, only its holders are listed).
  * - Idempotency: the shared window and rule of `IdempotencyWindow`, in `<prefix>task_idempotency`.
  * - List totals: exact, from `<prefix>task_counts` (per account: all tasks, per status, provider and model; kept by
  *   triggers on the tasks table, see {@link migrations}) for no filter or one of status, provider and model; by
@@ -528,20 +530,39 @@ interface Stepping {
 }
 
 /**
- * The outbox readers' horizon on PostgreSQL (a 64-bit transaction id): the oldest transaction still running in
- * this database, or the next transaction id if none runs. Read in a statement before the outbox rows (whose
- * snapshot then sees every transaction below it as ended). Only this database's sessions count (the snapshot's
- * own xmin is cluster-wide: a long transaction in another database would hold every reader back);
- * `pg_stat_activity` shows them to any role. Prepared (two-phase) transactions are not listed there: Mediagate
- * does not use them.
+ * The shared advisory lock every transaction writing the outbox takes on PostgreSQL as its first statement, before
+ * it has a transaction id (`pg_advisory_xact_lock_shared(key1, key2)`, listed in `pg_locks` with `classid` key1,
+ * `objid` key2, `objsubid` 2; released at commit, after the commit is visible). Shared: writers never wait for each
+ * other; nobody takes it exclusively. Per table prefix, so that storages sharing a database do not hold each other
+ * back.
  */
-const outboxHorizon = `WITH s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next)
+export const outboxLockKeys = (prefix: string): readonly [number, number] => {
+  let h = 0x811c9dc5
+  for (const ch of `${prefix}task_outbox`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193)
+  return [0x6d676f62, (h >>> 0) & 0x7fffffff]
+}
+
+/**
+ * The outbox readers' horizon on PostgreSQL (a 64-bit transaction id): the oldest transaction id of the sessions
+ * holding the outbox lock ({@link outboxLockKeys}) in this database, or the next transaction id if none has one. A
+ * writer takes the lock before it gets its transaction id, so a writer the reader does not see with an id will get
+ * one at or above the next id: every outbox row below the horizon is committed (or rolled back) when the horizon is
+ * read. Read in a statement before the outbox rows, whose snapshot then sees those commits. `pg_locks` and
+ * `pg_stat_activity` show them to any role. Prepared (two-phase) transactions are not listed: Mediagate does not use
+ * them.
+ */
+const outboxHorizon = (prefix: string) => {
+  const [key1, key2] = outboxLockKeys(prefix)
+  return `WITH s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next)
   SELECT COALESCE(MIN(((s.next >> 32) << 32) + a.xid
     - CASE WHEN a.xid > (s.next & 4294967295) THEN 4294967296 ELSE 0 END), MIN(s.next)) AS horizon
   FROM s LEFT JOIN (
-    SELECT backend_xid::text::bigint AS xid FROM pg_stat_activity
-    WHERE datid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND backend_xid IS NOT NULL
+    SELECT act.backend_xid::text::bigint AS xid FROM pg_locks l JOIN pg_stat_activity act ON act.pid = l.pid
+    WHERE l.locktype = 'advisory' AND l.classid = ${key1} AND l.objid = ${key2} AND l.objsubid = 2
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND act.backend_xid IS NOT NULL
   ) a ON true`
+}
 
 /** The error of an expired task. */
 const expiredError = json({ code: "TASK_EXPIRED", message: "task did not finish before its deadline" })
@@ -603,6 +624,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const outboxWake = PubSub.publish(outboxSignals, undefined)
     /** The wakeup of other processes' outbox readers as part of the outbox insert (PostgreSQL; sent on commit). */
     const outboxNotifying = pg ? sql` RETURNING (SELECT pg_notify(${outboxName}, ${"wake"})) AS woke` : sql.literal("")
+    /** The first statement of a transaction that writes the outbox (PostgreSQL; see {@link outboxLockKeys}). */
+    const [outboxKey1, outboxKey2] = outboxLockKeys(prefix)
+    const outboxLock = pg ? Effect.asVoid(sql`SELECT pg_advisory_xact_lock_shared(${outboxKey1}, ${outboxKey2})`) : Effect.void
 
     /** "now" as an SQL expression: the database clock, or the reading of Effect's `Clock` as a parameter. */
     const nowSql: Effect.Effect<Fragment> = time === "database"
@@ -923,6 +947,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
      */
     const finishAll = (batch: ReadonlyArray<Finishing>) =>
       sql.withTransaction(Effect.gen(function*() {
+        yield* outboxLock
         const values = batch.map(({ channelId, fence, id, outcome, upstreamJobId }) =>
           sql`(${id}, CAST(${fence} AS BIGINT), ${statusOfOutcome(outcome)}, ${
             outcome._tag === "Succeeded" ? json(outcome.result) : null
@@ -1002,6 +1027,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       Effect.suspend((): Effect.Effect<CancelResult, SqlStore.StorageFailure | PersistenceError> => {
         if (hasNul(accountId, id)) return Effect.succeed({ _tag: "NotFound" })
         return sql.withTransaction(Effect.gen(function*() {
+          yield* outboxLock
           const now = yield* currentTime
           const cancelled = yield* sql`UPDATE ${t.tasks} SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
               lease_expires_at = NULL, next_run_at = NULL, completed_at = ${now}
@@ -1080,7 +1106,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         // up to the oldest transaction still running: nothing can appear behind such a cursor later
         const [lastTxid = 0, lastSeq = 0] = (cursor ?? "0:0").split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
         // the horizon, and whether committed entries are held back by it (the reader then looks again shortly)
-        const { heldBack, horizon } = yield* sql.unsafe(`WITH hz AS (${outboxHorizon})
+        const { heldBack, horizon } = yield* sql.unsafe(`WITH hz AS (${outboxHorizon(prefix)})
           SELECT hz.horizon, EXISTS (SELECT 1 FROM ${tables(prefix).outbox} WHERE txid >= hz.horizon) AS held FROM hz`).pipe(
           Effect.flatMap(rows.horizon.single)
         )

@@ -4,6 +4,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Task } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -420,9 +421,31 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
       const reader = yield* instance(schema)
       const writerA = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
       const writerB = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+      // as every writer of the outbox: the shared outbox lock first, then the row
+      const [key1, key2] = SqlTaskStorage.outboxLockKeys(SqlStore.defaultPrefix)
       const insert = (sql: SqlClient.SqlClient, taskId: string) =>
-        sql`INSERT INTO ${sql(SqlTaskStorage.tables().outbox)} (account_id, task_id, webhook_url, event, created_at)
+        Effect.zipRight(
+          sql`SELECT pg_advisory_xact_lock_shared(${key1}, ${key2})`,
+          sql`INSERT INTO ${sql(SqlTaskStorage.tables().outbox)} (account_id, task_id, webhook_url, event, created_at)
           VALUES ('acct_a', ${taskId}, NULL, ${JSON.stringify(toEvent({ ...fromNew(newTask({ createdAt: 0 })), id: taskId, status: "succeeded" }, `evt_${taskId}`, 0))}, 0)`
+        )
+      // a busy transaction that never writes the outbox (an accept waiting on a balance row) holds nobody back
+      const busy = yield* Deferred.make<void>()
+      const done = yield* Deferred.make<void>()
+      const other = yield* Effect.fork(writerB.withTransaction(
+        Effect.zipRight(
+          writerB`INSERT INTO ${writerB(SqlTaskStorage.tables().idempotency)} (account_id, "key", fingerprint, task_id, created_at)
+            VALUES ('acct_a', 'busy', 'f', 't', 0)`,
+          Effect.zipRight(Deferred.succeed(busy, undefined), Deferred.await(done))
+        )
+      ))
+      yield* Deferred.await(busy)
+      const writerC = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+      yield* writerC.withTransaction(insert(writerC, "zeroth"))
+      const unblocked = yield* reader.readOutbox(undefined, 10)
+      expect(unblocked.entries.map((e) => e.taskId)).toEqual(["zeroth"])
+      yield* Deferred.succeed(done, undefined)
+      yield* Fiber.join(other)
       // A takes the lower seq and stays open; B takes a higher seq and commits first
       const inserted = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
@@ -431,7 +454,7 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
       ))
       yield* Deferred.await(inserted)
       yield* writerB.withTransaction(insert(writerB, "second"))
-      const early = yield* reader.readOutbox(undefined, 10)
+      const early = yield* reader.readOutbox(unblocked.cursor, 10)
       // "second" is held back while an older transaction runs: reading it now would let "first" fall behind
       expect(early.entries.map((e) => e.taskId)).toEqual([])
       yield* Deferred.succeed(release, undefined)
