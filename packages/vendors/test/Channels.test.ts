@@ -202,6 +202,15 @@ const relay = (name: string, extra: Partial<ChannelInput> = {}): ChannelInput =>
   ...extra
 })
 
+/** A relay channel `primary` (priority 10) and a `backup` (priority 0) for vendor3, routed by at once. */
+const primaryAndBackup = (store: ChannelStore["Type"], runtime: ChannelRuntime["Type"]) =>
+  Effect.gen(function*() {
+    const primary = yield* store.create(relay("primary", { priority: 10 }))
+    const backup = yield* store.create(relay("backup"))
+    yield* runtime.refresh
+    return { primary, backup }
+  })
+
 describe("routeOrder", () => {
   it("puts higher priorities first and splits equal priorities by weight", () => {
     const channels = [
@@ -228,9 +237,7 @@ describe("the channel router", () => {
   it.effect("fails a submit over to the next channel with its own idempotency key; a refusal does not fail over", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
       Effect.gen(function*() {
-        const primary = yield* store.create(relay("primary", { priority: 10 }))
-        const backup = yield* store.create(relay("backup"))
-        yield* runtime.refresh
+        const { backup, primary } = yield* primaryAndBackup(store, runtime)
         const [a, b] = yield* claimTasks(storage, 2)
         fakes.modes.set("primary", "down")
         const submitted = yield* upstream.submit(a!)
@@ -249,9 +256,7 @@ describe("the channel router", () => {
   it.effect("opens a failing channel's breaker, skips it, probes it after the cooldown and closes it again", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
       Effect.gen(function*() {
-        const primary = yield* store.create(relay("primary", { priority: 10 }))
-        yield* store.create(relay("backup"))
-        yield* runtime.refresh
+        const { primary } = yield* primaryAndBackup(store, runtime)
         const tasks = yield* claimTasks(storage, 6)
         fakes.modes.set("primary", "down")
         // three failures in a row (the test's threshold) open it
@@ -272,9 +277,7 @@ describe("the channel router", () => {
   it.effect("a failed probe opens the breaker again for a doubled cooldown", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
       Effect.gen(function*() {
-        const primary = yield* store.create(relay("primary", { priority: 10 }))
-        yield* store.create(relay("backup"))
-        yield* runtime.refresh
+        const { primary } = yield* primaryAndBackup(store, runtime)
         const tasks = yield* claimTasks(storage, 6)
         fakes.modes.set("primary", "down")
         for (const task of tasks.slice(0, 3)) yield* upstream.submit(task)
@@ -325,9 +328,7 @@ describe("the channel router", () => {
   it.effect("gives a job up when its channel's breaker opens and another channel can take the task", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
       Effect.gen(function*() {
-        const primary = yield* store.create(relay("primary", { priority: 10 }))
-        yield* store.create(relay("backup"))
-        yield* runtime.refresh
+        const { primary } = yield* primaryAndBackup(store, runtime)
         const [task] = yield* claimTasks(storage, 1)
         const onPrimary: TaskRecord = { ...task!, channelId: primary.id }
         fakes.modes.set("primary", "down")
