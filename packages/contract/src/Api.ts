@@ -15,7 +15,7 @@ import * as GenerationApi from "./api/GenerationApi.js"
 import { TasksApi } from "./api/TasksApi.js"
 import { VoicesApi } from "./api/VoicesApi.js"
 import { WebhooksApi } from "./api/WebhooksApi.js"
-import { ErrorEnvelope } from "./Errors.js"
+import { ErrorEnvelope, InternalError } from "./Errors.js"
 import { describeForGenerators } from "./internal/openApi.js"
 import { registry } from "./families/index.js"
 import type * as Family from "./Family.js"
@@ -38,6 +38,9 @@ export const make = <const R extends Family.Registry>(registry: R) => {
     .prefix("/api/v1")
     .add(AdminApi)
     .add(ChannelsApi)
+    // any endpoint may answer an unexpected failure (a defect) with INTERNAL_ERROR: declared so that clients (the
+    // relay among them) read its envelope instead of failing to decode it
+    .addError(InternalError.wire)
   return api
     .annotate(OpenApi.Title, "Mediagate API")
     .annotate(OpenApi.Version, version)

@@ -34,7 +34,7 @@
  *   ({@link wakeupChannel}); `accept`, `markDue` and `releaseAll` send `pg_notify` inside their write. The
  *   listening client is the `SqlClient` itself when it can LISTEN (the PostgreSQL driver's client is one object
  *   under both tags, `SqlClient` and `PgClient`), so the driver package stays optional for SQLite-only hosts. A
- *   probe every 2 s finds a lost LISTEN connection (restart, killed backend) and listens again (`internal/listen.ts`).
+ *   probe every 2 s finds a lost LISTEN connection (restart, killed backend) and listens again (`@mediagate/persistence/Listen`).
  *
  * Every storage failure (`SqlError`, an undecodable row) surfaces as {@link PersistenceError}; so does an invalid
  * `prefix` (see `SqlStore`), when the storage is built.
@@ -64,7 +64,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Billing, type Charge } from "./Billing.js"
 import * as GroupCommit from "@mediagate/persistence/GroupCommit"
-import * as Listen from "./internal/listen.js"
+import * as Listen from "@mediagate/persistence/Listen"
 import { fromNew, type Outcome, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
 import {
   type CancelResult,

@@ -11,6 +11,8 @@ export * as Backoff from "./Backoff.js"
 export * as GroupCommit from "./GroupCommit.js"
 /** The `Idempotency-Key` window and its rule, shared by every store that remembers keys. */
 export * as IdempotencyWindow from "./IdempotencyWindow.js"
+/** PostgreSQL `LISTEN` streams that survive a lost connection. */
+export * as Listen from "./Listen.js"
 /** ULID identifiers. */
 export * as Ids from "./Ids.js"
 /** Bulk updates and deletes of the memory stores. */

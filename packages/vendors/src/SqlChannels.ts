@@ -12,6 +12,11 @@
  * its table and column; credentials that no configured key opens do not: the channel reads as disabled with the
  * reason (`ChannelSecrets.openStored`).
  *
+ * `changes` signals this process's writes at once and, on PostgreSQL, every process's: each write sends
+ * `NOTIFY <prefix>channels` ({@link changesChannel}) and the stream listens on it (a lost `LISTEN` connection is found
+ * by a probe and opened again: `@mediagate/persistence/Listen`), so every router reloads within milliseconds. On
+ * SQLite other processes on the same file see a change at their next periodic reload.
+ *
  * @since 0.1.0
  */
 import type * as Migrator from "@effect/sql/Migrator"
@@ -19,6 +24,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Catalog } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
+import * as Listen from "@mediagate/persistence/Listen"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
@@ -111,6 +117,15 @@ const persistence = SqlStore.persistence(storeName)
 const refused = (operation: string) => (error: ChannelSecretError) =>
   new PersistenceError({ message: `${storeName}: ${operation} failed: ${error.message}`, cause: error })
 
+/** The PostgreSQL `NOTIFY` channel of channel changes: `<prefix>channels`. */
+export const changesChannel = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}channels`
+
+/** Whether a client can LISTEN (PostgreSQL's can), checked on the client so that this module never loads the driver. */
+const canListen = (
+  client: SqlClient.SqlClient
+): client is SqlClient.SqlClient & { readonly listen: (channel: string) => Stream.Stream<string, SqlError> } =>
+  "listen" in client && typeof client.listen === "function"
+
 /** Options of the SQL store. */
 export interface SqlOptions extends SqlStore.PrefixOptions {}
 
@@ -125,10 +140,20 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 > =>
   Effect.gen(function*() {
     const secrets = yield* ChannelSecrets
+    const client = yield* SqlClient.SqlClient
     const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
     const rows = SqlRows.decoder(tables(prefix).channels, ChannelRow)
     const written = yield* PubSub.sliding<void>(1)
-    const signal = PubSub.publish(written, undefined)
+    const notifyName = changesChannel(prefix)
+    // this process at once; on PostgreSQL every process that listens (its router reloads within milliseconds)
+    const signal = Effect.zipRight(
+      PubSub.publish(written, undefined),
+      pg ? sql`SELECT pg_notify(${notifyName}, ${"changed"})`.pipe(Effect.ignore) : Effect.void
+    )
+    /** Other processes' writes (PostgreSQL `LISTEN`, kept alive by a probe); nothing on SQLite. */
+    const remote: Stream.Stream<void> = pg && canListen(client)
+      ? Listen.wakeups((name) => client.listen(name), sql`SELECT pg_notify(${notifyName}, ${Listen.probePayload})`, notifyName)
+      : Stream.empty
     const open = (stored: StoredChannel) => openStored(secrets, stored)
     const encode = (stored: StoredChannel) => rows.encode(stored)
 
@@ -175,7 +200,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             persistence("remove"),
             Effect.tap((deleted) => deleted ? signal : Effect.void)
           ),
-      changes: Stream.fromPubSub(written)
+      changes: Stream.merge(Stream.fromPubSub(written), remote)
     })
   })
 

@@ -312,3 +312,30 @@ for (const [name, database] of databases) {
       }))
   })
 }
+
+describe.skipIf(!runPostgres)("channel store across PostgreSQL clients", () => {
+  it.scopedLive("a write through one process's store signals the other's changes (NOTIFY)", () =>
+    Effect.gen(function*() {
+      const schema = yield* Databases.pgSchema
+      const open = Effect.flatMap(Layer.build(Databases.pgClient(schema)), (context) =>
+        SqlChannels.make().pipe(Effect.provide(secretsLayer({ current: keyA })), Effect.provide(context)))
+      const writer = yield* open
+      const reader = yield* open
+      const heard = yield* Ref.make(0)
+      yield* reader.changes.pipe(Stream.runForEach(() => Ref.update(heard, (n) => n + 1)), Effect.forkScoped)
+      // the LISTEN starts with the consumer: write until the other store hears one
+      yield* writer.create(simulated("elsewhere")).pipe(
+        Effect.zipRight(Ref.get(heard)),
+        Effect.filterOrFail((n) => n > 0),
+        Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("5 seconds")))
+      )
+      const before = yield* Ref.get(heard)
+      const [channel] = yield* writer.list
+      yield* writer.update(channel!.id, { weight: 5 })
+      yield* Ref.get(heard).pipe(
+        Effect.filterOrFail((n) => n > before),
+        Effect.retry(Schedule.spaced("10 millis").pipe(Schedule.upTo("2 seconds")))
+      )
+      expect(Option.getOrThrow(yield* reader.get(channel!.id)).weight).toBe(5)
+    }), { timeout: 20_000 })
+})

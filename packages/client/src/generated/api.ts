@@ -662,6 +662,17 @@ export interface components {
                 request_id?: string;
             };
         };
+        INTERNAL_ERROR: {
+            /** @enum {boolean} */
+            success: false;
+            error: {
+                /** @enum {string} */
+                code: "INTERNAL_ERROR";
+                message: string;
+                /** @description The id of the request (its X-Request-Id answer header): quote it when reporting a problem */
+                request_id?: string;
+            };
+        };
         KEY_PERMISSION_DENIED: {
             /** @enum {boolean} */
             success: false;
@@ -2032,6 +2043,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -2124,6 +2144,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -2220,6 +2249,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -2312,6 +2350,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -2408,6 +2455,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -2500,6 +2556,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -2596,6 +2661,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -2688,6 +2762,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -2784,6 +2867,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -2876,6 +2968,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -2972,6 +3073,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -3064,6 +3174,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -3160,6 +3279,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -3252,6 +3380,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -3348,6 +3485,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -3427,6 +3573,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -3501,6 +3656,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -3604,6 +3768,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -3689,6 +3862,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -3757,6 +3939,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -3820,6 +4011,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -3894,6 +4094,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -3957,6 +4166,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -4044,6 +4262,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -4120,6 +4347,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -4183,6 +4419,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -4270,6 +4515,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -4346,6 +4600,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -4420,6 +4683,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */
@@ -4501,6 +4773,15 @@ export interface operations {
                     "application/json": components["schemas"]["RATE_LIMITED"];
                 };
             };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
             /** @description SERVICE_UNAVAILABLE */
             503: {
                 headers: {
@@ -4576,6 +4857,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
                 };
             };
             /** @description SERVICE_UNAVAILABLE */

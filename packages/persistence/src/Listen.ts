@@ -11,6 +11,10 @@
  *
  * The watchdog runs on wall-clock time (`Clock.make()`), not the fiber's clock: it watches a network connection,
  * and a test clock must not make it open and close connections.
+ *
+ * Used by the task storage (wakeups, outbox signals) and the channel store (channel changes).
+ *
+ * @since 0.1.0
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"

@@ -1,0 +1,617 @@
+/**
+ * Upstream channels end to end (docs/channels.md, issue 17): built server processes (`examples/server/dist`), a
+ * gateway that routes its live tasks over channels, and two other instances of our own server as its relay
+ * upstreams (each on its own SQLite data dir, with an account credited and a live key made through its admin API:
+ * that key is the gateway's relay credentials). Channels are made through the gateway's `POST /admin/v1/channels`;
+ * the gateway's client account is made the same way (servers started with an admin token bootstrap no account).
+ *
+ * Every scenario runs with the gateway on SQLite and on PostgreSQL (a fresh database each; skipped with a warning
+ * when no PostgreSQL answers at 127.0.0.1:5432, failing under `CI=true`):
+ *
+ * 1. **Weights**: two `simulated` channels of one family, same priority, weights 3 and 1; 1,000 live tasks all
+ *    succeed and the first channel runs 75% ± 5 points of them (3.7 standard deviations) (`channel_id` of each task, and the channels'
+ *    `mediagate_channel_requests_total` submit counters agree); each task charged once.
+ * 2. **Failover on submit** (and 5, **the breaker in view**): relay channel A (priority 10) to upstream 1 behind a
+ *    fault proxy (test/faultProxy.ts), B (priority 0) to upstream 2. While A's upstream answers 500, hangs past the
+ *    channel's `timeout_ms`, or refuses connections (the proxy closed), every task goes to B and succeeds; A's
+ *    `health` shows the open breaker with its failures and last error; once the proxy passes through again and the
+ *    cooldown is over, new tasks go to A and its breaker is closed. At the end every upstream holds exactly one
+ *    task per gateway task routed to it (no double submit) and the gateway charged each task once, refunded none.
+ * 3. **Kill mid-load** (the issue's "Checked by"): A preferred, 100 tasks in flight on upstream 1 (jobs of a few
+ *    seconds), upstream 1 SIGKILLed: every task finishes `succeeded` on B, each charged once, none refunded, and
+ *    upstream 2 holds exactly one job per task.
+ * 4. **Concurrency across nodes**: two gateway processes with workers on one database, one relay channel with
+ *    concurrency 3; 30 tasks through both nodes; the upstream never has more than 3 tasks in flight (sampled every
+ *    ~50 ms from its `GET /admin/v1/system`) and does reach 3; the channel's `in_flight` never shows more than 3;
+ *    both nodes submitted to the channel; all 30 succeed. On SQLite both processes share one data dir (one
+ *    database file; SQLite serializes the writers, so the slot reservation is atomic across them too).
+ *
+ * A scenario that fails keeps its servers' logs in a temporary directory (its path is printed).
+ *
+ * @since 0.1.0
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { Admin, Channel, Ledger } from "@mediagate/contract"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { type FaultProxy, startFaultProxy } from "./faultProxy.js"
+import { freePort, psql, runPostgres, type RunningServer, startServer } from "./server.js"
+
+if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the PostgreSQL channel scenarios are skipped")
+
+const adminToken = "channels-admin-token-0123456789abcdef"
+/** The gateway's key for channel credentials at rest (64 hex characters). */
+const channelKey = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+const fileSecret = "channels-file-secret-0123456789abcdef"
+/** The fastest model (estimate 10 s), one 512×512 image, $0.03. */
+const model = "vendor4-3-0-t2i"
+const price = 0.03
+/** The gateway's breaker cooldown (`MEDIAGATE_CHANNEL_BREAKER_COOLDOWN`). */
+const cooldownMs = 2000
+const terminal = new Set(["succeeded", "failed", "cancelled", "expired"])
+
+type ChannelView = typeof Channel.Channel.Encoded
+type ChannelCreate = typeof Channel.ChannelCreate.Encoded
+type TaskView = typeof Admin.AdminTask.Encoded
+type SystemView = typeof Admin.SystemStatus.Encoded
+type LedgerEntry = typeof Ledger.LedgerEntry.Encoded
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const range = (n: number) => Array.from({ length: n }, (_, i) => i)
+
+// -----------------------------------------------------------------------------------------------------------------
+// HTTP
+// -----------------------------------------------------------------------------------------------------------------
+
+interface Envelope<A> {
+  readonly success: boolean
+  readonly data: A
+  readonly pagination?: { readonly cursor: string | null; readonly hasMore: boolean; readonly total: number }
+  readonly error?: { readonly code: string; readonly message: string }
+}
+
+interface Reply<A> {
+  readonly status: number
+  readonly body: A
+  readonly text: string
+}
+
+/** One request; JSON in and out (a body that is not JSON is kept as text). */
+const http = async <A>(
+  base: string,
+  path: string,
+  options: { readonly method?: string; readonly token?: string; readonly json?: unknown } = {}
+): Promise<Reply<A>> => {
+  const headers: Record<string, string> = {}
+  if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`
+  if (options.json !== undefined) headers["content-type"] = "application/json"
+  const response = await fetch(`${base}${path}`, {
+    method: options.method ?? (options.json === undefined ? "GET" : "POST"),
+    headers,
+    ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }),
+    signal: AbortSignal.timeout(30_000)
+  })
+  const text = await response.text()
+  let body: unknown = text
+  try {
+    body = JSON.parse(text)
+  } catch {
+    // not JSON: kept as text
+  }
+  return { status: response.status, body: body as A, text }
+}
+
+/** The `data` of a 2xx envelope; fails the test with the answer otherwise. */
+const ok = <A>(reply: Reply<Envelope<A>>, what: string): A => {
+  expect(reply.status, `${what}: ${reply.status} ${reply.text.slice(0, 500)}`).toBeGreaterThanOrEqual(200)
+  expect(reply.status, `${what}: ${reply.status} ${reply.text.slice(0, 500)}`).toBeLessThan(300)
+  return reply.body.data
+}
+
+/** An operator request (`MEDIAGATE_ADMIN_TOKEN`). */
+const admin = async <A>(base: string, path: string, method?: string, json?: unknown): Promise<A> =>
+  ok(
+    await http<Envelope<A>>(base, path, {
+      token: adminToken,
+      ...(method === undefined ? {} : { method }),
+      ...(json === undefined ? {} : { json })
+    }),
+    `${method ?? "GET"} ${path}`
+  )
+
+/** Every item of a paged list (`limit=100`, following `pagination.cursor`). */
+const allPages = async <A>(base: string, path: string, token: string): Promise<Array<A>> => {
+  const items: Array<A> = []
+  for (let cursor: string | null = null, first = true; first || cursor !== null; first = false) {
+    const separator = path.includes("?") ? "&" : "?"
+    const page = `${path}${separator}limit=100${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
+    const reply: Reply<Envelope<Array<A>>> = await http<Envelope<Array<A>>>(base, page, { token })
+    items.push(...ok(reply, `GET ${page}`))
+    cursor = reply.body.pagination?.hasMore === true ? reply.body.pagination.cursor : null
+  }
+  return items
+}
+
+/** Runs `f` over `items`, at most `concurrency` at once; answers the results in order. */
+const pool = async <A, B>(items: ReadonlyArray<A>, concurrency: number, f: (item: A, i: number) => Promise<B>) => {
+  const results = new Array<B>(items.length)
+  let next = 0
+  await Promise.all(range(Math.min(concurrency, items.length)).map(async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await f(items[i]!, i)
+  }))
+  return results
+}
+
+/** Waits until `check` answers something (checked every `every` ms), at most `timeoutMs`. */
+const waitFor = async <A>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<A | undefined>,
+  every = 200
+): Promise<A> => {
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await sleep(every)
+  }
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// Processes
+// -----------------------------------------------------------------------------------------------------------------
+
+/** An account and its live key. */
+interface Keys {
+  readonly account: string
+  readonly live: string
+}
+
+/** What a scenario started, released at its end (servers SIGKILLed, then the cleanups in reverse order). */
+interface Scope {
+  readonly server: (name: string, server: RunningServer) => RunningServer
+  readonly defer: (cleanup: () => unknown) => void
+}
+
+/** Runs a scenario; when it fails, its servers' logs are written to a temporary directory. */
+const scenario = async (label: string, body: (scope: Scope) => Promise<void>): Promise<void> => {
+  const servers: Array<readonly [string, RunningServer]> = []
+  const cleanups: Array<() => unknown> = []
+  let passed = false
+  try {
+    await body({
+      server: (name, server) => {
+        servers.push([name, server])
+        return server
+      },
+      defer: (cleanup) => cleanups.push(cleanup)
+    })
+    passed = true
+  } finally {
+    if (!passed && servers.length > 0) {
+      const dir = mkdtempSync(join(tmpdir(), "mg-channels-logs-"))
+      for (const [name, server] of servers) writeFileSync(join(dir, `${name}.log`), server.output())
+      console.warn(`${label}: the servers' logs are in ${dir}`)
+    }
+    await Promise.all(servers.map(([, server]) =>
+      new Promise<void>((resolve) => {
+        if (server.child.exitCode !== null || server.child.signalCode !== null) return resolve()
+        server.child.once("exit", () => resolve())
+        server.child.kill("SIGKILL")
+      })
+    ))
+    for (const cleanup of cleanups.reverse()) await cleanup()
+  }
+}
+
+/**
+ * An account credited with `amount` USD and a live key, made through the server's admin API (a server started
+ * with an admin token prints no bootstrap keys).
+ */
+const makeAccount = async (base: string, name: string, amount: number): Promise<Keys> => {
+  const account = await admin<{ readonly id: string }>(base, "/admin/v1/accounts", "POST", { name })
+  await admin<unknown>(base, `/admin/v1/accounts/${account.id}/credits`, "POST", { amount })
+  const key = await admin<{ readonly key: string }>(base, `/admin/v1/accounts/${account.id}/api-keys`, "POST", {
+    name,
+    environment: "live"
+  })
+  return { account: account.id, live: key.key }
+}
+
+/** A fresh database for a gateway: its environment (SQLite data dir, or a new PostgreSQL database). */
+const freshDatabase = (scope: Scope, postgres: boolean): Record<string, string> => {
+  const dataDir = mkdtempSync(join(tmpdir(), "mg-channels-gw-"))
+  if (!postgres) return { MEDIAGATE_DATA_DIR: dataDir }
+  const name = `mg_channels_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+  expect(psql(`CREATE DATABASE ${name}`)).toBe(0)
+  scope.defer(() => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  return { MEDIAGATE_DATA_DIR: dataDir, DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${name}` }
+}
+
+/** A server's common environment on a free port. */
+const serverEnv = async (extra: Record<string, string>): Promise<Record<string, string>> => {
+  const port = await freePort()
+  return {
+    PORT: port,
+    MEDIAGATE_ADMIN_TOKEN: adminToken,
+    MEDIAGATE_FILE_SECRET: fileSecret,
+    MEDIAGATE_PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    MEDIAGATE_ACCESS_LOG: "false",
+    ...extra
+  }
+}
+
+interface Upstream {
+  readonly server: RunningServer
+  readonly base: string
+  readonly keys: Keys
+}
+
+/**
+ * An upstream: our own server on its own SQLite data dir, simulated jobs scaled by `timeScale` (an image takes
+ * 3 s × the scale), its bootstrap account credited.
+ */
+const startUpstream = async (scope: Scope, name: string, timeScale: number): Promise<Upstream> => {
+  const server = scope.server(
+    name,
+    await startServer(await serverEnv({
+      MEDIAGATE_DATA_DIR: mkdtempSync(join(tmpdir(), `mg-channels-${name}-`)),
+      MEDIAGATE_SIM_TIME_SCALE: String(timeScale)
+    }))
+  )
+  return { server, base: server.baseUrl, keys: await makeAccount(server.baseUrl, "gateway relay", 1000) }
+}
+
+/** A gateway on `database` (channel key, private relay targets, a short breaker cooldown). */
+const startGateway = async (scope: Scope, name: string, database: Record<string, string>) =>
+  scope.server(
+    name,
+    await startServer(await serverEnv({
+      ...database,
+      MEDIAGATE_CHANNEL_KEY: channelKey,
+      MEDIAGATE_WEBHOOK_ALLOW_PRIVATE: "true",
+      MEDIAGATE_CHANNEL_BREAKER_COOLDOWN: `${cooldownMs}ms`
+    }))
+  )
+
+/** A first gateway on a fresh database, with an account of $100 and its live key. */
+const firstGateway = async (scope: Scope, name: string, database: Record<string, string>) => {
+  const server = await startGateway(scope, name, database)
+  return { server, base: server.baseUrl, keys: await makeAccount(server.baseUrl, "client", 100) }
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// Channels, tasks, billing
+// -----------------------------------------------------------------------------------------------------------------
+
+const createChannel = (gateway: string, channel: ChannelCreate) =>
+  admin<ChannelView>(gateway, "/admin/v1/channels", "POST", channel)
+
+const readChannel = (gateway: string, id: string) => admin<ChannelView>(gateway, `/admin/v1/channels/${id}`)
+
+/** A relay channel to `base` with the upstream's live key. */
+const relay = (name: string, base: string, upstream: Upstream, routing: Partial<ChannelCreate> = {}): ChannelCreate => ({
+  name,
+  transport: "relay",
+  settings: { base_url: base },
+  credentials: { api_key: upstream.keys.live },
+  families: ["vendor4"],
+  ...routing
+})
+
+/** Creates `n` live tasks (20 at once); answers their ids. */
+const createTasks = (gateway: string, key: string, n: number, prompt: (i: number) => string) =>
+  pool(range(n), 20, async (i) => {
+    const body = { model, input: { prompt: prompt(i), size: "512x512" } }
+    const reply = await http<Envelope<{ readonly id: string }>>(gateway, "/api/v1/vendor4/text-to-image", { token: key, json: body })
+    return ok(reply, `task ${i}`).id
+  })
+
+const readTask = (gateway: string, id: string) => admin<TaskView>(gateway, `/admin/v1/tasks/${id}`)
+const readTasks = (gateway: string, ids: ReadonlyArray<string>) => pool(ids, 20, (id) => readTask(gateway, id))
+
+/** Tasks pending, queued or running on a server (its `GET /admin/v1/system`). */
+const inFlight = async (base: string): Promise<number> => {
+  const byStatus = (await admin<SystemView>(base, "/admin/v1/system")).tasks.by_status
+  return byStatus.pending + byStatus.queued + byStatus.running
+}
+
+/** Waits until no task of the server is active. */
+const settle = (base: string, timeoutMs: number) =>
+  waitFor(`every task of ${base} to finish`, timeoutMs, async () => (await inFlight(base)) === 0 ? true : undefined, 250)
+
+/** Waits until each task was handed to an upstream (or ended); answers the tasks. */
+const submitted = (gateway: string, ids: ReadonlyArray<string>, timeoutMs = 30_000) =>
+  waitFor(`${ids.length} tasks to be submitted`, timeoutMs, async () => {
+    const tasks = await readTasks(gateway, ids)
+    return tasks.every((task) => task.upstream_job_id !== null || terminal.has(task.status)) ? tasks : undefined
+  }, 250)
+
+/** The ids of the tasks whose channel is not `channel`, with the channel they have. */
+const offChannel = (tasks: ReadonlyArray<TaskView>, channel: string) =>
+  tasks.filter((task) => task.channel_id !== channel).map((task) => `${task.id} on ${task.channel_id} (${task.status})`)
+
+/** The tasks that did not succeed, with their error. */
+const unsucceeded = (tasks: ReadonlyArray<TaskView>) =>
+  tasks.filter((task) => task.status !== "succeeded").map((task) =>
+    `${task.id}: ${task.status} ${task.error?.code ?? ""} ${task.error?.message ?? ""}`
+  )
+
+/**
+ * Billing of the gateway's account after `ids` ran (and nothing else): one charge of the price per task, no
+ * refund, each task's `charged`/`refunded` likewise, and the balance is the credit less the charges.
+ */
+const expectChargedOnce = async (gateway: string, keys: Keys, tasks: ReadonlyArray<TaskView>, credited: number) => {
+  const charges = await allPages<LedgerEntry>(gateway, "/api/v1/balance/ledger?kind=charge", keys.live)
+  const refunds = await allPages<LedgerEntry>(gateway, "/api/v1/balance/ledger?kind=refund", keys.live)
+  expect(charges.length, "charges").toBe(tasks.length)
+  expect(new Set(charges.map((entry) => entry.task_id)), "one charge per task").toEqual(new Set(tasks.map((task) => task.id)))
+  for (const entry of charges) expect(entry.amount).toBeCloseTo(-price, 6)
+  expect(refunds.map((entry) => `${entry.task_id}: ${entry.amount}`), "refunds").toEqual([])
+  for (const task of tasks) {
+    expect(task.charged, `${task.id} charged`).toBeCloseTo(price, 6)
+    expect(task.refunded, `${task.id} refunded`).toBe(0)
+  }
+  const balance = ok(await http<Envelope<{ readonly balance: number }>>(gateway, "/api/v1/balance", { token: keys.live }), "balance")
+  expect(balance.balance).toBeCloseTo(credited - price * tasks.length, 6)
+}
+
+/** Every task of an upstream (its admin list). */
+const upstreamTaskIds = async (upstream: Upstream) =>
+  (await allPages<{ readonly id: string }>(upstream.base, "/admin/v1/tasks", adminToken)).map((task) => task.id).sort()
+
+/** The sorted upstream job ids of `tasks`. */
+const jobIds = (tasks: ReadonlyArray<TaskView>) => tasks.map((task) => task.upstream_job_id ?? `(none: ${task.id})`).sort()
+
+/** The sum of a metric's samples whose labels include `labels` (Prometheus text format). */
+const metric = (text: string, name: string, labels: Record<string, string>): number => {
+  let sum = 0
+  for (const line of text.split("\n")) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)/.exec(line)
+    if (match === null || match[1] !== name) continue
+    const found = new Map([...(match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!]))
+    if (Object.entries(labels).every(([key, value]) => found.get(key) === value)) sum += Number(match[3])
+  }
+  return sum
+}
+
+const metrics = async (base: string) => {
+  const reply = await http<string>(base, "/metrics", { token: adminToken })
+  expect(reply.status, reply.text.slice(0, 300)).toBe(200)
+  return reply.text
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// Scenarios
+// -----------------------------------------------------------------------------------------------------------------
+
+const databases = [{ name: "SQLite", postgres: false }, { name: "PostgreSQL", postgres: true }] as const
+
+for (const database of databases) {
+  describe.skipIf(database.postgres && !runPostgres)(`upstream channels, the gateway on ${database.name}`, () => {
+    it("weights: channels of weights 3 and 1 run 75% ± 4 points of 1,000 tasks", () =>
+      scenario(`weights (${database.name})`, async (scope) => {
+        const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
+        const heavy = await createChannel(gateway.base, { name: "heavy", transport: "simulated", families: ["vendor4"], weight: 3 })
+        const light = await createChannel(gateway.base, { name: "light", transport: "simulated", families: ["vendor4"], weight: 1 })
+        expect([heavy.priority, heavy.weight, light.priority, light.weight]).toEqual([0, 3, 0, 1])
+
+        const ids = await createTasks(gateway.base, gateway.keys.live, 1000, (i) => `weights ${i}`)
+        await settle(gateway.base, 60_000)
+        const tasks = await readTasks(gateway.base, ids)
+        expect(unsucceeded(tasks).slice(0, 5), "tasks that did not succeed").toEqual([])
+        const onHeavy = tasks.filter((task) => task.channel_id === heavy.id).length
+        const onLight = tasks.filter((task) => task.channel_id === light.id).length
+        console.info(`weights (${database.name}): ${onHeavy} on the weight-3 channel, ${onLight} on the weight-1 channel`)
+        expect(onHeavy + onLight, "tasks on one of the two channels").toBe(1000)
+        expect(Math.abs(onHeavy / 1000 - 0.75), `share of the weight-3 channel: ${onHeavy / 10}%`).toBeLessThanOrEqual(0.05)
+
+        // the channels' submit counters agree with the tasks' channels
+        const text = await metrics(gateway.base)
+        expect(metric(text, "mediagate_channel_requests_total", { channel: heavy.id, call: "submit", outcome: "ok" })).toBe(onHeavy)
+        expect(metric(text, "mediagate_channel_requests_total", { channel: light.id, call: "submit", outcome: "ok" })).toBe(onLight)
+        await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
+      }), 150_000)
+
+    it("failover on submit when A answers 500, hangs or refuses connections; A's breaker opens and closes again", () =>
+      scenario(`failover (${database.name})`, async (scope) => {
+        const upstream1 = await startUpstream(scope, "upstream-1", 0.1)
+        const upstream2 = await startUpstream(scope, "upstream-2", 0.1)
+        const proxy: FaultProxy = await startFaultProxy(upstream1.base)
+        scope.defer(() => proxy.close())
+        const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
+        const a = await createChannel(
+          gateway.base,
+          relay("A", proxy.url, upstream1, { priority: 10, settings: { base_url: proxy.url, timeout_ms: 1500 } })
+        )
+        const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
+        expect(a).toMatchObject({ credentials_set: true, priority: 10, health: { breaker: "closed" } })
+        expect(JSON.stringify(a)).not.toContain(upstream1.keys.live)
+
+        /** The channel each task was submitted to. */
+        const routed = new Map<string, string | null>()
+        /** Creates `n` tasks and waits until they are submitted; they all went to `channel` when given. */
+        const phase = async (label: string, n: number, channel?: ChannelView) => {
+          const ids = await createTasks(gateway.base, gateway.keys.live, n, (i) => `${label} ${i}`)
+          const tasks = await submitted(gateway.base, ids)
+          for (const task of tasks) routed.set(task.id, task.channel_id)
+          if (channel !== undefined) expect(offChannel(tasks, channel.id), `${label}: tasks not on ${channel.name}`).toEqual([])
+          return tasks
+        }
+        const healthOf = async (channel: ChannelView) => (await readChannel(gateway.base, channel.id)).health
+        const breakerGauge = async (channel: ChannelView) =>
+          metric(await metrics(gateway.base), "mediagate_channel_breaker_state", { channel: channel.id })
+        /**
+         * The proxy passes through again: once the cooldown is over a task probes A (a probe that failed late in
+         * the fault doubled the cooldown: one task a second until A takes one), A's breaker closes, and A takes
+         * the new tasks again.
+         */
+        const recover = async (label: string) => {
+          proxy.setMode("pass")
+          await sleep(cooldownMs + 500)
+          await waitFor(`${label}: a task on A again`, 20_000, async () => {
+            const [probe] = await phase(`${label}: probe`, 1)
+            return probe!.channel_id === a.id ? true : undefined
+          }, 1000)
+          expect((await healthOf(a)).breaker, `${label}: A's breaker after the probe`).toBe("closed")
+          expect(await breakerGauge(a)).toBe(0)
+          await phase(label, 10, a)
+          await settle(gateway.base, 40_000)
+        }
+        /** A is failing: its breaker is open (or probing) with the failures and the last error in view. */
+        const expectOpen = async (label: string, error: RegExp) => {
+          const health = await healthOf(a)
+          console.info(`failover (${database.name}), ${label}: A's health ${JSON.stringify(health)}`)
+          expect(["open", "half_open"], `${label}: A's breaker`).toContain(health.breaker)
+          expect(health.consecutive_failures, `${label}: A's consecutive failures`).toBeGreaterThan(0)
+          expect(health.opened_at, `${label}: when A's breaker opened`).not.toBeNull()
+          expect(health.last_error ?? "", `${label}: A's last error`).toMatch(error)
+          expect(await breakerGauge(a)).toBeGreaterThanOrEqual(1)
+          expect((await healthOf(b)).breaker).toBe("closed")
+        }
+
+        // healthy: A (priority 10) takes everything
+        await phase("healthy", 10, a)
+        await settle(gateway.base, 40_000)
+
+        // A answers 500 with the error envelope: every task goes on to B at once
+        proxy.setMode("error")
+        await phase("500", 20, b)
+        expect(proxy.counts().failed["POST"] ?? 0, "submits A's proxy answered 500").toBeGreaterThan(0)
+        await expectOpen("500", /INTERNAL_ERROR|500|injected/)
+        const text = await metrics(gateway.base)
+        expect(metric(text, "mediagate_channel_failovers_total", { channel: a.id, call: "submit" })).toBeGreaterThan(0)
+        expect(metric(text, "mediagate_channel_requests_total", { channel: a.id, call: "submit", outcome: "unavailable" }))
+          .toBeGreaterThan(0)
+
+        // the proxy passes through again: after the cooldown A takes the tasks again, its breaker closed
+        await recover("after 500")
+
+        // A hangs (never answers): each submit times out after A's timeout_ms (1.5 s) and goes on to B
+        proxy.setMode("hang")
+        await phase("hang", 20, b)
+        expect(proxy.counts().hung["POST"] ?? 0, "submits A's proxy held").toBeGreaterThan(0)
+        await expectOpen("hang", /time|timeout/i)
+        await recover("after the hang")
+
+        // A refuses connections (nothing listens at its address any more): on to B
+        await proxy.close()
+        await phase("refused", 20, b)
+        await expectOpen("refused", /Transport error|ECONNREFUSED|fetch failed|connect/i)
+
+        await settle(gateway.base, 40_000)
+        const tasks = await readTasks(gateway.base, [...routed.keys()])
+        expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
+        // every task ran where it was submitted (the fault phases' tasks on B)
+        expect(tasks.filter((task) => task.channel_id !== routed.get(task.id)).map((task) => task.id), "tasks moved").toEqual([])
+        const onA = tasks.filter((task) => task.channel_id === a.id)
+        const onB = tasks.filter((task) => task.channel_id === b.id)
+        expect(onA.length + onB.length).toBe(tasks.length)
+        expect(onA.length, "tasks on A: the healthy and recovered phases").toBeGreaterThanOrEqual(10 + 2 * 11)
+        expect(onB.length, "tasks on B: the fault phases (and probes during a cooldown)").toBeGreaterThanOrEqual(3 * 20)
+        console.info(`failover (${database.name}): ${onA.length} tasks on A, ${onB.length} on B; proxy ${JSON.stringify(proxy.counts())}`)
+
+        // no double submit: each upstream holds exactly the jobs of the gateway's tasks routed to it
+        expect(await upstreamTaskIds(upstream1), "upstream 1's tasks").toEqual(jobIds(onA))
+        expect(await upstreamTaskIds(upstream2), "upstream 2's tasks").toEqual(jobIds(onB))
+        await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
+      }), 180_000)
+
+    it("kill mid-load: upstream 1 SIGKILLed with 100 tasks on it; every task succeeds on B, charged once", () =>
+      scenario(`kill (${database.name})`, async (scope) => {
+        // an image job takes 3 s × 1.5 = 4.5 s on the upstreams
+        const upstream1 = await startUpstream(scope, "upstream-1", 1.5)
+        const upstream2 = await startUpstream(scope, "upstream-2", 1.5)
+        const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
+        const a = await createChannel(gateway.base, relay("A", upstream1.base, upstream1, { priority: 10 }))
+        const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
+
+        const ids = await createTasks(gateway.base, gateway.keys.live, 100, (i) => `kill ${i}`)
+        const before = await submitted(gateway.base, ids)
+        expect(offChannel(before, a.id), "tasks not on A before the kill").toEqual([])
+        expect(before.filter((task) => terminal.has(task.status)).map((task) => task.id), "tasks ended before the kill").toEqual([])
+        const running = await inFlight(upstream1.base)
+        expect(running, "tasks in flight on upstream 1 at the kill").toBeGreaterThan(0)
+        upstream1.server.child.kill("SIGKILL")
+
+        await settle(gateway.base, 90_000)
+        const tasks = await readTasks(gateway.base, ids)
+        expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
+        expect(offChannel(tasks, b.id), "tasks not moved to B").toEqual([])
+        // upstream 2 holds one job per task: each moved once
+        expect(await upstreamTaskIds(upstream2), "upstream 2's tasks").toEqual(jobIds(tasks))
+        const text = await metrics(gateway.base)
+        console.info(
+          `kill (${database.name}): ${running} of 100 tasks running on upstream 1 at the kill; failovers from A ${
+            metric(text, "mediagate_channel_failovers_total", { channel: a.id })
+          }, A's health ${JSON.stringify((await readChannel(gateway.base, a.id)).health)}`
+        )
+        await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
+      }), 150_000)
+
+    it(
+      "two gateway nodes on one database hold a channel's concurrency limit of 3",
+      () =>
+        scenario(`concurrency (${database.name})`, async (scope) => {
+          // an image job takes 3 s × 0.5 = 1.5 s on the upstream
+          const upstream = await startUpstream(scope, "upstream", 0.5)
+          const db = freshDatabase(scope, database.postgres)
+          const first = await firstGateway(scope, "gateway-1", db)
+          const second = { base: (await startGateway(scope, "gateway-2", db)).baseUrl }
+          const channel = await createChannel(first.base, relay("limited", upstream.base, upstream, { concurrency: 3 }))
+          // the second node's router reads the channels every 5 s (docs/channels.md); until then it routes the
+          // model to the environment's default channel (its admin list reads the database, so it cannot tell)
+          expect((await admin<Array<ChannelView>>(second.base, "/admin/v1/channels")).map((c) => c.id)).toContain(channel.id)
+          await sleep(6000)
+
+          const upstreamSamples: Array<number> = []
+          const channelSamples: Array<number> = []
+          let sampling = true
+          const samplers = [
+            (async () => {
+              while (sampling) {
+                upstreamSamples.push(await inFlight(upstream.base))
+                await sleep(50)
+              }
+            })(),
+            (async () => {
+              for (let i = 0; sampling; i++) {
+                channelSamples.push((await readChannel(i % 2 === 0 ? first.base : second.base, channel.id)).health.in_flight)
+                await sleep(100)
+              }
+            })()
+          ]
+          try {
+            const ids = [
+              ...await createTasks(first.base, first.keys.live, 15, (i) => `node 1 task ${i}`),
+              ...await createTasks(second.base, first.keys.live, 15, (i) => `node 2 task ${i}`)
+            ]
+            await settle(first.base, 150_000)
+            const tasks = await readTasks(first.base, ids)
+            expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
+            expect(offChannel(tasks, channel.id)).toEqual([])
+            expect(await upstreamTaskIds(upstream), "the upstream's tasks").toEqual(jobIds(tasks))
+          } finally {
+            sampling = false
+            await Promise.all(samplers)
+          }
+          const most = Math.max(...upstreamSamples)
+          console.info(
+            `concurrency (${database.name}): ${upstreamSamples.length} upstream samples, at most ${most} in flight ` +
+              `(${upstreamSamples.filter((n) => n === 3).length} at 3); channel in_flight at most ${Math.max(...channelSamples)}`
+          )
+          expect(most, "the upstream's tasks in flight, at most").toBeLessThanOrEqual(3)
+          expect(most, "the limit is used").toBe(3)
+          expect(Math.max(...channelSamples), "the channel's in_flight, at most").toBeLessThanOrEqual(3)
+          // both nodes submitted to the channel: the limit held across them
+          for (const node of [first.base, second.base]) {
+            expect(metric(await metrics(node), "mediagate_channel_requests_total", { channel: channel.id, call: "submit" }), node)
+              .toBeGreaterThan(0)
+          }
+        }),
+      240_000
+    )
+  })
+}
