@@ -16,7 +16,15 @@ import type { ExtraCharge } from "./TaskStorage.js"
 export type JobState =
   | { readonly _tag: "Queued" }
   | { readonly _tag: "Running"; readonly progress: number }
-  | { readonly _tag: "Succeeded"; readonly result: ReadonlyArray<Task.ResultItem> }
+  | {
+    readonly _tag: "Succeeded"
+    readonly result: ReadonlyArray<Task.ResultItem>
+    /**
+     * How long the job ran at the upstream, in seconds, when the upstream says (a relay reads the other service's
+     * started and completed times): the duration estimates learn from it rather than from when a poll found it done.
+     */
+    readonly seconds?: number
+  }
   | { readonly _tag: "Failed"; readonly code: string; readonly message: string }
   /**
    * The job cannot be followed any more: its channel failed (circuit open, removed) while another channel can serve

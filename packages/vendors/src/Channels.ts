@@ -450,7 +450,7 @@ export const make = (options: ChannelsOptions = {}) =>
           Effect.tap((state) => {
             const startedAt = task.startedAt
             return state._tag === "Succeeded" && startedAt !== null
-              ? Effect.flatMap(Clock.currentTimeMillis, (now) => estimates.observe(task.model, (now - startedAt) / 1000))
+              ? Effect.flatMap(Clock.currentTimeMillis, (now) => estimates.observe(task.model, state.seconds ?? (now - startedAt) / 1000))
               : Effect.void
           })
         ),

@@ -109,7 +109,12 @@ export const make = (options: RelayOptions) =>
         case "running":
           return Effect.succeed({ _tag: "Running", progress: remote.progress })
         case "succeeded":
-          return Effect.map(copyResults(task, remote.result ?? []), (result) => ({ _tag: "Succeeded", result }))
+          return Effect.map(copyResults(task, remote.result ?? []), (result): JobState => {
+            const ran = remote.started_at === null || remote.completed_at === null
+              ? NaN
+              : (Date.parse(remote.completed_at) - Date.parse(remote.started_at)) / 1000
+            return { _tag: "Succeeded", result, ...(Number.isFinite(ran) && ran >= 0 ? { seconds: ran } : {}) }
+          })
         case "failed":
           return Effect.succeed({
             _tag: "Failed",
