@@ -40,6 +40,7 @@ import { RateLimit } from "@mediagate/contract"
 import * as WebhookAdmin from "@mediagate/webhooks/WebhookAdmin"
 import * as WebhookService from "@mediagate/webhooks/WebhookService"
 import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -127,7 +128,9 @@ export const ChannelStorage = (stack: StackSettings) =>
 export const StaticChannelRuntime: Layer.Layer<ChannelRuntime> = Layer.effect(
   ChannelRuntime,
   Channels.config.pipe(
-    Effect.map((options) => Channels.defaultChannels(options.transports ?? {}, options.relay, Date.now())),
+    Effect.flatMap((options) =>
+      Effect.map(Clock.currentTimeMillis, (now) => Channels.defaultChannels(options.transports ?? {}, options.relay, now))
+    ),
     Effect.catchAll((error) =>
       Effect.as(Effect.logWarning(`channels: the environment's default channels are left out: ${error}`), [])
     ),
