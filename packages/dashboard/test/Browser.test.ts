@@ -366,6 +366,10 @@ for (const database of databases) {
       const taskLink = page.locator('a[href^="/dashboard/admin/tasks/task_"]').first()
       await taskLink.click()
       await page.getByText("Claims · polls").waitFor()
+      // the channel a task ran on is the operators' to see (issue 17); a live task of these journeys ran on the
+      // environment's default channel, a test task on none
+      const channelFact = page.getByText("Upstream channel · job").locator("xpath=following-sibling::dd[1]")
+      expect(await channelFact.textContent()).toMatch(/^(default:simulated|—) · /)
       await shot("18-operator-task")
     })
 

@@ -478,8 +478,10 @@ export const AdminTaskDetail = (props: { readonly id: string }) => {
               <dd>{money(task.charged)} · {money(task.refunded)} · {money(task.cost)}</dd>
               <dt>Claims · polls</dt>
               <dd>{task.claims} · {task.polls}</dd>
-              <dt>Upstream job</dt>
-              <dd class="mono small">{task.upstream_job_id ?? "—"}</dd>
+              <dt>Upstream channel · job</dt>
+              <dd class="mono small">
+                {task.channel_id === null ? "—" : <Link to="/admin/channels">{task.channel_id}</Link>} · {task.upstream_job_id ?? "—"}
+              </dd>
               <dt>Lease</dt>
               <dd class="mono small">{task.lease === null ? "none" : `${task.lease.owner} until ${time(task.lease.expires_at)}`}</dd>
               <dt>Next run · deadline</dt>
