@@ -8,6 +8,7 @@
  * @since 0.1.0
  */
 import { ApiKey } from "@mediagate/contract"
+import * as MemoryStore from "@mediagate/persistence/MemoryStore"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as Context from "effect/Context"
@@ -138,9 +139,7 @@ export const makeMemory = (): AccountStore["Type"] => {
         const matches = [...accounts.values()]
           .filter((row) => matchesSearch(row, query.search))
           .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
-        const after = query.beforeId === undefined ? matches : matches.filter((row) => row.id < query.beforeId!)
-        const limit = Math.max(0, Math.floor(query.limit))
-        return { items: after.slice(0, limit), hasMore: after.length > limit, total: matches.length }
+        return MemoryStore.page(matches, query.beforeId, Math.max(0, Math.floor(query.limit)))
       }),
     findKeyById: (id) => Effect.sync(() => Option.fromNullable(keys.get(id))),
     insertKey: (row) =>

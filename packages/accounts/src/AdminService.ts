@@ -13,27 +13,14 @@
  */
 import { type BillingSettings, type BillingState, BillingAccounts, defaultSettings } from "@mediagate/billing/BillingAccounts"
 import { toBalance } from "@mediagate/billing/Ledger"
-import { type Account, type ApiKey, Errors, Money, Services, Task, Tracing } from "@mediagate/contract"
+import { type Account, type ApiKey, Envelope, Errors, Money, Services, Task, Tracing } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as Encoding from "effect/Encoding"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { AccountStore, type AccountRow } from "./AccountStore.js"
 import { checkNotPast, insertKey, KeyCache, KeyUsage, toRecord, unavailable } from "./KeyService.js"
-
-/** Account list cursors are opaque: the last account id of a page, base64url-encoded. */
-export const encodeCursor = (id: string): string => Encoding.encodeBase64Url(id)
-
-/** Decodes an account list cursor, or fails with `VALIDATION_ERROR`. */
-export const decodeCursor = (cursor: string): Either.Either<string, Errors.ValidationError> => {
-  const decoded = Encoding.decodeBase64UrlString(cursor)
-  return Either.isRight(decoded) && /^acct_[0-9A-HJKMNP-TV-Z]{26}$/.test(decoded.right)
-    ? Either.right(decoded.right)
-    : Either.left(new Errors.ValidationError({ message: "cursor: is not a cursor of this list" }))
-}
 
 const microsOrNull = (usd: number | null) => usd === null ? null : Money.toMicros(usd)
 
@@ -153,18 +140,9 @@ export const make: Effect.Effect<Services.AdminService["Type"], never, Requireme
 
     const listAccounts: Services.AdminService["Type"]["listAccounts"] = (query) =>
       Effect.gen(function*() {
-        const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
+        const beforeId = yield* Envelope.decodeIdCursor("acct_", query.cursor)
         const page = yield* store.listAccounts({ search: query.search, beforeId, limit: query.limit ?? Task.defaultPageSize })
-        const data = yield* Effect.forEach(page.items, withBalance, { concurrency: 8 })
-        const last = page.items[page.items.length - 1]
-        return {
-          data,
-          pagination: {
-            cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
-            hasMore: page.hasMore,
-            total: page.total
-          }
-        }
+        return Envelope.idPage(page, yield* Effect.forEach(page.items, withBalance, { concurrency: 8 }))
       }).pipe(unavailable, Tracing.span("Admin.listAccounts"))
 
     const listKeys: Services.AdminService["Type"]["listKeys"] = (accountId) =>

@@ -142,8 +142,12 @@ export const maxAncestors = 9
 const ancestorRevoked = () =>
   new Errors.KeyPermissionDenied({ message: "the calling key or one of its ancestors has been revoked" })
 
-/** Stores a key under `ancestors` (see {@link insertKey} and {@link insertDerivedKey}). */
-const insertRow = (
+/**
+ * Stores a key derived by the last of `ancestors` (root first) and registers its spend limit and ancestors with
+ * billing, in one transaction. It is stored only while every ancestor is unrevoked (their rows are locked against a
+ * concurrent revocation, which then revokes the new key too): otherwise `KEY_PERMISSION_DENIED`.
+ */
+export const insertDerivedKey = (
   key: NewKey,
   ancestors: ReadonlyArray<string>
 ): Effect.Effect<ApiKey.ApiKeyCreated, Errors.KeyPermissionDenied | PersistenceError, AccountStore | BillingAccounts> =>
@@ -188,18 +192,7 @@ const insertRow = (
 export const insertKey = (
   key: NewKey
 ): Effect.Effect<ApiKey.ApiKeyCreated, PersistenceError, AccountStore | BillingAccounts> =>
-  insertRow(key, []).pipe(Effect.catchTag("KeyPermissionDenied", Effect.die))
-
-/**
- * Stores a key derived by the last of `ancestors` (root first) and registers its spend limit and ancestors with
- * billing, in one transaction. It is stored only while every ancestor is unrevoked (their rows are locked against a
- * concurrent revocation, which then revokes the new key too): otherwise `KEY_PERMISSION_DENIED`.
- */
-export const insertDerivedKey = (
-  key: NewKey,
-  ancestors: ReadonlyArray<string>
-): Effect.Effect<ApiKey.ApiKeyCreated, Errors.KeyPermissionDenied | PersistenceError, AccountStore | BillingAccounts> =>
-  insertRow(key, ancestors)
+  insertDerivedKey(key, []).pipe(Effect.catchTag("KeyPermissionDenied", Effect.die))
 
 /** Refuses an `expiresAt` that is not in the future. */
 export const checkNotPast = (expiresAt: Date | null | undefined, now: number) =>

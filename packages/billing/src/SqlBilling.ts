@@ -322,6 +322,15 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     )
   }
 
+  /** The account row a charge of `amount` debited, unless there is none or a prepaid balance did not cover it. */
+  const covered = (amount: number) => <A extends AccountRow, E>(debited: Effect.Effect<Option.Option<A>, E>) =>
+    Effect.flatMap(debited, (found) =>
+      Option.isNone(found)
+        ? Effect.fail(insufficientBalance(amount, undefined))
+        : found.value.billingMode === "prepaid" && found.value.balanceMicros < 0
+        ? Effect.fail(insufficientBalance(amount, found.value.balanceMicros + amount))
+        : Effect.succeed(found.value))
+
   /** The refusal of a charge by the limit it exceeds: the key's first, then the account's monthly one. */
   const limitExceeded = (amount: number, row: AccountRow, read: typeof SpendRead.Type) =>
     read.keyLimitMicros !== null && (read.keySpentMicros ?? 0) + amount > read.keyLimitMicros
@@ -359,12 +368,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     Effect.gen(function*() {
       const month = monthOf(now)
       if (pg) {
-        const debited = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
-          WHERE account_id = ${charge.accountId} RETURNING *`.pipe(Effect.flatMap(rows.account.first))
-        if (Option.isNone(debited)) return yield* insufficientBalance(amount, undefined)
-        const row = debited.value
-        const before = row.balanceMicros + amount
-        if (row.billingMode === "prepaid" && before < amount) return yield* insufficientBalance(amount, before)
+        const row = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
+          WHERE account_id = ${charge.accountId} RETURNING *`.pipe(Effect.flatMap(rows.account.first), covered(amount))
         const big = (value: number | null) => sql`CAST(${value} AS BIGINT)`
         const spent = yield* sql`WITH k AS (
             SELECT key_id, spend_limit_micros, spent_micros FROM ${t.keySpend}
@@ -408,16 +413,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         sql`(SELECT ${sql.literal(column)} FROM ${t.keySpend} WHERE key_id IN (${chain(charge.keyId)})
           AND spend_limit_micros IS NOT NULL AND spent_micros + ${amount} > spend_limit_micros
           ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1)`
-      const debited = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
+      const row = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
         WHERE account_id = ${charge.accountId}
         RETURNING *, ${over("spend_limit_micros")} AS key_limit, ${over("spent_micros")} AS key_spent,
           (SELECT ancestors FROM ${t.keySpend} WHERE key_id = ${charge.keyId}) AS key_ancestors,
           (SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month})
-            AS month_spent`.pipe(Effect.flatMap(rows.debited.first))
-      if (Option.isNone(debited)) return yield* insufficientBalance(amount, undefined)
-      const row = debited.value
-      const before = row.balanceMicros + amount
-      if (row.billingMode === "prepaid" && before < amount) return yield* insufficientBalance(amount, before)
+            AS month_spent`.pipe(Effect.flatMap(rows.debited.first), covered(amount))
       const refused = limitExceeded(amount, row, row)
       if (Option.isSome(refused)) return yield* refused.value
       yield* appendEntry(entry("charge", charge, -amount, charge.description, now, month))

@@ -4,7 +4,10 @@
  *
  * @since 0.1.0
  */
+import * as Either from "effect/Either"
+import * as Encoding from "effect/Encoding"
 import * as Schema from "effect/Schema"
+import * as Errors from "./Errors.js"
 
 /** Wraps a Schema in `{ success: true, data: ... }` on the wire; the decoded value is the data itself. */
 export const success = <A, I, R>(data: Schema.Schema<A, I, R>, identifier?: string) =>
@@ -33,6 +36,36 @@ export type Pagination = typeof Pagination.Type
 export interface Page<A> {
   readonly data: ReadonlyArray<A>
   readonly pagination: Pagination
+}
+
+/**
+ * Decodes the cursor of a list ordered by id, newest first (tasks, accounts, deliveries): the last id of the previous
+ * page, base64url-encoded, an id of `prefix` and a ULID. Undefined without a cursor; `VALIDATION_ERROR` for anything
+ * that is not such a cursor.
+ */
+export const decodeIdCursor = (
+  prefix: string,
+  cursor: string | undefined
+): Either.Either<string | undefined, Errors.ValidationError> => {
+  if (cursor === undefined) return Either.right(undefined)
+  const decoded = Encoding.decodeBase64UrlString(cursor)
+  return Either.isRight(decoded) && decoded.right.startsWith(prefix) &&
+      /^[0-9A-HJKMNP-TV-Z]{26}$/.test(decoded.right.slice(prefix.length))
+    ? Either.right(decoded.right)
+    : Either.left(new Errors.ValidationError({ message: "cursor: is not a cursor of this list" }))
+}
+
+/**
+ * A page of a list ordered by id (items found newest first, whether more follow, the total) with `data` shown for
+ * its items; the cursor (see {@link decodeIdCursor}) is the last item's id when more follow.
+ */
+export const idPage = <A>(
+  found: { readonly items: ReadonlyArray<{ readonly id: string }>; readonly hasMore: boolean; readonly total: number },
+  data: ReadonlyArray<A>
+): Page<A> => {
+  const last = found.items[found.items.length - 1]
+  const cursor = found.hasMore && last !== undefined ? Encoding.encodeBase64Url(last.id) : null
+  return { data, pagination: { cursor, hasMore: found.hasMore, total: found.total } }
 }
 
 /** Wraps an item Schema in `{ success: true, data: [...], pagination }` on the wire. */

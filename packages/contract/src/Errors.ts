@@ -245,8 +245,3 @@ export type AnyApiError = InstanceType<typeof all[number]>
 /** Whether a value is an instance of one of the API error classes. */
 export const isApiError = (u: unknown): u is AnyApiError =>
   typeof u === "object" && u !== null && ApiErrorTypeId in u
-
-/** Codes that appear inside a failed task's `error` (not as HTTP responses). */
-export const taskErrorCodes = ["PROVIDER_ERROR", "INVALID_INPUT_MEDIA", "TASK_EXPIRED", "INTERNAL_ERROR"] as const
-/** A code inside a failed task's `error`. */
-export type TaskErrorCode = typeof taskErrorCodes[number]

@@ -12,7 +12,7 @@
  * @since 0.1.0
  */
 import { type Admin, Errors, Money, Services, Tracing } from "@mediagate/contract"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import { toUnavailable } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -29,11 +29,7 @@ export const nodeDropAfterMs = 60 * 60 * 1000
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
-const unavailable = (error: PersistenceError) =>
-  Effect.zipRight(
-    Effect.logError("storage failure", error),
-    Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again" }))
-  )
+const unavailable = toUnavailable("storage failure")
 
 /** A task as an operator reads it (result links as given). */
 export const toAdminTask = (task: TaskRecord): Admin.AdminTask => ({

@@ -4,18 +4,15 @@
  *
  * @since 0.1.0
  */
-import { Catalog, Errors, type Generation, type Security, Services, Task, Tracing } from "@mediagate/contract"
+import { Catalog, Envelope, Errors, type Generation, type Security, Services, Task, Tracing } from "@mediagate/contract"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Encoding from "effect/Encoding"
 import * as FiberSet from "effect/FiberSet"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { createHash } from "node:crypto"
-import { millis as idempotencyWindowMs } from "@mediagate/persistence/IdempotencyWindow"
+import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import { type PersistenceError, toUnavailable } from "@mediagate/persistence/PersistenceError"
 import { Planner } from "./Planner.js"
 import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
 import { type IdempotencyClaim, TaskStorage } from "./TaskStorage.js"
@@ -24,27 +21,9 @@ import { Upstream } from "./Upstream.js"
 import * as EngineMetrics from "./internal/metrics.js"
 
 /** How long an `Idempotency-Key` is remembered: the shared window (`IdempotencyWindow.millis`, 24 h). */
-export { idempotencyWindowMs }
+export const idempotencyWindowMs = IdempotencyWindow.millis
 
-const unavailable = (error: PersistenceError) =>
-  Effect.zipRight(
-    Effect.logError("storage failure", error),
-    Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again" }))
-  )
-
-const fingerprint = (parts: ReadonlyArray<unknown>) =>
-  createHash("sha256").update(JSON.stringify(parts)).digest("base64url")
-
-/** Cursors are opaque to clients: the last id of a page, base64url-encoded. */
-export const encodeCursor = (id: string): string => Encoding.encodeBase64Url(id)
-
-/** Decodes a cursor, or fails with `VALIDATION_ERROR`. */
-export const decodeCursor = (cursor: string): Either.Either<string, Errors.ValidationError> => {
-  const decoded = Encoding.decodeBase64UrlString(cursor)
-  return Either.isRight(decoded) && /^task_[0-9A-HJKMNP-TV-Z]{26}$/.test(decoded.right)
-    ? Either.right(decoded.right)
-    : Either.left(new Errors.ValidationError({ message: "cursor: is not a cursor of this list" }))
-}
+const unavailable = toUnavailable("storage failure")
 
 /**
  * One page of a task list query (`GET /api/v1/tasks`, and across accounts for operators when `accountId` is
@@ -54,14 +33,10 @@ export const listPage = <A>(
   accountId: string | undefined,
   query: Task.TaskListQuery,
   item: (task: TaskRecord) => A
-): Effect.Effect<
-  { readonly data: Array<A>; readonly pagination: { cursor: string | null; hasMore: boolean; total: number } },
-  Errors.ValidationError | PersistenceError,
-  TaskStorage
-> =>
+): Effect.Effect<Envelope.Page<A>, Errors.ValidationError | PersistenceError, TaskStorage> =>
   Effect.gen(function*() {
     const storage = yield* TaskStorage
-    const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
+    const beforeId = yield* Envelope.decodeIdCursor("task_", query.cursor)
     const page = yield* storage.list(accountId, {
       status: query.status,
       provider: query.provider,
@@ -72,15 +47,7 @@ export const listPage = <A>(
       beforeId,
       limit: query.limit ?? Task.defaultPageSize
     })
-    const last = page.items[page.items.length - 1]
-    return {
-      data: page.items.map(item),
-      pagination: {
-        cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
-        hasMore: page.hasMore,
-        total: page.total
-      }
-    }
+    return Envelope.idPage(page, page.items.map(item))
   })
 
 const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
@@ -151,11 +118,10 @@ export const make = Effect.gen(function*() {
 
   const noClaim: Effect.Effect<IdempotencyClaim | undefined> = Effect.succeed(undefined)
   const claimOf = (principal: Security.Principal, key: string | undefined, parts: ReadonlyArray<unknown>) =>
-    key === undefined ? noClaim : Effect.map(Clock.currentTimeMillis, (now): IdempotencyClaim | undefined => ({
-      key,
-      fingerprint: fingerprint([principal.environment, ...parts]),
-      notBefore: now - idempotencyWindowMs
-    }))
+    key === undefined
+      ? noClaim
+      : Effect.map(Clock.currentTimeMillis, (now) =>
+        IdempotencyWindow.claim(key, [principal.environment, ...parts], now))
 
   const findTask = (principal: Security.Principal, id: string) =>
     Effect.flatMap(storage.get(principal.accountId, id), (task) =>

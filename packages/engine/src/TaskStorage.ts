@@ -353,6 +353,11 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
     const holds = (task: TaskRecord | undefined, fence: number): task is TaskRecord =>
       task !== undefined && task.fence === fence && task.leaseOwner !== null && !isTerminal(task.status)
 
+    /** Whether a task is active, due at `now` and not leased (work waiting for a worker). */
+    const waitingAt = (now: number) => (task: TaskRecord) =>
+      activeStatuses.includes(task.status) && task.nextRunAt !== null && task.nextRunAt <= now &&
+      (task.leaseExpiresAt === null || task.leaseExpiresAt <= now)
+
     /** Whether a task is active and leased by `owner`. */
     const leasedBy = (owner: string) => (task: TaskRecord) => task.leaseOwner === owner && !isTerminal(task.status)
 
@@ -437,21 +442,11 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
             if (query.idPrefix !== undefined && !task.id.startsWith(query.idPrefix)) continue
             matches.push(task)
           }
-          const after = query.beforeId === undefined
-            ? matches
-            : matches.filter((task) => task.id < query.beforeId!)
-          return {
-            items: after.slice(0, query.limit),
-            hasMore: after.length > query.limit,
-            total: matches.length
-          }
+          return MemoryStore.page(matches, query.beforeId, query.limit)
         }),
       claim: (owner, limit, leaseMs) =>
         transaction(Effect.map(Clock.currentTimeMillis, (now) => {
-          const due = [...tasks.values()].filter((task) =>
-            activeStatuses.includes(task.status) && task.nextRunAt !== null && task.nextRunAt <= now &&
-            (task.leaseExpiresAt === null || task.leaseExpiresAt <= now)
-          )
+          const due = [...tasks.values()].filter(waitingAt(now))
           due.sort((a, b) => a.nextRunAt! - b.nextRunAt! || (a.id < b.id ? -1 : 1))
           return due.slice(0, limit).map((task) => {
             const claimed: TaskRecord = {
@@ -601,15 +596,8 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
       wakeups: Stream.fromPubSub(signals),
       overview: Effect.map(Clock.currentTimeMillis, (now) => {
         const byStatus = Object.fromEntries(Task.taskStatuses.map((status) => [status, 0])) as Record<Task.TaskStatus, number>
-        let due = 0
-        for (const task of tasks.values()) {
-          byStatus[task.status]++
-          if (
-            activeStatuses.includes(task.status) && task.nextRunAt !== null && task.nextRunAt <= now &&
-            (task.leaseExpiresAt === null || task.leaseExpiresAt <= now)
-          ) due++
-        }
-        return { byStatus, due }
+        for (const task of tasks.values()) byStatus[task.status]++
+        return { byStatus, due: [...tasks.values()].filter(waitingAt(now)).length }
       }),
       beatNode: (beat) =>
         Effect.map(Clock.currentTimeMillis, (now) => {

@@ -389,8 +389,20 @@ export const make = (
   const run = <A, E>(f: (service: Service) => Effect.Effect<A, E>): Promise<A> =>
     toPromise(Effect.flatMap(starting.ready, f))
   const wire = <A, I>(schema: Schema.Schema<A, I>) => (value: A) => Schema.encode(schema)(value)
-  const input = <A, I>(schema: Schema.Schema<A, I>, value: unknown) =>
-    Effect.mapError(Schema.decodeUnknown(schema)(value), (error) => new Error(`invalid input: ${error.message}`))
+  /** An admin call on a JSON body: decoded by `request` (an `Error` when invalid), the answer encoded by `answer`. */
+  const call = <A, I, B, J, E>(
+    request: Schema.Schema<A, I>,
+    body: unknown,
+    answer: Schema.Schema<B, J>,
+    f: (admin: Service["admin"], value: A) => Effect.Effect<B, E>
+  ) =>
+    run((service) =>
+      Schema.decodeUnknown(request)(body).pipe(
+        Effect.mapError((error) => new Error(`invalid input: ${error.message}`)),
+        Effect.flatMap((value) => f(service.admin, value)),
+        Effect.flatMap(wire(answer))
+      )
+    )
   const ready = toPromise(Effect.asVoid(starting.ready))
   ready.catch(() => undefined)
   let closing: Promise<void> | undefined
@@ -401,27 +413,12 @@ export const make = (
     bootstrap: (bootstrapOptions) => run((service) => Effect.map(service.bootstrap(bootstrapOptions), Option.getOrUndefined)),
     admin: {
       createAccount: (body) =>
-        run((service) =>
-          input(Account.AccountCreate, body).pipe(
-            Effect.flatMap(service.admin.createAccount),
-            Effect.flatMap(wire(Account.Account))
-          )
-        ),
+        call(Account.AccountCreate, body, Account.Account, (admin, value) => admin.createAccount(value)),
       getAccount: (id) => run((service) => Effect.flatMap(service.admin.getAccount(id), wire(Account.Account))),
       credit: (id, body) =>
-        run((service) =>
-          input(Account.CreditRequest, body).pipe(
-            Effect.flatMap((credit) => service.admin.credit(id, credit)),
-            Effect.flatMap(wire(Account.Account))
-          )
-        ),
+        call(Account.CreditRequest, body, Account.Account, (admin, credit) => admin.credit(id, credit)),
       createKey: (accountId, body) =>
-        run((service) =>
-          input(ApiKey.ApiKeyCreate, body).pipe(
-            Effect.flatMap((key) => service.admin.createKey(accountId, key)),
-            Effect.flatMap(wire(ApiKey.ApiKeyCreated))
-          )
-        )
+        call(ApiKey.ApiKeyCreate, body, ApiKey.ApiKeyCreated, (admin, key) => admin.createKey(accountId, key))
     },
     close: () => (closing ??= toPromise(Scope.close(scope, Exit.void)))
   }

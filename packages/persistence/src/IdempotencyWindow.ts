@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
+import { createHash } from "node:crypto"
 
 /** How long an `Idempotency-Key` is remembered: 24 hours. */
 export const duration: Duration.Duration = Duration.hours(24)
@@ -28,6 +29,13 @@ export interface Claim {
   /** The start of the window ({@link start} of the request's time): older records are forgotten. */
   readonly notBefore: number
 }
+
+/** A claim of `key` at `now` (epoch ms) for a request made of `parts` (fingerprint: SHA-256 of their JSON). */
+export const claim = (key: string, parts: ReadonlyArray<unknown>, now: number): Claim => ({
+  key,
+  fingerprint: createHash("sha256").update(JSON.stringify(parts)).digest("base64url"),
+  notBefore: start(now)
+})
 
 /** What a stored record means for a claim: none or expired, the same request again, or another request. */
 export type Verdict = "Fresh" | "Replay" | "Reused"

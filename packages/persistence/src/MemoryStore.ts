@@ -1,6 +1,6 @@
 /**
- * What the memory stores of Mediagate (tasks, webhooks, idempotent answers) share: bulk updates and deletes over the
- * `Map` that holds a table.
+ * What the memory stores of Mediagate (tasks, accounts, webhooks, idempotent answers) share: bulk updates and deletes
+ * over the `Map` that holds a table, and the pages of a list ordered by id.
  *
  * @since 0.1.0
  */
@@ -21,4 +21,14 @@ export const deleteWhere = <K, V>(table: Map<K, V>, select: (value: V) => boolea
   const selected = entriesWhere(table, select)
   for (const [key] of selected) table.delete(key)
   return selected.length
+}
+
+/** The page of `matches` (newest first) below `beforeId` (when given): at most `limit`, and how many match in all. */
+export const page = <A extends { readonly id: string }>(
+  matches: ReadonlyArray<A>,
+  beforeId: string | undefined,
+  limit: number
+): { readonly items: ReadonlyArray<A>; readonly hasMore: boolean; readonly total: number } => {
+  const after = beforeId === undefined ? matches : matches.filter((item) => item.id < beforeId)
+  return { items: after.slice(0, limit), hasMore: after.length > limit, total: matches.length }
 }

@@ -10,21 +10,17 @@
  *
  * @since 0.1.0
  */
-import { type Admin, Errors, Services, Task, Tracing } from "@mediagate/contract"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import { type Admin, Envelope, Services, Task, Tracing } from "@mediagate/contract"
+import { toUnavailable } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { decodeCursor, encodeCursor, toAttempt, toDelivery } from "./WebhookService.js"
+import { deliveryCursor, toAttempt, toDelivery } from "./WebhookService.js"
 import { type AttemptRow, type DeliveryRow, WebhookStore } from "./WebhookStore.js"
 
 /** The window of `failed_last_hour`. */
 export const failedWindowMs = 60 * 60 * 1000
 
-const unavailable = (error: PersistenceError) =>
-  Effect.zipRight(
-    Effect.logError("webhook storage failure", error),
-    Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again" }))
-  )
+const unavailable = toUnavailable("webhook storage failure")
 
 /** A logged attempt as the operator API shows it (the account-side list's form). */
 export { toAttempt }
@@ -44,7 +40,7 @@ export const make: Effect.Effect<Services.AdminWebhooks["Type"], never, WebhookS
 
   const deliveries: Services.AdminWebhooks["Type"]["deliveries"] = (query) =>
     Effect.gen(function*() {
-      const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
+      const beforeId = yield* deliveryCursor(query.cursor)
       const page = yield* store.listDeliveries(query.account_id, undefined, {
         beforeId,
         limit: query.limit ?? Task.defaultPageSize,
@@ -55,15 +51,7 @@ export const make: Effect.Effect<Services.AdminWebhooks["Type"], never, WebhookS
         (row) => Effect.map(store.attempts(row.id), (attempts) => toAdminDelivery(row, attempts)),
         { concurrency: 4 }
       )
-      const last = page.items[page.items.length - 1]
-      return {
-        data,
-        pagination: {
-          cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
-          hasMore: page.hasMore,
-          total: page.total
-        }
-      }
+      return Envelope.idPage(page, data)
     }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("AdminWebhooks.deliveries"))
 
   const backlog: Services.AdminWebhooks["Type"]["backlog"] = Effect.gen(function*() {

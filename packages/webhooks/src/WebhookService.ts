@@ -17,19 +17,17 @@
  *
  * @since 0.1.0
  */
-import { Address, Errors, type Security, Services, Tracing, type Webhook } from "@mediagate/contract"
+import { Address, Envelope, Errors, type Security, Services, Tracing, type Webhook } from "@mediagate/contract"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import { toUnavailable } from "@mediagate/persistence/PersistenceError"
 import { PinnedHttp } from "@mediagate/outbound"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Encoding from "effect/Encoding"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { configuredHeaders, defaultTimeoutMs } from "./Dispatcher.js"
 import { type Resolver, WebhookSender } from "./Outbound.js"
 import { type AttemptRow, type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
@@ -90,16 +88,8 @@ export const toDelivery = (row: DeliveryRow): Webhook.Delivery => ({
   created_at: iso(row.createdAt)!
 })
 
-/** Cursors are opaque: the last delivery id of a page, base64url-encoded. */
-export const encodeCursor = (id: string): string => Encoding.encodeBase64Url(id)
-
-/** Decodes a delivery cursor, or fails with `VALIDATION_ERROR`. */
-export const decodeCursor = (cursor: string): Either.Either<string, Errors.ValidationError> => {
-  const decoded = Encoding.decodeBase64UrlString(cursor)
-  return Either.isRight(decoded) && /^dlv_[0-9A-HJKMNP-TV-Z]{26}$/.test(decoded.right)
-    ? Either.right(decoded.right)
-    : Either.left(new Errors.ValidationError({ message: "cursor: is not a cursor of this list" }))
-}
+/** The id a delivery list cursor holds (see `Envelope.decodeIdCursor`). */
+export const deliveryCursor = (cursor: string | undefined) => Envelope.decodeIdCursor("dlv_", cursor)
 
 /** The sample event of a test delivery. */
 export const sampleEvent = (now: number): Webhook.WebhookEvent => ({
@@ -121,11 +111,7 @@ export const sampleEvent = (now: number): Webhook.WebhookEvent => ({
   }
 })
 
-const unavailable = (error: PersistenceError) =>
-  Effect.zipRight(
-    Effect.logError("webhook storage failure", error),
-    Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again" }))
-  )
+const unavailable = toUnavailable("webhook storage failure")
 
 const webhookNotFound = (id: string) => new Errors.WebhookNotFound({ message: `webhook ${id} not found` })
 
@@ -174,11 +160,9 @@ export const make = (options: ServiceOptions = {}) =>
           }
           // the record is the calling API key's (the key id is part of the remembered key): only that key is ever
           // answered a replay (and the secret in it); another key's request with the same Idempotency-Key is its own
-          const claim = idempotencyKey === undefined ? undefined : {
-            key: `${principal.keyId}:${idempotencyKey}`,
-            fingerprint: createHash("sha256").update(JSON.stringify(["webhooks.create", body])).digest("base64url"),
-            notBefore: IdempotencyWindow.start(now)
-          }
+          const claim = idempotencyKey === undefined
+            ? undefined
+            : IdempotencyWindow.claim(`${principal.keyId}:${idempotencyKey}`, ["webhooks.create", body], now)
           const result = yield* store.createWebhook(row, claim)
           return { ...toRecord(result.webhook), secret: result.webhook.secret }
         }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.create")),
@@ -200,7 +184,7 @@ export const make = (options: ServiceOptions = {}) =>
 
       deliveries: (principal, id, query) =>
         Effect.gen(function*() {
-          const beforeId = query.cursor === undefined ? undefined : yield* decodeCursor(query.cursor)
+          const beforeId = yield* deliveryCursor(query.cursor)
           yield* findWebhook(principal, id)
           const page = yield* store.listDeliveries(principal.accountId, id, { beforeId, limit: deliveryPageSize })
           const data = yield* Effect.forEach(
@@ -209,15 +193,7 @@ export const make = (options: ServiceOptions = {}) =>
               Effect.map(store.attempts(row.id), (attempts) => ({ ...toDelivery(row), attempt_log: attempts.map(toAttempt) })),
             { concurrency: 4 }
           )
-          const last = page.items[page.items.length - 1]
-          return {
-            data,
-            pagination: {
-              cursor: page.hasMore && last !== undefined ? encodeCursor(last.id) : null,
-              hasMore: page.hasMore,
-              total: page.total
-            }
-          }
+          return Envelope.idPage(page, data)
         }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.deliveries")),
 
       replay: (principal, id, deliveryId) =>

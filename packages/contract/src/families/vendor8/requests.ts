@@ -11,6 +11,10 @@ const resolution = optional(
   oneOf("720p", "1080p").annotations({ description: "Output resolution (priced differently)", default: "1080p" })
 )
 
+/** `duration`: one of `seconds`, as a string; default 5. */
+const duration = <const L extends readonly ["5", ...Array<string>]>(...seconds: L) =>
+  optional(oneOf(...seconds).annotations({ description: "Length of the video in seconds, as a string", default: "5" }))
+
 /** `POST /api/v1/vendor8/text-to-video`. */
 export const Vendor8TextToVideoRequest = GenerationRequest.make({
   identifier: "Vendor8TextToVideoRequest",
@@ -18,9 +22,7 @@ export const Vendor8TextToVideoRequest = GenerationRequest.make({
   models: ["vendor8/2-6-text-to-video"],
   input: {
     prompt: prompt(10_000).annotations({ description: "What to generate" }),
-    duration: optional(
-      oneOf("5", "10", "15").annotations({ description: "Length of the video in seconds, as a string", default: "5" })
-    ),
+    duration: duration("5", "10", "15"),
     resolution
   },
   normalize: "annotated"
@@ -36,9 +38,7 @@ export const Vendor8ImageToVideoRequest = GenerationRequest.make({
     image_urls: list(PublicUrl, { min: 1, max: 1, noun: "URL", message: "must contain exactly one URL" }).annotations({
       description: "Exactly one public image URL directly reachable by the upstream"
     }),
-    duration: optional(
-      oneOf("5", "10", "15").annotations({ description: "Length of the video in seconds, as a string", default: "5" })
-    ),
+    duration: duration("5", "10", "15"),
     resolution
   },
   normalize: "annotated"
@@ -54,9 +54,7 @@ export const Vendor8VideoToVideoRequest = GenerationRequest.make({
     video_urls: list(PublicUrl, { min: 1, max: 3, noun: "URLs", message: "must contain 1 to 3 URLs" }).annotations({
       description: "1 to 3 public video URLs directly reachable by the upstream"
     }),
-    duration: optional(
-      oneOf("5", "10").annotations({ description: "Length of the video in seconds, as a string", default: "5" })
-    ),
+    duration: duration("5", "10"),
     resolution
   },
   normalize: "annotated"
