@@ -22,7 +22,7 @@
  */
 import { Catalog, type Channel, Errors, Services, Tracing } from "@mediagate/contract"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import { toUnavailable } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -42,11 +42,7 @@ export const operatorReason = "disabled by an operator"
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
-const unavailable = (error: PersistenceError) =>
-  Effect.zipRight(
-    Effect.logError("channels: storage failure", error),
-    Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable, try again" }))
-  )
+const unavailable = toUnavailable("channels: storage failure")
 
 const invalid = (message: string) => new Errors.ValidationError({ message })
 

@@ -406,9 +406,7 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
         const all = ofWebhook(accountId, webhookId)
           .filter((d) => query.status === undefined || d.status === query.status)
           .sort((a, b) => (a.id < b.id ? 1 : -1))
-        const after = query.beforeId === undefined ? all : all.filter((d) => d.id < query.beforeId!)
-        const limit = Math.max(0, Math.floor(query.limit))
-        return { items: after.slice(0, limit), hasMore: after.length > limit, total: all.length }
+        return MemoryStore.page(all, query.beforeId, Math.max(0, Math.floor(query.limit)))
       }),
     getDelivery: (accountId, webhookId, id) =>
       sync(() =>
