@@ -89,6 +89,15 @@ const routing = {
   enabled: Schema.Boolean
 }
 
+/** The routing fields a create may and an update may leave out. */
+const optionalRouting = {
+  models: optional(routing.models),
+  priority: optional(routing.priority),
+  weight: optional(routing.weight),
+  concurrency: optional(routing.concurrency),
+  enabled: optional(routing.enabled)
+}
+
 /** Body of `POST /admin/v1/channels`. */
 export const ChannelCreate = Schema.Struct({
   name: text(200, 1),
@@ -96,11 +105,7 @@ export const ChannelCreate = Schema.Struct({
   settings: optional(ChannelSettings),
   credentials: optional(ChannelCredentials),
   families: routing.families,
-  models: optional(routing.models),
-  priority: optional(routing.priority),
-  weight: optional(routing.weight),
-  concurrency: optional(routing.concurrency),
-  enabled: optional(routing.enabled)
+  ...optionalRouting
 }).annotations({ identifier: "ChannelCreate", parseOptions: { onExcessProperty: "error" } })
 /** Body of `POST /admin/v1/channels`. */
 export type ChannelCreate = typeof ChannelCreate.Type
@@ -114,11 +119,7 @@ export const ChannelUpdate = Schema.Struct({
   settings: optional(ChannelSettings),
   credentials: optional(Schema.NullOr(ChannelCredentials)),
   families: optional(routing.families),
-  models: optional(routing.models),
-  priority: optional(routing.priority),
-  weight: optional(routing.weight),
-  concurrency: optional(routing.concurrency),
-  enabled: optional(routing.enabled)
+  ...optionalRouting
 }).annotations({ identifier: "ChannelUpdate", parseOptions: { onExcessProperty: "error" } })
 /** Body of `PATCH /admin/v1/channels/:id`. */
 export type ChannelUpdate = typeof ChannelUpdate.Type
