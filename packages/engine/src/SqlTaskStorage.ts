@@ -94,15 +94,6 @@ export const wakeupChannel = (prefix: string = SqlStore.defaultPrefix): string =
 /** The PostgreSQL `NOTIFY` channel of outbox writes (terminal transitions, for the webhook dispatcher): `<prefix>outbox`. */
 export const outboxChannel = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}outbox`
 
-/** The one method of the PostgreSQL client (`PgClient` of the driver) the storage uses: LISTEN. */
-interface Listener {
-  readonly listen: (channel: string) => Stream.Stream<string, SqlError>
-}
-
-/** Whether a client can LISTEN (PostgreSQL's can), checked on the client so that this module never loads the driver. */
-const canListen = (client: SqlClient.SqlClient): client is SqlClient.SqlClient & Listener =>
-  "listen" in client && typeof client.listen === "function"
-
 const storeName = "task storage"
 
 /** The SQL list of the active statuses; one string so that queries match the partial index predicate exactly. */
@@ -536,11 +527,8 @@ interface Stepping {
  * other; nobody takes it exclusively. Per table prefix, so that storages sharing a database do not hold each other
  * back.
  */
-export const outboxLockKeys = (prefix: string): readonly [number, number] => {
-  let h = 0x811c9dc5
-  for (const ch of `${prefix}task_outbox`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193)
-  return [0x6d676f62, (h >>> 0) & 0x7fffffff]
-}
+export const outboxLockKeys = (prefix: string): readonly [number, number] =>
+  [0x6d676f62, Ids.hash32(`${prefix}task_outbox`) & 0x7fffffff]
 
 /**
  * The outbox readers' horizon on PostgreSQL (a 64-bit transaction id): the oldest transaction id of the sessions
@@ -1241,12 +1229,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 
     // without a client that can LISTEN (SQLite), wakeups are local only (workers still poll)
     // a lost LISTEN connection (restart, killed backend) is found by a probe and opened again; wakeups never fail
-    const remote: Stream.Stream<void> = pg && canListen(client)
-      ? Listen.wakeups((name) => client.listen(name), sql`SELECT pg_notify(${channel}, ${Listen.probePayload})`, channel)
-      : Stream.empty
-    const remoteOutbox: Stream.Stream<void> = pg && canListen(client)
-      ? Listen.wakeups((name) => client.listen(name), sql`SELECT pg_notify(${outboxName}, ${Listen.probePayload})`, outboxName)
-      : Stream.empty
+    const remote = Listen.notifications(client, channel)
+    const remoteOutbox = Listen.notifications(client, outboxName)
 
     const service: TaskStorage["Type"] = {
       now: persistence("now")(currentTime),

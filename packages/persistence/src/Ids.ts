@@ -36,3 +36,21 @@ export const taskIdFloor = (time: number): string => `task_${encodeTime(Math.max
 
 /** A new event id. */
 export const eventId = (now?: number): string => `evt_${ulid(now)}`
+
+/**
+ * A stable 32-bit hash of a string, unsigned (FNV-1a, then murmur3's finalizer for the avalanche): the same on every
+ * process and version, for lock keys and deterministic choices. Not for security.
+ */
+export const hash32 = (text: string): number => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return h >>> 0
+}

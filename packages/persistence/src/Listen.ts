@@ -16,6 +16,7 @@
  *
  * @since 0.1.0
  */
+import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
@@ -79,3 +80,23 @@ export const wakeups = (
     Stream.catchAllCause(() => Stream.empty)
   )
 }
+
+/** The one method of the PostgreSQL client (`PgClient` of the driver) used here: LISTEN. */
+interface Listener {
+  readonly listen: (channel: string) => Stream.Stream<string, SqlError>
+}
+
+/** Whether a client can LISTEN (PostgreSQL's can), checked on the client so that no store loads the driver. */
+const canListen = (client: SqlClient.SqlClient): client is SqlClient.SqlClient & Listener =>
+  "listen" in client && typeof client.listen === "function"
+
+/**
+ * The {@link wakeups} of `channel` on `client` when it can LISTEN (PostgreSQL: the driver's client is one object
+ * under both tags, `SqlClient` and `PgClient`, so the driver package stays optional for SQLite-only hosts), probed
+ * through the same client; nothing on a client that cannot (SQLite).
+ */
+export const notifications = (client: SqlClient.SqlClient, channel: string, options: Options = {}): Stream.Stream<void> =>
+  canListen(client)
+    ? wakeups((name) => client.listen(name), client`SELECT pg_notify(${channel}, ${probePayload})`, channel, options)
+    : Stream.empty
+

@@ -23,6 +23,7 @@
 import { Catalog, Families, Family, Metrics, Tracing } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Ids from "@mediagate/persistence/Ids"
 import { type JobState, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -40,7 +41,6 @@ import { type ChannelConfig, ChannelRuntime, ChannelStore, type ChannelTransport
 import * as Durations from "./Durations.js"
 import { Estimates } from "./Estimates.js"
 import { FileStore } from "./FileStore.js"
-import * as MediaInputs from "./MediaInputs.js"
 import { PriceBook } from "./Prices.js"
 import * as Relay from "./Relay.js"
 import { SimulatedUpstream } from "./Simulated.js"
@@ -126,33 +126,26 @@ export const defaultChannels = (
 export const serves = (channel: ChannelConfig, task: Pick<TaskRecord, "provider" | "model">): boolean =>
   channel.families.includes(task.provider) && (channel.models.length === 0 || channel.models.includes(task.model))
 
-/** A 32-bit hash of a string (FNV-1a, then murmur3's finalizer for the avalanche), as a number in (0, 1). */
-const unit = (text: string): number => {
-  let h = 0x811c9dc5
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i)
-    h = Math.imul(h, 0x01000193)
-  }
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  h ^= h >>> 16
-  return ((h >>> 0) + 0.5) / 4294967296
-}
+/** A number in (0, 1) drawn from a string, the same everywhere. */
+const unit = (text: string): number => (Ids.hash32(text) + 0.5) / 4294967296
 
 /**
  * The order in which a task tries `channels`: priority first (higher first), then a weighted order per task
  * (Efraimidis–Spirakis: key u^(1/weight), u drawn from the task and channel ids), so that the first choice among
  * equals falls on each channel in proportion to its weight.
  */
-export const routeOrder = <C extends Pick<ChannelConfig, "id" | "priority" | "weight">>(
+export const routeOrder = <C>(
   taskId: string,
-  channels: ReadonlyArray<C>
+  channels: ReadonlyArray<C>,
+  /** A channel's id, priority and weight. */
+  of: (channel: C) => Pick<ChannelConfig, "id" | "priority" | "weight">
 ): Array<C> =>
   channels
-    .map((channel) => ({ channel, key: Math.log(unit(`${taskId}/${channel.id}`)) / Math.max(1, channel.weight) }))
-    .sort((a, b) => b.channel.priority - a.channel.priority || b.key - a.key)
+    .map((channel) => {
+      const { id, priority, weight } = of(channel)
+      return { channel, priority, key: Math.log(unit(`${taskId}/${id}`)) / Math.max(1, weight) }
+    })
+    .sort((a, b) => b.priority - a.priority || b.key - a.key)
     .map(({ channel }) => channel)
 
 /** A channel the router can call. */
@@ -180,13 +173,10 @@ const failureKind = (error: UpstreamError): "refused" | "auth" | "unavailable" =
 export const make = (options: ChannelsOptions = {}) =>
   Effect.gen(function*() {
     const simulated = yield* SimulatedUpstream
-    const estimates = yield* Estimates
-    const table = yield* PriceBook
     const store = yield* ChannelStore
     const storage = yield* TaskStorage
     const files = yield* FileStore
     const signer = yield* UrlSigner
-    const registry = options.families ?? Families.registry
     const authLimit = Math.max(1, options.authFailures ?? 3)
     const slotWaitMs = Duration.toMillis(options.slotWait ?? "1 second")
     const breakers = new Breakers(options.breaker, (transition) => {
@@ -269,9 +259,9 @@ export const make = (options: ChannelsOptions = {}) =>
       const pool = storedServing.length > 0
         ? storedServing.filter((live) => live.config.enabled)
         : [...defaultLive.values()].filter((live) => serves(live.config, task))
-      const ordered = routeOrder(task.id, pool.map((live) => ({ ...live, id: live.config.id, priority: live.config.priority, weight: live.config.weight })))
+      const ordered = routeOrder(task.id, pool, (live) => live.config)
       // a channel an earlier claim of this task reserved comes first
-      const reserved = ordered.findIndex((live) => live.id === task.channelId)
+      const reserved = ordered.findIndex((live) => live.config.id === task.channelId)
       if (reserved > 0) ordered.unshift(...ordered.splice(reserved, 1))
       return ordered
     }
@@ -422,21 +412,15 @@ export const make = (options: ChannelsOptions = {}) =>
     const legacy = (task: TaskRecord) =>
       (options.transports ?? {})[task.provider] === "relay" ? defaultLive.get(defaultIds.relay)?.transport : undefined
 
-    const upstream = Upstream.of({
+    const upstream = yield* Upstreams.measured(Upstream.of({
       notifiesChanges: false,
       notifies: (task) =>
         task.environment === "test" || (find(task.channelId)?.transport ?? legacy(task) ?? simulated).notifiesChanges,
       changes: simulated.changes,
       submit: (task) =>
-        Effect.gen(function*() {
-          if (task.environment === "test") return yield* simulated.submit(task).pipe(Upstreams.traced("Upstream.submit", task, "simulated"))
-          if (options.inputChecks === undefined) return yield* submitRouted(task)
-          const measured = yield* MediaInputs.checkTask(task, options.inputChecks, registry)
-          const submitted = yield* submitRouted(task)
-          const request = { model: task.model, input: task.input }
-          const charges = Family.familyOf(registry, task.endpoint)?.charges(task.endpoint, request, measured, table)
-          return { ...submitted, charges: charges ?? [] }
-        }),
+        task.environment === "test"
+          ? simulated.submit(task).pipe(Upstreams.traced("Upstream.submit", task, "simulated"))
+          : submitRouted(task),
       poll: (task, jobId) =>
         Effect.suspend(() => {
           if (task.environment === "test") return simulated.poll(task, jobId).pipe(Upstreams.traced("Upstream.poll", task, "simulated"))
@@ -446,14 +430,7 @@ export const make = (options: ChannelsOptions = {}) =>
             return transport.poll(task, jobId).pipe(Upstreams.traced("Upstream.poll", task, transport === simulated ? "simulated" : "relay"))
           }
           return pollRouted(task, jobId)
-        }).pipe(
-          Effect.tap((state) => {
-            const startedAt = task.startedAt
-            return state._tag === "Succeeded" && startedAt !== null
-              ? Effect.flatMap(Clock.currentTimeMillis, (now) => estimates.observe(task.model, state.seconds ?? (now - startedAt) / 1000))
-              : Effect.void
-          })
-        ),
+        }),
       cancel: (task, jobId) =>
         Effect.suspend(() => {
           if (task.environment === "test") return simulated.cancel(task, jobId)
@@ -462,7 +439,7 @@ export const make = (options: ChannelsOptions = {}) =>
             ? Effect.void
             : transport.cancel(task, jobId).pipe(Upstreams.traced("Upstream.cancel", task, transport === simulated ? "simulated" : "relay"))
         })
-    })
+    }), options.inputChecks, options.families ?? Families.registry)
 
     const runtime = ChannelRuntime.of({
       defaults,

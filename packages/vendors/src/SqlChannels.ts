@@ -120,12 +120,6 @@ const refused = (operation: string) => (error: ChannelSecretError) =>
 /** The PostgreSQL `NOTIFY` channel of channel changes: `<prefix>channels`. */
 export const changesChannel = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}channels`
 
-/** Whether a client can LISTEN (PostgreSQL's can), checked on the client so that this module never loads the driver. */
-const canListen = (
-  client: SqlClient.SqlClient
-): client is SqlClient.SqlClient & { readonly listen: (channel: string) => Stream.Stream<string, SqlError> } =>
-  "listen" in client && typeof client.listen === "function"
-
 /** Options of the SQL store. */
 export interface SqlOptions extends SqlStore.PrefixOptions {}
 
@@ -151,9 +145,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       pg ? sql`SELECT pg_notify(${notifyName}, ${"changed"})`.pipe(Effect.ignore) : Effect.void
     )
     /** Other processes' writes (PostgreSQL `LISTEN`, kept alive by a probe); nothing on SQLite. */
-    const remote: Stream.Stream<void> = pg && canListen(client)
-      ? Listen.wakeups((name) => client.listen(name), sql`SELECT pg_notify(${notifyName}, ${Listen.probePayload})`, notifyName)
-      : Stream.empty
+    const remote = Listen.notifications(client, notifyName)
     const open = (stored: StoredChannel) => openStored(secrets, stored)
     const encode = (stored: StoredChannel) => rows.encode(stored)
 

@@ -1,7 +1,9 @@
 /**
- * The engine's `Upstream`, routed per task: `test` keys always run on the simulated upstream; `live` tasks run on
- * the transport configured for their family (`MEDIAGATE_UPSTREAM_VENDOR1` ... `_VENDOR8`: `simulated`, the default,
- * or `relay`). It also feeds `Estimates` with the actual durations of finished tasks.
+ * The engine's `Upstream` routed by the environment alone: `test` keys always run on the simulated upstream; `live`
+ * tasks run on the transport configured for their family (`MEDIAGATE_UPSTREAM_VENDOR1` ... `_VENDOR8`: `simulated`,
+ * the default, or `relay`), for embedders and tests that keep no channel store (the server routes over channels:
+ * `Channels.ts`, which reads the same settings for its default channels). {@link measured} is what both add around
+ * their routing: input checks and their charges, and the durations of finished tasks for `Estimates`.
  *
  * @since 0.1.0
  */
@@ -10,7 +12,6 @@ import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { Upstream } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -20,12 +21,9 @@ import * as Stream from "effect/Stream"
 import { Estimates } from "./Estimates.js"
 import * as MediaInputs from "./MediaInputs.js"
 import { PriceBook } from "./Prices.js"
-import type { FileStore } from "./FileStore.js"
-import * as Relay from "./Relay.js"
 import { RelayUpstream } from "./Relay.js"
 import type { FetchOptions } from "./RemoteMedia.js"
 import { SimulatedUpstream } from "./Simulated.js"
-import type { UrlSigner } from "./UrlSigner.js"
 
 /** A transport. */
 export type Transport = "simulated" | "relay"
@@ -53,6 +51,40 @@ export const traced = (name: string, task: TaskRecord, transport: string) =>
     }
   }))
 
+/**
+ * What every routed upstream adds around its routing: with `inputChecks`, a task's remote input media are fetched
+ * and checked before it is submitted (`INVALID_INPUT_MEDIA` on a breach) and the charges its family measures on them
+ * (priced from the `PriceBook`) are returned with the submission; the durations of finished jobs feed `Estimates`
+ * (the upstream's own measure when it gives one).
+ */
+export const measured = (
+  routed: Upstream["Type"],
+  inputChecks: InputChecks | undefined,
+  families: Family.Registry
+): Effect.Effect<Upstream["Type"], never, Estimates | PriceBook> =>
+  Effect.gen(function*() {
+    const estimates = yield* Estimates
+    const table = yield* PriceBook
+    return Upstream.of({
+      ...routed,
+      submit: (task) =>
+        inputChecks === undefined ? routed.submit(task) : Effect.gen(function*() {
+          const measuredInputs = yield* MediaInputs.checkTask(task, inputChecks, families)
+          const submitted = yield* routed.submit(task)
+          const request = { model: task.model, input: task.input }
+          const charges = Family.familyOf(families, task.endpoint)?.charges(task.endpoint, request, measuredInputs, table)
+          return { ...submitted, charges: charges ?? [] }
+        }),
+      poll: (task, jobId) =>
+        routed.poll(task, jobId).pipe(Effect.tap((state) => {
+          const startedAt = task.startedAt
+          return state._tag === "Succeeded" && startedAt !== null
+            ? Effect.flatMap(Clock.currentTimeMillis, (now) => estimates.observe(task.model, state.seconds ?? (now - startedAt) / 1000))
+            : Effect.void
+        }))
+    })
+  })
+
 const usesRelay = (transports: Transports) => Catalog.taskFamilies.some((family) => transports[family] === "relay")
 
 /** The routed upstream over the simulated transport and, when given, the relay. */
@@ -64,8 +96,6 @@ const make = (
 ) =>
   Effect.gen(function*() {
     const simulated = yield* SimulatedUpstream
-    const estimates = yield* Estimates
-    const table = yield* PriceBook
     if (usesRelay(transports) && Option.isNone(relay)) {
       return yield* Effect.dieMessage("a family uses the relay, but the upstream was built without one (Upstreams.layerRelayed)")
     }
@@ -75,29 +105,17 @@ const make = (
         : simulated
     const all = Option.isSome(relay) ? [simulated, relay.value] : [simulated]
     const spanned = (name: string, task: TaskRecord) => traced(name, task, transportOf(task) === simulated ? "simulated" : "relay")
-    return Upstream.of({
-      notifiesChanges: all.every((transport) => transport.notifiesChanges),
-      changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
-      submit: (task) =>
-        inputChecks === undefined ? transportOf(task).submit(task).pipe(spanned("Upstream.submit", task)) : Effect.gen(function*() {
-          const measured = yield* MediaInputs.checkTask(task, inputChecks, families)
-          const submitted = yield* transportOf(task).submit(task).pipe(spanned("Upstream.submit", task))
-          const request = { model: task.model, input: task.input }
-          const charges = Family.familyOf(families, task.endpoint)?.charges(task.endpoint, request, measured, table)
-          return { ...submitted, charges: charges ?? [] }
-        }),
-      poll: (task, jobId) =>
-        transportOf(task).poll(task, jobId).pipe(
-          spanned("Upstream.poll", task),
-          Effect.tap((state) => {
-            const startedAt = task.startedAt
-            return state._tag === "Succeeded" && startedAt !== null
-              ? Effect.flatMap(Clock.currentTimeMillis, (now) => estimates.observe(task.model, state.seconds ?? (now - startedAt) / 1000))
-              : Effect.void
-          })
-        ),
-      cancel: (task, jobId) => transportOf(task).cancel(task, jobId).pipe(spanned("Upstream.cancel", task))
-    })
+    return yield* measured(
+      Upstream.of({
+        notifiesChanges: all.every((transport) => transport.notifiesChanges),
+        changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
+        submit: (task) => transportOf(task).submit(task).pipe(spanned("Upstream.submit", task)),
+        poll: (task, jobId) => transportOf(task).poll(task, jobId).pipe(spanned("Upstream.poll", task)),
+        cancel: (task, jobId) => transportOf(task).cancel(task, jobId).pipe(spanned("Upstream.cancel", task))
+      }),
+      inputChecks,
+      families
+    )
   })
 
 /**
@@ -128,20 +146,3 @@ export const config: Config.Config<Transports> = Config.all(
       Config.withDefault("simulated" as const)
     ))
 )
-
-/**
- * The routed upstream with its transports from Effect `Config`; when a family uses the relay, the relay too
- * (`Relay.layerConfig`: `MEDIAGATE_RELAY_URL`, `MEDIAGATE_RELAY_API_KEY`). Remote input media are checked, with
- * private targets allowed only under `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`.
- */
-export const layerConfig: Layer.Layer<
-  Upstream,
-  ConfigError.ConfigError,
-  SimulatedUpstream | Estimates | PriceBook | FileStore | UrlSigner
-> = Layer.unwrapEffect(Effect.map(
-  Config.all([config, Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false))]),
-  ([transports, allowPrivate]) =>
-    usesRelay(transports)
-      ? layerRelayed(transports, { allowPrivate }).pipe(Layer.provide(Relay.layerConfig))
-      : layer(transports, { allowPrivate })
-))

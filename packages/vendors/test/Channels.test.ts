@@ -211,6 +211,9 @@ const primaryAndBackup = (store: ChannelStore["Type"], runtime: ChannelRuntime["
     return { primary, backup }
   })
 
+/** A plain channel is its own routing fields. */
+const same = <C>(channel: C): C => channel
+
 describe("routeOrder", () => {
   it("puts higher priorities first and splits equal priorities by weight", () => {
     const channels = [
@@ -221,7 +224,7 @@ describe("routeOrder", () => {
     const first = new Map<string, number>()
     const n = 20_000
     for (let i = 0; i < n; i++) {
-      const order = Channels.routeOrder(Ids.taskId(Date.UTC(2026, 0, 1) + i), channels)
+      const order = Channels.routeOrder(Ids.taskId(Date.UTC(2026, 0, 1) + i), channels, same)
       expect(order[2]!.id).toBe("ch_low")
       first.set(order[0]!.id, (first.get(order[0]!.id) ?? 0) + 1)
     }
@@ -229,7 +232,7 @@ describe("routeOrder", () => {
     expect(Math.abs(first.get("ch_a")! / n - 0.75)).toBeLessThan(0.02)
     // the same task meets the channels in the same order every time
     const id = Ids.taskId(Date.UTC(2026, 0, 2))
-    expect(Channels.routeOrder(id, channels)).toEqual(Channels.routeOrder(id, [...channels].reverse()))
+    expect(Channels.routeOrder(id, channels, same)).toEqual(Channels.routeOrder(id, [...channels].reverse(), same))
   })
 })
 
