@@ -2,7 +2,7 @@
  * Webhook dispatch latency: from a task's terminal write to the first delivery attempt of its webhooks. Prints
  * figures; asserts nothing.
  *
- *   tsx bench/webhook-latency.ts -- [--db sqlite,pg] [--rate 50] [--seconds 20] [--built]
+ *   tsx bench/webhook-latency.ts -- [--db sqlite,pg] [--rate 50] [--seconds 20] [--built] [--detail]
  *
  * The server runs as a child process: the source stack (`node --import tsx --conditions=@mediagate/source
  * examples/server/src/main.ts`), or with `--built` the built one (`examples/server/dist/main.js`, after `npm run
@@ -112,6 +112,7 @@ pg.Client.prototype.query = function (config, ...rest) {
     }
   } else {
     add(kind)
+    if (kind !== "other") add(kind + ": " + text.replace(/\\s+/g, " ").trim().slice(0, 60))
     if (kind === "webhooks" && this.__tx !== undefined) this.__tx.webhooks = true
   }
   return query.call(this, config, ...rest)
@@ -221,6 +222,12 @@ for (const db of databases) {
             `transaction control of webhook transactions ${per("webhook transaction control")}; ` +
             `everything of the server ${per("all")}`
         )
+        if (flag("detail")) {
+          // per statement shape (its first 60 characters)
+          for (const kind of Object.keys(after).filter((k) => k.includes(": ")).sort()) {
+            console.log(`    ${per(kind)}  ${kind}`)
+          }
+        }
         for (const line of stages(pg.url)) console.log(line)
       }
     } finally {

@@ -15,7 +15,9 @@
  * - Wake-ups: the fan-out loop waits on the storage's outbox signal (`TaskStorage.outboxWakeups`: in process after
  *   a terminal transition commits; on PostgreSQL also `NOTIFY <prefix>outbox`, sent by the outbox insert itself, so
  *   a finish in any process wakes every dispatcher), with a poll every `idle` (default 5 s) as the backstop of a
- *   lost signal. The deliveries a fan-out creates are claimed and sent at once (the delivery loop is woken).
+ *   lost signal. The deliveries a fan-out creates are inserted leased to this dispatcher, as many as it has free
+ *   slots (`WebhookStore.fanOutLeased`), and sent at once without a claim; the rest are claimed by the delivery loop,
+ *   which is woken for them.
  * - Round trips (docs/webhooks.md "Statements per delivery"): the fan-out's compare-and-set and inserts are one
  *   statement on PostgreSQL; a claim returns each delivery's webhook (no read per attempt); outcomes are settled in
  *   batches (`WebhookStore.settleAll`, group commit: the attempts that finish while a batch is written go in the
@@ -50,7 +52,7 @@ import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
 import { layerSender, WebhookSender } from "./Outbound.js"
 import * as GroupCommit from "@mediagate/persistence/GroupCommit"
-import type { ClaimedDelivery, DeliveryRow, Settle, Settlement, Target } from "./WebhookStore.js"
+import type { ClaimedDelivery, DeliveryRow, FannedOut, FanOutLease, Settle, Settlement, Target } from "./WebhookStore.js"
 import { WebhookStore } from "./WebhookStore.js"
 
 /** Default delays of the retries: 1, 5 and 30 minutes. */
@@ -325,9 +327,18 @@ interface FanOutRound {
   readonly again: boolean
   /** Entries are held back for now (see `OutboxPage.heldBack`): look again shortly. */
   readonly heldBack: boolean
+  /** Deliveries created. */
+  readonly created: number
+  /** The deliveries created and leased to the caller (`WebhookStore.fanOutLeased`): to send now. */
+  readonly leased: ReadonlyArray<ClaimedDelivery>
 }
 
-const fanOutPage = (batchSize: number, now: Effect.Effect<number, PersistenceError>, known?: KnownCursor) =>
+const fanOutPage = (
+  batchSize: number,
+  now: Effect.Effect<number, PersistenceError>,
+  known?: KnownCursor,
+  lease?: FanOutLease
+) =>
   Effect.gen(function*() {
     const store = yield* WebhookStore
     const tasks = yield* TaskStorage
@@ -338,17 +349,21 @@ const fanOutPage = (batchSize: number, now: Effect.Effect<number, PersistenceErr
     }
     const page = yield* tasks.readOutbox(cursor, batchSize)
     const heldBack = page.heldBack === true
-    if (page.entries.length === 0 && page.cursor === cursor) return { consumed: 0, again: false, heldBack } as FanOutRound
+    const none: FanOutRound = { consumed: 0, again: false, heldBack, created: 0, leased: [] }
+    if (page.entries.length === 0 && page.cursor === cursor) return none
     // unknown until the compare-and-set is known to have moved it (a failure may or may not have committed)
     if (known !== undefined) known.known = false
-    const done = yield* store.fanOut(cursor, page.cursor, page.entries, yield* now)
+    const at = yield* now
+    const done: Option.Option<FannedOut> = lease === undefined
+      ? Option.map(yield* store.fanOut(cursor, page.cursor, page.entries, at), (created) => ({ created, leased: [] }))
+      : yield* store.fanOutLeased(cursor, page.cursor, page.entries, at, lease)
     if (known !== undefined && Option.isSome(done)) {
       known.known = true
       known.value = page.cursor
     }
     return Option.isSome(done)
-      ? { consumed: page.entries.length, again: page.entries.length >= batchSize, heldBack }
-      : { consumed: 0, again: true, heldBack }
+      ? { ...done.value, consumed: page.entries.length, again: page.entries.length >= batchSize, heldBack }
+      : { ...none, again: true }
   })
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -451,12 +466,26 @@ export const run = (options: DispatcherOptions = {}) =>
      */
     let heldBackMs = 0
     const cursor: KnownCursor = { known: false, value: undefined }
+    /** The delivery loop waits for a free slot (a fan-out that reserved slots and used fewer pokes it). */
+    let deliveryWaitsForSlot = false
 
     // a failure (storage unavailable) ends the round: the loop backs off (see the fibers below)
     const fanOutLoop = Effect.gen(function*() {
-      const round = yield* provide(fanOutPage(batchSize, storageNow, cursor))
-      // new deliveries are due now: the delivery loop claims them at once
-      if (round.consumed > 0) yield* poke
+      // the deliveries a round creates are leased to this dispatcher as they are inserted, as many as it has free
+      // slots (reserved for the round), and sent at once: no claim, no wake-up of the delivery loop
+      const free = Math.max(0, Math.min(concurrency - running, maxSettleBatch - settling))
+      running += free
+      const round = yield* provide(
+        fanOutPage(batchSize, storageNow, cursor, free > 0 ? { owner, leaseMs, limit: free } : undefined)
+      ).pipe(Effect.onExit((exit) =>
+        Effect.sync(() => {
+          running -= free - (Exit.isSuccess(exit) ? exit.value.leased.length : 0)
+        })
+      ))
+      for (const delivery of round.leased) yield* FiberSet.run(sends, send(delivery))
+      // the rest of the new deliveries are due now (the delivery loop claims them at once), and slots reserved
+      // but not used may be what a full delivery loop waits for
+      if (round.created > round.leased.length || (free > round.leased.length && deliveryWaitsForSlot)) yield* poke
       if (round.again) return
       if (round.heldBack) {
         heldBackMs = round.consumed > 0 ? 5 : Math.min(100, Math.max(5, heldBackMs * 2))
@@ -467,17 +496,24 @@ export const run = (options: DispatcherOptions = {}) =>
       yield* Effect.race(Queue.take(outboxPokes), Effect.sleep(Duration.millis(idleMs)))
     })
 
-    // a send that frees a slot of a full dispatcher pokes the loop (which waits for one)
+    // a send that frees a slot pokes the delivery loop if it waits for one (a full dispatcher; slots reserved by a
+    // fan-out round count as taken)
     const send = (delivery: ClaimedDelivery) =>
       provide(attemptWith(delivery, resolved, recorder)).pipe(
         Effect.catchAllCause((cause) => Effect.logError(`delivery ${delivery.id} failed`, cause)),
         Effect.asVoid,
-        Effect.ensuring(Effect.suspend(() => running-- >= concurrency ? poke : Effect.void))
+        Effect.ensuring(Effect.suspend(() => {
+          running--
+          return deliveryWaitsForSlot ? poke : Effect.void
+        }))
       )
 
     const deliverLoop = Effect.gen(function*() {
       const free = Math.min(concurrency - running, maxSettleBatch - settling)
-      if (free <= 0) return yield* Queue.take(pokes)
+      if (free <= 0) {
+        deliveryWaitsForSlot = true
+        return yield* Effect.ensuring(Queue.take(pokes), Effect.sync(() => { deliveryWaitsForSlot = false }))
+      }
       const now = yield* storageNow
       const claimed = yield* store.claimDue(owner, free, leaseMs, now)
       for (const delivery of claimed) {

@@ -14,6 +14,7 @@ import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
+import type { OutboxEntry } from "@mediagate/engine/TaskStorage"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
@@ -26,8 +27,10 @@ import {
   AttemptRow,
   attemptRow,
   type ClaimedDelivery,
-  deliveriesFor,
   DeliveryRow,
+  type FannedOut,
+  fannedRows,
+  type FanOutLease,
   newRow,
   reused,
   type Settle,
@@ -218,16 +221,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       )
 
     /** The compare-and-set, then the deliveries read and inserted, in one transaction (SQLite; large fan-outs). */
-    const fanOutInTransaction = <E>(
+    const fanOutInTransaction = <F extends { readonly rows: ReadonlyArray<DeliveryRow> }, E>(
       compareAndSet: Effect.Effect<ReadonlyArray<unknown>, SqlError>,
-      deliveries: Effect.Effect<ReadonlyArray<DeliveryRow>, E>
+      deliveries: Effect.Effect<F, E>
     ) =>
       sql.withTransaction(Effect.gen(function*() {
         const moved = yield* compareAndSet
-        if (moved.length === 0) return Option.none<number>()
+        if (moved.length === 0) return Option.none<F>()
         const created = yield* deliveries
-        for (let i = 0; i < created.length; i += 200) yield* insertDeliveries(created.slice(i, i + 200))
-        return Option.some(created.length)
+        for (let i = 0; i < created.rows.length; i += 200) yield* insertDeliveries(created.rows.slice(i, i + 200))
+        return Option.some(created)
       }))
 
     /**
@@ -239,16 +242,21 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         return Effect.map(compareAndSet, (moved) => moved.length === 0 ? Option.none<number>() : Option.some(0))
       }
       const time = created[0]!.createdAt
+      // a leased delivery (`fanOutLeased`) carries its owner, expiry and fence 1; the others none and 0
       const values = created.map((d) =>
-        sql`(${d.id}, ${d.webhookId}, ${d.accountId}, ${d.eventId}, ${d.eventType}, ${d.url}, ${d.payload})`
+        sql`(${d.id}, ${d.webhookId}, ${d.accountId}, ${d.eventId}, ${d.eventType}, ${d.url}, ${d.payload}, ${d.leaseOwner}, ${
+          d.leaseExpiresAt === null ? null : String(d.leaseExpiresAt)
+        })`
       )
       return sql`WITH moved AS (${compareAndSet}),
         created AS (
           INSERT INTO ${t.deliveries} (id, webhook_id, account_id, event_id, event_type, url, payload, status, attempts,
             last_status_code, last_error, next_attempt_at, lease_owner, lease_expires_at, fence, created_at)
           SELECT v.id, v.webhook_id, v.account_id, v.event_id, v.event_type, v.url, v.payload, 'pending', 0,
-            NULL, NULL, CAST(${time} AS BIGINT), NULL, NULL, 0, CAST(${time} AS BIGINT)
-          FROM (VALUES ${sql.csv(values)}) AS v (id, webhook_id, account_id, event_id, event_type, url, payload)
+            NULL, NULL, CAST(${time} AS BIGINT), v.lease_owner, CAST(v.lease_expires_at AS BIGINT),
+            CASE WHEN v.lease_owner IS NULL THEN 0 ELSE 1 END, CAST(${time} AS BIGINT)
+          FROM (VALUES ${sql.csv(values)})
+            AS v (id, webhook_id, account_id, event_id, event_type, url, payload, lease_owner, lease_expires_at)
           WHERE EXISTS (SELECT 1 FROM moved)
           RETURNING id)
         SELECT (SELECT COUNT(*) FROM moved) AS moved, (SELECT COUNT(*) FROM created) AS created`.pipe(
@@ -256,6 +264,49 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         Effect.map(({ created, moved }) => moved === 0 ? Option.none<number>() : Option.some(created))
       )
     }
+
+    /**
+     * The fan-out (`fanOut`, `fanOutLeased`): the accounts' live webhooks read, the deliveries built (the first
+     * `lease.limit` leased), the cursor's compare-and-set and the inserts.
+     */
+    const fanOutLeased = (
+      expected: string | undefined,
+      next: string,
+      entries: ReadonlyArray<OutboxEntry>,
+      at: number,
+      lease?: FanOutLease
+    ) =>
+      Effect.suspend(() => {
+        const accounts = [...new Set(entries.map((entry) => entry.accountId))]
+        const liveWebhooks = accounts.length === 0
+          ? Effect.succeed([])
+          : sql`SELECT * FROM ${t.webhooks}
+            WHERE ${sql.in("account_id", accounts)} AND deleted_at IS NULL AND enabled = 1`.pipe(
+            Effect.flatMap(rows.webhook.all)
+          )
+        const build = (webhooks: ReadonlyArray<WebhookRow>) => fannedRows(entries, webhooks, Math.floor(at), lease)
+        const answer = (fanned: ReturnType<typeof build>): FannedOut => ({ created: fanned.rows.length, leased: fanned.leased })
+        // the compare-and-set: on PostgreSQL it locks the cursor row, so a concurrent dispatcher waits and then
+        // finds the cursor moved
+        const compareAndSet = expected === undefined
+          ? sql`INSERT INTO ${t.cursor} (name, position) VALUES (${cursorName}, ${next})
+              ON CONFLICT (name) DO NOTHING RETURNING name`
+          : sql`UPDATE ${t.cursor} SET position = ${next}
+              WHERE name = ${cursorName} AND position = ${expected} RETURNING name`
+        if (pg) {
+          // PostgreSQL: the webhooks are read first, then one statement moves the cursor and inserts the
+          // deliveries only if it moved (atomic by itself: two round trips, no transaction). A webhook changed
+          // between the two is as if the fan-out had run a moment earlier (as with a claim, the attempt uses the
+          // webhook as read here).
+          return Effect.flatMap(liveWebhooks, (webhooks) => {
+            const fanned = build(webhooks)
+            return fanned.rows.length > maxFanOutStatement
+              ? Effect.map(fanOutInTransaction(compareAndSet, Effect.succeed(fanned)), Option.map(answer))
+              : Effect.map(fanOutStatement(compareAndSet, fanned.rows), Option.as(answer(fanned)))
+          })
+        }
+        return Effect.map(fanOutInTransaction(compareAndSet, Effect.map(liveWebhooks, build)), Option.map(answer))
+      }).pipe(persistence("fanOut"))
 
     /**
      * One round of `settleAll` (distinct deliveries, valid ids and fences): the fenced update of every delivery
@@ -406,36 +457,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         persistence("readCursor")
       ),
       fanOut: (expected, next, entries, at) =>
-        Effect.suspend(() => {
-          const accounts = [...new Set(entries.map((entry) => entry.accountId))]
-          const liveWebhooks = accounts.length === 0
-            ? Effect.succeed([])
-            : sql`SELECT * FROM ${t.webhooks}
-              WHERE ${sql.in("account_id", accounts)} AND deleted_at IS NULL AND enabled = 1`.pipe(
-              Effect.flatMap(rows.webhook.all)
-            )
-          const deliveriesOf = (webhooks: ReadonlyArray<WebhookRow>) =>
-            entries.flatMap((entry) => deliveriesFor(entry, webhooks)).map((d) => newRow(d, Math.floor(at)))
-          // the compare-and-set: on PostgreSQL it locks the cursor row, so a concurrent dispatcher waits and then
-          // finds the cursor moved
-          const compareAndSet = expected === undefined
-            ? sql`INSERT INTO ${t.cursor} (name, position) VALUES (${cursorName}, ${next})
-                ON CONFLICT (name) DO NOTHING RETURNING name`
-            : sql`UPDATE ${t.cursor} SET position = ${next}
-                WHERE name = ${cursorName} AND position = ${expected} RETURNING name`
-          if (pg) {
-            // PostgreSQL: the webhooks are read first, then one statement moves the cursor and inserts the
-            // deliveries only if it moved (atomic by itself: two round trips, no transaction). A webhook changed
-            // between the two is as if the fan-out had run a moment earlier; every attempt reads its webhook again.
-            return Effect.flatMap(liveWebhooks, (webhooks) => {
-              const created = deliveriesOf(webhooks)
-              return created.length > maxFanOutStatement
-                ? fanOutInTransaction(compareAndSet, Effect.succeed(created))
-                : fanOutStatement(compareAndSet, created)
-            })
-          }
-          return fanOutInTransaction(compareAndSet, Effect.map(liveWebhooks, deliveriesOf))
-        }).pipe(persistence("fanOut")),
+        Effect.map(fanOutLeased(expected, next, entries, at), Option.map((fanned) => fanned.created)),
+      fanOutLeased: (expected, next, entries, at, lease) => fanOutLeased(expected, next, entries, at, lease),
       claimDue: (owner, limit, leaseMs, at) =>
         Effect.suspend(() => {
           const n = Math.max(0, Math.floor(limit))

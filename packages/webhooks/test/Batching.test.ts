@@ -119,6 +119,52 @@ for (const [name, backend] of backends) {
         expect(yield* store.settleAll([])).toEqual([])
       }).pipe(Effect.provide(layer())))
 
+    it.scoped("fanOutLeased: the first `limit` new deliveries leased to the caller with their webhooks, the rest claimable", () =>
+      Effect.gen(function*() {
+        const service = yield* Services.WebhookService
+        const store = yield* WebhookStore
+        const hook = yield* service.create(alice, { url: "https://hooks.example.com/", events }, undefined)
+        const now = yield* store.now
+        const page = [1, 2].map((seq) => entry("acct_alice", "task.completed", `https://job.example.com/${seq}`, seq))
+        const lease = { owner: "w1", leaseMs: 60_000, limit: 3 }
+        // a stale cursor: nothing written, nothing leased
+        expect(yield* store.fanOutLeased("0", "2", page, now, lease)).toEqual(Option.none())
+        const fanned = yield* store.fanOutLeased(undefined, "2", page, now, lease)
+        assert.isTrue(Option.isSome(fanned))
+        const { created, leased } = Option.getOrThrow(fanned)
+        expect(created).toBe(4)
+        // in the order of the page: the first event's two deliveries, then the second's configured one
+        expect(leased.map((d) => [d.eventId, d.url])).toEqual([
+          [page[0]!.event.id, "https://hooks.example.com/"],
+          [page[0]!.event.id, "https://job.example.com/1"],
+          [page[1]!.event.id, "https://hooks.example.com/"]
+        ])
+        expect(leased.every((d) => d.fence === 1 && d.leaseOwner === "w1" && d.leaseExpiresAt === now + 60_000)).toBe(true)
+        expect(leased.map((d) => d.webhook)).toEqual([
+          { secret: hook.secret, enabled: true, deletedAt: null },
+          null,
+          { secret: hook.secret, enabled: true, deletedAt: null }
+        ])
+        // stored as leased: another dispatcher's claim takes only the one left over
+        const stored = [...(yield* store.deliveriesOfEvent(page[0]!.event.id)), ...(yield* store.deliveriesOfEvent(page[1]!.event.id))]
+        expect(stored.filter((d) => d.leaseOwner === "w1").map((d) => d.id).sort()).toEqual(leased.map((d) => d.id).sort())
+        const other = yield* store.claimDue("w2", 10, 60_000, now)
+        expect(other.map((d) => d.url)).toEqual(["https://job.example.com/2"])
+        // a leased delivery settles with the fence it was leased with
+        const at = yield* store.now
+        expect(yield* store.settleAll([{ delivery: leased[0]!, attempt: answer(200, at), settlement: { status: "succeeded" } }])).toEqual([true])
+        expect(yield* store.attempts(leased[0]!.id)).toHaveLength(1)
+        // a lease that runs out makes the delivery claimable again (the dispatcher died before sending it), like
+        // the lease of a claim
+        yield* TestClock.adjust(60_000)
+        const reclaimed = yield* store.claimDue("w3", 10, 60_000, yield* store.now)
+        expect(reclaimed.map((d) => d.id).sort()).toEqual([leased[1]!.id, leased[2]!.id, other[0]!.id].sort())
+        expect(reclaimed.every((d) => d.fence === 2)).toBe(true)
+        // without a limit, fanOutLeased is fanOut
+        const more = yield* store.fanOutLeased("2", "3", [entry("acct_alice", "task.completed", null, 3)], now, { ...lease, limit: 0 })
+        expect(Option.map(more, (f) => [f.created, f.leased.length])).toEqual(Option.some([1, 0]))
+      }).pipe(Effect.provide(layer())))
+
     it.live("the background dispatcher delivers a burst: every delivery once, each attempt logged", () => {
       const sender = scriptedSender([200])
       const stack = WebhookService.layer().pipe(

@@ -111,6 +111,42 @@ describe("the dispatcher wakes on outbox writes (backstop: one hour)", () => {
   }
 })
 
+/**
+ * The webhook store with its claims counted: how many deliveries the delivery loop's `claimDue` took, against how
+ * many the fan-out leased to the dispatcher itself.
+ */
+const countingClaims = () => {
+  const counts = { claimed: 0, leased: 0 }
+  const layer = Layer.effect(
+    WebhookStore.WebhookStore,
+    Effect.map(WebhookStore.WebhookStore, (store): WebhookStore.WebhookStore["Type"] => ({
+      ...store,
+      claimDue: (...args) => Effect.tap(store.claimDue(...args), (claimed) => Effect.sync(() => { counts.claimed += claimed.length })),
+      fanOutLeased: (...args) =>
+        Effect.tap(store.fanOutLeased(...args), (fanned) =>
+          Effect.sync(() => { counts.leased += fanned._tag === "Some" ? fanned.value.leased.length : 0 }))
+    }))
+  )
+  return { counts, layer }
+}
+
+describe("the dispatcher sends what it fans out without a claim", () => {
+  for (const [name, backend] of backends) {
+    it.scopedLive(name, () => {
+      const claims = countingClaims()
+      return Effect.gen(function*() {
+        yield* startDispatcher
+        yield* deliveredPromptly(yield* TaskStorage)
+        // three deliveries, each leased by the fan-out that created it: the delivery loop claimed none of them
+        expect(claims.counts).toEqual({ claimed: 0, leased: 3 })
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(Layer.provideMerge(claims.layer, backend()))
+      )
+    }, { timeout: 20_000 })
+  }
+})
+
 describe.skipIf(!runPostgres)("PostgreSQL: a write through one pool wakes a dispatcher on another", () => {
   it.scopedLive("NOTIFY <prefix>outbox", () =>
     Effect.gen(function*() {
