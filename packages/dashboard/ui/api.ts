@@ -23,13 +23,16 @@ export type CredentialKind = "key" | "admin"
 const storageKeys: Record<CredentialKind, string> = { key: "mediagate.apiKey", admin: "mediagate.adminToken" }
 const memory: Partial<Record<CredentialKind, string>> = {}
 
-const readStored = (kind: CredentialKind): string | undefined => {
+/** A web storage access, which the browser may refuse (private mode, storage off): its result, or `undefined`. */
+export const tryStorage = <A>(f: () => A): A | undefined => {
   try {
-    return sessionStorage.getItem(storageKeys[kind]) ?? undefined
+    return f()
   } catch {
     return undefined
   }
 }
+
+const readStored = (kind: CredentialKind): string | undefined => tryStorage(() => sessionStorage.getItem(storageKeys[kind]) ?? undefined)
 
 /** The credential of a kind, if signed in. */
 export const credential = (kind: CredentialKind): string | undefined => {
@@ -44,22 +47,14 @@ export const credential = (kind: CredentialKind): string | undefined => {
 export const signIn = (kind: CredentialKind, value: string): void => {
   memory[kind] = value
   clients[kind] = undefined
-  try {
-    sessionStorage.setItem(storageKeys[kind], value)
-  } catch {
-    // storage refused (private mode): memory only
-  }
+  tryStorage(() => sessionStorage.setItem(storageKeys[kind], value)) // refused: memory only
 }
 
 /** Signs out: forgets the credential and the client built on it. */
 export const signOut = (kind: CredentialKind): void => {
   delete memory[kind]
   clients[kind] = undefined
-  try {
-    sessionStorage.removeItem(storageKeys[kind])
-  } catch {
-    // nothing stored
-  }
+  tryStorage(() => sessionStorage.removeItem(storageKeys[kind]))
 }
 
 /** The typed client of the whole API. */

@@ -1,11 +1,12 @@
 /**
- * Small building blocks of every view: links, the loading / empty / error states, status badges, a confirm
- * button, a copy-once secret box, a pager, and the data-loading hook.
+ * Small building blocks of every view: links, view headings and figures, the loading / empty / error states, lists
+ * and paged lists, tables, status badges, action and confirm buttons, a copy-once secret box, a pager, form cards
+ * with their fields, checkboxes and selects, and the data-loading, form-state and submission hooks.
  *
  * Everything user-controlled (prompts, metadata, webhook answers, names) is rendered as text by Preact; no view
  * sets HTML.
  */
-import type { ComponentChildren } from "preact"
+import type { ComponentChildren, JSX } from "preact"
 import { useCallback, useEffect, useRef, useState } from "preact/hooks"
 import { ApiFailure, toFailure } from "./api.js"
 import { href, onLink } from "./router.js"
@@ -91,7 +92,7 @@ export const Loading = () => <div class="loading" aria-live="polite">Loading…<
 export const Show = <A,>(props: {
   readonly loaded: Loaded<A>
   readonly children: (value: A) => ComponentChildren
-  readonly hint?: (error: ApiFailure) => ComponentChildren
+  readonly hint?: ((error: ApiFailure) => ComponentChildren) | undefined
 }) => {
   const { error, reload, value } = props.loaded
   return (
@@ -101,6 +102,116 @@ export const Show = <A,>(props: {
     </>
   )
 }
+
+/** A loaded list: its view, or what it shows when it has nothing. */
+export const ShowList = <A,>(props: {
+  readonly loaded: Loaded<ReadonlyArray<A>>
+  readonly empty: ComponentChildren
+  readonly hint?: (error: ApiFailure) => ComponentChildren
+  readonly children: (items: ReadonlyArray<A>) => ComponentChildren
+}) => (
+  <Show loaded={props.loaded} hint={props.hint}>
+    {(items) => items.length === 0 ? <Empty>{props.empty}</Empty> : props.children(items)}
+  </Show>
+)
+
+/** One page of a keyset-paged list, as the API answers it. */
+export interface Page<A> {
+  readonly data: ReadonlyArray<A>
+  readonly pagination: { readonly cursor: string | null; readonly hasMore: boolean; readonly total: number }
+}
+
+/** A loaded page of a list: its view and the pager under it, or what it shows when it has nothing. */
+export const ShowPage = <A,>(props: {
+  readonly loaded: Loaded<Page<A>>
+  readonly pager: PagerState
+  readonly empty: ComponentChildren
+  readonly children: (items: ReadonlyArray<A>) => ComponentChildren
+}) => (
+  <Show loaded={props.loaded}>
+    {(page) =>
+      page.data.length === 0 ? <Empty>{props.empty}</Empty> : (
+        <>
+          {props.children(page.data)}
+          <Pager pager={props.pager} pagination={page.pagination} shown={page.data.length} />
+        </>
+      )}
+  </Show>
+)
+
+/** A view's heading, with what stands beside it (a back link, how often it refreshes). */
+export const ViewHeader = (props: { readonly title: ComponentChildren; readonly class?: string; readonly children?: ComponentChildren }) => (
+  <header class="view-header">
+    <h1 class={props.class}>{props.title}</h1>
+    {props.children}
+  </header>
+)
+
+/** One figure of a summary: its label, the value, and a note under it. */
+export const Stat = (props: {
+  readonly label: ComponentChildren
+  readonly value: ComponentChildren
+  readonly title?: string
+  readonly testid?: string
+  readonly note?: ComponentChildren
+  readonly noteClass?: string
+}) => (
+  <div class="stat">
+    <span class="label">{props.label}</span>
+    <strong data-testid={props.testid} title={props.title}>{props.value}</strong>
+    {props.note === undefined ? null : <span class={props.noteClass ?? "muted small"}>{props.note}</span>}
+  </div>
+)
+
+/** A column heading: its text, or its text and class (`num` aligns figures to the right). */
+export type Column = string | readonly [label: string, className: string]
+
+/** A table that scrolls sideways on narrow screens: its column headings (if any) and its rows. */
+export const Table = (props: {
+  readonly columns?: ReadonlyArray<Column>
+  readonly class?: string
+  readonly caption?: string
+  readonly children: ComponentChildren
+}) => (
+  <div class="table-wrap">
+    <table class={props.class}>
+      {props.caption === undefined ? null : <caption>{props.caption}</caption>}
+      {props.columns === undefined ? null : (
+        <thead>
+          <tr>
+            {props.columns.map((column) =>
+              typeof column === "string"
+                ? <th key={column} scope="col">{column}</th>
+                : <th key={column[0]} scope="col" class={column[1]}>{column[0]}</th>
+            )}
+          </tr>
+        </thead>
+      )}
+      <tbody>{props.children}</tbody>
+    </table>
+  </div>
+)
+
+/** A card with its heading. */
+export const Card = (props: { readonly title: ComponentChildren; readonly class?: string; readonly children: ComponentChildren }) => (
+  <div class={props.class === undefined ? "card" : `card ${props.class}`}>
+    <h2>{props.title}</h2>
+    {props.children}
+  </div>
+)
+
+/** One fact of a details list (`<dl class="facts">`): its label, then its value. */
+export const Fact = (props: {
+  readonly label: string
+  readonly class?: string
+  readonly title?: string
+  readonly children: ComponentChildren
+}) => (
+  <>
+    <dt>{props.label}</dt>
+    <dd class={props.class} title={props.title}>{props.children}</dd>
+  </>
+)
 
 /** A task or delivery state as a badge. */
 export const Status = (props: { readonly status: string }) => (
@@ -169,6 +280,8 @@ export const usePager = () => {
   const cursor = cursors[cursors.length - 1]
   return {
     cursor,
+    /** The cursor as URL parameters of the list call: none on the first page. */
+    params: cursor === undefined ? {} : { cursor },
     page: cursors.length + 1,
     next: (next: string) => setCursors((c) => [...c, next]),
     back: () => setCursors((c) => c.slice(0, -1)),
@@ -176,10 +289,13 @@ export const usePager = () => {
   }
 }
 
+/** The state of a pager (see {@link usePager}). */
+export type PagerState = ReturnType<typeof usePager>
+
 /** The pager's controls under a list. */
 export const Pager = (props: {
-  readonly pager: ReturnType<typeof usePager>
-  readonly pagination: { readonly cursor: string | null; readonly hasMore: boolean; readonly total: number }
+  readonly pager: PagerState
+  readonly pagination: Page<unknown>["pagination"]
   readonly shown: number
 }) => (
   <nav class="pager" aria-label="Pages">
@@ -221,3 +337,118 @@ export const useSubmit = () => {
   }
   return { busy, error, submit, clear: () => setError(undefined) }
 }
+
+/** The state of a form's submissions (see {@link useSubmit}). */
+export type Submission = ReturnType<typeof useSubmit>
+
+/** A button that runs an action of `submission`, disabled while one runs. */
+export const ActionButton = (props: {
+  readonly submission: Submission
+  readonly run: () => Promise<unknown>
+  readonly children: ComponentChildren
+}) => (
+  <button type="button" disabled={props.submission.busy} onClick={() => props.submission.submit(props.run)}>
+    {props.children}
+  </button>
+)
+
+/**
+ * A form in a card, named `label`: its heading (`title`, else the label), its fields, the failure of its last
+ * submission (with a hint), then its buttons, given whether a submission runs.
+ */
+export const FormCard = (props: {
+  readonly label: string
+  readonly title?: ComponentChildren
+  readonly class?: string
+  readonly onSubmit: (form: HTMLFormElement) => Promise<unknown>
+  readonly hint?: (error: ApiFailure) => ComponentChildren
+  readonly actions: (busy: boolean) => ComponentChildren
+  readonly children: ComponentChildren
+}) => {
+  const submission = useSubmit()
+  return (
+    <form
+      class={props.class === undefined ? "card form" : `card form ${props.class}`}
+      aria-label={props.label}
+      onSubmit={(e) => {
+        e.preventDefault()
+        const form = e.currentTarget
+        submission.submit(() => props.onSubmit(form))
+      }}
+    >
+      <h2>{props.title ?? props.label}</h2>
+      {props.children}
+      {submission.error === undefined ? null : <ErrorBox error={submission.error} hint={props.hint?.(submission.error)} />}
+      {props.actions(submission.busy)}
+    </form>
+  )
+}
+
+/** A form's field values: `bind(name)` gives an input of that name its value and keeps what is typed. */
+export const useFields = <F extends object>(initial: F) => {
+  const [values, setValues] = useState<F>(initial)
+  const set = (patch: Partial<F>) => setValues((v) => ({ ...v, ...patch }))
+  return {
+    values,
+    set,
+    reset: () => setValues(initial),
+    bind: (name: { [K in keyof F]: F[K] extends string ? K : never }[keyof F] & string) => ({
+      name,
+      value: values[name] as string,
+      onInput: (e: JSX.TargetedEvent<HTMLInputElement | HTMLTextAreaElement>) => set({ [name]: e.currentTarget.value } as Partial<F>)
+    })
+  }
+}
+
+/** A checkbox named `name`, with its label after it. */
+export const Check = (props: {
+  readonly name: string
+  readonly checked: boolean
+  readonly onChange: (checked: boolean) => void
+  readonly children: ComponentChildren
+}) => (
+  <label class="check">
+    <input type="checkbox" name={props.name} checked={props.checked} onChange={(e) => props.onChange(e.currentTarget.checked)} />
+    {props.children}
+  </label>
+)
+
+/** Checkboxes named `name`, one per option: which of the options are chosen. */
+export const Checks = <A extends string>(props: {
+  readonly name: string
+  readonly options: ReadonlyArray<A>
+  readonly chosen: ReadonlyArray<A>
+  readonly onChange: (chosen: ReadonlyArray<A>) => void
+  readonly label?: (option: A) => ComponentChildren
+}) => (
+  <>
+    {props.options.map((option) => (
+      <label key={option} class="check">
+        <input
+          type="checkbox"
+          name={props.name}
+          value={option}
+          checked={props.chosen.includes(option)}
+          onChange={(e) =>
+            props.onChange(e.currentTarget.checked ? [...props.chosen, option] : props.chosen.filter((x) => x !== option))}
+        />
+        {props.label === undefined ? option : props.label(option)}
+      </label>
+    ))}
+  </>
+)
+
+/** A select of `options` (shown by `label`) after a first choice of none, `""`, shown as `none`. */
+export const Select = <A extends string>(props: {
+  readonly name: string
+  readonly value: string
+  readonly none: string
+  readonly options: ReadonlyArray<A>
+  readonly label?: (option: A) => string
+  readonly onChange: (event: JSX.TargetedEvent<HTMLSelectElement>) => void
+}) => (
+  <select name={props.name} value={props.value} onChange={props.onChange}>
+    <option value="">{props.none}</option>
+    {props.options.map((option) => <option key={option} value={option}>{props.label === undefined ? option : props.label(option)}</option>)}
+  </select>
+)

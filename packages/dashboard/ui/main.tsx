@@ -5,8 +5,8 @@
 import type { ComponentChildren } from "preact"
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { call, type CredentialKind, credential, onUnauthorized, signIn, signOut, toFailure } from "./api.js"
-import { ErrorBox, Link } from "./components.js"
+import { call, type CredentialKind, credential, onUnauthorized, signIn, signOut, toFailure, tryStorage } from "./api.js"
+import { ErrorBox, Link, useSubmit } from "./components.js"
 import { navigate, useRoute } from "./router.js"
 import "./styles.css"
 import { AccountDetail, AccountList, AdminTaskDetail, AdminTasks, SystemView } from "./views/Admin.js"
@@ -26,24 +26,16 @@ const applyTheme = (theme: Theme) => {
 }
 
 const storedTheme = (): Theme => {
-  try {
-    const value = localStorage.getItem(themeKey)
-    return value === "light" || value === "dark" ? value : "system"
-  } catch {
-    return "system"
-  }
+  const value = tryStorage(() => localStorage.getItem(themeKey))
+  return value === "light" || value === "dark" ? value : "system"
 }
 
 const ThemeToggle = () => {
   const [theme, setTheme] = useState<Theme>(storedTheme)
   useEffect(() => {
     applyTheme(theme)
-    try {
-      if (theme === "system") localStorage.removeItem(themeKey)
-      else localStorage.setItem(themeKey, theme)
-    } catch {
-      // no storage: this page only
-    }
+    // without storage: this page only
+    tryStorage(() => theme === "system" ? localStorage.removeItem(themeKey) : localStorage.setItem(themeKey, theme))
   }, [theme])
   const next: Record<Theme, Theme> = { system: "dark", dark: "light", light: "system" }
   return (
@@ -55,8 +47,7 @@ const ThemeToggle = () => {
 
 const SignIn = (props: { readonly kind: CredentialKind; readonly onSignedIn: () => void }) => {
   const [value, setValue] = useState("")
-  const [error, setError] = useState<ReturnType<typeof toFailure> | undefined>(undefined)
-  const [busy, setBusy] = useState(false)
+  const { busy, error, submit } = useSubmit()
   const admin = props.kind === "admin"
   return (
     <main class="signin">
@@ -65,26 +56,18 @@ const SignIn = (props: { readonly kind: CredentialKind; readonly onSignedIn: () 
         aria-label={admin ? "Operator sign-in" : "Sign in"}
         onSubmit={(e) => {
           e.preventDefault()
-          setBusy(true)
-          setError(undefined)
-          const candidate = value.trim()
-          signIn(props.kind, candidate)
-          // one cheap call checks the credential: the key's own permissions may refuse the balance (403), which
-          // still proves the key
-          const check = admin ? call("admin", (api) => api.admin.system()) : call("key", (api) => api.tasks.list({ urlParams: { limit: 1 } }))
-          check.then(
-            () => {
-              setBusy(false)
-              props.onSignedIn()
-            },
-            (failure: unknown) => {
+          submit(() => {
+            signIn(props.kind, value.trim())
+            // one cheap call checks the credential: the key's own permissions may refuse the balance (403), which
+            // still proves the key
+            const check = admin ? call("admin", (api) => api.admin.system()) : call("key", (api) => api.tasks.list({ urlParams: { limit: 1 } }))
+            return check.then(props.onSignedIn, (failure: unknown) => {
               const f = toFailure(failure)
-              setBusy(false)
               if (f.status === 403 && f.code === "KEY_PERMISSION_DENIED") return props.onSignedIn()
               signOut(props.kind)
-              setError(f)
-            }
-          )
+              throw f
+            })
+          })
         }}
       >
         <h1>{admin ? "Mediagate operator console" : "Mediagate dashboard"}</h1>

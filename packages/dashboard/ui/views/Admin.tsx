@@ -4,40 +4,34 @@
  * with their leases) and a task inspector across accounts.
  */
 import { type Account, Task } from "@mediagate/contract"
+import { Fragment } from "preact"
 import { useState } from "preact/hooks"
 import { call } from "../api.js"
-import { ConfirmButton, Empty, ErrorBox, Field, Link, Pager, Show, Status, useLoad, usePager, useSubmit } from "../components.js"
+import { Card, ConfirmButton, Empty, ErrorBox, Fact, Field, FormCard, Link, Select, Show, ShowList, ShowPage, Stat, Status, Table, useFields, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { duration, money, moneyExact, time, timeZone } from "../format.js"
 
 const CreateAccount = (props: { readonly onCreated: (account: Account.Account) => void }) => {
-  const [name, setName] = useState("")
-  const [balance, setBalance] = useState("")
+  const fields = useFields({ name: "", balance: "" })
   const [mode, setMode] = useState<"prepaid" | "postpaid">("prepaid")
-  const form = useSubmit()
+  const { balance, name } = fields.values
   return (
-    <form
-      class="card form"
-      aria-label="Create an account"
-      onSubmit={(e) => {
-        e.preventDefault()
-        form.submit(() =>
-          call("admin", (api) =>
-            api.admin.createAccount({
-              payload: { name, billingMode: mode, ...(balance === "" ? {} : { balance: Number(balance) }) }
-            })).then((account) => {
-              setName("")
-              setBalance("")
-              props.onCreated(account)
-            })
-        )
-      }}
+    <FormCard
+      label="Create an account"
+      onSubmit={() =>
+        call("admin", (api) =>
+          api.admin.createAccount({
+            payload: { name, billingMode: mode, ...(balance === "" ? {} : { balance: Number(balance) }) }
+          })).then((account) => {
+            fields.reset()
+            props.onCreated(account)
+          })}
+      actions={(busy) => <button type="submit" class="primary" disabled={busy}>Create account</button>}
     >
-      <h2>Create an account</h2>
       <Field label="Name">
-        <input type="text" name="name" required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input type="text" required maxLength={200} {...fields.bind("name")} />
       </Field>
       <Field label="Opening credit, USD (optional)">
-        <input type="number" name="balance" min="0" step="0.01" value={balance} onInput={(e) => setBalance(e.currentTarget.value)} />
+        <input type="number" min="0" step="0.01" {...fields.bind("balance")} />
       </Field>
       <Field label="Billing mode">
         <select name="billingMode" value={mode} onChange={(e) => setMode(e.currentTarget.value as "prepaid" | "postpaid")}>
@@ -45,9 +39,7 @@ const CreateAccount = (props: { readonly onCreated: (account: Account.Account) =
           <option value="postpaid">postpaid (invoiced)</option>
         </select>
       </Field>
-      {form.error === undefined ? null : <ErrorBox error={form.error} />}
-      <button type="submit" class="primary" disabled={form.busy}>Create account</button>
-    </form>
+    </FormCard>
   )
 }
 
@@ -59,16 +51,12 @@ export const AccountList = () => {
   const loaded = useLoad(
     () =>
       call("admin", (api) =>
-        api.admin.listAccounts({
-          urlParams: { limit: 20, ...(applied === "" ? {} : { search: applied }), ...(pager.cursor === undefined ? {} : { cursor: pager.cursor }) }
-        })),
+        api.admin.listAccounts({ urlParams: { limit: 20, ...(applied === "" ? {} : { search: applied }), ...pager.params } })),
     [applied, pager.cursor]
   )
   return (
     <section>
-      <header class="view-header">
-        <h1>Accounts</h1>
-      </header>
+      <ViewHeader title="Accounts" />
       <form
         class="filters"
         role="search"
@@ -83,43 +71,24 @@ export const AccountList = () => {
         </Field>
         <button type="submit">Search</button>
       </form>
-      <Show loaded={loaded}>
-        {(page) =>
-          page.data.length === 0
-            ? <Empty>{applied === "" ? "No accounts yet." : `No account matches “${applied}”.`}</Empty>
-            : (
-              <>
-                <div class="table-wrap">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">Account</th>
-                        <th scope="col">Mode</th>
-                        <th scope="col" class="num">Balance</th>
-                        <th scope="col" class="num">This month</th>
-                        <th scope="col">Created</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {page.data.map((account) => (
-                        <tr key={account.id} data-account={account.id}>
-                          <td>
-                            <Link to={`/admin/accounts/${account.id}`}>{account.name}</Link>
-                            <div class="muted mono small">{account.id}</div>
-                          </td>
-                          <td>{account.billingMode}</td>
-                          <td class="num" title={moneyExact(account.balance)}>{money(account.balance)}</td>
-                          <td class="num">{money(account.monthToDateSpend)}</td>
-                          <td>{time(account.createdAt)}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
-                <Pager pager={pager} pagination={page.pagination} shown={page.data.length} />
-              </>
-            )}
-      </Show>
+      <ShowPage loaded={loaded} pager={pager} empty={applied === "" ? "No accounts yet." : `No account matches “${applied}”.`}>
+        {(accounts) => (
+          <Table columns={["Account", "Mode", ["Balance", "num"], ["This month", "num"], "Created"]}>
+            {accounts.map((account) => (
+              <tr key={account.id} data-account={account.id}>
+                <td>
+                  <Link to={`/admin/accounts/${account.id}`}>{account.name}</Link>
+                  <div class="muted mono small">{account.id}</div>
+                </td>
+                <td>{account.billingMode}</td>
+                <td class="num" title={moneyExact(account.balance)}>{money(account.balance)}</td>
+                <td class="num">{money(account.monthToDateSpend)}</td>
+                <td>{time(account.createdAt)}</td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </ShowPage>
       <CreateAccount onCreated={() => {
         pager.reset()
         loaded.reload()
@@ -134,157 +103,129 @@ const usdOrNull = (value: string): number | null => value.trim() === "" ? null :
 export const AccountDetail = (props: { readonly id: string }) => {
   const loaded = useLoad(() => call("admin", (api) => api.admin.getAccount({ path: { id: props.id } })), [props.id])
   const keys = useLoad(() => call("admin", (api) => api.admin.listKeys({ path: { id: props.id } })), [props.id])
-  const [amount, setAmount] = useState("")
-  const [note, setNote] = useState("")
-  const credit = useSubmit()
-  const settings = useSubmit()
+  const credit = useFields({ amount: "", note: "" })
+  const { amount, note } = credit.values
   const revoke = useSubmit()
   const [credited, setCredited] = useState<string | undefined>(undefined)
   return (
     <section>
-      <header class="view-header">
-        <h1>Account</h1>
-        <Link to="/admin/accounts">← Accounts</Link>
-      </header>
+      <ViewHeader title="Account"><Link to="/admin/accounts">← Accounts</Link></ViewHeader>
       <Show loaded={loaded}>
         {(account) => (
           <>
             <div class="stats">
-              <div class="stat">
-                <span class="label">{account.name}</span>
-                <strong data-testid="account-balance" title={moneyExact(account.balance)}>{money(account.balance)}</strong>
-                <span class="muted mono small">{account.id}</span>
-              </div>
-              <div class="stat">
-                <span class="label">Spent this month (UTC)</span>
-                <strong>{money(account.monthToDateSpend)}</strong>
-                <span class="muted small">{account.monthlySpendLimit === null ? "no monthly limit" : `limit ${money(account.monthlySpendLimit)}`}</span>
-              </div>
-              <div class="stat">
-                <span class="label">Billing</span>
-                <strong>{account.billingMode}</strong>
-                <span class="muted small">created {time(account.createdAt)}</span>
-              </div>
+              <Stat
+                label={account.name}
+                value={money(account.balance)}
+                title={moneyExact(account.balance)}
+                testid="account-balance"
+                note={account.id}
+                noteClass="muted mono small"
+              />
+              <Stat
+                label="Spent this month (UTC)"
+                value={money(account.monthToDateSpend)}
+                note={account.monthlySpendLimit === null ? "no monthly limit" : `limit ${money(account.monthlySpendLimit)}`}
+              />
+              <Stat label="Billing" value={account.billingMode} note={<>created {time(account.createdAt)}</>} />
             </div>
             <div class="split">
-              <form
-                class="card form"
-                aria-label="Credit the account"
-                onSubmit={(e) => {
-                  e.preventDefault()
-                  credit.submit(() =>
-                    call("admin", (api) =>
-                      api.admin.credit({ path: { id: account.id }, payload: { amount: Number(amount), ...(note === "" ? {} : { note }) } }))
-                      .then((next) => {
-                        setCredited(`Credited ${money(Number(amount))}: the balance is now ${money(next.balance)}.`)
-                        setAmount("")
-                        setNote("")
-                        loaded.reload()
-                      })
-                  )
-                }}
+              <FormCard
+                label="Credit the account"
+                title="Credit"
+                onSubmit={() =>
+                  call("admin", (api) =>
+                    api.admin.credit({ path: { id: account.id }, payload: { amount: Number(amount), ...(note === "" ? {} : { note }) } }))
+                    .then((next) => {
+                      setCredited(`Credited ${money(Number(amount))}: the balance is now ${money(next.balance)}.`)
+                      credit.reset()
+                      loaded.reload()
+                    })}
+                actions={(busy) => (
+                  <>
+                    {credited === undefined ? null : <div class="notice" role="status">{credited}</div>}
+                    <button type="submit" class="primary" disabled={busy}>Credit</button>
+                  </>
+                )}
               >
-                <h2>Credit</h2>
                 <Field label="Amount, USD">
-                  <input type="number" name="amount" required min="0.01" step="0.01" value={amount} onInput={(e) => setAmount(e.currentTarget.value)} />
+                  <input type="number" required min="0.01" step="0.01" {...credit.bind("amount")} />
                 </Field>
                 <Field label="Note (optional, kept in the ledger)">
-                  <input type="text" name="note" maxLength={500} value={note} onInput={(e) => setNote(e.currentTarget.value)} />
+                  <input type="text" maxLength={500} {...credit.bind("note")} />
                 </Field>
-                {credit.error === undefined ? null : <ErrorBox error={credit.error} />}
-                {credited === undefined ? null : <div class="notice" role="status">{credited}</div>}
-                <button type="submit" class="primary" disabled={credit.busy}>Credit</button>
-              </form>
-              <form
-                class="card form"
-                aria-label="Limits and billing mode"
-                key={JSON.stringify(account)}
-                onSubmit={(e) => {
-                  e.preventDefault()
-                  const data = new FormData(e.currentTarget)
+              </FormCard>
+              <FormCard
+                label="Limits and billing mode"
+                onSubmit={(form) => {
+                  const data = new FormData(form)
                   const text = (name: string) => String(data.get(name) ?? "")
-                  settings.submit(() =>
-                    call("admin", (api) =>
-                      api.admin.updateAccount({
-                        path: { id: account.id },
-                        payload: {
-                          billingMode: text("billingMode") === "postpaid" ? "postpaid" : "prepaid",
-                          monthlySpendLimit: usdOrNull(text("monthlySpendLimit")),
-                          autoTopUpEnabled: data.get("autoTopUpEnabled") === "on",
-                          autoTopUpThreshold: usdOrNull(text("autoTopUpThreshold")),
-                          autoTopUpAmount: usdOrNull(text("autoTopUpAmount"))
-                        }
-                      })).then(loaded.reload)
-                  )
+                  return call("admin", (api) =>
+                    api.admin.updateAccount({
+                      path: { id: account.id },
+                      payload: {
+                        billingMode: text("billingMode") === "postpaid" ? "postpaid" : "prepaid",
+                        monthlySpendLimit: usdOrNull(text("monthlySpendLimit")),
+                        autoTopUpEnabled: data.get("autoTopUpEnabled") === "on",
+                        autoTopUpThreshold: usdOrNull(text("autoTopUpThreshold")),
+                        autoTopUpAmount: usdOrNull(text("autoTopUpAmount"))
+                      }
+                    })).then(loaded.reload)
                 }}
+                actions={(busy) => <button type="submit" disabled={busy}>Save</button>}
               >
-                <h2>Limits and billing mode</h2>
-                <Field label="Billing mode">
-                  <select name="billingMode" defaultValue={account.billingMode}>
-                    <option value="prepaid">prepaid</option>
-                    <option value="postpaid">postpaid</option>
-                  </select>
-                </Field>
-                <Field label="Monthly spend limit, USD (empty: none)">
-                  <input type="number" name="monthlySpendLimit" min="0" step="0.01" defaultValue={account.monthlySpendLimit?.toString() ?? ""} />
-                </Field>
-                <label class="check">
-                  <input type="checkbox" name="autoTopUpEnabled" defaultChecked={account.autoTopUpEnabled} /> Auto top-up
-                </label>
-                <div class="grid2">
-                  <Field label="Top up below, USD">
-                    <input type="number" name="autoTopUpThreshold" min="0" step="0.01" defaultValue={account.autoTopUpThreshold?.toString() ?? ""} />
+                {/* a new account value starts the fields afresh from it */}
+                <Fragment key={JSON.stringify(account)}>
+                  <Field label="Billing mode">
+                    <select name="billingMode" defaultValue={account.billingMode}>
+                      <option value="prepaid">prepaid</option>
+                      <option value="postpaid">postpaid</option>
+                    </select>
                   </Field>
-                  <Field label="Top-up amount, USD">
-                    <input type="number" name="autoTopUpAmount" min="0.01" step="0.01" defaultValue={account.autoTopUpAmount?.toString() ?? ""} />
+                  <Field label="Monthly spend limit, USD (empty: none)">
+                    <input type="number" name="monthlySpendLimit" min="0" step="0.01" defaultValue={account.monthlySpendLimit?.toString() ?? ""} />
                   </Field>
-                </div>
-                {settings.error === undefined ? null : <ErrorBox error={settings.error} />}
-                <button type="submit" disabled={settings.busy}>Save</button>
-              </form>
+                  <label class="check">
+                    <input type="checkbox" name="autoTopUpEnabled" defaultChecked={account.autoTopUpEnabled} /> Auto top-up
+                  </label>
+                  <div class="grid2">
+                    <Field label="Top up below, USD">
+                      <input type="number" name="autoTopUpThreshold" min="0" step="0.01" defaultValue={account.autoTopUpThreshold?.toString() ?? ""} />
+                    </Field>
+                    <Field label="Top-up amount, USD">
+                      <input type="number" name="autoTopUpAmount" min="0.01" step="0.01" defaultValue={account.autoTopUpAmount?.toString() ?? ""} />
+                    </Field>
+                  </div>
+                </Fragment>
+              </FormCard>
             </div>
           </>
         )}
       </Show>
-      <div class="card">
-        <h2>Keys</h2>
+      <Card title="Keys">
         {revoke.error === undefined ? null : <ErrorBox error={revoke.error} />}
-        <Show loaded={keys}>
-          {(list) =>
-            list.length === 0 ? <Empty>This account has no keys.</Empty> : (
-              <div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Key</th>
-                      <th scope="col" class="num">Spent</th>
-                      <th scope="col">Last used</th>
-                      <th scope="col">Actions</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {list.map((key) => (
-                      <tr key={key.id}>
-                        <td>{key.name} <span class="muted small">{key.environment}</span></td>
-                        <td class="mono">{key.maskedKey}</td>
-                        <td class="num">{money(key.spent)}</td>
-                        <td>{time(key.lastUsedAt)}</td>
-                        <td>
-                          <ConfirmButton
-                            label="Revoke"
-                            confirm="Confirm revoke"
-                            onConfirm={() => revoke.submit(() => call("admin", (api) => api.admin.revokeKey({ path: { id: key.id } })).then(keys.reload))}
-                          />
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-        </Show>
-      </div>
+        <ShowList loaded={keys} empty="This account has no keys.">
+          {(list) => (
+            <Table columns={["Name", "Key", ["Spent", "num"], "Last used", "Actions"]}>
+              {list.map((key) => (
+                <tr key={key.id}>
+                  <td>{key.name} <span class="muted small">{key.environment}</span></td>
+                  <td class="mono">{key.maskedKey}</td>
+                  <td class="num">{money(key.spent)}</td>
+                  <td>{time(key.lastUsedAt)}</td>
+                  <td>
+                    <ConfirmButton
+                      label="Revoke"
+                      confirm="Confirm revoke"
+                      onConfirm={() => revoke.submit(() => call("admin", (api) => api.admin.revokeKey({ path: { id: key.id } })).then(keys.reload))}
+                    />
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          )}
+        </ShowList>
+      </Card>
       <AdminTasks accountId={props.id} />
     </section>
   )
@@ -295,10 +236,7 @@ export const SystemView = () => {
   const loaded = useLoad(() => call("admin", (api) => api.admin.system()), [], { pollMs: 5000 })
   return (
     <section>
-      <header class="view-header">
-        <h1>System</h1>
-        <span class="muted">Refreshed every 5 s</span>
-      </header>
+      <ViewHeader title="System"><span class="muted">Refreshed every 5 s</span></ViewHeader>
       <Show loaded={loaded}>
         {(system) => {
           const failureRate = system.webhooks.failed_last_hour + system.webhooks.pending === 0
@@ -307,62 +245,39 @@ export const SystemView = () => {
           return (
             <>
               <div class="stats">
-                <div class="stat"><span class="label">Queue depth (pending)</span><strong>{system.tasks.queue_depth}</strong></div>
-                <div class="stat"><span class="label">In flight upstream</span><strong>{system.tasks.in_flight_upstream}</strong></div>
-                <div class="stat"><span class="label">Due, not leased</span><strong>{system.tasks.due}</strong></div>
-                <div class="stat">
-                  <span class="label">Webhook backlog</span>
-                  <strong>{system.webhooks.pending}</strong>
-                  <span class="muted small">{system.webhooks.due} due now · {failureRate}</span>
-                </div>
+                <Stat label="Queue depth (pending)" value={system.tasks.queue_depth} />
+                <Stat label="In flight upstream" value={system.tasks.in_flight_upstream} />
+                <Stat label="Due, not leased" value={system.tasks.due} />
+                <Stat label="Webhook backlog" value={system.webhooks.pending} note={<>{system.webhooks.due} due now · {failureRate}</>} />
               </div>
-              <div class="card">
-                <h2>Tasks by state</h2>
-                <div class="table-wrap">
-                  <table>
-                    <tbody>
-                      {Task.taskStatuses.map((s) => (
-                        <tr key={s}>
-                          <th scope="row"><Status status={s} /></th>
-                          <td class="num">{system.tasks.by_status[s]}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
-              </div>
-              <div class="card">
-                <h2>Nodes</h2>
+              <Card title="Tasks by state">
+                <Table>
+                  {Task.taskStatuses.map((s) => (
+                    <tr key={s}>
+                      <th scope="row"><Status status={s} /></th>
+                      <td class="num">{system.tasks.by_status[s]}</td>
+                    </tr>
+                  ))}
+                </Table>
+              </Card>
+              <Card title="Nodes">
                 {system.nodes.length === 0 ? <Empty>No worker node has registered.</Empty> : (
-                  <div class="table-wrap">
-                    <table>
-                      <thead>
-                        <tr>
-                          <th scope="col">Node</th>
-                          <th scope="col" class="num">Workers</th>
-                          <th scope="col" class="num">Leases</th>
-                          <th scope="col">Started</th>
-                          <th scope="col">Last seen</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {system.nodes.map((node) => (
-                          <tr key={node.id} class={node.stale ? "stale" : ""}>
-                            <td>
-                              <span class="mono small">{node.id}</span>
-                              {node.stale ? <span class="status status-failed">stale</span> : null}
-                            </td>
-                            <td class="num">{node.concurrency}</td>
-                            <td class="num">{node.leases}</td>
-                            <td>{time(node.started_at)}</td>
-                            <td>{time(node.last_seen_at)}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </div>
+                  <Table columns={["Node", ["Workers", "num"], ["Leases", "num"], "Started", "Last seen"]}>
+                    {system.nodes.map((node) => (
+                      <tr key={node.id} class={node.stale ? "stale" : ""}>
+                        <td>
+                          <span class="mono small">{node.id}</span>
+                          {node.stale ? <span class="status status-failed">stale</span> : null}
+                        </td>
+                        <td class="num">{node.concurrency}</td>
+                        <td class="num">{node.leases}</td>
+                        <td>{time(node.started_at)}</td>
+                        <td>{time(node.last_seen_at)}</td>
+                      </tr>
+                    ))}
+                  </Table>
                 )}
-              </div>
+              </Card>
               <p class="muted small">Figures read at {time(system.checked_at)} ({timeZone}).</p>
             </>
           )
@@ -387,7 +302,7 @@ export const AdminTasks = (props: { readonly accountId?: string }) => {
             ...(status === "" ? {} : { status: status as Task.TaskStatus }),
             ...(accountId === "" ? {} : { account_id: accountId }),
             ...(search === "" ? {} : { search }),
-            ...(pager.cursor === undefined ? {} : { cursor: pager.cursor })
+            ...pager.params
           }
         })),
     [status, accountId, search, pager.cursor],
@@ -400,10 +315,13 @@ export const AdminTasks = (props: { readonly accountId?: string }) => {
       </header>
       <form class="filters" onSubmit={(e) => e.preventDefault()}>
         <Field label="Status">
-          <select name="status" value={status} onChange={(e) => { pager.reset(); setStatus(e.currentTarget.value) }}>
-            <option value="">Any</option>
-            {Task.taskStatuses.map((s) => <option key={s} value={s}>{s}</option>)}
-          </select>
+          <Select
+            name="status"
+            value={status}
+            none="Any"
+            options={Task.taskStatuses}
+            onChange={(e) => { pager.reset(); setStatus(e.currentTarget.value) }}
+          />
         </Field>
         {props.accountId === undefined ? (
           <Field label="Account id">
@@ -414,40 +332,22 @@ export const AdminTasks = (props: { readonly accountId?: string }) => {
           <input type="search" name="search" value={search} onChange={(e) => { pager.reset(); setSearch(e.currentTarget.value.trim()) }} />
         </Field>
       </form>
-      <Show loaded={loaded}>
-        {(page) =>
-          page.data.length === 0 ? <Empty>No tasks.</Empty> : (
-            <>
-              <div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Task</th>
-                      <th scope="col">Account</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Model</th>
-                      <th scope="col">Created</th>
-                      <th scope="col" class="num">Cost</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.data.map((task) => (
-                      <tr key={task.id}>
-                        <td><Link to={`/admin/tasks/${task.id}`} class="mono small">{task.id}</Link></td>
-                        <td><Link to={`/admin/accounts/${task.account_id}`} class="mono small">{task.account_id}</Link></td>
-                        <td><Status status={task.status} /></td>
-                        <td>{task.provider} · {task.model}</td>
-                        <td>{time(task.created_at)}</td>
-                        <td class="num">{money(task.cost)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager pager={pager} pagination={page.pagination} shown={page.data.length} />
-            </>
-          )}
-      </Show>
+      <ShowPage loaded={loaded} pager={pager} empty="No tasks.">
+        {(tasks) => (
+          <Table columns={["Task", "Account", "Status", "Model", "Created", ["Cost", "num"]]}>
+            {tasks.map((task) => (
+              <tr key={task.id}>
+                <td><Link to={`/admin/tasks/${task.id}`} class="mono small">{task.id}</Link></td>
+                <td><Link to={`/admin/accounts/${task.account_id}`} class="mono small">{task.account_id}</Link></td>
+                <td><Status status={task.status} /></td>
+                <td>{task.provider} · {task.model}</td>
+                <td>{time(task.created_at)}</td>
+                <td class="num">{money(task.cost)}</td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </ShowPage>
     </section>
   )
 }
@@ -460,38 +360,30 @@ export const AdminTaskDetail = (props: { readonly id: string }) => {
   })
   return (
     <section>
-      <header class="view-header">
-        <h1 class="mono">{props.id}</h1>
-        <Link to="/admin/tasks">← Task inspector</Link>
-      </header>
+      <ViewHeader title={props.id} class="mono"><Link to="/admin/tasks">← Task inspector</Link></ViewHeader>
       <Show loaded={loaded}>
         {(task) => (
           <div class="card">
             <dl class="facts">
-              <dt>Status</dt>
-              <dd><Status status={task.status} /> {task.progress}%</dd>
-              <dt>Account · key</dt>
-              <dd class="mono small"><Link to={`/admin/accounts/${task.account_id}`}>{task.account_id}</Link> · {task.key_id} ({task.environment})</dd>
-              <dt>Provider · model</dt>
-              <dd>{task.provider} · {task.model} ({task.operation})</dd>
-              <dt>Charged · refunded · net</dt>
-              <dd>{money(task.charged)} · {money(task.refunded)} · {money(task.cost)}</dd>
-              <dt>Claims · polls</dt>
-              <dd>{task.claims} · {task.polls}</dd>
-              <dt>Upstream channel · job</dt>
-              <dd class="mono small">
+              <Fact label="Status"><Status status={task.status} /> {task.progress}%</Fact>
+              <Fact label="Account · key" class="mono small">
+                <Link to={`/admin/accounts/${task.account_id}`}>{task.account_id}</Link> · {task.key_id} ({task.environment})
+              </Fact>
+              <Fact label="Provider · model">{task.provider} · {task.model} ({task.operation})</Fact>
+              <Fact label="Charged · refunded · net">{money(task.charged)} · {money(task.refunded)} · {money(task.cost)}</Fact>
+              <Fact label="Claims · polls">{task.claims} · {task.polls}</Fact>
+              <Fact label="Upstream channel · job" class="mono small">
                 {task.channel_id === null ? "—" : <Link to="/admin/channels">{task.channel_id}</Link>} · {task.upstream_job_id ?? "—"}
-              </dd>
-              <dt>Lease</dt>
-              <dd class="mono small">{task.lease === null ? "none" : `${task.lease.owner} until ${time(task.lease.expires_at)}`}</dd>
-              <dt>Next run · deadline</dt>
-              <dd>{time(task.next_run_at)} · {time(task.deadline_at)}</dd>
-              <dt>Created · started · completed</dt>
-              <dd>{time(task.created_at)} · {time(task.started_at)} · {time(task.completed_at)} (ran {duration(task.started_at, task.completed_at)})</dd>
-              <dt>Retry of</dt>
-              <dd>{task.original_task_id === null ? "—" : <Link to={`/admin/tasks/${task.original_task_id}`} class="mono">{task.original_task_id}</Link>}</dd>
-              <dt>Error</dt>
-              <dd>{task.error === undefined ? "—" : `${task.error.code}: ${task.error.message}`}</dd>
+              </Fact>
+              <Fact label="Lease" class="mono small">{task.lease === null ? "none" : `${task.lease.owner} until ${time(task.lease.expires_at)}`}</Fact>
+              <Fact label="Next run · deadline">{time(task.next_run_at)} · {time(task.deadline_at)}</Fact>
+              <Fact label="Created · started · completed">
+                {time(task.created_at)} · {time(task.started_at)} · {time(task.completed_at)} (ran {duration(task.started_at, task.completed_at)})
+              </Fact>
+              <Fact label="Retry of">
+                {task.original_task_id === null ? "—" : <Link to={`/admin/tasks/${task.original_task_id}`} class="mono">{task.original_task_id}</Link>}
+              </Fact>
+              <Fact label="Error">{task.error === undefined ? "—" : `${task.error.code}: ${task.error.message}`}</Fact>
             </dl>
             <h2>Input</h2>
             <pre class="json">{JSON.stringify(task.input, null, 2)}</pre>

@@ -6,7 +6,7 @@
 import { Ledger } from "@mediagate/contract"
 import { useState } from "preact/hooks"
 import { call } from "../api.js"
-import { Empty, ErrorBox, Field, Link, Pager, Show, useLoad, usePager, useSubmit } from "../components.js"
+import { ActionButton, Empty, ErrorBox, Field, Link, Select, Show, ShowPage, Stat, Table, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { download, localDay, money, moneyExact, time, timeZone, toCsv } from "../format.js"
 
 /** The days of the usage window. */
@@ -133,37 +133,24 @@ const UsageCharts = () => {
               />
             </div>
             {usage.models.length === 0 ? <Empty>No tasks in the last {windowDays} days.</Empty> : (
-              <div class="table-wrap">
-                <table class="by-model">
-                  <caption>Per model</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Model</th>
-                      <th scope="col" class="num">Tasks</th>
-                      <th scope="col" class="num">Spend</th>
-                      <th scope="col">Share of spend</th>
+              <Table class="by-model" caption="Per model" columns={["Model", ["Tasks", "num"], ["Spend", "num"], "Share of spend"]}>
+                {usage.models.map((m) => {
+                  const total = usage.models.reduce((s, x) => s + x.spend, 0)
+                  const share = total === 0 ? 0 : m.spend / total
+                  return (
+                    <tr key={m.model}>
+                      <td>{m.model}</td>
+                      <td class="num">{m.tasks}</td>
+                      <td class="num" title={moneyExact(m.spend)}>{money(m.spend)}</td>
+                      <td>
+                        <svg class="share" viewBox="0 0 100 8" role="img" aria-label={`${Math.round(share * 100)}%`}>
+                          <rect x="0" y="0" width={Math.max(share * 100, 0.5)} height="8" class="bar" />
+                        </svg>
+                      </td>
                     </tr>
-                  </thead>
-                  <tbody>
-                    {usage.models.map((m) => {
-                      const total = usage.models.reduce((s, x) => s + x.spend, 0)
-                      const share = total === 0 ? 0 : m.spend / total
-                      return (
-                        <tr key={m.model}>
-                          <td>{m.model}</td>
-                          <td class="num">{m.tasks}</td>
-                          <td class="num" title={moneyExact(m.spend)}>{money(m.spend)}</td>
-                          <td>
-                            <svg class="share" viewBox="0 0 100 8" role="img" aria-label={`${Math.round(share * 100)}%`}>
-                              <rect x="0" y="0" width={Math.max(share * 100, 0.5)} height="8" class="bar" />
-                            </svg>
-                          </td>
-                        </tr>
-                      )
-                    })}
-                  </tbody>
-                </table>
-              </div>
+                  )
+                })}
+              </Table>
             )}
           </>
         )}
@@ -200,7 +187,7 @@ const LedgerTable = () => {
     () =>
       call("key", (api) =>
         api.balance.ledger({
-          urlParams: { limit: 20, ...(kind === undefined ? {} : { kind }), ...(pager.cursor === undefined ? {} : { cursor: pager.cursor }) }
+          urlParams: { limit: 20, ...(kind === undefined ? {} : { kind }), ...pager.params }
         })),
     [kind, pager.cursor]
   )
@@ -211,74 +198,52 @@ const LedgerTable = () => {
         <h2>Ledger</h2>
         <div class="row">
           <Field label="Kind">
-            <select
+            <Select
               name="kind"
               value={kind ?? ""}
+              none="All"
+              options={Ledger.ledgerKinds}
+              label={(k) => kindLabel[k]}
               onChange={(e) => {
                 const value = e.currentTarget.value
                 setKind(value === "" ? undefined : value as Ledger.LedgerKind)
                 pager.reset()
               }}
-            >
-              <option value="">All</option>
-              {Ledger.ledgerKinds.map((k) => <option key={k} value={k}>{kindLabel[k]}</option>)}
-            </select>
+            />
           </Field>
-          <button
-            type="button"
-            disabled={exporting.busy}
-            onClick={() =>
-              exporting.submit(() =>
-                allEntries(kind).then((entries) =>
-                  download(
-                    `mediagate-ledger-${localDay(new Date())}.csv`,
-                    toCsv([
-                      ["id", "created_at", "kind", "amount_usd", "task_id", "key_id", "month", "description"],
-                      ...entries.map((e) => [e.id, e.created_at, e.kind, e.amount, e.task_id, e.key_id, e.month, e.description])
-                    ])
-                  )
+          <ActionButton
+            submission={exporting}
+            run={() =>
+              allEntries(kind).then((entries) =>
+                download(
+                  `mediagate-ledger-${localDay(new Date())}.csv`,
+                  toCsv([
+                    ["id", "created_at", "kind", "amount_usd", "task_id", "key_id", "month", "description"],
+                    ...entries.map((e) => [e.id, e.created_at, e.kind, e.amount, e.task_id, e.key_id, e.month, e.description])
+                  ])
                 )
               )}
           >
             Export ledger CSV
-          </button>
+          </ActionButton>
         </div>
       </div>
       {exporting.error === undefined ? null : <ErrorBox error={exporting.error} />}
-      <Show loaded={loaded}>
-        {(page) =>
-          page.data.length === 0
-            ? <Empty>No ledger entries{kind === undefined ? "" : ` of kind ${kindLabel[kind]}`}.</Empty>
-            : (
-              <>
-                <div class="table-wrap">
-                  <table class="ledger">
-                    <thead>
-                      <tr>
-                        <th scope="col">When ({timeZone})</th>
-                        <th scope="col">Kind</th>
-                        <th scope="col" class="num">Amount</th>
-                        <th scope="col">Task</th>
-                        <th scope="col">Description</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {page.data.map((entry) => (
-                        <tr key={entry.id} data-kind={entry.kind}>
-                          <td>{time(entry.created_at)}</td>
-                          <td>{kindLabel[entry.kind]}</td>
-                          <td class={`num ${entry.amount < 0 ? "negative" : "positive"}`} title={moneyExact(entry.amount)}>{money(entry.amount)}</td>
-                          <td class="mono small">{entry.task_id === null ? "—" : <Link to={`/tasks/${entry.task_id}`}>{entry.task_id}</Link>}</td>
-                          <td>{entry.description}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
-                <Pager pager={pager} pagination={page.pagination} shown={page.data.length} />
-              </>
-            )}
-      </Show>
+      <ShowPage loaded={loaded} pager={pager} empty={<>No ledger entries{kind === undefined ? "" : ` of kind ${kindLabel[kind]}`}.</>}>
+        {(entries) => (
+          <Table class="ledger" columns={[`When (${timeZone})`, "Kind", ["Amount", "num"], "Task", "Description"]}>
+            {entries.map((entry) => (
+              <tr key={entry.id} data-kind={entry.kind}>
+                <td>{time(entry.created_at)}</td>
+                <td>{kindLabel[entry.kind]}</td>
+                <td class={`num ${entry.amount < 0 ? "negative" : "positive"}`} title={moneyExact(entry.amount)}>{money(entry.amount)}</td>
+                <td class="mono small">{entry.task_id === null ? "—" : <Link to={`/tasks/${entry.task_id}`}>{entry.task_id}</Link>}</td>
+                <td>{entry.description}</td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </ShowPage>
     </div>
   )
 }
@@ -288,36 +253,25 @@ export const BalanceView = () => {
   const loaded = useLoad(() => call("key", (api) => api.balance.get()), [])
   return (
     <section>
-      <header class="view-header">
-        <h1>Balance and usage</h1>
-      </header>
+      <ViewHeader title="Balance and usage" />
       <Show
         loaded={loaded}
         hint={(error) => error.code === "KEY_PERMISSION_DENIED" ? "Reading the balance needs a key with balance:read." : undefined}
       >
         {(balance) => (
           <div class="stats">
-            <div class="stat">
-              <span class="label">Balance</span>
-              <strong data-testid="balance" title={moneyExact(balance.balance)}>{money(balance.balance)}</strong>
-              <span class="muted small">{balance.billingMode}</span>
-            </div>
-            <div class="stat">
-              <span class="label">Spent this month (UTC)</span>
-              <strong title={moneyExact(balance.monthToDateSpend)}>{money(balance.monthToDateSpend)}</strong>
-              <span class="muted small">
-                {balance.monthlySpendLimit === null ? "no monthly limit" : `of ${money(balance.monthlySpendLimit)} monthly limit`}
-              </span>
-            </div>
-            <div class="stat">
-              <span class="label">Auto top-up</span>
-              <strong>{balance.autoTopUpEnabled ? "On" : "Off"}</strong>
-              <span class="muted small">
-                {balance.autoTopUpEnabled
-                  ? `${money(balance.autoTopUpAmount)} when below ${money(balance.autoTopUpThreshold)}`
-                  : "—"}
-              </span>
-            </div>
+            <Stat label="Balance" value={money(balance.balance)} title={moneyExact(balance.balance)} testid="balance" note={balance.billingMode} />
+            <Stat
+              label="Spent this month (UTC)"
+              value={money(balance.monthToDateSpend)}
+              title={moneyExact(balance.monthToDateSpend)}
+              note={balance.monthlySpendLimit === null ? "no monthly limit" : `of ${money(balance.monthlySpendLimit)} monthly limit`}
+            />
+            <Stat
+              label="Auto top-up"
+              value={balance.autoTopUpEnabled ? "On" : "Off"}
+              note={balance.autoTopUpEnabled ? `${money(balance.autoTopUpAmount)} when below ${money(balance.autoTopUpThreshold)}` : "—"}
+            />
           </div>
         )}
       </Show>

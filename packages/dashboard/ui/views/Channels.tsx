@@ -11,7 +11,7 @@ import { Catalog, type Channel } from "@mediagate/contract"
 import type { ComponentChildren } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type ApiFailure, call } from "../api.js"
-import { ConfirmButton, Empty, ErrorBox, Field, Show, useLoad, useSubmit } from "../components.js"
+import { Check, Checks, ConfirmButton, Empty, ErrorBox, Field, FormCard, Show, Table, useFields, useLoad, useSubmit, ViewHeader } from "../components.js"
 import { time, timeZone } from "../format.js"
 
 type ChannelView = Channel.Channel
@@ -59,8 +59,8 @@ interface FormState {
   readonly priority: string
   readonly weight: string
   readonly concurrency: string
-  readonly baseUrl: string
-  readonly apiKey: string
+  readonly base_url: string
+  readonly api_key: string
   readonly enabled: boolean
 }
 
@@ -72,8 +72,8 @@ const blank: FormState = {
   priority: "0",
   weight: "1",
   concurrency: "0",
-  baseUrl: "",
-  apiKey: "",
+  base_url: "",
+  api_key: "",
   enabled: true
 }
 
@@ -85,21 +85,20 @@ const fromChannel = (channel: ChannelView): FormState => ({
   priority: String(channel.priority),
   weight: String(channel.weight),
   concurrency: String(channel.concurrency),
-  baseUrl: channel.settings.base_url ?? "",
-  apiKey: "",
+  base_url: channel.settings.base_url ?? "",
+  api_key: "",
   enabled: channel.enabled
 })
 
 /** The create and edit form: the same fields; on edit the transport is fixed and the key optional. */
 const ChannelForm = (props: {
-  readonly editing?: ChannelView
+  readonly editing: ChannelView | undefined
   readonly onSaved: (channel: ChannelView) => void
-  readonly onCancel?: () => void
+  readonly onCancel: (() => void) | undefined
 }) => {
   const editing = props.editing
-  const [state, setState] = useState<FormState>(editing === undefined ? blank : fromChannel(editing))
-  const set = <K extends keyof FormState>(key: K, value: FormState[K]) => setState((s) => ({ ...s, [key]: value }))
-  const form = useSubmit()
+  const fields = useFields<FormState>(editing === undefined ? blank : fromChannel(editing))
+  const state = fields.values
   const first = useRef<HTMLInputElement>(null)
   useEffect(() => {
     if (editing !== undefined) {
@@ -119,19 +118,19 @@ const ChannelForm = (props: {
       ...(intOrUndefined(state.concurrency) === undefined ? {} : { concurrency: Number(state.concurrency) }),
       enabled: state.enabled
     }
-    const credentials = relay && state.apiKey !== "" ? { credentials: { api_key: state.apiKey } } : {}
+    const credentials = relay && state.api_key !== "" ? { credentials: { api_key: state.api_key } } : {}
     if (editing === undefined) {
       return call("admin", (api) =>
         api.channels.create({
           payload: {
             name: state.name.trim(),
             transport: state.transport,
-            ...(relay ? { settings: { base_url: state.baseUrl.trim() } } : {}),
+            ...(relay ? { settings: { base_url: state.base_url.trim() } } : {}),
             ...credentials,
             ...routing
           }
         })).then((channel) => {
-          setState(blank)
+          fields.reset()
           props.onSaved(channel)
         })
     }
@@ -140,38 +139,36 @@ const ChannelForm = (props: {
         path: { id: editing.id },
         payload: {
           name: state.name.trim(),
-          ...(relay ? { settings: { ...editing.settings, base_url: state.baseUrl.trim() } } : {}),
+          ...(relay ? { settings: { ...editing.settings, base_url: state.base_url.trim() } } : {}),
           ...credentials,
           ...routing
         }
       })).then((channel) => {
-        set("apiKey", "")
+        fields.set({ api_key: "" })
         props.onSaved(channel)
       })
   }
-  const label = editing === undefined ? "Create a channel" : "Edit the channel"
   return (
-    <form
-      class="card form channel-form"
-      aria-label={label}
-      onSubmit={(e) => {
-        e.preventDefault()
-        form.submit(submit)
-      }}
+    <FormCard
+      label={editing === undefined ? "Create a channel" : "Edit the channel"}
+      title={editing === undefined ? "Create a channel" : <>Edit <span class="break">“{editing.name}”</span></>}
+      class="channel-form"
+      onSubmit={submit}
+      hint={failureHint}
+      actions={(busy) => (
+        <div class="row">
+          <button type="submit" class="primary" disabled={busy || state.families.length === 0}>
+            {editing === undefined ? "Create channel" : "Save changes"}
+          </button>
+          {props.onCancel === undefined ? null : <button type="button" onClick={props.onCancel}>Cancel</button>}
+          {state.families.length === 0 ? <span class="muted small">Choose at least one family.</span> : null}
+        </div>
+      )}
     >
-      <h2>{editing === undefined ? "Create a channel" : <>Edit <span class="break">“{editing.name}”</span></>}</h2>
       {editing === undefined ? null : <p class="muted small mono">{editing.id}</p>}
       <div class="grid2">
         <Field label="Name">
-          <input
-            ref={first}
-            type="text"
-            name="name"
-            required
-            maxLength={200}
-            value={state.name}
-            onInput={(e) => set("name", e.currentTarget.value)}
-          />
+          <input ref={first} type="text" required maxLength={200} {...fields.bind("name")} />
         </Field>
         <Field
           label="Transport"
@@ -181,7 +178,7 @@ const ChannelForm = (props: {
             name="transport"
             value={state.transport}
             disabled={editing !== undefined}
-            onChange={(e) => set("transport", e.currentTarget.value === "relay" ? "relay" : "simulated")}
+            onChange={(e) => fields.set({ transport: e.currentTarget.value === "relay" ? "relay" : "simulated" })}
           >
             <option value="simulated">simulated</option>
             <option value="relay">relay</option>
@@ -191,36 +188,24 @@ const ChannelForm = (props: {
       <fieldset>
         <legend>Families served (at least one)</legend>
         <div class="families">
-          {Catalog.taskFamilies.map((f) => (
-            <label key={f} class="check">
-              <input
-                type="checkbox"
-                name="family"
-                value={f}
-                checked={state.families.includes(f)}
-                onChange={(e) =>
-                  set("families", e.currentTarget.checked ? [...state.families, f] : state.families.filter((x) => x !== f))}
-              />
-              {f}
-            </label>
-          ))}
+          <Checks name="family" options={Catalog.taskFamilies} chosen={state.families} onChange={(families) => fields.set({ families })} />
         </div>
       </fieldset>
       <Field
         label="Models (optional)"
         help={`One per line or separated by commas; empty: every model of the families${familyModels.length === 0 ? "" : ` (${familyModels.join(", ")})`}`}
       >
-        <textarea name="models" rows={2} spellcheck={false} value={state.models} onInput={(e) => set("models", e.currentTarget.value)} />
+        <textarea rows={2} spellcheck={false} {...fields.bind("models")} />
       </Field>
       <div class="grid3">
         <Field label="Priority" help="Higher first (−1000 to 1000)">
-          <input type="number" name="priority" min="-1000" max="1000" step="1" required value={state.priority} onInput={(e) => set("priority", e.currentTarget.value)} />
+          <input type="number" min="-1000" max="1000" step="1" required {...fields.bind("priority")} />
         </Field>
         <Field label="Weight" help="Share among equals (1 to 1000)">
-          <input type="number" name="weight" min="1" max="1000" step="1" required value={state.weight} onInput={(e) => set("weight", e.currentTarget.value)} />
+          <input type="number" min="1" max="1000" step="1" required {...fields.bind("weight")} />
         </Field>
         <Field label="Concurrency" help="Tasks in flight at once, all nodes; 0: no limit">
-          <input type="number" name="concurrency" min="0" max="1000000" step="1" required value={state.concurrency} onInput={(e) => set("concurrency", e.currentTarget.value)} />
+          <input type="number" min="0" max="1000000" step="1" required {...fields.bind("concurrency")} />
         </Field>
       </div>
       {relay
@@ -228,15 +213,7 @@ const ChannelForm = (props: {
           <fieldset>
             <legend>Relay upstream</legend>
             <Field label="Base URL" help="The other service, e.g. https://gateway.example.com">
-              <input
-                type="url"
-                name="base_url"
-                required
-                maxLength={2048}
-                spellcheck={false}
-                value={state.baseUrl}
-                onInput={(e) => set("baseUrl", e.currentTarget.value)}
-              />
+              <input type="url" required maxLength={2048} spellcheck={false} {...fields.bind("base_url")} />
             </Field>
             <Field
               label="API key"
@@ -246,31 +223,18 @@ const ChannelForm = (props: {
             >
               <input
                 type="password"
-                name="api_key"
                 autoComplete="new-password"
                 spellcheck={false}
                 required={editing === undefined || !editing.credentials_set}
                 maxLength={4096}
-                value={state.apiKey}
-                onInput={(e) => set("apiKey", e.currentTarget.value)}
+                {...fields.bind("api_key")}
               />
             </Field>
           </fieldset>
         )
         : null}
-      <label class="check">
-        <input type="checkbox" name="enabled" checked={state.enabled} onChange={(e) => set("enabled", e.currentTarget.checked)} />
-        Enabled (receives tasks)
-      </label>
-      {form.error === undefined ? null : <ErrorBox error={form.error} hint={failureHint(form.error)} />}
-      <div class="row">
-        <button type="submit" class="primary" disabled={form.busy || state.families.length === 0}>
-          {editing === undefined ? "Create channel" : "Save changes"}
-        </button>
-        {props.onCancel === undefined ? null : <button type="button" onClick={props.onCancel}>Cancel</button>}
-        {state.families.length === 0 ? <span class="muted small">Choose at least one family.</span> : null}
-      </div>
-    </form>
+      <Check name="enabled" checked={state.enabled} onChange={(enabled) => fields.set({ enabled })}>Enabled (receives tasks)</Check>
+    </FormCard>
   )
 }
 
@@ -367,10 +331,9 @@ export const ChannelList = () => {
   const edited = editing === undefined ? undefined : loaded.value?.find((c) => c.id === editing)
   return (
     <section>
-      <header class="view-header">
-        <h1>Channels</h1>
+      <ViewHeader title="Channels">
         <span class="muted">Health refreshed every 5 s · times in {timeZone}</span>
-      </header>
+      </ViewHeader>
       <p class="muted small">
         A task goes to the highest-priority healthy channel that serves its model, weighted among channels of equal
         priority; a retryable failure moves it to the next one. The breaker and failures are this node's view; tasks
@@ -396,63 +359,50 @@ export const ChannelList = () => {
             <>
               {stored.length === 0 ? <Empty>No channels: every family runs on its default upstream.</Empty> : null}
               {channels.length === 0 ? null : (
-                <div class="table-wrap">
-                  <table class="channels">
-                    <thead>
-                      <tr>
-                        <th scope="col">Channel</th>
-                        <th scope="col">Transport</th>
-                        <th scope="col">Serves</th>
-                        <th scope="col" class="num">Priority</th>
-                        <th scope="col" class="num">Weight</th>
-                        <th scope="col" class="num">Concurrency</th>
-                        <th scope="col" class="num">In flight</th>
-                        <th scope="col">Health: breaker, failures, last error</th>
-                        <th scope="col">State</th>
-                        <th scope="col">Actions</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {[...stored, ...channels.filter(isDefaultChannel)].map((channel) => (
-                        <ChannelRow
-                          key={channel.id}
-                          channel={channel}
-                          editing={channel.id === editing}
-                          onEdit={() => {
-                            action.clear()
-                            setEditing(channel.id === editing ? undefined : channel.id)
-                          }}
-                          act={act}
-                        />
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
+                <Table
+                  class="channels"
+                  columns={[
+                    "Channel",
+                    "Transport",
+                    "Serves",
+                    ["Priority", "num"],
+                    ["Weight", "num"],
+                    ["Concurrency", "num"],
+                    ["In flight", "num"],
+                    "Health: breaker, failures, last error",
+                    "State",
+                    "Actions"
+                  ]}
+                >
+                  {[...stored, ...channels.filter(isDefaultChannel)].map((channel) => (
+                    <ChannelRow
+                      key={channel.id}
+                      channel={channel}
+                      editing={channel.id === editing}
+                      onEdit={() => {
+                        action.clear()
+                        setEditing(channel.id === editing ? undefined : channel.id)
+                      }}
+                      act={act}
+                    />
+                  ))}
+                </Table>
               )}
             </>
           )
         }}
       </Show>
-      {edited === undefined ? null : (
-        <ChannelForm
-          key={edited.id}
-          editing={edited}
-          onSaved={(channel) => {
-            setEditing(undefined)
-            setSaved(channel)
-            loaded.reload()
-          }}
-          onCancel={() => setEditing(undefined)}
-        />
-      )}
-      {edited !== undefined ? null : (
-        <ChannelForm
-          onSaved={(channel) => {
-            setSaved(channel)
-            loaded.reload()
-          }}
-        />
-      )}
+      {/* the channel being edited, else a new one: a fresh form for each */}
+      <ChannelForm
+        key={edited?.id ?? ""}
+        editing={edited}
+        onSaved={(channel) => {
+          if (edited !== undefined) setEditing(undefined)
+          setSaved(channel)
+          loaded.reload()
+        }}
+        onCancel={edited === undefined ? undefined : () => setEditing(undefined)}
+      />
     </section>
   )
 }

@@ -6,7 +6,7 @@
 import { ApiKey, Catalog } from "@mediagate/contract"
 import { useState } from "preact/hooks"
 import { call, idempotencyKey } from "../api.js"
-import { ConfirmButton, Empty, ErrorBox, Field, SecretOnce, Show, useLoad, useSubmit } from "../components.js"
+import { Check, Checks, ConfirmButton, ErrorBox, Field, FormCard, SecretOnce, ShowList, Table, useFields, useLoad, useSubmit, ViewHeader } from "../components.js"
 import { money, time } from "../format.js"
 
 const permissionHelp: Record<ApiKey.PermissionName, string> = {
@@ -44,18 +44,13 @@ export const KeyRules = () => (
 )
 
 const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated) => void }) => {
-  const [name, setName] = useState("")
+  const fields = useFields({ name: "", ipWhitelist: "", spendLimit: "", expiresAt: "", requestsPerMinute: "", maxInFlightTasks: "" })
+  const { expiresAt, ipWhitelist, maxInFlightTasks, name, requestsPerMinute, spendLimit } = fields.values
   const [environment, setEnvironment] = useState<"" | "live" | "test">("")
   const [full, setFull] = useState(true)
   const [permissions, setPermissions] = useState<ReadonlyArray<ApiKey.PermissionName>>(["tasks:read"])
-  const [providers, setProviders] = useState<ReadonlyArray<string>>([])
+  const [providers, setProviders] = useState<ReadonlyArray<Catalog.TaskFamily>>([])
   const [restrictProviders, setRestrictProviders] = useState(false)
-  const [ips, setIps] = useState("")
-  const [spendLimit, setSpendLimit] = useState("")
-  const [expiresAt, setExpiresAt] = useState("")
-  const [rpm, setRpm] = useState("")
-  const [inFlight, setInFlight] = useState("")
-  const form = useSubmit()
   const submit = () => {
     const payload: { -readonly [K in keyof typeof ApiKey.ApiKeyCreate.Type]?: (typeof ApiKey.ApiKeyCreate.Type)[K] } = { name }
     if (environment !== "") payload.environment = environment
@@ -65,14 +60,14 @@ const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated)
       if (restrictProviders) granted["providers"] = providers
       payload.permissions = granted as ApiKey.Permissions
     }
-    const whitelist = ips.split(/[\s,]+/).filter((s) => s !== "")
+    const whitelist = ipWhitelist.split(/[\s,]+/).filter((s) => s !== "")
     if (whitelist.length > 0) payload.ipWhitelist = whitelist
     if (spendLimit !== "") payload.spendLimit = Number(spendLimit)
     if (expiresAt !== "") payload.expiresAt = new Date(expiresAt)
-    if (rpm !== "" || inFlight !== "") {
+    if (requestsPerMinute !== "" || maxInFlightTasks !== "") {
       payload.rateLimit = {
-        ...(rpm === "" ? {} : { requestsPerMinute: Number(rpm) }),
-        ...(inFlight === "" ? {} : { maxInFlightTasks: Number(inFlight) })
+        ...(requestsPerMinute === "" ? {} : { requestsPerMinute: Number(requestsPerMinute) }),
+        ...(maxInFlightTasks === "" ? {} : { maxInFlightTasks: Number(maxInFlightTasks) })
       }
     }
     return call("key", (api) =>
@@ -80,22 +75,22 @@ const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated)
         payload: payload as typeof ApiKey.ApiKeyCreate.Type,
         headers: { "idempotency-key": idempotencyKey() }
       })).then((created) => {
-        setName("")
+        fields.set({ name: "" })
         props.onCreated(created)
       })
   }
   return (
-    <form
-      class="card form"
-      aria-label="Create a key"
-      onSubmit={(e) => {
-        e.preventDefault()
-        form.submit(submit)
-      }}
+    <FormCard
+      label="Create a key"
+      onSubmit={submit}
+      hint={(error) =>
+        error.code === "KEY_PERMISSION_DENIED" || error.code === "VALIDATION_ERROR"
+          ? "A new key cannot grant more than the key you signed in with: see “What a key cannot do”."
+          : undefined}
+      actions={(busy) => <button type="submit" class="primary" disabled={busy}>Create key</button>}
     >
-      <h2>Create a key</h2>
       <Field label="Name">
-        <input type="text" name="name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input type="text" required maxLength={100} {...fields.bind("name")} />
       </Field>
       <Field label="Environment" help="Default: the environment of the key you signed in with">
         <select name="environment" value={environment} onChange={(e) => setEnvironment(e.currentTarget.value as "" | "live" | "test")}>
@@ -106,69 +101,40 @@ const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated)
       </Field>
       <fieldset>
         <legend>Permissions</legend>
-        <label class="check">
-          <input type="checkbox" name="full" checked={full} onChange={(e) => setFull(e.currentTarget.checked)} />
-          Full access (everything my key may do)
-        </label>
-        {full ? null : ApiKey.permissionNames.map((p) => (
-          <label key={p} class="check">
-            <input
-              type="checkbox"
-              name="permission"
-              value={p}
-              checked={permissions.includes(p)}
-              onChange={(e) => setPermissions(e.currentTarget.checked ? [...permissions, p] : permissions.filter((x) => x !== p))}
-            />
-            <code>{p}</code> <span class="muted small">{permissionHelp[p]}</span>
-          </label>
-        ))}
+        <Check name="full" checked={full} onChange={setFull}>Full access (everything my key may do)</Check>
+        {full ? null : (
+          <Checks
+            name="permission"
+            options={ApiKey.permissionNames}
+            chosen={permissions}
+            onChange={setPermissions}
+            label={(p) => <><code>{p}</code> <span class="muted small">{permissionHelp[p]}</span></>}
+          />
+        )}
       </fieldset>
       <fieldset>
         <legend>Providers</legend>
-        <label class="check">
-          <input type="checkbox" name="restrictProviders" checked={restrictProviders} onChange={(e) => setRestrictProviders(e.currentTarget.checked)} />
-          Only some providers
-        </label>
-        {restrictProviders ? Catalog.taskFamilies.map((f) => (
-          <label key={f} class="check">
-            <input
-              type="checkbox"
-              name="provider"
-              value={f}
-              checked={providers.includes(f)}
-              onChange={(e) => setProviders(e.currentTarget.checked ? [...providers, f] : providers.filter((x) => x !== f))}
-            />
-            {f}
-          </label>
-        )) : null}
+        <Check name="restrictProviders" checked={restrictProviders} onChange={setRestrictProviders}>Only some providers</Check>
+        {restrictProviders ? <Checks name="provider" options={Catalog.taskFamilies} chosen={providers} onChange={setProviders} /> : null}
       </fieldset>
       <Field label="IP whitelist (optional)" help="Addresses or CIDR ranges, separated by spaces or commas">
-        <textarea name="ipWhitelist" rows={2} value={ips} onInput={(e) => setIps(e.currentTarget.value)} />
+        <textarea rows={2} {...fields.bind("ipWhitelist")} />
       </Field>
       <div class="grid2">
         <Field label="Spend limit, USD (optional)">
-          <input type="number" name="spendLimit" min="0" step="0.01" value={spendLimit} onInput={(e) => setSpendLimit(e.currentTarget.value)} />
+          <input type="number" min="0" step="0.01" {...fields.bind("spendLimit")} />
         </Field>
         <Field label="Expires (optional, your time zone)">
-          <input type="datetime-local" name="expiresAt" value={expiresAt} onInput={(e) => setExpiresAt(e.currentTarget.value)} />
+          <input type="datetime-local" {...fields.bind("expiresAt")} />
         </Field>
         <Field label="Requests per minute (optional)">
-          <input type="number" name="requestsPerMinute" min="1" step="1" value={rpm} onInput={(e) => setRpm(e.currentTarget.value)} />
+          <input type="number" min="1" step="1" {...fields.bind("requestsPerMinute")} />
         </Field>
         <Field label="Tasks in flight (optional)">
-          <input type="number" name="maxInFlightTasks" min="1" step="1" value={inFlight} onInput={(e) => setInFlight(e.currentTarget.value)} />
+          <input type="number" min="1" step="1" {...fields.bind("maxInFlightTasks")} />
         </Field>
       </div>
-      {form.error === undefined ? null : (
-        <ErrorBox
-          error={form.error}
-          hint={form.error.code === "KEY_PERMISSION_DENIED" || form.error.code === "VALIDATION_ERROR"
-            ? "A new key cannot grant more than the key you signed in with: see “What a key cannot do”."
-            : undefined}
-        />
-      )}
-      <button type="submit" class="primary" disabled={form.busy}>Create key</button>
-    </form>
+    </FormCard>
   )
 }
 
@@ -179,58 +145,39 @@ export const KeyList = () => {
   const action = useSubmit()
   return (
     <section>
-      <header class="view-header">
-        <h1>API keys</h1>
-      </header>
+      <ViewHeader title="API keys" />
       {created === undefined ? null : <SecretOnce title={`The key “${created.name}”`} value={created.key} onDone={() => setCreated(undefined)} />}
       {action.error === undefined ? null : <ErrorBox error={action.error} />}
-      <Show
+      <ShowList
         loaded={loaded}
+        empty="No keys to show."
         hint={(error) => error.code === "KEY_PERMISSION_DENIED" ? "Listing keys needs a key with api-keys:write." : undefined}
       >
-        {(keys) =>
-          keys.length === 0
-            ? <Empty>No keys to show.</Empty>
-            : (
-              <div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Key</th>
-                      <th scope="col">Permissions</th>
-                      <th scope="col" class="num">Spent / limit</th>
-                      <th scope="col">Expires</th>
-                      <th scope="col">Last used</th>
-                      <th scope="col">Actions</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {keys.map((key) => (
-                      <tr key={key.id} data-key={key.id}>
-                        <td>{key.name}<div class="muted small">{key.environment} · created {time(key.createdAt)}</div></td>
-                        <td class="mono">{key.maskedKey}</td>
-                        <td>
-                          {describePermissions(key.permissions)}
-                          {key.ipWhitelist.length === 0 ? null : <div class="muted small">IPs: {key.ipWhitelist.join(", ")}</div>}
-                        </td>
-                        <td class="num">{money(key.spent)} / {key.spendLimit === null ? "no limit" : money(key.spendLimit)}</td>
-                        <td>{key.expiresAt === null ? "never" : time(key.expiresAt)}</td>
-                        <td>{time(key.lastUsedAt)}</td>
-                        <td>
-                          <ConfirmButton
-                            label="Revoke"
-                            confirm="Confirm revoke"
-                            onConfirm={() => action.submit(() => call("key", (api) => api.apiKeys.delete({ path: { id: key.id } })).then(loaded.reload))}
-                          />
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-      </Show>
+        {(keys) => (
+          <Table columns={["Name", "Key", "Permissions", ["Spent / limit", "num"], "Expires", "Last used", "Actions"]}>
+            {keys.map((key) => (
+              <tr key={key.id} data-key={key.id}>
+                <td>{key.name}<div class="muted small">{key.environment} · created {time(key.createdAt)}</div></td>
+                <td class="mono">{key.maskedKey}</td>
+                <td>
+                  {describePermissions(key.permissions)}
+                  {key.ipWhitelist.length === 0 ? null : <div class="muted small">IPs: {key.ipWhitelist.join(", ")}</div>}
+                </td>
+                <td class="num">{money(key.spent)} / {key.spendLimit === null ? "no limit" : money(key.spendLimit)}</td>
+                <td>{key.expiresAt === null ? "never" : time(key.expiresAt)}</td>
+                <td>{time(key.lastUsedAt)}</td>
+                <td>
+                  <ConfirmButton
+                    label="Revoke"
+                    confirm="Confirm revoke"
+                    onConfirm={() => action.submit(() => call("key", (api) => api.apiKeys.delete({ path: { id: key.id } })).then(loaded.reload))}
+                  />
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </ShowList>
       <div class="split">
         <CreateForm
           onCreated={(key) => {

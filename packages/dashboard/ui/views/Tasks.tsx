@@ -5,11 +5,10 @@
  */
 import { Catalog, Task } from "@mediagate/contract"
 import { useState } from "preact/hooks"
-import { call } from "../api.js"
-import { ConfirmButton, Empty, ErrorBox, Field, Link, Pager, Show, Status, useLoad, usePager, useSubmit } from "../components.js"
+import { call, idempotencyKey } from "../api.js"
+import { ActionButton, Card, ConfirmButton, ErrorBox, Fact, Field, Link, Select, Show, ShowPage, Status, Table, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { bytes, duration, money, moneyExact, time, timeZone } from "../format.js"
 import { current, navigate } from "../router.js"
-import { idempotencyKey } from "../api.js"
 
 type Query = typeof Task.TaskListQuery.Type
 
@@ -68,7 +67,7 @@ export const TaskList = () => {
     () =>
       call("key", (api) =>
         api.tasks.list({
-          urlParams: { ...toQuery(filters), limit: 20, ...(pager.cursor === undefined ? {} : { cursor: pager.cursor }) }
+          urlParams: { ...toQuery(filters), limit: 20, ...pager.params }
         })),
     [JSON.stringify(filters), pager.cursor],
     // the first page is polled for new tasks; later pages while a task on them is active
@@ -79,28 +78,18 @@ export const TaskList = () => {
     : Catalog.modelIds
   return (
     <section>
-      <header class="view-header">
-        <h1>Tasks</h1>
+      <ViewHeader title="Tasks">
         <span class="muted" aria-live="polite">{loaded.loading ? "Refreshing…" : "Live: refreshed every 3 s"}</span>
-      </header>
+      </ViewHeader>
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
         <Field label="Status">
-          <select name="status" value={filters.status ?? ""} onChange={set("status")}>
-            <option value="">Any</option>
-            {Task.taskStatuses.map((s) => <option key={s} value={s}>{s}</option>)}
-          </select>
+          <Select name="status" value={filters.status ?? ""} none="Any" options={Task.taskStatuses} onChange={set("status")} />
         </Field>
         <Field label="Provider">
-          <select name="provider" value={filters.provider ?? ""} onChange={set("provider")}>
-            <option value="">Any</option>
-            {Catalog.taskFamilies.map((f) => <option key={f} value={f}>{f}</option>)}
-          </select>
+          <Select name="provider" value={filters.provider ?? ""} none="Any" options={Catalog.taskFamilies} onChange={set("provider")} />
         </Field>
         <Field label="Model">
-          <select name="model" value={filters.model ?? ""} onChange={set("model")}>
-            <option value="">Any</option>
-            {models.map((m) => <option key={m} value={m}>{m}</option>)}
-          </select>
+          <Select name="model" value={filters.model ?? ""} none="Any" options={models} onChange={set("model")} />
         </Field>
         <Field label="Created from">
           <input type="date" name="from" value={filters.from ?? ""} onChange={set("from")} />
@@ -120,57 +109,40 @@ export const TaskList = () => {
         </Field>
         {Object.keys(filters).length > 0 ? <button type="button" onClick={() => apply({})}>Clear filters</button> : null}
       </form>
-      <Show loaded={loaded}>
-        {(page) =>
-          page.data.length === 0
-            ? (
-              <Empty>
-                {Object.keys(filters).length > 0
-                  ? "No task matches these filters."
-                  : "No tasks yet. Create one through the API (POST /api/v1/…) and it appears here within seconds."}
-              </Empty>
-            )
-            : (
-              <>
-                <div class="table-wrap">
-                  <table class="tasks">
-                    <thead>
-                      <tr>
-                        <th scope="col">Task</th>
-                        <th scope="col">Status</th>
-                        <th scope="col" class="hide-narrow">Provider · model</th>
-                        <th scope="col" class="hide-narrow">Operation</th>
-                        <th scope="col">Created ({timeZone})</th>
-                        <th scope="col" class="num">Cost</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {page.data.map((task) => (
-                        <tr key={task.id} data-task={task.id}>
-                          <td>
-                            <Link to={`/tasks/${task.id}`} class="mono">{task.id}</Link>
-                            {task.metadata !== undefined && Object.keys(task.metadata).length > 0
-                              ? <div class="muted small">{JSON.stringify(task.metadata).slice(0, 80)}</div>
-                              : null}
-                          </td>
-                          <td>
-                            <Status status={task.status} />
-                            {isActive(task.status) && task.progress > 0 ? <span class="muted small"> {task.progress}%</span> : null}
-                            {task.error === undefined ? null : <div class="muted small">{task.error.code}</div>}
-                          </td>
-                          <td class="hide-narrow">{task.provider} · {task.model}</td>
-                          <td class="hide-narrow">{task.operation}</td>
-                          <td>{time(task.created_at)}</td>
-                          <td class="num" title={moneyExact(task.cost)}>{money(task.cost)}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
-                <Pager pager={pager} pagination={page.pagination} shown={page.data.length} />
-              </>
-            )}
-      </Show>
+      <ShowPage
+        loaded={loaded}
+        pager={pager}
+        empty={Object.keys(filters).length > 0
+          ? "No task matches these filters."
+          : "No tasks yet. Create one through the API (POST /api/v1/…) and it appears here within seconds."}
+      >
+        {(tasks) => (
+          <Table
+            class="tasks"
+            columns={["Task", "Status", ["Provider · model", "hide-narrow"], ["Operation", "hide-narrow"], `Created (${timeZone})`, ["Cost", "num"]]}
+          >
+            {tasks.map((task) => (
+              <tr key={task.id} data-task={task.id}>
+                <td>
+                  <Link to={`/tasks/${task.id}`} class="mono">{task.id}</Link>
+                  {task.metadata !== undefined && Object.keys(task.metadata).length > 0
+                    ? <div class="muted small">{JSON.stringify(task.metadata).slice(0, 80)}</div>
+                    : null}
+                </td>
+                <td>
+                  <Status status={task.status} />
+                  {isActive(task.status) && task.progress > 0 ? <span class="muted small"> {task.progress}%</span> : null}
+                  {task.error === undefined ? null : <div class="muted small">{task.error.code}</div>}
+                </td>
+                <td class="hide-narrow">{task.provider} · {task.model}</td>
+                <td class="hide-narrow">{task.operation}</td>
+                <td>{time(task.created_at)}</td>
+                <td class="num" title={moneyExact(task.cost)}>{money(task.cost)}</td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </ShowPage>
     </section>
   )
 }
@@ -215,57 +187,40 @@ export const TaskDetail = (props: { readonly id: string }) => {
   const action = useSubmit()
   return (
     <section>
-      <header class="view-header">
-        <h1 class="mono">{props.id}</h1>
-        <Link to="/tasks">← All tasks</Link>
-      </header>
+      <ViewHeader title={props.id} class="mono"><Link to="/tasks">← All tasks</Link></ViewHeader>
       <Show loaded={loaded}>
         {(task) => (
           <div class="detail">
             <div class="card">
               <dl class="facts">
-                <dt>Status</dt>
-                <dd>
+                <Fact label="Status">
                   <Status status={task.status} /> {isActive(task.status) ? `${task.progress}%` : null}
-                </dd>
-                <dt>Provider · model</dt>
-                <dd>{task.provider} · {task.model}</dd>
-                <dt>Operation</dt>
-                <dd>{task.type} · {task.operation}</dd>
-                <dt>Cost</dt>
-                <dd title={moneyExact(task.cost)}>{money(task.cost)}</dd>
-                <dt>Created</dt>
-                <dd>{time(task.created_at)}</dd>
-                <dt>Started</dt>
-                <dd>{time(task.started_at)} <span class="muted">(waited {duration(task.created_at, task.started_at)})</span></dd>
-                <dt>Completed</dt>
-                <dd>{time(task.completed_at)} <span class="muted">(ran {duration(task.started_at, task.completed_at)})</span></dd>
-                <dt>Estimated</dt>
-                <dd>{task.estimated_seconds} s</dd>
-                <dt>Retry of</dt>
-                <dd>
+                </Fact>
+                <Fact label="Provider · model">{task.provider} · {task.model}</Fact>
+                <Fact label="Operation">{task.type} · {task.operation}</Fact>
+                <Fact label="Cost" title={moneyExact(task.cost)}>{money(task.cost)}</Fact>
+                <Fact label="Created">{time(task.created_at)}</Fact>
+                <Fact label="Started">{time(task.started_at)} <span class="muted">(waited {duration(task.created_at, task.started_at)})</span></Fact>
+                <Fact label="Completed">{time(task.completed_at)} <span class="muted">(ran {duration(task.started_at, task.completed_at)})</span></Fact>
+                <Fact label="Estimated">{task.estimated_seconds} s</Fact>
+                <Fact label="Retry of">
                   {task.original_task_id === null
                     ? "—"
                     : <Link to={`/tasks/${task.original_task_id}`} class="mono">{task.original_task_id}</Link>}
-                </dd>
-                <dt>Webhook URL</dt>
-                <dd class="break">{task.webhookUrl ?? "—"}</dd>
+                </Fact>
+                <Fact label="Webhook URL" class="break">{task.webhookUrl ?? "—"}</Fact>
               </dl>
               <div class="row">
                 {Task.retryableStatuses.includes(task.status)
                   ? (
-                    <button
-                      type="button"
-                      disabled={action.busy}
-                      onClick={() =>
-                        action.submit(() =>
-                          call("key", (api) =>
-                            api.tasks.retry({ path: { id: task.id }, headers: { "idempotency-key": idempotencyKey() } }))
-                            .then((ack) => navigate(`/tasks/${ack.id}`))
-                        )}
+                    <ActionButton
+                      submission={action}
+                      run={() =>
+                        call("key", (api) => api.tasks.retry({ path: { id: task.id }, headers: { "idempotency-key": idempotencyKey() } }))
+                          .then((ack) => navigate(`/tasks/${ack.id}`))}
                     >
                       Retry (charged again)
-                    </button>
+                    </ActionButton>
                   )
                   : null}
                 {Task.cancellableStatuses.includes(task.status)
@@ -281,23 +236,20 @@ export const TaskDetail = (props: { readonly id: string }) => {
               {action.error === undefined ? null : <ErrorBox error={action.error} />}
             </div>
             {task.error === undefined ? null : (
-              <div class="card error-card">
-                <h2>Error</h2>
+              <Card title="Error" class="error-card">
                 <p>
                   <span class="code">{task.error.code}</span> {task.error.message}
                 </p>
-              </div>
+              </Card>
             )}
             {task.result === undefined || task.result.length === 0 ? null : (
-              <div class="card">
-                <h2>Result</h2>
+              <Card title="Result">
                 <div class="previews">
                   {task.result.map((item, index) => <Preview key={item.url} item={item} type={task.type} index={index} />)}
                 </div>
-              </div>
+              </Card>
             )}
-            <div class="card">
-              <h2>Input</h2>
+            <Card title="Input">
               <pre class="json" data-testid="task-input">{JSON.stringify(task.input, null, 2)}</pre>
               {Object.keys(task.metadata ?? {}).length > 0 ? (
                 <>
@@ -305,7 +257,7 @@ export const TaskDetail = (props: { readonly id: string }) => {
                   <pre class="json">{JSON.stringify(task.metadata, null, 2)}</pre>
                 </>
               ) : null}
-            </div>
+            </Card>
           </div>
         )}
       </Show>
