@@ -243,9 +243,6 @@ export const group: typeof HttpApiBuilder.group = (api, name, build) =>
 const isMaxBytesDefect = ({ cause }: HttpServerError.RequestError) =>
   Predicate.hasProperty(cause, "message") && String(cause.message).includes("maxBytes")
 
-const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
-  request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0
-
 const isJsonContentType = (value: string | undefined) =>
   value === undefined || /^application\/(?:[\w.+-]+\+)?json\b/i.test(value.trim())
 
@@ -346,14 +343,14 @@ export const layer = (
         }
         const length = request.headers["content-length"]
         if (length !== undefined && Number(length) > config.maxBodyBytes) return Effect.succeed(tooLarge(id))
-        const body = hasBody(request)
+        const body = RequestBody.present(request)
         if (body && !isJsonContentType(request.headers["content-type"])) {
           return Effect.succeed(
             errorResponse(400, "VALIDATION_ERROR", "body: Content-Type must be application/json", undefined, id)
           )
         }
         if (body) return Effect.catchAllCause(withBody(request, info), (cause) => recover(request, id, cause))
-        // a GET or HEAD without Content-Length or Transfer-Encoding has no body to limit (a web request's never has one)
+        // a GET or HEAD without a body (see RequestBody.present) has none to limit
         const unlimited = request.method === "GET" || request.method === "HEAD"
         return Effect.catchAllCause(unlimited ? bodiless : limited, (cause) => recover(request, id, cause))
       }

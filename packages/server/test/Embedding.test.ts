@@ -87,4 +87,51 @@ describe("embedding", () => {
       await dispose()
     }
   })
+
+  it("a web handler reads a streamed body under the limit: an endless one is 413 and read no further", async () => {
+    const { dispose, handler } = Http.toWebHandler(Layer.mergeAll(PortsFake, ServerConfig.layer({ maxBodyBytes: 4096 })))
+    /** A body of `chunks` chunks of 1 KiB (endless when undefined), counting the chunks the handler pulled. */
+    const streamed = (text: string | undefined, chunks?: number) => {
+      let pulled = 0
+      const bytes = new TextEncoder().encode(text ?? " ".repeat(1024))
+      const body = new ReadableStream<Uint8Array>({
+        pull: (controller) => {
+          pulled++
+          if (chunks !== undefined && pulled > chunks) return controller.close()
+          controller.enqueue(bytes)
+        }
+      })
+      const request = new Request("http://mediagate.local/api/v1/vendor3/text-to-video", {
+        method: "POST",
+        headers: { authorization: `Bearer ${keys.live}`, "content-type": "application/json" },
+        body,
+        duplex: "half"
+      } as RequestInit)
+      return { request, pulled: () => pulled }
+    }
+    try {
+      const endless = streamed(undefined)
+      const tooLarge = await handler(endless.request)
+      expect(tooLarge.status).toBe(413)
+      expect(await tooLarge.json()).toMatchObject({ success: false, error: { code: "PAYLOAD_TOO_LARGE" } })
+      // 4 KiB allowed: the fifth chunk crosses the limit and reading stops there (a few more may be buffered)
+      expect(endless.pulled()).toBeGreaterThanOrEqual(5)
+      expect(endless.pulled()).toBeLessThan(10)
+
+      // a body streamed in one chunk under the limit is read as usual
+      const small = streamed(JSON.stringify({ model: "vendor3-3", input: { prompt: "p" } }), 1)
+      expect((await handler(small.request)).status).toBe(201)
+      // a POST without a body is an empty one (a validation error, not a failure to read)
+      const empty = await handler(
+        new Request("http://mediagate.local/api/v1/vendor3/text-to-video", {
+          method: "POST",
+          headers: { authorization: `Bearer ${keys.live}`, "content-type": "application/json" }
+        })
+      )
+      expect(empty.status).toBe(400)
+      expect(await empty.json()).toMatchObject({ success: false, error: { code: "VALIDATION_ERROR" } })
+    } finally {
+      await dispose()
+    }
+  })
 })

@@ -147,8 +147,41 @@ const readNode = (request: HttpServerRequest.HttpServerRequest, source: NodeBody
   })
 
 /**
- * Reads the body of a request under `limit` bytes. Node requests are read as described in the module's comment;
- * other requests (web handlers) through the platform.
+ * Reads a web request's body (`Http.toWebHandler`) chunk by chunk up to `limit` bytes: beyond, it stops reading
+ * (the stream is cancelled) and answers TooLarge, so an endless chunked body is never held in memory. A request
+ * without a body reads as empty.
+ */
+const readWeb = (request: HttpServerRequest.HttpServerRequest, source: Request, limit: number) => {
+  if (source.body === null) return Effect.succeed<Body>({ bytes: new Uint8Array(0), text: "" })
+  const read = { size: 0, chunks: [] as Array<Uint8Array> }
+  return Effect.map(
+    Stream.runFoldWhile(request.stream, read, (state) => state.size <= limit, (state, chunk) => {
+      state.size += chunk.length
+      if (state.size <= limit) state.chunks.push(chunk)
+      return state
+    }),
+    ({ chunks, size }): Body | typeof TooLarge => {
+      if (size > limit) return TooLarge
+      const bytes = concat(chunks, size)
+      return { bytes, text: decoder.decode(bytes) }
+    }
+  )
+}
+
+const isWebRequest = (source: unknown): source is Request => typeof Request === "function" && source instanceof Request
+
+/**
+ * Whether a request comes with a body: on Node, announced by `Content-Length` (above 0) or `Transfer-Encoding`; a
+ * web request (`Http.toWebHandler`) says it by its `body` (a streamed one announces no length).
+ */
+export const present = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  isWebRequest(request.source)
+    ? request.source.body !== null
+    : request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0
+
+/**
+ * Reads the body of a request under `limit` bytes. Node requests are read as described in the module's comment,
+ * web requests by {@link readWeb}; any other source through the platform.
  */
 export const read = (
   request: HttpServerRequest.HttpServerRequest,
@@ -156,6 +189,7 @@ export const read = (
 ): Effect.Effect<Body | typeof TooLarge, HttpServerError.RequestError> => {
   const source = request.source
   if (isNodeBody(source) && !source.readableEnded) return readNode(request, source, limit)
+  if (isWebRequest(source)) return readWeb(request, source, limit)
   return Effect.map(request.text, (text) => {
     const bytes = encoder.encode(text)
     return bytes.length > limit ? TooLarge : { bytes, text }
