@@ -547,6 +547,13 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           Effect.flatMap(rows.attempt.all),
           persistence("attempts")
         ),
+      attemptsOf: (ids) =>
+        ids.length === 0
+          ? Effect.succeed([])
+          : sql`SELECT * FROM ${t.attempts} WHERE ${sql.in("delivery_id", ids)} ORDER BY delivery_id, attempt`.pipe(
+            Effect.flatMap(rows.attempt.all),
+            persistence("attemptsOf")
+          ),
       nextDueAt: sql`SELECT MIN(CASE WHEN lease_expires_at IS NOT NULL AND lease_expires_at > next_attempt_at
           THEN lease_expires_at ELSE next_attempt_at END) AS due
         FROM ${t.deliveries} WHERE status = 'pending' AND next_attempt_at IS NOT NULL`.pipe(

@@ -15,7 +15,7 @@ import { toUnavailable } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { deliveryCursor, toAttempt, toDelivery } from "./WebhookService.js"
-import { type AttemptRow, type DeliveryRow, WebhookStore } from "./WebhookStore.js"
+import { type AttemptRow, byDelivery, type DeliveryRow, WebhookStore } from "./WebhookStore.js"
 
 /** The window of `failed_last_hour`. */
 export const failedWindowMs = 60 * 60 * 1000
@@ -46,11 +46,9 @@ export const make: Effect.Effect<Services.AdminWebhooks["Type"], never, WebhookS
         limit: query.limit ?? Task.defaultPageSize,
         status: query.status
       })
-      const data = yield* Effect.forEach(
-        page.items,
-        (row) => Effect.map(store.attempts(row.id), (attempts) => toAdminDelivery(row, attempts)),
-        { concurrency: 4 }
-      )
+      // the page's attempt logs in one read
+      const logs = byDelivery(yield* store.attemptsOf(page.items.map((row) => row.id)))
+      const data = page.items.map((row) => toAdminDelivery(row, logs.get(row.id) ?? []))
       return Envelope.idPage(page, data)
     }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("AdminWebhooks.deliveries"))
 

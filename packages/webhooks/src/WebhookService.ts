@@ -30,7 +30,7 @@ import * as Option from "effect/Option"
 import { randomBytes } from "node:crypto"
 import { configuredHeaders, defaultTimeoutMs } from "./Dispatcher.js"
 import { type Resolver, WebhookSender } from "./Outbound.js"
-import { type AttemptRow, type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
+import { type AttemptRow, byDelivery, type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
 
 /** Deliveries per page. */
 export const deliveryPageSize = 20
@@ -187,12 +187,9 @@ export const make = (options: ServiceOptions = {}) =>
           const beforeId = yield* deliveryCursor(query.cursor)
           yield* findWebhook(principal, id)
           const page = yield* store.listDeliveries(principal.accountId, id, { beforeId, limit: deliveryPageSize })
-          const data = yield* Effect.forEach(
-            page.items,
-            (row) =>
-              Effect.map(store.attempts(row.id), (attempts) => ({ ...toDelivery(row), attempt_log: attempts.map(toAttempt) })),
-            { concurrency: 4 }
-          )
+          // the page's attempt logs in one read
+          const logs = byDelivery(yield* store.attemptsOf(page.items.map((row) => row.id)))
+          const data = page.items.map((row) => ({ ...toDelivery(row), attempt_log: (logs.get(row.id) ?? []).map(toAttempt) }))
           return Envelope.idPage(page, data)
         }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.deliveries")),
 

@@ -263,6 +263,8 @@ export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore"
   readonly settleAll: (settles: ReadonlyArray<Settle>) => Effect.Effect<ReadonlyArray<boolean>, PersistenceError>
   /** The attempt log of a delivery, first attempt first. */
   readonly attempts: (deliveryId: string) => Effect.Effect<ReadonlyArray<AttemptRow>, PersistenceError>
+  /** The attempt logs of several deliveries in one read (a page of deliveries), grouped with {@link byDelivery}. */
+  readonly attemptsOf: (deliveryIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<AttemptRow>, PersistenceError>
   /** When a pending delivery is next due (its lease counted), or none. */
   readonly nextDueAt: Effect.Effect<Option.Option<number>, PersistenceError>
   /** Releases every lease `owner` holds (graceful shutdown); answers how many. */
@@ -373,6 +375,18 @@ export const settled = (row: DeliveryRow, attempt: AttemptResult | undefined, se
   leaseOwner: null,
   leaseExpiresAt: null
 })
+
+/** Attempt rows by delivery id, each delivery's first attempt first. */
+export const byDelivery = (rows: ReadonlyArray<AttemptRow>): ReadonlyMap<string, ReadonlyArray<AttemptRow>> => {
+  const grouped = new Map<string, Array<AttemptRow>>()
+  for (const row of rows) {
+    const list = grouped.get(row.deliveryId)
+    if (list === undefined) grouped.set(row.deliveryId, [row])
+    else list.push(row)
+  }
+  for (const list of grouped.values()) list.sort((a, b) => a.attempt - b.attempt)
+  return grouped
+}
 
 /** The logged row of the `attempt`-th request of a delivery (both implementations). */
 export const attemptRow = (deliveryId: string, attempt: number, result: AttemptResult): AttemptRow => ({
@@ -529,6 +543,11 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
     settleAll: (settles) =>
       sync(() => settles.map(({ attempt, delivery, settlement }) => settleOne(delivery.id, delivery.fence, attempt, settlement))),
     attempts: (deliveryId) => sync(() => log.filter((a) => a.deliveryId === deliveryId)),
+    attemptsOf: (deliveryIds) =>
+      sync(() => {
+        const wanted = new Set(deliveryIds)
+        return log.filter((a) => wanted.has(a.deliveryId))
+      }),
     nextDueAt: sync(() => {
       const times = [...deliveries.values()]
         .filter((d) => d.status === "pending" && d.nextAttemptAt !== null)

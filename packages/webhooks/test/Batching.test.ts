@@ -14,7 +14,7 @@ import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as Dispatcher from "../src/Dispatcher.js"
 import * as WebhookService from "../src/WebhookService.js"
-import { type AttemptResult, WebhookStore } from "../src/WebhookStore.js"
+import { type AttemptResult, byDelivery, WebhookStore } from "../src/WebhookStore.js"
 import { backends, entry, principal, scriptedSender } from "./support.js"
 
 const alice = principal("acct_alice")
@@ -117,6 +117,12 @@ for (const [name, backend] of backends) {
         expect(yield* store.settleAll([{ delivery: retry!, attempt: answer(200, later), settlement: { status: "succeeded" } }])).toEqual([true])
         expect((yield* store.attempts(retrying.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, null], [2, 200]])
         expect(yield* store.settleAll([])).toEqual([])
+        // the logs of several deliveries in one read, grouped by delivery, each first attempt first
+        const logs = byDelivery(yield* store.attemptsOf([retrying.id, succeeded.id, stale.id, "dlv_unknown"]))
+        expect([...logs.keys()].sort()).toEqual([retrying.id, succeeded.id].sort())
+        expect(logs.get(retrying.id)).toEqual(yield* store.attempts(retrying.id))
+        expect(logs.get(succeeded.id)).toEqual(yield* store.attempts(succeeded.id))
+        expect(yield* store.attemptsOf([])).toEqual([])
       }).pipe(Effect.provide(layer())))
 
     it.scoped("fanOutLeased: the first `limit` new deliveries leased to the caller with their webhooks, the rest claimable", () =>
