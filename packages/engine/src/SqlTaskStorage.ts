@@ -49,6 +49,7 @@ import { Catalog, Errors, Task, Tracing, Webhook } from "@mediagate/contract"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Cause from "effect/Cause"
@@ -570,7 +571,13 @@ const stepSpan = Tracing.span(`${storeName}.step`)
 const finishSpan = Tracing.span(`${storeName}.finish`)
 
 /** Options of the SQL storage: the table prefix and where "now" comes from (default: the database clock). */
-export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions {}
+export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions {
+  /**
+   * A read-only second connection (SQLite files, `@mediagate/persistence/ReadConnection`) for the read of one task
+   * by id (`get`, `getById`: every `GET /api/v1/tasks/{id}`), instead of the `SqlClient`. Ignored on PostgreSQL.
+   */
+  readonly reader?: ReadConnection.Reader | undefined
+}
 
 /** Whether an accept's exit is final: a success, or a refusal of its charge (a storage failure is not). */
 const isRefusedOrDone = (exit: Exit.Exit<unknown, unknown>) =>
@@ -630,6 +637,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const currentTime = SqlStore.storageNow(sql, pg, time)
 
     const selectTask = (id: string) => sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`.pipe(Effect.flatMap(rows.task.first))
+    // a task read on its own (not in a transaction): through the read connection when there is one
+    const reader = pg ? undefined : options.reader
+    const readTaskQuery = `SELECT * FROM "${tables(prefix).tasks}" WHERE id = ?`
+    const readTask = reader === undefined
+      ? selectTask
+      : (id: string) => Effect.flatMap(reader.all(readTaskQuery, [id]), rows.task.first)
 
     /** The refund a task that just became terminal is owed (failed, expired, cancelled), recorded; the task after it. */
     const refund = (task: TaskRecord) =>
@@ -1239,9 +1252,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         Effect.suspend(() =>
           hasNul(accountId, id)
             ? Effect.succeedNone
-            : selectTask(id).pipe(Effect.map(Option.filter((task) => task.accountId === accountId)))
+            : readTask(id).pipe(Effect.map(Option.filter((task) => task.accountId === accountId)))
         ).pipe(persistence("get")),
-      getById: (id) => Effect.suspend(() => hasNul(id) ? Effect.succeedNone : selectTask(id)).pipe(persistence("getById")),
+      getById: (id) => Effect.suspend(() => hasNul(id) ? Effect.succeedNone : readTask(id)).pipe(persistence("getById")),
       list,
       claim,
       step,

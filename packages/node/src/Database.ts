@@ -18,6 +18,7 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import * as Durations from "@mediagate/vendors/Durations"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
@@ -138,11 +139,17 @@ const load = <A>(driver: string, load: () => Promise<A>) =>
  * a PostgreSQL URL the layer also provides {@link DatabasePool} (not in its type: read it with
  * `Effect.serviceOption`).
  */
-export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, DatabaseError> => {
+export const layer = (
+  database: Database
+): Layer.Layer<SqlClient.SqlClient | ReadConnection.ReadConnection, DatabaseError> => {
   if ("layer" in database) {
-    return Layer.catchAll(
-      database.layer,
-      (cause) => Layer.fail(new DatabaseError({ message: "the host app's SqlClient failed to start", retryable: true, cause }))
+    // the host app's client: every read goes through it
+    return Layer.merge(
+      Layer.catchAll(
+        database.layer,
+        (cause) => Layer.fail(new DatabaseError({ message: "the host app's SqlClient failed to start", retryable: true, cause }))
+      ),
+      ReadConnection.layerNone
     )
   }
   if ("postgres" in database) {
@@ -178,7 +185,7 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
         PgClient.layerFromPool({ acquire: Effect.succeed(pool) }),
         (cause) => Layer.fail(failed(cause))
       )
-      return Layer.merge(client, Layer.succeed(DatabasePool, pgPoolStats(pool, max)))
+      return Layer.mergeAll(client, Layer.succeed(DatabasePool, pgPoolStats(pool, max)), ReadConnection.layerNone)
     }))
   }
   const file = database.sqlite
@@ -194,7 +201,11 @@ export const layer = (database: Database): Layer.Layer<SqlClient.SqlClient, Data
       SqliteClient.layer({ filename: file }),
       (cause) => Layer.fail(new DatabaseError({ message: `cannot open the SQLite database ${file}`, retryable: true, cause }))
     )
-    return Layer.effect(DatabasePool, Effect.map(SqlClient.SqlClient, sqliteStats)).pipe(Layer.provideMerge(client))
+    // a file gets a second, read-only connection for the hot reads (@mediagate/persistence/ReadConnection)
+    const reads = file === ":memory:" ? ReadConnection.layerNone : ReadConnection.layer(file)
+    return Layer.merge(Layer.effect(DatabasePool, Effect.map(SqlClient.SqlClient, sqliteStats)), reads).pipe(
+      Layer.provideMerge(client)
+    )
   }))
 }
 

@@ -13,6 +13,7 @@
 import type * as HttpApp from "@effect/platform/HttpApp"
 import { NodeHttpServer } from "@effect/platform-node"
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
 import type { AccountStore } from "@mediagate/accounts/AccountStore"
@@ -205,7 +206,10 @@ const makeService = (database: string) =>
     })
   })
 
-const compose = (database: Layer.Layer<SqlClient.SqlClient, Database.DatabaseError>, description: string) =>
+const compose = (
+  database: Layer.Layer<SqlClient.SqlClient | ReadConnection.ReadConnection, Database.DatabaseError>,
+  description: string
+) =>
   Layer.scoped(Mediagate, makeService(description)).pipe(
     Layer.provideMerge(Stack.Ports),
     Layer.provide(database),

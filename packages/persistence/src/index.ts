@@ -19,6 +19,8 @@ export * as Ids from "./Ids.js"
 export * as MemoryStore from "./MemoryStore.js"
 /** Storage failures. */
 export * as PersistenceError from "./PersistenceError.js"
+/** A read-only second connection to a SQLite file, for hot single-row reads. */
+export * as ReadConnection from "./ReadConnection.js"
 /** Rows decoded with Schema; a row that does not decode is a `RowError` naming its table and column. */
 export * as SqlRows from "./SqlRows.js"
 /** The client and dialect, table prefix, column types, migrations, storage clock and failure mapping. */

@@ -1,0 +1,110 @@
+/**
+ * The task storage on a SQLite file with a read connection (`@mediagate/persistence/ReadConnection`): the whole
+ * conformance suite and the state-machine property hold when `get`/`getById` read through the second connection,
+ * and the reads see every committed write at once, nothing uncommitted, and fail on a corrupt row as the
+ * `SqlClient` path does.
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { layerUnmetered } from "../src/Billing.js"
+import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
+import { TaskStorage } from "../src/TaskStorage.js"
+import { stateMachineProperty } from "./StateMachineProperty.js"
+import { newTask } from "./support.js"
+import { type Backend, taskStorageSuite } from "./TaskStorageSuite.js"
+
+/** A fresh SQLite file (removed when the layer is released), its client, and reads counted through the reader. */
+const sqliteFile = () => {
+  const reads = { count: 0 }
+  const layer = Layer.unwrapScoped(Effect.gen(function*() {
+    const dir = yield* Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "mediagate-reader-"))),
+      (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
+    )
+    const file = join(dir, "tasks.db")
+    const counted = Layer.effect(
+      ReadConnection.ReadConnection,
+      Effect.map(ReadConnection.make(file), (reader): ReadConnection.Reader => ({
+        all: (query, params) => Effect.tap(reader.all(query, params), () => Effect.sync(() => { reads.count++ }))
+      }))
+    )
+    return Layer.merge(SqliteClient.layer({ filename: file }), counted)
+  }))
+  return { reads, layer }
+}
+
+/** The storage on a fresh SQLite file, `get`/`getById` through its read connection. */
+const withReader = (options: SqlTaskStorage.SqlOptions = {}) => {
+  const file = sqliteFile()
+  const storage = Layer.unwrapEffect(Effect.map(ReadConnection.ReadConnection, (reader) =>
+    SqlTaskStorage.layer({ ...options, reader })))
+  return { reads: file.reads, layer: (billing = layerUnmetered) => Layer.provideMerge(storage, Layer.merge(file.layer, billing)) }
+}
+
+const readerBackend: Backend = (billing) => withReader({ time: "clock" }).layer(billing)
+
+taskStorageSuite("sqlite file with a read connection", readerBackend)
+stateMachineProperty("sqlite file with a read connection", readerBackend, 50)
+
+describe("reads through the read connection", () => {
+  it.live("see each committed write at once, and go through the reader", () => {
+    const { layer, reads } = withReader()
+    return Effect.gen(function*() {
+      const storage = yield* TaskStorage
+      const task = newTask({ createdAt: yield* storage.now })
+      assert.isTrue(Option.isNone(yield* storage.get(task.accountId, task.id)))
+      yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+      expect(Option.map(yield* storage.get(task.accountId, task.id), (t) => t.status)).toEqual(Option.some("pending"))
+      // another account's read of it finds nothing
+      assert.isTrue(Option.isNone(yield* storage.get("acct_other", task.id)))
+      const [claimed] = yield* storage.claim("w1", 5, 60_000)
+      expect(Option.map(yield* storage.getById(task.id), (t) => [t.status, t.fence])).toEqual(Option.some(["queued", 1]))
+      yield* storage.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] })
+      expect(Option.map(yield* storage.getById(task.id), (t) => t.status)).toEqual(Option.some("succeeded"))
+      expect(reads.count).toBe(5)
+    }).pipe(Effect.provide(layer()), Effect.scoped)
+  })
+
+  it.live("never see a write transaction's uncommitted change", () =>
+    Effect.gen(function*() {
+      const storage = yield* TaskStorage
+      const sql = yield* SqlClient.SqlClient
+      const task = newTask({ createdAt: yield* storage.now })
+      yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+      const during = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`UPDATE mediagate_tasks SET progress = 42 WHERE id = ${task.id}`
+        return yield* storage.getById(task.id)
+      }))
+      expect(Option.map(during, (t) => t.progress)).toEqual(Option.some(0))
+      expect(Option.map(yield* storage.getById(task.id), (t) => t.progress)).toEqual(Option.some(42))
+    }).pipe(Effect.provide(withReader().layer()), Effect.scoped))
+
+  it.live("a corrupt row is a PersistenceError naming its table and column", () =>
+    Effect.gen(function*() {
+      const storage = yield* TaskStorage
+      const sql = yield* SqlClient.SqlClient
+      const task = newTask({ createdAt: yield* storage.now })
+      yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+      yield* sql`UPDATE mediagate_tasks SET metadata = 'not json' WHERE id = ${task.id}`
+      const failure = yield* Effect.flip(storage.get(task.accountId, task.id))
+      assert.instanceOf(failure, PersistenceError)
+      expect(failure.message).toContain("mediagate_tasks.metadata")
+    }).pipe(Effect.provide(withReader().layer()), Effect.scoped))
+
+  it.live("a table prefix reads its own table", () =>
+    Effect.gen(function*() {
+      const storage = yield* TaskStorage
+      const task = newTask({ createdAt: yield* storage.now })
+      yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+      expect(Option.map(yield* storage.getById(task.id), (t) => t.id)).toEqual(Option.some(task.id))
+    }).pipe(Effect.provide(withReader({ prefix: "other_" }).layer()), Effect.scoped))
+})

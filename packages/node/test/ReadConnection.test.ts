@@ -1,0 +1,45 @@
+/**
+ * The database layer gives a SQLite file a read connection (the task reads of `GET /api/v1/tasks/{id}` go through
+ * it) and gives none to an in-memory database or a host app's own client.
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import * as Effect from "effect/Effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Database from "../src/Database.js"
+
+describe("Database.layer and the read connection", () => {
+  it.scoped("a SQLite file: a reader that sees what the client committed", () =>
+    Effect.gen(function*() {
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => mkdtempSync(join(tmpdir(), "mediagate-db-"))),
+        (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
+      )
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const reader = yield* ReadConnection.ReadConnection
+        assert.isDefined(reader)
+        yield* sql`CREATE TABLE t (id TEXT PRIMARY KEY, n INTEGER)`
+        yield* sql`INSERT INTO t (id, n) VALUES ('a', 1)`
+        expect(yield* reader!.all("SELECT id, n FROM t WHERE id = ?", ["a"])).toEqual([{ id: "a", n: 1 }])
+        // a read-only connection: a write through it fails as a SqlError
+        const refused = yield* Effect.flip(reader!.all("INSERT INTO t (id, n) VALUES ('b', 2) RETURNING id", []))
+        expect(refused._tag).toBe("SqlError")
+      }).pipe(Effect.provide(Database.layer({ sqlite: join(dir, "data", "mediagate.db") })), Effect.scoped)
+    }))
+
+  it.scoped("in memory, and a host app's client: no reader", () =>
+    Effect.gen(function*() {
+      const memory = yield* Effect.provide(ReadConnection.ReadConnection, Database.layer({ sqlite: ":memory:" }))
+      expect(memory).toBeUndefined()
+      const host = yield* Effect.provide(
+        ReadConnection.ReadConnection,
+        Database.layer({ layer: SqliteClient.layer({ filename: ":memory:" }) })
+      )
+      expect(host).toBeUndefined()
+    }))
+})
