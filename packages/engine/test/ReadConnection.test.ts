@@ -31,7 +31,7 @@ const sqliteFile = () => {
       (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
     )
     const file = join(dir, "tasks.db")
-    const counted = Layer.effect(
+    const counted = Layer.scoped(
       ReadConnection.ReadConnection,
       Effect.map(ReadConnection.make(file), (reader): ReadConnection.Reader => ({
         all: (query, params) => Effect.tap(reader.all(query, params), () => Effect.sync(() => { reads.count++ }))
