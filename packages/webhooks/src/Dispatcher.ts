@@ -515,11 +515,14 @@ export const run = (options: DispatcherOptions = {}) =>
         return yield* Effect.ensuring(Queue.take(pokes), Effect.sync(() => { deliveryWaitsForSlot = false }))
       }
       const now = yield* storageNow
-      const claimed = yield* store.claimDue(owner, free, leaseMs, now)
-      for (const delivery of claimed) {
-        running++
-        yield* FiberSet.run(sends, send(delivery))
-      }
+      // the slots are reserved while the claim runs (a fan-out round meanwhile sees them taken)
+      running += free
+      const claimed = yield* store.claimDue(owner, free, leaseMs, now).pipe(Effect.onExit((exit) =>
+        Effect.sync(() => {
+          running -= free - (Exit.isSuccess(exit) ? exit.value.length : 0)
+        })
+      ))
+      for (const delivery of claimed) yield* FiberSet.run(sends, send(delivery))
       // the claim took what was due (a full claim: the loop looks again at once)
       if (knownDue <= now) knownDue = Number.POSITIVE_INFINITY
       if (claimed.length >= free) return
