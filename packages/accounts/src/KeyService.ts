@@ -138,9 +138,11 @@ export interface NewKey {
 /** The most keys above a derived key (a root's descendants reach ten levels); every charge writes each one's spend. */
 export const maxAncestors = 9
 
+/** A refusal of the key (`KEY_PERMISSION_DENIED`) saying why. */
+const denied = (message: string) => new Errors.KeyPermissionDenied({ message })
+
 /** The refusal of a derivation whose calling key (or an ancestor of it) was revoked meanwhile. */
-const ancestorRevoked = () =>
-  new Errors.KeyPermissionDenied({ message: "the calling key or one of its ancestors has been revoked" })
+const ancestorRevoked = () => denied("the calling key or one of its ancestors has been revoked")
 
 /**
  * Stores a key derived by the last of `ancestors` (root first) and registers its spend limit and ancestors with
@@ -214,7 +216,7 @@ const within = (value: number | null | undefined, bound: number | null, refusal:
     : value === undefined
     ? Effect.succeed(bound)
     : value === null || value > bound
-    ? Effect.fail(new Errors.KeyPermissionDenied({ message: refusal(bound) }))
+    ? Effect.fail(denied(refusal(bound)))
     : Effect.succeed(value)
 
 /**
@@ -234,9 +236,7 @@ export const rateLimitWithin = (
   const effective = value ?? fallback
   return effective !== null && effective <= bound
     ? Effect.succeed(value)
-    : Effect.fail(new Errors.KeyPermissionDenied({
-      message: `rateLimit.${field}: must be at most ${bound} (the limit of the calling key)`
-    }))
+    : Effect.fail(denied(`rateLimit.${field}: must be at most ${bound} (the limit of the calling key)`))
 }
 
 /** The refusals of a known key's row. */
@@ -347,7 +347,7 @@ export const make = (
         return Effect.fail(new Errors.AuthTokenExpired({ message: "API key has expired" }))
       }
       if (!entry.allows(clientAddress)) {
-        return Effect.fail(new Errors.KeyPermissionDenied({ message: "IP address not allowed for this key" }))
+        return Effect.fail(denied("IP address not allowed for this key"))
       }
       if ((buffer.get(row.id) ?? -Infinity) < now) buffer.set(row.id, now)
       const principal: Security.Principal = {
@@ -397,20 +397,16 @@ export const make = (
         if (Option.isNone(own) || own.value.revokedAt !== null) return yield* ancestorRevoked()
         const parent = own.value
         if (parent.ancestors.length >= maxAncestors) {
-          return yield* new Errors.KeyPermissionDenied({
-            message: `a key ${maxAncestors + 1} levels below its root cannot create keys`
-          })
+          return yield* denied(`a key ${maxAncestors + 1} levels below its root cannot create keys`)
         }
         const environment = body.environment ?? caller.environment
         if (caller.environment === "test" && environment !== "test") {
-          return yield* new Errors.KeyPermissionDenied({ message: "environment: a test key can only create test keys" })
+          return yield* denied("environment: a test key can only create test keys")
         }
         // absent fields default to the caller's own bounds; explicit values must lie within them
         const permissions = body.permissions ?? caller.permissions
         if (!ApiKey.isWithin(permissions, caller.permissions)) {
-          return yield* new Errors.KeyPermissionDenied({
-            message: "permissions: must be within the permissions of the calling key"
-          })
+          return yield* denied("permissions: must be within the permissions of the calling key")
         }
         const remaining = caller.spendLimitMicros === null
           ? null
@@ -428,23 +424,12 @@ export const make = (
         // the whitelist is inherited when absent; an explicit one (empty: any address) must lie within it
         const ipWhitelist = body.ipWhitelist ?? parent.ipWhitelist
         if (!Keys.withinWhitelist(ipWhitelist, parent.ipWhitelist)) {
-          return yield* new Errors.KeyPermissionDenied({
-            message: "ipWhitelist: must be within the IP whitelist of the calling key"
-          })
+          return yield* denied("ipWhitelist: must be within the IP whitelist of the calling key")
         }
-        const defaults = options.rateLimitDefaults
-        const requestsPerMinute = yield* rateLimitWithin(
-          body.rateLimit?.requestsPerMinute,
-          parent.requestsPerMinute,
-          defaults?.requestsPerMinute ?? null,
-          "requestsPerMinute"
-        )
-        const maxInFlightTasks = yield* rateLimitWithin(
-          body.rateLimit?.maxInFlightTasks,
-          parent.maxInFlightTasks,
-          defaults?.maxInFlightTasks ?? null,
-          "maxInFlightTasks"
-        )
+        const rateLimit = (field: "requestsPerMinute" | "maxInFlightTasks") =>
+          rateLimitWithin(body.rateLimit?.[field], parent[field], options.rateLimitDefaults?.[field] ?? null, field)
+        const requestsPerMinute = yield* rateLimit("requestsPerMinute")
+        const maxInFlightTasks = yield* rateLimit("maxInFlightTasks")
         const key: NewKey = {
           accountId: caller.accountId,
           name: body.name,

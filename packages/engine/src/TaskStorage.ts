@@ -472,10 +472,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           }
           tasks.set(task.id, {
             ...task,
-            ...(update.status === undefined ? {} : { status: update.status }),
-            ...(update.progress === undefined ? {} : { progress: update.progress }),
-            ...(update.upstreamJobId === undefined ? {} : { upstreamJobId: update.upstreamJobId }),
-            ...(update.channelId === undefined ? {} : { channelId: update.channelId }),
+            ...MemoryStore.given(update, ["status", "progress", "upstreamJobId", "channelId"]),
             ...(update.resubmit === true ? { upstreamJobId: null, channelId: null } : {}),
             polls: update.polled === true ? task.polls + 1 : task.polls,
             chargedMicros: task.chargedMicros + extra.reduce((sum, charge) => sum + charge.amountMicros, 0),
@@ -485,7 +482,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           })
           return true
         })),
-      finish: (id, fence, outcome, options) =>
+      finish: (id, fence, outcome, options = {}) =>
         transaction(Effect.gen(function*() {
           const task = tasks.get(id)
           if (!holds(task, fence)) return Option.none()
@@ -495,10 +492,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
             : outcome._tag === "Failed"
             ? { error: outcome.error }
             : { error: { code: "TASK_EXPIRED", message: "task did not finish before its deadline" } }
-          const job = {
-            ...(options?.upstreamJobId === undefined ? {} : { upstreamJobId: options.upstreamJobId }),
-            ...(options?.channelId === undefined ? {} : { channelId: options.channelId })
-          }
+          const job = MemoryStore.given(options, ["upstreamJobId", "channelId"])
           return Option.some(yield* terminate(task, statusOfOutcome(outcome), { ...patch, ...job }, now))
         })),
       cancel: (accountId, id) =>

@@ -42,7 +42,7 @@ import * as Ids from "@mediagate/persistence/Ids"
 import type { Outcome, TaskRecord } from "./TaskRecord.js"
 import { idempotencyWindowMs } from "./TaskService.js"
 import { type FinishOptions, type StepUpdate, TaskStorage } from "./TaskStorage.js"
-import { type JobState, Upstream } from "./Upstream.js"
+import { type JobState, Upstream, type UpstreamError } from "./Upstream.js"
 import * as EngineMetrics from "./internal/metrics.js"
 
 /** Worker settings. */
@@ -138,6 +138,11 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
     /** Ends the task (a span of the step). */
     const end = (outcome: Outcome, finishOptions?: FinishOptions) =>
       storage.finish(task.id, task.fence, outcome, finishOptions).pipe(stepSpan("Worker.finish", task))
+    /** When to call again after a retryable upstream failure: its `retryAfterMs`, else the retry delay. */
+    const retryAt = (error: UpstreamError) => now + (error.retryAfterMs ?? Duration.toMillis(options.retryDelay(task.polls)))
+    /** The end of a task after an upstream failure that is not retryable. */
+    const refused = (error: UpstreamError): Outcome =>
+      ({ _tag: "Failed", error: { code: error.code ?? "PROVIDER_ERROR", message: error.message } })
 
     if (now >= task.deadlineAt) {
       if (task.upstreamJobId !== null) yield* upstream.cancel(task, task.upstreamJobId)
@@ -158,9 +163,7 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
         const polled = yield* Effect.either(EngineMetrics.timed(task, "poll", upstream.poll(on, jobId)).pipe(stepSpan("Worker.poll", task)))
         if (polled._tag === "Left") {
           const error = polled.left
-          return yield* error.retryable
-            ? step({ nextRunAt: now + (error.retryAfterMs ?? Duration.toMillis(options.retryDelay(task.polls))), polled: true })
-            : finish({ _tag: "Failed", error: { code: error.code ?? "PROVIDER_ERROR", message: error.message } })
+          return yield* error.retryable ? step({ nextRunAt: retryAt(error), polled: true }) : finish(refused(error))
         }
         const state: JobState = polled.right
         const next = now + Duration.toMillis(options.pollDelay(task.polls + 1, on))
@@ -194,15 +197,8 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
       const error = submitted.left
       // a retryable failure on every channel: try again later, the channel reservation let go
       return yield* error.retryable
-        ? Effect.asVoid(storage.step(task.id, task.fence, {
-          nextRunAt: now + (error.retryAfterMs ?? Duration.toMillis(options.retryDelay(task.polls))),
-          polled: true,
-          resubmit: true
-        }))
-        : Effect.asVoid(end({
-          _tag: "Failed",
-          error: { code: error.code ?? "PROVIDER_ERROR", message: error.message }
-        }))
+        ? Effect.asVoid(storage.step(task.id, task.fence, { nextRunAt: retryAt(error), polled: true, resubmit: true }))
+        : Effect.asVoid(end(refused(error)))
     }
     const jobId = submitted.right.jobId
     const channelId = submitted.right.channelId

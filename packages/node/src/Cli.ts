@@ -19,6 +19,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Rec from "effect/Record"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Server from "./Server.js"
@@ -49,9 +50,20 @@ const report = <A, E>(effect: Effect.Effect<A, E, OperatorPorts>) =>
     )
   )
 
+/** {@link report} of a call of the `AdminService`. */
+const reportAdmin = <A, E>(call: (admin: Services.AdminService["Type"]) => Effect.Effect<A, E, OperatorPorts>) =>
+  report(Effect.flatMap(Services.AdminService, call))
+
+/** {@link report} of a call of the `AdminChannels`. */
+const reportChannels = <A, E>(call: (channels: Services.AdminChannels["Type"]) => Effect.Effect<A, E, OperatorPorts>) =>
+  report(Effect.flatMap(Services.AdminChannels, call))
+
 const usd = (name: string) => Options.float(name).pipe(Options.withDescription(`${name} in USD`))
 const optional = <A>(options: Options.Options<A>) => Options.optional(options)
-const some = <A>(option: Option.Option<A>): A | undefined => Option.getOrUndefined(option)
+
+/** The options given, as the fields of a body (an option not given leaves its field out). */
+const given = <O extends Record<string, Option.Option<unknown>>>(options: O) =>
+  Rec.getSomes(options) as { readonly [K in keyof O]?: Option.Option.Value<O[K]> }
 
 const accountCreate = Command.make(
   "create",
@@ -62,28 +74,20 @@ const accountCreate = Command.make(
     monthlyLimit: optional(usd("monthly-limit"))
   },
   ({ balance, billingMode, monthlyLimit, name }) =>
-    report(Effect.flatMap(Services.AdminService, (admin) =>
-      admin.createAccount({
-        name,
-        ...(Option.isSome(balance) ? { balance: balance.value } : {}),
-        ...(Option.isSome(billingMode) ? { billingMode: billingMode.value } : {}),
-        ...(Option.isSome(monthlyLimit) ? { monthlySpendLimit: monthlyLimit.value } : {})
-      })))
+    reportAdmin((admin) =>
+      admin.createAccount({ name, ...given({ balance, billingMode, monthlySpendLimit: monthlyLimit }) }))
 ).pipe(Command.withDescription("Create an account"))
 
 const accountId = Args.text({ name: "account-id" }).pipe(Args.withDescription("acct_..."))
 
-const accountShow = Command.make("show", { id: accountId }, ({ id }) =>
-  report(Effect.flatMap(Services.AdminService, (admin) => admin.getAccount(id)))).pipe(
-    Command.withDescription("Show an account and its balance")
-  )
+const accountShow = Command.make("show", { id: accountId }, ({ id }) => reportAdmin((admin) => admin.getAccount(id))).pipe(
+  Command.withDescription("Show an account and its balance")
+)
 
 const accountCredit = Command.make(
   "credit",
   { id: accountId, amount: usd("amount"), note: optional(Options.text("note")) },
-  ({ amount, id, note }) =>
-    report(Effect.flatMap(Services.AdminService, (admin) =>
-      admin.credit(id, { amount, ...(Option.isSome(note) ? { note: note.value } : {}) })))
+  ({ amount, id, note }) => reportAdmin((admin) => admin.credit(id, { amount, ...given({ note }) }))
 ).pipe(Command.withDescription("Credit an account (a ledger entry)"))
 
 const keyCreate = Command.make(
@@ -96,25 +100,26 @@ const keyCreate = Command.make(
     expiresAt: optional(Options.text("expires-at").pipe(Options.withDescription("ISO 8601")))
   },
   ({ environment, expiresAt, id, name, spendLimit }) =>
-    report(Effect.flatMap(Services.AdminService, (admin) => {
-      const expires = some(expiresAt)
-      return admin.createKey(id, {
+    reportAdmin((admin) =>
+      admin.createKey(id, {
         name,
-        ...(Option.isSome(environment) ? { environment: environment.value } : {}),
-        ...(Option.isSome(spendLimit) ? { spendLimit: spendLimit.value } : {}),
-        ...(expires === undefined ? {} : { expiresAt: new Date(expires) })
+        ...given({ environment, spendLimit, expiresAt: Option.map(expiresAt, (text) => new Date(text)) })
       })
-    }))
+    )
 ).pipe(Command.withDescription("Create an API key for an account (the full key is shown once)"))
+
+/** `input` decoded by the API's Schema: its rules, and its messages (paths under `root`) on a failure. */
+const decode = <A, I>(schema: Schema.Schema<A, I>, input: unknown, root: "query" | "channel") =>
+  Effect.mapError(
+    Schema.decodeUnknown(schema)(input),
+    (error) => new Errors.ValidationError({ message: ValidationMessage.formatParseError(error, root) })
+  )
 
 /** The present options as the encoded query of a list (strings, as in a URL), decoded by the API's Schema. */
 const query = <A, I>(schema: Schema.Schema<A, I>, options: Record<string, Option.Option<string | number>>) => {
   const encoded: Record<string, string> = {}
   for (const [name, value] of Object.entries(options)) if (Option.isSome(value)) encoded[name] = String(value.value)
-  return Effect.mapError(
-    Schema.decodeUnknown(schema)(encoded),
-    (error) => new Errors.ValidationError({ message: ValidationMessage.formatParseError(error, "query") })
-  )
+  return decode(schema, encoded, "query")
 }
 
 const limit = optional(Options.integer("limit").pipe(Options.withDescription("items per page, 1 to 100 (default 20)")))
@@ -128,65 +133,59 @@ const accountList = Command.make(
     cursor
   },
   (options) =>
-    report(Effect.flatMap(
-      query(Admin.AccountListQuery, options),
-      (decoded) => Effect.flatMap(Services.AdminService, (admin) => admin.listAccounts(decoded))
-    ))
+    reportAdmin((admin) => Effect.flatMap(query(Admin.AccountListQuery, options), (decoded) => admin.listAccounts(decoded)))
 ).pipe(Command.withDescription("List accounts with their balance, newest first"))
 
-const keyList = Command.make("list", { id: accountId }, ({ id }) =>
-  report(Effect.flatMap(Services.AdminService, (admin) => admin.listKeys(id)))).pipe(
-    Command.withDescription("List the unrevoked keys of an account (never the secrets)")
-  )
+const keyList = Command.make("list", { id: accountId }, ({ id }) => reportAdmin((admin) => admin.listKeys(id))).pipe(
+  Command.withDescription("List the unrevoked keys of an account (never the secrets)")
+)
 
 const keyRevoke = Command.make(
   "revoke",
   { id: Args.text({ name: "key-id" }).pipe(Args.withDescription("key_...")) },
-  ({ id }) => report(Effect.flatMap(Services.AdminService, (admin) => admin.revokeKey(id)))
+  ({ id }) => reportAdmin((admin) => admin.revokeKey(id))
 ).pipe(Command.withDescription("Revoke a key and every key derived from it"))
 
 const accountFilter = optional(Options.text("account").pipe(Options.withDescription("only this account's (acct_...)")))
 
-const taskList = Command.make(
+/** A list across accounts (or of one, `--account`), filtered by `--status`, paged by `--limit` and `--cursor`. */
+const acrossAccounts = <A, I, B, E>(
+  name: string,
+  statuses: ReadonlyArray<string>,
+  schema: Schema.Schema<A, I>,
+  list: (admin: Services.AdminService["Type"], query: A) => Effect.Effect<B, E, OperatorPorts>
+) =>
+  Command.make(
+    name,
+    { account: accountFilter, status: optional(Options.choice("status", statuses)), limit, cursor },
+    ({ account, ...options }) =>
+      reportAdmin((admin) =>
+        Effect.flatMap(query(schema, { ...options, account_id: account }), (decoded) => list(admin, decoded)))
+  )
+
+const taskList = acrossAccounts(
   "list",
-  {
-    account: accountFilter,
-    status: optional(Options.choice("status", Task.taskStatuses)),
-    limit,
-    cursor
-  },
-  ({ account, ...options }) =>
-    report(Effect.flatMap(
-      query(Admin.AdminTaskListQuery, { ...options, account_id: account }),
-      (decoded) => Effect.flatMap(Services.AdminService, (admin) => admin.listTasks(decoded))
-    ))
+  Task.taskStatuses,
+  Admin.AdminTaskListQuery,
+  (admin, decoded) => admin.listTasks(decoded)
 ).pipe(Command.withDescription("List tasks of every account (or one), newest first"))
 
 const taskInspect = Command.make(
   "inspect",
   { id: Args.text({ name: "task-id" }).pipe(Args.withDescription("task_...")) },
-  ({ id }) => report(Effect.flatMap(Services.AdminService, (admin) => admin.getTask(id)))
+  ({ id }) => reportAdmin((admin) => admin.getTask(id))
 ).pipe(Command.withDescription("Show a task of any account: status, claims, lease, timings, error"))
 
-const deliveryList = Command.make(
+const deliveryList = acrossAccounts(
   "deliveries",
-  {
-    account: accountFilter,
-    status: optional(Options.choice("status", Webhook.DeliveryStatus.literals)),
-    limit,
-    cursor
-  },
-  ({ account, ...options }) =>
-    report(Effect.flatMap(
-      query(Admin.AdminDeliveryListQuery, { ...options, account_id: account }),
-      (decoded) => Effect.flatMap(Services.AdminService, (admin) => admin.listDeliveries(decoded))
-    ))
+  Webhook.DeliveryStatus.literals,
+  Admin.AdminDeliveryListQuery,
+  (admin, decoded) => admin.listDeliveries(decoded)
 ).pipe(Command.withDescription("List webhook deliveries of every account (or one) with their attempts"))
 
-const systemStatus = Command.make("status", {}, () =>
-  report(Effect.flatMap(Services.AdminService, (admin) => admin.system))).pipe(
-    Command.withDescription("Tasks by state, queue depth, webhook backlog and worker nodes")
-  )
+const systemStatus = Command.make("status", {}, () => reportAdmin((admin) => admin.system)).pipe(
+  Command.withDescription("Tasks by state, queue depth, webhook backlog and worker nodes")
+)
 
 // -----------------------------------------------------------------------------------------------------------------
 // channels
@@ -196,13 +195,6 @@ const channelId = Args.text({ name: "channel-id" }).pipe(Args.withDescription("c
 
 /** The environment variable `--api-key` may be read from (kept out of shell history). */
 export const apiKeyVariable = "MEDIAGATE_CHANNEL_API_KEY"
-
-/** A channel body from the command's options, decoded by the API's Schema (its rules and messages). */
-const channelBody = <A, I>(schema: Schema.Schema<A, I>, body: Record<string, unknown>) =>
-  Effect.mapError(
-    Schema.decodeUnknown(schema)(body),
-    (error) => new Errors.ValidationError({ message: ValidationMessage.formatParseError(error, "channel") })
-  )
 
 /** The options of `channels create` and `channels update`. */
 const channelOptions = {
@@ -244,19 +236,14 @@ interface ChannelOptions {
 
 /** The fields of a body the options give (the wire names). */
 const channelFields = (options: ChannelOptions, apiKey: Option.Option<Redacted.Redacted<string>>) => {
-  const settings = {
-    ...(Option.isSome(options.baseUrl) ? { base_url: options.baseUrl.value } : {}),
-    ...(Option.isSome(options.timeoutMs) ? { timeout_ms: options.timeoutMs.value } : {})
-  }
+  const settings = given({ base_url: options.baseUrl, timeout_ms: options.timeoutMs })
   return {
-    ...(Option.isSome(options.name) ? { name: options.name.value } : {}),
+    ...given({ name: options.name }),
     ...(Object.keys(settings).length > 0 ? { settings } : {}),
-    ...(Option.isSome(apiKey) ? { credentials: { api_key: Redacted.value(apiKey.value) } } : {}),
+    ...given({ credentials: Option.map(apiKey, (key) => ({ api_key: Redacted.value(key) })) }),
     ...(options.families.length > 0 ? { families: options.families } : {}),
     ...(options.models.length > 0 ? { models: options.models } : {}),
-    ...(Option.isSome(options.priority) ? { priority: options.priority.value } : {}),
-    ...(Option.isSome(options.weight) ? { weight: options.weight.value } : {}),
-    ...(Option.isSome(options.concurrency) ? { concurrency: options.concurrency.value } : {}),
+    ...given({ priority: options.priority, weight: options.weight, concurrency: options.concurrency }),
     ...(options.disabled ? { enabled: false } : {})
   }
 }
@@ -267,15 +254,13 @@ const apiKeyFromEnvironment = Config.option(Config.redacted(apiKeyVariable)).pip
   Effect.orElseSucceed(() => Option.none<Redacted.Redacted<string>>())
 )
 
-const channelList = Command.make("list", {}, () =>
-  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.list))).pipe(
-    Command.withDescription("List the upstream channels with their health: the environment's first (credentials never shown)")
-  )
+const channelList = Command.make("list", {}, () => reportChannels((channels) => channels.list)).pipe(
+  Command.withDescription("List the upstream channels with their health: the environment's first (credentials never shown)")
+)
 
-const channelShow = Command.make("show", { id: channelId }, ({ id }) =>
-  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.get(id)))).pipe(
-    Command.withDescription("Show a channel and its health")
-  )
+const channelShow = Command.make("show", { id: channelId }, ({ id }) => reportChannels((channels) => channels.get(id))).pipe(
+  Command.withDescription("Show a channel and its health")
+)
 
 const channelCreate = Command.make(
   "create",
@@ -290,12 +275,12 @@ const channelCreate = Command.make(
     report(Effect.gen(function*() {
       // a relay's key: --api-key, else the environment (a simulated channel takes none)
       const apiKey = Option.isSome(options.apiKey) || transport !== "relay" ? options.apiKey : yield* apiKeyFromEnvironment
-      const body = yield* channelBody(Channel.ChannelCreate, {
+      const body = yield* decode(Channel.ChannelCreate, {
         ...channelFields({ ...options, name: Option.none() }, apiKey),
         name,
         transport,
         families: options.families
-      })
+      }, "channel")
       const channels = yield* Services.AdminChannels
       return yield* channels.create(body)
     }))
@@ -327,11 +312,11 @@ const channelUpdate = Command.make(
       if (apiKeyFromEnv && Option.isNone(options.apiKey) && Option.isNone(fromEnvironment)) {
         return yield* new Errors.ValidationError({ message: `--api-key-from-env: ${apiKeyVariable} is not set` })
       }
-      const body = yield* channelBody(Channel.ChannelUpdate, {
+      const body = yield* decode(Channel.ChannelUpdate, {
         ...channelFields(options, Option.orElse(options.apiKey, () => fromEnvironment)),
         ...(allModels ? { models: [] } : {}),
         ...(removeCredentials ? { credentials: null } : {})
-      })
+      }, "channel")
       const channels = yield* Services.AdminChannels
       return yield* channels.update(id, body)
     }))
@@ -341,17 +326,17 @@ const channelUpdate = Command.make(
 ))
 
 const channelEnable = Command.make("enable", { id: channelId }, ({ id }) =>
-  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.update(id, { enabled: true })))).pipe(
+  reportChannels((channels) => channels.update(id, { enabled: true }))).pipe(
     Command.withDescription("Enable a channel (clears its disabled_reason)")
   )
 
 const channelDisable = Command.make("disable", { id: channelId }, ({ id }) =>
-  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.update(id, { enabled: false })))).pipe(
+  reportChannels((channels) => channels.update(id, { enabled: false }))).pipe(
     Command.withDescription("Disable a channel: it takes no new tasks; its tasks in flight are still followed")
   )
 
 const channelDelete = Command.make("delete", { id: channelId }, ({ id }) =>
-  report(Effect.flatMap(Services.AdminChannels, (channels) => channels.remove(id)))).pipe(
+  reportChannels((channels) => channels.remove(id))).pipe(
     Command.withDescription("Delete a channel with no task in flight (disable it first and wait)")
   )
 

@@ -134,6 +134,9 @@ const load = <A>(driver: string, load: () => Promise<A>) =>
       })
   })
 
+/** A failure to reach the database, as a {@link DatabaseError} that is `retryable` (it may answer later). */
+const unreachable = (message: string) => (cause: unknown) => new DatabaseError({ message, retryable: true, cause })
+
 /**
  * The `SqlClient` of a {@link Database}; the driver module is imported only when it is used. With a SQLite file or
  * a PostgreSQL URL the layer also provides {@link DatabasePool} (not in its type: read it with
@@ -144,20 +147,15 @@ export const layer = (
 ): Layer.Layer<SqlClient.SqlClient | ReadConnection.ReadConnection, DatabaseError> => {
   if ("layer" in database) {
     // the host app's client: every read goes through it
-    return Layer.merge(
-      Layer.catchAll(
-        database.layer,
-        (cause) => Layer.fail(new DatabaseError({ message: "the host app's SqlClient failed to start", retryable: true, cause }))
-      ),
-      ReadConnection.layerNone
-    )
+    const client = Layer.mapError(database.layer, unreachable("the host app's SqlClient failed to start"))
+    return Layer.merge(client, ReadConnection.layerNone)
   }
   if ("postgres" in database) {
     const url = typeof database.postgres === "string" ? Redacted.make(database.postgres) : database.postgres
     const max = database.maxConnections ?? 10
     const connectTimeout = database.connectTimeout ?? defaultConnectTimeout
     const idleTimeout = database.idleTimeout
-    const failed = (cause: unknown) => new DatabaseError({ message: "cannot connect to PostgreSQL", retryable: true, cause })
+    const failed = unreachable("cannot connect to PostgreSQL")
     return Layer.unwrapScoped(Effect.gen(function*() {
       const PgClient = yield* load("@effect/sql-pg", () => import("@effect/sql-pg/PgClient"))
       const pg = yield* load("pg", () => import("pg"))
@@ -181,10 +179,7 @@ export const layer = (
       yield* Effect.tryPromise({ try: () => pool.query("SELECT 1"), catch: failed }).pipe(
         Effect.timeoutFail({ duration: connectTimeout, onTimeout: () => failed(new Error("connection timed out")) })
       )
-      const client: Layer.Layer<SqlClient.SqlClient, DatabaseError> = Layer.catchAll(
-        PgClient.layerFromPool({ acquire: Effect.succeed(pool) }),
-        (cause) => Layer.fail(failed(cause))
-      )
+      const client = Layer.mapError(PgClient.layerFromPool({ acquire: Effect.succeed(pool) }), failed)
       return Layer.mergeAll(client, Layer.succeed(DatabasePool, pgPoolStats(pool, max)), ReadConnection.layerNone)
     }))
   }
@@ -194,13 +189,10 @@ export const layer = (
     if (file !== ":memory:") {
       yield* Effect.try({
         try: () => mkdirSync(dirname(file), { recursive: true }),
-        catch: (cause) => new DatabaseError({ message: `cannot create the folder of ${file}`, retryable: true, cause })
+        catch: unreachable(`cannot create the folder of ${file}`)
       })
     }
-    const client: Layer.Layer<SqlClient.SqlClient, DatabaseError> = Layer.catchAll(
-      SqliteClient.layer({ filename: file }),
-      (cause) => Layer.fail(new DatabaseError({ message: `cannot open the SQLite database ${file}`, retryable: true, cause }))
-    )
+    const client = Layer.mapError(SqliteClient.layer({ filename: file }), unreachable(`cannot open the SQLite database ${file}`))
     // a file gets a second, read-only connection for the hot reads (@mediagate/persistence/ReadConnection)
     const reads = file === ":memory:" ? ReadConnection.layerNone : ReadConnection.layer(file)
     return Layer.merge(Layer.effect(DatabasePool, Effect.map(SqlClient.SqlClient, sqliteStats)), reads).pipe(

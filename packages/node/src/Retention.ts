@@ -229,11 +229,12 @@ export const make = (settings: Settings) =>
     const files = yield* FileStore
     const cursors = yield* RetentionCursors
 
-    /** Deletes the result files of the tasks of `environment` created before `before`, behind the cursor. */
-    const pruneResults = (environment: "live" | "test", before: number) =>
+    /** Deletes the result files of the tasks of `environment` older than `retention` (off: none), behind the cursor. */
+    const pruneResults = (environment: "live" | "test", retention: number | undefined, now: number) =>
       Effect.gen(function*() {
+        if (retention === undefined) return { resultTasks: 0, resultFiles: 0 }
         const name = `results:${environment}`
-        const bound = Ids.taskIdFloor(before)
+        const bound = Ids.taskIdFloor(now - retention)
         let after = yield* cursors.read(name)
         let resultTasks = 0
         let resultFiles = 0
@@ -268,12 +269,8 @@ export const make = (settings: Settings) =>
 
     const run = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const live = settings.results === undefined
-        ? { resultTasks: 0, resultFiles: 0 }
-        : yield* pruneResults("live", now - settings.results)
-      const test = settings.testResults === undefined
-        ? { resultTasks: 0, resultFiles: 0 }
-        : yield* pruneResults("test", now - settings.testResults)
+      const live = yield* pruneResults("live", settings.results, now)
+      const test = yield* pruneResults("test", settings.testResults, now)
       const deliveries = settings.deliveries === undefined ? 0 : yield* webhooks.pruneDeliveries(now - settings.deliveries)
       const outbox = settings.outbox === undefined
         ? 0

@@ -87,13 +87,15 @@ export const listen = (
     (server) => closeServer(server, options.shutdownGrace ?? "10 seconds")
   )
 
+/** The operator token (`MEDIAGATE_ADMIN_TOKEN`), when set: `/metrics` asks for it; with it, no first account is made. */
+const adminToken = Effect.orElseSucceed(Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN")), () => Option.none())
+
 /** The listener of the metrics port (`MEDIAGATE_METRICS_PORT`): `/metrics`, and 404 for every other path. */
 const metricsListener = (exporter: Metrics.Exporter, settings: Metrics.Settings) =>
   Effect.gen(function*() {
-    const adminToken = yield* Effect.orElseSucceed(Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN")), () => Option.none())
     const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
       Envelope.errorResponse(404, "NOT_FOUND", `no route for ${request.method} ${request.url.split("?", 1)[0]}`))
-    const app = Metrics.route(notFound, Metrics.respond(exporter, { open: settings.open, adminToken }))
+    const app = Metrics.route(notFound, Metrics.respond(exporter, { open: settings.open, adminToken: yield* adminToken }))
     return yield* NodeHttpServer.makeHandler(AccessLog.middleware(app, { log: false, metrics: true }))
   })
 
@@ -145,8 +147,7 @@ export const serve = (
 export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect.gen(function*() {
   const listenOptions = yield* Effect.mapError(config, (cause) =>
     new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause }))
-  const adminToken = yield* Effect.orElseSucceed(Config.option(Config.string("MEDIAGATE_ADMIN_TOKEN")), () => Option.none())
-  yield* serve(Mediagate.layerConfig, { ...listenOptions, bootstrap: Option.isNone(adminToken) })
+  yield* serve(Mediagate.layerConfig, { ...listenOptions, bootstrap: Option.isNone(yield* adminToken) })
   return yield* Effect.never
 }).pipe(Effect.scoped)
 

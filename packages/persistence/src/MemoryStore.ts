@@ -1,6 +1,6 @@
 /**
  * What the memory stores of Mediagate (tasks, accounts, webhooks, idempotent answers) share: bulk updates and deletes
- * over the `Map` that holds a table, and the pages of a list ordered by id.
+ * over the `Map` that holds a table, the pages of a list ordered by id, and the fields a patch gives.
  *
  * @since 0.1.0
  */
@@ -31,4 +31,14 @@ export const page = <A extends { readonly id: string }>(
 ): { readonly items: ReadonlyArray<A>; readonly hasMore: boolean; readonly total: number } => {
   const after = beforeId === undefined ? matches : matches.filter((item) => item.id < beforeId)
   return { items: after.slice(0, limit), hasMore: after.length > limit, total: matches.length }
+}
+
+/** The fields of `source` named by `keys` that are set (not `undefined`): what a patch gives, to spread over a value. */
+export const given = <T extends object, K extends keyof T>(source: T, keys: ReadonlyArray<K>) => {
+  const fields: { [P in K]?: T[P] & ({} | null) } = {}
+  for (const key of keys) {
+    const value = source[key]
+    if (value !== undefined) fields[key] = value
+  }
+  return fields
 }

@@ -259,47 +259,41 @@ export const layer = (
     const routes = makeRouteTable(options.extraRoutes ?? [], options.apiRoutes)
     const policy: Address.AddressPolicy = { allowPrivate: config.allowPrivateAddresses }
     const maxBodySize = Option.some(config.maxBodyBytes)
+    /** An error envelope with the request's id (`id`). */
+    const failed = (id: string, status: number, code: string, message: string) =>
+      errorResponse(status, code, message, undefined, id)
     const tooLarge = (id: string) =>
-      errorResponse(413, "PAYLOAD_TOO_LARGE", `request body is larger than ${config.maxBodyBytes} bytes`, undefined, id)
+      failed(id, 413, "PAYLOAD_TOO_LARGE", `request body is larger than ${config.maxBodyBytes} bytes`)
+    const invalid = (id: string, message: string) => failed(id, 400, "VALIDATION_ERROR", message)
 
     /** The answer to a failure of the app (see the module's comment); `id`: the request's id. */
     const recover = (request: HttpServerRequest.HttpServerRequest, id: string, cause: Cause.Cause<never>) =>
       Effect.gen(function*() {
+        /** A 500 without internals; what happened is logged. */
+        const internal = (message: string, logged: unknown) =>
+          Effect.as(Effect.logError(message, logged), failed(id, 500, "INTERNAL_ERROR", "internal error"))
         const failure = Cause.failureOption(cause)
         if (Option.isSome(failure)) {
           const error: unknown = failure.value
           if (error instanceof HttpApiError.HttpApiDecodeError) {
-            if (handlerStarted.has(request)) {
-              yield* Effect.logError("response encoding failed", error.message)
-              return errorResponse(500, "INTERNAL_ERROR", "internal error", undefined, id)
-            }
+            if (handlerStarted.has(request)) return yield* internal("response encoding failed", error.message)
             const first = error.issues[0]
-            return errorResponse(
-              400,
-              "VALIDATION_ERROR",
-              first === undefined ? "request is invalid" : ValidationMessage.formatIssue(first),
-              undefined,
-              id
-            )
+            return invalid(id, first === undefined ? "request is invalid" : ValidationMessage.formatIssue(first))
           }
           if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
             return routes.notFound(error.request, id)
           }
           // the envelope HttpApi's encoder would write (`Errors.ts`), with the request's id
-          if (Errors.isApiError(error)) return errorResponse(error.status, error.code, error.message, undefined, id)
-          yield* Effect.logError("unexpected failure", cause)
-          return errorResponse(500, "INTERNAL_ERROR", "internal error", undefined, id)
+          if (Errors.isApiError(error)) return failed(id, error.status, error.code, error.message)
+          return yield* internal("unexpected failure", cause)
         }
         const defect = Cause.dieOption(cause)
         if (Option.isNone(defect)) return yield* Effect.failCause(cause) // interruption
         const value = defect.value
         if (HttpServerError.isServerError(value) && value._tag === "RequestError" && value.reason === "Decode") {
-          return isMaxBytesDefect(value)
-            ? tooLarge(id)
-            : errorResponse(400, "VALIDATION_ERROR", "body: must be valid JSON", undefined, id)
+          return isMaxBytesDefect(value) ? tooLarge(id) : invalid(id, "body: must be valid JSON")
         }
-        yield* Effect.logError("defect", cause)
-        return errorResponse(500, "INTERNAL_ERROR", "internal error", undefined, id)
+        return yield* internal("defect", cause)
       })
 
     return (app) => {
@@ -318,7 +312,7 @@ export const layer = (
         Effect.flatMap(Effect.orDie(RequestBody.read(request, config.maxBodyBytes)), (body) => {
           if (body === RequestBody.TooLarge) return Effect.succeed(tooLarge(info.id))
           const problem = RequestBody.inspectJson(body.text)
-          if (problem !== undefined) return Effect.succeed(errorResponse(400, "VALIDATION_ERROR", problem, undefined, info.id))
+          if (problem !== undefined) return Effect.succeed(invalid(info.id, problem))
           const view = RequestBody.withBody(request, body)
           RequestContext.alias(view, info)
           return Effect.catchAllCause(
@@ -337,17 +331,13 @@ export const layer = (
         if (!matched) return Effect.succeed(routes.notFound(request, id))
         // the path has none (see isCanonicalPath): only the query can
         if (request.url.includes("%00")) {
-          return Effect.succeed(
-            errorResponse(400, "VALIDATION_ERROR", "query: must not contain the NUL character (%00)", undefined, id)
-          )
+          return Effect.succeed(invalid(id, "query: must not contain the NUL character (%00)"))
         }
         const length = request.headers["content-length"]
         if (length !== undefined && Number(length) > config.maxBodyBytes) return Effect.succeed(tooLarge(id))
         const body = RequestBody.present(request)
         if (body && !isJsonContentType(request.headers["content-type"])) {
-          return Effect.succeed(
-            errorResponse(400, "VALIDATION_ERROR", "body: Content-Type must be application/json", undefined, id)
-          )
+          return Effect.succeed(invalid(id, "body: Content-Type must be application/json"))
         }
         if (body) return Effect.catchAllCause(withBody(request, info), (cause) => recover(request, id, cause))
         // a GET or HEAD without a body (see RequestBody.present) has none to limit

@@ -22,6 +22,7 @@
  */
 import { Catalog, type Channel, Errors, Services, Tracing } from "@mediagate/contract"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as MemoryStore from "@mediagate/persistence/MemoryStore"
 import { toUnavailable } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -199,9 +200,7 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
         ...(body.credentials === undefined ? {} : { credentials: credentialsOf(body.credentials) }),
         families,
         models,
-        ...(body.priority === undefined ? {} : { priority: body.priority }),
-        ...(body.weight === undefined ? {} : { weight: body.weight }),
-        ...(body.concurrency === undefined ? {} : { concurrency: body.concurrency }),
+        ...MemoryStore.given(body, ["priority", "weight", "concurrency"]),
         enabled,
         ...(enabled ? {} : { disabledReason: operatorReason })
       }
@@ -223,14 +222,11 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
       if (broken !== undefined) return yield* invalid(broken)
       yield* checkKey(body.credentials)
       const patch: ChannelPatch = {
-        ...(body.name === undefined ? {} : { name: body.name }),
+        ...MemoryStore.given(body, ["name", "priority", "weight", "concurrency"]),
         ...(body.settings === undefined ? {} : { settings }),
         ...(body.credentials === undefined ? {} : { credentials: body.credentials === null ? null : credentialsOf(body.credentials) }),
         ...(body.families === undefined ? {} : { families }),
         ...(body.models === undefined ? {} : { models }),
-        ...(body.priority === undefined ? {} : { priority: body.priority }),
-        ...(body.weight === undefined ? {} : { weight: body.weight }),
-        ...(body.concurrency === undefined ? {} : { concurrency: body.concurrency }),
         ...(body.enabled === undefined ? {} : body.enabled ? { enabled: true } : { enabled: false, disabledReason: operatorReason })
       }
       const updated = yield* store.update(id, patch)

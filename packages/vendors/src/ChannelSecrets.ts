@@ -19,6 +19,8 @@
  *
  * @since 0.1.0
  */
+import * as MemoryStore from "@mediagate/persistence/MemoryStore"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -254,6 +256,10 @@ export const openCredentials = (
     return Either.left(new ChannelSecretError({ reason: "corrupt", message: "the stored value is not credentials" }))
   })
 
+/** A write a channel store refuses for the credentials (no key to seal them), as the failure of its `operation`. */
+export const refused = (operation: string) => (error: ChannelSecretError) =>
+  new PersistenceError({ message: `channel storage: ${operation} failed: ${error.message}`, cause: error })
+
 /** The `disabledReason` of a channel whose credentials cannot be decrypted. */
 export const unreadableReason = (error: ChannelSecretError): string =>
   `its credentials cannot be decrypted: ${error.message}; set the key that wrote them, or write new credentials ` +
@@ -324,13 +330,7 @@ export const storePatch = (
       })()
   return Either.map(credentials, ({ hint, sealed }) => ({
     ...stored,
-    ...(patch.name === undefined ? {} : { name: patch.name }),
-    ...(patch.settings === undefined ? {} : { settings: patch.settings }),
-    ...(patch.families === undefined ? {} : { families: patch.families }),
-    ...(patch.models === undefined ? {} : { models: patch.models }),
-    ...(patch.priority === undefined ? {} : { priority: patch.priority }),
-    ...(patch.weight === undefined ? {} : { weight: patch.weight }),
-    ...(patch.concurrency === undefined ? {} : { concurrency: patch.concurrency }),
+    ...MemoryStore.given(patch, ["name", "settings", "families", "models", "priority", "weight", "concurrency"]),
     credentials: sealed,
     credentialsHint: hint,
     enabled: patch.enabled ?? stored.enabled,

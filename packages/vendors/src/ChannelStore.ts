@@ -73,17 +73,9 @@ export interface ChannelInput {
   readonly disabledReason?: string | null
 }
 
-/** A change of a channel: the fields given are replaced (`credentials: null` removes them). */
-export interface ChannelPatch {
-  readonly name?: string
-  readonly settings?: ChannelConfig["settings"]
+/** A change of a channel: the fields given are replaced (`credentials: null` removes them); never its transport. */
+export interface ChannelPatch extends Partial<Omit<ChannelInput, "transport" | "credentials" | "disabledReason">> {
   readonly credentials?: ChannelConfig["credentials"] | null
-  readonly families?: ReadonlyArray<Catalog.TaskFamily>
-  readonly models?: ReadonlyArray<string>
-  readonly priority?: number
-  readonly weight?: number
-  readonly concurrency?: number
-  readonly enabled?: boolean
   /** Set with `enabled: false` by the router (auto-disable); cleared by `enabled: true`. */
   readonly disabledReason?: string | null
 }

@@ -20,7 +20,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog, Families, Family, Metrics, Tracing } from "@mediagate/contract"
+import { Catalog, Families, Family, Metrics } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Ids from "@mediagate/persistence/Ids"
@@ -238,12 +238,12 @@ export const make = (options: ChannelsOptions = {}) =>
       stored = next.flatMap((live) => Option.isSome(live) ? [live.value] : [])
       byId = new Map(stored.map((live) => [live.config.id, live]))
     })
-    yield* reload.pipe(Effect.catchAllCause((cause) => Effect.logWarning("channels: reading the channels failed", cause)))
+    /** {@link reload}, a failure logged (the channels read last stay in use). */
+    const refresh = reload.pipe(Effect.catchAllCause((cause) => Effect.logWarning("channels: reading the channels failed", cause)))
+    yield* refresh
     yield* Effect.forkScoped(
       Stream.merge(store.changes, Stream.fromSchedule(Schedule.spaced(options.reloadEvery ?? "5 seconds"))).pipe(
-        Stream.runForEach(() =>
-          reload.pipe(Effect.catchAllCause((cause) => Effect.logWarning("channels: reading the channels failed", cause)))
-        )
+        Stream.runForEach(() => refresh)
       )
     )
 
@@ -294,16 +294,7 @@ export const make = (options: ChannelsOptions = {}) =>
               })
           }),
           Effect.ensuring(Effect.sync(() => Metrics.channelDuration.record((performance.now() - started) / 1000, id, call))),
-          Tracing.spanWith(`Upstream.${call}`, () => ({
-            kind: "client",
-            attributes: {
-              "mediagate.family": task.provider,
-              "mediagate.model": task.model,
-              "mediagate.task_id": task.id,
-              "mediagate.channel": id,
-              "mediagate.transport": live.config.transport
-            }
-          }))
+          Upstreams.traced(`Upstream.${call}`, task, live.config.transport, id)
         )
       })
 
@@ -444,7 +435,7 @@ export const make = (options: ChannelsOptions = {}) =>
     const runtime = ChannelRuntime.of({
       defaults,
       health: (id) => Effect.sync(() => breakers.view(id)),
-      refresh: reload.pipe(Effect.catchAllCause((cause) => Effect.logWarning("channels: reading the channels failed", cause)))
+      refresh
     })
     return { upstream, runtime }
   })
@@ -457,6 +448,13 @@ export const layer = (options: ChannelsOptions = {}): Layer.Layer<Upstream | Cha
   Layer.scopedContext(Effect.map(make(options), ({ runtime, upstream }) =>
     Context.make(Upstream, upstream).pipe(Context.add(ChannelRuntime, runtime))))
 
+/** A count setting: an integer, 1 or more. */
+const atLeastOne = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: "must be 1 or more", validation: (n) => n >= 1 })
+  )
+
 /**
  * The router's settings from Effect `Config`: the environment's default channels (`MEDIAGATE_UPSTREAM_<FAMILY>`;
  * `MEDIAGATE_RELAY_URL`/`_API_KEY` when a family uses the relay), input checks (private targets only under
@@ -467,15 +465,9 @@ export const config: Effect.Effect<ChannelsOptions, ConfigError.ConfigError> = E
   const { allowPrivate, authFailures, cooldown, failures, transports } = yield* Config.all({
     transports: Upstreams.config,
     allowPrivate: Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
-    failures: Config.integer("MEDIAGATE_CHANNEL_BREAKER_FAILURES").pipe(
-      Config.withDefault(5),
-      Config.validate({ message: "must be 1 or more", validation: (n) => n >= 1 })
-    ),
+    failures: atLeastOne("MEDIAGATE_CHANNEL_BREAKER_FAILURES", 5),
     cooldown: Durations.durationConfig("MEDIAGATE_CHANNEL_BREAKER_COOLDOWN", "30s"),
-    authFailures: Config.integer("MEDIAGATE_CHANNEL_AUTH_FAILURES").pipe(
-      Config.withDefault(3),
-      Config.validate({ message: "must be 1 or more", validation: (n) => n >= 1 })
-    )
+    authFailures: atLeastOne("MEDIAGATE_CHANNEL_AUTH_FAILURES", 3)
   })
   const usesRelay = Catalog.taskFamilies.some((family) => transports[family] === "relay")
   return {

@@ -176,14 +176,10 @@ const imagePixels = (width: number, height: number, channels: 3 | 4): Buffer => 
 }
 
 const encodePngRgb = (width: number, height: number, rgb: Buffer, filterType: number | undefined): Uint8Array => {
-  const png = new PNG({ width, height, colorType: 2, inputColorType: 2, inputHasAlpha: false })
+  const rgbOnly = { colorType: 2, inputColorType: 2, inputHasAlpha: false } as const
+  const png = new PNG({ width, height, ...rgbOnly })
   png.data = rgb
-  const bytes = PNG.sync.write(png, {
-    colorType: 2,
-    inputColorType: 2,
-    inputHasAlpha: false,
-    ...(filterType === undefined ? {} : { filterType })
-  })
+  const bytes = PNG.sync.write(png, { ...rgbOnly, ...(filterType === undefined ? {} : { filterType }) })
   return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
@@ -342,19 +338,20 @@ const makeIn = (scope: Scope.Scope, options: RendererOptions): Renderer["Type"] 
   let cachedBytes = 0
   const counters = { videoEncodes: 0, imageEncodes: 0, frameEncodes: 0, hits: 0 }
 
+  /** Drops a finished entry from the cache. */
+  const drop = (key: string, entry: Entry) => {
+    entries.delete(key)
+    cachedBytes -= entry.bytes
+  }
+
   const evict = (keep: string) => {
     for (const [key, entry] of entries) {
       if (cachedBytes <= maxBytes) return
-      if (key === keep || !entry.done) continue
-      entries.delete(key)
-      cachedBytes -= entry.bytes
+      if (key !== keep && entry.done) drop(key, entry)
     }
     // a single entry larger than the whole budget is served once and not kept
     const kept = entries.get(keep)
-    if (cachedBytes > maxBytes && kept !== undefined && kept.done) {
-      entries.delete(keep)
-      cachedBytes -= kept.bytes
-    }
+    if (cachedBytes > maxBytes && kept !== undefined && kept.done) drop(keep, kept)
   }
 
   /** The cached bytes of `key`, or `render`'s (counted under `counter` when it runs). */
@@ -409,12 +406,7 @@ const makeIn = (scope: Scope.Scope, options: RendererOptions): Renderer["Type"] 
         cached(`frame:${videoKey(video)}`, "frameEncodes", Effect.sync(() => encodeLastFrame(video)))),
     stats: () => ({ ...counters, entries: [...entries.values()].filter((e) => e.done).length, cachedBytes }),
     clear: () => {
-      for (const [key, entry] of entries) {
-        if (entry.done) {
-          entries.delete(key)
-          cachedBytes -= entry.bytes
-        }
-      }
+      for (const [key, entry] of entries) if (entry.done) drop(key, entry)
     }
   }
 }

@@ -6,7 +6,6 @@
  * @since 0.1.0
  */
 import * as Ids from "@mediagate/persistence/Ids"
-import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -14,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import { ChannelSecrets, type ChannelSecretError, openStored, type StoredChannel, storeInput, storePatch } from "./ChannelSecrets.js"
+import { ChannelSecrets, openStored, refused, type StoredChannel, storeInput, storePatch } from "./ChannelSecrets.js"
 import { ChannelStore } from "./ChannelStore.js"
 
 /** Options of the memory store. */
@@ -25,9 +24,6 @@ export interface MemoryOptions {
    */
   readonly table?: Map<string, StoredChannel>
 }
-
-const refused = (operation: string) => (error: ChannelSecretError) =>
-  new PersistenceError({ message: `channel storage: ${operation} failed: ${error.message}`, cause: error })
 
 /** Oldest first (ids break ties: ULIDs of one process are increasing). */
 const byAge = (a: StoredChannel, b: StoredChannel) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)

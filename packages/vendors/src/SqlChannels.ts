@@ -25,7 +25,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Catalog } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Listen from "@mediagate/persistence/Listen"
-import { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Clock from "effect/Clock"
@@ -36,7 +36,7 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { ChannelSecrets, type ChannelSecretError, openStored, type StoredChannel, storeInput, storePatch } from "./ChannelSecrets.js"
+import { ChannelSecrets, openStored, refused, type StoredChannel, storeInput, storePatch } from "./ChannelSecrets.js"
 import { ChannelStore } from "./ChannelStore.js"
 
 const storeName = "channel storage"
@@ -113,9 +113,6 @@ const ChannelRow = Schema.Struct({
 
 /** Storage failures become `PersistenceError`. */
 const persistence = SqlStore.persistence(storeName)
-
-const refused = (operation: string) => (error: ChannelSecretError) =>
-  new PersistenceError({ message: `${storeName}: ${operation} failed: ${error.message}`, cause: error })
 
 /** The PostgreSQL `NOTIFY` channel of channel changes: `<prefix>channels`. */
 export const changesChannel = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}channels`

@@ -39,14 +39,15 @@ export interface InputChecks {
   readonly lookup?: FetchOptions["lookup"]
 }
 
-/** A span of an upstream call (family, model, transport), made only while the tracer is on. */
-export const traced = (name: string, task: TaskRecord, transport: string) =>
+/** A span of an upstream call (family, model, the channel when routed, transport), made only while the tracer is on. */
+export const traced = (name: string, task: TaskRecord, transport: string, channel?: string) =>
   Tracing.spanWith(name, () => ({
     kind: "client",
     attributes: {
       "mediagate.family": task.provider,
       "mediagate.model": task.model,
       "mediagate.task_id": task.id,
+      ...(channel === undefined ? {} : { "mediagate.channel": channel }),
       "mediagate.transport": transport
     }
   }))
