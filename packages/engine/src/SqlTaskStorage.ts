@@ -573,8 +573,9 @@ const finishSpan = Tracing.span(`${storeName}.finish`)
 /** Options of the SQL storage: the table prefix and where "now" comes from (default: the database clock). */
 export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions {
   /**
-   * A read-only second connection (SQLite files, `@mediagate/persistence/ReadConnection`) for the read of one task
-   * by id (`get`, `getById`: every `GET /api/v1/tasks/{id}`), instead of the `SqlClient`. Ignored on PostgreSQL.
+   * The database's read connection (`@mediagate/persistence/ReadConnection`: a second, read-only connection to a
+   * SQLite file, or the `pg` pool) for the read of one task by id (`get`, `getById`: every
+   * `GET /api/v1/tasks/{id}`), instead of the `SqlClient`.
    */
   readonly reader?: ReadConnection.Reader | undefined
 }
@@ -638,8 +639,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 
     const selectTask = (id: string) => sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`.pipe(Effect.flatMap(rows.task.first))
     // a task read on its own (not in a transaction): through the read connection when there is one
-    const reader = pg ? undefined : options.reader
-    const readTaskQuery = `SELECT * FROM "${tables(prefix).tasks}" WHERE id = ?`
+    const reader = options.reader
+    const readTaskQuery = `SELECT * FROM "${tables(prefix).tasks}" WHERE id = ${pg ? "$1" : "?"}`
     const readTask = reader === undefined
       ? selectTask
       : (id: string) => Effect.flatMap(reader.all(readTaskQuery, [id]), rows.task.first)

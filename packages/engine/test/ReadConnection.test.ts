@@ -1,6 +1,7 @@
 /**
- * The task storage on a SQLite file with a read connection (`@mediagate/persistence/ReadConnection`): the whole
- * conformance suite and the state-machine property hold when `get`/`getById` read through the second connection,
+ * The task storage with a read connection (`@mediagate/persistence/ReadConnection`: a second connection to a SQLite
+ * file, or a `pg` pool): the whole conformance suite and the state-machine property hold when `get`/`getById` read
+ * through it (SQLite and PostgreSQL),
  * and the reads see every committed write at once, nothing uncommitted, and fail on a corrupt row as the
  * `SqlClient` path does.
  */
@@ -15,10 +16,12 @@ import * as Option from "effect/Option"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import pg from "pg"
 import { layerUnmetered } from "../src/Billing.js"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
 import { TaskStorage } from "../src/TaskStorage.js"
 import { stateMachineProperty } from "./StateMachineProperty.js"
+import { pgClient, pgSchema, pgUrl, runPostgres } from "./databases.js"
 import { newTask } from "./support.js"
 import { type Backend, taskStorageSuite } from "./TaskStorageSuite.js"
 
@@ -54,6 +57,26 @@ const readerBackend: Backend = (billing) => withReader({ time: "clock" }).layer(
 
 taskStorageSuite("sqlite file with a read connection", readerBackend)
 stateMachineProperty("sqlite file with a read connection", readerBackend, 50)
+
+/** PostgreSQL on a fresh schema, task reads by id straight on a `pg` pool of its own (`ReadConnection.fromPool`). */
+const pgReaderBackend: Backend = (billing) =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const schema = yield* pgSchema
+    const pool = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new pg.Pool({ connectionString: `${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`, max: 4 })
+      ),
+      (made) => Effect.promise(() => made.end())
+    )
+    return SqlTaskStorage.layer({ time: "clock", reader: ReadConnection.fromPool(pool) }).pipe(
+      Layer.provide(Layer.merge(pgClient(schema), billing))
+    )
+  }))
+
+if (runPostgres) {
+  taskStorageSuite("postgres with reads on the pool", pgReaderBackend)
+  stateMachineProperty("postgres with reads on the pool", pgReaderBackend, 25)
+}
 
 describe("reads through the read connection", () => {
   it.live("see each committed write at once, and go through the reader", () => {

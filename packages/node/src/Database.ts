@@ -180,7 +180,12 @@ export const layer = (
         Effect.timeoutFail({ duration: connectTimeout, onTimeout: () => failed(new Error("connection timed out")) })
       )
       const client = Layer.mapError(PgClient.layerFromPool({ acquire: Effect.succeed(pool) }), failed)
-      return Layer.mergeAll(client, Layer.succeed(DatabasePool, pgPoolStats(pool, max)), ReadConnection.layerNone)
+      return Layer.mergeAll(
+        client,
+        Layer.succeed(DatabasePool, pgPoolStats(pool, max)),
+        // task reads by id straight on the pool (@mediagate/persistence/ReadConnection)
+        Layer.succeed(ReadConnection.ReadConnection, ReadConnection.fromPool(pool))
+      )
     }))
   }
   const file = database.sqlite

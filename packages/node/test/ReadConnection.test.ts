@@ -1,6 +1,6 @@
 /**
- * The database layer gives a SQLite file a read connection (the task reads of `GET /api/v1/tasks/{id}` go through
- * it) and gives none to an in-memory database or a host app's own client.
+ * The database layer gives a SQLite file a read connection and PostgreSQL a reader on its pool (the task reads of
+ * `GET /api/v1/tasks/{id}` go through it), and none to an in-memory database or a host app's own client.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Database from "../src/Database.js"
+import { pgSchema, pgUrl, runPostgres } from "@mediagate/testing/databases"
 
 describe("Database.layer and the read connection", () => {
   it.scoped("a SQLite file: a reader that sees what the client committed", () =>
@@ -30,6 +31,24 @@ describe("Database.layer and the read connection", () => {
         const refused = yield* Effect.flip(reader!.all("INSERT INTO t (id, n) VALUES ('b', 2) RETURNING id", []))
         expect(refused._tag).toBe("SqlError")
       }).pipe(Effect.provide(Database.layer({ sqlite: join(dir, "data", "mediagate.db") })), Effect.scoped)
+    }))
+
+  it.scoped.skipIf(!runPostgres)("PostgreSQL: a reader on the client's pool, in the same search_path", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const reader = yield* ReadConnection.ReadConnection
+        assert.isDefined(reader)
+        yield* sql`CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT)`
+        yield* sql`INSERT INTO t (id, n) VALUES ('a', 1)`
+        expect(yield* reader!.all("SELECT id, n FROM t WHERE id = $1", ["a"])).toEqual([{ id: "a", n: "1" }])
+        const failed = yield* Effect.flip(reader!.all("SELECT * FROM missing_table", []))
+        expect(failed._tag).toBe("SqlError")
+      }).pipe(
+        Effect.provide(Database.layer({ postgres: `${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}` })),
+        Effect.scoped
+      )
     }))
 
   it.scoped("in memory, and a host app's client: no reader", () =>

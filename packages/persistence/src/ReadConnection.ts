@@ -26,7 +26,10 @@ export interface Reader {
   readonly all: (query: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
 }
 
-/** The read connection of the database in use, or `undefined` when there is none (PostgreSQL, SQLite in memory). */
+/**
+ * The read connection of the database in use: a second connection to a SQLite file, the `pg` pool on PostgreSQL,
+ * or `undefined` when there is none (SQLite in memory, a host app's own client).
+ */
 export class ReadConnection extends Context.Tag("@mediagate/persistence/ReadConnection")<
   ReadConnection,
   Reader | undefined
@@ -79,6 +82,20 @@ export const make = (filename: string): Effect.Effect<Reader, never, Scope.Scope
         Effect.try({ try: (): ReadonlyArray<unknown> => prepared(query).all(...params), catch: failure })
     }
   })
+
+/** What {@link fromPool} uses of a `pg` pool. */
+export interface Pool {
+  query(text: string, values: Array<unknown>): Promise<{ readonly rows: ReadonlyArray<unknown> }>
+}
+
+/**
+ * A reader over a PostgreSQL `pg` pool (the one the `SqlClient` uses): each read is one `pool.query` on whichever
+ * connection is free, as a read through the client would be, without `@effect/sql`'s per-statement work.
+ */
+export const fromPool = (pool: Pool): Reader => ({
+  all: (query, params) =>
+    Effect.tryPromise({ try: () => pool.query(query, [...params]).then((result) => result.rows), catch: failure })
+})
 
 /** The read connection of the SQLite file `filename`. */
 export const layer = (filename: string): Layer.Layer<ReadConnection> => Layer.scoped(ReadConnection, make(filename))
