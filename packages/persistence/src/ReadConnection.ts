@@ -1,13 +1,13 @@
 /**
- * A second, read-only connection to a SQLite database file, for the hot single-row reads (a task by id, read on
- * every `GET /api/v1/tasks/{id}`). A statement through `@effect/sql` costs the process ≈ 60–80 µs under load (its
- * span, scope, connection semaphore and prepared-statement cache) against ≈ 8 µs for the prepared statement
- * itself; this connection runs cached prepared statements directly, in `Effect.sync`.
+ * A reader for the hot single-row reads (a task by id, read on every `GET /api/v1/tasks/{id}`), beside the
+ * `SqlClient`: a statement through `@effect/sql` costs the process ≈ 60–100 µs under load (its span, scope,
+ * connection semaphore or pool checkout, prepared-statement cache) against ≈ 8 µs for a SQLite prepared statement.
  *
- * Reads see what is committed (SQLite in WAL mode: a reader never waits for the writer and never sees its open
- * transaction), as the main connection's readers did: a read issued after a write's commit sees it. Only files: an
- * in-memory database has no second connection ({@link ReadConnection} is then `undefined`, and stores read through
- * the `SqlClient`).
+ * - SQLite file ({@link make}, {@link layer}): a second, read-only connection running cached prepared statements
+ *   in `Effect.sync`. Reads see what is committed (WAL mode: the reader never waits for the writer and never sees
+ *   its open transaction): a read issued after a write's commit sees it. An in-memory database has no second
+ *   connection ({@link layerNone}: stores read through the `SqlClient`).
+ * - PostgreSQL ({@link fromPool}): one `pool.query` on the client's own `pg` pool.
  *
  * The driver is `better-sqlite3`, loaded from where `@effect/sql-sqlite-node` (the main connection's driver) finds
  * it, so that no other copy is needed; it is opened on the first read and closed with the layer's scope.
