@@ -61,9 +61,9 @@ const reportChannels = <A, E>(call: (channels: Services.AdminChannels["Type"]) =
 const usd = (name: string) => Options.float(name).pipe(Options.withDescription(`${name} in USD`))
 const optional = <A>(options: Options.Options<A>) => Options.optional(options)
 
-/** The options given, as the fields of a body (an option not given leaves its field out). */
-const given = <O extends Record<string, Option.Option<unknown>>>(options: O) =>
-  Rec.getSomes(options) as { readonly [K in keyof O]?: Option.Option.Value<O[K]> }
+/** The field `key` of a body when its option is given, else none. */
+const given = <K extends string, A>(key: K, option: Option.Option<A>): Partial<Record<K, A>> =>
+  Option.isSome(option) ? Rec.singleton(key, option.value) : {}
 
 const accountCreate = Command.make(
   "create",
@@ -75,7 +75,12 @@ const accountCreate = Command.make(
   },
   ({ balance, billingMode, monthlyLimit, name }) =>
     reportAdmin((admin) =>
-      admin.createAccount({ name, ...given({ balance, billingMode, monthlySpendLimit: monthlyLimit }) }))
+      admin.createAccount({
+        name,
+        ...given("balance", balance),
+        ...given("billingMode", billingMode),
+        ...given("monthlySpendLimit", monthlyLimit)
+      }))
 ).pipe(Command.withDescription("Create an account"))
 
 const accountId = Args.text({ name: "account-id" }).pipe(Args.withDescription("acct_..."))
@@ -87,7 +92,7 @@ const accountShow = Command.make("show", { id: accountId }, ({ id }) => reportAd
 const accountCredit = Command.make(
   "credit",
   { id: accountId, amount: usd("amount"), note: optional(Options.text("note")) },
-  ({ amount, id, note }) => reportAdmin((admin) => admin.credit(id, { amount, ...given({ note }) }))
+  ({ amount, id, note }) => reportAdmin((admin) => admin.credit(id, { amount, ...given("note", note) }))
 ).pipe(Command.withDescription("Credit an account (a ledger entry)"))
 
 const keyCreate = Command.make(
@@ -103,7 +108,9 @@ const keyCreate = Command.make(
     reportAdmin((admin) =>
       admin.createKey(id, {
         name,
-        ...given({ environment, spendLimit, expiresAt: Option.map(expiresAt, (text) => new Date(text)) })
+        ...given("environment", environment),
+        ...given("spendLimit", spendLimit),
+        ...given("expiresAt", Option.map(expiresAt, (text) => new Date(text)))
       })
     )
 ).pipe(Command.withDescription("Create an API key for an account (the full key is shown once)"))
@@ -236,14 +243,16 @@ interface ChannelOptions {
 
 /** The fields of a body the options give (the wire names). */
 const channelFields = (options: ChannelOptions, apiKey: Option.Option<Redacted.Redacted<string>>) => {
-  const settings = given({ base_url: options.baseUrl, timeout_ms: options.timeoutMs })
+  const settings = { ...given("base_url", options.baseUrl), ...given("timeout_ms", options.timeoutMs) }
   return {
-    ...given({ name: options.name }),
+    ...given("name", options.name),
     ...(Object.keys(settings).length > 0 ? { settings } : {}),
-    ...given({ credentials: Option.map(apiKey, (key) => ({ api_key: Redacted.value(key) })) }),
+    ...given("credentials", Option.map(apiKey, (key) => ({ api_key: Redacted.value(key) }))),
     ...(options.families.length > 0 ? { families: options.families } : {}),
     ...(options.models.length > 0 ? { models: options.models } : {}),
-    ...given({ priority: options.priority, weight: options.weight, concurrency: options.concurrency }),
+    ...given("priority", options.priority),
+    ...given("weight", options.weight),
+    ...given("concurrency", options.concurrency),
     ...(options.disabled ? { enabled: false } : {})
   }
 }
