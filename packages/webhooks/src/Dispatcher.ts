@@ -52,7 +52,7 @@ import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
 import { layerSender, WebhookSender } from "./Outbound.js"
 import * as GroupCommit from "@mediagate/persistence/GroupCommit"
-import type { ClaimedDelivery, DeliveryRow, FannedOut, FanOutLease, Settle, Settlement, Target } from "./WebhookStore.js"
+import type { ClaimedDelivery, DeliveryRow, FanOutLease, Settle, Settlement, Target } from "./WebhookStore.js"
 import { WebhookStore } from "./WebhookStore.js"
 
 /** Default delays of the retries: 1, 5 and 30 minutes. */
@@ -353,10 +353,7 @@ const fanOutPage = (
     if (page.entries.length === 0 && page.cursor === cursor) return none
     // unknown until the compare-and-set is known to have moved it (a failure may or may not have committed)
     if (known !== undefined) known.known = false
-    const at = yield* now
-    const done: Option.Option<FannedOut> = lease === undefined
-      ? Option.map(yield* store.fanOut(cursor, page.cursor, page.entries, at), (created) => ({ created, leased: [] }))
-      : yield* store.fanOutLeased(cursor, page.cursor, page.entries, at, lease)
+    const done = yield* store.fanOutLeased(cursor, page.cursor, page.entries, yield* now, lease)
     if (known !== undefined && Option.isSome(done)) {
       known.known = true
       known.value = page.cursor
@@ -468,20 +465,30 @@ export const run = (options: DispatcherOptions = {}) =>
     const cursor: KnownCursor = { known: false, value: undefined }
     /** The delivery loop waits for a free slot (a fan-out that reserved slots and used fewer pokes it). */
     let deliveryWaitsForSlot = false
+    /** Send slots free now: below the concurrency, and below the most outcomes being settled. */
+    const freeSlots = () => Math.min(concurrency - running, maxSettleBatch - settling)
+    /**
+     * Runs `effect` (a fan-out round or a claim) with `slots` send slots reserved, so that the two loops never
+     * lease more than the concurrency between them; the slots it did not fill (`used`) are freed when it ends.
+     */
+    const reserving = <A, E>(slots: number, effect: Effect.Effect<A, E>, used: (done: A) => number) => {
+      running += slots
+      return Effect.onExit(effect, (exit) =>
+        Effect.sync(() => {
+          running -= slots - (Exit.isSuccess(exit) ? used(exit.value) : 0)
+        }))
+    }
 
     // a failure (storage unavailable) ends the round: the loop backs off (see the fibers below)
     const fanOutLoop = Effect.gen(function*() {
       // the deliveries a round creates are leased to this dispatcher as they are inserted, as many as it has free
       // slots (reserved for the round), and sent at once: no claim, no wake-up of the delivery loop
-      const free = Math.max(0, Math.min(concurrency - running, maxSettleBatch - settling))
-      running += free
-      const round = yield* provide(
-        fanOutPage(batchSize, storageNow, cursor, free > 0 ? { owner, leaseMs, limit: free } : undefined)
-      ).pipe(Effect.onExit((exit) =>
-        Effect.sync(() => {
-          running -= free - (Exit.isSuccess(exit) ? exit.value.leased.length : 0)
-        })
-      ))
+      const free = Math.max(0, freeSlots())
+      const round = yield* reserving(
+        free,
+        provide(fanOutPage(batchSize, storageNow, cursor, free > 0 ? { owner, leaseMs, limit: free } : undefined)),
+        (done) => done.leased.length
+      )
       for (const delivery of round.leased) yield* FiberSet.run(sends, send(delivery))
       // the rest of the new deliveries are due now (the delivery loop claims them at once), and slots reserved
       // but not used may be what a full delivery loop waits for
@@ -509,19 +516,13 @@ export const run = (options: DispatcherOptions = {}) =>
       )
 
     const deliverLoop = Effect.gen(function*() {
-      const free = Math.min(concurrency - running, maxSettleBatch - settling)
+      const free = freeSlots()
       if (free <= 0) {
         deliveryWaitsForSlot = true
         return yield* Effect.ensuring(Queue.take(pokes), Effect.sync(() => { deliveryWaitsForSlot = false }))
       }
       const now = yield* storageNow
-      // the slots are reserved while the claim runs (a fan-out round meanwhile sees them taken)
-      running += free
-      const claimed = yield* store.claimDue(owner, free, leaseMs, now).pipe(Effect.onExit((exit) =>
-        Effect.sync(() => {
-          running -= free - (Exit.isSuccess(exit) ? exit.value.length : 0)
-        })
-      ))
+      const claimed = yield* reserving(free, store.claimDue(owner, free, leaseMs, now), (done) => done.length)
       for (const delivery of claimed) yield* FiberSet.run(sends, send(delivery))
       // the claim took what was due (a full claim: the loop looks again at once)
       if (knownDue <= now) knownDue = Number.POSITIVE_INFINITY

@@ -265,6 +265,15 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       )
     }
 
+    /** The attempt logs of deliveries, by delivery then attempt (`attempts`, `attemptsOf`). */
+    const attemptsOf = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed([])
+        : sql`SELECT * FROM ${t.attempts} WHERE ${sql.in("delivery_id", ids)} ORDER BY delivery_id, attempt`.pipe(
+          Effect.flatMap(rows.attempt.all),
+          persistence("attempts")
+        )
+
     /**
      * The fan-out (`fanOut`, `fanOutLeased`): the accounts' live webhooks read, the deliveries built (the first
      * `lease.limit` leased), the cursor's compare-and-set and the inserts.
@@ -458,7 +467,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       ),
       fanOut: (expected, next, entries, at) =>
         Effect.map(fanOutLeased(expected, next, entries, at), Option.map((fanned) => fanned.created)),
-      fanOutLeased: (expected, next, entries, at, lease) => fanOutLeased(expected, next, entries, at, lease),
+      fanOutLeased,
       claimDue: (owner, limit, leaseMs, at) =>
         Effect.suspend(() => {
           const n = Math.max(0, Math.floor(limit))
@@ -542,18 +551,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           }
           return answers
         }).pipe(persistence("settleAll")),
-      attempts: (id) =>
-        sql`SELECT * FROM ${t.attempts} WHERE delivery_id = ${id} ORDER BY attempt`.pipe(
-          Effect.flatMap(rows.attempt.all),
-          persistence("attempts")
-        ),
-      attemptsOf: (ids) =>
-        ids.length === 0
-          ? Effect.succeed([])
-          : sql`SELECT * FROM ${t.attempts} WHERE ${sql.in("delivery_id", ids)} ORDER BY delivery_id, attempt`.pipe(
-            Effect.flatMap(rows.attempt.all),
-            persistence("attemptsOf")
-          ),
+      attempts: (id) => attemptsOf([id]),
+      attemptsOf,
       nextDueAt: sql`SELECT MIN(CASE WHEN lease_expires_at IS NOT NULL AND lease_expires_at > next_attempt_at
           THEN lease_expires_at ELSE next_attempt_at END) AS due
         FROM ${t.deliveries} WHERE status = 'pending' AND next_attempt_at IS NOT NULL`.pipe(

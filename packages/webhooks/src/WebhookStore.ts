@@ -224,16 +224,16 @@ export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore"
     now: number
   ) => Effect.Effect<Option.Option<number>, PersistenceError>
   /**
-   * `fanOut`, and the first `lease.limit` of the deliveries it creates are leased to `lease.owner` at once, as
-   * `claimDue` would lease them (fence 1), and answered with their webhooks: the dispatcher that fans out sends
-   * them without a claim of its own (one round trip and one wake-up less per delivery).
+   * `fanOut`, and (with a `lease`) the first `lease.limit` of the deliveries it creates are leased to `lease.owner`
+   * at once, as `claimDue` would lease them (fence 1), and answered with their webhooks: the dispatcher that fans
+   * out sends them without a claim of its own (one round trip and one wake-up less per delivery).
    */
   readonly fanOutLeased: (
     expected: string | undefined,
     next: string,
     entries: ReadonlyArray<OutboxEntry>,
     now: number,
-    lease: FanOutLease
+    lease?: FanOutLease
   ) => Effect.Effect<Option.Option<FannedOut>, PersistenceError>
   /**
    * Leases up to `limit` due pending deliveries (fence incremented), each with its configured webhook as it is now
@@ -454,6 +454,12 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
       return Option.some({ created: rows.length, leased })
     })
 
+  const attemptsOf = (deliveryIds: ReadonlyArray<string>) =>
+    sync((): ReadonlyArray<AttemptRow> => {
+      const wanted = new Set(deliveryIds)
+      return log.filter((a) => wanted.has(a.deliveryId))
+    })
+
   const service: WebhookStore["Type"] = {
     now: Clock.currentTimeMillis,
     createWebhook: (webhook, claim) =>
@@ -517,7 +523,7 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
       }),
     readCursor: sync(() => cursor),
     fanOut: (expected, next, entries, now) => Effect.map(fanOutLeased(expected, next, entries, now), Option.map((fanned) => fanned.created)),
-    fanOutLeased: (expected, next, entries, now, lease) => fanOutLeased(expected, next, entries, now, lease),
+    fanOutLeased,
     claimDue: (owner, limit, leaseMs, now) =>
       sync(() => {
         const due = [...deliveries.values()]
@@ -542,12 +548,8 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
     settle: (id, fence, attempt, settlement) => sync(() => settleOne(id, fence, attempt, settlement)),
     settleAll: (settles) =>
       sync(() => settles.map(({ attempt, delivery, settlement }) => settleOne(delivery.id, delivery.fence, attempt, settlement))),
-    attempts: (deliveryId) => sync(() => log.filter((a) => a.deliveryId === deliveryId)),
-    attemptsOf: (deliveryIds) =>
-      sync(() => {
-        const wanted = new Set(deliveryIds)
-        return log.filter((a) => wanted.has(a.deliveryId))
-      }),
+    attempts: (deliveryId) => attemptsOf([deliveryId]),
+    attemptsOf,
     nextDueAt: sync(() => {
       const times = [...deliveries.values()]
         .filter((d) => d.status === "pending" && d.nextAttemptAt !== null)
