@@ -556,6 +556,9 @@ const outboxHorizon = (prefix: string) => {
 /** The error of an expired task. */
 const expiredError = json({ code: "TASK_EXPIRED", message: "task did not finish before its deadline" })
 
+/** How many tasks' last read rows are remembered with their decoded records (see `SqlRows.remembering`). */
+const rememberedTasks = 1024
+
 /** The most calls committed together. */
 const maxBatch = 256
 
@@ -641,9 +644,11 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     // a task read on its own (not in a transaction): through the read connection when there is one
     const reader = options.reader
     const readTaskQuery = `SELECT * FROM "${tables(prefix).tasks}" WHERE id = ${pg ? "$1" : "?"}`
+    // a task polled while it waits is read again and again unchanged: its row is decoded once per change
+    const readRows = SqlRows.remembering(rows.task, "id", rememberedTasks)
     const readTask = reader === undefined
-      ? selectTask
-      : (id: string) => Effect.flatMap(reader.all(readTaskQuery, [id]), rows.task.first)
+      ? (id: string) => sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`.pipe(Effect.flatMap(readRows.first))
+      : (id: string) => Effect.flatMap(reader.all(readTaskQuery, [id]), readRows.first)
 
     /** The refund a task that just became terminal is owed (failed, expired, cancelled), recorded; the task after it. */
     const refund = (task: TaskRecord) =>
@@ -1246,16 +1251,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const remote = Listen.notifications(client, channel)
     const remoteOutbox = Listen.notifications(client, outboxName)
 
+    const getOperation = persistence("get")
+    const getByIdOperation = persistence("getById")
     const service: TaskStorage["Type"] = {
       now: persistence("now")(currentTime),
       accept,
       get: (accountId, id) =>
-        Effect.suspend(() =>
-          hasNul(accountId, id)
-            ? Effect.succeedNone
-            : readTask(id).pipe(Effect.map(Option.filter((task) => task.accountId === accountId)))
-        ).pipe(persistence("get")),
-      getById: (id) => Effect.suspend(() => hasNul(id) ? Effect.succeedNone : readTask(id)).pipe(persistence("getById")),
+        hasNul(accountId, id)
+          ? Effect.succeedNone
+          : readTask(id).pipe(Effect.map(Option.filter((task) => task.accountId === accountId)), getOperation),
+      getById: (id) => hasNul(id) ? Effect.succeedNone : getByIdOperation(readTask(id)),
       list,
       claim,
       step,

@@ -61,9 +61,20 @@ export const make = Effect.gen(function*() {
   // best-effort upstream cancels run after the answer, owned by the service's scope
   const background = yield* FiberSet.make()
 
+  // the API's view of a record, made once per record: storage answers the same record for a row read again
+  // unchanged (`SqlRows.remembering`), as when a client polls a task that is waiting
+  const presented = new WeakMap<TaskRecord, Task.Task>()
+  const view = (task: TaskRecord) => {
+    const known = presented.get(task)
+    if (known !== undefined) return known
+    const read = toTask(task)
+    presented.set(task, read)
+    return read
+  }
+
   /** The full read, with result links signed anew. */
   const present = (task: TaskRecord) => {
-    const read = toTask(task)
+    const read = view(task)
     return read.result === undefined
       ? Effect.succeed(read)
       : Effect.map(links.refresh(read.result), (result) => ({ ...read, result }))

@@ -380,6 +380,21 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
 
+    it.live("a task read again unchanged answers the view made before; a change answers a new one", () => {
+      const { layer } = setup({ concurrency: 0 })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("v"), idempotencyKey: undefined })
+        const first = yield* tasks.get(principal(), ack.id)
+        expect(first).toMatchObject({ id: ack.id, status: "pending", cost: 1 })
+        expect(yield* tasks.get(principal(), ack.id)).toBe(first)
+        yield* tasks.cancel(principal(), ack.id)
+        const cancelled = yield* tasks.get(principal(), ack.id)
+        expect(cancelled).toMatchObject({ id: ack.id, status: "cancelled" })
+        expect(first.status).toBe("pending")
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
     it.live("concurrency 0 runs no worker (an API-only node)", () => {
       const { layer, log } = setup({ concurrency: 0 })
       return Effect.gen(function*() {

@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import { layerUnmetered } from "../src/Billing.js"
+import { type Billing, layerUnmetered } from "../src/Billing.js"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
 import { TaskStorage } from "../src/TaskStorage.js"
 import { stateMachineProperty } from "./StateMachineProperty.js"
@@ -59,7 +59,7 @@ taskStorageSuite("sqlite file with a read connection", readerBackend)
 stateMachineProperty("sqlite file with a read connection", readerBackend, 50)
 
 /** PostgreSQL on a fresh schema, task reads by id straight on a `pg` pool of its own (`ReadConnection.fromPool`). */
-const pgReaderBackend: Backend = (billing) =>
+const pgReader = (billing: Layer.Layer<Billing>) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const schema = yield* pgSchema
     const pool = yield* Effect.acquireRelease(
@@ -69,9 +69,11 @@ const pgReaderBackend: Backend = (billing) =>
       (made) => Effect.promise(() => made.end())
     )
     return SqlTaskStorage.layer({ time: "clock", reader: ReadConnection.fromPool(pool) }).pipe(
-      Layer.provide(Layer.merge(pgClient(schema), billing))
+      Layer.provideMerge(Layer.merge(pgClient(schema), billing))
     )
   }))
+
+const pgReaderBackend: Backend = pgReader
 
 if (runPostgres) {
   taskStorageSuite("postgres with reads on the pool", pgReaderBackend)
@@ -122,6 +124,32 @@ describe("reads through the read connection", () => {
       assert.instanceOf(failure, PersistenceError)
       expect(failure.message).toContain("mediagate_tasks.metadata")
     }).pipe(Effect.provide(withReader().layer()), Effect.scoped))
+
+  const remembered: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStorage | SqlClient.SqlClient, unknown>]> = [
+    ["a SQLite file", () => withReader().layer()],
+    ...(runPostgres ? [["PostgreSQL", () => pgReader(layerUnmetered)] as const] : [])
+  ]
+  for (const [name, layer] of remembered) {
+    it.live(`on ${name}, a task read again unchanged is the record decoded before; every change is read anew`, () =>
+      Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const sql = yield* SqlClient.SqlClient
+        const task = newTask({ createdAt: yield* storage.now })
+        yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+        const first = Option.getOrThrow(yield* storage.get(task.accountId, task.id))
+        expect(Option.getOrThrow(yield* storage.getById(task.id))).toBe(first)
+        const [claimed] = yield* storage.claim("w1", 5, 60_000)
+        yield* storage.step(task.id, claimed!.fence, { progress: 40, nextRunAt: task.createdAt + 60_000 })
+        const stepped = Option.getOrThrow(yield* storage.get(task.accountId, task.id))
+        expect([stepped.status, stepped.progress, stepped.fence]).toEqual(["queued", 40, 1])
+        // a change of one column behind the storage's back is read too, and a corrupt row still fails
+        yield* sql`UPDATE mediagate_tasks SET polls = polls + 1 WHERE id = ${task.id}`
+        expect(Option.map(yield* storage.getById(task.id), (t) => t.polls)).toEqual(Option.some(stepped.polls + 1))
+        yield* sql`UPDATE mediagate_tasks SET metadata = 'not json' WHERE id = ${task.id}`
+        const failure = yield* Effect.flip(storage.get(task.accountId, task.id))
+        expect(failure.message).toContain("mediagate_tasks.metadata")
+      }).pipe(Effect.provide(layer()), Effect.scoped))
+  }
 
   it.live("a table prefix reads its own table", () =>
     Effect.gen(function*() {

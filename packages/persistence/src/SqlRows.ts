@@ -123,3 +123,51 @@ export const decoder = <A, I>(table: string, schema: Schema.Schema<A, I>): Decod
     encode: (value) => Either.mapLeft(encodeRow(value), (error) => rowError(table, error))
   }
 }
+
+const isRow = (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null
+
+/** Whether two rows hold the same columns with the same (primitive) values. */
+const sameRow = (a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>): boolean => {
+  let columns = 0
+  for (const name in a) {
+    if (a[name] !== b[name]) return false
+    columns++
+  }
+  for (const _ in b) columns--
+  return columns === 0
+}
+
+/**
+ * `decoder` remembering, for up to `capacity` keys (the values of the column `key`; the least recently read key
+ * is forgotten first), the row it last decoded through `first` and the answer: a row equal to it column by column
+ * answers the same value without being decoded again. Decoding is a pure function of the row, so nothing changes
+ * but the cost: a task polled while it waits is decoded once per change, not once per poll. Rows are compared with
+ * `===`, column by column: the drivers answer primitives for Mediagate's columns (JSON is stored as text), and a
+ * column holding an object would only never match.
+ */
+export const remembering = <A, I>(decoder: Decoder<A, I>, key: string, capacity: number): Decoder<A, I> => {
+  const remembered = new Map<unknown, {
+    readonly row: Readonly<Record<string, unknown>>
+    readonly answer: Either.Either<Option.Option<A>, RowError>
+  }>()
+  const first = (rows: ReadonlyArray<unknown>): Either.Either<Option.Option<A>, RowError> => {
+    const fields = rows[0]
+    if (!isRow(fields)) return decoder.first(rows)
+    const id = fields[key]
+    const known = remembered.get(id)
+    if (known !== undefined) {
+      remembered.delete(id)
+      if (sameRow(known.row, fields)) {
+        remembered.set(id, known)
+        return known.answer
+      }
+    }
+    const answer = decoder.first(rows)
+    if (Either.isRight(answer)) {
+      if (remembered.size >= capacity) remembered.delete(remembered.keys().next().value)
+      remembered.set(id, { row: fields, answer })
+    }
+    return answer
+  }
+  return { ...decoder, first }
+}

@@ -114,6 +114,75 @@ describe("SqlRows.decoder", () => {
     }))
 })
 
+describe("SqlRows.remembering", () => {
+  /** A decoder counting the rows it decodes through `first`. */
+  const counting = () => {
+    let decoded = 0
+    const inner = SqlRows.decoder("acme_items", Row)
+    const first: typeof inner.first = (found) => {
+      decoded++
+      return inner.first(found)
+    }
+    return { decoder: { ...inner, first }, decoded: () => decoded }
+  }
+
+  it.effect("a row read again unchanged answers the value decoded before, without decoding it", () =>
+    Effect.gen(function*() {
+      const { decoded, decoder } = counting()
+      const remembering = SqlRows.remembering(decoder, "id", 8)
+      const a = Option.getOrThrow(yield* remembering.first([good]))
+      // an equal row that is another object (as a driver answers each read)
+      const b = Option.getOrThrow(yield* remembering.first([{ ...good }]))
+      expect(b).toBe(a)
+      expect(decoded()).toBe(1)
+      expect(yield* remembering.first([])).toEqual(Option.none())
+    }))
+
+  it.effect("any changed, added or missing column is decoded anew", () =>
+    Effect.gen(function*() {
+      const { decoded, decoder } = counting()
+      const remembering = SqlRows.remembering(decoder, "id", 8)
+      yield* remembering.first([good])
+      const changed = Option.getOrThrow(yield* remembering.first([{ ...good, status: "pending" }]))
+      expect(changed.status).toBe("pending")
+      const amount = Option.getOrThrow(yield* remembering.first([{ ...good, status: "pending", amount: 13 }]))
+      expect(amount.amount).toBe(13)
+      const added = yield* remembering.first([{ ...good, status: "pending", amount: 13, extra: 1 }])
+      expect(Option.isSome(added)).toBe(true)
+      const missing = yield* Effect.flip(remembering.first([noNote]))
+      expect(missing).toMatchObject({ _tag: "RowError", column: "note" })
+      expect(decoded()).toBe(5)
+    }))
+
+  it.effect("a row that does not decode is never remembered: it fails every time", () =>
+    Effect.gen(function*() {
+      const { decoded, decoder } = counting()
+      const remembering = SqlRows.remembering(decoder, "id", 8)
+      const bad = { ...good, status: "bogus" }
+      for (let i = 0; i < 2; i++) {
+        expect(yield* Effect.flip(remembering.first([bad]))).toMatchObject({ _tag: "RowError", column: "status" })
+      }
+      expect(decoded()).toBe(2)
+    }))
+
+  it.effect("remembers up to its capacity, forgetting the least recently read key first", () =>
+    Effect.gen(function*() {
+      const { decoded, decoder } = counting()
+      const remembering = SqlRows.remembering(decoder, "id", 2)
+      const row = (id: string) => ({ ...good, id })
+      yield* remembering.first([row("i1")])
+      yield* remembering.first([row("i2")])
+      yield* remembering.first([row("i1")]) // i1 read last: i2 is the least recent
+      yield* remembering.first([row("i3")]) // forgets i2
+      expect(decoded()).toBe(3)
+      yield* remembering.first([row("i1")])
+      yield* remembering.first([row("i3")])
+      expect(decoded()).toBe(3)
+      yield* remembering.first([row("i2")])
+      expect(decoded()).toBe(4)
+    }))
+})
+
 const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.SqlClient, unknown>]> = [
   ["sqlite", sqlite],
   ...(runPostgres ? [["postgres", postgres] as const] : [])
