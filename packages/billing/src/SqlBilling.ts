@@ -29,13 +29,15 @@
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Account, type Services } from "@mediagate/contract"
+import { Account, type Errors, type Services } from "@mediagate/contract"
 import type { Billing, Charge } from "@mediagate/engine/Billing"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlProgram from "@mediagate/persistence/SqlProgram"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -46,6 +48,7 @@ import {
   type BillingServices,
   entry,
   insufficientBalance,
+  isAmount,
   keyLimitExceeded,
   LedgerEntry,
   ledgerKinds,
@@ -215,15 +218,8 @@ const decoders = (prefix: string) => {
     newEntry: SqlRows.decoder(names.ledger, NewEntry),
     openMonths: SqlRows.decoder(names.ledger, Schema.Struct({ month: Schema.String, net: micros })),
     topUp: SqlRows.decoder(names.topUps, TopUpRecord),
-    /**
-     * SQLite: the debited account row with the first limit of the key's chain the charge would pass, the key's
-     * ancestors (null: the key has no spend row) and the month's spend (see `charging`).
-     */
-    debited: SqlRows.decoder(names.accounts, Schema.Struct({
-      ...AccountRow.fields,
-      ...SpendRead.fields,
-      keyAncestors: column("key_ancestors", Schema.NullOr(Schema.parseJson(Schema.Array(Schema.String))))
-    })),
+    /** SQLite: the debited account row and what the charge's checks read with it ({@link DebitedRow}). */
+    debited: SqlRows.decoder(names.accounts, DebitedRow),
     /** PostgreSQL: whether the limits allowed the charge (and it was written), and what they were checked on. */
     spent: SqlRows.decoder(names.keySpend, Schema.Struct({ ok: Schema.Boolean, ...SpendRead.fields }))
   }
@@ -237,6 +233,19 @@ const SpendRead = Schema.Struct({
   keyLimitMicros: column("key_limit", limit),
   keySpentMicros: column("key_spent", limit),
   monthSpentMicros: column("month_spent", limit)
+})
+
+/** A charge refused by the balance or a spend limit. */
+type Refusal = Errors.InsufficientBalance | Errors.SpendLimitExceeded
+
+/**
+ * SQLite: the debited account row with the first limit of the key's chain the charge would pass, the key's
+ * ancestors (null: the key has no spend row) and the month's spend (see `charging`).
+ */
+const DebitedRow = Schema.Struct({
+  ...AccountRow.fields,
+  ...SpendRead.fields,
+  keyAncestors: column("key_ancestors", Schema.NullOr(Schema.parseJson(Schema.Array(Schema.String))))
 })
 
 /** Storage failures become {@link PersistenceError}. */
@@ -284,8 +293,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     Effect.map(monthSpent(accountId, monthOf(now)), (monthToDateMicros): BillingState =>
       ({ accountId, ...row, monthToDateMicros }))
 
-  const appendEntry = (entry: NewEntry) =>
-    Effect.flatMap(rows.newEntry.encode(entry), (row) => sql`INSERT INTO ${t.ledger} ${sql.insert(row)}`)
+  const ledgerInsert = (row: typeof NewEntry.Encoded) => sql`INSERT INTO ${t.ledger} ${sql.insert(row)}`
+  const appendEntry = (entry: NewEntry) => Effect.flatMap(rows.newEntry.encode(entry), ledgerInsert)
 
   const addBalance = (accountId: string, amountMicros: number, now: number) =>
     sql`UPDATE ${t.accounts} SET balance_micros = balance_micros + ${amountMicros}, updated_at = ${now}
@@ -323,13 +332,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   }
 
   /** The account row a charge of `amount` debited, unless there is none or a prepaid balance did not cover it. */
-  const covered = (amount: number) => <A extends AccountRow, E>(debited: Effect.Effect<Option.Option<A>, E>) =>
-    Effect.flatMap(debited, (found) =>
-      Option.isNone(found)
-        ? Effect.fail(insufficientBalance(amount, undefined))
-        : found.value.billingMode === "prepaid" && found.value.balanceMicros < 0
-        ? Effect.fail(insufficientBalance(amount, found.value.balanceMicros + amount))
-        : Effect.succeed(found.value))
+  const coveredRow = (amount: number) => <A extends AccountRow>(found: Option.Option<A>): Either.Either<A, Refusal> =>
+    Option.isNone(found)
+      ? Either.left(insufficientBalance(amount, undefined))
+      : found.value.billingMode === "prepaid" && found.value.balanceMicros < 0
+      ? Either.left(insufficientBalance(amount, found.value.balanceMicros + amount))
+      : Either.right(found.value)
 
   /** The refusal of a charge by the limit it exceeds: the key's first, then the account's monthly one. */
   const limitExceeded = (amount: number, row: AccountRow, read: typeof SpendRead.Type) =>
@@ -369,7 +377,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       const month = monthOf(now)
       if (pg) {
         const row = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
-          WHERE account_id = ${charge.accountId} RETURNING *`.pipe(Effect.flatMap(rows.account.first), covered(amount))
+          WHERE account_id = ${charge.accountId} RETURNING *`.pipe(
+          Effect.flatMap(rows.account.first),
+          Effect.flatMap(coveredRow(amount))
+        )
         const big = (value: number | null) => sql`CAST(${value} AS BIGINT)`
         const spent = yield* sql`WITH k AS (
             SELECT key_id, spend_limit_micros, spent_micros FROM ${t.keySpend}
@@ -409,31 +420,52 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         }
         return row
       }
-      const over = (column: string) =>
-        sql`(SELECT ${sql.literal(column)} FROM ${t.keySpend} WHERE key_id IN (${chain(charge.keyId)})
-          AND spend_limit_micros IS NOT NULL AND spent_micros + ${amount} > spend_limit_micros
-          ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1)`
-      const row = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
+      return yield* Effect.flatMap(SqlProgram.run(sqliteCharging(charge, amount, now)), (charged) => charged)
+    })
+
+  /**
+   * SQLite's charge as a program (see {@link charging}): run through the client, or synchronously in a write
+   * connection's transaction (`chargeStatements`). Answers the debited row, or the refusal (after the debit: the
+   * caller rolls back).
+   */
+  function* sqliteCharging(
+    charge: Charge,
+    amount: number,
+    now: number
+  ): SqlProgram.SqlProgram<Either.Either<typeof DebitedRow.Type, Refusal | SqlRows.RowError>> {
+    const month = monthOf(now)
+    const over = (column: string) =>
+      sql`(SELECT ${sql.literal(column)} FROM ${t.keySpend} WHERE key_id IN (${chain(charge.keyId)})
+        AND spend_limit_micros IS NOT NULL AND spent_micros + ${amount} > spend_limit_micros
+        ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1)`
+    const debited = Either.flatMap(
+      rows.debited.first(
+        yield sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
         WHERE account_id = ${charge.accountId}
         RETURNING *, ${over("spend_limit_micros")} AS key_limit, ${over("spent_micros")} AS key_spent,
           (SELECT ancestors FROM ${t.keySpend} WHERE key_id = ${charge.keyId}) AS key_ancestors,
           (SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month})
-            AS month_spent`.pipe(Effect.flatMap(rows.debited.first), covered(amount))
-      const refused = limitExceeded(amount, row, row)
-      if (Option.isSome(refused)) return yield* refused.value
-      yield* appendEntry(entry("charge", charge, -amount, charge.description, now, month))
-      if (row.keyAncestors === null) {
-        yield* sql`INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
-          VALUES (${charge.keyId}, ${charge.accountId}, NULL, ${amount})
-          ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
-      } else {
-        yield* sql`UPDATE ${t.keySpend} SET spent_micros = spent_micros + ${amount}
-          WHERE ${sql.in("key_id", [charge.keyId, ...row.keyAncestors])}`
-      }
-      yield* sql`INSERT INTO ${t.monthSpend} (account_id, month, spent_micros) VALUES (${charge.accountId}, ${month}, ${amount})
-        ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
-      return row
-    })
+            AS month_spent`
+      ),
+      coveredRow(amount)
+    )
+    if (Either.isLeft(debited)) return debited
+    const row = debited.right
+    const refused = limitExceeded(amount, row, row)
+    if (Option.isSome(refused)) return Either.left(refused.value)
+    const ledgerRow = rows.newEntry.encode(entry("charge", charge, -amount, charge.description, now, month))
+    if (Either.isLeft(ledgerRow)) return Either.left(ledgerRow.left)
+    yield ledgerInsert(ledgerRow.right)
+    yield row.keyAncestors === null
+      ? sql`INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
+        VALUES (${charge.keyId}, ${charge.accountId}, NULL, ${amount})
+        ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+      : sql`UPDATE ${t.keySpend} SET spent_micros = spent_micros + ${amount}
+        WHERE ${sql.in("key_id", [charge.keyId, ...row.keyAncestors])}`
+    yield sql`INSERT INTO ${t.monthSpend} (account_id, month, spent_micros) VALUES (${charge.accountId}, ${month}, ${amount})
+      ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+    return Either.right(row)
+  }
 
   /** A charge: its statements ({@link charging}), then auto top-up; in `transaction` (or the caller's). */
   const chargeWith = (
@@ -453,6 +485,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   const billing: Billing["Type"] = {
     charge: chargeWith(sql.withTransaction),
     chargeInTransaction: chargeWith((self) => self),
+    ...(pg ? {} : {
+      // the same statements as `chargeInTransaction` on SQLite; an auto top-up due after the charge is left to it
+      chargeStatements: function*(charge, now) {
+        const amount = charge.amountMicros
+        if (amount === 0) return Either.right("charged")
+        if (!isAmount(amount)) return Either.right("deferred")
+        const charged = yield* sqliteCharging(charge, amount, now)
+        return Either.map(charged, (row) => topUpDue(row, row.balanceMicros) === undefined ? "charged" : "deferred")
+      }
+    }),
 
     refund: (refund) =>
       Effect.gen(function*() {

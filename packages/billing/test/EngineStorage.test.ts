@@ -4,10 +4,12 @@
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import type { NewTask } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Ids from "@mediagate/persistence/Ids"
+import * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -16,7 +18,7 @@ import { BillingAccounts, defaultSettings } from "../src/BillingAccounts.js"
 import { BillingLedger } from "../src/Ledger.js"
 import * as PaymentProvider from "../src/PaymentProvider.js"
 import * as SqlBilling from "../src/SqlBilling.js"
-import { postgres, runPostgres, sqlite } from "./databases.js"
+import { postgres, runPostgres, sqlite, sqliteFilename } from "./databases.js"
 
 const now = Date.UTC(2025, 5, 1)
 
@@ -54,16 +56,25 @@ const accept = (task: NewTask) =>
       idempotency: undefined
     }))
 
-const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.SqlClient, unknown>]> = [
-  ["sqlite", sqlite],
-  ...(runPostgres ? [["postgres", postgres] as const] : [])
+/** A SQLite file with its write connection: the storage's batches of charged accepts run on it. */
+const sqliteWithWriter = () =>
+  Layer.unwrapScoped(Effect.map(sqliteFilename, (filename) =>
+    Layer.provideMerge(WriteConnection.layer(filename), SqliteClient.layer({ filename }))))
+
+const databases: ReadonlyArray<
+  readonly [string, () => Layer.Layer<SqlClient.SqlClient | WriteConnection.WriteConnection, unknown>]
+> = [
+  ["sqlite", () => Layer.merge(sqlite(), WriteConnection.layerNone)],
+  ["a sqlite file, charged accepts on its write connection", sqliteWithWriter],
+  ...(runPostgres ? [["postgres", () => Layer.merge(postgres(), WriteConnection.layerNone)] as const] : [])
 ]
 
 for (const [name, database] of databases) {
   describe(`SqlBilling under SqlTaskStorage on ${name}`, () => {
     const run = <A, E>(body: Effect.Effect<A, E, TaskStorage | BillingAccounts | BillingLedger>) => {
       const billing = Layer.provideMerge(SqlBilling.layer(), PaymentProvider.layerNone)
-      const storage = SqlTaskStorage.layer({ time: "clock" })
+      const storage = Layer.unwrapEffect(Effect.map(WriteConnection.WriteConnection, (writer) =>
+        SqlTaskStorage.layer({ time: "clock", writer })))
       return Effect.zipRight(TestClock.setTime(now), body).pipe(
         Effect.provide(Layer.provideMerge(storage, billing).pipe(Layer.provide(database()))),
         Effect.scoped
@@ -188,3 +199,59 @@ for (const [name, database] of databases) {
       })), { timeout: 60_000 })
   })
 }
+
+describe("SqlTaskStorage's charged accepts on a SQLite file's write connection", () => {
+  it.live("run there, one transaction per batch; a charge after which an auto top-up is due goes through the client", () => {
+    const transactions = { count: 0 }
+    const counted = Layer.unwrapScoped(Effect.map(sqliteFilename, (filename) => {
+      const writer = Layer.effect(
+        WriteConnection.WriteConnection,
+        Effect.map(WriteConnection.WriteConnection, (inner): WriteConnection.Writer | undefined =>
+          inner === undefined ? undefined : {
+            transaction: (body) => Effect.zipRight(Effect.sync(() => { transactions.count++ }), inner.transaction(body))
+          })
+      ).pipe(Layer.provide(WriteConnection.layer(filename)))
+      return Layer.provideMerge(writer, SqliteClient.layer({ filename }))
+    }))
+    const storage = Layer.unwrapEffect(Effect.map(WriteConnection.WriteConnection, (writer) =>
+      SqlTaskStorage.layer({ time: "clock", writer })))
+    const billing = Layer.provideMerge(SqlBilling.layer(), PaymentProvider.layerSimulated)
+    return Effect.gen(function*() {
+      const storage = yield* TaskStorage
+      const accounts = yield* BillingAccounts
+      const ledger = yield* BillingLedger
+      yield* accounts.open("acct_w", defaultSettings, 100_000_000)
+      yield* accounts.open("acct_t", {
+        ...defaultSettings,
+        autoTopUpEnabled: true,
+        autoTopUpThresholdMicros: 5_000_000,
+        autoTopUpAmountMicros: 10_000_000
+      }, 8_000_000)
+      const tasks = Array.from({ length: 20 }, (_, i) => newTask("acct_w", 1_000_000, 500 + i))
+      const results = yield* Effect.forEach(tasks, (task) => Effect.either(accept(task)), { concurrency: "unbounded" })
+      expect(results.every((r) => r._tag === "Right")).toBe(true)
+      expect(transactions.count).toBeGreaterThan(0)
+      expect(transactions.count).toBeLessThanOrEqual(20)
+      expect((yield* accounts.state("acct_w")).balanceMicros).toBe(80_000_000)
+      expect((yield* accounts.keySpend("key_a")).spentMicros).toBe(20_000_000)
+      expect((yield* ledger.entries("acct_w")).filter((e) => e.kind === "charge")).toHaveLength(20)
+      // 8 - 4 = 4 USD, under the 5 USD threshold: the charge is made with the top-up, through the client
+      const topped = newTask("acct_t", 4_000_000, 600)
+      yield* accept(topped)
+      assert.isTrue(Option.isSome(yield* storage.getById(topped.id)))
+      const state = yield* accounts.state("acct_t")
+      expect(state.balanceMicros).toBe(14_000_000)
+      expect((yield* ledger.entries("acct_t")).map((e) => [e.kind, e.amountMicros])).toEqual(
+        expect.arrayContaining([["charge", -4_000_000], ["top_up", 10_000_000]])
+      )
+      // a refusal on the write connection stores nothing
+      const refused = newTask("acct_t", 50_000_000, 601)
+      expect(yield* Effect.flip(accept(refused))).toMatchObject({ _tag: "InsufficientBalance" })
+      assert.isTrue(Option.isNone(yield* storage.getById(refused.id)))
+      expect((yield* accounts.state("acct_t")).balanceMicros).toBe(14_000_000)
+    }).pipe(
+      Effect.provide(Layer.provideMerge(storage, billing).pipe(Layer.provideMerge(counted))),
+      Effect.scoped
+    )
+  })
+})

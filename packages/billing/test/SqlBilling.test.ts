@@ -3,13 +3,20 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Billing } from "@mediagate/engine/Billing"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import { isCharged } from "@mediagate/engine/Billing"
+import * as SqlProgram from "@mediagate/persistence/SqlProgram"
+import type { RowError } from "@mediagate/persistence/SqlRows"
+import * as WriteConnection from "@mediagate/persistence/WriteConnection"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { BillingAccounts, defaultSettings } from "../src/BillingAccounts.js"
 import * as PaymentProvider from "../src/PaymentProvider.js"
 import * as SqlBilling from "../src/SqlBilling.js"
 import { billingSuite, Tx } from "./BillingSuite.js"
-import { pgAvailable, pgNotRunning, postgres, runPostgres, sqlite } from "./databases.js"
+import { pgAvailable, pgNotRunning, postgres, runPostgres, sqlite, sqliteFilename } from "./databases.js"
 
 if (!runPostgres) console.warn(`${pgNotRunning}: its tests are skipped`)
 
@@ -27,6 +34,53 @@ const backend = (database: () => Layer.Layer<SqlClient.SqlClient, unknown>) => (
 })
 
 billingSuite("sqlite", backend(sqlite))
+
+/**
+ * SQLite file whose charges run as the task storage's batches run them (`SqlTaskStorage` with a write connection):
+ * billing's `chargeStatements` in a savepoint of a write connection's transaction, kept only when charged; a charge
+ * the statements defer (an auto top-up due) made with `chargeInTransaction` in a transaction of the client.
+ */
+const writerBackend = {
+  transactional: false,
+  layer: (provider: Layer.Layer<PaymentProvider.PaymentProvider>) => {
+    const charges = Layer.effect(
+      Billing,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const writer = yield* WriteConnection.WriteConnection
+        const sql = yield* SqlClient.SqlClient
+        const statements = billing.chargeStatements
+        if (writer === undefined || statements === undefined) return yield* Effect.dieMessage("no write path")
+        const inTransaction = billing.chargeInTransaction ?? billing.charge
+        const failed = (cause: SqlError | RowError) => new PersistenceError({ message: cause.message, cause })
+        const charge: typeof billing.charge = (charge) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            writer.transaction((tx) => tx.attempt(() => SqlProgram.runSync(statements(charge, now), tx.run), isCharged))).pipe(
+              Effect.mapError(failed),
+              Effect.flatMap((outcome) =>
+                Either.isRight(outcome)
+                  ? outcome.right === "charged"
+                    ? Effect.void
+                    : Effect.catchTag(sql.withTransaction(inTransaction(charge)), "SqlError", (e) => Effect.fail(failed(e)))
+                  : outcome.left._tag === "RowError"
+                  ? Effect.fail(failed(outcome.left))
+                  : Effect.fail(outcome.left)
+              )
+            )
+        return { ...billing, charge }
+      })
+    )
+    const database = Layer.unwrapScoped(Effect.map(sqliteFilename, (filename) =>
+      Layer.provideMerge(WriteConnection.layer(filename), SqliteClient.layer({ filename }))))
+    // charges run in transactions of their own (on the write connection): none of the client around them
+    const asItIs = Layer.succeed(Tx, { run: (self) => self })
+    return Layer.provideMerge(charges, Layer.merge(SqlBilling.layer(), asItIs)).pipe(
+      Layer.provideMerge(Layer.merge(database, provider))
+    )
+  }
+}
+
+billingSuite("sqlite, charges on the write connection", writerBackend)
 if (runPostgres) billingSuite("postgres", backend(postgres))
 
 describe("PostgreSQL availability", () => {

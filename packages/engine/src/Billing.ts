@@ -10,6 +10,9 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import type * as SqlProgram from "@mediagate/persistence/SqlProgram"
+import type * as SqlRows from "@mediagate/persistence/SqlRows"
+import type * as Either from "effect/Either"
 
 /** A charge for a task. */
 export interface Charge {
@@ -30,6 +33,15 @@ export interface Refund {
   readonly reason: string
 }
 
+/** What a charge's statements answer ({@link Billing}'s `chargeStatements`). */
+export type ChargeOutcome = Either.Either<
+  "charged" | "deferred",
+  Errors.InsufficientBalance | Errors.SpendLimitExceeded | SqlRows.RowError
+>
+
+/** Whether a charge's statements charged (anything else is rolled back). */
+export const isCharged = (outcome: ChargeOutcome): boolean => outcome._tag === "Right" && outcome.right === "charged"
+
 /** The billing port. */
 export class Billing extends Context.Tag("@mediagate/engine/Billing")<Billing, {
   /**
@@ -47,6 +59,14 @@ export class Billing extends Context.Tag("@mediagate/engine/Billing")<Billing, {
   readonly chargeInTransaction?: (
     charge: Charge
   ) => Effect.Effect<void, Errors.InsufficientBalance | Errors.SpendLimitExceeded | PersistenceError>
+  /**
+   * SQLite: `chargeInTransaction`'s statements as a program (`@mediagate/persistence/SqlProgram`), for a caller
+   * that runs them synchronously in its own transaction (the storage's write connection) and rolls back (to a
+   * savepoint) on anything but `"charged"`: a refusal is answered, not failed; `"deferred"` means the charge needs
+   * what such a transaction cannot do (an auto top-up, which asks the payment provider) and must be made with
+   * `chargeInTransaction` instead. `now` is the charge's time (the ledger entry's, and its month's).
+   */
+  readonly chargeStatements?: (charge: Charge, now: number) => SqlProgram.SqlProgram<ChargeOutcome>
   /** Records a refund within the caller's transaction. */
   readonly refund: (refund: Refund) => Effect.Effect<void, PersistenceError>
   /**

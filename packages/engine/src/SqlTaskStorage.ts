@@ -50,11 +50,14 @@ import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import * as SqlProgram from "@mediagate/persistence/SqlProgram"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
+import type * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -63,7 +66,7 @@ import * as Record from "effect/Record"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { Billing, type Charge } from "./Billing.js"
+import { Billing, type Charge, type ChargeOutcome, isCharged } from "./Billing.js"
 import * as GroupCommit from "@mediagate/persistence/GroupCommit"
 import * as Listen from "@mediagate/persistence/Listen"
 import { fromNew, type Outcome, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
@@ -581,6 +584,12 @@ export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions
    * `GET /api/v1/tasks/{id}`), instead of the `SqlClient`.
    */
   readonly reader?: ReadConnection.Reader | undefined
+  /**
+   * The database's write connection (`@mediagate/persistence/WriteConnection`: a second connection to a SQLite
+   * file) for the batches of charged accepts (every charged `POST` without an `Idempotency-Key`): each batch one
+   * synchronous transaction, when billing gives its charge's statements (`Billing.chargeStatements`).
+   */
+  readonly writer?: WriteConnection.Writer | undefined
 }
 
 /** Whether an accept's exit is final: a success, or a refusal of its charge (a storage failure is not). */
@@ -688,15 +697,17 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
      * Accepts without a charge or an idempotency key, batched: the tasks accepted while an insert is under way are
      * inserted together; if that fails (a duplicate id), each is inserted on its own.
      */
+    // SQLite's statements are synchronous: its batches gather the accepts of requests that arrived together
+    const sqliteBatches = { gather: !pg }
     const inserting = yield* GroupCommit.make(maxBatch, (records: ReadonlyArray<TaskRecord>) =>
       Effect.flatMap(Effect.exit(insertAll(records)), (together) =>
         Exit.isSuccess(together) || records.length === 1
           ? Effect.succeed(records.map(() => together))
-          : Effect.forEach(records, (record) => Effect.exit(insertAll([record])))))
+          : Effect.forEach(records, (record) => Effect.exit(insertAll([record])))), sqliteBatches)
 
     /** A task's insert (with the wakeup of other processes). */
-    const insertOne = (record: TaskRecord) =>
-      Effect.flatMap(rows.task.encode(record), (row) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`)
+    const insertStatement = (row: typeof TaskRow.Encoded) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`
+    const insertOne = (record: TaskRecord) => Effect.flatMap(rows.task.encode(record), insertStatement)
 
     /**
      * The task first, the charge last, in the caller's transaction (which a refusal rolls back): the account row the
@@ -712,11 +723,54 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
      * so that two batches (of this or another process) never wait on each other in a cycle. If the transaction
      * fails as a whole, nothing of it is written and each accept runs again in a transaction of its own.
      */
+    const writer = options.writer
+    const chargeStatements = billing.chargeStatements
+    /**
+     * A batch of charged accepts as one synchronous transaction on the write connection (SQLite): each accept in a
+     * savepoint (the task's insert, then the charge's statements), rolled back to on a refusal, and on a charge
+     * billing defers (an auto top-up due), which then runs on its own through the client. Answers each accept's
+     * outcome, by position in the batch.
+     */
+    const writeCharged = writer === undefined || chargeStatements === undefined
+      ? undefined
+      : (batch: ReadonlyArray<Charged>, order: ReadonlyArray<number>) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          writer.transaction((transaction) => {
+            const outcomes = new Array<ChargeOutcome>(batch.length)
+            for (const i of order) {
+              const { charge, record } = batch[i]!
+              outcomes[i] = transaction.attempt((): ChargeOutcome => {
+                const row = rows.task.encode(record)
+                if (Either.isLeft(row)) return Either.left(row.left)
+                transaction.run(insertStatement(row.right))
+                return SqlProgram.runSync(chargeStatements(charge, now), transaction.run)
+              }, isCharged)
+            }
+            return outcomes
+          }))
+
     const acceptingCharged = yield* GroupCommit.make(maxBatch, (batch: ReadonlyArray<Charged>) => {
       const account = (i: number) => batch[i]!.record.accountId
       // a stable sort: an account's accepts keep their order
       const order = batch.map((_, i) => i).sort((a, b) => account(a) < account(b) ? -1 : account(a) > account(b) ? 1 : 0)
       const alone = (item: Charged) => Effect.exit(sql.withTransaction(insertCharged(item.record, item.charge)))
+      if (writeCharged !== undefined) {
+        return writeCharged(batch, order).pipe(
+          Effect.exit,
+          Effect.flatMap((written) =>
+            Exit.isSuccess(written)
+              ? Effect.forEach(written.value, (outcome, i) =>
+                Either.isLeft(outcome)
+                  ? Effect.succeed(Exit.fail(outcome.left))
+                  : outcome.right === "charged"
+                  ? Effect.succeed(Exit.void)
+                  : alone(batch[i]!))
+              // the transaction failed as a whole: nothing of it is written; each accept runs on its own
+              : Effect.forEach(batch, alone)
+          ),
+          Effect.tap(wake)
+        )
+      }
       if (batch.length === 1) return Effect.forEach(batch, alone).pipe(Effect.tap(wake))
       return Effect.forEach(order, (i) => Effect.map(alone(batch[i]!), (exit) => [i, exit] as const)).pipe(
         sql.withTransaction,
@@ -734,7 +788,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             : Effect.forEach(batch, alone)),
         Effect.tap(wake)
       )
-    }, pg ? chargedBatchers : 1)
+    }, pg ? { fibers: chargedBatchers } : sqliteBatches)
 
     const accept: TaskStorage["Type"]["accept"] = ({ charge, idempotency: claim, task }) => {
       const record = fromNew({ ...task, createdAt: ms(task.createdAt), deadlineAt: ms(task.deadlineAt) })

@@ -19,6 +19,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Durations from "@mediagate/vendors/Durations"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
@@ -144,11 +145,11 @@ const unreachable = (message: string) => (cause: unknown) => new DatabaseError({
  */
 export const layer = (
   database: Database
-): Layer.Layer<SqlClient.SqlClient | ReadConnection.ReadConnection, DatabaseError> => {
+): Layer.Layer<SqlClient.SqlClient | ReadConnection.ReadConnection | WriteConnection.WriteConnection, DatabaseError> => {
   if ("layer" in database) {
     // the host app's client: every read goes through it
     const client = Layer.mapError(database.layer, unreachable("the host app's SqlClient failed to start"))
-    return Layer.merge(client, ReadConnection.layerNone)
+    return Layer.mergeAll(client, ReadConnection.layerNone, WriteConnection.layerNone)
   }
   if ("postgres" in database) {
     const url = typeof database.postgres === "string" ? Redacted.make(database.postgres) : database.postgres
@@ -184,7 +185,9 @@ export const layer = (
         client,
         Layer.succeed(DatabasePool, pgPoolStats(pool, max)),
         // task reads by id straight on the pool (@mediagate/persistence/ReadConnection)
-        Layer.succeed(ReadConnection.ReadConnection, ReadConnection.fromPool(pool))
+        Layer.succeed(ReadConnection.ReadConnection, ReadConnection.fromPool(pool)),
+        // writes go through the client (statements there are round trips, not the client's own work)
+        WriteConnection.layerNone
       )
     }))
   }
@@ -198,9 +201,12 @@ export const layer = (
       })
     }
     const client = Layer.mapError(SqliteClient.layer({ filename: file }), unreachable(`cannot open the SQLite database ${file}`))
-    // a file gets a second, read-only connection for the hot reads (@mediagate/persistence/ReadConnection)
-    const reads = file === ":memory:" ? ReadConnection.layerNone : ReadConnection.layer(file)
-    return Layer.merge(Layer.effect(DatabasePool, Effect.map(SqlClient.SqlClient, sqliteStats)), reads).pipe(
+    // a file gets a second, read-only connection for the hot reads (@mediagate/persistence/ReadConnection) and a
+    // second read-write one for the charged accepts' transactions (@mediagate/persistence/WriteConnection)
+    const memory = file === ":memory:"
+    const reads = memory ? ReadConnection.layerNone : ReadConnection.layer(file)
+    const writes = memory ? WriteConnection.layerNone : WriteConnection.layer(file)
+    return Layer.mergeAll(Layer.effect(DatabasePool, Effect.map(SqlClient.SqlClient, sqliteStats)), reads, writes).pipe(
       Layer.provideMerge(client)
     )
   }))

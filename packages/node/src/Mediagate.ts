@@ -14,6 +14,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import { NodeHttpServer } from "@effect/platform-node"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import type * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
 import type { AccountStore } from "@mediagate/accounts/AccountStore"
@@ -207,7 +208,10 @@ const makeService = (database: string) =>
   })
 
 const compose = (
-  database: Layer.Layer<SqlClient.SqlClient | ReadConnection.ReadConnection, Database.DatabaseError>,
+  database: Layer.Layer<
+    SqlClient.SqlClient | ReadConnection.ReadConnection | WriteConnection.WriteConnection,
+    Database.DatabaseError
+  >,
   description: string
 ) =>
   Layer.scoped(Mediagate, makeService(description)).pipe(

@@ -1,11 +1,13 @@
 /**
- * The database layer gives a SQLite file a read connection and PostgreSQL a reader on its pool (the task reads of
- * `GET /api/v1/tasks/{id}` go through it), and none to an in-memory database or a host app's own client.
+ * The database layer gives a SQLite file a read connection and a write connection, PostgreSQL a reader on its pool
+ * (the task reads of `GET /api/v1/tasks/{id}` go through it) and no writer, and neither to an in-memory database or
+ * a host app's own client.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Effect from "effect/Effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -13,7 +15,7 @@ import { join } from "node:path"
 import * as Database from "../src/Database.js"
 import { pgSchema, pgUrl, runPostgres } from "@mediagate/testing/databases"
 
-describe("Database.layer and the read connection", () => {
+describe("Database.layer and the read and write connections", () => {
   it.scoped("a SQLite file: a reader that sees what the client committed", () =>
     Effect.gen(function*() {
       const dir = yield* Effect.acquireRelease(
@@ -30,6 +32,12 @@ describe("Database.layer and the read connection", () => {
         // a read-only connection: a write through it fails as a SqlError
         const refused = yield* Effect.flip(reader!.all("INSERT INTO t (id, n) VALUES ('b', 2) RETURNING id", []))
         expect(refused._tag).toBe("SqlError")
+        // and a writer whose commits the client and the reader see
+        const writer = yield* WriteConnection.WriteConnection
+        assert.isDefined(writer)
+        yield* writer!.transaction((tx) => tx.run(sql`INSERT INTO t (id, n) VALUES ('c', 3)`))
+        expect(yield* sql`SELECT n FROM t WHERE id = 'c'`).toEqual([{ n: 3 }])
+        expect(yield* reader!.all("SELECT n FROM t WHERE id = ?", ["c"])).toEqual([{ n: 3 }])
       }).pipe(Effect.provide(Database.layer({ sqlite: join(dir, "data", "mediagate.db") })), Effect.scoped)
     }))
 
@@ -40,6 +48,7 @@ describe("Database.layer and the read connection", () => {
         const sql = yield* SqlClient.SqlClient
         const reader = yield* ReadConnection.ReadConnection
         assert.isDefined(reader)
+        expect(yield* WriteConnection.WriteConnection).toBeUndefined()
         yield* sql`CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT)`
         yield* sql`INSERT INTO t (id, n) VALUES ('a', 1)`
         expect(yield* reader!.all("SELECT id, n FROM t WHERE id = $1", ["a"])).toEqual([{ id: "a", n: "1" }])
@@ -60,5 +69,10 @@ describe("Database.layer and the read connection", () => {
         Database.layer({ layer: SqliteClient.layer({ filename: ":memory:" }) })
       )
       expect(host).toBeUndefined()
+      const writers = yield* Effect.forEach(
+        [Database.layer({ sqlite: ":memory:" }), Database.layer({ layer: SqliteClient.layer({ filename: ":memory:" }) })],
+        (layer) => Effect.provide(WriteConnection.WriteConnection, layer)
+      )
+      expect(writers).toEqual([undefined, undefined])
     }))
 })

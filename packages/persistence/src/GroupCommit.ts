@@ -15,6 +15,12 @@ import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 
+/** Resumes after the I/O callbacks of the event loop's current turn (`setImmediate`). */
+const afterIo: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const timer = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(timer))
+})
+
 /** A call waiting in a batch. */
 interface Waiting<I, A, E> {
   readonly input: I
@@ -23,14 +29,19 @@ interface Waiting<I, A, E> {
 
 /**
  * A batcher: `run` gets the inputs of one batch (in call order, at least one) and answers one exit per input, in
- * the same order. `run` must not fail; a defect or an interruption of a batch fails every call in it. With
- * `fibers` above 1, that many batches may run at once (each takes what is waiting when it starts): for writes
- * bound by round trips rather than by one connection, e.g. on a PostgreSQL pool.
+ * the same order. `run` must not fail; a defect or an interruption of a batch fails every call in it.
+ *
+ * - `fibers` above 1: that many batches may run at once (each takes what is waiting when it starts), for writes
+ *   bound by round trips rather than by one connection, e.g. on a PostgreSQL pool.
+ * - `gather`: a batch starts once the I/O that has already arrived is handled (the rest of the event loop's turn,
+ *   `setImmediate`), so that the calls of requests that arrived together join it. For a `run` that is synchronous
+ *   (SQLite): its fiber runs to the end without yielding, nothing is queued meanwhile, and without `gather` every
+ *   batch would hold only the call that woke the batcher.
  */
 export const make = <I, A, E, R>(
   max: number,
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>, never, R>,
-  fibers = 1
+  options: { readonly fibers?: number | undefined; readonly gather?: boolean | undefined } = {}
 ): Effect.Effect<(input: I) => Effect.Effect<A, E>, never, R | Scope.Scope> =>
   Effect.gen(function*() {
     const queue = yield* Queue.unbounded<Waiting<I, A, E>>()
@@ -49,10 +60,15 @@ export const make = <I, A, E, R>(
             : Effect.forEach(waiting, (w) => Deferred.failCause(w.done, exit.cause), { discard: true })
         )
       )
-    const batcher = Effect.forever(
-      Effect.flatMap(Queue.takeBetween(queue, 1, max), (chunk) => batch(Chunk.toReadonlyArray(chunk)))
-    )
-    for (let i = 0; i < fibers; i++) yield* Effect.forkScoped(batcher)
+    const take = options.gather === true
+      ? Effect.flatMap(Queue.take(queue), (first) =>
+        Effect.zipRight(
+          afterIo,
+          Effect.map(Queue.takeUpTo(queue, max - 1), (rest) => [first, ...Chunk.toReadonlyArray(rest)])
+        ))
+      : Effect.map(Queue.takeBetween(queue, 1, max), Chunk.toReadonlyArray)
+    const batcher = Effect.forever(Effect.flatMap(take, batch))
+    for (let i = 0; i < (options.fibers ?? 1); i++) yield* Effect.forkScoped(batcher)
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Queue.takeAll(queue), (rest) =>
         Effect.forEach(rest, (w) => Deferred.interrupt(w.done), { discard: true })).pipe(Effect.zipRight(Queue.shutdown(queue)))

@@ -14,12 +14,12 @@
  *
  * @since 0.1.0
  */
-import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { createRequire } from "node:module"
+import * as SqliteDriver from "./internal/sqliteDriver.js"
 
 /** Runs a read statement on the second connection: its rows (plain objects by column name, as the `SqlClient`'s). */
 export interface Reader {
@@ -35,53 +35,24 @@ export class ReadConnection extends Context.Tag("@mediagate/persistence/ReadConn
   Reader | undefined
 >() {}
 
-/** What this module uses of `better-sqlite3`. */
-interface Driver {
-  new(filename: string, options: { readonly readonly: boolean; readonly fileMustExist: boolean }): Connection
-}
-interface Connection {
-  prepare(query: string): { all(...params: ReadonlyArray<unknown>): Array<unknown> }
-  close(): void
-}
-
-/** `better-sqlite3` as `@effect/sql-sqlite-node` resolves it. */
-const loadDriver = (): Driver => {
-  const fromSqlite = createRequire(createRequire(import.meta.url).resolve("@effect/sql-sqlite-node"))
-  const driver: Driver = fromSqlite("better-sqlite3")
-  return driver
-}
-
-const failure = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
-
 /**
  * A reader of the SQLite file `filename` (which the main connection has created): opened on its first read,
  * statements prepared once per query text, closed when the scope closes.
  */
 export const make = (filename: string): Effect.Effect<Reader, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    let connection: Connection | undefined
-    const statements = new Map<string, ReturnType<Connection["prepare"]>>()
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        statements.clear()
-        connection?.close()
-        connection = undefined
-      })
-    )
-    const prepared = (query: string) => {
-      let statement = statements.get(query)
-      if (statement === undefined) {
-        connection ??= new (loadDriver())(filename, { readonly: true, fileMustExist: true })
-        statement = connection.prepare(query)
-        statements.set(query, statement)
-      }
-      return statement
-    }
-    return {
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => SqliteDriver.lazy(() => new (SqliteDriver.load())(filename, { readonly: true, fileMustExist: true }))),
+      (connection) => Effect.sync(connection.close)
+    ),
+    (connection): Reader => ({
       all: (query, params) =>
-        Effect.try({ try: (): ReadonlyArray<unknown> => prepared(query).all(...params), catch: failure })
-    }
-  })
+        Effect.try({
+          try: (): ReadonlyArray<unknown> => connection.prepared(query).all(...params),
+          catch: SqliteDriver.failure
+        })
+    })
+  )
 
 /** What {@link fromPool} uses of a `pg` pool. */
 export interface Pool {
@@ -94,7 +65,10 @@ export interface Pool {
  */
 export const fromPool = (pool: Pool): Reader => ({
   all: (query, params) =>
-    Effect.tryPromise({ try: () => pool.query(query, [...params]).then((result) => result.rows), catch: failure })
+    Effect.tryPromise({
+      try: () => pool.query(query, [...params]).then((result) => result.rows),
+      catch: SqliteDriver.failure
+    })
 })
 
 /** The read connection of the SQLite file `filename`. */

@@ -21,7 +21,11 @@ export * as MemoryStore from "./MemoryStore.js"
 export * as PersistenceError from "./PersistenceError.js"
 /** A read-only second connection to a SQLite file, for hot single-row reads. */
 export * as ReadConnection from "./ReadConnection.js"
+/** A transaction's statements written once, run through the `SqlClient` or synchronously on a write connection. */
+export * as SqlProgram from "./SqlProgram.js"
 /** Rows decoded with Schema; a row that does not decode is a `RowError` naming its table and column. */
 export * as SqlRows from "./SqlRows.js"
 /** The client and dialect, table prefix, column types, migrations, storage clock and failure mapping. */
 export * as SqlStore from "./SqlStore.js"
+/** A second read-write connection to a SQLite file, for hot write transactions run as one synchronous block. */
+export * as WriteConnection from "./WriteConnection.js"

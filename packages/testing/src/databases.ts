@@ -10,6 +10,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 /** The URL of a database on the local PostgreSQL server (`test` by default). */
 export const pgUrl = (database = "test"): string => `postgres://postgres@127.0.0.1:5432/${database}`
@@ -19,6 +22,15 @@ export const pgNotRunning = "PostgreSQL is not running at 127.0.0.1:5432"
 
 /** A fresh in-memory SQLite database. */
 export const sqlite = (): Layer.Layer<SqlClient.SqlClient, unknown> => SqliteClient.layer({ filename: ":memory:" })
+
+/** The path of a fresh SQLite file in a temporary folder, removed (with the folder) when the scope closes. */
+export const sqliteFilename: Effect.Effect<string, never, Scope.Scope> = Effect.map(
+  Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(join(tmpdir(), "mediagate-test-"))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  ),
+  (dir) => join(dir, "test.db")
+)
 
 /** Runs one statement on a short-lived connection to the test database. */
 const admin = (statement: string) =>

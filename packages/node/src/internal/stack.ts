@@ -13,6 +13,7 @@ import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
 import * as TaskAdmin from "@mediagate/engine/TaskAdmin"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
@@ -169,9 +170,12 @@ export const Engine = (stack: StackSettings) =>
     Layer.provideMerge(TaskService.layer),
     // the upstream routed over channels (docs/channels.md), with its runtime for the admin views
     Layer.provideMerge(Channels.layerConfig),
-    // a task read by id goes through the database's read connection when it has one (SQLite files)
-    Layer.provideMerge(Layer.unwrapEffect(Effect.map(ReadConnection.ReadConnection, (reader) =>
-      SqlTaskStorage.layer({ prefix: stack.tablePrefix, reader }))))
+    // a task read by id goes through the database's read connection when it has one, a batch of charged accepts
+    // through its write connection (SQLite files)
+    Layer.provideMerge(Layer.unwrapEffect(Effect.map(
+      Effect.all([ReadConnection.ReadConnection, WriteConnection.WriteConnection]),
+      ([reader, writer]) => SqlTaskStorage.layer({ prefix: stack.tablePrefix, reader, writer })
+    )))
   )
 
 /**
