@@ -649,14 +649,15 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     /** The storage clock as a value (inside a transaction: one reading for the whole transition). */
     const currentTime = SqlStore.storageNow(sql, pg, time)
 
-    const selectTask = (id: string) => sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`.pipe(Effect.flatMap(rows.task.first))
+    const taskById = (id: string) => sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`
+    const selectTask = (id: string) => Effect.flatMap(taskById(id), rows.task.first)
     // a task read on its own (not in a transaction): through the read connection when there is one
     const reader = options.reader
     const readTaskQuery = `SELECT * FROM "${tables(prefix).tasks}" WHERE id = ${pg ? "$1" : "?"}`
     // a task polled while it waits is read again and again unchanged: its row is decoded once per change
     const readRows = SqlRows.remembering(rows.task, "id", rememberedTasks)
     const readTask = reader === undefined
-      ? (id: string) => sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`.pipe(Effect.flatMap(readRows.first))
+      ? (id: string) => Effect.flatMap(taskById(id), readRows.first)
       : (id: string) => Effect.flatMap(reader.all(readTaskQuery, [id]), readRows.first)
 
     /** The refund a task that just became terminal is owed (failed, expired, cancelled), recorded; the task after it. */
@@ -717,12 +718,6 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const insertCharged = (record: TaskRecord, charge: Charge) =>
       Effect.zipRight(insertOne(record), (billing.chargeInTransaction ?? billing.charge)(charge))
 
-    /**
-     * Charged accepts without an idempotency key, batched: one transaction for the batch, each accept in a savepoint
-     * of its own (a refused charge rolls back only its task). The batch takes the accounts' rows in account order,
-     * so that two batches (of this or another process) never wait on each other in a cycle. If the transaction
-     * fails as a whole, nothing of it is written and each accept runs again in a transaction of its own.
-     */
     const writer = options.writer
     const chargeStatements = billing.chargeStatements
     /**
@@ -749,6 +744,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             return outcomes
           }))
 
+    /**
+     * Charged accepts without an idempotency key, batched: one transaction for the batch, each accept in a savepoint
+     * of its own (a refused charge rolls back only its task). The batch takes the accounts' rows in account order,
+     * so that two batches (of this or another process) never wait on each other in a cycle. If the transaction
+     * fails as a whole, nothing of it is written and each accept runs again in a transaction of its own.
+     */
     const acceptingCharged = yield* GroupCommit.make(maxBatch, (batch: ReadonlyArray<Charged>) => {
       const account = (i: number) => batch[i]!.record.accountId
       // a stable sort: an account's accepts keep their order
