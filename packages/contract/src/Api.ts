@@ -20,6 +20,8 @@ import { describeForGenerators } from "./internal/openApi.js"
 import { registry } from "./families/index.js"
 import type * as Family from "./Family.js"
 
+export { TaskResponse } from "./api/TasksApi.js"
+
 /** API version shown in the OpenAPI document. */
 export const version = "1.0.0"
 

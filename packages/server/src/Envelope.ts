@@ -20,6 +20,7 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiError from "@effect/platform/HttpApiError"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerError from "@effect/platform/HttpServerError"
@@ -28,8 +29,10 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Address, Api, Errors, Metrics, ValidationMessage } from "@mediagate/contract"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import * as FindMyWay from "find-my-way-ts"
 import * as RequestBody from "./internal/requestBody.js"
 import * as RequestContext from "./RequestContext.js"
@@ -57,6 +60,29 @@ export const errorResponseFor = (
   headers?: Record<string, string>
 ): HttpServerResponse.HttpServerResponse =>
   errorResponse(status, code, message, headers, RequestContext.get(request)?.id)
+
+/**
+ * The success answer of an endpoint whose success Schema is `schema`, for a value, encoded once per value (by identity) and answered as it is again
+ * for the same value: for reads whose value is made once per state of what it shows (a polled task's API view,
+ * which `TaskService` makes once per stored record), so that polling an unchanged task encodes nothing. The answer
+ * is what the HttpApi would encode (the endpoint's success Schema, its success status, JSON); a value that fails to
+ * encode is answered as it is, for the HttpApi to encode and report as it reports every encoding failure. Answers
+ * are held in a `WeakMap`: they live as long as their values.
+ */
+export const encodedOnce = <Success extends object, I>(schema: Schema.Schema<Success, I>) => {
+  const encode = Schema.encodeEither(schema)
+  const status = HttpApiSchema.getStatusSuccess(schema)
+  const answers = new WeakMap<Success, HttpServerResponse.HttpServerResponse>()
+  return (value: Success): Success | HttpServerResponse.HttpServerResponse => {
+    const known = answers.get(value)
+    if (known !== undefined) return known
+    const encoded = encode(value)
+    if (Either.isLeft(encoded)) return value
+    const answer = HttpServerResponse.unsafeJson(encoded.right, { status })
+    answers.set(value, answer)
+    return answer
+  }
+}
 
 /** Routes outside the HttpApi groups that the server also answers (documentation). */
 export interface ExtraRoute {

@@ -2,10 +2,12 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, expect, it, layer } from "@effect/vitest"
-import { Services, type Voice } from "@mediagate/contract"
-import { Health, Http, ServerConfig } from "@mediagate/server"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Api, Services, type Task, type Voice } from "@mediagate/contract"
+import { Envelope, Health, Http, ServerConfig } from "@mediagate/server"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { keys, PortsFake } from "./fakes.js"
 import { send, TestServer } from "./harness.js"
@@ -133,6 +135,98 @@ describe("envelope", () => {
         assert.strictEqual(answer.status, 404, answer.text)
         assert.strictEqual(answer.body.error.code, "NOT_FOUND")
       }))
+  })
+
+  describe("encodedOnce", () => {
+    const task: Task.Task = {
+      id: "task_1",
+      type: "video",
+      operation: "text-to-video",
+      status: "running",
+      provider: "vendor3",
+      model: "vendor3-3",
+      progress: 40,
+      cost: 3.2,
+      input: { prompt: "a cat" },
+      metadata: { order: 7 },
+      webhookUrl: null,
+      original_task_id: null,
+      estimated_seconds: 90,
+      created_at: "2026-11-24T10:00:00.000Z",
+      started_at: "2026-11-24T10:00:01.000Z",
+      completed_at: null
+    }
+    const bodyOf = (answer: unknown) => {
+      assert.isTrue(HttpServerResponse.isServerResponse(answer))
+      const body = (answer as HttpServerResponse.HttpServerResponse).body
+      assert.strictEqual(body._tag, "Uint8Array")
+      return { status: (answer as HttpServerResponse.HttpServerResponse).status, text: new TextDecoder().decode(body._tag === "Uint8Array" ? body.body : undefined) }
+    }
+
+    it("answers what the success Schema encodes, once per value", () => {
+      const answerOf = Envelope.encodedOnce(Api.TaskResponse)
+      const first = answerOf(task)
+      expect(bodyOf(first)).toEqual({ status: 200, text: JSON.stringify(Schema.encodeSync(Api.TaskResponse)(task)) })
+      expect(JSON.parse(bodyOf(first).text)).toEqual({ success: true, data: task })
+      // the same value: the same answer, not encoded again
+      assert.strictEqual(answerOf(task), first)
+      // another value (a new state of the task): its own answer
+      const later = { ...task, status: "succeeded" as const, progress: 100 }
+      const second = answerOf(later)
+      assert.notStrictEqual(second, first)
+      expect(JSON.parse(bodyOf(second).text).data).toEqual(later)
+    })
+
+    it("answers a value that fails to encode as it is (for the HttpApi to report)", () => {
+      const answerOf = Envelope.encodedOnce(Api.TaskResponse)
+      const broken = { ...task, progress: "half" } as unknown as Task.Task
+      assert.strictEqual(answerOf(broken), broken)
+    })
+  })
+
+  // a task read twice unchanged (the same view), then changed
+  describe("a task read again", () => {
+    let current: Task.Task | undefined
+    const Reads = Layer.effect(
+      Services.TaskService,
+      Effect.map(Services.TaskService, (tasks) => ({
+        ...tasks,
+        get: (principal: Parameters<typeof tasks.get>[0], id: string) =>
+          current === undefined ? tasks.get(principal, id) : Effect.succeed(current)
+      }))
+    ).pipe(Layer.provide(PortsFake))
+    layer(
+      Http.layer.pipe(
+        Layer.provideMerge(NodeHttpServer.layerTest),
+        Layer.provideMerge(Layer.mergeAll(PortsFake, Reads)),
+        Layer.provide(ServerConfig.layer())
+      )
+    )((it) => {
+      it.effect("answers the same body while unchanged, the new state once changed, and a broken one as a 500", () =>
+        Effect.gen(function*() {
+          const created = yield* send("POST", "/api/v1/vendor3/text-to-video", {
+            token: keys.live,
+            json: { model: "vendor3-3", input: { prompt: "a cat" } }
+          })
+          assert.strictEqual(created.status, 201, created.text)
+          const id: string = created.body.data.id
+          const first = yield* send("GET", `/api/v1/tasks/${id}`, { token: keys.live })
+          const again = yield* send("GET", `/api/v1/tasks/${id}`, { token: keys.live })
+          assert.strictEqual(first.status, 200, first.text)
+          assert.strictEqual(again.text, first.text)
+          assert.strictEqual(again.headers["content-type"], "application/json")
+          assert.notStrictEqual(again.headers["x-request-id"], first.headers["x-request-id"])
+          assert.strictEqual(first.body.data.id, id)
+          current = { ...first.body.data, status: "running", progress: 50 }
+          const changed = yield* send("GET", `/api/v1/tasks/${id}`, { token: keys.live })
+          expect(changed.body).toEqual({ success: true, data: current })
+          current = { ...first.body.data, progress: "half" }
+          const broken = yield* send("GET", `/api/v1/tasks/${id}`, { token: keys.live })
+          assert.strictEqual(broken.status, 500, broken.text)
+          expect(broken.body).toEqual({ success: false, error: { code: "INTERNAL_ERROR", message: "internal error" } })
+          current = undefined
+        }))
+    })
   })
 
   // a port answering what its Schema refuses: the answer cannot be encoded

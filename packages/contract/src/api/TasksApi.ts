@@ -12,6 +12,9 @@ import { IdempotencyKeyReused, InsufficientBalance, RateLimited, SpendLimitExcee
 import { RetryAck, Task, TaskListQuery, TaskSummary } from "../Task.js"
 import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
+/** The answer of `GET /api/v1/tasks/{id}` (its success Schema, for a handler that encodes its answer itself). */
+export const TaskResponse = success(Task, "TaskResponse")
+
 /** The task endpoints. */
 export class TasksApi extends HttpApiGroup.make("tasks")
   .add(
@@ -24,7 +27,7 @@ export class TasksApi extends HttpApiGroup.make("tasks")
   .add(
     HttpApiEndpoint.get("get", "/tasks/:id")
       .setPath(PathId)
-      .addSuccess(success(Task, "TaskResponse"))
+      .addSuccess(TaskResponse)
       .addError(TaskNotFound.wire)
       .annotate(OpenApi.Summary, "Read a task")
   )

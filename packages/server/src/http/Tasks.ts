@@ -15,6 +15,8 @@ const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} 
 const reader = Authorization.require("tasks:read")
 const writer = Authorization.require("tasks:write")
 const spans = { list: Tracing.span("Tasks.list"), get: Tracing.span("Tasks.get") }
+// a polled task's view is made once per stored state (TaskService): so is its answer
+const answerOf = Envelope.encodedOnce(Api.TaskResponse)
 
 /** The tasks group. */
 export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
@@ -25,7 +27,7 @@ export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(reader, (principal) => tasks.list(principal, urlParams)).pipe(spans.list))
       .handle("get", ({ path }) =>
-        Effect.flatMap(reader, (principal) => tasks.get(principal, path.id)).pipe(spans.get))
+        Effect.flatMap(reader, (principal) => Effect.map(tasks.get(principal, path.id), answerOf)).pipe(spans.get))
       .handle("retry", ({ headers, path }) =>
         Effect.gen(function*() {
           const principal = yield* writer
