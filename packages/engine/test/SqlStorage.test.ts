@@ -6,10 +6,12 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { Billing, layerUnmetered } from "../src/Billing.js"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
@@ -48,6 +50,57 @@ if (runPostgres) {
   taskStorageSuite("postgres", postgresBackend)
   stateMachineProperty("postgres", postgresBackend, 25)
 }
+
+describe("taskRowOf", () => {
+  const base = fromNew(newTask({ createdAt: 1_764_000_000_000, metadata: { order: 7, vip: true, note: null } }))
+  const records: ReadonlyArray<TaskRecord> = [
+    base,
+    {
+      ...base,
+      status: "succeeded",
+      progress: 100,
+      result: [
+        { url: "https://files.example/a.mp4", duration: 5, format: "mp4", size_bytes: 32_768, kind: "output" },
+        { url: "https://files.example/a.png", format: "png", size_bytes: 1_024, width: 1280, height: 720 }
+      ],
+      upstreamJobId: "job_1",
+      channelId: "chan_a",
+      traceContext: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+      fence: 3,
+      leaseOwner: "node_1",
+      leaseExpiresAt: 1_764_000_060_000,
+      nextRunAt: null,
+      polls: 4,
+      startedAt: 1_764_000_001_000,
+      completedAt: 1_764_000_030_000,
+      refundedMicros: 1_000
+    },
+    { ...base, status: "failed", error: { code: "UPSTREAM_ERROR", message: "the upstream said no" }, webhookUrl: "https://hooks.example/x" }
+  ]
+
+  it("writes what the TaskRow Schema encodes, every column in taskColumns' order", () => {
+    const encode = Schema.encodeSync(SqlTaskStorage.TaskRow)
+    for (const record of records) {
+      const row = Either.getOrThrow(SqlTaskStorage.taskRowOf(record))
+      expect(Object.keys(row)).toEqual([...SqlTaskStorage.taskColumns])
+      expect(row).toEqual(encode(record))
+    }
+    // a record read from a row without the later columns: they are written as null, their default
+    const { channelId: _channel, traceContext: _trace, ...older } = base
+    const encoded = encode(older)
+    assert.isFalse("trace_context" in encoded)
+    expect(Either.getOrThrow(SqlTaskStorage.taskRowOf(older))).toEqual({ ...encoded, trace_context: null, channel_id: null })
+  })
+
+  it("fails where the Schema fails: a result or error its Schema refuses", () => {
+    const badResult = { ...base, result: [{ url: 7 }] } as unknown as TaskRecord
+    const badError = { ...base, error: { code: "X" } } as unknown as TaskRecord
+    for (const record of [badResult, badError]) {
+      assert.isTrue(Either.isLeft(SqlTaskStorage.taskRowOf(record)))
+      assert.isTrue(Either.isLeft(Schema.encodeEither(SqlTaskStorage.TaskRow)(record)))
+    }
+  })
+})
 
 describe("PostgreSQL availability", () => {
   it.skipIf(!runPostgres)("answers at 127.0.0.1:5432", () => {
