@@ -221,7 +221,12 @@ const decoders = (prefix: string) => {
     /** SQLite: the debited account row and what the charge's checks read with it ({@link DebitedRow}). */
     debited: SqlRows.decoder(names.accounts, DebitedRow),
     /** PostgreSQL: whether the limits allowed the charge (and it was written), and what they were checked on. */
-    spent: SqlRows.decoder(names.keySpend, Schema.Struct({ ok: Schema.Boolean, ...SpendRead.fields }))
+    pgCharged: SqlRows.decoder(names.accounts, Schema.Struct({
+      ...AccountRow.fields,
+      funded: Schema.Boolean,
+      allowed: Schema.Boolean,
+      ...SpendRead.fields
+    }))
   }
 }
 
@@ -359,69 +364,100 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           SELECT value FROM json_each((SELECT ancestors FROM ${t.keySpend} WHERE key_id = ${keyId}))`
 
   /**
-   * A charge's statements, inside a transaction that rolls back when the charge fails (the charge writes before it
-   * has checked everything). The account row is debited first, which locks it (PostgreSQL: the row lock; SQLite:
-   * the database's write lock) and answers the balance; then the limits are checked — the spend limit of the key
-   * and of every ancestor (the key tree: each spend row counts what its key and its descendants spent), and the
-   * month's — and the ledger entry, the spend of the key and its ancestors and the month's spend are written:
-   * - PostgreSQL: in one statement, which reads the chain's and the month's spend anew (it starts after the lock
-   *   was taken: no charge of the account committed meanwhile is missed) and writes only when every limit allows
-   *   the charge. Two statements in all.
-   * - SQLite (one writer): the debit also answers the first limit of the chain the charge would pass, the key's
-   *   ancestors and the month's spend; the checks run here, then three writes (one `UPDATE` of the chain's spend
-   *   rows by primary key). Four statements in all.
+   * A charge's statements, inside a transaction. The account row is locked first (PostgreSQL: the row lock; SQLite:
+   * the database's write lock); then the balance (prepaid), the spend limit of the key and of every ancestor (the
+   * key tree: each spend row counts what its key and its descendants spent) and the month's are checked, and the
+   * debit, the ledger entry, the spend of the key and its ancestors and the month's spend are written:
+   * - PostgreSQL: the lock (`SELECT ... FOR UPDATE`), then one statement that reads and writes everything and
+   *   writes nothing when it refuses ({@link pgCharging}). Two statements in all; several charges in one
+   *   transaction lock their accounts together, once (`chargeBatch`).
+   * - SQLite (one writer): the debit takes the lock and also answers the first limit of the chain the charge would
+   *   pass, the key's ancestors and the month's spend; the checks run here (a refusal after the debit: the caller's
+   *   transaction rolls back), then three writes (one `UPDATE` of the chain's spend rows by primary key). Four
+   *   statements in all.
    * A derived key adds no statement: one more spend row read and written (by primary key) per ancestor.
    */
   const charging = (charge: Charge, amount: number, now: number) =>
     Effect.gen(function*() {
-      const month = monthOf(now)
       if (pg) {
-        const row = yield* sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
-          WHERE account_id = ${charge.accountId} RETURNING *`.pipe(
-          Effect.flatMap(rows.account.first),
-          Effect.flatMap(coveredRow(amount))
-        )
-        const big = (value: number | null) => sql`CAST(${value} AS BIGINT)`
-        const spent = yield* sql`WITH k AS (
-            SELECT key_id, spend_limit_micros, spent_micros FROM ${t.keySpend}
-            WHERE key_id IN (${chain(charge.keyId)}) FOR UPDATE
-          ), over AS (
-            SELECT spend_limit_micros, spent_micros FROM k
-            WHERE spend_limit_micros IS NOT NULL AND spent_micros + ${big(amount)} > spend_limit_micros
-            ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1
-          ), m AS (
-            SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month}
-          ), ok AS (
-            SELECT NOT EXISTS (SELECT 1 FROM over) AND (${big(row.monthlySpendLimitMicros)} IS NULL
-                OR COALESCE((SELECT spent_micros FROM m), 0) + ${big(amount)} <= ${big(row.monthlySpendLimitMicros)}) AS ok
-          ), ledger AS (
-            INSERT INTO ${t.ledger} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
-            SELECT ${charge.accountId}, 'charge', ${big(-amount)}, ${charge.keyId}, ${charge.taskId}, ${charge.description},
-              ${month}, ${big(now)} FROM ok WHERE ok.ok
-          ), key_spend AS (
-            UPDATE ${t.keySpend} SET spent_micros = ${t.keySpend}.spent_micros + ${big(amount)}
-            FROM ok WHERE ok.ok AND ${t.keySpend}.key_id IN (SELECT key_id FROM k)
-          ), key_new AS (
-            INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
-            SELECT ${charge.keyId}, ${charge.accountId}, NULL, ${big(amount)} FROM ok
-            WHERE ok.ok AND NOT EXISTS (SELECT 1 FROM k WHERE key_id = ${charge.keyId})
-            ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t.keySpend}.spent_micros + excluded.spent_micros
-          ), month_spend AS (
-            INSERT INTO ${t.monthSpend} (account_id, month, spent_micros)
-            SELECT ${charge.accountId}, ${month}, ${big(amount)} FROM ok WHERE ok.ok
-            ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t.monthSpend}.spent_micros + excluded.spent_micros
-          )
-          SELECT ok.ok, (SELECT spend_limit_micros FROM over) AS key_limit, (SELECT spent_micros FROM over) AS key_spent,
-            (SELECT spent_micros FROM m) AS month_spent FROM ok`.pipe(Effect.flatMap(rows.spent.single))
-        if (!spent.ok) {
-          // the statement refused on what it read, by the same rules
-          const refused = limitExceeded(amount, row, spent)
-          return yield* Option.isSome(refused) ? refused.value : Effect.dieMessage("billing: a charge refused by no limit")
-        }
-        return row
+        yield* lockAccounts([charge.accountId])
+        const charged = yield* pgCharging(charge, amount, now)
+        return yield* charged
       }
       return yield* Effect.flatMap(SqlProgram.run(sqliteCharging(charge, amount, now)), (charged) => charged)
     })
+
+  /** PostgreSQL: locks the accounts' rows for the rest of the transaction, in account order (one statement). */
+  const lockAccounts = (accountIds: ReadonlyArray<string>) =>
+    sql`SELECT account_id FROM ${t.accounts} WHERE ${sql.in("account_id", [...new Set(accountIds)].sort())}
+      ORDER BY account_id FOR UPDATE`
+
+  /**
+   * PostgreSQL: a charge's one statement, the account's row locked by the caller (see {@link charging}). It reads
+   * the balance, the key chain's spend (locking those rows) and the month's spend — its snapshot starts after the
+   * lock was taken, so no charge of the account committed meanwhile is missed — and writes the debit, the ledger
+   * entry, the chain's and the month's spend only when the balance and every limit allow the charge: a refusal
+   * writes nothing. Answers the account row after the debit, or the refusal.
+   */
+  const pgCharging = (charge: Charge, amount: number, now: number) => {
+    const month = monthOf(now)
+    const big = (value: number | null) => sql`CAST(${value} AS BIGINT)`
+    const allowed = sql.literal("ok.funded AND ok.allowed")
+    return sql`WITH a AS (
+        SELECT * FROM ${t.accounts} WHERE account_id = ${charge.accountId}
+      ), k AS (
+        SELECT key_id, spend_limit_micros, spent_micros FROM ${t.keySpend}
+        WHERE key_id IN (${chain(charge.keyId)}) FOR UPDATE
+      ), over AS (
+        SELECT spend_limit_micros, spent_micros FROM k
+        WHERE spend_limit_micros IS NOT NULL AND spent_micros + ${big(amount)} > spend_limit_micros
+        ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1
+      ), m AS (
+        SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month}
+      ), ok AS (
+        SELECT a.billing_mode = 'postpaid' OR a.balance_micros >= ${big(amount)} AS funded,
+          NOT EXISTS (SELECT 1 FROM over) AND (a.monthly_spend_limit_micros IS NULL
+            OR COALESCE((SELECT spent_micros FROM m), 0) + ${big(amount)} <= a.monthly_spend_limit_micros) AS allowed
+        FROM a
+      ), debit AS (
+        UPDATE ${t.accounts} SET balance_micros = ${t.accounts}.balance_micros - ${big(amount)}, updated_at = ${big(now)}
+        FROM ok WHERE ${allowed} AND ${t.accounts}.account_id = ${charge.accountId}
+      ), ledger AS (
+        INSERT INTO ${t.ledger} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
+        SELECT ${charge.accountId}, 'charge', ${big(-amount)}, ${charge.keyId}, ${charge.taskId}, ${charge.description},
+          ${month}, ${big(now)} FROM ok WHERE ${allowed}
+      ), key_spend AS (
+        UPDATE ${t.keySpend} SET spent_micros = ${t.keySpend}.spent_micros + ${big(amount)}
+        FROM ok WHERE ${allowed} AND ${t.keySpend}.key_id IN (SELECT key_id FROM k)
+      ), key_new AS (
+        INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
+        SELECT ${charge.keyId}, ${charge.accountId}, NULL, ${big(amount)} FROM ok
+        WHERE ${allowed} AND NOT EXISTS (SELECT 1 FROM k WHERE key_id = ${charge.keyId})
+        ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t.keySpend}.spent_micros + excluded.spent_micros
+      ), month_spend AS (
+        INSERT INTO ${t.monthSpend} (account_id, month, spent_micros)
+        SELECT ${charge.accountId}, ${month}, ${big(amount)} FROM ok WHERE ${allowed}
+        ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t.monthSpend}.spent_micros + excluded.spent_micros
+      )
+      SELECT a.*, ok.funded, ok.allowed, (SELECT spend_limit_micros FROM over) AS key_limit,
+        (SELECT spent_micros FROM over) AS key_spent, (SELECT spent_micros FROM m) AS month_spent
+      FROM a CROSS JOIN ok`.pipe(
+      Effect.flatMap(rows.pgCharged.first),
+      Effect.flatMap((found): Effect.Effect<Either.Either<AccountRow, Refusal>> => {
+        if (Option.isNone(found)) return Effect.succeed(Either.left(insufficientBalance(amount, undefined)))
+        const read = found.value
+        if (!read.funded) return Effect.succeed(Either.left(insufficientBalance(amount, read.balanceMicros)))
+        if (!read.allowed) {
+          // the statement refused on what it read, by the same rules
+          const refused = limitExceeded(amount, read, read)
+          return Option.isSome(refused)
+            ? Effect.succeed(Either.left(refused.value))
+            : Effect.dieMessage("billing: a charge refused by no limit")
+        }
+        return Effect.succeed(Either.right({ ...read, balanceMicros: read.balanceMicros - amount }))
+      })
+    )
+  }
 
   /**
    * SQLite's charge as a program (see {@link charging}): run through the client, or synchronously in a write
@@ -485,7 +521,30 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   const billing: Billing["Type"] = {
     charge: chargeWith(sql.withTransaction),
     chargeInTransaction: chargeWith((self) => self),
-    ...(pg ? {} : {
+    ...(pg ? {
+      chargeBatch: (charges) =>
+        Effect.gen(function*() {
+          for (const charge of charges) yield* requireAmount("a charge", charge.amountMicros)
+          const now = yield* Clock.currentTimeMillis
+          const due = charges.filter((charge) => charge.amountMicros > 0)
+          if (due.length > 0) yield* lockAccounts(due.map((charge) => charge.accountId))
+          const outcomes: Array<Either.Either<void, Refusal>> = []
+          for (const charge of charges) {
+            if (charge.amountMicros === 0) {
+              outcomes.push(Either.void)
+              continue
+            }
+            const charged = yield* pgCharging(charge, charge.amountMicros, now)
+            if (Either.isLeft(charged)) {
+              outcomes.push(Either.left(charged.left))
+              continue
+            }
+            outcomes.push(Either.void)
+            yield* autoTopUp(charge.accountId, charged.right, charged.right.balanceMicros, now)
+          }
+          return outcomes
+        }).pipe(persistence("charge"))
+    } : {
       // the same statements as `chargeInTransaction` on SQLite; an auto top-up due after the charge is left to it
       chargeStatements: function*(charge, now) {
         const amount = charge.amountMicros

@@ -83,6 +83,36 @@ const writerBackend = {
 billingSuite("sqlite, charges on the write connection", writerBackend)
 if (runPostgres) billingSuite("postgres", backend(postgres))
 
+/**
+ * PostgreSQL whose charges are made as the task storage's batches make them: billing's `chargeBatch`, in a
+ * transaction (of its own, or a savepoint of the caller's), a refusal answered and failed here.
+ */
+const batchBackend = {
+  transactional: true,
+  layer: (provider: Layer.Layer<PaymentProvider.PaymentProvider>) => {
+    const charges = Layer.effect(
+      Billing,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const sql = yield* SqlClient.SqlClient
+        const chargeBatch = billing.chargeBatch
+        if (chargeBatch === undefined) return yield* Effect.dieMessage("no chargeBatch")
+        const failed = (cause: SqlError) => new PersistenceError({ message: cause.message, cause })
+        const charge: typeof billing.charge = (charge) =>
+          sql.withTransaction(chargeBatch([charge])).pipe(
+            Effect.catchTag("SqlError", (e) => Effect.fail(failed(e))),
+            Effect.flatMap(([outcome]) => outcome === undefined || Either.isRight(outcome) ? Effect.void : Effect.fail(outcome.left))
+          )
+        return { ...billing, charge, chargeInTransaction: charge }
+      })
+    )
+    return Layer.provideMerge(charges, Layer.merge(SqlBilling.layer(), txLayer)).pipe(
+      Layer.provideMerge(Layer.merge(postgres(), provider))
+    )
+  }
+}
+if (runPostgres) billingSuite("postgres, charges in batches", batchBackend)
+
 describe("PostgreSQL availability", () => {
   it.skipIf(!runPostgres)("answers at 127.0.0.1:5432", () => {
     assert.isTrue(pgAvailable, `${pgNotRunning} (required when CI=true)`)
@@ -113,6 +143,45 @@ for (const [name, database] of databases) {
         const rows = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlBilling.migrationsTable())}`
         expect(rows.map((r) => r.name)).toEqual(["billing", "key_spend_ancestors"])
       })))
+
+    // PostgreSQL's batch of charges (SQLite's batches run on the write connection)
+    if (name === "postgres") {
+      it.effect("chargeBatch: charges of several accounts in one transaction, each answered", () =>
+        run(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const accounts = yield* BillingAccounts
+          const billing = yield* Billing
+          const usd = 1_000_000
+          yield* accounts.open("acct_a", defaultSettings, 5 * usd)
+          yield* accounts.open("acct_b", defaultSettings, 10 * usd)
+          yield* accounts.registerKey("acct_b", "key_b", 4 * usd)
+          const charge = (accountId: string, keyId: string, amountMicros: number, taskId: string) =>
+            ({ accountId, keyId, taskId, amountMicros, description: "vendor3-3 text-to-video" })
+          const outcomes = yield* sql.withTransaction(billing.chargeBatch!([
+            charge("acct_b", "key_b", 3 * usd, "task_1"),
+            charge("acct_a", "key_a", 3 * usd, "task_2"),
+            // the key's limit: 3 of 4 spent in this batch already
+            charge("acct_b", "key_b", 2 * usd, "task_3"),
+            // the balance: 2 of 5 left in this batch
+            charge("acct_a", "key_a", 3 * usd, "task_4"),
+            charge("acct_a", "key_a", 0, "task_5"),
+            charge("acct_a", "key_a", 2 * usd, "task_6"),
+            charge("acct_x", "key_x", 1 * usd, "task_7")
+          ]))
+          expect(outcomes.map((o) => Either.isRight(o) ? "charged" : o.left._tag)).toEqual([
+            "charged", "charged", "SpendLimitExceeded", "InsufficientBalance", "charged", "charged", "InsufficientBalance"
+          ])
+          const refused = outcomes[3]!
+          assert.isTrue(Either.isLeft(refused) && refused.left.message.includes("the balance is 2 USD"), JSON.stringify(refused))
+          assert.strictEqual((yield* accounts.state("acct_a")).balanceMicros, 0)
+          assert.strictEqual((yield* accounts.state("acct_b")).balanceMicros, 7 * usd)
+          assert.strictEqual((yield* accounts.keySpend("key_b")).spentMicros, 3 * usd)
+          // a refusal wrote nothing: only the charges made are in the ledger
+          const charged = yield* sql<{ task_id: string }>`SELECT task_id FROM ${sql(SqlBilling.tables().ledger)}
+            WHERE kind = 'charge' ORDER BY task_id`
+          expect(charged.map((r) => r.task_id)).toEqual(["task_1", "task_2", "task_6"])
+        })))
+    }
 
     it.effect("the ledger is append-only", () =>
       run(Effect.gen(function*() {

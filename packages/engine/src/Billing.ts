@@ -67,6 +67,19 @@ export class Billing extends Context.Tag("@mediagate/engine/Billing")<Billing, {
    * `chargeInTransaction` instead. `now` is the charge's time (the ledger entry's, and its month's).
    */
   readonly chargeStatements?: (charge: Charge, now: number) => SqlProgram.SqlProgram<ChargeOutcome>
+  /**
+   * PostgreSQL: charges made together in the caller's transaction, answered by position (a refusal is answered,
+   * not failed). The accounts' rows are locked first, once, in account order; then each charge is one statement
+   * that writes nothing when it refuses, so the caller needs no savepoint per charge and may write what goes with
+   * the charges that succeeded afterwards (the storage's batch of charged accepts: the tasks, in one insert). An
+   * auto top-up due after a charge is requested in the transaction, as `chargeInTransaction` does.
+   */
+  readonly chargeBatch?: (
+    charges: ReadonlyArray<Charge>
+  ) => Effect.Effect<
+    ReadonlyArray<Either.Either<void, Errors.InsufficientBalance | Errors.SpendLimitExceeded>>,
+    PersistenceError
+  >
   /** Records a refund within the caller's transaction. */
   readonly refund: (refund: Refund) => Effect.Effect<void, PersistenceError>
   /**

@@ -748,16 +748,19 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         return ended
       })
 
+    const persistAccept = persistence("accept")
+
     /** A new task's row (see {@link taskRowOf}). */
     const encodeTask = (record: TaskRecord) => Either.mapLeft(taskRowOf(record), (error) => SqlRows.rowError(tables(prefix).tasks, error))
 
-    /** Inserts new tasks in one statement (with the wakeup of other processes); answers whether it did. */
-    const insertAll = (records: ReadonlyArray<TaskRecord>) =>
+    /** Inserts new tasks in one statement (with the wakeup of other processes, at the commit). */
+    const insertRows = (records: ReadonlyArray<TaskRecord>) =>
       Effect.forEach(records, encodeTask).pipe(
         Effect.flatMap((encoded) => sql`INSERT INTO ${t.tasks} ${sql.insert(encoded)}${notifying}`),
-        persistence("accept"),
-        Effect.zipRight(wake)
+        persistAccept
       )
+    /** {@link insertRows} on its own, then this process's workers woken. */
+    const insertAll = (records: ReadonlyArray<TaskRecord>) => Effect.zipRight(insertRows(records), wake)
 
     /**
      * Accepts without a charge or an idempotency key, batched: the tasks accepted while an insert is under way are
@@ -784,6 +787,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       Effect.zipRight(insertOne(record), (billing.chargeInTransaction ?? billing.charge)(charge))
 
     const writer = options.writer
+    const chargeBatch = billing.chargeBatch
     // the write connection's insert (SQLite), its text written once
     const insertTaskQuery = `INSERT INTO "${tables(prefix).tasks}" (${taskColumns.join(", ")}) VALUES (${taskColumns.map(() => "?").join(", ")})`
     const chargeStatements = billing.chargeStatements
@@ -813,10 +817,17 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           }))
 
     /**
-     * Charged accepts without an idempotency key, batched: one transaction for the batch, each accept in a savepoint
-     * of its own (a refused charge rolls back only its task). The batch takes the accounts' rows in account order,
-     * so that two batches (of this or another process) never wait on each other in a cycle. If the transaction
-     * fails as a whole, nothing of it is written and each accept runs again in a transaction of its own.
+     * Charged accepts without an idempotency key, batched: one transaction for the batch, which takes the accounts'
+     * rows in account order, so that two batches (of this or another process) never wait on each other in a cycle.
+     * - PostgreSQL (billing's `chargeBatch`): the charges first (the accounts locked by one statement, then one
+     *   statement per charge, which writes nothing when it refuses), then the tasks of the charges made, in one
+     *   insert: a batch of N accepts is N + 4 round trips, without savepoints. The new tasks' rows are locked
+     *   after the accounts', which no other transaction can wait on (they exist from the commit on).
+     * - SQLite with a write connection: see {@link writeCharged}.
+     * - Otherwise: each accept in a savepoint of its own (its task, then its charge; a refused charge rolls back
+     *   only its task).
+     * If the transaction fails as a whole, nothing of it is written and each accept runs again in a transaction of
+     * its own.
      */
     const acceptingCharged = yield* GroupCommit.make(maxBatch, (batch: ReadonlyArray<Charged>) => {
       const account = (i: number) => batch[i]!.record.accountId
@@ -837,6 +848,25 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
               // the transaction failed as a whole: nothing of it is written; each accept runs on its own
               : Effect.forEach(batch, alone)
           ),
+          Effect.tap(wake)
+        )
+      }
+      if (chargeBatch !== undefined) {
+        const ordered = order.map((i) => batch[i]!)
+        return Effect.flatMap(chargeBatch(ordered.map((item) => item.charge)), (outcomes) => {
+          const charged = ordered.filter((_, j) => Either.isRight(outcomes[j]!)).map((item) => item.record)
+          return Effect.as(charged.length === 0 ? Effect.void : insertRows(charged), outcomes)
+        }).pipe(
+          sql.withTransaction,
+          Effect.exit,
+          Effect.flatMap((together) => {
+            if (Exit.isFailure(together)) return Effect.forEach(batch, alone)
+            const exits = new Array<Exit.Exit<void, Errors.InsufficientBalance | Errors.SpendLimitExceeded>>(batch.length)
+            together.value.forEach((outcome, j) => {
+              exits[order[j]!] = Either.isRight(outcome) ? Exit.void : Exit.fail(outcome.left)
+            })
+            return Effect.succeed(exits)
+          }),
           Effect.tap(wake)
         )
       }
@@ -867,7 +897,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         // nothing else to write: the task joins the next multi-row insert (one statement, no transaction); with a
         // charge, the next batch of charged accepts (one transaction)
         return charged
-          ? Effect.as(acceptingCharged({ record, charge }), created).pipe(persistence("accept"))
+          ? Effect.as(acceptingCharged({ record, charge }), created).pipe(persistAccept)
           : Effect.as(inserting(record), created).pipe(acceptSpan)
       }
       const attempt = sql.withTransaction(Effect.gen(function*() {
@@ -901,7 +931,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       }))
       return attempt.pipe(
         Effect.retry({ times: 3, while: (e) => e instanceof IdempotencyRace }),
-        persistence("accept"),
+        persistAccept,
         Effect.tap((result) => result._tag === "Created" ? wake : Effect.void)
       )
     }
