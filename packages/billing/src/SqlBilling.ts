@@ -384,7 +384,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         const charged = yield* pgCharging(charge, amount, now)
         return yield* charged
       }
-      return yield* Effect.flatMap(SqlProgram.run(sqliteCharging(charge, amount, now)), (charged) => charged)
+      return yield* Effect.flatMap(SqlProgram.run(sqliteCharging(charge, amount, now), sql), (charged) => charged)
     })
 
   /** PostgreSQL: locks the accounts' rows for the rest of the transaction, in account order (one statement). */
@@ -460,6 +460,45 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   }
 
   /**
+   * SQLite: the texts of the charge's statements ({@link sqliteCharging}), written once. The debit also answers the
+   * first limit of the key's chain (the key and its ancestors) the charge would pass, the key's ancestors and the
+   * month's spend.
+   */
+  const sqliteText = (() => {
+    const names = tables(prefix)
+    const chain = `SELECT ? UNION ALL SELECT value FROM json_each((SELECT ancestors FROM "${names.keySpend}" WHERE key_id = ?))`
+    const over = (column: string) =>
+      `(SELECT ${column} FROM "${names.keySpend}" WHERE key_id IN (${chain})
+        AND spend_limit_micros IS NOT NULL AND spent_micros + ? > spend_limit_micros
+        ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1)`
+    const keySpend = new Map<number, string>()
+    return {
+      // params: amount, now, account, then key, key, amount (twice), key, account, month
+      debit: `UPDATE "${names.accounts}" SET balance_micros = balance_micros - ?, updated_at = ? WHERE account_id = ?
+        RETURNING *, ${over("spend_limit_micros")} AS key_limit, ${over("spent_micros")} AS key_spent,
+          (SELECT ancestors FROM "${names.keySpend}" WHERE key_id = ?) AS key_ancestors,
+          (SELECT spent_micros FROM "${names.monthSpend}" WHERE account_id = ? AND month = ?) AS month_spent`,
+      ledger: `INSERT INTO "${names.ledger}" (account_id, kind, amount_micros, key_id, task_id, description, month,
+        created_at) VALUES (?, 'charge', ?, ?, ?, ?, ?, ?)`,
+      keySpendNew: `INSERT INTO "${names.keySpend}" (key_id, account_id, spend_limit_micros, spent_micros)
+        VALUES (?, ?, NULL, ?) ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`,
+      /** The spend of a chain of `n` keys (the key and its ancestors). */
+      keySpend: (n: number) => {
+        let text = keySpend.get(n)
+        if (text === undefined) {
+          text = `UPDATE "${names.keySpend}" SET spent_micros = spent_micros + ? WHERE key_id IN (${
+            Array.from({ length: n }, () => "?").join(", ")
+          })`
+          keySpend.set(n, text)
+        }
+        return text
+      },
+      monthSpend: `INSERT INTO "${names.monthSpend}" (account_id, month, spent_micros) VALUES (?, ?, ?)
+        ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+    }
+  })()
+
+  /**
    * SQLite's charge as a program (see {@link charging}): run through the client, or synchronously in a write
    * connection's transaction (`chargeStatements`). Answers the debited row, or the refusal (after the debit: the
    * caller rolls back).
@@ -470,18 +509,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     now: number
   ): SqlProgram.SqlProgram<Either.Either<typeof DebitedRow.Type, Refusal | SqlRows.RowError>> {
     const month = monthOf(now)
-    const over = (column: string) =>
-      sql`(SELECT ${sql.literal(column)} FROM ${t.keySpend} WHERE key_id IN (${chain(charge.keyId)})
-        AND spend_limit_micros IS NOT NULL AND spent_micros + ${amount} > spend_limit_micros
-        ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1)`
+    const { accountId, keyId } = charge
     const debited = Either.flatMap(
       rows.debited.first(
-        yield sql`UPDATE ${t.accounts} SET balance_micros = balance_micros - ${amount}, updated_at = ${now}
-        WHERE account_id = ${charge.accountId}
-        RETURNING *, ${over("spend_limit_micros")} AS key_limit, ${over("spent_micros")} AS key_spent,
-          (SELECT ancestors FROM ${t.keySpend} WHERE key_id = ${charge.keyId}) AS key_ancestors,
-          (SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month})
-            AS month_spent`
+        yield SqlProgram.query(sqliteText.debit, [
+          amount, now, accountId, keyId, keyId, amount, keyId, keyId, amount, keyId, accountId, month
+        ])
       ),
       coveredRow(amount)
     )
@@ -489,17 +522,11 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const row = debited.right
     const refused = limitExceeded(amount, row, row)
     if (Option.isSome(refused)) return Either.left(refused.value)
-    const ledgerRow = rows.newEntry.encode(entry("charge", charge, -amount, charge.description, now, month))
-    if (Either.isLeft(ledgerRow)) return Either.left(ledgerRow.left)
-    yield ledgerInsert(ledgerRow.right)
+    yield SqlProgram.query(sqliteText.ledger, [accountId, -amount, keyId, charge.taskId, charge.description, month, now])
     yield row.keyAncestors === null
-      ? sql`INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
-        VALUES (${charge.keyId}, ${charge.accountId}, NULL, ${amount})
-        ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
-      : sql`UPDATE ${t.keySpend} SET spent_micros = spent_micros + ${amount}
-        WHERE ${sql.in("key_id", [charge.keyId, ...row.keyAncestors])}`
-    yield sql`INSERT INTO ${t.monthSpend} (account_id, month, spent_micros) VALUES (${charge.accountId}, ${month}, ${amount})
-      ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+      ? SqlProgram.query(sqliteText.keySpendNew, [keyId, accountId, amount])
+      : SqlProgram.query(sqliteText.keySpend(row.keyAncestors.length + 1), [amount, keyId, ...row.keyAncestors])
+    yield SqlProgram.query(sqliteText.monthSpend, [accountId, month, amount])
     return Either.right(row)
   }
 

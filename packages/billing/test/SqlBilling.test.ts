@@ -55,7 +55,7 @@ const writerBackend = {
         const failed = (cause: SqlError | RowError) => new PersistenceError({ message: cause.message, cause })
         const charge: typeof billing.charge = (charge) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            writer.transaction((tx) => tx.attempt(() => SqlProgram.runSync(statements(charge, now), tx.run), isCharged))).pipe(
+            writer.transaction((tx) => tx.attempt(() => SqlProgram.runSync(statements(charge, now), tx), isCharged))).pipe(
               Effect.mapError(failed),
               Effect.flatMap((outcome) =>
                 Either.isRight(outcome)

@@ -810,7 +810,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
                 if (Either.isLeft(row)) return Either.left(row.left)
                 const values = row.right
                 transaction.execute(insertTaskQuery, taskColumns.map((name) => values[name]))
-                return SqlProgram.runSync(chargeStatements(charge, now), transaction.run)
+                return SqlProgram.runSync(chargeStatements(charge, now), transaction)
               }, isCharged)
             }
             return outcomes

@@ -14,6 +14,7 @@ import * as Layer from "effect/Layer"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as SqlProgram from "../src/SqlProgram.js"
 import * as WriteConnection from "../src/WriteConnection.js"
 
 /** A fresh SQLite file (removed after), its client and its write connection, with a table `t (n)`. */
@@ -102,4 +103,20 @@ describe("WriteConnection", () => {
     Effect.map(WriteConnection.WriteConnection, (found) => expect(found).toBeUndefined()).pipe(
       Effect.provide(WriteConnection.layerNone)
     ))
+
+  it.live("a program's statements (sql statements and texts) run the same through the client and on the writer", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const { transaction } = yield* writer
+      // inserts n, reads the count back with a text query, answers it doubled
+      function* program(n: number): SqlProgram.SqlProgram<number> {
+        yield sql`INSERT INTO t (n) VALUES (${n})`
+        yield SqlProgram.query("INSERT INTO t (n) VALUES (?)", [n + 1])
+        const [row] = (yield SqlProgram.query("SELECT COUNT(*) AS c FROM t WHERE n >= ?", [n])) as ReadonlyArray<{ c: number }>
+        return row!.c * 2
+      }
+      assert.strictEqual(yield* sql.withTransaction(SqlProgram.run(program(10), sql)), 4)
+      assert.strictEqual(yield* transaction((tx) => SqlProgram.runSync(program(20), tx)), 4)
+      expect(yield* numbers).toEqual([10, 11, 20, 21])
+    }).pipe(Effect.provide(file), Effect.scoped))
 })
