@@ -890,7 +890,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     }, pg ? { fibers: chargedBatchers } : sqliteBatches)
 
     const accept: TaskStorage["Type"]["accept"] = ({ charge, idempotency: claim, task }) => {
-      const record = fromNew({ ...task, createdAt: ms(task.createdAt), deadlineAt: ms(task.deadlineAt) })
+      const record = fromNew(task, ms(task.createdAt), ms(task.deadlineAt))
       const charged = charge !== undefined && charge.amountMicros > 0 && billing.unmetered !== true
       if (claim === undefined) {
         const created = { _tag: "Created", task: record } as const

@@ -82,11 +82,28 @@ export type NewTask = Pick<
   | "traceContext"
 >
 
-/** Builds the stored form of a new task in `pending`, due at once. */
-export const fromNew = (task: NewTask): TaskRecord => ({
-  ...task,
+/**
+ * Builds the stored form of a new task in `pending`, due at once (at `createdAt`, which storage may give as it
+ * stores times). Every field written out, not spread: it runs on every accept.
+ */
+export const fromNew = (task: NewTask, createdAt = task.createdAt, deadlineAt = task.deadlineAt): TaskRecord => ({
+  id: task.id,
+  accountId: task.accountId,
+  keyId: task.keyId,
+  environment: task.environment,
+  endpoint: task.endpoint,
+  provider: task.provider,
+  operation: task.operation,
+  mediaType: task.mediaType,
+  model: task.model,
   status: "pending",
+  input: task.input,
+  metadata: task.metadata,
+  webhookUrl: task.webhookUrl,
+  originalTaskId: task.originalTaskId,
+  chargedMicros: task.chargedMicros,
   refundedMicros: 0,
+  estimatedSeconds: task.estimatedSeconds,
   progress: 0,
   result: null,
   error: null,
@@ -95,8 +112,10 @@ export const fromNew = (task: NewTask): TaskRecord => ({
   fence: 0,
   leaseOwner: null,
   leaseExpiresAt: null,
-  nextRunAt: task.createdAt,
+  nextRunAt: createdAt,
+  deadlineAt,
   polls: 0,
+  createdAt,
   startedAt: null,
   completedAt: null,
   traceContext: task.traceContext ?? null

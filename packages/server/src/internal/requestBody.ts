@@ -205,15 +205,17 @@ export const withBody = (
   body: Body
 ): HttpServerRequest.HttpServerRequest => {
   const onError = (cause: unknown) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
+  // each made when asked for (the HttpApi asks for `json` only)
   return Object.create(request, {
-    text: { value: Effect.succeed(body.text) },
+    text: { get: () => Effect.succeed(body.text) },
     json: {
-      value: Effect.try({ try: (): unknown => body.text === "" ? null : JSON.parse(body.text), catch: onError })
+      get: () => Effect.try({ try: (): unknown => body.text === "" ? null : JSON.parse(body.text), catch: onError })
     },
     arrayBuffer: {
-      value: Effect.sync(() => body.bytes.buffer.slice(body.bytes.byteOffset, body.bytes.byteOffset + body.bytes.length))
+      get: () =>
+        Effect.sync(() => body.bytes.buffer.slice(body.bytes.byteOffset, body.bytes.byteOffset + body.bytes.length))
     },
-    stream: { value: Stream.succeed(body.bytes) },
+    stream: { get: () => Stream.succeed(body.bytes) },
     modify: {
       value: (options: Parameters<HttpServerRequest.HttpServerRequest["modify"]>[0]) =>
         withBody(request.modify(options), body)
