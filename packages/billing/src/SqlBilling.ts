@@ -219,7 +219,7 @@ const decoders = (prefix: string) => {
     openMonths: SqlRows.decoder(names.ledger, Schema.Struct({ month: Schema.String, net: micros })),
     topUp: SqlRows.decoder(names.topUps, TopUpRecord),
     /** SQLite: the debited account row and what the charge's checks read with it ({@link DebitedRow}). */
-    debited: SqlRows.decoder(names.accounts, DebitedRow),
+    debited: SqlRows.withFastPath(SqlRows.decoder(names.accounts, DebitedRow), debitedRowFast),
     /** PostgreSQL: whether the limits allowed the charge (and it was written), and what they were checked on. */
     pgCharged: SqlRows.decoder(names.accounts, Schema.Struct({
       ...AccountRow.fields,
@@ -246,12 +246,68 @@ type Refusal = Errors.InsufficientBalance | Errors.SpendLimitExceeded
 /**
  * SQLite: the debited account row with the first limit of the key's chain the charge would pass, the key's
  * ancestors (null: the key has no spend row) and the month's spend (see `charging`).
+ *
+ * @internal
  */
-const DebitedRow = Schema.Struct({
+export const DebitedRow = Schema.Struct({
   ...AccountRow.fields,
   ...SpendRead.fields,
   keyAncestors: column("key_ancestors", Schema.NullOr(Schema.parseJson(Schema.Array(Schema.String))))
 })
+
+const finite = (u: unknown): u is number => typeof u === "number" && Number.isFinite(u)
+const finiteOrNull = (u: unknown): u is number | null => u === null || finite(u)
+
+/**
+ * The fast path of {@link DebitedRow} (`SqlRows.withFastPath`; the debit's row is decoded on every charge of a
+ * `POST`): a row whose numbers are plain finite numbers, whose flag is 0 or 1 and whose ancestors are null or a JSON
+ * array of strings, decoded as the Schema decodes it; any other row is left to the Schema.
+ *
+ * @internal
+ */
+export const debitedRowFast = (row: unknown): typeof DebitedRow.Type | undefined => {
+  if (typeof row !== "object" || row === null) return undefined
+  const r = row as Readonly<Record<string, unknown>>
+  const billingMode = r["billing_mode"]
+  const balanceMicros = r["balance_micros"]
+  const monthlySpendLimitMicros = r["monthly_spend_limit_micros"]
+  const flag = r["auto_top_up_enabled"]
+  const autoTopUpThresholdMicros = r["auto_top_up_threshold_micros"]
+  const autoTopUpAmountMicros = r["auto_top_up_amount_micros"]
+  const keyLimitMicros = r["key_limit"]
+  const keySpentMicros = r["key_spent"]
+  const monthSpentMicros = r["month_spent"]
+  const ancestors = r["key_ancestors"]
+  if (
+    (billingMode !== "prepaid" && billingMode !== "postpaid") || !finite(balanceMicros) ||
+    !finiteOrNull(monthlySpendLimitMicros) || (flag !== 0 && flag !== 1) || !finiteOrNull(autoTopUpThresholdMicros) ||
+    !finiteOrNull(autoTopUpAmountMicros) || !finiteOrNull(keyLimitMicros) || !finiteOrNull(keySpentMicros) ||
+    !finiteOrNull(monthSpentMicros) || (ancestors !== null && typeof ancestors !== "string")
+  ) return undefined
+  let keyAncestors: Array<string> | null = null
+  if (ancestors !== null) {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(ancestors)
+    } catch {
+      return undefined
+    }
+    if (!Array.isArray(parsed) || !parsed.every((id) => typeof id === "string")) return undefined
+    keyAncestors = parsed
+  }
+  return {
+    billingMode,
+    balanceMicros,
+    monthlySpendLimitMicros,
+    autoTopUpEnabled: flag === 1,
+    autoTopUpThresholdMicros,
+    autoTopUpAmountMicros,
+    keyLimitMicros,
+    keySpentMicros,
+    monthSpentMicros,
+    keyAncestors
+  }
+}
 
 /** Storage failures become {@link PersistenceError}. */
 const persistence = SqlStore.persistence(storeName)

@@ -12,6 +12,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import { BillingAccounts, defaultSettings } from "../src/BillingAccounts.js"
 import * as PaymentProvider from "../src/PaymentProvider.js"
 import * as SqlBilling from "../src/SqlBilling.js"
@@ -112,6 +113,65 @@ const batchBackend = {
   }
 }
 if (runPostgres) billingSuite("postgres, charges in batches", batchBackend)
+
+describe("the debited row's fast path", () => {
+  const decode = Schema.decodeUnknownEither(SqlBilling.DebitedRow)
+  const valid = {
+    billing_mode: "prepaid",
+    balance_micros: 1_800_000,
+    monthly_spend_limit_micros: null,
+    auto_top_up_enabled: 0,
+    auto_top_up_threshold_micros: null,
+    auto_top_up_amount_micros: null,
+    key_limit: null,
+    key_spent: null,
+    month_spent: 3_200_000,
+    key_ancestors: null,
+    // columns the row has and the Schema ignores
+    account_id: "acct_a",
+    created_at: 1_764_000_000_000
+  }
+  const variants: ReadonlyArray<Record<string, unknown>> = [
+    {},
+    { billing_mode: "postpaid", balance_micros: -5_000_000, monthly_spend_limit_micros: 100_000_000 },
+    { auto_top_up_enabled: 1, auto_top_up_threshold_micros: 2_000_000, auto_top_up_amount_micros: 10_000_000 },
+    { key_limit: 5_000_000, key_spent: 4_000_000, key_ancestors: "[]" },
+    { key_ancestors: "[\"key_root\",\"key_mid\"]" },
+    // what the Schema converts (strings and bigints of PostgreSQL, other flags): decoded by the Schema
+    { balance_micros: "1800000", month_spent: 5n },
+    { auto_top_up_enabled: 2 },
+    // what the Schema refuses: reported by the Schema
+    { billing_mode: "free" },
+    { balance_micros: Number.NaN },
+    { balance_micros: Infinity },
+    { key_limit: "lots" },
+    { key_ancestors: "not json" },
+    { key_ancestors: "[1]" },
+    { key_ancestors: "{}" },
+    { key_ancestors: 7 },
+    { auto_top_up_enabled: null },
+    { month_spent: undefined }
+  ]
+
+  it("answers what the Schema decodes for every row it takes, and leaves every other row to it", () => {
+    let taken = 0
+    for (const variant of variants) {
+      const row = { ...valid, ...variant }
+      const fast = SqlBilling.debitedRowFast(row)
+      const schema = decode(row)
+      if (fast === undefined) {
+        continue
+      }
+      taken++
+      assert.isTrue(Either.isRight(schema), JSON.stringify(variant))
+      expect(fast, JSON.stringify(variant)).toEqual(Either.getOrThrow(schema))
+    }
+    // the plain rows SQLite answers all take the fast path
+    assert.strictEqual(taken, 5)
+    for (const variant of variants.slice(5)) assert.isUndefined(SqlBilling.debitedRowFast({ ...valid, ...variant }))
+    assert.isUndefined(SqlBilling.debitedRowFast(null))
+  })
+})
 
 describe("PostgreSQL availability", () => {
   it.skipIf(!runPostgres)("answers at 127.0.0.1:5432", () => {

@@ -66,6 +66,41 @@ describe("SqlRows.Flag and SqlRows.literal", () => {
   })
 })
 
+describe("SqlRows.withFastPath", () => {
+  const Counted = Schema.Struct({ n: SqlRows.Number })
+  const plain = SqlRows.decoder("counts", Counted)
+  const seen: Array<unknown> = []
+  // takes rows whose n is a plain number; anything else is the Schema's
+  const fast = SqlRows.withFastPath(plain, (row) => {
+    seen.push(row)
+    const n = (row as { n?: unknown }).n
+    return typeof n === "number" ? { n } : undefined
+  })
+
+  it("answers the fast path's values for the rows it takes, the Schema's otherwise", () => {
+    expect(fast.all([{ n: 1 }, { n: 2 }])).toEqual(Either.right([{ n: 1 }, { n: 2 }]))
+    expect(fast.first([{ n: 3 }])).toEqual(Either.right(Option.some({ n: 3 })))
+    expect(fast.single([{ n: 4 }])).toEqual(Either.right({ n: 4 }))
+    // converted by the Schema (a numeric string, as PostgreSQL answers BIGINT)
+    expect(fast.all([{ n: 1 }, { n: "5" }])).toEqual(Either.right([{ n: 1 }, { n: 5 }]))
+    expect(fast.first([{ n: "6" }])).toEqual(Either.right(Option.some({ n: 6 })))
+    // refused by the Schema, with its RowError
+    const refusals: ReadonlyArray<Either.Either<unknown, SqlRows.RowError>> = [
+      fast.all([{ n: "x" }]),
+      fast.first([{ n: "x" }]),
+      fast.single([{ n: "x" }])
+    ]
+    for (const answer of refusals) {
+      assert.isTrue(Either.isLeft(answer))
+      expect(Either.isLeft(answer) && answer.left.message).toContain("counts.n")
+    }
+    // no row: as the Schema's decoder answers
+    expect(fast.first([])).toEqual(Either.right(Option.none()))
+    assert.isTrue(Either.isLeft(fast.single([])))
+    assert.isTrue(seen.length > 0)
+  })
+})
+
 describe("SqlRows.decoder", () => {
   it.effect("decodes rows into records (renamed columns, JSON, flags, nulls)", () =>
     Effect.gen(function*() {
