@@ -22,7 +22,7 @@ ENV NODE_ENV=production \
     PORT=3000 \
     MEDIAGATE_DATA_DIR=/data \
     MEDIAGATE_LOG_FORMAT=json \
-    NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=4"
+    NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8"
 WORKDIR /app
 COPY --from=build /app /app
 RUN mkdir -p /data && chown node:node /data
