@@ -6,8 +6,11 @@
  *
  *   npm run bench:http -- [--db sqlite,pg] [--seconds 10] [--connections 32] [--targets mediagate,raw,floor]
  *     [--paths get,post] [--profile main.js]   (CPU profiles of the servers whose script matches, in bench/profiles)
+ *     [--profile-heap]   (with --profile: allocation profiles instead, every allocation sampled)
  *     [--rounds 1] [--warmup <seconds>] [--key live|test]   (test: the sandbox key, no charge in the accept)
  *     [--before <checkout>]   (adds the target "before": that checkout's built server, on the same database)
+ *     [--before-node-options "<V8 flags>"]   (the "before" server's flags instead of `npm start`'s: with
+ *     `--before .` the same build under other flags)
  *
  * With `--rounds N`, every server runs once per round in turn (each after a warm-up of `--warmup` seconds, default
  * `--seconds`) and the table shows the medians: on a shared machine the background load then falls on all of them
@@ -20,7 +23,7 @@ import autocannon from "autocannon"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { account, arg, call, cpuMs, mainScript, pgDatabase, record, type Running, serverEnv, start } from "./support.js"
+import { account, arg, call, cpuMs, flag, mainScript, pgDatabase, record, type Running, serverEnv, start } from "./support.js"
 
 const databases = arg("db", "sqlite,pg").split(",")
 const targets = arg("targets", "mediagate,raw,floor").split(",")
@@ -34,9 +37,14 @@ const before = arg("before", "")
 if (before !== "" && !targets.includes("before")) targets.splice(1, 0, "before")
 
 const profile = arg("profile", "")
-/** Starts a server, profiled when its script matches `--profile`. */
-const launch = (script: string, env: Record<string, string>) =>
-  start(script, env, { profile: profile !== "" && script.includes(profile) })
+const profileKind = flag("profile-heap") ? "heap" : "cpu"
+const beforeNodeOptions = arg("before-node-options", "")
+/** Starts a server, profiled when its script matches `--profile`, with `nodeOptions` when given. */
+const launch = (script: string, env: Record<string, string>, nodeOptions = "") =>
+  start(script, env, {
+    profile: profile !== "" && script.includes(profile) ? profileKind : false,
+    ...(nodeOptions === "" ? {} : { nodeOptions })
+  })
 
 /** An account with a large balance, a live key and one task, made through the admin API. */
 const setup = async (base: string) => {
@@ -89,7 +97,7 @@ for (const db of databases) {
     const { taskId, token } = await setup(mediagate.base)
     const servers: Record<string, () => Promise<Running>> = {
       mediagate: async () => mediagate,
-      before: () => launch(join(before, mainScript), apiNode),
+      before: () => launch(join(before, mainScript), apiNode, beforeNodeOptions),
       raw: () => launch("bench/servers/raw.mjs", pg !== undefined ? { DATABASE_URL: pg.url } : { SQLITE_FILE: join(dir, "mediagate.db") }),
       floor: () => launch("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId })
     }

@@ -4,7 +4,7 @@
  * PostgreSQL database, and reading a process's CPU time from `/proc`.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { mkdirSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -69,20 +69,29 @@ export const startFlags = (): string => {
 
 /**
  * Starts `node <script>` on a free port (access log off) and waits until it answers HTTP. With `profile`, the
- * process writes a CPU profile to bench/profiles when it exits; `nodeArgs` go before the script (e.g. `--import
+ * process writes a CPU profile (`true`, `"cpu"`) or an allocation profile (`"heap"`: every allocation sampled,
+ * bench/lib/heapSampling.mjs) to bench/profiles when it exits; `nodeArgs` go before the script (e.g. `--import
  * tsx` to run a source file). The example server (any checkout's `examples/server/dist/main.js`) gets the V8 flags
  * of `npm start` ({@link startFlags}) through `NODE_OPTIONS` unless `env` sets `NODE_OPTIONS` itself.
  */
 export const start = async (
   script: string,
   env: Record<string, string>,
-  options: { readonly profile?: boolean; readonly nodeArgs?: ReadonlyArray<string> } = {}
+  options: {
+    readonly profile?: boolean | "cpu" | "heap"
+    readonly nodeArgs?: ReadonlyArray<string>
+    /** The V8 flags of the example server instead of `npm start`'s (`NODE_OPTIONS`). */
+    readonly nodeOptions?: string
+  } = {}
 ): Promise<Running> => {
   const port = await freePort()
+  const profiles = join(root, "bench", "profiles")
   const flags = [
     ...(options.nodeArgs ?? []),
-    ...(options.profile === true ? ["--cpu-prof", "--cpu-prof-dir", join(root, "bench", "profiles")] : [])
+    ...(options.profile === true || options.profile === "cpu" ? ["--cpu-prof", "--cpu-prof-dir", profiles] : []),
+    ...(options.profile === "heap" ? ["--import", join(root, "bench", "lib", "heapSampling.mjs")] : [])
   ]
+  if (options.profile === "heap") mkdirSync(profiles, { recursive: true })
   const child = spawn(process.execPath, [...flags, script], {
     cwd: root,
     env: {
@@ -90,7 +99,8 @@ export const start = async (
       PORT: String(port),
       HOST: "127.0.0.1",
       MEDIAGATE_ACCESS_LOG: "false",
-      ...(script.endsWith(mainScript) ? { NODE_OPTIONS: startFlags() } : {}),
+      ...(script.endsWith(mainScript) ? { NODE_OPTIONS: options.nodeOptions ?? startFlags() } : {}),
+      ...(options.profile === "heap" ? { HEAP_PROFILE_DIR: profiles } : {}),
       ...env
     },
     stdio: ["ignore", "ignore", "inherit"]

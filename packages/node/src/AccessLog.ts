@@ -20,6 +20,8 @@ import { Metrics } from "@mediagate/contract"
 import { RequestContext } from "@mediagate/server"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
+import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 
@@ -40,28 +42,32 @@ export const middleware = <E, R>(
   options: Options = { log: true, metrics: false }
 ): HttpApp.Default<E, R> => {
   if (!options.log && !options.metrics) return app
-  return Effect.flatMap(Effect.zip(HttpServerRequest.HttpServerRequest, Clock.currentTimeNanos), ([request, started]) =>
-    Effect.onExit(app, (exit) =>
-      Effect.flatMap(Clock.currentTimeNanos, (now) => {
-        const status = Exit.isSuccess(exit) ? exit.value.status : Exit.isInterrupted(exit) ? 499 : 500
-        const elapsed = now - started
-        const info = RequestContext.get(request)
-        const route = info?.route ?? Metrics.unmatchedRoute
-        if (options.metrics) Metrics.httpRequestDuration.record(Number(elapsed) / 1e9, request.method, route, status)
-        if (!options.log) return Effect.void
-        const path = request.url.split("?", 1)[0] ?? "/"
-        const ms = Number(elapsed / 100_000n) / 10
-        return Effect.logInfo(`${request.method} ${path} ${status} ${ms}ms`).pipe(
-          Effect.annotateLogs({
-            "http.method": request.method,
-            "http.route": route,
-            "http.path": path,
-            "http.status": status,
-            "http.ms": ms,
-            request_id: info?.id ?? "",
-            // requests without an account (admin, health, metrics, refused keys) leave the field out
-            ...(info?.accountId === undefined || info.accountId === "" ? {} : { account_id: info.accountId })
-          })
-        )
-      })))
+  // the request and the fiber's clock read from the fiber directly: two fiber steps per request, not six
+  return Effect.withFiberRuntime((fiber) => {
+    const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+    const clock = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
+    const started = clock.unsafeCurrentTimeNanos()
+    return Effect.onExit(app, (exit) => {
+      const status = Exit.isSuccess(exit) ? exit.value.status : Exit.isInterrupted(exit) ? 499 : 500
+      const elapsed = clock.unsafeCurrentTimeNanos() - started
+      const info = RequestContext.get(request)
+      const route = info?.route ?? Metrics.unmatchedRoute
+      if (options.metrics) Metrics.httpRequestDuration.record(Number(elapsed) / 1e9, request.method, route, status)
+      if (!options.log) return Effect.void
+      const path = request.url.split("?", 1)[0] ?? "/"
+      const ms = Number(elapsed / 100_000n) / 10
+      return Effect.logInfo(`${request.method} ${path} ${status} ${ms}ms`).pipe(
+        Effect.annotateLogs({
+          "http.method": request.method,
+          "http.route": route,
+          "http.path": path,
+          "http.status": status,
+          "http.ms": ms,
+          request_id: info?.id ?? "",
+          // requests without an account (admin, health, metrics, refused keys) leave the field out
+          ...(info?.accountId === undefined || info.accountId === "" ? {} : { account_id: info.accountId })
+        })
+      )
+    })
+  })
 }
