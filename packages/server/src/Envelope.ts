@@ -341,8 +341,9 @@ export const layer = (
           if (problem !== undefined) return Effect.succeed(invalid(info.id, problem))
           const view = RequestBody.withBody(request, body)
           RequestContext.alias(view, info)
+          // the body was read under the limit and the view answers from it: the platform's limit has nothing to read
           return Effect.catchAllCause(
-            Effect.provideService(limited, HttpServerRequest.HttpServerRequest, view),
+            Effect.provideService(bodiless, HttpServerRequest.HttpServerRequest, view),
             (cause) => recover(view, info.id, cause)
           )
         })
