@@ -408,6 +408,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       ? Option.some(monthlyLimitExceeded(amount, row.monthlySpendLimitMicros, read.monthSpentMicros ?? 0))
       : Option.none()
 
+  /** SQLite's text of {@link chain} (the key twice as its parameters). */
+  const sqliteChain =
+    `SELECT ? UNION ALL SELECT value FROM json_each((SELECT ancestors FROM "${tables(prefix).keySpend}" WHERE key_id = ?))`
+
   /**
    * The key ids of a key's chain: the key and its ancestors (read from the key's spend row, through its primary
    * key; a key without a row is its own chain), as a subquery for `key_id IN (...)`.
@@ -416,31 +420,37 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     pg
       ? sql`SELECT CAST(${keyId} AS TEXT) UNION ALL
           SELECT json_array_elements_text(ancestors::json) FROM ${t.keySpend} WHERE key_id = ${keyId}`
-      : sql`SELECT ${keyId} UNION ALL
-          SELECT value FROM json_each((SELECT ancestors FROM ${t.keySpend} WHERE key_id = ${keyId}))`
+      : sql.unsafe(sqliteChain, [keyId, keyId])
+
+  /** SQLite: a charge's statements through the client ({@link sqliteCharging}): the debited row, or the refusal. */
+  const sqliteCharge = (charge: Charge, amount: number, now: number) =>
+    Effect.flatMap(SqlProgram.run(sqliteCharging(charge, amount, now), sql), (charged) => charged)
 
   /**
-   * A charge's statements, inside a transaction. The account row is locked first (PostgreSQL: the row lock; SQLite:
-   * the database's write lock); then the balance (prepaid), the spend limit of the key and of every ancestor (the
-   * key tree: each spend row counts what its key and its descendants spent) and the month's are checked, and the
-   * debit, the ledger entry, the spend of the key and its ancestors and the month's spend are written:
-   * - PostgreSQL: the lock (`SELECT ... FOR UPDATE`), then one statement that reads and writes everything and
-   *   writes nothing when it refuses ({@link pgCharging}). Two statements in all; several charges in one
-   *   transaction lock their accounts together, once (`chargeBatch`).
-   * - SQLite (one writer): the debit takes the lock and also answers the first limit of the chain the charge would
-   *   pass, the key's ancestors and the month's spend; the checks run here (a refusal after the debit: the caller's
-   *   transaction rolls back), then three writes (one `UPDATE` of the chain's spend rows by primary key). Four
-   *   statements in all.
-   * A derived key adds no statement: one more spend row read and written (by primary key) per ancestor.
+   * PostgreSQL: charges in the caller's transaction (`chargeBatch`): the accounts locked once, then each charge's
+   * one statement ({@link pgCharging}) and, after a charge made, its auto top-up. Answers each outcome by position.
    */
-  const charging = (charge: Charge, amount: number, now: number) =>
+  const pgChargeBatch = (charges: ReadonlyArray<Charge>) =>
     Effect.gen(function*() {
-      if (pg) {
-        yield* lockAccounts([charge.accountId])
-        const charged = yield* pgCharging(charge, amount, now)
-        return yield* charged
+      for (const charge of charges) yield* requireAmount("a charge", charge.amountMicros)
+      const now = yield* Clock.currentTimeMillis
+      const due = charges.filter((charge) => charge.amountMicros > 0)
+      if (due.length > 0) yield* lockAccounts(due.map((charge) => charge.accountId))
+      const outcomes: Array<Either.Either<void, Refusal>> = []
+      for (const charge of charges) {
+        if (charge.amountMicros === 0) {
+          outcomes.push(Either.void)
+          continue
+        }
+        const charged = yield* pgCharging(charge, charge.amountMicros, now)
+        if (Either.isLeft(charged)) {
+          outcomes.push(Either.left(charged.left))
+          continue
+        }
+        outcomes.push(Either.void)
+        yield* autoTopUp(charge.accountId, charged.right, charged.right.balanceMicros, now)
       }
-      return yield* Effect.flatMap(SqlProgram.run(sqliteCharging(charge, amount, now), sql), (charged) => charged)
+      return outcomes
     })
 
   /** PostgreSQL: locks the accounts' rows for the rest of the transaction, in account order (one statement). */
@@ -449,7 +459,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       ORDER BY account_id FOR UPDATE`
 
   /**
-   * PostgreSQL: a charge's one statement, the account's row locked by the caller (see {@link charging}). It reads
+   * PostgreSQL: a charge's one statement, the account's row locked by the caller (see {@link chargeWith}). It reads
    * the balance, the key chain's spend (locking those rows) and the month's spend — its snapshot starts after the
    * lock was taken, so no charge of the account committed meanwhile is missed — and writes the debit, the ledger
    * entry, the chain's and the month's spend only when the balance and every limit allow the charge: a refusal
@@ -522,9 +532,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
    */
   const sqliteText = (() => {
     const names = tables(prefix)
-    const chain = `SELECT ? UNION ALL SELECT value FROM json_each((SELECT ancestors FROM "${names.keySpend}" WHERE key_id = ?))`
     const over = (column: string) =>
-      `(SELECT ${column} FROM "${names.keySpend}" WHERE key_id IN (${chain})
+      `(SELECT ${column} FROM "${names.keySpend}" WHERE key_id IN (${sqliteChain})
         AND spend_limit_micros IS NOT NULL AND spent_micros + ? > spend_limit_micros
         ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1)`
     const keySpend = new Map<number, string>()
@@ -555,7 +564,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   })()
 
   /**
-   * SQLite's charge as a program (see {@link charging}): run through the client, or synchronously in a write
+   * SQLite's charge as a program (see {@link chargeWith}): run through the client, or synchronously in a write
    * connection's transaction (`chargeStatements`). Answers the debited row, or the refusal (after the debit: the
    * caller rolls back).
    */
@@ -586,7 +595,21 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     return Either.right(row)
   }
 
-  /** A charge: its statements ({@link charging}), then auto top-up; in `transaction` (or the caller's). */
+  /**
+   * A charge in `transaction` (or the caller's), then its auto top-up. The account row is locked first
+   * (PostgreSQL: the row lock; SQLite: the database's write lock); then the balance (prepaid), the spend limit of
+   * the key and of every ancestor (the key tree: each spend row counts what its key and its descendants spent) and
+   * the month's are checked, and the debit, the ledger entry, the spend of the key and its ancestors and the
+   * month's spend are written:
+   * - PostgreSQL: the lock (`SELECT ... FOR UPDATE`), then one statement that reads and writes everything and
+   *   writes nothing when it refuses ({@link pgCharging}). Two statements in all; a charge is a batch of one
+   *   ({@link pgChargeBatch}), several charges in one transaction lock their accounts together, once.
+   * - SQLite (one writer): the debit takes the lock and also answers the first limit of the chain the charge would
+   *   pass, the key's ancestors and the month's spend; the checks run here (a refusal after the debit: the caller's
+   *   transaction rolls back), then three writes (one `UPDATE` of the chain's spend rows by primary key). Four
+   *   statements in all.
+   * A derived key adds no statement: one more spend row read and written (by primary key) per ancestor.
+   */
   const chargeWith = (
     transaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
   ): Billing["Type"]["charge"] =>
@@ -594,9 +617,14 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     Effect.gen(function*() {
       yield* requireAmount("a charge", charge.amountMicros)
       if (charge.amountMicros === 0) return
+      if (pg) {
+        const [outcome] = yield* transaction(pgChargeBatch([charge]))
+        if (outcome !== undefined && Either.isLeft(outcome)) return yield* outcome.left
+        return
+      }
       const now = yield* Clock.currentTimeMillis
       yield* transaction(Effect.flatMap(
-        charging(charge, charge.amountMicros, now),
+        sqliteCharge(charge, charge.amountMicros, now),
         (row) => autoTopUp(charge.accountId, row, row.balanceMicros, now)
       ))
     }).pipe(persistence("charge"))
@@ -605,28 +633,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     charge: chargeWith(sql.withTransaction),
     chargeInTransaction: chargeWith((self) => self),
     ...(pg ? {
-      chargeBatch: (charges) =>
-        Effect.gen(function*() {
-          for (const charge of charges) yield* requireAmount("a charge", charge.amountMicros)
-          const now = yield* Clock.currentTimeMillis
-          const due = charges.filter((charge) => charge.amountMicros > 0)
-          if (due.length > 0) yield* lockAccounts(due.map((charge) => charge.accountId))
-          const outcomes: Array<Either.Either<void, Refusal>> = []
-          for (const charge of charges) {
-            if (charge.amountMicros === 0) {
-              outcomes.push(Either.void)
-              continue
-            }
-            const charged = yield* pgCharging(charge, charge.amountMicros, now)
-            if (Either.isLeft(charged)) {
-              outcomes.push(Either.left(charged.left))
-              continue
-            }
-            outcomes.push(Either.void)
-            yield* autoTopUp(charge.accountId, charged.right, charged.right.balanceMicros, now)
-          }
-          return outcomes
-        }).pipe(persistence("charge"))
+      chargeBatch: (charges) => pgChargeBatch(charges).pipe(persistence("charge"))
     } : {
       // the same statements as `chargeInTransaction` on SQLite; an auto top-up due after the charge is left to it
       chargeStatements: function*(charge, now) {
