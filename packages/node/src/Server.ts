@@ -24,6 +24,7 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import { setFlagsFromString } from "node:v8"
 import * as AccessLog from "./AccessLog.js"
 import * as Tracing from "./internal/tracing.js"
 import * as Logging from "./Logging.js"
@@ -176,12 +177,25 @@ const report = <E>(cause: Cause.Cause<E>): Effect.Effect<void> => {
 }
 
 /**
- * Runs a program as the process's main: settings from the environment ({@link configProvider}), logs per
- * `MEDIAGATE_LOG_FORMAT` (one logger, one line per event), the tracer off unless a trace exporter is configured
- * (`internal/tracing.ts`), a failure reported once (invalid log settings by the default logger), exit code 1 on
- * failure and 0 after SIGTERM/SIGINT.
+ * The V8 flags {@link runMain} sets for the process, given its command line (`process.execArgv`): allocation-site
+ * pretenuring off, unless the command line sets it either way. With it on, V8 may decide during the first
+ * requests that objects of a hot allocation site live long and allocate them in the old generation from then on:
+ * the process then spends 2–4× more time in garbage collection for the rest of its life (docs/performance.md,
+ * "Allocation-site pretenuring"). The flag cannot be given in `NODE_OPTIONS`, hence set here.
  */
-export const runMain = <A, E>(program: Effect.Effect<A, E>): void =>
+export const v8Flags = (execArgv: ReadonlyArray<string>): ReadonlyArray<string> =>
+  execArgv.some((arg) => /^--(no-)?allocation[-_]site[-_]pretenuring$/.test(arg))
+    ? []
+    : ["--no-allocation-site-pretenuring"]
+
+/**
+ * Runs a program as the process's main: the process's V8 flags ({@link v8Flags}), settings from the environment
+ * ({@link configProvider}), logs per `MEDIAGATE_LOG_FORMAT` (one logger, one line per event), the tracer off unless
+ * a trace exporter is configured (`internal/tracing.ts`), a failure reported once (invalid log settings by the
+ * default logger), exit code 1 on failure and 0 after SIGTERM/SIGINT.
+ */
+export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
+  for (const flag of v8Flags(process.execArgv)) setFlagsFromString(flag)
   NodeRuntime.runMain(
     Effect.matchEffect(Logging.config, {
       onFailure: (error) => Effect.zipRight(report(Cause.fail(error)), Effect.fail(error)),
@@ -189,6 +203,7 @@ export const runMain = <A, E>(program: Effect.Effect<A, E>): void =>
     }).pipe(Effect.withConfigProvider(configProvider)),
     { disablePrettyLogger: true, disableErrorReporting: true }
   )
+}
 
 /** Runs {@link program}: the production server (`npm start`, `examples/server`). */
 export const main = (): void => runMain(program)
