@@ -95,6 +95,8 @@ const sqlite = () => {
   const Database = require("better-sqlite3")
   const db = new Database(process.env.SQLITE_FILE)
   db.pragma("journal_mode = WAL")
+  // as Mediagate's connections (@mediagate/persistence: statement journals and sorts in memory)
+  db.pragma("temp_store = MEMORY")
   const keyBy = db.prepare(`SELECT * FROM ${t("api_keys")} WHERE key_hash = ?`)
   const taskBy = db.prepare(`SELECT * FROM ${t("tasks")} WHERE id = ?`)
   const debit = db.prepare(`UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros - ?, updated_at = ? ` +

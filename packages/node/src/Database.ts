@@ -19,6 +19,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Durations from "@mediagate/vendors/Durations"
 import * as Config from "effect/Config"
@@ -200,7 +201,10 @@ export const layer = (
         catch: unreachable(`cannot create the folder of ${file}`)
       })
     }
-    const client = Layer.mapError(SqliteClient.layer({ filename: file }), unreachable(`cannot open the SQLite database ${file}`))
+    const client = Layer.mapError(
+      Layer.tap(SqliteClient.layer({ filename: file }), (opened) => Effect.provide(SqlStore.sqliteSettings, opened)),
+      unreachable(`cannot open the SQLite database ${file}`)
+    )
     // a file gets a second, read-only connection for the hot reads (@mediagate/persistence/ReadConnection) and a
     // second read-write one for the charged accepts' transactions (@mediagate/persistence/WriteConnection)
     const memory = file === ":memory:"

@@ -1,7 +1,7 @@
 /**
  * The database layer gives a SQLite file a read connection and a write connection, PostgreSQL a reader on its pool
  * (the task reads of `GET /api/v1/tasks/{id}` go through it) and no writer, and neither to an in-memory database or
- * a host app's own client.
+ * a host app's own client. Every connection to a SQLite file keeps its temporary storage in memory.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -38,6 +38,10 @@ describe("Database.layer and the read and write connections", () => {
         yield* writer!.transaction((tx) => tx.run(sql`INSERT INTO t (id, n) VALUES ('c', 3)`))
         expect(yield* sql`SELECT n FROM t WHERE id = 'c'`).toEqual([{ n: 3 }])
         expect(yield* reader!.all("SELECT n FROM t WHERE id = ?", ["c"])).toEqual([{ n: 3 }])
+        // every connection keeps its temporary storage (statement journals, sorts) in memory: 2 = MEMORY
+        expect(yield* sql`PRAGMA temp_store`).toEqual([{ temp_store: 2 }])
+        expect(yield* reader!.all("PRAGMA temp_store", [])).toEqual([{ temp_store: 2 }])
+        expect(yield* writer!.transaction((tx) => tx.execute("PRAGMA temp_store", []))).toEqual([{ temp_store: 2 }])
       }).pipe(Effect.provide(Database.layer({ sqlite: join(dir, "data", "mediagate.db") })), Effect.scoped)
     }))
 

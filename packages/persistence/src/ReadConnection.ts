@@ -42,7 +42,7 @@ export class ReadConnection extends Context.Tag("@mediagate/persistence/ReadConn
 export const make = (filename: string): Effect.Effect<Reader, never, Scope.Scope> =>
   Effect.map(
     Effect.acquireRelease(
-      Effect.sync(() => SqliteDriver.lazy(() => new (SqliteDriver.load())(filename, { readonly: true, fileMustExist: true }))),
+      Effect.sync(() => SqliteDriver.lazy(() => SqliteDriver.open(filename, { readonly: true, fileMustExist: true }))),
       (connection) => Effect.sync(connection.close)
     ),
     (connection): Reader => ({

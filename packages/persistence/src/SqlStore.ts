@@ -22,8 +22,24 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Record from "effect/Record"
 import * as Schema from "effect/Schema"
+import * as SqliteDriver from "./internal/sqliteDriver.js"
 import { PersistenceError } from "./PersistenceError.js"
 import * as SqlRows from "./SqlRows.js"
+
+// -----------------------------------------------------------------------------------------------------------------
+// SQLite connections
+// -----------------------------------------------------------------------------------------------------------------
+
+/**
+ * The settings of Mediagate's SQLite connections (temporary storage in memory: statement journals and sorts
+ * are not written to temporary files), run on the `SqlClient`'s own connection: for the app that opens a SQLite
+ * file (`@mediagate/node`'s `Database`). The read and write connections (`ReadConnection`, `WriteConnection`) set
+ * them themselves.
+ */
+export const sqliteSettings: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => Effect.forEach(SqliteDriver.pragmas, (pragma) => sql.unsafe(pragma), { discard: true })
+)
 
 // -----------------------------------------------------------------------------------------------------------------
 // table prefix

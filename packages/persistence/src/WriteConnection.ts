@@ -64,7 +64,7 @@ export const make = (filename: string): Effect.Effect<Writer, never, Scope.Scope
   Effect.gen(function*() {
     const client = yield* SqlClient.SqlClient
     const connection = yield* Effect.acquireRelease(
-      Effect.sync(() => SqliteDriver.lazy(() => new (SqliteDriver.load())(filename, { readonly: false, fileMustExist: true }))),
+      Effect.sync(() => SqliteDriver.lazy(() => SqliteDriver.open(filename, { readonly: false, fileMustExist: true }))),
       (opened) => Effect.sync(opened.close)
     )
     // the transaction statements are cached prepared statements too (the driver's `transaction()` wrapper makes

@@ -35,6 +35,26 @@ export const load = (): Driver => {
   return driver
 }
 
+/**
+ * The settings every connection of Mediagate's own to a SQLite file gets when it opens (the `SqlClient`'s too, see
+ * `@mediagate/node`'s `Database`): temporary storage in memory. SQLite keeps a statement journal for any statement
+ * that may have to be undone on its own inside a transaction (one that fires a trigger, such as a task's insert with
+ * its count trigger, or one in a savepoint), and temporary b-trees of sorts; with the default setting they are
+ * temporary files, written and read back for every such statement (a task's insert: 28 µs, 12 µs in memory). They
+ * are only needed while the statement runs: what a commit makes durable is the WAL, not them.
+ */
+export const pragmas: ReadonlyArray<string> = ["PRAGMA temp_store = MEMORY"]
+
+/** Opens `filename` with the {@link pragmas}. */
+export const open = (
+  filename: string,
+  options: { readonly readonly: boolean; readonly fileMustExist: boolean }
+): Connection => {
+  const connection = new (load())(filename, options)
+  for (const pragma of pragmas) connection.prepare(pragma).run()
+  return connection
+}
+
 /** A failed statement, as the `SqlClient` reports one. */
 export const failure = (cause: unknown) => new SqlError({ cause, message: "Failed to execute statement" })
 
