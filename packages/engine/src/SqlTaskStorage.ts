@@ -25,7 +25,7 @@
  *   `COUNT(*)` of the matching rows for any other combination.
  * - Group commit: accepts without a charge or an idempotency key (one multi-row `INSERT`), charged accepts without
  *   an idempotency key (one transaction, a savepoint each, accounts taken in account order; on PostgreSQL up to
- *   {@link chargedBatchers} such batches at once), steps without extra
+ *   {@link chargedBatchers} such batches at once, an account's accepts always in the same one), steps without extra
  *   charges (one `UPDATE ... FROM (VALUES ...)`) and finishes (one transaction: the batch's update, refunds and
  *   events; finishes that may owe a refund join only with unmetered billing) made while a write of their kind is
  *   under way are written together by one fiber of the storage's scope; each call is answered on its own, and a
@@ -59,6 +59,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Hash from "effect/Hash"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
@@ -629,9 +630,15 @@ const maxBatch = 256
 
 /**
  * Batches of charged accepts that may run at once on PostgreSQL, each on a connection of the pool (an accept is a
- * few round trips, which one connection would serialize); SQLite has one connection, so one.
+ * few round trips, which one connection would serialize); SQLite has one connection, so one. An account's accepts
+ * always join the same batcher ({@link accountPartition}): two batches running at once never lock the same account
+ * row, so neither waits for the other's commit, and one account's burst makes one batch as large as what waits
+ * instead of several that queue on its row one after another.
  */
 const chargedBatchers = 4
+
+/** The batcher of an account's charged accepts (a hash of its id). */
+const accountPartition = (accountId: string): number => Hash.string(accountId)
 
 /** The spans of the batched operations on the caller's side (the batch's statements run on the storage's fiber). */
 const acceptSpan = Tracing.span(`${storeName}.accept`)
@@ -887,7 +894,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             : Effect.forEach(batch, alone)),
         Effect.tap(wake)
       )
-    }, pg ? { fibers: chargedBatchers } : sqliteBatches)
+    }, pg ? { fibers: chargedBatchers, partition: (item) => accountPartition(item.record.accountId) } : sqliteBatches)
 
     const accept: TaskStorage["Type"]["accept"] = ({ charge, idempotency: claim, task }) => {
       const record = fromNew(task, ms(task.createdAt), ms(task.deadlineAt))
