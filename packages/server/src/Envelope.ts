@@ -28,12 +28,16 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Address, Api, Errors, Metrics, ValidationMessage } from "@mediagate/contract"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as FindMyWay from "find-my-way-ts"
+import * as FiberLocal from "./internal/fiberLocal.js"
 import * as RequestBody from "./internal/requestBody.js"
 import * as RequestContext from "./RequestContext.js"
 import { ServerConfig } from "./ServerConfig.js"
@@ -343,7 +347,7 @@ export const layer = (
           RequestContext.alias(view, info)
           // the body was read under the limit and the view answers from it: the platform's limit has nothing to read
           return Effect.catchAllCause(
-            Effect.provideService(bodiless, HttpServerRequest.HttpServerRequest, view),
+            FiberLocal.whileRunning(FiberRef.currentContext, Context.add(HttpServerRequest.HttpServerRequest, view), bodiless),
             (cause) => recover(view, info.id, cause)
           )
         })
@@ -375,7 +379,11 @@ export const layer = (
         const path = pathOf(request.url)
         const route = isCanonicalPath(path) ? routes.route(request.method, path) : undefined
         const info = RequestContext.attach(request, route ?? Metrics.unmatchedRoute)
-        return Effect.annotateLogs(answer(request, route !== undefined, info), "request_id", info.id).pipe(
+        return FiberLocal.whileRunning(
+          FiberRef.currentLogAnnotations,
+          HashMap.set<string, unknown>("request_id", info.id),
+          answer(request, route !== undefined, info)
+        ).pipe(
           Effect.map((response) => HttpServerResponse.setHeader(response, RequestContext.header, info.id))
         )
       })
