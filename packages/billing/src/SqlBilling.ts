@@ -15,8 +15,9 @@
  *   transaction without a savepoint, for a caller that rolls it back when the charge fails (the storage's accept).
  * - Atomic charge: the account row is debited first, which locks it (PostgreSQL: the row lock; SQLite: the write
  *   lock) and answers the balance; then the balance (prepaid), the key's spend limit and the monthly limit are
- *   checked and the ledger entry, the key's spend and the month's spend written (see `charging`: two statements on
- *   PostgreSQL, four on SQLite); a refusal is rolled back with the transaction. Key tree: a key's spend row lists
+ *   checked and the ledger entry, the key's spend and the month's spend written (PostgreSQL: one call of the
+ *   charge function `<prefix>billing_charge` for a whole batch of charges, which writes nothing for a refusal;
+ *   SQLite: four statements, a refusal rolled back with the transaction). Key tree: a key's spend row lists
  *   its ancestors; a charge checks and counts the key's limit and every ancestor's in those same statements, and a
  *   refund gives back to all of them. Every writer of an account's money
  *   locks its account row first, so concurrent charges serialize per account.
@@ -29,6 +30,7 @@
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import { Account, type Errors, type Services } from "@mediagate/contract"
 import type { Billing, Charge } from "@mediagate/engine/Billing"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
@@ -168,6 +170,119 @@ const addAncestors = (prefix: string) =>
     (sql) => sql.unsafe(`ALTER TABLE ${tables(prefix).keySpend} ADD COLUMN ancestors TEXT NOT NULL DEFAULT '[]'`)
   )
 
+/** PostgreSQL's charge function: `<prefix>billing_charge` (see {@link createChargeFunction}). */
+export const chargeFunction = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}billing_charge`
+
+/**
+ * PostgreSQL: the function that makes a batch of charges in one call (SQLite: nothing; its charges run
+ * synchronously on the write connection). `charges` is a JSON array of `{ account_id, key_id, task_id, amount,
+ * description }`; `now_ms` and `month_text` are the charges' time and calendar month. It locks the accounts' rows
+ * (in account order, one statement), then takes each charge in turn and answers one row for it, in order:
+ * - `made`: the charge was written (the debit, its ledger entry, the spend of the key and its ancestors, or a new
+ *   spend row for a key without one, and the month's spend); a charge of 0 is made and writes nothing;
+ * - `deferred` (only with `defer_top_ups`): the charge would leave an account with auto top-up enabled below its
+ *   threshold (or with none), so that a top-up may be due after it: it is not made, and the function stops there
+ *   (the caller makes it and the charges after it in a transaction that can ask the payment provider);
+ * - otherwise the charge is refused and writes nothing: `present` (the account exists), the account's row as it was
+ *   (`billing_mode`, `balance_micros`, the monthly limit, the auto top-up settings), `funded` (postpaid, or prepaid
+ *   with the balance covering the amount; an unknown mode funds nothing), `allowed` (no limit of the key's chain nor
+ *   the monthly limit would be passed) and what the limits were checked on: the key or ancestor whose limit the
+ *   charge would pass (`key_limit`, `key_spent`: the one with the least left), the month's spend (`month_spent`).
+ * A made charge's row carries the same columns, read before the charge.
+ */
+const createChargeFunction = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (!SqlStore.columns(sql).pg) return
+    const t = tables(prefix)
+    yield* sql.unsafe(`CREATE FUNCTION ${chargeFunction(prefix)}(charges jsonb, now_ms bigint, month_text text,
+  defer_top_ups boolean)
+RETURNS TABLE (made boolean, deferred boolean, present boolean, funded boolean, allowed boolean, billing_mode text,
+  balance_micros bigint, monthly_spend_limit_micros bigint, auto_top_up_enabled integer,
+  auto_top_up_threshold_micros bigint, auto_top_up_amount_micros bigint, key_limit bigint, key_spent bigint,
+  month_spent bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  c jsonb;
+  acct ${t.accounts}%ROWTYPE;
+  amount bigint;
+  k_id text;
+  k_ancestors text;
+  k_present boolean;
+  k_chain text[];
+BEGIN
+  PERFORM 1 FROM ${t.accounts} WHERE account_id IN (SELECT e->>'account_id' FROM jsonb_array_elements(charges) AS e)
+    ORDER BY account_id FOR UPDATE;
+  FOR c IN SELECT e FROM jsonb_array_elements(charges) WITH ORDINALITY AS x(e, n) ORDER BY n LOOP
+    amount := (c->>'amount')::bigint;
+    made := false; deferred := false; present := NULL; funded := NULL; allowed := NULL; billing_mode := NULL;
+    balance_micros := NULL; monthly_spend_limit_micros := NULL; auto_top_up_enabled := NULL;
+    auto_top_up_threshold_micros := NULL; auto_top_up_amount_micros := NULL; key_limit := NULL; key_spent := NULL;
+    month_spent := NULL;
+    IF amount = 0 THEN
+      made := true;
+      RETURN NEXT;
+      CONTINUE;
+    END IF;
+    k_id := c->>'key_id';
+    SELECT * INTO acct FROM ${t.accounts} WHERE account_id = c->>'account_id';
+    present := FOUND;
+    IF NOT present THEN
+      RETURN NEXT;
+      CONTINUE;
+    END IF;
+    billing_mode := acct.billing_mode;
+    balance_micros := acct.balance_micros;
+    monthly_spend_limit_micros := acct.monthly_spend_limit_micros;
+    auto_top_up_enabled := acct.auto_top_up_enabled;
+    auto_top_up_threshold_micros := acct.auto_top_up_threshold_micros;
+    auto_top_up_amount_micros := acct.auto_top_up_amount_micros;
+    funded := CASE acct.billing_mode WHEN 'postpaid' THEN true WHEN 'prepaid' THEN acct.balance_micros >= amount
+      ELSE false END;
+    -- the key's chain: the key and its ancestors, their spend rows locked
+    SELECT ancestors INTO k_ancestors FROM ${t.keySpend} WHERE key_id = k_id FOR UPDATE;
+    k_present := FOUND;
+    k_chain := ARRAY[k_id];
+    IF k_present AND k_ancestors <> '[]' THEN
+      k_chain := k_chain || ARRAY(SELECT jsonb_array_elements_text(k_ancestors::jsonb));
+      PERFORM 1 FROM ${t.keySpend} WHERE key_id = ANY(k_chain) FOR UPDATE;
+    END IF;
+    SELECT s.spend_limit_micros, s.spent_micros INTO key_limit, key_spent FROM ${t.keySpend} AS s
+      WHERE s.key_id = ANY(k_chain) AND s.spend_limit_micros IS NOT NULL AND s.spent_micros + amount > s.spend_limit_micros
+      ORDER BY s.spend_limit_micros - s.spent_micros, s.key_id LIMIT 1;
+    SELECT m.spent_micros INTO month_spent FROM ${t.monthSpend} AS m
+      WHERE m.account_id = acct.account_id AND m.month = month_text;
+    allowed := key_limit IS NULL AND (acct.monthly_spend_limit_micros IS NULL
+      OR COALESCE(month_spent, 0) + amount <= acct.monthly_spend_limit_micros);
+    IF funded AND allowed AND defer_top_ups AND acct.auto_top_up_enabled = 1
+      AND NOT COALESCE(acct.balance_micros - amount >= acct.auto_top_up_threshold_micros, false) THEN
+      deferred := true;
+      RETURN NEXT;
+      RETURN;
+    END IF;
+    IF funded AND allowed THEN
+      made := true;
+      UPDATE ${t.accounts} SET balance_micros = balance_micros - amount, updated_at = now_ms
+        WHERE account_id = acct.account_id;
+      INSERT INTO ${t.ledger} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
+        VALUES (acct.account_id, 'charge', -amount, k_id, c->>'task_id', c->>'description', month_text, now_ms);
+      IF k_present THEN
+        UPDATE ${t.keySpend} SET spent_micros = spent_micros + amount WHERE key_id = ANY(k_chain);
+      ELSE
+        INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
+          VALUES (k_id, acct.account_id, NULL, amount)
+          ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t.keySpend}.spent_micros + excluded.spent_micros;
+      END IF;
+      INSERT INTO ${t.monthSpend} (account_id, month, spent_micros) VALUES (acct.account_id, month_text, amount)
+        ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t.monthSpend}.spent_micros + excluded.spent_micros;
+    END IF;
+    RETURN NEXT;
+  END LOOP;
+END
+$$`)
+  })
+
 /**
  * Billing's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails the
  * loader with a `MigrationError`.
@@ -175,7 +290,8 @@ const addAncestors = (prefix: string) =>
 export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
   SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
     "0001_billing": createTables(prefix),
-    "0002_key_spend_ancestors": addAncestors(prefix)
+    "0002_key_spend_ancestors": addAncestors(prefix),
+    "0003_charge_function": createChargeFunction(prefix)
   }))
 
 /**
@@ -220,7 +336,7 @@ const decoders = (prefix: string) => {
     topUp: SqlRows.decoder(names.topUps, TopUpRecord),
     /** SQLite: the debited account row and what the charge's checks read with it ({@link DebitedRow}). */
     debited: SqlRows.withFastPath(SqlRows.decoder(names.accounts, DebitedRow), debitedRowFast),
-    /** PostgreSQL: whether the limits allowed the charge (and it was written), and what they were checked on. */
+    /** PostgreSQL: a row of the charge function: the account before the charge, whether it was funded and allowed (and written), what the limits were checked on. */
     pgCharged: SqlRows.decoder(names.accounts, Schema.Struct({
       ...AccountRow.fields,
       funded: Schema.Boolean,
@@ -426,104 +542,90 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   const sqliteCharge = (charge: Charge, amount: number, now: number) =>
     Effect.flatMap(SqlProgram.run(sqliteCharging(charge, amount, now), sql), (charged) => charged)
 
+  const fn = sql(chargeFunction(prefix))
+
   /**
-   * PostgreSQL: charges in the caller's transaction (`chargeBatch`): the accounts locked once, then each charge's
-   * one statement ({@link pgCharging}) and, after a charge made, its auto top-up. Answers each outcome by position.
+   * PostgreSQL: the call of billing's charge function ({@link createChargeFunction}) on `charges` at `now`, its rows
+   * in the charges' order with their 1-based position (`ordinality`).
    */
-  const pgChargeBatch = (charges: ReadonlyArray<Charge>) =>
+  const chargeCall = (charges: ReadonlyArray<Charge>, now: number, deferTopUps: boolean) =>
+    sql`SELECT * FROM ${fn}(${
+      JSON.stringify(charges.map(({ accountId, amountMicros, description, keyId, taskId }) => ({
+        account_id: accountId,
+        key_id: keyId,
+        task_id: taskId,
+        amount: amountMicros,
+        description
+      })))
+    }::jsonb, ${now}, ${monthOf(now)}, ${deferTopUps}) WITH ORDINALITY AS c`
+
+  /** Whether a row of the charge function has the flag `name` set. */
+  const flagged = (answer: unknown, name: "made" | "deferred" | "present", value = true) =>
+    typeof answer === "object" && answer !== null && (answer as Readonly<Record<string, unknown>>)[name] === value
+
+  /** A refused charge's refusal, read from its row of the charge function by the same rules as SQLite's. */
+  const refusalOf = (amount: number, answer: unknown): Effect.Effect<Refusal, SqlRows.RowError> =>
+    flagged(answer, "present", false)
+      ? Effect.succeed(insufficientBalance(amount, undefined))
+      : Effect.flatMap(rows.pgCharged.single([answer]), (read): Effect.Effect<Refusal> => {
+        if (!read.funded) return Effect.succeed(insufficientBalance(amount, read.balanceMicros))
+        // the function refused on what it read: a limit
+        return Option.match(limitExceeded(amount, read, read), {
+          onNone: () => Effect.dieMessage("billing: a charge refused by no limit"),
+          onSome: Effect.succeed
+        })
+      })
+
+  /**
+   * PostgreSQL's `chargeBatch`: the charge function's call and `alongside` in one statement, deferring the charges
+   * an auto top-up may follow. Once the statement has answered, it has committed (when no transaction is open), so
+   * nothing after it may fail: a refusal whose row cannot be read is answered `"deferred"` (made on its own, in a
+   * transaction, where the failure is reported and rolled back).
+   */
+  const pgChargeBatch = (
+    charges: ReadonlyArray<Charge>,
+    alongside?: (made: Statement.Fragment) => Statement.Fragment
+  ) =>
     Effect.gen(function*() {
       for (const charge of charges) yield* requireAmount("a charge", charge.amountMicros)
+      if (charges.length === 0) return []
       const now = yield* Clock.currentTimeMillis
-      const due = charges.filter((charge) => charge.amountMicros > 0)
-      if (due.length > 0) yield* lockAccounts(due.map((charge) => charge.accountId))
-      const outcomes: Array<Either.Either<void, Refusal>> = []
-      for (const charge of charges) {
-        if (charge.amountMicros === 0) {
-          outcomes.push(Either.void)
-          continue
+      const call = chargeCall(charges, now, true)
+      const answered = yield* (alongside === undefined
+        ? sql`${call} ORDER BY ordinality`
+        : sql`WITH charged AS MATERIALIZED (${call}), alongside AS (${
+          alongside(sql`SELECT ordinality - 1 FROM charged WHERE made`)
+        }) SELECT * FROM charged ORDER BY ordinality`)
+      // rows for every charge up to the first deferred one, which ends them
+      const ends = answered.length === charges.length || flagged(answered[answered.length - 1], "deferred")
+      if (answered.length === 0 || answered.length > charges.length || !ends) {
+        return yield* Effect.dieMessage(`billing: the charge function answered ${answered.length} of ${charges.length} charges`)
+      }
+      const outcomes: Array<Either.Either<"charged" | "deferred", Refusal>> = []
+      for (let i = 0; i < charges.length; i++) {
+        const answer = answered[i]
+        if (answer === undefined || flagged(answer, "deferred")) outcomes.push(Either.right("deferred"))
+        else if (flagged(answer, "made")) outcomes.push(Either.right("charged"))
+        else {
+          const refusal = yield* Effect.either(refusalOf(charges[i]!.amountMicros, answer))
+          outcomes.push(Either.isRight(refusal) ? Either.left(refusal.right) : Either.right("deferred"))
         }
-        const charged = yield* pgCharging(charge, charge.amountMicros, now)
-        if (Either.isLeft(charged)) {
-          outcomes.push(Either.left(charged.left))
-          continue
-        }
-        outcomes.push(Either.void)
-        yield* autoTopUp(charge.accountId, charged.right, charged.right.balanceMicros, now)
       }
       return outcomes
     })
 
-  /** PostgreSQL: locks the accounts' rows for the rest of the transaction, in account order (one statement). */
-  const lockAccounts = (accountIds: ReadonlyArray<string>) =>
-    sql`SELECT account_id FROM ${t.accounts} WHERE ${sql.in("account_id", [...new Set(accountIds)].sort())}
-      ORDER BY account_id FOR UPDATE`
-
   /**
-   * PostgreSQL: a charge's one statement, the account's row locked by the caller (see {@link chargeWith}). It reads
-   * the balance, the key chain's spend (locking those rows) and the month's spend — its snapshot starts after the
-   * lock was taken, so no charge of the account committed meanwhile is missed — and writes the debit, the ledger
-   * entry, the chain's and the month's spend only when the balance and every limit allow the charge: a refusal
-   * writes nothing. Answers the account row after the debit, or the refusal.
+   * PostgreSQL: a charge in the caller's transaction: the charge function's call on it alone, then its auto top-up
+   * (when due, asked of the payment provider in the transaction). A refusal fails.
    */
-  const pgCharging = (charge: Charge, amount: number, now: number) => {
-    const month = monthOf(now)
-    const big = (value: number | null) => sql`CAST(${value} AS BIGINT)`
-    const allowed = sql.literal("ok.funded AND ok.allowed")
-    return sql`WITH a AS (
-        SELECT * FROM ${t.accounts} WHERE account_id = ${charge.accountId}
-      ), k AS (
-        SELECT key_id, spend_limit_micros, spent_micros FROM ${t.keySpend}
-        WHERE key_id IN (${chain(charge.keyId)}) FOR UPDATE
-      ), over AS (
-        SELECT spend_limit_micros, spent_micros FROM k
-        WHERE spend_limit_micros IS NOT NULL AND spent_micros + ${big(amount)} > spend_limit_micros
-        ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1
-      ), m AS (
-        SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${charge.accountId} AND month = ${month}
-      ), ok AS (
-        SELECT a.billing_mode = 'postpaid' OR a.balance_micros >= ${big(amount)} AS funded,
-          NOT EXISTS (SELECT 1 FROM over) AND (a.monthly_spend_limit_micros IS NULL
-            OR COALESCE((SELECT spent_micros FROM m), 0) + ${big(amount)} <= a.monthly_spend_limit_micros) AS allowed
-        FROM a
-      ), debit AS (
-        UPDATE ${t.accounts} SET balance_micros = ${t.accounts}.balance_micros - ${big(amount)}, updated_at = ${big(now)}
-        FROM ok WHERE ${allowed} AND ${t.accounts}.account_id = ${charge.accountId}
-      ), ledger AS (
-        INSERT INTO ${t.ledger} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
-        SELECT ${charge.accountId}, 'charge', ${big(-amount)}, ${charge.keyId}, ${charge.taskId}, ${charge.description},
-          ${month}, ${big(now)} FROM ok WHERE ${allowed}
-      ), key_spend AS (
-        UPDATE ${t.keySpend} SET spent_micros = ${t.keySpend}.spent_micros + ${big(amount)}
-        FROM ok WHERE ${allowed} AND ${t.keySpend}.key_id IN (SELECT key_id FROM k)
-      ), key_new AS (
-        INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
-        SELECT ${charge.keyId}, ${charge.accountId}, NULL, ${big(amount)} FROM ok
-        WHERE ${allowed} AND NOT EXISTS (SELECT 1 FROM k WHERE key_id = ${charge.keyId})
-        ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t.keySpend}.spent_micros + excluded.spent_micros
-      ), month_spend AS (
-        INSERT INTO ${t.monthSpend} (account_id, month, spent_micros)
-        SELECT ${charge.accountId}, ${month}, ${big(amount)} FROM ok WHERE ${allowed}
-        ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t.monthSpend}.spent_micros + excluded.spent_micros
-      )
-      SELECT a.*, ok.funded, ok.allowed, (SELECT spend_limit_micros FROM over) AS key_limit,
-        (SELECT spent_micros FROM over) AS key_spent, (SELECT spent_micros FROM m) AS month_spent
-      FROM a CROSS JOIN ok`.pipe(
-      Effect.flatMap(rows.pgCharged.first),
-      Effect.flatMap((found): Effect.Effect<Either.Either<AccountRow, Refusal>> => {
-        if (Option.isNone(found)) return Effect.succeed(Either.left(insufficientBalance(amount, undefined)))
-        const read = found.value
-        if (!read.funded) return Effect.succeed(Either.left(insufficientBalance(amount, read.balanceMicros)))
-        if (!read.allowed) {
-          // the statement refused on what it read, by the same rules
-          const refused = limitExceeded(amount, read, read)
-          return Option.isSome(refused)
-            ? Effect.succeed(Either.left(refused.value))
-            : Effect.dieMessage("billing: a charge refused by no limit")
-        }
-        return Effect.succeed(Either.right({ ...read, balanceMicros: read.balanceMicros - amount }))
-      })
-    )
-  }
+  const pgCharge = (charge: Charge, now: number) =>
+    Effect.gen(function*() {
+      const amount = charge.amountMicros
+      const [answer] = yield* chargeCall([charge], now, false)
+      if (!flagged(answer, "made")) return yield* Effect.flatMap(refusalOf(amount, answer), Effect.fail)
+      const read = yield* rows.pgCharged.single([answer])
+      yield* autoTopUp(charge.accountId, read, read.balanceMicros - amount, now)
+    })
 
   /**
    * SQLite: the texts of the charge's statements ({@link sqliteCharging}), written once. The debit also answers the
@@ -601,9 +703,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
    * the key and of every ancestor (the key tree: each spend row counts what its key and its descendants spent) and
    * the month's are checked, and the debit, the ledger entry, the spend of the key and its ancestors and the
    * month's spend are written:
-   * - PostgreSQL: the lock (`SELECT ... FOR UPDATE`), then one statement that reads and writes everything and
-   *   writes nothing when it refuses ({@link pgCharging}). Two statements in all; a charge is a batch of one
-   *   ({@link pgChargeBatch}), several charges in one transaction lock their accounts together, once.
+   * - PostgreSQL: a charge is a batch of one ({@link pgChargeBatch}): one call of the charge function, which locks
+   *   the account, reads and writes everything, and writes nothing when it refuses ({@link createChargeFunction});
+   *   several charges in one transaction lock their accounts together, once, in the same call.
    * - SQLite (one writer): the debit takes the lock and also answers the first limit of the chain the charge would
    *   pass, the key's ancestors and the month's spend; the checks run here (a refusal after the debit: the caller's
    *   transaction rolls back), then three writes (one `UPDATE` of the chain's spend rows by primary key). Four
@@ -617,12 +719,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     Effect.gen(function*() {
       yield* requireAmount("a charge", charge.amountMicros)
       if (charge.amountMicros === 0) return
-      if (pg) {
-        const [outcome] = yield* transaction(pgChargeBatch([charge]))
-        if (outcome !== undefined && Either.isLeft(outcome)) return yield* outcome.left
-        return
-      }
       const now = yield* Clock.currentTimeMillis
+      if (pg) return yield* transaction(pgCharge(charge, now))
       yield* transaction(Effect.flatMap(
         sqliteCharge(charge, charge.amountMicros, now),
         (row) => autoTopUp(charge.accountId, row, row.balanceMicros, now)
@@ -633,7 +731,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     charge: chargeWith(sql.withTransaction),
     chargeInTransaction: chargeWith((self) => self),
     ...(pg ? {
-      chargeBatch: (charges) => pgChargeBatch(charges).pipe(persistence("charge"))
+      chargeBatch: (charges, alongside) => pgChargeBatch(charges, alongside).pipe(persistence("charge"))
     } : {
       // the same statements as `chargeInTransaction` on SQLite; an auto top-up due after the charge is left to it
       chargeStatements: function*(charge, now) {

@@ -10,15 +10,18 @@ import type { NewTask } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as WriteConnection from "@mediagate/persistence/WriteConnection"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { BillingAccounts, defaultSettings } from "../src/BillingAccounts.js"
 import { BillingLedger } from "../src/Ledger.js"
 import * as PaymentProvider from "../src/PaymentProvider.js"
 import * as SqlBilling from "../src/SqlBilling.js"
-import { postgres, runPostgres, sqlite, sqliteFilename } from "./databases.js"
+import { pgClient, pgSchema, postgres, runPostgres, sqlite, sqliteFilename } from "./databases.js"
 
 const now = Date.UTC(2025, 5, 1)
 
@@ -254,4 +257,82 @@ describe("SqlTaskStorage's charged accepts on a SQLite file's write connection",
       Effect.scoped
     )
   })
+})
+
+/** A storage with SQL billing on a client of its own on `schema` (one process of several on one database). */
+const pgInstance = (schema: string, provider: Layer.Layer<PaymentProvider.PaymentProvider> = PaymentProvider.layerNone) =>
+  Layer.build(
+    Layer.provideMerge(SqlTaskStorage.layer({ time: "clock" }), Layer.provideMerge(SqlBilling.layer(), provider)).pipe(
+      Layer.provide(pgClient(schema))
+    )
+  )
+
+/** Runs `body` on one such instance, on a fresh schema. */
+const onPg = (provider?: Layer.Layer<PaymentProvider.PaymentProvider>) =>
+<A, E>(body: Effect.Effect<A, E, TaskStorage | BillingAccounts | BillingLedger>) =>
+  Effect.flatMap(pgSchema, (schema) => pgInstance(schema, provider)).pipe(
+    Effect.flatMap((context) => Effect.provide(body, context))
+  )
+
+describe.skipIf(!runPostgres)("SqlTaskStorage's charged accepts on PostgreSQL (one statement per batch)", () => {
+  it.scopedLive("a charge an auto top-up may follow is made on its own, with its top-up; the rest in batches", () =>
+    Effect.gen(function*() {
+      const accounts = yield* BillingAccounts
+      const ledger = yield* BillingLedger
+      yield* accounts.open("acct_t", {
+        ...defaultSettings,
+        autoTopUpEnabled: true,
+        autoTopUpThresholdMicros: 5_000_000,
+        autoTopUpAmountMicros: 10_000_000
+      }, 8_000_000)
+      const tasks = Array.from({ length: 12 }, (_, i) => newTask("acct_t", 1_000_000, 700 + i))
+      const results = yield* Effect.forEach(tasks, (task) => Effect.either(accept(task)), { concurrency: "unbounded" })
+      expect(results.every((r) => r._tag === "Right")).toBe(true)
+      // 8 - 4 = 4 USD is under the threshold: that charge is made with the 10 USD top-up, once; 8 - 12 + 10 = 6
+      expect((yield* accounts.state("acct_t")).balanceMicros).toBe(6_000_000)
+      const entries = yield* ledger.entries("acct_t")
+      expect(entries.filter((e) => e.kind === "charge")).toHaveLength(12)
+      expect(entries.filter((e) => e.kind === "top_up").map((e) => e.amountMicros)).toEqual([8_000_000, 10_000_000])
+      expect((yield* ledger.topUpRequests("acct_t")).map((r) => r.status)).toEqual(["credited"])
+      expect((yield* (yield* TaskStorage).list("acct_t", { limit: 1 })).total).toBe(12)
+    }).pipe(onPg(PaymentProvider.layerSimulated)), { timeout: 30_000 })
+
+  it.scopedLive("a batch whose statement fails (a duplicate task id) runs each accept alone: one charge per task", () =>
+    Effect.gen(function*() {
+      const accounts = yield* BillingAccounts
+      const ledger = yield* BillingLedger
+      yield* accounts.open("acct_d", defaultSettings, 100_000_000)
+      const tasks = Array.from({ length: 10 }, (_, i) => newTask("acct_d", 1_000_000, 800 + i))
+      // the same task accepted twice, at once
+      const results = yield* Effect.forEach([...tasks, tasks[3]!], (task) => Effect.either(accept(task)), {
+        concurrency: "unbounded"
+      })
+      expect(results.filter((r) => r._tag === "Right")).toHaveLength(10)
+      expect(results.filter((r) => r._tag === "Left").map((r) => r._tag === "Left" && r.left._tag)).toEqual(["PersistenceError"])
+      expect((yield* accounts.state("acct_d")).balanceMicros).toBe(90_000_000)
+      expect((yield* ledger.entries("acct_d")).filter((e) => e.kind === "charge")).toHaveLength(10)
+      expect((yield* (yield* TaskStorage).list("acct_d", { limit: 1 })).total).toBe(10)
+    }).pipe(onPg()), { timeout: 30_000 })
+
+  it.scopedLive("a charged accept in one instance wakes the workers of another (pg_notify in the batch's statement)", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      const one = yield* pgInstance(schema)
+      const other = yield* pgInstance(schema)
+      yield* Effect.provide(BillingAccounts.pipe(Effect.flatMap((accounts) => accounts.open("acct_n", defaultSettings, 100_000_000))), one)
+      const woke = yield* Context.get(other, TaskStorage).wakeups.pipe(Stream.take(1), Stream.runDrain, Effect.fork)
+      // LISTEN starts asynchronously: accept until the wakeup arrives
+      let n = 0
+      const accepting = Effect.forever(
+        Effect.suspend(() => accept(newTask("acct_n", 1_000_000, 900 + n++))).pipe(
+          Effect.provide(one),
+          Effect.zipRight(Effect.sleep("150 millis"))
+        )
+      )
+      yield* Fiber.join(woke).pipe(
+        Effect.race(accepting),
+        Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "no wakeup" })
+      )
+      expect(n).toBeGreaterThan(0)
+    }), { timeout: 20_000 })
 })

@@ -1,6 +1,7 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import { Billing } from "@mediagate/engine/Billing"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
@@ -14,6 +15,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { BillingAccounts, defaultSettings } from "../src/BillingAccounts.js"
+import { BillingLedger } from "../src/Ledger.js"
 import * as PaymentProvider from "../src/PaymentProvider.js"
 import * as SqlBilling from "../src/SqlBilling.js"
 import { billingSuite, Tx } from "./BillingSuite.js"
@@ -99,11 +101,17 @@ const batchBackend = {
         const chargeBatch = billing.chargeBatch
         if (chargeBatch === undefined) return yield* Effect.dieMessage("no chargeBatch")
         const failed = (cause: SqlError) => new PersistenceError({ message: cause.message, cause })
+        const inTransaction = billing.chargeInTransaction ?? billing.charge
+        // a deferred charge (an auto top-up may follow it) made as the storage makes it: on its own, in a transaction
         const charge: typeof billing.charge = (charge) =>
-          sql.withTransaction(chargeBatch([charge])).pipe(
-            Effect.catchTag("SqlError", (e) => Effect.fail(failed(e))),
-            Effect.flatMap(([outcome]) => outcome === undefined || Either.isRight(outcome) ? Effect.void : Effect.fail(outcome.left))
-          )
+          sql.withTransaction(Effect.flatMap(chargeBatch([charge]), ([outcome]) =>
+            outcome === undefined
+              ? Effect.dieMessage("no outcome")
+              : Either.isLeft(outcome)
+              ? Effect.fail(outcome.left)
+              : outcome.right === "deferred"
+              ? inTransaction(charge)
+              : Effect.void)).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(failed(e))))
         return { ...billing, charge, chargeInTransaction: charge }
       })
     )
@@ -186,7 +194,7 @@ const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.Sql
 
 for (const [name, database] of databases) {
   describe(`SqlBilling on ${name}`, () => {
-    const run = <A, E>(body: Effect.Effect<A, E, SqlClient.SqlClient | BillingAccounts | Billing>) =>
+    const run = <A, E>(body: Effect.Effect<A, E, SqlClient.SqlClient | BillingAccounts | Billing | BillingLedger>) =>
       body.pipe(
         Effect.provide(
           Layer.provideMerge(SqlBilling.layer(), Layer.merge(database(), PaymentProvider.layerNone))
@@ -201,7 +209,7 @@ for (const [name, database] of databases) {
         const again = yield* SqlBilling.migrate()
         expect(again).toEqual([])
         const rows = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlBilling.migrationsTable())}`
-        expect(rows.map((r) => r.name)).toEqual(["billing", "key_spend_ancestors"])
+        expect(rows.map((r) => r.name)).toEqual(["billing", "key_spend_ancestors", "charge_function"])
       })))
 
     // PostgreSQL's batch of charges (SQLite's batches run on the write connection)
@@ -228,7 +236,7 @@ for (const [name, database] of databases) {
             charge("acct_a", "key_a", 2 * usd, "task_6"),
             charge("acct_x", "key_x", 1 * usd, "task_7")
           ]))
-          expect(outcomes.map((o) => Either.isRight(o) ? "charged" : o.left._tag)).toEqual([
+          expect(outcomes.map((o) => Either.isRight(o) ? o.right : o.left._tag)).toEqual([
             "charged", "charged", "SpendLimitExceeded", "InsufficientBalance", "charged", "charged", "InsufficientBalance"
           ])
           const refused = outcomes[3]!
@@ -240,6 +248,81 @@ for (const [name, database] of databases) {
           const charged = yield* sql<{ task_id: string }>`SELECT task_id FROM ${sql(SqlBilling.tables().ledger)}
             WHERE kind = 'charge' ORDER BY task_id`
           expect(charged.map((r) => r.task_id)).toEqual(["task_1", "task_2", "task_6"])
+        })))
+    }
+
+    if (name === "postgres") {
+      it.effect("chargeBatch: a charge an auto top-up may follow is deferred, with every charge after it", () =>
+        run(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const accounts = yield* BillingAccounts
+          const billing = yield* Billing
+          const usd = 1_000_000
+          yield* accounts.open("acct_t", {
+            ...defaultSettings,
+            autoTopUpEnabled: true,
+            autoTopUpThresholdMicros: 2 * usd,
+            autoTopUpAmountMicros: 10 * usd
+          }, 6 * usd)
+          yield* accounts.open("acct_u", defaultSettings, 3 * usd)
+          const charge = (accountId: string, amountMicros: number, taskId: string) =>
+            ({ accountId, keyId: `key_${accountId}`, taskId, amountMicros, description: "vendor3-3 text-to-video" })
+          // no transaction: the statement commits on its own
+          const outcomes = yield* billing.chargeBatch!([
+            charge("acct_t", 2 * usd, "task_1"),
+            charge("acct_u", 1 * usd, "task_2"),
+            // 4 USD left: a refusal is answered and the batch goes on
+            charge("acct_t", 5 * usd, "task_3"),
+            // it would leave 1 USD, below the threshold: a top-up may follow it
+            charge("acct_t", 3 * usd, "task_4"),
+            charge("acct_u", 1 * usd, "task_5")
+          ])
+          expect(outcomes.map((o) => Either.isRight(o) ? o.right : o.left._tag)).toEqual([
+            "charged", "charged", "InsufficientBalance", "deferred", "deferred"
+          ])
+          assert.strictEqual((yield* accounts.state("acct_t")).balanceMicros, 4 * usd)
+          assert.strictEqual((yield* accounts.state("acct_u")).balanceMicros, 2 * usd)
+          const charged = yield* sql<{ task_id: string }>`SELECT task_id FROM ${sql(SqlBilling.tables().ledger)}
+            WHERE kind = 'charge' ORDER BY task_id`
+          expect(charged.map((r) => r.task_id)).toEqual(["task_1", "task_2"])
+          // made on its own, the deferred charge asks for the top-up (requested of a provider that pays later)
+          yield* billing.charge(charge("acct_t", 3 * usd, "task_4"))
+          assert.strictEqual((yield* accounts.state("acct_t")).balanceMicros, 1 * usd)
+          expect((yield* (yield* BillingLedger).topUpRequests("acct_t")).map((r) => r.status)).toEqual(["requested"])
+        })))
+
+      it.effect("chargeBatch: what goes with the charges made runs in the same statement, and fails with it", () =>
+        run(Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const accounts = yield* BillingAccounts
+          const billing = yield* Billing
+          const usd = 1_000_000
+          yield* accounts.open("acct_a", defaultSettings, 5 * usd)
+          yield* sql`CREATE TABLE made_tasks (position INTEGER NOT NULL CHECK (position < 3))`
+          const charge = (amountMicros: number, taskId: string) =>
+            ({ accountId: "acct_a", keyId: "key_a", taskId, amountMicros, description: "vendor3-3 text-to-video" })
+          const alongside = (made: Statement.Fragment) =>
+            sql`INSERT INTO made_tasks (position) SELECT p FROM (${made}) AS m(p)`
+          // position 3 breaks the CHECK: the statement fails and nothing of it is written
+          const failure = yield* Effect.flip(billing.chargeBatch!(
+            [charge(2 * usd, "task_1"), charge(4 * usd, "task_2"), charge(0, "task_3"), charge(1 * usd, "task_4")],
+            alongside
+          ))
+          assert.instanceOf(failure, PersistenceError)
+          const positions = yield* sql<{ position: number }>`SELECT position FROM made_tasks ORDER BY position`
+          expect(positions).toEqual([])
+          assert.strictEqual((yield* accounts.state("acct_a")).balanceMicros, 5 * usd)
+          yield* sql`ALTER TABLE made_tasks DROP CONSTRAINT made_tasks_position_check`
+          const again = yield* billing.chargeBatch!(
+            [charge(2 * usd, "task_1"), charge(4 * usd, "task_2"), charge(0, "task_3"), charge(1 * usd, "task_4")],
+            alongside
+          )
+          expect(again.map((o) => Either.isRight(o) ? o.right : o.left._tag)).toEqual([
+            "charged", "InsufficientBalance", "charged", "charged"
+          ])
+          const written = yield* sql<{ position: number }>`SELECT position FROM made_tasks ORDER BY position`
+          expect(written.map((r) => r.position)).toEqual([0, 2, 3])
+          assert.strictEqual((yield* accounts.state("acct_a")).balanceMicros, 2 * usd)
         })))
     }
 

@@ -88,9 +88,11 @@ for (const [name, database] of databases) {
         for (const trigger of triggers) expect(trigger.table).toBe("acme_mg_billing_ledger")
         const sql = yield* SqlClient.SqlClient
         if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
-          expect(objects.filter((o) => o.kind === "function").map((o) => o.name)).toEqual([
+          expect(objects.filter((o) => o.kind === "function").map((o) => o.name).sort()).toEqual([
+            "acme_mg_billing_charge",
             "acme_mg_billing_ledger_append_only"
           ])
+          expect(SqlBilling.chargeFunction(prefix)).toBe("acme_mg_billing_charge")
           expect(objects.filter((o) => o.kind === "sequence").map((o) => o.name).sort()).toEqual([
             "acme_mg_billing_ledger_id_seq",
             "acme_mg_billing_top_up_requests_id_seq"

@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type * as Statement from "@effect/sql/Statement"
 import type { Errors } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -68,16 +69,21 @@ export class Billing extends Context.Tag("@mediagate/engine/Billing")<Billing, {
    */
   readonly chargeStatements?: (charge: Charge, now: number) => SqlProgram.SqlProgram<ChargeOutcome>
   /**
-   * PostgreSQL: charges made together in the caller's transaction, answered by position (a refusal is answered,
-   * not failed). The accounts' rows are locked first, once, in account order; then each charge is one statement
-   * that writes nothing when it refuses, so the caller needs no savepoint per charge and may write what goes with
-   * the charges that succeeded afterwards (the storage's batch of charged accepts: the tasks, in one insert). An
-   * auto top-up due after a charge is requested in the transaction, as `chargeInTransaction` does.
+   * PostgreSQL: charges made together, with what goes with the charges made, in **one statement** (one round trip;
+   * atomic on its own, so the caller needs no transaction): the accounts' rows are locked first, once, in account
+   * order; each charge then writes its debit, ledger entry and spends, or nothing when it is refused; and
+   * `alongside(made)`, when given, is a data-modifying statement run in the same statement, where `made` is a
+   * subquery answering the 0-based positions (in `charges`) of the charges made (the storage's batch of charged
+   * accepts: the tasks of those, in one insert). Answered by position, as `chargeStatements` answers: `"charged"`,
+   * a refusal (answered, not failed), or `"deferred"` — a charge after which an auto top-up may be due (it asks the
+   * payment provider, which one statement cannot) is not made, nor is any charge after it: the caller makes each
+   * deferred charge with `chargeInTransaction`. A failure (the statement's) wrote nothing.
    */
   readonly chargeBatch?: (
-    charges: ReadonlyArray<Charge>
+    charges: ReadonlyArray<Charge>,
+    alongside?: (made: Statement.Fragment) => Statement.Fragment
   ) => Effect.Effect<
-    ReadonlyArray<Either.Either<void, Errors.InsufficientBalance | Errors.SpendLimitExceeded>>,
+    ReadonlyArray<Either.Either<"charged" | "deferred", Errors.InsufficientBalance | Errors.SpendLimitExceeded>>,
     PersistenceError
   >
   /** Records a refund within the caller's transaction. */

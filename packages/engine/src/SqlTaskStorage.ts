@@ -426,6 +426,9 @@ const encodeResult = Schema.encodeEither(TaskRow.fields.result)
 const encodeError = Schema.encodeEither(TaskRow.fields.error)
 const noJson: Either.Either<string | null, ParseResult.ParseError> = Either.right(null)
 
+/** A row of the tasks table, by column. */
+type TaskRow = { readonly [K in (typeof taskColumns)[number]]: string | number | null }
+
 /**
  * A record as the row {@link TaskRow} encodes it, written out: a task's insert is on the path of every generation
  * request, where the Schema's encoder made a fifth of a request's allocations. The columns of the record's type
@@ -435,7 +438,7 @@ const noJson: Either.Either<string | null, ParseResult.ParseError> = Either.righ
  */
 export const taskRowOf = (
   record: TaskRecord
-): Either.Either<{ readonly [K in (typeof taskColumns)[number]]: string | number | null }, ParseResult.ParseError> => {
+): Either.Either<TaskRow, ParseResult.ParseError> => {
   const result = record.result === null ? noJson : encodeResult(record.result)
   if (Either.isLeft(result)) return Either.left(result.left)
   const error = record.error === null ? noJson : encodeError(record.error)
@@ -781,6 +784,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           ? Effect.succeed(records.map(() => together))
           : Effect.forEach(records, (record) => Effect.exit(insertAll([record])))), sqliteBatches)
 
+    const taskColumnList = sql.literal(taskColumns.join(", "))
+    /**
+     * PostgreSQL: the insert of the tasks of `rows` whose 0-based positions `made` answers (the charges made, in
+     * billing's statement: see `acceptingCharged`), from one JSON parameter (with the wakeup of other processes).
+     */
+    const insertMade = (rows: ReadonlyArray<TaskRow>, made: Fragment) =>
+      sql`INSERT INTO ${t.tasks} (${taskColumnList}) SELECT ${taskColumnList}
+        FROM json_populate_recordset(NULL::${t.tasks}, ${JSON.stringify(rows)}) WITH ORDINALITY AS r
+        WHERE r.ordinality - 1 IN (${made})${notifying}`
+
     /** A task's insert (with the wakeup of other processes). */
     const insertOne = (record: TaskRecord) =>
       Effect.flatMap(encodeTask(record), (row) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`)
@@ -826,9 +839,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     /**
      * Charged accepts without an idempotency key, batched: one transaction for the batch, which takes the accounts'
      * rows in account order, so that two batches (of this or another process) never wait on each other in a cycle.
-     * - PostgreSQL (billing's `chargeBatch`): the charges first (the accounts locked by one statement, then one
-     *   statement per charge, which writes nothing when it refuses), then the tasks of the charges made, in one
-     *   insert: a batch of N accepts is N + 4 round trips, without savepoints. The new tasks' rows are locked
+     * - PostgreSQL (billing's `chargeBatch`): the charges first (one call of billing's charge function, which locks
+     *   the accounts and writes nothing for a refused charge), then the tasks of the charges made, in one insert: a
+     *   batch of any size is 4 round trips (BEGIN, the charges, the insert, COMMIT), without savepoints. The new tasks' rows are locked
      *   after the accounts', which no other transaction can wait on (they exist from the commit on).
      * - SQLite with a write connection: see {@link writeCharged}.
      * - Otherwise: each accept in a savepoint of its own (its task, then its charge; a refused charge rolls back
@@ -860,19 +873,25 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       }
       if (chargeBatch !== undefined) {
         const ordered = order.map((i) => batch[i]!)
-        return Effect.flatMap(chargeBatch(ordered.map((item) => item.charge)), (outcomes) => {
-          const charged = ordered.filter((_, j) => Either.isRight(outcomes[j]!)).map((item) => item.record)
-          return Effect.as(charged.length === 0 ? Effect.void : insertRows(charged), outcomes)
-        }).pipe(
-          sql.withTransaction,
+        return Effect.forEach(ordered, (item) => encodeTask(item.record)).pipe(
+          Effect.flatMap((encoded) => chargeBatch(ordered.map((item) => item.charge), (made) => insertMade(encoded, made))),
           Effect.exit,
           Effect.flatMap((together) => {
+            // the statement failed: nothing of it is written; each accept runs on its own
             if (Exit.isFailure(together)) return Effect.forEach(batch, alone)
-            const exits = new Array<Exit.Exit<void, Errors.InsufficientBalance | Errors.SpendLimitExceeded>>(batch.length)
+            const exits = new Array<Effect.Effect<Exit.Exit<void, Effect.Effect.Error<ReturnType<typeof insertCharged>>>>>(
+              batch.length
+            )
             together.value.forEach((outcome, j) => {
-              exits[order[j]!] = Either.isRight(outcome) ? Exit.void : Exit.fail(outcome.left)
+              const i = order[j]!
+              exits[i] = Either.isLeft(outcome)
+                ? Effect.succeed(Exit.fail(outcome.left))
+                : outcome.right === "charged"
+                ? Effect.succeed(Exit.void)
+                // an auto top-up may follow the charge: the accept on its own, in a transaction
+                : alone(batch[i]!)
             })
-            return Effect.succeed(exits)
+            return Effect.all(exits)
           }),
           Effect.tap(wake)
         )
