@@ -45,6 +45,14 @@ const newTask = (accountId: string, chargedMicros: number, n: number): NewTask =
   deadlineAt: now + 3_600_000
 })
 
+/** Billing settings with auto top-up: 10 USD when a charge leaves less than 5 USD. */
+const topUpAt5Usd = {
+  ...defaultSettings,
+  autoTopUpEnabled: true,
+  autoTopUpThresholdMicros: 5_000_000,
+  autoTopUpAmountMicros: 10_000_000
+}
+
 const accept = (task: NewTask) =>
   Effect.flatMap(TaskStorage, (storage) =>
     storage.accept({
@@ -224,12 +232,7 @@ describe("SqlTaskStorage's charged accepts on a SQLite file's write connection",
       const accounts = yield* BillingAccounts
       const ledger = yield* BillingLedger
       yield* accounts.open("acct_w", defaultSettings, 100_000_000)
-      yield* accounts.open("acct_t", {
-        ...defaultSettings,
-        autoTopUpEnabled: true,
-        autoTopUpThresholdMicros: 5_000_000,
-        autoTopUpAmountMicros: 10_000_000
-      }, 8_000_000)
+      yield* accounts.open("acct_t", topUpAt5Usd, 8_000_000)
       const tasks = Array.from({ length: 20 }, (_, i) => newTask("acct_w", 1_000_000, 500 + i))
       const results = yield* Effect.forEach(tasks, (task) => Effect.either(accept(task)), { concurrency: "unbounded" })
       expect(results.every((r) => r._tag === "Right")).toBe(true)
@@ -279,12 +282,7 @@ describe.skipIf(!runPostgres)("SqlTaskStorage's charged accepts on PostgreSQL (o
     Effect.gen(function*() {
       const accounts = yield* BillingAccounts
       const ledger = yield* BillingLedger
-      yield* accounts.open("acct_t", {
-        ...defaultSettings,
-        autoTopUpEnabled: true,
-        autoTopUpThresholdMicros: 5_000_000,
-        autoTopUpAmountMicros: 10_000_000
-      }, 8_000_000)
+      yield* accounts.open("acct_t", topUpAt5Usd, 8_000_000)
       const tasks = Array.from({ length: 12 }, (_, i) => newTask("acct_t", 1_000_000, 700 + i))
       const results = yield* Effect.forEach(tasks, (task) => Effect.either(accept(task)), { concurrency: "unbounded" })
       expect(results.every((r) => r._tag === "Right")).toBe(true)

@@ -187,6 +187,19 @@ describe("PostgreSQL availability", () => {
   })
 })
 
+const usd = 1_000_000
+
+/** What `chargeBatch`'s tests use. */
+const batchServices = Effect.all({ sql: SqlClient.SqlClient, accounts: BillingAccounts, billing: Billing })
+
+/** A charge of `chargeBatch`'s tests (the key `key_<account>` unless given). */
+const batchCharge = (accountId: string, amountMicros: number, taskId: string, keyId = `key_${accountId}`) =>
+  ({ accountId, keyId, taskId, amountMicros, description: "vendor3-3 text-to-video" })
+
+/** A `chargeBatch` outcome by name: `charged`, `deferred` or the refusal's tag. */
+const outcomeName = (outcome: Either.Either<string, { readonly _tag: string }>) =>
+  Either.isRight(outcome) ? outcome.right : outcome.left._tag
+
 const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.SqlClient, unknown>]> = [
   ["sqlite", sqlite],
   ...(runPostgres ? [["postgres", postgres] as const] : [])
@@ -216,15 +229,12 @@ for (const [name, database] of databases) {
     if (name === "postgres") {
       it.effect("chargeBatch: charges of several accounts in one transaction, each answered", () =>
         run(Effect.gen(function*() {
-          const sql = yield* SqlClient.SqlClient
-          const accounts = yield* BillingAccounts
-          const billing = yield* Billing
-          const usd = 1_000_000
+          const { accounts, billing, sql } = yield* batchServices
           yield* accounts.open("acct_a", defaultSettings, 5 * usd)
           yield* accounts.open("acct_b", defaultSettings, 10 * usd)
           yield* accounts.registerKey("acct_b", "key_b", 4 * usd)
           const charge = (accountId: string, keyId: string, amountMicros: number, taskId: string) =>
-            ({ accountId, keyId, taskId, amountMicros, description: "vendor3-3 text-to-video" })
+            batchCharge(accountId, amountMicros, taskId, keyId)
           const outcomes = yield* sql.withTransaction(billing.chargeBatch!([
             charge("acct_b", "key_b", 3 * usd, "task_1"),
             charge("acct_a", "key_a", 3 * usd, "task_2"),
@@ -236,7 +246,7 @@ for (const [name, database] of databases) {
             charge("acct_a", "key_a", 2 * usd, "task_6"),
             charge("acct_x", "key_x", 1 * usd, "task_7")
           ]))
-          expect(outcomes.map((o) => Either.isRight(o) ? o.right : o.left._tag)).toEqual([
+          expect(outcomes.map(outcomeName)).toEqual([
             "charged", "charged", "SpendLimitExceeded", "InsufficientBalance", "charged", "charged", "InsufficientBalance"
           ])
           const refused = outcomes[3]!
@@ -249,15 +259,10 @@ for (const [name, database] of databases) {
             WHERE kind = 'charge' ORDER BY task_id`
           expect(charged.map((r) => r.task_id)).toEqual(["task_1", "task_2", "task_6"])
         })))
-    }
 
-    if (name === "postgres") {
       it.effect("chargeBatch: a charge an auto top-up may follow is deferred, with every charge after it", () =>
         run(Effect.gen(function*() {
-          const sql = yield* SqlClient.SqlClient
-          const accounts = yield* BillingAccounts
-          const billing = yield* Billing
-          const usd = 1_000_000
+          const { accounts, billing, sql } = yield* batchServices
           yield* accounts.open("acct_t", {
             ...defaultSettings,
             autoTopUpEnabled: true,
@@ -265,8 +270,7 @@ for (const [name, database] of databases) {
             autoTopUpAmountMicros: 10 * usd
           }, 6 * usd)
           yield* accounts.open("acct_u", defaultSettings, 3 * usd)
-          const charge = (accountId: string, amountMicros: number, taskId: string) =>
-            ({ accountId, keyId: `key_${accountId}`, taskId, amountMicros, description: "vendor3-3 text-to-video" })
+          const charge = batchCharge
           // no transaction: the statement commits on its own
           const outcomes = yield* billing.chargeBatch!([
             charge("acct_t", 2 * usd, "task_1"),
@@ -277,7 +281,7 @@ for (const [name, database] of databases) {
             charge("acct_t", 3 * usd, "task_4"),
             charge("acct_u", 1 * usd, "task_5")
           ])
-          expect(outcomes.map((o) => Either.isRight(o) ? o.right : o.left._tag)).toEqual([
+          expect(outcomes.map(outcomeName)).toEqual([
             "charged", "charged", "InsufficientBalance", "deferred", "deferred"
           ])
           assert.strictEqual((yield* accounts.state("acct_t")).balanceMicros, 4 * usd)
@@ -293,14 +297,10 @@ for (const [name, database] of databases) {
 
       it.effect("chargeBatch: what goes with the charges made runs in the same statement, and fails with it", () =>
         run(Effect.gen(function*() {
-          const sql = yield* SqlClient.SqlClient
-          const accounts = yield* BillingAccounts
-          const billing = yield* Billing
-          const usd = 1_000_000
+          const { accounts, billing, sql } = yield* batchServices
           yield* accounts.open("acct_a", defaultSettings, 5 * usd)
           yield* sql`CREATE TABLE made_tasks (position INTEGER NOT NULL CHECK (position < 3))`
-          const charge = (amountMicros: number, taskId: string) =>
-            ({ accountId: "acct_a", keyId: "key_a", taskId, amountMicros, description: "vendor3-3 text-to-video" })
+          const charge = (amountMicros: number, taskId: string) => batchCharge("acct_a", amountMicros, taskId)
           const alongside = (made: Statement.Fragment) =>
             sql`INSERT INTO made_tasks (position) SELECT p FROM (${made}) AS m(p)`
           // position 3 breaks the CHECK: the statement fails and nothing of it is written
@@ -317,7 +317,7 @@ for (const [name, database] of databases) {
             [charge(2 * usd, "task_1"), charge(4 * usd, "task_2"), charge(0, "task_3"), charge(1 * usd, "task_4")],
             alongside
           )
-          expect(again.map((o) => Either.isRight(o) ? o.right : o.left._tag)).toEqual([
+          expect(again.map(outcomeName)).toEqual([
             "charged", "InsufficientBalance", "charged", "charged"
           ])
           const written = yield* sql<{ position: number }>`SELECT position FROM made_tasks ORDER BY position`
