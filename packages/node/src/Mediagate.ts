@@ -150,6 +150,12 @@ export interface Service {
    * `MEDIAGATE_DASHBOARD=false`) the dashboard at `/dashboard`, ready to mount.
    */
   readonly httpApp: HttpApp.Default
+  /**
+   * A `node:http` request listener serving {@link httpApp}, made by running this effect (once). The platform's
+   * services (`HttpPlatform`, `FileSystem`, ...), which `httpApp` provides to each request it serves, are in the
+   * listener's runtime instead: every request fiber starts with them, and none pays for providing them.
+   */
+  readonly listener: Effect.Effect<(request: IncomingMessage, response: ServerResponse) => void>
   /** Where the data lives, for logs. */
   readonly database: string
   /**
@@ -190,16 +196,22 @@ const makeService = (database: string) =>
     const accessLog = yield* AccessLog.enabled
     const metricsSettings = yield* Metrics.config
     const exporter = metricsSettings.enabled ? yield* Metrics.make : undefined
-    const provided = Effect.provide(app, platform)
-    const served = exporter !== undefined && metricsSettings.port === undefined
-      ? Metrics.route(provided, Metrics.respond(exporter, { open: metricsSettings.open, adminToken: yield* adminToken }))
-      : provided
-    // the dashboard's paths never reach the API's envelope (its 404s stay the API's for every other path)
-    const withDashboard = (yield* dashboardEnabled) ? Dashboard.route(served, Dashboard.make()) : served
+    const respondMetrics = exporter !== undefined && metricsSettings.port === undefined
+      ? Metrics.respond(exporter, { open: metricsSettings.open, adminToken: yield* adminToken })
+      : undefined
+    const dashboard = (yield* dashboardEnabled) ? Dashboard.make() : undefined
+    /** The API with `/metrics`, the dashboard (whose paths never reach the API's envelope) and the access log. */
+    const around = <R>(api: HttpApp.Default<never, R>) => {
+      const served = respondMetrics === undefined ? api : Metrics.route(api, respondMetrics)
+      const withDashboard = dashboard === undefined ? served : Dashboard.route(served, dashboard)
+      return AccessLog.middleware(withDashboard, { log: accessLog, metrics: metricsSettings.enabled })
+    }
     const accounts = yield* Effect.context<AccountStore | BillingAccounts>()
     const admin = yield* Services.AdminService
     return Mediagate.of({
-      httpApp: AccessLog.middleware(withDashboard, { log: accessLog, metrics: metricsSettings.enabled }),
+      httpApp: around(Effect.provide(app, platform)),
+      // the platform's services in the listener's runtime, where every request fiber starts with them
+      listener: Effect.provide(NodeHttpServer.makeHandler(around(app)), platform),
       database,
       bootstrap: (options) => Effect.provide(Bootstrap.bootstrap(options), accounts),
       admin,
@@ -297,7 +309,7 @@ export const start = (
       ),
       Effect.retry(Schedule.whileInput(options.retry ?? defaultRetry, (error: StartError) => error.retryable)),
       Effect.flatMap((service) =>
-        Effect.map(NodeHttpServer.makeHandler(service.httpApp), (handler) => {
+        Effect.map(service.listener, (handler) => {
           serve = handler
           state = "ready"
           return service
