@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import type * as WriteConnection from "@mediagate/persistence/WriteConnection"

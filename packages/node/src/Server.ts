@@ -8,7 +8,8 @@
  * @since 0.1.0
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import type * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import { Errors } from "@mediagate/contract"
 import { Envelope } from "@mediagate/server"

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Cli from "./Cli.js"
 import * as Mediagate from "./Mediagate.js"

@@ -4,7 +4,7 @@
  * the HTTP layer. Every setting comes from Effect `Config` (decisions.md §10); `Mediagate.layer(options)` turns
  * its options into such a `Config` source.
  */
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as AdminService from "@mediagate/accounts/AdminService"
 import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
