@@ -40,6 +40,7 @@ import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -579,8 +580,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   /**
    * PostgreSQL's `chargeBatch`: the charge function's call and `alongside` in one statement, deferring the charges
    * an auto top-up may follow. Once the statement has answered, it has committed (when no transaction is open), so
-   * nothing after it may fail: a refusal whose row cannot be read is answered `"deferred"` (made on its own, in a
-   * transaction, where the failure is reported and rolled back).
+   * nothing after it may fail: a refusal whose row cannot be read (or that no rule explains) is answered
+   * `"deferred"` (made on its own, in a transaction, where the failure is reported and rolled back).
    */
   const pgChargeBatch = (
     charges: ReadonlyArray<Charge>,
@@ -607,8 +608,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (answer === undefined || flagged(answer, "deferred")) outcomes.push(Either.right("deferred"))
         else if (flagged(answer, "made")) outcomes.push(Either.right("charged"))
         else {
-          const refusal = yield* Effect.either(refusalOf(charges[i]!.amountMicros, answer))
-          outcomes.push(Either.isRight(refusal) ? Either.left(refusal.right) : Either.right("deferred"))
+          // a row that cannot be read, or a refusal by no rule (a defect), is made alone, where it is reported
+          const refusal = yield* Effect.exit(refusalOf(charges[i]!.amountMicros, answer))
+          outcomes.push(Exit.isSuccess(refusal) ? Either.left(refusal.value) : Either.right("deferred"))
         }
       }
       return outcomes

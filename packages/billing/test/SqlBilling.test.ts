@@ -295,6 +295,32 @@ for (const [name, database] of databases) {
           expect((yield* (yield* BillingLedger).topUpRequests("acct_t")).map((r) => r.status)).toEqual(["requested"])
         })))
 
+      it.effect("chargeBatch: a refused charge whose row cannot be read is deferred; the others stand", () =>
+        run(Effect.gen(function*() {
+          const { accounts, billing, sql } = yield* batchServices
+          const table = SqlBilling.tables().accounts
+          yield* accounts.open("acct_a", defaultSettings, 5 * usd)
+          yield* accounts.open("acct_b", defaultSettings, 5 * usd)
+          // a mode the CHECK constraint would refuse, written behind billing's back: the function funds nothing
+          yield* sql.unsafe(`ALTER TABLE ${table} DROP CONSTRAINT ${table}_billing_mode_check`)
+          yield* sql`UPDATE ${sql(table)} SET billing_mode = 'bogus' WHERE account_id = 'acct_b'`
+          // no transaction: the statement has committed once it answers, so nothing after it may fail
+          const outcomes = yield* billing.chargeBatch!([
+            batchCharge("acct_a", 1 * usd, "task_1"),
+            batchCharge("acct_b", 1 * usd, "task_2"),
+            batchCharge("acct_a", 1 * usd, "task_3")
+          ])
+          expect(outcomes.map(outcomeName)).toEqual(["charged", "deferred", "charged"])
+          assert.strictEqual((yield* accounts.state("acct_a")).balanceMicros, 3 * usd)
+          const charged = yield* sql<{ task_id: string }>`SELECT task_id FROM ${sql(SqlBilling.tables().ledger)}
+            WHERE kind = 'charge' ORDER BY task_id`
+          expect(charged.map((r) => r.task_id)).toEqual(["task_1", "task_3"])
+          // made alone, the deferred charge reports the row and charges nothing
+          const error = yield* Effect.flip(billing.charge(batchCharge("acct_b", 1 * usd, "task_2")))
+          assert.instanceOf(error, PersistenceError)
+          expect(error.message).toContain(`${table}.billing_mode`)
+        })))
+
       it.effect("chargeBatch: what goes with the charges made runs in the same statement, and fails with it", () =>
         run(Effect.gen(function*() {
           const { accounts, billing, sql } = yield* batchServices
