@@ -837,17 +837,19 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           }))
 
     /**
-     * Charged accepts without an idempotency key, batched: one transaction for the batch, which takes the accounts'
-     * rows in account order, so that two batches (of this or another process) never wait on each other in a cycle.
-     * - PostgreSQL (billing's `chargeBatch`): the charges first (one call of billing's charge function, which locks
-     *   the accounts and writes nothing for a refused charge), then the tasks of the charges made, in one insert: a
-     *   batch of any size is 4 round trips (BEGIN, the charges, the insert, COMMIT), without savepoints. The new tasks' rows are locked
-     *   after the accounts', which no other transaction can wait on (they exist from the commit on).
+     * Charged accepts without an idempotency key, batched: one transaction (on PostgreSQL one statement) for the
+     * batch, which takes the accounts' rows in account order, so that two batches (of this or another process) never
+     * wait on each other in a cycle.
+     * - PostgreSQL (billing's `chargeBatch`): one statement, without a transaction around it (one round trip for a
+     *   batch of any size): billing's charge function on the charges (it locks the accounts and writes nothing for
+     *   a refused charge), and the insert of the tasks of the charges made ({@link insertMade}). The new tasks' rows
+     *   are locked after the accounts', which no other transaction can wait on (they exist from the commit on). A
+     *   charge billing defers (an auto top-up may follow it) runs on its own, with every charge after it.
      * - SQLite with a write connection: see {@link writeCharged}.
      * - Otherwise: each accept in a savepoint of its own (its task, then its charge; a refused charge rolls back
      *   only its task).
-     * If the transaction fails as a whole, nothing of it is written and each accept runs again in a transaction of
-     * its own.
+     * If the transaction (statement) fails as a whole, nothing of it is written and each accept runs again in a
+     * transaction of its own.
      */
     const acceptingCharged = yield* GroupCommit.make(maxBatch, (batch: ReadonlyArray<Charged>) => {
       const account = (i: number) => batch[i]!.record.accountId
