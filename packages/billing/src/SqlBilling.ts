@@ -13,8 +13,9 @@
  * - Every operation runs in `sql.withTransaction`, which joins the caller's open transaction (as a savepoint): the
  *   engine's charge commits or rolls back with the task it stores. `chargeInTransaction` runs in the caller's
  *   transaction without a savepoint, for a caller that rolls it back when the charge fails (the storage's accept).
- * - Atomic charge: the account row is debited first, which locks it (PostgreSQL: the row lock; SQLite: the write
- *   lock) and answers the balance; then the balance (prepaid), the key's spend limit and the monthly limit are
+ *   `chargeBatch` (PostgreSQL) is one statement, atomic on its own, which needs no transaction.
+ * - Atomic charge: the account row is locked first (PostgreSQL: the row lock, by the charge function; SQLite: the
+ *   write lock, by the debit, which also answers the balance); then the balance (prepaid), the key's spend limit and the monthly limit are
  *   checked and the ledger entry, the key's spend and the month's spend written (PostgreSQL: one call of the
  *   charge function `<prefix>billing_charge` for a whole batch of charges, which writes nothing for a refusal;
  *   SQLite: four statements, a refusal rolled back with the transaction). Key tree: a key's spend row lists
