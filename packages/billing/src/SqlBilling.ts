@@ -15,8 +15,8 @@
  *   transaction without a savepoint, for a caller that rolls it back when the charge fails (the storage's accept).
  *   `chargeBatch` (PostgreSQL) is one statement, atomic on its own, which needs no transaction.
  * - Atomic charge: the account row is locked first (PostgreSQL: the row lock, by the charge function; SQLite: the
- *   write lock, by the debit, which also answers the balance); then the balance (prepaid), the key's spend limit and the monthly limit are
- *   checked and the ledger entry, the key's spend and the month's spend written (PostgreSQL: one call of the
+ *   write lock, by the debit, which also answers the balance); then the balance (prepaid), the key's spend limit
+ *   and the monthly limit are checked and the ledger entry, the key's spend and the month's spend written (PostgreSQL: one call of the
  *   charge function `<prefix>billing_charge` for a whole batch of charges, which writes nothing for a refusal;
  *   SQLite: four statements, a refusal rolled back with the transaction). Key tree: a key's spend row lists
  *   its ancestors; a charge checks and counts the key's limit and every ancestor's in those same statements, and a
@@ -44,6 +44,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import type { BillingAccounts, BillingState } from "./BillingAccounts.js"
 import {
@@ -338,7 +339,10 @@ const decoders = (prefix: string) => {
     topUp: SqlRows.decoder(names.topUps, TopUpRecord),
     /** SQLite: the debited account row and what the charge's checks read with it ({@link DebitedRow}). */
     debited: SqlRows.withFastPath(SqlRows.decoder(names.accounts, DebitedRow), debitedRowFast),
-    /** PostgreSQL: a row of the charge function: the account before the charge, whether it was funded and allowed (and written), what the limits were checked on. */
+    /**
+     * PostgreSQL: a row of the charge function: the account before the charge, whether it was funded and allowed
+     * (and written), what the limits were checked on.
+     */
     pgCharged: SqlRows.decoder(names.accounts, Schema.Struct({
       ...AccountRow.fields,
       funded: Schema.Boolean,
@@ -563,7 +567,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 
   /** Whether a row of the charge function has the flag `name` set. */
   const flagged = (answer: unknown, name: "made" | "deferred" | "present", value = true) =>
-    typeof answer === "object" && answer !== null && (answer as Readonly<Record<string, unknown>>)[name] === value
+    Predicate.hasProperty(answer, name) && answer[name] === value
 
   /** A refused charge's refusal, read from its row of the charge function by the same rules as SQLite's. */
   const refusalOf = (amount: number, answer: unknown): Effect.Effect<Refusal, SqlRows.RowError> =>

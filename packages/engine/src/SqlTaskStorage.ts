@@ -806,6 +806,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const insertCharged = (record: TaskRecord, charge: Charge) =>
       Effect.zipRight(insertOne(record), (billing.chargeInTransaction ?? billing.charge)(charge))
 
+    /** How a charged accept of a batch ends. */
+    type AcceptExit = Exit.Exit<void, Effect.Effect.Error<ReturnType<typeof insertCharged>>>
+
     const writer = options.writer
     const chargeBatch = billing.chargeBatch
     // the write connection's insert (SQLite), its text written once
@@ -881,9 +884,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           Effect.flatMap((together) => {
             // the statement failed: nothing of it is written; each accept runs on its own
             if (Exit.isFailure(together)) return Effect.forEach(batch, alone)
-            const exits = new Array<Effect.Effect<Exit.Exit<void, Effect.Effect.Error<ReturnType<typeof insertCharged>>>>>(
-              batch.length
-            )
+            const exits = new Array<Effect.Effect<AcceptExit>>(batch.length)
             together.value.forEach((outcome, j) => {
               const i = order[j]!
               exits[i] = Either.isLeft(outcome)
@@ -902,7 +903,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       return Effect.forEach(order, (i) => Effect.map(alone(batch[i]!), (exit) => [i, exit] as const)).pipe(
         sql.withTransaction,
         Effect.map((answers) => {
-          const exits = new Array<Exit.Exit<void, Effect.Effect.Error<ReturnType<typeof insertCharged>>>>(batch.length)
+          const exits = new Array<AcceptExit>(batch.length)
           for (const [i, exit] of answers) exits[i] = exit
           return exits
         }),
