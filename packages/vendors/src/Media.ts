@@ -11,8 +11,9 @@
  * Everything rendered is cached per renderer (key: kind, size, duration, fps), bounded by bytes (LRU); concurrent
  * requests for the same key share one rendering, and an interrupted caller does not cancel it for the others. A
  * renderer belongs to a scope ({@link make}, {@link layer}): closing it interrupts the renderings under way.
- * Video encodings run one at a time process-wide (the WASM module and its file system are shared) and yield to
- * the event loop after every frame, so the server keeps answering while a clip is encoded.
+ * Video encodings run one at a time process-wide on a worker thread (`internal/videoEncoder.ts`), ended a second
+ * after its last clip: the server keeps answering while a clip is encoded, and the encoder's WASM memory (~17 MB,
+ * ~25 MB of RSS) is handed back instead of staying for the life of the process.
  *
  * The returned bytes are shared with the cache: treat them as read-only.
  *
@@ -32,6 +33,8 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import jpeg from "jpeg-js"
 import { PNG } from "pngjs"
+import * as EncoderThread from "./internal/encoderThread.js"
+import { drawFrame, frameBase, type VideoFrames } from "./internal/videoFrames.js"
 
 /** An image to render. */
 export interface ImageSpec {
@@ -133,11 +136,8 @@ const normalizeVideo = (spec: VideoSpec) => {
   }
   const fps = spec.fps ?? defaultFps
   if (!isIntegerIn(fps, 1, limits.maxFps)) return invalid(`video fps ${fps}: must be an integer from 1 to ${limits.maxFps}`)
-  return Effect.succeed({ width, height, fps, frames: Math.max(1, Math.round(durationSeconds * fps)) })
+  return Effect.succeed<VideoFrames>({ width, height, fps, frames: Math.max(1, Math.round(durationSeconds * fps)) })
 }
-
-/** A checked video spec: its size, frame rate and frame count. */
-type NormalizedVideo = Effect.Effect.Success<ReturnType<typeof normalizeVideo>>
 
 // ---------------------------------------------------------------------------------------------------------------
 // Pictures
@@ -192,42 +192,6 @@ const encodeImage = (spec: ImageSpec): Uint8Array => {
   return new Uint8Array(encoded.data.buffer, encoded.data.byteOffset, encoded.data.byteLength)
 }
 
-/** The fixed part of every video frame: luma gradient and chroma planes (YUV 4:2:0, BT.601 limited range). */
-type FrameBase = ReturnType<typeof frameBase>
-
-const frameBase = (width: number, height: number) => {
-  const luma = new Uint8Array(width * height)
-  for (let y = 0; y < height; y++) {
-    const vy = (0.4 * y) / Math.max(1, height - 1)
-    const offset = y * width
-    for (let x = 0; x < width; x++) {
-      luma[offset + x] = Math.round(40 + 140 * ((0.6 * x) / Math.max(1, width - 1) + vy))
-    }
-  }
-  const cw = width / 2
-  const ch = height / 2
-  const chroma = new Uint8Array(cw * ch * 2)
-  for (let y = 0; y < ch; y++) {
-    for (let x = 0; x < cw; x++) {
-      chroma[y * cw + x] = Math.round(98 + (60 * x) / Math.max(1, cw - 1)) // U
-      chroma[cw * ch + y * cw + x] = Math.round(153 - (50 * y) / Math.max(1, ch - 1)) // V
-    }
-  }
-  return { luma, chroma, barWidth: Math.max(2, Math.round(width / 16)) }
-}
-
-/** Writes frame `index` of `frames` into `yuv` (a w×h×3/2 buffer). */
-const drawFrame = (base: FrameBase, width: number, height: number, index: number, frames: number, yuv: Uint8Array) => {
-  yuv.set(base.luma, 0)
-  yuv.set(base.chroma, width * height)
-  const travel = width - base.barWidth
-  const left = frames <= 1 ? travel : Math.round((travel * index) / (frames - 1))
-  for (let y = 0; y < height; y++) {
-    const offset = y * width + left
-    yuv.fill(235, offset, offset + base.barWidth)
-  }
-}
-
 const clamp = (value: number) => value < 0 ? 0 : value > 255 ? 255 : Math.round(value)
 
 /** A YUV 4:2:0 frame as RGB (BT.601 limited range). */
@@ -250,68 +214,7 @@ const yuvToRgb = (yuv: Uint8Array, width: number, height: number): Buffer => {
   return rgb
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// Video encoding (h264-mp4-encoder)
-
-let encoderModule: Promise<typeof import("h264-mp4-encoder")> | undefined
-const loadEncoderModule = () => {
-  // loaded on first use: the WASM module is compiled when the package is imported
-  encoderModule ??= import("h264-mp4-encoder").then((m) => m.default ?? m)
-  return encoderModule
-}
-
-/** One encoding at a time, process-wide: every encoder shares one WASM heap and one in-memory file system. */
-const encoderLock = Effect.unsafeMakeSemaphore(1)
-let outputCounter = 0
-
-/** Lets the event loop run (a real macrotask, independent of the Effect clock). */
-const yieldToEventLoop = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
-
-const encodeVideo = (video: NormalizedVideo): Effect.Effect<Uint8Array> =>
-  encoderLock.withPermits(1)(
-    Effect.acquireUseRelease(
-      Effect.promise(async () => {
-        const module = await loadEncoderModule()
-        const encoder = await module.createH264MP4Encoder()
-        encoder.outputFilename = `mediagate-${process.pid}-${++outputCounter}.mp4`
-        return encoder
-      }),
-      (encoder) =>
-        Effect.gen(function*() {
-          encoder.width = video.width
-          encoder.height = video.height
-          encoder.frameRate = video.fps
-          encoder.speed = 10
-          encoder.quantizationParameter = 30
-          encoder.groupOfPictures = Math.max(1, video.fps * 5)
-          encoder.initialize()
-          const base = frameBase(video.width, video.height)
-          const yuv = new Uint8Array((video.width * video.height * 3) / 2)
-          for (let index = 0; index < video.frames; index++) {
-            drawFrame(base, video.width, video.height, index, video.frames, yuv)
-            encoder.addFrameYuv(yuv)
-            yield* yieldToEventLoop
-          }
-          encoder.finalize()
-          // copy out of the WASM heap before the file is unlinked
-          return Uint8Array.from(encoder.FS.readFile(encoder.outputFilename))
-        }),
-      (encoder) =>
-        Effect.sync(() => {
-          try {
-            encoder.FS.unlink(encoder.outputFilename)
-          } catch {
-            // not written (failed before finalize)
-          }
-          encoder.delete()
-        })
-    )
-  )
-
-const encodeLastFrame = (video: NormalizedVideo): Uint8Array => {
+const encodeLastFrame = (video: VideoFrames): Uint8Array => {
   const yuv = new Uint8Array((video.width * video.height * 3) / 2)
   drawFrame(frameBase(video.width, video.height), video.width, video.height, video.frames - 1, video.frames, yuv)
   return encodePngRgb(video.width, video.height, yuvToRgb(yuv, video.width, video.height), undefined)
@@ -320,7 +223,7 @@ const encodeLastFrame = (video: NormalizedVideo): Uint8Array => {
 // ---------------------------------------------------------------------------------------------------------------
 // The cache
 
-const videoKey = (video: NormalizedVideo) => `${video.width}x${video.height}:${video.frames}@${video.fps}`
+const videoKey = (video: VideoFrames) => `${video.width}x${video.height}:${video.frames}@${video.fps}`
 
 interface Entry {
   readonly deferred: Deferred.Deferred<Uint8Array>
@@ -400,7 +303,7 @@ const makeIn = (scope: Scope.Scope, options: RendererOptions): Renderer["Type"] 
     },
     renderVideo: (spec) =>
       Effect.flatMap(normalizeVideo(spec), (video) =>
-        cached(`video:${videoKey(video)}`, "videoEncodes", Effect.suspend(() => encodeVideo(video)))),
+        cached(`video:${videoKey(video)}`, "videoEncodes", EncoderThread.encode(video))),
     renderLastFrame: (spec) =>
       Effect.flatMap(normalizeVideo(spec), (video) =>
         cached(`frame:${videoKey(video)}`, "frameEncodes", Effect.sync(() => encodeLastFrame(video)))),

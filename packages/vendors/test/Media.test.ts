@@ -5,7 +5,10 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Scope from "effect/Scope"
 import jpeg from "jpeg-js"
+import { spawnSync } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import { PNG } from "pngjs"
+import * as EncoderThread from "../src/internal/encoderThread.js"
 import * as Media from "../src/Media.js"
 import { probeVideoBytes } from "./probe.js"
 
@@ -225,4 +228,66 @@ describe("Media: images", () => {
       expect(renderer.stats().imageEncodes).toBe(before + 1)
       expect(Media.imageContentType("jpeg")).toBe("image/jpeg")
     }).pipe(Effect.provide(Media.layer())))
+})
+
+describe("Media: the encoder thread", () => {
+  /** Real time (the thread's idle timer is a real one, not the test clock's). */
+  const sleep = (millis: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, millis)))
+  /** Waits until the thread is down, at most `millis`; answers whether it is. */
+  const down = (millis: number) =>
+    Effect.gen(function*() {
+      for (let waited = 0; EncoderThread.isRunning() && waited < millis; waited += 50) yield* sleep(50)
+      return !EncoderThread.isRunning()
+    })
+  const clip = (seconds: number): Media.VideoSpec => ({ width: 320, height: 240, durationSeconds: seconds })
+
+  it.scoped("encodes on a thread that ends once idle; the next clip starts another", () =>
+    Effect.gen(function*() {
+      yield* down(5_000)
+      const bytes = yield* Effect.flatMap(Media.make(), (renderer) => renderer.renderVideo(clip(2)))
+      expect(probe(bytes)).toMatchObject({ codec: "h264", width: 320, height: 240, frames: 4 })
+      expect(EncoderThread.isRunning()).toBe(true)
+      expect(yield* down(EncoderThread.encoderIdleMillis + 4_000)).toBe(true)
+      const again = yield* Effect.flatMap(Media.make(), (renderer) => renderer.renderVideo(clip(2)))
+      // the same clip (the MP4's creation time in its header aside)
+      expect(probe(again)).toEqual(probe(bytes))
+      expect(again.byteLength).toBe(bytes.byteLength)
+      expect(EncoderThread.isRunning()).toBe(true)
+    }))
+
+  it.effect("an encoding interrupted with its renderer's scope ends the thread; the next clip still encodes", () =>
+    Effect.gen(function*() {
+      expect(yield* down(EncoderThread.encoderIdleMillis + 4_000)).toBe(true) // the thread of an earlier test
+      const scope = yield* Scope.make()
+      const renderer = yield* Scope.extend(Media.make(), scope)
+      const waiter = yield* Effect.fork(renderer.renderVideo({ width: 1920, height: 1080, durationSeconds: 60 }))
+      while (!EncoderThread.isRunning()) yield* Effect.yieldNow()
+      yield* Scope.close(scope, Exit.void)
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.await(waiter)))
+      expect(EncoderThread.isRunning()).toBe(false)
+      const bytes = yield* Effect.scoped(Effect.flatMap(Media.make(), (fresh) => fresh.renderVideo(clip(1))))
+      expect(probe(bytes)).toMatchObject({ width: 320, height: 240, frames: 2 })
+    }))
+
+  it("keeps a process alive while it encodes, and not once idle", () => {
+    // a script whose only pending work is one clip: it must get the bytes (the thread keeps it alive meanwhile) and
+    // then exit by itself (an idle thread does not keep it alive); a hang would end at the timeout
+    const media = new URL("../src/Media.ts", import.meta.url).href
+    const script = `import * as Effect from "effect/Effect"
+      import * as Media from ${JSON.stringify(media)}
+      const bytes = await Effect.runPromise(Effect.scoped(Effect.flatMap(Media.make(), (renderer) =>
+        renderer.renderVideo({ width: 160, height: 120, durationSeconds: 1 }))))
+      console.log("bytes", bytes.byteLength)`
+    const started = Date.now()
+    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+      encoding: "utf8",
+      timeout: 60_000
+    })
+    expect(run.stderr).toBe("")
+    expect(run.status).toBe(0)
+    expect(run.stdout).toMatch(/^bytes [1-9]\d*\n$/)
+    // it exits when idle, not at the timeout (the thread's idle timer does not hold it either)
+    expect(Date.now() - started).toBeLessThan(50_000)
+  }, 70_000)
 })
