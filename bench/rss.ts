@@ -156,9 +156,10 @@ const mediagate = async (db: string): Promise<Figures> => {
       MEDIAGATE_SIM_TIME_SCALE: "1",
       // 100,000 sandbox results of 32 KB are over the default test-key storage quota (256 MiB): without this the
       // tasks past it are refused with 429
-      MEDIAGATE_TEST_STORAGE_QUOTA: "off",
-      NODE_OPTIONS: [nodeOptions, heap ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${profiles}` : ""].join(" ").trim()
-    }))
+      MEDIAGATE_TEST_STORAGE_QUOTA: "off"
+    }), {
+      nodeOptions: [nodeOptions, heap ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${profiles}` : ""].join(" ").trim()
+    })
     try {
       const pid = server.child.pid
       const { token } = await account(server.base, undefined, "test")

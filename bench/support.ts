@@ -72,7 +72,8 @@ export const startFlags = (): string => {
  * process writes a CPU profile (`true`, `"cpu"`) or an allocation profile (`"heap"`: every allocation sampled,
  * bench/lib/heapSampling.mjs) to bench/profiles when it exits; `nodeArgs` go before the script (e.g. `--import
  * tsx` to run a source file). The example server (any checkout's `examples/server/dist/main.js`) gets the V8 flags
- * of `npm start` ({@link startFlags}) through `NODE_OPTIONS` unless `env` sets `NODE_OPTIONS` itself.
+ * of `npm start` ({@link startFlags}) on its command line, as `npm start` gives them (`NODE_OPTIONS` refuses some of
+ * them), or `nodeOptions` instead when given.
  */
 export const start = async (
   script: string,
@@ -80,7 +81,7 @@ export const start = async (
   options: {
     readonly profile?: boolean | "cpu" | "heap"
     readonly nodeArgs?: ReadonlyArray<string>
-    /** The V8 flags of the example server instead of `npm start`'s (`NODE_OPTIONS`). */
+    /** The V8 flags of the example server instead of `npm start`'s (on its command line, before the script). */
     readonly nodeOptions?: string
   } = {}
 ): Promise<Running> => {
@@ -92,14 +93,14 @@ export const start = async (
     ...(options.profile === "heap" ? ["--import", join(root, "bench", "lib", "heapSampling.mjs")] : [])
   ]
   if (options.profile === "heap") mkdirSync(profiles, { recursive: true })
-  const child = spawn(process.execPath, [...flags, script], {
+  const serverFlags = script.endsWith(mainScript) ? (options.nodeOptions ?? startFlags()).split(/\s+/).filter((f) => f !== "") : []
+  const child = spawn(process.execPath, [...flags, ...serverFlags, script], {
     cwd: root,
     env: {
       ...process.env,
       PORT: String(port),
       HOST: "127.0.0.1",
       MEDIAGATE_ACCESS_LOG: "false",
-      ...(script.endsWith(mainScript) ? { NODE_OPTIONS: options.nodeOptions ?? startFlags() } : {}),
       ...(options.profile === "heap" ? { HEAP_PROFILE_DIR: profiles } : {}),
       ...env
     },

@@ -5,10 +5,11 @@
  * - `GET /api/v1/tasks/:id`: the key looked up by the SHA-256 of the bearer token, then the task by id (checked
  *   against the key's account), answered as the specification's task JSON.
  * - `POST /api/v1/vendor3/text-to-video`: the key lookup, a minimal body check, then the accept transaction as
- *   Mediagate makes it — the task insert (with, on PostgreSQL, the worker wake-up notify), the account debited
- *   (which locks its row), then the key's and the month's spend checked and the ledger entry, key spend and month
- *   spend written (PostgreSQL: one statement; SQLite: the spends read by the debit, three writes) — answered 201 with
- *   the acknowledgement.
+ *   Mediagate makes it — on PostgreSQL the account debited first (which locks its row, as Mediagate's charge does
+ *   before any other write), then the task insert with the worker wake-up notify; on SQLite the task insert, then
+ *   the debit — then the key's and the month's spend checked and the ledger entry, key spend and month spend
+ *   written (PostgreSQL: one statement; SQLite: the spends read by the debit, three writes) — answered 201 with the
+ *   acknowledgement.
  *
  *   PORT=... DATABASE_URL=postgres://... | SQLITE_FILE=... [PREFIX=mediagate_] node bench/servers/raw.mjs
  */
@@ -148,15 +149,17 @@ const postgres = () => {
       const c = await pool.connect()
       try {
         await c.query("BEGIN")
-        const row = taskRow(key, body, now)
-        await c.query(`INSERT INTO ${t("tasks")} (${taskColumns}) VALUES (${taskColumns.split(",").map((_, i) => `$${i + 1}`).join(", ")}) ` +
-          `RETURNING (SELECT pg_notify($${row.length + 1}, '')) AS woke`, [...row, `${prefix}tasks`])
+        // the account's row first, as Mediagate's charge does: every accept of the account waits on it before
+        // taking any other lock (the task's insert first let two accepts deadlock on the account's row)
         const acct = (await c.query(`UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros - $1, updated_at = $2 ` +
           `WHERE account_id = $3 RETURNING *`, [price, now, key.account_id])).rows[0]
         if (acct === undefined || Number(acct.balance_micros) + price < price) {
           await c.query("ROLLBACK")
           return undefined
         }
+        const row = taskRow(key, body, now)
+        await c.query(`INSERT INTO ${t("tasks")} (${taskColumns}) VALUES (${taskColumns.split(",").map((_, i) => `$${i + 1}`).join(", ")}) ` +
+          `RETURNING (SELECT pg_notify($${row.length + 1}, '')) AS woke`, [...row, `${prefix}tasks`])
         const ok = (await c.query(`WITH k AS (
             SELECT spend_limit_micros, spent_micros FROM ${t("billing_key_spend")} WHERE key_id = $1 FOR UPDATE
           ), ok AS (
