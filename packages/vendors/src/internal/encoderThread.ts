@@ -60,8 +60,9 @@ export const encode = (video: VideoFrames): Effect.Effect<Uint8Array> =>
     encoderIdle = undefined
     const thread = encoderThread ??= startEncoderThread()
     thread.ref()
+    const detach = () => thread.off("message", onMessage).off("error", onError).off("exit", onExit)
     const settle = (outcome: Effect.Effect<Uint8Array>) => {
-      thread.off("message", onMessage).off("error", onError).off("exit", onExit)
+      detach()
       resume(outcome)
     }
     const onMessage = (reply: EncoderReply) => {
@@ -80,7 +81,7 @@ export const encode = (video: VideoFrames): Effect.Effect<Uint8Array> =>
     thread.on("message", onMessage).on("error", onError).on("exit", onExit)
     thread.postMessage(video)
     return Effect.sync(() => {
-      thread.off("message", onMessage).off("error", onError).off("exit", onExit)
+      detach()
       stopEncoderThread(thread)
     })
   }))
