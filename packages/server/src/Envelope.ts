@@ -36,7 +36,9 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import * as Tracer from "effect/Tracer"
 import * as FindMyWay from "find-my-way-ts"
+import * as Dispatch from "./internal/dispatch.js"
 import * as FiberLocal from "./internal/fiberLocal.js"
 import * as RequestBody from "./internal/requestBody.js"
 import * as RequestContext from "./RequestContext.js"
@@ -265,10 +267,24 @@ const marking = <H extends object>(handlers: H): H =>
  * `HttpApiBuilder.group` for the groups served behind the envelope {@link layer}: every handler it registers
  * marks the request as having reached its handler, so the envelope tells an answer that failed to encode (500)
  * from a request that failed to decode (400) by itself — no handler has to remember anything; and runs to its end
- * once started, even when the client goes away ({@link runToEnd}).
+ * once started, even when the client goes away ({@link runToEnd}). Built where a dispatch registry is provided
+ * (`Http.apiFor`), its endpoints are registered there too, and the envelope dispatches their requests itself
+ * (`internal/dispatch.ts`).
  */
 export const group: typeof HttpApiBuilder.group = (api, name, build) =>
-  HttpApiBuilder.group(api, name, (handlers) => build(marking(handlers)))
+  HttpApiBuilder.group(api, name, (handlers) => {
+    const built: unknown = build(marking(handlers))
+    const handled = (Effect.isEffect(built) ? built : Effect.succeed(built)) as Effect.Effect<
+      { readonly handlers: Iterable<Parameters<typeof Dispatch.register>[1]["handlers"] extends Iterable<infer I> ? I : never> },
+      unknown,
+      unknown
+    >
+    return Effect.flatMap(Effect.context<never>(), (context) =>
+      Effect.tap(handled, (registered) => Dispatch.register(api.groups[name] as unknown as HttpApiGroup.HttpApiGroup.AnyWithProps, registered, context))) as never
+  })
+
+/** A request's registered endpoint, if any (`internal/dispatch.ts`). */
+type Found = ReturnType<Dispatch.Registry["find"]>
 
 const isMaxBytesDefect = ({ cause }: HttpServerError.RequestError) =>
   Predicate.hasProperty(cause, "message") && String(cause.message).includes("maxBytes")
@@ -286,6 +302,7 @@ export const layer = (
 ) =>
   HttpApiBuilder.middleware(Effect.gen(function*() {
     const config = yield* ServerConfig
+    const registry = Option.getOrUndefined(yield* Effect.serviceOption(Dispatch.Dispatcher))
     const routes = makeRouteTable(options.extraRoutes ?? [], options.apiRoutes)
     const policy: Address.AddressPolicy = { allowPrivate: config.allowPrivateAddresses }
     const maxBodySize = Option.some(config.maxBodyBytes)
@@ -297,7 +314,7 @@ export const layer = (
     const invalid = (id: string, message: string) => failed(id, 400, "VALIDATION_ERROR", message)
 
     /** The answer to a failure of the app (see the module's comment); `id`: the request's id. */
-    const recover = (request: HttpServerRequest.HttpServerRequest, id: string, cause: Cause.Cause<never>) =>
+    const recover = (request: HttpServerRequest.HttpServerRequest, id: string, cause: Cause.Cause<unknown>) =>
       Effect.gen(function*() {
         /** A 500 without internals; what happened is logged. */
         const internal = (message: string, logged: unknown) =>
@@ -318,7 +335,8 @@ export const layer = (
           return yield* internal("unexpected failure", cause)
         }
         const defect = Cause.dieOption(cause)
-        if (Option.isNone(defect)) return yield* Effect.failCause(cause) // interruption
+        // an interruption (the cause has neither a failure, see above, nor a defect)
+        if (Option.isNone(defect)) return yield* Effect.failCause(cause as Cause.Cause<never>)
         const value = defect.value
         if (HttpServerError.isServerError(value) && value._tag === "RequestError" && value.reason === "Decode") {
           return isMaxBytesDefect(value) ? tooLarge(id) : invalid(id, "body: must be valid JSON")
@@ -327,18 +345,38 @@ export const layer = (
       })
 
     return (app) => {
-      // built once: the address policy when the fiber's differs (by default it is the strict one: a request then
-      // changes no fiber-local value for it), and the body limit for requests that may have a body
+      /** Whether the fiber's address policy is already the server's (by default it is the strict one). */
+      const policyIsSet = (fiber: { getFiberRef: <A>(ref: FiberRef.FiberRef<A>) => A }) =>
+        fiber.getFiberRef(Address.currentAddressPolicy).allowPrivate === policy.allowPrivate
+      /** `self` under the server's address policy: a request whose fiber has it already changes no fiber-local value. */
       const withPolicy = (self: typeof app): typeof app => {
         const local = Effect.locally(self, Address.currentAddressPolicy, policy)
-        return Effect.withFiberRuntime((fiber) =>
-          fiber.getFiberRef(Address.currentAddressPolicy).allowPrivate === policy.allowPrivate ? self : local
-        )
+        return Effect.withFiberRuntime((fiber) => policyIsSet(fiber) ? self : local)
       }
+      // built once: the app under the policy, and with the body limit for requests that may have a body
       const bodiless = withPolicy(app)
       const limited = withPolicy(HttpIncomingMessage.withMaxBodySize(app, maxBodySize))
-      /** The app on a request whose body was read and checked (see `internal/requestBody.ts`). */
-      const withBody = (request: HttpServerRequest.HttpServerRequest, info: RequestContext.RequestInfo) =>
+      /**
+       * What answers a request: its endpoint's dispatch when registered (`internal/dispatch.ts`), else the app. A
+       * dispatched request's span (while tracing is on) gets its route template as `http.route`, as the platform's
+       * router gives the requests it routes.
+       */
+      const serve = (
+        request: HttpServerRequest.HttpServerRequest,
+        found: Found,
+        unlimited: boolean
+      ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, Effect.Effect.Context<typeof app>> => {
+        const dispatched = found?.dispatch(request, found.params)
+        if (dispatched === undefined) return unlimited ? bodiless : limited
+        const limitedIfNeeded = unlimited ? dispatched : HttpIncomingMessage.withMaxBodySize(dispatched, maxBodySize)
+        return Effect.withFiberRuntime((fiber) => {
+          const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
+          if (Option.isSome(span) && span.value._tag === "Span") span.value.attribute("http.route", found!.route)
+          return policyIsSet(fiber) ? limitedIfNeeded : Effect.locally(limitedIfNeeded, Address.currentAddressPolicy, policy)
+        })
+      }
+      /** The answer to a request whose body was read and checked (see `internal/requestBody.ts`). */
+      const withBody = (request: HttpServerRequest.HttpServerRequest, info: RequestContext.RequestInfo, found: Found) =>
         Effect.flatMap(Effect.orDie(RequestBody.read(request, config.maxBodyBytes)), (body) => {
           if (body === RequestBody.TooLarge) return Effect.succeed(tooLarge(info.id))
           const problem = RequestBody.inspectJson(body.text)
@@ -347,7 +385,7 @@ export const layer = (
           RequestContext.alias(view, info)
           // the body was read under the limit and the view answers from it: the platform's limit has nothing to read
           return Effect.catchAllCause(
-            FiberLocal.whileRunning(FiberRef.currentContext, Context.add(HttpServerRequest.HttpServerRequest, view), bodiless),
+            FiberLocal.whileRunning(FiberRef.currentContext, Context.add(HttpServerRequest.HttpServerRequest, view), serve(view, found, true)),
             (cause) => recover(view, info.id, cause)
           )
         })
@@ -355,7 +393,8 @@ export const layer = (
       const answer = (
         request: HttpServerRequest.HttpServerRequest,
         matched: boolean,
-        info: RequestContext.RequestInfo
+        info: RequestContext.RequestInfo,
+        found: Found
       ) => {
         const id = info.id
         // only canonical paths of a route reach the router (decisions.md §11 "Canonical paths")
@@ -370,19 +409,20 @@ export const layer = (
         if (body && !isJsonContentType(request.headers["content-type"])) {
           return Effect.succeed(invalid(id, "body: Content-Type must be application/json"))
         }
-        if (body) return Effect.catchAllCause(withBody(request, info), (cause) => recover(request, id, cause))
+        if (body) return Effect.catchAllCause(withBody(request, info, found), (cause) => recover(request, id, cause))
         // a GET or HEAD without a body (see RequestBody.present) has none to limit
         const unlimited = request.method === "GET" || request.method === "HEAD"
-        return Effect.catchAllCause(unlimited ? bodiless : limited, (cause) => recover(request, id, cause))
+        return Effect.catchAllCause(serve(request, found, unlimited), (cause) => recover(request, id, cause))
       }
       return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const path = pathOf(request.url)
         const route = isCanonicalPath(path) ? routes.route(request.method, path) : undefined
         const info = RequestContext.attach(request, route ?? Metrics.unmatchedRoute)
+        const found = route === undefined ? undefined : registry?.find(request.method, path)
         return FiberLocal.whileRunning(
           FiberRef.currentLogAnnotations,
           HashMap.set<string, unknown>("request_id", info.id),
-          answer(request, route !== undefined, info)
+          answer(request, route !== undefined, info, found)
         ).pipe(
           Effect.map((response) => HttpServerResponse.setHeader(response, RequestContext.header, info.id))
         )

@@ -22,6 +22,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as Authentication from "./Authentication.js"
 import { withRemoteAddress } from "./ClientAddress.js"
+import * as Dispatch from "./internal/dispatch.js"
 import * as Envelope from "./Envelope.js"
 import * as Health from "./Health.js"
 import * as Files from "./Files.js"
@@ -54,10 +55,24 @@ export type Requirements =
   | Health.Readiness
   | ServerConfig
 
-/** The HttpApi of a registry (`Api.make(families)`) with every group implemented. */
+/** How the API is served. */
+export interface Options {
+  /**
+   * Whether the envelope dispatches each request to its endpoint's handler itself (default), or every request goes
+   * through `HttpApiBuilder`'s router (`false`; the same answers, more work per request: docs/performance.md). For
+   * comparisons, e.g. the dispatch's tests and benchmarks.
+   */
+  readonly dispatch?: boolean | undefined
+}
+
+/**
+ * The HttpApi of a registry (`Api.make(families)`) with every group implemented, and the registry of its endpoints
+ * that the envelope dispatches itself (`internal/dispatch.ts`; see {@link Options}).
+ */
 export const apiFor = (
-  families: Family.Registry
-): Layer.Layer<import("@effect/platform/HttpApi").Api, never, Requirements> =>
+  families: Family.Registry,
+  options: Options = {}
+): Layer.Layer<import("@effect/platform/HttpApi").Api | Dispatch.Dispatcher, never, Requirements> =>
   HttpApiBuilder.api(Api.make(families)).pipe(
     Layer.provide([
       GenerationHttp.layerFor(families),
@@ -71,7 +86,9 @@ export const apiFor = (
     ]),
     Layer.provide([Authentication.layer, Authentication.adminLayer]),
     // a limiter of its own per built API (its memory counters belong to this server)
-    Layer.provide(Layer.effect(RateLimit.RateLimiter, RateLimit.make))
+    Layer.provide(Layer.effect(RateLimit.RateLimiter, RateLimit.make)),
+    // a registry per built API: its groups register their endpoints, its envelope dispatches them
+    Layer.provideMerge(Dispatch.layer(options.dispatch !== false))
   )
 
 /** The HttpApi of the registry with every group implemented. */
@@ -118,11 +135,11 @@ const extrasFor = (families: Family.Registry) =>
 const Extras = extrasFor(Families.registry)
 
 /** Serves the API of a registry on the `HttpServer` in context. */
-export const layerFor = (families: Family.Registry): Layer.Layer<
+export const layerFor = (families: Family.Registry, options: Options = {}): Layer.Layer<
   never,
   never,
   HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | Requirements
-> => HttpApiBuilder.serve().pipe(Layer.provide(extrasFor(families)), Layer.provide(apiFor(families)))
+> => HttpApiBuilder.serve().pipe(Layer.provide(extrasFor(families)), Layer.provide(apiFor(families, options)))
 
 /** Serves the API on the `HttpServer` in context. */
 export const layer = layerFor(Families.registry)
