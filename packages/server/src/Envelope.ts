@@ -364,14 +364,14 @@ export const layer = (
       const serve = (
         request: HttpServerRequest.HttpServerRequest,
         found: Found,
-        unlimited: boolean
+        unlimited: boolean,
+        dispatched = found?.dispatch(request, found.params)
       ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, Effect.Effect.Context<typeof app>> => {
-        const dispatched = found?.dispatch(request, found.params)
-        if (dispatched === undefined) return unlimited ? bodiless : limited
+        if (dispatched === undefined || found === undefined) return unlimited ? bodiless : limited
         const limitedIfNeeded = unlimited ? dispatched : HttpIncomingMessage.withMaxBodySize(dispatched, maxBodySize)
         return Effect.withFiberRuntime((fiber) => {
           const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
-          if (Option.isSome(span) && span.value._tag === "Span") span.value.attribute("http.route", found!.route)
+          if (Option.isSome(span) && span.value._tag === "Span") span.value.attribute("http.route", found.route)
           return policyIsSet(fiber) ? limitedIfNeeded : Effect.locally(limitedIfNeeded, Address.currentAddressPolicy, policy)
         })
       }
@@ -383,9 +383,13 @@ export const layer = (
           if (problem !== undefined) return Effect.succeed(invalid(info.id, problem))
           const view = RequestBody.withBody(request, body)
           RequestContext.alias(view, info)
-          // the body was read under the limit and the view answers from it: the platform's limit has nothing to read
+          // the body was read under the limit and the view answers from it: the platform's limit has nothing to read;
+          // a dispatch puts the view in the context itself, the app finds it there
+          const dispatched = found?.dispatch(view, found.params)
           return Effect.catchAllCause(
-            FiberLocal.whileRunning(FiberRef.currentContext, Context.add(HttpServerRequest.HttpServerRequest, view), serve(view, found, true)),
+            dispatched === undefined
+              ? FiberLocal.whileRunning(FiberRef.currentContext, Context.add(HttpServerRequest.HttpServerRequest, view), bodiless)
+              : serve(view, found, true, dispatched),
             (cause) => recover(view, info.id, cause)
           )
         })

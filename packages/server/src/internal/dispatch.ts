@@ -12,7 +12,8 @@
  * session 13). The same handlers, Schemas and security implementations run here; only the plumbing is Mediagate's.
  *
  * Endpoints are registered by `Envelope.group` as their group is built, with the group's services (the security
- * middleware's implementation among them); the envelope dispatches the requests of registered endpoints itself
+ * middleware's implementation among them; handlers run in the request's context, see {@link dispatchOf}); the
+ * envelope dispatches the requests of registered endpoints itself
  * and leaves the rest to the `HttpApiBuilder` app. An endpoint is registered only in the shape implemented here —
  * JSON payload (if any) on a method with a body, no query-string Schema, one JSON success Schema (or an empty one),
  * bearer security or none — and every other endpoint is served by `HttpApiBuilder` as before.
@@ -37,6 +38,17 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as FindMyWay from "find-my-way-ts"
 import * as FiberLocal from "./fiberLocal.js"
+
+/** Services by key, to add to a fiber's context. */
+type Services = ReadonlyArray<readonly [key: string, service: unknown]>
+
+/** `effect` with `services` added to the fiber's context while it runs (one copy of the context). */
+const within = <A, E, R>(services: Services, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  services.length === 0 ? effect : FiberLocal.whileRunning(FiberRef.currentContext, (context) => {
+    const map = new Map(context.unsafeMap)
+    for (const [key, service] of services) map.set(key, service)
+    return Context.unsafeMake(map)
+  }, effect)
 
 /** What `HttpApiBuilder`'s handlers builder holds per handled endpoint. */
 interface HandlerItem {
@@ -160,7 +172,10 @@ const refail = Effect.catchIf(ParseResult.isParseError, HttpApiError.HttpApiDeco
 
 /**
  * The dispatch of a handled endpoint, or `undefined` when its shape is one this module leaves to `HttpApiBuilder`.
- * `groupContext`: the services the group was built with, which `HttpApiBuilder` gives its handlers too.
+ * `groupContext`: the services the group was built with, where its middleware's implementations are. Unlike
+ * `HttpApiBuilder`, which merges them into every handler's context (a copy of the group's services per request), the
+ * handler runs in the request's context and what its middleware provide: a handler takes the services it needs
+ * when its group is built, as every Mediagate group does.
  */
 const dispatchOf = (
   group: HttpApiGroup.HttpApiGroup.AnyWithProps,
@@ -187,7 +202,6 @@ const dispatchOf = (
   const handler = item.handler
   // the middleware run outermost first, as HttpApiBuilder wraps them (the last one registered outermost)
   const outermostFirst = [...middleware].reverse()
-  const groupServices = groupContext.unsafeMap
 
   /** The handler's call: decoding, the handler, the success's encoding (HttpApiBuilder's order). */
   const call = (request: HttpServerRequest.HttpServerRequest, params: Readonly<Record<string, string | undefined>>) => {
@@ -207,33 +221,20 @@ const dispatchOf = (
       HttpServerResponse.isServerResponse(response) ? Effect.succeed(response) : success(response)))
   }
 
-  /** The handler's call in the group's services, the request's and what the middleware provided, in one context. */
-  const provided = (
-    effect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>,
-    services: ReadonlyArray<readonly [string, unknown]>
-  ) =>
-    FiberLocal.whileRunning(FiberRef.currentContext, (input) => {
-      const map = new Map(groupServices)
-      for (const [key, service] of input.unsafeMap) map.set(key, service)
-      for (const [key, service] of services) map.set(key, service)
-      return Context.unsafeMake(map)
-    }, effect) as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
-
-  /** The middleware from the outermost in, each providing its service (if any) to what runs after it. */
-  const secured = (
-    index: number,
-    services: ReadonlyArray<readonly [string, unknown]>,
-    run: () => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>
-  ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown> => {
-    if (index === outermostFirst.length) return provided(run(), services)
+  /**
+   * The middleware from the outermost in, each with the services the ones before it provided; answers the services
+   * they provide, for the handler.
+   */
+  const secured = (index: number, services: Services): Effect.Effect<Services, unknown, unknown> => {
+    if (index === outermostFirst.length) return Effect.succeed(services)
     const { effect, tag } = outermostFirst[index]!
+    const run = services.length === 0 ? effect : within(services, effect)
     const next = (value: unknown) =>
-      secured(index + 1, tag.provides === undefined ? services : [...services, [tag.provides.key, value]], run)
-    if (tag.optional === true) {
-      return Effect.matchEffect(effect, { onFailure: () => secured(index + 1, services, run), onSuccess: next })
-    }
-    return Effect.flatMap(effect, next)
+      secured(index + 1, tag.provides === undefined ? services : [...services, [tag.provides.key, value]])
+    if (tag.optional === true) return Effect.matchEffect(run, { onFailure: () => secured(index + 1, services), onSuccess: next })
+    return Effect.flatMap(run, next)
   }
+  const authenticated = outermostFirst.length === 0 ? Effect.succeed<Services>([]) : secured(0, [])
 
   const uninterruptible = item.uninterruptible
   const readsBody = decodePayload !== undefined
@@ -242,7 +243,16 @@ const dispatchOf = (
     // a body that is present; an absent body with another type is read the platform's way)
     const type = request.headers["content-type"]
     if (readsBody && type !== undefined && !type.toLowerCase().includes("application/json")) return undefined
-    const answer = secured(0, [], () => call(request, params))
+    // the middleware read the request from the context: a request with its body read (the envelope's view of it)
+    // is put there for them, and for the handler with what they provide
+    const asRequest: Services = [[HttpServerRequest.HttpServerRequest.key, request]]
+    const answer = Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, unknown, unknown>((fiber) => {
+      const inContext = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest) === request
+      return Effect.flatMap(
+        inContext ? authenticated : within(asRequest, authenticated),
+        (services) => within(inContext ? services : [...asRequest, ...services], call(request, params))
+      )
+    })
     return (uninterruptible ? answer : Effect.interruptible(answer)) as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
   }
 }
