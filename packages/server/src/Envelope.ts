@@ -273,14 +273,12 @@ const marking = <H extends object>(handlers: H): H =>
  */
 export const group: typeof HttpApiBuilder.group = (api, name, build) =>
   HttpApiBuilder.group(api, name, (handlers) => {
+    // the build answers the handlers builder, or an effect of it; its type is HttpApiBuilder's to check
     const built: unknown = build(marking(handlers))
-    const handled = (Effect.isEffect(built) ? built : Effect.succeed(built)) as Effect.Effect<
-      { readonly handlers: Iterable<Parameters<typeof Dispatch.register>[1]["handlers"] extends Iterable<infer I> ? I : never> },
-      unknown,
-      unknown
-    >
+    const handled = (Effect.isEffect(built) ? built : Effect.succeed(built)) as Effect.Effect<Dispatch.Handled>
+    const group = api.groups[name] as unknown as HttpApiGroup.HttpApiGroup.AnyWithProps
     return Effect.flatMap(Effect.context<never>(), (context) =>
-      Effect.tap(handled, (registered) => Dispatch.register(api.groups[name] as unknown as HttpApiGroup.HttpApiGroup.AnyWithProps, registered, context))) as never
+      Effect.tap(handled, (registered) => Dispatch.register(group, registered, context))) as never
   })
 
 /** A request's registered endpoint, if any (`internal/dispatch.ts`). */

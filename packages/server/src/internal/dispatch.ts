@@ -50,6 +50,11 @@ const within = <A, E, R>(services: Services, effect: Effect.Effect<A, E, R>): Ef
     return Context.unsafeMake(map)
   }, effect)
 
+/** What a group's build answers (`HttpApiBuilder`'s handlers builder): its handled endpoints. */
+export interface Handled {
+  readonly handlers: Iterable<HandlerItem>
+}
+
 /** What `HttpApiBuilder`'s handlers builder holds per handled endpoint. */
 interface HandlerItem {
   readonly endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
@@ -263,7 +268,7 @@ const dispatchOf = (
  */
 export const register = (
   group: HttpApiGroup.HttpApiGroup.AnyWithProps,
-  handlers: { readonly handlers: Iterable<HandlerItem> },
+  handlers: Handled,
   context: Context.Context<never>
 ): void => {
   const registry = Context.getOption(context, Dispatcher)
