@@ -96,12 +96,6 @@ export interface ExtraRoute {
   readonly path: `/${string}`
 }
 
-/**
- * How the route table matches: exactly as the routes are written. The platform's router is lenient (any case,
- * `//` and a trailing `/` ignored); the envelope answers every path this table does not match itself, so a
- * variant such as `/ADMIN/V1/...` or `//admin/v1/...` never reaches a route (decisions.md §11 "Canonical paths").
- */
-const strict = { caseSensitive: true, ignoreDuplicateSlashes: false, ignoreTrailingSlash: false } as const
 
 /** The path of a request target (before `?`). */
 const pathOf = (url: string): string => {
@@ -153,7 +147,11 @@ export const isCanonicalPath = (path: string): boolean => {
   return true
 }
 
-/** The route table of the API and the extra routes, matched strictly (see {@link strict}). */
+/**
+ * The route table of the API and the extra routes, matched exactly as written (`Dispatch.strictMatching`): the
+ * envelope answers every path this table does not match itself, so a variant such as `/ADMIN/V1/...` or
+ * `//admin/v1/...` never reaches the platform's lenient router.
+ */
 export interface RouteTable {
   /** Whether a route matches the method (`HEAD` also by `GET`) and path exactly. */
   readonly matches: (method: string, path: string) => boolean
@@ -191,7 +189,7 @@ export const makeRouteTable = (
   // each route's handler is its template: the route label of metrics and logs, found by the one match
   const routers = new Map<string, FindMyWay.Router<string>>()
   const add = (method: string, path: `/${string}`) => {
-    const router = routers.get(method) ?? FindMyWay.make<string>(strict)
+    const router = routers.get(method) ?? FindMyWay.make<string>(Dispatch.strictMatching)
     routers.set(method, router)
     router.on(method, path, path)
   }
@@ -418,9 +416,11 @@ export const layer = (
       }
       return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const path = pathOf(request.url)
-        const route = isCanonicalPath(path) ? routes.route(request.method, path) : undefined
+        const canonical = isCanonicalPath(path)
+        // a registered endpoint's match is its route's too (both tables match alike): one lookup for it
+        const found = canonical ? registry?.find(request.method, path) : undefined
+        const route = found?.route ?? (canonical ? routes.route(request.method, path) : undefined)
         const info = RequestContext.attach(request, route ?? Metrics.unmatchedRoute)
-        const found = route === undefined ? undefined : registry?.find(request.method, path)
         return FiberLocal.whileRunning(
           FiberRef.currentLogAnnotations,
           HashMap.set<string, unknown>("request_id", info.id),

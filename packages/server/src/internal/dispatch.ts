@@ -73,6 +73,12 @@ export type Dispatch = (
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> | undefined
 
 /**
+ * How routes match: exactly as they are written (the platform's router is lenient: any case, `//` and a trailing
+ * `/` ignored). The envelope's route table and the dispatch registry match alike (decisions.md §11 "Canonical paths").
+ */
+export const strictMatching = { caseSensitive: true, ignoreDuplicateSlashes: false, ignoreTrailingSlash: false } as const
+
+/**
  * The endpoints registered for dispatch, by method and path (matched as the envelope's route table matches). A
  * disabled registry registers nothing: every request then goes through `HttpApiBuilder`.
  */
@@ -86,7 +92,7 @@ export class Registry {
     if (!this.enabled) return
     let router = this.routers.get(method)
     if (router === undefined) {
-      router = FindMyWay.make({ caseSensitive: true, ignoreDuplicateSlashes: false, ignoreTrailingSlash: false })
+      router = FindMyWay.make(strictMatching)
       this.routers.set(method, router)
     }
     router.on(method, path, { dispatch, route: path })
