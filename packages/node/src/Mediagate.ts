@@ -41,6 +41,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as AccessLog from "./AccessLog.js"
 import * as Database from "./Database.js"
 import * as Metrics from "./Metrics.js"
+import * as Listener from "./internal/listener.js"
 import * as Stack from "./internal/stack.js"
 import * as Tracing from "./internal/tracing.js"
 import * as NodeAdapters from "./NodeAdapters.js"
@@ -153,7 +154,9 @@ export interface Service {
   /**
    * A `node:http` request listener serving {@link httpApp}, made by running this effect (once). The platform's
    * services (`HttpPlatform`, `FileSystem`, ...), which `httpApp` provides to each request it serves, are in the
-   * listener's runtime instead: every request fiber starts with them, and none pays for providing them.
+   * listener's runtime instead: every request fiber starts with them, and none pays for providing them. The requests
+   * of the endpoints the envelope dispatches itself (task creation, a task by id, ...) are answered without the
+   * platform's per-request wrapping: the same answers, less work (docs/architecture.md "The request path").
    */
   readonly listener: Effect.Effect<(request: IncomingMessage, response: ServerResponse) => void>
   /** Where the data lives, for logs. */
@@ -191,7 +194,7 @@ const dashboardEnabled = Config.boolean("MEDIAGATE_DASHBOARD").pipe(Config.withD
 
 const makeService = (database: string) =>
   Effect.gen(function*() {
-    const app = yield* Http.makeHttpApp
+    const { dispatched, httpApp: app } = yield* Http.makeServed
     const platform = yield* Layer.build(NodeHttpServer.layerContext)
     const accessLog = yield* AccessLog.enabled
     const metricsSettings = yield* Metrics.config
@@ -201,17 +204,19 @@ const makeService = (database: string) =>
       : undefined
     const dashboard = (yield* dashboardEnabled) ? Dashboard.make() : undefined
     /** The API with `/metrics`, the dashboard (whose paths never reach the API's envelope) and the access log. */
+    const logged = { log: accessLog, metrics: metricsSettings.enabled }
     const around = <R>(api: HttpApp.Default<never, R>) => {
       const served = respondMetrics === undefined ? api : Metrics.route(api, respondMetrics)
       const withDashboard = dashboard === undefined ? served : Dashboard.route(served, dashboard)
-      return AccessLog.middleware(withDashboard, { log: accessLog, metrics: metricsSettings.enabled })
+      return AccessLog.middleware(withDashboard, logged)
     }
     const accounts = yield* Effect.context<AccountStore | BillingAccounts>()
     const admin = yield* Services.AdminService
     return Mediagate.of({
       httpApp: around(Effect.provide(app, platform)),
-      // the platform's services in the listener's runtime, where every request fiber starts with them
-      listener: Effect.provide(NodeHttpServer.makeHandler(around(app)), platform),
+      // the platform's services in the listener's runtime, where every request fiber starts with them; the requests
+      // the envelope dispatches itself start there without the platform's per-request wrapping (internal/listener.ts)
+      listener: Effect.provide(Listener.make(around(app), dispatched, logged), platform),
       database,
       bootstrap: (options) => Effect.provide(Bootstrap.bootstrap(options), accounts),
       admin,

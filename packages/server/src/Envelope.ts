@@ -414,12 +414,8 @@ export const layer = (
         const unlimited = request.method === "GET" || request.method === "HEAD"
         return Effect.catchAllCause(serve(request, found, unlimited), (cause) => recover(request, id, cause))
       }
-      return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const path = pathOf(request.url)
-        const canonical = isCanonicalPath(path)
-        // a registered endpoint's match is its route's too (both tables match alike): one lookup for it
-        const found = canonical ? registry?.find(request.method, path) : undefined
-        const route = found?.route ?? (canonical ? routes.route(request.method, path) : undefined)
+      /** The answer to a request given its route (`undefined`: none matches) and its registered endpoint. */
+      const respond = (request: HttpServerRequest.HttpServerRequest, route: string | undefined, found: Found) => {
         const info = RequestContext.attach(request, route ?? Metrics.unmatchedRoute)
         return FiberLocal.whileRunning(
           FiberRef.currentLogAnnotations,
@@ -428,6 +424,20 @@ export const layer = (
         ).pipe(
           Effect.map((response) => HttpServerResponse.setHeader(response, RequestContext.header, info.id))
         )
+      }
+      // a listener that starts a request's fiber itself answers a registered endpoint's request from here, without
+      // the app around the envelope (Registry.answer)
+      registry?.answerWith((request) => {
+        const path = pathOf(request.url)
+        const found = isCanonicalPath(path) ? registry.find(request.method, path) : undefined
+        return found === undefined ? undefined : respond(request, found.route, found)
+      })
+      return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const path = pathOf(request.url)
+        const canonical = isCanonicalPath(path)
+        // a registered endpoint's match is its route's too (both tables match alike): one lookup for it
+        const found = canonical ? registry?.find(request.method, path) : undefined
+        return respond(request, found?.route ?? (canonical ? routes.route(request.method, path) : undefined), found)
       })
     }
   }))

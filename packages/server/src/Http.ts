@@ -14,6 +14,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApi from "@effect/platform/HttpApi"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { Api, Families, type Family, type Services } from "@mediagate/contract"
 import * as Context from "effect/Context"
@@ -144,6 +145,39 @@ export const layerFor = (families: Family.Registry, options: Options = {}): Laye
 /** Serves the API on the `HttpServer` in context. */
 export const layer = layerFor(Families.registry)
 
+/** The API built as an `HttpApp` ({@link makeServed}). */
+export interface Served {
+  /** The API, to mount or serve (see {@link makeHttpApp}). */
+  readonly httpApp: HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>
+  /**
+   * What `httpApp` answers a request of an endpoint the envelope dispatches itself (`internal/dispatch.ts`), without
+   * the app around the envelope: to run in a fiber whose context holds the request (`HttpServerRequest`), and the
+   * platform's services `httpApp` needs; it fails only when interrupted. `undefined` for every other request, which
+   * `httpApp` serves. For a listener that starts the fibers of such requests itself (`@mediagate/node`'s
+   * listener; docs/architecture.md "The request path"): a handler it runs gets no request `Scope`.
+   */
+  readonly dispatched: (
+    request: HttpServerRequest.HttpServerRequest
+  ) => HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices> | undefined
+}
+
+/** Builds the API as an `HttpApp`, with the envelope's direct answer to the requests it dispatches ({@link Served}). */
+export const makeServed: Effect.Effect<Served, never, Scope.Scope | Requirements> = Effect.gen(function*() {
+  const context = yield* Layer.build(
+    Layer.mergeAll(Extras, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(
+      Layer.provideMerge(ApiLive)
+    )
+  )
+  // building the app builds the envelope, which hands the registry its answer
+  const httpApp = yield* Effect.provide(HttpApiBuilder.httpApp, context)
+  const registry = Context.get(context, Dispatch.Dispatcher)
+  return {
+    httpApp,
+    dispatched: (request) =>
+      registry.answer(request) as HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices> | undefined
+  }
+})
+
 /**
  * Builds the API as an `HttpApp`, to mount into another Effect HTTP app (its routes keep their absolute paths:
  * `/api/v1/...`, `/admin/v1/...`, `/docs`).
@@ -152,14 +186,7 @@ export const makeHttpApp: Effect.Effect<
   HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>,
   never,
   Scope.Scope | Requirements
-> = Effect.gen(function*() {
-  const context = yield* Layer.build(
-    Layer.mergeAll(Extras, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(
-      Layer.provideMerge(ApiLive)
-    )
-  )
-  return yield* Effect.provide(HttpApiBuilder.httpApp, context)
-})
+> = Effect.map(makeServed, (served) => served.httpApp)
 
 /**
  * A web handler (`(Request, Context.make(ClientAddress.RemoteAddress, socketAddress)?) => Promise<Response>`) over the

@@ -85,7 +85,27 @@ export const strictMatching = { caseSensitive: true, ignoreDuplicateSlashes: fal
 export class Registry {
   private readonly routers = new Map<string, FindMyWay.Router<{ readonly dispatch: Dispatch; readonly route: string }>>()
 
+  private direct: ((request: HttpServerRequest.HttpServerRequest) => Answer | undefined) | undefined
+
   constructor(readonly enabled: boolean = true) {}
+
+  /**
+   * Set by the envelope as it is built: its whole answer to a request of a registered endpoint (see {@link answer}),
+   * or `undefined` for any other request.
+   */
+  answerWith(answer: (request: HttpServerRequest.HttpServerRequest) => Answer | undefined): void {
+    this.direct = answer
+  }
+
+  /**
+   * The envelope's answer to a request of a registered endpoint — everything the served app does for it (request
+   * id, body limit and checks, the dispatch, every failure as an envelope; it fails only when interrupted) — to run
+   * in a fiber whose context holds the request; `undefined` for a request of any other route, or before the
+   * envelope is built. For a listener that starts the fiber of such a request itself (`Http.makeServed`).
+   */
+  answer(request: HttpServerRequest.HttpServerRequest): Answer | undefined {
+    return this.direct?.(request)
+  }
 
   /** Registers an endpoint's dispatch. */
   add(method: string, path: `/${string}`, dispatch: Dispatch): void {
@@ -111,6 +131,9 @@ export class Registry {
     return found === undefined ? undefined : { dispatch: found.handler.dispatch, params: found.params, route: found.handler.route }
   }
 }
+
+/** The envelope's answer to a request (see {@link Registry.answer}). */
+export type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>
 
 /** The registry of a served API (one per built API: `Http.apiFor` provides it to the groups and to the envelope). */
 export class Dispatcher extends Context.Tag("@mediagate/server/Dispatcher")<Dispatcher, Registry>() {}
