@@ -1207,7 +1207,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         })
       })
 
-    const finishing = yield* GroupCommit.make(maxBatch, finishBatch)
+    const finishing = yield* GroupCommit.make(maxBatch, finishBatch, sqliteBatches)
 
     const finish: TaskStorage["Type"]["finish"] = (id, fence, outcome, options) =>
       finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId, channelId: options?.channelId }).pipe(finishSpan)

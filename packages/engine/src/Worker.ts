@@ -66,6 +66,13 @@ export interface WorkerOptions {
   readonly owner?: string
   /** Backoff of the dispatcher while claims fail (storage unavailable). Default 100 ms, doubling, at most 5 s. */
   readonly backoff?: Backoff.Options
+  /**
+   * The shortest time between two claims (default 0: a claim at every wake-up). Under a stream of wake-ups — an
+   * upstream callback per finished job, an accept per request — a claim then takes every task due since the last
+   * one, and their steps, finishes and events are written in batches instead of one transaction each; a task waits
+   * at most this long longer to be claimed. The server sets it (`MEDIAGATE_WORKER_CLAIM_INTERVAL`, default `10ms`).
+   */
+  readonly claimInterval?: Duration.DurationInput
 }
 
 /**
@@ -285,6 +292,9 @@ export const run = (options: WorkerOptions = {}) =>
      * dispatcher is woken faster than that, and claims find the due work anyway).
      */
     const recheckMs = Math.min(100, Math.max(10, Math.floor(idleMs / 4)))
+    const claimIntervalMs = Duration.toMillis(options.claimInterval ?? 0)
+    /** When the last claim began (epoch ms). */
+    let lastClaimAt = -Infinity
 
     /**
      * Tasks whose upstream reported a change while one of this worker's steps ran on them. The step may write the
@@ -436,6 +446,13 @@ export const run = (options: WorkerOptions = {}) =>
         full = true
         return yield* Queue.take(pokes)
       }
+      // at most one claim per `claimInterval` while claims find fewer tasks than there are free slots: the wake-ups
+      // that come meanwhile are served by the next claim at once (a claim that filled every slot is followed at once)
+      if (claimIntervalMs > 0 && !full) {
+        const since = (yield* Clock.currentTimeMillis) - lastClaimAt
+        if (since < claimIntervalMs) yield* Effect.sleep(Duration.millis(claimIntervalMs - since))
+        lastClaimAt = yield* Clock.currentTimeMillis
+      }
       dueSinceClaim = Infinity
       const claimStarted = yield* Clock.currentTimeNanos
       // a failed claim (storage unavailable) ends the round: the loop backs off (see `dispatcher` below)
@@ -501,9 +518,9 @@ const parseMs = (text: string): number | undefined => {
 }
 
 /**
- * Worker settings from Effect `Config` (decisions.md §10): `MEDIAGATE_WORKER_CONCURRENCY` (default 32) and
+ * Worker settings from Effect `Config` (decisions.md §10): `MEDIAGATE_WORKER_CONCURRENCY` (default 32),
  * `MEDIAGATE_WORKER_LEASE` (default `30s`, at least `1s`: how long a task claimed by a process that died stays
- * unclaimed).
+ * unclaimed) and `MEDIAGATE_WORKER_CLAIM_INTERVAL` (default `10ms`, at most `1s`: {@link WorkerOptions.claimInterval}).
  */
 export const config: Config.Config<WorkerOptions> = Config.all({
   concurrency: Config.integer("MEDIAGATE_WORKER_CONCURRENCY").pipe(
@@ -515,6 +532,17 @@ export const config: Config.Config<WorkerOptions> = Config.all({
     Config.validate({
       message: "must be a duration of at least 1s, like 30s or 1m",
       validation: (text) => (parseMs(text) ?? 0) >= 1000
+    }),
+    Config.map((text) => Duration.millis(parseMs(text)!))
+  ),
+  claimInterval: Config.string("MEDIAGATE_WORKER_CLAIM_INTERVAL").pipe(
+    Config.withDefault("10ms"),
+    Config.validate({
+      message: "must be a duration from 0ms to 1s, like 10ms",
+      validation: (text) => {
+        const ms = parseMs(text)
+        return ms !== undefined && ms >= 0 && ms <= 1000
+      }
     }),
     Config.map((text) => Duration.millis(parseMs(text)!))
   )

@@ -19,6 +19,7 @@ import { mkdtempSync } from "node:fs"
 import { type IncomingMessage, request as httpRequest, type ServerResponse } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Readable } from "node:stream"
 import * as Listener from "../src/internal/listener.js"
 import * as Mediagate from "../src/Mediagate.js"
 import * as Server from "../src/Server.js"
@@ -183,15 +184,20 @@ describe("the service's listener (internal/listener.ts)", () => {
       expect(lean.some((line) => line.startsWith("HEAD ") || line.includes("?limit") || line.includes("no-such-route"))).toBe(false)
     }), 120_000)
 
-  it.scoped("writes what an answer holds: cookies, text, a stream, no body for HEAD; the platform's listener the rest", () =>
+  it.scoped("writes what an answer holds (cookies, text, streams, no body for HEAD) or a 500; the platform's listener the rest", () =>
     Effect.gen(function*() {
       const answer = (request: HttpServerRequest.HttpServerRequest) => {
+        if (request.url === "/throws") throw new Error("a bug while finding the answer")
         if (!request.url.startsWith("/lean/")) return undefined
         const headers = { "x-kind": request.url.slice(6) }
         const response = request.url === "/lean/stream"
           ? HttpServerResponse.stream(Stream.make("chunk-1 ", "chunk-2").pipe(Stream.encodeText), { headers, contentType: "text/plain" })
+          : request.url === "/lean/node-stream"
+          ? HttpServerResponse.raw(Readable.from(["node ", "stream"]), { headers })
           : request.url === "/lean/cookie"
           ? HttpServerResponse.unsafeSetCookie(HttpServerResponse.text("with a cookie", { headers }), "session", "abc", { httpOnly: true })
+          : request.url === "/lean/bad-header"
+          ? HttpServerResponse.text("never sent", { headers: { "x-bad": "line\r\nbreak" } })
           : HttpServerResponse.text(`answered ${request.method} ${request.url}`, { status: 202, headers })
         return Effect.succeed(response)
       }
@@ -214,7 +220,12 @@ describe("the service's listener (internal/listener.ts)", () => {
       expect(cookie.text).toBe("with a cookie")
       const head = yield* get("/lean/text", "HEAD")
       expect(head).toMatchObject({ status: 202, text: "" })
+      expect(yield* get("/lean/node-stream")).toMatchObject({ status: 200, text: "node stream" })
+      // a header Node refuses: a 500, not a client left waiting
+      expect(yield* get("/lean/bad-header")).toMatchObject({ status: 500, text: "" })
       expect(yield* get("/elsewhere")).toMatchObject({ status: 203, text: "the platform's" })
+      // a throw while finding the answer leaves the request to the platform's listener
+      expect(yield* get("/throws")).toMatchObject({ status: 203, text: "the platform's" })
     }))
 
   it.scoped("a client that goes away mid-body leaves the server answering", () =>

@@ -195,17 +195,31 @@ const headersOf = (response: HttpServerResponse.HttpServerResponse): OutgoingHtt
   return { ...response.headers, "set-cookie": existing === undefined ? cookies : [...cookies, existing] }
 }
 
+/** Pipes a body into the Node response until it ends; a failing body ends the response abruptly. */
+const pipeInto = (out: ServerResponse, body: Readable): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    body
+      .on("error", (cause) => {
+        out.destroy(cause)
+        resume(Effect.void)
+      })
+      .pipe(out)
+      .once("close", () => resume(Effect.void))
+  })
+
+const isReadable = (body: unknown): body is Readable =>
+  typeof body === "object" && body !== null && "pipe" in body && typeof body.pipe === "function"
+
 /**
  * Writes an answer to the Node response (nothing when it has ended already): a JSON, bytes, text or empty body at
- * once; a stream or form body through its web form (`HttpServerResponse.toWeb`), until it ends.
+ * once; a Node stream piped; a stream or form body through its web form (`HttpServerResponse.toWeb`), until it ends.
  */
-const write = (
+const writeAnswer = (
   request: NodeRequest,
   response: HttpServerResponse.HttpServerResponse,
   runtime: Runtime.Runtime<never>
 ): Effect.Effect<void> => {
   const out = request.response
-  if (out.writableEnded) return Effect.void
   const body = response.body
   if (request.method === "HEAD" || body._tag === "Empty") {
     out.writeHead(response.status, headersOf(response)).end()
@@ -215,6 +229,10 @@ const write = (
     out.writeHead(response.status, headersOf(response)).end(body.body)
     return Effect.void
   }
+  if (body._tag === "Raw" && isReadable(body.body)) {
+    out.writeHead(response.status, headersOf(response))
+    return pipeInto(out, body.body)
+  }
   const web = HttpServerResponse.toWeb(response, { runtime })
   const headers: OutgoingHttpHeaders = headersOf(response)
   web.headers.forEach((value, name) => (headers[name] = value))
@@ -223,17 +241,30 @@ const write = (
     out.end()
     return Effect.void
   }
-  const stream = web.body
-  return Effect.async<void>((resume) => {
-    Readable.fromWeb(stream as Parameters<typeof Readable.fromWeb>[0])
-      .on("error", (cause) => {
-        out.destroy(cause)
-        resume(Effect.void)
-      })
-      .pipe(out)
-      .once("close", () => resume(Effect.void))
-  })
+  return pipeInto(out, Readable.fromWeb(web.body as Parameters<typeof Readable.fromWeb>[0]))
 }
+
+/**
+ * {@link writeAnswer}, unless the response has ended already. An answer Node refuses to write (a header value it
+ * rejects) is a 500 when nothing was sent yet, else the connection is ended abruptly; either way it is logged,
+ * and the client is not left waiting.
+ */
+const write = (
+  request: NodeRequest,
+  response: HttpServerResponse.HttpServerResponse,
+  runtime: Runtime.Runtime<never>
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const out = request.response
+    if (out.writableEnded) return Effect.void
+    try {
+      return writeAnswer(request, response, runtime)
+    } catch (cause) {
+      if (out.headersSent) out.destroy()
+      else out.writeHead(500, { "content-length": "0" }).end()
+      return Effect.logError("the answer could not be written", cause)
+    }
+  })
 
 /** The answer with the handlers registered for it applied (`HttpApp.appendPreResponseHandler`). */
 const prepared = (
@@ -279,9 +310,20 @@ export const make = <R>(
         }
       ))
 
+    /** The envelope's answer to a dispatched request; `undefined` for the others (or if finding it threw). */
+    const answerOf = (request: NodeRequest) => {
+      if (tracing && !tracerDisabledWhen(request)) return undefined
+      try {
+        return dispatched(request)
+      } catch {
+        // the platform's listener runs the same code in an effect, where a throw is answered in the envelope
+        return undefined
+      }
+    }
+
     return (source: IncomingMessage, response: ServerResponse) => {
       const request = new NodeRequest(source, response)
-      const answer = !tracing || tracerDisabledWhen(request) ? dispatched(request) : undefined
+      const answer = answerOf(request)
       if (answer === undefined) return platform(source, response)
       const fiber = Runtime.runFork(Runtime.make({
         context: Context.add(runtime.context, HttpServerRequest.HttpServerRequest, request),

@@ -1,0 +1,81 @@
+/**
+ * The worker's claim interval (`WorkerOptions.claimInterval`): under a stream of wake-ups (an accept each), claims are
+ * at least the interval apart and each takes every task due since the last one; without it, every wake-up claims.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Services } from "@mediagate/contract"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Planner from "../src/Planner.js"
+import * as ResultLinks from "../src/ResultLinks.js"
+import * as TaskService from "../src/TaskService.js"
+import { TaskStorage, layerMemory } from "../src/TaskStorage.js"
+import * as Worker from "../src/Worker.js"
+import { principal } from "./EngineSuite.js"
+import { makeFakeUpstream } from "./FakeUpstream.js"
+import { makeRecordingBilling } from "./support.js"
+
+/** The claims that found tasks: when each began (ms) and how many it took. */
+const recording = (claims: Array<{ readonly at: number; readonly tasks: number }>) =>
+  Layer.effect(
+    TaskStorage,
+    Effect.map(TaskStorage, (storage): TaskStorage["Type"] => ({
+      ...storage,
+      claim: (owner, limit, leaseMs) =>
+        Effect.suspend(() => {
+          const at = performance.now()
+          return Effect.tap(storage.claim(owner, limit, leaseMs), (tasks) => {
+            if (tasks.length > 0) claims.push({ at, tasks: tasks.length })
+          })
+        })
+    }))
+  )
+
+/** 40 tasks accepted one by one, 2 ms apart, on a worker with `claimInterval`; the claims that took them. */
+const claimsOf = (claimInterval: Duration.DurationInput) => {
+  const claims: Array<{ readonly at: number; readonly tasks: number }> = []
+  const layer = Worker.layer({ concurrency: 64, claimInterval }).pipe(
+    Layer.provideMerge(TaskService.layer),
+    Layer.provide(ResultLinks.layerAsStored),
+    Layer.provideMerge(Planner.layerFixed({ priceMicros: 0, estimatedSeconds: 60, timeout: "5 minutes" })),
+    Layer.provideMerge(recording(claims)),
+    Layer.provideMerge(layerMemory().pipe(Layer.provide(makeRecordingBilling().layer))),
+    // jobs that outlast the test: each task is claimed once, for its submit
+    Layer.provideMerge(makeFakeUpstream({ durationMs: 60_000 }).layer)
+  )
+  return Effect.gen(function*() {
+    const tasks = yield* Services.TaskService
+    for (let i = 0; i < 40; i++) {
+      yield* tasks.create(principal(), {
+        endpoint: "vendor3/text-to-video",
+        request: { model: "vendor3-3", input: { prompt: `task ${i}` } },
+        idempotencyKey: undefined
+      })
+      yield* Effect.sleep("2 millis")
+    }
+    // every task claimed (submitted)
+    for (let i = 0; i < 200 && claims.reduce((n, c) => n + c.tasks, 0) < 40; i++) yield* Effect.sleep("10 millis")
+    return claims
+  }).pipe(Effect.provide(layer), Effect.scoped)
+}
+
+describe("Worker claim interval", () => {
+  it.live("claims at most once per interval under a stream of accepts, each claim taking what became due", () =>
+    Effect.gen(function*() {
+      const spaced = yield* claimsOf("50 millis")
+      assert.strictEqual(spaced.reduce((n, c) => n + c.tasks, 0), 40)
+      // at least the interval apart (timers may fire a millisecond early)
+      for (let i = 1; i < spaced.length; i++) {
+        assert.isAtLeast(spaced[i]!.at - spaced[i - 1]!.at, 48, JSON.stringify(spaced))
+      }
+      // so the accepts of ~100 ms share a few claims
+      assert.isAtMost(spaced.length, 6, JSON.stringify(spaced))
+      assert.isAtLeast(Math.max(...spaced.map((c) => c.tasks)), 5, JSON.stringify(spaced))
+
+      // without an interval, wake-ups claim as they come
+      const eager = yield* claimsOf("0 millis")
+      assert.strictEqual(eager.reduce((n, c) => n + c.tasks, 0), 40)
+      assert.isAbove(eager.length, spaced.length * 2, `${eager.length} against ${spaced.length}`)
+    }), 20_000)
+})
