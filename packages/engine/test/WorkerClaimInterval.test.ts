@@ -10,26 +10,21 @@ import * as Layer from "effect/Layer"
 import * as Planner from "../src/Planner.js"
 import * as ResultLinks from "../src/ResultLinks.js"
 import * as TaskService from "../src/TaskService.js"
-import { TaskStorage, layerMemory } from "../src/TaskStorage.js"
+import { layerMemory } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import { principal } from "./EngineSuite.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
-import { makeRecordingBilling } from "./support.js"
+import { makeRecordingBilling, withClaim } from "./support.js"
 
 /** The claims that found tasks: when each began (ms) and how many it took. */
 const recording = (claims: Array<{ readonly at: number; readonly tasks: number }>) =>
-  Layer.effect(
-    TaskStorage,
-    Effect.map(TaskStorage, (storage): TaskStorage["Type"] => ({
-      ...storage,
-      claim: (owner, limit, leaseMs) =>
-        Effect.suspend(() => {
-          const at = performance.now()
-          return Effect.tap(storage.claim(owner, limit, leaseMs), (tasks) => {
-            if (tasks.length > 0) claims.push({ at, tasks: tasks.length })
-          })
-        })
-    }))
+  withClaim((claim, owner, limit, leaseMs) =>
+    Effect.suspend(() => {
+      const at = performance.now()
+      return Effect.tap(claim(owner, limit, leaseMs), (tasks) => {
+        if (tasks.length > 0) claims.push({ at, tasks: tasks.length })
+      })
+    })
   )
 
 /** 40 tasks accepted one by one, 2 ms apart, on a worker with `claimInterval`; the claims that took them. */

@@ -11,34 +11,29 @@ import * as Layer from "effect/Layer"
 import * as Planner from "../src/Planner.js"
 import * as ResultLinks from "../src/ResultLinks.js"
 import * as TaskService from "../src/TaskService.js"
-import { TaskStorage, layerMemory } from "../src/TaskStorage.js"
+import { layerMemory } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import { awaitTerminal, principal } from "./EngineSuite.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
-import { makeRecordingBilling } from "./support.js"
+import { makeRecordingBilling, withClaim } from "./support.js"
 
 /** Claims: `lost` commit and then fail (the answer lost), the `failing` ones after that fail outright. */
 const flaky = (plan: { lost: number; failing: number }) =>
-  Layer.effect(
-    TaskStorage,
-    Effect.map(TaskStorage, (storage): TaskStorage["Type"] => ({
-      ...storage,
-      claim: (owner, limit, leaseMs) =>
-        Effect.suspend(() => {
-          if (plan.lost > 0) {
-            plan.lost--
-            return Effect.zipRight(
-              storage.claim(owner, limit, leaseMs),
-              Effect.fail(new PersistenceError({ message: "task storage: claim failed (connection lost)" }))
-            )
-          }
-          if (plan.failing > 0) {
-            plan.failing--
-            return Effect.fail(new PersistenceError({ message: "task storage: claim failed" }))
-          }
-          return storage.claim(owner, limit, leaseMs)
-        })
-    }))
+  withClaim((claim, owner, limit, leaseMs) =>
+    Effect.suspend(() => {
+      if (plan.lost > 0) {
+        plan.lost--
+        return Effect.zipRight(
+          claim(owner, limit, leaseMs),
+          Effect.fail(new PersistenceError({ message: "task storage: claim failed (connection lost)" }))
+        )
+      }
+      if (plan.failing > 0) {
+        plan.failing--
+        return Effect.fail(new PersistenceError({ message: "task storage: claim failed" }))
+      }
+      return claim(owner, limit, leaseMs)
+    })
   )
 
 describe("Worker through outages", () => {

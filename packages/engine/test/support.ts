@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Billing, type Charge, type Refund } from "../src/Billing.js"
 import type { NewTask } from "../src/TaskRecord.js"
-import type { TaskStorage } from "../src/TaskStorage.js"
+import { TaskStorage } from "../src/TaskStorage.js"
 
 /** The instant the storage suites set the `TestClock` to before each test. */
 export const start = Date.UTC(2026, 10, 21, 12, 0, 0)
@@ -90,3 +90,18 @@ export const readOutboxAtLeast = (
     read.entries.length >= count || attempts <= 1
       ? Effect.succeed(read)
       : Effect.zipRight(Effect.yieldNow(), readOutboxAtLeast(storage, count, cursor, limit, attempts - 1)))
+
+/** The storage in context with its `claim` replaced: `claim(original, owner, limit, leaseMs)`. */
+export const withClaim = (
+  claim: (
+    original: TaskStorage["Type"]["claim"],
+    ...args: Parameters<TaskStorage["Type"]["claim"]>
+  ) => ReturnType<TaskStorage["Type"]["claim"]>
+): Layer.Layer<TaskStorage, never, TaskStorage> =>
+  Layer.effect(
+    TaskStorage,
+    Effect.map(TaskStorage, (storage): TaskStorage["Type"] => ({
+      ...storage,
+      claim: (owner, limit, leaseMs) => claim(storage.claim, owner, limit, leaseMs)
+    }))
+  )
