@@ -13,11 +13,13 @@ import * as Worker from "@mediagate/engine/Worker"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Estimates from "../src/Estimates.js"
@@ -182,6 +184,56 @@ describe("simulated upstream", () => {
       expect(d!.completedAt! - d!.createdAt).toBeGreaterThanOrEqual(500)
       expect(h).toMatchObject({ status: "expired", error: { code: "TASK_EXPIRED" } })
       expect((yield* Clock.currentTimeMillis) - started).toBeGreaterThanOrEqual(1000)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 60_000 })
+
+  it.effect("a finished job's outputs are stored before its notice; a poll without them (a restart) renders them", () => {
+    const directory = mkdtempSync(join(tmpdir(), "mg-sim-ready-"))
+    const files = Layer.mergeAll(
+      FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
+      UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
+    )
+    const simulated = Simulated.layer({ imageSeconds: 0.05 }).pipe(Layer.provide(files))
+    const layer = TaskService.layer.pipe(
+      Layer.provideMerge(ResultLinks.layer),
+      Layer.provideMerge(TaskStorage.layerMemory()),
+      Layer.provideMerge(Upstreams.layer()),
+      Layer.provideMerge(simulated),
+      Layer.provideMerge(VendorPlanner.layer({ timeout: "120 seconds" })),
+      Layer.provideMerge(PriceBook.layer()),
+      Layer.provideMerge(Estimates.layer),
+      Layer.provideMerge(files),
+      Layer.provide(Billing.layerUnmetered)
+    )
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const storage = yield* TaskStorage.TaskStorage
+      const upstream = yield* Simulated.SimulatedUpstream
+      const ack = yield* tasks.create(principal, {
+        endpoint: "vendor4/text-to-image",
+        request: { model: "vendor4-4-0", input: { prompt: "a kite", size: "1K" } },
+        idempotencyKey: undefined
+      })
+      const task = Option.getOrThrow(yield* storage.getById(ack.id))
+      const notice = yield* Effect.fork(Stream.runHead(upstream.changes))
+      yield* Effect.yieldNow()
+      const { jobId } = yield* upstream.submit(task)
+      yield* TestClock.adjust("100 millis")
+      expect(yield* Fiber.join(notice)).toEqual(Option.some(task.id))
+      // the file is there when the job says it is done
+      const stored = readdirSync(join(directory, "tasks", task.id))
+      expect(stored).toHaveLength(1)
+      const answered = yield* upstream.poll(task, jobId)
+      expect(answered._tag).toBe("Succeeded")
+      const items = answered._tag === "Succeeded" ? answered.result : []
+      expect(items.map((item) => item.size_bytes)).toEqual([readFileSync(join(directory, "tasks", task.id, stored[0]!)).byteLength])
+
+      // another process (a restart): no outputs ready, the poll renders and stores them
+      rmSync(join(directory, "tasks", task.id), { recursive: true })
+      const restarted = yield* Effect.provide(Simulated.SimulatedUpstream, yield* Layer.build(Simulated.layer({ imageSeconds: 0.05 }).pipe(Layer.provide(files))))
+      const again = yield* restarted.poll(task, jobId)
+      expect(again._tag).toBe("Succeeded")
+      expect(readdirSync(join(directory, "tasks", task.id))).toEqual(stored)
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 60_000 })
 
