@@ -44,26 +44,41 @@ const principal = {
   clientAddress: undefined
 }
 
-const setup = (options: { readonly timeout?: Duration.DurationInput } = {}) => {
+const setup = (options: { readonly timeout?: Duration.DurationInput; readonly worker?: boolean } = {}) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-sim-"))
   const files = Layer.mergeAll(
     FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
     UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
   )
-  const layer = Worker.layer({ concurrency: 8, idle: "100 millis", lease: "60 seconds", pollDelay: () => "25 millis" }).pipe(
-    Layer.provideMerge(TaskService.layer),
+  const simulated = Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })
+  const services = TaskService.layer.pipe(
     Layer.provideMerge(ResultLinks.layer),
     Layer.provideMerge(TaskStorage.layerMemory()),
     Layer.provideMerge(Upstreams.layer()),
-    Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
+    Layer.provideMerge(simulated),
     Layer.provideMerge(VendorPlanner.layer({ timeout: options.timeout ?? "120 seconds" })),
     Layer.provideMerge(PriceBook.layer()),
     Layer.provideMerge(Estimates.layer),
     Layer.provideMerge(files),
     Layer.provide(Billing.layerUnmetered)
   )
-  return { directory, layer }
+  // without the worker, a test drives the simulated upstream itself
+  const layer = options.worker === false
+    ? services
+    : Worker.layer({ concurrency: 8, idle: "100 millis", lease: "60 seconds", pollDelay: () => "25 millis" }).pipe(
+      Layer.provideMerge(services)
+    )
+  return { directory, files, layer, simulated }
 }
+
+/** A 1K image task of the first vendor4 model. */
+const imageTask = (prompt: string) =>
+  Effect.flatMap(Services.TaskService, (tasks) =>
+    tasks.create(principal, {
+      endpoint: "vendor4/text-to-image",
+      request: { model: "vendor4-4-0", input: { prompt, size: "1K" } },
+      idempotencyKey: undefined
+    }))
 
 /**
  * Advances the test clock by 10 ms steps until the tasks are terminal, within `limit` of clock time. Rendering runs
@@ -150,11 +165,7 @@ describe("simulated upstream", () => {
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const storage = yield* TaskStorage.TaskStorage
-      const ack = yield* tasks.create(principal, {
-        endpoint: "vendor4/text-to-image",
-        request: { model: "vendor4-4-0", input: { prompt: "p", size: "1K" } },
-        idempotencyKey: undefined
-      })
+      const ack = yield* imageTask("p")
       yield* awaitTerminal([ack.id])
       const stored = Option.getOrThrow(yield* storage.getById(ack.id)).result![0]!.url
       yield* TestClock.adjust("1100 millis")
@@ -188,32 +199,11 @@ describe("simulated upstream", () => {
   }, { timeout: 60_000 })
 
   it.effect("a finished job's outputs are stored before its notice; a poll without them (a restart) renders them", () => {
-    const directory = mkdtempSync(join(tmpdir(), "mg-sim-ready-"))
-    const files = Layer.mergeAll(
-      FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
-      UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
-    )
-    const simulated = Simulated.layer({ imageSeconds: 0.05 }).pipe(Layer.provide(files))
-    const layer = TaskService.layer.pipe(
-      Layer.provideMerge(ResultLinks.layer),
-      Layer.provideMerge(TaskStorage.layerMemory()),
-      Layer.provideMerge(Upstreams.layer()),
-      Layer.provideMerge(simulated),
-      Layer.provideMerge(VendorPlanner.layer({ timeout: "120 seconds" })),
-      Layer.provideMerge(PriceBook.layer()),
-      Layer.provideMerge(Estimates.layer),
-      Layer.provideMerge(files),
-      Layer.provide(Billing.layerUnmetered)
-    )
+    const { directory, files, layer, simulated } = setup({ worker: false })
     return Effect.gen(function*() {
-      const tasks = yield* Services.TaskService
       const storage = yield* TaskStorage.TaskStorage
       const upstream = yield* Simulated.SimulatedUpstream
-      const ack = yield* tasks.create(principal, {
-        endpoint: "vendor4/text-to-image",
-        request: { model: "vendor4-4-0", input: { prompt: "a kite", size: "1K" } },
-        idempotencyKey: undefined
-      })
+      const ack = yield* imageTask("a kite")
       const task = Option.getOrThrow(yield* storage.getById(ack.id))
       const notice = yield* Effect.fork(Stream.runHead(upstream.changes))
       yield* Effect.yieldNow()
@@ -230,7 +220,7 @@ describe("simulated upstream", () => {
 
       // another process (a restart): no outputs ready, the poll renders and stores them
       rmSync(join(directory, "tasks", task.id), { recursive: true })
-      const restarted = yield* Effect.provide(Simulated.SimulatedUpstream, yield* Layer.build(Simulated.layer({ imageSeconds: 0.05 }).pipe(Layer.provide(files))))
+      const restarted = yield* Effect.provide(Simulated.SimulatedUpstream, yield* Layer.build(simulated.pipe(Layer.provide(files))))
       const again = yield* restarted.poll(task, jobId)
       expect(again._tag).toBe("Succeeded")
       expect(readdirSync(join(directory, "tasks", task.id))).toEqual(stored)
