@@ -10,12 +10,6 @@
  * The job id carries the submit time, so a job's state survives a restart of the process: after a restart the
  * completion callback is lost, and the engine's safety-net poll finds the job done.
  *
- * Like a real upstream, a job has its outputs ready when it reports itself done: its files are rendered and stored
- * as it ends (up to {@link producingAtOnce} jobs at a time), before its completion notice, and the poll that finds it
- * done answers them. The engine's step does no rendering or file writing of the upstream's (it would hold a worker
- * slot for it: docs/performance.md "Tasks in flight through the HTTP server"). A poll that finds no outputs ready (a
- * restart lost them, a notice came late) renders and stores them itself, as before.
- *
  * @since 0.1.0
  */
 import { Families, Family, type Outputs, type Task } from "@mediagate/contract"
@@ -74,18 +68,11 @@ const submittedAtOf = (jobId: string): number | undefined => {
 
 const extension = (spec: Outputs.OutputSpec) => spec.format === "jpeg" ? "jpg" : spec.format
 
-/** A job's "finished" notice: when it is due, for which task, and the outputs to have ready by then (if any). */
+/** A job's "finished" notice: when it is due and for which task. */
 interface Notice {
   readonly at: number
   readonly taskId: string
-  readonly outputs?: ReadonlyArray<Outputs.OutputSpec> | undefined
 }
-
-/** How many ended jobs render and store their outputs at once (fibers of the layer, each taking the next job). */
-export const producingAtOnce = 16
-
-/** The most finished jobs whose outputs wait for their poll; past it the oldest are forgotten (their poll renders). */
-const maxReady = 20_000
 
 /**
  * The pending "job finished" notices, earliest first: a binary min-heap on an array. One notice is two fields in
@@ -142,33 +129,11 @@ export const make = (options: SimulatedOptions = {}) =>
     // publishes every notice that is due; a submit with an earlier notice wakes it
     const notices = noticeHeap()
     const earlier = yield* Queue.sliding<void>(1)
-    /** The outputs of ended jobs, stored before their notice, by task id: taken by the poll that finds the job done. */
-    const ready = new Map<string, ReadonlyArray<Task.ResultItem>>()
-    /** The ended jobs whose outputs are being made, in the order they ended. */
-    const ending = yield* Queue.unbounded<Notice>()
-    /** An ended job's outputs rendered and stored, then its notice; a failure leaves the rendering to its poll. */
-    const end = (notice: Notice) =>
-      produce(notice.taskId, notice.outputs ?? []).pipe(
-        Effect.tap((items) =>
-          Effect.sync(() => {
-            ready.set(notice.taskId, items)
-            if (ready.size > maxReady) ready.delete(ready.keys().next().value!)
-          })
-        ),
-        Effect.ignore,
-        Effect.zipRight(PubSub.publish(changes, notice.taskId))
-      )
-    // a few fibers make the outputs of every ended job, one job each at a time
-    for (let i = 0; i < producingAtOnce; i++) {
-      yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(ending), end)))
-    }
     yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const due: Array<string> = []
       for (let next = notices.peek(); next !== undefined && next.at <= now; next = notices.peek()) {
-        const notice = notices.pop()!
-        if (notice.outputs === undefined || notice.outputs.length === 0) due.push(notice.taskId)
-        else yield* Queue.offer(ending, notice)
+        due.push(notices.pop()!.taskId)
       }
       if (due.length > 0) yield* PubSub.publishAll(changes, due)
       const next = notices.peek()
@@ -187,7 +152,7 @@ export const make = (options: SimulatedOptions = {}) =>
     }
 
     /** Renders and stores the files of a finished job (idempotent: the same keys are written again). */
-    const produce = (taskId: string, outputs: ReadonlyArray<Outputs.OutputSpec>) =>
+    const produce = (task: TaskRecord, outputs: ReadonlyArray<Outputs.OutputSpec>) =>
       Effect.forEach(outputs, (spec, i) =>
         Effect.gen(function*() {
           const bytes = spec.media === "video"
@@ -195,7 +160,7 @@ export const make = (options: SimulatedOptions = {}) =>
             : spec.kind === "last_frame"
             ? yield* media.renderLastFrame({ width: spec.width, height: spec.height, durationSeconds: 1 })
             : yield* media.renderImage({ width: spec.width, height: spec.height, format: spec.format })
-          const key = `tasks/${taskId}/${spec.kind}-${i}.${extension(spec)}`
+          const key = `tasks/${task.id}/${spec.kind}-${i}.${extension(spec)}`
           const stored = yield* store.put(key, bytes, contentTypeOf(key))
           const item: Task.ResultItem = {
             url: yield* signer.sign(key),
@@ -214,13 +179,12 @@ export const make = (options: SimulatedOptions = {}) =>
       changes: Stream.fromPubSub(changes),
       submit: (task) =>
         Effect.gen(function*() {
-          const { durationMs, outputs, steer } = plan(task)
+          const { durationMs, steer } = plan(task)
           const submittedAt = yield* Clock.currentTimeMillis
           if (!steer.hang) {
             const at = submittedAt + durationMs
             const first = notices.peek()
-            // a job that will succeed has its outputs ready when it ends
-            notices.push({ at, taskId: task.id, outputs: steer.fail || steer.contentPolicy ? undefined : outputs })
+            notices.push({ at, taskId: task.id })
             if (first === undefined || at < first.at) yield* Queue.offer(earlier, undefined)
           }
           return { jobId: jobIdOf(task, submittedAt) }
@@ -247,12 +211,7 @@ export const make = (options: SimulatedOptions = {}) =>
           if (steer.fail) {
             return { _tag: "Failed" as const, code: "PROVIDER_ERROR", message: "the upstream failed to generate the output" }
           }
-          const stored = ready.get(task.id)
-          if (stored !== undefined) {
-            ready.delete(task.id)
-            return { _tag: "Succeeded" as const, result: stored }
-          }
-          const result = yield* produce(task.id, outputs).pipe(
+          const result = yield* produce(task, outputs).pipe(
             Effect.mapError((error) =>
               new UpstreamError({ message: `storing the output failed: ${String(error)}`, retryable: true })
             )

@@ -13,13 +13,11 @@ import * as Worker from "@mediagate/engine/Worker"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Estimates from "../src/Estimates.js"
@@ -44,41 +42,26 @@ const principal = {
   clientAddress: undefined
 }
 
-const setup = (options: { readonly timeout?: Duration.DurationInput; readonly worker?: boolean } = {}) => {
+const setup = (options: { readonly timeout?: Duration.DurationInput } = {}) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-sim-"))
   const files = Layer.mergeAll(
     FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
     UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
   )
-  const simulated = Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })
-  const services = TaskService.layer.pipe(
+  const layer = Worker.layer({ concurrency: 8, idle: "100 millis", lease: "60 seconds", pollDelay: () => "25 millis" }).pipe(
+    Layer.provideMerge(TaskService.layer),
     Layer.provideMerge(ResultLinks.layer),
     Layer.provideMerge(TaskStorage.layerMemory()),
     Layer.provideMerge(Upstreams.layer()),
-    Layer.provideMerge(simulated),
+    Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
     Layer.provideMerge(VendorPlanner.layer({ timeout: options.timeout ?? "120 seconds" })),
     Layer.provideMerge(PriceBook.layer()),
     Layer.provideMerge(Estimates.layer),
     Layer.provideMerge(files),
     Layer.provide(Billing.layerUnmetered)
   )
-  // without the worker, a test drives the simulated upstream itself
-  const layer = options.worker === false
-    ? services
-    : Worker.layer({ concurrency: 8, idle: "100 millis", lease: "60 seconds", pollDelay: () => "25 millis" }).pipe(
-      Layer.provideMerge(services)
-    )
-  return { directory, files, layer, simulated }
+  return { directory, layer }
 }
-
-/** A 1K image task of the first vendor4 model. */
-const imageTask = (prompt: string) =>
-  Effect.flatMap(Services.TaskService, (tasks) =>
-    tasks.create(principal, {
-      endpoint: "vendor4/text-to-image",
-      request: { model: "vendor4-4-0", input: { prompt, size: "1K" } },
-      idempotencyKey: undefined
-    }))
 
 /**
  * Advances the test clock by 10 ms steps until the tasks are terminal, within `limit` of clock time. Rendering runs
@@ -165,7 +148,11 @@ describe("simulated upstream", () => {
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const storage = yield* TaskStorage.TaskStorage
-      const ack = yield* imageTask("p")
+      const ack = yield* tasks.create(principal, {
+        endpoint: "vendor4/text-to-image",
+        request: { model: "vendor4-4-0", input: { prompt: "p", size: "1K" } },
+        idempotencyKey: undefined
+      })
       yield* awaitTerminal([ack.id])
       const stored = Option.getOrThrow(yield* storage.getById(ack.id)).result![0]!.url
       yield* TestClock.adjust("1100 millis")
@@ -195,35 +182,6 @@ describe("simulated upstream", () => {
       expect(d!.completedAt! - d!.createdAt).toBeGreaterThanOrEqual(500)
       expect(h).toMatchObject({ status: "expired", error: { code: "TASK_EXPIRED" } })
       expect((yield* Clock.currentTimeMillis) - started).toBeGreaterThanOrEqual(1000)
-    }).pipe(Effect.provide(layer), Effect.scoped)
-  }, { timeout: 60_000 })
-
-  it.effect("a finished job's outputs are stored before its notice; a poll without them (a restart) renders them", () => {
-    const { directory, files, layer, simulated } = setup({ worker: false })
-    return Effect.gen(function*() {
-      const storage = yield* TaskStorage.TaskStorage
-      const upstream = yield* Simulated.SimulatedUpstream
-      const ack = yield* imageTask("a kite")
-      const task = Option.getOrThrow(yield* storage.getById(ack.id))
-      const notice = yield* Effect.fork(Stream.runHead(upstream.changes))
-      yield* Effect.yieldNow()
-      const { jobId } = yield* upstream.submit(task)
-      yield* TestClock.adjust("100 millis")
-      expect(yield* Fiber.join(notice)).toEqual(Option.some(task.id))
-      // the file is there when the job says it is done
-      const stored = readdirSync(join(directory, "tasks", task.id))
-      expect(stored).toHaveLength(1)
-      const answered = yield* upstream.poll(task, jobId)
-      expect(answered._tag).toBe("Succeeded")
-      const items = answered._tag === "Succeeded" ? answered.result : []
-      expect(items.map((item) => item.size_bytes)).toEqual([readFileSync(join(directory, "tasks", task.id, stored[0]!)).byteLength])
-
-      // another process (a restart): no outputs ready, the poll renders and stores them
-      rmSync(join(directory, "tasks", task.id), { recursive: true })
-      const restarted = yield* Effect.provide(Simulated.SimulatedUpstream, yield* Layer.build(simulated.pipe(Layer.provide(files))))
-      const again = yield* restarted.poll(task, jobId)
-      expect(again._tag).toBe("Succeeded")
-      expect(readdirSync(join(directory, "tasks", task.id))).toEqual(stored)
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 60_000 })
 
