@@ -517,6 +517,20 @@ const parseMs = (text: string): number | undefined => {
   return match === null ? undefined : Math.round(Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as "ms" | "s" | "m"])
 }
 
+/** A duration setting (`10ms`, `30s`, `1m`) with a default, valid when it parses and `valid` accepts its milliseconds. */
+const durationSetting = (name: string, fallback: string, message: string, valid: (ms: number) => boolean) =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({
+      message,
+      validation: (text) => {
+        const ms = parseMs(text)
+        return ms !== undefined && valid(ms)
+      }
+    }),
+    Config.map((text) => Duration.millis(parseMs(text)!))
+  )
+
 /**
  * Worker settings from Effect `Config` (decisions.md §10): `MEDIAGATE_WORKER_CONCURRENCY` (default 32),
  * `MEDIAGATE_WORKER_LEASE` (default `30s`, at least `1s`: how long a task claimed by a process that died stays
@@ -527,24 +541,12 @@ export const config: Config.Config<WorkerOptions> = Config.all({
     Config.withDefault(32),
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 })
   ),
-  lease: Config.string("MEDIAGATE_WORKER_LEASE").pipe(
-    Config.withDefault("30s"),
-    Config.validate({
-      message: "must be a duration of at least 1s, like 30s or 1m",
-      validation: (text) => (parseMs(text) ?? 0) >= 1000
-    }),
-    Config.map((text) => Duration.millis(parseMs(text)!))
-  ),
-  claimInterval: Config.string("MEDIAGATE_WORKER_CLAIM_INTERVAL").pipe(
-    Config.withDefault("10ms"),
-    Config.validate({
-      message: "must be a duration from 0ms to 1s, like 10ms",
-      validation: (text) => {
-        const ms = parseMs(text)
-        return ms !== undefined && ms >= 0 && ms <= 1000
-      }
-    }),
-    Config.map((text) => Duration.millis(parseMs(text)!))
+  lease: durationSetting("MEDIAGATE_WORKER_LEASE", "30s", "must be a duration of at least 1s, like 30s or 1m", (ms) => ms >= 1000),
+  claimInterval: durationSetting(
+    "MEDIAGATE_WORKER_CLAIM_INTERVAL",
+    "10ms",
+    "must be a duration from 0ms to 1s, like 10ms",
+    (ms) => ms >= 0 && ms <= 1000
   )
 })
 

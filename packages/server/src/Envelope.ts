@@ -425,19 +425,25 @@ export const layer = (
           Effect.map((response) => HttpServerResponse.setHeader(response, RequestContext.header, info.id))
         )
       }
+      /**
+       * A request's registered endpoint (`found`) and route: a registered endpoint's match is its route's too (both
+       * tables match alike), so the route table is asked only for the others; `undefined` route: none matches.
+       */
+      const locate = (request: HttpServerRequest.HttpServerRequest, registeredOnly: boolean) => {
+        const path = pathOf(request.url)
+        if (!isCanonicalPath(path)) return { found: undefined, route: undefined }
+        const found = registry?.find(request.method, path)
+        return { found, route: found?.route ?? (registeredOnly ? undefined : routes.route(request.method, path)) }
+      }
       // a listener that starts a request's fiber itself answers a registered endpoint's request from here, without
       // the app around the envelope (Registry.answer)
       registry?.answerWith((request) => {
-        const path = pathOf(request.url)
-        const found = isCanonicalPath(path) ? registry.find(request.method, path) : undefined
-        return found === undefined ? undefined : respond(request, found.route, found)
+        const { found, route } = locate(request, true)
+        return found === undefined ? undefined : respond(request, route, found)
       })
       return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const path = pathOf(request.url)
-        const canonical = isCanonicalPath(path)
-        // a registered endpoint's match is its route's too (both tables match alike): one lookup for it
-        const found = canonical ? registry?.find(request.method, path) : undefined
-        return respond(request, found?.route ?? (canonical ? routes.route(request.method, path) : undefined), found)
+        const { found, route } = locate(request, false)
+        return respond(request, route, found)
       })
     }
   }))
