@@ -27,7 +27,8 @@
  *   an idempotency key (one transaction, a savepoint each, accounts taken in account order; on PostgreSQL up to
  *   {@link chargedBatchers} such batches at once, an account's accepts always in the same one), steps without extra
  *   charges (one `UPDATE ... FROM (VALUES ...)`) and finishes (one transaction: the batch's update, refunds and
- *   events; finishes that may owe a refund join only with unmetered billing) made while a write of their kind is
+ *   events; finishes that may owe a refund join only with unmetered billing; on PostgreSQL up to {@link finishBatchers}
+ *   batches at once) made while a write of their kind is
  *   under way are written together by one fiber of the storage's scope; each call is answered on its own, and a
  *   failed batch is written again call by call. Never call `step` or `finish` inside a transaction of your own.
  * - Wakeups: an in-process PubSub (published after commits), merged on PostgreSQL with `LISTEN <prefix>tasks`
@@ -640,6 +641,14 @@ const maxBatch = 256
  */
 const chargedBatchers = 4
 
+/**
+ * Batches of finishes that may run at once on PostgreSQL, each on a connection of the pool: a finish holds its
+ * worker's slot until it commits, and a batch is five round trips, so a finish that arrives while one batch is under
+ * way starts the next at once instead of waiting for it. Two batches never wait for each other: their tasks are
+ * different rows (the fence), the outbox lock is shared and each connection writes its own count shard.
+ */
+const finishBatchers = 2
+
 /** The batcher of an account's charged accepts (a hash of its id). */
 const accountPartition = (accountId: string): number => Hash.string(accountId)
 
@@ -1207,7 +1216,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         })
       })
 
-    const finishing = yield* GroupCommit.make(maxBatch, finishBatch, sqliteBatches)
+    const finishing = yield* GroupCommit.make(maxBatch, finishBatch, pg ? { fibers: finishBatchers } : sqliteBatches)
 
     const finish: TaskStorage["Type"]["finish"] = (id, fence, outcome, options) =>
       finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId, channelId: options?.channelId }).pipe(finishSpan)

@@ -2,17 +2,21 @@
  * Where result files are stored: the {@link FileStore} port and its local-disk implementation (the S3-compatible one
  * is `S3FileStore`; URLs are signed by `UrlSigner`, files answered by `FileService`).
  *
- * - Keys are relative paths such as `tasks/<taskId>/video-0.mp4`: segments of `[A-Za-z0-9_.~-]` separated by `/`,
+ * - Keys are relative paths such as `tasks/2026-11-25/1305/<taskId>-output-0.mp4` ({@link resultKey}): segments of `[A-Za-z0-9_.~-]` separated by `/`,
  *   none empty or starting with `.` (so no `..`, no hidden or temporary files), no leading `/`, no NUL, no `\`,
  *   at most 512 characters. Such keys never escape the store's directory and need no escaping in a URL.
  * - The content type is a function of the key's extension ({@link contentTypeOf}); `put` refuses a content type that
  *   the extension would not give back, so what is served is always what was stored (no metadata next to the files).
  * - Writes are atomic: a temporary file in the same directory, then a rename. Keys are meant to be written once;
  *   writing a key again replaces the file atomically.
+ * - `copy` stores a stored file under a second key without sending its bytes again: a hard link on the local disk
+ *   (files are never changed in place — a write replaces the name — so the two keys can share the file), a
+ *   server-side copy on S3. The simulated upstream stores each distinct rendering once and copies it per task.
  * - `open` reads a byte range ({@link RangeRequest}, parsed from the `Range` header by `FileService`) lazily.
  *
  * @since 0.1.0
  */
+import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Config from "effect/Config"
@@ -24,6 +28,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
+import { rmdir } from "node:fs/promises"
 
 /** A key the store refuses: it could escape the root, or it breaks the key rules. */
 export class InvalidFileKey extends Data.TaggedError("InvalidFileKey")<{
@@ -33,7 +38,7 @@ export class InvalidFileKey extends Data.TaggedError("InvalidFileKey")<{
 
 /** The storage failed (disk full, permissions, I/O). */
 export class FileStoreError extends Data.TaggedError("FileStoreError")<{
-  readonly operation: "put" | "open" | "read" | "remove"
+  readonly operation: "put" | "copy" | "open" | "read" | "remove"
   readonly key: string
   readonly message: string
   readonly cause?: unknown
@@ -63,6 +68,17 @@ export const keyProblem = (key: string): string | undefined => {
     if (!segmentPattern.test(segment)) return "segments are made of A-Z a-z 0-9 _ . ~ - and do not start with a dot"
   }
   return undefined
+}
+
+/**
+ * The key of a task's result file: `tasks/<YYYY-MM-DD>/<HHMM>/<taskId>-<name>`, by the minute (UTC) the task was
+ * created. One directory per minute of tasks, not one per task: on a local disk a task's files then cost no
+ * directory of their own (an inode and a block each, and the slowest part of writing them), and an operator can see
+ * and move results by date. The same task always gets the same key (a file written again replaces itself).
+ */
+export const resultKey = (task: { readonly id: string; readonly createdAt: number }, name: string): string => {
+  const at = new Date(task.createdAt).toISOString() // 2026-11-25T13:05:09.123Z
+  return `tasks/${at.slice(0, 10)}/${at.slice(11, 13)}${at.slice(14, 16)}/${task.id}-${name}`
 }
 
 /** Whether a key is valid (see {@link keyProblem}). */
@@ -140,6 +156,11 @@ export class FileStore extends Context.Tag("@mediagate/vendors/FileStore")<FileS
     bytes: Uint8Array,
     contentType: string
   ) => Effect.Effect<StoredFile, InvalidFileKey | FileStoreError>
+  /**
+   * Stores the file of `from` under `to` too (replacing any file there), without sending its bytes again; `false`
+   * when there is no file `from`. `to`'s extension must serve the content type `from`'s serves.
+   */
+  readonly copy: (from: string, to: string) => Effect.Effect<boolean, InvalidFileKey | FileStoreError>
   /** Opens a file, optionally a byte range of it; `None` when there is no such file. */
   readonly open: (
     key: string,
@@ -172,9 +193,12 @@ export const puttable = (key: string, contentType: string): Effect.Effect<string
       }))
   })
 
-const isNotFound = (error: unknown) =>
+/** Whether an error is `@effect/platform`'s `SystemError` of `reason`. */
+const hasReason = (reason: string) => (error: unknown) =>
   typeof error === "object" && error !== null && "_tag" in error && error._tag === "SystemError" &&
-  "reason" in error && error.reason === "NotFound"
+  "reason" in error && error.reason === reason
+
+const isNotFound = hasReason("NotFound")
 
 /** What the local-disk store needs from `@effect/platform`. */
 type Platform = FileSystem.FileSystem | Path.Path
@@ -195,19 +219,54 @@ export const makeLocal = (options: { readonly directory: string }) =>
     /** The file of a valid key, or why the key is refused. */
     const locate = (key: string) => Effect.map(validKey(key), fileOf)
 
+    /**
+     * Makes `file` with `write` on a temporary name in its directory, then renames it into place. A link to the file
+     * that is there already renames to nothing (POSIX): `linked` removes the temporary name after the rename too.
+     */
+    const replace = (file: string, write: (temporary: string) => Effect.Effect<void, PlatformError>, linked = false) => {
+      const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(8).toString("hex")}.tmp`)
+      const removed = Effect.ignore(fs.remove(temporary))
+      return write(temporary).pipe(
+        Effect.zipRight(fs.rename(temporary, file)),
+        linked ? Effect.ensuring(removed) : Effect.tapError(() => removed)
+      )
+    }
+
+    /**
+     * Runs `write`, which makes `file`; when that finds no directory (NotFound), makes the directory and runs `write`
+     * again. Most writes go to a directory that is there already (results share a directory per minute): one system
+     * call fewer than making the directory first every time.
+     */
+    const inDirectory = <A>(file: string, write: Effect.Effect<A, PlatformError>) =>
+      Effect.catchIf(write, isNotFound, () => Effect.zipRight(fs.makeDirectory(path.dirname(file), { recursive: true }), write))
+
     const put = (key: string, bytes: Uint8Array, contentType: string) =>
       Effect.gen(function*() {
         const served = yield* puttable(key, contentType)
         const file = fileOf(key)
-        const directory = path.dirname(file)
-        const temporary = path.join(directory, `.${path.basename(file)}.${randomBytes(8).toString("hex")}.tmp`)
-        yield* fs.makeDirectory(directory, { recursive: true }).pipe(Effect.mapError(failure("put", key)))
-        yield* fs.writeFile(temporary, bytes).pipe(
-          Effect.zipRight(fs.rename(temporary, file)),
-          Effect.mapError(failure("put", key)),
-          Effect.tapError(() => Effect.ignore(fs.remove(temporary)))
+        yield* inDirectory(file, replace(file, (temporary) => fs.writeFile(temporary, bytes))).pipe(
+          Effect.mapError(failure("put", key))
         )
         return { key, size: bytes.byteLength, contentType: served }
+      })
+
+    // a hard link straight to the new name (one system call); over an existing file, a link on a temporary name
+    // renamed into place; where the file system refuses hard links, a copy of the bytes on the temporary name. A
+    // missing source is NotFound even once the directory is made: `false`.
+    const copy = (from: string, to: string) =>
+      Effect.gen(function*() {
+        const source = yield* locate(from)
+        yield* puttable(to, contentTypeOf(from))
+        const file = fileOf(to)
+        const linked = fs.link(source, file).pipe(
+          Effect.catchIf(hasReason("AlreadyExists"), () => replace(file, (temporary) => fs.link(source, temporary), true)),
+          Effect.catchIf((error) => !isNotFound(error), () => replace(file, (temporary) => fs.copyFile(source, temporary)))
+        )
+        return yield* inDirectory(file, linked).pipe(
+          Effect.as(true),
+          Effect.catchIf(isNotFound, () => Effect.succeed(false)),
+          Effect.mapError(failure("copy", to))
+        )
       })
 
     const open = (key: string, range?: RangeRequest) =>
@@ -232,13 +291,16 @@ export const makeLocal = (options: { readonly directory: string }) =>
         return Option.some(selected === undefined ? opened : { ...opened, range: selected })
       })
 
-    /** Removes a directory below the root once it is empty (a pruned task leaves no directory behind). */
+    /**
+     * Removes a directory below the root, and then its parents, while they are empty (a pruned minute of results
+     * leaves no directories behind). `rmdir` refuses a directory that is not empty in the same system call, so a file
+     * written into it meanwhile is never removed with it.
+     */
     const removeIfEmpty = (directory: string): Effect.Effect<void> =>
-      directory === root || !directory.startsWith(root)
+      directory === root || !directory.startsWith(root + path.sep)
         ? Effect.void
-        : fs.readDirectory(directory).pipe(
-          Effect.flatMap((entries) => entries.length === 0 ? fs.remove(directory, { recursive: true }) : Effect.void),
-          Effect.ignore
+        : Effect.tryPromise(() => rmdir(directory)).pipe(
+          Effect.matchEffect({ onFailure: () => Effect.void, onSuccess: () => removeIfEmpty(path.dirname(directory)) })
         )
 
     const remove = (key: string) =>
@@ -249,7 +311,7 @@ export const makeLocal = (options: { readonly directory: string }) =>
           Effect.zipRight(removeIfEmpty(path.dirname(file)))
         ))
 
-    return FileStore.of({ put, open, remove })
+    return FileStore.of({ put, copy, open, remove })
   })
 
 /** The local-disk store on `directory`. */

@@ -25,7 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
-import { FileStore } from "./FileStore.js"
+import { FileStore, resultKey } from "./FileStore.js"
 import { UrlSigner } from "./UrlSigner.js"
 
 /** Where the relay forwards to. */
@@ -93,7 +93,7 @@ export const make = (options: RelayOptions) =>
             try: () => response.arrayBuffer(),
             catch: (error) => retryable(`relay: reading a result failed: ${String(error)}`)
           }))
-          const key = `tasks/${task.id}/${item.kind ?? "output"}-${i}.${extensionOf(item.format)}`
+          const key = resultKey(task, `${item.kind ?? "output"}-${i}.${extensionOf(item.format)}`)
           const stored = yield* store.put(key, bytes, contentTypeOf(item.format)).pipe(
             Effect.mapError((error) => retryable(`relay: storing a result failed: ${error._tag}`))
           )

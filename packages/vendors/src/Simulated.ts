@@ -25,7 +25,7 @@ import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import { contentTypeOf, FileStore } from "./FileStore.js"
+import { contentTypeOf, FileStore, resultKey } from "./FileStore.js"
 import { UrlSigner } from "./UrlSigner.js"
 import * as Media from "./Media.js"
 
@@ -67,6 +67,21 @@ const submittedAtOf = (jobId: string): number | undefined => {
 }
 
 const extension = (spec: Outputs.OutputSpec) => spec.format === "jpeg" ? "jpg" : spec.format
+
+/**
+ * Where the simulated upstream keeps one rendering of each distinct output (the renderer draws the same file for the
+ * same kind, size and duration). The `r1` segment names the renderer's drawing: a change to what it draws takes a
+ * new one, so a store filled by an older version is not copied from.
+ */
+export const renderingsPrefix = "simulated/r1/"
+
+/** The store key of the one rendering of an output. */
+export const renderingKey = (spec: Outputs.OutputSpec): string =>
+  spec.media === "video"
+    ? `${renderingsPrefix}video-${spec.width}x${spec.height}-${spec.durationSeconds}s.${extension(spec)}`
+    : spec.kind === "last_frame"
+    ? `${renderingsPrefix}last-frame-${spec.width}x${spec.height}.${extension(spec)}`
+    : `${renderingsPrefix}image-${spec.width}x${spec.height}.${extension(spec)}`
 
 /** A job's "finished" notice: when it is due and for which task. */
 interface Notice {
@@ -151,22 +166,40 @@ export const make = (options: SimulatedOptions = {}) =>
       return { outputs, steer, durationMs: Math.max(0, Math.round(base * 1000 * scale)) }
     }
 
-    /** Renders and stores the files of a finished job (idempotent: the same keys are written again). */
+    // every distinct rendering is stored once, under renderingKey, and copied to each task's key (a hard link on
+    // the local disk, a server-side copy on S3): a task's files cost no rendering and no bytes written
+    const storedSizes = new Map<string, number>()
+    const render = (spec: Outputs.OutputSpec) =>
+      spec.media === "video"
+        ? media.renderVideo({ width: spec.width, height: spec.height, durationSeconds: spec.durationSeconds })
+        : spec.kind === "last_frame"
+        ? media.renderLastFrame({ width: spec.width, height: spec.height, durationSeconds: 1 })
+        : media.renderImage({ width: spec.width, height: spec.height, format: spec.format })
+    const store1 = (spec: Outputs.OutputSpec, key: string) =>
+      Effect.flatMap(render(spec), (bytes) => store.put(key, bytes, contentTypeOf(key)))
+    /** Stores the file of `spec` under `key`; its size. */
+    const storeOutput = (spec: Outputs.OutputSpec, key: string) =>
+      Effect.gen(function*() {
+        const rendering = renderingKey(spec)
+        const size = storedSizes.get(rendering)
+        if (size !== undefined && (yield* store.copy(rendering, key))) return size
+        // not stored yet by this process, or removed since: stored again
+        const stored = yield* store1(spec, rendering)
+        storedSizes.set(rendering, stored.size)
+        return (yield* store.copy(rendering, key)) ? stored.size : (yield* store1(spec, key)).size
+      })
+
+    /** Stores the files of a finished job (idempotent: the same keys are written again). */
     const produce = (task: TaskRecord, outputs: ReadonlyArray<Outputs.OutputSpec>) =>
       Effect.forEach(outputs, (spec, i) =>
         Effect.gen(function*() {
-          const bytes = spec.media === "video"
-            ? yield* media.renderVideo({ width: spec.width, height: spec.height, durationSeconds: spec.durationSeconds })
-            : spec.kind === "last_frame"
-            ? yield* media.renderLastFrame({ width: spec.width, height: spec.height, durationSeconds: 1 })
-            : yield* media.renderImage({ width: spec.width, height: spec.height, format: spec.format })
-          const key = `tasks/${task.id}/${spec.kind}-${i}.${extension(spec)}`
-          const stored = yield* store.put(key, bytes, contentTypeOf(key))
+          const key = resultKey(task, `${spec.kind}-${i}.${extension(spec)}`)
+          const size = yield* storeOutput(spec, key)
           const item: Task.ResultItem = {
             url: yield* signer.sign(key),
             ...(spec.media === "video" ? { duration: spec.durationSeconds } : {}),
             format: spec.format,
-            size_bytes: stored.size,
+            size_bytes: size,
             width: spec.width,
             height: spec.height,
             kind: spec.kind

@@ -1,4 +1,6 @@
-import { NodeContext } from "@effect/platform-node"
+import * as PlatformError from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { NodeContext, NodePath } from "@effect/platform-node"
 import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Errors, Services } from "@mediagate/contract"
 import * as Chunk from "effect/Chunk"
@@ -11,7 +13,7 @@ import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { createHmac } from "node:crypto"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
@@ -176,6 +178,23 @@ describe("FileStore: local disk", () => {
         expect(existsSync(join(directory, "store", "tasks", "task_4", "a.png"))).toBe(false)
       }))
 
+    it.effect("removing a minute's last result removes its empty directories up to the root, and no more", () =>
+      Effect.gen(function*() {
+        const store = yield* FileStore.FileStore
+        const at = Date.UTC(2026, 10, 25, 13, 5, 9)
+        const key = (id: string, minutes = 0) => FileStore.resultKey({ id, createdAt: at + minutes * 60_000 }, "image-0.png")
+        expect(key("task_a")).toBe("tasks/2026-11-25/1305/task_a-image-0.png")
+        for (const k of [key("task_a"), key("task_b"), key("task_c", 1)]) yield* store.put(k, bytesOf(10), "image/png")
+        const day = join(directory, "store", "tasks", "2026-11-25")
+        yield* store.remove(key("task_a"))
+        expect(readdirSync(join(day, "1305"))).toEqual(["task_b-image-0.png"]) // its neighbour stays
+        yield* store.remove(key("task_b"))
+        expect(readdirSync(day)).toEqual(["1306"]) // the empty minute is gone, the day still holds one
+        yield* store.remove(key("task_c", 1))
+        expect(existsSync(day)).toBe(false)
+        expect(existsSync(join(directory, "store"))).toBe(true) // the root stays
+      }))
+
     it.effect("refuses keys that could escape the root, and a content type the extension contradicts", () =>
       Effect.gen(function*() {
         const store = yield* FileStore.FileStore
@@ -190,6 +209,49 @@ describe("FileStore: local disk", () => {
         expect(mismatch.message).toContain("image/png")
       }))
   })
+})
+
+describe("FileStore: local disk copies", () => {
+  it.effect("a copy is a hard link to the stored file, with no temporary file left", () =>
+    Effect.gen(function*() {
+      const store = yield* FileStore.FileStore
+      yield* store.put("renderings/a.png", bytesOf(500), "image/png")
+      assert.isTrue(yield* store.copy("renderings/a.png", "tasks/task_l/image-0.png"))
+      assert.isTrue(yield* store.copy("renderings/a.png", "tasks/task_l/image-0.png")) // over itself: linked again
+      const source = statSync(join(directory, "store", "renderings", "a.png"))
+      const copied = statSync(join(directory, "store", "tasks", "task_l", "image-0.png"))
+      expect([copied.ino, source.nlink]).toEqual([source.ino, 2])
+      expect(listFiles(join(directory, "store", "tasks", "task_l"))).toEqual(["image-0.png"])
+    }).pipe(Effect.provide(LocalStore)))
+
+  it.effect("where the file system refuses hard links, the bytes are copied", () =>
+    Effect.gen(function*() {
+      const refusing = Layer.effect(
+        FileSystem.FileSystem,
+        Effect.map(FileSystem.FileSystem, (fs) => ({
+          ...fs,
+          link: (from: string, to: string) =>
+            Effect.fail(new PlatformError.SystemError({ reason: "PermissionDenied", module: "FileSystem", method: "link", pathOrDescriptor: `${from} -> ${to}` }))
+        }))
+      ).pipe(Layer.provide(NodeContext.layer))
+      const root = join(directory, "refusing")
+      const store = FileStore.layerLocal({ directory: root }).pipe(Layer.provide(Layer.merge(refusing, NodePath.layer)))
+      yield* Effect.gen(function*() {
+        const files = yield* FileStore.FileStore
+        yield* files.put("renderings/b.mp4", bytesOf(700, 3), "video/mp4")
+        yield* files.put("tasks/task_r/video-0.mp4", bytesOf(5), "video/mp4")
+        assert.isTrue(yield* files.copy("renderings/b.mp4", "tasks/task_r/video-0.mp4"))
+        assert.isTrue(yield* files.copy("renderings/b.mp4", "tasks/task_s/video-0.mp4"))
+        assert.isFalse(yield* files.copy("renderings/none.mp4", "tasks/task_t/video-0.mp4"))
+      }).pipe(Effect.provide(store))
+      for (const task of ["task_r", "task_s"]) {
+        const file = join(root, "tasks", task, "video-0.mp4")
+        assert.isTrue(same(readFileSync(file), bytesOf(700, 3)))
+        expect(statSync(file).nlink).toBe(1)
+        expect(listFiles(join(root, "tasks", task))).toEqual(["video-0.mp4"])
+      }
+      expect(existsSync(join(root, "tasks", "task_t", "video-0.mp4"))).toBe(false)
+    }))
 })
 
 const secret = Redacted.make("test-secret")

@@ -17,7 +17,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as TestClock from "effect/TestClock"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Estimates from "../src/Estimates.js"
@@ -142,6 +142,45 @@ describe("simulated upstream", () => {
       expect(results[3]!.map((r) => [r.format, r.width, r.height])).toEqual([["png", 2048, 1152]])
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 120_000 })
+
+  it.effect("one stored rendering per distinct output, copied to every task's key; stored again when removed", () => {
+    const { directory, layer } = setup()
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const files = yield* FileStore.FileStore
+      const create = (size: string, format: string) =>
+        tasks.create(principal, {
+          endpoint: "vendor4/text-to-image",
+          request: { model: "vendor4-5-0-lite", input: { prompt: "p", size, output_format: format } } as never,
+          idempotencyKey: undefined
+        })
+      const keysOf = (id: string) =>
+        Effect.map(tasks.get(principal, id), (task) =>
+          task.result!.map((item) => ({ key: decodeURIComponent(new URL(item.url).pathname.replace(/^\/files\//, "")), size: item.size_bytes })))
+      const first = yield* Effect.forEach([create("1280x768", "png"), create("1280x768", "png"), create("1024x1024", "jpeg")], (e) => e)
+      yield* awaitTerminal(first.map((a) => a.id))
+      const [a, b, c] = yield* Effect.forEach(first, (ack) => Effect.map(keysOf(ack.id), (items) => items[0]!))
+      const rendering = (name: string) => join(directory, Simulated.renderingsPrefix, name)
+      expect(readdirSync(join(directory, Simulated.renderingsPrefix)).sort()).toEqual(["image-1024x1024.jpg", "image-1280x768.png"])
+      // the tasks' files are the rendering itself (hard links), with the size the result tells
+      for (const [item, name] of [[a!, "image-1280x768.png"], [b!, "image-1280x768.png"], [c!, "image-1024x1024.jpg"]] as const) {
+        expect(item.key.startsWith(`tasks/`)).toBe(true)
+        expect(statSync(join(directory, item.key)).ino).toBe(statSync(rendering(name)).ino)
+        expect(statSync(join(directory, item.key)).size).toBe(item.size)
+      }
+      expect(decodeImage(readFileSync(join(directory, a!.key)), "png")).toEqual({ width: 1280, height: 768 })
+      expect(statSync(rendering("image-1280x768.png")).nlink).toBe(3)
+
+      // the rendering removed (an operator cleaning up): the next task stores it again, and its file is whole
+      yield* files.remove(`${Simulated.renderingsPrefix}image-1280x768.png`)
+      const again = yield* create("1280x768", "png")
+      yield* awaitTerminal([again.id])
+      const d = (yield* keysOf(again.id))[0]!
+      expect(statSync(join(directory, d.key)).ino).toBe(statSync(rendering("image-1280x768.png")).ino)
+      expect(decodeImage(readFileSync(join(directory, d.key)), "png")).toEqual({ width: 1280, height: 768 })
+      expect(readFileSync(join(directory, d.key)).equals(readFileSync(join(directory, a!.key)))).toBe(true)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 60_000 })
 
   it.effect("result links are signed anew on every read", () => {
     const { layer } = setup()
