@@ -72,12 +72,22 @@ import * as Stream from "effect/Stream"
 import { Billing, type Charge, type ChargeOutcome, isCharged } from "./Billing.js"
 import * as GroupCommit from "@mediagate/persistence/GroupCommit"
 import * as Listen from "@mediagate/persistence/Listen"
-import { fromNew, type Outcome, refundFor, statusOfOutcome, type TaskRecord, toEvent } from "./TaskRecord.js"
+import {
+  fromNew,
+  type Outcome,
+  refundFor,
+  statusOfOutcome,
+  type TaskRecord,
+  timedEvent,
+  toEvent,
+  toUntimedEvent
+} from "./TaskRecord.js"
 import {
   type CancelResult,
   extraCharges,
   type ListPage,
   type ListQuery,
+  type OutboxEntry,
   resultSize,
   type StepUpdate,
   TaskStorage
@@ -480,14 +490,28 @@ export const taskRowOf = (
   })
 }
 
+/** An outbox row's event as stored: `created_at` may be `null` (an `UntimedEvent`). */
+const StoredEvent = Schema.Struct({ ...Webhook.WebhookEvent.fields, created_at: Schema.NullOr(Webhook.WebhookEvent.fields.created_at) })
+
 /** A row of `<prefix>task_outbox`: an outbox entry (on PostgreSQL with its `txid`). */
 export const OutboxRow = Schema.Struct({
   seq: SqlRows.Number,
   accountId: column("account_id", Schema.String),
   taskId: column("task_id", Schema.String),
   webhookUrl: column("webhook_url", nullable(Schema.String)),
-  event: Schema.parseJson(Webhook.WebhookEvent),
+  /** The event; without its time when the write did not know it yet (`UntimedEvent`): the row's `created_at`. */
+  event: Schema.parseJson(StoredEvent),
+  createdAt: column("created_at", SqlRows.Number),
   txid: Schema.optional(SqlRows.Number)
+})
+
+/** An outbox entry of a row: the event with its time ({@link timedEvent}). */
+const outboxEntry = (row: typeof OutboxRow.Type): OutboxEntry => ({
+  seq: row.seq,
+  accountId: row.accountId,
+  taskId: row.taskId,
+  webhookUrl: row.webhookUrl,
+  event: timedEvent(row.event, row.createdAt)
 })
 
 /** A row of `<prefix>nodes`: a registered node. */
@@ -576,6 +600,8 @@ interface Finishing {
   readonly outcome: Outcome
   readonly upstreamJobId: string | undefined
   readonly channelId: string | undefined
+  /** The task as its worker claimed it (`FinishOptions.task`). */
+  readonly task: TaskRecord | undefined
 }
 
 /** A charged accept waiting in its batch. */
@@ -716,6 +742,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     /** The first statement of a transaction that writes the outbox (PostgreSQL; see {@link outboxLockKeys}). */
     const [outboxKey1, outboxKey2] = outboxLockKeys(prefix)
     const outboxLock = pg ? Effect.asVoid(sql`SELECT pg_advisory_xact_lock_shared(${outboxKey1}, ${outboxKey2})`) : Effect.void
+    /**
+     * The same lock taken by the first statement that writes instead of a statement of its own (one round trip
+     * less): a CTE of that statement, and {@link outboxLocked} in its `WHERE`. The condition refers to nothing of the
+     * row, so PostgreSQL evaluates it once (an init plan) before the statement yields its first row to write: the
+     * lock is held before the transaction gets its id, as the outbox readers' horizon needs.
+     */
+    const outboxLockCte = pg
+      ? sql`outbox_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(${outboxKey1}, ${outboxKey2})), `
+      : sql.literal("")
+    const outboxLocked = pg ? sql.literal(" AND EXISTS (SELECT 1 FROM outbox_lock)") : sql.literal("")
 
     /** "now" as an SQL expression: the database clock, or the reading of Effect's `Clock` as a parameter. */
     const nowSql: Effect.Effect<Fragment> = time === "database"
@@ -1140,22 +1176,31 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       })
 
     /**
-     * Ends the tasks of a batch of finishes in one transaction: one fenced `UPDATE ... FROM` the batch's values (the
-     * clock read once, inside it), the refunds, and one `INSERT` of every event. Answers the ended tasks by id.
+     * Whether a finish can be one statement with its event (PostgreSQL): it comes with its claim's record (the event
+     * is built from it) and owes no refund (succeeded).
      */
-    const finishAll = (batch: ReadonlyArray<Finishing>) =>
-      sql.withTransaction(Effect.gen(function*() {
-        yield* outboxLock
-        const values = batch.map(({ channelId, fence, id, outcome, upstreamJobId }) =>
-          sql`(${id}, CAST(${fence} AS BIGINT), ${statusOfOutcome(outcome)}, ${
-            outcome._tag === "Succeeded" ? json(outcome.result) : null
-          }, ${
+    const isDirect = (item: Finishing) => pg && item.task !== undefined && item.outcome._tag === "Succeeded"
+
+    /**
+     * The fenced `UPDATE ... FROM` the values of a batch of finishes that ends their tasks (the clock read once, in
+     * it; on PostgreSQL the outbox lock taken by it), answering the ended rows. With `events` (PostgreSQL, finishes
+     * with their claim's record: {@link isDirect}) the same statement also inserts each ended task's event, built
+     * before it and timed by the row ({@link toUntimedEvent}): the whole finish is then this one statement.
+     */
+    const endTasks = (batch: ReadonlyArray<Finishing>, events: boolean) =>
+      Effect.gen(function*() {
+        const eventAt = events ? yield* Clock.currentTimeMillis : 0
+        const values = batch.map(({ channelId, fence, id, outcome, task, upstreamJobId }) => {
+          const status = statusOfOutcome(outcome)
+          const result = outcome._tag === "Succeeded" ? outcome.result : null
+          const event = events && task !== undefined
+            ? sql`, ${json(toUntimedEvent({ ...task, status, result: result ?? task.result }, Ids.eventId(eventAt)))}`
+            : sql.literal("")
+          return sql`(${id}, CAST(${fence} AS BIGINT), ${status}, ${result === null ? null : json(result)}, ${
             outcome._tag === "Failed" ? json(outcome.error) : outcome._tag === "Expired" ? expiredError : null
-          }, ${upstreamJobId ?? null}, ${channelId ?? null})`
-        )
-        const ended = yield* sql`${yield* withClock}, finished (f_id, f_fence, f_status, f_result, f_error, f_job, f_channel) AS (
-            VALUES ${sql.csv(values)})
-          UPDATE ${t.tasks} SET status = finished.f_status, lease_owner = NULL, lease_expires_at = NULL,
+          }, ${upstreamJobId ?? null}, ${channelId ?? null}${event})`
+        })
+        const update = sql`UPDATE ${t.tasks} SET status = finished.f_status, lease_owner = NULL, lease_expires_at = NULL,
             next_run_at = NULL, completed_at = ${NOW},
             result = COALESCE(finished.f_result, result),
             error = COALESCE(finished.f_error, error),
@@ -1164,62 +1209,94 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             channel_id = COALESCE(finished.f_channel, channel_id)
           FROM finished
           WHERE ${t.tasks}.id = finished.f_id AND ${t.tasks}.fence = finished.f_fence AND lease_owner IS NOT NULL
-            AND ${ACTIVE}
-          RETURNING ${pg ? sql`${t.tasks}.*` : sql.literal("*")}`.pipe(Effect.flatMap(rows.task.all))
-        const settled = new Map<string, TaskRecord>()
-        for (const task of ended) settled.set(task.id, yield* refund(task))
-        const events = batch.flatMap(({ id }) => {
-          const task = settled.get(id)
-          if (task === undefined) return []
-          const now = task.completedAt ?? 0
-          return [{
-            account_id: task.accountId,
-            task_id: task.id,
-            webhook_url: task.webhookUrl,
-            event: json(toEvent(task, Ids.eventId(now), now)),
-            created_at: now
-          }]
-        })
-        if (events.length > 0) yield* sql`INSERT INTO ${t.outbox} ${sql.insert(events)}${outboxNotifying}`
-        return settled
-      })).pipe(
-        persistence("finish"),
-        Effect.tap((settled) => settled.size > 0 ? outboxWake : Effect.void)
-      )
+            AND ${ACTIVE}${outboxLocked}
+          RETURNING ${pg ? sql`${t.tasks}.*` : sql.literal("*")}`
+        const head = sql`${yield* withClock}, ${outboxLockCte}finished (f_id, f_fence, f_status, f_result, f_error, f_job, f_channel${
+          sql.literal(events ? ", f_event" : "")
+        }) AS (VALUES ${sql.csv(values)})`
+        const statement = events
+          ? sql`${head}, ended AS (${update}),
+            events AS (INSERT INTO ${t.outbox} (account_id, task_id, webhook_url, event, created_at)
+              SELECT ended.account_id, ended.id, ended.webhook_url, finished.f_event, ended.completed_at
+              FROM ended JOIN finished ON finished.f_id = ended.id ORDER BY ended.id${outboxNotifying})
+            SELECT * FROM ended`
+          : sql`${head} ${update}`
+        return yield* Effect.flatMap(statement, rows.task.all)
+      })
 
     /**
-     * Runs a batch of finishes: together in one transaction, each once. If the batch fails (a storage failure),
-     * each finish runs again on its own, so that one failure fails only its own call. Finishes that may owe a
-     * refund (failed, expired) run on their own unless billing is unmetered: a billing outside the storage's
-     * transaction (not on its SQL client) is never asked twice for a refund because another finish failed.
+     * Ends the tasks of a batch of finishes ({@link endTasks}). On PostgreSQL, finishes with their claim's record that
+     * owe no refund ({@link isDirect}) are one statement (no transaction around it); the others are one transaction:
+     * the update, the refunds, and one `INSERT` of every event built from the ended rows. Answers the ended tasks by
+     * id.
+     */
+    const finishAll = (batch: ReadonlyArray<Finishing>) =>
+      (batch.every(isDirect)
+        ? Effect.map(endTasks(batch, true), (ended) => new Map(ended.map((task) => [task.id, task])))
+        : sql.withTransaction(Effect.gen(function*() {
+          const ended = yield* endTasks(batch, false)
+          const settled = new Map<string, TaskRecord>()
+          for (const task of ended) settled.set(task.id, yield* refund(task))
+          const events = batch.flatMap(({ id }) => {
+            const task = settled.get(id)
+            if (task === undefined) return []
+            const now = task.completedAt ?? 0
+            return [{
+              account_id: task.accountId,
+              task_id: task.id,
+              webhook_url: task.webhookUrl,
+              event: json(toEvent(task, Ids.eventId(now), now)),
+              created_at: now
+            }]
+          })
+          if (events.length > 0) yield* sql`INSERT INTO ${t.outbox} ${sql.insert(events)}${outboxNotifying}`
+          return settled
+        }))).pipe(
+          persistence("finish"),
+          Effect.tap((settled) => settled.size > 0 ? outboxWake : Effect.void)
+        )
+
+    /**
+     * Runs a batch of finishes: together, each once — on PostgreSQL in two writes at most, one statement for the
+     * finishes that can be one ({@link isDirect}) and one transaction for the others. If a write fails (a storage
+     * failure), each of its finishes runs again on its own, so that one failure fails only its own call. Finishes
+     * that may owe a refund (failed, expired) run on their own unless billing is unmetered: a billing outside the
+     * storage's transaction (not on its SQL client) is never asked twice for a refund because another finish failed.
      */
     const finishBatch = (batch: ReadonlyArray<Finishing>) =>
       Effect.gen(function*() {
         // a task twice in one batch (two writers with the same fence): the later ones run on their own
         const seen = new Set<string>()
+        const direct: Array<Finishing> = []
         const together: Array<Finishing> = []
         for (const item of batch) {
           if (!Number.isSafeInteger(item.fence) || seen.has(item.id)) continue
           if (item.outcome._tag !== "Succeeded" && billing.unmetered !== true) continue
           seen.add(item.id)
-          together.push(item)
+          ;(isDirect(item) ? direct : together).push(item)
         }
-        const all = together.length === 0 ? Exit.succeed(new Map<string, TaskRecord>()) : yield* Effect.exit(finishAll(together))
+        const write = (group: ReadonlyArray<Finishing>) =>
+          group.length === 0 ? Effect.succeed(Exit.succeed(new Map<string, TaskRecord>())) : Effect.exit(finishAll(group))
+        const written = [{ group: direct, exit: yield* write(direct) }, { group: together, exit: yield* write(together) }]
+        const groupOf = new Map<Finishing, (typeof written)[number]>()
+        for (const entry of written) for (const item of entry.group) groupOf.set(item, entry)
         const alone = (item: Finishing) =>
           Effect.exit(Effect.map(finishAll([item]), (settled) => Option.fromNullable(settled.get(item.id))))
-        const joined = new Set(together)
         return yield* Effect.forEach(batch, (item) => {
           if (!Number.isSafeInteger(item.fence)) return Effect.succeed(Exit.succeed(Option.none<TaskRecord>()))
-          if (!joined.has(item)) return alone(item)
-          if (Exit.isSuccess(all)) return Effect.succeed(Exit.succeed(Option.fromNullable(all.value.get(item.id))))
-          return together.length === 1 ? Effect.succeed(Exit.failCause(all.cause)) : alone(item)
+          const joined = groupOf.get(item)
+          if (joined === undefined) return alone(item)
+          const { exit, group } = joined
+          if (Exit.isSuccess(exit)) return Effect.succeed(Exit.succeed(Option.fromNullable(exit.value.get(item.id))))
+          return group.length === 1 ? Effect.succeed(Exit.failCause(exit.cause)) : alone(item)
         })
       })
 
     const finishing = yield* GroupCommit.make(maxBatch, finishBatch, pg ? { fibers: finishBatchers } : sqliteBatches)
 
     const finish: TaskStorage["Type"]["finish"] = (id, fence, outcome, options) =>
-      finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId, channelId: options?.channelId }).pipe(finishSpan)
+      finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId, channelId: options?.channelId, task: options?.task })
+        .pipe(finishSpan)
 
     const cancel: TaskStorage["Type"]["cancel"] = (accountId, id) =>
       Effect.suspend((): Effect.Effect<CancelResult, SqlStore.StorageFailure | PersistenceError> => {
@@ -1296,9 +1373,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (!pg) {
           // one writer at a time: sequence order is commit order
           const after = Math.max(0, Math.floor(Number(cursor ?? "0") || 0))
-          const entries = yield* sql`SELECT seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
+          const read = yield* sql`SELECT seq, account_id, task_id, webhook_url, event, created_at FROM ${t.outbox}
             WHERE seq > ${after} ORDER BY seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
-          return { entries, cursor: String(entries.at(-1)?.seq ?? after) }
+          return { entries: read.map(outboxEntry), cursor: String(read.at(-1)?.seq ?? after) }
         }
         // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
         // up to the oldest transaction still running: nothing can appear behind such a cursor later
@@ -1308,12 +1385,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           SELECT hz.horizon, EXISTS (SELECT 1 FROM ${tables(prefix).outbox} WHERE txid >= hz.horizon) AS held FROM hz`).pipe(
           Effect.flatMap(rows.horizon.single)
         )
-        const read = yield* sql`SELECT txid, seq, account_id, task_id, webhook_url, event FROM ${t.outbox}
+        const read = yield* sql`SELECT txid, seq, account_id, task_id, webhook_url, event, created_at FROM ${t.outbox}
           WHERE (txid > ${lastTxid} OR (txid = ${lastTxid} AND seq > ${lastSeq})) AND txid < ${horizon}
           ORDER BY txid, seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
         const last = read.at(-1)
         return {
-          entries: read.map(({ txid: _, ...entry }) => entry),
+          entries: read.map(outboxEntry),
           cursor: last === undefined ? `${lastTxid}:${lastSeq}` : `${last.txid ?? lastTxid}:${last.seq}`,
           heldBack
         }

@@ -269,3 +269,26 @@ export const toEvent = (task: TaskRecord, id: string, now: number): Webhook.Webh
     }
   }
 })
+
+/**
+ * An event as a write may store it before it knows its time: `created_at` (and its task's `completed_at`) `null`,
+ * filled in from the stored row's time when read ({@link timedEvent}). A write that makes the task terminal in the
+ * same statement as its event takes "now" from the database clock there, after the event was built.
+ */
+export type UntimedEvent = Omit<Webhook.WebhookEvent, "created_at"> & { readonly created_at: string | null }
+
+/** The terminal event of a task that ends at a time not known yet (see {@link UntimedEvent}). */
+export const toUntimedEvent = (task: TaskRecord, id: string): UntimedEvent => ({
+  ...toEvent({ ...task, completedAt: null }, id, 0),
+  created_at: null
+})
+
+/**
+ * The event with its time: an untimed event's `created_at` and task `completed_at` become `at` (the keys keep their
+ * places); an event that has its time is answered as it is.
+ */
+export const timedEvent = (event: UntimedEvent, at: number): Webhook.WebhookEvent => {
+  if (event.created_at !== null) return event as Webhook.WebhookEvent
+  const time = iso(at)
+  return { ...event, created_at: time, data: { task: { ...event.data.task, completed_at: event.data.task.completed_at ?? time } } }
+}

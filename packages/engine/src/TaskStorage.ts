@@ -103,6 +103,12 @@ export interface FinishOptions {
   readonly upstreamJobId?: string | undefined
   /** The channel of that job. */
   readonly channelId?: string | undefined
+  /**
+   * The task as the finishing worker claimed it (the record of the claim whose fence is given). A storage may
+   * build the event from it before the write (the fields an event carries do not change while a claim holds), and
+   * so end the task and write its event in one statement; without it, the event is built from the written row.
+   */
+  readonly task?: TaskRecord | undefined
 }
 
 /** A charge on top of a task's price. */

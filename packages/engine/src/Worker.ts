@@ -144,7 +144,7 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
 
     /** Ends the task (a span of the step). */
     const end = (outcome: Outcome, finishOptions?: FinishOptions) =>
-      storage.finish(task.id, task.fence, outcome, finishOptions).pipe(stepSpan("Worker.finish", task))
+      storage.finish(task.id, task.fence, outcome, { ...finishOptions, task }).pipe(stepSpan("Worker.finish", task))
     /** When to call again after a retryable upstream failure: its `retryAfterMs`, else the retry delay. */
     const retryAt = (error: UpstreamError) => now + (error.retryAfterMs ?? Duration.toMillis(options.retryDelay(task.polls)))
     /** The end of a task after an upstream failure that is not retryable. */

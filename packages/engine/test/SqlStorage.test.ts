@@ -517,6 +517,88 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
       expect((yield* reader.readOutbox(later.cursor, 10)).entries).toEqual([])
     }), { timeout: 20_000 })
 
+  it.scopedLive("a finish holds the outbox lock from its first write: an outbox row committed after it waits for it", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      // a refund runs inside the finish's transaction, after its UPDATE: held there, the transaction stays open
+      const refunding = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const holding = Layer.succeed(Billing, {
+        charge: () => Effect.void,
+        refund: () => Effect.zipRight(Deferred.succeed(refunding, undefined), Deferred.await(release))
+      })
+      const finisher = yield* instance(schema, holding)
+      const reader = yield* instance(schema)
+      const writer = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+      const now = yield* finisher.now
+      const task = newTask({ createdAt: now - 1000 })
+      yield* finisher.accept({ task, charge: chargeOf(task), idempotency: undefined })
+      const [claimed] = yield* finisher.claim("w1", 1, 60_000)
+      const start = yield* reader.readOutbox(undefined, 10)
+      const failing = yield* Effect.fork(
+        finisher.finish(claimed!.id, claimed!.fence, { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "no" } })
+      )
+      yield* Deferred.await(refunding)
+      // another writer commits an outbox row (a later transaction id) while the finish is open
+      const [key1, key2] = SqlTaskStorage.outboxLockKeys(SqlStore.defaultPrefix)
+      yield* writer.withTransaction(Effect.zipRight(
+        writer`SELECT pg_advisory_xact_lock_shared(${key1}, ${key2})`,
+        writer`INSERT INTO ${writer(SqlTaskStorage.tables().outbox)} (account_id, task_id, webhook_url, event, created_at)
+          VALUES ('acct_a', 'later', NULL, ${JSON.stringify(toEvent({ ...fromNew(newTask({ createdAt: 0 })), id: "later", status: "succeeded" }, "evt_later", 0))}, 0)`
+      ))
+      const early = yield* reader.readOutbox(start.cursor, 10)
+      expect(early.entries).toEqual([]) // passing "later" now would leave the finish's event behind the cursor
+      yield* Deferred.succeed(release, undefined)
+      const ended = yield* Fiber.join(failing)
+      expect(Option.map(ended, (t) => t.status)).toEqual(Option.some("failed"))
+      const later = yield* reader.readOutbox(early.cursor, 10)
+      expect(later.entries.map((e) => e.taskId)).toEqual([claimed!.id, "later"])
+    }), { timeout: 20_000 })
+
+  it.scopedLive("finishes with their claim's record: the task ends and its event reads back as if built from the row", () =>
+    Effect.gen(function*() {
+      const schema = yield* pgSchema
+      const storage = yield* instance(schema)
+      const now = yield* storage.now
+      const tasks = [0, 1, 2, 3].map((i) =>
+        newTask({ createdAt: now - 1000 + i, metadata: i === 0 ? { order: "42" } : {}, webhookUrl: i === 1 ? "https://example.com/hook" : null })
+      )
+      for (const task of tasks) yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+      const claimed = yield* storage.claim("w1", 4, 60_000)
+      const byId = new Map(claimed.map((task) => [task.id, task]))
+      const [a, b, c, d] = tasks.map((task) => byId.get(task.id)!)
+      const result: ReadonlyArray<Task.ResultItem> = [
+        { url: "https://files.example.com/a.mp4", format: "mp4", size_bytes: 10, width: 2, height: 2, duration: 5, kind: "output" }
+      ]
+      const start = yield* storage.readOutbox(undefined, 10)
+      // in one batch: two with their records, one without (built from the row), one whose fence was lost
+      const ended = yield* Effect.all([
+        storage.finish(a!.id, a!.fence, { _tag: "Succeeded", result }, { task: a }),
+        storage.finish(b!.id, b!.fence, { _tag: "Succeeded", result: [] }, { task: b, upstreamJobId: "job_b" }),
+        storage.finish(c!.id, c!.fence, { _tag: "Succeeded", result }),
+        storage.finish(d!.id, d!.fence + 1, { _tag: "Succeeded", result }, { task: d })
+      ], { concurrency: "unbounded" })
+      expect(ended.map(Option.isSome)).toEqual([true, true, true, false])
+      const [endedA, endedB, endedC] = ended.map((o) => Option.getOrUndefined(o)!)
+      expect([endedA!.status, endedA!.progress, endedA!.result, endedB!.upstreamJobId]).toEqual(["succeeded", 100, result, "job_b"])
+      const read = yield* storage.readOutbox(start.cursor, 10)
+      expect(read.entries.map((e) => e.taskId).sort()).toEqual([a!.id, b!.id, c!.id].sort())
+      for (const task of [endedA!, endedB!, endedC!]) {
+        const entry = read.entries.find((e) => e.taskId === task.id)!
+        expect([entry.accountId, entry.webhookUrl]).toEqual([task.accountId, task.webhookUrl])
+        // the event is the one the row gives, with the row's completion time, key for key and in the same order
+        const expected = toEvent(task, entry.event.id, task.completedAt!)
+        expect(JSON.stringify(entry.event)).toBe(JSON.stringify(expected))
+      }
+      // the lost fence ended nothing
+      expect(Option.getOrThrow(yield* storage.get(d!.accountId, d!.id)).completedAt).toBeNull()
+      // stored: the events written with the update have no time of their own (the row's), the other one has its time
+      const sql = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+      const stored = yield* sql<{ task_id: string; event: string }>`SELECT task_id, event FROM ${sql(SqlTaskStorage.tables().outbox)}`
+      const storedTime = (id: string) => JSON.parse(stored.find((row) => row.task_id === id)!.event).created_at
+      expect([storedTime(a!.id), storedTime(b!.id), storedTime(c!.id)]).toEqual([null, null, new Date(endedC!.completedAt!).toISOString()])
+    }), { timeout: 20_000 })
+
   it.scopedLive("concurrent claimers on separate clients never lease the same task twice", () =>
     Effect.gen(function*() {
       const schema = yield* pgSchema

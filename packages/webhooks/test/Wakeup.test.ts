@@ -44,7 +44,7 @@ const taskFor = (now: number, webhookUrl: string): NewTask => ({
 })
 
 /** Accepts, claims and ends a task through `writer` (finished, or cancelled before it is claimed). */
-const endTask = (writer: TaskStorage["Type"], url: string, how: "finish" | "cancel") =>
+const endTask = (writer: TaskStorage["Type"], url: string, how: "finish" | "finish-claimed" | "cancel") =>
   Effect.gen(function*() {
     const task = taskFor(yield* writer.now, url)
     yield* writer.accept({ task, charge: undefined, idempotency: undefined })
@@ -55,19 +55,20 @@ const endTask = (writer: TaskStorage["Type"], url: string, how: "finish" | "canc
     }
     const claimed = (yield* writer.claim("w", 10, 30_000)).find((t) => t.id === task.id)
     assert.isDefined(claimed)
-    const ended = yield* writer.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] })
+    // "finish-claimed": as a worker finishes, with the claim's record (on PostgreSQL one statement with the event)
+    const ended = yield* writer.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] }, how === "finish-claimed" ? { task: claimed } : {})
     assert.isTrue(ended._tag === "Some")
     return task.id
   })
 
 /**
- * Ends three tasks one after another (two finished, one cancelled) and checks that each one's per-job webhook
+ * Ends three tasks one after another (one finished as a worker does, one cancelled, one finished) and checks that each one's per-job webhook
  * arrives within a second of its terminal write.
  */
 const deliveredPromptly = (writer: TaskStorage["Type"]) =>
   Effect.gen(function*() {
     const server = yield* receiver
-    for (const how of ["finish", "cancel", "finish"] as const) {
+    for (const how of ["finish-claimed", "cancel", "finish"] as const) {
       const before = server.received.length
       const started = Date.now()
       const taskId = yield* endTask(writer, `${server.url}?n=${before}`, how)
