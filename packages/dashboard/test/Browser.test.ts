@@ -454,8 +454,8 @@ for (const database of databases) {
       const edited = (await admin("GET", `/admin/v1/channels/${relayId}`)).body.data
       expect(edited).toMatchObject({ priority: 2, credentials_set: true, concurrency: 4, settings: { base_url: "https://upstream.example.com" } })
       expect(edited.credentials_hint).toBe(created.credentials_hint)
-      // the higher priority lists it first
-      expect(await page.locator("tr[data-channel]").first().getAttribute("data-channel")).toBe(relayId)
+      // the higher priority lists it first (once the list, read again after the save, is drawn)
+      await expect.poll(() => page.locator("tr[data-channel]").first().getAttribute("data-channel"), { timeout: 5000 }).toBe(relayId)
       // disable, then enable again
       await relay.getByRole("button", { name: "Disable" }).click()
       await relay.locator('[data-enabled="false"]').waitFor()
