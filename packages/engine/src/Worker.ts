@@ -22,6 +22,7 @@
  * @since 0.1.0
  */
 import { Tracing } from "@mediagate/contract"
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -302,11 +303,12 @@ export const run = (options: WorkerOptions = {}) =>
      * wait for that poll: a step that schedules such a task later than now makes it due again.
      */
     const noticedInStep = new Set<string>()
-    const noticeDuringSteps = (ids: Iterable<string>): Array<string> => {
-      const all = [...ids]
-      for (const id of all) if (deadlines.has(id)) noticedInStep.add(id)
-      return all
+    const noticeDuring = (id: string): string => {
+      if (deadlines.has(id)) noticedInStep.add(id)
+      return id
     }
+    /** Tasks to make due again after a step's write (see {@link noticedInStep}), written with the upstream's changes. */
+    const dueAgain = yield* Queue.unbounded<string>()
 
     /**
      * The storage as steps see it: a step that schedules its task before the idle dispatcher's next look wakes it;
@@ -318,15 +320,13 @@ export const run = (options: WorkerOptions = {}) =>
         Effect.tap(storage.step(id, fence, update), (written) =>
           Effect.suspend(() => {
             if (!written) return Effect.void
-            // the upstream's change came while this step ran: this write may have put it off, so it is due again
-            const noticed = noticedInStep.delete(id)
-            const at = noticed ? 0 : Math.min(update.nextRunAt, deadlines.get(id) ?? Infinity)
+            // the upstream's change came while this step ran: this write may have put it off, so it is made due
+            // again, with the upstream's changes (one `markDue` for a burst; it wakes the dispatcher once written)
+            const again = noticedInStep.delete(id) ? Queue.offer(dueAgain, id) : Effect.void
+            const at = Math.min(update.nextRunAt, deadlines.get(id) ?? Infinity)
             stepsDue = Math.min(stepsDue, at)
             dueSinceClaim = Math.min(dueSinceClaim, at)
             if (known !== undefined) known.due = Math.min(known.due, at)
-            const again = noticed
-              ? storage.markDue([id]).pipe(Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause)))
-              : Effect.void
             return Effect.zipRight(again, at < wakeAt ? poke : Effect.void)
           })),
       // every end of a task a step writes (succeeded, failed, expired) counts in the metrics once committed
@@ -338,14 +338,18 @@ export const run = (options: WorkerOptions = {}) =>
     }
 
     yield* Effect.forkScoped(Stream.runForEach(storage.wakeups, () => poke))
-    // upstream callbacks, batched: a burst of finished jobs costs one storage write
+    // upstream callbacks, batched: a burst of finished jobs costs one storage write; with them the tasks a step wrote
+    // after their change came (`dueAgain`: their steps are still running, but they are not noticed again)
     yield* Effect.forkScoped(
-      upstream.changes.pipe(
+      Stream.merge(
+        Stream.map(upstream.changes, (id) => ({ id, change: true })),
+        Stream.map(Stream.fromQueue(dueAgain), (id) => ({ id, change: false }))
+      ).pipe(
         Stream.groupedWithin(512, Duration.millis(5)),
-        Stream.runForEach((ids) =>
+        Stream.runForEach((due) =>
           // a change is not dropped for an outage (the task would wait for its safety-net poll): tried again with
           // backoff for up to 5 minutes, then left to that poll
-          storage.markDue(noticeDuringSteps(ids)).pipe(
+          storage.markDue(Chunk.toReadonlyArray(due).map(({ change, id }) => change ? noticeDuring(id) : id)).pipe(
             Effect.retry(Backoff.schedule(options.backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
             Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause))
           )

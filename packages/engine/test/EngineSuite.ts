@@ -15,7 +15,7 @@ import * as TaskService from "../src/TaskService.js"
 import { TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
-import { makeRecordingBilling, poorAccount } from "./support.js"
+import { makeRecordingBilling, poorAccount, withStorage } from "./support.js"
 import * as ResultLinks from "../src/ResultLinks.js"
 
 /** A storage backend for the engine suite (real clock). */
@@ -59,6 +59,8 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       concurrency?: number
       callbacks?: boolean
       pollDelay?: Duration.DurationInput
+      /** Wraps the storage the worker sees (e.g. to count its calls). */
+      storage?: Layer.Layer<TaskStorage, never, TaskStorage>
     } = {}) => {
       const billing = makeRecordingBilling()
       const upstream = makeFakeUpstream({ durationMs: options.durationMs ?? 60, callbacks: options.callbacks ?? true })
@@ -74,7 +76,7 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         Layer.provideMerge(TaskService.layer),
         Layer.provide(ResultLinks.layerAsStored),
         Layer.provideMerge(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeout: options.timeout ?? "1 minute" })),
-        Layer.provideMerge(storage),
+        Layer.provideMerge(options.storage === undefined ? storage : Layer.provideMerge(options.storage, storage)),
         Layer.provideMerge(upstream.layer)
       )
       return { layer, ledger: billing.ledger, log: upstream.log }
@@ -335,6 +337,31 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         const [done] = yield* awaitTerminal([ack.id])
         expect(done!.status).toBe("succeeded")
         expect(log.submits.get(ack.id)).toBe(1)
+      }).pipe(Effect.provide(layer), Effect.scoped, Effect.timeout("20 seconds"))
+    }, 30_000)
+
+    it.live("jobs done before their submit is recorded are made due again together, not with a write each", () => {
+      // each change comes while its submit's step runs: the step's write (the job, its poll a minute away) would put
+      // the task off, so it is made due again after that write, in the batches of the upstream's changes
+      const calls: Array<number> = []
+      const counting = withStorage((storage) => ({
+        ...storage,
+        markDue: (ids) => Effect.zipRight(Effect.sync(() => void calls.push(ids.length)), storage.markDue(ids))
+      }))
+      const { layer, log } = setup({ durationMs: 0, callbacks: true, pollDelay: "1 minute", concurrency: 40, storage: counting })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        yield* Effect.sleep("200 millis")
+        const acks = yield* Effect.forEach(Array.from({ length: 40 }, (_, i) => i), (i) =>
+          tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`[early] kite ${i}`), idempotencyKey: undefined }), {
+          concurrency: "unbounded"
+        })
+        const done = yield* awaitTerminal(acks.map((a) => a.id))
+        expect(done.every((t) => t.status === "succeeded")).toBe(true)
+        expect(acks.every((a) => log.submits.get(a.id) === 1)).toBe(true)
+        // 40 changes and up to 40 tasks made due again: a write each would be at least 40 calls
+        expect(calls.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(40)
+        expect(calls.length).toBeLessThanOrEqual(20)
       }).pipe(Effect.provide(layer), Effect.scoped, Effect.timeout("20 seconds"))
     }, 30_000)
 

@@ -91,6 +91,11 @@ export const readOutboxAtLeast = (
       ? Effect.succeed(read)
       : Effect.zipRight(Effect.yieldNow(), readOutboxAtLeast(storage, count, cursor, limit, attempts - 1)))
 
+/** The storage in context, changed by `change` (e.g. one operation replaced or counted). */
+export const withStorage = (
+  change: (storage: TaskStorage["Type"]) => TaskStorage["Type"]
+): Layer.Layer<TaskStorage, never, TaskStorage> => Layer.effect(TaskStorage, Effect.map(TaskStorage, change))
+
 /** The storage in context with its `claim` replaced: `claim(original, owner, limit, leaseMs)`. */
 export const withClaim = (
   claim: (
@@ -98,10 +103,7 @@ export const withClaim = (
     ...args: Parameters<TaskStorage["Type"]["claim"]>
   ) => ReturnType<TaskStorage["Type"]["claim"]>
 ): Layer.Layer<TaskStorage, never, TaskStorage> =>
-  Layer.effect(
-    TaskStorage,
-    Effect.map(TaskStorage, (storage): TaskStorage["Type"] => ({
-      ...storage,
-      claim: (owner, limit, leaseMs) => claim(storage.claim, owner, limit, leaseMs)
-    }))
-  )
+  withStorage((storage) => ({
+    ...storage,
+    claim: (owner, limit, leaseMs) => claim(storage.claim, owner, limit, leaseMs)
+  }))
