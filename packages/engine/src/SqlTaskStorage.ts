@@ -28,8 +28,8 @@
  *   {@link chargedBatchers} such batches at once, an account's accepts always in the same one), steps without extra
  *   charges (one `UPDATE ... FROM (VALUES ...)`) and finishes (one transaction: the batch's update, refunds and
  *   events; finishes that may owe a refund join only with unmetered billing; on PostgreSQL up to {@link finishBatchers}
- *   batches at once) made while a write of their kind is
- *   under way are written together by one fiber of the storage's scope; each call is answered on its own, and a
+ *   batches at once, a worker's succeeded finishes one statement with their events) made while a write of their kind
+ *   is under way are written together by one fiber of the storage's scope; each call is answered on its own, and a
  *   failed batch is written again call by call. Never call `step` or `finish` inside a transaction of your own.
  * - Wakeups: an in-process PubSub (published after commits), merged on PostgreSQL with `LISTEN <prefix>tasks`
  *   ({@link wakeupChannel}); `accept`, `markDue` and `releaseAll` send `pg_notify` inside their write. The
@@ -491,7 +491,10 @@ export const taskRowOf = (
 }
 
 /** An outbox row's event as stored: `created_at` may be `null` (an `UntimedEvent`). */
-const StoredEvent = Schema.Struct({ ...Webhook.WebhookEvent.fields, created_at: Schema.NullOr(Webhook.WebhookEvent.fields.created_at) })
+const StoredEvent = Schema.Struct({
+  ...Webhook.WebhookEvent.fields,
+  created_at: Schema.NullOr(Webhook.WebhookEvent.fields.created_at)
+})
 
 /** A row of `<prefix>task_outbox`: an outbox entry (on PostgreSQL with its `txid`). */
 export const OutboxRow = Schema.Struct({
@@ -669,8 +672,8 @@ const chargedBatchers = 4
 
 /**
  * Batches of finishes that may run at once on PostgreSQL, each on a connection of the pool: a finish holds its
- * worker's slot until it commits, and a batch is five round trips, so a finish that arrives while one batch is under
- * way starts the next at once instead of waiting for it. Two batches never wait for each other: their tasks are
+ * worker's slot until it commits (a round trip for the worker's succeeded finishes, four in a transaction for the
+ * others), so a finish that arrives while one batch is under way starts the next at once instead of waiting for it. Two batches never wait for each other: their tasks are
  * different rows (the fence), the outbox lock is shared and each connection writes its own count shard.
  */
 const finishBatchers = 2
