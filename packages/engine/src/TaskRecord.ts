@@ -288,7 +288,8 @@ export const toUntimedEvent = (task: TaskRecord, id: string): UntimedEvent => ({
  * places); an event that has its time is answered as it is.
  */
 export const timedEvent = (event: UntimedEvent, at: number): Webhook.WebhookEvent => {
-  if (event.created_at !== null) return event as Webhook.WebhookEvent
+  const { created_at, data } = event
+  if (created_at !== null) return { ...event, created_at }
   const time = iso(at)
-  return { ...event, created_at: time, data: { task: { ...event.data.task, completed_at: event.data.task.completed_at ?? time } } }
+  return { ...event, created_at: time, data: { task: { ...data.task, completed_at: data.task.completed_at ?? time } } }
 }
