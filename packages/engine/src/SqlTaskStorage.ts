@@ -673,8 +673,9 @@ const chargedBatchers = 4
 /**
  * Batches of finishes that may run at once on PostgreSQL, each on a connection of the pool: a finish holds its
  * worker's slot until it commits (a round trip for the worker's succeeded finishes, four in a transaction for the
- * others), so a finish that arrives while one batch is under way starts the next at once instead of waiting for it. Two batches never wait for each other: their tasks are
- * different rows (the fence), the outbox lock is shared and each connection writes its own count shard.
+ * others), so a finish that arrives while one batch is under way starts the next at once instead of waiting for it.
+ * Two batches never wait for each other: their tasks are different rows (the fence), the outbox lock is shared and
+ * each connection writes its own count shard.
  */
 const finishBatchers = 2
 
@@ -1278,11 +1279,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           seen.add(item.id)
           ;(isDirect(item) ? direct : together).push(item)
         }
-        const write = (group: ReadonlyArray<Finishing>) =>
-          group.length === 0 ? Effect.succeed(Exit.succeed(new Map<string, TaskRecord>())) : Effect.exit(finishAll(group))
-        const written = [{ group: direct, exit: yield* write(direct) }, { group: together, exit: yield* write(together) }]
-        const groupOf = new Map<Finishing, (typeof written)[number]>()
-        for (const entry of written) for (const item of entry.group) groupOf.set(item, entry)
+        // each group that has finishes is one write; a finish's answer is its group's
+        const groupOf = new Map<Finishing, {
+          readonly group: ReadonlyArray<Finishing>
+          readonly exit: Exit.Exit<Map<string, TaskRecord>, PersistenceError>
+        }>()
+        for (const group of [direct, together]) {
+          if (group.length === 0) continue
+          const written = { group, exit: yield* Effect.exit(finishAll(group)) }
+          for (const item of group) groupOf.set(item, written)
+        }
         const alone = (item: Finishing) =>
           Effect.exit(Effect.map(finishAll([item]), (settled) => Option.fromNullable(settled.get(item.id))))
         return yield* Effect.forEach(batch, (item) => {

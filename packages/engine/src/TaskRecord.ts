@@ -288,8 +288,11 @@ export const toUntimedEvent = (task: TaskRecord, id: string): UntimedEvent => ({
  * places); an event that has its time is answered as it is.
  */
 export const timedEvent = (event: UntimedEvent, at: number): Webhook.WebhookEvent => {
-  const { created_at, data } = event
-  if (created_at !== null) return { ...event, created_at }
+  if (isTimed(event)) return event
   const time = iso(at)
-  return { ...event, created_at: time, data: { task: { ...data.task, completed_at: data.task.completed_at ?? time } } }
+  const task = event.data.task
+  return { ...event, created_at: time, data: { task: { ...task, completed_at: task.completed_at ?? time } } }
 }
+
+/** Whether an event has its time (see {@link UntimedEvent}). */
+const isTimed = (event: UntimedEvent): event is Webhook.WebhookEvent => event.created_at !== null

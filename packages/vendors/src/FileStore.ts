@@ -2,9 +2,10 @@
  * Where result files are stored: the {@link FileStore} port and its local-disk implementation (the S3-compatible one
  * is `S3FileStore`; URLs are signed by `UrlSigner`, files answered by `FileService`).
  *
- * - Keys are relative paths such as `tasks/2026-11-25/1305/<taskId>-output-0.mp4` ({@link resultKey}): segments of `[A-Za-z0-9_.~-]` separated by `/`,
- *   none empty or starting with `.` (so no `..`, no hidden or temporary files), no leading `/`, no NUL, no `\`,
- *   at most 512 characters. Such keys never escape the store's directory and need no escaping in a URL.
+ * - Keys are relative paths such as `tasks/2026-11-25/1305/<taskId>-output-0.mp4` ({@link resultKey}): segments of
+ *   `[A-Za-z0-9_.~-]` separated by `/`, none empty or starting with `.` (so no `..`, no hidden or temporary files),
+ *   no leading `/`, no NUL, no `\`, at most 512 characters. Such keys never escape the store's directory and need no
+ *   escaping in a URL.
  * - The content type is a function of the key's extension ({@link contentTypeOf}); `put` refuses a content type that
  *   the extension would not give back, so what is served is always what was stored (no metadata next to the files).
  * - Writes are atomic: a temporary file in the same directory, then a rename. Keys are meant to be written once;
