@@ -10,8 +10,18 @@ import { taskFamilies } from "./Catalog.js"
 import { integer, oneOf, optional, text } from "./Fields.js"
 import { Timestamp } from "./Timestamp.js"
 
-/** How a channel reaches its upstream: the built-in simulator, or another service speaking this API (relay). */
-export const ChannelTransport = oneOf("simulated", "relay").annotations({ identifier: "ChannelTransport" })
+/**
+ * Every transport a channel may use, the one list the Schema, the router, the CLI and the docs read: the built-in
+ * simulator; `relay` (another service speaking this API); `fal` (fal's queue); `replicate` (Replicate's predictions);
+ * `comfyui` (a self-hosted ComfyUI); `openai` (the OpenAI-compatible image and video endpoints of gateways).
+ */
+export const channelTransports = ["simulated", "relay", "fal", "replicate", "comfyui", "openai"] as const
+
+/** The transports that reach an upstream over HTTP at `settings.base_url` (all but the simulator). */
+export const remoteTransports = ["relay", "fal", "replicate", "comfyui", "openai"] as const
+
+/** How a channel reaches its upstream (see {@link channelTransports}). */
+export const ChannelTransport = oneOf(...channelTransports).annotations({ identifier: "ChannelTransport" })
 /** How a channel reaches its upstream. */
 export type ChannelTransport = typeof ChannelTransport.Type
 
@@ -23,19 +33,85 @@ export const BreakerState = oneOf("closed", "open", "half_open").annotations({ i
 /** The breaker state of a channel. */
 export type BreakerState = typeof BreakerState.Type
 
+/**
+ * How one of our models maps onto a channel's upstream (docs/channels.md, "Model mapping"). The expressions are
+ * JSONata, checked when the channel is saved.
+ */
+export const ModelMapping = Schema.Struct({
+  target: text(1024, 1).annotations({
+    description: "The upstream model: fal app id (`fal-ai/flux/dev`), Replicate `owner/name` or version id, ComfyUI " +
+      "workflow name (a key of `settings.workflows`), OpenAI model name. Default: our model id"
+  }),
+  input: optional(text(20_000, 1).annotations({
+    description: "JSONata expression from our request (`input`, `$model`, `$target`, `$task_id`) to the upstream's " +
+      "input. Default: `input` unchanged"
+  })),
+  output: optional(text(20_000, 1).annotations({
+    description: "JSONata expression from the upstream's output to our result items: a URL string, an object " +
+      "`{ url, format?, kind?, duration?, size_bytes? }` or an array of them. Default: every file URL in the output"
+  }))
+}).annotations({ identifier: "ModelMapping", parseOptions: { onExcessProperty: "error" } })
+/** How one of our models maps onto a channel's upstream. */
+export type ModelMapping = typeof ModelMapping.Type
+
+/** A ComfyUI workflow stored on a channel: the API-format graph and where the request's fields go. */
+export const ComfyWorkflow = Schema.Struct({
+  graph: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    description: "The API-format workflow (ComfyUI's \"Export (API)\"): node id → `{ class_type, inputs }`"
+  }),
+  inputs: optional(Schema.Record({ key: text(128, 1), value: text(256, 3) }).annotations({
+    description: "Where each field of the (mapped) input goes: field → `<node id>.<input name>`; a field may also " +
+      "name its node input directly (`\"6.text\": ...`). Fields without a place are left out"
+  }))
+}).annotations({ identifier: "ComfyWorkflow", parseOptions: { onExcessProperty: "error" } })
+/** A ComfyUI workflow stored on a channel. */
+export type ComfyWorkflow = typeof ComfyWorkflow.Type
+
 /** Non-secret settings of a channel's transport. */
 export const ChannelSettings = Schema.Struct({
   base_url: optional(text(2048, 1).annotations({
-    description: "relay: base URL of the other service, e.g. `https://gateway.example.com` (required for relay)"
+    description: "The upstream's base URL, e.g. `https://gateway.example.com` (relay), `https://queue.fal.run` (fal), " +
+      "`https://api.replicate.com` (replicate), `http://gpu-1:8188` (comfyui), `https://gateway.example.com` " +
+      "(openai). Required for every transport but `simulated`; fal and replicate default to their public APIs"
   })),
-  timeout_ms: optional(integer(100, 600_000).annotations({ description: "Longest time one upstream call may take (default 30000)" }))
+  timeout_ms: optional(integer(100, 600_000).annotations({ description: "Longest time one upstream call may take (default 30000)" })),
+  mapping: optional(
+    Schema.Record({ key: text(128, 1), value: ModelMapping }).pipe(
+      Schema.filter((mapping) => Object.keys(mapping).length <= 200 || "must map at most 200 models")
+    ).annotations({ description: "Per served model: the upstream target and optional input/output expressions" })
+  ),
+  result_hosts: optional(Schema.Array(text(253, 1)).pipe(Schema.maxItems(50)).annotations({
+    description: "Hosts besides `base_url`'s whose result URLs may be private addresses (the operator's own " +
+      "storage); every other result host must resolve to public addresses"
+  })),
+  max_result_bytes: optional(integer(1024, 10 * 1024 ** 3).annotations({
+    description: "Largest result file copied, in bytes (default 2 GiB)"
+  })),
+  poll_interval_ms: optional(integer(200, 600_000).annotations({
+    description: "How often a job is polled when no callback comes (default: the engine's backoff, 1 s to 15 s)"
+  })),
+  poll_rate: optional(integer(1, 100_000).annotations({
+    description: "Most polls per second this channel receives from one node (default 50)"
+  })),
+  callbacks: optional(Schema.Boolean.annotations({
+    description: "fal, replicate: ask the upstream to call back when a job ends (default true; the callback only " +
+      "wakes the task for a poll)"
+  })),
+  workflows: optional(
+    Schema.Record({ key: text(128, 1), value: ComfyWorkflow }).pipe(
+      Schema.filter((workflows) => Object.keys(workflows).length <= 200 || "must hold at most 200 workflows")
+    ).annotations({ description: "comfyui: the workflows by name (a mapping's `target`)" })
+  )
 }).annotations({ identifier: "ChannelSettings", parseOptions: { onExcessProperty: "error" } })
 /** Non-secret settings of a channel's transport. */
 export type ChannelSettings = typeof ChannelSettings.Type
 
 /** Secret settings of a channel, stored encrypted and never returned. */
 export const ChannelCredentials = Schema.Struct({
-  api_key: text(4096, 1).annotations({ description: "relay: the other service's API key" })
+  api_key: text(4096, 1).annotations({
+    description: "The upstream's API key: relay and openai `Bearer`, fal `Key`, replicate `Bearer` (token), comfyui " +
+      "`Bearer` to the proxy in front of it"
+  })
 }).annotations({ identifier: "ChannelCredentials", parseOptions: { onExcessProperty: "error" } })
 /** Secret settings of a channel. */
 export type ChannelCredentials = typeof ChannelCredentials.Type

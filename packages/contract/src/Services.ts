@@ -280,3 +280,24 @@ export class FileService extends Context.Tag("@mediagate/contract/FileService")<
     Errors.NotFound | Errors.FileAccessDenied | Errors.RangeNotSatisfiable | Unavailable
   >
 }>() {}
+
+/** A completion callback an upstream sent to `POST /callbacks/v1/{channel}/{task}` (docs/channels.md). */
+export interface UpstreamCallback {
+  readonly channelId: string
+  readonly taskId: string
+  /** The callback URL's own signature (`expires`, `signature` of its query). */
+  readonly expires: string | undefined
+  readonly signature: string | undefined
+  /** The raw body and the headers (lower-case names), for the upstream's own signature. */
+  readonly body: string
+  readonly headers: Readonly<Record<string, string | undefined>>
+}
+
+/**
+ * Upstream completion callbacks (fal, Replicate): a callback whose URL signature and, where the upstream signs, own
+ * signature hold wakes its task for a poll; it never completes a task itself (the vendors package implements it).
+ */
+export class UpstreamCallbacks extends Context.Tag("@mediagate/contract/UpstreamCallbacks")<UpstreamCallbacks, {
+  /** `accepted`: the task is polled at once; `refused`: a signature does not hold; `unknown`: no such channel. */
+  readonly receive: (callback: UpstreamCallback) => Effect.Effect<"accepted" | "refused" | "unknown">
+}>() {}

@@ -80,4 +80,9 @@ export class Upstream extends Context.Tag("@mediagate/engine/Upstream")<Upstream
    * `notifiesChanges` for every task.
    */
   readonly notifies?: (task: TaskRecord) => boolean
+  /**
+   * The delay before the `polls`-th poll of a task's job, ms, where its upstream sets one (a channel's poll
+   * interval); absent, or `undefined` for a task: the worker's schedule.
+   */
+  readonly pollDelay?: (polls: number, task: TaskRecord) => number | undefined
 }>() {}

@@ -262,11 +262,15 @@ export const run = (options: WorkerOptions = {}) =>
     /** Steps running per former name (the current name is always kept alive). */
     const formerOwners = new Map<string, number>()
     const ownerOf = new Map<string, string>()
+    const scheduled = upstream.notifies === undefined
+      ? (upstream.notifiesChanges ? safetyNetPollDelayMs : defaultPollDelayMs)
+      : (polls: number, task: TaskRecord) =>
+        upstream.notifies!(task) ? safetyNetPollDelayMs(polls, task) : defaultPollDelayMs(polls, task)
+    const upstreamDelay = upstream.pollDelay
     const stepOptions = {
-      pollDelay: options.pollDelay ?? (upstream.notifies === undefined
-        ? (upstream.notifiesChanges ? safetyNetPollDelayMs : defaultPollDelayMs)
-        : (polls: number, task: TaskRecord) =>
-          upstream.notifies!(task) ? safetyNetPollDelayMs(polls, task) : defaultPollDelayMs(polls, task)),
+      pollDelay: options.pollDelay ?? (upstreamDelay === undefined
+        ? scheduled
+        : (polls: number, task: TaskRecord) => upstreamDelay(polls, task) ?? scheduled(polls, task)),
       retryDelay: options.retryDelay ?? defaultRetryDelayMs
     }
     const pokes = yield* Queue.sliding<void>(1)

@@ -62,6 +62,11 @@ export type Resolver = (host: string) => Promise<ReadonlyArray<ResolvedAddress>>
 export interface TargetOptions {
   /** Allow loopback and private targets (development and tests). Default false. */
   readonly allowPrivate?: boolean | undefined
+  /**
+   * Host names (lower case) whose addresses are not checked, as under `allowPrivate`: hosts the operator trusts
+   * (an upstream channel's own base URL). A redirect from such a host to another is checked again.
+   */
+  readonly trustedHosts?: ReadonlyArray<string> | undefined
   /** DNS resolver (tests). */
   readonly lookup?: Resolver | undefined
   /**
@@ -121,8 +126,9 @@ const formatBytes = (bytes: number): string =>
 /** Resolves and checks the host of a URL under the address rules; the address to connect to. */
 export const checkTarget = Effect.fn("PinnedHttp.checkTarget")(function*(url: URL, options: TargetOptions) {
   const host = Address.urlHost(url)
-  const allowPrivate = options.allowPrivate === true
-  const allowed = options.isAllowedAddress ?? (allowPrivate ? () => true : Address.isPublicAddress)
+  const trusted = options.trustedHosts?.includes(host.toLowerCase()) ?? false
+  const allowPrivate = options.allowPrivate === true || trusted
+  const allowed = trusted ? () => true : options.isAllowedAddress ?? (allowPrivate ? () => true : Address.isPublicAddress)
   if (!allowPrivate && options.isAllowedAddress === undefined) {
     const problem = Address.literalHostProblem(url)
     if (problem !== undefined) return yield* refuse(host, "address", problem)
@@ -161,6 +167,12 @@ type Progress = { current: (() => Response) | undefined }
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308])
 
+/** A lookup that hands the socket the address that was checked: no second DNS answer is used. */
+const pinnedLookup = (target: ResolvedAddress): LookupFunction => (_hostname, lookupOptions, callback) => {
+  if (lookupOptions.all === true) callback(null, [{ address: target.address, family: target.family }])
+  else callback(null, target.address, target.family)
+}
+
 /** One exchange with an already-checked address. */
 const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, partial: Progress) =>
   Effect.async<Hop, OutboundError>((resume) => {
@@ -181,17 +193,12 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
     }
     const broken = () =>
       truncate ? answer(true) : failWith("network", "the connection closed before the body was complete")
-    // hands the socket the address that was checked: no second DNS answer is used
-    const pinnedLookup: LookupFunction = (_hostname, lookupOptions, callback) => {
-      if (lookupOptions.all === true) callback(null, [{ address: target.address, family: target.family }])
-      else callback(null, target.address, target.family)
-    }
     const body = options.body
     const length = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }
     const headers = { ...options.headers, ...length }
     const send = url.protocol === "https:" ? https.request : http.request
     const method = options.method ?? "GET"
-    const request = send(url, { method, agent: false, lookup: pinnedLookup, headers }, (response) => {
+    const request = send(url, { method, agent: false, lookup: pinnedLookup(target), headers }, (response) => {
       const status = response.statusCode ?? 0
       if (options.maxRedirects !== undefined && redirectStatuses.has(status)) {
         const location = response.headers.location
@@ -243,33 +250,150 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
     })
   })
 
-/** Sends a request to a URL under the address rules, pinned to the checked address, within `timeout`. */
-export const request = Effect.fn("PinnedHttp.request")(function*(url: string, options: RequestOptions) {
-  const first = Address.parseHttpUrl(url)
-  if (first === undefined) {
-    return yield* new OutboundError({ reason: "url", message: "the URL is not an absolute http(s) URL" })
-  }
-  const partial: Progress = { current: undefined }
-  const follow = Effect.gen(function*() {
+/** Follows a request's redirects (each hop's target checked again), answering the first hop that is not one. */
+const follow = <A>(
+  first: URL,
+  options: TargetOptions & { readonly maxRedirects?: number | undefined },
+  hop: (url: URL, target: ResolvedAddress) => Effect.Effect<A | { readonly _tag: "Redirect"; readonly location: string }, OutboundError>
+) =>
+  Effect.gen(function*() {
     let current = first
     for (let redirects = 0;; redirects++) {
       const target = yield* checkTarget(current, options)
-      const hop = yield* exchange(current, target, options, partial)
-      if (hop._tag === "Answer") return hop.response
+      const answer = yield* hop(current, target)
+      if (!isRedirect(answer)) return answer
       const host = Address.urlHost(current)
       if (redirects >= (options.maxRedirects ?? 0)) {
         return yield* refuse(host, "redirect", `more than ${options.maxRedirects ?? 0} redirects`)
       }
-      const next = Address.parseHttpUrl(URL.canParse(hop.location, current) ? new URL(hop.location, current).href : "")
+      const next = Address.parseHttpUrl(URL.canParse(answer.location, current) ? new URL(answer.location, current).href : "")
       if (next === undefined) return yield* refuse(host, "address", "redirect to a URL that is not http(s)")
       current = next
     }
   })
+
+const isRedirect = (value: unknown): value is { readonly _tag: "Redirect"; readonly location: string } =>
+  typeof value === "object" && value !== null && (value as { _tag?: unknown })._tag === "Redirect"
+
+const parsed = (url: string) => {
+  const first = Address.parseHttpUrl(url)
+  return first === undefined
+    ? Effect.fail(new OutboundError({ reason: "url", message: "the URL is not an absolute http(s) URL" }))
+    : Effect.succeed(first)
+}
+
+const timeoutSeconds = (timeout: Duration.Duration) => Math.round(Duration.toMillis(timeout) / 100) / 10
+
+/** Sends a request to a URL under the address rules, pinned to the checked address, within `timeout`. */
+export const request = Effect.fn("PinnedHttp.request")(function*(url: string, options: RequestOptions) {
+  const first = yield* parsed(url)
+  const partial: Progress = { current: undefined }
+  const answer = Effect.map(
+    follow(first, options, (current, target) => exchange(current, target, options, partial)),
+    (hop) => (hop as Extract<Hop, { _tag: "Answer" }>).response
+  )
   const timeout = Duration.decode(options.timeout)
-  const answered = yield* Effect.timeoutTo(follow, { duration: timeout, onSuccess: Option.some, onTimeout: Option.none })
+  const answered = yield* Effect.timeoutTo(answer, { duration: timeout, onSuccess: Option.some, onTimeout: Option.none })
   if (Option.isSome(answered)) return answered.value
   // an answer whose status arrived in time counts by its status (overflow: "truncate")
   if (partial.current !== undefined) return partial.current()
-  const seconds = Math.round(Duration.toMillis(timeout) / 100) / 10
-  return yield* refuse(Address.urlHost(first), "timeout", `no answer within ${seconds} s`)
+  return yield* refuse(Address.urlHost(first), "timeout", `no answer within ${timeoutSeconds(timeout)} s`)
 })
+
+/** Options of {@link stream}. */
+export interface StreamOptions extends TargetOptions {
+  readonly method?: string | undefined
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  /** Deadline until the answer's status and headers arrived (DNS, connections, redirects). */
+  readonly timeout: Duration.DurationInput
+  /** A larger `content-length` is refused before the body is read (`too_large`); the reader counts the rest. */
+  readonly maxBytes: number
+  readonly maxRedirects?: number | undefined
+  /** Statuses answered; any other fails with `reason: "status"` without reading the body. Default: 2xx. */
+  readonly acceptStatus?: ((status: number) => boolean) | undefined
+}
+
+/** An answer whose body is still to be read. */
+export interface StreamedResponse {
+  readonly status: number
+  readonly headers: http.IncomingHttpHeaders
+  /** The body: read it, or let the scope close (which destroys the connection). */
+  readonly body: http.IncomingMessage
+  /** The URL answered, after redirects. */
+  readonly url: string
+}
+
+/**
+ * {@link request} that answers once the status and headers arrived, with the body as a Node stream for the caller
+ * to read (a large file is never held in memory). The same address rules, pinning and redirect checks; `headers`
+ * are sent to the first URL's host only; the connection is destroyed when the scope closes.
+ */
+export const stream = Effect.fn("PinnedHttp.stream")(function*(url: string, options: StreamOptions) {
+  const first = yield* parsed(url)
+  const timeout = Duration.decode(options.timeout)
+  const opened = yield* Effect.acquireRelease(
+    // the caller's headers (an upstream's credentials) go to the first host only, never to a redirect's other host
+    follow(first, options, (current, target) =>
+      open(current, target, Address.urlHost(current) === Address.urlHost(first) ? options : { ...options, headers: undefined })).pipe(
+      Effect.timeoutFail({
+        duration: timeout,
+        onTimeout: () => refuse(Address.urlHost(first), "timeout", `no answer within ${timeoutSeconds(timeout)} s`)
+      })
+    ),
+    (response) => Effect.sync(() => response.body.destroy())
+  )
+  return opened
+})
+
+/** One exchange with an already-checked address, answered at its headers (see {@link stream}). */
+const open = (url: URL, target: ResolvedAddress, options: StreamOptions) =>
+  Effect.async<StreamedResponse | { readonly _tag: "Redirect"; readonly location: string }, OutboundError>(
+    (resume) => {
+      const host = Address.urlHost(url)
+      let settled = false
+      const fail = (reason: Reason, message: string, status?: number) => {
+        if (settled) return
+        settled = true
+        request.destroy()
+        resume(Effect.fail(new OutboundError({ reason, host, message, status })))
+      }
+      const request = (url.protocol === "https:" ? https.request : http.request)(url, {
+        method: options.method ?? "GET",
+        agent: false,
+        lookup: pinnedLookup(target),
+        headers: { ...options.headers }
+      }, (response) => {
+        if (settled) return response.destroy()
+        const status = response.statusCode ?? 0
+        if (options.maxRedirects !== undefined && redirectStatuses.has(status)) {
+          const location = response.headers.location
+          if (location === undefined || location === "") {
+            return fail("redirect", `redirect (HTTP ${status}) without a location`, status)
+          }
+          settled = true
+          request.destroy()
+          return resume(Effect.succeed({ _tag: "Redirect", location }))
+        }
+        if (!(options.acceptStatus ?? ((code: number) => code >= 200 && code < 300))(status)) {
+          return fail("status", `the server answered HTTP ${status}`, status)
+        }
+        const declared = Number(response.headers["content-length"])
+        if (Number.isFinite(declared) && declared > options.maxBytes) {
+          return fail("too_large", `the body is larger than ${formatBytes(options.maxBytes)}`)
+        }
+        settled = true
+        resume(Effect.succeed({ status, headers: response.headers, body: response, url: url.href }))
+      })
+      request.on("error", (error: NodeJS.ErrnoException) => {
+        if (error.code === "ECONNREFUSED") return fail("refused", "connection refused")
+        fail("network", `connection failed${error.code === undefined ? "" : ` (${error.code})`}`)
+      })
+      request.end()
+      return Effect.sync(() => {
+        if (!settled) {
+          settled = true
+          request.destroy()
+        }
+      })
+    }
+  )

@@ -26,6 +26,7 @@ import { withRemoteAddress } from "./ClientAddress.js"
 import * as Dispatch from "./internal/dispatch.js"
 import * as Envelope from "./Envelope.js"
 import * as Health from "./Health.js"
+import * as Callbacks from "./Callbacks.js"
 import * as Files from "./Files.js"
 import * as RateLimit from "./RateLimit.js"
 import * as AdminHttp from "./http/Admin.js"
@@ -125,10 +126,17 @@ const extrasFor = (families: Family.Registry) =>
     HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
     lazyDocs,
     Files.layer,
+    Callbacks.layer,
     Health.layer,
     Envelope.layer({
       apiRoutes: Envelope.routesOf(Api.make(families)),
-      extraRoutes: [{ method: "GET", path: openApiPath }, { method: "GET", path: docsPath }, ...Files.routes, ...Health.routes]
+      extraRoutes: [
+        { method: "GET", path: openApiPath },
+        { method: "GET", path: docsPath },
+        ...Files.routes,
+        ...Callbacks.routes,
+        ...Health.routes
+      ]
     })
   )
 

@@ -11,6 +11,8 @@ export * as Authentication from "./Authentication.js"
 export * as Authorization from "./Authorization.js"
 /** Client addresses behind trusted proxies. */
 export * as ClientAddress from "./ClientAddress.js"
+/** Upstream completion callbacks (`POST /callbacks/v1/{channel}/{task}`). */
+export * as Callbacks from "./Callbacks.js"
 /** The envelope middleware. */
 export * as Envelope from "./Envelope.js"
 /** `/healthz` and `/readyz`. */

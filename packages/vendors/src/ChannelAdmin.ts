@@ -6,9 +6,12 @@
  * - **Reads**: the environment's channels (`default:*`, read-only) first, then the stored ones, oldest first; each
  *   with its health (this node's breaker, and the tasks in flight on it on every node). Credentials are never
  *   answered: only whether they are set and their hint (`…abcd`).
- * - **Validation** (`VALIDATION_ERROR`, before anything is written): a relay channel needs `settings.base_url` (an
- *   absolute http(s) URL) and `credentials.api_key` (given, or already stored); a simulated one takes neither; each
- *   model must be one of the channel's families'; credentials need `MEDIAGATE_CHANNEL_KEY`; the `default:*`
+ * - **Validation** (`VALIDATION_ERROR`, before anything is written): every transport but the simulator needs
+ *   `settings.base_url` (an absolute http(s) URL; fal and replicate default to their public APIs), and relay, fal,
+ *   replicate and openai need `credentials.api_key` (given, or already stored); a simulated channel takes neither;
+ *   each model must be one of the channel's families'; a mapping's expressions must compile (`Mapping.problem`,
+ *   naming the model and the expression) and a comfyui mapping's targets must be stored workflows; credentials
+ *   need `MEDIAGATE_CHANNEL_KEY`; the `default:*`
  *   channels come from the environment and are not changed here. `settings` given in an update are merged into
  *   the stored ones field by field.
  * - **Enabling**: `enabled: true` clears `disabled_reason`; `enabled: false` from an operator records "disabled by
@@ -29,13 +32,16 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { ChannelSecrets, hintOf, noKeyMessage } from "./ChannelSecrets.js"
+import * as Comfy from "./ComfyUpstream.js"
+import * as Mapping from "./Mapping.js"
 import {
   type ChannelConfig,
   type ChannelHealthView,
   type ChannelInput,
   type ChannelPatch,
   ChannelRuntime,
-  ChannelStore
+  ChannelStore,
+  defaultBaseUrls
 } from "./ChannelStore.js"
 
 /** The `disabled_reason` of a channel an operator disabled. */
@@ -59,10 +65,7 @@ export const toChannel = (config: ChannelConfig, health: ChannelHealthView, inFl
     id: config.id,
     name: config.name,
     transport: config.transport,
-    settings: {
-      ...(config.settings.baseUrl === undefined ? {} : { base_url: config.settings.baseUrl }),
-      ...(config.settings.timeoutMs === undefined ? {} : { timeout_ms: config.settings.timeoutMs })
-    },
+    settings: wireSettings(config.settings),
     credentials_set: apiKey !== undefined || hint !== null,
     credentials_hint: hint,
     families: config.families,
@@ -109,18 +112,24 @@ interface Shape {
   readonly models: ReadonlyArray<string>
 }
 
+/** The transports that need `credentials.api_key`. */
+const needsKey = new Set<ChannelConfig["transport"]>(["relay", "fal", "replicate", "openai"])
+
+const hostPattern = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$/i
+
 /** The first rule `shape` breaks (see the module's comment). */
 export const checkShape = (shape: Shape): string | undefined => {
-  if (shape.transport === "relay") {
-    if (shape.settings.baseUrl === undefined) {
-      return "settings.base_url: required for a relay channel (the other service's absolute http or https URL)"
-    }
-    const url = checkBaseUrl(shape.settings.baseUrl)
-    if (url !== undefined) return url
-    if (!shape.credentials) return "credentials.api_key: required for a relay channel"
+  const { settings, transport } = shape
+  if (transport === "simulated") {
+    if (settings.baseUrl !== undefined) return `settings.base_url: a ${transport} channel takes no base_url`
+    if (shape.credentials) return `credentials: a ${transport} channel takes no credentials`
   } else {
-    if (shape.settings.baseUrl !== undefined) return `settings.base_url: a ${shape.transport} channel takes no base_url`
-    if (shape.credentials) return `credentials: a ${shape.transport} channel takes no credentials`
+    if (settings.baseUrl === undefined && defaultBaseUrls[transport] === undefined) {
+      return `settings.base_url: required for a ${transport} channel (the upstream's absolute http or https URL)`
+    }
+    const url = settings.baseUrl === undefined ? undefined : checkBaseUrl(settings.baseUrl)
+    if (url !== undefined) return url
+    if (!shape.credentials && needsKey.has(transport)) return `credentials.api_key: required for a ${transport} channel`
   }
   const served = new Set<string>(shape.families.flatMap((family) => Catalog.models[family]))
   const foreign = shape.models.filter((model) => !served.has(model))
@@ -128,14 +137,57 @@ export const checkShape = (shape: Shape): string | undefined => {
     return `models: ${foreign.join(", ")} ${foreign.length === 1 ? "is not a model" : "are not models"} of ` +
       `${shape.families.join(", ")}`
   }
+  const serves = (model: string) => shape.models.length === 0 ? served.has(model) : shape.models.includes(model)
+  const mapping = Mapping.problem(settings.mapping, serves)
+  if (mapping !== undefined) return mapping
+  if (settings.mapping !== undefined && transport === "simulated") {
+    return "settings.mapping: a simulated channel takes no mapping"
+  }
+  if (settings.workflows !== undefined && transport !== "comfyui") {
+    return `settings.workflows: only a comfyui channel takes workflows`
+  }
+  if (transport === "comfyui") {
+    for (const [model, entry] of Object.entries(settings.mapping ?? {})) {
+      if (settings.workflows?.[entry.target] === undefined) {
+        return `settings.mapping.${model}.target: no workflow named ${entry.target} in settings.workflows`
+      }
+    }
+    for (const [name, workflow] of Object.entries(settings.workflows ?? {})) {
+      const broken = Comfy.workflowProblem(workflow)
+      if (broken !== undefined) return `settings.workflows.${name}: ${broken}`
+    }
+  }
+  const badHost = (settings.resultHosts ?? []).find((host) => !hostPattern.test(host))
+  if (badHost !== undefined) return `settings.result_hosts: ${badHost} is not a host name`
   return undefined
 }
 
 const unique = <A>(values: ReadonlyArray<A>): ReadonlyArray<A> => [...new Set(values)]
 
+/** The wire settings as the store keeps them. */
 const settingsOf = (settings: Channel.ChannelSettings | undefined): ChannelConfig["settings"] => ({
   ...(settings?.base_url === undefined ? {} : { baseUrl: settings.base_url.trim() }),
-  ...(settings?.timeout_ms === undefined ? {} : { timeoutMs: settings.timeout_ms })
+  ...(settings?.timeout_ms === undefined ? {} : { timeoutMs: settings.timeout_ms }),
+  ...(settings?.mapping === undefined ? {} : { mapping: settings.mapping }),
+  ...(settings?.result_hosts === undefined ? {} : { resultHosts: settings.result_hosts.map((host) => host.toLowerCase()) }),
+  ...(settings?.max_result_bytes === undefined ? {} : { maxResultBytes: settings.max_result_bytes }),
+  ...(settings?.poll_interval_ms === undefined ? {} : { pollIntervalMs: settings.poll_interval_ms }),
+  ...(settings?.poll_rate === undefined ? {} : { pollRate: settings.poll_rate }),
+  ...(settings?.callbacks === undefined ? {} : { callbacks: settings.callbacks }),
+  ...(settings?.workflows === undefined ? {} : { workflows: settings.workflows })
+})
+
+/** The stored settings as the admin API shows them. */
+export const wireSettings = (settings: ChannelConfig["settings"]): Channel.ChannelSettings => ({
+  ...(settings.baseUrl === undefined ? {} : { base_url: settings.baseUrl }),
+  ...(settings.timeoutMs === undefined ? {} : { timeout_ms: settings.timeoutMs }),
+  ...(settings.mapping === undefined ? {} : { mapping: settings.mapping }),
+  ...(settings.resultHosts === undefined ? {} : { result_hosts: settings.resultHosts }),
+  ...(settings.maxResultBytes === undefined ? {} : { max_result_bytes: settings.maxResultBytes }),
+  ...(settings.pollIntervalMs === undefined ? {} : { poll_interval_ms: settings.pollIntervalMs }),
+  ...(settings.pollRate === undefined ? {} : { poll_rate: settings.pollRate }),
+  ...(settings.callbacks === undefined ? {} : { callbacks: settings.callbacks }),
+  ...(settings.workflows === undefined ? {} : { workflows: settings.workflows })
 })
 
 const credentialsOf = (credentials: Channel.ChannelCredentials): ChannelConfig["credentials"] => ({

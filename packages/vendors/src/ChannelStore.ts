@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type { Catalog } from "@mediagate/contract"
+import type { Catalog, Channel } from "@mediagate/contract"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
@@ -13,8 +13,21 @@ import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Stream from "effect/Stream"
 
-/** How a channel reaches its upstream. */
-export type ChannelTransport = "simulated" | "relay"
+/** How a channel reaches its upstream (the contract's `channelTransports`). */
+export type ChannelTransport = Channel.ChannelTransport
+
+/** The transports whose upstream has a well-known public API: their `base_url` may be left out. */
+export const defaultBaseUrls: Partial<Record<ChannelTransport, string>> = {
+  fal: "https://queue.fal.run",
+  replicate: "https://api.replicate.com"
+}
+
+/** How one of our models maps onto the upstream (the contract's `ModelMapping`). */
+export interface ModelMapping {
+  readonly target: string
+  readonly input?: string
+  readonly output?: string
+}
 
 /** A channel as the router and the admin service use it (credentials decrypted). */
 export interface ChannelConfig {
@@ -27,6 +40,20 @@ export interface ChannelConfig {
     readonly baseUrl?: string
     /** Longest time one upstream call may take, ms. */
     readonly timeoutMs?: number
+    /** Per served model: the upstream target and the input/output expressions (JSONata). */
+    readonly mapping?: Readonly<Record<string, ModelMapping>>
+    /** Hosts besides the base URL's whose result URLs may be private addresses. */
+    readonly resultHosts?: ReadonlyArray<string>
+    /** Largest result file copied, bytes. */
+    readonly maxResultBytes?: number
+    /** How often a job is polled when no callback comes, ms. */
+    readonly pollIntervalMs?: number
+    /** Most polls per second from one node. */
+    readonly pollRate?: number
+    /** Whether to ask the upstream for completion callbacks (default true). */
+    readonly callbacks?: boolean
+    /** comfyui: the workflows by name. */
+    readonly workflows?: Readonly<Record<string, Channel.ComfyWorkflow>>
   }
   readonly credentials: {
     /** relay: the other service's API key. */

@@ -20,7 +20,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog, Families, Family, Metrics } from "@mediagate/contract"
+import { Catalog, Families, Family, Metrics, Services } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Ids from "@mediagate/persistence/Ids"
@@ -33,14 +33,21 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { performance } from "node:perf_hooks"
 import { type BreakerOptions, Breakers, type BreakerState } from "./Breaker.js"
-import { type ChannelConfig, ChannelRuntime, ChannelStore, type ChannelTransport } from "./ChannelStore.js"
+import { type ChannelConfig, ChannelRuntime, ChannelStore, type ChannelTransport, defaultBaseUrls } from "./ChannelStore.js"
+import * as Comfy from "./ComfyUpstream.js"
+import * as Fal from "./FalUpstream.js"
+import { hostOf, type Transport, type TransportContext } from "./internal/upstreamHttp.js"
+import * as Mapping from "./Mapping.js"
+import * as OpenAi from "./OpenAiUpstream.js"
+import * as Replicate from "./ReplicateUpstream.js"
+import { ResultCopier } from "./ResultCopy.js"
 import * as Durations from "./Durations.js"
 import { Estimates } from "./Estimates.js"
-import { FileStore } from "./FileStore.js"
 import { PriceBook } from "./Prices.js"
 import * as Relay from "./Relay.js"
 import { SimulatedUpstream } from "./Simulated.js"
@@ -122,6 +129,12 @@ export const defaultChannels = (
   ]
 }
 
+/** The file-signing key a callback URL of a channel and task is signed under. */
+const callbackKey = (channelId: string, taskId: string) => `callbacks/${channelId}/${taskId}`
+
+/** Largest result file copied by default: 2 GiB. */
+const defaultMaxResultBytes = 2 * 1024 ** 3
+
 /** Whether a channel serves a task's model. */
 export const serves = (channel: ChannelConfig, task: Pick<TaskRecord, "provider" | "model">): boolean =>
   channel.families.includes(task.provider) && (channel.models.length === 0 || channel.models.includes(task.model))
@@ -153,6 +166,44 @@ interface Live {
   readonly config: ChannelConfig
   readonly transport: Upstream["Type"]
   readonly stored: boolean
+  /** Checks the upstream's own signature of a callback (absent: the transport's upstream signs none). */
+  readonly verifyCallback?: Transport["verifyCallback"]
+  /** Whether the channel's upstream reports the end of every job (callbacks): polls are then a safety net. */
+  readonly notifies: boolean
+  /** The tokens of the channel's poll rate (see {@link PollRate}). */
+  readonly pollRate: PollRate
+}
+
+/** The HTTP transports, each built from its channel's context. */
+const httpTransports: Readonly<Record<"fal" | "replicate" | "comfyui" | "openai", (context: TransportContext) => Transport>> = {
+  fal: Fal.make,
+  replicate: Replicate.make,
+  comfyui: Comfy.make,
+  openai: OpenAi.make
+}
+
+/** The transports whose upstream calls back when a job ends. */
+const callbackTransports = new Set<ChannelTransport>(["fal", "replicate"])
+
+/** Default polls per second of one channel from one node. */
+export const defaultPollRate = 50
+
+/**
+ * A channel's poll rate on this node: at most `perSecond` polls a second, a burst of one second's worth allowed
+ * (generic cell rate: the time the next poll may go, moved on by 1/rate per poll). A poll that finds no room is
+ * put off to when there will be, with a spread, instead of waiting in a worker slot.
+ */
+export class PollRate {
+  private next = 0
+  constructor(readonly perSecond: number) {}
+  /** 0 when a poll may go now (and counts it), else how long to wait, ms. */
+  take(now: number): number {
+    const interval = 1000 / this.perSecond
+    const next = Math.max(this.next, now - 1000)
+    if (next > now) return Math.ceil(next - now + Math.random() * 1000)
+    this.next = next + interval
+    return 0
+  }
 }
 
 const breakerGauge: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 }
@@ -173,10 +224,13 @@ const failureKind = (error: UpstreamError): "refused" | "auth" | "unavailable" =
 export const make = (options: ChannelsOptions = {}) =>
   Effect.gen(function*() {
     const simulated = yield* SimulatedUpstream
+    const copier = yield* ResultCopier
     const store = yield* ChannelStore
     const storage = yield* TaskStorage
-    const files = yield* FileStore
     const signer = yield* UrlSigner
+    const allowPrivate = options.inputChecks?.allowPrivate ?? false
+    /** Tasks an upstream's callback woke. */
+    const woken = yield* PubSub.unbounded<string>()
     const authLimit = Math.max(1, options.authFailures ?? 3)
     const slotWaitMs = Duration.toMillis(options.slotWait ?? "1 second")
     const breakers = new Breakers(options.breaker, (transition) => {
@@ -191,27 +245,74 @@ export const make = (options: ChannelsOptions = {}) =>
       Effect.suspend(() => {
         const { baseUrl } = config.settings
         const { apiKey } = config.credentials
-        if (baseUrl === undefined || apiKey === undefined) return Effect.succeed(Option.none<Upstream["Type"]>())
+        if (baseUrl === undefined || apiKey === undefined) return Effect.succeed(Option.none<Transport>())
         return Relay.make({
           baseUrl,
           apiKey,
-          ...(config.settings.timeoutMs === undefined ? {} : { timeout: Duration.millis(config.settings.timeoutMs) })
+          allowPrivate,
+          ...(config.settings.timeoutMs === undefined ? {} : { timeout: Duration.millis(config.settings.timeoutMs) }),
+          ...(config.settings.resultHosts === undefined ? {} : { resultHosts: config.settings.resultHosts }),
+          ...(config.settings.maxResultBytes === undefined ? {} : { maxFileBytes: config.settings.maxResultBytes })
         }).pipe(
-          Effect.provideService(FileStore, files),
-          Effect.provideService(UrlSigner, signer),
-          Effect.map(Option.some)
+          Effect.provideService(ResultCopier, copier),
+          Effect.map((upstream) => Option.some<Transport>({ upstream }))
         )
+      })
+
+    /** The URL an upstream calls back for a task of a channel: signed for the channel and task, until after the deadline. */
+    const callbackUrlOf = (channelId: string) => (task: TaskRecord) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        // upstreams retry callbacks for hours (fal: up to 2 h)
+        const ttlSeconds = Math.ceil(Math.max(0, task.deadlineAt - now) / 1000) + 3 * 3600
+        const signed = new URL(yield* signer.sign(callbackKey(channelId, task.id), ttlSeconds))
+        const base = signed.href.slice(0, signed.href.indexOf("/files/"))
+        const query = `expires=${signed.searchParams.get("expires")}&signature=${signed.searchParams.get("signature")}`
+        return `${base}/callbacks/v1/${encodeURIComponent(channelId)}/${encodeURIComponent(task.id)}?${query}`
+      })
+
+    /** An HTTP transport of a channel (none without a base URL). */
+    const httpOf = (config: ChannelConfig, make: (context: TransportContext) => Transport) =>
+      Effect.sync(() => {
+        const baseUrl = (config.settings.baseUrl ?? defaultBaseUrls[config.transport])?.replace(/\/+$/, "")
+        if (baseUrl === undefined) return Option.none<Transport>()
+        const callbacks = callbackTransports.has(config.transport) && config.settings.callbacks !== false
+        return Option.some(make({
+          channel: config,
+          baseUrl,
+          mapping: Mapping.compile(config.settings.mapping),
+          copier,
+          policy: {
+            trustedHosts: [hostOf(baseUrl), ...(config.settings.resultHosts ?? [])],
+            allowPrivate,
+            timeoutMs: config.settings.timeoutMs ?? 30_000,
+            maxBytes: config.settings.maxResultBytes ?? defaultMaxResultBytes,
+            lookup: options.inputChecks?.lookup
+          },
+          callbackUrl: callbacks ? callbackUrlOf(config.id) : () => Effect.succeed(undefined)
+        }))
       })
 
     const build = (config: ChannelConfig, stored: boolean) => {
       const adapter = options.adapters?.[config.transport]
+      const transport = config.transport
       return Effect.map(
         adapter !== undefined
-          ? Effect.map(adapter(config), Option.some)
-          : config.transport === "simulated"
-          ? Effect.succeed(Option.some<Upstream["Type"]>(simulated))
-          : relayOf(config),
-        Option.map((transport): Live => ({ config, transport, stored }))
+          ? Effect.map(adapter(config), (upstream) => Option.some<Transport>({ upstream }))
+          : transport === "simulated"
+          ? Effect.succeed(Option.some<Transport>({ upstream: simulated }))
+          : transport === "relay"
+          ? relayOf(config)
+          : httpOf(config, httpTransports[transport]),
+        Option.map((built): Live => ({
+          config,
+          transport: built.upstream,
+          stored,
+          ...(built.verifyCallback === undefined ? {} : { verifyCallback: built.verifyCallback }),
+          notifies: built.upstream.notifiesChanges ||
+            (callbackTransports.has(config.transport) && config.settings.callbacks !== false),
+          pollRate: new PollRate(config.settings.pollRate ?? defaultPollRate)
+        }))
       )
     }
 
@@ -378,6 +479,10 @@ export const make = (options: ChannelsOptions = {}) =>
         }
         const id = live.config.id
         const now = yield* Clock.currentTimeMillis
+        const wait = live.pollRate.take(now)
+        if (wait > 0) {
+          return yield* unavailable(`channel ${id}: ${live.pollRate.perSecond} polls a second reached`, wait)
+        }
         const admitted = breakers.admit(id, now)
         if (admitted._tag === "Refused") {
           if (elsewhere(task, now)) {
@@ -405,9 +510,14 @@ export const make = (options: ChannelsOptions = {}) =>
 
     const upstream = yield* Upstreams.measured(Upstream.of({
       notifiesChanges: false,
-      notifies: (task) =>
-        task.environment === "test" || (find(task.channelId)?.transport ?? legacy(task) ?? simulated).notifiesChanges,
-      changes: simulated.changes,
+      notifies: (task) => {
+        if (task.environment === "test") return true
+        const live = find(task.channelId)
+        return live !== undefined ? live.notifies : (legacy(task) ?? simulated).notifiesChanges
+      },
+      pollDelay: (_polls, task) =>
+        task.environment === "test" ? undefined : find(task.channelId)?.config.settings.pollIntervalMs,
+      changes: Stream.mergeAll([simulated.changes, copier.changes, Stream.fromPubSub(woken)], { concurrency: "unbounded" }),
       submit: (task) =>
         task.environment === "test"
           ? simulated.submit(task).pipe(Upstreams.traced("Upstream.submit", task, "simulated"))
@@ -437,16 +547,42 @@ export const make = (options: ChannelsOptions = {}) =>
       health: (id) => Effect.sync(() => breakers.view(id)),
       refresh
     })
-    return { upstream, runtime }
+
+    const callbacks = Services.UpstreamCallbacks.of({
+      receive: (callback) =>
+        Effect.gen(function*() {
+          const live = byId.get(callback.channelId)
+          if (live === undefined) return "unknown" as const
+          const signed = yield* signer.verify(
+            callbackKey(callback.channelId, callback.taskId),
+            callback.expires,
+            callback.signature
+          )
+          if (!signed) return "refused" as const
+          if (live.verifyCallback !== undefined && !(yield* live.verifyCallback(callback.body, callback.headers))) {
+            yield* Effect.logWarning(`channel ${live.config.id}: a callback for ${callback.taskId} failed the upstream's signature`)
+            return "refused" as const
+          }
+          yield* PubSub.publish(woken, callback.taskId)
+          return "accepted" as const
+        })
+    })
+    return { upstream, runtime, callbacks }
   })
 
 /** What the router needs. */
-export type Requirements = SimulatedUpstream | Estimates | PriceBook | ChannelStore | TaskStorage | FileStore | UrlSigner
+export type Requirements = SimulatedUpstream | Estimates | PriceBook | ChannelStore | TaskStorage | ResultCopier | UrlSigner
 
-/** The routed upstream and its runtime as a layer. */
-export const layer = (options: ChannelsOptions = {}): Layer.Layer<Upstream | ChannelRuntime, never, Requirements> =>
-  Layer.scopedContext(Effect.map(make(options), ({ runtime, upstream }) =>
-    Context.make(Upstream, upstream).pipe(Context.add(ChannelRuntime, runtime))))
+/** What the router provides: the routed upstream, its runtime for the admin views, and the callbacks' port. */
+export type Provided = Upstream | ChannelRuntime | Services.UpstreamCallbacks
+
+/** The routed upstream, its runtime and the upstream callbacks as a layer. */
+export const layer = (options: ChannelsOptions = {}): Layer.Layer<Provided, never, Requirements> =>
+  Layer.scopedContext(Effect.map(make(options), ({ callbacks, runtime, upstream }) =>
+    Context.make(Upstream, upstream).pipe(
+      Context.add(ChannelRuntime, runtime),
+      Context.add(Services.UpstreamCallbacks, callbacks)
+    )))
 
 /** A count setting: an integer, 1 or more. */
 const atLeastOne = (name: string, fallback: number) =>
@@ -480,6 +616,6 @@ export const config: Effect.Effect<ChannelsOptions, ConfigError.ConfigError> = E
 })
 
 /** The router with its settings from Effect `Config`. */
-export const layerConfig: Layer.Layer<Upstream | ChannelRuntime, ConfigError.ConfigError, Requirements> = Layer.unwrapEffect(
+export const layerConfig: Layer.Layer<Provided, ConfigError.ConfigError, Requirements> = Layer.unwrapEffect(
   Effect.map(config, (options) => layer(options))
 )

@@ -158,6 +158,15 @@ export class FileStore extends Context.Tag("@mediagate/vendors/FileStore")<FileS
     contentType: string
   ) => Effect.Effect<StoredFile, InvalidFileKey | FileStoreError>
   /**
+   * Moves a local file (a download finished on this machine's disk) into the store under `key`, atomically; the
+   * local file is gone afterwards, whether the move succeeded or not. Large files are never read into memory.
+   */
+  readonly putFile: (
+    key: string,
+    file: string,
+    contentType: string
+  ) => Effect.Effect<StoredFile, InvalidFileKey | FileStoreError>
+  /**
    * Stores the file of `from` under `to` too (replacing any file there), without sending its bytes again; `false`
    * when there is no file `from`. `to`'s extension must serve the content type `from`'s serves.
    */
@@ -251,6 +260,19 @@ export const makeLocal = (options: { readonly directory: string }) =>
         return { key, size: bytes.byteLength, contentType: served }
       })
 
+    // a rename into place when the file is on the store's file system, else a copy on a temporary name renamed
+    const putFile = (key: string, source: string, contentType: string) =>
+      Effect.gen(function*() {
+        const served = yield* puttable(key, contentType)
+        const file = fileOf(key)
+        const moved = fs.rename(source, file).pipe(
+          Effect.catchIf((error) => !isNotFound(error), () => replace(file, (temporary) => fs.copyFile(source, temporary)))
+        )
+        yield* inDirectory(file, moved).pipe(Effect.mapError(failure("put", key)))
+        const info = yield* fs.stat(file).pipe(Effect.mapError(failure("put", key)))
+        return { key, size: Number(info.size), contentType: served }
+      }).pipe(Effect.ensuring(Effect.ignore(fs.remove(source))))
+
     // a hard link straight to the new name (one system call); over an existing file, a link on a temporary name
     // renamed into place; where the file system refuses hard links, a copy of the bytes on the temporary name. A
     // missing source is NotFound even once the directory is made: `false`.
@@ -312,7 +334,7 @@ export const makeLocal = (options: { readonly directory: string }) =>
           Effect.zipRight(removeIfEmpty(path.dirname(file)))
         ))
 
-    return FileStore.of({ put, copy, open, remove })
+    return FileStore.of({ put, putFile, copy, open, remove })
   })
 
 /** The local-disk store on `directory`. */

@@ -24,9 +24,10 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import * as Stream from "effect/Stream"
-import { FileStore, resultKey } from "./FileStore.js"
-import { UrlSigner } from "./UrlSigner.js"
+import { hostOf } from "./internal/upstreamHttp.js"
+import type { ResultSource } from "./Mapping.js"
+import * as ResultCopy from "./ResultCopy.js"
+import { ResultCopier } from "./ResultCopy.js"
 
 /** Where the relay forwards to. */
 export interface RelayOptions {
@@ -38,6 +39,10 @@ export interface RelayOptions {
   readonly timeout?: Duration.DurationInput
   /** Largest result file copied. Default 2 GiB. */
   readonly maxFileBytes?: number
+  /** Hosts besides the base URL's whose result URLs may be private addresses. */
+  readonly resultHosts?: ReadonlyArray<string>
+  /** Allow private addresses for every result URL (development and tests). */
+  readonly allowPrivate?: boolean
 }
 
 const retryable = (message: string) => new UpstreamError({ message, retryable: true, kind: "unavailable" })
@@ -58,15 +63,9 @@ const fromApiError = (error: unknown): UpstreamError => {
   return retryable(`relay: ${error instanceof Error ? error.message : String(error)}`)
 }
 
-const extensionOf = (format: string) => format === "jpeg" ? "jpg" : format.replace(/[^a-z0-9]/gi, "")
-const contentTypeOf = (format: string) =>
-  format === "mp4" ? "video/mp4" : format === "png" ? "image/png" : format === "jpeg" ? "image/jpeg" : "application/octet-stream"
-
 /** Builds the relay upstream. */
 export const make = (options: RelayOptions) =>
   Effect.gen(function*() {
-    const store = yield* FileStore
-    const signer = yield* UrlSigner
     const client = yield* Client.make({ baseUrl: options.baseUrl, apiKey: options.apiKey }).pipe(
       Effect.provide(FetchHttpClient.layer)
     )
@@ -78,28 +77,24 @@ export const make = (options: RelayOptions) =>
         Effect.mapError((error) => error instanceof UpstreamError ? error : fromApiError(error))
       )
 
-    /** Copies the other service's result files into our store, under our signed URLs. */
-    const copyResults = (task: TaskRecord, items: ReadonlyArray<Task.ResultItem>) =>
-      Effect.forEach(items, (item, i) =>
-        Effect.gen(function*() {
-          const response = yield* Effect.tryPromise({
-            try: (signal) => fetch(item.url, { signal }),
-            catch: (error) => retryable(`relay: downloading a result failed: ${String(error)}`)
-          })
-          if (!response.ok) return yield* retryable(`relay: downloading a result answered ${response.status}`)
-          const length = Number(response.headers.get("content-length") ?? "0")
-          if (length > maxFileBytes) return yield* permanent("relay: a result file is larger than allowed")
-          const bytes = new Uint8Array(yield* Effect.tryPromise({
-            try: () => response.arrayBuffer(),
-            catch: (error) => retryable(`relay: reading a result failed: ${String(error)}`)
-          }))
-          const key = resultKey(task, `${item.kind ?? "output"}-${i}.${extensionOf(item.format)}`)
-          const stored = yield* store.put(key, bytes, contentTypeOf(item.format)).pipe(
-            Effect.mapError((error) => retryable(`relay: storing a result failed: ${error._tag}`))
-          )
-          const copy: Task.ResultItem = { ...item, url: yield* signer.sign(key), size_bytes: stored.size }
-          return copy
-        }).pipe(Effect.timeoutFail({ duration: Duration.minutes(10), onTimeout: () => retryable("relay: copying a result timed out") })))
+    const copier = yield* ResultCopier
+    const policy: ResultCopy.CopyPolicy = {
+      trustedHosts: [hostOf(options.baseUrl), ...(options.resultHosts ?? [])],
+      allowPrivate: options.allowPrivate ?? false,
+      timeoutMs: Duration.toMillis(Duration.decode(timeout)),
+      maxBytes: maxFileBytes
+    }
+
+    /** The other service's result files as copy sources. */
+    const sourcesOf = (items: ReadonlyArray<Task.ResultItem>): ReadonlyArray<ResultSource> =>
+      items.map((item) => ({
+        url: item.url,
+        format: item.format,
+        ...(item.kind === undefined ? {} : { kind: item.kind }),
+        ...(item.duration === undefined ? {} : { duration: item.duration }),
+        ...(item.width === undefined ? {} : { width: item.width }),
+        ...(item.height === undefined ? {} : { height: item.height })
+      }))
 
     const toState = (task: TaskRecord, remote: Task.Task): Effect.Effect<JobState, UpstreamError> => {
       switch (remote.status) {
@@ -109,11 +104,15 @@ export const make = (options: RelayOptions) =>
         case "running":
           return Effect.succeed({ _tag: "Running", progress: remote.progress })
         case "succeeded":
-          return Effect.map(copyResults(task, remote.result ?? []), (result): JobState => {
+          return Effect.map(copier.collect(task, remote.id, sourcesOf(remote.result ?? []), policy), (state) => {
             const ran = remote.started_at === null || remote.completed_at === null
               ? NaN
               : (Date.parse(remote.completed_at) - Date.parse(remote.started_at)) / 1000
-            return { _tag: "Succeeded", result, ...(Number.isFinite(ran) && ran >= 0 ? { seconds: ran } : {}) }
+            return ResultCopy.jobState(state, (result) => ({
+              _tag: "Succeeded",
+              result,
+              ...(Number.isFinite(ran) && ran >= 0 ? { seconds: ran } : {})
+            }))
           })
         case "failed":
           return Effect.succeed({
@@ -129,7 +128,8 @@ export const make = (options: RelayOptions) =>
 
     return Upstream.of({
       notifiesChanges: false,
-      changes: Stream.empty,
+      // a finished copy makes its task polled again
+      changes: copier.changes,
       submit: (task) =>
         call(Effect.suspend(() => {
           // the only cast left: the derived client's generation group has one method per endpoint name, and the
@@ -159,7 +159,7 @@ export const make = (options: RelayOptions) =>
 export class RelayUpstream extends Context.Tag("@mediagate/vendors/RelayUpstream")<RelayUpstream, Upstream["Type"]>() {}
 
 /** The relay with the given target. */
-export const layer = (options: RelayOptions): Layer.Layer<RelayUpstream, never, FileStore | UrlSigner> =>
+export const layer = (options: RelayOptions): Layer.Layer<RelayUpstream, never, ResultCopier> =>
   Layer.effect(RelayUpstream, make(options))
 
 /** The relay's target from Effect `Config`: `MEDIAGATE_RELAY_URL`, `MEDIAGATE_RELAY_API_KEY`. */
@@ -169,5 +169,5 @@ export const config: Config.Config<RelayOptions> = Config.all({
 })
 
 /** The relay with its target from Effect `Config`. */
-export const layerConfig: Layer.Layer<RelayUpstream, ConfigError.ConfigError, FileStore | UrlSigner> = Layer
+export const layerConfig: Layer.Layer<RelayUpstream, ConfigError.ConfigError, ResultCopier> = Layer
   .unwrapEffect(Effect.map(config, layer))

@@ -21,6 +21,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import { createReadStream } from "node:fs"
+import { rm, stat } from "node:fs/promises"
 import {
   contentTypeOf,
   FileStore,
@@ -128,6 +130,25 @@ export const make = (options: Options) =>
         return { key, size: bytes.byteLength, contentType: served }
       })
 
+    // the file's bytes streamed from the disk, with their length known: one PutObject, nothing held in memory
+    const putFile = (key: string, file: string, contentType: string) =>
+      Effect.gen(function*() {
+        const served = yield* puttable(key, contentType)
+        const size = yield* send("put", key, () => stat(file).then((info) => info.size))
+        yield* send("put", key, (abortSignal) =>
+          client.send(
+            new sdk.PutObjectCommand({
+              Bucket: bucket,
+              Key: `${prefix}${key}`,
+              Body: createReadStream(file),
+              ContentType: served,
+              ContentLength: size
+            }),
+            { abortSignal }
+          ))
+        return { key, size, contentType: served }
+      }).pipe(Effect.ensuring(Effect.promise(() => rm(file, { force: true }))))
+
     const copy = (from: string, to: string) =>
       Effect.gen(function*() {
         const source = yield* locate(from)
@@ -191,7 +212,7 @@ export const make = (options: Options) =>
             Effect.catchIf((error) => isMissing(error.cause), () => Effect.void)
           ))
 
-    return FileStore.of({ put, copy, open, remove })
+    return FileStore.of({ put, putFile, copy, open, remove })
   })
 
 /** The S3 store with the given settings. */

@@ -22,7 +22,7 @@
 import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Catalog } from "@mediagate/contract"
+import { Catalog, Channel } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Listen from "@mediagate/persistence/Listen"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
@@ -93,10 +93,24 @@ const optionalField = <A, I>(schema: Schema.Schema<A, I>) => Schema.optionalWith
 const ChannelRow = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
-  transport: SqlRows.literal("simulated", "relay"),
+  transport: SqlRows.literal(...Channel.channelTransports),
   settings: Schema.parseJson(Schema.Struct({
     baseUrl: optionalField(Schema.String),
-    timeoutMs: optionalField(Schema.Number)
+    timeoutMs: optionalField(Schema.Number),
+    mapping: optionalField(Schema.Record({
+      key: Schema.String,
+      value: Schema.Struct({
+        target: Schema.String,
+        input: optionalField(Schema.String),
+        output: optionalField(Schema.String)
+      })
+    })),
+    resultHosts: optionalField(Schema.Array(Schema.String)),
+    maxResultBytes: optionalField(Schema.Number),
+    pollIntervalMs: optionalField(Schema.Number),
+    pollRate: optionalField(Schema.Number),
+    callbacks: optionalField(Schema.Boolean),
+    workflows: optionalField(Schema.Record({ key: Schema.String, value: Channel.ComfyWorkflow }))
   })),
   credentials: Schema.NullOr(Schema.String),
   credentialsHint: SqlRows.column("credentials_hint", Schema.NullOr(Schema.String)),

@@ -51,3 +51,15 @@ export * as ChannelSecrets from "./ChannelSecrets.js"
 export * as ChannelAdmin from "./ChannelAdmin.js"
 /** Circuit breakers of upstream channels. */
 export * as Breaker from "./Breaker.js"
+/** Per-channel model mapping (JSONata). */
+export * as Mapping from "./Mapping.js"
+/** The one result copy of every transport: guarded, streamed, off the worker. */
+export * as ResultCopy from "./ResultCopy.js"
+/** The fal queue transport. */
+export * as FalUpstream from "./FalUpstream.js"
+/** The Replicate predictions transport. */
+export * as ReplicateUpstream from "./ReplicateUpstream.js"
+/** The ComfyUI transport. */
+export * as ComfyUpstream from "./ComfyUpstream.js"
+/** The OpenAI-compatible images and videos transport. */
+export * as OpenAiUpstream from "./OpenAiUpstream.js"

@@ -27,6 +27,7 @@ import * as Channels from "../src/Channels.js"
 import * as Estimates from "../src/Estimates.js"
 import * as FileStore from "../src/FileStore.js"
 import { PriceBook } from "../src/Prices.js"
+import * as ResultCopy from "../src/ResultCopy.js"
 import * as Simulated from "../src/Simulated.js"
 import * as UrlSigner from "../src/UrlSigner.js"
 
@@ -151,7 +152,7 @@ const withRouter = <A, E>(
         Layer.provide(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
         Layer.provide(PriceBook.layer()),
         Layer.provide(Estimates.layer),
-        Layer.provide(files()),
+        Layer.provide(ResultCopy.layer().pipe(Layer.provideMerge(files()))),
         Layer.provide(Billing.layerUnmetered)
       )
     )

@@ -27,6 +27,7 @@ import * as FileStore from "../src/FileStore.js"
 import * as UrlSigner from "../src/UrlSigner.js"
 import { PriceBook } from "../src/Prices.js"
 import * as Relay from "../src/Relay.js"
+import * as ResultCopy from "../src/ResultCopy.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
 import * as TestPorts from "./ports.js"
@@ -47,6 +48,10 @@ const files = (baseUrl: string) => {
     )
   }
 }
+
+/** The result copier on a store and signer. */
+const withCopier = <E>(layer: Layer.Layer<FileStore.FileStore | UrlSigner.UrlSigner, E>) =>
+  ResultCopy.layer().pipe(Layer.provideMerge(layer))
 
 /** A second Mediagate on a real port (HTTP layer, engine, simulated upstream, file service); answers its URL. */
 const startRemote = Effect.gen(function*() {
@@ -100,7 +105,7 @@ describe("relay upstream", () => {
         Layer.provide(PriceBook.layer()),
         Layer.provideMerge(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) })),
         Layer.provideMerge(Simulated.layer({ videoSeconds: 60 })),
-        Layer.provideMerge(local.layer),
+        Layer.provideMerge(withCopier(local.layer)),
         Layer.provide(Estimates.layer),
         Layer.provide(Planner.layerFixed({ priceMicros: 0, estimatedSeconds: 1 })),
         Layer.provide(Billing.layerUnmetered)
@@ -140,7 +145,7 @@ describe("relay upstream", () => {
     Effect.gen(function*() {
       const remoteUrl = yield* startRemote
       const local = files("http://local.example")
-      const relay = yield* Layer.build(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) }).pipe(Layer.provide(local.layer)))
+      const relay = yield* Layer.build(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) }).pipe(Layer.provide(withCopier(local.layer))))
       const upstream = (yield* Effect.provide(Relay.RelayUpstream, relay))
       const task = {
         id: "task_01JZZZZZZZZZZZZZZZZZZZZZZZ",
@@ -154,7 +159,7 @@ describe("relay upstream", () => {
       const again = yield* upstream.submit(task)
       expect(again.jobId).toBe(first.jobId)
       const refused = yield* Effect.flip(
-        Effect.flatMap(Layer.build(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(`mg_live_${"W".repeat(32)}`) }).pipe(Layer.provide(local.layer))), (ctx) =>
+        Effect.flatMap(Layer.build(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(`mg_live_${"W".repeat(32)}`) }).pipe(Layer.provide(withCopier(local.layer)))), (ctx) =>
           Effect.flatMap(Effect.provide(Relay.RelayUpstream, ctx), (wrong) => wrong.submit(task)))
       )
       expect(refused).toMatchObject({ _tag: "UpstreamError", retryable: false })

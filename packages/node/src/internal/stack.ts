@@ -29,6 +29,7 @@ import * as Estimates from "@mediagate/vendors/Estimates"
 import * as FileService from "@mediagate/vendors/FileService"
 import * as FileStore from "@mediagate/vendors/FileStore"
 import { PriceBook } from "@mediagate/vendors/Prices"
+import * as ResultCopy from "@mediagate/vendors/ResultCopy"
 import * as ResultLinks from "@mediagate/vendors/ResultLinks"
 import * as S3FileStore from "@mediagate/vendors/S3FileStore"
 import * as Simulated from "@mediagate/vendors/Simulated"
@@ -154,6 +155,7 @@ export const Vendors = (stack: StackSettings) => Layer.mergeAll(
   VendorPlanner.layerConfig,
   FileService.layer,
   ResultLinks.layer,
+  ResultCopy.layerConfig,
   Voices.layerConfig
 ).pipe(
   Layer.provideMerge(ChannelStorage(stack)),

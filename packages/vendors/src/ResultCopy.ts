@@ -1,0 +1,468 @@
+/**
+ * One result copy for every transport: the files an upstream says a job produced are copied into our file store
+ * and served under our signed URLs (clients never see an upstream's URL, which may expire within the hour).
+ *
+ * - **Guarded**: every upstream-given URL goes through the outbound guard (`PinnedHttp.stream`): addresses checked
+ *   when the name is resolved, the connection pinned to the checked address, every redirect checked again. The
+ *   channel's own hosts (its `base_url`'s, and the operator's `result_hosts`) are trusted as they are; any other host
+ *   must resolve to public addresses. The upstream's credentials (`headers`) are only sent to the first host.
+ * - **Streamed**: a download goes to a temporary file on the disk and is moved into the store (`FileStore.putFile`),
+ *   never held in memory, within the size cap whether or not the upstream sends `Content-Length`.
+ * - **Off the worker**: a poll that finds a job done asks {@link ResultCopier.collect}: the copy runs on the copier's
+ *   own fibers (at most `concurrency` downloads per process), the poll answers `Running` (progress 99) at once, and
+ *   the task id is reported on {@link ResultCopier.changes} when the copy ended, so the task is polled again and
+ *   finishes. A slow download therefore holds no worker slot. Its headers must come within the channel's timeout and
+ *   no read may wait longer than that for a byte; the whole copy ends by the task's deadline.
+ * - **Retried**: a failed download is tried again after 1 s, 2 s, 4 s, ... 30 s while the task's deadline allows;
+ *   then the copy fails (`PROVIDER_ERROR`, the task is refunded). A refused address, a file over the cap or a
+ *   malformed `data:` URI fail at once: trying again cannot change them.
+ * - **Idempotent**: the files get the task's keys (`tasks/<date>/<minute>/<task>-output-<n>.<ext>`), and a manifest
+ *   (`...-copy-<job hash>.json`) is stored last; a poll on another node (or after a restart) finds the manifest and
+ *   answers the copied files without copying again. A copy in flight on another node may be made twice (the same keys:
+ *   the last write wins).
+ * - `data:` URIs (OpenAI's `b64_json`) are decoded and stored directly.
+ *
+ * @since 0.1.0
+ */
+import type { Task } from "@mediagate/contract"
+import type { TaskRecord } from "@mediagate/engine/TaskRecord"
+import type { JobState } from "@mediagate/engine/Upstream"
+import * as PinnedHttp from "@mediagate/outbound/PinnedHttp"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { createHash, randomBytes } from "node:crypto"
+import { createWriteStream } from "node:fs"
+import { mkdir, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { FileStore, resultKey } from "./FileStore.js"
+import type { ResultSource } from "./Mapping.js"
+import { UrlSigner } from "./UrlSigner.js"
+
+/** The rules one channel's copies follow. */
+export interface CopyPolicy {
+  /** Host names (lower case) whose result URLs may be private addresses: the channel's own. */
+  readonly trustedHosts: ReadonlyArray<string>
+  /** Allow private addresses everywhere (development and tests: `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE`). */
+  readonly allowPrivate: boolean
+  /** The channel's timeout: until the headers, and between two reads of the body. */
+  readonly timeoutMs: number
+  /** Largest file, bytes. */
+  readonly maxBytes: number
+  /** DNS resolver (tests). */
+  readonly lookup?: PinnedHttp.Resolver | undefined
+}
+
+/** Where a copy stands. */
+export type CopyState =
+  | { readonly _tag: "Copying" }
+  | { readonly _tag: "Copied"; readonly items: ReadonlyArray<Task.ResultItem> }
+  | { readonly _tag: "Failed"; readonly message: string }
+
+/** Copies job results into the file store, off the worker (see the module's comment). */
+export class ResultCopier extends Context.Tag("@mediagate/vendors/ResultCopier")<ResultCopier, {
+  /**
+   * The copy of a job's results: `Copied` once done (here or, through the manifest, on another node), `Failed` when
+   * given up, `Copying` while it runs (started now when it does not).
+   */
+  readonly collect: (
+    task: TaskRecord,
+    jobId: string,
+    sources: ReadonlyArray<ResultSource>,
+    policy: CopyPolicy
+  ) => Effect.Effect<CopyState>
+  /** Tasks whose copy just ended: polled again at once. */
+  readonly changes: Stream.Stream<string>
+  /** Downloads running or waiting now. */
+  readonly active: Effect.Effect<number>
+}>() {}
+
+/** What a poll answers for a copy: `Running` at 99% while it runs. */
+export const jobState = (
+  state: CopyState,
+  done: (items: ReadonlyArray<Task.ResultItem>) => JobState = (items) => ({ _tag: "Succeeded", result: items })
+): JobState =>
+  state._tag === "Copied"
+    ? done(state.items)
+    : state._tag === "Failed"
+    ? { _tag: "Failed", code: "PROVIDER_ERROR", message: state.message }
+    : { _tag: "Running", progress: 99 }
+
+/** Settings of the copier. */
+export interface CopierOptions {
+  /** Downloads at once in this process. Default 16. */
+  readonly concurrency?: number
+  /** Where downloads are written before they are moved into the store. Default: the system's temporary directory. */
+  readonly tempDirectory?: string
+  /** Delay before the n-th retry (n from 0). Default 1 s × 2ⁿ, at most 30 s. */
+  readonly retryDelay?: (attempt: number) => Duration.DurationInput
+}
+
+/** A failed attempt: `final` when trying again cannot help. */
+class CopyFailure extends Schema.TaggedError<CopyFailure>()("CopyFailure", {
+  message: Schema.String,
+  final: Schema.Boolean
+}) {}
+
+/** The stored record of a finished copy (the files' keys, not their URLs: those are signed when answered). */
+const Manifest = Schema.parseJson(Schema.Struct({
+  items: Schema.Array(Schema.Struct({
+    key: Schema.String,
+    format: Schema.String,
+    size_bytes: Schema.Number,
+    duration: Schema.optionalWith(Schema.Number, { exact: true }),
+    width: Schema.optionalWith(Schema.Number, { exact: true }),
+    height: Schema.optionalWith(Schema.Number, { exact: true }),
+    kind: Schema.optionalWith(Schema.Literal("output", "last_frame"), { exact: true })
+  }))
+}))
+type Manifest = typeof Manifest.Type
+
+const formatsByType: Readonly<Record<string, string>> = {
+  "image/png": "png",
+  "image/jpeg": "jpeg",
+  "image/jpg": "jpeg",
+  "image/webp": "webp",
+  "image/gif": "gif",
+  "video/mp4": "mp4",
+  "video/webm": "webm",
+  "video/quicktime": "mov",
+  "audio/mpeg": "mp3",
+  "audio/mp3": "mp3",
+  "audio/wav": "wav",
+  "audio/x-wav": "wav",
+  "audio/mp4": "m4a"
+}
+
+/** The file extension of a format, and the formats we know. */
+const extensions: Readonly<Record<string, string>> = {
+  png: "png",
+  jpeg: "jpg",
+  jpg: "jpg",
+  webp: "webp",
+  gif: "gif",
+  mp4: "mp4",
+  webm: "webm",
+  mov: "mov",
+  mp3: "mp3",
+  wav: "wav",
+  m4a: "m4a"
+}
+
+const normalFormat = (format: string): string | undefined => {
+  const lower = format.toLowerCase().replace(/^\./, "")
+  return lower === "jpg" ? "jpeg" : extensions[lower] === undefined ? undefined : lower
+}
+
+const formatOfType = (contentType: string | undefined): string | undefined =>
+  contentType === undefined ? undefined : formatsByType[contentType.split(";")[0]!.trim().toLowerCase()]
+
+const formatOfUrl = (url: string): string | undefined => {
+  if (!URL.canParse(url)) return undefined
+  const path = new URL(url).pathname
+  const name = path.slice(path.lastIndexOf("/") + 1)
+  const dot = name.lastIndexOf(".")
+  return dot > 0 ? normalFormat(name.slice(dot + 1)) : undefined
+}
+
+/** The format of a file from its first bytes, when they say. */
+export const sniffFormat = (head: Uint8Array): string | undefined => {
+  const ascii = (from: number, to: number) => String.fromCharCode(...head.subarray(from, to))
+  if (head.length >= 8 && head[0] === 0x89 && ascii(1, 4) === "PNG") return "png"
+  if (head.length >= 3 && head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return "jpeg"
+  if (head.length >= 12 && ascii(0, 4) === "RIFF" && ascii(8, 12) === "WEBP") return "webp"
+  if (head.length >= 12 && ascii(0, 4) === "RIFF" && ascii(8, 12) === "WAVE") return "wav"
+  if (head.length >= 6 && ascii(0, 3) === "GIF") return "gif"
+  if (head.length >= 12 && ascii(4, 8) === "ftyp") return ascii(8, 10) === "qt" ? "mov" : "mp4"
+  if (head.length >= 4 && head[0] === 0x1a && head[1] === 0x45 && head[2] === 0xdf && head[3] === 0xa3) return "webm"
+  if (head.length >= 3 && (ascii(0, 3) === "ID3" || (head[0] === 0xff && (head[1]! & 0xe0) === 0xe0))) return "mp3"
+  return undefined
+}
+
+/** The content type a format is stored with (the store serves by extension). */
+const keyName = (index: number, kind: string | undefined, format: string) =>
+  `${kind ?? "output"}-${index}.${extensions[format] ?? "bin"}`
+
+const defaultRetryDelay = (attempt: number) => Duration.millis(Math.min(30_000, 1000 * 2 ** attempt))
+
+/** A file downloaded to the disk. */
+interface Downloaded {
+  readonly file: string
+  readonly bytes: number
+  readonly head: Uint8Array
+  readonly contentType: string | undefined
+}
+
+/** Downloads `url` to `file` under the policy: streamed, capped, each read within the timeout. */
+const download = (source: ResultSource, file: string, policy: CopyPolicy) =>
+  Effect.scoped(Effect.gen(function*() {
+    const response = yield* PinnedHttp.stream(source.url, {
+      trustedHosts: policy.trustedHosts,
+      allowPrivate: policy.allowPrivate,
+      lookup: policy.lookup,
+      timeout: Duration.millis(policy.timeoutMs),
+      maxBytes: policy.maxBytes,
+      maxRedirects: 3,
+      headers: source.headers
+    }).pipe(Effect.mapError((error) => {
+      const status = error.status
+      // an address refused, too large, not a URL: the same next time; a 4xx other than 404/408/429 too
+      const final = error.reason === "address" || error.reason === "url" || error.reason === "too_large" ||
+        (status !== undefined && status >= 400 && status < 500 && status !== 404 && status !== 408 && status !== 429)
+      return new CopyFailure({ message: `${error.message} (${error.host ?? "?"})`, final })
+    }))
+    const contentType = response.headers["content-type"]
+    const written = yield* Effect.async<{ bytes: number; head: Uint8Array }, CopyFailure>((resume) => {
+      const body = response.body
+      const out = createWriteStream(file, { flags: "wx" })
+      const head: Array<Buffer> = []
+      let headBytes = 0
+      let bytes = 0
+      let done = false
+      let idle: NodeJS.Timeout | undefined
+      /** Ends the download with a failure (the partial file is removed by the caller). */
+      const fail = (message: string, final = false) => {
+        if (done) return
+        done = true
+        clearTimeout(idle)
+        body.destroy()
+        out.destroy()
+        resume(Effect.fail(new CopyFailure({ message, final })))
+      }
+      const armIdle = () => {
+        clearTimeout(idle)
+        idle = setTimeout(
+          () => fail(`no data for ${Math.round(policy.timeoutMs / 100) / 10} s while downloading`),
+          policy.timeoutMs
+        )
+      }
+      armIdle()
+      body.on("data", (chunk: Buffer) => {
+        if (done) return
+        bytes += chunk.length
+        if (bytes > policy.maxBytes) return fail(`the file is larger than ${policy.maxBytes} bytes`, true)
+        if (headBytes < 16) {
+          head.push(chunk.subarray(0, 16 - headBytes))
+          headBytes += Math.min(16, chunk.length)
+        }
+        armIdle()
+        if (!out.write(chunk)) {
+          body.pause()
+          out.once("drain", () => body.resume())
+        }
+      })
+      body.on("end", () => {
+        if (done) return
+        clearTimeout(idle)
+        out.end(() => {
+          if (done) return
+          done = true
+          resume(Effect.succeed({ bytes, head: Buffer.concat(head) }))
+        })
+      })
+      body.on("error", () => fail("the connection broke while downloading"))
+      body.on("aborted", () => fail("the connection broke while downloading"))
+      out.on("error", (error) => fail(`writing the download failed: ${error.message}`))
+      return Effect.sync(() => fail("interrupted"))
+    })
+    return {
+      file,
+      bytes: written.bytes,
+      head: written.head,
+      contentType: Array.isArray(contentType) ? contentType[0] : contentType
+    } satisfies Downloaded
+  }))
+
+/** A `data:` URI's bytes and type (base64 only), within the cap. */
+const decodeDataUri = (url: string, maxBytes: number): Effect.Effect<Downloaded & { data: Uint8Array }, CopyFailure> => {
+  const match = /^data:([a-z]+\/[a-z0-9.+-]+)(?:;[a-z0-9=-]+)*;base64,([A-Za-z0-9+/=\s]*)$/i.exec(url)
+  if (match === null) return Effect.fail(new CopyFailure({ message: "a result data: URI is not base64", final: true }))
+  if (match[2]!.length * 0.75 > maxBytes + 3) {
+    return Effect.fail(new CopyFailure({ message: `a result is larger than ${maxBytes} bytes`, final: true }))
+  }
+  const data = Buffer.from(match[2]!, "base64")
+  return Effect.succeed({ file: "", bytes: data.length, head: data.subarray(0, 16), contentType: match[1], data })
+}
+
+/** Builds the copier; its fibers end with the scope. */
+export const make = (options: CopierOptions = {}) =>
+  Effect.gen(function*() {
+    const store = yield* FileStore
+    const signer = yield* UrlSigner
+    const scope = yield* Effect.scope
+    const downloads = yield* Effect.makeSemaphore(options.concurrency ?? 16)
+    const retryDelay = options.retryDelay ?? defaultRetryDelay
+    const tempDirectory = options.tempDirectory ?? join(tmpdir(), "mediagate-downloads")
+    yield* Effect.promise(() => mkdir(tempDirectory, { recursive: true }))
+    const ended = yield* PubSub.unbounded<string>()
+    /** Copies by `<task>:<job>`: running, or ended (kept a while for the poll that follows). */
+    const copies = new Map<string, { state: CopyState; at: number }>()
+    let active = 0
+
+    const manifestKey = (task: TaskRecord, jobId: string) =>
+      resultKey(task, `copy-${createHash("sha256").update(jobId).digest("hex").slice(0, 20)}.json`)
+
+    /** The items of a manifest, with fresh URLs. */
+    const itemsOf = (manifest: Manifest) =>
+      Effect.forEach(manifest.items, ({ key, ...item }) =>
+        Effect.map(signer.sign(key), (url): Task.ResultItem => ({ ...item, url })))
+
+    const readManifest = (task: TaskRecord, jobId: string) =>
+      store.open(manifestKey(task, jobId)).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.succeed(Option.none<Manifest>()),
+          onSome: (opened) =>
+            opened.stream.pipe(
+              Stream.runFold("", (text, chunk) => text + Buffer.from(chunk).toString("utf8")),
+              Effect.flatMap(Schema.decode(Manifest)),
+              Effect.map(Option.some)
+            )
+        })),
+        Effect.catchAll(() => Effect.succeed(Option.none<Manifest>()))
+      )
+
+    /** One attempt at one file: downloaded (or decoded), moved into the store under the task's key. */
+    const copyOne = (task: TaskRecord, source: ResultSource, index: number, policy: CopyPolicy) =>
+      Effect.gen(function*() {
+        const isData = source.url.startsWith("data:")
+        const temporary = join(tempDirectory, `${task.id}-${index}-${randomBytes(6).toString("hex")}.part`)
+        const got = isData
+          ? yield* decodeDataUri(source.url, policy.maxBytes)
+          : yield* downloads.withPermits(1)(download(source, temporary, policy)).pipe(
+            Effect.tapError(() => Effect.promise(() => rm(temporary, { force: true })))
+          )
+        const format = (source.format === undefined ? undefined : normalFormat(source.format)) ??
+          formatOfType(source.contentType) ?? formatOfType(got.contentType) ?? sniffFormat(got.head) ??
+          formatOfUrl(source.url) ?? "bin"
+        const key = resultKey(task, keyName(index, source.kind, format))
+        const contentType = Object.entries(formatsByType).find(([, f]) => f === format)?.[0] ??
+          "application/octet-stream"
+        const stored = yield* ("data" in got
+          ? store.put(key, got.data as Uint8Array, contentType)
+          : store.putFile(key, temporary, contentType)).pipe(
+            Effect.mapError((error) => new CopyFailure({ message: `storing a result failed: ${error.message}`, final: false }))
+          )
+        return {
+          key,
+          format,
+          size_bytes: stored.size,
+          ...(source.duration === undefined ? {} : { duration: source.duration }),
+          ...(source.width === undefined ? {} : { width: source.width }),
+          ...(source.height === undefined ? {} : { height: source.height }),
+          ...(source.kind === undefined ? {} : { kind: source.kind })
+        }
+      })
+
+    /** Every file of a job, retried until the deadline allows no more; the manifest stored last. */
+    const copyAll = (task: TaskRecord, jobId: string, sources: ReadonlyArray<ResultSource>, policy: CopyPolicy) =>
+      Effect.gen(function*() {
+        if (sources.length === 0) return yield* new CopyFailure({ message: "the upstream answered no result file", final: true })
+        const attempt = Effect.forEach(sources, (source, index) => copyOne(task, source, index, policy))
+        let tries = 0
+        for (;;) {
+          const result = yield* Effect.either(attempt)
+          if (result._tag === "Right") {
+            const manifest: Manifest = { items: result.right }
+            const text = yield* Schema.encode(Manifest)(manifest).pipe(Effect.orDie)
+            yield* store.put(manifestKey(task, jobId), new TextEncoder().encode(text), "application/json").pipe(
+              Effect.mapError((error) => new CopyFailure({ message: `storing a result failed: ${error.message}`, final: false }))
+            )
+            return yield* itemsOf(manifest)
+          }
+          const failure = result.left
+          const wait = Duration.toMillis(retryDelay(tries++))
+          const now = yield* Clock.currentTimeMillis
+          // the next attempt must be able to end (one timeout) before the task's deadline
+          if (failure.final || now + wait + policy.timeoutMs >= task.deadlineAt) return yield* failure
+          yield* Effect.logWarning(`task ${task.id}: copying its result failed (${failure.message}); trying again`)
+          yield* Effect.sleep(wait)
+        }
+      })
+
+    const run = (id: string, task: TaskRecord, jobId: string, sources: ReadonlyArray<ResultSource>, policy: CopyPolicy) =>
+      Effect.suspend(() => {
+        active++
+        return copyAll(task, jobId, sources, policy)
+      }).pipe(
+        Effect.matchCauseEffect({
+          onSuccess: (items): Effect.Effect<CopyState> => Effect.succeed({ _tag: "Copied", items }),
+          onFailure: (cause) => {
+            const failure = cause._tag === "Fail" ? cause.error : undefined
+            const message = `copying the upstream's result failed: ${failure?.message ?? "unexpected error"}`
+            return Effect.as(Effect.logWarning(`task ${task.id}: ${message}`), { _tag: "Failed", message } as const)
+          }
+        }),
+        Effect.flatMap((state) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            copies.set(id, { state, at: now })
+            return PubSub.publish(ended, task.id)
+          })
+        ),
+        Effect.ensuring(Effect.sync(() => active--))
+      )
+
+    // ended copies are kept 10 minutes for the poll that follows (a poll after that finds the manifest)
+    yield* Effect.forkScoped(Effect.repeat(
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync(() => {
+          for (const [id, entry] of copies) {
+            if (entry.state._tag !== "Copying" && now - entry.at > 600_000) copies.delete(id)
+          }
+        })),
+      Schedule.spaced("1 minute")
+    ))
+
+    const collect: ResultCopier["Type"]["collect"] = (task, jobId, sources, policy) =>
+      Effect.gen(function*() {
+        const id = `${task.id}:${jobId}`
+        const known = copies.get(id)
+        if (known !== undefined) return known.state
+        const manifest = yield* readManifest(task, jobId)
+        if (Option.isSome(manifest)) {
+          const items = yield* itemsOf(manifest.value)
+          return { _tag: "Copied", items } as const
+        }
+        const now = yield* Clock.currentTimeMillis
+        copies.set(id, { state: { _tag: "Copying" }, at: now })
+        yield* Effect.forkIn(run(id, task, jobId, sources, policy), scope)
+        return { _tag: "Copying" } as const
+      })
+
+    return ResultCopier.of({
+      collect,
+      changes: Stream.fromPubSub(ended),
+      active: Effect.sync(() => active)
+    })
+  })
+
+/** The copier as a layer. */
+export const layer = (options: CopierOptions = {}): Layer.Layer<ResultCopier, never, FileStore | UrlSigner> =>
+  Layer.scoped(ResultCopier, make(options))
+
+/**
+ * The copier from Effect `Config`: downloads under `<MEDIAGATE_DATA_DIR>/tmp/downloads` (the data directory's file
+ * system, so a finished download is renamed into the local store), `MEDIAGATE_RESULT_COPY_CONCURRENCY` downloads at
+ * once (default 16).
+ */
+export const layerConfig: Layer.Layer<ResultCopier, ConfigError.ConfigError, FileStore | UrlSigner> = Layer.unwrapEffect(
+  Effect.map(
+    Config.all({
+      dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data")),
+      concurrency: Config.integer("MEDIAGATE_RESULT_COPY_CONCURRENCY").pipe(
+        Config.withDefault(16),
+        Config.validate({ message: "must be from 1 to 1000", validation: (n) => n >= 1 && n <= 1000 })
+      )
+    }),
+    ({ concurrency, dataDir }) => layer({ concurrency, tempDirectory: join(dataDir, "tmp", "downloads") })
+  )
+)
