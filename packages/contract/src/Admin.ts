@@ -68,7 +68,13 @@ export const AdminTask = Schema.Struct({
   next_run_at: Schema.NullOr(Timestamp).annotations({ description: "When the task is next due (active tasks)" }),
   deadline_at: Timestamp,
   charged: Schema.Number.annotations({ description: "Charged in USD (price and later charges)" }),
-  refunded: Schema.Number.annotations({ description: "Refunded in USD" })
+  refunded: Schema.Number.annotations({ description: "Refunded in USD" }),
+  upstream_seconds: Schema.NullOr(Schema.Number).annotations({
+    description: "What the upstream reported the job ran, seconds (null: not reported)"
+  }),
+  upstream_cost: Schema.NullOr(Schema.Number).annotations({
+    description: "What the upstream reported the job cost (or the channel priced its seconds), USD (null: not reported)"
+  })
 }).annotations({ identifier: "AdminTask" })
 /** A task of any account as an operator reads it. */
 export type AdminTask = typeof AdminTask.Type

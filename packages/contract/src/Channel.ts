@@ -93,6 +93,10 @@ export const ChannelSettings = Schema.Struct({
   poll_rate: optional(integer(1, 100_000).annotations({
     description: "Most polls per second this channel receives from one node (default 50)"
   })),
+  cost_per_second: optional(Schema.Number.pipe(Schema.between(0, 1000)).annotations({
+    description: "What a second of the upstream's reported run time costs you, USD (for the usage report when the " +
+      "upstream reports seconds but no cost)"
+  })),
   callbacks: optional(Schema.Boolean.annotations({
     description: "fal, replicate: ask the upstream to call back when a job ends (default true; the callback only " +
       "wakes the task for a poll)"
@@ -199,3 +203,30 @@ export const ChannelUpdate = Schema.Struct({
 }).annotations({ identifier: "ChannelUpdate", parseOptions: { onExcessProperty: "error" } })
 /** Body of `PATCH /admin/v1/channels/:id`. */
 export type ChannelUpdate = typeof ChannelUpdate.Type
+
+/** `GET /admin/v1/channels/usage`: the window (default: the last 30 days). */
+export const ChannelUsageQuery = Schema.Struct({
+  since: optional(Timestamp.annotations({ description: "Tasks created at or after this time (default: 30 days ago)" }))
+}).annotations({ identifier: "ChannelUsageQuery" })
+/** The window of a usage report. */
+export type ChannelUsageQuery = typeof ChannelUsageQuery.Type
+
+/** One channel and model: what its ended live tasks were charged against what the upstream reported. */
+export const ChannelUsage = Schema.Struct({
+  channel_id: Schema.String,
+  channel_name: Schema.NullOr(Schema.String).annotations({ description: "null for a channel since deleted" }),
+  transport: Schema.NullOr(ChannelTransport),
+  model: Schema.String,
+  tasks: Schema.Number.annotations({ description: "Ended tasks (succeeded, failed, cancelled, expired)" }),
+  succeeded: Schema.Number,
+  failed: Schema.Number,
+  charged: Schema.Number.annotations({ description: "Charged to accounts, net of refunds, USD" }),
+  upstream_cost: Schema.Number.annotations({
+    description: "What the upstream reported the jobs cost (or the channel's `cost_per_second` priced), USD"
+  }),
+  upstream_seconds: Schema.Number.annotations({ description: "What the upstream reported the jobs ran, seconds" }),
+  reported: Schema.Number.annotations({ description: "Tasks with an upstream cost" }),
+  margin: Schema.Number.annotations({ description: "charged − upstream_cost, USD" })
+}).annotations({ identifier: "ChannelUsage" })
+/** One channel and model's charged against upstream cost. */
+export type ChannelUsage = typeof ChannelUsage.Type

@@ -24,7 +24,7 @@ import type {
   WebhookBacklog
 } from "./Admin.js"
 import type { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "./ApiKey.js"
-import type { Channel, ChannelCreate, ChannelUpdate } from "./Channel.js"
+import type { Channel, ChannelCreate, ChannelUpdate, ChannelUsage, ChannelUsageQuery } from "./Channel.js"
 import type { Deleted, Page } from "./Envelope.js"
 import type * as Errors from "./Errors.js"
 import type { LedgerEntry, LedgerListQuery } from "./Ledger.js"
@@ -229,6 +229,10 @@ export class AdminChannels extends Context.Tag("@mediagate/contract/AdminChannel
   /** Every channel: the environment's read-only `default:*` channels first, then the stored ones, oldest first. */
   readonly list: Effect.Effect<ReadonlyArray<Channel>, Unavailable>
   readonly get: (id: string) => Effect.Effect<Channel, Errors.ChannelNotFound | Unavailable>
+  /** Charged against upstream cost per channel and model, for ended live tasks created at or after `since`. */
+  readonly usage: (
+    query: ChannelUsageQuery
+  ) => Effect.Effect<ReadonlyArray<ChannelUsage>, Errors.ValidationError | Unavailable>
   readonly create: (body: ChannelCreate) => Effect.Effect<Channel, Errors.ValidationError | Unavailable>
   readonly update: (
     id: string,

@@ -80,7 +80,8 @@ import {
   type TaskRecord,
   timedEvent,
   toEvent,
-  toUntimedEvent
+  toUntimedEvent,
+  usageColumns
 } from "./TaskRecord.js"
 import {
   type CancelResult,
@@ -115,6 +116,8 @@ const storeName = "task storage"
 
 /** The SQL list of the active statuses; one string so that queries match the partial index predicate exactly. */
 const activeList = "('pending', 'queued', 'running')"
+/** The terminal statuses, as an SQL list. */
+const terminalList = "('succeeded', 'failed', 'cancelled', 'expired')"
 
 // -----------------------------------------------------------------------------------------------------------------
 // migrations
@@ -367,6 +370,12 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           sql.unsafe(
             `CREATE INDEX ${t.tasks}_channel_idx ON ${t.tasks} (channel_id) WHERE channel_id IS NOT NULL AND status IN ${activeList}`
           )
+        )),
+      // what the upstream reported a task's job ran and cost (operators: charged against upstream cost)
+      "0008_task_upstream_usage": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.zipRight(
+          sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_seconds DOUBLE PRECISION`),
+          sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_cost_micros BIGINT`)
         ))
     }
   })
@@ -422,7 +431,9 @@ export const TaskRow = Schema.Struct({
   startedAt: column("started_at", nullable(SqlRows.Number)),
   completedAt: column("completed_at", nullable(SqlRows.Number)),
   traceContext: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("trace_context")),
-  channelId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("channel_id"))
+  channelId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("channel_id")),
+  upstreamSeconds: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_seconds")),
+  upstreamCostMicros: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_cost_micros"))
 })
 
 /** The columns of a task's row, in the order {@link taskRowOf} writes them. */
@@ -538,6 +549,17 @@ const decoders = (prefix: string) => {
     status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
     count: SqlRows.decoder(names.tasks, Schema.Struct({ n: SqlRows.Number })),
     channelLoad: SqlRows.decoder(names.tasks, Schema.Struct({ channelId: column("channel_id", Schema.String), n: SqlRows.Number })),
+    channelUsage: SqlRows.decoder(names.tasks, Schema.Struct({
+      channelId: column("channel_id", Schema.String),
+      model: Schema.String,
+      tasks: SqlRows.Number,
+      succeeded: SqlRows.Number,
+      failed: SqlRows.Number,
+      chargedMicros: column("charged_micros", SqlRows.Number),
+      upstreamSeconds: column("upstream_seconds", SqlRows.Number),
+      upstreamCostMicros: column("upstream_cost_micros", SqlRows.Number),
+      reported: SqlRows.Number
+    })),
     counted: SqlRows.decoder(names.counts, Schema.Struct({ n: SqlRows.Number })),
     byStatus: SqlRows.decoder(names.counts, Schema.Struct({ value: Schema.String, n: SqlRows.Number })),
     node: SqlRows.decoder(names.nodes, NodeRow),
@@ -1200,9 +1222,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           const event = events && task !== undefined
             ? sql`, ${json(toUntimedEvent({ ...task, status, result: result ?? task.result }, Ids.eventId(eventAt)))}`
             : sql.literal("")
+          const usage = outcome._tag === "Expired" ? {} : usageColumns(outcome.usage)
           return sql`(${id}, CAST(${fence} AS BIGINT), ${status}, ${result === null ? null : json(result)}, ${
             outcome._tag === "Failed" ? json(outcome.error) : outcome._tag === "Expired" ? expiredError : null
-          }, ${upstreamJobId ?? null}, ${channelId ?? null}${event})`
+          }, ${upstreamJobId ?? null}, ${channelId ?? null}, CAST(${usage.upstreamSeconds ?? null} AS DOUBLE PRECISION), ${
+            sql`CAST(${usage.upstreamCostMicros ?? null} AS BIGINT)`
+          }${event})`
         })
         const update = sql`UPDATE ${t.tasks} SET status = finished.f_status, lease_owner = NULL, lease_expires_at = NULL,
             next_run_at = NULL, completed_at = ${NOW},
@@ -1210,12 +1235,14 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             error = COALESCE(finished.f_error, error),
             progress = CASE WHEN finished.f_status = 'succeeded' THEN 100 ELSE progress END,
             upstream_job_id = COALESCE(finished.f_job, upstream_job_id),
-            channel_id = COALESCE(finished.f_channel, channel_id)
+            channel_id = COALESCE(finished.f_channel, channel_id),
+            upstream_seconds = COALESCE(finished.f_seconds, upstream_seconds),
+            upstream_cost_micros = COALESCE(finished.f_cost, upstream_cost_micros)
           FROM finished
           WHERE ${t.tasks}.id = finished.f_id AND ${t.tasks}.fence = finished.f_fence AND lease_owner IS NOT NULL
             AND ${ACTIVE}${outboxLocked}
           RETURNING ${pg ? sql`${t.tasks}.*` : sql.literal("*")}`
-        const head = sql`${yield* withClock}, ${outboxLockCte}finished (f_id, f_fence, f_status, f_result, f_error, f_job, f_channel${
+        const head = sql`${yield* withClock}, ${outboxLockCte}finished (f_id, f_fence, f_status, f_result, f_error, f_job, f_channel, f_seconds, f_cost${
           sql.literal(events ? ", f_event" : "")
         }) AS (VALUES ${sql.csv(values)})`
         const statement = events
@@ -1516,6 +1543,22 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           : write
       }).pipe(persistence("reserveChannel"))
 
+    const channelUsage: TaskStorage["Type"]["channelUsage"] = (since) =>
+      sql`SELECT channel_id, model, COUNT(*) AS tasks,
+          SUM(CASE WHEN status = 'succeeded' THEN 1 ELSE 0 END) AS succeeded,
+          SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed,
+          SUM(charged_micros - refunded_micros) AS charged_micros,
+          COALESCE(SUM(upstream_seconds), 0) AS upstream_seconds,
+          COALESCE(SUM(upstream_cost_micros), 0) AS upstream_cost_micros,
+          COUNT(upstream_cost_micros) AS reported
+        FROM ${t.tasks}
+        WHERE channel_id IS NOT NULL AND environment = 'live' AND status IN ${sql.literal(terminalList)}
+          AND created_at >= ${ms(since)}
+        GROUP BY channel_id, model ORDER BY channel_id, model`.pipe(
+        Effect.flatMap(rows.channelUsage.all),
+        persistence("channelUsage")
+      )
+
     const channelLoad: TaskStorage["Type"]["channelLoad"] = sql`SELECT channel_id, COUNT(*) AS n FROM ${t.tasks}
       WHERE channel_id IS NOT NULL AND ${ACTIVE} GROUP BY channel_id`.pipe(
       Effect.flatMap(rows.channelLoad.all),
@@ -1560,7 +1603,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       wakeups: Stream.merge(Stream.fromPubSub(signals), remote),
       outboxWakeups: Stream.merge(Stream.fromPubSub(outboxSignals), remoteOutbox),
       reserveChannel,
-      channelLoad
+      channelLoad,
+      channelUsage
     }
     return service
   })

@@ -47,7 +47,9 @@ export const toAdminTask = (task: TaskRecord): Admin.AdminTask => ({
   next_run_at: task.nextRunAt === null ? null : iso(task.nextRunAt),
   deadline_at: iso(task.deadlineAt),
   charged: Money.fromMicros(task.chargedMicros),
-  refunded: Money.fromMicros(task.refundedMicros)
+  refunded: Money.fromMicros(task.refundedMicros),
+  upstream_seconds: task.upstreamSeconds ?? null,
+  upstream_cost: task.upstreamCostMicros == null ? null : Money.fromMicros(task.upstreamCostMicros)
 })
 
 /** A registered node as the status shows it, judged at `now`. */

@@ -57,6 +57,20 @@ export interface TaskRecord {
    * worker steps and webhook deliveries continue that trace.
    */
   readonly traceContext?: string | null | undefined
+  /**
+   * What the upstream reported the task's job ran (seconds) and cost (micro-USD), recorded when the task ended, for
+   * operators (accounts never see it); null where the upstream reports nothing.
+   */
+  readonly upstreamSeconds?: number | null | undefined
+  readonly upstreamCostMicros?: number | null | undefined
+}
+
+/** What an upstream reported a job ran and cost. */
+export interface UpstreamUsage {
+  /** Seconds the job ran at the upstream. */
+  readonly seconds?: number | undefined
+  /** What the job cost at the upstream, micro-USD. */
+  readonly costMicros?: number | undefined
 }
 
 /** What a new task needs; storage fills the bookkeeping fields. */
@@ -141,10 +155,18 @@ export const transitions: Readonly<Record<Task.TaskStatus, ReadonlyArray<Task.Ta
 /** Whether the state machine allows `from` → `to`. */
 export const canMove = (from: Task.TaskStatus, to: Task.TaskStatus): boolean => transitions[from].includes(to)
 
+/** A task's columns of what its upstream reported (absent: left as they are). */
+export const usageColumns = (
+  usage: UpstreamUsage | undefined
+): Pick<TaskRecord, "upstreamSeconds" | "upstreamCostMicros"> => ({
+  ...(usage?.seconds === undefined ? {} : { upstreamSeconds: usage.seconds }),
+  ...(usage?.costMicros === undefined ? {} : { upstreamCostMicros: Math.round(usage.costMicros) })
+})
+
 /** How a worker step ends a task. */
 export type Outcome =
-  | { readonly _tag: "Succeeded"; readonly result: ReadonlyArray<Task.ResultItem> }
-  | { readonly _tag: "Failed"; readonly error: Task.TaskError }
+  | { readonly _tag: "Succeeded"; readonly result: ReadonlyArray<Task.ResultItem>; readonly usage?: UpstreamUsage }
+  | { readonly _tag: "Failed"; readonly error: Task.TaskError; readonly usage?: UpstreamUsage }
   | { readonly _tag: "Expired" }
 
 /** The terminal status of an outcome. */

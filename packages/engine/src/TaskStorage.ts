@@ -32,7 +32,8 @@ import {
   refundFor,
   statusOfOutcome,
   type TaskRecord,
-  toEvent
+  toEvent,
+  usageColumns
 } from "./TaskRecord.js"
 
 /** Filters and keyset position of a list (newest first). */
@@ -324,7 +325,29 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
   ) => Effect.Effect<boolean, PersistenceError>
   /** Active tasks per channel (submitted to or reserved on it), every node. */
   readonly channelLoad: Effect.Effect<ReadonlyMap<string, number>, PersistenceError>
+  /**
+   * What the ended `live` tasks of each channel and model were charged (net of refunds) against what their upstream
+   * reported they ran and cost, for tasks created at or after `since` (epoch ms).
+   */
+  readonly channelUsage: (since: number) => Effect.Effect<ReadonlyArray<ChannelUsage>, PersistenceError>
 }>() {}
+
+/** One channel and model's tasks: charged against the upstream's reports (see `TaskStorage.channelUsage`). */
+export interface ChannelUsage {
+  readonly channelId: string
+  readonly model: string
+  readonly tasks: number
+  readonly succeeded: number
+  readonly failed: number
+  /** Charged minus refunded, micro-USD. */
+  readonly chargedMicros: number
+  /** Sum of what the upstream reported the jobs ran, seconds (tasks without a report count 0). */
+  readonly upstreamSeconds: number
+  /** Sum of what the upstream reported the jobs cost, micro-USD. */
+  readonly upstreamCostMicros: number
+  /** Tasks with an upstream cost report. */
+  readonly reported: number
+}
 
 /** The positive extra charges of a step. */
 export const extraCharges = (update: StepUpdate): ReadonlyArray<ExtraCharge> =>
@@ -494,9 +517,9 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           if (!holds(task, fence)) return Option.none()
           const now = yield* Clock.currentTimeMillis
           const patch: Partial<TaskRecord> = outcome._tag === "Succeeded"
-            ? { result: outcome.result, progress: 100 }
+            ? { result: outcome.result, progress: 100, ...usageColumns(outcome.usage) }
             : outcome._tag === "Failed"
-            ? { error: outcome.error }
+            ? { error: outcome.error, ...usageColumns(outcome.usage) }
             : { error: { code: "TASK_EXPIRED", message: "task did not finish before its deadline" } }
           const job = MemoryStore.given(options, ["upstreamJobId", "channelId"])
           return Option.some(yield* terminate(task, statusOfOutcome(outcome), { ...patch, ...job }, now))
@@ -632,7 +655,38 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           }
         }
         return load
-      })
+      }),
+      channelUsage: (since) =>
+        Effect.sync(() => {
+          const groups = new Map<string, { -readonly [K in keyof ChannelUsage]: ChannelUsage[K] }>()
+          for (const task of tasks.values()) {
+            if (task.channelId == null || !isTerminal(task.status) || task.environment !== "live") continue
+            if (task.createdAt < since) continue
+            const key = `${task.channelId}\u0000${task.model}`
+            const group = groups.get(key) ?? {
+              channelId: task.channelId,
+              model: task.model,
+              tasks: 0,
+              succeeded: 0,
+              failed: 0,
+              chargedMicros: 0,
+              upstreamSeconds: 0,
+              upstreamCostMicros: 0,
+              reported: 0
+            }
+            group.tasks++
+            if (task.status === "succeeded") group.succeeded++
+            if (task.status === "failed") group.failed++
+            group.chargedMicros += task.chargedMicros - task.refundedMicros
+            group.upstreamSeconds += task.upstreamSeconds ?? 0
+            group.upstreamCostMicros += task.upstreamCostMicros ?? 0
+            if (task.upstreamCostMicros != null) group.reported++
+            groups.set(key, group)
+          }
+          return [...groups.values()].sort((a, b) =>
+            a.channelId.localeCompare(b.channelId) || a.model.localeCompare(b.model)
+          )
+        })
     }
     return service
   })

@@ -24,8 +24,16 @@ export type JobState =
      * started and completed times): the duration estimates learn from it rather than from when a poll found it done.
      */
     readonly seconds?: number
+    /** What the job cost at the upstream (micro-USD), when the upstream says or the channel prices its seconds. */
+    readonly costMicros?: number
   }
-  | { readonly _tag: "Failed"; readonly code: string; readonly message: string }
+  | {
+    readonly _tag: "Failed"
+    readonly code: string
+    readonly message: string
+    readonly seconds?: number
+    readonly costMicros?: number
+  }
   /**
    * The job cannot be followed any more: its channel failed (circuit open, removed) while another channel can serve
    * the task. The worker lets the job go (a best-effort cancel) and submits the task again (docs/channels.md).

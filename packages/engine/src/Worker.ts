@@ -97,6 +97,17 @@ export const safetyNetPollDelayMs = (polls: number, task?: TaskRecord): number =
 /** Default retry backoff after a failed upstream call: 2 s, 4 s, ... at most 60 s. */
 export const defaultRetryDelayMs = (attempt: number): number => Math.min(60_000, 2000 * 2 ** attempt)
 
+/** The upstream's report of what a job ran and cost, as an outcome's `usage` (nothing when it reports neither). */
+const usageOf = (state: { readonly seconds?: number; readonly costMicros?: number }) =>
+  state.seconds === undefined && state.costMicros === undefined
+    ? {}
+    : {
+      usage: {
+        ...(state.seconds === undefined ? {} : { seconds: state.seconds }),
+        ...(state.costMicros === undefined ? {} : { costMicros: state.costMicros })
+      }
+    }
+
 /** The attributes of a task's step spans: task id, family, model and attempt (the claim's fence). */
 const stepAttributes = (task: TaskRecord): Record<string, unknown> => ({
   "mediagate.task_id": task.id,
@@ -186,9 +197,9 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
               polled: true
             })
           case "Succeeded":
-            return yield* finish({ _tag: "Succeeded", result: state.result })
+            return yield* finish({ _tag: "Succeeded", result: state.result, ...usageOf(state) })
           case "Failed":
-            return yield* finish({ _tag: "Failed", error: { code: state.code, message: state.message } })
+            return yield* finish({ _tag: "Failed", error: { code: state.code, message: state.message }, ...usageOf(state) })
           case "Lost": {
             // the job's channel failed: let the job go, submit the task again at once (on another channel)
             yield* Effect.logWarning(`task ${task.id}: upstream job ${jobId} given up, submitting again: ${state.message}`)

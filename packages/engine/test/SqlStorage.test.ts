@@ -273,7 +273,7 @@ for (const [name, database] of databases) {
         )
         assert.isTrue(Option.isSome(yield* second.getById(task.id)))
         const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable())}`
-        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3, 4, 5, 6, 7])
+        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
 
     it.live("tasks written before the counts migration are counted by it (backfill); totals stay exact after", () =>
@@ -309,7 +309,7 @@ for (const [name, database] of databases) {
           Effect.map(Context.get(TaskStorage))
         )
         const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable())}`
-        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3, 4, 5, 6, 7])
+        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
         const expectTotals = Effect.gen(function*() {
           const stored = (yield* Effect.forEach(records, (r) => storage.getById(r.id))).flatMap(Option.toArray)
           for (const accountId of ["acct_a", "acct_b", "acct_c"]) {

@@ -79,7 +79,7 @@ for (const [name, database] of databases) {
         ]))
         const sql = yield* SqlClient.SqlClient
         const applied = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlTaskStorage.migrationsTable(prefix))}`
-        expect(applied.map((r) => r.name)).toEqual(["tasks", "task_idempotency_created", "task_outbox_txid", "task_counts", "nodes", "task_trace_context", "task_channel"])
+        expect(applied.map((r) => r.name)).toEqual(["tasks", "task_idempotency_created", "task_outbox_txid", "task_counts", "nodes", "task_trace_context", "task_channel", "task_upstream_usage"])
         // the counts' triggers (and, on PostgreSQL, their functions) carry the prefix too
         const triggers = objects.filter((o) => o.kind === "trigger").map((o) => o.name)
         expect(triggers).toEqual(expect.arrayContaining(["acme_mg_tasks_count_insert", "acme_mg_tasks_count_delete"]))

@@ -467,6 +467,68 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(yield* storage.channelLoad).toEqual(new Map())
         })))
 
+    it.effect("channels: a finish records what the upstream reported; the usage report sums it per channel and model", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const start = yield* now
+          const tasks = [
+            newTask({ createdAt: start, model: "m1", chargedMicros: 500_000 }),
+            newTask({ createdAt: start, model: "m1", chargedMicros: 500_000 }),
+            newTask({ createdAt: start, model: "m2", chargedMicros: 250_000 }),
+            newTask({ createdAt: start, model: "m1", chargedMicros: 500_000, environment: "test" })
+          ]
+          for (const t of tasks) yield* storage.accept({ task: t, charge: chargeOf(t), idempotency: undefined })
+          const claimed = yield* storage.claim("w1", 4, 30_000)
+          const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
+          const [a, b, c, d] = tasks as [NewTask, NewTask, NewTask, NewTask]
+          const ok = { _tag: "Succeeded", result: [] } as const
+          const done = yield* storage.finish(a.id, fenceOf(a.id), { ...ok, usage: { seconds: 12.5, costMicros: 300_000 } }, {
+            upstreamJobId: "j-a",
+            channelId: "ch_a"
+          })
+          expect(Option.getOrThrow(done)).toMatchObject({ upstreamSeconds: 12.5, upstreamCostMicros: 300_000 })
+          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({ upstreamSeconds: 12.5, upstreamCostMicros: 300_000 })
+          // a failure is refunded: it counts as charged nothing, its reported run time still counts
+          yield* storage.finish(b.id, fenceOf(b.id), {
+            _tag: "Failed",
+            error: { code: "PROVIDER_ERROR", message: "x" },
+            usage: { seconds: 2 }
+          }, { upstreamJobId: "j-b", channelId: "ch_a" })
+          // nothing reported: the columns stay empty
+          yield* storage.finish(c.id, fenceOf(c.id), ok, { upstreamJobId: "j-c", channelId: "ch_a" })
+          expect(Option.getOrThrow(yield* storage.getById(c.id)).upstreamCostMicros ?? null).toBeNull()
+          // test tasks are never in the report
+          yield* storage.finish(d.id, fenceOf(d.id), { ...ok, usage: { costMicros: 9 } }, { upstreamJobId: "j-d", channelId: "ch_a" })
+          const report = yield* storage.channelUsage(start)
+          expect(report).toEqual([
+            {
+              channelId: "ch_a",
+              model: "m1",
+              tasks: 2,
+              succeeded: 1,
+              failed: 1,
+              chargedMicros: 500_000,
+              upstreamSeconds: 14.5,
+              upstreamCostMicros: 300_000,
+              reported: 1
+            },
+            {
+              channelId: "ch_a",
+              model: "m2",
+              tasks: 1,
+              succeeded: 1,
+              failed: 0,
+              chargedMicros: 250_000,
+              upstreamSeconds: 0,
+              upstreamCostMicros: 0,
+              reported: 0
+            }
+          ])
+          // the window: tasks created before `since` are left out
+          expect(yield* storage.channelUsage(start + 1)).toEqual([])
+        })))
+
     it.effect("channels: reservations respect the limit across claimers, need the fence, and free up when tasks end", () =>
       run(() =>
         Effect.gen(function*() {

@@ -22,6 +22,7 @@ import * as Option from "effect/Option"
 import * as Rec from "effect/Record"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import { readFileSync } from "node:fs"
 import * as Server from "./Server.js"
 
 /** The operator ports the admin commands call: accounts, keys, tasks, deliveries, status; and the channels. */
@@ -219,11 +220,17 @@ const channelOptions = {
   concurrency: optional(Options.integer("concurrency").pipe(
     Options.withDescription("most tasks in flight at once on every node (default 0: no limit)")
   )),
-  baseUrl: optional(Options.text("base-url").pipe(Options.withDescription("relay: the other service's base URL"))),
+  baseUrl: optional(Options.text("base-url").pipe(
+    Options.withDescription("the upstream's base URL (every transport but simulated; fal and replicate default to their APIs)")
+  )),
   timeoutMs: optional(Options.integer("timeout-ms").pipe(Options.withDescription("longest upstream call, ms (default 30000)"))),
   apiKey: optional(Options.redacted("api-key").pipe(
-    Options.withDescription(`relay: the other service's API key (kept out of shell history: set ${apiKeyVariable} instead)`)
+    Options.withDescription(`the upstream's API key (kept out of shell history: set ${apiKeyVariable} instead)`)
   )),
+  settings: optional(Options.text("settings").pipe(Options.withDescription(
+    "more settings as a JSON object (mapping, workflows, result_hosts, poll_interval_ms, ...; docs/channels.md), " +
+      "merged under --base-url and --timeout-ms; @<file> reads it from a file"
+  ))),
   disabled: Options.boolean("disabled").pipe(Options.withDescription("disabled: takes no new tasks"))
 }
 
@@ -238,12 +245,35 @@ interface ChannelOptions {
   readonly baseUrl: Option.Option<string>
   readonly timeoutMs: Option.Option<number>
   readonly apiKey: Option.Option<Redacted.Redacted<string>>
+  readonly settings: Option.Option<string>
   readonly disabled: boolean
 }
 
+/** The `--settings` JSON (or `@file`) as an object; the decode of the body checks its fields. */
+const settingsJson = (text: Option.Option<string>) =>
+  Option.match(text, {
+    onNone: () => Effect.succeed<Record<string, unknown>>({}),
+    onSome: (given) =>
+      Effect.try({
+        try: () => {
+          const json: unknown = JSON.parse(given.startsWith("@") ? readFileSync(given.slice(1), "utf8") : given)
+          if (typeof json !== "object" || json === null || Array.isArray(json)) throw new Error("not a JSON object")
+          return json as Record<string, unknown>
+        },
+        catch: (error) =>
+          new Errors.ValidationError({
+            message: `--settings: must be a JSON object or @<file> holding one (${error instanceof Error ? error.message : String(error)})`
+          })
+      })
+  })
+
 /** The fields of a body the options give (the wire names). */
-const channelFields = (options: ChannelOptions, apiKey: Option.Option<Redacted.Redacted<string>>) => {
-  const settings = { ...given("base_url", options.baseUrl), ...given("timeout_ms", options.timeoutMs) }
+const channelFields = (
+  options: ChannelOptions,
+  apiKey: Option.Option<Redacted.Redacted<string>>,
+  more: Record<string, unknown>
+) => {
+  const settings = { ...more, ...given("base_url", options.baseUrl), ...given("timeout_ms", options.timeoutMs) }
   return {
     ...given("name", options.name),
     ...(Object.keys(settings).length > 0 ? { settings } : {}),
@@ -276,16 +306,20 @@ const channelCreate = Command.make(
   {
     ...channelOptions,
     name: Options.text("name").pipe(Options.withDescription("name, for people")),
-    transport: Options.choice("transport", Channel.ChannelTransport.literals).pipe(
-      Options.withDescription("simulated, or relay (another service speaking this API)")
+    transport: Options.choice("transport", Channel.channelTransports).pipe(
+      Options.withDescription(
+        "simulated; relay (another service speaking this API); fal; replicate; comfyui; openai (docs/channels.md)"
+      )
     )
   },
   ({ name, transport, ...options }) =>
     report(Effect.gen(function*() {
-      // a relay's key: --api-key, else the environment (a simulated channel takes none)
-      const apiKey = Option.isSome(options.apiKey) || transport !== "relay" ? options.apiKey : yield* apiKeyFromEnvironment
+      // the upstream's key: --api-key, else the environment (a simulated channel takes none)
+      const apiKey = Option.isSome(options.apiKey) || transport === "simulated"
+        ? options.apiKey
+        : yield* apiKeyFromEnvironment
       const body = yield* decode(Channel.ChannelCreate, {
-        ...channelFields({ ...options, name: Option.none() }, apiKey),
+        ...channelFields({ ...options, name: Option.none() }, apiKey, yield* settingsJson(options.settings)),
         name,
         transport,
         families: options.families
@@ -294,8 +328,9 @@ const channelCreate = Command.make(
       return yield* channels.create(body)
     }))
 ).pipe(Command.withDescription(
-  `Create an upstream channel (docs/channels.md). relay: --base-url and an API key, from --api-key or, better, ` +
-    `from ${apiKeyVariable} (not in shell history); stored encrypted under MEDIAGATE_CHANNEL_KEY, never shown again`
+  `Create an upstream channel (docs/channels.md). relay, comfyui, openai: --base-url; relay, fal, replicate, openai: an ` +
+    `API key, from --api-key or, better, from ${apiKeyVariable} (not in shell history); stored encrypted under ` +
+    `MEDIAGATE_CHANNEL_KEY, never shown again. Mappings and workflows: --settings '{"mapping": {...}}' or @file.json`
 ))
 
 const channelUpdate = Command.make(
@@ -322,7 +357,7 @@ const channelUpdate = Command.make(
         return yield* new Errors.ValidationError({ message: `--api-key-from-env: ${apiKeyVariable} is not set` })
       }
       const body = yield* decode(Channel.ChannelUpdate, {
-        ...channelFields(options, Option.orElse(options.apiKey, () => fromEnvironment)),
+        ...channelFields(options, Option.orElse(options.apiKey, () => fromEnvironment), yield* settingsJson(options.settings)),
         ...(allModels ? { models: [] } : {}),
         ...(removeCredentials ? { credentials: null } : {})
       }, "channel")

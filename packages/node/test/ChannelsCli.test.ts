@@ -125,7 +125,7 @@ describe("mediagate channels", () => {
         [
           ["channels", "create", "--name", "A", "--transport", "relay", "--family", "vendor1", "--api-key", flagKey],
           {},
-          "ERR VALIDATION_ERROR: settings.base_url: required for a relay channel (the other service's absolute http or https URL)"
+          "ERR VALIDATION_ERROR: settings.base_url: required for a relay channel (the upstream's absolute http or https URL)"
         ],
         [
           ["channels", "create", "--name", "S", "--transport", "simulated", "--family", "vendor3", "--weight", "0"],

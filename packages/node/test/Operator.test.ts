@@ -57,6 +57,7 @@ const Unused = Layer.mergeAll(
   Layer.succeed(Services.AdminChannels, {
     list: unused("AdminChannels")(),
     get: unused("AdminChannels"),
+    usage: unused("AdminChannels"),
     create: unused("AdminChannels"),
     update: unused("AdminChannels"),
     remove: unused("AdminChannels")

@@ -45,6 +45,7 @@ const cli = (args: ReadonlyArray<string>, admin: Services.AdminService["Type"]) 
         Layer.succeed(Services.AdminChannels, {
           list: Effect.dieMessage("not used here"),
           get: () => Effect.dieMessage("not used here"),
+          usage: () => Effect.dieMessage("not used here"),
           create: () => Effect.dieMessage("not used here"),
           update: () => Effect.dieMessage("not used here"),
           remove: () => Effect.dieMessage("not used here")

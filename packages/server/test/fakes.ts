@@ -448,7 +448,8 @@ export const OtherServicesFake = Layer.mergeAll(
     get: (id) => Effect.fail(new Errors.ChannelNotFound({ message: `channel ${id} not found` })),
     create: () => Effect.fail(new Errors.ValidationError({ message: "channels: not stored by this fake" })),
     update: (id) => Effect.fail(new Errors.ChannelNotFound({ message: `channel ${id} not found` })),
-    remove: (id) => Effect.fail(new Errors.ChannelNotFound({ message: `channel ${id} not found` }))
+    remove: (id) => Effect.fail(new Errors.ChannelNotFound({ message: `channel ${id} not found` })),
+    usage: () => Effect.succeed([])
   })
 )
 

@@ -23,7 +23,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog, type Channel, Errors, Services, Tracing } from "@mediagate/contract"
+import { Catalog, type Channel, Errors, Money, Services, Tracing } from "@mediagate/contract"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as MemoryStore from "@mediagate/persistence/MemoryStore"
 import { toUnavailable } from "@mediagate/persistence/PersistenceError"
@@ -174,6 +174,7 @@ const settingsOf = (settings: Channel.ChannelSettings | undefined): ChannelConfi
   ...(settings?.poll_interval_ms === undefined ? {} : { pollIntervalMs: settings.poll_interval_ms }),
   ...(settings?.poll_rate === undefined ? {} : { pollRate: settings.poll_rate }),
   ...(settings?.callbacks === undefined ? {} : { callbacks: settings.callbacks }),
+  ...(settings?.cost_per_second === undefined ? {} : { costPerSecond: settings.cost_per_second }),
   ...(settings?.workflows === undefined ? {} : { workflows: settings.workflows })
 })
 
@@ -187,6 +188,7 @@ export const wireSettings = (settings: ChannelConfig["settings"]): Channel.Chann
   ...(settings.pollIntervalMs === undefined ? {} : { poll_interval_ms: settings.pollIntervalMs }),
   ...(settings.pollRate === undefined ? {} : { poll_rate: settings.pollRate }),
   ...(settings.callbacks === undefined ? {} : { callbacks: settings.callbacks }),
+  ...(settings.costPerSecond === undefined ? {} : { cost_per_second: settings.costPerSecond }),
   ...(settings.workflows === undefined ? {} : { workflows: settings.workflows })
 })
 
@@ -304,7 +306,33 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
       return { id, deleted: true as const }
     }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("Channels.remove"))
 
-  return Services.AdminChannels.of({ list, get, create, update, remove })
+  const usage: Services.AdminChannels["Type"]["usage"] = (query) =>
+    Effect.gen(function*() {
+      const since = query.since === undefined ? (yield* storage.now) - 30 * 86_400_000 : Date.parse(query.since)
+      if (!Number.isFinite(since)) return yield* invalid("since: must be an ISO 8601 date-time")
+      const rows = yield* storage.channelUsage(since)
+      const configs = new Map([...runtime.defaults, ...yield* store.list].map((config) => [config.id, config]))
+      return rows.map((row): Channel.ChannelUsage => {
+        const config = configs.get(row.channelId)
+        const upstreamMicros = row.upstreamCostMicros
+        return {
+          channel_id: row.channelId,
+          channel_name: config?.name ?? null,
+          transport: config?.transport ?? null,
+          model: row.model,
+          tasks: row.tasks,
+          succeeded: row.succeeded,
+          failed: row.failed,
+          charged: Money.fromMicros(row.chargedMicros),
+          upstream_cost: Money.fromMicros(upstreamMicros),
+          upstream_seconds: Math.round(row.upstreamSeconds * 1000) / 1000,
+          reported: row.reported,
+          margin: Money.fromMicros(row.chargedMicros - upstreamMicros)
+        }
+      })
+    }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("Channels.usage"))
+
+  return Services.AdminChannels.of({ list, get, create, update, remove, usage })
 })
 
 /** The admin service of channels as a layer. */

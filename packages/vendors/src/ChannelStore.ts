@@ -50,6 +50,8 @@ export interface ChannelConfig {
     readonly pollIntervalMs?: number
     /** Most polls per second from one node. */
     readonly pollRate?: number
+    /** What a second of the upstream's reported run time costs, USD (the usage report). */
+    readonly costPerSecond?: number
     /** Whether to ask the upstream for completion callbacks (default true). */
     readonly callbacks?: boolean
     /** comfyui: the workflows by name. */

@@ -135,6 +135,17 @@ const callbackKey = (channelId: string, taskId: string) => `callbacks/${channelI
 /** Largest result file copied by default: 2 GiB. */
 const defaultMaxResultBytes = 2 * 1024 ** 3
 
+/**
+ * A job's end with its cost: the seconds the upstream reported priced at the channel's `cost_per_second` when the
+ * upstream reported no cost of its own.
+ */
+export const priced = (channel: ChannelConfig, state: JobState): JobState => {
+  const perSecond = channel.settings.costPerSecond
+  if (state._tag !== "Succeeded" && state._tag !== "Failed") return state
+  if (perSecond === undefined || state.seconds === undefined || state.costMicros !== undefined) return state
+  return { ...state, costMicros: Math.round(state.seconds * perSecond * 1_000_000) }
+}
+
 /** Whether a channel serves a task's model. */
 export const serves = (channel: ChannelConfig, task: Pick<TaskRecord, "provider" | "model">): boolean =>
   channel.families.includes(task.provider) && (channel.models.length === 0 || channel.models.includes(task.model))
@@ -492,7 +503,7 @@ export const make = (options: ChannelsOptions = {}) =>
           return yield* unavailable(`channel ${id} has its circuit open`, admitted.retryAt - now)
         }
         const polled = yield* Effect.either(called(live, task, "poll", live.transport.poll(task, jobId)))
-        if (polled._tag === "Right") return polled.right
+        if (polled._tag === "Right") return priced(live.config, polled.right)
         const error = polled.left
         if (failureKind(error) === "refused") return yield* error
         const after = yield* Clock.currentTimeMillis

@@ -74,8 +74,9 @@ export const make = (context: TransportContext): Transport => {
 
   const result = (task: TaskRecord, jobId: string, path: string, seconds: number | undefined) =>
     Effect.gen(function*() {
-      // a failed request answers its result with an error status and fal's `detail`
-      const answer = yield* api({ path, accept: (status) => status < 500 && status !== 429 && status !== 408 })
+      // a failed request answers its result with the model's error status and fal's `detail`; only the statuses of
+      // fal's gateway itself (rate limit, unavailable) are worth asking again
+      const answer = yield* api({ path, accept: (status) => ![408, 429, 502, 503, 504].includes(status) })
       // our key refused is the channel's failure, not the job's
       if (answer.status === 401 || answer.status === 402 || answer.status === 403) return yield* failureOf(who, answer)
       if (answer.status >= 400) {

@@ -111,7 +111,9 @@ export const make = (options: RelayOptions) =>
             return ResultCopy.jobState(state, (result) => ({
               _tag: "Succeeded",
               result,
-              ...(Number.isFinite(ran) && ran >= 0 ? { seconds: ran } : {})
+              ...(Number.isFinite(ran) && ran >= 0 ? { seconds: ran } : {}),
+              // what the other service charged us is the job's cost
+              costMicros: Math.round(remote.cost * 1_000_000)
             }))
           })
         case "failed":

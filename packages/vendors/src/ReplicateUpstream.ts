@@ -140,12 +140,15 @@ export const make = (context: TransportContext): Transport => {
             ...(seconds === undefined ? {} : { seconds })
           }))
         }
-        case "failed":
+        case "failed": {
+          const seconds = numberField(field(prediction, "metrics"), "predict_time")
           return {
             _tag: "Failed",
             code: "PROVIDER_ERROR",
-            message: `${who}: ${messageIn(field(prediction, "error"), "the prediction failed")}`
+            message: `${who}: ${messageIn(field(prediction, "error"), "the prediction failed")}`,
+            ...(seconds === undefined ? {} : { seconds })
           } as const
+        }
         case "canceled":
         case "aborted":
           return { _tag: "Failed", code: "PROVIDER_ERROR", message: `${who}: the prediction was ${status}` } as const

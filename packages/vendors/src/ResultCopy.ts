@@ -339,7 +339,8 @@ export const make = (options: CopierOptions = {}) =>
         const got = isData
           ? yield* decodeDataUri(source.url, policy.maxBytes)
           : yield* downloads.withPermits(1)(download(source, temporary, policy)).pipe(
-            Effect.tapError(() => Effect.promise(() => rm(temporary, { force: true })))
+            // failed or interrupted (the task's deadline): the partial file goes
+            Effect.onError(() => Effect.promise(() => rm(temporary, { force: true })))
           )
         const format = (source.format === undefined ? undefined : normalFormat(source.format)) ??
           formatOfType(source.contentType) ?? formatOfType(got.contentType) ?? sniffFormat(got.head) ??
@@ -367,7 +368,16 @@ export const make = (options: CopierOptions = {}) =>
     const copyAll = (task: TaskRecord, jobId: string, sources: ReadonlyArray<ResultSource>, policy: CopyPolicy) =>
       Effect.gen(function*() {
         if (sources.length === 0) return yield* new CopyFailure({ message: "the upstream answered no result file", final: true })
-        const attempt = Effect.forEach(sources, (source, index) => copyOne(task, source, index, policy))
+        // an attempt ends by the task's deadline however slowly its bytes come (each read only has to come within
+        // the channel's timeout)
+        const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.forEach(sources, (source, index) => copyOne(task, source, index, policy)).pipe(
+            Effect.timeoutFail({
+              duration: Duration.millis(Math.max(0, task.deadlineAt - now)),
+              onTimeout: () =>
+                new CopyFailure({ message: "the task's deadline came while copying its result", final: true })
+            })
+          ))
         let tries = 0
         for (;;) {
           const result = yield* Effect.either(attempt)

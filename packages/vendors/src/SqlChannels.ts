@@ -110,6 +110,7 @@ const ChannelRow = Schema.Struct({
     pollIntervalMs: optionalField(Schema.Number),
     pollRate: optionalField(Schema.Number),
     callbacks: optionalField(Schema.Boolean),
+    costPerSecond: optionalField(Schema.Number),
     workflows: optionalField(Schema.Record({ key: Schema.String, value: Channel.ComfyWorkflow }))
   })),
   credentials: Schema.NullOr(Schema.String),

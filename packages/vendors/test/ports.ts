@@ -66,6 +66,7 @@ export const withKey = (key: string, accountId: string) =>
       get: () => unused("channels"),
       create: () => unused("channels"),
       update: () => unused("channels"),
+      usage: () => unused("channels"),
       remove: () => unused("channels")
     }),
     Voices.layer()

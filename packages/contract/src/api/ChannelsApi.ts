@@ -8,7 +8,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { Channel, ChannelCreate, ChannelUpdate } from "../Channel.js"
+import { Channel, ChannelCreate, ChannelUpdate, ChannelUsage, ChannelUsageQuery } from "../Channel.js"
 import { Deleted, success } from "../Envelope.js"
 import { ChannelInUse, ChannelNotFound, ServiceUnavailable, ValidationError } from "../Errors.js"
 import { AdminAuthentication } from "../Security.js"
@@ -29,6 +29,13 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       .addSuccess(ChannelResponse, { status: 201 })
       .addError(ValidationError.wire)
       .annotate(OpenApi.Summary, "Create a channel (its credentials are stored encrypted)")
+  )
+  .add(
+    HttpApiEndpoint.get("usage", "/channels/usage")
+      .setUrlParams(ChannelUsageQuery)
+      .addSuccess(success(Schema.Array(ChannelUsage), "ChannelUsageResponse"))
+      .addError(ValidationError.wire)
+      .annotate(OpenApi.Summary, "Charged against upstream cost per channel and model (ended live tasks)")
   )
   .add(
     HttpApiEndpoint.get("get", "/channels/:id")

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Catalog, type Channel } from "@mediagate/contract"
+import { Catalog, Channel } from "@mediagate/contract"
 import type { ComponentChildren } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type ApiFailure, call } from "../api.js"
@@ -61,7 +61,42 @@ interface FormState {
   readonly concurrency: string
   readonly base_url: string
   readonly api_key: string
+  /** The settings beyond base_url and timeout_ms (mapping, workflows, ...) as JSON text. */
+  readonly advanced: string
   readonly enabled: boolean
+}
+
+/** What each transport is, for the form's help. */
+const transportHelp: Record<Channel.ChannelTransport, string> = {
+  simulated: "the built-in simulator",
+  relay: "another service speaking this API",
+  fal: "fal's queue (base URL default https://queue.fal.run)",
+  replicate: "Replicate's predictions (base URL default https://api.replicate.com)",
+  comfyui: "a self-hosted ComfyUI (workflows in the advanced settings)",
+  openai: "OpenAI-compatible image and video endpoints of a gateway"
+}
+
+/** The transports whose base URL may be left out, and those that need no API key. */
+const optionalBaseUrl = new Set<Channel.ChannelTransport>(["fal", "replicate"])
+const optionalKey = new Set<Channel.ChannelTransport>(["comfyui"])
+
+/** The settings shown as JSON in the form (all but the fields the form has). */
+const advancedOf = (settings: Channel.ChannelSettings): string => {
+  const { base_url: _base, timeout_ms: _timeout, ...rest } = settings
+  return Object.keys(rest).length === 0 ? "" : JSON.stringify(rest, null, 2)
+}
+
+/** The advanced settings' JSON text as an object, or a message saying why it is not one. */
+const parseAdvanced = (text: string): Record<string, unknown> | string => {
+  if (text.trim() === "") return {}
+  try {
+    const value: unknown = JSON.parse(text)
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? value as Record<string, unknown>
+      : "Advanced settings: must be a JSON object"
+  } catch (error) {
+    return `Advanced settings: not JSON (${error instanceof Error ? error.message : String(error)})`
+  }
 }
 
 const blank: FormState = {
@@ -74,6 +109,7 @@ const blank: FormState = {
   concurrency: "0",
   base_url: "",
   api_key: "",
+  advanced: "",
   enabled: true
 }
 
@@ -87,6 +123,7 @@ const fromChannel = (channel: ChannelView): FormState => ({
   concurrency: String(channel.concurrency),
   base_url: channel.settings.base_url ?? "",
   api_key: "",
+  advanced: advancedOf(channel.settings),
   enabled: channel.enabled
 })
 
@@ -106,7 +143,8 @@ const ChannelForm = (props: {
       first.current?.focus()
     }
   }, [editing?.id])
-  const relay = state.transport === "relay"
+  const remote = state.transport !== "simulated"
+  const [advancedError, setAdvancedError] = useState<string | undefined>(undefined)
   const familyModels = state.families.flatMap((f) => Catalog.models[f])
   const submit = () => {
     const models = parseModels(state.models)
@@ -118,14 +156,20 @@ const ChannelForm = (props: {
       ...(intOrUndefined(state.concurrency) === undefined ? {} : { concurrency: Number(state.concurrency) }),
       enabled: state.enabled
     }
-    const credentials = relay && state.api_key !== "" ? { credentials: { api_key: state.api_key } } : {}
+    const credentials = remote && state.api_key !== "" ? { credentials: { api_key: state.api_key } } : {}
+    const advanced = parseAdvanced(state.advanced)
+    setAdvancedError(typeof advanced === "string" ? advanced : undefined)
+    if (typeof advanced === "string") return Promise.resolve()
+    const baseUrl = state.base_url.trim() === "" ? {} : { base_url: state.base_url.trim() }
+    // the JSON's fields are checked by the API (400 names the field)
+    const settings = { ...advanced, ...baseUrl } as Channel.ChannelSettings
     if (editing === undefined) {
       return call("admin", (api) =>
         api.channels.create({
           payload: {
             name: state.name.trim(),
             transport: state.transport,
-            ...(relay ? { settings: { base_url: state.base_url.trim() } } : {}),
+            ...(remote ? { settings } : {}),
             ...credentials,
             ...routing
           }
@@ -139,7 +183,7 @@ const ChannelForm = (props: {
         path: { id: editing.id },
         payload: {
           name: state.name.trim(),
-          ...(relay ? { settings: { ...editing.settings, base_url: state.base_url.trim() } } : {}),
+          ...(remote ? { settings: { ...editing.settings, ...settings } } : {}),
           ...credentials,
           ...routing
         }
@@ -172,16 +216,18 @@ const ChannelForm = (props: {
         </Field>
         <Field
           label="Transport"
-          help={editing === undefined ? "simulated: the built-in simulator · relay: another service speaking this API" : "The transport of a channel cannot change: create another channel"}
+          help={editing === undefined ? transportHelp[state.transport] : "The transport of a channel cannot change: create another channel"}
         >
           <select
             name="transport"
             value={state.transport}
             disabled={editing !== undefined}
-            onChange={(e) => fields.set({ transport: e.currentTarget.value === "relay" ? "relay" : "simulated" })}
+            onChange={(e) => {
+              const chosen = Channel.channelTransports.find((transport) => transport === e.currentTarget.value)
+              fields.set({ transport: chosen ?? "simulated" })
+            }}
           >
-            <option value="simulated">simulated</option>
-            <option value="relay">relay</option>
+            {Channel.channelTransports.map((transport) => <option value={transport}>{transport}</option>)}
           </select>
         </Field>
       </div>
@@ -208,12 +254,21 @@ const ChannelForm = (props: {
           <input type="number" min="0" max="1000000" step="1" required {...fields.bind("concurrency")} />
         </Field>
       </div>
-      {relay
+      {remote
         ? (
           <fieldset>
-            <legend>Relay upstream</legend>
-            <Field label="Base URL" help="The other service, e.g. https://gateway.example.com">
-              <input type="url" required maxLength={2048} spellcheck={false} {...fields.bind("base_url")} />
+            <legend>Upstream ({state.transport})</legend>
+            <Field
+              label="Base URL"
+              help={optionalBaseUrl.has(state.transport) ? "Leave empty for the public API" : "e.g. https://gateway.example.com"}
+            >
+              <input
+                type="url"
+                required={!optionalBaseUrl.has(state.transport)}
+                maxLength={2048}
+                spellcheck={false}
+                {...fields.bind("base_url")}
+              />
             </Field>
             <Field
               label="API key"
@@ -225,11 +280,18 @@ const ChannelForm = (props: {
                 type="password"
                 autoComplete="new-password"
                 spellcheck={false}
-                required={editing === undefined || !editing.credentials_set}
+                required={!optionalKey.has(state.transport) && (editing === undefined || !editing.credentials_set)}
                 maxLength={4096}
                 {...fields.bind("api_key")}
               />
             </Field>
+            <Field
+              label="Advanced settings (JSON, optional)"
+              help="mapping per model { target, input?, output? } (JSONata), workflows (comfyui), result_hosts, poll_interval_ms, poll_rate, callbacks, max_result_bytes: docs/channels.md"
+            >
+              <textarea rows={4} spellcheck={false} class="mono" {...fields.bind("advanced")} />
+            </Field>
+            {advancedError === undefined ? null : <p class="error small" role="alert">{advancedError}</p>}
           </fieldset>
         )
         : null}

@@ -15,6 +15,7 @@ export const layer = Envelope.group(Api.MediagateApi, "channels", (handlers) =>
     return handlers
       .handle("list", () => channels.list)
       .handle("create", ({ payload }) => channels.create(payload))
+      .handle("usage", ({ urlParams }) => channels.usage(urlParams))
       .handle("get", ({ path }) => channels.get(path.id))
       .handle("update", ({ path, payload }) => channels.update(path.id, payload))
       .handle("delete", ({ path }) => channels.remove(path.id))
