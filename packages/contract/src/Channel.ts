@@ -43,8 +43,9 @@ export const ModelMapping = Schema.Struct({
       "workflow name (a key of `settings.workflows`), OpenAI model name. Default: our model id"
   }),
   input: optional(text(20_000, 1).annotations({
-    description: "JSONata expression from our request (`input`, `$model`, `$target`, `$task_id`) to the upstream's " +
-      "input. Default: `input` unchanged"
+    description: "JSONata expression over our request `{ model, input, metadata }` (with `$model`, `$target`, " +
+      "`$task_id`, `$metadata`) giving the upstream's input, e.g. `{ \"prompt\": input.prompt }`. Default: `input` " +
+      "unchanged"
   })),
   output: optional(text(20_000, 1).annotations({
     description: "JSONata expression from the upstream's output to our result items: a URL string, an object " +

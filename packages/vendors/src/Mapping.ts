@@ -5,8 +5,9 @@
  *   an entry uses our model id as its target.
  * - `input` and `output` are **JSONata** expressions (jsonata-js 2, the reference implementation, kept by its
  *   authors since 2016): JSON in, JSON out, with paths, filters, object construction and functions, and no access
- *   to anything but the document and the bindings given. `input` is evaluated over our normalized `input` with the
- *   bindings `$model`, `$target`, `$task_id` and `$metadata`; `output` over the upstream's output JSON.
+ *   to anything but the document and the bindings given. `input` is evaluated over our request `{ model, input,
+ *   metadata }` (the normalized input: `input.prompt`) with the bindings `$model`, `$target`, `$task_id` and
+ *   `$metadata`; `output` over the upstream's output JSON.
  * - Without `input` our `input` goes to the upstream unchanged. Without `output` every file URL found in the output
  *   is a result ({@link findFiles}).
  * - Expressions are compiled when a channel is saved ({@link problem}: the admin API answers `400
@@ -138,7 +139,7 @@ export const mapInput = (compiled: Compiled, context: InputContext): Effect.Effe
     ? Effect.succeed(context.input)
     : Effect.tryPromise({
       try: () =>
-        compiled.input!.evaluate(context.input, {
+        compiled.input!.evaluate({ model: context.model, input: context.input, metadata: context.metadata }, {
           model: context.model,
           target: compiled.target,
           task_id: context.taskId,
