@@ -437,6 +437,35 @@ for (const database of databases) {
       expect(created).toMatchObject({ transport: "relay", priority: -1, concurrency: 4, credentials_set: true })
       expect(created.credentials_hint).toContain(relayKey.slice(-4))
       expect(await relay.textContent()).toContain("https://upstream.example.com")
+      // a fal channel (its base URL may be left out) with a mapping in the advanced settings: a mapping that does not
+      // compile is refused by the API, naming the model and the expression, and the form keeps what was typed
+      const advanced = create.getByLabel("Advanced settings (JSON, optional)")
+      const mappingOf = (input: string) => JSON.stringify({ mapping: { "vendor4-3-0-t2i": { target: "fal-ai/flux/dev", input } } })
+      await create.getByLabel("Name").fill("vendor4 fal")
+      await create.getByLabel("Transport").selectOption("fal")
+      await create.locator('input[name="family"][value="vendor4"]').check()
+      await create.getByLabel("API key").fill("fal-key-0123456789")
+      await advanced.fill(mappingOf(`{ "prompt": `))
+      await create.getByRole("button", { name: "Create channel" }).click()
+      await page.getByRole("alert").filter({ hasText: "settings.mapping.vendor4-3-0-t2i.input" }).waitFor()
+      await advanced.fill("{ not json")
+      await create.getByRole("button", { name: "Create channel" }).click()
+      await page.getByRole("alert").filter({ hasText: "Advanced settings: not JSON" }).waitFor()
+      await advanced.fill(mappingOf(`{ "prompt": input.prompt }`))
+      await create.getByRole("button", { name: "Create channel" }).click()
+      const fal = page.locator("tr[data-channel]").filter({ hasText: "vendor4 fal" })
+      await fal.waitFor()
+      const falStored = (await admin("GET", `/admin/v1/channels/${await fal.getAttribute("data-channel")}`)).body.data
+      expect(falStored).toMatchObject({
+        transport: "fal",
+        credentials_set: true,
+        settings: { mapping: { "vendor4-3-0-t2i": { target: "fal-ai/flux/dev", input: `{ "prompt": input.prompt }` } } }
+      })
+      // the usage report has no ended live task on a channel yet; the fal channel goes (no vendor4 task may reach it)
+      await page.locator(".channel-usage").getByText("No ended live task on a channel yet").waitFor()
+      await fal.getByRole("button", { name: "Delete" }).click()
+      await fal.getByRole("button", { name: "Confirm delete" }).click()
+      await fal.waitFor({ state: "detached" })
       await shot("19-channels-light")
       await page.emulateMedia({ colorScheme: "dark" })
       expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe("rgb(15, 18, 23)")

@@ -142,6 +142,25 @@ describe("mediagate channels", () => {
           { MEDIAGATE_CHANNEL_KEY: "", MEDIAGATE_CHANNEL_API_KEY: envKey },
           `ERR VALIDATION_ERROR: ${ChannelSecrets.noKeyMessage}`
         ],
+        [
+          ["channels", "create", "--name", "F", "--transport", "fal", "--family", "vendor4", "--settings", "[1]"],
+          { MEDIAGATE_CHANNEL_API_KEY: envKey },
+          "ERR VALIDATION_ERROR: --settings: must be a JSON object or @<file> holding one (not a JSON object)"
+        ],
+        [
+          [
+            "channels", "create", "--name", "F", "--transport", "fal", "--family", "vendor4", "--settings",
+            `{"mapping":{"vendor4-3-0-t2i":{"target":"fal-ai/flux","output":"images[0."}}}`
+          ],
+          { MEDIAGATE_CHANNEL_API_KEY: envKey },
+          "ERR VALIDATION_ERROR: settings.mapping.vendor4-3-0-t2i.output: the output mapping of model vendor4-3-0-t2i does not compile"
+        ],
+        [
+          ["channels", "create", "--name", "C", "--transport", "comfyui", "--base-url", "http://gpu:8188", "--family", "vendor4",
+            "--settings", `{"mapping":{"vendor4-3-0-t2i":{"target":"sdxl"}}}`],
+          {},
+          "ERR VALIDATION_ERROR: settings.mapping.vendor4-3-0-t2i.target: no workflow named sdxl in settings.workflows"
+        ],
         [["channels", "update", "default:simulated", "--weight", "2"], {}, "ERR VALIDATION_ERROR: channel default:simulated comes from the environment"],
         [["channels", "update", "ch_nope", "--api-key-from-env"], {}, "ERR VALIDATION_ERROR: --api-key-from-env: MEDIAGATE_CHANNEL_API_KEY is not set"],
         [["channels", "delete", "ch_nope"], {}, "ERR CHANNEL_NOT_FOUND: channel ch_nope not found"]
@@ -153,5 +172,32 @@ describe("mediagate channels", () => {
         expect(run.out[0], args.join(" ")).toContain(expected)
       }
       expect((yield* cli(db, ["channels", "list"])).json().map((c: any) => c.id)).toEqual(["default:simulated"])
+    }))
+
+  it.scoped("creates a channel of each HTTP transport, with --settings JSON for mappings and workflows", () =>
+    Effect.gen(function*() {
+      const db = yield* openDatabase
+      const mapping = { "vendor4-3-0-t2i": { target: "fal-ai/flux/dev", input: `{ "prompt": input.prompt }` } }
+      const fal = yield* cli(db, [
+        "channels", "create", "--name", "fal", "--transport", "fal", "--family", "vendor4",
+        "--settings", JSON.stringify({ mapping, poll_interval_ms: 2000, callbacks: false })
+      ], { MEDIAGATE_CHANNEL_API_KEY: envKey })
+      expect(fal.exit._tag, fal.out.join("\n")).toBe("Success")
+      expect(fal.json()).toMatchObject({
+        transport: "fal",
+        credentials_set: true,
+        settings: { mapping, poll_interval_ms: 2000, callbacks: false }
+      })
+      // --base-url wins over the JSON's; a workflow named by a mapping's target
+      const workflow = { graph: { "9": { class_type: "SaveImage", inputs: { images: ["8", 0] } }, "8": { class_type: "VAEDecode", inputs: {} } } }
+      const comfy = yield* cli(db, [
+        "channels", "create", "--name", "gpu", "--transport", "comfyui", "--family", "vendor4", "--base-url", "http://gpu:8188",
+        "--settings", JSON.stringify({ base_url: "http://ignored:1", workflows: { sdxl: workflow }, mapping: { "vendor4-3-0-t2i": { target: "sdxl" } } })
+      ])
+      expect(comfy.exit._tag, comfy.out.join("\n")).toBe("Success")
+      expect(comfy.json()).toMatchObject({ transport: "comfyui", credentials_set: false, settings: { base_url: "http://gpu:8188" } })
+      const changed = yield* cli(db, ["channels", "update", fal.json().id, "--settings", `{"poll_rate": 7}`])
+      expect(changed.json().settings).toMatchObject({ mapping, poll_interval_ms: 2000, poll_rate: 7 })
+      expect(JSON.stringify([fal, comfy, changed].flatMap((run) => run.out))).not.toContain(envKey)
     }))
 })

@@ -12,7 +12,7 @@ import type { ComponentChildren } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type ApiFailure, call } from "../api.js"
 import { Check, Checks, ConfirmButton, Empty, ErrorBox, Field, FormCard, Show, Table, useFields, useLoad, useSubmit, ViewHeader } from "../components.js"
-import { time, timeZone } from "../format.js"
+import { money, time, timeZone } from "../format.js"
 
 type ChannelView = Channel.Channel
 type Family = Catalog.TaskFamily
@@ -454,6 +454,7 @@ export const ChannelList = () => {
           )
         }}
       </Show>
+      <ChannelUsageTable />
       {/* the channel being edited, else a new one: a fresh form for each */}
       <ChannelForm
         key={edited?.id ?? ""}
@@ -465,6 +466,49 @@ export const ChannelList = () => {
         }}
         onCancel={edited === undefined ? undefined : () => setEditing(undefined)}
       />
+    </section>
+  )
+}
+
+/** Charged against upstream cost per channel and model over the last 30 days (`GET /admin/v1/channels/usage`). */
+const ChannelUsageTable = () => {
+  const loaded = useLoad(() => call("admin", (api) => api.channels.usage({ urlParams: {} })), [], { pollMs: 30_000 })
+  return (
+    <section class="channel-usage">
+      <h3>Charged against upstream cost · last 30 days</h3>
+      <p class="muted small">
+        Ended live tasks per channel and model: what accounts were charged (net of refunds) and what the upstream
+        reported the jobs cost (or ran, priced at the channel's cost per second). Accounts never see upstream cost.
+      </p>
+      <Show loaded={loaded} hint={failureHint}>
+        {(rows) =>
+          rows.length === 0 ? <Empty>No ended live task on a channel yet.</Empty> : (
+            <Table
+              class="usage"
+              columns={["Channel", "Model", ["Tasks", "num"], ["Charged", "num"], ["Upstream cost", "num"], ["Margin", "num"], ["Upstream seconds", "num"]]}
+            >
+              {rows.map((row) => (
+                <tr key={`${row.channel_id}/${row.model}`} data-usage={`${row.channel_id}/${row.model}`}>
+                  <Cell label="Channel">
+                    {row.channel_name ?? <span class="muted">deleted</span>}
+                    <div class="muted mono small">{row.channel_id}{row.transport === null ? "" : ` · ${row.transport}`}</div>
+                  </Cell>
+                  <Cell label="Model" class="mono">{row.model}</Cell>
+                  <Cell label="Tasks" class="num">
+                    {row.tasks}
+                    <div class="muted small">{row.succeeded} succeeded · {row.failed} failed</div>
+                  </Cell>
+                  <Cell label="Charged" class="num">{money(row.charged)}</Cell>
+                  <Cell label="Upstream cost" class="num">
+                    {row.reported === 0 && row.upstream_cost === 0 ? <span class="muted">not reported</span> : money(row.upstream_cost)}
+                  </Cell>
+                  <Cell label="Margin" class="num">{row.reported === 0 && row.upstream_cost === 0 ? "—" : money(row.margin)}</Cell>
+                  <Cell label="Upstream seconds" class="num">{row.upstream_seconds}</Cell>
+                </tr>
+              ))}
+            </Table>
+          )}
+      </Show>
     </section>
   )
 }
