@@ -461,8 +461,12 @@ for (const database of databases) {
         credentials_set: true,
         settings: { mapping: { "vendor4-3-0-t2i": { target: "fal-ai/flux/dev", input: `{ "prompt": input.prompt }` } } }
       })
-      // the usage report has no ended live task on a channel yet; the fal channel goes (no vendor4 task may reach it)
-      await page.locator(".channel-usage").getByText("No ended live task on a channel yet").waitFor()
+      // the usage report shows the live task that ended on the simulated channel (charged, no upstream cost); the fal
+      // channel goes (no vendor4 task may reach it)
+      const usage = page.locator(`.channel-usage tr[data-usage="${simulatedId}/vendor1-1-5-pro"]`)
+      await usage.waitFor()
+      expect(await usage.textContent()).toContain("vendor1 simulated")
+      expect(await usage.textContent()).toContain("not reported")
       await fal.getByRole("button", { name: "Delete" }).click()
       await fal.getByRole("button", { name: "Confirm delete" }).click()
       await fal.waitFor({ state: "detached" })

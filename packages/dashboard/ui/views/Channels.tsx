@@ -388,8 +388,14 @@ export const ChannelList = () => {
   const loaded = useLoad(() => call("admin", (api) => api.channels.list()), [], { pollMs: 5000 })
   const [editing, setEditing] = useState<string | undefined>(undefined)
   const [saved, setSaved] = useState<ChannelView | undefined>(undefined)
+  /** Changes made on this page: the usage report is read again after each. */
+  const [changes, setChanges] = useState(0)
   const action = useSubmit()
-  const act = (f: () => Promise<unknown>) => action.submit(() => f().then(loaded.reload))
+  const act = (f: () => Promise<unknown>) =>
+    action.submit(() => f().then(() => {
+      setChanges((n) => n + 1)
+      loaded.reload()
+    }))
   const edited = editing === undefined ? undefined : loaded.value?.find((c) => c.id === editing)
   return (
     <section>
@@ -454,7 +460,7 @@ export const ChannelList = () => {
           )
         }}
       </Show>
-      <ChannelUsageTable />
+      <ChannelUsageTable changes={changes} />
       {/* the channel being edited, else a new one: a fresh form for each */}
       <ChannelForm
         key={edited?.id ?? ""}
@@ -462,6 +468,7 @@ export const ChannelList = () => {
         onSaved={(channel) => {
           if (edited !== undefined) setEditing(undefined)
           setSaved(channel)
+          setChanges((n) => n + 1)
           loaded.reload()
         }}
         onCancel={edited === undefined ? undefined : () => setEditing(undefined)}
@@ -470,9 +477,14 @@ export const ChannelList = () => {
   )
 }
 
-/** Charged against upstream cost per channel and model over the last 30 days (`GET /admin/v1/channels/usage`). */
-const ChannelUsageTable = () => {
-  const loaded = useLoad(() => call("admin", (api) => api.channels.usage({ urlParams: {} })), [], { pollMs: 30_000 })
+/**
+ * Charged against upstream cost per channel and model over the last 30 days (`GET /admin/v1/channels/usage`): read
+ * every 30 s and after each change made on the page.
+ */
+const ChannelUsageTable = (props: { readonly changes: number }) => {
+  const loaded = useLoad(() => call("admin", (api) => api.channels.usage({ urlParams: {} })), [props.changes], {
+    pollMs: 30_000
+  })
   return (
     <section class="channel-usage">
       <h3>Charged against upstream cost · last 30 days</h3>
