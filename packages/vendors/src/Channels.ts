@@ -181,8 +181,11 @@ interface Live {
   readonly verifyCallback?: Transport["verifyCallback"]
   /** Whether the channel's upstream reports the end of every job (callbacks): polls are then a safety net. */
   readonly notifies: boolean
-  /** The tokens of the channel's poll rate (see {@link PollRate}). */
-  readonly pollRate: PollRate
+  /**
+   * The channel's poll rate (see {@link PollRate}); none for the simulated upstream unless its settings give one (it
+   * runs in this process: there is no upstream API to spare).
+   */
+  readonly pollRate: PollRate | undefined
 }
 
 /** The HTTP transports, each built from its channel's context. */
@@ -200,19 +203,24 @@ const callbackTransports = new Set<ChannelTransport>(["fal", "replicate"])
 export const defaultPollRate = 50
 
 /**
- * A channel's poll rate on this node: at most `perSecond` polls a second, a burst of one second's worth allowed
- * (generic cell rate: the time the next poll may go, moved on by 1/rate per poll). A poll that finds no room is
- * put off to when there will be, with a spread, instead of waiting in a worker slot.
+ * A channel's poll rate on this node: at most `perSecond` polls in any second, all of them at once if they come at
+ * once (a sliding window: the times of the last `perSecond` polls, in a ring; a poll goes when the oldest of them is
+ * a second old). A poll that finds no room is put off to when there will be, with a spread, instead of waiting in a
+ * worker slot.
  */
 export class PollRate {
-  private next = 0
-  constructor(readonly perSecond: number) {}
+  /** When the last `perSecond` polls went (epoch ms), oldest at `oldest`. */
+  private readonly times: Float64Array
+  private oldest = 0
+  constructor(readonly perSecond: number) {
+    this.times = new Float64Array(Math.max(1, Math.floor(perSecond))).fill(-Infinity)
+  }
   /** 0 when a poll may go now (and counts it), else how long to wait, ms. */
   take(now: number): number {
-    const interval = 1000 / this.perSecond
-    const next = Math.max(this.next, now - 1000)
-    if (next > now) return Math.ceil(next - now + Math.random() * 1000)
-    this.next = next + interval
+    const free = this.times[this.oldest] + 1000
+    if (free > now) return Math.ceil(free - now + Math.random() * 1000)
+    this.times[this.oldest] = now
+    this.oldest = (this.oldest + 1) % this.times.length
     return 0
   }
 }
@@ -322,7 +330,9 @@ export const make = (options: ChannelsOptions = {}) =>
           ...(built.verifyCallback === undefined ? {} : { verifyCallback: built.verifyCallback }),
           notifies: built.upstream.notifiesChanges ||
             (callbackTransports.has(config.transport) && config.settings.callbacks !== false),
-          pollRate: new PollRate(config.settings.pollRate ?? defaultPollRate)
+          pollRate: config.transport === "simulated" && config.settings.pollRate === undefined
+            ? undefined
+            : new PollRate(config.settings.pollRate ?? defaultPollRate)
         }))
       )
     }
@@ -490,9 +500,10 @@ export const make = (options: ChannelsOptions = {}) =>
         }
         const id = live.config.id
         const now = yield* Clock.currentTimeMillis
-        const wait = live.pollRate.take(now)
-        if (wait > 0) {
-          return yield* unavailable(`channel ${id}: ${live.pollRate.perSecond} polls a second reached`, wait)
+        const rate = live.pollRate
+        const wait = rate === undefined ? 0 : rate.take(now)
+        if (rate !== undefined && wait > 0) {
+          return yield* unavailable(`channel ${id}: ${rate.perSecond} polls a second reached`, wait)
         }
         const admitted = breakers.admit(id, now)
         if (admitted._tag === "Refused") {

@@ -29,7 +29,7 @@ import {
   call,
   elapsedProgress,
   field,
-  objectInput,
+  mappedInput,
   refused,
   stringField,
   type Transport,
@@ -145,10 +145,7 @@ export const make = (context: TransportContext): Transport => {
       if (workflow === undefined) {
         return yield* refused(`${who}: no workflow named ${compiled.target} (model ${task.model}) on the channel`)
       }
-      const input = yield* Effect.flatMap(
-        Mapping.mapInput(compiled, { model: task.model, input: task.input, taskId: task.id, metadata: task.metadata }),
-        (value) => objectInput(who, task.model, value)
-      )
+      const input = yield* mappedInput(who, compiled, task)
       const answer = yield* api({
         method: "POST",
         path: "/prompt",

@@ -29,7 +29,7 @@ import {
   failureOf,
   field,
   numberField,
-  objectInput,
+  mappedInput,
   refused,
   stringField,
   type Transport,
@@ -60,10 +60,7 @@ export const make = (context: TransportContext): Transport => {
       if (appOf(target).split("/").length < 2) {
         return yield* refused(`${who}: target ${target} of model ${task.model} is not an app id (owner/app)`)
       }
-      const input = yield* Effect.flatMap(
-        Mapping.mapInput(compiled, { model: task.model, input: task.input, taskId: task.id, metadata: task.metadata }),
-        (value) => objectInput(who, task.model, value)
-      )
+      const input = yield* mappedInput(who, compiled, task)
       const callback = yield* context.callbackUrl(task)
       const query = callback === undefined ? "" : `?fal_webhook=${encodeURIComponent(callback)}`
       const answer = yield* api({ method: "POST", path: `/${target}${query}`, json: input })

@@ -28,7 +28,7 @@ import {
   field,
   messageIn,
   numberField,
-  objectInput,
+  mappedInput,
   refused,
   stringField,
   type Transport,
@@ -58,13 +58,11 @@ export const make = (context: TransportContext): Transport => {
   /** Image jobs answered in this process, their files not copied yet: job id → files. */
   const images = new Map<string, ReadonlyArray<Mapping.ResultSource>>()
 
-  const mappedInput = (task: TaskRecord) => {
+  /** The request body of a task: its mapped input with the target as `model`. */
+  const requestOf = (task: TaskRecord) => {
     const compiled = context.mapping(task.model)
     return Effect.map(
-      Effect.flatMap(
-        Mapping.mapInput(compiled, { model: task.model, input: task.input, taskId: task.id, metadata: task.metadata }),
-        (value) => objectInput(who, task.model, value)
-      ),
+      mappedInput(who, compiled, task),
       (input): { compiled: Mapping.Compiled; body: Record<string, unknown> } => ({
         compiled,
         body: { model: compiled.target, ...input }
@@ -74,7 +72,7 @@ export const make = (context: TransportContext): Transport => {
 
   const submitImage = (task: TaskRecord) =>
     Effect.gen(function*() {
-      const { body, compiled } = yield* mappedInput(task)
+      const { body, compiled } = yield* requestOf(task)
       const answer = yield* api({ method: "POST", path: "/v1/images/generations", json: body })
       const format = typeof body["output_format"] === "string" ? body["output_format"] : "png"
       const sources = compiled.output === undefined
@@ -90,7 +88,7 @@ export const make = (context: TransportContext): Transport => {
 
   const submitVideo = (task: TaskRecord) =>
     Effect.gen(function*() {
-      const { body } = yield* mappedInput(task)
+      const { body } = yield* requestOf(task)
       const answer = yield* api({ method: "POST", path: "/v1/videos", json: body })
       const id = stringField(answer.json, "id")
       if (id === undefined) return yield* refused(`${who}: the video answer has no id`)

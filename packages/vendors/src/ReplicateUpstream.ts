@@ -31,7 +31,7 @@ import {
   field,
   messageIn,
   numberField,
-  objectInput,
+  mappedInput,
   refused,
   stringField,
   type Transport,
@@ -98,10 +98,7 @@ export const make = (context: TransportContext): Transport => {
           `${who}: target ${compiled.target} of model ${task.model} is neither owner/name nor a version id`
         )
       }
-      const input = yield* Effect.flatMap(
-        Mapping.mapInput(compiled, { model: task.model, input: task.input, taskId: task.id, metadata: task.metadata }),
-        (value) => objectInput(who, task.model, value)
-      )
+      const input = yield* mappedInput(who, compiled, task)
       const callback = yield* context.callbackUrl(task)
       const answer = yield* api({
         method: "POST",

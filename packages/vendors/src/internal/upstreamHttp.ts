@@ -14,7 +14,7 @@ import * as PinnedHttp from "@mediagate/outbound/PinnedHttp"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { ChannelConfig } from "../ChannelStore.js"
-import type * as Mapping from "../Mapping.js"
+import * as Mapping from "../Mapping.js"
 import type { CopyPolicy, ResultCopier } from "../ResultCopy.js"
 
 /** What a transport of a channel is built from. */
@@ -179,11 +179,15 @@ export const numberField = (value: unknown, name: string): number | undefined =>
   return typeof found === "number" && Number.isFinite(found) ? found : undefined
 }
 
-/** The input a mapping made must be a JSON object for these upstreams. */
-export const objectInput = (who: string, model: string, value: unknown) =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-    ? Effect.succeed(value as Record<string, unknown>)
-    : Effect.fail(refused(`${who}: the input mapping of model ${model} must give a JSON object`))
+/** A task's input as the upstream takes it: the mapping's (a JSON object for these upstreams), or the input itself. */
+export const mappedInput = (who: string, compiled: Mapping.Compiled, task: TaskRecord) =>
+  Effect.flatMap(
+    Mapping.mapInput(compiled, { model: task.model, input: task.input, taskId: task.id, metadata: task.metadata }),
+    (value) =>
+      typeof value === "object" && value !== null && !Array.isArray(value)
+        ? Effect.succeed(value as Record<string, unknown>)
+        : Effect.fail(refused(`${who}: the input mapping of model ${task.model} must give a JSON object`))
+  )
 
 /** Progress while a job runs, from how long it has run against its estimate (5 to 95). */
 export const elapsedProgress = (task: TaskRecord, now: number): number => {
