@@ -31,217 +31,51 @@
  * @since 0.1.0
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { Admin, Channel, Ledger } from "@mediagate/contract"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type FaultProxy, startFaultProxy } from "./faultProxy.js"
-import { freePort, psql, runPostgres, type RunningServer, startServer } from "./server.js"
+import {
+  admin,
+  adminToken,
+  allPages,
+  type ChannelCreate,
+  type ChannelView,
+  channelKey,
+  createChannel,
+  type Envelope,
+  freshDatabase,
+  http,
+  inFlight,
+  type Keys,
+  type LedgerEntry,
+  makeAccount,
+  metric,
+  metrics,
+  ok,
+  pool,
+  range,
+  readChannel,
+  readTasks,
+  scenario,
+  type Scope,
+  serverEnv,
+  settle,
+  sleep,
+  type TaskView,
+  terminal,
+  unsucceeded,
+  waitFor
+} from "./harness.js"
+import { runPostgres, type RunningServer, startServer } from "./server.js"
 
 if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the PostgreSQL channel scenarios are skipped")
 
-const adminToken = "channels-admin-token-0123456789abcdef"
-/** The gateway's key for channel credentials at rest (64 hex characters). */
-const channelKey = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
-const fileSecret = "channels-file-secret-0123456789abcdef"
 /** The fastest model (estimate 10 s), one 512×512 image, $0.03. */
 const model = "vendor4-3-0-t2i"
 const price = 0.03
 /** The gateway's breaker cooldown (`MEDIAGATE_CHANNEL_BREAKER_COOLDOWN`). */
 const cooldownMs = 2000
-const terminal = new Set(["succeeded", "failed", "cancelled", "expired"])
-
-type ChannelView = typeof Channel.Channel.Encoded
-type ChannelCreate = typeof Channel.ChannelCreate.Encoded
-type TaskView = typeof Admin.AdminTask.Encoded
-type SystemView = typeof Admin.SystemStatus.Encoded
-type LedgerEntry = typeof Ledger.LedgerEntry.Encoded
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const range = (n: number) => Array.from({ length: n }, (_, i) => i)
-
-// -----------------------------------------------------------------------------------------------------------------
-// HTTP
-// -----------------------------------------------------------------------------------------------------------------
-
-interface Envelope<A> {
-  readonly success: boolean
-  readonly data: A
-  readonly pagination?: { readonly cursor: string | null; readonly hasMore: boolean; readonly total: number }
-  readonly error?: { readonly code: string; readonly message: string }
-}
-
-interface Reply<A> {
-  readonly status: number
-  readonly body: A
-  readonly text: string
-}
-
-/** One request; JSON in and out (a body that is not JSON is kept as text). */
-const http = async <A>(
-  base: string,
-  path: string,
-  options: { readonly method?: string; readonly token?: string; readonly json?: unknown } = {}
-): Promise<Reply<A>> => {
-  const headers: Record<string, string> = {}
-  if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`
-  if (options.json !== undefined) headers["content-type"] = "application/json"
-  const response = await fetch(`${base}${path}`, {
-    method: options.method ?? (options.json === undefined ? "GET" : "POST"),
-    headers,
-    ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }),
-    signal: AbortSignal.timeout(30_000)
-  })
-  const text = await response.text()
-  let body: unknown = text
-  try {
-    body = JSON.parse(text)
-  } catch {
-    // not JSON: kept as text
-  }
-  return { status: response.status, body: body as A, text }
-}
-
-/** The `data` of a 2xx envelope; fails the test with the answer otherwise. */
-const ok = <A>(reply: Reply<Envelope<A>>, what: string): A => {
-  expect(reply.status, `${what}: ${reply.status} ${reply.text.slice(0, 500)}`).toBeGreaterThanOrEqual(200)
-  expect(reply.status, `${what}: ${reply.status} ${reply.text.slice(0, 500)}`).toBeLessThan(300)
-  return reply.body.data
-}
-
-/** An operator request (`MEDIAGATE_ADMIN_TOKEN`). */
-const admin = async <A>(base: string, path: string, method?: string, json?: unknown): Promise<A> =>
-  ok(
-    await http<Envelope<A>>(base, path, {
-      token: adminToken,
-      ...(method === undefined ? {} : { method }),
-      ...(json === undefined ? {} : { json })
-    }),
-    `${method ?? "GET"} ${path}`
-  )
-
-/** Every item of a paged list (`limit=100`, following `pagination.cursor`). */
-const allPages = async <A>(base: string, path: string, token: string): Promise<Array<A>> => {
-  const items: Array<A> = []
-  for (let cursor: string | null = null, first = true; first || cursor !== null; first = false) {
-    const separator = path.includes("?") ? "&" : "?"
-    const page = `${path}${separator}limit=100${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
-    const reply: Reply<Envelope<Array<A>>> = await http<Envelope<Array<A>>>(base, page, { token })
-    items.push(...ok(reply, `GET ${page}`))
-    cursor = reply.body.pagination?.hasMore === true ? reply.body.pagination.cursor : null
-  }
-  return items
-}
-
-/** Runs `f` over `items`, at most `concurrency` at once; answers the results in order. */
-const pool = async <A, B>(items: ReadonlyArray<A>, concurrency: number, f: (item: A, i: number) => Promise<B>) => {
-  const results = new Array<B>(items.length)
-  let next = 0
-  await Promise.all(range(Math.min(concurrency, items.length)).map(async () => {
-    for (let i = next++; i < items.length; i = next++) results[i] = await f(items[i]!, i)
-  }))
-  return results
-}
-
-/** Waits until `check` answers something (checked every `every` ms), at most `timeoutMs`. */
-const waitFor = async <A>(
-  what: string,
-  timeoutMs: number,
-  check: () => Promise<A | undefined>,
-  every = 200
-): Promise<A> => {
-  const until = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await sleep(every)
-  }
-}
-
-// -----------------------------------------------------------------------------------------------------------------
-// Processes
-// -----------------------------------------------------------------------------------------------------------------
-
-/** An account and its live key. */
-interface Keys {
-  readonly account: string
-  readonly live: string
-}
-
-/** What a scenario started, released at its end (servers SIGKILLed, then the cleanups in reverse order). */
-interface Scope {
-  readonly server: (name: string, server: RunningServer) => RunningServer
-  readonly defer: (cleanup: () => unknown) => void
-}
-
-/** Runs a scenario; when it fails, its servers' logs are written to a temporary directory. */
-const scenario = async (label: string, body: (scope: Scope) => Promise<void>): Promise<void> => {
-  const servers: Array<readonly [string, RunningServer]> = []
-  const cleanups: Array<() => unknown> = []
-  let passed = false
-  try {
-    await body({
-      server: (name, server) => {
-        servers.push([name, server])
-        return server
-      },
-      defer: (cleanup) => cleanups.push(cleanup)
-    })
-    passed = true
-  } finally {
-    if (!passed && servers.length > 0) {
-      const dir = mkdtempSync(join(tmpdir(), "mg-channels-logs-"))
-      for (const [name, server] of servers) writeFileSync(join(dir, `${name}.log`), server.output())
-      console.warn(`${label}: the servers' logs are in ${dir}`)
-    }
-    await Promise.all(servers.map(([, server]) =>
-      new Promise<void>((resolve) => {
-        if (server.child.exitCode !== null || server.child.signalCode !== null) return resolve()
-        server.child.once("exit", () => resolve())
-        server.child.kill("SIGKILL")
-      })
-    ))
-    for (const cleanup of cleanups.reverse()) await cleanup()
-  }
-}
-
-/**
- * An account credited with `amount` USD and a live key, made through the server's admin API (a server started
- * with an admin token prints no bootstrap keys).
- */
-const makeAccount = async (base: string, name: string, amount: number): Promise<Keys> => {
-  const account = await admin<{ readonly id: string }>(base, "/admin/v1/accounts", "POST", { name })
-  await admin<unknown>(base, `/admin/v1/accounts/${account.id}/credits`, "POST", { amount })
-  const key = await admin<{ readonly key: string }>(base, `/admin/v1/accounts/${account.id}/api-keys`, "POST", {
-    name,
-    environment: "live"
-  })
-  return { account: account.id, live: key.key }
-}
-
-/** A fresh database for a gateway: its environment (SQLite data dir, or a new PostgreSQL database). */
-const freshDatabase = (scope: Scope, postgres: boolean): Record<string, string> => {
-  const dataDir = mkdtempSync(join(tmpdir(), "mg-channels-gw-"))
-  if (!postgres) return { MEDIAGATE_DATA_DIR: dataDir }
-  const name = `mg_channels_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
-  expect(psql(`CREATE DATABASE ${name}`)).toBe(0)
-  scope.defer(() => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
-  return { MEDIAGATE_DATA_DIR: dataDir, DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${name}` }
-}
-
-/** A server's common environment on a free port. */
-const serverEnv = async (extra: Record<string, string>): Promise<Record<string, string>> => {
-  const port = await freePort()
-  return {
-    PORT: port,
-    MEDIAGATE_ADMIN_TOKEN: adminToken,
-    MEDIAGATE_FILE_SECRET: fileSecret,
-    MEDIAGATE_PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-    MEDIAGATE_ACCESS_LOG: "false",
-    ...extra
-  }
-}
 
 interface Upstream {
   readonly server: RunningServer
@@ -286,11 +120,6 @@ const firstGateway = async (scope: Scope, name: string, database: Record<string,
 // Channels, tasks, billing
 // -----------------------------------------------------------------------------------------------------------------
 
-const createChannel = (gateway: string, channel: ChannelCreate) =>
-  admin<ChannelView>(gateway, "/admin/v1/channels", "POST", channel)
-
-const readChannel = (gateway: string, id: string) => admin<ChannelView>(gateway, `/admin/v1/channels/${id}`)
-
 /** A relay channel to `base` with the upstream's live key. */
 const relay = (name: string, base: string, upstream: Upstream, routing: Partial<ChannelCreate> = {}): ChannelCreate => ({
   name,
@@ -309,19 +138,6 @@ const createTasks = (gateway: string, key: string, n: number, prompt: (i: number
     return ok(reply, `task ${i}`).id
   })
 
-const readTask = (gateway: string, id: string) => admin<TaskView>(gateway, `/admin/v1/tasks/${id}`)
-const readTasks = (gateway: string, ids: ReadonlyArray<string>) => pool(ids, 20, (id) => readTask(gateway, id))
-
-/** Tasks pending, queued or running on a server (its `GET /admin/v1/system`). */
-const inFlight = async (base: string): Promise<number> => {
-  const byStatus = (await admin<SystemView>(base, "/admin/v1/system")).tasks.by_status
-  return byStatus.pending + byStatus.queued + byStatus.running
-}
-
-/** Waits until no task of the server is active. */
-const settle = (base: string, timeoutMs: number) =>
-  waitFor(`every task of ${base} to finish`, timeoutMs, async () => (await inFlight(base)) === 0 ? true : undefined, 250)
-
 /** Waits until each task was handed to an upstream (or ended); answers the tasks. */
 const submitted = (gateway: string, ids: ReadonlyArray<string>, timeoutMs = 30_000) =>
   waitFor(`${ids.length} tasks to be submitted`, timeoutMs, async () => {
@@ -332,12 +148,6 @@ const submitted = (gateway: string, ids: ReadonlyArray<string>, timeoutMs = 30_0
 /** The ids of the tasks whose channel is not `channel`, with the channel they have. */
 const offChannel = (tasks: ReadonlyArray<TaskView>, channel: string) =>
   tasks.filter((task) => task.channel_id !== channel).map((task) => `${task.id} on ${task.channel_id} (${task.status})`)
-
-/** The tasks that did not succeed, with their error. */
-const unsucceeded = (tasks: ReadonlyArray<TaskView>) =>
-  tasks.filter((task) => task.status !== "succeeded").map((task) =>
-    `${task.id}: ${task.status} ${task.error?.code ?? ""} ${task.error?.message ?? ""}`
-  )
 
 /**
  * Billing of the gateway's account after `ids` ran (and nothing else): one charge of the price per task, no
@@ -364,24 +174,6 @@ const upstreamTaskIds = async (upstream: Upstream) =>
 
 /** The sorted upstream job ids of `tasks`. */
 const jobIds = (tasks: ReadonlyArray<TaskView>) => tasks.map((task) => task.upstream_job_id ?? `(none: ${task.id})`).sort()
-
-/** The sum of a metric's samples whose labels include `labels` (Prometheus text format). */
-const metric = (text: string, name: string, labels: Record<string, string>): number => {
-  let sum = 0
-  for (const line of text.split("\n")) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)/.exec(line)
-    if (match === null || match[1] !== name) continue
-    const found = new Map([...(match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!]))
-    if (Object.entries(labels).every(([key, value]) => found.get(key) === value)) sum += Number(match[3])
-  }
-  return sum
-}
-
-const metrics = async (base: string) => {
-  const reply = await http<string>(base, "/metrics", { token: adminToken })
-  expect(reply.status, reply.text.slice(0, 300)).toBe(200)
-  return reply.text
-}
 
 // -----------------------------------------------------------------------------------------------------------------
 // Scenarios
