@@ -11,8 +11,10 @@
  * - **Off the worker**: a poll that finds a job done asks {@link ResultCopier.collect}: the copy runs on the copier's
  *   own fibers (at most `concurrency` downloads per process), the poll answers `Running` (progress 99) at once, and
  *   the task id is reported on {@link ResultCopier.changes} when the copy ended, so the task is polled again and
- *   finishes. A slow download therefore holds no worker slot. Its headers must come within the channel's timeout and
- *   no read may wait longer than that for a byte; the whole copy ends by the task's deadline.
+ *   finishes. A slow download therefore holds no worker slot. Its headers must come within the channel's timeout, no
+ *   read may wait longer than that for a byte, and once it has run that long it must keep 16 KiB/s on average (a
+ *   trickle gives its download slot up to the others and is tried again later); the whole copy ends by the task's
+ *   deadline.
  * - **Retried**: a failed download is tried again after 1 s, 2 s, 4 s, ... 30 s while the task's deadline allows;
  *   then the copy fails (`PROVIDER_ERROR`, the task is refunded). A refused address, a file over the cap or a
  *   malformed `data:` URI fail at once: trying again cannot change them.
@@ -61,7 +63,12 @@ export interface CopyPolicy {
   readonly maxBytes: number
   /** DNS resolver (tests). */
   readonly lookup?: PinnedHttp.Resolver | undefined
+  /** A download slower than this on average, once it ran the timeout, is dropped and tried again. Default 16 KiB/s. */
+  readonly minBytesPerSecond?: number | undefined
 }
+
+/** The slowest average a download may keep (past the channel's timeout) before it gives its slot up. */
+const defaultMinBytesPerSecond = 16 * 1024
 
 /** Where a copy stands. */
 export type CopyState =
@@ -229,24 +236,30 @@ const download = (source: ResultSource, file: string, policy: CopyPolicy) =>
       let headBytes = 0
       let bytes = 0
       let done = false
-      let idle: NodeJS.Timeout | undefined
+      let lastData = Date.now()
+      const started = lastData
+      const minRate = policy.minBytesPerSecond ?? defaultMinBytesPerSecond
       /** Ends the download with a failure (the partial file is removed by the caller). */
       const fail = (message: string, final = false) => {
         if (done) return
         done = true
-        clearTimeout(idle)
+        clearInterval(watch)
         body.destroy()
         out.destroy()
         resume(Effect.fail(new CopyFailure({ message, final })))
       }
-      const armIdle = () => {
-        clearTimeout(idle)
-        idle = setTimeout(
-          () => fail(`no data for ${Math.round(policy.timeoutMs / 100) / 10} s while downloading`),
-          policy.timeoutMs
-        )
-      }
-      armIdle()
+      // no byte for the channel's timeout, or (once it has run that long) slower on average than the minimum rate:
+      // the download gives its slot up and is tried again later
+      const watch = setInterval(() => {
+        const now = Date.now()
+        if (now - lastData >= policy.timeoutMs) {
+          return fail(`no data for ${Math.round(policy.timeoutMs / 100) / 10} s while downloading`)
+        }
+        const seconds = (now - started) / 1000
+        if (now - started >= policy.timeoutMs && bytes / seconds < minRate) {
+          fail(`the download ran slower than ${Math.round(minRate / 1024)} KiB/s`)
+        }
+      }, Math.max(10, Math.min(1000, Math.floor(policy.timeoutMs / 4))))
       body.on("data", (chunk: Buffer) => {
         if (done) return
         bytes += chunk.length
@@ -255,7 +268,7 @@ const download = (source: ResultSource, file: string, policy: CopyPolicy) =>
           head.push(chunk.subarray(0, 16 - headBytes))
           headBytes += Math.min(16, chunk.length)
         }
-        armIdle()
+        lastData = Date.now()
         if (!out.write(chunk)) {
           body.pause()
           out.once("drain", () => body.resume())
@@ -263,7 +276,7 @@ const download = (source: ResultSource, file: string, policy: CopyPolicy) =>
       })
       body.on("end", () => {
         if (done) return
-        clearTimeout(idle)
+        clearInterval(watch)
         out.end(() => {
           if (done) return
           done = true

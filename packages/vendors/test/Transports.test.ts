@@ -187,7 +187,7 @@ describe("transports against their protocol fakes", () => {
         mapping: {
           "vendor4-3-0-t2i": {
             target: "fal-ai/flux/dev",
-            input: `{ "prompt": input.prompt & " [fake:delay=120]", "image_size": "square", "seed": $metadata.ref }`
+            input: `{ "prompt": input.prompt & " [fake:delay=1000]", "image_size": "square", "seed": $metadata.ref }`
           }
         }
       }, "fal-key")
@@ -197,7 +197,7 @@ describe("transports against their protocol fakes", () => {
       const job = [...fake.jobs.values()][0]!
       expect(jobId).toBe(`fal-ai/flux|${job.id}`)
       expect(job.model).toBe("fal-ai/flux/dev")
-      expect(job.input).toEqual({ prompt: "a lighthouse [fake:delay=120]", image_size: "square", seed: "r1" })
+      expect(job.input).toEqual({ prompt: "a lighthouse [fake:delay=1000]", image_size: "square", seed: "r1" })
       expect(job.webhook).toBe("http://gateway.test/callbacks/v1/ch_fal/t?expires=1&signature=s")
       const { seen, state } = yield* pollToEnd(fal, record, jobId)
       expect(seen).toContain("Queued")
@@ -326,7 +326,7 @@ describe("transports against their protocol fakes", () => {
         mapping: {
           "vendor4-3-0-t2i": { target: "gpt-image-1", input: `{ "prompt": input.prompt, "response_format": "b64_json" }` },
           "vendor4-3-0": { target: "dall-e-2", input: `{ "prompt": input.prompt, "n": 2 }` },
-          "vendor3-3": { target: "sora-2", input: `{ "prompt": input.prompt & " [fake:delay=150]", "seconds": "4" }` }
+          "vendor3-3": { target: "sora-2", input: `{ "prompt": input.prompt & " [fake:delay=1000]", "seconds": "4" }` }
         }
       }, fake.key)
       const openai = yield* build(OpenAi.make, config, fake.url)
@@ -392,6 +392,44 @@ describe("the result copy", () => {
       })
       expect(allowed._tag).toBe("Copied")
       expect(secret.hits()).toBe(1)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, 20_000)
+
+  it.live("a trickle gives its download slot up and is tried again; no copy outlives its task's deadline", () => {
+    const { layer } = copierLayer()
+    return Effect.gen(function*() {
+      let connections = 0
+      let open = 0
+      const trickle = yield* serve("127.0.0.1", (_request, response) => {
+        connections++
+        open++
+        response.on("close", () => open--)
+        response.writeHead(200, { "content-type": "image/png" })
+        // a byte every 50 ms, never ending
+        const timer = setInterval(() => response.write(Buffer.from([1])), 50)
+        response.on("close", () => clearInterval(timer))
+      })
+      const started = Date.now()
+      const slow = yield* collectToEnd(task({ deadlineAt: started + 2500 }), [{ url: `${trickle.url}/slow.png` }], {
+        ...policy,
+        timeoutMs: 300,
+        minBytesPerSecond: 1024
+      })
+      expect(slow._tag).toBe("Failed")
+      expect(Date.now() - started).toBeLessThan(2500)
+      // dropped for its rate after 300 ms, tried again while the deadline allowed
+      expect(connections).toBeGreaterThanOrEqual(2)
+      // without a minimum rate, the attempt is cut at the task's deadline
+      const before = connections
+      const cut = yield* collectToEnd(task({ deadlineAt: Date.now() + 700 }), [{ url: `${trickle.url}/slow.png` }], {
+        ...policy,
+        timeoutMs: 300,
+        minBytesPerSecond: 0
+      })
+      expect(cut).toMatchObject({ _tag: "Failed", message: expect.stringContaining("deadline") })
+      expect(connections).toBe(before + 1)
+      yield* Effect.sleep("100 millis")
+      expect(open).toBe(0)
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, 20_000)
 
