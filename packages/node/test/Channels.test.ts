@@ -300,6 +300,31 @@ for (const [name, stores] of backends) {
           [gateway("a", { families: [] }), "families"],
           [gateway("a", { weight: 0 }), "weight"],
           [gateway("a", { transport: "carrier-pigeon" }), "transport"],
+          // the HTTP transports: a base URL (fal and replicate have defaults), a key where the upstream needs one
+          [{ name: "f", transport: "fal", families: ["vendor4"] }, "credentials.api_key: required for a fal channel"],
+          [{ name: "r", transport: "replicate", families: ["vendor4"] }, "credentials.api_key: required for a replicate channel"],
+          [{ name: "c", transport: "comfyui", families: ["vendor4"] }, "settings.base_url: required for a comfyui channel"],
+          [{ name: "o", transport: "openai", families: ["vendor4"], settings: { base_url: "https://gw.example.com" } }, "credentials.api_key: required for an openai channel"],
+          [
+            { name: "f", transport: "fal", families: ["vendor4"], credentials: { api_key: "k" }, settings: { mapping: { "vendor4-3-0-t2i": { target: "a/b", input: "{ \"x\": " } } } },
+            "settings.mapping.vendor4-3-0-t2i.input: the input mapping of model vendor4-3-0-t2i does not compile"
+          ],
+          [
+            { name: "f", transport: "fal", families: ["vendor4"], credentials: { api_key: "k" }, settings: { mapping: { "vendor3-3": { target: "a/b" } } } },
+            "settings.mapping.vendor3-3: the channel does not serve model vendor3-3"
+          ],
+          [
+            { name: "f", transport: "fal", families: ["vendor4"], credentials: { api_key: "k" }, settings: { workflows: { w: { graph: {} } } } },
+            "settings.workflows: only a comfyui channel takes workflows"
+          ],
+          [
+            { name: "c", transport: "comfyui", families: ["vendor4"], settings: { base_url: "http://gpu:8188", workflows: { w: { graph: { "1": { inputs: {} } } } } } },
+            "settings.workflows.w: graph.1: must be an API-format node"
+          ],
+          [
+            { name: "f", transport: "fal", families: ["vendor4"], credentials: { api_key: "k" }, settings: { result_hosts: ["bad host!"] } },
+            "settings.result_hosts: bad host! is not a host name"
+          ],
           [gateway("a", { colour: "blue" }), "colour"]
         ]
         for (const [body, message] of bad) {

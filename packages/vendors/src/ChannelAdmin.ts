@@ -117,19 +117,22 @@ const needsKey = new Set<ChannelConfig["transport"]>(["relay", "fal", "replicate
 
 const hostPattern = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$/i
 
+/** "a relay channel", "an openai channel". */
+const aChannel = (transport: string) => `${/^[aeiou]/.test(transport) ? "an" : "a"} ${transport} channel`
+
 /** The first rule `shape` breaks (see the module's comment). */
 export const checkShape = (shape: Shape): string | undefined => {
   const { settings, transport } = shape
   if (transport === "simulated") {
-    if (settings.baseUrl !== undefined) return `settings.base_url: a ${transport} channel takes no base_url`
-    if (shape.credentials) return `credentials: a ${transport} channel takes no credentials`
+    if (settings.baseUrl !== undefined) return `settings.base_url: ${aChannel(transport)} takes no base_url`
+    if (shape.credentials) return `credentials: ${aChannel(transport)} takes no credentials`
   } else {
     if (settings.baseUrl === undefined && defaultBaseUrls[transport] === undefined) {
-      return `settings.base_url: required for a ${transport} channel (the upstream's absolute http or https URL)`
+      return `settings.base_url: required for ${aChannel(transport)} (the upstream's absolute http or https URL)`
     }
     const url = settings.baseUrl === undefined ? undefined : checkBaseUrl(settings.baseUrl)
     if (url !== undefined) return url
-    if (!shape.credentials && needsKey.has(transport)) return `credentials.api_key: required for a ${transport} channel`
+    if (!shape.credentials && needsKey.has(transport)) return `credentials.api_key: required for ${aChannel(transport)}`
   }
   const served = new Set<string>(shape.families.flatMap((family) => Catalog.models[family]))
   const foreign = shape.models.filter((model) => !served.has(model))
@@ -141,7 +144,7 @@ export const checkShape = (shape: Shape): string | undefined => {
   const mapping = Mapping.problem(settings.mapping, serves)
   if (mapping !== undefined) return mapping
   if (settings.mapping !== undefined && transport === "simulated") {
-    return "settings.mapping: a simulated channel takes no mapping"
+    return `settings.mapping: ${aChannel(transport)} takes no mapping`
   }
   if (settings.workflows !== undefined && transport !== "comfyui") {
     return `settings.workflows: only a comfyui channel takes workflows`
