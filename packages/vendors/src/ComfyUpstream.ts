@@ -6,7 +6,8 @@
  *   a field named `<node id>.<input name>` goes there, any other field where the workflow's `inputs` binds it, the
  *   rest is left out — and `POST /prompt { prompt, client_id }`. A graph ComfyUI refuses (400, `node_errors`) fails
  *   the task with ComfyUI's message. The job id is the `prompt_id`.
- * - poll: `GET /history/{id}`: absent while queued or running (`GET /queue` tells which); done with `status_str:
+ * - poll: `GET /history/{id}`: absent while queued or running (`GET /queue` tells which; a running prompt's progress
+ *   comes from ComfyUI's `/ws` messages where the socket opens: {@link progressSocket}); done with `status_str:
  *   "success"` → the files of its output nodes (`images`, `gifs`, `videos`: each fetched from `/view?filename=&
  *   subfolder=&type=`; an output mapping sees the outputs with a `url` on each file) are copied; `error` → failed
  *   with the node's exception message. A prompt neither in the queue nor in the history (the server restarted)
@@ -23,6 +24,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import WebSocket from "ws"
 import * as Mapping from "./Mapping.js"
 import * as ResultCopy from "./ResultCopy.js"
 import {
@@ -130,6 +132,74 @@ const failureOf = (entry: unknown): string => {
   return "the prompt failed"
 }
 
+/** How long the progress socket stays open without a poll asking for progress. */
+const socketIdleMs = 60_000
+
+/**
+ * A channel's view of ComfyUI's `/ws` progress messages for its prompts (sent with `client_id` `clientId`): the last
+ * `progress { value, max }` of each running prompt, as a percentage. The socket opens when a poll first asks, closes
+ * after a minute without one, and opens again on the next; where it cannot open (an older server, a proxy that
+ * refuses WebSockets), progress comes from the time the prompt ran.
+ */
+export const progressSocket = (baseUrl: string, clientId: string, headers: Readonly<Record<string, string>>) => {
+  const progress = new Map<string, number>()
+  let socket: WebSocket | undefined
+  let lastAsked = 0
+  let idle: NodeJS.Timeout | undefined
+  const open = () => {
+    const url = `${baseUrl.replace(/^http/, "ws")}/ws?clientId=${encodeURIComponent(clientId)}`
+    const opened = new WebSocket(url, { headers: { ...headers } })
+    socket = opened
+    opened.on("message", (data, binary) => {
+      // binary frames are previews
+      if (binary) return
+      let message: unknown
+      try {
+        message = JSON.parse(String(data))
+      } catch {
+        return
+      }
+      const type = stringField(message, "type")
+      const body = field(message, "data")
+      const prompt = stringField(body, "prompt_id")
+      if (prompt === undefined) return
+      if (type === "progress") {
+        const value = Number(field(body, "value"))
+        const max = Number(field(body, "max"))
+        if (Number.isFinite(value) && Number.isFinite(max) && max > 0) {
+          progress.set(prompt, Math.max(1, Math.min(99, Math.round((value / max) * 100))))
+        }
+      } else if (type === "execution_success" || type === "execution_error" || type === "execution_interrupted") {
+        progress.delete(prompt)
+      }
+    })
+    const gone = () => {
+      if (socket === opened) socket = undefined
+      progress.clear()
+    }
+    opened.on("close", gone)
+    opened.on("error", gone)
+  }
+  const closeIfIdle = () => {
+    if (Date.now() - lastAsked < socketIdleMs) {
+      idle = setTimeout(closeIfIdle, socketIdleMs).unref()
+      return
+    }
+    idle = undefined
+    socket?.close()
+    socket = undefined
+  }
+  return {
+    /** A running prompt's progress (0–99) as ComfyUI last reported it; undefined when it did not. */
+    of: (promptId: string): number | undefined => {
+      lastAsked = Date.now()
+      if (socket === undefined) open()
+      if (idle === undefined) idle = setTimeout(closeIfIdle, socketIdleMs).unref()
+      return progress.get(promptId)
+    }
+  }
+}
+
 /** Builds the ComfyUI transport of a channel. */
 export const make = (context: TransportContext): Transport => {
   const apiKey = context.channel.credentials.apiKey
@@ -137,6 +207,8 @@ export const make = (context: TransportContext): Transport => {
   const api = call(context, who, auth)
   const workflows = context.channel.settings.workflows ?? {}
   const copyPolicy = context.policy
+  const clientId = `mediagate-${context.channel.id}`
+  const sockets = progressSocket(context.baseUrl, clientId, auth)
 
   const submit = (task: TaskRecord) =>
     Effect.gen(function*() {
@@ -149,7 +221,7 @@ export const make = (context: TransportContext): Transport => {
       const answer = yield* api({
         method: "POST",
         path: "/prompt",
-        json: { prompt: placeInputs(workflow, input), client_id: `mediagate-${context.channel.id}` }
+        json: { prompt: placeInputs(workflow, input), client_id: clientId }
       })
       const id = stringField(answer.json, "prompt_id")
       if (id === undefined) return yield* refused(`${who}: the /prompt answer has no prompt_id`)
@@ -177,7 +249,11 @@ export const make = (context: TransportContext): Transport => {
         const where = yield* inQueue(jobId)
         if (where === "pending") return { _tag: "Queued" } as const
         if (where === "running") {
-          return { _tag: "Running", progress: elapsedProgress(task, yield* Clock.currentTimeMillis) } as const
+          const reported = sockets.of(jobId)
+          return {
+            _tag: "Running",
+            progress: reported ?? elapsedProgress(task, yield* Clock.currentTimeMillis)
+          } as const
         }
         // it may have ended between the two reads
         entry = yield* history(jobId)

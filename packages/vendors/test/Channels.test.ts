@@ -237,6 +237,24 @@ describe("routeOrder", () => {
   })
 })
 
+describe("PollRate", () => {
+  it("lets a second's worth of polls go at once, and at most that many in any second", () => {
+    const rate = new Channels.PollRate(10)
+    expect(Array.from({ length: 10 }, () => rate.take(0))).toEqual(Array(10).fill(0))
+    const wait = rate.take(0)
+    expect(wait).toBeGreaterThanOrEqual(1000)
+    expect(wait).toBeLessThanOrEqual(2000)
+    // three polls asked every 7 ms for 5 s
+    const went: Array<number> = []
+    for (let now = 1000; now < 6000; now += 7) {
+      for (let i = 0; i < 3; i++) if (rate.take(now) === 0) went.push(now)
+    }
+    const most = Math.max(...went.map((at) => went.filter((t) => t >= at && t < at + 1000).length))
+    expect(most).toBe(10)
+    expect(went.length).toBe(50)
+  })
+})
+
 describe("the channel router", () => {
   it.effect("fails a submit over to the next channel with its own idempotency key; a refusal does not fail over", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
@@ -380,6 +398,26 @@ describe("the channel router", () => {
         const error = yield* Effect.flip(upstream.submit(c!))
         expect(error).toMatchObject({ retryable: false, message: "no enabled upstream channel serves model vendor3-3" })
         expect(fakes.calls.filter((call) => call.key.startsWith(c!.id))).toEqual([])
+      })))
+
+  it.effect("holds a channel's polls to its poll_rate; the simulated upstream's are not limited", () =>
+    withRouter(({ runtime, storage, store, upstream }) =>
+      Effect.gen(function*() {
+        const [simulatedTask, task] = yield* claimTasks(storage, 2)
+        const simulated = yield* upstream.submit(simulatedTask!)
+        expect(simulated).toMatchObject({ channelId: "default:simulated" })
+        const onSimulated = { ...simulatedTask!, channelId: simulated.channelId! }
+        for (let i = 0; i < 3 * Channels.defaultPollRate; i++) yield* upstream.poll(onSimulated, simulated.jobId)
+        yield* store.create(relay("limited", { settings: { baseUrl: "http://limited.example", pollRate: 3 } }))
+        yield* runtime.refresh
+        const submitted = yield* upstream.submit(task!)
+        const on = { ...task!, channelId: submitted.channelId! }
+        for (let i = 0; i < 3; i++) yield* upstream.poll(on, submitted.jobId)
+        const error = yield* Effect.flip(upstream.poll(on, submitted.jobId))
+        expect(error).toMatchObject({ retryable: true, message: expect.stringContaining("3 polls a second reached") })
+        expect(error.retryAfterMs).toBeGreaterThanOrEqual(1000)
+        yield* TestClock.adjust("1 second")
+        expect(yield* upstream.poll(on, submitted.jobId)).toMatchObject({ _tag: "Running" })
       })))
 
   it.effect("test tasks run on the simulator on no channel", () =>

@@ -303,6 +303,20 @@ describe("transports against their protocol fakes", () => {
       expect(done.result[0]).toMatchObject({ format: "png" })
       expect(new Uint8Array(storedBytes(directory, done.result[0]!.url))).toEqual(new Uint8Array(pngBytes))
 
+      // a running prompt's progress comes from ComfyUI's /ws (the sampler's steps), beyond what its run time says
+      const stepped = task({ input: { prompt: "steps [fake:delay=3000]" }, estimatedSeconds: 60 })
+      const progress: Array<number> = []
+      const steppedJob = (yield* comfy.upstream.submit(stepped)).jobId
+      for (let i = 0; i < 300; i++) {
+        const state = yield* comfy.upstream.poll(stepped, steppedJob)
+        // while ComfyUI still runs it (not while its files are copied, which answers 99)
+        if (state._tag === "Running" && fake.jobs.get(steppedJob)!.state === "running") progress.push(state.progress)
+        if (state._tag === "Succeeded" || state._tag === "Failed") break
+        yield* Effect.sleep("20 millis")
+      }
+      // 3 s into a 60 s estimate the run time alone says at most 5%; the sampler's steps say 25% and more
+      expect(Math.max(...progress)).toBeGreaterThanOrEqual(25)
+
       const failing = task({ input: { prompt: "[fake:fail=CUDA out of memory]" } })
       const failed = yield* pollToEnd(comfy, failing, (yield* comfy.upstream.submit(failing)).jobId)
       expect(failed.state._tag === "Failed" && failed.state.message).toContain("CUDA out of memory")
