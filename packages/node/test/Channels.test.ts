@@ -284,6 +284,27 @@ for (const [name, stores] of backends) {
         expect(deleted).toMatchObject({ status: 200, body: { success: true, data: { id: alpha.id, deleted: true } } })
         expect((yield* call("GET", `/admin/v1/channels/${alpha.id}`)).status).toBe(404)
         expect((yield* call("GET", "/admin/v1/channels")).body.data.map((c: any) => c.id)).toEqual(["default:simulated", "default:relay", beta.id])
+
+        // the usage report, a static route beside /channels/:id: the cancelled live task on the deleted channel
+        const usage = yield* call("GET", "/admin/v1/channels/usage")
+        expect(usage.status, usage.text).toBe(200)
+        expect(usage.body.data).toEqual([{
+          channel_id: alpha.id,
+          channel_name: null,
+          transport: null,
+          model: "vendor3-3",
+          tasks: 1,
+          succeeded: 0,
+          failed: 0,
+          charged: 0,
+          upstream_cost: 0,
+          upstream_seconds: 0,
+          reported: 0,
+          margin: 0
+        }])
+        expect((yield* call("GET", "/admin/v1/channels/usage?since=2999-01-01T00:00:00Z")).body.data).toEqual([])
+        const badSince = yield* call("GET", "/admin/v1/channels/usage?since=yesterday")
+        expect([badSince.status, badSince.body.error.code]).toEqual([400, "VALIDATION_ERROR"])
       }).pipe(Effect.provide(serverOn(stores))))
 
     it.live("answer bad bodies with VALIDATION_ERROR, unknown channels with CHANNEL_NOT_FOUND, and keep the environment's channels", () =>

@@ -300,6 +300,19 @@ export const layer = (
     const config = yield* ServerConfig
     const registry = Option.getOrUndefined(yield* Effect.serviceOption(Dispatch.Dispatcher))
     const routes = makeRouteTable(options.extraRoutes ?? [], options.apiRoutes)
+    /**
+     * The registered routes that some static route's path also matches (read once every group has registered, at
+     * the first request): a request they match is checked against the whole route table.
+     */
+    let shadowedRoutes: ReadonlySet<string> | undefined
+    const shadowed = () =>
+      shadowedRoutes ??= new Set(
+        [...(options.apiRoutes ?? routesOf(Api.MediagateApi)), ...(options.extraRoutes ?? [])].flatMap(({ method, path }) => {
+          if (path.includes(":") || path.includes("*")) return []
+          const match = registry?.find(method, path)
+          return match !== undefined && match.route !== path ? [`${method} ${match.route}`] : []
+        })
+      )
     const policy: Address.AddressPolicy = { allowPrivate: config.allowPrivateAddresses }
     const maxBodySize = Option.some(config.maxBodyBytes)
     /** An error envelope with the request's id (`id`). */
@@ -432,7 +445,12 @@ export const layer = (
       const locate = (request: HttpServerRequest.HttpServerRequest, registeredOnly: boolean) => {
         const path = pathOf(request.url)
         if (!isCanonicalPath(path)) return { found: undefined, route: undefined }
-        const found = registry?.find(request.method, path)
+        let found = registry?.find(request.method, path)
+        // a registered route with parameters may also match the path of a static route that is not registered
+        // (`/channels/:id` and `/channels/usage`): the route table, which holds both, decides for those alone
+        if (found !== undefined && shadowed().has(`${request.method} ${found.route}`)) {
+          if (routes.route(request.method, path) !== found.route) found = undefined
+        }
         return { found, route: found?.route ?? (registeredOnly ? undefined : routes.route(request.method, path)) }
       }
       // a listener that starts a request's fiber itself answers a registered endpoint's request from here, without
