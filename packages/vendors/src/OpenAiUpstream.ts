@@ -4,7 +4,7 @@
  *
  * - Images (`POST /v1/images/generations { model, ...input }`) answer in the call itself: submit makes the call
  *   (within the channel's timeout) and hands its files (`data[].url`, or `b64_json` stored directly) to the result
- *   copy at once; the job id is `img_<task>`. A later poll answers the copy's state. The files of an image job exist
+ *   copy at once; the job id is `img_<task>.<random>`. A later poll answers the copy's state. The files of an image job exist
  *   only in this process until they are copied: a poll elsewhere finds the copy's manifest once it is stored, and
  *   an image job neither copied nor known here (the process ended) is submitted again (`Lost`).
  * - Videos: `POST /v1/videos { model, ...input }` (JSON; a mapping can shape what the gateway takes), poll `GET
@@ -21,6 +21,7 @@ import { type JobState, Upstream, type UpstreamError } from "@mediagate/engine/U
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import { randomBytes } from "node:crypto"
 import * as Mapping from "./Mapping.js"
 import * as ResultCopy from "./ResultCopy.js"
 import {
@@ -79,7 +80,8 @@ export const make = (context: TransportContext): Transport => {
         ? imageSources(answer.json, format)
         : yield* Mapping.mapOutput(compiled, task.model, answer.json)
       if (sources.length === 0) return yield* refused(`${who}: the images answer holds no image`)
-      const jobId = `${imagePrefix}${task.id}`
+      // one id per call: a task submitted again (its answer lost with another process) gets a copy of its own
+      const jobId = `${imagePrefix}${task.id}.${randomBytes(6).toString("hex")}`
       images.set(jobId, sources)
       // the copy starts now; the poll that follows answers its state
       yield* context.copier.collect(task, jobId, sources, context.policy)
