@@ -1225,8 +1225,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           const usage = outcome._tag === "Expired" ? {} : usageColumns(outcome.usage)
           return sql`(${id}, CAST(${fence} AS BIGINT), ${status}, ${result === null ? null : json(result)}, ${
             outcome._tag === "Failed" ? json(outcome.error) : outcome._tag === "Expired" ? expiredError : null
-          }, ${upstreamJobId ?? null}, ${channelId ?? null}, CAST(${usage.upstreamSeconds ?? null} AS DOUBLE PRECISION), ${
-            sql`CAST(${usage.upstreamCostMicros ?? null} AS BIGINT)`
+          }, ${upstreamJobId ?? null}, ${channelId ?? null}, ${
+            sql`CAST(${usage.upstreamSeconds ?? null} AS DOUBLE PRECISION), CAST(${usage.upstreamCostMicros ?? null} AS BIGINT)`
           }${event})`
         })
         const update = sql`UPDATE ${t.tasks} SET status = finished.f_status, lease_owner = NULL, lease_expires_at = NULL,
@@ -1242,7 +1242,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           WHERE ${t.tasks}.id = finished.f_id AND ${t.tasks}.fence = finished.f_fence AND lease_owner IS NOT NULL
             AND ${ACTIVE}${outboxLocked}
           RETURNING ${pg ? sql`${t.tasks}.*` : sql.literal("*")}`
-        const head = sql`${yield* withClock}, ${outboxLockCte}finished (f_id, f_fence, f_status, f_result, f_error, f_job, f_channel, f_seconds, f_cost${
+        const head = sql`${yield* withClock}, ${outboxLockCte}finished (${
+          sql.literal("f_id, f_fence, f_status, f_result, f_error, f_job, f_channel, f_seconds, f_cost")
+        }${
           sql.literal(events ? ", f_event" : "")
         }) AS (VALUES ${sql.csv(values)})`
         const statement = events

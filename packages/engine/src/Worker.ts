@@ -199,7 +199,11 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
           case "Succeeded":
             return yield* finish({ _tag: "Succeeded", result: state.result, ...usageOf(state) })
           case "Failed":
-            return yield* finish({ _tag: "Failed", error: { code: state.code, message: state.message }, ...usageOf(state) })
+            return yield* finish({
+              _tag: "Failed",
+              error: { code: state.code, message: state.message },
+              ...usageOf(state)
+            })
           case "Lost": {
             // the job's channel failed: let the job go, submit the task again at once (on another channel)
             yield* Effect.logWarning(`task ${task.id}: upstream job ${jobId} given up, submitting again: ${state.message}`)

@@ -189,7 +189,9 @@ interface Live {
 }
 
 /** The HTTP transports, each built from its channel's context. */
-const httpTransports: Readonly<Record<"fal" | "replicate" | "comfyui" | "openai", (context: TransportContext) => Transport>> = {
+const httpTransports: Readonly<
+  Record<"fal" | "replicate" | "comfyui" | "openai", (context: TransportContext) => Transport>
+> = {
   fal: Fal.make,
   replicate: Replicate.make,
   comfyui: Comfy.make,
@@ -593,7 +595,14 @@ export const make = (options: ChannelsOptions = {}) =>
   })
 
 /** What the router needs. */
-export type Requirements = SimulatedUpstream | Estimates | PriceBook | ChannelStore | TaskStorage | ResultCopier | UrlSigner
+export type Requirements =
+  | SimulatedUpstream
+  | Estimates
+  | PriceBook
+  | ChannelStore
+  | TaskStorage
+  | ResultCopier
+  | UrlSigner
 
 /** What the router provides: the routed upstream, its runtime for the admin views, and the callbacks' port. */
 export type Provided = Upstream | ChannelRuntime | Services.UpstreamCallbacks

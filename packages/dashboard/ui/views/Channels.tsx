@@ -287,7 +287,8 @@ const ChannelForm = (props: {
             </Field>
             <Field
               label="Advanced settings (JSON, optional)"
-              help="mapping per model { target, input?, output? } (JSONata), workflows (comfyui), result_hosts, poll_interval_ms, poll_rate, callbacks, max_result_bytes: docs/channels.md"
+              help={"mapping per model { target, input?, output? } (JSONata), workflows (comfyui), result_hosts, " +
+                "poll_interval_ms, poll_rate, callbacks, cost_per_second, max_result_bytes: docs/channels.md"}
             >
               <textarea rows={4} spellcheck={false} class="mono" {...fields.bind("advanced")} />
             </Field>
@@ -497,7 +498,15 @@ const ChannelUsageTable = (props: { readonly changes: number }) => {
           rows.length === 0 ? <Empty>No ended live task on a channel yet.</Empty> : (
             <Table
               class="usage"
-              columns={["Channel", "Model", ["Tasks", "num"], ["Charged", "num"], ["Upstream cost", "num"], ["Margin", "num"], ["Upstream seconds", "num"]]}
+              columns={[
+                "Channel",
+                "Model",
+                ["Tasks", "num"],
+                ["Charged", "num"],
+                ["Upstream cost", "num"],
+                ["Margin", "num"],
+                ["Upstream seconds", "num"]
+              ]}
             >
               {rows.map((row) => (
                 <tr key={`${row.channel_id}/${row.model}`} data-usage={`${row.channel_id}/${row.model}`}>
