@@ -102,6 +102,33 @@ export interface RequestOptions extends TargetOptions {
   readonly maxRedirects?: number | undefined
   /** Statuses answered; any other fails with `reason: "status"` without reading the body. Default: every status. */
   readonly acceptStatus?: ((status: number) => boolean) | undefined
+  /**
+   * Keep the connection to the checked address open for the next request to the same host and address (an
+   * upstream's own API, called again and again); default: a connection per request.
+   */
+  readonly keepAlive?: boolean | undefined
+}
+
+/** Most kept-alive connection pools at once (one per host and checked address); the oldest is closed beyond. */
+const maxPools = 256
+
+/** The kept-alive connection pools, by protocol, host and checked address. */
+const pools = new Map<string, http.Agent>()
+
+/** The pool of a host at a checked address: its connections only ever go to that address. */
+const poolFor = (url: URL, target: ResolvedAddress): http.Agent => {
+  const key = `${url.protocol}//${url.host}|${target.address}`
+  const known = pools.get(key)
+  if (known !== undefined) return known
+  const options = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, lookup: pinnedLookup(target) }
+  const agent = url.protocol === "https:" ? new https.Agent(options) : new http.Agent(options)
+  if (pools.size >= maxPools) {
+    const [oldestKey, oldest] = pools.entries().next().value as [string, http.Agent]
+    pools.delete(oldestKey)
+    oldest.destroy()
+  }
+  pools.set(key, agent)
+  return agent
 }
 
 /** An answer. */
@@ -133,13 +160,13 @@ export const checkTarget = Effect.fn("PinnedHttp.checkTarget")(function*(url: UR
     const problem = Address.literalHostProblem(url)
     if (problem !== undefined) return yield* refuse(host, "address", problem)
   }
-  const unresolved = refuse(host, "dns", `host ${host} could not be resolved`)
+  const unresolved = () => refuse(host, "dns", `host ${host} could not be resolved`)
   const literal = Address.parseAddress(host)
   const addresses: ReadonlyArray<ResolvedAddress> = literal !== undefined
     ? [{ address: host, family: literal.kind() === "ipv6" ? 6 : 4 }]
     : yield* resolveName(host, options, unresolved)
   const first = addresses[0]
-  if (first === undefined) return yield* unresolved
+  if (first === undefined) return yield* unresolved()
   const refused = addresses.find(({ address }) => !allowed(address))
   if (refused !== undefined) {
     return yield* refuse(host, "address", `host ${host} resolves to ${refused.address}, which is not a public address`)
@@ -147,8 +174,8 @@ export const checkTarget = Effect.fn("PinnedHttp.checkTarget")(function*(url: UR
   return first
 })
 
-const resolveName = (host: string, options: TargetOptions, unresolved: OutboundError) => {
-  const resolved = Effect.tryPromise({ try: () => (options.lookup ?? defaultResolver)(host), catch: () => unresolved })
+const resolveName = (host: string, options: TargetOptions, unresolved: () => OutboundError) => {
+  const resolved = Effect.tryPromise({ try: () => (options.lookup ?? defaultResolver)(host), catch: unresolved })
   if (options.resolveTimeout === undefined) return resolved
   const limit = Duration.decode(options.resolveTimeout)
   const seconds = Math.round(Duration.toMillis(limit) / 100) / 10
@@ -180,16 +207,20 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
     const truncate = options.overflow === "truncate"
     let settled = false
     let answered: (() => Response) | undefined
-    const settle = (result: Effect.Effect<Hop, OutboundError>) => {
+    /** Ends the exchange; `keep`: a whole answer on a kept-alive connection, which goes back to its pool. */
+    const settle = (result: Effect.Effect<Hop, OutboundError>, keep = false) => {
       if (settled) return
       settled = true
-      request.destroy()
+      if (!keep) request.destroy()
       resume(result)
     }
-    const failWith = (reason: Reason, message: string, status?: number) =>
-      settle(Effect.fail(new OutboundError({ reason, host, message, status })))
+    const failWith = (reason: Reason, message: string, status?: number) => {
+      if (!settled) settle(Effect.fail(new OutboundError({ reason, host, message, status })))
+    }
     const answer = (truncated: boolean) => {
-      if (answered !== undefined) settle(Effect.succeed({ _tag: "Answer", response: { ...answered(), truncated } }))
+      if (answered !== undefined) {
+        settle(Effect.succeed({ _tag: "Answer", response: { ...answered(), truncated } }), !truncated && keepAlive)
+      }
     }
     const broken = () =>
       truncate ? answer(true) : failWith("network", "the connection closed before the body was complete")
@@ -198,7 +229,9 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
     const headers = { ...options.headers, ...length }
     const send = url.protocol === "https:" ? https.request : http.request
     const method = options.method ?? "GET"
-    const request = send(url, { method, agent: false, lookup: pinnedLookup(target), headers }, (response) => {
+    const keepAlive = options.keepAlive === true
+    const agent = keepAlive ? poolFor(url, target) : false
+    const request = send(url, { method, agent, lookup: pinnedLookup(target), headers }, (response) => {
       const status = response.statusCode ?? 0
       if (options.maxRedirects !== undefined && redirectStatuses.has(status)) {
         const location = response.headers.location

@@ -345,4 +345,22 @@ describe("PinnedHttp transfers", () => {
       while (closed.length === 0) yield* Effect.sleep("5 millis")
       expect(closed).toEqual(["/hang"])
     }).pipe(Effect.scoped))
+
+  it.live("keepAlive reuses the connection to the checked address; without it every request has its own", () =>
+    Effect.gen(function*() {
+      const { port, server: listener } = yield* server
+      const sockets = new Set<unknown>()
+      listener.on("connection", (socket) => sockets.add(socket))
+      for (let i = 0; i < 3; i++) {
+        const answer = yield* PinnedHttp.request(`http://127.0.0.1:${port}/ok`, { ...dev, keepAlive: true })
+        expect(text(answer)).toBe("hello")
+      }
+      expect(sockets.size).toBe(1)
+      for (let i = 0; i < 2; i++) yield* PinnedHttp.request(`http://127.0.0.1:${port}/ok`, dev)
+      expect(sockets.size).toBe(3)
+      // a failed answer does not leave its connection in the pool
+      yield* failure(PinnedHttp.request(`http://127.0.0.1:${port}/close`, { ...dev, keepAlive: true }))
+      const after = yield* PinnedHttp.request(`http://127.0.0.1:${port}/ok`, { ...dev, keepAlive: true })
+      expect(text(after)).toBe("hello")
+    }).pipe(Effect.scoped))
 })

@@ -45,6 +45,7 @@ import { hostOf, type Transport, type TransportContext } from "./internal/upstre
 import * as Mapping from "./Mapping.js"
 import * as OpenAi from "./OpenAiUpstream.js"
 import * as Replicate from "./ReplicateUpstream.js"
+import * as ResultCopy from "./ResultCopy.js"
 import { ResultCopier } from "./ResultCopy.js"
 import * as Durations from "./Durations.js"
 import { Estimates } from "./Estimates.js"
@@ -201,26 +202,37 @@ const httpTransports: Readonly<
 /** The transports whose upstream calls back when a job ends. */
 const callbackTransports = new Set<ChannelTransport>(["fal", "replicate"])
 
-/** Default polls per second of one channel from one node. */
-export const defaultPollRate = 50
+/** Default polls per second of one channel from one node (set `poll_rate` to what the upstream allows). */
+export const defaultPollRate = 100
 
 /**
  * A channel's poll rate on this node: at most `perSecond` polls in any second, all of them at once if they come at
  * once (a sliding window: the times of the last `perSecond` polls, in a ring; a poll goes when the oldest of them is
- * a second old). A poll that finds no room is put off to when there will be, with a spread, instead of waiting in a
- * worker slot.
+ * a second old). A poll that finds no room is put off to when there will be, spread over the time the rate needs for
+ * the polls put off in the last second (at least a second), instead of waiting in a worker slot.
  */
 export class PollRate {
   /** When the last `perSecond` polls went (epoch ms), oldest at `oldest`. */
   private readonly times: Float64Array
   private oldest = 0
+  /** Polls put off since `refusedSince`. */
+  private refused = 0
+  private refusedSince = -Infinity
   constructor(readonly perSecond: number) {
     this.times = new Float64Array(Math.max(1, Math.floor(perSecond))).fill(-Infinity)
   }
   /** 0 when a poll may go now (and counts it), else how long to wait, ms. */
   take(now: number): number {
-    const free = this.times[this.oldest] + 1000
-    if (free > now) return Math.ceil(free - now + Math.random() * 1000)
+    const free = this.times[this.oldest]! + 1000
+    if (free > now) {
+      if (now - this.refusedSince >= 1000) {
+        this.refusedSince = now
+        this.refused = 0
+      }
+      this.refused++
+      const spread = Math.max(1000, (this.refused / this.perSecond) * 1000)
+      return Math.ceil(free - now + Math.random() * spread)
+    }
     this.times[this.oldest] = now
     this.oldest = (this.oldest + 1) % this.times.length
     return 0
@@ -501,6 +513,9 @@ export const make = (options: ChannelsOptions = {}) =>
           return { _tag: "Lost", message: `channel ${task.channelId} is gone` } as const
         }
         const id = live.config.id
+        // the poll a finished copy caused: answered from the copy, without asking the upstream again
+        const copied = copier.ended(task, jobId)
+        if (copied !== undefined) return priced(live.config, ResultCopy.jobState(copied))
         const now = yield* Clock.currentTimeMillis
         const rate = live.pollRate
         const wait = rate === undefined ? 0 : rate.take(now)

@@ -88,12 +88,7 @@ export const make = (context: TransportContext): Transport => {
         } satisfies JobState
       }
       const sources = yield* Mapping.mapOutput(context.mapping(task.model), task.model, answer.json)
-      const state = yield* context.copier.collect(task, jobId, sources, context.policy)
-      return ResultCopy.jobState(state, (items) => ({
-        _tag: "Succeeded",
-        result: items,
-        ...(seconds === undefined ? {} : { seconds })
-      }))
+      return ResultCopy.jobState(yield* context.copier.collect(task, jobId, sources, context.policy, { seconds }))
     })
 
   const poll = (task: TaskRecord, jobId: string): Effect.Effect<JobState, UpstreamError> =>

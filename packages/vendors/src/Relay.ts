@@ -103,19 +103,19 @@ export const make = (options: RelayOptions) =>
           return Effect.succeed({ _tag: "Queued" })
         case "running":
           return Effect.succeed({ _tag: "Running", progress: remote.progress })
-        case "succeeded":
-          return Effect.map(copier.collect(task, remote.id, sourcesOf(remote.result ?? []), policy), (state) => {
-            const ran = remote.started_at === null || remote.completed_at === null
-              ? NaN
-              : (Date.parse(remote.completed_at) - Date.parse(remote.started_at)) / 1000
-            return ResultCopy.jobState(state, (result) => ({
-              _tag: "Succeeded",
-              result,
+        case "succeeded": {
+          const ran = remote.started_at === null || remote.completed_at === null
+            ? NaN
+            : (Date.parse(remote.completed_at) - Date.parse(remote.started_at)) / 1000
+          return Effect.map(
+            copier.collect(task, remote.id, sourcesOf(remote.result ?? []), policy, {
               ...(Number.isFinite(ran) && ran >= 0 ? { seconds: ran } : {}),
               // what the other service charged us is the job's cost
               costMicros: Math.round(remote.cost * 1_000_000)
-            }))
-          })
+            }),
+            ResultCopy.jobState
+          )
+        }
         case "failed":
           return Effect.succeed({
             _tag: "Failed",

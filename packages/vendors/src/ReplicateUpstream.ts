@@ -130,12 +130,7 @@ export const make = (context: TransportContext): Transport => {
         case "succeeded": {
           const seconds = numberField(field(prediction, "metrics"), "predict_time")
           const sources = yield* Mapping.mapOutput(context.mapping(task.model), task.model, field(prediction, "output"))
-          const state = yield* context.copier.collect(task, jobId, sources, context.policy)
-          return ResultCopy.jobState(state, (items) => ({
-            _tag: "Succeeded",
-            result: items,
-            ...(seconds === undefined ? {} : { seconds })
-          }))
+          return ResultCopy.jobState(yield* context.copier.collect(task, jobId, sources, context.policy, { seconds }))
         }
         case "failed": {
           const seconds = numberField(field(prediction, "metrics"), "predict_time")

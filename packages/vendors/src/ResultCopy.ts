@@ -70,39 +70,55 @@ export interface CopyPolicy {
 /** The slowest average a download may keep (past the channel's timeout) before it gives its slot up. */
 const defaultMinBytesPerSecond = 16 * 1024
 
+/** What the upstream reported a job ran and cost, kept with its copy. */
+export interface JobUsage {
+  readonly seconds?: number | undefined
+  readonly costMicros?: number | undefined
+}
+
 /** Where a copy stands. */
 export type CopyState =
   | { readonly _tag: "Copying" }
-  | { readonly _tag: "Copied"; readonly items: ReadonlyArray<Task.ResultItem> }
-  | { readonly _tag: "Failed"; readonly message: string }
+  | { readonly _tag: "Copied"; readonly items: ReadonlyArray<Task.ResultItem>; readonly usage: JobUsage }
+  | { readonly _tag: "Failed"; readonly message: string; readonly usage: JobUsage }
 
 /** Copies job results into the file store, off the worker (see the module's comment). */
 export class ResultCopier extends Context.Tag("@mediagate/vendors/ResultCopier")<ResultCopier, {
   /**
    * The copy of a job's results: `Copied` once done (here or, through the manifest, on another node), `Failed` when
-   * given up, `Copying` while it runs (started now when it does not).
+   * given up, `Copying` while it runs (started now when it does not). `usage`: what the upstream reported the job
+   * ran and cost, answered with the copy.
    */
   readonly collect: (
     task: TaskRecord,
     jobId: string,
     sources: ReadonlyArray<ResultSource>,
-    policy: CopyPolicy
+    policy: CopyPolicy,
+    usage?: JobUsage
   ) => Effect.Effect<CopyState>
+  /**
+   * A copy of this process that has ended (`Copied` or `Failed`), if any: the poll that the copy's end caused is
+   * answered from it without asking the upstream again.
+   */
+  readonly ended: (task: TaskRecord, jobId: string) => CopyState | undefined
   /** Tasks whose copy just ended: polled again at once. */
   readonly changes: Stream.Stream<string>
   /** Downloads running or waiting now. */
   readonly active: Effect.Effect<number>
 }>() {}
 
-/** What a poll answers for a copy: `Running` at 99% while it runs. */
-export const jobState = (
-  state: CopyState,
-  done: (items: ReadonlyArray<Task.ResultItem>) => JobState = (items) => ({ _tag: "Succeeded", result: items })
-): JobState =>
+/** A usage as a job state's fields (none where the upstream reported nothing). */
+const usageFields = (usage: JobUsage) => ({
+  ...(usage.seconds === undefined ? {} : { seconds: usage.seconds }),
+  ...(usage.costMicros === undefined ? {} : { costMicros: usage.costMicros })
+})
+
+/** What a poll answers for a copy: `Running` at 99% while it runs; its end with the job's usage. */
+export const jobState = (state: CopyState): JobState =>
   state._tag === "Copied"
-    ? done(state.items)
+    ? { _tag: "Succeeded", result: state.items, ...usageFields(state.usage) }
     : state._tag === "Failed"
-    ? { _tag: "Failed", code: "PROVIDER_ERROR", message: state.message }
+    ? { _tag: "Failed", code: "PROVIDER_ERROR", message: state.message, ...usageFields(state.usage) }
     : { _tag: "Running", progress: 99 }
 
 /** Settings of the copier. */
@@ -131,7 +147,9 @@ const Manifest = Schema.parseJson(Schema.Struct({
     width: Schema.optionalWith(Schema.Number, { exact: true }),
     height: Schema.optionalWith(Schema.Number, { exact: true }),
     kind: Schema.optionalWith(Schema.Literal("output", "last_frame"), { exact: true })
-  }))
+  })),
+  seconds: Schema.optionalWith(Schema.Number, { exact: true }),
+  costMicros: Schema.optionalWith(Schema.Number, { exact: true })
 }))
 type Manifest = typeof Manifest.Type
 
@@ -378,7 +396,13 @@ export const make = (options: CopierOptions = {}) =>
       })
 
     /** Every file of a job, retried until the deadline allows no more; the manifest stored last. */
-    const copyAll = (task: TaskRecord, jobId: string, sources: ReadonlyArray<ResultSource>, policy: CopyPolicy) =>
+    const copyAll = (
+      task: TaskRecord,
+      jobId: string,
+      sources: ReadonlyArray<ResultSource>,
+      policy: CopyPolicy,
+      usage: JobUsage
+    ) =>
       Effect.gen(function*() {
         if (sources.length === 0) return yield* new CopyFailure({ message: "the upstream answered no result file", final: true })
         // an attempt ends by the task's deadline however slowly its bytes come (each read only has to come within
@@ -395,7 +419,7 @@ export const make = (options: CopierOptions = {}) =>
         for (;;) {
           const result = yield* Effect.either(attempt)
           if (result._tag === "Right") {
-            const manifest: Manifest = { items: result.right }
+            const manifest: Manifest = { items: result.right, ...usageFields(usage) }
             const text = yield* Schema.encode(Manifest)(manifest).pipe(Effect.orDie)
             yield* store.put(manifestKey(task, jobId), new TextEncoder().encode(text), "application/json").pipe(
               Effect.mapError((error) => new CopyFailure({ message: `storing a result failed: ${error.message}`, final: false }))
@@ -412,17 +436,24 @@ export const make = (options: CopierOptions = {}) =>
         }
       })
 
-    const run = (id: string, task: TaskRecord, jobId: string, sources: ReadonlyArray<ResultSource>, policy: CopyPolicy) =>
+    const run = (
+      id: string,
+      task: TaskRecord,
+      jobId: string,
+      sources: ReadonlyArray<ResultSource>,
+      policy: CopyPolicy,
+      usage: JobUsage
+    ) =>
       Effect.suspend(() => {
         active++
-        return copyAll(task, jobId, sources, policy)
+        return copyAll(task, jobId, sources, policy, usage)
       }).pipe(
         Effect.matchCauseEffect({
-          onSuccess: (items): Effect.Effect<CopyState> => Effect.succeed({ _tag: "Copied", items }),
+          onSuccess: (items): Effect.Effect<CopyState> => Effect.succeed({ _tag: "Copied", items, usage }),
           onFailure: (cause) => {
             const failure = cause._tag === "Fail" ? cause.error : undefined
             const message = `copying the upstream's result failed: ${failure?.message ?? "unexpected error"}`
-            return Effect.as(Effect.logWarning(`task ${task.id}: ${message}`), { _tag: "Failed", message } as const)
+            return Effect.as(Effect.logWarning(`task ${task.id}: ${message}`), { _tag: "Failed", message, usage } as const)
           }
         }),
         Effect.flatMap((state) =>
@@ -445,24 +476,28 @@ export const make = (options: CopierOptions = {}) =>
       Schedule.spaced("1 minute")
     ))
 
-    const collect: ResultCopier["Type"]["collect"] = (task, jobId, sources, policy) =>
+    const collect: ResultCopier["Type"]["collect"] = (task, jobId, sources, policy, usage = {}) =>
       Effect.gen(function*() {
         const id = `${task.id}:${jobId}`
         const known = copies.get(id)
         if (known !== undefined) return known.state
         const manifest = yield* readManifest(task, jobId)
         if (Option.isSome(manifest)) {
-          const items = yield* itemsOf(manifest.value)
-          return { _tag: "Copied", items } as const
+          const { items, ...reported } = manifest.value
+          return { _tag: "Copied", items: yield* itemsOf({ items }), usage: reported } as const
         }
         const now = yield* Clock.currentTimeMillis
         copies.set(id, { state: { _tag: "Copying" }, at: now })
-        yield* Effect.forkIn(run(id, task, jobId, sources, policy), scope)
+        yield* Effect.forkIn(run(id, task, jobId, sources, policy, usage), scope)
         return { _tag: "Copying" } as const
       })
 
     return ResultCopier.of({
       collect,
+      ended: (task, jobId) => {
+        const state = copies.get(`${task.id}:${jobId}`)?.state
+        return state === undefined || state._tag === "Copying" ? undefined : state
+      },
       changes: Stream.fromPubSub(ended),
       active: Effect.sync(() => active)
     })

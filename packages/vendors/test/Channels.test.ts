@@ -134,6 +134,7 @@ const withRouter = <A, E>(
     readonly upstream: Upstream["Type"]
     readonly runtime: ChannelRuntime["Type"]
     readonly storage: TaskStorage.TaskStorage["Type"]
+    readonly copier: ResultCopy.ResultCopier["Type"]
   }) => Effect.Effect<A, E, never>,
   options: Channels.ChannelsOptions = {}
 ) =>
@@ -152,14 +153,15 @@ const withRouter = <A, E>(
         Layer.provide(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
         Layer.provide(PriceBook.layer()),
         Layer.provide(Estimates.layer),
-        Layer.provide(ResultCopy.layer().pipe(Layer.provideMerge(files()))),
+        Layer.provideMerge(ResultCopy.layer().pipe(Layer.provideMerge(files()))),
         Layer.provide(Billing.layerUnmetered)
       )
     )
     const upstream = yield* Effect.provide(Upstream, built)
     const runtime = yield* Effect.provide(ChannelRuntime, built)
     const storage = yield* Effect.provide(TaskStorage.TaskStorage, built)
-    return yield* body({ fakes, store, upstream, runtime, storage })
+    const copier = yield* Effect.provide(ResultCopy.ResultCopier, built)
+    return yield* body({ fakes, store, upstream, runtime, storage, copier })
   }).pipe(Effect.scoped)
 
 /** Accepts and claims `n` live vendor3 tasks (each with its claim's fence). */
@@ -418,6 +420,28 @@ describe("the channel router", () => {
         expect(error.retryAfterMs).toBeGreaterThanOrEqual(1000)
         yield* TestClock.adjust("1 second")
         expect(yield* upstream.poll(on, submitted.jobId)).toMatchObject({ _tag: "Running" })
+      })))
+
+  it.effect("the poll a finished copy caused is answered from the copy, without asking the upstream again", () =>
+    withRouter(({ copier, fakes, runtime, storage, store, upstream }) =>
+      Effect.gen(function*() {
+        yield* store.create(relay("primary", { settings: { baseUrl: "http://primary.example", costPerSecond: 0.01 } }))
+        yield* runtime.refresh
+        const [task] = yield* claimTasks(storage, 1)
+        const submitted = yield* upstream.submit(task!)
+        const on = { ...task!, channelId: submitted.channelId! }
+        const policy = { trustedHosts: [], allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }
+        const png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+        expect(yield* copier.collect(on, submitted.jobId, [{ url: png }], policy, { seconds: 4 })).toEqual({ _tag: "Copying" })
+        // the copy writes to the disk: real time, not the test clock
+        while (copier.ended(on, submitted.jobId) === undefined) {
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+        }
+        const polls = fakes.calls.filter((call) => call.call === "poll").length
+        const answered = yield* upstream.poll(on, submitted.jobId)
+        // the job's seconds kept with the copy, priced at the channel's cost per second
+        expect(answered).toMatchObject({ _tag: "Succeeded", seconds: 4, costMicros: 40_000, result: [{ format: "png" }] })
+        expect(fakes.calls.filter((call) => call.call === "poll").length).toBe(polls)
       })))
 
   it.effect("test tasks run on the simulator on no channel", () =>
