@@ -13,50 +13,32 @@
  * "finishing" from then to the last completion. PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user
  * postgres), dropped afterwards; SQLite in a temporary folder. Asserts nothing.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { account, arg, call, cpuMs, flag, mainScript, pgDatabase, record, sleep, serverEnv, start } from "./support.js"
+import {
+  account,
+  allTasks,
+  arg,
+  call,
+  countOf,
+  cpuMs,
+  flag,
+  mainScript,
+  percentile,
+  pgDatabase,
+  record,
+  runQueueMs,
+  serverEnv,
+  sleep,
+  start
+} from "./support.js"
 
 const databases = arg("db", "sqlite,pg").split(",")
 const taskCount = Number(arg("tasks", "10000"))
 const jobSeconds = Number(arg("job-seconds", "30"))
 const connections = Number(arg("connections", "32"))
 const profile = flag("profile")
-
-/**
- * How long the server's main thread has waited for a CPU while runnable, in milliseconds (Linux `/proc/<pid>/schedstat`;
- * 0 elsewhere): on a shared machine, the share of a phase the server wanted a CPU and did not get one.
- */
-const runQueueMs = (pid: number | undefined) => {
-  try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e6
-  } catch {
-    return 0
-  }
-}
-
-const percentile = (values: ReadonlyArray<number>, p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-}
-
-/** How many of the account's tasks have `status` (the list's total). */
-const countOf = async (base: string, token: string, status: string) =>
-  Number((await call(base, `/api/v1/tasks?status=${status}&limit=1`, { token })).pagination?.["total"] ?? 0)
-
-/** Every task of the account, page by page. */
-const allTasks = async (base: string, token: string) => {
-  const tasks: Array<Record<string, unknown>> = []
-  let cursor: string | undefined
-  do {
-    const page = await call(base, `/api/v1/tasks?limit=100${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`, { token })
-    for (const item of Array.isArray(page.data) ? page.data : []) tasks.push(record(item))
-    const next = page.pagination?.["cursor"]
-    cursor = typeof next === "string" ? next : undefined
-  } while (cursor !== undefined)
-  return tasks
-}
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 

@@ -1,12 +1,14 @@
 /**
  * What the HTTP benchmarks share: command-line options, starting a server process (the built example server or a
- * baseline) and waiting for it, calling the API, making an account and a live key through the admin API, a fresh
- * PostgreSQL database, and reading a process's CPU time from `/proc`.
+ * baseline) and waiting for it, reading its log as a log shipper would, calling the API, making an account and a
+ * live key through the admin API, counting and listing an account's tasks, a fresh PostgreSQL database, reading a
+ * process's CPU time and run-queue wait from `/proc`, and percentiles.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join } from "node:path"
+import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
 
 const args = process.argv.slice(2)
@@ -31,7 +33,8 @@ export const mainScript = "examples/server/dist/main.js"
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-const freePort = () =>
+/** A port free on 127.0.0.1 now (for a server whose settings must name its own port). */
+export const freePort = () =>
   new Promise<number>((resolve) => {
     const server = createServer().listen(0, "127.0.0.1", () => {
       const address = server.address()
@@ -68,7 +71,10 @@ export const startFlags = (): string => {
 }
 
 /**
- * Starts `node <script>` on a free port (access log off) and waits until it answers HTTP. With `profile`, the
+ * Starts `node <script>` on a free port (or `port`) and waits until it answers HTTP. Its stdout is not read and its
+ * access log is off, unless `log` is given: then the access log is as the server has it by default (on in the
+ * example server, as `npm start` runs it) and every line the process writes to stdout is read as it comes, from a
+ * pipe, and handed to `log` (another process shipping the log, as in production). With `profile`, the
  * process writes a CPU profile (`true`, `"cpu"`) or an allocation profile (`"heap"`: every allocation sampled,
  * bench/lib/heapSampling.mjs) to bench/profiles when it exits; `nodeArgs` go before the script (e.g. `--import
  * tsx` to run a source file). The example server (any checkout's `examples/server/dist/main.js`) gets the V8 flags
@@ -83,9 +89,13 @@ export const start = async (
     readonly nodeArgs?: ReadonlyArray<string>
     /** The V8 flags of the example server instead of `npm start`'s (on its command line, before the script). */
     readonly nodeOptions?: string
+    /** The port to listen on (default: a free one). */
+    readonly port?: number
+    /** Reads the process's stdout, line by line (its access log left at the server's default). */
+    readonly log?: (line: string) => void
   } = {}
 ): Promise<Running> => {
-  const port = await freePort()
+  const port = options.port ?? await freePort()
   const profiles = join(root, "bench", "profiles")
   const flags = [
     ...(options.nodeArgs ?? []),
@@ -100,12 +110,16 @@ export const start = async (
       ...process.env,
       PORT: String(port),
       HOST: "127.0.0.1",
-      MEDIAGATE_ACCESS_LOG: "false",
+      ...(options.log === undefined ? { MEDIAGATE_ACCESS_LOG: "false" } : {}),
       ...(options.profile === "heap" ? { HEAP_PROFILE_DIR: profiles } : {}),
       ...env
     },
-    stdio: ["ignore", "ignore", "inherit"]
+    stdio: ["ignore", options.log === undefined ? "ignore" : "pipe", "inherit"]
   })
+  const log = options.log
+  if (log !== undefined && child.stdout !== null) {
+    createInterface({ input: child.stdout, crlfDelay: Infinity }).on("line", (line) => log(line))
+  }
   const base = `http://127.0.0.1:${port}`
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`)
@@ -183,6 +197,43 @@ export const pgDatabase = (kind: string) => {
   const psql = (sql: string) => spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc", sql])
   if (psql(`CREATE DATABASE ${name}`).status !== 0) throw new Error("cannot create a PostgreSQL database at 127.0.0.1:5432")
   return { url: `postgres://postgres@127.0.0.1:5432/${name}`, drop: () => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
+}
+
+/** How many of the account's tasks have `status` (the list's total). */
+export const countOf = async (base: string, token: string, status: string) =>
+  Number((await call(base, `/api/v1/tasks?status=${status}&limit=1`, { token })).pagination?.["total"] ?? 0)
+
+/** Every task of the account, page by page. */
+export const allTasks = async (base: string, token: string) => {
+  const tasks: Array<Record<string, unknown>> = []
+  let cursor: string | undefined
+  do {
+    const after = cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`
+    const page = await call(base, `/api/v1/tasks?limit=100${after}`, { token })
+    for (const item of Array.isArray(page.data) ? page.data : []) tasks.push(record(item))
+    const next = page.pagination?.["cursor"]
+    cursor = typeof next === "string" ? next : undefined
+  } while (cursor !== undefined)
+  return tasks
+}
+
+/** The `p`th percentile (0–100) of `values` (NaN when empty). */
+export const percentile = (values: ReadonlyArray<number>, p: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
+/**
+ * How long a process's main thread has waited for a CPU while runnable, in milliseconds (Linux
+ * `/proc/<pid>/schedstat`; 0 elsewhere): on a shared machine, the share of a phase the process wanted a CPU and did
+ * not get one.
+ */
+export const runQueueMs = (pid: number | undefined) => {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e6
+  } catch {
+    return 0
+  }
 }
 
 /** The CPU time (user + system) a process has used so far, in milliseconds (Linux `/proc`; 0 elsewhere). */
