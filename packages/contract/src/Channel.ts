@@ -92,7 +92,7 @@ export const ChannelSettings = Schema.Struct({
     description: "How often a job is polled when no callback comes (default: the engine's backoff, 1 s to 15 s)"
   })),
   poll_rate: optional(integer(1, 100_000).annotations({
-    description: "Most polls per second this channel receives from one node (default 50)"
+    description: "Most polls per second this channel receives from one node (default 100; set it to what the upstream allows)"
   })),
   cost_per_second: optional(Schema.Number.pipe(Schema.between(0, 1000)).annotations({
     description: "What a second of the upstream's reported run time costs you, USD (for the usage report when the " +
