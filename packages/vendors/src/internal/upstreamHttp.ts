@@ -3,8 +3,7 @@
  * the upstream error model, and what a transport is built from.
  *
  * Calls go through the outbound client (`PinnedHttp.request`) with the channel's host trusted (the operator chose
- * it, a private address included), within the channel's timeout, answers read up to 16 MiB, on kept-alive
- * connections (one pool per host and checked address). Failures say their kind
+ * it, a private address included), within the channel's timeout, answers read up to 16 MiB. Failures say their kind
  * for the router: timeouts, refused connections, 5xx and 429 are `unavailable` (retried, failover); 401, 402 and 403
  * are `auth` (the channel's key); other 4xx are `refused` (the request itself: no retry, no failover), worded with
  * the upstream's own message where its answer has one.
@@ -143,9 +142,7 @@ export const call = (context: TransportContext, who: string, auth: Readonly<Reco
       allowPrivate: context.policy.allowPrivate,
       lookup: context.policy.lookup,
       timeout: Duration.millis(context.channel.settings.timeoutMs ?? 30_000),
-      maxBytes: 16 * 1024 * 1024,
-      // the channel's API is called again and again: its connections are kept open
-      keepAlive: true
+      maxBytes: 16 * 1024 * 1024
     }).pipe(Effect.mapError((error) =>
       error.reason === "timeout"
         ? unavailable(`${who}: the upstream did not answer in time`)
