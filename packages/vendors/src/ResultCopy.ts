@@ -47,7 +47,7 @@ import { createWriteStream } from "node:fs"
 import { mkdir, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { FileStore, resultKey } from "./FileStore.js"
+import { contentTypeOf, FileStore, resultKey } from "./FileStore.js"
 import type { ResultSource } from "./Mapping.js"
 import { UrlSigner } from "./UrlSigner.js"
 
@@ -377,8 +377,8 @@ export const make = (options: CopierOptions = {}) =>
           formatOfType(source.contentType) ?? formatOfType(got.contentType) ?? sniffFormat(got.head) ??
           formatOfUrl(source.url) ?? "bin"
         const key = resultKey(task, keyName(index, source.kind, format))
-        const contentType = Object.entries(formatsByType).find(([, f]) => f === format)?.[0] ??
-          "application/octet-stream"
+        // the store serves by the key's extension
+        const contentType = contentTypeOf(key)
         const stored = yield* ("data" in got
           ? store.put(key, got.data as Uint8Array, contentType)
           : store.putFile(key, temporary, contentType)).pipe(

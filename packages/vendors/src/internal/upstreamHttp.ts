@@ -8,6 +8,7 @@
  * are `auth` (the channel's key); other 4xx are `refused` (the request itself: no retry, no failover), worded with
  * the upstream's own message where its answer has one.
  */
+import { Address } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { type Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as PinnedHttp from "@mediagate/outbound/PinnedHttp"
@@ -105,11 +106,8 @@ export const headerOf = (headers: ApiAnswer["headers"], name: string): string | 
   return Array.isArray(value) ? value[0] : value
 }
 
-/** The host of a URL, lower case (for the trusted hosts). */
-export const hostOf = (url: string): string => {
-  const host = new URL(url).hostname.toLowerCase().replace(/\.$/, "")
-  return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
-}
+/** The host of a URL as the outbound guard compares it (the contract's `Address.urlHost`): the trusted hosts. */
+export const hostOf = (url: string): string => Address.urlHost(new URL(url))
 
 /** Options of {@link call}. */
 export interface CallOptions {
