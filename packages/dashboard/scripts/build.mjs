@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Builds the dashboard's static assets with esbuild: `ui/main.tsx` (Preact, TSX) and its CSS bundled, minified and
- * content-hashed into `dist/assets`, `index.html` written with their names, a gzip twin of each asset, and a size
+ * content-hashed into `dist/assets`, `index.html` written with their names (under `%ASSETS%`, which the server
+ * replaces per request with a URL relative to the page), a gzip twin of each asset, and a size
  * report printed. Workspace packages are bundled from their TypeScript sources (the `@mediagate/source`
  * condition), so the build needs no other package built first. `node:net` and `node:crypto`, which two contract
  * modules import for the server side, are replaced by small browser shims (`ui/shims`).
@@ -50,7 +51,8 @@ if (script === undefined || style === undefined) throw new Error(`dashboard buil
 const template = await readFile(join(root, "ui", "index.html"), "utf8")
 await writeFile(
   join(outdir, "index.html"),
-  template.replace("%SCRIPT%", `%BASE%/assets/${script}`).replace("%STYLE%", `%BASE%/assets/${style}`)
+  // `%ASSETS%` is filled in per request with a URL relative to the page (src/Dashboard.ts: any mount path works)
+  template.replace("%SCRIPT%", `%ASSETS%/${script}`).replace("%STYLE%", `%ASSETS%/${style}`)
 )
 
 const report = []

@@ -7,6 +7,10 @@
  * - `GET|HEAD` of any other path under `/dashboard`: `index.html` (the client-side routes), never cached.
  * - other methods: 405 with `Allow: GET, HEAD`.
  *
+ * Mount paths: every URL of `index.html` is relative to the page's own URL ({@link rootOf}), so the dashboard works
+ * wherever the host mounts the app that serves it (`app.use("/media", ...)`, a proxy prefix) without knowing the
+ * prefix. The page is therefore written per request (a template with two placeholders; the few variants are kept).
+ *
  * Every answer carries a strict Content-Security-Policy ({@link contentSecurityPolicy}: no inline script or style,
  * `default-src 'self'`, `connect-src 'self'`, `frame-ancestors 'none'`), `X-Content-Type-Options: nosniff` and
  * `Referrer-Policy: no-referrer`. The files are read once, on the first request, and kept in memory (≈ 0.6 MB);
@@ -54,11 +58,15 @@ export const routes = (base: string = basePath) =>
 
 /** Options of {@link make}. */
 export interface Options {
-  /** The path the dashboard is served under (default {@link basePath}); also where `index.html` loads assets from. */
+  /**
+   * The path the dashboard is served under, as the app serving it sees requests (default {@link basePath}). A host
+   * that mounts that app under a prefix strips the prefix; the browser's URLs keep it.
+   */
   readonly basePath?: string
   /**
-   * The API's base path as the browser sees it (default: the origin's root, `""`): the dashboard calls
-   * `<apiBase>/api/v1/...` and `<apiBase>/admin/v1/...`.
+   * The API's base path as the browser sees it (`/mg`; the dashboard calls `<apiBase>/api/v1/...` and
+   * `<apiBase>/admin/v1/...`). Default: the root of the app serving the dashboard, wherever it is mounted (the
+   * page's URL minus `basePath` and what follows it): right whenever one app serves both, as `@mediagate/node`'s does.
    */
   readonly apiBase?: string
   /** The directory of the built assets (default: this package's `dist/assets`). */
@@ -94,28 +102,57 @@ const isHashed = (name: string) => /-[A-Z0-9]{8}\.[a-z]+$/.test(name)
 
 const escapeAttribute = (value: string) => value.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`)
 
-/** The built files, `index.html` with its placeholders filled in. */
-const load = (dir: string, base: string, apiBase: string) =>
+/**
+ * The way from a page at `path` (as the app serving it sees it: no mount prefix, no query) back to that app's root,
+ * as a relative URL: `./` for `/dashboard`, `../` for `/dashboard/` and `/dashboard/tasks`, `../../` for
+ * `/dashboard/tasks/task_1`. The browser resolves it against the page's URL, mount prefix included; a proxy or host
+ * that strips a prefix leaves the part below it, which is all this counts.
+ */
+export const rootOf = (path: string): string => {
+  const depth = path.slice(0, path.lastIndexOf("/") + 1).split("/").length - 2
+  return depth <= 0 ? "./" : "../".repeat(depth)
+}
+
+/** The built files, and `index.html` as a template: `%ROOT%` (see {@link rootOf}) left for each request. */
+const load = (dir: string, base: string, apiBase: string | undefined) =>
   Effect.promise(async () => {
     const names = await readdir(dir).catch(() => [] as Array<string>)
     if (!names.includes("index.html")) return undefined
     const assets = new Map<string, Asset>()
-    const encoder = new TextEncoder()
+    let page = ""
     for (const name of names) {
       if (name.endsWith(".gz")) continue
-      let body: Uint8Array = await readFile(join(dir, name))
+      const body: Uint8Array = await readFile(join(dir, name))
       if (name === "index.html") {
-        body = encoder.encode(
-          new TextDecoder().decode(body)
-            .replaceAll("%BASE%", escapeAttribute(base))
-            .replaceAll("%API_BASE%", escapeAttribute(apiBase))
-        )
+        page = new TextDecoder().decode(body)
+          .replaceAll("%ASSETS%", `%ROOT%${escapeAttribute(`${base}/assets`.slice(1))}`)
+          .replaceAll("%BASE%", escapeAttribute(base))
+          .replaceAll("%API_BASE%", escapeAttribute(apiBase ?? ""))
       }
       const gzip = name !== "index.html" && names.includes(`${name}.gz`) ? await readFile(join(dir, `${name}.gz`)) : undefined
       assets.set(name, { body, gzip, contentType: contentTypeOf(name), immutable: isHashed(name) })
     }
-    return assets
+    return { assets, index: index(page) }
   })
+
+/** `index.html` for the page at a path: its relative URLs filled in, one copy kept per depth (up to 32). */
+const index = (page: string) => {
+  const kept = new Map<string, Asset>()
+  const encoder = new TextEncoder()
+  return (path: string): Asset => {
+    const root = rootOf(path)
+    const cached = kept.get(root)
+    if (cached !== undefined) return cached
+    const asset = {
+      body: encoder.encode(page.replaceAll("%ROOT%", root)),
+      gzip: undefined,
+      contentType: contentTypes["html"]!,
+      immutable: false
+    }
+    if (kept.size < 32) kept.set(root, asset)
+    return asset
+  }
+}
 
 const securityHeaders = {
   "content-security-policy": contentSecurityPolicy,
@@ -157,7 +194,7 @@ export interface Dashboard {
 export const make = (options: Options = {}): Dashboard => {
   const base = (options.basePath ?? basePath).replace(/\/+$/, "")
   const assetsPrefix = `${base}/assets/`
-  const loaded = Effect.runSync(Effect.cached(load(options.assetsDir ?? defaultAssetsDir, base, options.apiBase ?? "")))
+  const loaded = Effect.runSync(Effect.cached(load(options.assetsDir ?? defaultAssetsDir, base, options.apiBase)))
   const owns = (path: string) => path === base || path.startsWith(`${base}/`)
   const httpApp: HttpApp.Default = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (request.method !== "GET" && request.method !== "HEAD") {
@@ -167,8 +204,8 @@ export const make = (options: Options = {}): Dashboard => {
         })
       )
     }
-    return Effect.map(loaded, (assets) => {
-      if (assets === undefined) {
+    return Effect.map(loaded, (built) => {
+      if (built === undefined) {
         return envelope(
           503,
           "SERVICE_UNAVAILABLE",
@@ -178,12 +215,12 @@ export const make = (options: Options = {}): Dashboard => {
       const query = request.url.indexOf("?")
       const path = query === -1 ? request.url : request.url.slice(0, query)
       if (path.startsWith(assetsPrefix)) {
-        const asset = assets.get(path.slice(assetsPrefix.length))
+        const asset = built.assets.get(path.slice(assetsPrefix.length))
         return asset === undefined || asset.contentType === contentTypes["html"]
           ? envelope(404, "NOT_FOUND", `no dashboard asset ${path}`)
           : respond(asset, request)
       }
-      return respond(assets.get("index.html")!, request)
+      return respond(built.index(path), request)
     })
   })
   return { basePath: base, owns, httpApp }

@@ -13,18 +13,13 @@
  * dark mode; sign out. Each journey saves a screenshot to `test-results/dashboard/`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { existsSync, mkdirSync, readFileSync } from "node:fs"
+import * as Chromium from "@mediagate/testing/chromium"
+import { mkdirSync, readFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { fileURLToPath } from "node:url"
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
+import type { Browser, BrowserContext, Page } from "playwright-core"
 import { adminToken, databases, type Running, start } from "./server.js"
 
-const candidates = [process.env["CHROMIUM_PATH"], "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-const executablePath = candidates.find((path): path is string => path !== undefined && path !== "" && existsSync(path))
-const ci = process.env["CI"] === "true"
-if (executablePath === undefined && !ci) {
-  console.warn("dashboard browser suite skipped: no Chromium found (apt-get install chromium, or set CHROMIUM_PATH)")
-}
 
 const shots = fileURLToPath(new URL("../../../test-results/dashboard/", import.meta.url))
 mkdirSync(shots, { recursive: true })
@@ -79,7 +74,7 @@ const waitForStatus = async (running: Running, id: string, statuses: ReadonlyArr
   throw new Error(`task ${id} did not reach ${statuses.join("/")}`)
 }
 
-const describeBrowser = executablePath === undefined && !ci ? describe.skip : describe
+const describeBrowser = Chromium.available("dashboard browser suite") ? describe : describe.skip
 
 for (const database of databases) {
   describeBrowser(`dashboard in Chromium (${database})`, () => {
@@ -91,12 +86,11 @@ for (const database of databases) {
     const shot = (name: string, target: Page = page) => target.screenshot({ path: `${shots}${database}-${name}.png`, fullPage: true })
 
     beforeAll(async () => {
-      if (executablePath === undefined) throw new Error("no Chromium found: apt-get install -y --no-install-recommends chromium")
       // a channel key lets the operator store a relay channel's credentials (the channels journey)
       running = await start(database, { MEDIAGATE_CHANNEL_KEY: "5a".repeat(32) })
       // live tasks are charged: give the account money
       await running.mediagate.admin.credit(running.keys.account, { amount: 50, note: "test funds" })
-      browser = await chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-dev-shm-usage"] })
+      browser = await Chromium.launch()
       context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: "light", acceptDownloads: true })
       page = await context.newPage()
       page.on("console", (message) => {

@@ -37,21 +37,29 @@ for (const database of databases) {
       const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)]
       expect(scripts.length).toBe(1)
       for (const [, attributes, body] of scripts) {
-        expect(attributes).toMatch(/src="\/dashboard\/assets\/app-[A-Z0-9]{8}\.js"/)
+        expect(attributes).toMatch(/src="\.\/dashboard\/assets\/app-[A-Z0-9]{8}\.js"/)
         expect(body!.trim()).toBe("")
       }
       expect(html).not.toMatch(/<style\b|\sstyle=|\son[a-z]+=/i)
-      expect(html).toMatch(/<link rel="stylesheet" href="\/dashboard\/assets\/app-[A-Z0-9]{8}\.css">/)
+      expect(html).toMatch(/<link rel="stylesheet" href="\.\/dashboard\/assets\/app-[A-Z0-9]{8}\.css">/)
     })
 
-    it("answers client-side routes with index.html and serves hashed assets for a year", async () => {
+    it("answers client-side routes with index.html, its URLs relative to the page, and serves hashed assets for a year", async () => {
       const index = await (await get(running, "/dashboard")).text()
-      for (const route of ["/dashboard/", "/dashboard/tasks", "/dashboard/tasks/task_01ABC?status=failed", "/dashboard/admin/system"]) {
+      // the same page at every depth, but for the way back to the app's root (any mount prefix is kept)
+      for (const [route, root] of [
+        ["/dashboard/", "../"],
+        ["/dashboard/tasks", "../"],
+        ["/dashboard/tasks/task_01ABC?status=failed", "../../"],
+        ["/dashboard/admin/accounts/acct_1", "../../../"]
+      ] as const) {
         const answer = await get(running, route)
         expect(answer.status, route).toBe(200)
-        expect(await answer.text(), route).toBe(index)
+        expect(await answer.text(), route).toBe(index.replaceAll("\"./", `"${root}`))
       }
-      const script = /src="(\/dashboard\/assets\/[^"]+)"/.exec(index)![1]!
+      expect(index).toContain(`<meta name="mediagate-root" content="./">`)
+      const script = new URL(/src="([^"]+)"/.exec(index)![1]!, `${running.baseUrl}/dashboard`).pathname
+      expect(script).toMatch(/^\/dashboard\/assets\/app-[A-Z0-9]{8}\.js$/)
       const js = await get(running, script, { headers: { "accept-encoding": "identity" } })
       expect(js.status).toBe(200)
       expect(js.headers.get("content-type")).toBe("text/javascript; charset=utf-8")

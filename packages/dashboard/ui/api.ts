@@ -10,12 +10,24 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as Client from "@mediagate/contract/Client"
 import * as Effect from "effect/Effect"
 
-/** Where the app is mounted (`<meta name="mediagate-base">`), e.g. `/dashboard`. */
-export const base: string = document.querySelector<HTMLMetaElement>("meta[name=mediagate-base]")?.content || "/dashboard"
+const meta = (name: string): string | undefined =>
+  document.querySelector<HTMLMetaElement>(`meta[name=${name}]`)?.content || undefined
 
-/** The API's base URL as the browser reaches it. */
-export const apiBaseUrl: string = location.origin +
-  (document.querySelector<HTMLMetaElement>("meta[name=mediagate-api]")?.content ?? "")
+/**
+ * The root of the app that serves the dashboard, as the browser reaches it (`https://example.com/media/`): the
+ * server writes the way back to it relative to this page (`<meta name="mediagate-root">`: `./`, `../`, ...), so
+ * any mount prefix, the host's or a proxy's, is kept. Read once, at load, while `location` is the page's own URL.
+ */
+const appRoot = new URL(meta("mediagate-root") ?? "/", location.href)
+
+/** Where the dashboard is, as the browser's paths spell it: the app root plus its base path (`/media/dashboard`). */
+export const base: string = appRoot.pathname.replace(/\/+$/, "") + (meta("mediagate-base") ?? "/dashboard")
+
+/** The API's base URL as the browser reaches it: the app root, unless the server names another path. */
+export const apiBaseUrl: string = (() => {
+  const configured = meta("mediagate-api")
+  return configured === undefined ? appRoot.href.replace(/\/+$/, "") : location.origin + configured
+})()
 
 /** The kinds of credentials: an account's API key, the operator's admin token. */
 export type CredentialKind = "key" | "admin"

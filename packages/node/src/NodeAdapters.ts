@@ -3,7 +3,8 @@
  * around a `node:http` listener.
  *
  * The middleware computes Mediagate's path from `originalUrl` minus the mount path (`baseUrl`), so it works
- * mounted anywhere (`app.use("/media", mediagate.middleware)`; set `publicBaseUrl` to include the prefix). It
+ * mounted anywhere (`app.use("/media", mediagate.middleware)`; set `publicBaseUrl` to include the prefix); hosts
+ * that pass the full URL on (`node:http`, Fastify, Hono) take Mediagate's URL from {@link urlBelow}. It
  * reads the raw body itself; when a body parser such as `express.json()` already consumed the stream, the body
  * is replayed from what the parser kept (`rawBody` when an app saves it, else the parsed value re-encoded as
  * JSON), so Mediagate validates exactly what the client sent. Mount it before body parsers when you can: a
@@ -28,6 +29,20 @@ export const paths: ReadonlyArray<string> = ["/api/v1", "/admin/v1", "/files", "
 /** Whether a request path (without query) is one of Mediagate's. */
 export const isMediagatePath = (path: string): boolean =>
   paths.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))
+
+/**
+ * The URL Mediagate serves for a request of a host that mounts it under `prefix` and passes the full URL on
+ * (`node:http`, Fastify, Hono): below `/media`, `/media/api/v1/tasks?limit=5` is `/api/v1/tasks?limit=5`.
+ * `undefined` when the request is not below `prefix` or not one of Mediagate's {@link paths}. `prefix` is a path
+ * (`/media`; `""` for none).
+ */
+export const urlBelow = (prefix: string, url: string): string | undefined => {
+  const mount = prefix.replace(/\/+$/, "")
+  if (mount !== "" && url !== mount && !url.startsWith(`${mount}/`) && !url.startsWith(`${mount}?`)) return undefined
+  const below = url.slice(mount.length)
+  const path = below.startsWith("/") ? below : `/${below}`
+  return isMediagatePath(path.split("?", 1)[0]!) ? path : undefined
+}
 
 /** The contract's envelope of `SERVICE_UNAVAILABLE`. */
 const encodeUnavailable = Schema.encodeSync(Errors.ServiceUnavailable.wire)

@@ -16,6 +16,7 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Mediagate from "../src/Mediagate.js"
+import * as NodeAdapters from "../src/NodeAdapters.js"
 
 const listen = (server: Server) =>
   new Promise<string>((resolve) =>
@@ -145,6 +146,29 @@ describe("Mediagate.make in an Express app", () => {
       status: 403,
       body: { error: { code: "KEY_PERMISSION_DENIED" } }
     })
+  })
+})
+
+describe("NodeAdapters.urlBelow: Mediagate's URL for hosts that pass the full URL on", () => {
+  it("strips the prefix from Mediagate's paths, keeps the query, and leaves every other URL to the host", () => {
+    const cases: ReadonlyArray<readonly [string, string, string | undefined]> = [
+      ["/media", "/media/api/v1/tasks?limit=5", "/api/v1/tasks?limit=5"],
+      ["/media/", "/media/dashboard", "/dashboard"],
+      ["/media", "/media/dashboard/", "/dashboard/"],
+      ["/media", "/media/dashboard/tasks/task_1?status=failed", "/dashboard/tasks/task_1?status=failed"],
+      ["/media", "/media/files/tasks/a.png?expires=1", "/files/tasks/a.png?expires=1"],
+      ["/media", "/media", undefined],
+      ["/media", "/media?x=1", undefined],
+      ["/media", "/media/", undefined],
+      ["/media", "/media/nope", undefined],
+      ["/media", "/mediagate/api/v1/tasks", undefined],
+      ["/media", "/api/v1/tasks", undefined],
+      ["/media", "/media/dashboards", undefined],
+      ["", "/api/v1/tasks", "/api/v1/tasks"],
+      ["/", "/healthz", "/healthz"],
+      ["", "/", undefined]
+    ]
+    expect(cases.map(([prefix, url]) => NodeAdapters.urlBelow(prefix, url))).toEqual(cases.map(([, , below]) => below))
   })
 })
 
