@@ -4,8 +4,9 @@
  * routes stay its own; the API answers below the prefix (a task created and read with the bootstrapped key); the
  * dashboard's page at three depths (`/media/dashboard`, `/media/dashboard/`, a task's page) names asset URLs that
  * resolve below the prefix; and in headless Chromium the dashboard loads at `/media/dashboard`, signs in and lists
- * the task through `/media/api/v1`, opens its page and reloads it there, with no answer a 404. Without Chromium the
- * browser tests say so and skip (under `CI=true` they fail: `@mediagate/testing/chromium`).
+ * the task through `/media/api/v1`, opens its page and reloads it there, with no answer a 404. The same behind a
+ * reverse proxy that serves the `node:http` example's `/media` at `/edge`. Without Chromium the browser tests say
+ * so and skip (under `CI=true` they fail: `@mediagate/testing/chromium`).
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -20,7 +21,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import { mkdtempSync } from "node:fs"
-import { createServer, type Server } from "node:http"
+import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -45,9 +46,9 @@ interface Running {
  * The settings every example runs with here: its own data directory, file links on the test server's origin (the
  * dashboard previews results; its CSP takes images from its own origin), simulated upstreams at 1/100 of their times.
  */
-const options = (origin: string): Mediagate.Options => ({
+const options = (origin: string, mount = prefix): Mediagate.Options => ({
   dataDir: mkdtempSync(join(tmpdir(), "mediagate-embedding-")),
-  publicBaseUrl: `${origin}${prefix}`,
+  publicBaseUrl: `${origin}${mount}`,
   settings: { MEDIAGATE_SIM_TIME_SCALE: "0.01" }
 })
 
@@ -177,6 +178,81 @@ beforeAll(async () => {
 })
 afterAll(() => browser?.close())
 
+/**
+ * The dashboard's page below `mount` (an absolute URL: origin and prefix) at three depths names a script, a
+ * stylesheet and a root that resolve below the prefix, and the assets answer.
+ */
+const assetsResolve = async (mount: string) => {
+  const prefixPath = new URL(mount).pathname
+  for (const page of ["/dashboard", "/dashboard/", "/dashboard/tasks/task_1?status=failed"]) {
+    const url = `${mount}${page}`
+    const answer = await fetch(url)
+    expect(answer.status, url).toBe(200)
+    const html = await answer.text()
+    const script = /<script type="module" src="([^"]+)">/.exec(html)?.[1]
+    const style = /<link rel="stylesheet" href="([^"]+)">/.exec(html)?.[1]
+    const root = /<meta name="mediagate-root" content="([^"]+)">/.exec(html)?.[1]
+    expect([script, style, root].every((found) => found !== undefined), url).toBe(true)
+    expect(new URL(root!, url).pathname, url).toBe(`${prefixPath}/`)
+    for (const [asset, contentType] of [[script!, "text/javascript"], [style!, "text/css"]] as const) {
+      const resolved = new URL(asset, url)
+      const expected = new RegExp(`^${prefixPath}/dashboard/assets/app-[A-Z0-9]{8}\\.`)
+      expect(resolved.pathname, `${url}: ${asset}`).toMatch(expected)
+      const fetched = await fetch(resolved)
+      expect(fetched.status, `${url}: ${asset}`).toBe(200)
+      expect(fetched.headers.get("content-type")).toContain(contentType)
+    }
+  }
+}
+
+/**
+ * In Chromium: the dashboard at `<mount>/dashboard` signs in with `testKey` and lists task `id`; its page opens by
+ * a client-side route and again from the server (two levels down); `<mount>/dashboard/` shows the list too. Every
+ * request of the pages to their origin stays below the mount, none answers 404, the API is called there.
+ */
+const signInAndRead = async (mount: string, testKey: string, id: string, prompt: string) => {
+  const { origin, pathname: prefixPath } = new URL(mount)
+  const context = await browser!.newContext({ viewport: { width: 1280, height: 900 } })
+  const page: Page = await context.newPage()
+  const answers: Array<{ readonly url: string; readonly status: number }> = []
+  const failed: Array<string> = []
+  page.on("response", (response) => answers.push({ url: response.url(), status: response.status() }))
+  page.on("requestfailed", (request) => {
+    // a load the page's own navigation cancels (a result preview still loading at the reload) is not a failure
+    const reason = request.failure()?.errorText ?? "failed"
+    if (reason !== "net::ERR_ABORTED") failed.push(`${request.url()}: ${reason}`)
+  })
+  try {
+    await page.goto(`${mount}/dashboard`)
+    await page.getByRole("form", { name: "Sign in" }).waitFor()
+    await page.getByLabel("API key").fill(testKey)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByRole("heading", { name: "Tasks" }).waitFor()
+    await page.locator(`tr[data-task="${id}"]`).waitFor()
+    expect(new URL(page.url()).pathname.startsWith(`${prefixPath}/dashboard`)).toBe(true)
+    // a client-side route, then the same page loaded from the server two levels down
+    await page.getByRole("link", { name: id }).click()
+    await page.getByTestId("task-input").waitFor()
+    expect(new URL(page.url()).pathname).toBe(`${prefixPath}/dashboard/tasks/${id}`)
+    await page.reload()
+    await page.getByTestId("task-input").waitFor()
+    expect(await page.getByTestId("task-input").textContent()).toContain(prompt)
+    // with a trailing slash: the signed-in view again
+    await page.goto(`${mount}/dashboard/`)
+    await page.locator(`tr[data-task="${id}"]`).waitFor()
+  } finally {
+    await context.close()
+  }
+  expect(failed).toEqual([])
+  expect(answers.filter((answer) => answer.status === 404)).toEqual([])
+  const own = answers.filter((answer) => answer.url.startsWith(origin))
+  expect(own.filter((answer) => !answer.url.startsWith(`${mount}/`))).toEqual([])
+  const calls = own.filter((answer) => answer.url.startsWith(`${mount}/api/v1/`))
+  expect(calls.some((answer) => answer.url.includes(`/api/v1/tasks/${id}`) && answer.status === 200)).toBe(true)
+  expect(own.some((answer) => /\/dashboard\/assets\/app-[A-Z0-9]{8}\.js$/.test(answer.url) && answer.status === 200))
+    .toBe(true)
+}
+
 for (const host of hosts) {
   describe(`Mediagate in ${host.name}, mounted under ${prefix}`, () => {
     let running: Running
@@ -199,68 +275,50 @@ for (const host of hosts) {
       expect([read.status, read.body.data.id]).toEqual([200, id])
     })
 
-    it("names dashboard assets that resolve below the prefix, with and without a trailing slash, at any depth", async () => {
-      for (const page of [`${prefix}/dashboard`, `${prefix}/dashboard/`, `${prefix}/dashboard/tasks/task_1?status=failed`]) {
-        const url = `${running.origin}${page}`
-        const answer = await fetch(url)
-        expect(answer.status, page).toBe(200)
-        const html = await answer.text()
-        const script = /<script type="module" src="([^"]+)">/.exec(html)?.[1]
-        const style = /<link rel="stylesheet" href="([^"]+)">/.exec(html)?.[1]
-        const root = /<meta name="mediagate-root" content="([^"]+)">/.exec(html)?.[1]
-        expect([script, style, root].every((found) => found !== undefined), page).toBe(true)
-        expect(new URL(root!, url).pathname, page).toBe(`${prefix}/`)
-        for (const [asset, contentType] of [[script!, "text/javascript"], [style!, "text/css"]] as const) {
-          const resolved = new URL(asset, url)
-          expect(resolved.pathname, `${page}: ${asset}`).toMatch(new RegExp(`^${prefix}/dashboard/assets/app-[A-Z0-9]{8}\\.`))
-          const fetched = await fetch(resolved)
-          expect(fetched.status, `${page}: ${asset}`).toBe(200)
-          expect(fetched.headers.get("content-type")).toContain(contentType)
-        }
-      }
-    })
+    it("names dashboard assets that resolve below the prefix, with and without a trailing slash, at any depth", () =>
+      assetsResolve(`${running.origin}${prefix}`))
 
     itBrowser("loads the dashboard in Chromium, signs in and reads tasks through the prefixed API", async () => {
       const id = await createTask(running, "a heron in the reeds")
-      const context = await browser!.newContext({ viewport: { width: 1280, height: 900 } })
-      const page: Page = await context.newPage()
-      const answers: Array<{ readonly url: string; readonly status: number }> = []
-      const failed: Array<string> = []
-      page.on("response", (response) => answers.push({ url: response.url(), status: response.status() }))
-      page.on("requestfailed", (request) => {
-        // a load the page's own navigation cancels (a result preview still loading at the reload) is not a failure
-        const reason = request.failure()?.errorText ?? "failed"
-        if (reason !== "net::ERR_ABORTED") failed.push(`${request.url()}: ${reason}`)
-      })
-      try {
-        await page.goto(`${running.origin}${prefix}/dashboard`)
-        await page.getByRole("form", { name: "Sign in" }).waitFor()
-        await page.getByLabel("API key").fill(running.testKey)
-        await page.getByRole("button", { name: "Sign in" }).click()
-        await page.getByRole("heading", { name: "Tasks" }).waitFor()
-        await page.locator(`tr[data-task="${id}"]`).waitFor()
-        expect(new URL(page.url()).pathname.startsWith(`${prefix}/dashboard`)).toBe(true)
-        // a client-side route, then the same page loaded from the server two levels down
-        await page.getByRole("link", { name: id }).click()
-        await page.getByTestId("task-input").waitFor()
-        expect(new URL(page.url()).pathname).toBe(`${prefix}/dashboard/tasks/${id}`)
-        await page.reload()
-        await page.getByTestId("task-input").waitFor()
-        expect(await page.getByTestId("task-input").textContent()).toContain("a heron in the reeds")
-        // with a trailing slash: the signed-in view again
-        await page.goto(`${running.origin}${prefix}/dashboard/`)
-        await page.locator(`tr[data-task="${id}"]`).waitFor()
-      } finally {
-        await context.close()
-      }
-      expect(failed).toEqual([])
-      expect(answers.filter((answer) => answer.status === 404)).toEqual([])
-      const own = answers.filter((answer) => answer.url.startsWith(running.origin))
-      expect(own.filter((answer) => !answer.url.startsWith(`${running.origin}${prefix}/`))).toEqual([])
-      const calls = own.filter((answer) => answer.url.startsWith(`${running.origin}${prefix}/api/v1/`))
-      expect(calls.some((answer) => answer.url.includes(`/api/v1/tasks/${id}`) && answer.status === 200)).toBe(true)
-      expect(own.some((answer) => /\/dashboard\/assets\/app-[A-Z0-9]{8}\.js$/.test(answer.url) && answer.status === 200))
-        .toBe(true)
+      await signInAndRead(`${running.origin}${prefix}`, running.testKey, id, "a heron in the reeds")
     })
   })
 }
+
+describe("Mediagate behind a reverse proxy that serves the node:http example's /media at /edge", () => {
+  let running: Running
+  let edge: string
+  beforeAll(async () => {
+    const proxy = await listen()
+    const { server, origin } = await listen()
+    // the proxy strips its own prefix and puts the host's: /edge/dashboard → /media/dashboard
+    proxy.server.on("request", (req: IncomingMessage, res: ServerResponse) => {
+      const url = req.url ?? "/"
+      if (url !== "/edge" && !url.startsWith("/edge/")) return void res.writeHead(404).end()
+      const target = `${origin}${prefix}${url.slice("/edge".length)}`
+      const forwarded = request(target, { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers)
+        answer.pipe(res)
+      })
+      forwarded.on("error", () => res.writeHead(502).end())
+      req.pipe(forwarded)
+    })
+    // file links are the public URLs, the proxy's
+    const { listener, mediagate } = NodeApp.makeApp(options(proxy.origin, "/edge"))
+    server.on("request", listener)
+    edge = `${proxy.origin}/edge`
+    running = {
+      origin,
+      testKey: await testKeyOf(mediagate),
+      close: () => closing(proxy.server).then(() => closing(server)).then(mediagate.close)
+    }
+  })
+  afterAll(() => running?.close())
+
+  it("names dashboard assets that resolve below the proxy's prefix", () => assetsResolve(edge))
+
+  itBrowser("loads the dashboard in Chromium at /edge/dashboard, signs in, reads tasks through /edge", async () => {
+    const id = await createTask(running, "a swift under the bridge")
+    await signInAndRead(edge, running.testKey, id, "a swift under the bridge")
+  })
+})

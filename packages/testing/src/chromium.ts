@@ -7,7 +7,12 @@
 import { existsSync } from "node:fs"
 import { type Browser, chromium } from "playwright-core"
 
-const candidates = [process.env["CHROMIUM_PATH"], "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+const candidates = [
+  process.env["CHROMIUM_PATH"],
+  "/usr/bin/chromium",
+  "/usr/bin/chromium-browser",
+  "/usr/bin/google-chrome"
+]
 
 /** The browser found, if any. */
 export const executablePath: string | undefined = candidates.find((path): path is string =>

@@ -37,7 +37,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const { app, mediagate } = makeApp()
   const port = Number(process.env["PORT"] ?? "3400")
   await app.listen({ port })
-  console.log(`host app on :${port}, dashboard at ${prefix}/dashboard`)
+  console.log(`on :${port}, dashboard at ${prefix}/dashboard`)
   const created = await mediagate.bootstrap()
   if (created !== undefined) console.log(`test key: ${created.test.key}`)
   process.once("SIGTERM", () => void app.close().then(() => mediagate.close()))

@@ -38,7 +38,7 @@ export const makeApp = (options: Mediagate.Options = {}) => {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { app, mediagate } = makeApp()
   const port = Number(process.env["PORT"] ?? "3500")
-  const server = serve({ fetch: app.fetch, port }, () => console.log(`host app on :${port}, dashboard at ${prefix}/dashboard`))
+  const server = serve({ fetch: app.fetch, port }, () => console.log(`on :${port}, dashboard at ${prefix}/dashboard`))
   const created = await mediagate.bootstrap()
   if (created !== undefined) console.log(`test key: ${created.test.key}`)
   process.once("SIGTERM", () => server.close(() => void mediagate.close()))

@@ -37,7 +37,7 @@ export const makeApp = (options: Mediagate.Options = {}) => {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { listener, mediagate } = makeApp()
   const port = Number(process.env["PORT"] ?? "3200")
-  const server = createServer(listener).listen(port, () => console.log(`host app on :${port}, dashboard at ${prefix}/dashboard`))
+  const server = createServer(listener).listen(port, () => console.log(`on :${port}, dashboard at ${prefix}/dashboard`))
   server.on("clientError", NodeAdapters.clientError)
   const created = await mediagate.bootstrap()
   if (created !== undefined) console.log(`test key: ${created.test.key}`)
