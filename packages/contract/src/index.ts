@@ -46,6 +46,8 @@ export * as Security from "./Security.js"
 export * as Task from "./Task.js"
 /** Timestamps. */
 export * as Timestamp from "./Timestamp.js"
+/** Optional packages of features that are off by default: loaded when configured, a clear error when missing. */
+export * as OptionalPackage from "./OptionalPackage.js"
 /** The spans of Mediagate's own operations (no stack capture; none while the tracer is disabled). */
 export * as Tracing from "./Tracing.js"
 /** Decode failures as API messages. */

@@ -18,7 +18,7 @@ import type * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
 import type { AccountStore } from "@mediagate/accounts/AccountStore"
-import { Account, ApiKey, type Errors, Services } from "@mediagate/contract"
+import { Account, ApiKey, type Errors, OptionalPackage, Services } from "@mediagate/contract"
 import { Dashboard } from "@mediagate/dashboard"
 import { Http } from "@mediagate/server"
 import * as Cause from "effect/Cause"
@@ -136,6 +136,9 @@ const toStartError = (cause: unknown): StartError => {
   if (cause instanceof StartError) return cause
   if (ConfigError.isConfigError(cause)) {
     return new StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
+  }
+  if (cause instanceof OptionalPackage.MissingPackage) {
+    return new StartError({ message: cause.message, retryable: false, cause })
   }
   if (cause instanceof Database.DatabaseError) {
     return new StartError({ message: cause.message, retryable: cause.retryable, cause })

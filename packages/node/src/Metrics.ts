@@ -2,13 +2,13 @@
  * `GET /metrics`: every metric of `@mediagate/contract/Metrics` (and any other `effect/Metric` of the process) in
  * the Prometheus text format, on the API's port or a port of its own.
  *
- * Rendering: `@effect/opentelemetry`'s metric producer reads Effect's registry (`Metric.unsafeSnapshot`) as
- * OpenTelemetry metric data, and `@opentelemetry/exporter-prometheus`'s `PrometheusSerializer` writes the text:
- * counters as `counter` (their names end in `_total` already), histograms with cumulative `_bucket{le}` series,
- * `_sum` and `_count`, gauges as `gauge`, `# HELP`/`# TYPE` for every family. Two adjustments for Prometheus
- * conventions: no `otel_scope_name` label and no `target_info` series (serializer options), and no `# UNIT` line
- * (the producer only knows the unit `1`; the units are in the names, as Prometheus wants them). The output passes
- * `promtool check metrics` (tested).
+ * Rendering ({@link render}): Effect's registry (`Metric.unsafeSnapshot`) written in the text format: `# HELP` and
+ * `# TYPE` for every family, counters as `counter` (`_total` appended to a name without it), gauges and
+ * non-incremental counters as `gauge`, histograms with cumulative `_bucket{le}` series, `_sum` and `_count`,
+ * summaries as `summary` (`quantile` labels), frequencies as a counter per value (`key` label); names and label
+ * names reduced to `[a-zA-Z0-9_]`. The units are in the names, as Prometheus wants them. The output passes
+ * `promtool check metrics` (tested). It is written here rather than through the OpenTelemetry SDK's Prometheus
+ * serializer: that SDK is 25 MB of install for ~80 lines of a stable text format (docs/performance.md).
  *
  * At each scrape, before rendering, the gauges that are not counted as things happen are set: the queue gauges from
  * the database (`TaskStorage.overview`: tasks by state from the counters, tasks due and unclaimed; the same figures on
@@ -23,17 +23,18 @@
  *
  * @since 0.1.0
  */
-import * as OtelMetrics from "@effect/opentelemetry/Metrics"
-import * as Resource from "@effect/opentelemetry/Resource"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Metrics, Task } from "@mediagate/contract"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import { Envelope, RequestContext } from "@mediagate/server"
-import { PrometheusSerializer } from "@opentelemetry/exporter-prometheus"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricKeyType from "effect/MetricKeyType"
+import type * as MetricPair from "effect/MetricPair"
+import * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
@@ -87,9 +88,6 @@ const lagSeconds = (nanos: number) => Math.max(0, nanos / 1e6 - loopResolutionMs
 export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = Effect.gen(function*() {
   const storage = yield* TaskStorage
   const pool = yield* Effect.serviceOption(DatabasePool)
-  const producer = yield* Effect.provide(OtelMetrics.makeProducer, Resource.layerEmpty)
-  // no target_info series, no otel_scope_name label (see the module's comment)
-  const serializer = new PrometheusSerializer(undefined, false, undefined, true, true)
   const loop = yield* Effect.acquireRelease(
     Effect.sync(() => {
       const histogram = monitorEventLoopDelay({ resolution: loopResolutionMs })
@@ -144,16 +142,73 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = E
     }
     loop.reset()
   })
-  const render = Effect.promise(() => producer.collect()).pipe(
-    Effect.map(({ resourceMetrics }) => {
-      for (const scope of resourceMetrics.scopeMetrics) {
-        for (const metric of scope.metrics) (metric.descriptor as { unit: string }).unit = ""
-      }
-      return serializer.serialize(resourceMetrics)
-    })
-  )
-  return { scrape: Effect.zipRight(Effect.zipRight(Effect.zipRight(database, connections), process_), render) }
+  const exposition = Effect.sync(() => render(Metric.unsafeSnapshot()))
+  return { scrape: Effect.zipRight(Effect.zipRight(Effect.zipRight(database, connections), process_), exposition) }
 })
+
+/** A metric or label name reduced to the characters Prometheus allows (`[a-zA-Z0-9_]`, no leading digit). */
+const sanitize = (name: string) => {
+  const clean = name.replace(/[^a-zA-Z0-9_]/g, "_").replace(/_{2,}/g, "_")
+  return /^[0-9]/.test(clean) ? `_${clean}` : clean
+}
+const escapeHelp = (text: string) => text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")
+const escapeLabel = (text: string) => escapeHelp(text).replace(/"/g, "\\\"")
+const valueText = (value: number) => value === Infinity ? "+Inf" : value === -Infinity ? "-Inf" : String(value)
+
+/** A sample line: `name{k="v",...} value`. */
+const sampleLine = (name: string, labels: ReadonlyArray<readonly [string, string]>, value: number) =>
+  `${name}${
+    labels.length === 0 ? "" : `{${labels.map(([key, text]) => `${key}="${escapeLabel(text)}"`).join(",")}}`
+  } ${valueText(value)}\n`
+
+/**
+ * Effect metrics (`Metric.unsafeSnapshot()`) in the Prometheus text format, one family per metric name (the label
+ * combinations of a name are its series), in the order of the snapshot.
+ */
+export const render = (snapshot: ReadonlyArray<MetricPair.MetricPair.Untyped>): string => {
+  const families = new Map<string, { readonly head: string; text: string }>()
+  const add = (name: string, help: string, type: string, text: string) => {
+    const family = families.get(name)
+    if (family !== undefined) family.text += text
+    else families.set(name, { head: `# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`, text })
+  }
+  for (const { metricKey: key, metricState: state } of snapshot) {
+    const base = sanitize(key.name)
+    const help = Option.getOrElse(key.description, () => key.name)
+    const labels = key.tags.map((tag) => [sanitize(tag.key), tag.value] as const)
+    const counterName = base.endsWith("_total") ? base : `${base}_total`
+    if (MetricState.isCounterState(state)) {
+      const monotonic = MetricKeyType.isCounterKey(key.keyType) && key.keyType.incremental
+      const name = monotonic ? counterName : base
+      add(name, help, monotonic ? "counter" : "gauge", sampleLine(name, labels, Number(state.count)))
+    } else if (MetricState.isGaugeState(state)) {
+      add(base, help, "gauge", sampleLine(base, labels, Number(state.value)))
+    } else if (MetricState.isHistogramState(state)) {
+      // Effect's buckets are cumulative already, the last one's bound +Inf
+      let text = sampleLine(`${base}_count`, labels, state.count) + sampleLine(`${base}_sum`, labels, state.sum)
+      for (const [bound, count] of state.buckets) {
+        text += sampleLine(`${base}_bucket`, [...labels, ["le", valueText(bound)]], count)
+      }
+      add(base, help, "histogram", text)
+    } else if (MetricState.isSummaryState(state)) {
+      let text = ""
+      for (const [quantile, value] of state.quantiles) {
+        text += sampleLine(base, [...labels, ["quantile", String(quantile)]], Option.getOrElse(value, () => NaN))
+      }
+      text += sampleLine(`${base}_sum`, labels, state.sum) + sampleLine(`${base}_count`, labels, state.count)
+      add(base, help, "summary", text)
+    } else if (MetricState.isFrequencyState(state)) {
+      let text = ""
+      for (const [value, count] of state.occurrences) {
+        text += sampleLine(counterName, [...labels, ["key", value]], count)
+      }
+      add(counterName, help, "counter", text)
+    }
+  }
+  let out = ""
+  for (const { head, text } of families.values()) out += head + text
+  return out
+}
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
 

@@ -11,7 +11,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import type * as Bootstrap from "@mediagate/accounts/Bootstrap"
-import { Errors } from "@mediagate/contract"
+import { Errors, OptionalPackage } from "@mediagate/contract"
 import { Envelope } from "@mediagate/server"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
@@ -172,7 +172,9 @@ const report = <E>(cause: Cause.Cause<E>): Effect.Effect<void> => {
   if (Cause.isInterruptedOnly(cause)) return Effect.void
   const failure = Option.getOrUndefined(Cause.failureOption(cause))
   if (Errors.isApiError(failure)) return Effect.void
-  if (failure instanceof Mediagate.StartError) return Effect.logError(`Mediagate cannot start: ${failure.message}`)
+  if (failure instanceof Mediagate.StartError || failure instanceof OptionalPackage.MissingPackage) {
+    return Effect.logError(`Mediagate cannot start: ${failure.message}`)
+  }
   if (ConfigError.isConfigError(failure)) return Effect.logError(`invalid configuration: ${String(failure)}`)
   return Effect.logError("Mediagate failed", cause)
 }

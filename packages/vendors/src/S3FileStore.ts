@@ -8,12 +8,14 @@
  *   `GetObject` once the stream runs (the object is not downloaded first; an interrupted stream closes its socket).
  * - Objects are written in one `PutObject` (S3 writes are atomic: a reader sees the old or the new object);
  *   `copy` is one server-side `CopyObject` (the bytes do not pass through this process).
- * - The SDK is loaded and the client constructed only when this store is built (the local store never loads it).
+ * - The SDK is an optional peer dependency ({@link sdk}), loaded and its client constructed only when this store is
+ *   built (the local store never loads it); without it the build fails with a `MissingPackage` naming the install line.
  *   Credentials: `MEDIAGATE_S3_ACCESS_KEY_ID`/`MEDIAGATE_S3_SECRET_ACCESS_KEY` when given, otherwise the SDK's own
  *   chain (`AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, shared config files, instance roles, ...).
  *
  * @since 0.1.0
  */
+import { OptionalPackage } from "@mediagate/contract"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
@@ -55,6 +57,9 @@ export interface Options {
 }
 
 
+/** The AWS SDK's S3 client: an optional peer dependency of `@mediagate/vendors`, needed by this store only. */
+export const sdk: OptionalPackage.Spec = { feature: "MEDIAGATE_FILE_STORE=s3", name: "@aws-sdk/client-s3", range: "^3" }
+
 /** Whether an SDK error says that the object (or the bucket) does not exist. */
 const isMissing = (error: unknown) => {
   if (typeof error !== "object" || error === null) return false
@@ -66,10 +71,10 @@ const isMissing = (error: unknown) => {
 /** Builds the store on a client of its own (destroyed with the scope); checks that the bucket answers. */
 export const make = (options: Options) =>
   Effect.gen(function*() {
-    const sdk = yield* Effect.promise(() => import("@aws-sdk/client-s3"))
+    const s3 = yield* OptionalPackage.load(sdk, () => import("@aws-sdk/client-s3"))
     const client = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        new sdk.S3Client({
+        new s3.S3Client({
           region: options.region ?? "us-east-1",
           ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
           forcePathStyle: options.forcePathStyle ?? false,
@@ -101,7 +106,7 @@ export const make = (options: Options) =>
     const locate = (key: string) => Effect.map(validKey(key), (valid) => `${prefix}${valid}`)
 
     // fail fast (and retry the start) when the bucket is not there or the credentials are refused
-    yield* send("open", "", (abortSignal) => client.send(new sdk.HeadBucketCommand({ Bucket: bucket }), { abortSignal })).pipe(
+    yield* send("open", "", (abortSignal) => client.send(new s3.HeadBucketCommand({ Bucket: bucket }), { abortSignal })).pipe(
       Effect.mapError((error) =>
         new FileStoreError({
           operation: "open",
@@ -118,7 +123,7 @@ export const make = (options: Options) =>
         const object = `${prefix}${key}`
         yield* send("put", key, (abortSignal) =>
           client.send(
-            new sdk.PutObjectCommand({
+            new s3.PutObjectCommand({
               Bucket: bucket,
               Key: object,
               Body: bytes,
@@ -137,7 +142,7 @@ export const make = (options: Options) =>
         const size = yield* send("put", key, () => stat(file).then((info) => info.size))
         yield* send("put", key, (abortSignal) =>
           client.send(
-            new sdk.PutObjectCommand({
+            new s3.PutObjectCommand({
               Bucket: bucket,
               Key: `${prefix}${key}`,
               Body: createReadStream(file),
@@ -156,7 +161,7 @@ export const make = (options: Options) =>
         // keys and the prefix are made of URL-safe characters (keyProblem): only the bucket's name is escaped
         return yield* send("copy", to, (abortSignal) =>
           client.send(
-            new sdk.CopyObjectCommand({
+            new s3.CopyObjectCommand({
               Bucket: bucket,
               Key: `${prefix}${to}`,
               CopySource: `${encodeURIComponent(bucket)}/${source}`,
@@ -176,7 +181,7 @@ export const make = (options: Options) =>
         const output = yield* Effect.acquireRelease(
           send("read", key, (abortSignal) =>
             client.send(
-              new sdk.GetObjectCommand({ Bucket: bucket, Key: object, Range: `bytes=${start}-${end}` }),
+              new s3.GetObjectCommand({ Bucket: bucket, Key: object, Range: `bytes=${start}-${end}` }),
               { abortSignal }
             )),
           (output) => Effect.sync(() => (output.Body as { destroy?: () => void } | undefined)?.destroy?.())
@@ -189,7 +194,7 @@ export const make = (options: Options) =>
       Effect.gen(function*() {
         const object = yield* locate(key)
         const head = yield* send("open", key, (abortSignal) =>
-          client.send(new sdk.HeadObjectCommand({ Bucket: bucket, Key: object }), { abortSignal })).pipe(
+          client.send(new s3.HeadObjectCommand({ Bucket: bucket, Key: object }), { abortSignal })).pipe(
             Effect.map(Option.some),
             Effect.catchIf((error) => isMissing(error.cause), () => Effect.succeed(Option.none()))
           )
@@ -207,7 +212,7 @@ export const make = (options: Options) =>
     const remove = (key: string) =>
       Effect.flatMap(locate(key), (object) =>
         send("remove", key, (abortSignal) =>
-          client.send(new sdk.DeleteObjectCommand({ Bucket: bucket, Key: object }), { abortSignal })).pipe(
+          client.send(new s3.DeleteObjectCommand({ Bucket: bucket, Key: object }), { abortSignal })).pipe(
             Effect.asVoid,
             Effect.catchIf((error) => isMissing(error.cause), () => Effect.void)
           ))
@@ -216,7 +221,8 @@ export const make = (options: Options) =>
   })
 
 /** The S3 store with the given settings. */
-export const layer = (options: Options): Layer.Layer<FileStore, FileStoreError> => Layer.scoped(FileStore, make(options))
+export const layer = (options: Options): Layer.Layer<FileStore, FileStoreError | OptionalPackage.MissingPackage> =>
+  Layer.scoped(FileStore, make(options))
 
 const isPrefix = (prefix: string) => prefix === "" || (prefix.endsWith("/") && keyProblem(prefix.slice(0, -1)) === undefined)
 
@@ -248,6 +254,9 @@ export const config: Config.Config<Options> = Config.all({
 })
 
 /** The S3 store with its settings from Effect `Config` ({@link config}). */
-export const layerConfig: Layer.Layer<FileStore, ConfigError.ConfigError | FileStoreError> = Layer.unwrapEffect(
+export const layerConfig: Layer.Layer<
+  FileStore,
+  ConfigError.ConfigError | FileStoreError | OptionalPackage.MissingPackage
+> = Layer.unwrapEffect(
   Effect.map(config, layer)
 )

@@ -10,11 +10,13 @@
  *   over OTLP/HTTP by `@effect/opentelemetry`'s `OtlpTracer` (batched, every `OTEL_BSP_SCHEDULE_DELAY`, flushed at
  *   shutdown) through the platform's fetch `HttpClient`, JSON by default (`http/protobuf` on request). No
  *   OpenTelemetry SDK runs. See docs/operations.md "Traces" and docs/configuration.md.
+ * - `@effect/opentelemetry` is an optional peer dependency ({@link otlpPackage}), imported only when tracing is on.
+ *   Without it the production server stops at start with a `MissingPackage` naming the install line;
+ *   `Mediagate.make` logs it and runs untraced (as with invalid settings).
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+import { OptionalPackage } from "@mediagate/contract"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import type * as ConfigProvider from "effect/ConfigProvider"
@@ -23,6 +25,17 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+
+/** The package of the OTLP exporter: an optional peer dependency of `@mediagate/node`. */
+export const otlpPackage: OptionalPackage.Spec = {
+  feature: "Trace export (OTEL_EXPORTER_OTLP_ENDPOINT)",
+  name: "@effect/opentelemetry",
+  range: "^0.64"
+}
+
+/** The OTLP tracer and its body encodings, loaded on first use. */
+const loadOtlp = OptionalPackage.load(otlpPackage, () =>
+  Promise.all([import("@effect/opentelemetry/OtlpTracer"), import("@effect/opentelemetry/OtlpSerialization")]))
 
 /** The OTLP trace export settings (from the standard `OTEL_*` variables). */
 export interface Settings {
@@ -142,11 +155,9 @@ const untraced = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R>
 /** Paths whose requests make no span (probes: a span every few seconds would only be noise). */
 const probePaths = new Set(["/healthz", "/readyz"])
 
-/**
- * Runs `self` with the OTLP tracer of `settings`; the exporter lives in the scope in context (its last spans are
- * sent when the scope closes).
- */
-export const traced = <A, E, R>(
+/** Runs `self` with the OTLP tracer of `settings`, made with the loaded `@effect/opentelemetry` modules. */
+const tracedWith = <A, E, R>(
+  [OtlpTracer, OtlpSerialization]: Effect.Effect.Success<typeof loadOtlp>,
   self: Effect.Effect<A, E, R>,
   settings: Settings
 ): Effect.Effect<A, E, R | Scope.Scope> =>
@@ -171,17 +182,30 @@ export const traced = <A, E, R>(
   )
 
 /**
- * Runs a whole program (the production server) with the tracer on or off as {@link config} says; fibers it forks
- * (request fibers too) inherit it. Invalid `OTEL_*` settings fail it with the `ConfigError`.
+ * Runs `self` with the OTLP tracer of `settings`; the exporter lives in the scope in context (its last spans are
+ * sent when the scope closes). Fails with a `MissingPackage` when `@effect/opentelemetry` is not installed.
  */
-export const apply = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | ConfigError.ConfigError, R> =>
+export const traced = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  settings: Settings
+): Effect.Effect<A, E | OptionalPackage.MissingPackage, R | Scope.Scope> =>
+  Effect.flatMap(loadOtlp, (otlp) => tracedWith(otlp, self, settings))
+
+/**
+ * Runs a whole program (the production server) with the tracer on or off as {@link config} says; fibers it forks
+ * (request fibers too) inherit it. Invalid `OTEL_*` settings fail it with the `ConfigError`, tracing on without
+ * `@effect/opentelemetry` with the `MissingPackage`.
+ */
+export const apply = <A, E, R>(
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | ConfigError.ConfigError | OptionalPackage.MissingPackage, R> =>
   Effect.flatMap(config, (settings) =>
     Option.isNone(settings) ? untraced(self) : Effect.scoped(traced(self, settings.value)))
 
 /**
  * {@link apply} for an effect that starts background work in the scope in context (`Mediagate.make`): the exporter
- * lives as long as that scope. Settings come from `provider` (default: the current one); invalid ones are logged
- * and leave tracing off.
+ * lives as long as that scope. Settings come from `provider` (default: the current one); invalid ones, or tracing
+ * on without `@effect/opentelemetry`, are logged and leave tracing off.
  */
 export const applyScoped = <A, E, R>(
   self: Effect.Effect<A, E, R>,
@@ -192,5 +216,10 @@ export const applyScoped = <A, E, R>(
       Effect.tapError((error) => Effect.logWarning(`tracing stays off: invalid OTEL settings: ${String(error)}`)),
       Effect.orElseSucceed(() => Option.none<Settings>())
     ),
-    (settings) => Option.isNone(settings) ? untraced(self) : traced(self, settings.value)
+    (settings) =>
+      Option.isNone(settings) ? untraced(self) : Effect.matchEffect(loadOtlp, {
+        onFailure: (missing) =>
+          Effect.zipRight(Effect.logWarning(`tracing stays off: ${missing.message}`), untraced(self)),
+        onSuccess: (otlp) => tracedWith(otlp, self, settings.value)
+      })
   )
