@@ -1,8 +1,7 @@
 /**
- * Generates docs/api-reference.md from the OpenAPI document of the contract (`npm run docs:api`). A test keeps
+ * Generates docs/api-reference.md from the OpenAPI documents of the contract (`npm run docs:api`). A test keeps
  * the committed file equal to what this renders.
  */
-import * as OpenApi from "@effect/platform/OpenApi"
 import { Api } from "@mediagate/contract"
 import { writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
@@ -22,20 +21,14 @@ const refName = (schema: unknown): string | undefined => {
   return names.length === 0 ? undefined : names.map((r) => r.split("/").pop()).join(", ")
 }
 
-/** The reference as Markdown. */
-export const render = (): string => {
-  const spec = OpenApi.fromApi(Api.MediagateApi) as unknown as {
-    info: { title: string; version: string; description?: string }
-    paths: Record<string, Record<string, Operation>>
-  }
-  const lines: Array<string> = [
-    `# ${spec.info.title} ${spec.info.version}: API reference`,
-    "",
-    "Generated from the OpenAPI document (`GET /api/v1/openapi.json`) by `npm run docs:api`; do not edit by hand.",
-    "Every response is an envelope: `{ success: true, data }` or `{ success: false, error: { code, message } }`.",
-    "Interactive documentation: `/docs` on a running server.",
-    ""
-  ]
+type Document = {
+  info: { title: string; version: string; description?: string }
+  paths: Record<string, Record<string, Operation>>
+}
+
+/** The operations of a document, one section each. */
+const operations = (spec: Document): Array<string> => {
+  const lines: Array<string> = []
   for (const [path, methods] of Object.entries(spec.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       lines.push(`## ${method.toUpperCase()} ${path}`, "")
@@ -53,7 +46,37 @@ export const render = (): string => {
       lines.push("| Status | Answer |", "|---|---|", ...answers, "")
     }
   }
-  return lines.join("\n")
+  return lines
+}
+
+/** Text as lines of at most 120 columns (words kept whole). */
+const wrap = (text: string): Array<string> =>
+  text.split(" ").reduce<Array<string>>((lines, word) => {
+    const last = lines[lines.length - 1]
+    if (last !== undefined && last.length + 1 + word.length <= 120) lines[lines.length - 1] = `${last} ${word}`
+    else lines.push(word)
+    return lines
+  }, [])
+
+/** The reference as Markdown: the public API, then the operator API. */
+export const render = (): string => {
+  const documents = Api.documents(Api.MediagateApi) as unknown as { public: Document; admin: Document }
+  const { admin, public: spec } = documents
+  return [
+    `# ${spec.info.title} ${spec.info.version}: API reference`,
+    "",
+    "Generated from the OpenAPI documents (`GET /api/v1/openapi.json`, and `GET /admin/v1/openapi.json` for the",
+    "operator API) by `npm run docs:api`; do not edit by hand.",
+    "Every response is an envelope: `{ success: true, data }` or `{ success: false, error: { code, message } }`.",
+    "Interactive documentation of both: `/docs` on a running server.",
+    "",
+    ...operations(spec),
+    `# ${admin.info.title} ${admin.info.version}`,
+    "",
+    ...wrap(admin.info.description ?? ""),
+    "",
+    ...operations(admin)
+  ].join("\n")
 }
 
 /** Where the reference is written. */

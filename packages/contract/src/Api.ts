@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as HttpApi from "@effect/platform/HttpApi"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as OpenApiJsonSchema from "@effect/platform/OpenApiJsonSchema"
 import { AdminApi } from "./api/AdminApi.js"
@@ -16,14 +17,22 @@ import { TasksApi } from "./api/TasksApi.js"
 import { VoicesApi } from "./api/VoicesApi.js"
 import { WebhooksApi } from "./api/WebhooksApi.js"
 import { ErrorEnvelope, InternalError } from "./Errors.js"
-import { describeForGenerators } from "./internal/openApi.js"
+import { describeForGenerators, partOf } from "./internal/openApi.js"
 import { registry } from "./families/index.js"
 import type * as Family from "./Family.js"
 
 export { TaskResponse } from "./api/TasksApi.js"
 
-/** API version shown in the OpenAPI document. */
+/** API version shown in the OpenAPI documents. */
 export const version = "1.0.0"
+
+/** The license shown in the OpenAPI documents (the project's). */
+export const license = { name: "MIT", url: "https://opensource.org/licenses/MIT" } as const
+
+/** The first segments of the public API's paths (`/api/v1/...`) and of the operator API's (`/admin/v1/...`). */
+export const publicPrefix = "/api/v1/"
+/** See {@link publicPrefix}. */
+export const adminPrefix = "/admin/v1/"
 
 /** The error envelope as a self-contained JSON Schema (its definition, not a `$ref` into `$defs`). */
 const errorEnvelopeJson = OpenApiJsonSchema.makeWithDefs(ErrorEnvelope, { defs: {}, topLevelReferenceStrategy: "skip" })
@@ -46,6 +55,7 @@ export const make = <const R extends Family.Registry>(registry: R) => {
   return api
     .annotate(OpenApi.Title, "Mediagate API")
     .annotate(OpenApi.Version, version)
+    .annotate(OpenApi.License, license)
     .annotate(
       OpenApi.Description,
       "Asynchronous media generation gateway. Generation requests answer at once with a task id; poll " +
@@ -66,3 +76,50 @@ export const make = <const R extends Family.Registry>(registry: R) => {
 
 /** The Mediagate HttpApi of the registry. */
 export class MediagateApi extends make(registry) {}
+
+/** The OpenAPI documents of an API built by {@link make}: one for the public API, one for the operator API. */
+export interface Documents {
+  /** Every `/api/v1` endpoint (served at `/api/v1/openapi.json`). */
+  readonly public: OpenApi.OpenAPISpec
+  /** Every `/admin/v1` endpoint (served at `/admin/v1/openapi.json`). */
+  readonly admin: OpenApi.OpenAPISpec
+}
+
+/** What the documents say besides the API's endpoints. */
+export interface DocumentOptions {
+  /**
+   * The base URL the documents' paths are relative to (their `servers`), e.g. `https://media.example.com` or, for
+   * an app mounted under a prefix, `https://example.com/media`; default `/` (the host the document is served from).
+   */
+  readonly serverUrl?: string | undefined
+}
+
+/**
+ * The OpenAPI documents of an API built by {@link make} (e.g. {@link MediagateApi}): each holds its own endpoints
+ * and only the schemas, security schemes and tags they use.
+ */
+export const documents = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
+  api: HttpApi.HttpApi<Id, Groups, E, R>,
+  options: DocumentOptions = {}
+): Documents => {
+  const whole = OpenApi.fromApi(api)
+  const serverUrl = (options.serverUrl ?? "").replace(/\/+$/, "") || "/"
+  return {
+    public: partOf(whole, {
+      prefix: publicPrefix,
+      serverUrl,
+      info: { title: whole.info.title, description: whole.info.description ?? "" }
+    }),
+    admin: partOf(whole, {
+      prefix: adminPrefix,
+      serverUrl,
+      info: {
+        title: "Mediagate admin API",
+        description: "The operator API: accounts, their keys and credits, cross-account lists of tasks and " +
+          "deliveries, system status and upstream channels. Enabled only when MEDIAGATE_ADMIN_TOKEN is set (else " +
+          "every path answers 404 NOT_FOUND); every request sends `Authorization: Bearer <admin token>`. Every " +
+          "response is an envelope: { success: true, data } or { success: false, error: { code, message } }."
+      }
+    })
+  }
+}

@@ -67,3 +67,39 @@ describe("OpenAPI document for generators", () => {
     expect(withDefault).toEqual([])
   })
 })
+
+describe("the public and the operator documents (Api.documents)", () => {
+  const { admin, public: publicDocument } = Api.documents(Api.MediagateApi, {
+    serverUrl: "https://gateway.test/media/"
+  })
+  const documents = [publicDocument, admin] as unknown as ReadonlyArray<Json>
+
+  it("split the paths by prefix, each with its own title, the server given and the license", () => {
+    expect(Object.keys(publicDocument.paths).every((path) => path.startsWith("/api/v1/"))).toBe(true)
+    expect(Object.keys(admin.paths).every((path) => path.startsWith("/admin/v1/"))).toBe(true)
+    expect(Object.keys(publicDocument.paths).length + Object.keys(admin.paths).length)
+      .toBe(Object.keys(spec.paths).length)
+    expect([publicDocument.info.title, admin.info.title]).toEqual(["Mediagate API", "Mediagate admin API"])
+    for (const document of documents) {
+      expect(document.servers).toEqual([{ url: "https://gateway.test/media" }])
+      expect(document.info.license).toEqual({ name: "MIT", url: "https://opensource.org/licenses/MIT" })
+    }
+    expect(Api.documents(Api.MediagateApi).public.servers).toEqual([{ url: "/" }])
+  })
+
+  it("hold only the components their operations use, and tags with descriptions", () => {
+    for (const document of documents) {
+      const text = JSON.stringify({ paths: document.paths, schemas: document.components.schemas })
+      for (const name of Object.keys(document.components.schemas)) {
+        expect(text, name).toContain(`"#/components/schemas/${name}"`)
+      }
+      for (const tag of document.tags as Array<Json>) expect(tag.description, tag.name).toBeTypeOf("string")
+    }
+  })
+
+  it("state one lower bound where a refinement of a refinement gave two (PositiveUsd of Usd)", () => {
+    const amount = admin.components.schemas["CreditRequest"] as Json
+    expect(amount.properties.amount).toMatchObject({ exclusiveMinimum: 0, maximum: 1_000_000_000 })
+    expect(amount.properties.amount.minimum).toBeUndefined()
+  })
+})

@@ -1,6 +1,7 @@
 /**
  * The composed HTTP layer: the HttpApi implemented against the application ports, with the envelope middleware,
- * `GET /api/v1/openapi.json` and the interactive docs at `/docs`. Three ways to run it:
+ * the OpenAPI documents (`/api/v1/openapi.json`, `/admin/v1/openapi.json`) and the interactive docs at `/docs`
+ * (`Docs.ts`). Three ways to run it:
  *
  * - {@link layer}: serve it on an `HttpServer` (e.g. `NodeHttpServer.layer`);
  * - {@link makeHttpApp}: an `HttpApp` to mount into another Effect HTTP app;
@@ -11,7 +12,6 @@
  * @since 0.1.0
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApi from "@effect/platform/HttpApi"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -24,6 +24,7 @@ import type * as Scope from "effect/Scope"
 import * as Authentication from "./Authentication.js"
 import { withRemoteAddress } from "./ClientAddress.js"
 import * as Dispatch from "./internal/dispatch.js"
+import * as Docs from "./Docs.js"
 import * as Envelope from "./Envelope.js"
 import * as Health from "./Health.js"
 import * as Callbacks from "./Callbacks.js"
@@ -39,10 +40,12 @@ import * as VoicesHttp from "./http/Voices.js"
 import * as WebhooksHttp from "./http/Webhooks.js"
 import type { ServerConfig } from "./ServerConfig.js"
 
-/** Where the OpenAPI document is served. */
-export const openApiPath = "/api/v1/openapi.json"
-/** Where the interactive documentation is served. */
-export const docsPath = "/docs"
+/** Where the public API's OpenAPI document is served (`Docs.ts`). */
+export const openApiPath = Docs.openApiPath
+/** Where the operator API's OpenAPI document is served (`Docs.ts`). */
+export const adminOpenApiPath = Docs.adminOpenApiPath
+/** Where the interactive documentation is served (`Docs.ts`). */
+export const docsPath = Docs.docsPath
 
 /** Every port the HTTP layer calls, plus its settings. */
 export type Requirements =
@@ -97,42 +100,19 @@ export const apiFor = (
 export const ApiLive = apiFor(Families.registry)
 
 /**
- * The docs page (Scalar) at `/docs`, built on its first request: the page inlines Scalar's 6 MB bundle, which would
- * otherwise sit in every server's memory from its start (≈ 13 MB of an idle server's heap).
- */
-const lazyDocs = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
-    const api = yield* HttpApi.Api
-    const page = yield* Effect.cached(Effect.scoped(Effect.gen(function*() {
-      const Scalar = yield* Effect.promise(() => import("@effect/platform/HttpApiScalar"))
-      const built = yield* Layer.build(
-        Scalar.layer({ path: docsPath }).pipe(
-          Layer.provideMerge(HttpApiBuilder.Router.Live),
-          Layer.provide(Layer.succeed(HttpApi.Api, api))
-        )
-      )
-      return yield* Context.get(built, HttpApiBuilder.Router).router
-    })))
-    yield* router.get(docsPath, Effect.flatten(page))
-  })
-)
-
-/**
- * The OpenAPI document, the docs page, the signed result files (`GET /files/*`) and the envelope middleware (whose
+ * The OpenAPI documents, the docs page, the signed result files (`GET /files/*`) and the envelope middleware (whose
  * route table is the registry's API).
  */
 const extrasFor = (families: Family.Registry) =>
   Layer.mergeAll(
-    HttpApiBuilder.middlewareOpenApi({ path: openApiPath }),
-    lazyDocs,
+    Docs.layer,
     Files.layer,
     Callbacks.layer,
     Health.layer,
     Envelope.layer({
       apiRoutes: Envelope.routesOf(Api.make(families)),
       extraRoutes: [
-        { method: "GET", path: openApiPath },
-        { method: "GET", path: docsPath },
+        ...Docs.routes,
         ...Files.routes,
         ...Callbacks.routes,
         ...Health.routes

@@ -56,6 +56,11 @@ export interface ServerSettings {
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
   /** The rate limits (see {@link RateLimitSettings}). */
   readonly rateLimits: RateLimitSettings
+  /**
+   * The absolute base URL the API is reached at (`MEDIAGATE_PUBLIC_BASE_URL`; with a mount prefix when mounted
+   * under one): the `servers` entry of the OpenAPI documents (`Docs.ts`). None: `/`, the host serving them.
+   */
+  readonly publicBaseUrl?: string | undefined
 }
 
 /** Default settings: 1 MiB bodies, no trusted proxies, strict addresses, admin API off. */
@@ -107,7 +112,8 @@ export const config: Config.Config<ServerSettings> = Config.all({
   })),
   allowPrivateAddresses: Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
   adminToken: Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN")),
-  rateLimits: rateLimitsConfig
+  rateLimits: rateLimitsConfig,
+  publicBaseUrl: Config.option(Config.string("MEDIAGATE_PUBLIC_BASE_URL")).pipe(Config.map(Option.getOrUndefined))
 })
 
 /** The settings read from Effect `Config`. */

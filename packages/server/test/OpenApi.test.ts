@@ -41,19 +41,61 @@ describe("OpenAPI document", () => {
             ["/api/v1/webhooks/{id}", "delete"],
             ["/api/v1/webhooks/{id}/test", "post"],
             ["/api/v1/webhooks/{id}/deliveries", "get"],
-            ["/api/v1/webhooks/{id}/deliveries/{deliveryId}/replay", "post"],
-            ["/admin/v1/accounts", "post"],
-            ["/admin/v1/accounts/{id}", "get"],
-            ["/admin/v1/accounts/{id}", "patch"],
-            ["/admin/v1/accounts/{id}/credits", "post"],
-            ["/admin/v1/accounts/{id}/api-keys", "post"]
+            ["/api/v1/webhooks/{id}/deliveries/{deliveryId}/replay", "post"]
           ] as const
         ) {
           assert.isDefined(spec.paths[path]?.[method], `${method} ${path}`)
         }
         // the decode-failure schema is our envelope, not the platform's own shape
         expect(spec.components.schemas.HttpApiDecodeError.properties.error).toBeDefined()
-        expect(spec.components.securitySchemes).toBeDefined()
+        expect(Object.keys(spec.components.securitySchemes)).toEqual(["bearer"])
+        // the operator API is a document of its own
+        expect(Object.keys(spec.paths).filter((path) => !path.startsWith("/api/v1/"))).toEqual([])
+      }))
+
+    it.effect("describes the operator API in /admin/v1/openapi.json, a valid document of its own", () =>
+      Effect.gen(function*() {
+        const answer = yield* send("GET", "/admin/v1/openapi.json")
+        assert.strictEqual(answer.status, 200)
+        const spec = answer.body
+        const validated = yield* Effect.promise(() => SwaggerParser.validate(structuredClone(spec)))
+        expect(validated.info.title).toBe("Mediagate admin API")
+        for (
+          const [path, method] of [
+            ["/admin/v1/accounts", "post"],
+            ["/admin/v1/accounts/{id}", "get"],
+            ["/admin/v1/accounts/{id}", "patch"],
+            ["/admin/v1/accounts/{id}/credits", "post"],
+            ["/admin/v1/accounts/{id}/api-keys", "post"],
+            ["/admin/v1/system", "get"],
+            ["/admin/v1/channels", "get"]
+          ] as const
+        ) {
+          assert.isDefined(spec.paths[path]?.[method], `${method} ${path}`)
+        }
+        expect(Object.keys(spec.paths).filter((path) => !path.startsWith("/admin/v1/"))).toEqual([])
+        expect(Object.keys(spec.components.securitySchemes)).toEqual(["adminToken"])
+        expect(spec.tags.map((tag: { name: string }) => tag.name)).toEqual(["Admin", "Channels"])
+        // only the schemas its operations use: none of the generation requests
+        expect(Object.keys(spec.components.schemas).filter((name) => name.startsWith("Vendor"))).toEqual([])
+      }))
+
+    it.effect("/docs shows both documents (Scalar's sources)", () =>
+      Effect.gen(function*() {
+        const page = yield* send("GET", "/docs")
+        assert.strictEqual(page.status, 200)
+        expect(page.headers["content-type"]).toContain("text/html")
+        // Scalar mounted with one source per document, each with its content (the browser test:
+        // packages/node/test/Docs.test.ts)
+        const mounted = /Scalar\.createApiReference\("#api-reference-app", \{ _integration: "html", sources: (.*) \}\)/
+          .exec(page.text)
+        assert.isNotNull(mounted)
+        const sources = JSON.parse(mounted![1]!) as Array<{ title: string; slug: string; content: object }>
+        const { body: publicSpec } = yield* send("GET", "/api/v1/openapi.json")
+        const { body: adminSpec } = yield* send("GET", "/admin/v1/openapi.json")
+        expect(sources.map((s) => [s.title, s.slug]))
+          .toEqual([["Mediagate API", "api"], ["Mediagate admin API", "admin"]])
+        expect(sources.map((s) => s.content)).toEqual([publicSpec, adminSpec])
       }))
 
     it.effect("carries field rules and descriptions into the request Schemas", () =>

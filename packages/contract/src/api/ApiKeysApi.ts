@@ -36,4 +36,5 @@ export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   )
   .pipe(authenticated)
   .annotate(OpenApi.Title, "API keys")
+  .annotate(OpenApi.Description, "Keys of the calling account, within the calling key's own rights (no escalation)")
 {}

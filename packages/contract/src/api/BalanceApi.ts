@@ -28,4 +28,5 @@ export class BalanceApi extends HttpApiGroup.make("balance")
   )
   .pipe(authenticated)
   .annotate(OpenApi.Title, "Balance")
+  .annotate(OpenApi.Description, "The account's balance, billing settings and ledger")
 {}

@@ -51,4 +51,5 @@ export class TasksApi extends HttpApiGroup.make("tasks")
   )
   .pipe(authenticated)
   .annotate(OpenApi.Title, "Tasks")
+  .annotate(OpenApi.Description, "The tasks of the calling key's environment: read, list, retry, cancel")
 {}

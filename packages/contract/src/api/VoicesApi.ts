@@ -22,4 +22,5 @@ export class VoicesApi extends HttpApiGroup.make("voices")
   )
   .pipe(authenticated)
   .annotate(OpenApi.Title, "Voices")
+  .annotate(OpenApi.Description, "The voice catalog that speech generation reads voice ids from")
 {}

@@ -66,4 +66,5 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   )
   .pipe(authenticated)
   .annotate(OpenApi.Title, "Webhooks")
+  .annotate(OpenApi.Description, "Signed event deliveries: endpoints, test events, deliveries and replays")
 {}

@@ -10,6 +10,10 @@
  *   generators such as openapi-typescript (`defaultNonNullable`, on by default) type the field as always present, so
  *   a generated client could not send the minimal request. In components used only by request bodies, the default
  *   moves into the field's description (`Default: "16:9".`); response components keep `default`.
+ * - **One document per audience** ({@link partOf}): the public API and the operator API are separate documents,
+ *   each with only the components and tags its operations use, its own `info` and `servers`, and one bound per
+ *   side where refinements of refinements state two (Redocly's recommended rules: `no-unused-components`,
+ *   `no-mixed-number-range-constraints`; packages/server/test/OpenApiLint.test.ts).
  *
  * @since 0.1.0
  */
@@ -146,4 +150,77 @@ export const describeForGenerators = <Id extends string, Groups extends HttpApiG
     }
   }
   return spec
+}
+
+/** An OpenAPI document as the documents below read and change it. */
+interface Spec {
+  info: Json
+  servers?: ReadonlyArray<Json>
+  paths: Record<string, unknown>
+  components: { schemas: Record<string, unknown>; securitySchemes?: Record<string, unknown> } & Json
+  security?: ReadonlyArray<Record<string, unknown>>
+  tags?: ReadonlyArray<Json>
+}
+
+/**
+ * Keeps the tighter of two bounds on the same side (`minimum` with `exclusiveMinimum`, `maximum` with
+ * `exclusiveMaximum`): a refinement of a refinement (`PositiveUsd` of `Usd`) states both, which means the tighter.
+ */
+const tightenBounds = (node: unknown): void => {
+  if (Array.isArray(node)) return node.forEach(tightenBounds)
+  if (!isObject(node)) return
+  const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = node
+  if (typeof minimum === "number" && typeof exclusiveMinimum === "number") {
+    delete node[exclusiveMinimum >= minimum ? "minimum" : "exclusiveMinimum"]
+  }
+  if (typeof maximum === "number" && typeof exclusiveMaximum === "number") {
+    delete node[exclusiveMaximum <= maximum ? "maximum" : "exclusiveMaximum"]
+  }
+  for (const value of Object.values(node)) tightenBounds(value)
+}
+
+/** What a part of a document holds besides its paths. */
+export interface Part {
+  /** The `info` of the part's document (title, description); version and license are the whole's. */
+  readonly info: { readonly title: string; readonly description: string }
+  /** The paths the part holds: those starting with this prefix. */
+  readonly prefix: string
+  /** The document's server: the base URL the paths are relative to. */
+  readonly serverUrl: string
+}
+
+/**
+ * The part of a whole document (every path under `part.prefix`) as a document of its own: only the component
+ * schemas, security schemes and tags its operations use, its own `info` and `servers`, bounds tightened.
+ */
+export const partOf = <S>(whole: S, part: Part): S => {
+  const spec = structuredClone(whole) as unknown as Spec
+  const paths = Object.fromEntries(Object.entries(spec.paths).filter(([path]) => path.startsWith(part.prefix)))
+  const schemas = spec.components.schemas
+  const used = reachable([paths], schemas)
+  const operations = Object.values(paths).flatMap((item) =>
+    methods.map((method) => (item as Record<string, unknown>)[method]).filter(isObject)
+  )
+  const tags = new Set(operations.flatMap((operation) => (operation["tags"] ?? []) as Array<string>))
+  const schemes = new Set(operations.flatMap((operation) =>
+    ((operation["security"] ?? []) as Array<Record<string, unknown>>).flatMap((requirement) => Object.keys(requirement))
+  ))
+  const { securitySchemes, ...components } = spec.components
+  const document: Spec = {
+    ...spec,
+    info: { ...spec.info, ...part.info },
+    servers: [{ url: part.serverUrl }],
+    paths,
+    components: {
+      ...components,
+      schemas: Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name))),
+      ...(securitySchemes === undefined ? {} : {
+        securitySchemes: Object.fromEntries(Object.entries(securitySchemes).filter(([name]) => schemes.has(name)))
+      })
+    },
+    tags: (spec.tags ?? []).filter((tag) => tags.has(tag["name"] as string))
+  }
+  tightenBounds(document.paths)
+  tightenBounds(document.components.schemas)
+  return document as unknown as S
 }
