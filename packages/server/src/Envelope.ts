@@ -13,7 +13,8 @@
  * arrives, with the route template it matched; the answer carries it in `X-Request-Id` (every answer: success,
  * error, 404/405, files, health, docs), error envelopes in `error.request_id`, and every log line of the request in
  * the `request_id` annotation. Declared API errors are rendered here too (the same envelope HttpApi's encoder
- * writes, plus the id), so no error answer leaves without its id.
+ * writes, plus the id), so no error answer leaves without its id. Every answer under `/api/v1` and `/admin/v1`
+ * carries `Cache-Control: no-store` ({@link isNoStore}).
  *
  * @since 0.1.0
  */
@@ -102,6 +103,19 @@ const pathOf = (url: string): string => {
   const query = url.indexOf("?")
   return query === -1 ? url : url.slice(0, query)
 }
+
+/**
+ * Whether an answer to this request target is never to be stored by a cache: every answer under `/api/v1` and
+ * `/admin/v1`, errors and the OpenAPI documents included (keys, webhook secrets, balances, tasks). Result files
+ * (`/files/...`), the docs page and the dashboard set their own caching.
+ */
+export const isNoStore = (url: string): boolean => {
+  const path = pathOf(url)
+  return path === "/api/v1" || path.startsWith("/api/v1/") || path === "/admin/v1" || path.startsWith("/admin/v1/")
+}
+
+/** The `Cache-Control` of the answers of {@link isNoStore}. */
+const noStore = "no-store"
 
 const isHex = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102)
 const hexValue = (c: number) => c <= 57 ? c - 48 : (c | 32) - 87
@@ -435,7 +449,10 @@ export const layer = (
           HashMap.set<string, unknown>("request_id", info.id),
           answer(request, route !== undefined, info, found)
         ).pipe(
-          Effect.map((response) => HttpServerResponse.setHeader(response, RequestContext.header, info.id))
+          Effect.map((response) => {
+            const withId = HttpServerResponse.setHeader(response, RequestContext.header, info.id)
+            return isNoStore(request.url) ? HttpServerResponse.setHeader(withId, "cache-control", noStore) : withId
+          })
         )
       }
       /**
