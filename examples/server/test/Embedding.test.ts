@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { getRequestListener } from "@hono/node-server"
 import { Mediagate } from "@mediagate/node"
 import * as Chromium from "@mediagate/testing/chromium"
+import * as Dashboard from "@mediagate/testing/dashboard"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -25,7 +26,7 @@ import { createServer, type IncomingMessage, request, type Server, type ServerRe
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { Browser, Page } from "playwright-core"
+import type { Browser } from "playwright-core"
 import * as EffectApp from "../src/embedding/effect-app.js"
 import * as ExpressApp from "../src/embedding/express-app.js"
 import * as FastifyApp from "../src/embedding/fastify-app.js"
@@ -178,81 +179,6 @@ beforeAll(async () => {
 })
 afterAll(() => browser?.close())
 
-/**
- * The dashboard's page below `mount` (an absolute URL: origin and prefix) at three depths names a script, a
- * stylesheet and a root that resolve below the prefix, and the assets answer.
- */
-const assetsResolve = async (mount: string) => {
-  const prefixPath = new URL(mount).pathname
-  for (const page of ["/dashboard", "/dashboard/", "/dashboard/tasks/task_1?status=failed"]) {
-    const url = `${mount}${page}`
-    const answer = await fetch(url)
-    expect(answer.status, url).toBe(200)
-    const html = await answer.text()
-    const script = /<script type="module" src="([^"]+)">/.exec(html)?.[1]
-    const style = /<link rel="stylesheet" href="([^"]+)">/.exec(html)?.[1]
-    const root = /<meta name="mediagate-root" content="([^"]+)">/.exec(html)?.[1]
-    expect([script, style, root].every((found) => found !== undefined), url).toBe(true)
-    expect(new URL(root!, url).pathname, url).toBe(`${prefixPath}/`)
-    for (const [asset, contentType] of [[script!, "text/javascript"], [style!, "text/css"]] as const) {
-      const resolved = new URL(asset, url)
-      const expected = new RegExp(`^${prefixPath}/dashboard/assets/app-[A-Z0-9]{8}\\.`)
-      expect(resolved.pathname, `${url}: ${asset}`).toMatch(expected)
-      const fetched = await fetch(resolved)
-      expect(fetched.status, `${url}: ${asset}`).toBe(200)
-      expect(fetched.headers.get("content-type")).toContain(contentType)
-    }
-  }
-}
-
-/**
- * In Chromium: the dashboard at `<mount>/dashboard` signs in with `testKey` and lists task `id`; its page opens by
- * a client-side route and again from the server (two levels down); `<mount>/dashboard/` shows the list too. Every
- * request of the pages to their origin stays below the mount, none answers 404, the API is called there.
- */
-const signInAndRead = async (mount: string, testKey: string, id: string, prompt: string) => {
-  const { origin, pathname: prefixPath } = new URL(mount)
-  const context = await browser!.newContext({ viewport: { width: 1280, height: 900 } })
-  const page: Page = await context.newPage()
-  const answers: Array<{ readonly url: string; readonly status: number }> = []
-  const failed: Array<string> = []
-  page.on("response", (response) => answers.push({ url: response.url(), status: response.status() }))
-  page.on("requestfailed", (request) => {
-    // a load the page's own navigation cancels (a result preview still loading at the reload) is not a failure
-    const reason = request.failure()?.errorText ?? "failed"
-    if (reason !== "net::ERR_ABORTED") failed.push(`${request.url()}: ${reason}`)
-  })
-  try {
-    await page.goto(`${mount}/dashboard`)
-    await page.getByRole("form", { name: "Sign in" }).waitFor()
-    await page.getByLabel("API key").fill(testKey)
-    await page.getByRole("button", { name: "Sign in" }).click()
-    await page.getByRole("heading", { name: "Tasks" }).waitFor()
-    await page.locator(`tr[data-task="${id}"]`).waitFor()
-    expect(new URL(page.url()).pathname.startsWith(`${prefixPath}/dashboard`)).toBe(true)
-    // a client-side route, then the same page loaded from the server two levels down
-    await page.getByRole("link", { name: id }).click()
-    await page.getByTestId("task-input").waitFor()
-    expect(new URL(page.url()).pathname).toBe(`${prefixPath}/dashboard/tasks/${id}`)
-    await page.reload()
-    await page.getByTestId("task-input").waitFor()
-    expect(await page.getByTestId("task-input").textContent()).toContain(prompt)
-    // with a trailing slash: the signed-in view again
-    await page.goto(`${mount}/dashboard/`)
-    await page.locator(`tr[data-task="${id}"]`).waitFor()
-  } finally {
-    await context.close()
-  }
-  expect(failed).toEqual([])
-  expect(answers.filter((answer) => answer.status === 404)).toEqual([])
-  const own = answers.filter((answer) => answer.url.startsWith(origin))
-  expect(own.filter((answer) => !answer.url.startsWith(`${mount}/`))).toEqual([])
-  const calls = own.filter((answer) => answer.url.startsWith(`${mount}/api/v1/`))
-  expect(calls.some((answer) => answer.url.includes(`/api/v1/tasks/${id}`) && answer.status === 200)).toBe(true)
-  expect(own.some((answer) => /\/dashboard\/assets\/app-[A-Z0-9]{8}\.js$/.test(answer.url) && answer.status === 200))
-    .toBe(true)
-}
-
 for (const host of hosts) {
   describe(`Mediagate in ${host.name}, mounted under ${prefix}`, () => {
     let running: Running
@@ -276,11 +202,12 @@ for (const host of hosts) {
     })
 
     it("names dashboard assets that resolve below the prefix, with and without a trailing slash, at any depth", () =>
-      assetsResolve(`${running.origin}${prefix}`))
+      Dashboard.expectAssetsBelow(`${running.origin}${prefix}`))
 
     itBrowser("loads the dashboard in Chromium, signs in and reads tasks through the prefixed API", async () => {
       const id = await createTask(running, "a heron in the reeds")
-      await signInAndRead(`${running.origin}${prefix}`, running.testKey, id, "a heron in the reeds")
+      const mount = `${running.origin}${prefix}`
+      await Dashboard.expectSignIn(browser!, mount, running.testKey, { id, prompt: "a heron in the reeds" })
     })
   })
 }
@@ -315,10 +242,10 @@ describe("Mediagate behind a reverse proxy that serves the node:http example's /
   })
   afterAll(() => running?.close())
 
-  it("names dashboard assets that resolve below the proxy's prefix", () => assetsResolve(edge))
+  it("names dashboard assets that resolve below the proxy's prefix", () => Dashboard.expectAssetsBelow(edge))
 
   itBrowser("loads the dashboard in Chromium at /edge/dashboard, signs in, reads tasks through /edge", async () => {
     const id = await createTask(running, "a swift under the bridge")
-    await signInAndRead(edge, running.testKey, id, "a swift under the bridge")
+    await Dashboard.expectSignIn(browser!, edge, running.testKey, { id, prompt: "a swift under the bridge" })
   })
 })
