@@ -2,8 +2,9 @@
  * Integrations that are off by default live in optional packages (docs/configuration.md "Optional packages"):
  * configured while their package is not installed, they stop the start with an error that names the package and
  * its install line, and never break a stack that does not use them. The package is made "not installed" by
- * replacing the importer (`OptionalPackage.CurrentImporter`); the configured paths with the packages installed run
- * in Traces.test.ts and the vendors' FileStoreConformance.test.ts (S3 on s3rver).
+ * replacing the importer (`OptionalPackage.CurrentImporter`), or for the `mediagate` command's own process by a
+ * resolve hook; the configured paths with the packages installed run in Traces.test.ts, Cli.test.ts and the
+ * vendors' FileStoreConformance.test.ts (S3 on s3rver).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { OptionalPackage } from "@mediagate/contract"
@@ -12,9 +13,11 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
-import { mkdtempSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Tracing from "../src/internal/tracing.js"
 import * as Mediagate from "../src/Mediagate.js"
 
@@ -88,4 +91,37 @@ describe("optional packages", () => {
       expect(yield* Effect.scoped(Tracing.apply(tracerEnabled)).pipe(Effect.withConfigProvider(otlp))).toBe(true)
       expect(yield* Tracing.applyScoped(tracerEnabled, otlp)).toBe(true)
     }))
+
+  it("the mediagate command without @effect/cli: exit code 1 and the install line", () => {
+    // the command's own process, with a resolve hook that finds no @effect/cli (as in an app that did not install it)
+    const dir = mkdtempSync(join(tmpdir(), "mg-optional-"))
+    writeFileSync(join(dir, "hooks.mjs"), [
+      "export async function resolve(specifier, context, next) {",
+      "  if (specifier === \"@effect/cli\" || specifier.startsWith(\"@effect/cli/\")) {",
+      "    throw Object.assign(new Error(`Cannot find package '${specifier}'`), { code: \"ERR_MODULE_NOT_FOUND\" })",
+      "  }",
+      "  return next(specifier, context)",
+      "}"
+    ].join("\n"))
+    writeFileSync(
+      join(dir, "register.mjs"),
+      `import { register } from "node:module"\nregister(${JSON.stringify(pathToFileURL(join(dir, "hooks.mjs")).href)})\n`
+    )
+    const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
+    const run = spawnSync(process.execPath, [
+      "--conditions=@mediagate/source",
+      "--import",
+      "tsx",
+      "--import",
+      pathToFileURL(join(dir, "register.mjs")).href,
+      bin,
+      "accounts",
+      "show",
+      "acct_1"
+    ], { encoding: "utf8", env: { ...process.env, MEDIAGATE_DATA_DIR: dir }, timeout: 60_000 })
+    expect(run.status, run.stdout + run.stderr).toBe(1)
+    expect(run.stdout + run.stderr).toContain(
+      "The mediagate command needs the package @effect/cli, which is not installed: npm install @effect/cli@^0.77"
+    )
+  })
 })
