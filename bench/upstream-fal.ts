@@ -87,7 +87,7 @@ const ways = wayNames.filter(isWay)
 if (ways.length !== wayNames.length) throw new Error(`--ways: ${wayNames.join(",")}; known: ${allWays.join(",")}`)
 
 /** A channel's `poll_rate` when none is set (docs/channels.md, "Callbacks and polling"). */
-const defaultPollRate = 50
+const defaultPollRate = 100
 const model = "vendor4-3-0-t2i"
 const route = "/api/v1/vendor4/text-to-image"
 const falKey = "bench-fal-key"

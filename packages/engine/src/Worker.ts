@@ -149,9 +149,19 @@ const claimSpan = (task: TaskRecord, started: bigint, ended: bigint) =>
  * with what the poll told (progress and the next poll, or the end of the task) in one storage write.
  */
 export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, "pollDelay" | "retryDelay">>) =>
+  Effect.flatMap(
+    Effect.all([TaskStorage, Upstream]),
+    ([storage, upstream]) => runStepWith(storage, upstream, task, options)
+  )
+
+/** {@link runStep} on the given storage and upstream (the worker's: no context to provide per step). */
+const runStepWith = (
+  storage: TaskStorage["Type"],
+  upstream: Upstream["Type"],
+  task: TaskRecord,
+  options: Required<Pick<WorkerOptions, "pollDelay" | "retryDelay">>
+) =>
   Effect.gen(function*() {
-    const storage = yield* TaskStorage
-    const upstream = yield* Upstream
     const now = yield* Clock.currentTimeMillis
 
     /** Ends the task (a span of the step). */
@@ -407,9 +417,7 @@ export const run = (options: WorkerOptions = {}) =>
         )
 
     const step = (task: TaskRecord, claimStarted: bigint, claimEnded: bigint) =>
-      Effect.zipRight(claimSpan(task, claimStarted, claimEnded), runStep(task, stepOptions)).pipe(
-        Effect.provideService(TaskStorage, stepStorage),
-        Effect.provideService(Upstream, upstream),
+      Effect.zipRight(claimSpan(task, claimStarted, claimEnded), runStepWith(stepStorage, upstream, task, stepOptions)).pipe(
         Effect.catchAllCause((cause) =>
           Effect.zipRight(Effect.logError(`step of ${task.id} failed`, cause), handBack(task))
         ),

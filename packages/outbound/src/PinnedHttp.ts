@@ -8,18 +8,20 @@
  * - {@link request}: checks the target, then connects to the address it checked: a custom `lookup` hands the socket
  *   that address, so a second DNS answer (rebinding) cannot change where the request goes; the Host header and TLS
  *   SNI keep the name. Redirects are followed only when `maxRedirects` is given, each hop checked again. The body is
- *   read up to `maxBytes` (refused or cut beyond), and the whole exchange (DNS, redirects, body) has one deadline,
- *   measured by Effect's `Clock`. Interruption destroys the connection.
+ *   read up to `maxBytes` (refused or cut beyond), and the whole exchange (DNS, redirects, body) has one deadline, in
+ *   real time: a timer of the exchange itself, not a racing fiber (a request costs no fiber of its own). Interruption
+ *   destroys the connection.
+ * - Spans (`PinnedHttp.request`, `PinnedHttp.stream`) only while the tracer is enabled (`Tracing.span`).
  *
  * Every failure is an {@link OutboundError} whose `reason` says what went wrong; callers word it for their users.
  *
  * @since 0.1.0
  */
-import { Address } from "@mediagate/contract"
+import { Address, Tracing } from "@mediagate/contract"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { lookup as dnsLookup } from "node:dns/promises"
 import * as http from "node:http"
 import * as https from "node:https"
@@ -151,46 +153,76 @@ const formatBytes = (bytes: number): string =>
   bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024) * 10) / 10} MB` : `${bytes} bytes`
 
 /** Resolves and checks the host of a URL under the address rules; the address to connect to. */
-export const checkTarget = Effect.fn("PinnedHttp.checkTarget")(function*(url: URL, options: TargetOptions) {
-  const host = Address.urlHost(url)
-  const trusted = options.trustedHosts?.includes(host.toLowerCase()) ?? false
-  const allowPrivate = options.allowPrivate === true || trusted
-  const allowed = trusted ? () => true : options.isAllowedAddress ?? (allowPrivate ? () => true : Address.isPublicAddress)
-  if (!allowPrivate && options.isAllowedAddress === undefined) {
-    const problem = Address.literalHostProblem(url)
-    if (problem !== undefined) return yield* refuse(host, "address", problem)
-  }
-  const unresolved = () => refuse(host, "dns", `host ${host} could not be resolved`)
-  const literal = Address.parseAddress(host)
-  const addresses: ReadonlyArray<ResolvedAddress> = literal !== undefined
-    ? [{ address: host, family: literal.kind() === "ipv6" ? 6 : 4 }]
-    : yield* resolveName(host, options, unresolved)
-  const first = addresses[0]
-  if (first === undefined) return yield* unresolved()
-  const refused = addresses.find(({ address }) => !allowed(address))
-  if (refused !== undefined) {
-    return yield* refuse(host, "address", `host ${host} resolves to ${refused.address}, which is not a public address`)
-  }
-  return first
-})
+export const checkTarget = (url: URL, options: TargetOptions): Effect.Effect<ResolvedAddress, OutboundError> =>
+  checkTargetBy(url, options, undefined).pipe(Tracing.span("PinnedHttp.checkTarget"))
 
-const resolveName = (host: string, options: TargetOptions, unresolved: () => OutboundError) => {
-  const resolved = Effect.tryPromise({ try: () => (options.lookup ?? defaultResolver)(host), catch: unresolved })
-  if (options.resolveTimeout === undefined) return resolved
-  const limit = Duration.decode(options.resolveTimeout)
-  const seconds = Math.round(Duration.toMillis(limit) / 100) / 10
-  return Effect.timeoutFail(resolved, {
-    duration: limit,
-    onTimeout: () => refuse(host, "timeout", `host ${host} did not resolve within ${seconds} s`)
-  })
+/** The deadline of a whole exchange (epoch ms, real time) and the failure past it. */
+interface Deadline {
+  readonly at: number
+  readonly timedOut: () => OutboundError
 }
+
+/** {@link checkTarget} within an exchange's deadline (the name resolution is cut by it too). */
+const checkTargetBy = (url: URL, options: TargetOptions, deadline: Deadline | undefined) =>
+  Effect.suspend((): Effect.Effect<ResolvedAddress, OutboundError> => {
+    const host = Address.urlHost(url)
+    const trusted = options.trustedHosts?.includes(host.toLowerCase()) ?? false
+    const allowPrivate = options.allowPrivate === true || trusted
+    const allowed = trusted ? () => true : options.isAllowedAddress ?? (allowPrivate ? () => true : Address.isPublicAddress)
+    if (!allowPrivate && options.isAllowedAddress === undefined) {
+      const problem = Address.literalHostProblem(url)
+      if (problem !== undefined) return Effect.fail(refuse(host, "address", problem))
+    }
+    const checked = (addresses: ReadonlyArray<ResolvedAddress>): Effect.Effect<ResolvedAddress, OutboundError> => {
+      const first = addresses[0]
+      if (first === undefined) return Effect.fail(refuse(host, "dns", `host ${host} could not be resolved`))
+      const refused = addresses.find(({ address }) => !allowed(address))
+      return refused === undefined
+        ? Effect.succeed(first)
+        : Effect.fail(refuse(host, "address", `host ${host} resolves to ${refused.address}, which is not a public address`))
+    }
+    const literal = Address.parseAddress(host)
+    return literal !== undefined
+      ? checked([{ address: host, family: literal.kind() === "ipv6" ? 6 : 4 }])
+      : Effect.flatMap(resolveName(host, options, deadline), checked)
+  })
+
+/**
+ * Resolves a name, within `resolveTimeout` and the exchange's deadline (whichever comes first says why), by a timer
+ * of its own.
+ */
+const resolveName = (host: string, options: TargetOptions, deadline: Deadline | undefined) =>
+  Effect.async<ReadonlyArray<ResolvedAddress>, OutboundError>((resume) => {
+    const now = Date.now()
+    const ownMs = options.resolveTimeout === undefined ? Infinity : Duration.toMillis(Duration.decode(options.resolveTimeout))
+    const leftMs = deadline === undefined ? Infinity : deadline.at - now
+    const timeout = () => {
+      if (leftMs < ownMs && deadline !== undefined) return deadline.timedOut()
+      const seconds = Math.round(ownMs / 100) / 10
+      return refuse(host, "timeout", `host ${host} did not resolve within ${seconds} s`)
+    }
+    let done = false
+    const finish = (result: Effect.Effect<ReadonlyArray<ResolvedAddress>, OutboundError>) => {
+      if (done) return
+      done = true
+      if (timer !== undefined) clearTimeout(timer)
+      resume(result)
+    }
+    const limit = Math.min(ownMs, leftMs)
+    const timer = Number.isFinite(limit) ? setTimeout(() => finish(Effect.fail(timeout())), Math.max(0, limit)) : undefined
+    ;(options.lookup ?? defaultResolver)(host).then(
+      (addresses) => finish(Effect.succeed(addresses)),
+      () => finish(Effect.fail(refuse(host, "dns", `host ${host} could not be resolved`)))
+    )
+    return Effect.sync(() => {
+      done = true
+      if (timer !== undefined) clearTimeout(timer)
+    })
+  })
 
 type Hop =
   | { readonly _tag: "Answer"; readonly response: Response }
   | { readonly _tag: "Redirect"; readonly location: string }
-
-/** The answer read so far, once a status arrived (`overflow: "truncate"`). */
-type Progress = { current: (() => Response) | undefined }
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308])
 
@@ -200,8 +232,11 @@ const pinnedLookup = (target: ResolvedAddress): LookupFunction => (_hostname, lo
   else callback(null, target.address, target.family)
 }
 
-/** One exchange with an already-checked address. */
-const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, partial: Progress) =>
+/**
+ * One exchange with an already-checked address, ended by the deadline: a failure, or under `overflow: "truncate"`
+ * the answer read so far once its status arrived.
+ */
+const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, deadline: Deadline) =>
   Effect.async<Hop, OutboundError>((resume) => {
     const host = Address.urlHost(url)
     const truncate = options.overflow === "truncate"
@@ -211,9 +246,14 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
     const settle = (result: Effect.Effect<Hop, OutboundError>, keep = false) => {
       if (settled) return
       settled = true
+      clearTimeout(timer)
       if (!keep) request.destroy()
       resume(result)
     }
+    const timer = setTimeout(() => {
+      if (truncate && answered !== undefined) return answer(true)
+      settle(Effect.fail(deadline.timedOut()))
+    }, Math.max(0, deadline.at - Date.now()))
     const failWith = (reason: Reason, message: string, status?: number) => {
       if (!settled) settle(Effect.fail(new OutboundError({ reason, host, message, status })))
     }
@@ -253,7 +293,6 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
         const body = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
         return { status, headers: response.headers, body, truncated: true, url: url.href }
       }
-      if (truncate) partial.current = answered
       response.on("data", (chunk: Buffer) => {
         if (settled) return
         const room = options.maxBytes - total
@@ -279,6 +318,7 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
     request.end(body)
     return Effect.sync(() => {
       settled = true
+      clearTimeout(timer)
       request.destroy()
     })
   })
@@ -287,12 +327,13 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, pa
 const follow = <A>(
   first: URL,
   options: TargetOptions & { readonly maxRedirects?: number | undefined },
+  deadline: Deadline,
   hop: (url: URL, target: ResolvedAddress) => Effect.Effect<A | { readonly _tag: "Redirect"; readonly location: string }, OutboundError>
 ) =>
   Effect.gen(function*() {
     let current = first
     for (let redirects = 0;; redirects++) {
-      const target = yield* checkTarget(current, options)
+      const target = yield* checkTargetBy(current, options, deadline)
       const answer = yield* hop(current, target)
       if (!isRedirect(answer)) return answer
       const host = Address.urlHost(current)
@@ -315,23 +356,23 @@ const parsed = (url: string) => {
     : Effect.succeed(first)
 }
 
-const timeoutSeconds = (timeout: Duration.Duration) => Math.round(Duration.toMillis(timeout) / 100) / 10
+
+/** The deadline of an exchange with the URL's host starting now. */
+const deadlineOf = (first: URL, timeout: Duration.DurationInput): Deadline => {
+  const ms = Duration.toMillis(Duration.decode(timeout))
+  const seconds = Math.round(ms / 100) / 10
+  return { at: Date.now() + ms, timedOut: () => refuse(Address.urlHost(first), "timeout", `no answer within ${seconds} s`) }
+}
 
 /** Sends a request to a URL under the address rules, pinned to the checked address, within `timeout`. */
-export const request = Effect.fn("PinnedHttp.request")(function*(url: string, options: RequestOptions) {
-  const first = yield* parsed(url)
-  const partial: Progress = { current: undefined }
-  const answer = Effect.map(
-    follow(first, options, (current, target) => exchange(current, target, options, partial)),
-    (hop) => (hop as Extract<Hop, { _tag: "Answer" }>).response
-  )
-  const timeout = Duration.decode(options.timeout)
-  const answered = yield* Effect.timeoutTo(answer, { duration: timeout, onSuccess: Option.some, onTimeout: Option.none })
-  if (Option.isSome(answered)) return answered.value
-  // an answer whose status arrived in time counts by its status (overflow: "truncate")
-  if (partial.current !== undefined) return partial.current()
-  return yield* refuse(Address.urlHost(first), "timeout", `no answer within ${timeoutSeconds(timeout)} s`)
-})
+export const request = (url: string, options: RequestOptions): Effect.Effect<Response, OutboundError> =>
+  Effect.flatMap(parsed(url), (first) => {
+    const deadline = deadlineOf(first, options.timeout)
+    return Effect.map(
+      follow(first, options, deadline, (current, target) => exchange(current, target, options, deadline)),
+      (hop) => (hop as Extract<Hop, { _tag: "Answer" }>).response
+    )
+  }).pipe(Tracing.span("PinnedHttp.request"))
 
 /** Options of {@link stream}. */
 export interface StreamOptions extends TargetOptions {
@@ -361,25 +402,24 @@ export interface StreamedResponse {
  * to read (a large file is never held in memory). The same address rules, pinning and redirect checks; `headers`
  * are sent to the first URL's host only; the connection is destroyed when the scope closes.
  */
-export const stream = Effect.fn("PinnedHttp.stream")(function*(url: string, options: StreamOptions) {
-  const first = yield* parsed(url)
-  const timeout = Duration.decode(options.timeout)
-  const opened = yield* Effect.acquireRelease(
-    // the caller's headers (an upstream's credentials) go to the first host only, never to a redirect's other host
-    follow(first, options, (current, target) =>
-      open(current, target, Address.urlHost(current) === Address.urlHost(first) ? options : { ...options, headers: undefined })).pipe(
-      Effect.timeoutFail({
-        duration: timeout,
-        onTimeout: () => refuse(Address.urlHost(first), "timeout", `no answer within ${timeoutSeconds(timeout)} s`)
-      })
-    ),
-    (response) => Effect.sync(() => response.body.destroy())
-  )
-  return opened
-})
+export const stream = (url: string, options: StreamOptions): Effect.Effect<StreamedResponse, OutboundError, Scope.Scope> =>
+  Effect.flatMap(parsed(url), (first) => {
+    const deadline = deadlineOf(first, options.timeout)
+    return Effect.acquireRelease(
+      // the caller's headers (an upstream's credentials) go to the first host only, never to a redirect's other host
+      follow(first, options, deadline, (current, target) =>
+        open(
+          current,
+          target,
+          Address.urlHost(current) === Address.urlHost(first) ? options : { ...options, headers: undefined },
+          deadline
+        )),
+      (response) => Effect.sync(() => response.body.destroy())
+    )
+  }).pipe(Tracing.span("PinnedHttp.stream"))
 
 /** One exchange with an already-checked address, answered at its headers (see {@link stream}). */
-const open = (url: URL, target: ResolvedAddress, options: StreamOptions) =>
+const open = (url: URL, target: ResolvedAddress, options: StreamOptions, deadline: Deadline) =>
   Effect.async<StreamedResponse | { readonly _tag: "Redirect"; readonly location: string }, OutboundError>(
     (resume) => {
       const host = Address.urlHost(url)
@@ -387,9 +427,16 @@ const open = (url: URL, target: ResolvedAddress, options: StreamOptions) =>
       const fail = (reason: Reason, message: string, status?: number) => {
         if (settled) return
         settled = true
+        clearTimeout(timer)
         request.destroy()
         resume(Effect.fail(new OutboundError({ reason, host, message, status })))
       }
+      const timer = setTimeout(() => {
+        if (settled) return
+        settled = true
+        request.destroy()
+        resume(Effect.fail(deadline.timedOut()))
+      }, Math.max(0, deadline.at - Date.now()))
       const request = (url.protocol === "https:" ? https.request : http.request)(url, {
         method: options.method ?? "GET",
         agent: false,
@@ -404,6 +451,7 @@ const open = (url: URL, target: ResolvedAddress, options: StreamOptions) =>
             return fail("redirect", `redirect (HTTP ${status}) without a location`, status)
           }
           settled = true
+          clearTimeout(timer)
           request.destroy()
           return resume(Effect.succeed({ _tag: "Redirect", location }))
         }
@@ -415,6 +463,7 @@ const open = (url: URL, target: ResolvedAddress, options: StreamOptions) =>
           return fail("too_large", `the body is larger than ${formatBytes(options.maxBytes)}`)
         }
         settled = true
+        clearTimeout(timer)
         resume(Effect.succeed({ status, headers: response.headers, body: response, url: url.href }))
       })
       request.on("error", (error: NodeJS.ErrnoException) => {
@@ -423,6 +472,7 @@ const open = (url: URL, target: ResolvedAddress, options: StreamOptions) =>
       })
       request.end()
       return Effect.sync(() => {
+        clearTimeout(timer)
         if (!settled) {
           settled = true
           request.destroy()

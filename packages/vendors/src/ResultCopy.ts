@@ -9,19 +9,22 @@
  * - **Streamed**: a download goes to a temporary file on the disk and is moved into the store (`FileStore.putFile`),
  *   never held in memory, within the size cap whether or not the upstream sends `Content-Length`.
  * - **Off the worker**: a poll that finds a job done asks {@link ResultCopier.collect}: the copy runs on the copier's
- *   own fibers (at most `concurrency` downloads per process), the poll answers `Running` (progress 99) at once, and
- *   the task id is reported on {@link ResultCopier.changes} when the copy ended, so the task is polled again and
- *   finishes. A slow download therefore holds no worker slot. Its headers must come within the channel's timeout, no
+ *   own fibers (at most `concurrency` downloads per process). The poll waits for it one short step (`inlineWait`,
+ *   default 1 s): a copy done by then is the poll's answer, and the task ends in the same step. A longer copy goes
+ *   on alone: the poll answers `Running` (progress 99), and the task id is reported on
+ *   {@link ResultCopier.changes} when the copy ended, so the task is polled again and finishes. A slow download
+ *   therefore holds a worker slot one short step at most. Its headers must come within the channel's timeout, no
  *   read may wait longer than that for a byte, and once it has run that long it must keep 16 KiB/s on average (a
  *   trickle gives its download slot up to the others and is tried again later); the whole copy ends by the task's
  *   deadline.
  * - **Retried**: a failed download is tried again after 1 s, 2 s, 4 s, ... 30 s while the task's deadline allows;
  *   then the copy fails (`PROVIDER_ERROR`, the task is refunded). A refused address, a file over the cap or a
  *   malformed `data:` URI fail at once: trying again cannot change them.
- * - **Idempotent**: the files get the task's keys (`tasks/<date>/<minute>/<task>-output-<n>.<ext>`), and a manifest
- *   (`...-copy-<job hash>.json`) is stored last; a poll on another node (or after a restart) finds the manifest and
- *   answers the copied files without copying again. A copy in flight on another node may be made twice (the same keys:
- *   the last write wins).
+ * - **Idempotent**: the files get the task's keys (`tasks/<date>/<minute>/<task>-output-<n>.<ext>`). A copy that
+ *   outlives the poll that started it stores a manifest (`...-copy-<job hash>.json`) before it is reported; the poll
+ *   that follows, on another node or after a restart, finds it (the task is at 99%) and answers the copied files
+ *   without copying again. A copy answered inline ends its task in the same step and needs none: a step lost there
+ *   copies again under the same keys. A copy in flight on another node may be made twice (the last write wins).
  * - `data:` URIs (OpenAI's `b64_json`) are decoded and stored directly.
  *
  * @since 0.1.0
@@ -129,6 +132,11 @@ export interface CopierOptions {
   readonly tempDirectory?: string
   /** Delay before the n-th retry (n from 0). Default 1 s × 2ⁿ, at most 30 s. */
   readonly retryDelay?: (attempt: number) => Duration.DurationInput
+  /**
+   * How long the poll that starts a copy waits for it before answering `Running` (the copy then goes on alone and
+   * its end is reported on `changes`). Default 1 second; 0 answers at once.
+   */
+  readonly inlineWait?: Duration.DurationInput
 }
 
 /** A failed attempt: `final` when trying again cannot help. */
@@ -325,6 +333,8 @@ const decodeDataUri = (url: string, maxBytes: number): Effect.Effect<Downloaded 
   return Effect.succeed({ file: "", bytes: data.length, head: data.subarray(0, 16), contentType: match[1], data })
 }
 
+const copying: CopyState = { _tag: "Copying" }
+
 /** Builds the copier; its fibers end with the scope. */
 export const make = (options: CopierOptions = {}) =>
   Effect.gen(function*() {
@@ -336,8 +346,12 @@ export const make = (options: CopierOptions = {}) =>
     const tempDirectory = options.tempDirectory ?? join(tmpdir(), "mediagate-downloads")
     yield* Effect.promise(() => mkdir(tempDirectory, { recursive: true }))
     const ended = yield* PubSub.unbounded<string>()
-    /** Copies by `<task>:<job>`: running, or ended (kept a while for the poll that follows). */
-    const copies = new Map<string, { state: CopyState; at: number }>()
+    const inlineWaitMs = Duration.toMillis(options.inlineWait ?? "1 second")
+    /**
+     * Copies by `<task>:<job>`: running, or ended (kept a while for the poll that follows). `waiter`: the poll that
+     * started the copy while it still waits for it (the copy's end is its answer, nothing to report on `changes`).
+     */
+    const copies = new Map<string, { state: CopyState; at: number; waiter?: (state: CopyState) => void }>()
     let active = 0
 
     const manifestKey = (task: TaskRecord, jobId: string) =>
@@ -395,10 +409,9 @@ export const make = (options: CopierOptions = {}) =>
         }
       })
 
-    /** Every file of a job, retried until the deadline allows no more; the manifest stored last. */
+    /** Every file of a job, retried until the deadline allows no more: the manifest of the copy. */
     const copyAll = (
       task: TaskRecord,
-      jobId: string,
       sources: ReadonlyArray<ResultSource>,
       policy: CopyPolicy,
       usage: JobUsage
@@ -418,14 +431,7 @@ export const make = (options: CopierOptions = {}) =>
         let tries = 0
         for (;;) {
           const result = yield* Effect.either(attempt)
-          if (result._tag === "Right") {
-            const manifest: Manifest = { items: result.right, ...usageFields(usage) }
-            const text = yield* Schema.encode(Manifest)(manifest).pipe(Effect.orDie)
-            yield* store.put(manifestKey(task, jobId), new TextEncoder().encode(text), "application/json").pipe(
-              Effect.mapError((error) => new CopyFailure({ message: `storing a result failed: ${error.message}`, final: false }))
-            )
-            return yield* itemsOf(manifest)
-          }
+          if (result._tag === "Right") return { items: result.right, ...usageFields(usage) } satisfies Manifest
           const failure = result.left
           const wait = Duration.toMillis(retryDelay(tries++))
           const now = yield* Clock.currentTimeMillis
@@ -436,6 +442,14 @@ export const make = (options: CopierOptions = {}) =>
         }
       })
 
+    /** Stores a copy's manifest (for other nodes' polls); a failure only costs them a copy of their own. */
+    const storeManifest = (task: TaskRecord, jobId: string, manifest: Manifest) =>
+      Schema.encode(Manifest)(manifest).pipe(
+        Effect.orDie,
+        Effect.flatMap((text) => store.put(manifestKey(task, jobId), new TextEncoder().encode(text), "application/json")),
+        Effect.catchAll((error) => Effect.logWarning(`task ${task.id}: storing its copy's manifest failed: ${error.message}`))
+      )
+
     const run = (
       id: string,
       task: TaskRecord,
@@ -443,36 +457,52 @@ export const make = (options: CopierOptions = {}) =>
       sources: ReadonlyArray<ResultSource>,
       policy: CopyPolicy,
       usage: JobUsage
-    ) =>
-      Effect.suspend(() => {
+    ) => {
+      /**
+       * A copy's end: the answer of the poll still waiting for it; otherwise kept for the poll that follows, with
+       * the manifest stored first (a poll on another node finds it), and the task reported on `changes`.
+       */
+      const end = (state: CopyState, manifest?: Manifest): Effect.Effect<void> =>
+        Effect.suspend(() => {
+          const waiter = copies.get(id)?.waiter
+          if (waiter !== undefined) {
+            copies.set(id, { state, at: Date.now() })
+            waiter(state)
+            return Effect.void
+          }
+          return Effect.zipRight(
+            manifest === undefined ? Effect.void : storeManifest(task, jobId, manifest),
+            Effect.suspend(() => {
+              copies.set(id, { state, at: Date.now() })
+              return PubSub.publish(ended, task.id)
+            })
+          )
+        })
+      return Effect.suspend(() => {
         active++
-        return copyAll(task, jobId, sources, policy, usage)
+        return copyAll(task, sources, policy, usage)
       }).pipe(
+        Effect.flatMap((manifest) => Effect.map(itemsOf(manifest), (items) => ({ manifest, items }))),
         Effect.matchCauseEffect({
-          onSuccess: (items): Effect.Effect<CopyState> => Effect.succeed({ _tag: "Copied", items, usage }),
+          onSuccess: ({ items, manifest }) => end({ _tag: "Copied", items, usage }, manifest),
           onFailure: (cause) => {
             const failure = cause._tag === "Fail" ? cause.error : undefined
             const message = `copying the upstream's result failed: ${failure?.message ?? "unexpected error"}`
-            return Effect.as(Effect.logWarning(`task ${task.id}: ${message}`), { _tag: "Failed", message, usage } as const)
+            return Effect.zipRight(Effect.logWarning(`task ${task.id}: ${message}`), end({ _tag: "Failed", message, usage }))
           }
         }),
-        Effect.flatMap((state) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
-            copies.set(id, { state, at: now })
-            return PubSub.publish(ended, task.id)
-          })
-        ),
         Effect.ensuring(Effect.sync(() => active--))
       )
+    }
 
     // ended copies are kept 10 minutes for the poll that follows (a poll after that finds the manifest)
     yield* Effect.forkScoped(Effect.repeat(
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.sync(() => {
-          for (const [id, entry] of copies) {
-            if (entry.state._tag !== "Copying" && now - entry.at > 600_000) copies.delete(id)
-          }
-        })),
+      Effect.sync(() => {
+        const now = Date.now()
+        for (const [id, entry] of copies) {
+          if (entry.state._tag !== "Copying" && now - entry.at > 600_000) copies.delete(id)
+        }
+      }),
       Schedule.spaced("1 minute")
     ))
 
@@ -481,15 +511,39 @@ export const make = (options: CopierOptions = {}) =>
         const id = `${task.id}:${jobId}`
         const known = copies.get(id)
         if (known !== undefined) return known.state
-        const manifest = yield* readManifest(task, jobId)
+        // a manifest is only stored for a copy that outlived the poll that started it, which then answered `Running`
+        // at 99: a task at less has none to find
+        const manifest = task.progress >= 99 ? yield* readManifest(task, jobId) : Option.none<Manifest>()
         if (Option.isSome(manifest)) {
           const { items, ...reported } = manifest.value
           return { _tag: "Copied", items: yield* itemsOf({ items }), usage: reported } as const
         }
-        const now = yield* Clock.currentTimeMillis
-        copies.set(id, { state: { _tag: "Copying" }, at: now })
+        copies.set(id, { state: copying, at: Date.now() })
         yield* Effect.forkIn(run(id, task, jobId, sources, policy, usage), scope)
-        return { _tag: "Copying" } as const
+        if (inlineWaitMs <= 0) return { _tag: "Copying" } as const
+        // the copy's end, or `Copying` after the inline wait (a timer and a callback: no fiber of its own); no longer
+        // waited for (timed out or interrupted), the copy's end is reported on `changes`
+        return yield* Effect.async<CopyState>((resume) => {
+          const entry = copies.get(id)
+          if (entry === undefined || entry.state._tag !== "Copying") return resume(Effect.succeed(entry?.state ?? copying))
+          const detach = () => {
+            clearTimeout(timer)
+            const current = copies.get(id)
+            if (current?.waiter !== undefined) copies.set(id, { state: current.state, at: current.at })
+          }
+          const timer = setTimeout(() => {
+            detach()
+            resume(Effect.succeed(copying))
+          }, inlineWaitMs)
+          copies.set(id, {
+            ...entry,
+            waiter: (state) => {
+              clearTimeout(timer)
+              resume(Effect.succeed(state))
+            }
+          })
+          return Effect.sync(detach)
+        })
       })
 
     return ResultCopier.of({

@@ -153,7 +153,8 @@ const withRouter = <A, E>(
         Layer.provide(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
         Layer.provide(PriceBook.layer()),
         Layer.provide(Estimates.layer),
-        Layer.provideMerge(ResultCopy.layer().pipe(Layer.provideMerge(files()))),
+        // the copy answers its polls at once (the test clock would never end an inline wait)
+        Layer.provideMerge(ResultCopy.layer({ inlineWait: 0 }).pipe(Layer.provideMerge(files()))),
         Layer.provide(Billing.layerUnmetered)
       )
     )

@@ -1,8 +1,8 @@
 /**
  * The HTTP transports (fal, replicate, comfyui, openai) against their protocol fakes, each built from a channel's
  * context with a real result copier (local store, signer): the mapping applied on the way in and out, the job
- * followed to its end, the result copied into our store (the first poll after the end answers `Running` while the
- * copy runs, the copy's end is reported on the copier's changes), failures and cancels mapped, Replicate's callback
+ * followed to its end, the result copied into our store (the first poll after the end waits for the copy one short
+ * step; a longer copy answers `Running` and its end is reported on the copier's changes), failures and cancels mapped, Replicate's callback
  * signatures checked. Also the mapping module's checks and defaults, and the copy's address and size rules.
  */
 import { NodeContext } from "@effect/platform-node"
@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import { createHmac } from "node:crypto"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
@@ -38,11 +39,11 @@ import * as UrlSigner from "../src/UrlSigner.js"
 const publicBase = "http://gateway.test"
 
 /** A store on a fresh directory, a signer, and the copier over them. */
-const copierLayer = () => {
+const copierLayer = (options: ResultCopy.CopierOptions = {}) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-transports-"))
   return {
     directory,
-    layer: ResultCopy.layer({ retryDelay: () => "20 millis" }).pipe(
+    layer: ResultCopy.layer({ retryDelay: () => "20 millis", ...options }).pipe(
       Layer.provideMerge(Layer.mergeAll(
         FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
         UrlSigner.layer({ publicBaseUrl: publicBase, secret: Redacted.make("transports-secret") })
@@ -201,7 +202,6 @@ describe("transports against their protocol fakes", () => {
       expect(job.webhook).toBe("http://gateway.test/callbacks/v1/ch_fal/t?expires=1&signature=s")
       const { seen, state } = yield* pollToEnd(fal, record, jobId)
       expect(seen).toContain("Queued")
-      // the first poll after the end copies: Running at 99 until the copy is done
       expect(seen.filter((tag) => tag === "Running").length).toBeGreaterThan(0)
       const done = succeeded(state)
       expect(done.seconds).toBeGreaterThan(0)
@@ -385,6 +385,38 @@ describe("the result copy", () => {
       return yield* Effect.dieMessage("the copy did not end")
     })
 
+  it.live("a copy done within the inline wait answers the poll that started it; a longer one goes on alone", () => {
+    const { layer } = copierLayer({ inlineWait: "300 millis" })
+    return Effect.gen(function*() {
+      const copier = yield* ResultCopy.ResultCopier
+      const files = yield* serve("127.0.0.1", (request, response) => {
+        const send = () => {
+          response.writeHead(200, { "content-type": "image/png" })
+          response.end(pngBytes)
+        }
+        if (request.url === "/slow.png") setTimeout(send, 900)
+        else send()
+      })
+      const reported: Array<string> = []
+      yield* Effect.forkScoped(Stream.runForEach(copier.changes, (id) => Effect.sync(() => reported.push(id))))
+      yield* Effect.sleep("20 millis")
+      // quick: the poll that starts the copy answers its end, and nothing is reported (no second poll needed)
+      const quick = task()
+      const answered = yield* copier.collect(quick, "job-1", [{ url: `${files.url}/quick.png` }], policy)
+      expect(answered).toMatchObject({ _tag: "Copied", items: [{ format: "png", size_bytes: pngBytes.byteLength }] })
+      // slow: answered as copying after the inline wait; its end is reported and kept for the poll that follows
+      const slow = task()
+      const started = Date.now()
+      const first = yield* copier.collect(slow, "job-1", [{ url: `${files.url}/slow.png` }], policy)
+      expect(first).toEqual({ _tag: "Copying" })
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250)
+      expect(Date.now() - started).toBeLessThan(900)
+      while (!reported.includes(slow.id)) yield* Effect.sleep("20 millis")
+      expect(copier.ended(slow, "job-1")).toMatchObject({ _tag: "Copied" })
+      expect(reported).toEqual([slow.id])
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, 20_000)
+
   it.live("refuses private addresses off the trusted hosts, directly or by a redirect, without connecting", () => {
     const { layer } = copierLayer()
     return Effect.gen(function*() {
@@ -448,7 +480,8 @@ describe("the result copy", () => {
   }, 20_000)
 
   it.live("caps a file without Content-Length, retries a failing download, and finds a finished copy by its manifest", () => {
-    const { layer } = copierLayer()
+    // answered at once: every copy outlives the poll that started it, and stores its manifest
+    const { layer } = copierLayer({ inlineWait: 0 })
     return Effect.gen(function*() {
       let calls = 0
       const files = yield* serve("127.0.0.1", (request, response) => {
@@ -472,9 +505,9 @@ describe("the result copy", () => {
       const flaky = yield* collectToEnd(record, [{ url: `${files.url}/flaky` }])
       expect(flaky._tag).toBe("Copied")
       expect(calls).toBe(3)
-      // another copier (another node) finds the manifest and copies nothing
+      // another copier (another node) polling the task at 99% finds the manifest and copies nothing
       const again = yield* ResultCopy.make().pipe(
-        Effect.flatMap((other) => other.collect(record, "job-1", [{ url: `${files.url}/flaky` }], policy))
+        Effect.flatMap((other) => other.collect({ ...record, progress: 99 }, "job-1", [{ url: `${files.url}/flaky` }], policy))
       )
       expect(again._tag).toBe("Copied")
       expect(calls).toBe(3)

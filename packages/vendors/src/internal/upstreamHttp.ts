@@ -140,7 +140,9 @@ export const call = (context: TransportContext, who: string, auth: Readonly<Reco
       allowPrivate: context.policy.allowPrivate,
       lookup: context.policy.lookup,
       timeout: Duration.millis(context.channel.settings.timeoutMs ?? 30_000),
-      maxBytes: 16 * 1024 * 1024
+      maxBytes: 16 * 1024 * 1024,
+      // the channel's API is called again and again: its connections are kept open
+      keepAlive: true
     }).pipe(Effect.mapError((error) =>
       error.reason === "timeout"
         ? unavailable(`${who}: the upstream did not answer in time`)
