@@ -1,9 +1,10 @@
 /**
  * Starts the example server as a child process for end-to-end tests, the way production runs it (`node
- * examples/server/dist/main.js`, built by the global setup), and reads what it prints (the bootstrap keys, the
- * listening address).
+ * examples/server/dist/main.js`, built by the global setup), and reads what it prints (the listening address, the
+ * file of the bootstrap keys).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 /** The built server entry point. */
@@ -48,12 +49,15 @@ export const startServer = async (env: Record<string, string>): Promise<RunningS
   }
 }
 
-/** The keys the server printed at its first start. */
+/**
+ * The keys of the server's first start, when its output says it made them: its output is a pipe here, so it
+ * names the keys file (mode 600) that holds them (docs/operations.md "First start").
+ */
 export const bootstrapKeys = (output: string) => {
-  const live = /live key: (mg_live_[A-Za-z0-9]{32})/.exec(output)?.[1]
-  const test = /test key: (mg_test_[A-Za-z0-9]{32})/.exec(output)?.[1]
-  const account = /account: +(acct_[0-9A-Z]{26})/.exec(output)?.[1]
-  return live === undefined || test === undefined || account === undefined ? undefined : { account, live, test }
+  const file = /keys_file"?[=:]"?([^"\s]+first-keys\.json)/.exec(output)?.[1]
+  if (file === undefined || !existsSync(file)) return undefined
+  const keys = JSON.parse(readFileSync(file, "utf8")) as { account: string; live: string; test: string }
+  return { account: keys.account, live: keys.live, test: keys.test }
 }
 
 /** A free port. */

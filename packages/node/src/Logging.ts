@@ -24,6 +24,11 @@ import * as Tracer from "effect/Tracer"
 export interface LogSettings {
   readonly format: "text" | "json" | "pretty"
   readonly level: LogLevel.LogLevel
+  /**
+   * Whether the `pretty` logger colours its lines (`Server.runMain` decides by `NO_COLOR`, `FORCE_COLOR` and whether
+   * stdout is a TTY); default: when stdout is a TTY.
+   */
+  readonly colors?: boolean | undefined
 }
 
 /** `MEDIAGATE_LOG_FORMAT` (`text` | `json` | `pretty`) and `MEDIAGATE_LOG_LEVEL` (`Debug`, `Info`, `Warning`, `Error`, ...). */
@@ -57,7 +62,9 @@ export const layer = (settings: LogSettings): Layer.Layer<never> =>
       Logger.defaultLogger,
       withTraceIds(
         settings.format === "pretty"
-          ? Logger.prettyLoggerDefault
+          ? settings.colors === undefined
+            ? Logger.prettyLoggerDefault
+            : Logger.prettyLogger({ colors: settings.colors })
           : Logger.withConsoleLog(settings.format === "json" ? Logger.jsonLogger : Logger.logfmtLogger)
       )
     ),

@@ -21,12 +21,18 @@ import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import { dirname, resolve } from "node:path"
 import { setFlagsFromString } from "node:v8"
 import * as AccessLog from "./AccessLog.js"
+import * as FirstKeys from "./internal/firstKeys.js"
+import * as Terminal from "./internal/terminal.js"
 import * as Tracing from "./internal/tracing.js"
 import * as Logging from "./Logging.js"
 import * as Mediagate from "./Mediagate.js"
@@ -101,18 +107,47 @@ const metricsListener = (exporter: Metrics.Exporter, settings: Metrics.Settings)
     return yield* NodeHttpServer.makeHandler(AccessLog.middleware(app, { log: false, metrics: true }))
   })
 
-/** Prints the keys of a first start (shown once). */
-const printBootstrapped = (created: Bootstrap.Bootstrapped) =>
-  Console.log(
-    [
-      "",
-      "Mediagate created a first account (shown once; keep these keys):",
-      `  account:  ${created.account.id}`,
-      `  live key: ${created.live.key}`,
-      `  test key: ${created.test.key}`,
-      ""
-    ].join("\n")
-  )
+/** The keys file of a first start (`internal/firstKeys.ts`): in `MEDIAGATE_DATA_DIR` (default `./data`). */
+const firstKeysFile = Effect.map(
+  Effect.orElseSucceed(Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data")), () => "./data"),
+  (dataDir) => resolve(dataDir, FirstKeys.fileName)
+)
+
+/** Logs at `Info`, whatever the minimum level (the first start's line is how its keys are found). */
+const logAlways = (message: string, annotations: Readonly<Record<string, string>>) =>
+  Effect.logInfo(message).pipe(Effect.annotateLogs(annotations), Logger.withMinimumLogLevel(LogLevel.Info))
+
+/**
+ * Hands over the keys of a first start (`internal/firstKeys.ts`): in full on a terminal, else as hints with the
+ * keys written to the keys file (mode 600).
+ */
+const announceBootstrapped = (created: Bootstrap.Bootstrapped) =>
+  Effect.gen(function*() {
+    const { format } = yield* Effect.orElseSucceed(Logging.config, () => ({ format: "text" as const }))
+    const file = yield* firstKeysFile
+    const announcement = FirstKeys.announce(created, { isTTY: process.stdout.isTTY === true, format, file })
+    if (announcement._tag === "Banner") return yield* Console.log(announcement.text)
+    if (announcement.writeFile) {
+      const written = yield* Effect.try(() => {
+        mkdirSync(dirname(file), { recursive: true })
+        writeFileSync(file, FirstKeys.fileContent(created), { mode: 0o600 })
+        chmodSync(file, 0o600)
+      }).pipe(Effect.either)
+      if (written._tag === "Left") {
+        return yield* Effect.logError(
+          `Mediagate created a first account (${created.account.id}) but could not write its keys to ${file}: ` +
+            `${String(written.left.error)}; create a key for it with \`mediagate keys create ${created.account.id}\``
+        )
+      }
+    }
+    yield* logAlways(announcement.message, announcement.annotations)
+  })
+
+/** A warning while the keys file of a first start is still there (it holds two full keys). */
+const warnIfFirstKeysLeft = Effect.flatMap(firstKeysFile, (file) =>
+  existsSync(file)
+    ? Effect.logWarning(`${file} still holds the first account's keys: delete it once they are kept elsewhere`)
+    : Effect.void)
 
 /**
  * Serves a stack: builds it (retrying while the database does not answer), bootstraps a first account unless an
@@ -130,7 +165,8 @@ export const serve = (
       const created = yield* service.bootstrap().pipe(
         Effect.mapError((cause) => new Mediagate.StartError({ message: `bootstrap failed: ${cause.message}`, retryable: false, cause }))
       )
-      if (Option.isSome(created)) yield* printBootstrapped(created.value)
+      if (Option.isSome(created)) yield* announceBootstrapped(created.value)
+      else yield* warnIfFirstKeysLeft
     }
     const server = yield* listen(starting.listener, options)
     yield* Effect.logInfo(`Listening on ${urlOf(server)}`)
@@ -195,14 +231,25 @@ export const v8Flags = (execArgv: ReadonlyArray<string>): ReadonlyArray<string> 
  * Runs a program as the process's main: the process's V8 flags ({@link v8Flags}), settings from the environment
  * ({@link configProvider}), logs per `MEDIAGATE_LOG_FORMAT` (one logger, one line per event), the tracer off unless
  * a trace exporter is configured (`internal/tracing.ts`), a failure reported once (invalid log settings by the
- * default logger), exit code 1 on failure and 0 after SIGTERM/SIGINT.
+ * default logger), exit code 1 on failure and 0 after SIGTERM/SIGINT. Colour (the CLI's help and errors, the
+ * `pretty` logger) only where `internal/terminal.ts` allows it: `NO_COLOR`, `FORCE_COLOR`, a TTY.
  */
 export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
   for (const flag of v8Flags(process.execArgv)) setFlagsFromString(flag)
   NodeRuntime.runMain(
-    Effect.matchEffect(Logging.config, {
-      onFailure: (error) => Effect.zipRight(report(Cause.fail(error)), Effect.fail(error)),
-      onSuccess: (settings) => Effect.provide(Effect.tapErrorCause(Tracing.apply(program), report), Logging.layer(settings))
+    Effect.flatMap(Effect.orElseSucceed(Terminal.config, () => Terminal.noEnvironment), (environment) => {
+      const colour = {
+        stdout: Terminal.colour(environment, process.stdout.isTTY === true),
+        stderr: Terminal.colour(environment, process.stderr.isTTY === true)
+      }
+      return Effect.consoleWith((base) => Effect.matchEffect(Logging.config, {
+        onFailure: (error) => Effect.zipRight(report(Cause.fail(error)), Effect.fail(error)),
+        onSuccess: (settings) =>
+          Effect.provide(
+            Effect.tapErrorCause(Tracing.apply(program), report),
+            Logging.layer({ ...settings, colors: colour.stdout })
+          )
+      }).pipe(Effect.withConsole(Terminal.plainConsole(base, colour))))
     }).pipe(Effect.withConfigProvider(configProvider)),
     { disablePrettyLogger: true, disableErrorReporting: true }
   )
