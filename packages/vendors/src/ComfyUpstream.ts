@@ -14,6 +14,7 @@
  *   fails the task.
  * - cancel: `POST /interrupt { prompt_id }` (when running) and `POST /queue { delete: [id] }` (when pending).
  * - An API key, when set, is sent as `Authorization: Bearer` for the proxy in front of ComfyUI (it has none itself).
+ * - `ws` is loaded when a progress socket first opens: importing this module costs nothing.
  *
  * @since 0.1.0
  */
@@ -24,7 +25,8 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
-import WebSocket from "ws"
+import { createRequire } from "node:module"
+import type WebSocket from "ws"
 import * as Mapping from "./Mapping.js"
 import * as ResultCopy from "./ResultCopy.js"
 import {
@@ -132,6 +134,10 @@ const failureOf = (entry: unknown): string => {
   return "the prompt failed"
 }
 
+let wsModule: typeof WebSocket | undefined
+/** `ws`'s WebSocket, loaded on first use (a CommonJS module: `require` loads it synchronously, as `open` needs). */
+const loadWebSocket = () => (wsModule ??= createRequire(import.meta.url)("ws") as typeof WebSocket)
+
 /** How long the progress socket stays open without a poll asking for progress. */
 const socketIdleMs = 60_000
 
@@ -148,7 +154,7 @@ export const progressSocket = (baseUrl: string, clientId: string, headers: Reado
   let idle: NodeJS.Timeout | undefined
   const open = () => {
     const url = `${baseUrl.replace(/^http/, "ws")}/ws?clientId=${encodeURIComponent(clientId)}`
-    const opened = new WebSocket(url, { headers: { ...headers } })
+    const opened = new (loadWebSocket())(url, { headers: { ...headers } })
     socket = opened
     opened.on("message", (data, binary) => {
       // binary frames are previews

@@ -14,13 +14,19 @@
  *   VALIDATION_ERROR` naming the model and the expression) and once per channel version in the router. An evaluation
  *   is limited to 1 s and a bounded stack (JSONata's own `timeout` and `stack` options): a mapping can be wrong, but
  *   it cannot hang a worker.
+ * - JSONata is loaded on the first compile (most deployments map nothing): importing this module costs nothing.
  *
  * @since 0.1.0
  */
 import { UpstreamError } from "@mediagate/engine/Upstream"
 import * as Effect from "effect/Effect"
-import jsonata from "jsonata"
+import type jsonata from "jsonata"
+import { createRequire } from "node:module"
 import type { ModelMapping } from "./ChannelStore.js"
+
+let jsonataModule: typeof jsonata | undefined
+/** JSONata, loaded on first use (a CommonJS module: `require` loads it synchronously, as `compile` needs). */
+const loadJsonata = () => (jsonataModule ??= createRequire(import.meta.url)("jsonata") as typeof jsonata)
 
 /** A file the upstream produced, before it is copied into our store. */
 export interface ResultSource {
@@ -50,7 +56,7 @@ export interface Compiled {
 /** How long one evaluation may take, ms, and how deep it may recurse. */
 const limits = { timeout: 1000, stack: 500 }
 
-const compileOne = (text: string): jsonata.Expression => jsonata(text, limits)
+const compileOne = (text: string): jsonata.Expression => loadJsonata()(text, limits)
 
 /** Why an expression does not compile, or `undefined`. */
 const compileProblem = (text: string): string | undefined => {
