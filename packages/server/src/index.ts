@@ -13,6 +13,8 @@ export * as Authorization from "./Authorization.js"
 export * as ClientAddress from "./ClientAddress.js"
 /** Upstream completion callbacks (`POST /callbacks/v1/{channel}/{task}`). */
 export * as Callbacks from "./Callbacks.js"
+/** The OpenAPI documents (public and admin) and the interactive docs page. */
+export * as Docs from "./Docs.js"
 /** The envelope middleware. */
 export * as Envelope from "./Envelope.js"
 /** `/healthz` and `/readyz`. */
