@@ -6,14 +6,16 @@
  * 1. **baseline**: on the built-in simulated upstream (no channel stored: the environment's default simulated
  *    channel; `[sim:delay=N]` in the prompt; it calls back when a job is done): what the other ways are compared with;
  * 2. **callbacks**: on a fal channel to the fal fake (`[fake:delay=<ms>]`), callbacks on (fal POSTs to
- *    `MEDIAGATE_PUBLIC_BASE_URL/callbacks/v1/...`, which wakes the task for a poll), `poll_interval_ms` and
- *    `poll_rate` left at the channel's defaults (the safety-net schedule; 100 polls a second) unless given;
+ *    `MEDIAGATE_PUBLIC_BASE_URL/callbacks/v1/...`, which wakes the task for a poll), `poll_interval_ms` left at the
+ *    channel's default (the safety-net schedule) and the polling way's `poll_rate` (a woken task is polled, and the
+ *    jobs of a burst end as fast as it was posted: the channel's default, 100 a second, would pace the finishing);
+ *    both unless given (`default`: the channel's defaults);
  * 3. **polling**: the same channel with `callbacks: false`, polled every `poll-interval-ms`, with a `poll_rate` that
  *    carries it (tasks / interval, unless given).
  *
  *   npm run build && tsx bench/upstream-fal.ts -- [--db sqlite,pg] [--tasks 10000] [--job-seconds 30]
  *     [--ways baseline,callbacks,polling] [--poll-interval-ms 5000] [--poll-rate <tasks / interval>]
- *     [--callbacks-poll-interval-ms <default>] [--callbacks-poll-rate <default>] [--connections 32]
+ *     [--callbacks-poll-interval-ms <default>] [--callbacks-poll-rate <as polling; default>] [--connections 32]
  *     [--max-wait-seconds 600] [--profile]   (a CPU profile of each server, in bench/profiles)
  *
  * The server is the built example server as `npm start` runs it (its V8 flags, its defaults: access log and metrics
@@ -78,7 +80,7 @@ const pollIntervalMs = Number(arg("poll-interval-ms", "5000"))
 /** The polling channel's `poll_rate`: every task polled once per interval. */
 const pollRate = Number(arg("poll-rate", String(Math.ceil((taskCount * 1000) / pollIntervalMs))))
 const callbacksPollIntervalMs = arg("callbacks-poll-interval-ms", "default")
-const callbacksPollRate = arg("callbacks-poll-rate", "default")
+const callbacksPollRate = arg("callbacks-poll-rate", String(pollRate))
 const connections = Number(arg("connections", "32"))
 const maxWaitMs = Number(arg("max-wait-seconds", "600")) * 1000
 const profile = flag("profile")

@@ -385,6 +385,11 @@ export interface StreamOptions extends TargetOptions {
   readonly maxRedirects?: number | undefined
   /** Statuses answered; any other fails with `reason: "status"` without reading the body. Default: 2xx. */
   readonly acceptStatus?: ((status: number) => boolean) | undefined
+  /**
+   * Keep the connection to the checked address for the next request to the same host and address once the body
+   * was read whole (a body not read to its end closes its connection). Default: a connection per request.
+   */
+  readonly keepAlive?: boolean | undefined
 }
 
 /** An answer whose body is still to be read. */
@@ -439,7 +444,7 @@ const open = (url: URL, target: ResolvedAddress, options: StreamOptions, deadlin
       }, Math.max(0, deadline.at - Date.now()))
       const request = (url.protocol === "https:" ? https.request : http.request)(url, {
         method: options.method ?? "GET",
-        agent: false,
+        agent: options.keepAlive === true ? poolFor(url, target) : false,
         lookup: pinnedLookup(target),
         headers: { ...options.headers }
       }, (response) => {

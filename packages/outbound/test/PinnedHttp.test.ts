@@ -363,4 +363,30 @@ describe("PinnedHttp transfers", () => {
       const after = yield* PinnedHttp.request(`http://127.0.0.1:${port}/ok`, { ...dev, keepAlive: true })
       expect(text(after)).toBe("hello")
     }).pipe(Effect.scoped))
+
+  it.live("a streamed body read whole leaves its kept-alive connection for the next; one left unread closes it", () =>
+    Effect.gen(function*() {
+      const { port, server: listener } = yield* server
+      const sockets: Array<{ destroyed: boolean }> = []
+      listener.on("connection", (socket) => sockets.push(socket))
+      const read = (path: string) =>
+        Effect.scoped(Effect.flatMap(
+          PinnedHttp.stream(`http://127.0.0.1:${port}${path}`, { ...dev, keepAlive: true }),
+          (response) =>
+            Effect.promise(async () => {
+              let bytes = 0
+              for await (const chunk of response.body) bytes += (chunk as Buffer).length
+              return bytes
+            })
+        ))
+      expect(yield* read("/ok")).toBe(5)
+      expect(yield* read("/stream")).toBe(50_000)
+      expect(sockets.length).toBe(1)
+      // released before its end: the connection goes with it, the next request opens another
+      yield* Effect.scoped(PinnedHttp.stream(`http://127.0.0.1:${port}/stream`, { ...dev, keepAlive: true }))
+      yield* Effect.sleep("50 millis")
+      expect(sockets[0]!.destroyed).toBe(true)
+      expect(yield* read("/ok")).toBe(5)
+      expect(sockets.length).toBe(2)
+    }).pipe(Effect.scoped))
 })

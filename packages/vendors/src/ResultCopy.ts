@@ -246,7 +246,9 @@ const download = (source: ResultSource, file: string, policy: CopyPolicy) =>
       timeout: Duration.millis(policy.timeoutMs),
       maxBytes: policy.maxBytes,
       maxRedirects: 3,
-      headers: source.headers
+      headers: source.headers,
+      // an upstream's files come from a few hosts again and again (its own, its CDN's)
+      keepAlive: true
     }).pipe(Effect.mapError((error) => {
       const status = error.status
       // an address refused, too large, not a URL: the same next time; a 4xx other than 404/408/429 too
