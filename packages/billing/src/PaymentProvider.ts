@@ -14,9 +14,9 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 
 /** A top-up request. */
 export interface TopUpRequest {
@@ -32,10 +32,10 @@ export type TopUpOutcome =
   | { readonly _tag: "Credited" }
 
 /** The provider could not take the request. */
-export class PaymentProviderError extends Data.TaggedError("PaymentProviderError")<{
-  readonly message: string
-  readonly cause?: unknown
-}> {}
+export class PaymentProviderError extends Schema.TaggedError<PaymentProviderError>()("PaymentProviderError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Unknown)
+}) {}
 
 /** The payment provider port. */
 export class PaymentProvider extends Context.Tag("@mediagate/billing/PaymentProvider")<PaymentProvider, {

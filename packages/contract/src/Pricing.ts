@@ -9,7 +9,6 @@
  *
  * @since 0.1.0
  */
-import * as Data from "effect/Data"
 import * as Rec from "effect/Record"
 import * as Schema from "effect/Schema"
 import * as Family from "./Family.js"
@@ -89,10 +88,10 @@ export const applyFactor = (amountMicros: number, factor: number): number =>
 export const perSecond = (usdPerSecond: number, seconds: number): number => micros(usdPerSecond) * seconds
 
 /** A request the price table cannot price (only possible for an input that skipped validation). */
-export class UnpriceableRequestError extends Data.TaggedError("UnpriceableRequestError")<{
-  readonly model: string
-  readonly message: string
-}> {}
+export class UnpriceableRequestError extends Schema.TaggedError<UnpriceableRequestError>()("UnpriceableRequestError", {
+  model: Schema.String,
+  message: Schema.String
+}) {}
 
 /** Throws {@link UnpriceableRequestError} (a defect: validation refuses such requests first). */
 export const unpriceable = (model: string, detail: string): never => {

@@ -9,8 +9,8 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 /** One counter of one window. */
 export interface WindowKey {
@@ -32,7 +32,9 @@ export class RateWindows extends Context.Tag("@mediagate/contract/RateWindows")<
 }>() {}
 
 /** The store could not be reached (the limiter lets the request through and logs it). */
-export class RateWindowsUnavailable extends Data.TaggedError("RateWindowsUnavailable")<{ readonly cause: unknown }> {}
+export class RateWindowsUnavailable extends Schema.TaggedError<RateWindowsUnavailable>()("RateWindowsUnavailable", {
+  cause: Schema.Unknown
+}) {}
 
 const keyOf = (key: WindowKey) => `${key.windowStart}\u0000${key.scope}`
 

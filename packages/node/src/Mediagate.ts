@@ -26,7 +26,6 @@ import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -126,11 +125,11 @@ export const toSettings = (options: Options): Map<string, string> => {
 // -----------------------------------------------------------------------------------------------------------------
 
 /** Why a stack did not start; `retryable` failures (the database does not answer) are tried again by {@link start}. */
-export class StartError extends Data.TaggedError("StartError")<{
-  readonly message: string
-  readonly retryable: boolean
-  readonly cause?: unknown
-}> {}
+export class StartError extends Schema.TaggedError<StartError>()("StartError", {
+  message: Schema.String,
+  retryable: Schema.Boolean,
+  cause: Schema.optional(Schema.Unknown)
+}) {}
 
 const toStartError = (cause: unknown): StartError => {
   if (cause instanceof StartError) return cause

@@ -24,12 +24,12 @@ import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import { createCipheriv, createDecipheriv, createHash, randomBytes, scryptSync } from "node:crypto"
 import type { ChannelConfig, ChannelInput, ChannelPatch } from "./ChannelStore.js"
 
@@ -82,11 +82,11 @@ export const parseKey = (text: string): Either.Either<ChannelKey, string> => {
 // -----------------------------------------------------------------------------------------------------------------
 
 /** Why credentials cannot be sealed or opened. */
-export class ChannelSecretError extends Data.TaggedError("ChannelSecretError")<{
+export class ChannelSecretError extends Schema.TaggedError<ChannelSecretError>()("ChannelSecretError", {
   /** `no-key`: no (current) key configured; `unknown-key`: sealed by a key not configured; `corrupt`: does not open. */
-  readonly reason: "no-key" | "unknown-key" | "corrupt"
-  readonly message: string
-}> {}
+  reason: Schema.Literal("no-key", "unknown-key", "corrupt"),
+  message: Schema.String
+}) {}
 
 /** The message refusing credentials without a key (the admin API answers it as a `VALIDATION_ERROR`). */
 export const noKeyMessage = "channel credentials need MEDIAGATE_CHANNEL_KEY (docs/channels.md)"

@@ -23,33 +23,33 @@ import * as Path from "@effect/platform/Path"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import { rmdir } from "node:fs/promises"
 
 /** A key the store refuses: it could escape the root, or it breaks the key rules. */
-export class InvalidFileKey extends Data.TaggedError("InvalidFileKey")<{
-  readonly key: string
-  readonly message: string
-}> {}
+export class InvalidFileKey extends Schema.TaggedError<InvalidFileKey>()("InvalidFileKey", {
+  key: Schema.String,
+  message: Schema.String
+}) {}
 
 /** The storage failed (disk full, permissions, I/O). */
-export class FileStoreError extends Data.TaggedError("FileStoreError")<{
-  readonly operation: "put" | "copy" | "open" | "read" | "remove"
-  readonly key: string
-  readonly message: string
-  readonly cause?: unknown
-}> {}
+export class FileStoreError extends Schema.TaggedError<FileStoreError>()("FileStoreError", {
+  operation: Schema.Literal("put", "copy", "open", "read", "remove"),
+  key: Schema.String,
+  message: Schema.String,
+  cause: Schema.optional(Schema.Unknown)
+}) {}
 
 /** A byte range that no byte of the file satisfies (RFC 9110 §14.1.1). */
-export class UnsatisfiableRange extends Data.TaggedError("UnsatisfiableRange")<{
-  readonly key: string
-  readonly size: number
-}> {}
+export class UnsatisfiableRange extends Schema.TaggedError<UnsatisfiableRange>()("UnsatisfiableRange", {
+  key: Schema.String,
+  size: Schema.Number
+}) {}
 
 /** Longest key. */
 export const maxKeyLength = 512

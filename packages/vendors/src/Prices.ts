@@ -11,7 +11,6 @@ import { type Catalog, Families, type Generation, Pricing } from "@mediagate/con
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -116,13 +115,13 @@ export const price = (
 // ---------------------------------------------------------------------------------------------------------------------
 
 /** A price file that cannot be used: missing or unreadable, not JSON, or not a valid (partial) price table. */
-export class PriceFileError extends Data.TaggedError("PriceFileError")<{
+export class PriceFileError extends Schema.TaggedError<PriceFileError>()("PriceFileError", {
   /** The file. */
-  readonly file: string
+  file: Schema.String,
   /** The path inside the JSON of the first offending value (empty for a file-level problem). */
-  readonly path: ReadonlyArray<string>
-  readonly message: string
-}> {}
+  path: Schema.Array(Schema.String),
+  message: Schema.String
+}) {}
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string => path.map((key) => String(key)).join(".")
 
