@@ -54,8 +54,8 @@ export const colour = (environment: ColourEnvironment, isTTY: boolean): boolean 
 /** An ANSI control sequence (CSI: colours, styles, cursor moves). */
 const ansi = /\x1b\[[0-?]*[ -/]*[@-~]/g
 
-/** `text` without ANSI control sequences. */
-export const strip = (text: string): string => text.replace(ansi, "")
+/** `text` without ANSI control sequences (a line without an escape character, every log line, is not scanned). */
+export const strip = (text: string): string => text.includes("\x1b") ? text.replace(ansi, "") : text
 
 const stripAll = (args: ReadonlyArray<unknown>): Array<unknown> =>
   args.map((arg) => typeof arg === "string" ? strip(arg) : arg)
