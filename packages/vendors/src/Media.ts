@@ -15,7 +15,8 @@
  * after its last clip: the server keeps answering while a clip is encoded, and the encoder's WASM memory (~17 MB,
  * ~25 MB of RSS) is handed back instead of staying for the life of the process.
  *
- * The returned bytes are shared with the cache: treat them as read-only.
+ * The returned bytes are shared with the cache: treat them as read-only. `pngjs` and `jpeg-js` are loaded with the
+ * first image, the encoder with the first clip: importing this module loads none of them.
  *
  * Sizes: H.264 (and this encoder) needs even dimensions; a video spec with an odd width or height is refused (a
  * defect, `IllegalArgumentException`), like any other out-of-range spec. Every video size the catalog produces is
@@ -31,10 +32,18 @@ import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import jpeg from "jpeg-js"
-import { PNG } from "pngjs"
+import type jpegJs from "jpeg-js"
+import { createRequire } from "node:module"
+import type * as pngjs from "pngjs"
 import * as EncoderThread from "./internal/encoderThread.js"
 import { drawFrame, frameBase, type VideoFrames } from "./internal/videoFrames.js"
+
+// the encoders are CommonJS modules required on the first image (not when the package is imported)
+const requireEncoder = createRequire(import.meta.url)
+let pngModule: typeof pngjs | undefined
+let jpegModule: typeof jpegJs | undefined
+const PNG = () => (pngModule ??= requireEncoder("pngjs") as typeof pngjs).PNG
+const jpeg = () => (jpegModule ??= requireEncoder("jpeg-js") as typeof jpegJs)
 
 /** An image to render. */
 export interface ImageSpec {
@@ -177,9 +186,9 @@ const imagePixels = (width: number, height: number, channels: 3 | 4): Buffer => 
 
 const encodePngRgb = (width: number, height: number, rgb: Buffer, filterType: number | undefined): Uint8Array => {
   const rgbOnly = { colorType: 2, inputColorType: 2, inputHasAlpha: false } as const
-  const png = new PNG({ width, height, ...rgbOnly })
+  const png = new (PNG())({ width, height, ...rgbOnly })
   png.data = rgb
-  const bytes = PNG.sync.write(png, { ...rgbOnly, ...(filterType === undefined ? {} : { filterType }) })
+  const bytes = PNG().sync.write(png, { ...rgbOnly, ...(filterType === undefined ? {} : { filterType }) })
   return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
@@ -188,7 +197,8 @@ const encodeImage = (spec: ImageSpec): Uint8Array => {
     // filter "Up": every row inside a band becomes zeros, which deflate to almost nothing
     return encodePngRgb(spec.width, spec.height, imagePixels(spec.width, spec.height, 3), 2)
   }
-  const encoded = jpeg.encode({ data: imagePixels(spec.width, spec.height, 4), width: spec.width, height: spec.height }, 85)
+  const pixels = { data: imagePixels(spec.width, spec.height, 4), width: spec.width, height: spec.height }
+  const encoded = jpeg().encode(pixels, 85)
   return new Uint8Array(encoded.data.buffer, encoded.data.byteOffset, encoded.data.byteLength)
 }
 
