@@ -24,15 +24,17 @@ import * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Durations from "@mediagate/vendors/Durations"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
-import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import { mkdirSync } from "node:fs"
+import { createRequire } from "node:module"
 import type * as Pg from "pg"
 import { dirname, join } from "node:path"
+import satisfies from "semver/functions/satisfies.js"
 
 /** The database of a Mediagate stack. */
 export type Database =
@@ -65,11 +67,11 @@ export type Database =
  * A database driver could not be loaded (`retryable: false`: installing it is the fix) or the database could not be
  * opened (`retryable: true`: it may answer later).
  */
-export class DatabaseError extends Data.TaggedError("DatabaseError")<{
-  readonly message: string
-  readonly retryable: boolean
-  readonly cause?: unknown
-}> {}
+export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
+  message: Schema.String,
+  retryable: Schema.Boolean,
+  cause: Schema.optional(Schema.Unknown)
+}) {}
 
 /** This process's database connections at a moment (the `mediagate_db_pool_*` metrics). */
 export interface PoolStats {
@@ -125,15 +127,70 @@ export const describe = (database: Database): string =>
     ? "PostgreSQL"
     : "the host app's SqlClient"
 
-const load = <A>(driver: string, load: () => Promise<A>) =>
-  Effect.tryPromise({
-    try: load,
-    catch: (cause) =>
-      new DatabaseError({
-        message: `the database driver ${driver} is not installed (npm install ${driver})`,
-        retryable: false,
-        cause
+/** A database driver: an optional peer dependency, imported only when its database is chosen. */
+export interface Driver {
+  /** The package. */
+  readonly name: string
+  /** The versions Mediagate works with (`@mediagate/node`'s peer dependency range, the Effect 3 line). */
+  readonly range: string
+  /** The command that installs it beside the newest Effect 3 (docs/embedding.md lists the line per Effect). */
+  readonly install: string
+}
+
+/** The drivers of a PostgreSQL URL and of a SQLite file. */
+export const drivers = {
+  postgres: {
+    name: "@effect/sql-pg",
+    range: ">=0.45.0 <0.54.0",
+    install: "npm install @effect/sql-pg@^0.53"
+  },
+  sqlite: {
+    name: "@effect/sql-sqlite-node",
+    range: ">=0.45.0 <0.54.0",
+    install: "npm install @effect/sql-sqlite-node@^0.53"
+  }
+} as const satisfies Record<string, Driver>
+
+/** Where the install line of an app on an older effect is. */
+const olderEffect = " (with effect 3.22; the line of an older effect: docs/embedding.md#effect-versions)"
+
+/**
+ * What is wrong with the installed version of a driver (`undefined`: not installed), or `undefined` when it is
+ * one Mediagate works with. The registry's latest drivers are Effect 4's (`@effect/sql-pg@4`), which cannot run
+ * on Effect 3: that is said at start, not met as a crash deep in a layer.
+ */
+export const driverProblem = (driver: Driver, installed: string | undefined): string | undefined =>
+  installed === undefined
+    ? `the database driver ${driver.name} is not installed: ${driver.install}${olderEffect}`
+    : satisfies(installed, driver.range)
+    ? undefined
+    : `the database driver ${driver.name} ${installed} is installed, but Mediagate works with ${driver.name} ` +
+      `${driver.range} (Effect 3): ${driver.install}${olderEffect}`
+
+/** The version of `name` that an `import` from this module finds, or `undefined` when none is installed. */
+const installedVersion = (name: string): string | undefined => {
+  try {
+    return (createRequire(import.meta.url)(`${name}/package.json`) as { readonly version: string }).version
+  } catch {
+    return undefined
+  }
+}
+
+/** Imports a driver after checking that an installed version Mediagate works with is there. */
+const loadDriver = <A>(driver: Driver, load: () => Promise<A>) =>
+  Effect.suspend(() => {
+    const problem = driverProblem(driver, installedVersion(driver.name))
+    return problem === undefined
+      ? Effect.tryPromise({
+        try: load,
+        catch: (cause) =>
+          new DatabaseError({
+            message: `the database driver ${driver.name} does not load: ${cause}`,
+            retryable: false,
+            cause
+          })
       })
+      : Effect.fail(new DatabaseError({ message: problem, retryable: false }))
   })
 
 /** A failure to reach the database, as a {@link DatabaseError} that is `retryable` (it may answer later). */
@@ -159,8 +216,13 @@ export const layer = (
     const idleTimeout = database.idleTimeout
     const failed = unreachable("cannot connect to PostgreSQL")
     return Layer.unwrapScoped(Effect.gen(function*() {
-      const PgClient = yield* load("@effect/sql-pg", () => import("@effect/sql-pg/PgClient"))
-      const pg = yield* load("pg", () => import("pg"))
+      const PgClient = yield* loadDriver(drivers.postgres, () => import("@effect/sql-pg/PgClient"))
+      // `pg` is a dependency of `@effect/sql-pg`
+      const pg = yield* Effect.tryPromise({
+        try: () => import("pg"),
+        catch: (cause) =>
+          new DatabaseError({ message: `pg does not load (npm install pg): ${cause}`, retryable: false, cause })
+      })
       const Pool = (pg.default ?? pg).Pool
       // the pool as `PgClient.make` builds it, the same first query and the same end
       const pool = yield* Effect.acquireRelease(
@@ -194,7 +256,7 @@ export const layer = (
   }
   const file = database.sqlite
   return Layer.unwrapEffect(Effect.gen(function*() {
-    const SqliteClient = yield* load("@effect/sql-sqlite-node", () => import("@effect/sql-sqlite-node/SqliteClient"))
+    const SqliteClient = yield* loadDriver(drivers.sqlite, () => import("@effect/sql-sqlite-node/SqliteClient"))
     if (file !== ":memory:") {
       yield* Effect.try({
         try: () => mkdirSync(dirname(file), { recursive: true }),
