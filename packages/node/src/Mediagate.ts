@@ -363,7 +363,7 @@ export interface Handle {
   readonly handler: (request: IncomingMessage, response: ServerResponse) => void
   /**
    * An Express/Connect middleware: serves Mediagate's paths (`/api/v1`, `/admin/v1`, `/files`, `/docs`,
-   * `/healthz`, `/readyz`) below wherever it is mounted and calls `next()` for every other path. Works before or
+   * `/dashboard`, `/healthz`, `/readyz`) below wherever it is mounted and calls `next()` for every other path. Works before or
    * after `express.json()`.
    */
   readonly middleware: NodeAdapters.Middleware
