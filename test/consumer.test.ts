@@ -335,8 +335,10 @@ const expectTasksSucceed = async (app: string, dataDir: string) => {
 }
 
 describe("the packages in a consumer's project", () => {
+  // the two ends install side by side (each mostly waits on npm, or on compiling better-sqlite3 on one core)
   for (const end of ["lowest", "newest"] as const) {
-    it(`at the ${end} versions of the peer ranges: entry points import, an app runs, strict TS compiles`, async () => {
+    const title = `at the ${end} end of the peer ranges: entry points import, an app runs, strict TS compiles`
+    it.concurrent(title, async () => {
       const files = await tarballs()
       const work = mkdtempSync(join(tmpdir(), `mg-consumer-${end}-`))
       const mediagateDeps = Object.fromEntries(published.map((name) => [name, files[name]!]))
