@@ -256,7 +256,10 @@ for (const backend of backends) {
         const paths = entry!.files.map((f) => f.path)
         expect(paths).toContain("dist/index.js")
         expect(paths).toContain("dist/index.d.ts")
-        expect(paths.filter((p) => p.startsWith("src/") || p.startsWith("test/"))).toEqual([])
+        // the sources ship for the declaration maps (go-to-definition); the tests do not
+        expect(paths).toContain("dist/index.d.ts.map")
+        expect(paths).toContain("src/index.ts")
+        expect(paths.filter((p) => p.startsWith("test/"))).toEqual([])
         const tarball = join(work, entry!.filename.replace(/^@mediagate\//, "mediagate-"))
         const app = join(work, "app")
         mkdirSync(app)
