@@ -35,6 +35,20 @@ const notFound = (cause: unknown) =>
   typeof cause === "object" && cause !== null && "code" in cause &&
   (cause.code === "ERR_MODULE_NOT_FOUND" || cause.code === "MODULE_NOT_FOUND")
 
+/** The {@link MissingPackage} of `spec` for the error its import (or `require`) failed with. */
+export const missing = (spec: Spec, cause: unknown): MissingPackage => {
+  const install = installLine(spec)
+  const reason = notFound(cause)
+    ? "is not installed"
+    : `could not be loaded (${cause instanceof Error ? cause.message : String(cause)})`
+  return new MissingPackage({
+    name: spec.name,
+    install,
+    message: `${spec.feature} needs the package ${spec.name}, which ${reason}: ${install}`,
+    cause
+  })
+}
+
 /** How {@link load} imports a package: given its spec and its `import()`. */
 export type Importer = (spec: Spec, load: () => Promise<unknown>) => Promise<unknown>
 
@@ -55,16 +69,5 @@ export class CurrentImporter extends Context.Reference<CurrentImporter>()(
 export const load = <A>(spec: Spec, load: () => Promise<A>): Effect.Effect<A, MissingPackage> =>
   Effect.flatMap(CurrentImporter, (importer) => Effect.tryPromise({
     try: () => importer(spec, load) as Promise<A>,
-    catch: (cause) => {
-      const install = installLine(spec)
-      const reason = notFound(cause)
-        ? "is not installed"
-        : `could not be loaded (${cause instanceof Error ? cause.message : String(cause)})`
-      return new MissingPackage({
-        name: spec.name,
-        install,
-        message: `${spec.feature} needs the package ${spec.name}, which ${reason}: ${install}`,
-        cause
-      })
-    }
+    catch: (cause) => missing(spec, cause)
   }))

@@ -14,19 +14,44 @@
  *   VALIDATION_ERROR` naming the model and the expression) and once per channel version in the router. An evaluation
  *   is limited to 1 s and a bounded stack (JSONata's own `timeout` and `stack` options): a mapping can be wrong, but
  *   it cannot hang a worker.
- * - JSONata is loaded on the first compile (most deployments map nothing): importing this module costs nothing.
+ * - JSONata is an optional peer dependency ({@link jsonataPackage}), loaded on the first compile (most deployments
+ *   map nothing). Without it a mapping does not compile: saving one answers `400` with the install line, and a
+ *   stored one fails its tasks with that message (never a mapping silently left out).
  *
  * @since 0.1.0
  */
+import { OptionalPackage } from "@mediagate/contract"
 import { UpstreamError } from "@mediagate/engine/Upstream"
 import * as Effect from "effect/Effect"
-import type jsonata from "jsonata"
+import type * as Jsonata from "jsonata"
 import { createRequire } from "node:module"
 import type { ModelMapping } from "./ChannelStore.js"
 
-let jsonataModule: typeof jsonata | undefined
-/** JSONata, loaded on first use (a CommonJS module: `require` loads it synchronously, as `compile` needs). */
-const loadJsonata = () => (jsonataModule ??= createRequire(import.meta.url)("jsonata") as typeof jsonata)
+/** JSONata: an optional peer dependency of `@mediagate/vendors`, needed by model mappings only. */
+export const jsonataPackage: OptionalPackage.Spec = {
+  feature: "A model mapping (settings.mapping)",
+  name: "jsonata",
+  range: "^2"
+}
+
+/** How JSONata is loaded (CommonJS: `require` loads it synchronously, as compiling needs); tests replace it. */
+export const loader = { require: (): unknown => createRequire(import.meta.url)("jsonata") }
+
+let jsonataModule: typeof Jsonata.default | undefined
+/** JSONata, loaded on first use; a `MissingPackage` (thrown) when it is not installed. */
+const loadJsonata = (): typeof Jsonata.default => {
+  if (jsonataModule !== undefined) return jsonataModule
+  try {
+    return jsonataModule = loader.require() as typeof Jsonata.default
+  } catch (cause) {
+    throw OptionalPackage.missing(jsonataPackage, cause)
+  }
+}
+
+/** A compiled expression. */
+export interface Expression {
+  readonly evaluate: (input: unknown, bindings?: Record<string, unknown>) => Promise<unknown>
+}
 
 /** A file the upstream produced, before it is copied into our store. */
 export interface ResultSource {
@@ -49,14 +74,14 @@ export interface ResultSource {
 /** A model's mapping, compiled. */
 export interface Compiled {
   readonly target: string
-  readonly input: jsonata.Expression | undefined
-  readonly output: jsonata.Expression | undefined
+  readonly input: Expression | undefined
+  readonly output: Expression | undefined
 }
 
 /** How long one evaluation may take, ms, and how deep it may recurse. */
 const limits = { timeout: 1000, stack: 500 }
 
-const compileOne = (text: string): jsonata.Expression => loadJsonata()(text, limits)
+const compileOne = (text: string): Expression => loadJsonata()(text, limits)
 
 /** Why an expression does not compile, or `undefined`. */
 const compileProblem = (text: string): string | undefined => {
@@ -102,8 +127,8 @@ export const problem = (
 
 /**
  * The compiled mapping of a channel: a function from our model id to its target and expressions (compiled once per
- * model; the channel's mapping was checked when it was saved, so a failure here is a channel that changed under us:
- * its expression is left out and the failure shows at evaluation).
+ * model; the channel's mapping was checked when it was saved, so a failure here is a channel that changed under us,
+ * or JSONata not installed: the expression fails each evaluation with the compile error).
  */
 export const compile = (mapping: Readonly<Record<string, ModelMapping>> | undefined): (model: string) => Compiled => {
   const cache = new Map<string, Compiled>()
@@ -111,8 +136,8 @@ export const compile = (mapping: Readonly<Record<string, ModelMapping>> | undefi
     if (text === undefined) return undefined
     try {
       return compileOne(text)
-    } catch {
-      return undefined
+    } catch (error) {
+      return { evaluate: () => Promise.reject(error) }
     }
   }
   return (model) => {
