@@ -48,7 +48,14 @@ const published = [
 ]
 
 /** The bare app's packages: the Effect packages, the driver and Express. */
-const bare = ["effect", "@effect/platform", "@effect/platform-node", "@effect/sql", "@effect/sql-sqlite-node", "express"]
+const bare = [
+  "effect",
+  "@effect/platform",
+  "@effect/platform-node",
+  "@effect/sql",
+  "@effect/sql-sqlite-node",
+  "express"
+]
 
 const npm = process.platform === "win32" ? "npm.cmd" : "npm"
 
@@ -65,7 +72,8 @@ const versionIn = (dir: string, name: string): string =>
 
 const makeApp = (dir: string, dependencies: Record<string, string>) => {
   mkdirSync(dir)
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "bench-app", private: true, type: "module", dependencies }))
+  const manifest = { name: "bench-app", private: true, type: "module", dependencies }
+  writeFileSync(join(dir, "package.json"), JSON.stringify(manifest))
   run(npm, ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], dir)
 }
 
@@ -95,7 +103,8 @@ const median = (values: ReadonlyArray<number>) => {
 }
 
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`
-const verdict = (ratio: number, goal: number) => `${ratio.toFixed(2)}× (goal ≤ ${goal}×: ${ratio <= goal ? "PASS" : "FAIL"})`
+const verdict = (ratio: number, goal: number) =>
+  `${ratio.toFixed(3)}× (goal ≤ ${goal}×: ${ratio <= goal ? "PASS" : "FAIL"})`
 
 const work = mkdtempSync(join(tmpdir(), "mg-bench-install-"))
 try {
@@ -141,11 +150,13 @@ try {
   const range = (values: ReadonlyArray<number>) =>
     `${Math.round(Math.min(...values))}–${Math.round(Math.max(...values))} ms`
 
-  console.log(`node ${process.version}; bare app: ${bare.map((name) => `${name}@${versionIn(bareApp, name)}`).join(", ")}`)
+  const bareVersions = bare.map((name) => `${name}@${versionIn(bareApp, name)}`).join(", ")
+  console.log(`node ${process.version}; bare app: ${bareVersions}`)
   console.log("")
   console.log("| | Mediagate app | bare app | ratio |")
   console.log("|---|---|---|---|")
-  console.log(`| node_modules (du) | ${mb(sizes.mediagate)} | ${mb(sizes.bare)} | ${verdict(sizes.mediagate / sizes.bare, goals.size)} |`)
+  const sizeRatio = verdict(sizes.mediagate / sizes.bare, goals.size)
+  console.log(`| node_modules (du) | ${mb(sizes.mediagate)} | ${mb(sizes.bare)} | ${sizeRatio} |`)
   console.log(
     `| import, median of ${runs} | ${Math.round(medians.mediagate)} ms | ${Math.round(medians.bare)} ms | ` +
       `${verdict(medians.mediagate / medians.bare, goals.import)} |`
