@@ -8,7 +8,8 @@
  * - a plain-JavaScript Express app on SQLite, run with plain `node`: every entry point of every package (each module
  *   the `exports` map serves) imports, the `mediagate` command answers `--help`, its own route sits beside
  *   Mediagate's middleware (mounted under `/mg`, after `express.json()`); a task created with a test key reaches
- *   `succeeded` and its file downloads; `effect` is installed once (peer dependencies, no nested copies); SIGTERM
+ *   `succeeded` and its file downloads; the dashboard below `/mg` names assets that resolve there and signs in in
+ *   Chromium; `effect` is installed once (peer dependencies, no nested copies); SIGTERM
  *   stops it cleanly; every tarball ships its declaration maps and the sources they point to;
  * - a strict TypeScript project on PostgreSQL only (`NodeNext`, `strict`, `noUncheckedIndexedAccess`,
  *   `exactOptionalPropertyTypes`, `skipLibCheck: false`): `tsc --noEmit` passes, and `better-sqlite3` is not even
@@ -18,6 +19,8 @@
  * when no prebuilt binary can be fetched).
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Chromium from "@mediagate/testing/chromium"
+import { expectAssetsBelow, expectSignIn } from "@mediagate/testing/dashboard"
 import { spawn } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -295,7 +298,7 @@ const expectTasksSucceed = async (app: string, dataDir: string) => {
     const base = `http://127.0.0.1:${port}`
     expect(await (await fetch(`${base}/own`)).json()).toEqual({ own: true })
     const headers = { authorization: `Bearer ${testKey}`, "content-type": "application/json" }
-    /** A task made and polled to its end; answers its first result file's bytes. */
+    /** A task made and polled to its end; answers its id and its first result file's bytes. */
     const generate = async (path: string, body: unknown) => {
       const ack = await fetch(`${base}/mg/api/v1/${path}`, { method: "POST", headers, body: JSON.stringify(body) })
       expect(ack.status).toBe(201)
@@ -311,19 +314,29 @@ const expectTasksSucceed = async (app: string, dataDir: string) => {
       expect(file.status).toBe(200)
       const bytes = new Uint8Array(await file.arrayBuffer())
       expect(bytes.byteLength).toBe(task.result![0]!.size_bytes)
-      return bytes
+      return { id, bytes }
     }
     const image = await generate("vendor4/text-to-image", {
       model: "vendor4-4-0",
       input: { prompt: "a lighthouse", size: "1K" }
     })
-    expect([...image.subarray(0, 4)]).toEqual([0x89, 0x50, 0x4e, 0x47])
+    expect([...image.bytes.subarray(0, 4)]).toEqual([0x89, 0x50, 0x4e, 0x47])
+    // the dashboard below the app's mount: its assets over HTTP, and signing in in Chromium
+    await expectAssetsBelow(`${base}/mg`)
+    if (Chromium.available("the consumer test's dashboard sign-in")) {
+      const browser = await Chromium.launch()
+      try {
+        await expectSignIn(browser, `${base}/mg`, testKey, { id: image.id, prompt: "a lighthouse" })
+      } finally {
+        await browser.close()
+      }
+    }
     // a clip: encoded on the vendors package's worker thread, whose module the packed package must ship
     const video = await generate("vendor3/text-to-video", {
       model: "vendor3-3",
       input: { prompt: "a paper boat [sim:delay=0]" }
     })
-    expect(new TextDecoder().decode(video.subarray(4, 8))).toBe("ftyp")
+    expect(new TextDecoder().decode(video.bytes.subarray(4, 8))).toBe("ftyp")
   } finally {
     const exit = await new Promise<number | null>((resolve) => {
       if (child.exitCode !== null) return resolve(child.exitCode)
