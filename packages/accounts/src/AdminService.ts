@@ -29,6 +29,7 @@ export const toAccount = (row: AccountRow, state: BillingState): Account.Account
   id: row.id,
   name: row.name,
   ...toBalance(state),
+  creditLimit: Money.fromMicros(state.creditLimitMicros),
   createdAt: new Date(row.createdAt).toISOString()
 })
 
@@ -40,6 +41,7 @@ const settingsOf = (body: Account.AccountUpdate): Partial<BillingSettings> => {
   if (body.autoTopUpEnabled !== undefined) settings.autoTopUpEnabled = body.autoTopUpEnabled
   if (body.autoTopUpThreshold !== undefined) settings.autoTopUpThresholdMicros = microsOrNull(body.autoTopUpThreshold)
   if (body.autoTopUpAmount !== undefined) settings.autoTopUpAmountMicros = microsOrNull(body.autoTopUpAmount)
+  if (body.creditLimit !== undefined) settings.creditLimitMicros = microsOrNull(body.creditLimit)
   return settings
 }
 

@@ -687,6 +687,7 @@ export const accountsSuite = (name: string, backend: Backend) => {
           autoTopUpEnabled: true,
           autoTopUpThreshold: 5,
           autoTopUpAmount: 20,
+          creditLimit: 100,
           currency: "USD",
           monthToDateSpend: 0,
           createdAt: new Date(T0).toISOString()

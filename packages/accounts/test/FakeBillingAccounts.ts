@@ -1,5 +1,6 @@
 /** An in-memory `BillingAccounts` for the accounts tests, with a handle to set key spend and read what was registered. */
 import { type BillingState, BillingAccounts } from "@mediagate/billing/BillingAccounts"
+import { defaultCreditLimitMicros } from "@mediagate/billing/Ledger"
 import { Errors } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -27,7 +28,13 @@ export const layer: Layer.Layer<BillingAccounts | FakeBilling> = Layer.effectCon
   const service: BillingAccounts["Type"] = {
     open: (accountId, settings, openingMicros) =>
       Effect.sync(() => {
-        const state: BillingState = { ...settings, accountId, balanceMicros: openingMicros, monthToDateMicros: 0 }
+        const state: BillingState = {
+          ...settings,
+          creditLimitMicros: settings.creditLimitMicros ?? defaultCreditLimitMicros,
+          accountId,
+          balanceMicros: openingMicros,
+          monthToDateMicros: 0
+        }
         states.set(accountId, state)
         if (openingMicros > 0) credits.push({ accountId, micros: openingMicros, note: "opening" })
         return state
@@ -35,7 +42,13 @@ export const layer: Layer.Layer<BillingAccounts | FakeBilling> = Layer.effectCon
     state: find,
     update: (accountId, settings) =>
       Effect.map(find(accountId), (state) => {
-        const next = { ...state, ...settings }
+        const next = {
+          ...state,
+          ...settings,
+          creditLimitMicros: settings.creditLimitMicros ?? (settings.creditLimitMicros === null
+            ? defaultCreditLimitMicros
+            : state.creditLimitMicros)
+        }
         states.set(accountId, next)
         return next
       }),

@@ -21,20 +21,28 @@ export interface BillingSettings {
   readonly autoTopUpEnabled: boolean
   readonly autoTopUpThresholdMicros: number | null
   readonly autoTopUpAmountMicros: number | null
+  /**
+   * Postpaid: how far the balance may go below zero (a charge past it is refused); null: billing's configured
+   * default (`MEDIAGATE_DEFAULT_CREDIT_LIMIT`).
+   */
+  readonly creditLimitMicros: number | null
 }
 
-/** Default settings of a new account: prepaid, no limits, no auto top-up. */
+/** Default settings of a new account: prepaid, no limits, no auto top-up, the configured credit limit. */
 export const defaultSettings: BillingSettings = {
   billingMode: "prepaid",
   monthlySpendLimitMicros: null,
   autoTopUpEnabled: false,
   autoTopUpThresholdMicros: null,
-  autoTopUpAmountMicros: null
+  autoTopUpAmountMicros: null,
+  creditLimitMicros: null
 }
 
 /** The billing state of an account. */
 export interface BillingState extends BillingSettings {
   readonly accountId: string
+  /** The credit limit in force: the account's own, or billing's configured default. */
+  readonly creditLimitMicros: number
   readonly balanceMicros: number
   /** Net charges of the current calendar month (UTC). */
   readonly monthToDateMicros: number
@@ -62,12 +70,15 @@ export class BillingAccounts extends Context.Tag("@mediagate/billing/BillingAcco
     accountId: string,
     settings: Partial<BillingSettings>
   ) => Effect.Effect<BillingState, Errors.AccountNotFound | PersistenceError>
-  /** Credits an account (a `top_up` ledger entry; `note` is kept with it). */
+  /**
+   * Credits an account (a `top_up` ledger entry; `note` is kept with it). `ValidationError` when the balance would
+   * pass the bound of balances (`Ledger.maxBalanceMicros`), checked under the account's lock.
+   */
   readonly credit: (
     accountId: string,
     amountMicros: number,
     note: string | undefined
-  ) => Effect.Effect<BillingState, Errors.AccountNotFound | PersistenceError>
+  ) => Effect.Effect<BillingState, Errors.AccountNotFound | Errors.ValidationError | PersistenceError>
   /**
    * Registers a key's spend limit (null: none) when the key is created, with its ancestors (root first; none or
    * empty: a root key). Every charge of the key then counts against its own limit and each ancestor's, and a refund

@@ -7,6 +7,7 @@
  */
 import { type Account, type Envelope, Errors, type Ledger, Money, Services, Task } from "@mediagate/contract"
 import { Billing } from "@mediagate/engine/Billing"
+import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -172,6 +173,55 @@ export const insufficientBalance = (amountMicros: number, balanceMicros: number 
       : `Insufficient balance: the charge is ${usd(amountMicros)} and the balance is ${usd(balanceMicros)}`
   })
 
+/** A postpaid charge that would take the balance below `-creditLimit`. */
+export const creditLimitExceeded = (amountMicros: number, balanceMicros: number, creditLimitMicros: number) =>
+  new Errors.InsufficientBalance({
+    message: `Insufficient balance: the charge is ${usd(amountMicros)}, the balance is ${
+      usd(balanceMicros)
+    } and the account's credit limit is ${usd(creditLimitMicros)} (the balance may not go below ${
+      usd(-creditLimitMicros)
+    })`
+  })
+
+/**
+ * The bound of balances, credits and limits: 1e9 USD (1e15 micro-dollars), where a micro-dollar amount, its USD
+ * number and the sum of two of them stay exact in a JavaScript number (2^53 is about 9.007e15).
+ */
+export const maxBalanceMicros = 1_000_000_000_000_000
+
+/** Whether a balance lies within the bound ({@link maxBalanceMicros}). */
+export const inRange = (balanceMicros: number): boolean => Math.abs(balanceMicros) <= maxBalanceMicros
+
+/** A credit refused because the balance would pass the bound. */
+export const creditOutOfRange = (amountMicros: number, balanceMicros: number) =>
+  new Errors.ValidationError({
+    message: `amount: a credit of ${usd(amountMicros)} would take the balance of ${usd(balanceMicros)} above ${
+      usd(maxBalanceMicros)
+    }, the most an account may hold`
+  })
+
+/** The default credit limit of billing: 100 USD. */
+export const defaultCreditLimitMicros = 100_000_000
+
+/**
+ * The default credit limit of postpaid accounts from Effect `Config`: `MEDIAGATE_DEFAULT_CREDIT_LIMIT` in USD
+ * (default 100; 0 to 1e9 with at most 6 decimals), in micro-dollars.
+ */
+export const defaultCreditLimitConfig: Config.Config<number> = Config.number("MEDIAGATE_DEFAULT_CREDIT_LIMIT").pipe(
+  Config.withDefault(Money.fromMicros(defaultCreditLimitMicros)),
+  Config.validate({
+    message: "must be an amount in USD from 0 to 1000000000 with at most 6 decimals",
+    validation: (usd) => Schema.is(Money.Usd)(usd)
+  }),
+  Config.map(Money.toMicros)
+)
+
+/** Options every billing implementation takes. */
+export interface BillingOptions {
+  /** The credit limit of postpaid accounts that set none (micro-dollars; default {@link defaultCreditLimitMicros}). */
+  readonly defaultCreditLimitMicros?: number | undefined
+}
+
 /** A charge above the key's remaining spend limit. */
 export const keyLimitExceeded = (amountMicros: number, limitMicros: number, spentMicros: number) =>
   new Errors.SpendLimitExceeded({
@@ -232,20 +282,24 @@ export const toBalance = (state: BillingState): Account.Balance => ({
   monthToDateSpend: Money.fromMicros(state.monthToDateMicros)
 })
 
-/** Whether a charge that left `balanceMicros` asks for an auto top-up, and of how much. */
+/**
+ * Whether a charge that left `balanceMicros` asks for an auto top-up, and of how much. A top-up that would take the
+ * balance past the bound ({@link maxBalanceMicros}) is not asked for (evaluated under the account's lock).
+ */
 export const topUpDue = (
-  state: Omit<BillingSettings, "monthlySpendLimitMicros">,
+  state: Omit<BillingSettings, "monthlySpendLimitMicros" | "creditLimitMicros">,
   balanceMicros: number
 ): number | undefined =>
   state.billingMode === "prepaid" && state.autoTopUpEnabled && state.autoTopUpThresholdMicros !== null &&
     state.autoTopUpAmountMicros !== null && state.autoTopUpAmountMicros > 0 &&
-    balanceMicros < state.autoTopUpThresholdMicros
+    balanceMicros < state.autoTopUpThresholdMicros && inRange(balanceMicros + state.autoTopUpAmountMicros)
     ? state.autoTopUpAmountMicros
     : undefined
 
 /** The state an account without billing reads as. */
 const unopened = (accountId: string): BillingState => ({
   ...defaultSettings,
+  creditLimitMicros: 0,
   accountId,
   balanceMicros: 0,
   monthToDateMicros: 0

@@ -16,8 +16,13 @@ import type { BillingAccounts, BillingSettings, BillingState } from "./BillingAc
 import {
   balanceService,
   BillingLedger,
+  type BillingOptions,
   type BillingServices,
+  creditLimitExceeded,
+  creditOutOfRange,
+  defaultCreditLimitMicros,
   entry,
+  inRange,
   insufficientBalance,
   keyLimitExceeded,
   type LedgerEntry,
@@ -47,9 +52,15 @@ interface KeyRow {
   ancestors: ReadonlyArray<string>
 }
 
-/** Builds billing in memory (the `PaymentProvider` in context serves auto top-up). */
-export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effect.gen(function*() {
+/**
+ * Builds billing in memory with `options` (the default credit limit of postpaid accounts); the `PaymentProvider`
+ * in context serves auto top-up.
+ */
+export const makeWith = (
+  options: BillingOptions = {}
+): Effect.Effect<BillingServices, never, PaymentProvider> => Effect.gen(function*() {
   const provider = yield* PaymentProvider
+  const defaultCreditLimit = options.defaultCreditLimitMicros ?? defaultCreditLimitMicros
   const lock = yield* Effect.makeSemaphore(1)
   const atomic = lock.withPermits(1)
 
@@ -80,6 +91,7 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
 
   const stateOf = (accountId: string, row: AccountRow, now: number): BillingState => ({
     ...row.settings,
+    creditLimitMicros: row.settings.creditLimitMicros ?? defaultCreditLimit,
     accountId,
     balanceMicros: row.balanceMicros,
     monthToDateMicros: months.get(monthKey(accountId, monthOf(now))) ?? 0
@@ -112,6 +124,10 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
         if (row === undefined) return yield* insufficientBalance(charge.amountMicros, undefined)
         if (row.settings.billingMode === "prepaid" && row.balanceMicros < charge.amountMicros) {
           return yield* insufficientBalance(charge.amountMicros, row.balanceMicros)
+        }
+        const creditLimit = row.settings.creditLimitMicros ?? defaultCreditLimit
+        if (row.settings.billingMode === "postpaid" && row.balanceMicros - charge.amountMicros < -creditLimit) {
+          return yield* creditLimitExceeded(charge.amountMicros, row.balanceMicros, creditLimit)
         }
         // the key's limit and every ancestor's: the one with the least left refuses
         const chain = chainOf(charge.keyId)
@@ -192,10 +208,16 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
     credit: (accountId, amountMicros, note) =>
       Effect.zipRight(
         requireAmount("a credit", amountMicros),
-        withAccount(accountId, (row, now) => {
-          if (amountMicros > 0) credit(accountId, row, amountMicros, note ?? "credit", now)
-          return stateOf(accountId, row, now)
-        })
+        Effect.flatMap(
+          withAccount(accountId, (row, now) => {
+            if (!inRange(row.balanceMicros + amountMicros)) {
+              return Effect.fail(creditOutOfRange(amountMicros, row.balanceMicros))
+            }
+            if (amountMicros > 0) credit(accountId, row, amountMicros, note ?? "credit", now)
+            return Effect.succeed(stateOf(accountId, row, now))
+          }),
+          (result) => result
+        )
       ).pipe(atomic),
     registerKey: (_accountId, keyId, spendLimitMicros, ancestors = []) =>
       Effect.sync(() => {
@@ -235,9 +257,22 @@ export const make: Effect.Effect<BillingServices, never, PaymentProvider> = Effe
   }
 })
 
-/** Billing in memory: `Billing`, `BillingAccounts`, the contract's `BillingService` and `BillingLedger`. */
+/** Builds billing in memory with the default credit limit (100 USD). */
+export const make: Effect.Effect<BillingServices, never, PaymentProvider> = makeWith()
+
+/**
+ * Billing in memory with `options`: `Billing`, `BillingAccounts`, the contract's `BillingService` and
+ * `BillingLedger`.
+ */
+export const layerWith = (options: BillingOptions = {}): Layer.Layer<
+  Billing | BillingAccounts | Services.BillingService | BillingLedger,
+  never,
+  PaymentProvider
+> => layerOf(makeWith(options))
+
+/** Billing in memory with the default credit limit (100 USD). */
 export const layer: Layer.Layer<
   Billing | BillingAccounts | Services.BillingService | BillingLedger,
   never,
   PaymentProvider
-> = layerOf(make)
+> = layerWith()

@@ -42,7 +42,8 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import type * as Layer from "effect/Layer"
+import type * as ConfigError from "effect/ConfigError"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
@@ -50,8 +51,14 @@ import type { BillingAccounts, BillingState } from "./BillingAccounts.js"
 import {
   balanceService,
   BillingLedger,
+  type BillingOptions,
   type BillingServices,
+  creditLimitExceeded,
+  creditOutOfRange,
+  defaultCreditLimitConfig,
+  defaultCreditLimitMicros,
   entry,
+  inRange,
   insufficientBalance,
   isAmount,
   keyLimitExceeded,
@@ -286,6 +293,116 @@ END
 $$`)
   })
 
+/** A postpaid account's credit limit (null: billing's configured default), read by SQLite's debit with the row. */
+const addCreditLimit = (prefix: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql.unsafe(`ALTER TABLE ${tables(prefix).accounts} ADD COLUMN credit_limit_micros ${SqlStore.columns(sql).big}`)
+  )
+
+/**
+ * PostgreSQL: the charge function of {@link createChargeFunction} replaced by one that also takes the default credit
+ * limit (`default_credit_limit`) and answers the account's `credit_limit_micros`: a postpaid charge is `funded` only
+ * when the balance after it stays at or above `-COALESCE(credit_limit_micros, default_credit_limit)`.
+ */
+const createChargeFunctionWithCreditLimit = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (!SqlStore.columns(sql).pg) return
+    const t = tables(prefix)
+    yield* sql.unsafe(`DROP FUNCTION ${chargeFunction(prefix)}(jsonb, bigint, text, boolean)`)
+    yield* sql.unsafe(`CREATE FUNCTION ${chargeFunction(prefix)}(charges jsonb, now_ms bigint, month_text text,
+  defer_top_ups boolean, default_credit_limit bigint)
+RETURNS TABLE (made boolean, deferred boolean, present boolean, funded boolean, allowed boolean, billing_mode text,
+  balance_micros bigint, monthly_spend_limit_micros bigint, auto_top_up_enabled integer,
+  auto_top_up_threshold_micros bigint, auto_top_up_amount_micros bigint, credit_limit_micros bigint,
+  key_limit bigint, key_spent bigint, month_spent bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  c jsonb;
+  acct ${t.accounts}%ROWTYPE;
+  amount bigint;
+  k_id text;
+  k_ancestors text;
+  k_present boolean;
+  k_chain text[];
+BEGIN
+  PERFORM 1 FROM ${t.accounts} WHERE account_id IN (SELECT e->>'account_id' FROM jsonb_array_elements(charges) AS e)
+    ORDER BY account_id FOR UPDATE;
+  FOR c IN SELECT e FROM jsonb_array_elements(charges) WITH ORDINALITY AS x(e, n) ORDER BY n LOOP
+    amount := (c->>'amount')::bigint;
+    made := false; deferred := false; present := NULL; funded := NULL; allowed := NULL; billing_mode := NULL;
+    balance_micros := NULL; monthly_spend_limit_micros := NULL; auto_top_up_enabled := NULL;
+    auto_top_up_threshold_micros := NULL; auto_top_up_amount_micros := NULL; credit_limit_micros := NULL;
+    key_limit := NULL; key_spent := NULL; month_spent := NULL;
+    IF amount = 0 THEN
+      made := true;
+      RETURN NEXT;
+      CONTINUE;
+    END IF;
+    k_id := c->>'key_id';
+    SELECT * INTO acct FROM ${t.accounts} WHERE account_id = c->>'account_id';
+    present := FOUND;
+    IF NOT present THEN
+      RETURN NEXT;
+      CONTINUE;
+    END IF;
+    billing_mode := acct.billing_mode;
+    balance_micros := acct.balance_micros;
+    monthly_spend_limit_micros := acct.monthly_spend_limit_micros;
+    auto_top_up_enabled := acct.auto_top_up_enabled;
+    auto_top_up_threshold_micros := acct.auto_top_up_threshold_micros;
+    auto_top_up_amount_micros := acct.auto_top_up_amount_micros;
+    credit_limit_micros := acct.credit_limit_micros;
+    funded := CASE acct.billing_mode
+      WHEN 'postpaid' THEN acct.balance_micros - amount >= -COALESCE(acct.credit_limit_micros, default_credit_limit)
+      WHEN 'prepaid' THEN acct.balance_micros >= amount
+      ELSE false END;
+    -- the key's chain: the key and its ancestors, their spend rows locked
+    SELECT ancestors INTO k_ancestors FROM ${t.keySpend} WHERE key_id = k_id FOR UPDATE;
+    k_present := FOUND;
+    k_chain := ARRAY[k_id];
+    IF k_present AND k_ancestors <> '[]' THEN
+      k_chain := k_chain || ARRAY(SELECT jsonb_array_elements_text(k_ancestors::jsonb));
+      PERFORM 1 FROM ${t.keySpend} WHERE key_id = ANY(k_chain) FOR UPDATE;
+    END IF;
+    SELECT s.spend_limit_micros, s.spent_micros INTO key_limit, key_spent FROM ${t.keySpend} AS s
+      WHERE s.key_id = ANY(k_chain) AND s.spend_limit_micros IS NOT NULL AND s.spent_micros + amount > s.spend_limit_micros
+      ORDER BY s.spend_limit_micros - s.spent_micros, s.key_id LIMIT 1;
+    SELECT m.spent_micros INTO month_spent FROM ${t.monthSpend} AS m
+      WHERE m.account_id = acct.account_id AND m.month = month_text;
+    allowed := key_limit IS NULL AND (acct.monthly_spend_limit_micros IS NULL
+      OR COALESCE(month_spent, 0) + amount <= acct.monthly_spend_limit_micros);
+    IF funded AND allowed AND defer_top_ups AND acct.auto_top_up_enabled = 1
+      AND NOT COALESCE(acct.balance_micros - amount >= acct.auto_top_up_threshold_micros, false) THEN
+      deferred := true;
+      RETURN NEXT;
+      RETURN;
+    END IF;
+    IF funded AND allowed THEN
+      made := true;
+      UPDATE ${t.accounts} SET balance_micros = balance_micros - amount, updated_at = now_ms
+        WHERE account_id = acct.account_id;
+      INSERT INTO ${t.ledger} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
+        VALUES (acct.account_id, 'charge', -amount, k_id, c->>'task_id', c->>'description', month_text, now_ms);
+      IF k_present THEN
+        UPDATE ${t.keySpend} SET spent_micros = spent_micros + amount WHERE key_id = ANY(k_chain);
+      ELSE
+        INSERT INTO ${t.keySpend} (key_id, account_id, spend_limit_micros, spent_micros)
+          VALUES (k_id, acct.account_id, NULL, amount)
+          ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t.keySpend}.spent_micros + excluded.spent_micros;
+      END IF;
+      INSERT INTO ${t.monthSpend} (account_id, month, spent_micros) VALUES (acct.account_id, month_text, amount)
+        ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t.monthSpend}.spent_micros + excluded.spent_micros;
+    END IF;
+    RETURN NEXT;
+  END LOOP;
+END
+$$`)
+  })
+
 /**
  * Billing's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails the
  * loader with a `MigrationError`.
@@ -294,7 +411,8 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
   SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
     "0001_billing": createTables(prefix),
     "0002_key_spend_ancestors": addAncestors(prefix),
-    "0003_charge_function": createChargeFunction(prefix)
+    "0003_charge_function": createChargeFunction(prefix),
+    "0004_credit_limit": Effect.zipRight(addCreditLimit(prefix), createChargeFunctionWithCreditLimit(prefix))
   }))
 
 /**
@@ -318,7 +436,8 @@ const AccountRow = Schema.Struct({
   monthlySpendLimitMicros: column("monthly_spend_limit_micros", limit),
   autoTopUpEnabled: column("auto_top_up_enabled", SqlRows.Flag),
   autoTopUpThresholdMicros: column("auto_top_up_threshold_micros", limit),
-  autoTopUpAmountMicros: column("auto_top_up_amount_micros", limit)
+  autoTopUpAmountMicros: column("auto_top_up_amount_micros", limit),
+  creditLimitMicros: column("credit_limit_micros", limit)
 })
 type AccountRow = typeof AccountRow.Type
 
@@ -396,6 +515,7 @@ export const debitedRowFast = (row: unknown): typeof DebitedRow.Type | undefined
   const flag = r["auto_top_up_enabled"]
   const autoTopUpThresholdMicros = r["auto_top_up_threshold_micros"]
   const autoTopUpAmountMicros = r["auto_top_up_amount_micros"]
+  const creditLimitMicros = r["credit_limit_micros"]
   const keyLimitMicros = r["key_limit"]
   const keySpentMicros = r["key_spent"]
   const monthSpentMicros = r["month_spent"]
@@ -403,7 +523,8 @@ export const debitedRowFast = (row: unknown): typeof DebitedRow.Type | undefined
   if (
     (billingMode !== "prepaid" && billingMode !== "postpaid") || !finite(balanceMicros) ||
     !finiteOrNull(monthlySpendLimitMicros) || (flag !== 0 && flag !== 1) || !finiteOrNull(autoTopUpThresholdMicros) ||
-    !finiteOrNull(autoTopUpAmountMicros) || !finiteOrNull(keyLimitMicros) || !finiteOrNull(keySpentMicros) ||
+    !finiteOrNull(autoTopUpAmountMicros) || !finiteOrNull(creditLimitMicros) || !finiteOrNull(keyLimitMicros) ||
+    !finiteOrNull(keySpentMicros) ||
     !finiteOrNull(monthSpentMicros) || (ancestors !== null && typeof ancestors !== "string")
   ) return undefined
   let keyAncestors: Array<string> | null = null
@@ -424,6 +545,7 @@ export const debitedRowFast = (row: unknown): typeof DebitedRow.Type | undefined
     autoTopUpEnabled: flag === 1,
     autoTopUpThresholdMicros,
     autoTopUpAmountMicros,
+    creditLimitMicros,
     keyLimitMicros,
     keySpentMicros,
     monthSpentMicros,
@@ -442,8 +564,8 @@ const minus = (column: string, amount: number) =>
 // billing
 // -----------------------------------------------------------------------------------------------------------------
 
-/** Options of SQL billing. */
-export interface SqlOptions extends SqlStore.PrefixOptions {}
+/** Options of SQL billing: the tables' prefix, the default credit limit of postpaid accounts. */
+export interface SqlOptions extends SqlStore.PrefixOptions, BillingOptions {}
 
 /**
  * Builds SQL billing on the `SqlClient` in context (SQLite or PostgreSQL), after running billing's migrations, with
@@ -457,6 +579,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
   const provider = yield* PaymentProvider
   const rows = decoders(prefix)
+  const defaultCreditLimit = options.defaultCreditLimitMicros ?? defaultCreditLimitMicros
 
   /** Reads and locks an account row for the rest of the transaction. */
   const lockAccount = (accountId: string): Effect.Effect<AccountRow | undefined, SqlError | SqlRows.RowError> =>
@@ -474,7 +597,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 
   const stateOf = (accountId: string, row: AccountRow, now: number) =>
     Effect.map(monthSpent(accountId, monthOf(now)), (monthToDateMicros): BillingState =>
-      ({ accountId, ...row, monthToDateMicros }))
+      ({ accountId, ...row, creditLimitMicros: row.creditLimitMicros ?? defaultCreditLimit, monthToDateMicros }))
 
   const ledgerInsert = (row: typeof NewEntry.Encoded) => sql`INSERT INTO ${t.ledger} ${sql.insert(row)}`
   const appendEntry = (entry: NewEntry) => Effect.flatMap(rows.newEntry.encode(entry), ledgerInsert)
@@ -514,13 +637,22 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     )
   }
 
-  /** The account row a charge of `amount` debited, unless there is none or a prepaid balance did not cover it. */
-  const coveredRow = (amount: number) => <A extends AccountRow>(found: Option.Option<A>): Either.Either<A, Refusal> =>
-    Option.isNone(found)
-      ? Either.left(insufficientBalance(amount, undefined))
-      : found.value.billingMode === "prepaid" && found.value.balanceMicros < 0
-      ? Either.left(insufficientBalance(amount, found.value.balanceMicros + amount))
-      : Either.right(found.value)
+  /**
+   * The account row a charge of `amount` debited, unless there is none, a prepaid balance did not cover it or a
+   * postpaid balance went below its credit limit.
+   */
+  const coveredRow = (amount: number) => <A extends AccountRow>(found: Option.Option<A>): Either.Either<A, Refusal> => {
+    if (Option.isNone(found)) return Either.left(insufficientBalance(amount, undefined))
+    const row = found.value
+    if (row.billingMode === "prepaid" && row.balanceMicros < 0) {
+      return Either.left(insufficientBalance(amount, row.balanceMicros + amount))
+    }
+    const creditLimit = row.creditLimitMicros ?? defaultCreditLimit
+    if (row.billingMode === "postpaid" && row.balanceMicros < -creditLimit) {
+      return Either.left(creditLimitExceeded(amount, row.balanceMicros + amount, creditLimit))
+    }
+    return Either.right(row)
+  }
 
   /** The refusal of a charge by the limit it exceeds: the key's first, then the account's monthly one. */
   const limitExceeded = (amount: number, row: AccountRow, read: typeof SpendRead.Type) =>
@@ -563,7 +695,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         amount: amountMicros,
         description
       })))
-    }::jsonb, ${now}, ${monthOf(now)}, ${deferTopUps}) WITH ORDINALITY AS c`
+    }::jsonb, ${now}, ${monthOf(now)}, ${deferTopUps}, ${defaultCreditLimit}) WITH ORDINALITY AS c`
 
   /** Whether a row of the charge function has the flag `name` set. */
   const flagged = (answer: unknown, name: "made" | "deferred" | "present", value = true) =>
@@ -574,7 +706,13 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     flagged(answer, "present", false)
       ? Effect.succeed(insufficientBalance(amount, undefined))
       : Effect.flatMap(rows.pgCharged.single([answer]), (read): Effect.Effect<Refusal> => {
-        if (!read.funded) return Effect.succeed(insufficientBalance(amount, read.balanceMicros))
+        if (!read.funded) {
+          return Effect.succeed(
+            read.billingMode === "postpaid"
+              ? creditLimitExceeded(amount, read.balanceMicros, read.creditLimitMicros ?? defaultCreditLimit)
+              : insufficientBalance(amount, read.balanceMicros)
+          )
+        }
         // the function refused on what it read: a limit
         return Option.match(limitExceeded(amount, read, read), {
           onNone: () => Effect.dieMessage("billing: a charge refused by no limit"),
@@ -838,11 +976,14 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     credit: (accountId, amountMicros, note) =>
       Effect.zipRight(
         requireAmount("a credit", amountMicros),
-        withAccount("credit", accountId, (_row, now) =>
-          Effect.zipRight(
-            amountMicros > 0 ? creditLocked(accountId, amountMicros, note ?? "credit", now) : Effect.void,
-            stateAfter(accountId, now)
-          ))
+        withAccount("credit", accountId, (row, now) =>
+          // under the account's lock: no credit or charge of the account runs between the check and the write
+          !inRange(row.balanceMicros + amountMicros)
+            ? Effect.fail(creditOutOfRange(amountMicros, row.balanceMicros))
+            : Effect.zipRight(
+              amountMicros > 0 ? creditLocked(accountId, amountMicros, note ?? "credit", now) : Effect.void,
+              stateAfter(accountId, now)
+            ))
       ),
 
     registerKey: (accountId, keyId, spendLimitMicros, ancestors = []) =>
@@ -905,3 +1046,15 @@ export const layer = (options: SqlOptions = {}): Layer.Layer<
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient | PaymentProvider
 > => layerOf(make(options))
+
+/**
+ * {@link layer} with the default credit limit of postpaid accounts from Effect `Config`
+ * (`MEDIAGATE_DEFAULT_CREDIT_LIMIT`, USD, default 100), unless `options` gives one.
+ */
+export const layerConfig = (options: SqlOptions = {}): Layer.Layer<
+  Billing | BillingAccounts | Services.BillingService | BillingLedger,
+  SqlError | Migrator.MigrationError | PersistenceError | ConfigError.ConfigError,
+  SqlClient.SqlClient | PaymentProvider
+> =>
+  Layer.unwrapEffect(Effect.map(defaultCreditLimitConfig, (defaultCreditLimitMicros) =>
+    layer({ defaultCreditLimitMicros, ...options })))

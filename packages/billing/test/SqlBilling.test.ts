@@ -131,6 +131,7 @@ describe("the debited row's fast path", () => {
     auto_top_up_enabled: 0,
     auto_top_up_threshold_micros: null,
     auto_top_up_amount_micros: null,
+    credit_limit_micros: null,
     key_limit: null,
     key_spent: null,
     month_spent: 3_200_000,
@@ -142,6 +143,7 @@ describe("the debited row's fast path", () => {
   const variants: ReadonlyArray<Record<string, unknown>> = [
     {},
     { billing_mode: "postpaid", balance_micros: -5_000_000, monthly_spend_limit_micros: 100_000_000 },
+    { billing_mode: "postpaid", credit_limit_micros: 25_000_000 },
     { auto_top_up_enabled: 1, auto_top_up_threshold_micros: 2_000_000, auto_top_up_amount_micros: 10_000_000 },
     { key_limit: 5_000_000, key_spent: 4_000_000, key_ancestors: "[]" },
     { key_ancestors: "[\"key_root\",\"key_mid\"]" },
@@ -153,6 +155,7 @@ describe("the debited row's fast path", () => {
     { balance_micros: Number.NaN },
     { balance_micros: Infinity },
     { key_limit: "lots" },
+    { credit_limit_micros: "much" },
     { key_ancestors: "not json" },
     { key_ancestors: "[1]" },
     { key_ancestors: "{}" },
@@ -175,8 +178,8 @@ describe("the debited row's fast path", () => {
       expect(fast, JSON.stringify(variant)).toEqual(Either.getOrThrow(schema))
     }
     // the plain rows SQLite answers all take the fast path
-    assert.strictEqual(taken, 5)
-    for (const variant of variants.slice(5)) assert.isUndefined(SqlBilling.debitedRowFast({ ...valid, ...variant }))
+    assert.strictEqual(taken, 6)
+    for (const variant of variants.slice(6)) assert.isUndefined(SqlBilling.debitedRowFast({ ...valid, ...variant }))
     assert.isUndefined(SqlBilling.debitedRowFast(null))
   })
 })
@@ -222,7 +225,7 @@ for (const [name, database] of databases) {
         const again = yield* SqlBilling.migrate()
         expect(again).toEqual([])
         const rows = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlBilling.migrationsTable())}`
-        expect(rows.map((r) => r.name)).toEqual(["billing", "key_spend_ancestors", "charge_function"])
+        expect(rows.map((r) => r.name)).toEqual(["billing", "key_spend_ancestors", "charge_function", "credit_limit"])
       })))
 
     // PostgreSQL's batch of charges (SQLite's batches run on the write connection)

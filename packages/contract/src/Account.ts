@@ -37,6 +37,9 @@ export const Account = Schema.Struct({
   id: Schema.String.annotations({ description: "`acct_` + ULID" }),
   name: Schema.String,
   ...Balance.fields,
+  creditLimit: Schema.Number.annotations({
+    description: "Postpaid: how far the balance may go below zero, in USD (the account's own or the configured default)"
+  }),
   createdAt: Timestamp
 }).annotations({ identifier: "Account" })
 /** An account as the admin API shows it. */
@@ -47,7 +50,10 @@ const billingSettings = {
   monthlySpendLimit: optional(Schema.NullOr(Usd)),
   autoTopUpEnabled: optional(Schema.Boolean),
   autoTopUpThreshold: optional(Schema.NullOr(Usd)),
-  autoTopUpAmount: optional(Schema.NullOr(PositiveUsd))
+  autoTopUpAmount: optional(Schema.NullOr(PositiveUsd)),
+  creditLimit: optional(Schema.NullOr(Usd).annotations({
+    description: "Postpaid: how far the balance may go below zero, in USD; null: the configured default"
+  }))
 }
 
 /** Body of `POST /admin/v1/accounts`. */

@@ -66,21 +66,27 @@ const optional = <A>(options: Options.Options<A>) => Options.optional(options)
 const given = <K extends string, A>(key: K, option: Option.Option<A>): Partial<Record<K, A>> =>
   Option.isSome(option) ? Rec.singleton(key, option.value) : {}
 
+const creditLimit = Options.float("credit-limit").pipe(
+  Options.withDescription("credit-limit in USD: how far a postpaid balance may go below zero")
+)
+
 const accountCreate = Command.make(
   "create",
   {
     name: Options.text("name").pipe(Options.withDescription("account name")),
     balance: optional(usd("balance")),
     billingMode: optional(Options.choice("billing-mode", ["prepaid", "postpaid"])),
-    monthlyLimit: optional(usd("monthly-limit"))
+    monthlyLimit: optional(usd("monthly-limit")),
+    creditLimit: optional(creditLimit)
   },
-  ({ balance, billingMode, monthlyLimit, name }) =>
+  ({ balance, billingMode, creditLimit, monthlyLimit, name }) =>
     reportAdmin((admin) =>
       admin.createAccount({
         name,
         ...given("balance", balance),
         ...given("billingMode", billingMode),
-        ...given("monthlySpendLimit", monthlyLimit)
+        ...given("monthlySpendLimit", monthlyLimit),
+        ...given("creditLimit", creditLimit)
       }))
 ).pipe(Command.withDescription("Create an account"))
 
@@ -89,6 +95,25 @@ const accountId = Args.text({ name: "account-id" }).pipe(Args.withDescription("a
 const accountShow = Command.make("show", { id: accountId }, ({ id }) => reportAdmin((admin) => admin.getAccount(id))).pipe(
   Command.withDescription("Show an account and its balance")
 )
+
+const accountUpdate = Command.make(
+  "update",
+  {
+    id: accountId,
+    name: optional(Options.text("name").pipe(Options.withDescription("account name"))),
+    billingMode: optional(Options.choice("billing-mode", ["prepaid", "postpaid"])),
+    monthlyLimit: optional(usd("monthly-limit")),
+    creditLimit: optional(creditLimit)
+  },
+  ({ billingMode, creditLimit, id, monthlyLimit, name }) =>
+    reportAdmin((admin) =>
+      admin.updateAccount(id, {
+        ...given("name", name),
+        ...given("billingMode", billingMode),
+        ...given("monthlySpendLimit", monthlyLimit),
+        ...given("creditLimit", creditLimit)
+      }))
+).pipe(Command.withDescription("Change an account's name, billing mode or limits (only the given ones)"))
 
 const accountCredit = Command.make(
   "credit",
@@ -393,7 +418,13 @@ export const command = Command.make("mediagate", {}, () => Server.program).pipe(
   Command.withDescription("Mediagate, the media generation gateway: runs the server when no command is given"),
   Command.withSubcommands([
     serve,
-    Command.make("accounts").pipe(Command.withSubcommands([accountCreate, accountShow, accountCredit, accountList])),
+    Command.make("accounts").pipe(Command.withSubcommands([
+      accountCreate,
+      accountShow,
+      accountUpdate,
+      accountCredit,
+      accountList
+    ])),
     Command.make("keys").pipe(Command.withSubcommands([keyCreate, keyList, keyRevoke])),
     Command.make("tasks").pipe(Command.withSubcommands([taskList, taskInspect])),
     Command.make("webhooks").pipe(Command.withSubcommands([deliveryList])),

@@ -18,6 +18,7 @@ const recordingAdmin = () => {
     autoTopUpEnabled: false,
     autoTopUpThreshold: null,
     autoTopUpAmount: null,
+    creditLimit: 100,
     currency: "USD" as const,
     monthToDateSpend: 0,
     createdAt: "2026-11-21T00:00:00.000Z"
@@ -28,7 +29,7 @@ const recordingAdmin = () => {
       id === "acct_1"
         ? Effect.sync(() => (calls.push(["getAccount", id]), account(id, "Acme", 10)))
         : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
-    updateAccount: (id) => Effect.succeed(account(id, "Acme", 10)),
+    updateAccount: (id, body) => Effect.sync(() => (calls.push(["updateAccount", id, body]), account(id, "Acme", 10))),
     credit: (id, body) => Effect.sync(() => (calls.push(["credit", id, body]), account(id, "Acme", 10 + body.amount))),
     createKey: (id, body) =>
       Effect.sync(() => {
@@ -91,17 +92,27 @@ describe("mediagate (admin commands)", () => {
   it.effect("creates an account, credits it, creates a key and shows it", () =>
     Effect.gen(function*() {
       const admin = recordingAdmin()
-      const created = yield* cli(["accounts", "create", "--name", "Acme", "--balance", "10", "--billing-mode", "postpaid"], admin.layer)
+      const created = yield* cli(
+        ["accounts", "create", "--name", "Acme", "--balance", "10", "--billing-mode", "postpaid"]
+          .concat(["--credit-limit", "40"]),
+        admin.layer
+      )
       expect(created.exit._tag).toBe("Success")
       expect(JSON.parse(created.out.join("\n"))).toMatchObject({ id: "acct_1", name: "Acme", balance: 10 })
       yield* cli(["accounts", "credit", "acct_1", "--amount", "2.5", "--note", "welcome"], admin.layer)
+      const updated = yield* cli(
+        ["accounts", "update", "acct_1", "--credit-limit", "250", "--monthly-limit", "500"],
+        admin.layer
+      )
+      expect(updated.exit._tag).toBe("Success")
       const key = yield* cli(["keys", "create", "acct_1", "--name", "ops", "--environment", "test", "--spend-limit", "5"], admin.layer)
       expect(JSON.parse(key.out.join("\n")).key).toMatch(/^mg_live_/)
       const shown = yield* cli(["accounts", "show", "acct_1"], admin.layer)
       expect(JSON.parse(shown.out.join("\n"))).toMatchObject({ id: "acct_1", balance: 10 })
       expect(admin.calls).toEqual([
-        ["createAccount", { name: "Acme", balance: 10, billingMode: "postpaid" }],
+        ["createAccount", { name: "Acme", balance: 10, billingMode: "postpaid", creditLimit: 40 }],
         ["credit", "acct_1", { amount: 2.5, note: "welcome" }],
+        ["updateAccount", "acct_1", { monthlySpendLimit: 500, creditLimit: 250 }],
         ["createKey", "acct_1", { name: "ops", environment: "test", spendLimit: 5 }],
         ["getAccount", "acct_1"]
       ])

@@ -462,6 +462,7 @@ const account = (id: string, name: string, balance: number) => ({
   autoTopUpEnabled: false,
   autoTopUpThreshold: null,
   autoTopUpAmount: null,
+  creditLimit: 100,
   currency: "USD" as const,
   monthToDateSpend: 0,
   createdAt: "2026-11-21T00:00:00.000Z"

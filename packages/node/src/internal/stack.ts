@@ -194,7 +194,7 @@ export const Accounts = (stack: StackSettings) =>
         maxInFlightTasks: limits.keyMaxInFlightTasks > 0 ? limits.keyMaxInFlightTasks : null
       }
     }, { prefix: stack.tablePrefix }))).pipe(
-    Layer.provideMerge(SqlBilling.layer({ prefix: stack.tablePrefix })),
+    Layer.provideMerge(SqlBilling.layerConfig({ prefix: stack.tablePrefix })),
     Layer.provide(Layer.unwrapEffect(Effect.map(
       Config.literal("none", "simulated")("MEDIAGATE_PAYMENT_PROVIDER").pipe(Config.withDefault("none" as const)),
       (provider) => provider === "simulated" ? PaymentProvider.layerSimulated : PaymentProvider.layerNone
