@@ -127,7 +127,13 @@ export const AccountDetail = (props: { readonly id: string }) => {
                 value={money(account.monthToDateSpend)}
                 note={account.monthlySpendLimit === null ? "no monthly limit" : `limit ${money(account.monthlySpendLimit)}`}
               />
-              <Stat label="Billing" value={account.billingMode} note={<>created {time(account.createdAt)}</>} />
+              <Stat
+                label="Billing"
+                value={account.billingMode}
+                note={account.billingMode === "postpaid"
+                  ? `credit limit ${money(account.creditLimit)}`
+                  : <>created {time(account.createdAt)}</>}
+              />
             </div>
             <div class="split">
               <FormCard
@@ -168,7 +174,8 @@ export const AccountDetail = (props: { readonly id: string }) => {
                         monthlySpendLimit: usdOrNull(text("monthlySpendLimit")),
                         autoTopUpEnabled: data.get("autoTopUpEnabled") === "on",
                         autoTopUpThreshold: usdOrNull(text("autoTopUpThreshold")),
-                        autoTopUpAmount: usdOrNull(text("autoTopUpAmount"))
+                        autoTopUpAmount: usdOrNull(text("autoTopUpAmount")),
+                        creditLimit: usdOrNull(text("creditLimit"))
                       }
                     })).then(loaded.reload)
                 }}
@@ -184,6 +191,9 @@ export const AccountDetail = (props: { readonly id: string }) => {
                   </Field>
                   <Field label="Monthly spend limit, USD (empty: none)">
                     <input type="number" name="monthlySpendLimit" min="0" step="0.01" defaultValue={account.monthlySpendLimit?.toString() ?? ""} />
+                  </Field>
+                  <Field label="Credit limit, USD (postpaid: how far the balance may go below zero; empty: the default)">
+                    <input type="number" name="creditLimit" min="0" max="1000000000" step="0.01" defaultValue={account.creditLimit.toString()} />
                   </Field>
                   <label class="check">
                     <input type="checkbox" name="autoTopUpEnabled" defaultChecked={account.autoTopUpEnabled} /> Auto top-up
