@@ -52,8 +52,50 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
   retryable: Schema.Boolean,
   code: Schema.optional(Schema.String),
   kind: Schema.optional(Schema.Literal("unavailable", "auth", "refused")),
-  retryAfterMs: Schema.optional(Schema.Number)
+  retryAfterMs: Schema.optional(Schema.Number),
+  /**
+   * A submit whose request may have reached the upstream and made a job (a timeout, a connection reset, a 5xx: the
+   * answer was lost, not the request refused). The worker then records a {@link submitMarker} on `channelId` and
+   * looks for that job ({@link Upstream} `find`) before it submits again.
+   */
+  uncertain: Schema.optional(Schema.Boolean),
+  /** The channel an uncertain submit went to. */
+  channelId: Schema.optional(Schema.String)
 }) {}
+
+/**
+ * What an upstream knows of a job an uncertain submit may have made: `Found` (its id), `NotFound` (there is none, or
+ * the upstream honours the submit's idempotency key: submitting again is safe), `Unknown` (the upstream offers no
+ * way to tell: the task waits `waitMs` from the uncertain submit, or a callback that names the job, before it is
+ * submitted again).
+ */
+export type FindResult =
+  | { readonly _tag: "Found"; readonly jobId: string }
+  | { readonly _tag: "NotFound" }
+  | { readonly _tag: "Unknown"; readonly waitMs: number }
+
+/** The prefix of a {@link submitMarker}. */
+const markerPrefix = "submit?"
+
+/**
+ * The upstream job id a worker records after an uncertain submit at `at` (epoch ms): the job may exist, its id is
+ * not known yet. Never a real job id (polls and cancels skip it).
+ */
+export const submitMarker = (at: number): string => `${markerPrefix}${at}`
+
+/** When the uncertain submit of a {@link submitMarker} was made (epoch ms), or undefined for a real job id. */
+export const markedAt = (jobId: string | null | undefined): number | undefined => {
+  if (jobId == null || !jobId.startsWith(markerPrefix)) return undefined
+  const at = Number(jobId.slice(markerPrefix.length))
+  return Number.isFinite(at) ? at : 0
+}
+
+/**
+ * The id an upstream may know a task's job by (an idempotency key, a tag in the job's metadata): the task id with
+ * the channel's (`<task>.<channel>`), so a retried task (a new id) or a task failed over to another channel never
+ * matches an earlier job, and a submit repeated on the same channel always does.
+ */
+export const submitKey = (task: TaskRecord): string => task.channelId == null ? task.id : `${task.id}.${task.channelId}`
 
 /** The upstream port. */
 export class Upstream extends Context.Tag("@mediagate/engine/Upstream")<Upstream, {
@@ -69,6 +111,11 @@ export class Upstream extends Context.Tag("@mediagate/engine/Upstream")<Upstream
     { readonly jobId: string; readonly channelId?: string; readonly charges?: ReadonlyArray<ExtraCharge> },
     UpstreamError
   >
+  /**
+   * Looks for the job an uncertain submit of the task (on `task.channelId`, at `since`) may have made, by the task's
+   * {@link submitKey}. Absent: the upstream offers no way (`Unknown` with the worker's default wait).
+   */
+  readonly find?: (task: TaskRecord, since: number) => Effect.Effect<FindResult, UpstreamError>
   /** Reads the state of a job. */
   readonly poll: (task: TaskRecord, jobId: string) => Effect.Effect<JobState, UpstreamError>
   /** Best-effort cancel of a job (after a cancel or expiry). */

@@ -12,6 +12,16 @@
  * that run out; another worker then claims the task with a newer fence and continues from the stored upstream job
  * id.
  *
+ * Uncertain submits: a submit that may have made a job although its answer was lost (a timeout, a reset, a 5xx)
+ * records a submit marker instead of a job id (`Upstream.submitMarker`); the next step asks the upstream for that job
+ * (`Upstream.find`: by idempotency key or by the task's id in the job's metadata) and follows it when found. Where
+ * the upstream cannot tell, the task waits — a step, not a slot — for a callback or the upstream's bounded time
+ * before it is submitted again (docs/channels.md, "Submits without duplicates").
+ *
+ * Placement: with a `Placement` (the local file store of `@mediagate/node`) the worker's name is the node's id, it
+ * asks `Placement.check` before its first claim and on every heartbeat, and claims no task accepted by a node it is
+ * apart from (`TaskStorage.claim`'s `exclude`); its registry row says which (`NodeBeat.apartFrom`).
+ *
  * Outages: a claim that fails (the database restarted, connections killed) never stops the worker. It logs once and
  * tries again after a capped exponential backoff ({@link WorkerOptions.backoff}, `@mediagate/persistence/Backoff`).
  * A step that failed half-way hands its task back, retrying until storage answers; a task of a claim whose answer
@@ -40,10 +50,11 @@ import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
 import * as Backoff from "@mediagate/persistence/Backoff"
 import * as Ids from "@mediagate/persistence/Ids"
+import { Placement } from "./Placement.js"
 import type { Outcome, TaskRecord } from "./TaskRecord.js"
 import { idempotencyWindowMs } from "./TaskService.js"
 import { type FinishOptions, type StepUpdate, TaskStorage } from "./TaskStorage.js"
-import { type JobState, Upstream, type UpstreamError } from "./Upstream.js"
+import { type FindResult, type JobState, markedAt, submitMarker, Upstream, type UpstreamError } from "./Upstream.js"
 import * as EngineMetrics from "./internal/metrics.js"
 
 /** Worker settings. */
@@ -173,8 +184,11 @@ const runStepWith = (
     const refused = (error: UpstreamError): Outcome =>
       ({ _tag: "Failed", error: { code: error.code ?? "PROVIDER_ERROR", message: error.message } })
 
+    /** When an uncertain submit of the task was made, if the task waits to learn whether it made a job. */
+    const uncertainSince = markedAt(task.upstreamJobId)
+
     if (now >= task.deadlineAt) {
-      if (task.upstreamJobId !== null) yield* upstream.cancel(task, task.upstreamJobId)
+      if (task.upstreamJobId !== null && uncertainSince === undefined) yield* upstream.cancel(task, task.upstreamJobId)
       return yield* Effect.asVoid(end({ _tag: "Expired" }))
     }
 
@@ -223,11 +237,39 @@ const runStepWith = (
         }
       })
 
-    if (task.upstreamJobId !== null) return yield* Effect.asVoid(poll(task.upstreamJobId, false))
+    if (task.upstreamJobId !== null && uncertainSince === undefined) {
+      return yield* Effect.asVoid(poll(task.upstreamJobId, false))
+    }
+
+    // an earlier submit may have made a job (its answer was lost): look for it before submitting again
+    if (uncertainSince !== undefined && upstream.find !== undefined) {
+      const found = yield* Effect.either(upstream.find(task, uncertainSince).pipe(stepSpan("Worker.find", task)))
+      if (found._tag === "Left") {
+        const error = found.left
+        return yield* error.retryable
+          ? Effect.asVoid(storage.step(task.id, task.fence, { nextRunAt: retryAt(error), polled: true }))
+          : Effect.asVoid(end(refused(error)))
+      }
+      const result: FindResult = found.right
+      if (result._tag === "Found") return yield* Effect.asVoid(poll(result.jobId, true, task.channelId ?? undefined))
+      // the upstream cannot tell: wait for its callback (which wakes the task) or the bounded time, holding no slot
+      if (result._tag === "Unknown" && now < uncertainSince + result.waitMs) {
+        return yield* Effect.asVoid(storage.step(task.id, task.fence, { nextRunAt: uncertainSince + result.waitMs, polled: true }))
+      }
+    }
 
     const submitted = yield* Effect.either(EngineMetrics.timed(task, "submit", upstream.submit(task)).pipe(stepSpan("Worker.submit", task)))
     if (submitted._tag === "Left") {
       const error = submitted.left
+      // the submit may have made a job: recorded as such on its channel, looked for before submitting again
+      if (error.retryable && error.uncertain === true) {
+        return yield* Effect.asVoid(storage.step(task.id, task.fence, {
+          upstreamJobId: submitMarker(now),
+          ...(error.channelId === undefined ? {} : { channelId: error.channelId }),
+          nextRunAt: retryAt(error),
+          polled: true
+        }))
+      }
       // a retryable failure on every channel: try again later, the channel reservation let go
       return yield* error.retryable
         ? Effect.asVoid(storage.step(task.id, task.fence, { nextRunAt: retryAt(error), polled: true, resubmit: true }))
@@ -275,7 +317,14 @@ export const run = (options: WorkerOptions = {}) =>
     const upstream = yield* Upstream
     const leaseMs = Duration.toMillis(options.lease ?? "30 seconds")
     const idleMs = Duration.toMillis(options.idle ?? "1 second")
-    const baseOwner = options.owner ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
+    // with a Placement, its node id; the tasks of the nodes it is apart from are not claimed (looked at before the
+    // first claim and on every heartbeat)
+    const placement = Option.getOrUndefined(yield* Effect.serviceOption(Placement))
+    const baseOwner = options.owner ?? placement?.nodeId ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
+    let apart: ReadonlyArray<string> = placement === undefined ? [] : yield* placement.check
+    const lookAgain = placement === undefined ? Effect.void : Effect.map(placement.check, (ids) => {
+      apart = ids
+    })
     /**
      * The name this worker claims under. A claim that fails may still have committed (the connection was lost
      * after the commit): its tasks are leased to the name but run by nobody. So the name changes after a failed
@@ -389,6 +438,7 @@ export const run = (options: WorkerOptions = {}) =>
     // each beat also registers this process in the node registry (one upsert: the operators' system status)
     const heartbeat = yield* Effect.forkScoped(
       Effect.suspend(() => Effect.forEach([owner, ...formerOwners.keys()], (name) => storage.heartbeat(name, leaseMs))).pipe(
+        Effect.zipLeft(lookAgain),
         Effect.flatMap((held) =>
           storage.beatNode({
             id: baseOwner,
@@ -396,7 +446,8 @@ export const run = (options: WorkerOptions = {}) =>
             pid: process.pid,
             concurrency,
             heartbeatMs,
-            leases: held.reduce((a, b) => a + b, 0)
+            leases: held.reduce((a, b) => a + b, 0),
+            apartFrom: apart
           })
         ),
         Effect.catchAllCause((cause) => Effect.logWarning("heartbeat failed", cause)),
@@ -487,7 +538,7 @@ export const run = (options: WorkerOptions = {}) =>
       dueSinceClaim = Infinity
       const claimStarted = yield* Clock.currentTimeNanos
       // a failed claim (storage unavailable) ends the round: the loop backs off (see `dispatcher` below)
-      const claimed = yield* storage.claim(owner, free, leaseMs).pipe(Effect.tapErrorCause(() =>
+      const claimed = yield* storage.claim(owner, free, leaseMs, apart).pipe(Effect.tapErrorCause(() =>
         Effect.sync(() => {
           // the claim may have committed: claim under a new name from now on (see `owner`)
           const steps = [...ownerOf.values()].filter((name) => name === owner).length
