@@ -281,6 +281,34 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
 
+    it.live("concurrent retries of one task with one key make one task and one charge; without a key, one each", () => {
+      const { layer, ledger } = setup()
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const storage = yield* TaskStorage
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("c [fail]"),
+          idempotencyKey: undefined
+        })
+        yield* awaitTerminal([ack.id])
+        const ten = Array.from({ length: 10 }, (_, i) => i)
+        const keyed = yield* Effect.forEach(ten, () => tasks.retry(principal(), ack.id, "one-intent"), {
+          concurrency: "unbounded"
+        })
+        expect(new Set(keyed.map((retried) => retried.id)).size).toBe(1)
+        expect(keyed.every((retried) => retried.original_task_id === ack.id)).toBe(true)
+        expect(ledger.charges.map((c) => c.taskId)).toEqual([ack.id, keyed[0]!.id])
+        // the spec's rule: each retry without a key is a new task and a new charge
+        const unkeyed = yield* Effect.forEach(ten, () => tasks.retry(principal(), ack.id, undefined), {
+          concurrency: "unbounded"
+        })
+        expect(new Set(unkeyed.map((retried) => retried.id)).size).toBe(10)
+        expect(ledger.charges).toHaveLength(12)
+        expect((yield* storage.list("acct_a", { limit: 100 })).total).toBe(12)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
     it.live("lists with an opaque cursor and refuses a forged one", () => {
       const { layer } = setup({ concurrency: 0 })
       return Effect.gen(function*() {
