@@ -46,13 +46,19 @@ export interface ClientOptions {
   readonly fetch?: typeof globalThis.fetch | undefined
   /** Milliseconds per call, retries included (default 60,000). */
   readonly timeout?: number | undefined
-  /** Retries of idempotent calls on 429, 503 and connection failures (default 2). */
+  /**
+   * Retries of idempotent calls (reads, deletes, and creating calls, which always send an `Idempotency-Key`) on
+   * 429, 503 and connection failures (default 2).
+   */
   readonly maxRetries?: number | undefined
   /** Headers sent with every call. */
   readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
-/** Options of a call: `signal`, `timeout` (ms) and, on creating calls, `idempotencyKey`. */
+/**
+ * Options of a call: `signal`, `timeout` (ms) and, on creating calls (`create`, `tasks.retry`, `apiKeys.create`,
+ * `webhooks.create`), `idempotencyKey` (default: a new key per call, kept across the call's automatic retries).
+ */
 export type RequestOptions = CallOptions
 
 /** Options of {@link Mediagate.waitFor}. */
@@ -69,7 +75,10 @@ export interface WaitOptions {
 
 /** Options of {@link Mediagate.run}: those of {@link WaitOptions} plus the creation's `idempotencyKey`. */
 export interface RunOptions extends WaitOptions {
-  /** Sent as `Idempotency-Key`: the same key with the same body within 24 h answers the original task. */
+  /**
+   * Sent as `Idempotency-Key`: the same key with the same body within 24 h answers the original task (default: a
+   * new key per run).
+   */
   readonly idempotencyKey?: string | undefined
 }
 
@@ -82,6 +91,14 @@ export interface DownloadOptions {
 
 /** The default base URL (the example server). */
 export const defaultBaseUrl = "http://localhost:3000"
+
+/** What a call sends besides its operation; `creates`: with an `Idempotency-Key` (the caller's or a new one). */
+interface Parts {
+  readonly params?: Record<string, string>
+  readonly query?: object | undefined
+  readonly body?: unknown
+  readonly creates?: boolean
+}
 
 type PageEnvelope<K extends OperationId> = SuccessEnvelope<K> extends
   { readonly data: ReadonlyArray<infer A>; readonly pagination: infer _ } ? Page<A> : never
@@ -105,7 +122,7 @@ export class Mediagate {
   /** Sends one operation and answers its success envelope. */
   #call<K extends OperationId>(
     id: K,
-    parts: { readonly params?: Record<string, string>; readonly query?: object | undefined; readonly body?: unknown },
+    parts: Parts,
     options?: RequestOptions
   ): Promise<SuccessEnvelope<K>> {
     const { method, path } = operationTable[id]
@@ -114,7 +131,7 @@ export class Mediagate {
 
   async #data<K extends OperationId>(
     id: K,
-    parts: { readonly params?: Record<string, string>; readonly query?: object | undefined; readonly body?: unknown },
+    parts: Parts,
     options?: RequestOptions
   ): Promise<Data<K>> {
     const envelope = await this.#call(id, parts, options) as { readonly data: Data<K> }
@@ -149,7 +166,7 @@ export class Mediagate {
   create<E extends Endpoint>(endpoint: E, body: GenerationRequest<E>, options?: RequestOptions): Promise<CreationAck> {
     const id = generationEndpoints[endpoint]
     if (id === undefined) return Promise.reject(new TypeError(`unknown endpoint ${String(endpoint)}`))
-    return this.#data(id, { body }, options) as Promise<CreationAck>
+    return this.#data(id, { body, creates: true }, options) as Promise<CreationAck>
   }
 
   /**
@@ -214,9 +231,12 @@ export class Mediagate {
       this.#pages("tasks.list", { query }, options),
     /** Reads a task. */
     get: (id: string, options?: RequestOptions): Promise<Task> => this.#data("tasks.get", { params: { id } }, options),
-    /** Retries a failed or expired task as a new task (charged again). */
+    /**
+     * Retries a failed or expired task as a new task, charged again. Each call is one retry: its automatic retries
+     * and a repeat with the same `idempotencyKey` (within 24 h) answer the same new task.
+     */
     retry: (id: string, options?: RequestOptions): Promise<RetryAck> =>
-      this.#data("tasks.retry", { params: { id } }, options),
+      this.#data("tasks.retry", { params: { id }, creates: true }, options),
     /** Cancels a pending or queued task (refunded). */
     cancel: (id: string, options?: RequestOptions): Promise<Task> =>
       this.#data("tasks.cancel", { params: { id } }, options)
@@ -245,7 +265,7 @@ export class Mediagate {
   readonly apiKeys = {
     /** Creates a key; the full key is in this answer only. */
     create: (body: RequestBody<"apiKeys.create">, options?: RequestOptions): Promise<ApiKeyCreated> =>
-      this.#data("apiKeys.create", { body }, options),
+      this.#data("apiKeys.create", { body, creates: true }, options),
     /** The account's keys (never the secrets). */
     list: (options?: RequestOptions): Promise<ReadonlyArray<ApiKey>> => this.#data("apiKeys.list", {}, options),
     /** Revokes a key. */
@@ -257,7 +277,7 @@ export class Mediagate {
   readonly webhooks = {
     /** Registers a webhook; its signing secret is in this answer only. */
     create: (body: RequestBody<"webhooks.create">, options?: RequestOptions): Promise<WebhookCreated> =>
-      this.#data("webhooks.create", { body }, options),
+      this.#data("webhooks.create", { body, creates: true }, options),
     /** The registered webhooks. */
     list: (options?: RequestOptions): Promise<ReadonlyArray<Webhook>> => this.#data("webhooks.list", {}, options),
     /** Deletes a webhook. */

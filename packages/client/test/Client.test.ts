@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { generationEndpoints, operationTable } from "../src/generated/api.js"
 import { methodOf } from "../src/Client.js"
 import { Mediagate, MediagateError, type Task } from "../src/index.js"
+import { newIdempotencyKey } from "../src/internal/http.js"
 import { nextDelay } from "../src/internal/poll.js"
 
 interface Seen {
@@ -125,17 +126,50 @@ describe("Mediagate (client)", () => {
     expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(950)
   })
 
-  it("does not retry a creating call without an idempotency key, and does with one", async () => {
+  it("sends a new Idempotency-Key per creating call, the same on its retries, or the caller's", async () => {
     const limited = json(429, { success: false, error: { code: "RATE_LIMITED", message: "slow down" } }, { "retry-after": "0" })
-    const first = scripted(limited, ok({ id: "t" }, 201))
-    const client = new Mediagate({ fetch: first.fetch })
+    const dropped = () => Promise.reject(new TypeError("fetch failed"))
     const body = { model: "vendor3-3_fast", input: { prompt: "p" } } as const
-    await expect(client.create("vendor3/text-to-video", body)).rejects.toMatchObject({ code: "RATE_LIMITED", status: 429, retryAfter: 0 })
-    expect(first.seen).toHaveLength(1)
+    const first = scripted(limited, dropped, ok({ id: "t" }, 201))
+    const client = new Mediagate({ fetch: first.fetch })
+    expect(await client.create("vendor3/text-to-video", body)).toEqual({ id: "t" })
+    expect(first.seen).toHaveLength(3)
+    const key = first.seen[0]!.headers["idempotency-key"]
+    expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    expect(first.seen.map((seen) => seen.headers["idempotency-key"])).toEqual([key, key, key])
+    // every other creating call: a key of its own
+    await client.tasks.retry("task_1")
+    await client.apiKeys.create({ name: "k" } as never)
+    await client.webhooks.create({ url: "https://hooks.example.com/h" } as never)
+    const keys = first.seen.slice(3).map((seen) => seen.headers["idempotency-key"])
+    expect(keys.every((each) => each !== undefined && each !== key)).toBe(true)
+    expect(new Set(keys).size).toBe(3)
+    // reads send none
+    await client.tasks.get("task_1")
+    expect(first.seen.at(-1)!.headers["idempotency-key"]).toBeUndefined()
     const second = scripted(limited, ok({ id: "t" }, 201))
     const keyed = new Mediagate({ fetch: second.fetch })
-    expect(await keyed.create("vendor3/text-to-video", body, { idempotencyKey: "k" })).toEqual({ id: "t" })
-    expect(second.seen).toHaveLength(2)
+    expect(await keyed.tasks.retry("task_1", { idempotencyKey: "k" })).toEqual({ id: "t" })
+    expect(second.seen.map((seen) => seen.headers["idempotency-key"])).toEqual(["k", "k"])
+  })
+
+  it("makes version-4 UUID keys without crypto.randomUUID (plain-HTTP pages) and without Web Crypto", () => {
+    const crypto = Object.getOwnPropertyDescriptor(globalThis, "crypto")!
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+    try {
+      Object.defineProperty(globalThis, "crypto", {
+        configurable: true,
+        value: { getRandomValues: (bytes: Uint8Array) => bytes.fill(0xff) }
+      })
+      expect(newIdempotencyKey()).toBe("ffffffff-ffff-4fff-bfff-ffffffffffff")
+      Object.defineProperty(globalThis, "crypto", { configurable: true, value: undefined })
+      const made = Array.from({ length: 20 }, () => newIdempotencyKey())
+      expect(made.every((key) => uuid.test(key))).toBe(true)
+      expect(new Set(made).size).toBe(20)
+    } finally {
+      Object.defineProperty(globalThis, "crypto", crypto)
+    }
+    expect(newIdempotencyKey()).toMatch(uuid)
   })
 
   it("gives up after maxRetries, and at once when Retry-After is past the call's timeout", async () => {

@@ -1,6 +1,7 @@
 /**
  * The transport: one `fetch` per attempt, the envelope read into data or a {@link MediagateError}, retries of
- * idempotent calls on 429/503 (and connection failures) honouring `Retry-After`, one deadline per call.
+ * idempotent calls on 429/503 (and connection failures) honouring `Retry-After`, one deadline per call. A creating
+ * call always sends an `Idempotency-Key` (the caller's, or one made per call), the same on each of its attempts.
  */
 import { MediagateError } from "../MediagateError.js"
 
@@ -20,7 +21,7 @@ export interface CallOptions {
   readonly signal?: AbortSignal | undefined
   /** Milliseconds for the whole call, retries included (default: the client's `timeout`). */
   readonly timeout?: number | undefined
-  /** Sent as `Idempotency-Key` on creating calls; it also makes the call safe to retry. */
+  /** Sent as `Idempotency-Key` on creating calls (default: a new random key per call). */
   readonly idempotencyKey?: string | undefined
 }
 
@@ -31,6 +32,24 @@ export interface Call {
   readonly params?: Readonly<Record<string, string>> | undefined
   readonly query?: object | undefined
   readonly body?: unknown
+  /** Creates something (a task, a key, a webhook): sent with an `Idempotency-Key`, and so safe to retry. */
+  readonly creates?: boolean | undefined
+}
+
+/**
+ * A new `Idempotency-Key`: a random UUID (`crypto.randomUUID`; where it is missing, as on a page served over plain
+ * HTTP, version-4 bits over `crypto.getRandomValues`, or `Math.random` without Web Crypto).
+ */
+export const newIdempotencyKey = (): string => {
+  const crypto = globalThis.crypto as Crypto | undefined
+  if (typeof crypto?.randomUUID === "function") return crypto.randomUUID()
+  const bytes = new Uint8Array(16)
+  if (typeof crypto?.getRandomValues === "function") crypto.getRandomValues(bytes)
+  else for (let i = 0; i < 16; i++) bytes[i] = Math.floor(Math.random() * 256)
+  bytes[6] = (bytes[6]! & 0x0f) | 0x40
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }
 
 const timeoutReason = Symbol("timeout")
@@ -142,16 +161,18 @@ export const errorOf = (response: Response, body: unknown): MediagateError => {
 
 /**
  * Sends a call and answers the success envelope. Retries (up to `maxRetries`) when the call is idempotent (GET,
- * DELETE, or with an idempotency key) and the answer is 429 or 503 or the connection failed.
+ * DELETE, or with an idempotency key: every creating call) and the answer is 429 or 503 or the connection failed.
  */
 export const send = async (transport: Transport, call: Call, options: CallOptions = {}): Promise<unknown> => {
   const url = urlOf(transport.baseUrl, call)
   const headers: Record<string, string> = { accept: "application/json", ...transport.headers }
   if (transport.apiKey !== undefined) headers["authorization"] = `Bearer ${transport.apiKey}`
   if (call.body !== undefined) headers["content-type"] = "application/json"
-  if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey
+  // one key per call, kept by its retries: a retry after a lost answer is the same request, not a second one
+  const key = options.idempotencyKey ?? (call.creates === true ? newIdempotencyKey() : undefined)
+  if (key !== undefined) headers["idempotency-key"] = key
   const body = call.body === undefined ? undefined : JSON.stringify(call.body)
-  const idempotent = call.method === "GET" || call.method === "DELETE" || options.idempotencyKey !== undefined
+  const idempotent = call.method === "GET" || call.method === "DELETE" || key !== undefined
   const timeout = options.timeout ?? transport.timeout
   const started = Date.now()
   const limit = deadline(options.signal, timeout)
