@@ -33,7 +33,8 @@ export type AccountListQuery = typeof AccountListQuery.Type
 /** Query of `GET /admin/v1/tasks`: the filters of `GET /api/v1/tasks`, plus `account_id`. */
 export const AdminTaskListQuery = Schema.Struct({
   ...TaskListQuery.fields,
-  account_id: accountId
+  account_id: accountId,
+  environment: optional(oneOf("live", "test").annotations({ description: "Only tasks of this environment; default: both" }))
 }).annotations({ identifier: "AdminTaskListQuery" })
 /** Query of `GET /admin/v1/tasks`, decoded. */
 export type AdminTaskListQuery = typeof AdminTaskListQuery.Type
@@ -41,7 +42,8 @@ export type AdminTaskListQuery = typeof AdminTaskListQuery.Type
 /** An item of the operator's task list: the account-side summary and the owning account. */
 export const AdminTaskSummary = Schema.Struct({
   ...TaskSummary.fields,
-  account_id: Schema.String
+  account_id: Schema.String,
+  environment: oneOf("live", "test").annotations({ description: "The environment of the key that created the task" })
 }).annotations({ identifier: "AdminTaskSummary" })
 /** An item of the operator's task list. */
 export type AdminTaskSummary = typeof AdminTaskSummary.Type

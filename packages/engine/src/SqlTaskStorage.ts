@@ -88,6 +88,7 @@ import {
   extraCharges,
   type ListPage,
   type ListQuery,
+  ownedBy,
   type OutboxEntry,
   resultSize,
   type StepUpdate,
@@ -188,6 +189,13 @@ const createTables = (prefix: string) =>
 )`)
   })
 
+/**
+ * The key columns of a count row: the account, and since migration `0009` its environment (`prefix` qualifies
+ * them, e.g. `r.` or `NEW.`).
+ */
+const countKey = (environments: boolean, prefix = "") =>
+  environments ? `${prefix}account_id, ${prefix}environment` : `${prefix}account_id`
+
 /** PostgreSQL: the count rows of one account, dimension and value are spread over this many shards. */
 const countShards = 8
 
@@ -203,38 +211,41 @@ const countDimensions = (r: string) =>
  * cannot deadlock on them. A status that gains tasks counts in `status_in`, one that loses tasks in `status_out`:
  * accepts (`status_in` of pending) and transitions (`status_out` of the status left) never write the same row.
  */
-const pgCountFunction = (name: string, counts: string, deltas: string) =>
+const pgCountFunction = (name: string, counts: string, deltas: string, environments: boolean) =>
   `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO ${counts} AS c (account_id, dim, value, shard, n)
-  SELECT account_id, CASE WHEN dim <> 'status' THEN dim WHEN n > 0 THEN 'status_in' ELSE 'status_out' END, value,
+  INSERT INTO ${counts} AS c (${countKey(environments)}, dim, value, shard, n)
+  SELECT ${countKey(environments)},
+    CASE WHEN dim <> 'status' THEN dim WHEN n > 0 THEN 'status_in' ELSE 'status_out' END, value,
     pg_backend_pid() % ${countShards}, CASE WHEN dim = 'status' THEN abs(n) ELSE n END
-  FROM (SELECT account_id, dim, value, sum(n) AS n FROM (${deltas}) AS delta GROUP BY account_id, dim, value) AS net
+  FROM (SELECT ${countKey(environments)}, dim, value, sum(n) AS n FROM (${deltas}) AS delta
+    GROUP BY ${countKey(environments)}, dim, value) AS net
   WHERE n <> 0
-  ORDER BY 1, 2, 3
-  ON CONFLICT (account_id, dim, value, shard) DO UPDATE SET n = c.n + excluded.n;
+  ORDER BY ${environments ? "1, 2, 3, 4" : "1, 2, 3"}
+  ON CONFLICT (${countKey(environments)}, dim, value, shard) DO UPDATE SET n = c.n + excluded.n;
   RETURN NULL;
 END
 $$`
 
 /** PostgreSQL: the signed count deltas of the rows of a transition table. */
-const pgDeltas = (rows: string, sign: 1 | -1) =>
-  `SELECT r.account_id, d.dim, d.value, ${sign} AS n FROM ${rows} AS r
+const pgDeltas = (rows: string, sign: 1 | -1, environments: boolean) =>
+  `SELECT ${countKey(environments, "r.")}, d.dim, d.value, ${sign} AS n FROM ${rows} AS r
     CROSS JOIN LATERAL (${countDimensions("r")}) AS d (dim, value)`
 
 /** SQLite: one upsert of count rows (`(account_id, dim, value, shard, n)` tuples) in a trigger. */
-const sqliteCountUpsert = (counts: string, tuples: ReadonlyArray<string>) =>
-  `INSERT INTO ${counts} (account_id, dim, value, shard, n) VALUES ${tuples.join(", ")}
-    ON CONFLICT (account_id, dim, value, shard) DO UPDATE SET n = n + excluded.n;`
+const sqliteCountUpsert = (counts: string, tuples: ReadonlyArray<string>, environments: boolean) =>
+  `INSERT INTO ${counts} (${countKey(environments)}, dim, value, shard, n) VALUES ${tuples.join(", ")}
+    ON CONFLICT (${countKey(environments)}, dim, value, shard) DO UPDATE SET n = n + excluded.n;`
 
 /** SQLite: the count tuples a task row adds (`NEW`) or takes away (`OLD`). */
-const sqliteCountTuples = (row: "NEW" | "OLD") => {
+const sqliteCountTuples = (row: "NEW" | "OLD", environments: boolean) => {
   const sign = row === "NEW" ? 1 : -1
+  const key = countKey(environments, `${row}.`)
   return [
-    `(${row}.account_id, 'all', '', 0, ${sign})`,
-    `(${row}.account_id, 'model', ${row}.model, 0, ${sign})`,
-    `(${row}.account_id, 'provider', ${row}.provider, 0, ${sign})`,
-    `(${row}.account_id, '${row === "NEW" ? "status_in" : "status_out"}', ${row}.status, 0, 1)`
+    `(${key}, 'all', '', 0, ${sign})`,
+    `(${key}, 'model', ${row}.model, 0, ${sign})`,
+    `(${key}, 'provider', ${row}.provider, 0, ${sign})`,
+    `(${key}, '${row === "NEW" ? "status_in" : "status_out"}', ${row}.status, 0, 1)`
   ]
 }
 
@@ -247,29 +258,35 @@ const sqliteCountTuples = (row: "NEW" | "OLD") => {
  * each other's count rows; a read sums the shards. Existing tasks are counted once, after the triggers exist (on
  * PostgreSQL, creating them locks out writers of the tasks table until the migration commits).
  */
-const createCounts = (prefix: string) =>
+const createCounts = (prefix: string, environments: boolean) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const { big, pg } = SqlStore.columns(sql)
     const t = tables(prefix)
+    const key = countKey(environments)
     yield* sql.unsafe(`CREATE TABLE ${t.counts} (
-  account_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,${environments ? "\n  environment TEXT NOT NULL," : ""}
   dim TEXT NOT NULL,
   value TEXT NOT NULL,
   shard INTEGER NOT NULL,
   n ${big} NOT NULL,
-  PRIMARY KEY (account_id, dim, value, shard)
+  PRIMARY KEY (${key}, dim, value, shard)
 )${pg ? " WITH (fillfactor = 50)" : " WITHOUT ROWID"}`)
     if (pg) {
       // [name, event, transition tables, count deltas]
       const events: ReadonlyArray<readonly [string, string, string, string]> = [
-        ["insert", "INSERT", "NEW TABLE AS new_rows", pgDeltas("new_rows", 1)],
-        ["update", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows", `${pgDeltas("old_rows", -1)} UNION ALL ${pgDeltas("new_rows", 1)}`],
-        ["delete", "DELETE", "OLD TABLE AS old_rows", pgDeltas("old_rows", -1)]
+        ["insert", "INSERT", "NEW TABLE AS new_rows", pgDeltas("new_rows", 1, environments)],
+        [
+          "update",
+          "UPDATE",
+          "OLD TABLE AS old_rows NEW TABLE AS new_rows",
+          `${pgDeltas("old_rows", -1, environments)} UNION ALL ${pgDeltas("new_rows", 1, environments)}`
+        ],
+        ["delete", "DELETE", "OLD TABLE AS old_rows", pgDeltas("old_rows", -1, environments)]
       ]
       for (const [name, event, transition, deltas] of events) {
         const fn = `${t.tasks}_count_${name}`
-        yield* sql.unsafe(pgCountFunction(fn, t.counts, deltas))
+        yield* sql.unsafe(pgCountFunction(fn, t.counts, deltas, environments))
         yield* sql.unsafe(`CREATE TRIGGER ${fn} AFTER ${event} ON ${t.tasks} REFERENCING ${transition}
   FOR EACH STATEMENT EXECUTE FUNCTION ${fn}()`)
       }
@@ -282,30 +299,57 @@ $$`)
       yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_truncate AFTER TRUNCATE ON ${t.tasks}
   FOR EACH STATEMENT EXECUTE FUNCTION ${t.tasks}_count_truncate()`)
     } else {
-      const same = (column: string) => `OLD.${column} = NEW.${column}`
+      const counted = ["account_id", ...(environments ? ["environment"] : []), "provider", "model"]
+      const same = counted.map((column) => `OLD.${column} = NEW.${column}`).join(" AND ")
+      const upsert = (tuples: ReadonlyArray<string>) => sqliteCountUpsert(t.counts, tuples, environments)
       yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_insert AFTER INSERT ON ${t.tasks} BEGIN
-  ${sqliteCountUpsert(t.counts, sqliteCountTuples("NEW"))}
+  ${upsert(sqliteCountTuples("NEW", environments))}
 END`)
       // the one update the storage makes: a status changes
       yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_status AFTER UPDATE OF status ON ${t.tasks}
-  WHEN OLD.status <> NEW.status AND ${same("account_id")} AND ${same("provider")} AND ${same("model")} BEGIN
-  ${sqliteCountUpsert(t.counts, [`(NEW.account_id, 'status_in', NEW.status, 0, 1)`, `(OLD.account_id, 'status_out', OLD.status, 0, 1)`])}
+  WHEN OLD.status <> NEW.status AND ${same} BEGIN
+  ${
+        upsert([
+          `(${countKey(environments, "NEW.")}, 'status_in', NEW.status, 0, 1)`,
+          `(${countKey(environments, "OLD.")}, 'status_out', OLD.status, 0, 1)`
+        ])
+      }
 END`)
       // any other change of a counted column (never made by the storage): the old row out, the new one in
-      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_move AFTER UPDATE OF account_id, provider, model ON ${t.tasks}
-  WHEN NOT (${same("account_id")} AND ${same("provider")} AND ${same("model")}) BEGIN
-  ${sqliteCountUpsert(t.counts, [...sqliteCountTuples("OLD"), ...sqliteCountTuples("NEW")])}
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_move AFTER UPDATE OF ${counted.join(", ")} ON ${t.tasks}
+  WHEN NOT (${same}) BEGIN
+  ${upsert([...sqliteCountTuples("OLD", environments), ...sqliteCountTuples("NEW", environments)])}
 END`)
       yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_count_delete AFTER DELETE ON ${t.tasks} BEGIN
-  ${sqliteCountUpsert(t.counts, sqliteCountTuples("OLD"))}
+  ${upsert(sqliteCountTuples("OLD", environments))}
 END`)
     }
     // the tasks written before this migration
-    yield* sql.unsafe(`INSERT INTO ${t.counts} (account_id, dim, value, shard, n)
-  SELECT account_id, 'all', '', 0, COUNT(*) FROM ${t.tasks} GROUP BY account_id
-  UNION ALL SELECT account_id, 'provider', provider, 0, COUNT(*) FROM ${t.tasks} GROUP BY account_id, provider
-  UNION ALL SELECT account_id, 'model', model, 0, COUNT(*) FROM ${t.tasks} GROUP BY account_id, model
-  UNION ALL SELECT account_id, 'status_in', status, 0, COUNT(*) FROM ${t.tasks} GROUP BY account_id, status`)
+    yield* sql.unsafe(`INSERT INTO ${t.counts} (${key}, dim, value, shard, n)
+  SELECT ${key}, 'all', '', 0, COUNT(*) FROM ${t.tasks} GROUP BY ${key}
+  UNION ALL SELECT ${key}, 'provider', provider, 0, COUNT(*) FROM ${t.tasks} GROUP BY ${key}, provider
+  UNION ALL SELECT ${key}, 'model', model, 0, COUNT(*) FROM ${t.tasks} GROUP BY ${key}, model
+  UNION ALL SELECT ${key}, 'status_in', status, 0, COUNT(*) FROM ${t.tasks} GROUP BY ${key}, status`)
+  })
+
+/**
+ * Counts per environment (test and live tasks are listed apart): the counts of `0004` replaced by counts keyed by
+ * (account, environment), and the newest-first index of an account's tasks of one environment.
+ */
+const countByEnvironment = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const t = tables(prefix)
+    if (SqlStore.columns(sql).pg) {
+      for (const name of ["insert", "update", "delete", "truncate"]) {
+        yield* sql.unsafe(`DROP FUNCTION ${t.tasks}_count_${name}() CASCADE`)
+      }
+    } else {
+      for (const name of ["insert", "status", "move", "delete"]) yield* sql.unsafe(`DROP TRIGGER ${t.tasks}_count_${name}`)
+    }
+    yield* sql.unsafe(`DROP TABLE ${t.counts}`)
+    yield* createCounts(prefix, true)
+    yield* sql.unsafe(`CREATE INDEX ${t.tasks}_account_environment_idx ON ${t.tasks} (account_id, environment, id DESC)`)
   })
 
 /**
@@ -355,7 +399,7 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           orElse: () => Effect.void
         })),
       // exact list totals without counting rows: per-account counts kept by triggers
-      "0004_task_counts": createCounts(prefix),
+      "0004_task_counts": createCounts(prefix, false),
       // the node registry (operators' system status): one row per process running workers
       "0005_nodes": createNodes(prefix),
       // the trace a task continues (the creating request's W3C traceparent; NULL while tracing is off)
@@ -376,7 +420,9 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
         Effect.zipRight(
           sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_seconds DOUBLE PRECISION`),
           sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_cost_micros BIGINT`)
-        ))
+        )),
+      // test and live tasks apart (decisions.md §accounts): list totals and the list index per environment
+      "0009_task_counts_environment": countByEnvironment(prefix)
     }
   })
 
@@ -516,7 +562,9 @@ export const OutboxRow = Schema.Struct({
   /** The event; without its time when the write did not know it yet (`UntimedEvent`): the row's `created_at`. */
   event: Schema.parseJson(StoredEvent),
   createdAt: column("created_at", SqlRows.Number),
-  txid: Schema.optional(SqlRows.Number)
+  txid: Schema.optional(SqlRows.Number),
+  /** The environment of the entry's task (read with the entry). */
+  environment: SqlRows.literal("live", "test")
 })
 
 /** An outbox entry of a row: the event with its time ({@link timedEvent}). */
@@ -524,6 +572,7 @@ const outboxEntry = (row: typeof OutboxRow.Type): OutboxEntry => ({
   seq: row.seq,
   accountId: row.accountId,
   taskId: row.taskId,
+  environment: row.environment,
   webhookUrl: row.webhookUrl,
   event: timedEvent(row.event, row.createdAt)
 })
@@ -1041,9 +1090,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         const limit = Math.max(0, Math.floor(query.limit))
         const empty: ListPage = { items: [], hasMore: false, total: 0 }
         if (hasNul(accountId, query.status, query.provider, query.model, query.idPrefix)) return empty
-        // no account: every account's tasks (operators); the totals then sum every account's counts
+        // no account: every account's tasks (operators); the totals then sum every account's counts (and no
+        // environment: both environments')
         const filters: Array<Fragment> = accountId === undefined ? [] : [sql`account_id = ${accountId}`]
-        const ofAccount = accountId === undefined ? sql.literal("") : sql`account_id = ${accountId} AND `
+        if (query.environment !== undefined) filters.push(sql`environment = ${query.environment}`)
+        // the count rows of the scope: the account's (or all), of the environment (or both)
+        const scope = [...filters]
         if (query.status !== undefined) filters.push(sql`status = ${query.status}`)
         if (query.provider !== undefined) filters.push(sql`provider = ${query.provider}`)
         if (query.model !== undefined) filters.push(sql`model = ${query.model}`)
@@ -1067,9 +1119,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           ? sql`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE ${sql.and(filters)}`.pipe(Effect.flatMap(rows.count.single))
           : (counted.dim === "status"
             ? sql`SELECT COALESCE(SUM(CASE WHEN dim = 'status_in' THEN n ELSE -n END), 0) AS n FROM ${t.counts}
-              WHERE ${ofAccount}dim IN ('status_in', 'status_out') AND value = ${counted.value}`
+              WHERE ${sql.and([...scope, sql`dim IN ('status_in', 'status_out')`, sql`value = ${counted.value}`])}`
             : sql`SELECT COALESCE(SUM(n), 0) AS n FROM ${t.counts}
-              WHERE ${ofAccount}dim = ${counted.dim} AND value = ${counted.value}`).pipe(
+              WHERE ${sql.and([...scope, sql`dim = ${counted.dim}`, sql`value = ${counted.value}`])}`).pipe(
               Effect.flatMap(rows.counted.single)
             )
         const [items, { n }] = yield* Effect.all([
@@ -1336,7 +1388,11 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId, channelId: options?.channelId, task: options?.task })
         .pipe(finishSpan)
 
-    const cancel: TaskStorage["Type"]["cancel"] = (accountId, id) =>
+    /** The condition of a task of `environment`, or of either when undefined. */
+    const ofEnvironment = (environment: TaskRecord["environment"] | undefined) =>
+      environment === undefined ? sql.literal("1 = 1") : sql`environment = ${environment}`
+
+    const cancel: TaskStorage["Type"]["cancel"] = (accountId, id, environment) =>
       Effect.suspend((): Effect.Effect<CancelResult, SqlStore.StorageFailure | PersistenceError> => {
         if (hasNul(accountId, id)) return Effect.succeed({ _tag: "NotFound" })
         return sql.withTransaction(Effect.gen(function*() {
@@ -1344,10 +1400,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           const now = yield* currentTime
           const cancelled = yield* sql`UPDATE ${t.tasks} SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
               lease_expires_at = NULL, next_run_at = NULL, completed_at = ${now}
-            WHERE id = ${id} AND account_id = ${accountId} AND status IN ('pending', 'queued')
+            WHERE id = ${id} AND account_id = ${accountId} AND ${ofEnvironment(environment)}
+              AND status IN ('pending', 'queued')
             RETURNING *`.pipe(Effect.flatMap(rows.task.first))
           if (Option.isSome(cancelled)) return { _tag: "Cancelled", task: yield* settle(cancelled.value, now) } as const
-          const current = yield* sql`SELECT status FROM ${t.tasks} WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+          const current = yield* sql`SELECT status FROM ${t.tasks}
+            WHERE id = ${id} AND account_id = ${accountId} AND ${ofEnvironment(environment)}`.pipe(
             Effect.flatMap(rows.status.first)
           )
           return Option.match(current, {
@@ -1405,14 +1463,18 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         persistence("nextDueAt")
       )
 
+    // an entry's columns and its task's environment (tasks are never deleted; `live` should one be missing)
+    const outboxColumns = sql.literal(
+      "o.seq, o.account_id, o.task_id, o.webhook_url, o.event, o.created_at, COALESCE(t.environment, 'live') AS environment"
+    )
     const readOutbox: TaskStorage["Type"]["readOutbox"] = (cursor, limit) =>
       Effect.gen(function*() {
         const size = Math.max(0, Math.floor(limit))
         if (!pg) {
           // one writer at a time: sequence order is commit order
           const after = Math.max(0, Math.floor(Number(cursor ?? "0") || 0))
-          const read = yield* sql`SELECT seq, account_id, task_id, webhook_url, event, created_at FROM ${t.outbox}
-            WHERE seq > ${after} ORDER BY seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
+          const read = yield* sql`SELECT ${outboxColumns} FROM ${t.outbox} o LEFT JOIN ${t.tasks} t ON t.id = o.task_id
+            WHERE o.seq > ${after} ORDER BY o.seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
           return { entries: read.map(outboxEntry), cursor: String(read.at(-1)?.seq ?? after) }
         }
         // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
@@ -1423,9 +1485,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           SELECT hz.horizon, EXISTS (SELECT 1 FROM ${tables(prefix).outbox} WHERE txid >= hz.horizon) AS held FROM hz`).pipe(
           Effect.flatMap(rows.horizon.single)
         )
-        const read = yield* sql`SELECT txid, seq, account_id, task_id, webhook_url, event, created_at FROM ${t.outbox}
-          WHERE (txid > ${lastTxid} OR (txid = ${lastTxid} AND seq > ${lastSeq})) AND txid < ${horizon}
-          ORDER BY txid, seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
+        const read = yield* sql`SELECT o.txid, ${outboxColumns} FROM ${t.outbox} o LEFT JOIN ${t.tasks} t ON t.id = o.task_id
+          WHERE (o.txid > ${lastTxid} OR (o.txid = ${lastTxid} AND o.seq > ${lastSeq})) AND o.txid < ${horizon}
+          ORDER BY o.txid, o.seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
         const last = read.at(-1)
         return {
           entries: read.map(outboxEntry),
@@ -1578,10 +1640,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const service: TaskStorage["Type"] = {
       now: persistence("now")(currentTime),
       accept,
-      get: (accountId, id) =>
+      get: (accountId, id, environment) =>
         hasNul(accountId, id)
           ? Effect.succeedNone
-          : readTask(id).pipe(Effect.map(Option.filter((task) => task.accountId === accountId)), getOperation),
+          : readTask(id).pipe(Effect.map(Option.filter((task) => ownedBy(task, accountId, environment))), getOperation),
       getById: (id) => hasNul(id) ? Effect.succeedNone : getByIdOperation(readTask(id)),
       list,
       claim,

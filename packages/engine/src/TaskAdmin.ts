@@ -70,7 +70,11 @@ export const make: Effect.Effect<Services.AdminTasks["Type"], never, TaskStorage
   const links = yield* ResultLinks
 
   const list: Services.AdminTasks["Type"]["list"] = (query) =>
-    listPage(query.account_id, query, (task) => ({ ...toSummary(task), account_id: task.accountId })).pipe(
+    listPage(query.account_id, query, (task) => ({
+      ...toSummary(task),
+      account_id: task.accountId,
+      environment: task.environment
+    })).pipe(
       Effect.provideService(TaskStorage, storage),
       Effect.catchTag("PersistenceError", unavailable),
       Tracing.span("AdminTasks.list")

@@ -1,6 +1,7 @@
 /**
  * The engine's implementation of the contract's `TaskService` port: accept (plan, charge, store in one step),
- * read, list, retry and cancel, all scoped to the caller's account.
+ * read, list, retry and cancel, all scoped to the caller's account and environment: a key sees only the tasks of
+ * its own environment (a task of the other one is answered as unknown).
  *
  * @since 0.1.0
  */
@@ -31,7 +32,7 @@ const unavailable = toUnavailable("storage failure")
  */
 export const listPage = <A>(
   accountId: string | undefined,
-  query: Task.TaskListQuery,
+  query: Task.TaskListQuery & { readonly environment?: TaskRecord["environment"] | undefined },
   item: (task: TaskRecord) => A
 ): Effect.Effect<Envelope.Page<A>, Errors.ValidationError | PersistenceError, TaskStorage> =>
   Effect.gen(function*() {
@@ -44,6 +45,7 @@ export const listPage = <A>(
       createdAfter: query.created_after?.getTime(),
       createdBefore: query.created_before?.getTime(),
       idPrefix: query.search,
+      environment: query.environment,
       beforeId,
       limit: query.limit ?? Task.defaultPageSize
     })
@@ -135,7 +137,7 @@ export const make = Effect.gen(function*() {
         IdempotencyWindow.claim(key, [principal.environment, ...parts], now))
 
   const findTask = (principal: Security.Principal, id: string) =>
-    Effect.flatMap(storage.get(principal.accountId, id), (task) =>
+    Effect.flatMap(storage.get(principal.accountId, id, principal.environment), (task) =>
       Option.isSome(task) ? Effect.succeed(task.value) : Effect.fail(notFound(id)))
 
   // the spans of the hot paths, made once
@@ -153,7 +155,7 @@ export const make = Effect.gen(function*() {
       Effect.flatMap(findTask(principal, id), present).pipe(Effect.catchTag("PersistenceError", unavailable), getSpan),
 
     list: (principal, query) =>
-      listPage(principal.accountId, query, toSummary).pipe(
+      listPage(principal.accountId, { ...query, environment: principal.environment }, toSummary).pipe(
         Effect.provideService(TaskStorage, storage),
         Effect.catchTag("PersistenceError", unavailable),
         Tracing.span("TaskService.list")
@@ -180,7 +182,7 @@ export const make = Effect.gen(function*() {
 
     cancel: (principal, id) =>
       Effect.gen(function*() {
-        const result = yield* storage.cancel(principal.accountId, id)
+        const result = yield* storage.cancel(principal.accountId, id, principal.environment)
         switch (result._tag) {
           case "NotFound":
             return yield* notFound(id)
@@ -208,7 +210,7 @@ export const make = Effect.gen(function*() {
 
     providerOf: (principal, id) =>
       Effect.map(
-        storage.get(principal.accountId, id),
+        storage.get(principal.accountId, id, principal.environment),
         Option.map((task: TaskRecord) => ({ provider: task.provider, type: task.mediaType }))
       ).pipe(Effect.catchTag("PersistenceError", unavailable))
   }

@@ -47,10 +47,16 @@ export interface ListQuery {
   readonly createdBefore?: number | undefined
   /** Task id prefix. */
   readonly idPrefix?: string | undefined
+  /** Only the tasks of this environment (a key's view); undefined: both (operators). */
+  readonly environment?: TaskRecord["environment"] | undefined
   /** Only tasks with an id below this one (the keyset of the next page). */
   readonly beforeId?: string | undefined
   readonly limit: number
 }
+
+/** Whether a task is the account's, and of `environment` when given (both storages). */
+export const ownedBy = (task: TaskRecord, accountId: string, environment?: TaskRecord["environment"]): boolean =>
+  task.accountId === accountId && (environment === undefined || task.environment === environment)
 
 /** A page of tasks. */
 export interface ListPage {
@@ -123,6 +129,8 @@ export interface OutboxEntry {
   readonly seq: number
   readonly accountId: string
   readonly taskId: string
+  /** The environment of the task: its events go to the webhooks of that environment only. */
+  readonly environment: TaskRecord["environment"]
   readonly webhookUrl: string | null
   readonly event: Webhook.WebhookEvent
 }
@@ -194,8 +202,12 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
     AcceptResult,
     Errors.IdempotencyKeyReused | Errors.InsufficientBalance | Errors.SpendLimitExceeded | PersistenceError
   >
-  /** A task of an account. */
-  readonly get: (accountId: string, id: string) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
+  /** A task of an account (and of `environment` when given: a key sees only the tasks of its environment). */
+  readonly get: (
+    accountId: string,
+    id: string,
+    environment?: TaskRecord["environment"]
+  ) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
   /** A task by id alone (workers, operators, tests). */
   readonly getById: (id: string) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
   /** A page of an account's tasks (of every account's when `accountId` is undefined: operators), newest first. */
@@ -230,8 +242,15 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
     outcome: Outcome,
     options?: FinishOptions
   ) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
-  /** Cancels a `pending` or `queued` task of an account: state, refund and outbox event in one transaction. */
-  readonly cancel: (accountId: string, id: string) => Effect.Effect<CancelResult, PersistenceError>
+  /**
+   * Cancels a `pending` or `queued` task of an account (and of `environment` when given; a task of the other one is
+   * `NotFound`): state, refund and outbox event in one transaction.
+   */
+  readonly cancel: (
+    accountId: string,
+    id: string,
+    environment?: TaskRecord["environment"]
+  ) => Effect.Effect<CancelResult, PersistenceError>
   /** Extends every lease `owner` holds; answers how many. */
   readonly heartbeat: (owner: string, leaseMs: number) => Effect.Effect<number, PersistenceError>
   /** Releases every lease `owner` holds, due at once (graceful shutdown); answers how many. */
@@ -396,6 +415,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
         seq: nextSeq++,
         accountId: task.accountId,
         taskId: task.id,
+        environment: task.environment,
         webhookUrl: task.webhookUrl,
         event: toEvent(task, Ids.eventId(now), now)
       })
@@ -452,8 +472,8 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           yield* wake
           return { _tag: "Created", task: stored } as const
         })),
-      get: (accountId, id) =>
-        Effect.sync(() => Option.filter(Option.fromNullable(tasks.get(id)), (t) => t.accountId === accountId)),
+      get: (accountId, id, environment) =>
+        Effect.sync(() => Option.filter(Option.fromNullable(tasks.get(id)), (t) => ownedBy(t, accountId, environment))),
       getById: (id) => Effect.sync(() => Option.fromNullable(tasks.get(id))),
       list: (accountId, query) =>
         Effect.sync(() => {
@@ -463,6 +483,7 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           const matches: Array<TaskRecord> = []
           for (let i = ids.length - 1; i >= 0; i--) {
             const task = tasks.get(ids[i]!)!
+            if (query.environment !== undefined && task.environment !== query.environment) continue
             if (query.status !== undefined && task.status !== query.status) continue
             if (query.provider !== undefined && task.provider !== query.provider) continue
             if (query.model !== undefined && task.model !== query.model) continue
@@ -524,10 +545,10 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           const job = MemoryStore.given(options, ["upstreamJobId", "channelId"])
           return Option.some(yield* terminate(task, statusOfOutcome(outcome), { ...patch, ...job }, now))
         })),
-      cancel: (accountId, id) =>
+      cancel: (accountId, id, environment) =>
         transaction(Effect.gen(function*() {
           const task = tasks.get(id)
-          if (task === undefined || task.accountId !== accountId) return { _tag: "NotFound" } as const
+          if (task === undefined || !ownedBy(task, accountId, environment)) return { _tag: "NotFound" } as const
           if (!Task.cancellableStatuses.includes(task.status)) {
             return { _tag: "NotCancellable", status: task.status } as const
           }

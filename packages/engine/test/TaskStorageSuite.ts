@@ -51,6 +51,61 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isTrue(Option.isSome(yield* storage.getById(task.id)))
         })))
 
+    it.effect("keeps test and live tasks apart: get, list (items, totals, cursors), cancel and outbox events", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const accountId = "acct_env"
+          const tasks: Array<NewTask> = []
+          for (let i = 0; i < 6; i++) {
+            yield* TestClock.adjust(1)
+            const environment = i % 2 === 0 ? "live" : "test"
+            const task = newTask({ createdAt: yield* now, accountId, environment, model: i < 4 ? "m1" : "m2", chargedMicros: 0 })
+            tasks.push(task)
+            yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          }
+          const ids = (environment: "live" | "test") =>
+            tasks.filter((t) => t.environment === environment).map((t) => t.id).reverse()
+          const [live, test] = [tasks[0]!, tasks[1]!]
+
+          // a task of the other environment is not there
+          assert.isTrue(Option.isSome(yield* storage.get(accountId, live.id, "live")))
+          assert.isTrue(Option.isNone(yield* storage.get(accountId, live.id, "test")))
+          assert.isTrue(Option.isNone(yield* storage.get(accountId, test.id, "live")))
+          assert.isTrue(Option.isSome(yield* storage.get(accountId, test.id)))
+
+          // lists: only the environment's items, totals counted per environment, cursors within it
+          for (const environment of ["live", "test"] as const) {
+            const first = yield* storage.list(accountId, { limit: 2, environment })
+            expect(first.items.map((t) => t.id)).toEqual(ids(environment).slice(0, 2))
+            expect(first).toMatchObject({ hasMore: true, total: 3 })
+            const rest = yield* storage.list(accountId, { limit: 2, environment, beforeId: first.items[1]!.id })
+            expect(rest.items.map((t) => t.id)).toEqual(ids(environment).slice(2))
+            expect(rest.hasMore).toBe(false)
+            expect((yield* storage.list(accountId, { limit: 10, environment, model: "m1" })).total).toBe(2)
+            expect((yield* storage.list(accountId, { limit: 10, environment, status: "pending" })).total).toBe(3)
+            const both = yield* storage.list(accountId, { limit: 10, environment, model: "m1", status: "pending" })
+            expect(both.items.every((t) => t.environment === environment)).toBe(true)
+            expect(both.total).toBe(2)
+          }
+          // without an environment (operators): both
+          expect((yield* storage.list(accountId, { limit: 10 })).total).toBe(6)
+          expect((yield* storage.list(undefined, { limit: 10, environment: "test" })).items.map((t) => t.id))
+            .toEqual(expect.arrayContaining(ids("test")))
+
+          // cancel: the other environment's task is unknown and stays as it was
+          expect((yield* storage.cancel(accountId, live.id, "test"))._tag).toBe("NotFound")
+          expect(Option.getOrThrow(yield* storage.getById(live.id)).status).toBe("pending")
+          expect((yield* storage.cancel(accountId, test.id, "test"))._tag).toBe("Cancelled")
+          expect((yield* storage.cancel(accountId, live.id, "live"))._tag).toBe("Cancelled")
+          expect((yield* storage.list(accountId, { limit: 10, environment: "test", status: "cancelled" })).total).toBe(1)
+
+          // the outbox entries carry their task's environment
+          const read = yield* readOutboxAtLeast(storage, 2)
+          const byTask = new Map(read.entries.map((entry) => [entry.taskId, entry.environment]))
+          expect([byTask.get(live.id), byTask.get(test.id)]).toEqual(["live", "test"])
+        })))
+
     it.effect("stores nothing when billing refuses", () =>
       run(({ ledger }) =>
         Effect.gen(function*() {

@@ -123,9 +123,16 @@ export const closedPort = Effect.async<number>((resume) => {
 })
 
 /** An outbox entry of a terminal task. */
-export const entry = (accountId: string, type: "task.completed" | "task.failed" | "task.expired" | "task.cancelled", webhookUrl: string | null = null, seq = 1): OutboxEntry => ({
+export const entry = (
+  accountId: string,
+  type: "task.completed" | "task.failed" | "task.expired" | "task.cancelled",
+  webhookUrl: string | null = null,
+  seq = 1,
+  environment: "live" | "test" = "live"
+): OutboxEntry => ({
   seq,
   accountId,
+  environment,
   taskId: `task_01JX0000000000000000000${seq.toString().padStart(3, "0")}`,
   webhookUrl,
   event: {
