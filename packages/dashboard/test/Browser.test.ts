@@ -160,14 +160,39 @@ for (const database of databases) {
       await shot("04-task-preview")
     })
 
-    it("retries a failed task from its page, linked to the original", async () => {
+    it("retries a failed task from its page, linked to the original: one task and one charge per intent", async () => {
       const failed = await createImage(running, "a broken kite [sim:fail]")
       await waitForStatus(running, failed, ["failed"])
+      const charges = async () =>
+        (await api(running, "GET", "/api/v1/balance/ledger?kind=charge&limit=100")).body.data.map((e: any) => e.task_id)
+      const chargesBefore = await charges()
+      // the first retry request reaches the server, then its answer is lost (a connection reset)
+      const keysSent: Array<string | undefined> = []
+      let lose = true
+      const route = "**/api/v1/tasks/*/retry"
+      await page.route(route, async (intercepted) => {
+        keysSent.push(intercepted.request().headers()["idempotency-key"])
+        if (!lose) return intercepted.continue()
+        lose = false
+        await intercepted.fetch()
+        return intercepted.abort("connectionreset")
+      })
       await page.goto(`${running.baseUrl}/dashboard/tasks/${failed}`)
       await page.getByRole("heading", { name: "Error" }).waitFor()
-      await page.getByRole("button", { name: /Retry/ }).click()
+      const retry = page.getByRole("button", { name: /Retry/ })
+      // a double click is one intent: one request
+      await retry.dblclick()
+      expect(await page.getByRole("alert").textContent()).toContain("cannot be reached")
+      // clicked again after no answer: the same intent, the same key; the server answers the task it made
+      await retry.click()
       await page.waitForURL((url) => url.pathname.startsWith("/dashboard/tasks/") && !url.pathname.endsWith(failed))
       await page.getByRole("link", { name: failed }).waitFor()
+      await page.unroute(route)
+      expect(keysSent).toHaveLength(2)
+      expect(keysSent[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+      expect(keysSent[1]).toBe(keysSent[0])
+      const retried = page.url().split("/").at(-1)!
+      expect(await charges()).toEqual([retried, ...chargesBefore])
       await shot("05-task-retried")
     })
 

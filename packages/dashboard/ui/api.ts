@@ -127,5 +127,15 @@ export const call = <A, E>(kind: CredentialKind, f: (api: Api) => Effect.Effect<
   })
 }
 
-/** A fresh idempotency key for one submission of a form (a double click creates one thing). */
-export const idempotencyKey = (): string => crypto.randomUUID()
+/**
+ * A fresh `Idempotency-Key` for one intent (`useSubmit` keeps it for the intent's attempts): a random UUID, from
+ * `crypto.getRandomValues` where `crypto.randomUUID` is missing (a page served over plain HTTP, not from localhost).
+ */
+export const idempotencyKey = (): string => {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID()
+  const bytes = crypto.getRandomValues(new Uint8Array(16))
+  bytes[6] = (bytes[6]! & 0x0f) | 0x40
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}

@@ -8,7 +8,7 @@
  */
 import type { ComponentChildren, JSX } from "preact"
 import { useCallback, useEffect, useRef, useState } from "preact/hooks"
-import { ApiFailure, toFailure } from "./api.js"
+import { ApiFailure, idempotencyKey, toFailure } from "./api.js"
 import { href, onLink } from "./router.js"
 
 /** A link to a route of the dashboard. */
@@ -320,20 +320,36 @@ export const Field = (props: { readonly label: string; readonly children: Compon
   </label>
 )
 
-/** Runs a form's submission: busy while it runs, its failure shown. */
+/**
+ * Runs a form's submission: busy while it runs, its failure shown. One submission runs at a time (a second click
+ * while one runs is the same intent: ignored). Each intent has its `Idempotency-Key`, given to `f`: made for the
+ * first attempt, kept when the attempt got no answer (the network failed: the server may have done it, and the next
+ * click asks for the same thing), new once the server has answered.
+ */
 export const useSubmit = () => {
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<ApiFailure | undefined>(undefined)
-  const submit = (f: () => Promise<unknown>) => {
+  const running = useRef(false)
+  const intent = useRef<string | undefined>(undefined)
+  const submit = (f: (idempotencyKey: string) => Promise<unknown>): Promise<void> => {
+    if (running.current) return Promise.resolve()
+    running.current = true
     setBusy(true)
     setError(undefined)
-    return f().then(
-      () => setBusy(false),
+    const key = intent.current ??= idempotencyKey()
+    return f(key).then(
+      () => {
+        intent.current = undefined
+      },
       (e: unknown) => {
-        setBusy(false)
-        setError(toFailure(e))
+        const failure = toFailure(e)
+        if (failure.code !== "NETWORK_ERROR") intent.current = undefined
+        setError(failure)
       }
-    )
+    ).finally(() => {
+      running.current = false
+      setBusy(false)
+    })
   }
   return { busy, error, submit, clear: () => setError(undefined) }
 }
@@ -344,7 +360,8 @@ export type Submission = ReturnType<typeof useSubmit>
 /** A button that runs an action of `submission`, disabled while one runs. */
 export const ActionButton = (props: {
   readonly submission: Submission
-  readonly run: () => Promise<unknown>
+  /** The action, given the `Idempotency-Key` of this intent (see {@link useSubmit}). */
+  readonly run: (idempotencyKey: string) => Promise<unknown>
   readonly children: ComponentChildren
 }) => (
   <button type="button" disabled={props.submission.busy} onClick={() => props.submission.submit(props.run)}>
@@ -360,7 +377,8 @@ export const FormCard = (props: {
   readonly label: string
   readonly title?: ComponentChildren
   readonly class?: string
-  readonly onSubmit: (form: HTMLFormElement) => Promise<unknown>
+  /** Submits the form, given the `Idempotency-Key` of this intent (see {@link useSubmit}). */
+  readonly onSubmit: (form: HTMLFormElement, idempotencyKey: string) => Promise<unknown>
   readonly hint?: (error: ApiFailure) => ComponentChildren
   readonly actions: (busy: boolean) => ComponentChildren
   readonly children: ComponentChildren
@@ -373,7 +391,7 @@ export const FormCard = (props: {
       onSubmit={(e) => {
         e.preventDefault()
         const form = e.currentTarget
-        submission.submit(() => props.onSubmit(form))
+        submission.submit((key) => props.onSubmit(form, key))
       }}
     >
       <h2>{props.title ?? props.label}</h2>

@@ -5,7 +5,7 @@
  */
 import { ApiKey, Catalog } from "@mediagate/contract"
 import { useState } from "preact/hooks"
-import { call, idempotencyKey } from "../api.js"
+import { call } from "../api.js"
 import { Check, Checks, ConfirmButton, ErrorBox, Field, FormCard, SecretOnce, ShowList, Table, useFields, useLoad, useSubmit, ViewHeader } from "../components.js"
 import { money, time } from "../format.js"
 
@@ -51,7 +51,7 @@ const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated)
   const [permissions, setPermissions] = useState<ReadonlyArray<ApiKey.PermissionName>>(["tasks:read"])
   const [providers, setProviders] = useState<ReadonlyArray<Catalog.TaskFamily>>([])
   const [restrictProviders, setRestrictProviders] = useState(false)
-  const submit = () => {
+  const submit = (_: HTMLFormElement, key: string) => {
     const payload: { -readonly [K in keyof typeof ApiKey.ApiKeyCreate.Type]?: (typeof ApiKey.ApiKeyCreate.Type)[K] } = { name }
     if (environment !== "") payload.environment = environment
     if (!full || restrictProviders) {
@@ -73,7 +73,7 @@ const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated)
     return call("key", (api) =>
       api.apiKeys.create({
         payload: payload as typeof ApiKey.ApiKeyCreate.Type,
-        headers: { "idempotency-key": idempotencyKey() }
+        headers: { "idempotency-key": key }
       })).then((created) => {
         fields.set({ name: "" })
         props.onCreated(created)

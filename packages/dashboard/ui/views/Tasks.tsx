@@ -5,7 +5,7 @@
  */
 import { Catalog, Task } from "@mediagate/contract"
 import { useState } from "preact/hooks"
-import { call, idempotencyKey } from "../api.js"
+import { call } from "../api.js"
 import { ActionButton, Card, ConfirmButton, ErrorBox, Fact, Field, Link, Select, Show, ShowPage, Status, Table, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { bytes, duration, money, moneyExact, time, timeZone } from "../format.js"
 import { current, navigate } from "../router.js"
@@ -215,8 +215,8 @@ export const TaskDetail = (props: { readonly id: string }) => {
                   ? (
                     <ActionButton
                       submission={action}
-                      run={() =>
-                        call("key", (api) => api.tasks.retry({ path: { id: task.id }, headers: { "idempotency-key": idempotencyKey() } }))
+                      run={(key) =>
+                        call("key", (api) => api.tasks.retry({ path: { id: task.id }, headers: { "idempotency-key": key } }))
                           .then((ack) => navigate(`/tasks/${ack.id}`))}
                     >
                       Retry (charged again)

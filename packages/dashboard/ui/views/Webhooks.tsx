@@ -4,7 +4,7 @@
  */
 import { Webhook } from "@mediagate/contract"
 import { useState } from "preact/hooks"
-import { call, idempotencyKey } from "../api.js"
+import { call } from "../api.js"
 import { ActionButton, Checks, ConfirmButton, ErrorBox, Field, FormCard, Link, SecretOnce, ShowList, ShowPage, Status, Table, useFields, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { time } from "../format.js"
 
@@ -15,7 +15,7 @@ const CreateForm = (props: { readonly onCreated: (created: Webhook.WebhookCreate
   return (
     <FormCard
       label="Register a webhook"
-      onSubmit={() =>
+      onSubmit={(_, key) =>
         call("key", (api) =>
           api.webhooks.create({
             payload: {
@@ -23,7 +23,7 @@ const CreateForm = (props: { readonly onCreated: (created: Webhook.WebhookCreate
               events: events as [Webhook.EventType, ...Array<Webhook.EventType>],
               ...(description === "" ? {} : { description })
             },
-            headers: { "idempotency-key": idempotencyKey() }
+            headers: { "idempotency-key": key }
           })).then((created) => {
             fields.reset()
             props.onCreated(created)
