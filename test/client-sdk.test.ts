@@ -4,7 +4,8 @@
  *
  * - the committed generated types are what `npm run client:generate` renders, and the bundle stays in its budget;
  * - the client from its sources: `run` to `succeeded` with progress, download, pages, errors with request ids,
- *   every other endpoint, a webhook delivery verified with `verifyWebhook`;
+ *   every other endpoint, a webhook delivery verified with `verifyWebhook`; a create and a retry whose first answer
+ *   is lost, retried by the client with the same `Idempotency-Key`: one task and one charge each (a live account);
  * - openapi-typescript 7 + openapi-fetch: types generated from the served `/api/v1/openapi.json`, a client program
  *   type-checked under `strict` and run: create with only required fields → get → list with filters and a cursor;
  * - the packed client in a fresh project outside the repository (nothing else installed): a plain-JS app runs a
@@ -22,6 +23,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { budget, measure } from "../scripts/client-size.js"
 import { render, target } from "../scripts/client-types.js"
+import { freshDatabase, makeAccount, scenario, serverEnv } from "./harness.js"
 import { bootstrapKeys, freePort, psql, type RunningServer, runPostgres, startServer } from "./server.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -103,6 +105,57 @@ if (runPostgres) {
   })
 } else {
   console.warn("PostgreSQL is not running at 127.0.0.1:5432: the client's PostgreSQL run is skipped")
+}
+
+for (const postgres of runPostgres ? [false, true] : [false]) {
+  const database = postgres ? "PostgreSQL" : "SQLite"
+  it(`@mediagate/client on ${database}: an answer lost, then the client's own retry: one task, one charge`, () =>
+    scenario("client retries", async (scope) => {
+      const env = await serverEnv(freshDatabase(scope, postgres, "client"))
+      const server = scope.server("gateway", await startServer(env))
+      const keys = await makeAccount(server.baseUrl, "client retries", 100)
+      // while `drop` is set, the next request reaches the server and its answer is lost (a connection reset)
+      const keysSent: Array<string | null> = []
+      let drop = false
+      const lossy: typeof fetch = async (input, init) => {
+        keysSent.push(new Headers(init?.headers).get("idempotency-key"))
+        const response = await fetch(input, init)
+        if (!drop) return response
+        drop = false
+        await response.arrayBuffer()
+        throw new TypeError("fetch failed: other side closed")
+      }
+      const mg = new Mediagate({ apiKey: keys.live, baseUrl: server.baseUrl, fetch: lossy })
+      const charges = async () => (await mg.balance.ledger({ kind: "charge", limit: 100 })).data.map((e) => e.task_id)
+      const tasks = async () => (await mg.tasks.list({ limit: 100 })).pagination.total
+
+      drop = true
+      const ack = await mg.create("vendor4/text-to-image", {
+        model: "vendor4-4-0",
+        input: { prompt: "[sim:fail] an answer lost" }
+      })
+      expect(keysSent).toHaveLength(2)
+      expect(keysSent[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+      expect(keysSent[1]).toBe(keysSent[0])
+      expect(await charges()).toEqual([ack.id])
+      expect(await tasks()).toBe(1)
+      expect((await mg.waitFor(ack.id, { timeout: 30_000, pollInterval: { min: 50 } })).status).toBe("failed")
+
+      // the retry of the failed task: the same, on the retry route
+      drop = true
+      keysSent.length = 0
+      const retried = await mg.tasks.retry(ack.id)
+      expect(retried.original_task_id).toBe(ack.id)
+      expect(keysSent).toHaveLength(2)
+      expect(keysSent[1]).toBe(keysSent[0])
+      expect(await charges()).toEqual([retried.id, ack.id])
+      expect(await tasks()).toBe(2)
+      // another call is another intent: a new key, a new task, a new charge (the spec's rule)
+      const again = await mg.tasks.retry(ack.id)
+      expect(again.id).not.toBe(retried.id)
+      expect(keysSent.at(-1)).not.toBe(keysSent[0])
+      expect(await charges()).toEqual([again.id, retried.id, ack.id])
+    }, "mg-client-"), 90_000)
 }
 
 for (const backend of backends) {
