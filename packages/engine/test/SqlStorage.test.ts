@@ -25,6 +25,9 @@ import { chargeOf, makeRecordingBilling, newTask } from "./support.js"
 import { type Backend, taskStorageSuite } from "./TaskStorageSuite.js"
 
 const notRunning = `${pgNotRunning}: its tests are skipped`
+
+/** The ids of every engine migration, in order (what a migrated database records). */
+const migrationIds = Effect.map(SqlTaskStorage.migrations(), (all) => all.map(([id]) => id))
 if (!runPostgres) console.warn(notRunning)
 
 type Database = () => Layer.Layer<SqlClient.SqlClient, unknown>
@@ -273,7 +276,7 @@ for (const [name, database] of databases) {
         )
         assert.isTrue(Option.isSome(yield* second.getById(task.id)))
         const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable())}`
-        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+        expect(applied.map((r) => Number(r.migration_id))).toEqual(yield* migrationIds)
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
 
     it.live("tasks written before the counts migration are counted by it (backfill); totals stay exact after", () =>
@@ -293,15 +296,17 @@ for (const [name, database] of databases) {
               createdAt: at + i,
               accountId,
               provider: i % 2 === 0 ? "vendor3" : "vendor7",
-              model: i % 4 === 0 ? "vendor3-3_fast" : "vendor3-3"
+              model: i % 4 === 0 ? "vendor3-3_fast" : "vendor3-3",
+              environment: i % 3 === 1 ? "test" : "live"
             })),
             status
           }))
         )
         const encode = SqlRows.decoder(tasks, SqlTaskStorage.TaskRow).encode
         for (const record of records) {
-          // rows of that schema: without the trace context and the channel (later migrations' columns)
-          const { channel_id: _channel, trace_context: _, ...row } = yield* encode(record)
+          // rows of that schema: without the columns of later migrations (trace context, channel, node, ...)
+          const later = new Set(["channel_id", "trace_context", "upstream_seconds", "upstream_cost_micros", "node_id"])
+          const row = Object.fromEntries(Object.entries(yield* encode(record)).filter(([column]) => !later.has(column)))
           yield* sql`INSERT INTO ${sql(tasks)} ${sql.insert(row)}`
         }
         // the storage runs the counts migration
@@ -309,7 +314,7 @@ for (const [name, database] of databases) {
           Effect.map(Context.get(TaskStorage))
         )
         const applied = yield* sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(SqlTaskStorage.migrationsTable())}`
-        expect(applied.map((r) => Number(r.migration_id))).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+        expect(applied.map((r) => Number(r.migration_id))).toEqual(yield* migrationIds)
         const expectTotals = Effect.gen(function*() {
           const stored = (yield* Effect.forEach(records, (r) => storage.getById(r.id))).flatMap(Option.toArray)
           for (const accountId of ["acct_a", "acct_b", "acct_c"]) {
@@ -319,7 +324,15 @@ for (const [name, database] of databases) {
               ...Task.taskStatuses.map((status) => [{ limit: 2, status }, (t: TaskRecord) => t.status === status] as const),
               [{ limit: 2, provider: "vendor7" }, (t) => t.provider === "vendor7"],
               [{ limit: 2, model: "vendor3-3_fast" }, (t) => t.model === "vendor3-3_fast"],
-              [{ limit: 2, status: "succeeded", provider: "vendor3" }, (t) => t.status === "succeeded" && t.provider === "vendor3"]
+              [{ limit: 2, status: "succeeded", provider: "vendor3" }, (t) => t.status === "succeeded" && t.provider === "vendor3"],
+              // per environment (migration 0009 counts them apart)
+              ...(["live", "test"] as const).flatMap((environment) => [
+                [{ limit: 2, environment }, (t: TaskRecord) => t.environment === environment] as const,
+                [{ limit: 2, environment, provider: "vendor7" }, (t: TaskRecord) =>
+                  t.environment === environment && t.provider === "vendor7"] as const,
+                [{ limit: 2, environment, status: "succeeded" }, (t: TaskRecord) =>
+                  t.environment === environment && t.status === "succeeded"] as const
+              ])
             ]
             for (const [query, matches] of queries) {
               expect((yield* storage.list(accountId, query)).total, `${accountId} ${JSON.stringify(query)}`).toBe(mine.filter(matches).length)
@@ -360,7 +373,11 @@ for (const [name, database] of databases) {
                 [{ limit: 1 }, sql.and([sql`1 = 1`])],
                 ...Task.taskStatuses.map((status) => [{ limit: 1, status }, sql.and([sql`status = ${status}`])] as const),
                 ...["vendor3", "vendor7"].map((provider) => [{ limit: 1, provider }, sql.and([sql`provider = ${provider}`])] as const),
-                ...["vendor3-3", "vendor3-3_fast", "m2"].map((model) => [{ limit: 1, model }, sql.and([sql`model = ${model}`])] as const)
+                ...["vendor3-3", "vendor3-3_fast", "m2"].map((model) => [{ limit: 1, model }, sql.and([sql`model = ${model}`])] as const),
+                ...(["live", "test"] as const).flatMap((environment) => [
+                  [{ limit: 1, environment }, sql.and([sql`environment = ${environment}`])] as const,
+                  [{ limit: 1, environment, status: "expired" }, sql.and([sql`environment = ${environment}`, sql`status = 'expired'`])] as const
+                ])
               ]
               for (const [query, where] of queries) {
                 expect((yield* storage.list(accountId, query)).total, `${label}: ${accountId} ${JSON.stringify(query)}`).toBe(
@@ -377,6 +394,7 @@ for (const [name, database] of databases) {
         // columns the storage never changes: model, provider, the account
         yield* sql`UPDATE ${tasks} SET model = 'm2', provider = 'vendor1' WHERE id = ${accepted[1]!.id}`
         yield* sql`UPDATE ${tasks} SET account_id = 'acct_b', status = 'expired' WHERE id = ${accepted[2]!.id}`
+        yield* sql`UPDATE ${tasks} SET environment = 'test' WHERE id = ${accepted[3]!.id}`
         yield* expectTotals("moved")
         yield* sql`DELETE FROM ${tasks} WHERE id = ${accepted[0]!.id}`
         yield* expectTotals("deleted")
@@ -384,7 +402,7 @@ for (const [name, database] of databases) {
         yield* expectTotals("emptied")
         yield* storage.accept({ task: newTask({ createdAt: now + 9 }), charge: undefined, idempotency: undefined })
         yield* expectTotals("accepted again")
-      }).pipe(Effect.provide(withStorage()), Effect.scoped))
+      }).pipe(Effect.provide(withStorage()), Effect.scoped), 30_000)
 
     it.live("an accept wakes the local wakeups", () =>
       Effect.gen(function*() {
@@ -404,6 +422,7 @@ for (const [name, database] of databases) {
           claim: `SELECT id FROM ${tasks} WHERE status IN ('pending', 'queued', 'running') AND next_run_at <= 5
             AND (lease_expires_at IS NULL OR lease_expires_at <= 5) ORDER BY next_run_at, id LIMIT 10`,
           list: `SELECT * FROM ${tasks} WHERE account_id = 'a' ORDER BY id DESC LIMIT 11`,
+          environment: `SELECT * FROM ${tasks} WHERE (account_id = 'a' AND environment = 'test') ORDER BY id DESC LIMIT 11`,
           status: `SELECT * FROM ${tasks} WHERE (account_id = 'a' AND status = 'failed') ORDER BY id DESC LIMIT 11`,
           prefix: `SELECT * FROM ${tasks} WHERE (account_id = 'a' AND id >= 'task_01' AND id < 'task_02') ORDER BY id DESC LIMIT 11`,
           lease: `SELECT id FROM ${tasks} WHERE lease_owner = 'w1' AND status IN ('pending', 'queued', 'running')`
@@ -411,6 +430,7 @@ for (const [name, database] of databases) {
         const expected = {
           claim: `${tasks}_due_idx`,
           list: `${tasks}_account_idx`,
+          environment: `${tasks}_account_environment_idx`,
           status: `${tasks}_account_status_idx`,
           prefix: `${tasks}_account_idx`,
           lease: `${tasks}_lease_idx`

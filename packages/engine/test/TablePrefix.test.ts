@@ -72,6 +72,7 @@ for (const [name, database] of databases) {
         const indexes = objects.filter((o) => o.kind === "index").map((o) => o.name)
         expect(indexes).toEqual(expect.arrayContaining([
           "acme_mg_tasks_account_idx",
+          "acme_mg_tasks_account_environment_idx",
           "acme_mg_tasks_due_idx",
           "acme_mg_tasks_lease_idx",
           "acme_mg_tasks_channel_idx",
@@ -79,7 +80,12 @@ for (const [name, database] of databases) {
         ]))
         const sql = yield* SqlClient.SqlClient
         const applied = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlTaskStorage.migrationsTable(prefix))}`
-        expect(applied.map((r) => r.name)).toEqual(["tasks", "task_idempotency_created", "task_outbox_txid", "task_counts", "nodes", "task_trace_context", "task_channel", "task_upstream_usage"])
+        const names = (yield* SqlTaskStorage.migrations(prefix)).map(([, name]) => name)
+        expect(names.slice(0, 9)).toEqual([
+          "tasks", "task_idempotency_created", "task_outbox_txid", "task_counts", "nodes", "task_trace_context",
+          "task_channel", "task_upstream_usage", "task_counts_environment"
+        ])
+        expect(applied.map((r) => r.name)).toEqual(names)
         // the counts' triggers (and, on PostgreSQL, their functions) carry the prefix too
         const triggers = objects.filter((o) => o.kind === "trigger").map((o) => o.name)
         expect(triggers).toEqual(expect.arrayContaining(["acme_mg_tasks_count_insert", "acme_mg_tasks_count_delete"]))
