@@ -58,6 +58,15 @@ const wrap = (text: string): Array<string> =>
     return lines
   }, [])
 
+/** What the `idempotency-key` header of the creating POSTs means. */
+const idempotency = "`Idempotency-Key` (header, 1 to 255 characters) is taken by every POST that creates: a " +
+  "generation, a retry (`POST /api/v1/tasks/{id}/retry`), an API key, a webhook. The same key with the same request " +
+  "within 24 h answers the original response (the same task id, no second charge), also to requests sent at the " +
+  "same time; the same key with another request is `409 IDEMPOTENCY_KEY_REUSED`. Without the header every request " +
+  "is a new one: each create or retry is a new task and a new charge, however often it is sent, so a client that " +
+  "sends again after a lost answer must send the same key. `@mediagate/client` and the dashboard always send one " +
+  "(docs/client.md, docs/dashboard.md)."
+
 /** The reference as Markdown: the public API, then the operator API. */
 export const render = (): string => {
   const documents = Api.documents(Api.MediagateApi) as unknown as { public: Document; admin: Document }
@@ -69,6 +78,8 @@ export const render = (): string => {
     "operator API) by `npm run docs:api`; do not edit by hand.",
     "Every response is an envelope: `{ success: true, data }` or `{ success: false, error: { code, message } }`.",
     "Interactive documentation of both: `/docs` on a running server.",
+    "",
+    ...wrap(idempotency),
     "",
     ...operations(spec),
     `# ${admin.info.title} ${admin.info.version}`,
