@@ -142,7 +142,11 @@ export const NodeStatus = Schema.Struct({
   last_seen_at: Timestamp,
   concurrency: Schema.Number.annotations({ description: "Engine steps the node runs at once" }),
   leases: Schema.Number.annotations({ description: "Task leases the node held at its last heartbeat" }),
-  stale: Schema.Boolean.annotations({ description: "Not seen for 3 of its heartbeat periods (it may be gone)" })
+  stale: Schema.Boolean.annotations({ description: "Not seen for 3 of its heartbeat periods (it may be gone)" }),
+  files_unshared_with: Schema.Array(Schema.String).annotations({
+    description: "Live nodes whose result files this node cannot see: its local file store is not their directory. " +
+      "It then claims no task they accepted (docs/operations.md). Empty: shared, the S3 store, or no other node"
+  })
 }).annotations({ identifier: "NodeStatus" })
 /** A process running task workers. */
 export type NodeStatus = typeof NodeStatus.Type

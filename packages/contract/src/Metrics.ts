@@ -281,6 +281,15 @@ export const upstreamInFlight = gauge(
 )
 
 /**
+ * `mediagate_file_store_unshared_nodes`: live nodes whose result files this node cannot see (its local file store is
+ * not their directory; docs/operations.md). 0 when shared, on the S3 store, or alone.
+ */
+export const fileStoreUnsharedNodes = gauge(
+  "mediagate_file_store_unshared_nodes",
+  "Live nodes whose result files this node cannot see: its local file store is not their directory (0: shared or S3)"
+)
+
+/**
  * `mediagate_db_pool_connections{state}`: this process's database connections, `in_use` (a statement or a
  * transaction holds it) or `idle` (open, free). PostgreSQL: the pool (the `LISTEN` connection is not in it);
  * SQLite: its one connection (in use while a statement or transaction holds it at the scrape).

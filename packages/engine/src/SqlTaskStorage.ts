@@ -422,7 +422,13 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_cost_micros BIGINT`)
         )),
       // test and live tasks apart (decisions.md §accounts): list totals and the list index per environment
-      "0009_task_counts_environment": countByEnvironment(prefix)
+      "0009_task_counts_environment": countByEnvironment(prefix),
+      // the node that accepted a task (claims of nodes apart from it skip it) and the nodes a node is apart from
+      "0010_task_node": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.zipRight(
+          sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN node_id TEXT`),
+          sql.unsafe(`ALTER TABLE ${t.nodes} ADD COLUMN apart_from TEXT`)
+        ))
     }
   })
 
@@ -479,7 +485,8 @@ export const TaskRow = Schema.Struct({
   traceContext: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("trace_context")),
   channelId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("channel_id")),
   upstreamSeconds: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_seconds")),
-  upstreamCostMicros: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_cost_micros"))
+  upstreamCostMicros: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_cost_micros")),
+  nodeId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("node_id"))
 })
 
 /** The columns of a task's row, in the order {@link taskRowOf} writes them. */
@@ -487,7 +494,7 @@ export const taskColumns = [
   "id", "account_id", "key_id", "environment", "endpoint", "provider", "operation", "media_type", "model", "status",
   "input", "metadata", "webhook_url", "original_task_id", "charged_micros", "refunded_micros", "estimated_seconds",
   "progress", "result", "error", "upstream_job_id", "fence", "lease_owner", "lease_expires_at", "next_run_at",
-  "deadline_at", "polls", "created_at", "started_at", "completed_at", "trace_context", "channel_id"
+  "deadline_at", "polls", "created_at", "started_at", "completed_at", "trace_context", "channel_id", "node_id"
 ] as const
 
 const encodeResult = Schema.encodeEither(TaskRow.fields.result)
@@ -543,7 +550,8 @@ export const taskRowOf = (
     started_at: record.startedAt,
     completed_at: record.completedAt,
     trace_context: record.traceContext ?? null,
-    channel_id: record.channelId ?? null
+    channel_id: record.channelId ?? null,
+    node_id: record.nodeId ?? null
   })
 }
 
@@ -586,7 +594,13 @@ export const NodeRow = Schema.Struct({
   heartbeatMs: column("heartbeat_ms", SqlRows.Number),
   leases: SqlRows.Number,
   startedAt: column("started_at", SqlRows.Number),
-  lastSeenAt: column("last_seen_at", SqlRows.Number)
+  lastSeenAt: column("last_seen_at", SqlRows.Number),
+  // the ids, space-separated (ids hold no spaces)
+  apartFrom: column("apart_from", Schema.transform(Schema.NullOr(Schema.String), Schema.Array(Schema.String), {
+    strict: true,
+    decode: (text) => text === null || text === "" ? [] : text.split(" "),
+    encode: (ids) => ids.length === 0 ? null : ids.join(" ")
+  }))
 })
 
 /** The decoders of the storage's rows (whole rows, and the columns some statements read), under `prefix`. */
@@ -1133,10 +1147,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         return { items: items.slice(0, limit), hasMore: items.length > limit, total: n }
       }).pipe(persistence("list"))
 
-    const claim: TaskStorage["Type"]["claim"] = (owner, limit, leaseMs) =>
+    const claim: TaskStorage["Type"]["claim"] = (owner, limit, leaseMs, exclude = []) =>
       Effect.suspend(() => {
         const n = Math.max(0, Math.floor(limit))
         if (n === 0) return Effect.succeed([])
+        // tasks accepted by the nodes the caller is apart from are left to them (Placement)
+        const apart = exclude.length === 0 ? sql.literal("") : sql` AND (node_id IS NULL OR node_id NOT IN ${sql.in(exclude)})`
         return withClock.pipe(
           Effect.flatMap((clock) =>
             sql`${clock}
@@ -1150,7 +1166,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             SELECT id FROM ${t.tasks}
             WHERE ${ACTIVE}
               AND next_run_at <= ${NOW}
-              AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})
+              AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})${apart}
             ORDER BY next_run_at, id
             LIMIT ${n}${sql.literal(pg ? " FOR UPDATE SKIP LOCKED" : "")}
           )
@@ -1566,11 +1582,13 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     /** The node registry: one upsert per heartbeat, `last_seen_at` (and `started_at` on the first) the storage clock. */
     const beatNode: TaskStorage["Type"]["beatNode"] = (beat) =>
       Effect.flatMap(nowSql, (now) =>
-        sql`INSERT INTO ${t.nodes} (id, host, pid, concurrency, heartbeat_ms, leases, started_at, last_seen_at)
+        sql`INSERT INTO ${t.nodes} (id, host, pid, concurrency, heartbeat_ms, leases, started_at, last_seen_at,
+            apart_from)
           VALUES (${beat.id}, ${beat.host}, ${Math.floor(beat.pid)}, ${Math.floor(beat.concurrency)},
-            ${ms(beat.heartbeatMs)}, ${Math.floor(beat.leases)}, ${now}, ${now})
+            ${ms(beat.heartbeatMs)}, ${Math.floor(beat.leases)}, ${now}, ${now}, ${beat.apartFrom?.join(" ") || null})
           ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, concurrency = excluded.concurrency,
-            heartbeat_ms = excluded.heartbeat_ms, leases = excluded.leases, last_seen_at = excluded.last_seen_at`).pipe(
+            heartbeat_ms = excluded.heartbeat_ms, leases = excluded.leases, last_seen_at = excluded.last_seen_at,
+            apart_from = excluded.apart_from`).pipe(
         Effect.asVoid,
         persistence("beatNode")
       )

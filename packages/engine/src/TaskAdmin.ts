@@ -61,7 +61,8 @@ export const toNodeStatus = (node: NodeRow, now: number): Admin.NodeStatus => ({
   last_seen_at: iso(node.lastSeenAt),
   concurrency: node.concurrency,
   leases: node.leases,
-  stale: now - node.lastSeenAt > staleBeats * node.heartbeatMs
+  stale: now - node.lastSeenAt > staleBeats * node.heartbeatMs,
+  files_unshared_with: node.apartFrom ?? []
 })
 
 /** Builds the engine's `AdminTasks`. */

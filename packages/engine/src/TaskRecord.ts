@@ -63,6 +63,11 @@ export interface TaskRecord {
    */
   readonly upstreamSeconds?: number | null | undefined
   readonly upstreamCostMicros?: number | null | undefined
+  /**
+   * The node that accepted the task (its id in the node registry; `Placement`): a node apart from it leaves the task
+   * to it. Null when accepted by a process without workers or without a `Placement`.
+   */
+  readonly nodeId?: string | null | undefined
 }
 
 /** What an upstream reported a job ran and cost. */
@@ -94,6 +99,7 @@ export type NewTask = Pick<
   | "deadlineAt"
   | "createdAt"
   | "traceContext"
+  | "nodeId"
 >
 
 /**
@@ -132,7 +138,8 @@ export const fromNew = (task: NewTask, createdAt = task.createdAt, deadlineAt = 
   createdAt,
   startedAt: null,
   completedAt: null,
-  traceContext: task.traceContext ?? null
+  traceContext: task.traceContext ?? null,
+  nodeId: task.nodeId ?? null
 })
 
 /** States a worker moves a task through. */

@@ -15,6 +15,7 @@ import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import { type PersistenceError, toUnavailable } from "@mediagate/persistence/PersistenceError"
 import { Planner } from "./Planner.js"
+import { Placement } from "./Placement.js"
 import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
 import { type IdempotencyClaim, TaskStorage } from "./TaskStorage.js"
 import { ResultLinks } from "./ResultLinks.js"
@@ -60,6 +61,8 @@ export const make = Effect.gen(function*() {
   const planner = yield* Planner
   const upstream = yield* Upstream
   const links = yield* ResultLinks
+  // the node accepting here, recorded on its tasks (nodes apart from it leave them to it; see Placement)
+  const nodeId = Option.match(yield* Effect.serviceOption(Placement), { onNone: () => null, onSome: (p) => p.nodeId })
   // best-effort upstream cancels run after the answer, owned by the service's scope
   const background = yield* FiberSet.make()
 
@@ -113,7 +116,8 @@ export const make = Effect.gen(function*() {
         deadlineAt: now + plan.timeoutMs,
         createdAt: now,
         // the request's trace, continued by the task's worker steps and webhooks (undefined while tracing is off)
-        traceContext: yield* Tracing.traceparent
+        traceContext: yield* Tracing.traceparent,
+        nodeId
       }
       const charge = charged > 0
         ? {

@@ -178,6 +178,8 @@ export interface NodeBeat {
   readonly heartbeatMs: number
   /** Leases it holds (its heartbeat extended them). */
   readonly leases: number
+  /** The live nodes it is apart from (`Placement`: their result files are not in one store); empty: none. */
+  readonly apartFrom?: ReadonlyArray<string> | undefined
 }
 
 /** A registered node: its last heartbeat, when it registered and when it was last seen (storage clock, epoch ms). */
@@ -214,12 +216,14 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
   readonly list: (accountId: string | undefined, query: ListQuery) => Effect.Effect<ListPage, PersistenceError>
   /**
    * Leases up to `limit` due tasks (active, `nextRunAt` reached, no live lease): increments each fence, moves
-   * `pending` to `queued`, sets `startedAt` on first claim.
+   * `pending` to `queued`, sets `startedAt` on first claim. `exclude`: skip the tasks accepted by these nodes
+   * (`TaskRecord.nodeId`; the nodes the caller is apart from, see `Placement`).
    */
   readonly claim: (
     owner: string,
     limit: number,
-    leaseMs: number
+    leaseMs: number,
+    exclude?: ReadonlyArray<string>
   ) => Effect.Effect<ReadonlyArray<TaskRecord>, PersistenceError>
   /**
    * Applies a step's update and releases the lease, if `fence` still holds — the caller's claim is the latest and
@@ -494,9 +498,11 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           }
           return MemoryStore.page(matches, query.beforeId, query.limit)
         }),
-      claim: (owner, limit, leaseMs) =>
+      claim: (owner, limit, leaseMs, exclude = []) =>
         transaction(Effect.map(Clock.currentTimeMillis, (now) => {
-          const due = [...tasks.values()].filter(waitingAt(now))
+          const due = [...tasks.values()].filter((task) =>
+            waitingAt(now)(task) && (task.nodeId == null || !exclude.includes(task.nodeId))
+          )
           due.sort((a, b) => a.nextRunAt! - b.nextRunAt! || (a.id < b.id ? -1 : 1))
           return due.slice(0, limit).map((task) => {
             const claimed: TaskRecord = {

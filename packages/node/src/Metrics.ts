@@ -14,6 +14,7 @@
  * the database (`TaskStorage.overview`: tasks by state from the counters, tasks due and unclaimed; the same figures on
  * every node, and those of `GET /admin/v1/system`), this process's database connections (`Database.DatabasePool`:
  * the PostgreSQL pool's in use / idle / waiting, or SQLite's one connection; absent with a host app's `SqlClient`),
+ * whether this node's local file store is shared with the other live nodes (`Placement`; 0 without one),
  * and this process's memory and event-loop delay (`perf_hooks.monitorEventLoopDelay`, reset at each scrape).
  *
  * Settings (docs/configuration.md): `MEDIAGATE_METRICS` (default off when embedded, on in the production server),
@@ -27,6 +28,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Metrics, Task } from "@mediagate/contract"
+import { Placement } from "@mediagate/engine/Placement"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import { Envelope, RequestContext } from "@mediagate/server"
 import * as Config from "effect/Config"
@@ -88,6 +90,7 @@ const lagSeconds = (nanos: number) => Math.max(0, nanos / 1e6 - loopResolutionMs
 export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = Effect.gen(function*() {
   const storage = yield* TaskStorage
   const pool = yield* Effect.serviceOption(DatabasePool)
+  const placement = yield* Effect.serviceOption(Placement)
   const loop = yield* Effect.acquireRelease(
     Effect.sync(() => {
       const histogram = monitorEventLoopDelay({ resolution: loopResolutionMs })
@@ -131,6 +134,7 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = E
       })
   })
   const process_ = Effect.sync(() => {
+    Metrics.record(Metrics.fileStoreUnsharedNodes, Option.match(placement, { onNone: () => 0, onSome: (p) => p.apart().length }))
     const memory = process.memoryUsage()
     Metrics.record(Metrics.residentMemory, memory.rss)
     Metrics.record(Metrics.heapUsed, memory.heapUsed)

@@ -50,6 +50,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Retention from "../Retention.js"
+import * as FilePlacement from "./filePlacement.js"
 
 /** Settings of the composition itself (the packages read their own). */
 export interface StackSettings {
@@ -166,12 +167,16 @@ export const Vendors = (stack: StackSettings) => Layer.mergeAll(
   Layer.provide(NodeContext.layer)
 )
 
-/** The engine: SQL task storage, the upstream routed over channels, the task service and (when this process runs them) workers. */
+/**
+ * The engine: SQL task storage, the upstream routed over channels, the task service and (when this process runs them)
+ * workers, placed by the markers of the local file store (`FilePlacement`: nodes apart claim no task of each other).
+ */
 export const Engine = (stack: StackSettings) =>
   (stack.workers ? Worker.layerConfig() : Layer.empty).pipe(
     Layer.provideMerge(TaskService.layer),
     // the upstream routed over channels (docs/channels.md), with its runtime for the admin views
     Layer.provideMerge(Channels.layerConfig),
+    Layer.provideMerge(FilePlacement.layerConfig(stack.workers)),
     // a task read by id goes through the database's read connection when it has one, a batch of charged accepts
     // through its write connection (SQLite files)
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(
