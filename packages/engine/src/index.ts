@@ -7,6 +7,8 @@
 
 /** The billing port the engine charges and refunds through. */
 export * as Billing from "./Billing.js"
+/** Where a node's tasks run: its id in the node registry, the nodes it is apart from (unshared file stores). */
+export * as Placement from "./Placement.js"
 /** The planning port: price, estimate, deadline. */
 export * as Planner from "./Planner.js"
 /** Fresh result links at read time. */

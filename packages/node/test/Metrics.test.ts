@@ -2,8 +2,9 @@
  * `GET /metrics` of a running stack on SQLite and PostgreSQL: after a small load (a task created and finished, its
  * webhook delivered, a 404, an error) the labelled counters and the HTTP histogram moved by what was done, the queue
  * gauges equal the database's counts (two nodes on one PostgreSQL report the same), the output passes
- * `promtool check metrics` and the alert rules `promtool check rules`. Also: request ids on every answer and in
- * error envelopes, the admin token in front of `/metrics`, and the access-log line.
+ * `promtool check metrics` and the alert rules `promtool check rules` and their unit tests (`promtool test rules`).
+ * Also: request ids on every answer and in error envelopes, the admin token in front of `/metrics`, and the
+ * access-log line.
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -276,6 +277,17 @@ for (const backend of backends) {
       }), { timeout: 60_000 })
   })
 }
+
+describe.skipIf(!promtool && !ci)("the shipped alert rules", () => {
+  it("pass promtool check rules and their unit tests (deploy/prometheus/alerts.test.yml)", () => {
+    const file = (name: string) => fileURLToPath(new URL(`../../../deploy/prometheus/${name}`, import.meta.url))
+    const checked = checkWithPromtool(["check", "rules", file("alerts.yml")])
+    expect(checked.status, checked.output).toBe(0)
+    const tested = checkWithPromtool(["test", "rules", file("alerts.test.yml")])
+    expect(tested.status, tested.output).toBe(0)
+    expect(tested.output).toContain("SUCCESS")
+  })
+})
 
 describe("request ids, the access log and /metrics protection", () => {
   it.scopedLive("X-Request-Id: a valid one is echoed, anything else replaced; errors carry it in error.request_id", () =>
