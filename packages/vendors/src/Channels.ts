@@ -9,11 +9,13 @@
  *   weighted order drawn per task (weighted sampling without replacement, keyed by the task and channel ids: the
  *   same task meets the channels in the same order on every node and after a crash). A channel reserved by an
  *   earlier claim of the task comes first (the same idempotency key finds the job if that submit got through).
- * - **Failover**: a submit that fails for the channel's health (timeout, refused connection, 5xx, 429) or its
- *   credentials moves to the next channel; the task is charged once (at acceptance) whichever channel runs it, and
- *   each channel gets the idempotency key `<task>.<channel>` (a retried submit never makes a second job there). A
- *   refusal of the request itself (invalid input, content policy) fails the task without failover. A job whose
- *   channel fails while it runs (its breaker opens) is given up and submitted again elsewhere (`Lost`).
+ * - **Failover**: a submit that fails for the channel's health (refused connection, 429) or its credentials moves to
+ *   the next channel; one whose answer was lost (timeout, reset, 5xx: the job may exist) stays on its channel, where
+ *   the worker looks for the job before submitting again (`find`, docs/channels.md "Submits without duplicates").
+ *   The task is charged once (at acceptance) whichever channel runs it, and each channel gets the idempotency key
+ *   `<task>.<channel>` (a retried submit never makes a second job there). A refusal of the request itself (invalid
+ *   input, content policy) fails the task without failover. A job whose channel fails while it runs (its breaker
+ *   opens) is given up and submitted again elsewhere (`Lost`).
  * - **Health**: a circuit breaker per channel and process (`Breaker.ts`); a concurrency limit per channel across
  *   every node (the task storage's `reserveChannel`); after `authFailures` authentication failures in a row a
  *   stored channel is disabled with the reason, for an operator to see and fix.
@@ -24,7 +26,7 @@ import { Catalog, Families, Family, Metrics, Services } from "@mediagate/contrac
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Ids from "@mediagate/persistence/Ids"
-import { type JobState, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
+import { type FindResult, type JobState, markedAt, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -72,6 +74,12 @@ export interface ChannelsOptions {
   readonly reloadEvery?: Duration.DurationInput
   /** How long a task waits when every channel serving it is at its concurrency limit. Default 1 s. */
   readonly slotWait?: Duration.DurationInput
+  /**
+   * How long after an uncertain submit (its answer lost) a task waits before it is submitted again, on a channel
+   * whose upstream offers no way to find the job that submit may have made (no idempotency key, no lookup by our
+   * id) unless a callback names it first. Default 5 minutes (docs/channels.md, "Submits without duplicates").
+   */
+  readonly submitWait?: Duration.DurationInput
   /**
    * The extension point for real vendor adapters: builds the upstream of a channel of a transport instead of the
    * built-in one (the simulator, the relay client). A channel's settings and decrypted credentials are its input.
@@ -180,6 +188,8 @@ interface Live {
   readonly stored: boolean
   /** Checks the upstream's own signature of a callback (absent: the transport's upstream signs none). */
   readonly verifyCallback?: Transport["verifyCallback"]
+  /** Takes note of the job a genuine callback names (see {@link Transport}). */
+  readonly noticeCallback?: Transport["noticeCallback"]
   /** Whether the channel's upstream reports the end of every job (callbacks): polls are then a safety net. */
   readonly notifies: boolean
   /**
@@ -266,6 +276,7 @@ export const make = (options: ChannelsOptions = {}) =>
     const woken = yield* PubSub.unbounded<string>()
     const authLimit = Math.max(1, options.authFailures ?? 3)
     const slotWaitMs = Duration.toMillis(options.slotWait ?? "1 second")
+    const submitWaitMs = Duration.toMillis(options.submitWait ?? "5 minutes")
     const breakers = new Breakers(options.breaker, (transition) => {
       Metrics.channelBreakerState.record(breakerGauge[transition.to], transition.id)
       const line = `channel ${transition.id}: circuit ${transition.from} -> ${transition.to} (${transition.reason})`
@@ -342,6 +353,7 @@ export const make = (options: ChannelsOptions = {}) =>
           transport: built.upstream,
           stored,
           ...(built.verifyCallback === undefined ? {} : { verifyCallback: built.verifyCallback }),
+          ...(built.noticeCallback === undefined ? {} : { noticeCallback: built.noticeCallback }),
           notifies: built.upstream.notifiesChanges ||
             (callbackTransports.has(config.transport) && config.settings.callbacks !== false),
           pollRate: config.transport === "simulated" && config.settings.pollRate === undefined
@@ -490,6 +502,16 @@ export const make = (options: ChannelsOptions = {}) =>
           if (submitted._tag === "Right") return { jobId: submitted.right.jobId, channelId: id }
           const error = submitted.left
           if (failureKind(error) === "refused") return yield* error
+          // the request may have made a job here: no failover, the worker looks for that job on this channel
+          if (error.uncertain === true) {
+            return yield* new UpstreamError({
+              message: `channel ${id}: ${error.message}`,
+              retryable: true,
+              kind: "unavailable",
+              uncertain: true,
+              channelId: id
+            })
+          }
           last = error
           Metrics.channelFailovers.record(1, id, "submit")
           yield* Effect.logWarning(`task ${task.id}: submit on channel ${id} failed (${error.message}); trying the next channel`)
@@ -543,6 +565,27 @@ export const make = (options: ChannelsOptions = {}) =>
         return yield* new UpstreamError({ message: error.message, retryable: true, kind: "unavailable" })
       })
 
+    /**
+     * The job an uncertain submit of a task may have made on its channel: the transport's lookup (idempotency key,
+     * our id in the job's metadata) or a callback it noticed; `Unknown` (wait `submitWait`) where it has neither.
+     */
+    const findRouted = (task: TaskRecord, since: number): Effect.Effect<FindResult, UpstreamError> =>
+      Effect.suspend(() => {
+        const live = find(task.channelId)
+        // the channel is gone: its job cannot be followed, the task goes elsewhere
+        if (live === undefined || live.transport.find === undefined) {
+          return Effect.succeed<FindResult>(
+            live === undefined ? { _tag: "NotFound" } : { _tag: "Unknown", waitMs: submitWaitMs }
+          )
+        }
+        return live.transport.find(task, since).pipe(
+          Effect.map((found): FindResult =>
+            found._tag === "Unknown" ? { _tag: "Unknown", waitMs: submitWaitMs } : found
+          ),
+          Upstreams.traced("Upstream.find", task, live.config.transport, live.config.id)
+        )
+      })
+
     /** The transport of a task submitted before channels existed (no channel recorded): the environment's. */
     const legacy = (task: TaskRecord) =>
       (options.transports ?? {})[task.provider] === "relay" ? defaultLive.get(defaultIds.relay)?.transport : undefined
@@ -561,6 +604,8 @@ export const make = (options: ChannelsOptions = {}) =>
         task.environment === "test"
           ? simulated.submit(task).pipe(Upstreams.traced("Upstream.submit", task, "simulated"))
           : submitRouted(task),
+      find: (task, since) =>
+        task.environment === "test" ? Effect.succeed({ _tag: "NotFound" }) : findRouted(task, since),
       poll: (task, jobId) =>
         Effect.suspend(() => {
           if (task.environment === "test") return simulated.poll(task, jobId).pipe(Upstreams.traced("Upstream.poll", task, "simulated"))
@@ -573,6 +618,8 @@ export const make = (options: ChannelsOptions = {}) =>
         }),
       cancel: (task, jobId) =>
         Effect.suspend(() => {
+          // an uncertain submit's marker names no job
+          if (markedAt(jobId) !== undefined) return Effect.void
           if (task.environment === "test") return simulated.cancel(task, jobId)
           const transport = task.channelId == null ? legacy(task) ?? simulated : find(task.channelId)?.transport
           return transport === undefined
@@ -602,6 +649,7 @@ export const make = (options: ChannelsOptions = {}) =>
             yield* Effect.logWarning(`channel ${live.config.id}: a callback for ${callback.taskId} failed the upstream's signature`)
             return "refused" as const
           }
+          live.noticeCallback?.(callback.taskId, callback.body)
           yield* PubSub.publish(woken, callback.taskId)
           return "accepted" as const
         })

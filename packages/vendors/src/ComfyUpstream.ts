@@ -4,8 +4,11 @@
  * - The channel stores API-format workflows (`settings.workflows`, by name); a model's mapping `target` names one
  *   (default: the model id). submit copies the workflow's graph, puts the (mapped) input's fields into node inputs —
  *   a field named `<node id>.<input name>` goes there, any other field where the workflow's `inputs` binds it, the
- *   rest is left out — and `POST /prompt { prompt, client_id }`. A graph ComfyUI refuses (400, `node_errors`) fails
- *   the task with ComfyUI's message. The job id is the `prompt_id`.
+ *   rest is left out — and `POST /prompt { prompt, client_id, extra_data: { mediagate_submit: <task>.<channel> } }`.
+ *   A graph ComfyUI refuses (400, `node_errors`) fails the task with ComfyUI's message. The job id is the
+ *   `prompt_id`.
+ * - find (after an uncertain submit): the prompt whose `extra_data` holds the task's key, in `GET /queue`, else in
+ *   `GET /history?max_items=256`; none: submitting again is safe.
  * - poll: `GET /history/{id}`: absent while queued or running (`GET /queue` tells which; a running prompt's progress
  *   comes from ComfyUI's `/ws` messages where the socket opens: {@link progressSocket}); done with `status_str:
  *   "success"` → the files of its output nodes (`images`, `gifs`, `videos`: each fetched from `/view?filename=&
@@ -20,7 +23,7 @@
  */
 import type { Channel } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
-import { type JobState, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
+import { type FindResult, type JobState, submitKey, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
@@ -41,6 +44,12 @@ import {
 } from "./internal/upstreamHttp.js"
 
 const who = "comfyui"
+
+/** The `extra_data` field that holds a prompt's submit key (the task and channel: `Upstream.submitKey`). */
+export const submitTag = "mediagate_submit"
+
+/** How many of the last finished prompts a lookup after an uncertain submit reads. */
+const historyLookback = 256
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -227,7 +236,12 @@ export const make = (context: TransportContext): Transport => {
       const answer = yield* api({
         method: "POST",
         path: "/prompt",
-        json: { prompt: placeInputs(workflow, input), client_id: clientId }
+        json: {
+          prompt: placeInputs(workflow, input),
+          client_id: clientId,
+          extra_data: { [submitTag]: submitKey(task) }
+        },
+        creates: true
       })
       const id = stringField(answer.json, "prompt_id")
       if (id === undefined) return yield* refused(`${who}: the /prompt answer has no prompt_id`)
@@ -243,6 +257,31 @@ export const make = (context: TransportContext): Transport => {
         : holds(field(answer.json, "queue_pending"))
         ? "pending" as const
         : "unknown" as const
+    })
+
+  /**
+   * The prompt an uncertain submit of the task made, by the task's key in its `extra_data`: in the queue (running or
+   * pending), else among the last {@link historyLookback} prompts of the history; none found: submitting again is safe.
+   */
+  const find = (task: TaskRecord): Effect.Effect<FindResult, UpstreamError> =>
+    Effect.gen(function*() {
+      const key = submitKey(task)
+      // a queue item and a history entry's `prompt` are [number, prompt_id, graph, extra_data, outputs to execute]
+      const tagged = (item: unknown): string | undefined =>
+        Array.isArray(item) && stringField(item[3], submitTag) === key && typeof item[1] === "string"
+          ? item[1]
+          : undefined
+      const queue = (yield* api({ path: "/queue" })).json
+      const queued = [field(queue, "queue_running"), field(queue, "queue_pending")]
+        .flatMap((list) => Array.isArray(list) ? list : [])
+        .map(tagged)
+        .find((id) => id !== undefined)
+      if (queued !== undefined) return { _tag: "Found", jobId: queued } as const
+      const history = (yield* api({ path: `/history?max_items=${historyLookback}` })).json
+      const done = isRecord(history)
+        ? Object.values(history).map((entry) => tagged(field(entry, "prompt"))).find((id) => id !== undefined)
+        : undefined
+      return done === undefined ? { _tag: "NotFound" } as const : { _tag: "Found", jobId: done } as const
     })
 
   const history = (jobId: string) =>
@@ -299,6 +338,6 @@ export const make = (context: TransportContext): Transport => {
     ], { discard: true }).pipe(Effect.ignore)
 
   return {
-    upstream: Upstream.of({ submit, poll, cancel, changes: Stream.empty, notifiesChanges: false })
+    upstream: Upstream.of({ submit, find, poll, cancel, changes: Stream.empty, notifiesChanges: false })
   }
 }

@@ -9,6 +9,8 @@
  *   the files (the output mapping, or every file URL: `images[]`, `video`, ...) are copied (`ResultCopy`) and the
  *   task succeeds, with `metrics.inference_time` as the seconds it ran.
  * - cancel: `PUT .../requests/{id}/cancel`, best effort.
+ * - find (after an uncertain submit): fal's queue honours no idempotency key and lists no requests by our id; the job
+ *   is known once its callback names its `request_id`, else the task waits the router's `submitWait`.
  * - callbacks: fal POSTs the outcome to the callback URL; it only wakes the task for a poll (fal signs callbacks
  *   with ED25519 keys published as a JWKS; the poll that follows is what we trust, so an unsigned or forged callback
  *   can only make a task polled early).
@@ -16,7 +18,7 @@
  * @since 0.1.0
  */
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
-import { type JobState, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
+import { type FindResult, type JobState, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
@@ -25,6 +27,7 @@ import * as Mapping from "./Mapping.js"
 import * as ResultCopy from "./ResultCopy.js"
 import {
   call,
+  callbackJobs,
   elapsedProgress,
   failureOf,
   field,
@@ -63,7 +66,7 @@ export const make = (context: TransportContext): Transport => {
       const input = yield* mappedInput(who, compiled, task)
       const callback = yield* context.callbackUrl(task)
       const query = callback === undefined ? "" : `?fal_webhook=${encodeURIComponent(callback)}`
-      const answer = yield* api({ method: "POST", path: `/${target}${query}`, json: input })
+      const answer = yield* api({ method: "POST", path: `/${target}${query}`, json: input, creates: true })
       const requestId = stringField(answer.json, "request_id")
       if (requestId === undefined) return yield* refused(`${who}: the submit answer has no request_id`)
       return { jobId: `${appOf(target)}|${requestId}` }
@@ -113,7 +116,25 @@ export const make = (context: TransportContext): Transport => {
     return path === undefined ? Effect.void : Effect.ignore(api({ method: "PUT", path: `${path}/cancel`, accept: () => true }))
   }
 
+  // fal honours no idempotency key and lists no requests by our id: after an uncertain submit only its callback (the
+  // `request_id` of the job the submit made) tells the job; without one the task waits (`Unknown`)
+  const called = callbackJobs()
+  const noticeCallback = (taskId: string, body: string) => {
+    try {
+      called.notice(taskId, stringField(JSON.parse(body), "request_id"))
+    } catch {
+      // not JSON: nothing to note
+    }
+  }
+  const find = (task: TaskRecord) =>
+    Effect.sync((): FindResult => {
+      const requestId = called.of(task.id)
+      if (requestId === undefined) return { _tag: "Unknown", waitMs: 0 }
+      return { _tag: "Found", jobId: `${appOf(context.mapping(task.model).target.replace(/^\/+/, ""))}|${requestId}` }
+    })
+
   return {
-    upstream: Upstream.of({ submit, poll, cancel, changes: Stream.empty, notifiesChanges: false })
+    upstream: Upstream.of({ submit, find, poll, cancel, changes: Stream.empty, notifiesChanges: false }),
+    noticeCallback
   }
 }

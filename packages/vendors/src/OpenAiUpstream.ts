@@ -74,7 +74,7 @@ export const make = (context: TransportContext): Transport => {
   const submitImage = (task: TaskRecord) =>
     Effect.gen(function*() {
       const { body, compiled } = yield* requestOf(task)
-      const answer = yield* api({ method: "POST", path: "/v1/images/generations", json: body })
+      const answer = yield* api({ method: "POST", path: "/v1/images/generations", json: body, creates: true })
       const format = typeof body["output_format"] === "string" ? body["output_format"] : "png"
       const sources = compiled.output === undefined
         ? imageSources(answer.json, format)
@@ -91,7 +91,7 @@ export const make = (context: TransportContext): Transport => {
   const submitVideo = (task: TaskRecord) =>
     Effect.gen(function*() {
       const { body } = yield* requestOf(task)
-      const answer = yield* api({ method: "POST", path: "/v1/videos", json: body })
+      const answer = yield* api({ method: "POST", path: "/v1/videos", json: body, creates: true })
       const id = stringField(answer.json, "id")
       if (id === undefined) return yield* refused(`${who}: the video answer has no id`)
       return { jobId: id }

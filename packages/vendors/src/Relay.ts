@@ -16,7 +16,7 @@
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Catalog, Client, Errors, type Task } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
-import { type JobState, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
+import { type JobState, submitKey, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -63,6 +63,15 @@ const fromApiError = (error: unknown): UpstreamError => {
   return retryable(`relay: ${error instanceof Error ? error.message : String(error)}`)
 }
 
+/**
+ * A failed submit as the router sees it: one that may have made a task at the other service (a timeout, a 5xx, a
+ * connection lost after the request went out) is `uncertain`; a refused connection or a 429 made none.
+ */
+const submitFailure = (error: UpstreamError, cause: unknown): UpstreamError =>
+  !error.retryable || (Errors.isApiError(cause) && cause.status === 429) || /ECONNREFUSED|ENOTFOUND/.test(String(cause))
+    ? error
+    : new UpstreamError({ message: error.message, retryable: true, kind: "unavailable", uncertain: true })
+
 /** Builds the relay upstream. */
 export const make = (options: RelayOptions) =>
   Effect.gen(function*() {
@@ -71,10 +80,13 @@ export const make = (options: RelayOptions) =>
     )
     const timeout = options.timeout ?? "30 seconds"
     const maxFileBytes = options.maxFileBytes ?? 2 * 1024 ** 3
-    const call = <A, E>(effect: Effect.Effect<A, E>) =>
+    const call = <A, E>(effect: Effect.Effect<A, E>, submit = false) =>
       effect.pipe(
         Effect.timeoutFail({ duration: timeout, onTimeout: () => retryable("relay: the other service did not answer in time") }),
-        Effect.mapError((error) => error instanceof UpstreamError ? error : fromApiError(error))
+        Effect.mapError((error) => {
+          const mapped = error instanceof UpstreamError ? error : fromApiError(error)
+          return submit ? submitFailure(mapped, error) : mapped
+        })
       )
 
     const copier = yield* ResultCopier
@@ -148,9 +160,11 @@ export const make = (options: RelayOptions) =>
               input: task.input,
               ...(Object.keys(task.metadata).length === 0 ? {} : { metadata: task.metadata })
             },
-            headers: { "idempotency-key": task.channelId == null ? task.id : `${task.id}.${task.channelId}` }
+            headers: { "idempotency-key": submitKey(task) }
           })
-        })).pipe(Effect.map((ack) => ({ jobId: ack.id }))),
+        }), true).pipe(Effect.map((ack) => ({ jobId: ack.id }))),
+      // the other service honours the idempotency key: submitting again finds the task an uncertain submit made
+      find: () => Effect.succeed({ _tag: "NotFound" } as const),
       poll: (task, jobId) =>
         call(client.tasks.get({ path: { id: jobId } })).pipe(Effect.flatMap((remote) => toState(task, remote))),
       cancel: (_task, jobId) => Effect.ignore(call(client.tasks.cancel({ path: { id: jobId } })))

@@ -10,6 +10,8 @@
  *   `output`) copied (`ResultCopy`), with `metrics.predict_time` as the seconds it ran; `failed` → failed with its
  *   error; `canceled` / `aborted` → failed.
  * - cancel: `POST /v1/predictions/{id}/cancel`, best effort.
+ * - find (after an uncertain submit): Replicate honours no idempotency key and its prediction list shows nothing of
+ *   ours to match; the job is known once its signed callback names it, else the task waits the router's `submitWait`.
  * - callbacks: Replicate signs them with Standard Webhooks (HMAC-SHA256 over `id.timestamp.body`, keyed with the
  *   account's signing secret from `GET /v1/webhooks/default/secret`, fetched once per channel); a callback whose
  *   signature does not verify is refused, and one that does only wakes the task for a poll.
@@ -17,7 +19,7 @@
  * @since 0.1.0
  */
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
-import { type JobState, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
+import { type FindResult, type JobState, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
@@ -27,6 +29,7 @@ import * as Mapping from "./Mapping.js"
 import * as ResultCopy from "./ResultCopy.js"
 import {
   call,
+  callbackJobs,
   elapsedProgress,
   field,
   messageIn,
@@ -107,7 +110,8 @@ export const make = (context: TransportContext): Transport => {
           ...(create.version === undefined ? {} : { version: create.version }),
           input,
           ...(callback === undefined ? {} : { webhook: callback, webhook_events_filter: ["completed"] })
-        }
+        },
+        creates: true
       })
       const id = stringField(answer.json, "id")
       if (id === undefined) return yield* refused(`${who}: the create answer has no prediction id`)
@@ -175,8 +179,25 @@ export const make = (context: TransportContext): Transport => {
       }, body, now)
     }).pipe(Effect.catchAll(() => Effect.succeed(false)))
 
+  // Replicate honours no idempotency key, and its list of predictions shows nothing of ours to match (no webhook, no
+  // metadata): after an uncertain submit only the signed callback (the prediction's `id`) tells the job
+  const called = callbackJobs()
+  const noticeCallback = (taskId: string, body: string) => {
+    try {
+      called.notice(taskId, stringField(JSON.parse(body), "id"))
+    } catch {
+      // not JSON: nothing to note
+    }
+  }
+  const find = (task: TaskRecord) =>
+    Effect.sync((): FindResult => {
+      const id = called.of(task.id)
+      return id === undefined ? { _tag: "Unknown", waitMs: 0 } : { _tag: "Found", jobId: id }
+    })
+
   return {
-    upstream: Upstream.of({ submit, poll, cancel, changes: Stream.empty, notifiesChanges: false }),
-    verifyCallback
+    upstream: Upstream.of({ submit, find, poll, cancel, changes: Stream.empty, notifiesChanges: false }),
+    verifyCallback,
+    noticeCallback
   }
 }

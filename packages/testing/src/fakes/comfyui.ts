@@ -23,7 +23,9 @@ import type { Duplex } from "node:stream"
 import { WebSocket, WebSocketServer } from "ws"
 import {
   close,
+  countJobs,
   type FakeOutput,
+  faultedSubmit,
   type FakePlan,
   listen,
   type LoggedRequest,
@@ -32,7 +34,8 @@ import {
   type Planner,
   pngBytes,
   readBody,
-  sendJson
+  sendJson,
+  type SubmitFault
 } from "./common.js"
 
 /** How the fake behaves. */
@@ -73,6 +76,10 @@ export interface ComfyFake {
   readonly counts: () => { prompt: number; history: number; view: number; interrupt: number; queueDelete: number }
   /** While true, every HTTP request (and WebSocket upgrade) answers 503. */
   down: boolean
+  /** Faults for the next `POST /prompt`s, one each, taken from the front (`common.ts`). */
+  readonly submitFaults: Array<SubmitFault>
+  /** How many prompts mention `text` (a task id) in their graph or `extra_data`. */
+  readonly jobCount: (text: string) => number
   /** Stops the prompts, closes the sockets and the server. */
   readonly close: () => Promise<void>
 }
@@ -721,7 +728,12 @@ export const startComfyFake = async (options: ComfyFakeOptions = {}): Promise<Co
 
   // HTTP routes
 
-  const postPrompt = async (request: IncomingMessage, response: ServerResponse) => {
+  /** Checks a prompt and queues it, answering it when `answer`; true when a prompt was queued. */
+  const postPrompt = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    answer = true
+  ): Promise<boolean | void> => {
     const body = await readJson(request)
     if (body === undefined || !isObject(body.value)) {
       return sendJson(response, 400, {
@@ -801,8 +813,9 @@ export const startComfyFake = async (options: ComfyFakeOptions = {}): Promise<Co
       currentNode: undefined
     }
     jobs.set(id, job)
-    sendJson(response, 200, { prompt_id: id, number: jobNumber, node_errors: validation.nodeErrors })
+    if (answer) sendJson(response, 200, { prompt_id: id, number: jobNumber, node_errors: validation.nodeErrors })
     enqueue(job)
+    return true
   }
 
   const getHistory = (url: URL) => {
@@ -906,7 +919,7 @@ export const startComfyFake = async (options: ComfyFakeOptions = {}): Promise<Co
     if (path === "/prompt") {
       if (method === "POST") {
         counts.prompt++
-        return postPrompt(request, response)
+        return faultedSubmit(fake.submitFaults, response, (answer) => postPrompt(request, response, answer))
       }
       if (only("GET")) sendJson(response, 200, queueInfo())
       return
@@ -1084,6 +1097,8 @@ export const startComfyFake = async (options: ComfyFakeOptions = {}): Promise<Co
       return log
     },
     counts: () => ({ ...counts }),
+    submitFaults: [],
+    jobCount: (text) => countJobs(jobs.values(), text, (job) => [job.graph, job.extraData]),
     down: false,
     close: async () => {
       if (closed) return

@@ -121,3 +121,49 @@ export const postCallback = async (url: string, body: string, headers: Record<st
   }
   return undefined
 }
+
+/**
+ * A fault a fake injects into one submit (the request that creates a job), for the tests of submits without
+ * duplicates: `reset-before` (the connection is cut before a job is made), `reset-after` (the job is made, then the
+ * connection is cut: the answer is lost), `stall-after` (the job is made and no answer comes: the client times out),
+ * `500-after` (the job is made, then the fake answers 500).
+ */
+export type SubmitFault = "reset-before" | "reset-after" | "stall-after" | "500-after"
+
+/** Every {@link SubmitFault}. */
+export const submitFaults: ReadonlyArray<SubmitFault> = ["reset-before", "reset-after", "stall-after", "500-after"]
+
+/**
+ * Runs a submit under the next fault of `faults` (taken from its front; none: the submit as it is). `run(answer)`
+ * checks the request and makes the job, answering it only when `answer` (a refused request is always answered); it
+ * tells whether it made a job. A refused request leaves the fault for the next submit.
+ */
+export const faultedSubmit = async (
+  faults: Array<SubmitFault>,
+  response: ServerResponse,
+  run: (answer: boolean) => Promise<boolean | void> | boolean | void
+): Promise<void> => {
+  const fault = faults.shift()
+  if (fault === undefined) {
+    await run(true)
+    return
+  }
+  if (fault === "reset-before") {
+    response.socket?.destroy()
+    return
+  }
+  if (!(await run(false))) {
+    faults.unshift(fault)
+    return
+  }
+  if (fault === "reset-after") response.socket?.destroy()
+  else if (fault === "500-after") sendJson(response, 500, { detail: "Internal Server Error" })
+  // stall-after: no answer at all; the connection ends when the client gives up or the fake closes
+}
+
+/** How many of `jobs` mention `text` (a task id: in the callback URL, the input or the job's metadata) in `view`. */
+export const countJobs = <J>(jobs: Iterable<J>, text: string, view: (job: J) => unknown): number => {
+  let count = 0
+  for (const job of jobs) if (JSON.stringify(view(job)).includes(text)) count++
+  return count
+}

@@ -24,7 +24,9 @@ import { createHash, generateKeyPairSync, randomUUID, sign } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import {
   close,
+  countJobs,
   type FakeOutput,
+  faultedSubmit,
   type FakePlan,
   listen,
   type LoggedRequest,
@@ -34,7 +36,8 @@ import {
   pngBytes,
   postCallback,
   readBody,
-  sendJson
+  sendJson,
+  type SubmitFault
 } from "./common.js"
 
 /** How to start the fake. */
@@ -90,6 +93,10 @@ export interface FalFake {
   }
   /** While true, every request is answered 503 (outage simulation). */
   down: boolean
+  /** Faults for the next submits, one each, taken from the front (`common.ts`). */
+  readonly submitFaults: Array<SubmitFault>
+  /** How many jobs mention `text` (a task id) in their input or webhook URL. */
+  readonly jobCount: (text: string) => number
   readonly close: () => Promise<void>
 }
 
@@ -266,6 +273,7 @@ export const startFalFake = async (options: FalFakeOptions = {}): Promise<FalFak
   const log: Array<LoggedRequest> = []
   const counts = { submit: 0, status: 0, result: 0, cancel: 0, files: 0, webhooks: 0 }
   const state = { down: false, closed: false }
+  const submitFaults: Array<SubmitFault> = []
   let base = ""
 
   const requestUrl = (job: Job) => `${base}/${job.app}/requests/${job.id}`
@@ -356,22 +364,33 @@ export const startFalFake = async (options: FalFakeOptions = {}): Promise<FalFak
     })
   }
 
-  const submit = async (request: IncomingMessage, response: ServerResponse, model: string, app: string, url: URL) => {
+  /** Checks a submit and makes its job, answering it when `answer`; whether a job was made. */
+  const submit = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    model: string,
+    app: string,
+    url: URL,
+    answer: boolean
+  ): Promise<boolean> => {
     const text = await readBody(request)
     let input: unknown
     try {
       input = text.trim() === "" ? {} : JSON.parse(text)
     } catch {
-      return sendJson(response, 422, { detail: [{ loc: ["body"], msg: "Invalid JSON body", type: "json_invalid" }] })
+      sendJson(response, 422, { detail: [{ loc: ["body"], msg: "Invalid JSON body", type: "json_invalid" }] })
+      return false
     }
     if (typeof input !== "object" || input === null || Array.isArray(input)) {
-      return sendJson(response, 422, {
+      sendJson(response, 422, {
         detail: [{ loc: ["body"], msg: "Input should be a valid dictionary", type: "dict_type" }]
       })
+      return false
     }
     const webhook = url.searchParams.get("fal_webhook") ?? undefined
     if (webhook !== undefined && !URL.canParse(webhook)) {
-      return sendJson(response, 422, { detail: `Invalid webhook URL: ${webhook}` })
+      sendJson(response, 422, { detail: `Invalid webhook URL: ${webhook}` })
+      return false
     }
     const record = input as Record<string, unknown>
     const plan = planOf(record, model, options.plan)
@@ -387,12 +406,15 @@ export const startFalFake = async (options: FalFakeOptions = {}): Promise<FalFak
       job.timer = setTimeout(() => sendWebhook(job), Math.max(0, job.doneAt - now))
       job.timer.unref()
     }
-    sendJson(response, 200, {
-      status: "IN_QUEUE",
-      ...handle(job),
-      ...(webhook === undefined ? {} : { gateway_request_id: id }),
-      queue_position: book.ahead(index, now)
-    }, { "x-fal-request-id": id })
+    if (answer) {
+      sendJson(response, 200, {
+        status: "IN_QUEUE",
+        ...handle(job),
+        ...(webhook === undefined ? {} : { gateway_request_id: id }),
+        queue_position: book.ahead(index, now)
+      }, { "x-fal-request-id": id })
+    }
+    return true
   }
 
   const status = (response: ServerResponse, job: Job, logs: boolean) => {
@@ -493,7 +515,8 @@ export const startFalFake = async (options: FalFakeOptions = {}): Promise<FalFak
       if (method !== "POST") return sendJson(response, 405, { detail: "Method Not Allowed" })
       counts.submit++
       if (!authorized(request)) return refuse(request, response)
-      return submit(request, response, segments.join("/"), app, url)
+      const model = segments.join("/")
+      return faultedSubmit(submitFaults, response, (answer) => submit(request, response, model, app, url, answer))
     }
     const id = segments[appLength + 1]
     const rest = segments.slice(appLength + 2).join("/")
@@ -549,6 +572,8 @@ export const startFalFake = async (options: FalFakeOptions = {}): Promise<FalFak
       return log
     },
     counts: () => ({ ...counts }),
+    submitFaults,
+    jobCount: (text) => countJobs(jobs.values(), text, (job) => [job.input, job.webhook]),
     get down() {
       return state.down
     },

@@ -15,14 +15,17 @@ import { randomBytes } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import {
   close,
+  countJobs,
   type FakePlan,
+  faultedSubmit,
   listen,
   type LoggedRequest,
   mp4Bytes,
   planOf,
   type Planner,
   pngBytes,
-  sendJson
+  sendJson,
+  type SubmitFault
 } from "./common.js"
 
 /** How the fake is set up. */
@@ -75,6 +78,10 @@ export interface OpenAiFake {
   }
   /** While true, every request answers 503 with the error envelope. */
   down: boolean
+  /** Faults for the next image and video creates, one each, taken from the front (`common.ts`). */
+  readonly submitFaults: Array<SubmitFault>
+  /** How many image requests and videos mention `text` (a task id) in their input. */
+  readonly jobCount: (text: string) => number
   readonly close: () => Promise<void>
 }
 
@@ -270,7 +277,12 @@ export const startOpenAiFake = async (options: OpenAiFakeOptions = {}): Promise<
 
   const pollHeaders = () => ({ "openai-poll-after-ms": String(pollAfterMs) })
 
-  const handleImages = async (request: IncomingMessage, response: ServerResponse) => {
+  /** Checks an images request and makes its images, answering when `answer`; true when images were made. */
+  const handleImages = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    answer = true
+  ): Promise<boolean | void> => {
     const parsed = await parseBody(request, await readBytes(request))
     if (parsed === undefined) {
       return sendError(response, 400, invalid("We could not parse the JSON body of your request."))
@@ -296,6 +308,7 @@ export const startOpenAiFake = async (options: OpenAiFakeOptions = {}): Promise<
     const model = typeof input["model"] === "string" ? input["model"] : "dall-e-2"
     const started = Date.now()
     images.push({ input, at: started })
+    if (!answer) return true
     const job = ++imageJobs
     const plan = planOf(input, model, options.plan)
     await sleep(plan.durationMs - (Date.now() - started))
@@ -338,16 +351,23 @@ export const startOpenAiFake = async (options: OpenAiFakeOptions = {}): Promise<
         }
         : {})
     })
+    return true
   }
 
-  const handleVideoCreate = async (request: IncomingMessage, response: ServerResponse) => {
+  /** Checks a video request and makes the video, answering when `answer`; true when a video was made. */
+  const handleVideoCreate = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    answer = true
+  ): Promise<boolean | void> => {
     const parsed = await parseBody(request, await readBytes(request))
     if (parsed === undefined) return sendError(response, 400, invalid("We could not parse the body of your request."))
     const error = videoInputError(parsed.input, true)
     if (error !== undefined) return sendError(response, 400, error)
     const referenceBytes = parsed.fileBytes > 0 ? parsed.fileBytes : dataUrlBytes(parsed.input["input_reference"])
     const video = createVideo(parsed.input, referenceBytes, null)
-    sendJson(response, 200, videoObject(video, video.createdAt), pollHeaders())
+    if (answer) sendJson(response, 200, videoObject(video, video.createdAt), pollHeaders())
+    return true
   }
 
   const handleRemix = async (request: IncomingMessage, response: ServerResponse, source: OpenAiVideo) => {
@@ -464,8 +484,12 @@ export const startOpenAiFake = async (options: OpenAiFakeOptions = {}): Promise<
         : "Incorrect API key provided."
       return sendError(response, 401, invalid(message, null, "invalid_api_key"))
     }
-    if (path === "/v1/images/generations" && method === "POST") return handleImages(request, response)
-    if (path === "/v1/videos" && method === "POST") return handleVideoCreate(request, response)
+    if (path === "/v1/images/generations" && method === "POST") {
+      return faultedSubmit(fake.submitFaults, response, (answer) => handleImages(request, response, answer))
+    }
+    if (path === "/v1/videos" && method === "POST") {
+      return faultedSubmit(fake.submitFaults, response, (answer) => handleVideoCreate(request, response, answer))
+    }
     if (path === "/v1/videos" && read) return handleList(response, target.searchParams)
     if (videoMatch !== null) {
       const id = decodeURIComponent(videoMatch[1]!)
@@ -514,6 +538,9 @@ export const startOpenAiFake = async (options: OpenAiFakeOptions = {}): Promise<
       return log.length > logLimit ? log.slice(-logLimit) : log
     },
     counts: () => ({ ...counts }),
+    submitFaults: [],
+    jobCount: (text) =>
+      countJobs(images, text, (image) => image.input) + countJobs(videos.values(), text, (video) => video.input),
     down: false,
     close: () => close(server)
   }

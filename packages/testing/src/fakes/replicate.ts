@@ -14,7 +14,9 @@ import { createHash, createHmac, randomBytes } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import {
   close,
+  countJobs,
   type FakePlan,
+  faultedSubmit,
   listen,
   type LoggedRequest,
   mp4Bytes,
@@ -23,7 +25,8 @@ import {
   pngBytes,
   postCallback,
   readBody,
-  sendJson
+  sendJson,
+  type SubmitFault
 } from "./common.js"
 
 /** The events a webhook can be sent on (`webhook_events_filter`). */
@@ -126,6 +129,10 @@ export interface ReplicateFake {
   readonly view: (id: string) => ReplicatePredictionJson | undefined
   /** While true every request is answered 503. */
   down: boolean
+  /** Faults for the next creates, one each, taken from the front (`common.ts`). */
+  readonly submitFaults: Array<SubmitFault>
+  /** How many predictions mention `text` (a task id) in their input or webhook URL. */
+  readonly jobCount: (text: string) => number
   readonly close: () => Promise<void>
 }
 
@@ -359,6 +366,7 @@ export const startReplicateFake = async (options: ReplicateFakeOptions = {}): Pr
   let log: Array<LoggedRequest> = []
   let deliveries: Array<ReplicateWebhookDelivery> = []
   const counts = { create: 0, get: 0, cancel: 0, list: 0, files: 0, webhooks: 0 }
+  const submitFaults: Array<SubmitFault> = []
   let closed = false
   let base = ""
 
@@ -456,7 +464,13 @@ export const startReplicateFake = async (options: ReplicateFakeOptions = {}): Pr
 
   // Handlers ------------------------------------------------------------------------------------------------------
 
-  const create = async (request: IncomingMessage, response: ServerResponse, target: Target) => {
+  /** Checks a create and makes its prediction, answering it when `answer`; true when a prediction was made. */
+  const create = async (
+    request: IncomingMessage,
+    response: ServerResponse,
+    target: Target,
+    answer = true
+  ): Promise<boolean | void> => {
     counts.create++
     const text = await readBody(request)
     let body: unknown
@@ -589,9 +603,11 @@ export const startReplicateFake = async (options: ReplicateFakeOptions = {}): Pr
     }
     const prefer = request.headers["prefer"]
     const wait = preferWait(Array.isArray(prefer) ? prefer.join(", ") : prefer)
+    if (!answer) return true
     if (wait !== undefined) await settle(entry, wait * 1000)
-    if (response.destroyed) return
+    if (response.destroyed) return true
     sendJson(response, 201, viewOf(p, base, Date.now()), { location: `${base}/v1/predictions/${id}` })
+    return true
   }
 
   const cancel = (response: ServerResponse, entry: Entry) => {
@@ -711,7 +727,10 @@ export const startReplicateFake = async (options: ReplicateFakeOptions = {}): Pr
     const [, resource, a, b, c] = parts
     if (resource === "predictions") {
       if (parts.length === 2) {
-        if (method === "POST") return create(request, response, { _tag: "version" })
+        if (method === "POST") {
+          const target: Target = { _tag: "version" }
+          return faultedSubmit(submitFaults, response, (answer) => create(request, response, target, answer))
+        }
         if (method === "GET") return list(response, url.searchParams.get("cursor"))
         return notAllowed()
       }
@@ -731,11 +750,10 @@ export const startReplicateFake = async (options: ReplicateFakeOptions = {}): Pr
       const name = `${a}/${b}`
       if (!modelPattern.test(name)) return notFound()
       if (method !== "POST") return notAllowed()
-      return create(
-        request,
-        response,
-        resource === "models" ? { _tag: "model", model: name } : { _tag: "deployment", deployment: name }
-      )
+      const target: Target = resource === "models"
+        ? { _tag: "model", model: name }
+        : { _tag: "deployment", deployment: name }
+      return faultedSubmit(submitFaults, response, (answer) => create(request, response, target, answer))
     }
     if (resource === "webhooks" && a === "default" && b === "secret" && parts.length === 4) {
       return method === "GET" ? sendJson(response, 200, { key: webhookSecret }) : notAllowed()
@@ -768,6 +786,8 @@ export const startReplicateFake = async (options: ReplicateFakeOptions = {}): Pr
       return deliveries.length > logLimit ? deliveries.slice(-logLimit) : deliveries
     },
     counts: () => ({ ...counts }),
+    submitFaults,
+    jobCount: (text) => countJobs(predictions.values(), text, (p) => [p.input, p.webhook]),
     view: (id) => {
       const entry = entries.get(id)
       return entry === undefined ? undefined : viewOf(entry.p, base, Date.now())

@@ -43,6 +43,29 @@ export interface Transport {
     body: string,
     headers: Readonly<Record<string, string | undefined>>
   ) => Effect.Effect<boolean>
+  /**
+   * Takes note of the job a genuine callback for a task names (its raw body), for the transport's `find` after an
+   * uncertain submit: an upstream without a lookup by our id still tells its job id when it calls back.
+   */
+  readonly noticeCallback?: (taskId: string, body: string) => void
+}
+
+/**
+ * The job ids callbacks named, by task, for a transport's `find` (the newest 10,000; in this process: a callback that
+ * reached another node is not known here, and the task waits for its bounded time instead).
+ */
+export const callbackJobs = () => {
+  const jobs = new Map<string, string>()
+  return {
+    notice: (taskId: string, jobId: string | undefined) => {
+      if (jobId === undefined) return
+      jobs.delete(taskId)
+      jobs.set(taskId, jobId)
+      if (jobs.size > 10_000) jobs.delete(jobs.keys().next().value!)
+    },
+    /** The job a callback named for the task. */
+    of: (taskId: string): string | undefined => jobs.get(taskId)
+  }
 }
 
 /** An answer of the upstream's API. */
@@ -119,7 +142,25 @@ export interface CallOptions {
   readonly headers?: Readonly<Record<string, string>>
   /** Statuses that are answers, not failures (default: 2xx). */
   readonly accept?: (status: number) => boolean
+  /**
+   * The request creates a job (a submit): a failure after the request may have reached the upstream (a timeout, a
+   * connection lost, a 5xx or 408) is `uncertain`, as the job may exist (the worker looks for it before submitting
+   * again).
+   */
+  readonly creates?: boolean
 }
+
+/** A failure of a creating call marked uncertain when the request may have made a job (see {@link CallOptions}). */
+const uncertainIf = (creates: boolean | undefined, error: UpstreamError, sent: boolean): UpstreamError =>
+  creates === true && sent && error.retryable
+    ? new UpstreamError({
+      message: error.message,
+      retryable: true,
+      uncertain: true,
+      ...(error.kind === undefined ? {} : { kind: error.kind }),
+      ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs })
+    })
+    : error
 
 /** Calls the channel's API: the answer of an accepted status, or the failure of any other (see the module). */
 export const call = (context: TransportContext, who: string, auth: Readonly<Record<string, string>>) =>
@@ -144,11 +185,16 @@ export const call = (context: TransportContext, who: string, auth: Readonly<Reco
       // the channel's API is called again and again: its connections are kept open
       keepAlive: true
     }).pipe(Effect.mapError((error) =>
-      error.reason === "timeout"
-        ? unavailable(`${who}: the upstream did not answer in time`)
-        : error.reason === "too_large"
-        ? unavailable(`${who}: the upstream's answer is larger than 16 MiB`)
-        : unavailable(`${who}: ${error.message}`)
+      uncertainIf(
+        options.creates,
+        error.reason === "timeout"
+          ? unavailable(`${who}: the upstream did not answer in time`)
+          : error.reason === "too_large"
+          ? unavailable(`${who}: the upstream's answer is larger than 16 MiB`)
+          : unavailable(`${who}: ${error.message}`),
+        // refused connections, names that do not resolve and refused addresses never reached the upstream
+        error.reason === "timeout" || error.reason === "network" || error.reason === "too_large"
+      )
     ))
     const text = Buffer.from(response.body).toString("utf8")
     let json: unknown = undefined
@@ -159,7 +205,10 @@ export const call = (context: TransportContext, who: string, auth: Readonly<Reco
     }
     const answer: ApiAnswer = { status: response.status, headers: response.headers, json, text }
     const accepted = options.accept ?? ((status: number) => status >= 200 && status < 300)
-    if (!accepted(response.status)) return yield* failureOf(who, answer)
+    if (!accepted(response.status)) {
+      const sent = response.status >= 500 || response.status === 408
+      return yield* uncertainIf(options.creates, failureOf(who, answer), sent)
+    }
     return answer
   })
 
