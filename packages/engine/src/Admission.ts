@@ -1,0 +1,109 @@
+/**
+ * Admission: while this node's workers fall behind, new tasks wait before they are accepted, so that a burst is
+ * claimed as fast as it is accepted.
+ *
+ * A task's lag, as its client sees it, runs from `created_at`, when the client got the task's id. On a node whose
+ * CPU is taken, accepting requests and running steps compete: left alone, a burst of requests is accepted faster
+ * than its tasks are submitted, and every accepted task waits in the queue (and the jobs of the tasks already
+ * running finish late: their polls wait too). The worker reports after each claim how late the oldest task it took
+ * was (`claimed at − due at`, or 0 when it found nothing due). Once that passes {@link AdmissionOptions.closeMs} the
+ * gate shuts: a request that is about to create a task (generation or retry) waits, before its task is created,
+ * until a claim finds the queue caught up again (late ≤ {@link AdmissionOptions.openMs}), or at most
+ * {@link AdmissionOptions.maxWaitMs}. The waiting is back-pressure on the clients: their answers come later, the
+ * tasks they get run at once. Nothing is refused, and reads, cancels and upstream callbacks never wait.
+ *
+ * Without an `Admission` (an API-only node: its tasks are claimed elsewhere; the engine used without workers)
+ * requests never wait.
+ *
+ * @since 0.1.0
+ */
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+
+/** Admission settings. */
+export interface AdmissionOptions {
+  /** A claim this late (ms) shuts the gate. Default 200. */
+  readonly closeMs?: number
+  /** A claim at most this late (ms), or one that finds nothing due, opens it. Default 50. */
+  readonly openMs?: number
+  /** The longest a request waits at the shut gate (ms); `0` turns admission off. Default 5000. */
+  readonly maxWaitMs?: number
+}
+
+/** The gate: requests wait at it, the worker opens and shuts it. */
+export interface Gate {
+  /** Goes on at once while the gate is open; else waits until it opens, at most `maxWaitMs`. */
+  readonly admit: Effect.Effect<void>
+  /** The worker's report after a claim: how late (ms) the oldest task it claimed was; 0 when none was due. */
+  readonly report: (lateMs: number) => void
+  /** Whether the gate is open now. */
+  readonly isOpen: () => boolean
+  /** Requests waiting at the gate now. */
+  readonly waiting: () => number
+}
+
+/** This node's admission gate (see the module's header). */
+export class Admission extends Context.Tag("@mediagate/engine/Admission")<Admission, Gate>() {}
+
+/** A gate with `options`. */
+export const make = (options: AdmissionOptions = {}): Gate => {
+  const closeMs = options.closeMs ?? 200
+  const openMs = Math.min(options.openMs ?? 50, closeMs)
+  const maxWaitMs = options.maxWaitMs ?? 5000
+  let open = true
+  // each waiting request's wake-up; it removes itself when it runs (opened, timed out or interrupted)
+  const waiters = new Set<() => void>()
+  const wait = Effect.async<void>((resume) => {
+    const go = () => {
+      waiters.delete(go)
+      clearTimeout(timer)
+      resume(Effect.void)
+    }
+    const timer = setTimeout(go, maxWaitMs)
+    waiters.add(go)
+    return Effect.sync(() => {
+      waiters.delete(go)
+      clearTimeout(timer)
+    })
+  })
+  return {
+    admit: Effect.suspend(() => open || maxWaitMs <= 0 ? Effect.void : wait),
+    report: (lateMs) => {
+      if (lateMs > closeMs) open = false
+      else if (lateMs <= openMs && !open) {
+        open = true
+        for (const go of [...waiters]) go()
+      }
+    },
+    isOpen: () => open,
+    waiting: () => waiters.size
+  }
+}
+
+/** A gate with `options` as a layer. */
+export const layer = (options: AdmissionOptions = {}): Layer.Layer<Admission> =>
+  Layer.sync(Admission, () => make(options))
+
+/**
+ * Admission settings from Effect `Config`: `MEDIAGATE_ADMISSION_MAX_WAIT_MS` (default 5000; `0` turns admission off)
+ * and `MEDIAGATE_ADMISSION_LATE_MS` (default 200: the claim lateness that shuts the gate; it opens again at a
+ * quarter of it).
+ */
+export const config: Config.Config<AdmissionOptions> = Config.all({
+  maxWaitMs: Config.integer("MEDIAGATE_ADMISSION_MAX_WAIT_MS").pipe(
+    Config.withDefault(5000),
+    Config.validate({ message: "must be from 0 to 60000", validation: (n) => n >= 0 && n <= 60_000 })
+  ),
+  closeMs: Config.integer("MEDIAGATE_ADMISSION_LATE_MS").pipe(
+    Config.withDefault(200),
+    Config.validate({ message: "must be from 1 to 60000", validation: (n) => n >= 1 && n <= 60_000 })
+  )
+}).pipe(Config.map(({ closeMs, maxWaitMs }) => ({ closeMs, maxWaitMs, openMs: Math.floor(closeMs / 4) })))
+
+/** The gate with its settings from Effect `Config`. */
+export const layerConfig: Layer.Layer<Admission, ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.map(config, layer)
+)

@@ -1,0 +1,133 @@
+/**
+ * Admission (`Admission.ts`): the gate shuts when a claim reports a late task and opens when one finds the queue
+ * caught up; a new task waits at a shut gate before it is created, at most `maxWaitMs`; the worker reports after
+ * every claim.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Services } from "@mediagate/contract"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Admission from "../src/Admission.js"
+import * as Planner from "../src/Planner.js"
+import * as ResultLinks from "../src/ResultLinks.js"
+import * as TaskService from "../src/TaskService.js"
+import { layerMemory, TaskStorage } from "../src/TaskStorage.js"
+import * as Worker from "../src/Worker.js"
+import { principal } from "./EngineSuite.js"
+import { makeFakeUpstream } from "./FakeUpstream.js"
+import { makeRecordingBilling, withStorage } from "./support.js"
+
+/** Lets other fibers and timers run for a moment. */
+const settle = Effect.sleep("20 millis")
+
+describe("Admission gate", () => {
+  it.live("shuts past closeMs, stays shut between the two bounds, opens at openMs", () =>
+    Effect.gen(function*() {
+      const gate = Admission.make({ closeMs: 200, openMs: 50, maxWaitMs: 60_000 })
+      assert.isTrue(gate.isOpen())
+      yield* gate.admit
+      gate.report(201)
+      assert.isFalse(gate.isOpen())
+      const waiting = yield* Effect.fork(gate.admit)
+      yield* settle
+      assert.strictEqual(gate.waiting(), 1)
+      assert.isNull(waiting.unsafePoll())
+      // between the bounds: no change
+      gate.report(120)
+      yield* settle
+      assert.isFalse(gate.isOpen())
+      assert.isNull(waiting.unsafePoll())
+      gate.report(50)
+      yield* Fiber.join(waiting)
+      assert.isTrue(gate.isOpen())
+      assert.strictEqual(gate.waiting(), 0)
+      // the bounds again: 200 exactly keeps it open
+      gate.report(200)
+      assert.isTrue(gate.isOpen())
+    }))
+
+  it.live("a request waits at most maxWaitMs; an interrupted one leaves the gate", () =>
+    Effect.gen(function*() {
+      const short = Admission.make({ maxWaitMs: 30 })
+      short.report(10_000)
+      yield* short.admit
+      assert.isFalse(short.isOpen())
+      assert.strictEqual(short.waiting(), 0)
+
+      const long = Admission.make({ maxWaitMs: 60_000 })
+      long.report(10_000)
+      const waiting = yield* Effect.fork(long.admit)
+      yield* settle
+      assert.strictEqual(long.waiting(), 1)
+      yield* Fiber.interrupt(waiting)
+      assert.strictEqual(long.waiting(), 0)
+    }))
+
+  it.live("maxWaitMs 0 turns it off", () =>
+    Effect.gen(function*() {
+      const off = Admission.make({ maxWaitMs: 0 })
+      off.report(10_000)
+      yield* off.admit
+      assert.strictEqual(off.waiting(), 0)
+    }))
+
+  it.live("the worker reports each claim's lateness; a task waits at the shut gate, created once it opens", () => {
+    const reports: Array<number> = []
+    const gate = Admission.make({ closeMs: 200, openMs: 50, maxWaitMs: 60_000 })
+    const spy: Admission.Gate = {
+      ...gate,
+      report: (late) => {
+        reports.push(late)
+        gate.report(late)
+      }
+    }
+    // the worker's first claim that finds work comes 300 ms after its tasks were due (a busy node)
+    let delayed = false
+    const slowClaim = withStorage((storage) => ({
+      ...storage,
+      claim: (owner, limit, leaseMs) =>
+        Effect.flatMap(storage.nextDueAt, (due) =>
+          due._tag === "Some" && !delayed
+            ? Effect.zipRight(Effect.sync(() => void (delayed = true)), Effect.sleep("300 millis"))
+            : Effect.void).pipe(Effect.orDie, Effect.zipRight(storage.claim(owner, limit, leaseMs)))
+    }))
+    const layer = Worker.layer({ concurrency: 4, idle: "50 millis", claimInterval: "0 millis" }).pipe(
+      Layer.provideMerge(TaskService.layer),
+      Layer.provideMerge(Layer.succeed(Admission.Admission, spy)),
+      Layer.provide(ResultLinks.layerAsStored),
+      Layer.provideMerge(Planner.layerFixed({ priceMicros: 0, estimatedSeconds: 60, timeout: "5 minutes" })),
+      Layer.provideMerge(slowClaim),
+      Layer.provideMerge(layerMemory().pipe(Layer.provide(makeRecordingBilling().layer))),
+      Layer.provideMerge(makeFakeUpstream({ durationMs: 60_000 }).layer)
+    )
+    const create = (prompt: string) =>
+      Effect.flatMap(Services.TaskService, (tasks) =>
+        tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: { model: "vendor3-3", input: { prompt } },
+          idempotencyKey: undefined
+        }))
+    return Effect.gen(function*() {
+      yield* create("first")
+      // the late claim shuts the gate
+      while (!reports.some((late) => late >= 300)) yield* settle
+      // a report of a claim that found the queue caught up opens it again
+      while (reports[reports.length - 1]! > 50) yield* settle
+      assert.isTrue(gate.isOpen())
+
+      // shut by hand: a new task is not created while it is shut, and the worker's next claim (nothing due) opens it
+      spy.report(10_000)
+      const before = reports.length
+      const second = yield* Effect.fork(create("second"))
+      const storage = yield* TaskStorage
+      const listed = yield* storage.list("acct_a", { limit: 10 })
+      assert.strictEqual(listed.items.length, 1)
+      const task = yield* Fiber.join(second)
+      assert.isAbove(reports.length, before)
+      assert.isTrue(gate.isOpen())
+      const after = yield* storage.list("acct_a", { limit: 10 })
+      assert.deepStrictEqual(after.items.map((item) => item.id).sort(), [task.id, ...listed.items.map((i) => i.id)].sort())
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, 20_000)
+})
