@@ -318,6 +318,14 @@ export const billingSuite = (name: string, backend: Backend) =>
           const refused = yield* Effect.flip(service.ledger(principal(), { cursor }))
           expect(refused).toMatchObject({ _tag: "ValidationError", message: "cursor: is not a cursor of this list" })
         }
+        // test and live apart: every entry is live money, a test key's ledger is empty (any kind, any page); the
+        // balance is the account's one balance, read alike by both
+        const test: Principal = { ...principal(), environment: "test" }
+        for (const query of [{}, { kind: "charge" as const }, { kind: "top_up" as const, limit: 1 }]) {
+          expect(yield* service.ledger(test, query)).toEqual({ data: [], pagination: { cursor: null, hasMore: false, total: 0 } })
+        }
+        expect(yield* service.ledger(test, { cursor: first.pagination.cursor! })).toMatchObject({ data: [] })
+        expect(yield* service.balance(test)).toEqual(yield* service.balance(principal()))
       })))
 
     it.effect("balance read in USD", () =>

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { Environment } from "./ApiKey.js"
 import { list, Metadata, oneOf, optional, strictParse, text, WebhookUrl } from "./Fields.js"
 import { MediaType, Provider, ResultItem, TaskError, TaskStatus } from "./Task.js"
 import { Timestamp } from "./Timestamp.js"
@@ -20,7 +21,11 @@ export const EventType = oneOf(...eventTypes).annotations({ identifier: "EventTy
 export const WebhookCreate = Schema.Struct({
   url: WebhookUrl,
   events: list(EventType, { min: 1, max: eventTypes.length, noun: "event types" }),
-  description: optional(text(500))
+  description: optional(text(500)),
+  environment: optional(Environment.annotations({
+    description: "Extension: the environment whose task events the webhook receives; only the calling key's " +
+      "(default)"
+  }))
 }).annotations({ identifier: "WebhookCreate", ...strictParse })
 /** Body of `POST /api/v1/webhooks`. */
 export type WebhookCreate = typeof WebhookCreate.Type
@@ -28,6 +33,9 @@ export type WebhookCreate = typeof WebhookCreate.Type
 /** A registered webhook (never its secret). */
 export const WebhookRecord = Schema.Struct({
   id: Schema.String.annotations({ description: "`wh_` + ULID" }),
+  environment: Environment.annotations({
+    description: "The environment whose task events it receives: the creating key's (a key sees only its own)"
+  }),
   url: Schema.String,
   events: Schema.Array(EventType),
   description: Schema.NullOr(Schema.String),

@@ -162,6 +162,7 @@ const roundTrip = Effect.gen(function*() {
   yield* webhooks.createWebhook({
     id: WebhookStore.webhookId(now),
     accountId: account.id,
+    environment: "live",
     url: "https://hooks.example.com/",
     events: ["task.completed"],
     description: null,

@@ -375,9 +375,10 @@ export const OtherServicesFake = Layer.mergeAll(
     }
   }),
   Layer.succeed(Services.WebhookService, {
-    create: (_p, body) =>
+    create: (p, body) =>
       Effect.succeed({
         id: "wh_1",
+        environment: p.environment,
         url: body.url,
         events: body.events,
         description: body.description ?? null,

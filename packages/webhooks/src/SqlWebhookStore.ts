@@ -136,7 +136,11 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
     "0003_webhook_attempts_at": Effect.flatMap(SqlClient.SqlClient, (sql) => {
       const t = tables(prefix)
       return sql.unsafe(`CREATE INDEX ${t.attempts}_at_idx ON ${t.attempts} (at)`)
-    })
+    }),
+    // test and live apart: a webhook receives the events of the tasks of its environment only (existing: live)
+    "0004_webhook_environment": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql.unsafe(`ALTER TABLE ${tables(prefix).webhooks}
+        ADD COLUMN environment TEXT NOT NULL DEFAULT 'live' CHECK (environment IN ('live', 'test'))`))
   }))
 
 /**

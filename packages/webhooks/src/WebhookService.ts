@@ -1,6 +1,10 @@
 /**
- * The contract's `WebhookService` port (decisions.md §6), scoped to the caller's account: another account's webhook
- * or delivery is reported exactly as an unknown one.
+ * The contract's `WebhookService` port (decisions.md §6), scoped to the caller's account and environment: another
+ * account's webhook or delivery, or a webhook of the other environment, is reported exactly as an unknown one.
+ *
+ * - Environments: a webhook has the creating key's environment (`environment` in the body may only repeat it) and
+ *   receives only the events of tasks of that environment; a key lists, tests, deletes and replays only the
+ *   webhooks of its own environment.
  *
  * - `create`: a fresh secret (`whsec_` + base64 of 32 random bytes from `node:crypto`), answered only here; the
  *   target's literal host is checked again (the request Schema already did) unless `allowPrivate`, and its name
@@ -58,6 +62,7 @@ const iso = (ms: number | null): string | null => ms === null ? null : new Date(
 /** The public form of a registration (never its secret). */
 export const toRecord = (row: WebhookRow): Webhook.WebhookRecord => ({
   id: row.id,
+  environment: row.environment,
   url: row.url,
   events: row.events,
   description: row.description,
@@ -124,11 +129,22 @@ export const make = (options: ServiceOptions = {}) =>
     const timeoutMs = Duration.toMillis(options.timeout ?? defaultTimeoutMs)
 
     const findWebhook = (principal: Security.Principal, id: string) =>
-      Effect.flatMap(store.getWebhook(principal.accountId, id), Effect.mapError(() => webhookNotFound(id)))
+      Effect.flatMap(
+        store.getWebhook(principal.accountId, id),
+        (found) =>
+          Option.isSome(found) && found.value.environment === principal.environment
+            ? Effect.succeed(found.value)
+            : Effect.fail(webhookNotFound(id))
+      )
 
     const service: Services.WebhookService["Type"] = {
       create: (principal, body, idempotencyKey) =>
         Effect.gen(function*() {
+          if (body.environment !== undefined && body.environment !== principal.environment) {
+            return yield* new Errors.ValidationError({
+              message: `environment: a ${principal.environment} key registers ${principal.environment} webhooks only`
+            })
+          }
           const url = Address.parseHttpUrl(body.url)
           if (url === undefined) return yield* new Errors.ValidationError({ message: "url: must be an absolute http(s) URL" })
           if (!allowPrivate) {
@@ -150,6 +166,7 @@ export const make = (options: ServiceOptions = {}) =>
           const row: WebhookRow = {
             id: webhookId(now),
             accountId: principal.accountId,
+            environment: principal.environment,
             url: body.url,
             events: [...new Set(body.events)],
             description: body.description ?? null,
@@ -169,13 +186,14 @@ export const make = (options: ServiceOptions = {}) =>
 
       list: (principal) =>
         store.listWebhooks(principal.accountId).pipe(
-          Effect.map((rows) => rows.map(toRecord)),
+          Effect.map((rows) => rows.filter((row) => row.environment === principal.environment).map(toRecord)),
           Effect.catchTag("PersistenceError", unavailable),
           Tracing.span("WebhookService.list")
         ),
 
       remove: (principal, id) =>
         Effect.gen(function*() {
+          yield* findWebhook(principal, id)
           const now = yield* store.now
           const removed = yield* store.removeWebhook(principal.accountId, id, now)
           if (!removed) return yield* webhookNotFound(id)

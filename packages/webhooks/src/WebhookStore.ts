@@ -42,6 +42,8 @@ const eventType = SqlRows.literal(...Webhook.eventTypes)
 export const WebhookRow = Schema.Struct({
   id: Schema.String,
   accountId: column("account_id", Schema.String),
+  /** The environment whose task events it receives (the creating key's). */
+  environment: SqlRows.literal("live", "test"),
   url: Schema.String,
   events: Schema.parseJson(Schema.Array(eventType)),
   description: Schema.NullOr(Schema.String),
@@ -299,7 +301,10 @@ export const deliveryId = (now?: number): string => `dlv_${Ids.ulid(now)}`
 export const subscribes = (webhook: WebhookRow, type: Webhook.EventType): boolean =>
   webhook.enabled && webhook.deletedAt === null && webhook.events.includes(type)
 
-/** The deliveries an outbox entry fans out to, given the account's webhooks. */
+/**
+ * The deliveries an outbox entry fans out to, given the account's webhooks: those of the task's environment, and
+ * the task's own `webhookUrl`.
+ */
 export const deliveriesFor = (
   entry: OutboxEntry,
   webhooks: ReadonlyArray<WebhookRow>
@@ -307,7 +312,10 @@ export const deliveriesFor = (
   const payload = JSON.stringify(entry.event)
   const base = { accountId: entry.accountId, eventId: entry.event.id, eventType: entry.event.type, payload }
   const configured = webhooks
-    .filter((webhook) => webhook.accountId === entry.accountId && subscribes(webhook, entry.event.type))
+    .filter((webhook) =>
+      webhook.accountId === entry.accountId && webhook.environment === entry.environment &&
+      subscribes(webhook, entry.event.type)
+    )
     .map((webhook): NewDelivery => ({ ...base, webhookId: webhook.id, url: webhook.url }))
   return entry.webhookUrl === null ? configured : [...configured, { ...base, webhookId: null, url: entry.webhookUrl }]
 }

@@ -58,7 +58,15 @@ for (const [name, backend] of backends) {
         const listed = yield* service.list(alice)
         expect(listed).toHaveLength(1)
         expect(listed[0]).not.toHaveProperty("secret")
-        expect(listed[0]).toEqual({ id: created.id, url: body.url, events: [...body.events], description: "main", enabled: true, createdAt: created.createdAt })
+        expect(listed[0]).toEqual({
+          id: created.id,
+          environment: "live",
+          url: body.url,
+          events: [...body.events],
+          description: "main",
+          enabled: true,
+          createdAt: created.createdAt
+        })
         expect(yield* service.list(bob)).toEqual([])
         // another account's webhook is unknown
         const foreign = yield* Effect.flip(service.remove(bob, created.id))
@@ -213,6 +221,47 @@ for (const [name, backend] of backends) {
         expect(two.map((d) => [d.webhookId, d.url])).toEqual(expect.arrayContaining([[all.id, "https://b.example.com/"], [null, "https://job.example.com/cb"]]))
         expect(two).toHaveLength(2)
         expect(yield* store.fanOut("2", "3", [entry("acct_alice", "task.expired", null, 3)], now)).toEqual(Option.some(1))
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.scoped("keeps test and live webhooks apart: created in the key's environment, seen and sent only in it", () => {
+      const { layer, sender } = setup([200])
+      const aliceTest: typeof alice = { ...alice, keyId: "key_alice_test", environment: "test" }
+      return Effect.gen(function*() {
+        const service = yield* Services.WebhookService
+        const store = yield* WebhookStore
+        const live = yield* service.create(alice, { url: "https://live.example.com/", events: ["task.completed"] }, undefined)
+        const test = yield* service.create(aliceTest, { url: "https://test.example.com/", events: ["task.completed"] }, undefined)
+        expect([live.environment, test.environment]).toEqual(["live", "test"])
+        expect((yield* service.create(aliceTest, { ...body, environment: "test" }, undefined)).environment).toBe("test")
+        // a key registers webhooks of its own environment only
+        const refused = yield* Effect.flip(service.create(aliceTest, { ...body, environment: "live" }, undefined))
+        assert.instanceOf(refused, Errors.ValidationError)
+        expect(refused.message).toMatch(/^environment: /)
+        // each key sees only its environment's webhooks; the other's is unknown to it
+        expect((yield* service.list(alice)).map((w) => w.id)).toEqual([live.id])
+        expect((yield* service.list(aliceTest)).map((w) => w.environment)).toEqual(["test", "test"])
+        for (const [key, other] of [[alice, test.id], [aliceTest, live.id]] as const) {
+          assert.instanceOf(yield* Effect.flip(service.test(key, other)), Errors.WebhookNotFound)
+          assert.instanceOf(yield* Effect.flip(service.deliveries(key, other, {})), Errors.WebhookNotFound)
+          assert.instanceOf(yield* Effect.flip(service.remove(key, other)), Errors.WebhookNotFound)
+        }
+        expect(sender.requests).toHaveLength(0)
+        // a task's events go to the webhooks of its environment only (its own webhookUrl as before)
+        const now = yield* store.now
+        const page = [
+          entry("acct_alice", "task.completed", null, 1, "live"),
+          entry("acct_alice", "task.completed", "https://job.example.com/cb", 2, "test")
+        ]
+        expect(yield* store.fanOut(undefined, "2", page, now)).toEqual(Option.some(4))
+        const ofLive = yield* store.deliveriesOfEvent(page[0]!.event.id)
+        expect(ofLive.map((d) => d.webhookId)).toEqual([live.id])
+        const ofTest = yield* store.deliveriesOfEvent(page[1]!.event.id)
+        expect(ofTest.map((d) => d.url).sort())
+          .toEqual([body.url, "https://job.example.com/cb", "https://test.example.com/"].sort())
+        // both still there for their own key
+        expect((yield* service.list(alice)).map((w) => w.id)).toEqual([live.id])
+        expect(yield* service.remove(aliceTest, test.id)).toEqual({ id: test.id, deleted: true })
       }).pipe(Effect.provide(layer))
     })
   })

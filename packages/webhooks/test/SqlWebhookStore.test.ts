@@ -30,6 +30,7 @@ for (const [name, database] of databases) {
         yield* store.createWebhook({
           id,
           accountId: "acct_a",
+          environment: "live",
           url: "https://hooks.example.com/",
           events: ["task.completed"],
           description: null,

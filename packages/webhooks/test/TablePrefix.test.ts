@@ -36,6 +36,7 @@ const roundTrip = (store: WebhookStore.WebhookStore["Type"]) =>
     const webhook: WebhookStore.WebhookRow = {
       id: WebhookStore.webhookId(now),
       accountId: "acct_a",
+      environment: "live",
       url: "https://hooks.example.com/",
       events: ["task.completed"],
       description: null,

@@ -312,7 +312,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List tasks, newest first, with filters and a keyset cursor */
+        /** List the tasks of the calling key's environment, newest first, with filters and a keyset cursor */
         get: operations["tasks.list"];
         put?: never;
         post?: never;
@@ -329,7 +329,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read a task */
+        /** Read a task of the calling key's environment (another environment's task: 404 as an unknown id) */
         get: operations["tasks.get"];
         put?: never;
         post?: never;
@@ -414,7 +414,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the account's ledger entries (charges, refunds, top-ups), newest first (extension) */
+        /** List the account's ledger entries (charges, refunds, top-ups), newest first (extension; live money: empty for a test key) */
         get: operations["balance.ledger"];
         put?: never;
         post?: never;
@@ -466,7 +466,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List registered webhooks */
+        /** List the registered webhooks of the calling key's environment */
         get: operations["webhooks.list"];
         put?: never;
         /** Register a webhook; the signing secret is shown only in this response */
@@ -1804,6 +1804,11 @@ export interface components {
              * @description a string at most 500 character(s) long
              */
             description?: string;
+            /**
+             * @description Extension: the environment whose task events the webhook receives; only the calling key's (default)
+             * @enum {string}
+             */
+            environment?: "live" | "test";
         };
         /** Format: uri */
         WebhookUrl: string;
@@ -1812,6 +1817,11 @@ export interface components {
         WebhookCreated: {
             /** @description `wh_` + ULID */
             id: string;
+            /**
+             * @description The environment whose task events it receives: the creating key's (a key sees only its own)
+             * @enum {string}
+             */
+            environment: "live" | "test";
             url: string;
             events: components["schemas"]["EventType"][];
             description: string | null;
@@ -1829,6 +1839,11 @@ export interface components {
         WebhookRecord: {
             /** @description `wh_` + ULID */
             id: string;
+            /**
+             * @description The environment whose task events it receives: the creating key's (a key sees only its own)
+             * @enum {string}
+             */
+            environment: "live" | "test";
             url: string;
             events: components["schemas"]["EventType"][];
             description: string | null;

@@ -24,7 +24,11 @@ export class BalanceApi extends HttpApiGroup.make("balance")
       .setUrlParams(LedgerListQuery)
       .addSuccess(page(LedgerEntry, "LedgerListResponse"))
       .addError(ValidationError.wire)
-      .annotate(OpenApi.Summary, "List the account's ledger entries (charges, refunds, top-ups), newest first (extension)")
+      .annotate(
+        OpenApi.Summary,
+        "List the account's ledger entries (charges, refunds, top-ups), newest first (extension; live money: empty " +
+          "for a test key)"
+      )
   )
   .pipe(authenticated)
   .annotate(OpenApi.Title, "Balance")

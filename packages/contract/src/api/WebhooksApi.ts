@@ -33,7 +33,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("list", "/webhooks")
       .addSuccess(success(Schema.Array(WebhookRecord), "WebhookListResponse"))
-      .annotate(OpenApi.Summary, "List registered webhooks")
+      .annotate(OpenApi.Summary, "List the registered webhooks of the calling key's environment")
   )
   .add(
     HttpApiEndpoint.del("delete", "/webhooks/:id")
