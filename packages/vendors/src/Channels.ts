@@ -209,6 +209,25 @@ const httpTransports: Readonly<
   openai: OpenAi.make
 }
 
+/**
+ * How a transport finds the job of an uncertain submit (one whose answer was lost) before submitting again
+ * (docs/channels.md, "Submits without duplicates"): `in-process` (the simulator: no submit is ever uncertain),
+ * `idempotency-key` (the upstream answers a repeated submit with the job it made: the relay), `lookup` (the job is
+ * found by our key among the upstream's jobs: ComfyUI's queue and history), `callback` (the upstream's callback names
+ * the job; without one the task waits `submitWait`: fal, Replicate), `wait` (no way: the task waits `submitWait`,
+ * then is submitted again, a second job if the first one was made: OpenAI-compatible).
+ */
+export const submitRecovery: Readonly<
+  Record<ChannelTransport, "in-process" | "idempotency-key" | "lookup" | "callback" | "wait">
+> = {
+  simulated: "in-process",
+  relay: "idempotency-key",
+  comfyui: "lookup",
+  fal: "callback",
+  replicate: "callback",
+  openai: "wait"
+}
+
 /** The transports whose upstream calls back when a job ends. */
 const callbackTransports = new Set<ChannelTransport>(["fal", "replicate"])
 
@@ -689,15 +708,17 @@ const atLeastOne = (name: string, fallback: number) =>
  * The router's settings from Effect `Config`: the environment's default channels (`MEDIAGATE_UPSTREAM_<FAMILY>`;
  * `MEDIAGATE_RELAY_URL`/`_API_KEY` when a family uses the relay), input checks (private targets only under
  * `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`), `MEDIAGATE_CHANNEL_BREAKER_FAILURES` (5),
- * `MEDIAGATE_CHANNEL_BREAKER_COOLDOWN` (`30s`) and `MEDIAGATE_CHANNEL_AUTH_FAILURES` (3).
+ * `MEDIAGATE_CHANNEL_BREAKER_COOLDOWN` (`30s`), `MEDIAGATE_CHANNEL_AUTH_FAILURES` (3) and
+ * `MEDIAGATE_CHANNEL_SUBMIT_WAIT` (`5m`: {@link ChannelsOptions.submitWait}).
  */
 export const config: Effect.Effect<ChannelsOptions, ConfigError.ConfigError> = Effect.gen(function*() {
-  const { allowPrivate, authFailures, cooldown, failures, transports } = yield* Config.all({
+  const { allowPrivate, authFailures, cooldown, failures, submitWait, transports } = yield* Config.all({
     transports: Upstreams.config,
     allowPrivate: Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
     failures: atLeastOne("MEDIAGATE_CHANNEL_BREAKER_FAILURES", 5),
     cooldown: Durations.durationConfig("MEDIAGATE_CHANNEL_BREAKER_COOLDOWN", "30s"),
-    authFailures: atLeastOne("MEDIAGATE_CHANNEL_AUTH_FAILURES", 3)
+    authFailures: atLeastOne("MEDIAGATE_CHANNEL_AUTH_FAILURES", 3),
+    submitWait: Durations.durationConfig("MEDIAGATE_CHANNEL_SUBMIT_WAIT", "5m")
   })
   const usesRelay = Catalog.taskFamilies.some((family) => transports[family] === "relay")
   return {
@@ -705,7 +726,8 @@ export const config: Effect.Effect<ChannelsOptions, ConfigError.ConfigError> = E
     ...(usesRelay ? { relay: yield* Relay.config } : {}),
     inputChecks: { allowPrivate },
     breaker: { failures, cooldown: Duration.millis(cooldown) },
-    authFailures
+    authFailures,
+    submitWait: Duration.millis(submitWait)
   }
 })
 
