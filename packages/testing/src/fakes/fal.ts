@@ -97,6 +97,13 @@ export interface FalFake {
   readonly submitFaults: Array<SubmitFault>
   /** How many jobs mention `text` (a task id) in their input or webhook URL. */
   readonly jobCount: (text: string) => number
+  /**
+   * Closes the listener (new connections refused, open ones ended) and keeps every job: they run on and send their
+   * webhooks, as a crashed front of the real queue would. {@link restart} listens again on the same port.
+   */
+  readonly stop: () => Promise<void>
+  /** Listens again on the fake's port after {@link stop}. */
+  readonly restart: () => Promise<void>
   readonly close: () => Promise<void>
 }
 
@@ -579,6 +586,10 @@ export const startFalFake = async (options: FalFakeOptions = {}): Promise<FalFak
     },
     set down(value: boolean) {
       state.down = value
+    },
+    stop: () => close(server),
+    restart: async () => {
+      await listen(server, Number(new URL(base).port))
     },
     close: async () => {
       state.closed = true
