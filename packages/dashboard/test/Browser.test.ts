@@ -129,6 +129,9 @@ for (const database of databases) {
       await page.keyboard.press("Enter")
       await page.getByRole("heading", { name: "Tasks" }).waitFor()
       expect(page.url()).not.toContain(running.keys.live)
+      // a live key's console: the live view, marked so, no test-mode banner
+      expect(await page.locator("header.top [data-environment]").textContent()).toBe("Live")
+      expect(await page.getByRole("status", { name: "Test mode" }).count()).toBe(0)
       // the skip link is the first stop and shows a focus ring
       await page.keyboard.press("Tab")
       expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Skip to content")
@@ -554,6 +557,54 @@ for (const database of databases) {
         expect((await admin("GET", `/admin/v1/channels/${id}`)).status).toBe(404)
       }
       await page.getByText("No channels: every family runs on its default upstream").waitFor()
+    })
+
+    it("a test key's console is the test view (banner, test data only); the operator filters tasks by environment", async () => {
+      const live = await createImage(running, "a live heron")
+      const test = await api(running, "POST", "/api/v1/vendor4/text-to-image", {
+        model: "vendor4-4-0",
+        input: { prompt: "a test heron", size: "1K" }
+      }, running.keys.test)
+      expect(test.status, JSON.stringify(test.body)).toBe(201)
+      const testId = test.body.data.id as string
+      await page.goto(`${running.baseUrl}/dashboard/tasks`)
+      await page.getByRole("heading", { name: "Tasks" }).waitFor()
+      await page.getByRole("button", { name: "Sign out" }).click()
+      await page.getByLabel("API key").fill(running.keys.test)
+      await page.getByRole("button", { name: "Sign in" }).click()
+      await page.getByRole("heading", { name: "Tasks" }).waitFor()
+      const banner = page.getByRole("status", { name: "Test mode" })
+      await banner.waitFor()
+      expect(await banner.textContent()).toContain("you see only test data")
+      expect(await page.locator("header.top [data-environment]").textContent()).toBe("Test")
+      await page.locator(`tr[data-task="${testId}"]`).waitFor()
+      expect(await page.locator(`tr[data-task="${live}"]`).count()).toBe(0)
+      // the live task's page is not found for a test key
+      await page.goto(`${running.baseUrl}/dashboard/tasks/${live}`)
+      await page.getByText("TASK_NOT_FOUND").waitFor()
+      await shot("19-test-mode")
+      // back to the live view
+      await page.getByRole("button", { name: "Sign out" }).click()
+      await page.getByLabel("API key").fill(running.keys.live)
+      await page.getByRole("button", { name: "Sign in" }).click()
+      await page.locator(`tr[data-task="${live}"]`).waitFor()
+      expect(await page.locator(`tr[data-task="${testId}"]`).count()).toBe(0)
+      expect(await page.getByRole("status", { name: "Test mode" }).count()).toBe(0)
+
+      // the operator's task inspector: both environments, a column and a filter
+      await page.goto(`${running.baseUrl}/dashboard/admin/tasks`)
+      await page.getByRole("heading", { name: "Task inspector" }).waitFor()
+      const testRow = page.locator(`tr[data-task="${testId}"]`)
+      await testRow.waitFor()
+      expect(await testRow.locator("[data-environment]").textContent()).toBe("Test")
+      expect(await page.locator(`tr[data-task="${live}"] [data-environment]`).textContent()).toBe("Live")
+      await page.getByLabel("Environment").selectOption("test")
+      await page.locator(`tr[data-task="${live}"]`).waitFor({ state: "detached" })
+      await testRow.waitFor()
+      const environments = await page.locator("tr[data-task] [data-environment]").allTextContents()
+      expect(environments.length).toBeGreaterThan(0)
+      expect(new Set(environments)).toEqual(new Set(["Test"]))
+      await shot("20-operator-tasks-test")
     })
 
     it("signs out: the credentials are forgotten; no CSP violation was reported", async () => {

@@ -218,6 +218,13 @@ export const Status = (props: { readonly status: string }) => (
   <span class={`status status-${props.status}`} data-status={props.status}>{props.status}</span>
 )
 
+/** The environment of a key or task: `live` or `test` (test and live data are apart). */
+export const EnvironmentBadge = (props: { readonly environment: "live" | "test" }) => (
+  <span class={`env env-${props.environment}`} data-environment={props.environment}>
+    {props.environment === "test" ? "Test" : "Live"}
+  </span>
+)
+
 /** A button that asks "sure?" by a second click before doing something that cannot be undone. */
 export const ConfirmButton = (props: {
   readonly label: string

@@ -2,11 +2,12 @@
  * The dashboard app: sign-in (an API key for the account console, the admin token for the operator console),
  * the navigation, the light/dark theme and the routes.
  */
+import { ApiKey } from "@mediagate/contract"
 import type { ComponentChildren } from "preact"
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { call, type CredentialKind, credential, onUnauthorized, signIn, signOut, toFailure, tryStorage } from "./api.js"
-import { ErrorBox, Link, useSubmit } from "./components.js"
+import { EnvironmentBadge, ErrorBox, Link, useSubmit } from "./components.js"
 import { navigate, useRoute } from "./router.js"
 import "./styles.css"
 import { AccountDetail, AccountList, AdminTaskDetail, AdminTasks, SystemView } from "./views/Admin.js"
@@ -104,6 +105,8 @@ const Shell = (props: {
   readonly onSignOut: () => void
   readonly children: ComponentChildren
 }) => {
+  // the account console is the view of one environment, the signed-in key's: its tasks, webhooks and ledger only
+  const environment = props.kind === "key" ? ApiKey.environmentOfKey(credential("key") ?? "") : undefined
   const links: ReadonlyArray<readonly [string, string]> = props.kind === "key"
     ? [["/tasks", "Tasks"], ["/webhooks", "Webhooks"], ["/keys", "API keys"], ["/balance", "Balance"]]
     : [["/admin/accounts", "Accounts"], ["/admin/system", "System"], ["/admin/channels", "Channels"], ["/admin/tasks", "Tasks"]]
@@ -114,6 +117,7 @@ const Shell = (props: {
         <Link to={props.kind === "key" ? "/tasks" : "/admin/accounts"} class="brand">
           Mediagate{props.kind === "admin" ? " · operator" : ""}
         </Link>
+        {environment === undefined ? null : <EnvironmentBadge environment={environment} />}
         <nav aria-label="Main">
           {links.map(([to, label]) => (
             <Link key={to} to={to} class={props.path.startsWith(to) ? "active" : ""}>{label}</Link>
@@ -124,6 +128,14 @@ const Shell = (props: {
           <button type="button" onClick={props.onSignOut}>Sign out</button>
         </div>
       </header>
+      {environment === "test"
+        ? (
+          <div class="test-mode" role="status" aria-label="Test mode">
+            <strong>Test mode</strong> — signed in with a test key: you see only test data (test tasks, test webhooks;
+            test tasks are never charged, so the ledger is empty). Sign in with a live key for live data.
+          </div>
+        )
+        : null}
       <main id="main" tabIndex={-1}>{props.children}</main>
     </>
   )

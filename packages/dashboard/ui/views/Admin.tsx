@@ -7,7 +7,7 @@ import { type Account, Task } from "@mediagate/contract"
 import { Fragment } from "preact"
 import { useState } from "preact/hooks"
 import { call } from "../api.js"
-import { Card, ConfirmButton, Empty, ErrorBox, Fact, Field, FormCard, Link, Select, Show, ShowList, ShowPage, Stat, Status, Table, useFields, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
+import { Card, ConfirmButton, Empty, EnvironmentBadge, ErrorBox, Fact, Field, FormCard, Link, Select, Show, ShowList, ShowPage, Stat, Status, Table, useFields, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { duration, money, moneyExact, time, timeZone } from "../format.js"
 
 const CreateAccount = (props: { readonly onCreated: (account: Account.Account) => void }) => {
@@ -300,6 +300,7 @@ export const SystemView = () => {
 /** Tasks across accounts (or of one). */
 export const AdminTasks = (props: { readonly accountId?: string }) => {
   const [status, setStatus] = useState("")
+  const [environment, setEnvironment] = useState("")
   const [accountId, setAccountId] = useState(props.accountId ?? "")
   const [search, setSearch] = useState("")
   const pager = usePager()
@@ -310,12 +311,13 @@ export const AdminTasks = (props: { readonly accountId?: string }) => {
           urlParams: {
             limit: 20,
             ...(status === "" ? {} : { status: status as Task.TaskStatus }),
+            ...(environment === "live" || environment === "test" ? { environment } : {}),
             ...(accountId === "" ? {} : { account_id: accountId }),
             ...(search === "" ? {} : { search }),
             ...pager.params
           }
         })),
-    [status, accountId, search, pager.cursor],
+    [status, environment, accountId, search, pager.cursor],
     { pollMs: 5000, poll: () => pager.cursor === undefined }
   )
   return (
@@ -333,6 +335,15 @@ export const AdminTasks = (props: { readonly accountId?: string }) => {
             onChange={(e) => { pager.reset(); setStatus(e.currentTarget.value) }}
           />
         </Field>
+        <Field label="Environment">
+          <Select
+            name="environment"
+            value={environment}
+            none="Both"
+            options={["live", "test"]}
+            onChange={(e) => { pager.reset(); setEnvironment(e.currentTarget.value) }}
+          />
+        </Field>
         {props.accountId === undefined ? (
           <Field label="Account id">
             <input type="search" name="account_id" value={accountId} onChange={(e) => { pager.reset(); setAccountId(e.currentTarget.value.trim()) }} />
@@ -344,11 +355,12 @@ export const AdminTasks = (props: { readonly accountId?: string }) => {
       </form>
       <ShowPage loaded={loaded} pager={pager} empty="No tasks.">
         {(tasks) => (
-          <Table columns={["Task", "Account", "Status", "Model", "Created", ["Cost", "num"]]}>
+          <Table columns={["Task", "Account", "Environment", "Status", "Model", "Created", ["Cost", "num"]]}>
             {tasks.map((task) => (
-              <tr key={task.id}>
+              <tr key={task.id} data-task={task.id}>
                 <td><Link to={`/admin/tasks/${task.id}`} class="mono small">{task.id}</Link></td>
                 <td><Link to={`/admin/accounts/${task.account_id}`} class="mono small">{task.account_id}</Link></td>
+                <td><EnvironmentBadge environment={task.environment} /></td>
                 <td><Status status={task.status} /></td>
                 <td>{task.provider} · {task.model}</td>
                 <td>{time(task.created_at)}</td>
