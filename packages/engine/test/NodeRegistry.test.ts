@@ -2,7 +2,8 @@
  * The node registry behind `GET /admin/v1/system` (issue 14, item 5): two workers of two owners register through
  * their heartbeat with their concurrency and the leases they hold; a node that stops beating without a graceful
  * shutdown is reported stale after 3 heartbeat periods and dropped after an hour; a graceful shutdown removes its
- * node at once. On memory, SQLite and PostgreSQL (storage clock = `TestClock`).
+ * node at once. Placement: a claim skips the tasks accepted by the nodes it excludes, and a beat records the nodes
+ * its node is apart from (`files_unshared_with`). On memory, SQLite and PostgreSQL (storage clock = `TestClock`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { type Admin } from "@mediagate/contract"
@@ -10,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import * as TestServices from "effect/TestServices"
@@ -132,5 +134,51 @@ for (const [name, backend] of backends) {
         yield* stop(a)
         expect((yield* status).nodes).toEqual([])
       }).pipe(Effect.provide(Layer.provideMerge(backend(), makeFakeUpstream({ durationMs: 1000 }).layer))), 60_000)
+
+    it.scoped("placement: a claim skips the tasks of the nodes it excludes; a beat records the nodes it is apart from", () =>
+      Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const start = 1_800_000_000_000
+        yield* TestClock.setTime(start)
+        const accepted = (nodeId: string | null, n: number) => newTask({ createdAt: start + n, nodeId })
+        const tasks = [accepted("node-a", 1), accepted("node-b", 2), accepted(null, 3), accepted("node-c", 4)]
+        for (const task of tasks) yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+        yield* TestClock.adjust("1 second")
+
+        // node-a is apart from node-b: it takes its own task, the one of no node, and node-c's, never node-b's
+        const byA = yield* storage.claim("node-a", 10, 30_000, ["node-b"])
+        expect(byA.map((task) => task.nodeId)).toEqual(["node-a", null, "node-c"])
+        expect(Option.getOrUndefined(yield* storage.getById(tasks[1]!.id))?.nodeId).toBe("node-b")
+        // a claim that excludes nothing takes node-b's
+        const byB = yield* storage.claim("node-b", 10, 30_000)
+        expect(byB.map((task) => task.id)).toEqual([tasks[1]!.id])
+
+        yield* storage.beatNode({
+          id: "node-a",
+          host: "host-a",
+          pid: 1,
+          concurrency: 4,
+          heartbeatMs: 10_000,
+          leases: 3,
+          apartFrom: ["node-b", "node-c"]
+        })
+        yield* storage.beatNode({ id: "node-b", host: "host-b", pid: 2, concurrency: 4, heartbeatMs: 10_000, leases: 1 })
+        const current = yield* status
+        expect(current.nodes.map((node) => [node.id, node.files_unshared_with])).toEqual([
+          ["node-a", ["node-b", "node-c"]],
+          ["node-b", []]
+        ])
+        // a later beat replaces the list (shared again)
+        yield* storage.beatNode({
+          id: "node-a",
+          host: "host-a",
+          pid: 1,
+          concurrency: 4,
+          heartbeatMs: 10_000,
+          leases: 3,
+          apartFrom: []
+        })
+        expect((yield* status).nodes.map((node) => node.files_unshared_with)).toEqual([[], []])
+      }).pipe(Effect.provide(backend())))
   })
 }
