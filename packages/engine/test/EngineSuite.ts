@@ -251,13 +251,48 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
 
+    it.live("a key sees only its environment's tasks: another's is unknown to get, list, retry and cancel", () => {
+      const { layer, ledger } = setup()
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const live = principal()
+        const test = principal({ keyId: "key_test", environment: "test" })
+        const create = (who: typeof live, prompt: string) =>
+          tasks.create(who, { endpoint: "vendor3/text-to-video", request: request(prompt), idempotencyKey: undefined })
+        // a failed live task: the probe's case (a test key retrying it ran it free as a sandbox task)
+        const failed = yield* create(live, "l [fail]")
+        const failedTest = yield* create(test, "t [fail]")
+        yield* awaitTerminal([failed.id, failedTest.id])
+        const notFound = (effect: Effect.Effect<unknown, unknown>) =>
+          Effect.map(Effect.flip(effect), (error) => assert.instanceOf(error, Errors.TaskNotFound))
+        yield* notFound(tasks.get(test, failed.id))
+        yield* notFound(tasks.retry(test, failed.id, undefined))
+        yield* notFound(tasks.get(live, failedTest.id))
+        yield* notFound(tasks.retry(live, failedTest.id, undefined))
+        // cancel: the other environment's task is unknown and is not cancelled
+        const pending = yield* create(live, "p")
+        yield* notFound(tasks.cancel(test, pending.id))
+        expect((yield* tasks.get(live, pending.id)).status).not.toBe("cancelled")
+        // lists: each environment's own tasks only
+        const ids = (who: typeof live) => Effect.map(tasks.list(who, {}), (page) => page.data.map((t) => t.id))
+        expect(yield* ids(live)).toEqual([pending.id, failed.id])
+        expect(yield* ids(test)).toEqual([failedTest.id])
+        expect((yield* tasks.list(test, {})).pagination.total).toBe(1)
+        // a test key's own retry stays free; the live one is charged again
+        const retriedTest = yield* tasks.retry(test, failedTest.id, undefined)
+        expect((yield* tasks.get(test, retriedTest.id)).cost).toBe(0)
+        yield* tasks.retry(live, failed.id, undefined)
+        expect(ledger.charges.map((c) => c.taskId)).not.toContain(retriedTest.id)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
     it.live("test keys are free; refused charges store nothing", () => {
       const { layer, ledger } = setup({ concurrency: 0 })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         const storage = yield* TaskStorage
         const free = yield* tasks.create(principal({ environment: "test" }), { endpoint: "vendor3/text-to-video", request: request("t"), idempotencyKey: undefined })
-        expect((yield* tasks.get(principal(), free.id)).cost).toBe(0)
+        expect((yield* tasks.get(principal({ environment: "test" }), free.id)).cost).toBe(0)
         expect(ledger.charges).toHaveLength(0)
         const refused = yield* Effect.flip(tasks.create(principal({ accountId: poorAccount }), { endpoint: "vendor3/text-to-video", request: request("p"), idempotencyKey: undefined }))
         assert.instanceOf(refused, Errors.InsufficientBalance)
