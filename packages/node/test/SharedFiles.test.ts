@@ -1,10 +1,11 @@
 /**
  * Shared result storage end to end: an API-only node and a worker node on one SQLite file, with different data
  * directories and the S3 store (s3rver in-process): a task's result URL is served by either node, ranges and 416
- * included. Also the start warning of an API-only node on the local store.
+ * included; no node leaves a file-store marker (docs/operations.md). Also the start warning of an API-only node on
+ * the local store.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
@@ -104,6 +105,8 @@ describe("shared result storage (S3) across nodes", () => {
       expect(past.headers.get("content-range")).toBe(`bytes */${item.size_bytes}`)
       expect(((await past.json()) as { error: { code: string } }).error.code).toBe("RANGE_NOT_SATISFIABLE")
     }
+    // on the S3 store no node leaves a marker in a local directory (placement is for the local store only)
+    for (const name of ["worker", "api"]) expect(existsSync(join(root, name, "files", ".nodes")), name).toBe(false)
   }, 120_000)
 
   it("the start warning of an API-only node on the local store names the directory and the remedy", () => {
