@@ -5,7 +5,8 @@
  * - the committed generated types are what `npm run client:generate` renders, and the bundle stays in its budget;
  * - the client from its sources: `run` to `succeeded` with progress, download, pages, errors with request ids,
  *   every other endpoint, a webhook delivery verified with `verifyWebhook`; a create and a retry whose first answer
- *   is lost, retried by the client with the same `Idempotency-Key`: one task and one charge each (a live account);
+ *   is lost, retried by the client with the same `Idempotency-Key`: one task and one charge each (a live account),
+ *   and ten concurrent retries with one key: one task, one charge;
  * - openapi-typescript 7 + openapi-fetch: types generated from the served `/api/v1/openapi.json`, a client program
  *   type-checked under `strict` and run: create with only required fields → get → list with filters and a cursor;
  * - the packed client in a fresh project outside the repository (nothing else installed): a plain-JS app runs a
@@ -155,6 +156,11 @@ for (const postgres of runPostgres ? [false, true] : [false]) {
       expect(again.id).not.toBe(retried.id)
       expect(keysSent.at(-1)).not.toBe(keysSent[0])
       expect(await charges()).toEqual([again.id, retried.id, ack.id])
+      // ten retries at once with one key (a user's own repeats): one task, one charge
+      const ten = await Promise.all(Array.from({ length: 10 }, () => mg.tasks.retry(ack.id, { idempotencyKey: "ten" })))
+      expect(new Set(ten.map((each) => each.id)).size).toBe(1)
+      expect(await charges()).toEqual([ten[0]!.id, again.id, retried.id, ack.id])
+      expect(await tasks()).toBe(4)
     }, "mg-client-"), 90_000)
 }
 
