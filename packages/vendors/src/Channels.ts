@@ -521,8 +521,11 @@ export const make = (options: ChannelsOptions = {}) =>
           if (submitted._tag === "Right") return { jobId: submitted.right.jobId, channelId: id }
           const error = submitted.left
           if (failureKind(error) === "refused") return yield* error
-          // the request may have made a job here: no failover, the worker looks for that job on this channel
-          if (error.uncertain === true) {
+          // the request may have made a job here: no failover, the worker looks for that job on this channel — unless
+          // the channel is failing (its breaker opened) and another can take the task: as with a job whose channel
+          // dies, a job it may have made is left there rather than the task waiting for it
+          const failing = breakers.view(id).breaker === "open" && elsewhere(task, yield* Clock.currentTimeMillis)
+          if (error.uncertain === true && !failing) {
             return yield* new UpstreamError({
               message: `channel ${id}: ${error.message}`,
               retryable: true,
@@ -532,6 +535,9 @@ export const make = (options: ChannelsOptions = {}) =>
             })
           }
           last = error
+          if (error.uncertain === true) {
+            yield* Effect.logWarning(`task ${task.id}: channel ${id} is failing; a job its lost submit made is left there`)
+          }
           Metrics.channelFailovers.record(1, id, "submit")
           yield* Effect.logWarning(`task ${task.id}: submit on channel ${id} failed (${error.message}); trying the next channel`)
         }
@@ -589,20 +595,19 @@ export const make = (options: ChannelsOptions = {}) =>
      * our id in the job's metadata) or a callback it noticed; `Unknown` (wait `submitWait`) where it has neither.
      */
     const findRouted = (task: TaskRecord, since: number): Effect.Effect<FindResult, UpstreamError> =>
-      Effect.suspend(() => {
+      Effect.gen(function*() {
         const live = find(task.channelId)
         // the channel is gone: its job cannot be followed, the task goes elsewhere
-        if (live === undefined || live.transport.find === undefined) {
-          return Effect.succeed<FindResult>(
-            live === undefined ? { _tag: "NotFound" } : { _tag: "Unknown", waitMs: submitWaitMs }
-          )
-        }
-        return live.transport.find(task, since).pipe(
-          Effect.map((found): FindResult =>
-            found._tag === "Unknown" ? { _tag: "Unknown", waitMs: submitWaitMs } : found
-          ),
+        if (live === undefined) return { _tag: "NotFound" } as const
+        // the channel is failing (its breaker open) while another can take the task: its job is not looked for, the
+        // task goes elsewhere (as a job whose channel dies)
+        const now = yield* Clock.currentTimeMillis
+        if (breakers.view(live.config.id).breaker === "open" && elsewhere(task, now)) return { _tag: "NotFound" } as const
+        if (live.transport.find === undefined) return { _tag: "Unknown", waitMs: submitWaitMs } as const
+        const found = yield* live.transport.find(task, since).pipe(
           Upstreams.traced("Upstream.find", task, live.config.transport, live.config.id)
         )
+        return found._tag === "Unknown" ? { _tag: "Unknown", waitMs: submitWaitMs } as const : found
       })
 
     /** The transport of a task submitted before channels existed (no channel recorded): the environment's. */

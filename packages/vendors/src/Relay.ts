@@ -64,11 +64,12 @@ const fromApiError = (error: unknown): UpstreamError => {
 }
 
 /**
- * A failed submit as the router sees it: one that may have made a task at the other service (a timeout, a 5xx, a
- * connection lost after the request went out) is `uncertain`; a refused connection or a 429 made none.
+ * A failed submit as the router sees it: one that may have made a task at the other service (a timeout, a 5xx but
+ * 503, a connection lost after the request went out) is `uncertain`; a refused connection, a 503 or a 429 made none.
  */
 const submitFailure = (error: UpstreamError, cause: unknown): UpstreamError =>
-  !error.retryable || (Errors.isApiError(cause) && cause.status === 429) || /ECONNREFUSED|ENOTFOUND/.test(String(cause))
+  !error.retryable || (Errors.isApiError(cause) && (cause.status === 429 || cause.status === 503)) ||
+    /ECONNREFUSED|ENOTFOUND/.test(String(cause))
     ? error
     : new UpstreamError({ message: error.message, retryable: true, kind: "unavailable", uncertain: true })
 

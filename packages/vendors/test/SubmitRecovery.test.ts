@@ -26,6 +26,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
 import { mkdtempSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -266,76 +267,111 @@ describe("submits without duplicates: a fault at each step of a submit", () => {
     }).pipe(Effect.scoped), 60_000)
 })
 
+/** Relay channels `primary` (priority 10) and `backup` on adapters: `primary`'s submits are lost, `backup`'s succeed. */
+const lossyRouter = Effect.gen(function*() {
+  const calls: Array<string> = []
+  const adapter = (channel: ChannelConfig) =>
+    Effect.succeed(Upstream.of({
+      notifiesChanges: false,
+      changes: Stream.empty,
+      submit: (task) =>
+        Effect.suspend(() => {
+          calls.push(`submit ${channel.name}`)
+          return channel.name === "backup"
+            ? Effect.succeed({ jobId: `backup-${task.id}` })
+            : Effect.fail(new UpstreamError({ message: "reset", retryable: true, kind: "unavailable", uncertain: true }))
+        }),
+      find: (task) =>
+        Effect.sync(() => {
+          calls.push(`find ${channel.name}`)
+          return { _tag: "Found", jobId: `job-of-${task.id}` } as const
+        }),
+      poll: () => Effect.succeed({ _tag: "Queued" } as const),
+      cancel: () => Effect.sync(() => void calls.push(`cancel ${channel.name}`))
+    }))
+  const relayChannel = (name: string, priority: number): ChannelConfig => ({
+    ...channelOf("relay", { baseUrl: `http://${name}.example` }, "k"),
+    id: `ch_${name}`,
+    name,
+    priority
+  })
+  const built = yield* Layer.build(
+    Channels.layer({ adapters: { relay: adapter }, breaker: { failures: 3, cooldown: "1 hour" } }).pipe(
+      Layer.provideMerge(TaskStorage.layerMemory()),
+      Layer.provide(Layer.succeed(ChannelStore, storeOf([relayChannel("primary", 10), relayChannel("backup", 0)]))),
+      Layer.provide(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
+      Layer.provide(PriceBook.layer()),
+      Layer.provide(Estimates.layer),
+      Layer.provide(ResultCopy.layer({ inlineWait: 0 }).pipe(Layer.provideMerge(Layer.mergeAll(
+        FileStore.layerLocal({ directory: mkdtempSync(join(tmpdir(), "mg-recovery-")) }).pipe(
+          Layer.provide(NodeContext.layer)
+        ),
+        UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("s") })
+      )))),
+      Layer.provide(Billing.layerUnmetered)
+    )
+  )
+  const upstream = yield* Effect.provide(Upstream, built)
+  const storage = yield* Effect.provide(TaskStorage.TaskStorage, built)
+  /** Claims the task due first and runs its step (a failed call due again after `retryMs`). */
+  const stepAfter = (retryMs: number) => Effect.gen(function*() {
+    const [task] = yield* storage.claim("w", 1, 60_000)
+    yield* Worker.runStep(task!, { pollDelay: () => 0, retryDelay: () => retryMs }).pipe(
+      Effect.provideService(TaskStorage.TaskStorage, storage),
+      Effect.provideService(Upstream, upstream)
+    )
+  })
+  return { calls, upstream, storage, step: stepAfter(0), stepAfter }
+})
+
 describe("the router after an uncertain submit", () => {
   it.effect("does not fail over: the error names the channel, and the router looks there for the job", () =>
     Effect.gen(function*() {
-      const calls: Array<string> = []
-      const adapter = (channel: ChannelConfig) =>
-        Effect.succeed(Upstream.of({
-          notifiesChanges: false,
-          changes: Stream.empty,
-          submit: () =>
-            Effect.suspend(() => {
-              calls.push(`submit ${channel.name}`)
-              return Effect.fail(
-                new UpstreamError({ message: "reset", retryable: true, kind: "unavailable", uncertain: true })
-              )
-            }),
-          find: (task) =>
-            Effect.sync(() => {
-              calls.push(`find ${channel.name}`)
-              return { _tag: "Found", jobId: `job-of-${task.id}` } as const
-            }),
-          poll: () => Effect.succeed({ _tag: "Queued" } as const),
-          cancel: () => Effect.sync(() => void calls.push(`cancel ${channel.name}`))
-        }))
-      const relayChannel = (name: string, priority: number): ChannelConfig => ({
-        ...channelOf("relay", { baseUrl: `http://${name}.example` }, "k"),
-        id: `ch_${name}`,
-        name,
-        priority
-      })
-      const primary = relayChannel("primary", 10)
-      const backup = relayChannel("backup", 0)
-      const built = yield* Layer.build(
-        Channels.layer({ adapters: { relay: adapter } }).pipe(
-          Layer.provideMerge(TaskStorage.layerMemory()),
-          Layer.provide(Layer.succeed(ChannelStore, storeOf([primary, backup]))),
-          Layer.provide(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
-          Layer.provide(PriceBook.layer()),
-          Layer.provide(Estimates.layer),
-          Layer.provide(ResultCopy.layer({ inlineWait: 0 }).pipe(Layer.provideMerge(Layer.mergeAll(
-            FileStore.layerLocal({ directory: mkdtempSync(join(tmpdir(), "mg-recovery-")) }).pipe(
-              Layer.provide(NodeContext.layer)
-            ),
-            UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("s") })
-          )))),
-          Layer.provide(Billing.layerUnmetered)
-        )
-      )
-      const upstream = yield* Effect.provide(Upstream, built)
-      const storage = yield* Effect.provide(TaskStorage.TaskStorage, built)
+      const { calls, step, storage, upstream } = yield* lossyRouter
       const id = yield* accept(storage, "")
       const [task] = yield* storage.claim("w", 1, 60_000)
       const error = yield* Effect.flip(upstream.submit(task!))
       expect(error).toMatchObject({ retryable: true, uncertain: true, channelId: "ch_primary" })
       expect(calls).toEqual(["submit primary"])
+      yield* storage.step(task!.id, task!.fence, { nextRunAt: 0 })
       // the worker records the marker on that channel; the next step finds the job there and follows it
-      yield* Worker.runStep(task!, { pollDelay: () => 0, retryDelay: () => 0 }).pipe(
-        Effect.provideService(TaskStorage.TaskStorage, storage),
-        Effect.provideService(Upstream, upstream)
-      )
+      yield* step
       const marked = Option.getOrThrow(yield* storage.getById(id))
       expect(markedAt(marked.upstreamJobId)).toBeTypeOf("number")
       expect(marked.channelId).toBe("ch_primary")
       // a cancel of the marker reaches no upstream
       yield* upstream.cancel(marked, marked.upstreamJobId!)
-      const [again] = yield* storage.claim("w", 1, 60_000)
-      yield* Worker.runStep(again!, { pollDelay: () => 0, retryDelay: () => 0 }).pipe(
-        Effect.provideService(TaskStorage.TaskStorage, storage),
-        Effect.provideService(Upstream, upstream)
-      )
+      yield* step
       expect(Option.getOrThrow(yield* storage.getById(id)).upstreamJobId).toBe(`job-of-${id}`)
       expect(calls).toEqual(["submit primary", "submit primary", "find primary"])
+    }).pipe(Effect.scoped))
+
+  it.effect("a channel whose breaker opened is left: the task goes to the next one, its lost job not looked for", () =>
+    Effect.gen(function*() {
+      const { calls, step, stepAfter, storage } = yield* lossyRouter
+      // two lost submits on primary: both tasks marked there, due again in 20 s
+      const first = yield* accept(storage, "")
+      yield* stepAfter(20_000)
+      const second = yield* accept(storage, "")
+      yield* stepAfter(20_000)
+      expect(calls).toEqual(["submit primary", "submit primary"])
+      // the third failure opens primary's breaker: that task goes to backup at once
+      const third = yield* accept(storage, "")
+      yield* stepAfter(20_000)
+      expect(calls.slice(2)).toEqual(["submit primary", "submit backup"])
+      expect(Option.getOrThrow(yield* storage.getById(third)).upstreamJobId).toBe(`backup-${third}`)
+      // the marked tasks are not looked for on the failing channel: submitted to backup
+      yield* TestClock.adjust("30 seconds")
+      // (the third task's poll is due too)
+      yield* step
+      yield* step
+      yield* step
+      expect(calls.slice(4)).toEqual(["submit backup", "submit backup"])
+      for (const id of [first, second]) {
+        expect(Option.getOrThrow(yield* storage.getById(id))).toMatchObject({
+          upstreamJobId: `backup-${id}`,
+          channelId: "ch_backup"
+        })
+      }
     }).pipe(Effect.scoped))
 })

@@ -144,8 +144,8 @@ export interface CallOptions {
   readonly accept?: (status: number) => boolean
   /**
    * The request creates a job (a submit): a failure after the request may have reached the upstream (a timeout, a
-   * connection lost, a 5xx or 408) is `uncertain`, as the job may exist (the worker looks for it before submitting
-   * again).
+   * connection lost, a 5xx but 503, or 408) is `uncertain`, as the job may exist (the worker looks for it before
+   * submitting again).
    */
   readonly creates?: boolean
 }
@@ -206,7 +206,8 @@ export const call = (context: TransportContext, who: string, auth: Readonly<Reco
     const answer: ApiAnswer = { status: response.status, headers: response.headers, json, text }
     const accepted = options.accept ?? ((status: number) => status >= 200 && status < 300)
     if (!accepted(response.status)) {
-      const sent = response.status >= 500 || response.status === 408
+      // 503 (like 429) says the request was not taken on; other 5xx and 408 may come after the job was made
+      const sent = (response.status >= 500 && response.status !== 503) || response.status === 408
       return yield* uncertainIf(options.creates, failureOf(who, answer), sent)
     }
     return answer
