@@ -68,7 +68,10 @@ describe("the composed stack", () => {
       // a key of the same account created through the API, and one revoked
       const created = yield* live.apiKeys.create({ payload: { name: "ci", permissions: { "tasks:read": true } }, headers: {} })
       const readOnly = yield* Client.make({ baseUrl, apiKey: created.key })
-      expect((yield* readOnly.tasks.list({ urlParams: {} })).pagination.total).toBe(1)
+      // a live key sees only live tasks: the sandbox task is the test key's alone
+      expect((yield* readOnly.tasks.list({ urlParams: {} })).pagination.total).toBe(0)
+      expect(yield* Effect.flip(readOnly.tasks.get({ path: { id: ack.id } }))).toBeInstanceOf(Errors.TaskNotFound)
+      expect((yield* sandbox.tasks.list({ urlParams: {} })).pagination.total).toBe(1)
       const denied = yield* Effect.flip(readOnly.balance.get())
       expect(denied).toBeInstanceOf(Errors.KeyPermissionDenied)
       yield* live.apiKeys.delete({ path: { id: created.id } })
