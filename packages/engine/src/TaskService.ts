@@ -14,6 +14,7 @@ import * as Option from "effect/Option"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import { type PersistenceError, toUnavailable } from "@mediagate/persistence/PersistenceError"
+import { Admission } from "./Admission.js"
 import { Planner } from "./Planner.js"
 import { Placement } from "./Placement.js"
 import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
@@ -63,6 +64,11 @@ export const make = Effect.gen(function*() {
   const links = yield* ResultLinks
   // the node accepting here, recorded on its tasks (nodes apart from it leave them to it; see Placement)
   const nodeId = Option.match(yield* Effect.serviceOption(Placement), { onNone: () => null, onSome: (p) => p.nodeId })
+  // while this node's workers are behind, a new task waits before it is created (see Admission)
+  const admit = Option.match(yield* Effect.serviceOption(Admission), {
+    onNone: () => Effect.void,
+    onSome: (gate) => gate.admit
+  })
   // best-effort upstream cancels run after the answer, owned by the service's scope
   const background = yield* FiberSet.make()
 
@@ -94,6 +100,7 @@ export const make = Effect.gen(function*() {
   ) =>
     Effect.gen(function*() {
       const plan = yield* planner.plan(endpoint, request)
+      yield* admit
       const now = yield* Clock.currentTimeMillis
       const [provider, operation] = Catalog.partsOf(endpoint)
       const charged = principal.environment === "test" ? 0 : plan.priceMicros

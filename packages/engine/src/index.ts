@@ -5,6 +5,8 @@
  * @since 0.1.0
  */
 
+/** New tasks wait while this node's workers are behind. */
+export * as Admission from "./Admission.js"
 /** The billing port the engine charges and refunds through. */
 export * as Billing from "./Billing.js"
 /** Where a node's tasks run: its id in the node registry, the nodes it is apart from (unshared file stores). */

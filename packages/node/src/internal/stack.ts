@@ -11,6 +11,7 @@ import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import * as SqlRateWindows from "@mediagate/accounts/SqlRateWindows"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
+import * as Admission from "@mediagate/engine/Admission"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import * as WriteConnection from "@mediagate/persistence/WriteConnection"
@@ -174,6 +175,8 @@ export const Vendors = (stack: StackSettings) => Layer.mergeAll(
 export const Engine = (stack: StackSettings) =>
   (stack.workers ? Worker.layerConfig() : Layer.empty).pipe(
     Layer.provideMerge(TaskService.layer),
+    // with workers here, new tasks wait while they are behind (MEDIAGATE_ADMISSION_*)
+    Layer.provideMerge(stack.workers ? Admission.layerConfig : Layer.empty),
     // the upstream routed over channels (docs/channels.md), with its runtime for the admin views
     Layer.provideMerge(Channels.layerConfig),
     Layer.provideMerge(FilePlacement.layerConfig(stack.workers)),
