@@ -8,8 +8,10 @@
  * registered node (a node without workers, or one that is gone) are claimed by any node.
  *
  * Without a `Placement` (the S3 file store, the memory storage, tests) workers claim every task and tasks record no
- * node. The worker asks {@link Placement} `check` before its first claim and on every heartbeat, and reports the
- * answer in its registry row (`NodeBeat.apartFrom`).
+ * node. The worker asks {@link Placement} `check` at start (its first heartbeat, before its first claim and before the
+ * node serves), on every heartbeat, and when a claim brings a task of a node it does not {@link Placement} `knows`
+ * (it hands such a task back, unrun, when it turns out to be apart from its node); it reports the answer in its
+ * registry row (`NodeBeat.apartFrom`).
  *
  * @since 0.1.0
  */
@@ -24,4 +26,9 @@ export class Placement extends Context.Tag("@mediagate/engine/Placement")<Placem
   readonly check: Effect.Effect<ReadonlyArray<string>>
   /** The last answer of {@link check} (empty before the first). */
   readonly apart: () => ReadonlyArray<string>
+  /**
+   * Whether a node was in the registry at the last {@link check} (this node always is): a claimed task of a node not
+   * known makes the worker look again before it runs it, since that node may have started after the last look.
+   */
+  readonly knows: (nodeId: string) => boolean
 }>() {}

@@ -318,10 +318,10 @@ export const run = (options: WorkerOptions = {}) =>
     const leaseMs = Duration.toMillis(options.lease ?? "30 seconds")
     const idleMs = Duration.toMillis(options.idle ?? "1 second")
     // with a Placement, its node id; the tasks of the nodes it is apart from are not claimed (looked at before the
-    // first claim and on every heartbeat)
+    // first claim, on every heartbeat, and when a claim brings a task of a node not seen at the last look)
     const placement = Option.getOrUndefined(yield* Effect.serviceOption(Placement))
     const baseOwner = options.owner ?? placement?.nodeId ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
-    let apart: ReadonlyArray<string> = placement === undefined ? [] : yield* placement.check
+    let apart: ReadonlyArray<string> = []
     const lookAgain = placement === undefined ? Effect.void : Effect.map(placement.check, (ids) => {
       apart = ids
     })
@@ -435,25 +435,44 @@ export const run = (options: WorkerOptions = {}) =>
       )
     )
     const heartbeatMs = Math.max(100, Math.floor(leaseMs / 3))
-    // each beat also registers this process in the node registry (one upsert: the operators' system status)
-    const heartbeat = yield* Effect.forkScoped(
-      Effect.suspend(() => Effect.forEach([owner, ...formerOwners.keys()], (name) => storage.heartbeat(name, leaseMs))).pipe(
-        Effect.zipLeft(lookAgain),
-        Effect.flatMap((held) =>
-          storage.beatNode({
-            id: baseOwner,
-            host: hostname(),
-            pid: process.pid,
-            concurrency,
-            heartbeatMs,
-            leases: held.reduce((a, b) => a + b, 0),
-            apartFrom: apart
-          })
-        ),
-        Effect.catchAllCause((cause) => Effect.logWarning("heartbeat failed", cause)),
-        Effect.repeat(Schedule.spaced(Duration.millis(heartbeatMs)))
-      )
+    // each beat also registers this process in the node registry (one upsert: the operators' system status); the
+    // first one before the worker starts, so that a node is registered (and has looked at its Placement) before it
+    // claims anything or its server accepts a task
+    const extend = Effect.suspend(() =>
+      Effect.forEach([owner, ...formerOwners.keys()], (name) => storage.heartbeat(name, leaseMs))
     )
+    const beat = extend.pipe(
+      Effect.zipLeft(lookAgain),
+      Effect.flatMap((held) =>
+        storage.beatNode({
+          id: baseOwner,
+          host: hostname(),
+          pid: process.pid,
+          concurrency,
+          heartbeatMs,
+          leases: held.reduce((a, b) => a + b, 0),
+          apartFrom: apart
+        })
+      ),
+      Effect.catchAllCause((cause) => Effect.logWarning("heartbeat failed", cause))
+    )
+    yield* beat
+    const heartbeat = yield* Effect.forkScoped(Effect.forever(Effect.delay(beat, Duration.millis(heartbeatMs))))
+
+    /**
+     * The tasks of a claim that this worker runs: with a Placement, a task accepted by a node not seen at the last look
+     * (one that started since) makes it look again, and the tasks of a node it is then apart from are handed back, due
+     * at once, for that node (a node claims only what its peers may claim: see Placement).
+     */
+    const placed = (claimed: ReadonlyArray<TaskRecord>, now: number) =>
+      placement === undefined || !claimed.some((task) => task.nodeId != null && !placement.knows(task.nodeId))
+        ? Effect.succeed(claimed)
+        : Effect.gen(function*() {
+          yield* lookAgain
+          const back = claimed.filter((task) => task.nodeId != null && apart.includes(task.nodeId))
+          yield* Effect.forEach(back, (task) => Effect.ignore(storage.step(task.id, task.fence, { nextRunAt: now })))
+          return back.length === 0 ? claimed : claimed.filter((task) => !back.includes(task))
+        })
 
     // a failed step hands its task back (due after a retry delay), trying until storage answers, so that the
     // heartbeat does not keep an orphaned lease alive
@@ -549,7 +568,8 @@ export const run = (options: WorkerOptions = {}) =>
       full = claimed.length >= free
       const claimEnded = yield* Clock.currentTimeNanos
       const claimedAt = Number(claimEnded / 1_000_000n)
-      for (const task of claimed) {
+      const taken = yield* placed(claimed, claimedAt)
+      for (const task of taken) {
         EngineMetrics.claimed(task, claimedAt)
         running++
         deadlines.set(task.id, task.deadlineAt)

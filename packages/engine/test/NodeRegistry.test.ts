@@ -3,7 +3,8 @@
  * their heartbeat with their concurrency and the leases they hold; a node that stops beating without a graceful
  * shutdown is reported stale after 3 heartbeat periods and dropped after an hour; a graceful shutdown removes its
  * node at once. Placement: a claim skips the tasks accepted by the nodes it excludes, and a beat records the nodes
- * its node is apart from (`files_unshared_with`). On memory, SQLite and PostgreSQL (storage clock = `TestClock`).
+ * its node is apart from (`files_unshared_with`); a worker looks again when it claims a task of a node it has not
+ * seen, and hands it back unrun when it is apart from that node. On memory, SQLite and PostgreSQL (storage clock = `TestClock`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { type Admin } from "@mediagate/contract"
@@ -21,6 +22,7 @@ import * as TaskAdmin from "../src/TaskAdmin.js"
 import * as TaskStorageModule from "../src/TaskStorage.js"
 import { TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
+import * as Placement from "../src/Placement.js"
 import { postgres, runPostgres, sqlite } from "./databases.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
 import { makeRecordingBilling, newTask } from "./support.js"
@@ -180,5 +182,59 @@ for (const [name, backend] of backends) {
         })
         expect((yield* status).nodes.map((node) => node.files_unshared_with)).toEqual([[], []])
       }).pipe(Effect.provide(backend())))
+
+    it.scoped("placement: a task of a node not seen at the last look is looked at again, and handed back unrun when apart", () => {
+      const upstream = makeFakeUpstream({ durationMs: 1000 })
+      // the registry as node-a's Placement sees it: node-c starts (on another directory) after node-a's first look
+      const world = { registered: ["node-a"], apart: [] as ReadonlyArray<string> }
+      let known = new Set<string>()
+      let apart: ReadonlyArray<string> = []
+      let looks = 0
+      const placement = Layer.succeed(Placement.Placement, {
+        nodeId: "node-a",
+        check: Effect.sync(() => {
+          looks++
+          known = new Set(world.registered)
+          apart = world.apart
+          return apart
+        }),
+        apart: () => apart,
+        knows: (id) => known.has(id)
+      })
+      return Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const start = 1_800_000_000_000
+        yield* TestClock.setTime(start)
+        const worker = yield* startWorker("node-a", 4)
+        // its first beat looked before the worker started
+        expect(looks).toBe(1)
+        world.registered = ["node-a", "node-c"]
+        world.apart = ["node-c"]
+        const ofC = newTask({ createdAt: start, nodeId: "node-c" })
+        const ofA = newTask({ createdAt: start, nodeId: "node-a" })
+        for (const task of [ofC, ofA]) yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+        // node-a claims both (it has not looked since node-c started), looks again, runs its own and hands node-c's back
+        for (let i = 0; i < 300 && !upstream.log.submits.has(ofA.id); i++) {
+          yield* TestServices.provideLive(Effect.sleep("10 millis"))
+        }
+        expect(upstream.log.submits.get(ofA.id)).toBe(1)
+        expect(looks).toBe(2)
+        const handedBack = Option.getOrThrow(yield* storage.getById(ofC.id))
+        expect(upstream.log.submits.has(ofC.id)).toBe(false)
+        expect([handedBack.fence, handedBack.leaseOwner, handedBack.upstreamJobId]).toEqual([1, null, null])
+        // node-a's next claim leaves node-c's task alone: it knows now that it is apart from node-c
+        const next = newTask({ createdAt: start, nodeId: "node-a" })
+        yield* storage.accept({ task: next, charge: undefined, idempotency: undefined })
+        for (let i = 0; i < 300 && !upstream.log.submits.has(next.id); i++) {
+          yield* TestServices.provideLive(Effect.sleep("10 millis"))
+        }
+        expect(upstream.log.submits.get(next.id)).toBe(1)
+        expect(looks).toBe(2)
+        const later = Option.getOrThrow(yield* storage.getById(ofC.id))
+        expect([later.fence, later.leaseOwner]).toEqual([1, null])
+        expect(upstream.log.submits.has(ofC.id)).toBe(false)
+        yield* stop(worker)
+      }).pipe(Effect.provide(Layer.provideMerge(backend(), Layer.merge(upstream.layer, placement))))
+    })
   })
 }

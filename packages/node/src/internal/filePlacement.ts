@@ -62,6 +62,8 @@ export const make = (directory: string) =>
     yield* Effect.acquireRelease(Effect.orDie(mark), () => Effect.ignore(fs.remove(own)))
 
     let apart: ReadonlyArray<string> = []
+    /** The nodes in the registry at the last look. */
+    let registeredIds: ReadonlySet<string> = new Set()
     const look = Effect.gen(function*() {
       const now = yield* storage.now
       const registered = yield* storage.nodes(now - nodeDropAfterMs)
@@ -79,6 +81,7 @@ export const make = (directory: string) =>
           yield* Effect.ignore(fs.remove(path.join(markers, name)))
         }
       }
+      registeredIds = new Set(registered.map((node) => node.id))
       const changed = missing.length !== apart.length || missing.some((id, i) => apart[i] !== id)
       apart = missing
       if (changed) {
@@ -94,7 +97,7 @@ export const make = (directory: string) =>
         Effect.as(Effect.logWarning("file store: looking for the other nodes' markers failed", cause), apart)
       )
     )
-    return Placement.of({ nodeId, check, apart: () => apart })
+    return Placement.of({ nodeId, check, apart: () => apart, knows: (id) => id === nodeId || registeredIds.has(id) })
   })
 
 /**
