@@ -19,11 +19,22 @@
  * Runs on PostgreSQL only: skipped (with a warning) when none answers at 127.0.0.1:5432, failing under `CI=true`.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { spawnSync } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import {
+  type Answer,
+  call,
+  expectBilledOnce,
+  query,
+  restartDatabase,
+  runLoad,
+  sleep,
+  terminalList,
+  terminateAll,
+  unexpectedAnswers
+} from "./chaos.js"
 import { freePort, psql, runPostgres, type RunningServer, startServer } from "./server.js"
 
 if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the chaos test is skipped")
@@ -33,56 +44,6 @@ const N = 200
 /** The longest any one request may take: the pool's connect timeout (2 s here) plus a loaded machine's slack. */
 const answerBound = 12_000
 const adminToken = "chaos-admin-token-0123456789abcdef"
-const terminal = ["succeeded", "failed", "cancelled", "expired"]
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** One statement on the test database; answers psql's unaligned output (`|`-separated, one row a line). */
-const query = (database: string, sql: string): string => {
-  const result = spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", database, "-Atqc", sql], { encoding: "utf8" })
-  if (result.status !== 0) throw new Error(`psql failed: ${result.stderr}`)
-  return result.stdout.trim()
-}
-
-const terminateAll = (database: string) =>
-  psql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database}' AND pid <> pg_backend_pid()`)
-
-interface Answer {
-  readonly node: "a" | "b"
-  readonly what: string
-  readonly at: number
-  readonly ms: number
-  readonly status?: number
-  readonly code?: string
-  readonly error?: string
-  readonly body?: unknown
-}
-
-/** A request with a bound; a timeout is recorded as such (a hang), a dropped connection as its error. */
-const call = async (
-  node: "a" | "b",
-  base: string,
-  what: string,
-  path: string,
-  init: RequestInit = {}
-): Promise<Answer> => {
-  const at = Date.now()
-  try {
-    const response = await fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(20_000) })
-    const text = await response.text()
-    let body: unknown
-    try {
-      body = JSON.parse(text)
-    } catch {
-      body = text
-    }
-    const code = (body as { error?: { code?: string } } | undefined)?.error?.code
-    return { node, what, at, ms: Date.now() - at, status: response.status, ...(code === undefined ? {} : { code }), body }
-  } catch (error) {
-    const e = error as Error & { cause?: { code?: string; message?: string } }
-    return { node, what, at, ms: Date.now() - at, error: e.name === "TimeoutError" ? "timeout" : String(e.cause?.code ?? e.cause?.message ?? e.message) }
-  }
-}
 
 describe.skipIf(!runPostgres)("outages", () => {
   it("two nodes under load survive killed connections, a SIGKILL and a database restart", async () => {
@@ -132,44 +93,28 @@ describe.skipIf(!runPostgres)("outages", () => {
       const key = (created.body as { data: { key: string } }).data.key
       const auth = { authorization: `Bearer ${key}` }
 
-      const answers: Array<Answer> = []
       const readiness: Array<Answer> = []
-      const taskOf = new Map<number, string>()
       const began = Date.now()
       const outage = { from: Infinity, to: Infinity }
-      const deadline = began + 40_000
 
       // N logical requests at a steady pace over ~6 s, each retried (same Idempotency-Key, the other node next)
       // on a 503 or a dropped connection until it has its task
-      let next = 0
-      const client = async () => {
-        for (let i = next++; i < N; i = next++) {
-          await sleep(Math.max(0, began + i * 30 - Date.now()))
-          for (let attempt = 0; !taskOf.has(i) && Date.now() < deadline; attempt++) {
-            const node = (i + attempt) % 2 === 0 ? "a" : "b"
-            // (a model with a short estimate: a task whose completion callback died with its node is found by the
-            // engine's safety-net poll 1.25 × the estimate after its submit, here 12.5 s)
-            const answer = await call(node, base[node], "POST", "/api/v1/vendor4/text-to-image", {
-              method: "POST",
-              headers: { ...auth, "content-type": "application/json", "idempotency-key": `chaos-${i}` },
-              body: JSON.stringify({ model: "vendor4-3-0-t2i", input: { prompt: `chaos ${i}` }, webhookUrl: hookUrl })
-            })
-            answers.push(answer)
-            if (answer.status !== undefined && answer.status >= 200 && answer.status < 300) {
-              const id = (answer.body as { data: { id: string } }).data.id
-              taskOf.set(i, id)
-              // and read it back from the other node
-              const other = node === "a" ? "b" : "a"
-              answers.push(await call(other, base[other], "GET", `/api/v1/tasks/${id}`, { headers: auth }))
-            } else if (answer.status === 503 || answer.error !== undefined) {
-              await sleep(200)
-            } else {
-              break // anything else fails the test below
-            }
-          }
-        }
-      }
-      const clients = Array.from({ length: 8 }, client)
+      // (a model with a short estimate: a task whose completion callback died with its node is found by the
+      // engine's safety-net poll 1.25 × the estimate after its submit, here 12.5 s)
+      const load = runLoad({
+        n: N,
+        bases: base,
+        key,
+        keyPrefix: "chaos",
+        began,
+        paceMs: 30,
+        deadline: began + 40_000,
+        clients: 8,
+        request: (i) => ({
+          path: "/api/v1/vendor4/text-to-image",
+          body: { model: "vendor4-3-0-t2i", input: { prompt: `chaos ${i}` }, webhookUrl: hookUrl }
+        })
+      })
 
       let loadDone = false
       const probe = (async () => {
@@ -190,22 +135,15 @@ describe.skipIf(!runPostgres)("outages", () => {
       const restarted = start("b")
       await sleep(700)
       outage.from = Date.now()
-      expect(psql(`ALTER DATABASE ${database} ALLOW_CONNECTIONS false`)).toBe(0)
-      terminateAll(database)
-      await sleep(3000)
-      expect(psql(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`)).toBe(0)
+      await restartDatabase(database, 3000)
       outage.to = Date.now()
       await restarted
-      await Promise.all(clients)
+      const { answers, taskOf } = await load
       loadDone = true
       await probe
 
       // every request has its task (none gave up, none got an unexpected answer)
-      const unexpected = answers.filter((a) =>
-        a.error !== undefined
-          ? a.node === "a" || a.error === "timeout"
-          : a.status! >= 300 && !(a.status === 503 && a.code === "SERVICE_UNAVAILABLE")
-      )
+      const unexpected = unexpectedAnswers(answers, "b")
       expect(unexpected.slice(0, 5), "answers other than 2xx / 503 SERVICE_UNAVAILABLE (or the killed node's dropped connections)").toEqual([])
       expect(taskOf.size).toBe(N)
       const slowest = answers.reduce((max, a) => Math.max(max, a.ms), 0)
@@ -228,7 +166,7 @@ describe.skipIf(!runPostgres)("outages", () => {
       while (!settled && Date.now() < began + 55_000) {
         const [active, fannedOut] = query(
           database,
-          `SELECT (SELECT count(*) FROM ${tasks} WHERE status NOT IN (${terminal.map((s) => `'${s}'`).join(", ")})),
+          `SELECT (SELECT count(*) FROM ${tasks} WHERE status NOT IN (${terminalList})),
              (SELECT count(*) FROM ${deliveries} WHERE webhook_id IS NULL)`
         ).split("|").map(Number)
         settled = active === 0 && fannedOut === N
@@ -238,7 +176,7 @@ describe.skipIf(!runPostgres)("outages", () => {
         query(
           database,
           `SELECT id, status, polls, upstream_job_id, lease_owner, lease_expires_at - ${Date.now()}, next_run_at - ${Date.now()}
-           FROM ${tasks} WHERE status NOT IN (${terminal.map((s) => `'${s}'`).join(", ")}) LIMIT 5`
+           FROM ${tasks} WHERE status NOT IN (${terminalList}) LIMIT 5`
         )
       if (!settled) {
         for (const [name, node] of Object.entries(nodes)) writeFileSync(join(logs, `node-${name}.log`), node?.output() ?? "")
@@ -250,17 +188,7 @@ describe.skipIf(!runPostgres)("outages", () => {
       expect(ids).toEqual([...new Set(taskOf.values())].sort())
 
       // billing: one charge per task, at most one refund (never of a success), ledger = balance
-      expect(query(database, `SELECT count(*), count(DISTINCT task_id) FROM ${ledger} WHERE kind = 'charge'`)).toBe(`${N}|${N}`)
-      expect(query(database, `SELECT count(*) - count(DISTINCT task_id) FROM ${ledger} WHERE kind = 'refund'`)).toBe("0")
-      expect(query(
-        database,
-        `SELECT count(*) FROM ${ledger} l JOIN ${tasks} t ON t.id = l.task_id WHERE l.kind = 'refund' AND t.status = 'succeeded'`
-      )).toBe("0")
-      expect(query(
-        database,
-        `SELECT count(*) FROM mediagate_billing_accounts a
-         WHERE a.balance_micros <> (SELECT COALESCE(sum(l.amount_micros), 0) FROM ${ledger} l WHERE l.account_id = a.account_id)`
-      )).toBe("0")
+      expectBilledOnce(database, N)
       const balance = await call("b", base.b, "GET", "/api/v1/balance", { headers: auth })
       const micros = Number(query(database, `SELECT sum(amount_micros) FROM ${ledger} WHERE account_id = '${account}'`))
       expect((balance.body as { data: { balance: number } }).data.balance).toBeCloseTo(micros / 1e6, 6)
