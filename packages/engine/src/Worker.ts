@@ -153,6 +153,22 @@ const claimSpan = (task: TaskRecord, started: bigint, ended: bigint) =>
       )
       : Effect.void)
 
+/** How a write recording a job just submitted is retried while storage is unavailable: 0.2 s doubling to 5 s, 2 min. */
+const recordRetry = Schedule.exponential("200 millis").pipe(
+  Schedule.either(Schedule.spaced("5 seconds")),
+  Schedule.upTo("2 minutes")
+)
+
+/**
+ * A write that records a job this step submitted (`submitted`): retried while storage is unavailable (a database
+ * restart), since a job id not recorded is a job lost, and the task would be submitted again (a second paid job).
+ * Other writes fail at once (the step hands its task back).
+ */
+const kept = <A, E extends { readonly _tag: string }>(submitted: boolean, write: Effect.Effect<A, E>) =>
+  submitted
+    ? Effect.retry(write, { schedule: recordRetry, while: (error) => error._tag === "PersistenceError" })
+    : write
+
 /**
  * Runs one step of a claimed task. Exported for tests; the worker runs it for every claim.
  *
@@ -201,8 +217,9 @@ const runStepWith = (
         const record = submitted ? { upstreamJobId: jobId, ...(channelId === undefined ? {} : { channelId }) } : {}
         // the task as the job's channel knows it
         const on = channelId === undefined ? task : { ...task, channelId }
-        const step = (update: StepUpdate) => storage.step(task.id, task.fence, { ...record, ...update })
-        const finish = (outcome: Outcome) => Effect.map(end(outcome, record), Option.isSome)
+        const step = (update: StepUpdate) =>
+          kept(submitted, storage.step(task.id, task.fence, { ...record, ...update }))
+        const finish = (outcome: Outcome) => Effect.map(kept(submitted, end(outcome, record)), Option.isSome)
         const polled = yield* Effect.either(EngineMetrics.timed(task, "poll", upstream.poll(on, jobId)).pipe(stepSpan("Worker.poll", task)))
         if (polled._tag === "Left") {
           const error = polled.left
@@ -284,12 +301,12 @@ const runStepWith = (
     // the first poll is due at once and nothing is to be charged: poll now, record the job with its answer
     const recorded = firstPoll <= 0 && charges.length === 0
       ? yield* poll(jobId, true, channelId)
-      : yield* Effect.either(storage.step(task.id, task.fence, {
+      : yield* Effect.either(kept(true, storage.step(task.id, task.fence, {
         upstreamJobId: jobId,
         ...(channelId === undefined ? {} : { channelId }),
         nextRunAt: now + firstPoll,
         ...(charges.length === 0 ? {} : { charges })
-      })).pipe(
+      }))).pipe(
         Effect.flatMap((written) => {
           if (written._tag === "Right") {
             if (written.right) for (const charge of charges) EngineMetrics.charged(task, charge.amountMicros)
@@ -304,8 +321,12 @@ const runStepWith = (
           )
         })
       )
-    // cancelled (or taken over) while submitting: the job is nobody's now
-    if (!recorded) yield* upstream.cancel(submittedTask, jobId)
+    // cancelled (or taken over) while submitting: the job is nobody's now — unless a write retried after storage
+    // failed had committed the first time (the job is recorded)
+    if (!recorded) {
+      const stored = yield* Effect.orElseSucceed(storage.getById(task.id), () => Option.none<TaskRecord>())
+      if (Option.isNone(stored) || stored.value.upstreamJobId !== jobId) yield* upstream.cancel(submittedTask, jobId)
+    }
   })
 
 /** Runs the worker until the scope closes. Needs the storage and the upstream. */

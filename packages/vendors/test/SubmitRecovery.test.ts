@@ -15,6 +15,7 @@ import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import { markedAt, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as Worker from "@mediagate/engine/Worker"
 import * as Ids from "@mediagate/persistence/Ids"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import { startComfyFake, textToImageWorkflow } from "@mediagate/testing/fakes/comfyui"
 import { type SubmitFault, submitFaults } from "@mediagate/testing/fakes/common"
 import { startFalFake } from "@mediagate/testing/fakes/fal"
@@ -373,5 +374,34 @@ describe("the router after an uncertain submit", () => {
           channelId: "ch_backup"
         })
       }
+    }).pipe(Effect.scoped))
+})
+
+describe("a submitted job while storage is down", () => {
+  it.live("its record is written again until storage answers: the job is kept, not submitted a second time", () =>
+    Effect.gen(function*() {
+      const { calls, storage, upstream } = yield* lossyRouter
+      const id = yield* accept(storage, "")
+      // storage fails the first two writes that record a job (a database restart), then answers
+      let failures = 0
+      const flaky: TaskStorage.TaskStorage["Type"] = {
+        ...storage,
+        step: (taskId, fence, update) =>
+          Effect.suspend(() =>
+            update.upstreamJobId !== undefined && failures++ < 2
+              ? Effect.fail(new PersistenceError({ message: "connection lost" }))
+              : storage.step(taskId, fence, update)
+          )
+      }
+      const [task] = yield* storage.claim("w", 1, 60_000)
+      // on the backup channel (the primary's submits are lost)
+      const onBackup = { ...task!, channelId: "ch_backup" }
+      yield* Worker.runStep(onBackup, { pollDelay: () => 1000, retryDelay: () => 0 }).pipe(
+        Effect.provideService(TaskStorage.TaskStorage, flaky),
+        Effect.provideService(Upstream, upstream)
+      )
+      expect(failures).toBe(3)
+      expect(Option.getOrThrow(yield* storage.getById(id)).upstreamJobId).toBe(`backup-${id}`)
+      expect(calls.filter((call) => call.startsWith("submit backup"))).toEqual(["submit backup"])
     }).pipe(Effect.scoped))
 })
