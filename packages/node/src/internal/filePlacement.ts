@@ -91,8 +91,10 @@ export const make = (directory: string) =>
       }
       return missing
     })
-    // a failed look (the database or the disk) keeps the last answer: it is tried again on the next heartbeat
+    // a failed look (the database or the disk), or one that takes longer than 5 s (a hung mount: the heartbeat that
+    // extends the leases waits for it), keeps the last answer: it is tried again on the next heartbeat
     const check = look.pipe(
+      Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "the look took longer than 5 s" }),
       Effect.catchAllCause((cause) =>
         Effect.as(Effect.logWarning("file store: looking for the other nodes' markers failed", cause), apart)
       )
