@@ -104,16 +104,18 @@ export const make = (directory: string) =>
 
 /**
  * The `Placement` of a node with workers on the local store (`MEDIAGATE_FILE_STORE` `local`, files in
- * `<MEDIAGATE_DATA_DIR>/files`); nothing on the S3 store or without workers.
+ * `<MEDIAGATE_DATA_DIR>/files`); nothing on the S3 store or without workers (`MEDIAGATE_WORKERS=false`, or
+ * `MEDIAGATE_WORKER_CONCURRENCY=0`: such a node never registers, so its tasks must record no node).
  */
 export const layerConfig = (workers: boolean) =>
   Layer.unwrapEffect(Effect.map(
     Config.all({
       store: Config.literal("local", "s3")("MEDIAGATE_FILE_STORE").pipe(Config.withDefault("local" as const)),
-      dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data"))
+      dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data")),
+      concurrency: Config.integer("MEDIAGATE_WORKER_CONCURRENCY").pipe(Config.withDefault(32))
     }),
-    ({ dataDir, store }) =>
-      store === "local" && workers
+    ({ concurrency, dataDir, store }) =>
+      store === "local" && workers && concurrency > 0
         ? Layer.scoped(Placement, Effect.flatMap(Path.Path, (path) => make(path.join(dataDir, "files")))).pipe(
           Layer.provide(NodeContext.layer)
         )
