@@ -70,6 +70,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Billing, type Charge, type ChargeOutcome, isCharged } from "./Billing.js"
+import { markedAt, markerPattern } from "./Upstream.js"
 import * as GroupCommit from "@mediagate/persistence/GroupCommit"
 import * as Listen from "@mediagate/persistence/Listen"
 import {
@@ -428,7 +429,10 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
         Effect.zipRight(
           sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN node_id TEXT`),
           sql.unsafe(`ALTER TABLE ${t.nodes} ADD COLUMN apart_from TEXT`)
-        ))
+        )),
+      // the claim that began submitting a task without a job (a worker that died while submitting is noticed)
+      "0011_task_submit_fence": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN submit_fence BIGINT`))
     }
   })
 
@@ -486,7 +490,8 @@ export const TaskRow = Schema.Struct({
   channelId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("channel_id")),
   upstreamSeconds: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_seconds")),
   upstreamCostMicros: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_cost_micros")),
-  nodeId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("node_id"))
+  nodeId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("node_id")),
+  submitFence: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("submit_fence"))
 })
 
 /** The columns of a task's row, in the order {@link taskRowOf} writes them. */
@@ -610,6 +615,7 @@ const decoders = (prefix: string) => {
     task: SqlRows.decoder(names.tasks, TaskRow),
     owner: SqlRows.decoder(names.tasks, TaskRow.pick("accountId", "keyId", "environment")),
     status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
+    noted: SqlRows.decoder(names.tasks, TaskRow.pick("model", "upstreamJobId")),
     count: SqlRows.decoder(names.tasks, Schema.Struct({ n: SqlRows.Number })),
     channelLoad: SqlRows.decoder(names.tasks, Schema.Struct({ channelId: column("channel_id", Schema.String), n: SqlRows.Number })),
     channelUsage: SqlRows.decoder(names.tasks, Schema.Struct({
@@ -1161,7 +1167,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             lease_owner = ${owner},
             lease_expires_at = ${NOW} + ${ms(leaseMs)},
             status = CASE WHEN status = 'pending' THEN 'queued' ELSE status END,
-            started_at = COALESCE(started_at, ${NOW})
+            started_at = COALESCE(started_at, ${NOW}),
+            submit_fence = CASE WHEN upstream_job_id IS NULL THEN COALESCE(submit_fence, fence + 1) ELSE submit_fence END
           WHERE id IN (
             SELECT id FROM ${t.tasks}
             WHERE ${ACTIVE}
@@ -1193,8 +1200,11 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           VALUES ${sql.csv(values)})
         UPDATE ${t.tasks} SET status = COALESCE(stepped.s_status, status),
           progress = COALESCE(stepped.s_progress, progress),
-          upstream_job_id = CASE WHEN stepped.s_resubmit = 1 THEN NULL ELSE COALESCE(stepped.s_job, upstream_job_id) END,
+          upstream_job_id = CASE WHEN stepped.s_resubmit = 1 THEN NULL
+            WHEN stepped.s_job LIKE ${markerPattern} AND upstream_job_id NOT LIKE ${markerPattern} THEN upstream_job_id
+            ELSE COALESCE(stepped.s_job, upstream_job_id) END,
           channel_id = CASE WHEN stepped.s_resubmit = 1 THEN NULL ELSE COALESCE(stepped.s_channel, channel_id) END,
+          submit_fence = CASE WHEN stepped.s_resubmit = 1 THEN NULL ELSE submit_fence END,
           polls = polls + stepped.s_polled,
           next_run_at = CASE WHEN deadline_at < stepped.s_next THEN deadline_at ELSE stepped.s_next END,
           lease_owner = NULL,
@@ -1244,7 +1254,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         if (update.progress !== undefined) set.push(sql`progress = ${update.progress}`)
         if (update.upstreamJobId !== undefined) set.push(sql`upstream_job_id = ${update.upstreamJobId}`)
         if (update.channelId !== undefined) set.push(sql`channel_id = ${update.channelId}`)
-        if (update.resubmit === true) set.push(sql`upstream_job_id = NULL`, sql`channel_id = NULL`)
+        if (update.resubmit === true) set.push(sql`upstream_job_id = NULL`, sql`channel_id = NULL`, sql`submit_fence = NULL`)
         if (update.polled === true) set.push(sql`polls = polls + 1`)
         set.push(
           sql`next_run_at = CASE WHEN deadline_at < ${nextRunAt} THEN deadline_at ELSE ${nextRunAt} END`,
@@ -1625,6 +1635,22 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           : write
       }).pipe(persistence("reserveChannel"))
 
+    const noteJob: TaskStorage["Type"]["noteJob"] = (id, channelId, jobOf) =>
+      Effect.gen(function*() {
+        if (hasNul(id, channelId)) return false
+        const [known] = yield* sql`SELECT model, upstream_job_id FROM ${t.tasks} WHERE id = ${id} AND ${ACTIVE}`.pipe(
+          Effect.flatMap(rows.noted.all)
+        )
+        if (known === undefined || (known.upstreamJobId !== null && markedAt(known.upstreamJobId) === undefined)) {
+          return false
+        }
+        // written only over what was read: a job recorded meanwhile (the submit's own step) is kept
+        const same = known.upstreamJobId === null ? sql`upstream_job_id IS NULL` : sql`upstream_job_id = ${known.upstreamJobId}`
+        const written = yield* sql`UPDATE ${t.tasks} SET upstream_job_id = ${jobOf(known.model)}, channel_id = ${channelId}
+          WHERE id = ${id} AND ${ACTIVE} AND ${same} RETURNING id`
+        return written.length > 0
+      }).pipe(persistence("noteJob"))
+
     const channelUsage: TaskStorage["Type"]["channelUsage"] = (since) =>
       sql`SELECT channel_id, model, COUNT(*) AS tasks,
           SUM(CASE WHEN status = 'succeeded' THEN 1 ELSE 0 END) AS succeeded,
@@ -1685,6 +1711,7 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       wakeups: Stream.merge(Stream.fromPubSub(signals), remote),
       outboxWakeups: Stream.merge(Stream.fromPubSub(outboxSignals), remoteOutbox),
       reserveChannel,
+      noteJob,
       channelLoad,
       channelUsage
     }

@@ -68,6 +68,13 @@ export interface TaskRecord {
    * to it. Null when accepted by a process without workers or without a `Placement`.
    */
   readonly nodeId?: string | null | undefined
+  /**
+   * The claim (its fence) that began submitting the task while it had no upstream job: set by the first claim of a
+   * task without one, cleared when a submit surely made no job (`resubmit`). A task without a job claimed again
+   * under a newer fence was being submitted by a worker that died: that submit may have made a job its worker never
+   * recorded, so it is looked for before the task is submitted again.
+   */
+  readonly submitFence?: number | null | undefined
 }
 
 /** What an upstream reported a job ran and cost. */

@@ -23,6 +23,7 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import { Billing, type Charge } from "./Billing.js"
+import { markedAt } from "./Upstream.js"
 import {
   activeStatuses,
   fromNew,
@@ -346,6 +347,17 @@ export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<Ta
     channelId: string,
     limit: number
   ) => Effect.Effect<boolean, PersistenceError>
+  /**
+   * Records the job an upstream's callback on `channelId` named for an active task whose job is not known yet (none
+   * recorded: its submit's answer is still on its way, or its worker died; or an uncertain submit's marker), so
+   * that whichever worker claims it next polls that job instead of submitting again. `jobOf` gives the job id from
+   * the task's model. Answers whether it was recorded (false: a job was recorded already, or the task has ended).
+   */
+  readonly noteJob: (
+    id: string,
+    channelId: string,
+    jobOf: (model: string) => string
+  ) => Effect.Effect<boolean, PersistenceError>
   /** Active tasks per channel (submitted to or reserved on it), every node. */
   readonly channelLoad: Effect.Effect<ReadonlyMap<string, number>, PersistenceError>
   /**
@@ -511,7 +523,9 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
               fence: task.fence + 1,
               leaseOwner: owner,
               leaseExpiresAt: now + leaseMs,
-              startedAt: task.startedAt ?? now
+              startedAt: task.startedAt ?? now,
+              // the claim that begins submitting a task without a job (see TaskRecord)
+              submitFence: task.upstreamJobId === null ? task.submitFence ?? task.fence + 1 : task.submitFence ?? null
             }
             tasks.set(claimed.id, claimed)
             return claimed
@@ -529,7 +543,12 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           tasks.set(task.id, {
             ...task,
             ...MemoryStore.given(update, ["status", "progress", "upstreamJobId", "channelId"]),
-            ...(update.resubmit === true ? { upstreamJobId: null, channelId: null } : {}),
+            ...(update.resubmit === true ? { upstreamJobId: null, channelId: null, submitFence: null } : {}),
+            // a marker never replaces a job recorded meanwhile (a callback named it: noteJob)
+            ...(markedAt(update.upstreamJobId) !== undefined && task.upstreamJobId !== null &&
+                markedAt(task.upstreamJobId) === undefined
+              ? { upstreamJobId: task.upstreamJobId }
+              : {}),
             polls: update.polled === true ? task.polls + 1 : task.polls,
             chargedMicros: task.chargedMicros + extra.reduce((sum, charge) => sum + charge.amountMicros, 0),
             nextRunAt: Math.min(update.nextRunAt, task.deadlineAt),
@@ -672,6 +691,14 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
             if (load >= limit) return false
           }
           tasks.set(id, { ...task, channelId })
+          return true
+        })),
+      noteJob: (id, channelId, jobOf) =>
+        transaction(Effect.sync(() => {
+          const task = tasks.get(id)
+          if (task === undefined || !activeStatuses.includes(task.status)) return false
+          if (task.upstreamJobId !== null && markedAt(task.upstreamJobId) === undefined) return false
+          tasks.set(id, { ...task, upstreamJobId: jobOf(task.model), channelId })
           return true
         })),
       channelLoad: Effect.sync(() => {

@@ -70,7 +70,7 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
  * submitted again).
  */
 export type FindResult =
-  | { readonly _tag: "Found"; readonly jobId: string }
+  | { readonly _tag: "Found"; readonly jobId: string; readonly channelId?: string }
   | { readonly _tag: "NotFound" }
   | { readonly _tag: "Unknown"; readonly waitMs: number }
 
@@ -82,6 +82,12 @@ const markerPrefix = "submit?"
  * not known yet. Never a real job id (polls and cancels skip it).
  */
 export const submitMarker = (at: number): string => `${markerPrefix}${at}`
+
+/**
+ * The SQL `LIKE` pattern of a {@link submitMarker}. A step that records a marker keeps a job recorded meanwhile (a
+ * callback named it: `TaskStorage.noteJob`): a marker never replaces a job id.
+ */
+export const markerPattern = `${markerPrefix}%`
 
 /** When the uncertain submit of a {@link submitMarker} was made (epoch ms), or undefined for a real job id. */
 export const markedAt = (jobId: string | null | undefined): number | undefined => {
@@ -113,7 +119,9 @@ export class Upstream extends Context.Tag("@mediagate/engine/Upstream")<Upstream
   >
   /**
    * Looks for the job an uncertain submit of the task (on `task.channelId`, at `since`) may have made, by the task's
-   * {@link submitKey}. Absent: the upstream offers no way (`Unknown` with the worker's default wait).
+   * {@link submitKey}; a task without a channel (a worker died while submitting it) is looked for on the channels it
+   * would be submitted to, and `Found` names the channel. Absent: the upstream offers no way (`Unknown` with the
+   * worker's default wait).
    */
   readonly find?: (task: TaskRecord, since: number) => Effect.Effect<FindResult, UpstreamError>
   /** Reads the state of a job. */

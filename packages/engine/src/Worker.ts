@@ -52,6 +52,7 @@ import * as Backoff from "@mediagate/persistence/Backoff"
 import * as Ids from "@mediagate/persistence/Ids"
 import { Placement } from "./Placement.js"
 import type { Outcome, TaskRecord } from "./TaskRecord.js"
+import { Admission } from "./Admission.js"
 import { idempotencyWindowMs } from "./TaskService.js"
 import { type FinishOptions, type StepUpdate, TaskStorage } from "./TaskStorage.js"
 import { type FindResult, type JobState, markedAt, submitMarker, Upstream, type UpstreamError } from "./Upstream.js"
@@ -200,8 +201,11 @@ const runStepWith = (
     const refused = (error: UpstreamError): Outcome =>
       ({ _tag: "Failed", error: { code: error.code ?? "PROVIDER_ERROR", message: error.message } })
 
+    // a task without a job whose submit an earlier claim began: that claim's worker died, and its submit may have
+    // made a job it never recorded (looked for like the job of an uncertain submit, from now)
+    const orphaned = task.upstreamJobId === null && task.submitFence != null && task.submitFence < task.fence
     /** When an uncertain submit of the task was made, if the task waits to learn whether it made a job. */
-    const uncertainSince = markedAt(task.upstreamJobId)
+    const uncertainSince = markedAt(task.upstreamJobId) ?? (orphaned ? now : undefined)
 
     if (now >= task.deadlineAt) {
       if (task.upstreamJobId !== null && uncertainSince === undefined) yield* upstream.cancel(task, task.upstreamJobId)
@@ -268,10 +272,17 @@ const runStepWith = (
           : Effect.asVoid(end(refused(error)))
       }
       const result: FindResult = found.right
-      if (result._tag === "Found") return yield* Effect.asVoid(poll(result.jobId, true, task.channelId ?? undefined))
+      if (result._tag === "Found") {
+        return yield* Effect.asVoid(poll(result.jobId, true, result.channelId ?? task.channelId ?? undefined))
+      }
       // the upstream cannot tell: wait for its callback (which wakes the task) or the bounded time, holding no slot
+      // (an orphaned submit is recorded as uncertain from now, so the wait is counted once)
       if (result._tag === "Unknown" && now < uncertainSince + result.waitMs) {
-        return yield* Effect.asVoid(storage.step(task.id, task.fence, { nextRunAt: uncertainSince + result.waitMs, polled: true }))
+        return yield* Effect.asVoid(storage.step(task.id, task.fence, {
+          nextRunAt: uncertainSince + result.waitMs,
+          polled: true,
+          ...(orphaned ? { upstreamJobId: submitMarker(uncertainSince) } : {})
+        }))
       }
     }
 
@@ -341,6 +352,8 @@ export const run = (options: WorkerOptions = {}) =>
     // with a Placement, its node id; the tasks of the nodes it is apart from are not claimed (looked at before the
     // first claim, on every heartbeat, and when a claim brings a task of a node not seen at the last look)
     const placement = Option.getOrUndefined(yield* Effect.serviceOption(Placement))
+    // with an Admission gate, each claim reports how late its oldest task was (new tasks wait while it is shut)
+    const admission = Option.getOrUndefined(yield* Effect.serviceOption(Admission))
     const baseOwner = options.owner ?? placement?.nodeId ?? `${hostname()}:${process.pid}:${Ids.ulid()}`
     let apart: ReadonlyArray<string> = []
     const lookAgain = placement === undefined ? Effect.void : Effect.map(placement.check, (ids) => {
@@ -580,6 +593,8 @@ export const run = (options: WorkerOptions = {}) =>
       // a failed claim (storage unavailable) ends the round: the loop backs off (see `dispatcher` below)
       const claimed = yield* storage.claim(owner, free, leaseMs, apart).pipe(Effect.tapErrorCause(() =>
         Effect.sync(() => {
+          // nothing known of the queue: new tasks are not held (their accept fails on its own while storage is down)
+          admission?.report(0)
           // the claim may have committed: claim under a new name from now on (see `owner`)
           const steps = [...ownerOf.values()].filter((name) => name === owner).length
           if (steps > 0) formerOwners.set(owner, steps)
@@ -590,6 +605,8 @@ export const run = (options: WorkerOptions = {}) =>
       const claimEnded = yield* Clock.currentTimeNanos
       const claimedAt = Number(claimEnded / 1_000_000n)
       const taken = yield* placed(claimed, claimedAt)
+      // claimed oldest due first: the first is the latest (none due: the queue is caught up)
+      admission?.report(claimed.length === 0 ? 0 : claimedAt - (claimed[0]!.nextRunAt ?? claimedAt))
       for (const task of taken) {
         EngineMetrics.claimed(task, claimedAt)
         running++

@@ -522,6 +522,64 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(yield* storage.channelLoad).toEqual(new Map())
         })))
 
+    it.effect("the first claim of a task without a job records its fence; resubmit clears it; a later claim keeps it", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const task = newTask({ createdAt: yield* now })
+          yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          const [first] = yield* storage.claim("w1", 1, 1000)
+          expect(first).toMatchObject({ fence: 1, submitFence: 1 })
+          // the claim's worker died: the next claim still names the first claim's fence (a submit may have begun)
+          yield* TestClock.adjust(1000)
+          const [second] = yield* storage.claim("w2", 1, 1000)
+          expect(second).toMatchObject({ fence: 2, submitFence: 1 })
+          // a submit that surely made no job forgets it; the next claim begins anew
+          assert.isTrue(yield* storage.step(task.id, 2, { resubmit: true, nextRunAt: yield* now, polled: true }))
+          const [third] = yield* storage.claim("w2", 1, 1000)
+          expect(third).toMatchObject({ fence: 3, submitFence: 3 })
+          // a task with a job keeps what it had
+          assert.isTrue(yield* storage.step(task.id, 3, { upstreamJobId: "job-1", nextRunAt: yield* now }))
+          const [fourth] = yield* storage.claim("w2", 1, 1000)
+          expect(fourth).toMatchObject({ fence: 4, submitFence: 3, upstreamJobId: "job-1" })
+        })))
+
+    it.effect("noteJob records a callback's job on an active task without one (none or a marker), never over a job", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const [a, b, c, d] = [0, 1, 2, 3].map(() => newTask({ createdAt: 0 }))
+          for (const t of [a!, b!, c!, d!]) {
+            yield* storage.accept({ task: { ...t, createdAt: yield* now }, charge: undefined, idempotency: undefined })
+          }
+          const claimed = yield* storage.claim("w1", 4, 30_000)
+          const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
+          const jobOf = (model: string) => `${model}|req-1`
+          // none recorded (the submit's answer still on its way): recorded, with the channel
+          assert.isTrue(yield* storage.noteJob(a!.id, "ch_x", jobOf))
+          expect(Option.getOrThrow(yield* storage.getById(a!.id))).toMatchObject({
+            upstreamJobId: `${a!.model}|req-1`,
+            channelId: "ch_x"
+          })
+          // the submit's own step records the same job after it
+          assert.isTrue(yield* storage.step(a!.id, fenceOf(a!.id), { upstreamJobId: `${a!.model}|req-1`, nextRunAt: yield* now }))
+          // an uncertain submit's marker: replaced; a step writing a marker later keeps the job
+          assert.isTrue(yield* storage.step(b!.id, fenceOf(b!.id), { upstreamJobId: "submit?1", channelId: "ch_x", nextRunAt: 0 }))
+          assert.isTrue(yield* storage.noteJob(b!.id, "ch_x", jobOf))
+          expect(Option.getOrThrow(yield* storage.getById(b!.id)).upstreamJobId).toBe(`${b!.model}|req-1`)
+          assert.isTrue(yield* storage.step(c!.id, fenceOf(c!.id), { upstreamJobId: "job-c", nextRunAt: 0 }))
+          // a job recorded: kept
+          assert.isFalse(yield* storage.noteJob(c!.id, "ch_x", jobOf))
+          expect(Option.getOrThrow(yield* storage.getById(c!.id)).upstreamJobId).toBe("job-c")
+          const [again] = (yield* storage.claim("w1", 4, 30_000)).filter((t) => t.id === b!.id)
+          assert.isTrue(yield* storage.step(b!.id, again!.fence, { upstreamJobId: "submit?2", nextRunAt: 0 }))
+          expect(Option.getOrThrow(yield* storage.getById(b!.id)).upstreamJobId).toBe(`${b!.model}|req-1`)
+          // an ended task, an unknown id: nothing
+          yield* storage.finish(d!.id, fenceOf(d!.id), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
+          assert.isFalse(yield* storage.noteJob(d!.id, "ch_x", jobOf))
+          assert.isFalse(yield* storage.noteJob("task_none", "ch_x", jobOf))
+        })))
+
     it.effect("channels: a finish records what the upstream reported; the usage report sums it per channel and model", () =>
       run(() =>
         Effect.gen(function*() {

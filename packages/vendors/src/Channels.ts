@@ -188,8 +188,8 @@ interface Live {
   readonly stored: boolean
   /** Checks the upstream's own signature of a callback (absent: the transport's upstream signs none). */
   readonly verifyCallback?: Transport["verifyCallback"]
-  /** Takes note of the job a genuine callback names (see {@link Transport}). */
-  readonly noticeCallback?: Transport["noticeCallback"]
+  /** The job a genuine callback names (see {@link Transport}). */
+  readonly jobOfCallback?: Transport["jobOfCallback"]
   /** Whether the channel's upstream reports the end of every job (callbacks): polls are then a safety net. */
   readonly notifies: boolean
   /**
@@ -372,7 +372,7 @@ export const make = (options: ChannelsOptions = {}) =>
           transport: built.upstream,
           stored,
           ...(built.verifyCallback === undefined ? {} : { verifyCallback: built.verifyCallback }),
-          ...(built.noticeCallback === undefined ? {} : { noticeCallback: built.noticeCallback }),
+          ...(built.jobOfCallback === undefined ? {} : { jobOfCallback: built.jobOfCallback }),
           notifies: built.upstream.notifiesChanges ||
             (callbackTransports.has(config.transport) && config.settings.callbacks !== false),
           pollRate: config.transport === "simulated" && config.settings.pollRate === undefined
@@ -596,6 +596,7 @@ export const make = (options: ChannelsOptions = {}) =>
      */
     const findRouted = (task: TaskRecord, since: number): Effect.Effect<FindResult, UpstreamError> =>
       Effect.gen(function*() {
+        if (task.channelId == null) return yield* findOnRoute(task, since)
         const live = find(task.channelId)
         // the channel is gone: its job cannot be followed, the task goes elsewhere
         if (live === undefined) return { _tag: "NotFound" } as const
@@ -603,11 +604,42 @@ export const make = (options: ChannelsOptions = {}) =>
         // task goes elsewhere (as a job whose channel dies)
         const now = yield* Clock.currentTimeMillis
         if (breakers.view(live.config.id).breaker === "open" && elsewhere(task, now)) return { _tag: "NotFound" } as const
-        if (live.transport.find === undefined) return { _tag: "Unknown", waitMs: submitWaitMs } as const
+        if (live.transport.find === undefined) return lookless(live)
         const found = yield* live.transport.find(task, since).pipe(
           Upstreams.traced("Upstream.find", task, live.config.transport, live.config.id)
         )
         return found._tag === "Unknown" ? { _tag: "Unknown", waitMs: submitWaitMs } as const : found
+      })
+
+    /**
+     * What a channel without a lookup knows of a job a submit may have made: nothing (`Unknown`: the task waits), but
+     * the simulator runs in this process and never leaves a job unrecorded behind a lost answer (`NotFound`).
+     */
+    const lookless = (live: Live): FindResult =>
+      submitRecovery[live.config.transport] === "in-process"
+        ? { _tag: "NotFound" }
+        : { _tag: "Unknown", waitMs: submitWaitMs }
+
+    /**
+     * The job of a task whose submit began on a channel not recorded (its worker died while submitting): looked for
+     * on each channel of the task's route, in order; `Unknown` when one of them cannot tell and none has it.
+     */
+    const findOnRoute = (task: TaskRecord, since: number) =>
+      Effect.gen(function*() {
+        let unknown = false
+        for (const live of candidates(task)) {
+          const on = { ...task, channelId: live.config.id }
+          if (live.transport.find === undefined) {
+            if (lookless(live)._tag === "Unknown") unknown = true
+            continue
+          }
+          const found = yield* live.transport.find(on, since).pipe(
+            Upstreams.traced("Upstream.find", on, live.config.transport, live.config.id)
+          )
+          if (found._tag === "Found") return { ...found, channelId: live.config.id }
+          if (found._tag === "Unknown") unknown = true
+        }
+        return unknown ? { _tag: "Unknown", waitMs: submitWaitMs } as const : { _tag: "NotFound" } as const
       })
 
     /** The transport of a task submitted before channels existed (no channel recorded): the environment's. */
@@ -673,7 +705,14 @@ export const make = (options: ChannelsOptions = {}) =>
             yield* Effect.logWarning(`channel ${live.config.id}: a callback for ${callback.taskId} failed the upstream's signature`)
             return "refused" as const
           }
-          live.noticeCallback?.(callback.taskId, callback.body)
+          // the job it names is recorded on a task whose job is not known yet (its submit's answer lost, or its
+          // worker died while submitting): whichever worker claims the task next polls that job
+          const jobOf = live.jobOfCallback?.(callback.body)
+          if (jobOf !== undefined) {
+            yield* storage.noteJob(callback.taskId, live.config.id, jobOf).pipe(Effect.catchAllCause((cause) =>
+              Effect.logWarning(`channel ${live.config.id}: recording the job a callback for ${callback.taskId} named failed`, cause)
+            ))
+          }
           yield* PubSub.publish(woken, callback.taskId)
           return "accepted" as const
         })

@@ -18,7 +18,7 @@
  * @since 0.1.0
  */
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
-import { type FindResult, type JobState, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
+import { type JobState, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
@@ -27,8 +27,8 @@ import * as Mapping from "./Mapping.js"
 import * as ResultCopy from "./ResultCopy.js"
 import {
   call,
-  callbackJobs,
   elapsedProgress,
+  jsonField,
   failureOf,
   field,
   numberField,
@@ -117,24 +117,16 @@ export const make = (context: TransportContext): Transport => {
   }
 
   // fal honours no idempotency key and lists no requests by our id: after an uncertain submit only its callback (the
-  // `request_id` of the job the submit made) tells the job; without one the task waits (`Unknown`)
-  const called = callbackJobs()
-  const noticeCallback = (taskId: string, body: string) => {
-    try {
-      called.notice(taskId, stringField(JSON.parse(body), "request_id"))
-    } catch {
-      // not JSON: nothing to note
-    }
+  // `request_id` of the job the submit made) tells the job; without one the task waits
+  const jobOfCallback = (body: string) => {
+    const requestId = jsonField(body, "request_id")
+    return requestId === undefined
+      ? undefined
+      : (model: string) => `${appOf(context.mapping(model).target.replace(/^\/+/, ""))}|${requestId}`
   }
-  const find = (task: TaskRecord) =>
-    Effect.sync((): FindResult => {
-      const requestId = called.of(task.id)
-      if (requestId === undefined) return { _tag: "Unknown", waitMs: 0 }
-      return { _tag: "Found", jobId: `${appOf(context.mapping(task.model).target.replace(/^\/+/, ""))}|${requestId}` }
-    })
 
   return {
-    upstream: Upstream.of({ submit, find, poll, cancel, changes: Stream.empty, notifiesChanges: false }),
-    noticeCallback
+    upstream: Upstream.of({ submit, poll, cancel, changes: Stream.empty, notifiesChanges: false }),
+    jobOfCallback
   }
 }

@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
-import { type FindResult, type JobState, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
+import { type JobState, Upstream, type UpstreamError } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
@@ -29,9 +29,9 @@ import * as Mapping from "./Mapping.js"
 import * as ResultCopy from "./ResultCopy.js"
 import {
   call,
-  callbackJobs,
   elapsedProgress,
   field,
+  jsonField,
   messageIn,
   numberField,
   mappedInput,
@@ -181,23 +181,14 @@ export const make = (context: TransportContext): Transport => {
 
   // Replicate honours no idempotency key, and its list of predictions shows nothing of ours to match (no webhook, no
   // metadata): after an uncertain submit only the signed callback (the prediction's `id`) tells the job
-  const called = callbackJobs()
-  const noticeCallback = (taskId: string, body: string) => {
-    try {
-      called.notice(taskId, stringField(JSON.parse(body), "id"))
-    } catch {
-      // not JSON: nothing to note
-    }
+  const jobOfCallback = (body: string) => {
+    const id = jsonField(body, "id")
+    return id === undefined ? undefined : () => id
   }
-  const find = (task: TaskRecord) =>
-    Effect.sync((): FindResult => {
-      const id = called.of(task.id)
-      return id === undefined ? { _tag: "Unknown", waitMs: 0 } : { _tag: "Found", jobId: id }
-    })
 
   return {
-    upstream: Upstream.of({ submit, find, poll, cancel, changes: Stream.empty, notifiesChanges: false }),
+    upstream: Upstream.of({ submit, poll, cancel, changes: Stream.empty, notifiesChanges: false }),
     verifyCallback,
-    noticeCallback
+    jobOfCallback
   }
 }

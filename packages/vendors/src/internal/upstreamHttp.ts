@@ -44,27 +44,19 @@ export interface Transport {
     headers: Readonly<Record<string, string | undefined>>
   ) => Effect.Effect<boolean>
   /**
-   * Takes note of the job a genuine callback for a task names (its raw body), for the transport's `find` after an
-   * uncertain submit: an upstream without a lookup by our id still tells its job id when it calls back.
+   * The job a genuine callback names (its raw body), as its id from the task's model; undefined when it names none.
+   * The router records it on a task whose job is not known yet (`TaskStorage.noteJob`): a submit whose answer was
+   * lost, or whose worker died, made that job, and an upstream without a lookup by our id tells it this way.
    */
-  readonly noticeCallback?: (taskId: string, body: string) => void
+  readonly jobOfCallback?: (body: string) => ((model: string) => string) | undefined
 }
 
-/**
- * The job ids callbacks named, by task, for a transport's `find` (the newest 10,000; in this process: a callback that
- * reached another node is not known here, and the task waits for its bounded time instead).
- */
-export const callbackJobs = () => {
-  const jobs = new Map<string, string>()
-  return {
-    notice: (taskId: string, jobId: string | undefined) => {
-      if (jobId === undefined) return
-      jobs.delete(taskId)
-      jobs.set(taskId, jobId)
-      if (jobs.size > 10_000) jobs.delete(jobs.keys().next().value!)
-    },
-    /** The job a callback named for the task. */
-    of: (taskId: string): string | undefined => jobs.get(taskId)
+/** A string field of a JSON object body; undefined when the body is not JSON or the field not a string. */
+export const jsonField = (body: string, name: string): string | undefined => {
+  try {
+    return stringField(JSON.parse(body), name)
+  } catch {
+    return undefined
   }
 }
 
