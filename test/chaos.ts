@@ -7,6 +7,8 @@
  */
 import { expect } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
+import { createServer, type IncomingMessage, request as httpRequest } from "node:http"
+import type { AddressInfo } from "node:net"
 import { psql } from "./server.js"
 
 /** The statuses a task ends in. */
@@ -192,4 +194,60 @@ export const expectBilledOnce = (database: string, n: number) => {
     ),
     "accounts whose ledger is not their balance"
   ).toBe("0")
+}
+
+/** A running {@link startBalancer}. */
+export interface Balancer {
+  /** Its base URL (`http://127.0.0.1:<port>`). */
+  readonly url: string
+  readonly close: () => Promise<void>
+}
+
+/**
+ * The one public address of several nodes (docs/operations.md: every node has the same `MEDIAGATE_PUBLIC_BASE_URL`),
+ * as a load balancer gives it: each request (its body read whole) goes to the nodes of `targets()` in turn, starting
+ * at the next one, and on to the following one when a node refuses or drops the connection before answering. So an
+ * upstream's callback for a job a killed node submitted reaches a live node.
+ */
+export const startBalancer = async (targets: () => ReadonlyArray<string>): Promise<Balancer> => {
+  let next = 0
+  const forward = (target: string, request: IncomingMessage, body: Buffer) =>
+    new Promise<IncomingMessage>((resolve, reject) => {
+      const out = httpRequest(new URL(request.url ?? "/", target), {
+        method: request.method,
+        headers: { ...request.headers, host: new URL(target).host }
+      }, resolve)
+      out.on("error", reject)
+      out.end(body)
+    })
+  const server = createServer((request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", async () => {
+      const body = Buffer.concat(chunks)
+      const nodes = targets()
+      const first = next++
+      for (let i = 0; i < nodes.length; i++) {
+        try {
+          const answer = await forward(nodes[(first + i) % nodes.length]!, request, body)
+          response.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(response)
+          return
+        } catch {
+          // that node is down: the next one
+        }
+      }
+      response.writeHead(502)
+      response.end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      })
+  }
 }
