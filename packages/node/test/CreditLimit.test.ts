@@ -4,75 +4,32 @@
  * INSUFFICIENT_BALANCE` naming the limit, with the accepts charged as the task storage charges them; credits and
  * limits past 1e9 USD are `400 VALIDATION_ERROR`; the balance reads exactly at the bound.
  */
-import { NodeHttpServer } from "@effect/platform-node"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Databases from "@mediagate/testing/databases"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
-import * as Scope from "effect/Scope"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type * as Database from "../src/Database.js"
-import * as Mediagate from "../src/Mediagate.js"
-import * as Server from "../src/Server.js"
+import { call, servedStacks } from "./served.js"
 
 const { postgres, runPostgres, sqlite } = Databases
 if (!runPostgres) console.warn(`${Databases.pgNotRunning}: its tests are skipped`)
 
 const adminToken = "credit-limit-test-admin-token"
 
-const scopes: Array<Scope.CloseableScope> = []
-afterAll(() => Effect.runPromise(Effect.forEach(scopes.reverse(), (scope) => Scope.close(scope, Exit.void))))
+const serve = servedStacks()
 
 /** The stack on `database` with a default credit limit of 10 USD, served on a free port: its base URL. */
 const start = (database: Database.Database) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    scopes.push(scope)
-    const context = yield* Layer.buildWithScope(
-      Mediagate.layer({
-        database,
-        dataDir: mkdtempSync(join(tmpdir(), "mg-credit-limit-")),
-        adminToken,
-        fileSecret: "credit-limit-test-secret",
-        workers: false,
-        settings: { MEDIAGATE_DEFAULT_CREDIT_LIMIT: "10" }
-      }),
-      scope
-    )
-    const service = Context.get(context, Mediagate.Mediagate)
-    const handler = yield* NodeHttpServer.makeHandler(service.httpApp)
-    const server = yield* Scope.extend(
-      Server.listen(handler, { port: 0, host: "127.0.0.1", shutdownGrace: "1 second" }),
-      scope
-    )
-    return `http://127.0.0.1:${(server.address() as { port: number }).port}`
-  })
-
-interface Answer {
-  readonly status: number
-  readonly body: {
-    readonly success: boolean
-    readonly data?: Record<string, unknown>
-    readonly error?: { readonly code: string; readonly message: string }
-  }
-}
-
-const call = (base: string, method: string, path: string, token: string, body?: unknown) =>
-  Effect.promise(async (): Promise<Answer> => {
-    const response = await fetch(base + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { "content-type": "application/json" })
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
-    return { status: response.status, body: await response.json() }
-  })
+  Effect.map(serve({
+    database,
+    dataDir: mkdtempSync(join(tmpdir(), "mg-credit-limit-")),
+    adminToken,
+    fileSecret: "credit-limit-test-secret",
+    workers: false,
+    settings: { MEDIAGATE_DEFAULT_CREDIT_LIMIT: "10" }
+  }), (port) => `http://127.0.0.1:${port}`)
 
 const databases: ReadonlyArray<readonly [string, () => Database.Database]> = [
   ["SQLite", () => ({ layer: sqlite() })],

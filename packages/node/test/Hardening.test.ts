@@ -10,27 +10,21 @@
  *   derived, arbitrary JSON, NUL-laden, deep), tokens and path variants, with not a single 5xx.
  */
 import * as HttpApi from "@effect/platform/HttpApi"
-import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, assert, describe, expect, it } from "@effect/vitest"
 import { Api, Catalog, Examples } from "@mediagate/contract"
 import * as Databases from "@mediagate/testing/databases"
 import * as Arbitrary from "effect/Arbitrary"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import * as Scope from "effect/Scope"
 import { mkdtempSync } from "node:fs"
 import { Agent, request as httpRequest } from "node:http"
 import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type * as Database from "../src/Database.js"
-import * as Mediagate from "../src/Mediagate.js"
-import * as Server from "../src/Server.js"
+import { servedStacks } from "./served.js"
 
 const { postgres, runPostgres, sqlite } = Databases
 if (!runPostgres) console.warn(`${Databases.pgNotRunning}: its tests are skipped`)
@@ -49,28 +43,18 @@ interface Running {
   readonly accountId: string
 }
 
-const scopes: Array<Scope.CloseableScope> = []
-afterAll(() => Effect.runPromise(Effect.forEach(scopes.reverse(), (scope) => Scope.close(scope, Exit.void))))
+const serve = servedStacks()
 
 /** The stack on `database`, served by `Server.listen` on a free port, with an account, a live and a test key. */
 const start = (database: Database.Database) =>
   Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    scopes.push(scope)
-    const context = yield* Layer.buildWithScope(
-      Mediagate.layer({
-        database,
-        dataDir: mkdtempSync(join(tmpdir(), "mg-hardening-")),
-        adminToken,
-        fileSecret: "hardening-test-secret",
-        settings: { MEDIAGATE_SIM_TIME_SCALE: "0.01" }
-      }),
-      scope
-    )
-    const service = Context.get(context, Mediagate.Mediagate)
-    const handler = yield* NodeHttpServer.makeHandler(service.httpApp)
-    const server = yield* Scope.extend(Server.listen(handler, { port: 0, host: "127.0.0.1", shutdownGrace: "1 second" }), scope)
-    const port = (server.address() as { port: number }).port
+    const port = yield* serve({
+      database,
+      dataDir: mkdtempSync(join(tmpdir(), "mg-hardening-")),
+      adminToken,
+      fileSecret: "hardening-test-secret",
+      settings: { MEDIAGATE_SIM_TIME_SCALE: "0.01" }
+    })
     const admin = (method: string, path: string, body: unknown) =>
       Effect.promise(() => send(port, { method, path, token: adminToken, body: JSON.stringify(body) }))
     const account = yield* admin("POST", "/admin/v1/accounts", { name: "fuzz", balance: 0 })
