@@ -137,10 +137,16 @@ const kindOf = (method: string, url: string): Kind => {
   return "other"
 }
 
+/** The request id a status, result or file URL of the fake names. */
+const jobIn = (url: string): string | undefined =>
+  /\/requests\/([0-9a-f-]{36})|\/fake-files\/out-([0-9a-f-]{36})-/.exec(url)?.slice(1).find((id) => id !== undefined)
+
 /** The fake's requests (time and kind), copied from its log as they come: the log keeps the last 100,000 only. */
 class Requests {
   readonly at: Array<number> = []
   readonly kind: Array<Kind> = []
+  /** The job (request id) a status poll, result or file request was about. */
+  readonly job: Array<string | undefined> = []
   /** Requests dropped from the fake's log before they were copied (none expected). */
   lost = false
   private last: FalFake["requests"][number] | undefined
@@ -158,6 +164,7 @@ class Requests {
       const request = log[i]!
       this.at.push(request.at)
       this.kind.push(kindOf(request.method, request.url))
+      this.job.push(jobIn(request.url))
     }
     if (log.length > 0) this.last = log[log.length - 1]
   }
@@ -169,6 +176,18 @@ class Requests {
     const span = Math.max(1, to - from) / 1000
     for (const kind of kinds) counts[kind] /= span
     return counts
+  }
+
+  /** When each job was first asked for `kind` at or after `from(job)` (its end), by job. */
+  firstAfter(kind: Kind, from: (job: string) => number | undefined): Map<string, number> {
+    const first = new Map<string, number>()
+    for (let i = 0; i < this.at.length; i++) {
+      const job = this.job[i]
+      if (job === undefined || this.kind[i] !== kind || first.has(job)) continue
+      const after = from(job)
+      if (after !== undefined && this.at[i]! >= after) first.set(job, this.at[i]!)
+    }
+    return first
   }
 
   /** The most requests of `kind` in any window of `windowMs`, and when that window started. */
@@ -407,6 +426,34 @@ const runWay = async (
       const p50p99 = (values: ReadonlyArray<number>) =>
         `p50 ${ms(percentile(values, 50))}, p99 ${ms(percentile(values, 99))}`
       console.log(`    of which accept → submit ${p50p99(toSubmit)}; after the job's end ${p50p99(afterSubmit)}`)
+      if (requests !== undefined && fake !== undefined) {
+        // after the job's end, by part (jobs known by the task id in their callback URL: the callbacks way)
+        const jobOfTask = new Map<string, { id: string; end: number }>()
+        for (const job of fake.jobs.values()) {
+          const task = job.webhook === undefined ? undefined : /\/callbacks\/v1\/[^/]+\/([^/?]+)/.exec(job.webhook)?.[1]
+          if (task !== undefined) {
+            jobOfTask.set(decodeURIComponent(task), { id: job.id, end: job.submittedAt + job.plan.durationMs })
+          }
+        }
+        const ends = new Map([...jobOfTask.values()].map(({ end, id }) => [id, end]))
+        const polled = requests.firstAfter("status", (job) => ends.get(job))
+        const fetched = requests.firstAfter("files", (job) => ends.get(job))
+        const parts = { wake: [] as Array<number>, result: [] as Array<number>, copy: [] as Array<number> }
+        for (const task of tasks) {
+          const job = jobOfTask.get(String(task["id"]))
+          const completed = Date.parse(String(task["completed_at"]))
+          const poll = job === undefined ? undefined : polled.get(job.id)
+          const file = job === undefined ? undefined : fetched.get(job.id)
+          if (job === undefined || poll === undefined || file === undefined || Number.isNaN(completed)) continue
+          parts.wake.push(poll - job.end)
+          parts.result.push(file - poll)
+          parts.copy.push(completed - file)
+        }
+        if (parts.wake.length > 0) {
+          console.log(`    after the job's end, by part (${parts.wake.length} tasks): end → status poll ${p50p99(parts.wake)};` +
+            ` → file request ${p50p99(parts.result)}; → completed ${p50p99(parts.copy)}`)
+        }
+      }
 
       const goals: Array<string> = []
       const lagLimit = way === "polling" ? pollIntervalMs + 1000 : 1000
