@@ -12,6 +12,9 @@
  * rejected credentials. A request the upstream refuses on its merits (invalid input, content policy) is an answer:
  * it counts as a success. Time is passed in by the caller (Effect's `Clock`, so `TestClock` drives it in tests).
  *
+ * The breakers are plain synchronous state; a state change is kept until the caller takes it ({@link
+ * Breakers.transitions}), so that the fiber that caused it logs it with the running program's logger.
+ *
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
@@ -86,9 +89,10 @@ export class Breakers {
   readonly #cooldownMs: number
   readonly #maxCooldownMs: number
   readonly #probeTimeoutMs: number
-  readonly #onTransition: (transition: Transition) => void
+  /** State changes not taken yet, oldest first. */
+  #transitions: Array<Transition> = []
 
-  constructor(options: BreakerOptions = {}, onTransition: (transition: Transition) => void = () => {}) {
+  constructor(options: BreakerOptions = {}) {
     this.#failures = Math.max(1, options.failures ?? 5)
     this.#errorRate = options.errorRate ?? 0.5
     this.#minimumCalls = Math.max(1, options.minimumCalls ?? 20)
@@ -96,7 +100,6 @@ export class Breakers {
     this.#cooldownMs = Math.max(1, Duration.toMillis(options.cooldown ?? "30 seconds"))
     this.#maxCooldownMs = Math.max(this.#cooldownMs, Duration.toMillis(options.maxCooldown ?? "5 minutes"))
     this.#probeTimeoutMs = Duration.toMillis(options.probeTimeout ?? "2 minutes")
-    this.#onTransition = onTransition
   }
 
   #entry(id: string): Entry {
@@ -123,7 +126,7 @@ export class Breakers {
     const from = entry.state
     if (from === to) return
     entry.state = to
-    this.#onTransition({ id, from, to, reason })
+    this.#transitions.push({ id, from, to, reason })
   }
 
   #open(id: string, entry: Entry, now: number, cooldownMs: number, reason: string) {
@@ -239,6 +242,17 @@ export class Breakers {
       openedAt: entry.state === "closed" ? null : entry.openedAt,
       lastError: entry.lastError
     }
+  }
+
+  /**
+   * The state changes since the last call, oldest first (for logs and metrics; take them after every `admit`,
+   * `success` and `failure`, or they pile up).
+   */
+  transitions(): ReadonlyArray<Transition> {
+    if (this.#transitions.length === 0) return []
+    const taken = this.#transitions
+    this.#transitions = []
+    return taken
   }
 
   /** Forgets a channel (deleted, or its settings changed: a new upstream starts closed). */

@@ -296,11 +296,18 @@ export const make = (options: ChannelsOptions = {}) =>
     const authLimit = Math.max(1, options.authFailures ?? 3)
     const slotWaitMs = Duration.toMillis(options.slotWait ?? "1 second")
     const submitWaitMs = Duration.toMillis(options.submitWait ?? "5 minutes")
-    const breakers = new Breakers(options.breaker, (transition) => {
-      Metrics.channelBreakerState.record(breakerGauge[transition.to], transition.id)
-      const line = `channel ${transition.id}: circuit ${transition.from} -> ${transition.to} (${transition.reason})`
-      Effect.runFork(transition.to === "open" ? Effect.logWarning(line) : Effect.logInfo(line))
-    })
+    const breakers = new Breakers(options.breaker)
+    /**
+     * The breakers' state changes, as gauge values and log lines (through the program's logger), reported by the fiber
+     * whose call caused them, right after it told or asked the breaker.
+     */
+    const reportTransitions = Effect.suspend(() =>
+      Effect.forEach(breakers.transitions(), (transition) => {
+        Metrics.channelBreakerState.record(breakerGauge[transition.to], transition.id)
+        const line = `channel ${transition.id}: circuit ${transition.from} -> ${transition.to} (${transition.reason})`
+        return transition.to === "open" ? Effect.logWarning(line) : Effect.logInfo(line)
+      }, { discard: true })
+    )
     /** Authentication failures in a row per channel. */
     const authFailures = new Map<string, number>()
 
@@ -441,23 +448,23 @@ export const make = (options: ChannelsOptions = {}) =>
         return effect.pipe(
           Effect.tapBoth({
             onSuccess: () =>
-              Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                Effect.sync(() => {
-                  breakers.success(id, now)
-                  authFailures.delete(id)
-                  Metrics.channelRequests.record(1, id, call, "ok")
-                })),
+              Effect.flatMap(Clock.currentTimeMillis, (now) => {
+                breakers.success(id, now)
+                authFailures.delete(id)
+                Metrics.channelRequests.record(1, id, call, "ok")
+                return reportTransitions
+              }),
             onFailure: (error) =>
               Effect.flatMap(Clock.currentTimeMillis, (now) => {
                 const kind = failureKind(error)
                 if (kind === "refused") {
                   breakers.success(id, now)
                   Metrics.channelRequests.record(1, id, call, "ok")
-                  return Effect.void
+                  return reportTransitions
                 }
                 breakers.failure(id, now, error.message)
                 Metrics.channelRequests.record(1, id, call, kind)
-                return kind === "auth" ? authFailed(live, error.message) : Effect.void
+                return kind === "auth" ? Effect.zipRight(reportTransitions, authFailed(live, error.message)) : reportTransitions
               })
           }),
           Effect.ensuring(Effect.sync(() => Metrics.channelDuration.record((performance.now() - started) / 1000, id, call))),
@@ -513,6 +520,7 @@ export const make = (options: ChannelsOptions = {}) =>
             }
           }
           const admitted = breakers.admit(id, now)
+          yield* reportTransitions
           if (admitted._tag === "Refused") {
             openUntil = Math.min(openUntil, admitted.retryAt)
             continue
@@ -570,6 +578,7 @@ export const make = (options: ChannelsOptions = {}) =>
           return yield* unavailable(`channel ${id}: ${rate.perSecond} polls a second reached`, wait)
         }
         const admitted = breakers.admit(id, now)
+        yield* reportTransitions
         if (admitted._tag === "Refused") {
           if (elsewhere(task, now)) {
             Metrics.channelFailovers.record(1, id, "poll")
