@@ -112,7 +112,7 @@ export const make = Effect.gen(function*() {
         endpoint,
         provider,
         operation,
-        mediaType: operation.endsWith("image") ? "image" : "video",
+        mediaType: plan.mediaType,
         model: request.model,
         input: request.input,
         metadata: request.metadata ?? {},

@@ -1,7 +1,7 @@
 /**
  * The engine's `Planner` for the families of a registry: the price from the operator's price table and the family's
- * price function, the estimate from recent durations (or the family's default), and the deadline
- * (`MEDIAGATE_TASK_TIMEOUT`, 48 h for `off_peak`).
+ * price function, the estimate from recent durations (or the family's default), the deadline
+ * (`MEDIAGATE_TASK_TIMEOUT`, 48 h for `off_peak`), and the media type the endpoint declares.
  *
  * @since 0.1.0
  */
@@ -39,7 +39,8 @@ export const layer = (
           return span(Effect.map(estimates.estimate(request.model, info.estimateSeconds(request)), (estimatedSeconds) => ({
             priceMicros: price(endpoint, request, table),
             estimatedSeconds,
-            timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : timeoutMs
+            timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : timeoutMs,
+            mediaType: info.mediaType
           })))
         }
       })
