@@ -11,6 +11,8 @@
  *     [--before <checkout>]   (adds the target "before": that checkout's built server, on the same database)
  *     [--before-node-options "<V8 flags>"]   (the "before" server's flags instead of `npm start`'s: with
  *     `--before .` the same build under other flags)
+ *     (target `platform`: this build with `MEDIAGATE_HTTP_DISPATCH=false`, every request through the platform's
+ *     `HttpApiBuilder` router: the A/B of the envelope's own dispatch and the listener's path for it)
  *
  * With `--rounds N`, every server runs once per round in turn (each after a warm-up of `--warmup` seconds, default
  * `--seconds`) and the table shows the medians: on a shared machine the background load then falls on all of them
@@ -98,6 +100,8 @@ for (const db of databases) {
     const servers: Record<string, () => Promise<Running>> = {
       mediagate: async () => mediagate,
       before: () => launch(join(before, mainScript), apiNode, beforeNodeOptions),
+      // the same build with every request through the platform's HttpApiBuilder router (no dispatch of its own)
+      platform: () => launch(mainScript, { ...apiNode, MEDIAGATE_HTTP_DISPATCH: "false" }),
       raw: () => launch("bench/servers/raw.mjs", pg !== undefined ? { DATABASE_URL: pg.url } : { SQLITE_FILE: join(dir, "mediagate.db") }),
       floor: () => launch("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId })
     }
@@ -161,6 +165,13 @@ for (const db of databases) {
   for (const path of ["get", "post"]) {
     const m = find(db, path, "mediagate")
     const b = find(db, path, "before")
+    const platform = find(db, path, "platform")
+    if (platform !== undefined && m !== undefined) {
+      comparisons.push(`${db} ${path.toUpperCase()}: dispatch ${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs` +
+        ` CPU, p99 ${m.p99} ms; platform router ${platform.rps.toFixed(0)} req/s, ${platform.cpuPerRequest.toFixed(0)}` +
+        ` µs CPU, p99 ${platform.p99} ms: dispatch / platform ${ratio(m, platform)} req/s,` +
+        ` ${(platform.cpuPerRequest / m.cpuPerRequest).toFixed(2)}× less CPU per request`)
+    }
     if (b !== undefined) {
       comparisons.push(`${db} ${path.toUpperCase()}: before ${b.rps.toFixed(0)} req/s, ${b.cpuPerRequest.toFixed(0)} µs CPU, p99 ${b.p99} ms → now ${m ? `${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs CPU, p99 ${m.p99} ms (${ratio(m, b)})` : "–"}`)
     }
@@ -170,4 +181,4 @@ for (const db of databases) {
     console.log(`| ${path === "get" ? "GET /api/v1/tasks/{id}" : "POST /api/v1/vendor3/text-to-video"} | ${db} | ${cell(m)} | ${cell(r)} | ${cell(f)} | ${ratio(m, r)} | ${ratio(m, f)} | ${m && f ? (m.p99 / Math.max(f.p99, 1)).toFixed(1) : "–"} | ${m && f ? (f.cpuPerRequest / m.cpuPerRequest).toFixed(2) : "–"} |`)
   }
 }
-if (comparisons.length > 0) console.log(`\nThis build against --before ${before}:\n${comparisons.join("\n")}`)
+if (comparisons.length > 0) console.log(`\nComparisons (--before ${before || "–"}, target platform):\n${comparisons.join("\n")}`)

@@ -191,12 +191,19 @@ export type Provides = Mediagate | Http.Requirements | Layer.Layer.Success<typeo
 /** The operator token (`MEDIAGATE_ADMIN_TOKEN`), which `/metrics` asks for unless open. */
 const adminToken = Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN"))
 
+/**
+ * Whether the envelope dispatches the requests of its endpoints itself and the listener starts their fibers
+ * (`MEDIAGATE_HTTP_DISPATCH`, default on), or every request goes through `HttpApiBuilder`'s router: the same
+ * answers, for comparing the two paths (docs/performance.md).
+ */
+const httpDispatch = Config.boolean("MEDIAGATE_HTTP_DISPATCH").pipe(Config.withDefault(true))
+
 /** Whether the web console is served at `/dashboard` (`MEDIAGATE_DASHBOARD`, default on). */
 const dashboardEnabled = Config.boolean("MEDIAGATE_DASHBOARD").pipe(Config.withDefault(true))
 
 const makeService = (database: string) =>
   Effect.gen(function*() {
-    const { dispatched, httpApp: app } = yield* Http.makeServed
+    const { dispatched, httpApp: app } = yield* Http.makeServedWith({ dispatch: yield* httpDispatch })
     const platform = yield* Layer.build(NodeHttpServer.layerContext)
     const accessLog = yield* AccessLog.enabled
     const metricsSettings = yield* Metrics.config

@@ -4,7 +4,7 @@
  * answers them (status, headers — the rate-limit fields of the pre-response handlers among them —, envelope).
  */
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -49,20 +49,26 @@ interface Answer {
   readonly text: string
 }
 
-/** A fresh stack (SQLite, no workers: tasks stay as the requests leave them) with its first account's keys. */
-const stack = Effect.gen(function*() {
-  const context = yield* Layer.build(Mediagate.layer({
-    dataDir: mkdtempSync(join(tmpdir(), "mg-listener-")),
-    fileSecret: "listener-test-secret",
-    adminToken,
-    workers: false,
-    maxBodyBytes,
-    settings: { MEDIAGATE_RATE_LIMIT_RPM: "30" }
-  }))
-  const service = Context.get(context, Mediagate.Mediagate)
-  const keys = Option.getOrThrow(yield* service.bootstrap())
-  return { context, state: { accountId: keys.account.id, live: keys.live.key, test: keys.test.key, task: "" } }
-})
+/**
+ * A fresh stack (SQLite, no workers: tasks stay as the requests leave them) with its first account's keys; `settings`
+ * are added to its environment.
+ */
+const stackWith = (settings: Record<string, string>) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(Mediagate.layer({
+      dataDir: mkdtempSync(join(tmpdir(), "mg-listener-")),
+      fileSecret: "listener-test-secret",
+      adminToken,
+      workers: false,
+      maxBodyBytes,
+      settings: { MEDIAGATE_RATE_LIMIT_RPM: "30", ...settings }
+    }))
+    const service = Context.get(context, Mediagate.Mediagate)
+    const keys = Option.getOrThrow(yield* service.bootstrap())
+    return { context, service, state: { accountId: keys.account.id, live: keys.live.key, test: keys.test.key, task: "" } }
+  })
+
+const stack = stackWith({})
 
 const send = (baseUrl: string, step: Step, state: State): Effect.Effect<Answer> =>
   Effect.promise(async () => {
@@ -140,7 +146,13 @@ const answersOf = (
   Effect.gen(function*() {
     const { context, state } = yield* stack
     const served = yield* Effect.provide(Http.makeServed, context)
-    const server = yield* Server.listen(yield* listenerOf(served), { port: 0, host: "127.0.0.1" })
+    return yield* answersFrom(yield* listenerOf(served), state)
+  })
+
+/** The steps' answers from `listener`, serving a stack whose first account `state` holds. */
+const answersFrom = (listener: (request: IncomingMessage, response: ServerResponse) => void, state: State) =>
+  Effect.gen(function*() {
+    const server = yield* Server.listen(listener, { port: 0, host: "127.0.0.1" })
     const baseUrl = Server.urlOf(server)
     const answers: Array<Answer> = []
     for (const step of steps) {
@@ -182,6 +194,25 @@ describe("the service's listener (internal/listener.ts)", () => {
       // every request but HEAD, the list (a query-string Schema) and the unknown route was answered by the listener
       expect(lean).toHaveLength(steps.length - 3)
       expect(lean.some((line) => line.startsWith("HEAD ") || line.includes("?limit") || line.includes("no-such-route"))).toBe(false)
+    }), 120_000)
+
+  it.scoped("MEDIAGATE_HTTP_DISPATCH=false: the service dispatches nothing itself and answers every request alike", () =>
+    Effect.gen(function*() {
+      const on = yield* stackWith({})
+      const off = yield* stackWith({ MEDIAGATE_HTTP_DISPATCH: "false" })
+      const onAnswers = yield* answersFrom(yield* on.service.listener, on.state)
+      const offAnswers = yield* answersFrom(yield* off.service.listener, off.state)
+      steps.forEach((step, i) => {
+        expect(comparable(offAnswers[i]!), `${step.method} ${step.path({ accountId: "A", live: "", test: "", task: "T" })}`)
+          .toStrictEqual(comparable(onAnswers[i]!))
+      })
+      expect(new Set(offAnswers.map((answer) => answer.status))).toContain(201)
+      // the switch reaches the registry: a create request has no answer of the envelope's own
+      const request = HttpServerRequest.fromWeb(new Request(`http://localhost${create}`, { method: "POST", body }))
+      const dispatchedBy = (settings: boolean) =>
+        Effect.map(Effect.provide(Http.makeServedWith({ dispatch: settings }), on.context), (served) => served.dispatched(request))
+      expect(yield* dispatchedBy(true)).toBeDefined()
+      expect(yield* dispatchedBy(false)).toBeUndefined()
     }), 120_000)
 
   it.scoped("writes what an answer holds (cookies, text, streams, no body for HEAD) or a 500; the platform's listener the rest", () =>

@@ -16,7 +16,7 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServer from "@effect/platform/HttpServer"
-import { Api, Families, type Family, type Services } from "@mediagate/contract"
+import { Api, Families, type Family, type RateLimit as Counters, type Services } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -59,6 +59,8 @@ export type Requirements =
   | Services.FileService
   | Health.Readiness
   | ServerConfig
+  // the rate limits' counters: `RateLimit.layerMemory` for one process, a shared store for several nodes
+  | Counters.RateWindows
 
 /** How the API is served. */
 export interface Options {
@@ -90,7 +92,7 @@ export const apiFor = (
       ChannelsHttp.layer
     ]),
     Layer.provide([Authentication.layer, Authentication.adminLayer]),
-    // a limiter of its own per built API (its memory counters belong to this server)
+    // a limiter of its own per built API (its memo of full counters belongs to this server; the counts are the store's)
     Layer.provide(Layer.effect(RateLimit.RateLimiter, RateLimit.make)),
     // a registry per built API: its groups register their endpoints, its envelope dispatches them
     Layer.provideMerge(Dispatch.layer(options.dispatch !== false))
@@ -149,22 +151,29 @@ export interface Served {
   ) => HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices> | undefined
 }
 
-/** Builds the API as an `HttpApp`, with the envelope's direct answer to the requests it dispatches ({@link Served}). */
-export const makeServed: Effect.Effect<Served, never, Scope.Scope | Requirements> = Effect.gen(function*() {
-  const context = yield* Layer.build(
-    Layer.mergeAll(Extras, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(
-      Layer.provideMerge(ApiLive)
+/**
+ * Builds the API as an `HttpApp`, with the envelope's direct answer to the requests it dispatches ({@link Served});
+ * with `dispatch: false`, `dispatched` answers none and every request goes through `HttpApiBuilder`'s router.
+ */
+export const makeServedWith = (options: Options): Effect.Effect<Served, never, Scope.Scope | Requirements> =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(
+      Layer.mergeAll(Extras, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(
+        Layer.provideMerge(options.dispatch === false ? apiFor(Families.registry, options) : ApiLive)
+      )
     )
-  )
-  // building the app builds the envelope, which hands the registry its answer
-  const httpApp = yield* Effect.provide(HttpApiBuilder.httpApp, context)
-  const registry = Context.get(context, Dispatch.Dispatcher)
-  return {
-    httpApp,
-    dispatched: (request) =>
-      registry.answer(request) as HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices> | undefined
-  }
-})
+    // building the app builds the envelope, which hands the registry its answer
+    const httpApp = yield* Effect.provide(HttpApiBuilder.httpApp, context)
+    const registry = Context.get(context, Dispatch.Dispatcher)
+    return {
+      httpApp,
+      dispatched: (request) =>
+        registry.answer(request) as HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices> | undefined
+    }
+  })
+
+/** Builds the API as an `HttpApp`, with the envelope's direct answer to the requests it dispatches ({@link Served}). */
+export const makeServed: Effect.Effect<Served, never, Scope.Scope | Requirements> = makeServedWith({})
 
 /**
  * Builds the API as an `HttpApp`, to mount into another Effect HTTP app (its routes keep their absolute paths:
