@@ -7,7 +7,8 @@
  *   npm run build && tsx bench/list.ts -- [--db sqlite,pg] [--sizes 1000,100000] [--seconds 5] [--rounds 3]
  *     [--connections 10] [--filters none,status,provider,model]
  *
- * The figures in docs/performance.md are from `--sizes 1000,1000000 --seconds 10`. Every size gets a database and
+ * The figures in docs/performance.md ("Task list at 1,000,000 tasks") are from `--sizes 1000,1000000`. Every size
+ * gets a database and
  * a server of its own: the server migrates it and makes the account through the admin API, then, while it is
  * stopped, the account's tasks are written directly with SQL (a recursive CTE on SQLite, generate_series on
  * PostgreSQL, in batches of 100,000) into the tasks table itself, so that its triggers keep the per-account counts

@@ -9,7 +9,7 @@
  * error handling of `HttpApp.toHandled`, the tracer middleware (even with tracing off it is a step per request),
  * the `HttpApiBuilder` app's error encoder around the envelope. A request waiting for its database commit keeps all
  * of it alive, and what lives across a young-generation collection is copied and promoted: measured, the platform's
- * path is ~50 KB of the ~180 KB a POST allocates (docs/performance.md, session 14).
+ * path is ~50 KB of the ~180 KB a POST allocates (docs/performance.md, "Where a request's allocation goes").
  *
  * What stays the same as the platform's listener, so that both answer alike (`test/Listener.test.ts`):
  * - the request (`NodeRequest`): the same `HttpServerRequest` over the Node request — URL, method, headers, the

@@ -9,7 +9,8 @@
  * the handler, one `provideServiceEffect` per middleware, a generator for the decoding). A request that waits for
  * its database commit keeps all of it alive, so the young generation copies it and part of it is promoted, which
  * is what makes the server's old generation grow and its mark-compacts frequent under load (docs/performance.md,
- * session 13). The same handlers, Schemas and security implementations run here; only the plumbing is Mediagate's.
+ * "Where a request's allocation goes"). The same handlers, Schemas and security implementations run here; only
+ * the plumbing is Mediagate's.
  *
  * Endpoints are registered by `Envelope.group` as their group is built, with the group's services (the security
  * middleware's implementation among them; handlers run in the request's context, see {@link dispatchOf}); the
