@@ -10,6 +10,7 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 
 /** One counter of one window. */
@@ -67,3 +68,9 @@ export const makeMemory = (options: { readonly keepMs?: number } = {}): RateWind
     peek: (key) => Effect.sync(() => counts.get(keyOf(key))?.n ?? 0)
   }
 }
+
+/**
+ * The memory store as a layer, a fresh one per build: for one process (a single node, tests). A composition of
+ * several nodes provides the shared store instead, or each node counts only its own requests.
+ */
+export const layerMemory: Layer.Layer<RateWindows> = Layer.sync(RateWindows, () => makeMemory())

@@ -9,7 +9,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Services } from "@mediagate/contract"
+import { RateLimit, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
@@ -122,7 +122,8 @@ const serverOn = (stores: () => Stores, key: string | null = channelKey) =>
     Layer.provideMerge(ChannelAdmin.layer),
     Layer.provideMerge(Layer.mergeAll(Unused, Runtime)),
     Layer.provideMerge(stores()),
-    Layer.provideMerge(Layer.merge(ChannelSecrets.layer({ current: key ?? undefined }), Billing.layerUnmetered))
+    Layer.provideMerge(Layer.merge(ChannelSecrets.layer({ current: key ?? undefined }), Billing.layerUnmetered)),
+    Layer.provide(RateLimit.layerMemory)
   )
 
 type Method = "GET" | "POST" | "PATCH" | "DELETE"

@@ -13,7 +13,7 @@ import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import * as MemoryBilling from "@mediagate/billing/MemoryBilling"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
-import { Services } from "@mediagate/contract"
+import { RateLimit, Services } from "@mediagate/contract"
 import * as ResultLinks from "@mediagate/engine/ResultLinks"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
@@ -96,7 +96,8 @@ const serverOn = (stores: () => Stores) =>
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provideMerge(Stack.Admin.pipe(Layer.provide(ResultLinks.layerAsStored))),
     Layer.provideMerge(Unused),
-    Layer.provideMerge(stores())
+    Layer.provideMerge(stores()),
+    Layer.provide(RateLimit.layerMemory)
   )
 
 /** A GET (or DELETE) with the admin token (or `token`), answering status and parsed body. */

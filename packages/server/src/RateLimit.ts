@@ -9,9 +9,10 @@
  * - failed admin-token attempts per minute and client address (an unknown address has a bucket of its own; IPv6
  *   addresses count per /64).
  *
- * Request counts live in fixed one-minute windows of `RateLimit.RateWindows` (the contract's port): without one in
- * context, this process's memory; on PostgreSQL, `<prefix>rate_windows`, shared by every node. A counter that
- * reached its limit is remembered here until its window ends, so refused requests cost no round trip. A store that
+ * Request counts live in fixed one-minute windows of `RateLimit.RateWindows` (the contract's port), which the
+ * limiter requires: a composition chooses the store, `RateLimit.layerMemory` (this process's memory, one node) or
+ * `<prefix>rate_windows` on PostgreSQL, shared by every node. A counter that reached its limit is remembered here
+ * until its window ends, so refused requests cost no round trip. A store that
  * fails lets requests through (logged): the limits never turn an outage into refusals.
  *
  * Every refusal is `429 RATE_LIMITED` with `Retry-After` (seconds) and the `RateLimit-Policy` / `RateLimit` fields
@@ -27,7 +28,6 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import ipaddr from "ipaddr.js"
 import { ServerConfig } from "./ServerConfig.js"
 
@@ -119,10 +119,14 @@ interface Check {
   readonly noun: string
 }
 
-/** Builds the limiter on `ServerConfig`, the `TaskService` and the `RateWindows` in context (memory without one). */
-export const make: Effect.Effect<RateLimiter["Type"], never, ServerConfig | Services.TaskService> = Effect.gen(function*() {
+/** Builds the limiter on `ServerConfig`, the `TaskService` and the `RateWindows` in context. */
+export const make: Effect.Effect<
+  RateLimiter["Type"],
+  never,
+  ServerConfig | Services.TaskService | RateLimit.RateWindows
+> = Effect.gen(function*() {
   const settings = (yield* ServerConfig).rateLimits
-  const windows = Option.getOrElse(yield* Effect.serviceOption(RateLimit.RateWindows), () => RateLimit.makeMemory())
+  const windows = yield* RateLimit.RateWindows
   const taskService = yield* Services.TaskService
 
   /** Counters that reached their limit, until the end of their window (no round trip while they stay full). */
@@ -275,4 +279,8 @@ export const make: Effect.Effect<RateLimiter["Type"], never, ServerConfig | Serv
 })
 
 /** The limiter as a layer. */
-export const layer: Layer.Layer<RateLimiter, never, ServerConfig | Services.TaskService> = Layer.effect(RateLimiter, make)
+export const layer: Layer.Layer<
+  RateLimiter,
+  never,
+  ServerConfig | Services.TaskService | RateLimit.RateWindows
+> = Layer.effect(RateLimiter, make)

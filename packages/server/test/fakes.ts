@@ -2,7 +2,7 @@
  * In-test implementations of the application ports: small, honest in-memory services with just enough behaviour
  * to drive every HTTP outcome (account scoping, balance refusals, idempotency, retry/cancel states, auth order).
  */
-import { ApiKey, Errors, type Generation, type Security, Services, type Task } from "@mediagate/contract"
+import { ApiKey, Errors, type Generation, RateLimit, type Security, Services, type Task } from "@mediagate/contract"
 import { Health } from "@mediagate/server"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -523,5 +523,12 @@ export const FileServiceFake = Layer.succeed(Services.FileService, {
     })
 })
 
-/** Every port, faked. */
-export const PortsFake = Layer.mergeAll(KeyServiceFake, TaskServiceFake, OtherServicesFake, FileServiceFake, Health.layerAlwaysReady)
+/** Every port, faked; the rate limits count in memory (one per build: each test server counts on its own). */
+export const PortsFake = Layer.mergeAll(
+  KeyServiceFake,
+  TaskServiceFake,
+  OtherServicesFake,
+  FileServiceFake,
+  Health.layerAlwaysReady,
+  RateLimit.layerMemory
+)

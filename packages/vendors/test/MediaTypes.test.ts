@@ -4,7 +4,7 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Families, Family, Pricing, Services } from "@mediagate/contract"
+import { Catalog, Families, Family, Pricing, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
@@ -54,7 +54,7 @@ describe("media types", () => {
       const storage = yield* TaskStorage.TaskStorage
       const owner = principal("acct_media")
       const endpoints = Family.endpointsOf(registry)
-      expect(endpoints.length).toBe(Families.registry.flatMap((family) => family.endpoints).length + 1)
+      expect(endpoints.length).toBe(Catalog.endpointList.length + 1)
       for (const info of endpoints) {
         const endpoint: Family.Endpoint = info
         const model = endpoint.models[0]!

@@ -5,7 +5,7 @@
 import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { ApiKey, Services } from "@mediagate/contract"
+import { ApiKey, RateLimit, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as Planner from "@mediagate/engine/Planner"
 import * as TaskService from "@mediagate/engine/TaskService"
@@ -73,6 +73,7 @@ const startRemote = Effect.gen(function*() {
     Layer.provide(Billing.layerUnmetered),
     Layer.provide(RemotePorts),
     Layer.provide(Health.layerAlwaysReady),
+    Layer.provide(RateLimit.layerMemory),
     Layer.provide(ServerConfig.layer({ allowPrivateAddresses: true }))
   )
   yield* Layer.build(App).pipe(Effect.provide(server))

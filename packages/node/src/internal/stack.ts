@@ -227,7 +227,7 @@ export const RateWindows = (stack: StackSettings) =>
   Layer.unwrapEffect(Effect.map(SqlClient.SqlClient, (sql) =>
     sql.onDialectOrElse({
       pg: () => SqlRateWindows.layer({ prefix: stack.tablePrefix }),
-      orElse: () => Layer.sync(RateLimit.RateWindows, () => RateLimit.makeMemory())
+      orElse: () => RateLimit.layerMemory
     })))
 
 /** `/readyz` is ready while the database answers. */

@@ -9,7 +9,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Api, Families, Pricing } from "@mediagate/contract"
+import { Api, Families, Pricing, RateLimit } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
@@ -70,6 +70,7 @@ const Stack = Http.layerFor(registry).pipe(
   Layer.provide(RecordingBilling),
   Layer.provide(Ports),
   Layer.provide(Health.layerAlwaysReady),
+  Layer.provide(RateLimit.layerMemory),
   Layer.provide(ServerConfig.layer({ allowPrivateAddresses: true }))
 )
 
