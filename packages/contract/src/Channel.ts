@@ -11,14 +11,12 @@ import { integer, oneOf, optional, text } from "./Fields.js"
 import { Timestamp } from "./Timestamp.js"
 
 /**
- * Every transport a channel may use, the one list the Schema, the router, the CLI and the docs read: the built-in
- * simulator; `relay` (another service speaking this API); `fal` (fal's queue); `replicate` (Replicate's predictions);
- * `comfyui` (a self-hosted ComfyUI); `openai` (the OpenAI-compatible image and video endpoints of gateways).
+ * The names of the transports a channel may use, for the Schemas below (and the SQL store's rows). What each
+ * transport is and does lives in `@mediagate/vendors`' transport registry (`transports/index.ts`), which this package
+ * cannot import: the compiler there and a test hold this list to the registry's names, in its order
+ * (docs/extending.md, "A new transport").
  */
 export const channelTransports = ["simulated", "relay", "fal", "replicate", "comfyui", "openai"] as const
-
-/** The transports that reach an upstream over HTTP at `settings.base_url` (all but the simulator). */
-export const remoteTransports = ["relay", "fal", "replicate", "comfyui", "openai"] as const
 
 /** How a channel reaches its upstream (see {@link channelTransports}). */
 export const ChannelTransport = oneOf(...channelTransports).annotations({ identifier: "ChannelTransport" })

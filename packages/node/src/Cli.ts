@@ -13,6 +13,7 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import { Admin, Catalog, Channel, Errors, Services, Task, ValidationMessage, Webhook } from "@mediagate/contract"
+import * as Transports from "@mediagate/vendors/transports/index"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Context from "effect/Context"
@@ -229,6 +230,14 @@ const channelId = Args.text({ name: "channel-id" }).pipe(Args.withDescription("c
 /** The environment variable `--api-key` may be read from (kept out of shell history). */
 export const apiKeyVariable = "MEDIAGATE_CHANNEL_API_KEY"
 
+/** The transports of the registry that `take` says yes to, as `relay, comfyui, openai`. */
+const transportsWhere = (take: (transport: (typeof Transports.registry)[number]) => boolean) =>
+  Transports.registry.filter(take).map((transport) => transport.name).join(", ")
+
+/** The transports whose base URL defaults to their public API, as `fal and replicate`. */
+const defaultedBaseUrls = Transports.registry.filter((transport) => typeof transport.baseUrl === "object")
+  .map((transport) => transport.name).join(" and ")
+
 /** The options of `channels create` and `channels update`. */
 const channelOptions = {
   name: optional(Options.text("name").pipe(Options.withDescription("name, for people"))),
@@ -246,7 +255,10 @@ const channelOptions = {
     Options.withDescription("most tasks in flight at once on every node (default 0: no limit)")
   )),
   baseUrl: optional(Options.text("base-url").pipe(
-    Options.withDescription("the upstream's base URL (every transport but simulated; fal and replicate default to their APIs)")
+    Options.withDescription(
+      `the upstream's base URL (every transport but ${transportsWhere((transport) => transport.baseUrl === "none")}; ` +
+        `${defaultedBaseUrls} default to their APIs)`
+    )
   )),
   timeoutMs: optional(Options.integer("timeout-ms").pipe(Options.withDescription("longest upstream call, ms (default 30000)"))),
   apiKey: optional(Options.redacted("api-key").pipe(
@@ -333,14 +345,16 @@ const channelCreate = Command.make(
     name: Options.text("name").pipe(Options.withDescription("name, for people")),
     transport: Options.choice("transport", Channel.channelTransports).pipe(
       Options.withDescription(
-        "simulated; relay (another service speaking this API); fal; replicate; comfyui; openai (docs/channels.md)"
+        `${Transports.registry.map((transport) => `${transport.name} (${transport.summary})`).join("; ")} ` +
+          "(docs/channels.md)"
       )
     )
   },
   ({ name, transport, ...options }) =>
     report(Effect.gen(function*() {
-      // the upstream's key: --api-key, else the environment (a simulated channel takes none)
-      const apiKey = Option.isSome(options.apiKey) || transport === "simulated"
+      // the upstream's key: --api-key, else the environment (unless the transport takes none: the simulator)
+      const takesNone = Transports.registry.some((known) => known.name === transport && known.apiKey === "none")
+      const apiKey = Option.isSome(options.apiKey) || takesNone
         ? options.apiKey
         : yield* apiKeyFromEnvironment
       const body = yield* decode(Channel.ChannelCreate, {
@@ -353,7 +367,9 @@ const channelCreate = Command.make(
       return yield* channels.create(body)
     }))
 ).pipe(Command.withDescription(
-  `Create an upstream channel (docs/channels.md). relay, comfyui, openai: --base-url; relay, fal, replicate, openai: an ` +
+  `Create an upstream channel (docs/channels.md). ` +
+    `${transportsWhere((transport) => transport.baseUrl === "required")}: --base-url; ` +
+    `${transportsWhere((transport) => transport.apiKey === "required")}: an ` +
     `API key, from --api-key or, better, from ${apiKeyVariable} (not in shell history); stored encrypted under ` +
     `MEDIAGATE_CHANNEL_KEY, never shown again. Mappings and workflows: --settings '{"mapping": {...}}' or @file.json`
 ))

@@ -6,14 +6,15 @@
  * - **Reads**: the environment's channels (`default:*`, read-only) first, then the stored ones, oldest first; each
  *   with its health (this node's breaker, and the tasks in flight on it on every node). Credentials are never
  *   answered: only whether they are set and their hint (`…abcd`).
- * - **Validation** (`VALIDATION_ERROR`, before anything is written): every transport but the simulator needs
- *   `settings.base_url` (an absolute http(s) URL; fal and replicate default to their public APIs), and relay, fal,
- *   replicate and openai need `credentials.api_key` (given, or already stored); a simulated channel takes neither;
- *   each model must be one of the channel's families'; a mapping's expressions must compile (`Mapping.problem`,
- *   naming the model and the expression) and a comfyui mapping's targets must be stored workflows; credentials
- *   need `MEDIAGATE_CHANNEL_KEY`; the `default:*`
- *   channels come from the environment and are not changed here. `settings` given in an update are merged into
- *   the stored ones field by field.
+ * - **Validation** (`VALIDATION_ERROR`, before anything is written), by the channel's transport in the registry
+ *   (`transports/index.ts`): `settings.base_url` (an absolute http(s) URL) where the transport requires it (fal and
+ *   replicate default to their public APIs) and none where it takes none (the simulator), `credentials.api_key`
+ *   where it is required (given, or already stored) and none where it takes none; `mapping` and `workflows` only
+ *   where the transport takes them, then the transport's own rules (a comfyui mapping's targets must be stored
+ *   workflows); each model must be one of the channel's families'; a mapping's expressions must compile
+ *   (`Mapping.problem`, naming the model and the expression); credentials need `MEDIAGATE_CHANNEL_KEY`; the
+ *   `default:*` channels come from the environment and are not changed here. `settings` given in an update are
+ *   merged into the stored ones field by field.
  * - **Enabling**: `enabled: true` clears `disabled_reason`; `enabled: false` from an operator records "disabled by
  *   an operator".
  * - **Delete** is refused (`CHANNEL_IN_USE`) while tasks are in flight on the channel: disable it and wait.
@@ -32,17 +33,17 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { ChannelSecrets, hintOf, noKeyMessage } from "./ChannelSecrets.js"
-import * as Comfy from "./ComfyUpstream.js"
-import * as Mapping from "./Mapping.js"
 import {
   type ChannelConfig,
   type ChannelHealthView,
   type ChannelInput,
   type ChannelPatch,
   ChannelRuntime,
-  ChannelStore,
-  defaultBaseUrls
+  ChannelStore
 } from "./ChannelStore.js"
+import * as Mapping from "./Mapping.js"
+import * as Transport from "./Transport.js"
+import * as Transports from "./transports/index.js"
 
 /** The `disabled_reason` of a channel an operator disabled. */
 export const operatorReason = "disabled by an operator"
@@ -112,28 +113,25 @@ interface Shape {
   readonly models: ReadonlyArray<string>
 }
 
-/** The transports that need `credentials.api_key`. */
-const needsKey = new Set<ChannelConfig["transport"]>(["relay", "fal", "replicate", "openai"])
-
 const hostPattern = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$/i
 
-/** "a relay channel", "an openai channel". */
-const aChannel = (transport: string) => `${/^[aeiou]/.test(transport) ? "an" : "a"} ${transport} channel`
-
-/** The first rule `shape` breaks (see the module's comment). */
-export const checkShape = (shape: Shape): string | undefined => {
+/** The first rule `shape` breaks (see the module's comment), by the transports of `registry`. */
+export const checkShape = (shape: Shape, registry: Transport.Registry = Transports.registry): string | undefined => {
   const { settings, transport } = shape
-  if (transport === "simulated") {
-    if (settings.baseUrl !== undefined) return `settings.base_url: ${aChannel(transport)} takes no base_url`
-    if (shape.credentials) return `credentials: ${aChannel(transport)} takes no credentials`
+  const definition = Transport.find(registry, transport)
+  if (definition === undefined) return `transport: ${transport} is not a transport`
+  const a = Transport.aChannel(transport)
+  if (definition.baseUrl === "none") {
+    if (settings.baseUrl !== undefined) return `settings.base_url: ${a} takes no base_url`
   } else {
-    if (settings.baseUrl === undefined && defaultBaseUrls[transport] === undefined) {
-      return `settings.base_url: required for ${aChannel(transport)} (the upstream's absolute http or https URL)`
+    if (settings.baseUrl === undefined && definition.baseUrl === "required") {
+      return `settings.base_url: required for ${a} (the upstream's absolute http or https URL)`
     }
     const url = settings.baseUrl === undefined ? undefined : checkBaseUrl(settings.baseUrl)
     if (url !== undefined) return url
-    if (!shape.credentials && needsKey.has(transport)) return `credentials.api_key: required for ${aChannel(transport)}`
   }
+  if (definition.apiKey === "none" && shape.credentials) return `credentials: ${a} takes no credentials`
+  if (definition.apiKey === "required" && !shape.credentials) return `credentials.api_key: required for ${a}`
   const served = new Set<string>(shape.families.flatMap((family) => Catalog.models[family]))
   const foreign = shape.models.filter((model) => !served.has(model))
   if (foreign.length > 0) {
@@ -143,23 +141,13 @@ export const checkShape = (shape: Shape): string | undefined => {
   const serves = (model: string) => shape.models.length === 0 ? served.has(model) : shape.models.includes(model)
   const mapping = Mapping.problem(settings.mapping, serves)
   if (mapping !== undefined) return mapping
-  if (settings.mapping !== undefined && transport === "simulated") {
-    return `settings.mapping: ${aChannel(transport)} takes no mapping`
+  if (settings.mapping !== undefined && !definition.mapping) return `settings.mapping: ${a} takes no mapping`
+  if (settings.workflows !== undefined && !definition.workflows) {
+    const takers = registry.filter((other) => other.workflows).map((other) => Transport.aChannel(other.name))
+    return `settings.workflows: only ${takers.join(" or ")} takes workflows`
   }
-  if (settings.workflows !== undefined && transport !== "comfyui") {
-    return `settings.workflows: only a comfyui channel takes workflows`
-  }
-  if (transport === "comfyui") {
-    for (const [model, entry] of Object.entries(settings.mapping ?? {})) {
-      if (settings.workflows?.[entry.target] === undefined) {
-        return `settings.mapping.${model}.target: no workflow named ${entry.target} in settings.workflows`
-      }
-    }
-    for (const [name, workflow] of Object.entries(settings.workflows ?? {})) {
-      const broken = Comfy.workflowProblem(workflow)
-      if (broken !== undefined) return `settings.workflows.${name}: ${broken}`
-    }
-  }
+  const own = definition.check?.(settings)
+  if (own !== undefined) return own
   const badHost = (settings.resultHosts ?? []).find((host) => !hostPattern.test(host))
   if (badHost !== undefined) return `settings.result_hosts: ${badHost} is not a host name`
   return undefined

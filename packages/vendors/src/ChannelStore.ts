@@ -13,14 +13,8 @@ import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Stream from "effect/Stream"
 
-/** How a channel reaches its upstream (the contract's `channelTransports`). */
+/** How a channel reaches its upstream: the contract's `channelTransports`, the names of the transport registry. */
 export type ChannelTransport = Channel.ChannelTransport
-
-/** The transports whose upstream has a well-known public API: their `base_url` may be left out. */
-export const defaultBaseUrls: Partial<Record<ChannelTransport, string>> = {
-  fal: "https://queue.fal.run",
-  replicate: "https://api.replicate.com"
-}
 
 /** How one of our models maps onto the upstream (the contract's `ModelMapping`). */
 export interface ModelMapping {

@@ -5,6 +5,10 @@
  *   `reloadEvery` and at once after a write through this process's store; and the environment's default channels
  *   (`default:simulated`, `default:relay` from `MEDIAGATE_UPSTREAM_<FAMILY>` and `MEDIAGATE_RELAY_*`), which serve a
  *   model only when no stored channel does. `test` tasks always run on the simulated upstream, on no channel.
+ * - **Transports**: a channel's upstream is built by its transport's entry in the transport registry
+ *   (`transports/index.ts`, or {@link ChannelsOptions.transportRegistry}), whose facts (callbacks, how a lost submit's
+ *   job is found, base URL and its default) the router follows; a channel whose transport it does not know is not
+ *   routed.
  * - **Routing**: the enabled channels serving the task's model, highest priority first; among equal priorities a
  *   weighted order drawn per task (weighted sampling without replacement, keyed by the task and channel ids: the
  *   same task meets the channels in the same order on every node and after a crash). A channel reserved by an
@@ -40,13 +44,9 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { performance } from "node:perf_hooks"
 import { type BreakerOptions, Breakers, type BreakerState } from "./Breaker.js"
-import { type ChannelConfig, ChannelRuntime, ChannelStore, type ChannelTransport, defaultBaseUrls } from "./ChannelStore.js"
-import * as Comfy from "./ComfyUpstream.js"
-import * as Fal from "./FalUpstream.js"
-import { hostOf, type Transport, type TransportContext } from "./internal/upstreamHttp.js"
+import { type ChannelConfig, ChannelRuntime, ChannelStore, type ChannelTransport } from "./ChannelStore.js"
+import { hostOf } from "./internal/upstreamHttp.js"
 import * as Mapping from "./Mapping.js"
-import * as OpenAi from "./OpenAiUpstream.js"
-import * as Replicate from "./ReplicateUpstream.js"
 import * as ResultCopy from "./ResultCopy.js"
 import { ResultCopier } from "./ResultCopy.js"
 import * as Durations from "./Durations.js"
@@ -54,19 +54,27 @@ import { Estimates } from "./Estimates.js"
 import { PriceBook } from "./Prices.js"
 import * as Relay from "./Relay.js"
 import { SimulatedUpstream } from "./Simulated.js"
-import { type InputChecks, type Transports } from "./Upstreams.js"
+import * as Transport from "./Transport.js"
+import * as Transports from "./transports/index.js"
+import type { InputChecks, Transports as FamilyTransports } from "./Upstreams.js"
 import * as Upstreams from "./Upstreams.js"
 import { UrlSigner } from "./UrlSigner.js"
 
 /** Router settings. */
 export interface ChannelsOptions {
   /** The environment's routing per family (absent: simulated): the default channels. */
-  readonly transports?: Transports
+  readonly transports?: FamilyTransports
   /** The environment's relay target, for `default:relay`. */
   readonly relay?: Relay.RelayOptions
   /** Checks of remote input media before a task is submitted (none: no checks). */
   readonly inputChecks?: InputChecks
+  /** The families routed (default: the shipped registry); the environment's default channels serve each of them. */
   readonly families?: Family.Registry
+  /**
+   * The transports channels may use (default: the shipped registry, `transports/index.ts`). A stored channel whose
+   * transport is not in it is not routed.
+   */
+  readonly transportRegistry?: Transport.Registry
   readonly breaker?: BreakerOptions
   /** Authentication failures in a row that disable a stored channel. Default 3. */
   readonly authFailures?: number
@@ -81,8 +89,9 @@ export interface ChannelsOptions {
    */
   readonly submitWait?: Duration.DurationInput
   /**
-   * The extension point for real vendor adapters: builds the upstream of a channel of a transport instead of the
-   * built-in one (the simulator, the relay client). A channel's settings and decrypted credentials are its input.
+   * Builds the upstream of a channel of a transport instead of its registry entry's builder (tests, embedders that
+   * wrap a transport). A channel's settings and decrypted credentials are its input; the entry's other facts
+   * (callbacks, submit recovery) still hold.
    */
   readonly adapters?: Partial<Record<ChannelTransport, (channel: ChannelConfig) => Effect.Effect<Upstream["Type"]>>>
 }
@@ -92,13 +101,17 @@ export const defaultIds = { simulated: "default:simulated", relay: "default:rela
 
 /** The default channels of the environment's routing (see the module comment). */
 export const defaultChannels = (
-  transports: Transports,
+  transports: FamilyTransports,
   relay: Relay.RelayOptions | undefined,
   /** When the process read its environment (epoch ms): the channels' creation and change time. */
-  at = 0
+  at = 0,
+  /** The families routed: each is served by one of the default channels. */
+  families: Family.Registry = Families.registry
 ): ReadonlyArray<ChannelConfig> => {
+  // a larger registry's families are passed through as the shipped ones (see docs/extending.md)
+  const names = families.map((family) => family.name as Catalog.TaskFamily)
   const on = (transport: "simulated" | "relay") =>
-    Catalog.taskFamilies.filter((family) => (transports[family] ?? "simulated") === transport)
+    names.filter((family) => (transports[family] ?? "simulated") === transport)
   const base = {
     models: [],
     priority: 0,
@@ -187,49 +200,19 @@ interface Live {
   readonly transport: Upstream["Type"]
   readonly stored: boolean
   /** Checks the upstream's own signature of a callback (absent: the transport's upstream signs none). */
-  readonly verifyCallback?: Transport["verifyCallback"]
-  /** The job a genuine callback names (see {@link Transport}). */
-  readonly jobOfCallback?: Transport["jobOfCallback"]
+  readonly verifyCallback?: Transport.Built["verifyCallback"]
+  /** The job a genuine callback names (see {@link Transport.Built}). */
+  readonly jobOfCallback?: Transport.Built["jobOfCallback"]
   /** Whether the channel's upstream reports the end of every job (callbacks): polls are then a safety net. */
   readonly notifies: boolean
+  /** How the job of an uncertain submit is found on the channel (its transport's). */
+  readonly submitRecovery: Transport.SubmitRecovery
   /**
    * The channel's poll rate (see {@link PollRate}); none for the simulated upstream unless its settings give one (it
    * runs in this process: there is no upstream API to spare).
    */
   readonly pollRate: PollRate | undefined
 }
-
-/** The HTTP transports, each built from its channel's context. */
-const httpTransports: Readonly<
-  Record<"fal" | "replicate" | "comfyui" | "openai", (context: TransportContext) => Transport>
-> = {
-  fal: Fal.make,
-  replicate: Replicate.make,
-  comfyui: Comfy.make,
-  openai: OpenAi.make
-}
-
-/**
- * How a transport finds the job of an uncertain submit (one whose answer was lost) before submitting again
- * (docs/channels.md, "Submits without duplicates"): `in-process` (the simulator: no submit is ever uncertain),
- * `idempotency-key` (the upstream answers a repeated submit with the job it made: the relay), `lookup` (the job is
- * found by our key among the upstream's jobs: ComfyUI's queue and history), `callback` (the upstream's callback names
- * the job; without one the task waits `submitWait`: fal, Replicate), `wait` (no way: the task waits `submitWait`,
- * then is submitted again, a second job if the first one was made: OpenAI-compatible).
- */
-export const submitRecovery: Readonly<
-  Record<ChannelTransport, "in-process" | "idempotency-key" | "lookup" | "callback" | "wait">
-> = {
-  simulated: "in-process",
-  relay: "idempotency-key",
-  comfyui: "lookup",
-  fal: "callback",
-  replicate: "callback",
-  openai: "wait"
-}
-
-/** The transports whose upstream calls back when a job ends. */
-const callbackTransports = new Set<ChannelTransport>(["fal", "replicate"])
 
 /** Default polls per second of one channel from one node (set `poll_rate` to what the upstream allows). */
 export const defaultPollRate = 100
@@ -296,6 +279,7 @@ export const make = (options: ChannelsOptions = {}) =>
     const authLimit = Math.max(1, options.authFailures ?? 3)
     const slotWaitMs = Duration.toMillis(options.slotWait ?? "1 second")
     const submitWaitMs = Duration.toMillis(options.submitWait ?? "5 minutes")
+    const transportRegistry = options.transportRegistry ?? Transports.registry
     const breakers = new Breakers(options.breaker)
     /**
      * The breakers' state changes, as gauge values and log lines (through the program's logger), reported by the fiber
@@ -311,24 +295,6 @@ export const make = (options: ChannelsOptions = {}) =>
     /** Authentication failures in a row per channel. */
     const authFailures = new Map<string, number>()
 
-    const relayOf = (config: ChannelConfig) =>
-      Effect.suspend(() => {
-        const { baseUrl } = config.settings
-        const { apiKey } = config.credentials
-        if (baseUrl === undefined || apiKey === undefined) return Effect.succeed(Option.none<Transport>())
-        return Relay.make({
-          baseUrl,
-          apiKey,
-          allowPrivate,
-          ...(config.settings.timeoutMs === undefined ? {} : { timeout: Duration.millis(config.settings.timeoutMs) }),
-          ...(config.settings.resultHosts === undefined ? {} : { resultHosts: config.settings.resultHosts }),
-          ...(config.settings.maxResultBytes === undefined ? {} : { maxFileBytes: config.settings.maxResultBytes })
-        }).pipe(
-          Effect.provideService(ResultCopier, copier),
-          Effect.map((upstream) => Option.some<Transport>({ upstream }))
-        )
-      })
-
     /** The URL an upstream calls back for a task of a channel: signed for the channel and task, until after the deadline. */
     const callbackUrlOf = (channelId: string) => (task: TaskRecord) =>
       Effect.gen(function*() {
@@ -341,55 +307,72 @@ export const make = (options: ChannelsOptions = {}) =>
         return `${base}/callbacks/v1/${encodeURIComponent(channelId)}/${encodeURIComponent(task.id)}?${query}`
       })
 
-    /** An HTTP transport of a channel (none without a base URL). */
-    const httpOf = (config: ChannelConfig, make: (context: TransportContext) => Transport) =>
-      Effect.sync(() => {
-        const baseUrl = (config.settings.baseUrl ?? defaultBaseUrls[config.transport])?.replace(/\/+$/, "")
-        if (baseUrl === undefined) return Option.none<Transport>()
-        const callbacks = callbackTransports.has(config.transport) && config.settings.callbacks !== false
-        return Option.some(make({
-          channel: config,
-          baseUrl,
-          mapping: Mapping.compile(config.settings.mapping),
-          copier,
-          policy: {
-            trustedHosts: [hostOf(baseUrl), ...(config.settings.resultHosts ?? [])],
-            allowPrivate,
-            timeoutMs: config.settings.timeoutMs ?? 30_000,
-            maxBytes: config.settings.maxResultBytes ?? defaultMaxResultBytes,
-            lookup: options.inputChecks?.lookup
-          },
-          callbackUrl: callbacks ? callbackUrlOf(config.id) : () => Effect.succeed(undefined)
-        }))
-      })
+    /**
+     * What a channel's transport is built from; none when the transport needs a base URL and the channel gives none
+     * (and its transport has no default). The base URL is empty for a transport that takes none.
+     */
+    const contextOf = (config: ChannelConfig, definition: Transport.Any): Transport.Context | undefined => {
+      const fallback = typeof definition.baseUrl === "object" ? definition.baseUrl.default : undefined
+      const given = config.settings.baseUrl ?? fallback
+      if (definition.baseUrl !== "none" && given === undefined) return undefined
+      const baseUrl = definition.baseUrl === "none" || given === undefined ? "" : given.replace(/\/+$/, "")
+      const callbacks = definition.callbacks && config.settings.callbacks !== false
+      return {
+        channel: config,
+        baseUrl,
+        mapping: Mapping.compile(config.settings.mapping),
+        copier,
+        policy: {
+          trustedHosts: [...(baseUrl === "" ? [] : [hostOf(baseUrl)]), ...(config.settings.resultHosts ?? [])],
+          allowPrivate,
+          timeoutMs: config.settings.timeoutMs ?? 30_000,
+          maxBytes: config.settings.maxResultBytes ?? defaultMaxResultBytes,
+          lookup: options.inputChecks?.lookup
+        },
+        callbackUrl: callbacks ? callbackUrlOf(config.id) : () => Effect.succeed(undefined)
+      }
+    }
 
-    const build = (config: ChannelConfig, stored: boolean) => {
-      const adapter = options.adapters?.[config.transport]
-      const transport = config.transport
-      return Effect.map(
-        adapter !== undefined
-          ? Effect.map(adapter(config), (upstream) => Option.some<Transport>({ upstream }))
-          : transport === "simulated"
-          ? Effect.succeed(Option.some<Transport>({ upstream: simulated }))
-          : transport === "relay"
-          ? relayOf(config)
-          : httpOf(config, httpTransports[transport]),
-        Option.map((built): Live => ({
+    /**
+     * A channel's transport from its registry entry (or the `adapters` option); none when the registry does not know
+     * its transport or the channel lacks what the transport needs.
+     */
+    const build = (config: ChannelConfig, stored: boolean): Effect.Effect<Option.Option<Live>> =>
+      Effect.gen(function*() {
+        const definition = Transport.find(transportRegistry, config.transport)
+        const adapter = options.adapters?.[config.transport]
+        const context = definition === undefined ? undefined : contextOf(config, definition)
+        const built = adapter !== undefined
+          ? Option.some<Transport.Built>({ upstream: yield* adapter(config) })
+          : definition === undefined || context === undefined
+          ? Option.none<Transport.Built>()
+          : yield* definition.build(context).pipe(
+            Effect.provideService(SimulatedUpstream, simulated),
+            Effect.provideService(ResultCopier, copier)
+          )
+        const inProcess = definition?.submitRecovery === "in-process"
+        return Option.map(built, (built): Live => ({
           config,
           transport: built.upstream,
           stored,
           ...(built.verifyCallback === undefined ? {} : { verifyCallback: built.verifyCallback }),
           ...(built.jobOfCallback === undefined ? {} : { jobOfCallback: built.jobOfCallback }),
           notifies: built.upstream.notifiesChanges ||
-            (callbackTransports.has(config.transport) && config.settings.callbacks !== false),
-          pollRate: config.transport === "simulated" && config.settings.pollRate === undefined
+            (definition?.callbacks === true && config.settings.callbacks !== false),
+          submitRecovery: definition?.submitRecovery ?? "wait",
+          // a transport in this process has no upstream API to spare: its polls are limited only when asked
+          pollRate: inProcess && config.settings.pollRate === undefined
             ? undefined
             : new PollRate(config.settings.pollRate ?? defaultPollRate)
         }))
-      )
-    }
+      })
 
-    const defaults = defaultChannels(options.transports ?? {}, options.relay, yield* Clock.currentTimeMillis)
+    const defaults = defaultChannels(
+      options.transports ?? {},
+      options.relay,
+      yield* Clock.currentTimeMillis,
+      options.families ?? Families.registry
+    )
     const defaultLive = yield* Effect.map(
       Effect.forEach(defaults, (config) => build(config, false)),
       (built) => new Map(built.flatMap((live) => Option.isSome(live) ? [[live.value.config.id, live.value] as const] : []))
@@ -625,7 +608,7 @@ export const make = (options: ChannelsOptions = {}) =>
      * the simulator runs in this process and never leaves a job unrecorded behind a lost answer (`NotFound`).
      */
     const lookless = (live: Live): FindResult =>
-      submitRecovery[live.config.transport] === "in-process"
+      live.submitRecovery === "in-process"
         ? { _tag: "NotFound" }
         : { _tag: "Unknown", waitMs: submitWaitMs }
 

@@ -55,6 +55,10 @@ export * as Breaker from "./Breaker.js"
 export * as Mapping from "./Mapping.js"
 /** The one result copy of every transport: guarded, streamed, off the worker. */
 export * as ResultCopy from "./ResultCopy.js"
+/** A channel transport: its facts and its builder. */
+export * as Transport from "./Transport.js"
+/** The registry of channel transports. */
+export * as Transports from "./transports/index.js"
 /** The fal queue transport. */
 export * as FalUpstream from "./FalUpstream.js"
 /** The Replicate predictions transport. */
