@@ -110,7 +110,7 @@ export const defaultChannels = (
 ): ReadonlyArray<ChannelConfig> => {
   // a larger registry's families are passed through as the shipped ones (see docs/extending.md)
   const names = families.map((family) => family.name as Catalog.TaskFamily)
-  const on = (transport: "simulated" | "relay") =>
+  const on = (transport: Upstreams.Transport) =>
     names.filter((family) => (transports[family] ?? "simulated") === transport)
   const base = {
     models: [],

@@ -25,8 +25,14 @@ import { RelayUpstream } from "./Relay.js"
 import type { FetchOptions } from "./RemoteMedia.js"
 import { SimulatedUpstream } from "./Simulated.js"
 
-/** A transport. */
-export type Transport = "simulated" | "relay"
+/**
+ * The transports the environment can route a family to (`MEDIAGATE_UPSTREAM_<FAMILY>`): the two of the transport
+ * registry that need no channel store, and the channel router's default channels.
+ */
+export const environmentTransports = ["simulated", "relay"] as const
+
+/** A transport the environment can route a family to. */
+export type Transport = (typeof environmentTransports)[number]
 
 /** The transport of each family (absent: simulated). */
 export type Transports = Partial<Readonly<Record<Catalog.TaskFamily, Transport>>>
@@ -143,7 +149,7 @@ export const layerRelayed = (
 /** The transports from Effect `Config` (`MEDIAGATE_UPSTREAM_VENDOR1` ...). */
 export const config: Config.Config<Transports> = Config.all(
   Rec.map(Catalog.models, (_, family): Config.Config<Transport> =>
-    Config.literal("simulated", "relay")(`MEDIAGATE_UPSTREAM_${family.toUpperCase()}`).pipe(
+    Config.literal(...environmentTransports)(`MEDIAGATE_UPSTREAM_${family.toUpperCase()}`).pipe(
       Config.withDefault("simulated" as const)
     ))
 )
