@@ -341,7 +341,7 @@ export const make = (options: ChannelsOptions = {}) =>
       Effect.gen(function*() {
         const definition = Transport.find(transportRegistry, config.transport)
         const adapter = options.adapters?.[config.transport]
-        const context = definition === undefined ? undefined : contextOf(config, definition)
+        const context = adapter !== undefined || definition === undefined ? undefined : contextOf(config, definition)
         const built = adapter !== undefined
           ? Option.some<Transport.Built>({ upstream: yield* adapter(config) })
           : definition === undefined || context === undefined
