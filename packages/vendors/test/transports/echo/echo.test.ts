@@ -25,7 +25,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { checkShape } from "../../../src/ChannelAdmin.js"
 import * as ChannelSecrets from "../../../src/ChannelSecrets.js"
-import { ChannelStore, type ChannelTransport } from "../../../src/ChannelStore.js"
+import { ChannelRuntime, ChannelStore, type ChannelTransport } from "../../../src/ChannelStore.js"
 import * as Channels from "../../../src/Channels.js"
 import * as Estimates from "../../../src/Estimates.js"
 import * as FileService from "../../../src/FileService.js"
@@ -115,6 +115,11 @@ describe("a transport and a family added by a folder and one registry line each,
   it.live("runs a live request of the family on a channel of the transport; a failing channel's breaker logs", () =>
     Effect.gen(function*() {
       const store = yield* ChannelStore
+      // the environment's default channel serves every family of the registry the router was given
+      const defaults = (yield* ChannelRuntime).defaults
+      expect(defaults.map((channel) => ({ id: channel.id, families: channel.families }))).toEqual([
+        { id: Channels.defaultIds.simulated, families: families.map((family) => family.name) }
+      ])
       // a larger registry's names pass through the shipped types unchanged (docs/extending.md)
       const channel = yield* store.create({
         name: "echo",
