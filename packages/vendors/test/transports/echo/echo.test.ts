@@ -6,9 +6,9 @@
  * the admin checks read the same registry; and when the channel fails, its breaker's transitions are logged through
  * the program's logger.
  */
+import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { type Catalog, Families, Pricing, RateLimit } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
@@ -24,9 +24,9 @@ import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { checkShape } from "../../../src/ChannelAdmin.js"
+import * as Channels from "../../../src/Channels.js"
 import * as ChannelSecrets from "../../../src/ChannelSecrets.js"
 import { ChannelRuntime, ChannelStore, type ChannelTransport } from "../../../src/ChannelStore.js"
-import * as Channels from "../../../src/Channels.js"
 import * as Estimates from "../../../src/Estimates.js"
 import * as FileService from "../../../src/FileService.js"
 import * as FileStore from "../../../src/FileStore.js"
@@ -92,9 +92,11 @@ const send = (request: HttpClientRequest.HttpClientRequest) =>
   }).pipe(Effect.scoped)
 
 const create = (prompt: string) =>
-  send(HttpClientRequest.post("/api/v1/vendor10/text-to-video").pipe(
-    HttpClientRequest.bodyUnsafeJson({ model: "vendor10-b", input: { prompt, duration: 5, resolution: "720p" } })
-  ))
+  send(
+    HttpClientRequest.post("/api/v1/vendor10/text-to-video").pipe(
+      HttpClientRequest.bodyUnsafeJson({ model: "vendor10-b", input: { prompt, duration: 5, resolution: "720p" } })
+    )
+  )
 
 describe("a transport and a family added by a folder and one registry line each, through the channel router", () => {
   it("the admin checks read the registry they are given", () => {
@@ -112,53 +114,57 @@ describe("a transport and a family added by a folder and one registry line each,
     expect(checkShape({ ...shape, transport })).toBe("transport: echo is not a transport")
   })
 
-  it.live("runs a live request of the family on a channel of the transport; a failing channel's breaker logs", () =>
-    Effect.gen(function*() {
-      const store = yield* ChannelStore
-      // the environment's default channel serves every family of the registry the router was given
-      const defaults = (yield* ChannelRuntime).defaults
-      expect(defaults.map((channel) => ({ id: channel.id, families: channel.families }))).toEqual([
-        { id: Channels.defaultIds.simulated, families: families.map((family) => family.name) }
-      ])
-      // a larger registry's names pass through the shipped types unchanged (docs/extending.md)
-      const channel = yield* store.create({
-        name: "echo",
-        transport: "echo" as ChannelTransport,
-        families: ["vendor10" as Catalog.TaskFamily],
-        settings: { mapping: { "vendor10-b": { target: "echo-large" } } }
-      })
+  it.live(
+    "runs a live request of the family on a channel of the transport; a failing channel's breaker logs",
+    () =>
+      Effect.gen(function*() {
+        const store = yield* ChannelStore
+        // the environment's default channel serves every family of the registry the router was given
+        const defaults = (yield* ChannelRuntime).defaults
+        expect(defaults.map((channel) => ({ id: channel.id, families: channel.families }))).toEqual([
+          { id: Channels.defaultIds.simulated, families: families.map((family) => family.name) }
+        ])
+        // a larger registry's names pass through the shipped types unchanged (docs/extending.md)
+        const channel = yield* store.create({
+          name: "echo",
+          transport: "echo" as ChannelTransport,
+          families: ["vendor10" as Catalog.TaskFamily],
+          settings: { mapping: { "vendor10-b": { target: "echo-large" } } }
+        })
 
-      const created = yield* create("a red kite")
-      expect(created).toMatchObject({ status: 201, body: { data: { status: "pending", provider: "vendor10" } } })
-      const id = String(created.body.data["id"])
-      let task = (yield* send(HttpClientRequest.get(`/api/v1/tasks/${id}`))).body.data
-      for (let i = 0; i < 400 && task["status"] !== "succeeded" && task["status"] !== "failed"; i++) {
-        yield* Effect.sleep(25)
-        task = (yield* send(HttpClientRequest.get(`/api/v1/tasks/${id}`))).body.data
-      }
-      expect(task).toMatchObject({ status: "succeeded", provider: "vendor10", model: "vendor10-b" })
-      // the channel's transport ran the job: one submit, then polls until its file was copied
-      const calls = state.calls.filter((call) => call.task === id)
-      expect(calls[0]).toEqual({ call: "submit", channel: channel.id, task: id })
-      expect(calls.slice(1).every((call) => call.call === "poll" && call.channel === channel.id)).toBe(true)
-      expect(calls.length).toBeGreaterThanOrEqual(3)
-      // the file is the echo upstream's, through the channel's mapping, served from our store
-      const result = task["result"] as ReadonlyArray<{ url: string; format: string; size_bytes: number }>
-      expect(result.map(({ format }) => format)).toEqual(["mp4"])
-      const file = readFileSync(join(directory, decodeURIComponent(new URL(result[0]!.url).pathname.slice(7))))
-      expect(file.toString()).toBe("echo-large: a red kite")
-      expect(file.length).toBe(result[0]!.size_bytes)
+        const created = yield* create("a red kite")
+        expect(created).toMatchObject({ status: 201, body: { data: { status: "pending", provider: "vendor10" } } })
+        const id = String(created.body.data["id"])
+        let task = (yield* send(HttpClientRequest.get(`/api/v1/tasks/${id}`))).body.data
+        for (let i = 0; i < 400 && task["status"] !== "succeeded" && task["status"] !== "failed"; i++) {
+          yield* Effect.sleep(25)
+          task = (yield* send(HttpClientRequest.get(`/api/v1/tasks/${id}`))).body.data
+        }
+        expect(task).toMatchObject({ status: "succeeded", provider: "vendor10", model: "vendor10-b" })
+        // the channel's transport ran the job: one submit, then polls until its file was copied
+        const calls = state.calls.filter((call) => call.task === id)
+        expect(calls[0]).toEqual({ call: "submit", channel: channel.id, task: id })
+        expect(calls.slice(1).every((call) => call.call === "poll" && call.channel === channel.id)).toBe(true)
+        expect(calls.length).toBeGreaterThanOrEqual(3)
+        // the file is the echo upstream's, through the channel's mapping, served from our store
+        const result = task["result"] as ReadonlyArray<{ url: string; format: string; size_bytes: number }>
+        expect(result.map(({ format }) => format)).toEqual(["mp4"])
+        const file = readFileSync(join(directory, decodeURIComponent(new URL(result[0]!.url).pathname.slice(7))))
+        expect(file.toString()).toBe("echo-large: a red kite")
+        expect(file.length).toBe(result[0]!.size_bytes)
 
-      // the channel fails: its breaker opens (one failure, in this test) and the worker that caused it logs it
-      state.fail = true
-      const failing = yield* create("a blue kite")
-      expect(failing.status).toBe(201)
-      const opened = `channel ${channel.id}: circuit closed -> open (1 consecutive failures: echo: 503)`
-      for (let i = 0; i < 200 && !lines.includes(opened); i++) yield* Effect.sleep(25)
-      expect(lines).toContain(opened)
-      const failed = String(failing.body.data["id"])
-      expect(lines).toContain(
-        `task ${failed}: submit on channel ${channel.id} failed (echo: 503); trying the next channel`
-      )
-    }).pipe(Effect.provide(Stack), Effect.provide(RecordingLogger)), { timeout: 60_000 })
+        // the channel fails: its breaker opens (one failure, in this test) and the worker that caused it logs it
+        state.fail = true
+        const failing = yield* create("a blue kite")
+        expect(failing.status).toBe(201)
+        const opened = `channel ${channel.id}: circuit closed -> open (1 consecutive failures: echo: 503)`
+        for (let i = 0; i < 200 && !lines.includes(opened); i++) yield* Effect.sleep(25)
+        expect(lines).toContain(opened)
+        const failed = String(failing.body.data["id"])
+        expect(lines).toContain(
+          `task ${failed}: submit on channel ${channel.id} failed (echo: 503); trying the next channel`
+        )
+      }).pipe(Effect.provide(Stack), Effect.provide(RecordingLogger)),
+    { timeout: 60_000 }
+  )
 })
