@@ -8,6 +8,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { type Errors, Money, Services } from "@mediagate/contract"
 import type { Principal } from "@mediagate/contract/Security"
 import { Billing } from "@mediagate/engine/Billing"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -59,16 +60,7 @@ const consistent = (accountId = acct) =>
     return current
   })
 
-const principal = (accountId = acct): Principal => ({
-  accountId,
-  keyId: key,
-  environment: "live",
-  permissions: {},
-  spendLimitMicros: null,
-  spentMicros: 0,
-  expiresAt: null,
-  clientAddress: undefined
-})
+const principal = (accountId = acct): Principal => Fixtures.principal({ accountId, keyId: key })
 
 const brokenProvider = Layer.succeed(PaymentProvider.PaymentProvider, {
   name: "broken",

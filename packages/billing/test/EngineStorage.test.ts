@@ -10,6 +10,7 @@ import type { NewTask } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as WriteConnection from "@mediagate/persistence/WriteConnection"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -25,25 +26,8 @@ import { pgClient, pgSchema, postgres, runPostgres, sqlite, sqliteFilename } fro
 
 const now = Date.UTC(2025, 5, 1)
 
-const newTask = (accountId: string, chargedMicros: number, n: number): NewTask => ({
-  id: Ids.taskId(now + n),
-  accountId,
-  keyId: "key_a",
-  environment: "live",
-  endpoint: "vendor3/text-to-video",
-  provider: "vendor3",
-  operation: "text-to-video",
-  mediaType: "video",
-  model: "vendor3-3",
-  input: { prompt: "a cat" },
-  metadata: {},
-  webhookUrl: null,
-  originalTaskId: null,
-  chargedMicros,
-  estimatedSeconds: 60,
-  createdAt: now,
-  deadlineAt: now + 3_600_000
-})
+const newTask = (accountId: string, chargedMicros: number, n: number): NewTask =>
+  Fixtures.newTask({ id: Ids.taskId(now + n), accountId, chargedMicros, createdAt: now })
 
 /** Billing settings with auto top-up: 10 USD when a charge leaves less than 5 USD. */
 const topUpAt5Usd = {

@@ -13,9 +13,9 @@ import { RateLimit, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
-import * as Ids from "@mediagate/persistence/Ids"
 import { Health, Http, ServerConfig } from "@mediagate/server"
 import * as Databases from "@mediagate/testing/databases"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as ChannelAdmin from "@mediagate/vendors/ChannelAdmin"
 import * as Channels from "@mediagate/vendors/Channels"
 import * as ChannelSecrets from "@mediagate/vendors/ChannelSecrets"
@@ -154,30 +154,9 @@ const taskOn = (channelId: string) =>
   Effect.gen(function*() {
     const storage = yield* TaskStorage.TaskStorage
     const now = yield* storage.now
-    const id = Ids.taskId(now)
-    yield* storage.accept({
-      task: {
-        id,
-        accountId: "acct_a",
-        keyId: "key_a",
-        environment: "live",
-        endpoint: "vendor3/text-to-video",
-        provider: "vendor3",
-        operation: "text-to-video",
-        mediaType: "video",
-        model: "vendor3-3",
-        input: { prompt: "a cat" },
-        metadata: {},
-        webhookUrl: null,
-        originalTaskId: null,
-        chargedMicros: 0,
-        estimatedSeconds: 30,
-        createdAt: now,
-        deadlineAt: now + 3_600_000
-      },
-      charge: undefined,
-      idempotency: undefined
-    })
+    const task = Fixtures.newTask({ estimatedSeconds: 30, createdAt: now })
+    const id = task.id
+    yield* storage.accept({ task, charge: undefined, idempotency: undefined })
     const [claimed] = yield* storage.claim("node-1", 1, 600_000)
     expect(claimed?.id).toBe(id)
     expect(yield* storage.reserveChannel(id, claimed!.fence, channelId, 0)).toBe(true)

@@ -17,9 +17,9 @@ import { RateLimit, Services } from "@mediagate/contract"
 import * as ResultLinks from "@mediagate/engine/ResultLinks"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
-import * as Ids from "@mediagate/persistence/Ids"
 import { Health, Http, ServerConfig } from "@mediagate/server"
 import * as Databases from "@mediagate/testing/databases"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as WebhookStore from "@mediagate/webhooks/WebhookStore"
 import * as Effect from "effect/Effect"
@@ -131,25 +131,7 @@ const allPages = (path: string) =>
 const addTask = (accountId: string, keyId: string, createdAt: number, model = "vendor3-3") =>
   Effect.gen(function*() {
     const storage = yield* TaskStorage.TaskStorage
-    const task = {
-      id: Ids.taskId(createdAt),
-      accountId,
-      keyId,
-      environment: "test",
-      endpoint: "vendor3/text-to-video",
-      provider: "vendor3",
-      operation: "text-to-video",
-      mediaType: "video",
-      model,
-      input: { prompt: "a cat" },
-      metadata: {},
-      webhookUrl: null,
-      originalTaskId: null,
-      chargedMicros: 0,
-      estimatedSeconds: 60,
-      createdAt,
-      deadlineAt: createdAt + 3_600_000
-    } as const
+    const task = Fixtures.newTask({ accountId, keyId, environment: "test", model, createdAt })
     yield* storage.accept({ task, charge: undefined, idempotency: undefined })
     return task.id
   })

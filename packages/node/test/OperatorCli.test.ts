@@ -11,7 +11,7 @@ import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import { Services } from "@mediagate/contract"
 import * as ResultLinks from "@mediagate/engine/ResultLinks"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
-import * as Ids from "@mediagate/persistence/Ids"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as WebhookStore from "@mediagate/webhooks/WebhookStore"
 import * as Console from "effect/Console"
 import * as Context from "effect/Context"
@@ -81,25 +81,7 @@ describe("mediagate (operator commands)", () => {
       expect(listed.out.join("\n")).not.toContain(key.key)
 
       const now = yield* storage.now
-      const task = {
-        id: Ids.taskId(now),
-        accountId: acme.id,
-        keyId: key.id,
-        environment: "test",
-        endpoint: "vendor3/text-to-video",
-        provider: "vendor3",
-        operation: "text-to-video",
-        mediaType: "video",
-        model: "vendor3-3",
-        input: { prompt: "a cat" },
-        metadata: {},
-        webhookUrl: null,
-        originalTaskId: null,
-        chargedMicros: 0,
-        estimatedSeconds: 60,
-        createdAt: now,
-        deadlineAt: now + 3_600_000
-      } as const
+      const task = Fixtures.newTask({ accountId: acme.id, keyId: key.id, environment: "test", createdAt: now })
       yield* storage.accept({ task, charge: undefined, idempotency: undefined })
       const tasks = yield* cli(["tasks", "list", "--account", acme.id, "--status", "pending"], admin)
       expect(tasks.json().data.map((t: any) => [t.id, t.account_id])).toEqual([[task.id, acme.id]])

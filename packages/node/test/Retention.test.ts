@@ -13,8 +13,8 @@ import { layerUnmetered } from "@mediagate/engine/Billing"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import type { NewTask } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
-import * as Ids from "@mediagate/persistence/Ids"
 import { postgres, runPostgres, sqlite } from "@mediagate/testing/databases"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as FileStore from "@mediagate/vendors/FileStore"
 import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import { WebhookStore } from "@mediagate/webhooks/WebhookStore"
@@ -44,25 +44,8 @@ let epoch = 1_700_000_000_000
 const freshStart = Effect.suspend(() => TestClock.setTime(epoch += 100 * day))
 const settings: Retention.Settings = { ...Retention.defaults, interval: 60 * 60_000, testStorageQuota: 1000 }
 
-const newTask = (createdAt: number, environment: "live" | "test", accountId = "acct_a"): NewTask => ({
-  id: Ids.taskId(createdAt),
-  accountId,
-  keyId: "key_a",
-  environment,
-  endpoint: "vendor3/text-to-video",
-  provider: "vendor3",
-  operation: "text-to-video",
-  mediaType: "video",
-  model: "vendor3-3",
-  input: { prompt: "a cat" },
-  metadata: {},
-  webhookUrl: null,
-  originalTaskId: null,
-  chargedMicros: 0,
-  estimatedSeconds: 60,
-  deadlineAt: createdAt + 3_600_000,
-  createdAt
-})
+const newTask = (createdAt: number, environment: "live" | "test", accountId = "acct_a"): NewTask =>
+  Fixtures.newTask({ createdAt, environment, accountId })
 
 const keyOf = (id: string) => `tasks/${id}/video-0.mp4`
 

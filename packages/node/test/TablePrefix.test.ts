@@ -11,11 +11,11 @@ import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
 import { Services } from "@mediagate/contract"
-import * as Ids from "@mediagate/persistence/Ids"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as ResultLinks from "@mediagate/engine/ResultLinks"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as WebhookStore from "@mediagate/webhooks/WebhookStore"
 import * as Databases from "@mediagate/testing/databases"
@@ -136,25 +136,7 @@ const roundTrip = Effect.gen(function*() {
   const key = yield* adminService.createKey(account.id, { name: "root" })
   const storage = yield* TaskStorage
   const now = yield* storage.now
-  const task = {
-    id: Ids.taskId(now),
-    accountId: account.id,
-    keyId: key.id,
-    environment: "live",
-    endpoint: "vendor3/text-to-video",
-    provider: "vendor3",
-    operation: "text-to-video",
-    mediaType: "video",
-    model: "vendor3-3",
-    input: { prompt: "a cat" },
-    metadata: {},
-    webhookUrl: null,
-    originalTaskId: null,
-    chargedMicros: 2_000_000,
-    estimatedSeconds: 60,
-    createdAt: now,
-    deadlineAt: now + 3_600_000
-  } as const
+  const task = Fixtures.newTask({ accountId: account.id, keyId: key.id, chargedMicros: 2_000_000, createdAt: now })
   const charge = { accountId: account.id, keyId: key.id, taskId: task.id, amountMicros: 2_000_000, description: "a task" }
   yield* storage.accept({ task, charge, idempotency: { key: "idem", fingerprint: "f", notBefore: 0 } })
   expect((yield* adminService.getAccount(account.id)).balance).toBe(8)

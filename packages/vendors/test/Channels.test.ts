@@ -11,6 +11,7 @@ import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import { type JobState, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as Ids from "@mediagate/persistence/Ids"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -171,25 +172,12 @@ const claimTasks = (storage: TaskStorage.TaskStorage["Type"], n: number, environ
     for (let i = 0; i < n; i++) {
       const now = yield* Clock.currentTimeMillis
       yield* storage.accept({
-        task: {
-          id: Ids.taskId(now),
-          accountId: "acct_a",
-          keyId: "key_a",
+        task: Fixtures.newTask({
           environment,
-          endpoint: "vendor3/text-to-video",
-          provider: "vendor3",
-          operation: "text-to-video",
-          mediaType: "video",
-          model: "vendor3-3",
           input: { prompt: "a cat", aspect_ratio: "16:9" },
-          metadata: {},
-          webhookUrl: null,
-          originalTaskId: null,
-          chargedMicros: 0,
           estimatedSeconds: 30,
-          deadlineAt: now + 3_600_000,
           createdAt: now
-        },
+        }),
         charge: undefined,
         idempotency: undefined
       })

@@ -11,6 +11,7 @@ import * as Planner from "@mediagate/engine/Planner"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import * as Worker from "@mediagate/engine/Worker"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -55,16 +56,7 @@ const serve = Effect.acquireRelease(
   (server) => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
 )
 
-const principal = {
-  accountId: "acct_m",
-  keyId: "key_m",
-  environment: "live" as const,
-  permissions: {},
-  spendLimitMicros: null,
-  spentMicros: 0,
-  expiresAt: null,
-  clientAddress: undefined
-}
+const principal = Fixtures.principal({ accountId: "acct_m", keyId: "key_m" })
 
 /** Billing that records charges and refunds, and refuses charges of `refuse` micro-dollars. */
 const recordingBilling = (refuse?: number) => {

@@ -12,6 +12,7 @@ import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import * as Worker from "@mediagate/engine/Worker"
 import { Health, Http, ServerConfig } from "@mediagate/server"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -148,14 +149,10 @@ describe("relay upstream", () => {
       const local = files("http://local.example")
       const relay = yield* Layer.build(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) }).pipe(Layer.provide(withCopier(local.layer))))
       const upstream = (yield* Effect.provide(Relay.RelayUpstream, relay))
-      const task = {
+      const task = Fixtures.taskRecord({
         id: "task_01JZZZZZZZZZZZZZZZZZZZZZZZ",
-        endpoint: "vendor3/text-to-video",
-        operation: "text-to-video",
-        model: "vendor3-3",
-        input: { prompt: "p", aspect_ratio: "16:9" },
-        metadata: {}
-      } as unknown as Parameters<typeof upstream.submit>[0]
+        input: { prompt: "p", aspect_ratio: "16:9" }
+      })
       const first = yield* upstream.submit(task)
       const again = yield* upstream.submit(task)
       expect(again.jobId).toBe(first.jobId)

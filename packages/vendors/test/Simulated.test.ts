@@ -10,6 +10,7 @@ import * as Billing from "@mediagate/engine/Billing"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import * as Worker from "@mediagate/engine/Worker"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -31,16 +32,7 @@ import * as Upstreams from "../src/Upstreams.js"
 import * as VendorPlanner from "../src/VendorPlanner.js"
 import { decodeImage, probeVideoBytes } from "./probe.js"
 
-const principal = {
-  accountId: "acct_sim",
-  keyId: "key_sim",
-  environment: "live" as const,
-  permissions: {},
-  spendLimitMicros: null,
-  spentMicros: 0,
-  expiresAt: null,
-  clientAddress: undefined
-}
+const principal = Fixtures.principal({ accountId: "acct_sim", keyId: "key_sim" })
 
 const setup = (options: { readonly timeout?: Duration.DurationInput } = {}) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-sim-"))

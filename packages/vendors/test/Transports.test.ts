@@ -14,6 +14,7 @@ import { pngBytes } from "@mediagate/testing/fakes/common"
 import { startFalFake } from "@mediagate/testing/fakes/fal"
 import { startOpenAiFake } from "@mediagate/testing/fakes/openai"
 import { startReplicateFake } from "@mediagate/testing/fakes/replicate"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -55,11 +56,9 @@ const copierLayer = (options: ResultCopy.CopierOptions = {}) => {
 /** A live image task as the worker hands it to a transport. */
 const task = (overrides: Partial<TaskRecord> = {}): TaskRecord => {
   const now = Date.now()
-  return {
-    id: `task_${Math.random().toString(36).slice(2, 12).toUpperCase()}`,
+  return Fixtures.taskRecord({
     accountId: "acct_t",
     keyId: "key_t",
-    environment: "live",
     endpoint: "vendor4/text-to-image",
     provider: "vendor4",
     operation: "text-to-image",
@@ -68,26 +67,17 @@ const task = (overrides: Partial<TaskRecord> = {}): TaskRecord => {
     status: "queued",
     input: { prompt: "a lighthouse", size: "512x512" },
     metadata: { ref: "r1" },
-    webhookUrl: null,
-    originalTaskId: null,
     chargedMicros: 30_000,
-    refundedMicros: 0,
     estimatedSeconds: 10,
-    progress: 0,
-    result: null,
-    error: null,
-    upstreamJobId: null,
     fence: 1,
     leaseOwner: "w",
     leaseExpiresAt: now + 30_000,
     nextRunAt: null,
     deadlineAt: now + 120_000,
-    polls: 0,
     createdAt: now,
     startedAt: now,
-    completedAt: null,
     ...overrides
-  }
+  })
 }
 
 /** A channel of a transport. */

@@ -3,6 +3,7 @@
  * (for one account), and every other port dying if called.
  */
 import { Errors, Services } from "@mediagate/contract"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Voices from "../src/Voices.js"
@@ -10,16 +11,7 @@ import * as Voices from "../src/Voices.js"
 const unused = (name: string) => Effect.dieMessage(`${name} is not used by this test`)
 
 /** The principal of a live key of `accountId`. */
-export const principal = (accountId: string) => ({
-  accountId,
-  keyId: `key_${accountId}`,
-  environment: "live" as const,
-  permissions: {},
-  spendLimitMicros: null,
-  spentMicros: 0,
-  expiresAt: null,
-  clientAddress: undefined
-})
+export const principal = (accountId: string) => Fixtures.principal({ accountId, keyId: `key_${accountId}` })
 
 /** The ports, with `key` authenticating as a live key of `accountId`. */
 export const withKey = (key: string, accountId: string) =>

@@ -6,9 +6,9 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { describe, expect, it } from "@effect/vitest"
 import { Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
-import * as Ids from "@mediagate/persistence/Ids"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -70,12 +70,7 @@ describe("webhook delivery across a crash", () => {
         const storage = yield* TaskStorage
         const now = Date.now()
         yield* storage.accept({
-          task: {
-            id: Ids.taskId(now), accountId: "acct_a", keyId: "key_a", environment: "live", endpoint: "vendor3/text-to-video",
-            provider: "vendor3", operation: "text-to-video", mediaType: "video", model: "vendor3-3", input: { prompt: "p" },
-            metadata: {}, webhookUrl: null, originalTaskId: null, chargedMicros: 0, estimatedSeconds: 1,
-            deadlineAt: now + 60_000, createdAt: now
-          },
+          task: Fixtures.newTask({ input: { prompt: "p" }, estimatedSeconds: 1, deadlineAt: now + 60_000, createdAt: now }),
           charge: undefined,
           idempotency: undefined
         })

@@ -4,6 +4,7 @@ import { layerUnmetered } from "@mediagate/engine/Billing"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { makeMemory, TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -129,25 +130,15 @@ describe("fan-out from the engine outbox", () => {
   const finishAll = Effect.gen(function*() {
     const tasks = yield* TaskStorage
     const now = yield* tasks.now
-    const make = (webhookUrl: string | null) => ({
-      id: Ids.taskId(now),
-      accountId: "acct_alice",
-      keyId: "key_a",
-      environment: "live" as const,
-      endpoint: "vendor3/text-to-video" as const,
-      provider: "vendor3" as const,
-      operation: "text-to-video" as const,
-      mediaType: "video" as const,
-      model: "vendor3-3",
-      input: { prompt: "a cat" },
-      metadata: { order: 7 },
-      webhookUrl,
-      originalTaskId: null,
-      chargedMicros: 0,
-      estimatedSeconds: 60,
-      deadlineAt: now + 3_600_000,
-      createdAt: now - 10
-    })
+    const make = (webhookUrl: string | null) =>
+      Fixtures.newTask({
+        id: Ids.taskId(now),
+        accountId: "acct_alice",
+        metadata: { order: 7 },
+        webhookUrl,
+        createdAt: now - 10,
+        deadlineAt: now + 3_600_000
+      })
     const a = make("https://job.example.com/a")
     const b = make(null)
     const c = make("https://job.example.com/c")
@@ -277,11 +268,15 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       const ok = yield* service.create(alice, { url: server.url, events: ["task.completed"] }, undefined)
       const now = Date.now()
       yield* tasks.accept({
-        task: {
-          id: Ids.taskId(now), accountId: "acct_alice", keyId: "k", environment: "live", endpoint: "vendor3/text-to-video",
-          provider: "vendor3", operation: "text-to-video", mediaType: "video", model: "vendor3-3", input: {}, metadata: {},
-          webhookUrl: null, originalTaskId: null, chargedMicros: 0, estimatedSeconds: 1, deadlineAt: now + 60_000, createdAt: now - 5
-        },
+        task: Fixtures.newTask({
+          id: Ids.taskId(now),
+          accountId: "acct_alice",
+          keyId: "k",
+          input: {},
+          estimatedSeconds: 1,
+          deadlineAt: now + 60_000,
+          createdAt: now - 5
+        }),
         charge: undefined,
         idempotency: undefined
       })

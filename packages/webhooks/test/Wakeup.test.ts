@@ -10,6 +10,7 @@ import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import type { NewTask } from "@mediagate/engine/TaskRecord"
 import { layerMemory as taskStorageMemory, TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Ids from "@mediagate/persistence/Ids"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -23,25 +24,15 @@ import { receiver } from "./support.js"
 /** Only the signal can wake the dispatcher within a test: both of its polls wait an hour. */
 const backstopOnly: Dispatcher.DispatcherOptions = { idle: "1 hour", deliveryIdle: "1 hour", jitter: 0 }
 
-const taskFor = (now: number, webhookUrl: string): NewTask => ({
-  id: Ids.taskId(now),
-  accountId: "acct_alice",
-  keyId: "key_a",
-  environment: "live",
-  endpoint: "vendor3/text-to-video",
-  provider: "vendor3",
-  operation: "text-to-video",
-  mediaType: "video",
-  model: "vendor3-3",
-  input: { prompt: "a cat" },
-  metadata: {},
-  webhookUrl,
-  originalTaskId: null,
-  chargedMicros: 0,
-  estimatedSeconds: 1,
-  deadlineAt: now + 3_600_000,
-  createdAt: now - 5
-})
+const taskFor = (now: number, webhookUrl: string): NewTask =>
+  Fixtures.newTask({
+    id: Ids.taskId(now),
+    accountId: "acct_alice",
+    webhookUrl,
+    estimatedSeconds: 1,
+    deadlineAt: now + 3_600_000,
+    createdAt: now - 5
+  })
 
 /** Accepts, claims and ends a task through `writer` (finished, or cancelled before it is claimed). */
 const endTask = (writer: TaskStorage["Type"], url: string, how: "finish" | "finish-claimed" | "cancel") =>

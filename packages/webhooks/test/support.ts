@@ -4,6 +4,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Security } from "@mediagate/contract"
 import type { OutboxEntry } from "@mediagate/engine/TaskStorage"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as http from "node:http"
@@ -14,16 +15,8 @@ import * as WebhookStore from "../src/WebhookStore.js"
 import { postgres, runPostgres, sqlite } from "./databases.js"
 
 /** A principal of an account. */
-export const principal = (accountId = "acct_a"): Security.Principal => ({
-  accountId,
-  keyId: `key_${accountId}`,
-  environment: "live",
-  permissions: {},
-  spendLimitMicros: null,
-  spentMicros: 0,
-  expiresAt: null,
-  clientAddress: undefined
-})
+export const principal = (accountId = "acct_a"): Security.Principal =>
+  Fixtures.principal({ accountId, keyId: `key_${accountId}` })
 
 /** A store backend: a fresh store per test, following the Effect `Clock` (so `TestClock` drives it). */
 export type Backend = () => Layer.Layer<WebhookStore.WebhookStore, unknown>
