@@ -93,6 +93,8 @@ import {
   type OutboxEntry,
   resultSize,
   type StepUpdate,
+  layerPorts,
+  type Ports,
   TaskStorage
 } from "./TaskStorage.js"
 
@@ -1721,5 +1723,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
 /** The SQL storage as a layer (runs the migrations). */
 export const layer = (
   options: SqlOptions = {}
-): Layer.Layer<TaskStorage, SqlError | Migrator.MigrationError | PersistenceError, SqlClient.SqlClient | Billing> =>
-  Layer.scoped(TaskStorage, make(options))
+): Layer.Layer<
+  TaskStorage | Ports,
+  SqlError | Migrator.MigrationError | PersistenceError,
+  SqlClient.SqlClient | Billing
+> => Layer.provideMerge(layerPorts, Layer.scoped(TaskStorage, make(options)))

@@ -19,7 +19,9 @@ import * as Option from "effect/Option"
 import { ResultLinks } from "./ResultLinks.js"
 import { type TaskRecord, toSummary, toTask } from "./TaskRecord.js"
 import { listPage } from "./TaskService.js"
-import { type NodeRow, TaskStorage } from "./TaskStorage.js"
+import { NodeRegistry, type NodeRow } from "./NodeRegistry.js"
+import { StorageClock } from "./StorageClock.js"
+import { TaskReads } from "./TaskReads.js"
 
 /** Heartbeat periods a node may miss before it is reported stale. */
 export const staleBeats = 3
@@ -66,8 +68,14 @@ export const toNodeStatus = (node: NodeRow, now: number): Admin.NodeStatus => ({
 })
 
 /** Builds the engine's `AdminTasks`. */
-export const make: Effect.Effect<Services.AdminTasks["Type"], never, TaskStorage | ResultLinks> = Effect.gen(function*() {
-  const storage = yield* TaskStorage
+export const make: Effect.Effect<
+  Services.AdminTasks["Type"],
+  never,
+  TaskReads | NodeRegistry | StorageClock | ResultLinks
+> = Effect.gen(function*() {
+  const reads = yield* TaskReads
+  const registry = yield* NodeRegistry
+  const clock = yield* StorageClock
   const links = yield* ResultLinks
 
   const list: Services.AdminTasks["Type"]["list"] = (query) =>
@@ -76,22 +84,22 @@ export const make: Effect.Effect<Services.AdminTasks["Type"], never, TaskStorage
       account_id: task.accountId,
       environment: task.environment
     })).pipe(
-      Effect.provideService(TaskStorage, storage),
+      Effect.provideService(TaskReads, reads),
       Effect.catchTag("PersistenceError", unavailable),
       Tracing.span("AdminTasks.list")
     )
 
   const get: Services.AdminTasks["Type"]["get"] = (id) =>
     Effect.gen(function*() {
-      const found = yield* storage.getById(id)
+      const found = yield* reads.getById(id)
       if (Option.isNone(found)) return yield* new Errors.TaskNotFound({ message: `task ${id} not found` })
       const read = toAdminTask(found.value)
       return read.result === undefined ? read : { ...read, result: yield* links.refresh(read.result) }
     }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("AdminTasks.get"))
 
   const status: Services.AdminTasks["Type"]["status"] = Effect.gen(function*() {
-    const now = yield* storage.now
-    const [overview, nodes] = yield* Effect.all([storage.overview, storage.nodes(now - nodeDropAfterMs)], {
+    const now = yield* clock.now
+    const [overview, nodes] = yield* Effect.all([reads.overview, registry.nodes(now - nodeDropAfterMs)], {
       concurrency: 2
     })
     const { byStatus } = overview
@@ -111,7 +119,11 @@ export const make: Effect.Effect<Services.AdminTasks["Type"], never, TaskStorage
 })
 
 /** The engine's `AdminTasks` as a layer. */
-export const layer: Layer.Layer<Services.AdminTasks, never, TaskStorage | ResultLinks> = Layer.effect(
+export const layer: Layer.Layer<
+  Services.AdminTasks,
+  never,
+  TaskReads | NodeRegistry | StorageClock | ResultLinks
+> = Layer.effect(
   Services.AdminTasks,
   make
 )

@@ -18,7 +18,8 @@ import { Admission } from "./Admission.js"
 import { Planner } from "./Planner.js"
 import { Placement } from "./Placement.js"
 import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
-import { type IdempotencyClaim, TaskStorage } from "./TaskStorage.js"
+import { type IdempotencyClaim, TaskLifecycle } from "./TaskLifecycle.js"
+import { TaskReads } from "./TaskReads.js"
 import { ResultLinks } from "./ResultLinks.js"
 import { Upstream } from "./Upstream.js"
 import * as EngineMetrics from "./internal/metrics.js"
@@ -36,9 +37,9 @@ export const listPage = <A>(
   accountId: string | undefined,
   query: Task.TaskListQuery & { readonly environment?: TaskRecord["environment"] | undefined },
   item: (task: TaskRecord) => A
-): Effect.Effect<Envelope.Page<A>, Errors.ValidationError | PersistenceError, TaskStorage> =>
+): Effect.Effect<Envelope.Page<A>, Errors.ValidationError | PersistenceError, TaskReads> =>
   Effect.gen(function*() {
-    const storage = yield* TaskStorage
+    const storage = yield* TaskReads
     const beforeId = yield* Envelope.decodeIdCursor("task_", query.cursor)
     const page = yield* storage.list(accountId, {
       status: query.status,
@@ -58,7 +59,8 @@ const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} 
 
 /** Builds the service. */
 export const make = Effect.gen(function*() {
-  const storage = yield* TaskStorage
+  const lifecycle = yield* TaskLifecycle
+  const reads = yield* TaskReads
   const planner = yield* Planner
   const upstream = yield* Upstream
   const links = yield* ResultLinks
@@ -135,7 +137,7 @@ export const make = Effect.gen(function*() {
           description: `${task.model} ${task.operation}`
         }
         : undefined
-      const result = yield* storage.accept({ task, charge, idempotency })
+      const result = yield* lifecycle.accept({ task, charge, idempotency })
       if (result._tag === "Created") EngineMetrics.created(result.task)
       return result.task
     })
@@ -148,7 +150,7 @@ export const make = Effect.gen(function*() {
         IdempotencyWindow.claim(key, [principal.environment, ...parts], now))
 
   const findTask = (principal: Security.Principal, id: string) =>
-    Effect.flatMap(storage.get(principal.accountId, id, principal.environment), (task) =>
+    Effect.flatMap(reads.get(principal.accountId, id, principal.environment), (task) =>
       Option.isSome(task) ? Effect.succeed(task.value) : Effect.fail(notFound(id)))
 
   // the spans of the hot paths, made once
@@ -167,7 +169,7 @@ export const make = Effect.gen(function*() {
 
     list: (principal, query) =>
       listPage(principal.accountId, { ...query, environment: principal.environment }, toSummary).pipe(
-        Effect.provideService(TaskStorage, storage),
+        Effect.provideService(TaskReads, reads),
         Effect.catchTag("PersistenceError", unavailable),
         Tracing.span("TaskService.list")
       ),
@@ -193,7 +195,7 @@ export const make = Effect.gen(function*() {
 
     cancel: (principal, id) =>
       Effect.gen(function*() {
-        const result = yield* storage.cancel(principal.accountId, id, principal.environment)
+        const result = yield* lifecycle.cancel(principal.accountId, id, principal.environment)
         switch (result._tag) {
           case "NotFound":
             return yield* notFound(id)
@@ -214,14 +216,14 @@ export const make = Effect.gen(function*() {
       }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("TaskService.cancel")),
 
     inFlight: (principal) =>
-      storage.activeCounts(principal.accountId, principal.keyId).pipe(
+      reads.activeCounts(principal.accountId, principal.keyId).pipe(
         Effect.catchTag("PersistenceError", unavailable),
         Tracing.span("TaskService.inFlight")
       ),
 
     providerOf: (principal, id) =>
       Effect.map(
-        storage.get(principal.accountId, id, principal.environment),
+        reads.get(principal.accountId, id, principal.environment),
         Option.map((task: TaskRecord) => ({ provider: task.provider, type: task.mediaType }))
       ).pipe(Effect.catchTag("PersistenceError", unavailable))
   }
@@ -229,7 +231,11 @@ export const make = Effect.gen(function*() {
 })
 
 /** The engine's `TaskService`. */
-export const layer: Layer.Layer<Services.TaskService, never, TaskStorage | Planner | Upstream | ResultLinks> = Layer.scoped(
+export const layer: Layer.Layer<
+  Services.TaskService,
+  never,
+  TaskLifecycle | TaskReads | Planner | Upstream | ResultLinks
+> = Layer.scoped(
   Services.TaskService,
   make
 )

@@ -1,5 +1,5 @@
 /**
- * The task storage port and its in-memory implementation.
+ * The task storage as one service (every port's members), the layer of its ports, and its in-memory implementation.
  *
  * Every worker write is a compare-and-set on the task's status **and** fencing token (`fence`, incremented by each
  * claim), so a worker that lost its lease can never overwrite a newer state. Terminal transitions write the refund
@@ -10,11 +10,10 @@
  *
  * @since 0.1.0
  */
-import { Errors, Task, type Webhook } from "@mediagate/contract"
+import { Errors, Task } from "@mediagate/contract"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as MemoryStore from "@mediagate/persistence/MemoryStore"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -22,371 +21,75 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import { Billing, type Charge } from "./Billing.js"
+import { Billing } from "./Billing.js"
 import { markedAt } from "./Upstream.js"
 import {
   activeStatuses,
   fromNew,
   isTerminal,
-  type NewTask,
-  type Outcome,
   refundFor,
   statusOfOutcome,
   type TaskRecord,
   toEvent,
   usageColumns
 } from "./TaskRecord.js"
+import { ChannelSlots, type ChannelUsage } from "./ChannelSlots.js"
+import { NodeRegistry, type NodeRow } from "./NodeRegistry.js"
+import { StorageClock } from "./StorageClock.js"
+import { extraCharges, TaskLifecycle } from "./TaskLifecycle.js"
+import { type OutboxEntry, TaskOutbox } from "./TaskOutbox.js"
+import { ownedBy, TaskReads } from "./TaskReads.js"
+import { resultSize, TaskRetention } from "./TaskRetention.js"
 
-/** Filters and keyset position of a list (newest first). */
-export interface ListQuery {
-  readonly status?: Task.TaskStatus | undefined
-  readonly provider?: string | undefined
-  readonly model?: string | undefined
-  /** Epoch ms, inclusive. */
-  readonly createdAfter?: number | undefined
-  /** Epoch ms, exclusive. */
-  readonly createdBefore?: number | undefined
-  /** Task id prefix. */
-  readonly idPrefix?: string | undefined
-  /** Only the tasks of this environment (a key's view); undefined: both (operators). */
-  readonly environment?: TaskRecord["environment"] | undefined
-  /** Only tasks with an id below this one (the keyset of the next page). */
-  readonly beforeId?: string | undefined
-  readonly limit: number
-}
+export type { ChannelUsage } from "./ChannelSlots.js"
+export type { NodeBeat, NodeRow } from "./NodeRegistry.js"
+export {
+  type AcceptResult,
+  type CancelResult,
+  type ExtraCharge,
+  extraCharges,
+  type FinishOptions,
+  type IdempotencyClaim,
+  type StepUpdate
+} from "./TaskLifecycle.js"
+export type { OutboxEntry, OutboxPage } from "./TaskOutbox.js"
+export { type ListPage, type ListQuery, type Overview, ownedBy } from "./TaskReads.js"
+export { type ResultScan, resultSize } from "./TaskRetention.js"
 
-/** Whether a task is the account's, and of `environment` when given (both storages). */
-export const ownedBy = (task: TaskRecord, accountId: string, environment?: TaskRecord["environment"]): boolean =>
-  task.accountId === accountId && (environment === undefined || task.environment === environment)
+/**
+ * Every port of the task storage in one service: what {@link makeMemory} and `SqlTaskStorage.make` build, and what
+ * their layers provide each port from ({@link layerPorts}).
+ */
+export type Service =
+  & TaskLifecycle["Type"]
+  & TaskReads["Type"]
+  & TaskOutbox["Type"]
+  & NodeRegistry["Type"]
+  & ChannelSlots["Type"]
+  & TaskRetention["Type"]
+  & StorageClock["Type"]
 
-/** A page of tasks. */
-export interface ListPage {
-  readonly items: ReadonlyArray<TaskRecord>
-  readonly hasMore: boolean
-  /** Tasks matching the filters (all pages). */
-  readonly total: number
-}
+/** The task storage as one service (its implementations' layers also provide each port: {@link layerPorts}). */
+export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<TaskStorage, Service>() {}
 
-/** An `Idempotency-Key` claim of a task, judged by the shared rule (`IdempotencyWindow`). */
-export type IdempotencyClaim = IdempotencyWindow.Claim
+/** Every port of the task storage. */
+export type Ports = TaskLifecycle | TaskReads | TaskOutbox | NodeRegistry | ChannelSlots | TaskRetention | StorageClock
 
-/** The answer of {@link TaskStorage} `accept`. */
-export type AcceptResult =
-  | { readonly _tag: "Created"; readonly task: TaskRecord }
-  | { readonly _tag: "Replayed"; readonly task: TaskRecord }
+/** Each port of a task storage service, as a context. */
+export const portsOf = (storage: Service): Context.Context<Ports> =>
+  Context.make(TaskLifecycle, storage).pipe(
+    Context.add(TaskReads, storage),
+    Context.add(TaskOutbox, storage),
+    Context.add(NodeRegistry, storage),
+    Context.add(ChannelSlots, storage),
+    Context.add(TaskRetention, storage),
+    Context.add(StorageClock, storage)
+  )
 
-/** The answer of a cancel. */
-export type CancelResult =
-  | { readonly _tag: "NotFound" }
-  | { readonly _tag: "NotCancellable"; readonly status: Task.TaskStatus }
-  | { readonly _tag: "Cancelled"; readonly task: TaskRecord }
+/** Each port from the {@link TaskStorage} in context. */
+export const layerPorts: Layer.Layer<Ports, never, TaskStorage> = Layer.effectContext(Effect.map(TaskStorage, portsOf))
 
-/** A fenced, non-terminal update by the worker holding the lease. */
-export interface StepUpdate {
-  readonly status?: "queued" | "running"
-  readonly progress?: number
-  readonly upstreamJobId?: string
-  /** The channel the job was submitted to (recorded with `upstreamJobId`). */
-  readonly channelId?: string
-  /**
-   * Forget the upstream job and the channel (both back to null): the job's channel failed and the next step submits
-   * the task again, on another channel; or a submit failed on every channel and the reservation is let go.
-   */
-  readonly resubmit?: boolean
-  /** When the task is next due; the lease is released with it. */
-  readonly nextRunAt: number
-  /** Count this step as an upstream poll. */
-  readonly polled?: boolean
-  /**
-   * Charges on top of the price, known only once the task runs (e.g. measured input seconds). Charged through
-   * {@link Billing} in the same transaction as the step (never for `test` tasks); a refusal fails the step and
-   * records nothing.
-   */
-  readonly charges?: ReadonlyArray<ExtraCharge>
-}
 
-/** What a finish records besides the outcome. */
-export interface FinishOptions {
-  /** The upstream job of the task, when the worker has not recorded it yet. */
-  readonly upstreamJobId?: string | undefined
-  /** The channel of that job. */
-  readonly channelId?: string | undefined
-  /**
-   * The task as the finishing worker claimed it (the record of the claim whose fence is given). A storage may
-   * build the event from it before the write (the fields an event carries do not change while a claim holds), and
-   * so end the task and write its event in one statement; without it, the event is built from the written row.
-   */
-  readonly task?: TaskRecord | undefined
-}
-
-/** A charge on top of a task's price. */
-export interface ExtraCharge {
-  readonly amountMicros: number
-  readonly description: string
-}
-
-/** An event in the outbox. */
-export interface OutboxEntry {
-  readonly seq: number
-  readonly accountId: string
-  readonly taskId: string
-  /** The environment of the task: its events go to the webhooks of that environment only. */
-  readonly environment: TaskRecord["environment"]
-  readonly webhookUrl: string | null
-  readonly event: Webhook.WebhookEvent
-}
-
-/** A task as retention sees it ({@link TaskStorage} `scanResults`). */
-export interface ResultScan {
-  readonly id: string
-  readonly accountId: string
-  readonly status: TaskRecord["status"]
-  readonly result: TaskRecord["result"]
-}
-
-/** The bytes of a result's files. */
-export const resultSize = (result: TaskRecord["result"]): number =>
-  (result ?? []).reduce((total, item) => total + (Number.isFinite(item.size_bytes) ? item.size_bytes : 0), 0)
-
-/** A page of the outbox and the cursor after it. */
-export interface OutboxPage {
-  readonly entries: ReadonlyArray<OutboxEntry>
-  /** Opaque: pass it to the next `readOutbox` to continue after this page. */
-  readonly cursor: string
-  /**
-   * Entries after the page exist that are held back for now (PostgreSQL: committed by a transaction not older than
-   * every running one, see `SqlTaskStorage`); they become readable as soon as those transactions end: read again
-   * shortly. Absent or false otherwise.
-   */
-  readonly heldBack?: boolean
-}
-
-/** Every account's tasks per state, and the active tasks due now and not leased ({@link TaskStorage} `overview`). */
-export interface Overview {
-  readonly byStatus: Readonly<Record<Task.TaskStatus, number>>
-  readonly due: number
-}
-
-/** A heartbeat of a process running workers (the node registry). */
-export interface NodeBeat {
-  /** The worker's base name in leases (`<host>:<pid>:<ulid>`). */
-  readonly id: string
-  readonly host: string
-  readonly pid: number
-  /** Steps the node runs at once. */
-  readonly concurrency: number
-  /** Its heartbeat period in ms (a node is stale after a few missed ones). */
-  readonly heartbeatMs: number
-  /** Leases it holds (its heartbeat extended them). */
-  readonly leases: number
-  /** The live nodes it is apart from (`Placement`: their result files are not in one store); empty: none. */
-  readonly apartFrom?: ReadonlyArray<string> | undefined
-}
-
-/** A registered node: its last heartbeat, when it registered and when it was last seen (storage clock, epoch ms). */
-export interface NodeRow extends NodeBeat {
-  readonly startedAt: number
-  readonly lastSeenAt: number
-}
-
-/** The task storage port. */
-export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<TaskStorage, {
-  /** The storage clock (the database's, for SQL), in epoch ms: leases and deadlines are judged by it. */
-  readonly now: Effect.Effect<number, PersistenceError>
-  /**
-   * Stores a new `pending` task with its charge and idempotency record in one transaction. With an idempotency
-   * key already used for the same fingerprint (within its window), answers the original task instead.
-   */
-  readonly accept: (input: {
-    readonly task: NewTask
-    readonly charge: Charge | undefined
-    readonly idempotency: IdempotencyClaim | undefined
-  }) => Effect.Effect<
-    AcceptResult,
-    Errors.IdempotencyKeyReused | Errors.InsufficientBalance | Errors.SpendLimitExceeded | PersistenceError
-  >
-  /** A task of an account (and of `environment` when given: a key sees only the tasks of its environment). */
-  readonly get: (
-    accountId: string,
-    id: string,
-    environment?: TaskRecord["environment"]
-  ) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
-  /** A task by id alone (workers, operators, tests). */
-  readonly getById: (id: string) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
-  /** A page of an account's tasks (of every account's when `accountId` is undefined: operators), newest first. */
-  readonly list: (accountId: string | undefined, query: ListQuery) => Effect.Effect<ListPage, PersistenceError>
-  /**
-   * Leases up to `limit` due tasks (active, `nextRunAt` reached, no live lease): increments each fence, moves
-   * `pending` to `queued`, sets `startedAt` on first claim. `exclude`: skip the tasks accepted by these nodes
-   * (`TaskRecord.nodeId`; the nodes the caller is apart from, see `Placement`).
-   */
-  readonly claim: (
-    owner: string,
-    limit: number,
-    leaseMs: number,
-    exclude?: ReadonlyArray<string>
-  ) => Effect.Effect<ReadonlyArray<TaskRecord>, PersistenceError>
-  /**
-   * Applies a step's update and releases the lease, if `fence` still holds — the caller's claim is the latest and
-   * its lease not yet released — and the task is still active.
-   */
-  readonly step: (
-    id: string,
-    fence: number,
-    update: StepUpdate
-  ) => Effect.Effect<boolean, PersistenceError | Errors.InsufficientBalance | Errors.SpendLimitExceeded>
-  /**
-   * Ends a task (succeeded, failed, expired) if `fence` still holds (as for `step`): terminal state, refund of failed and expired
-   * tasks, and the outbox event, in one transaction. Answers the terminal task, or none when the fence was lost.
-   * `options.upstreamJobId` records the upstream job with the outcome (a job submitted and finished under one
-   * claim). SQL storage commits concurrent finishes together (one transaction for a burst; see `SqlTaskStorage`).
-   */
-  readonly finish: (
-    id: string,
-    fence: number,
-    outcome: Outcome,
-    options?: FinishOptions
-  ) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
-  /**
-   * Cancels a `pending` or `queued` task of an account (and of `environment` when given; a task of the other one is
-   * `NotFound`): state, refund and outbox event in one transaction.
-   */
-  readonly cancel: (
-    accountId: string,
-    id: string,
-    environment?: TaskRecord["environment"]
-  ) => Effect.Effect<CancelResult, PersistenceError>
-  /** Extends every lease `owner` holds; answers how many. */
-  readonly heartbeat: (owner: string, leaseMs: number) => Effect.Effect<number, PersistenceError>
-  /** Releases every lease `owner` holds, due at once (graceful shutdown); answers how many. */
-  readonly releaseAll: (owner: string) => Effect.Effect<number, PersistenceError>
-  /**
-   * Makes active tasks due now (their upstream reported a change), in creation order: `nextRunAt` becomes the
-   * task's `createdAt` (now, if that is later), so that claims take them before the tasks accepted after them.
-   */
-  readonly markDue: (ids: ReadonlyArray<string>) => Effect.Effect<void, PersistenceError>
-  /**
-   * When an active task is next due: its `nextRunAt`, or, while it is leased, the later of that and its lease
-   * expiry. None when no task is active.
-   */
-  readonly nextDueAt: Effect.Effect<Option.Option<number>, PersistenceError>
-  /**
-   * Outbox entries after `cursor` (from the start without one). Gap-free: an entry that a reader has passed never
-   * appears later behind its cursor, even when transactions commit out of order (PostgreSQL returns only entries
-   * of transactions older than every running one).
-   */
-  readonly readOutbox: (cursor: string | undefined, limit: number) => Effect.Effect<OutboxPage, PersistenceError>
-  /**
-   * How many tasks are active (`pending`, `queued`, `running`) in an account and, of those, for one key (the
-   * in-flight limits). SQL: the account's from the counters, the key's from the account's active tasks.
-   */
-  readonly activeCounts: (
-    accountId: string,
-    keyId: string
-  ) => Effect.Effect<{ readonly account: number; readonly key: number }, PersistenceError>
-  /** Forgets idempotency records created before `before` (epoch ms); answers how many. */
-  readonly pruneIdempotency: (before: number) => Effect.Effect<number, PersistenceError>
-  /**
-   * Retention: deletes the outbox entries that a reader at `cursor` (a {@link readOutbox} cursor, the webhook
-   * dispatcher's) has passed and that were written before `before` (epoch ms). Nothing without a cursor: an entry
-   * not yet read is never deleted. Answers how many.
-   */
-  readonly pruneOutbox: (cursor: string | undefined, before: number) => Effect.Effect<number, PersistenceError>
-  /**
-   * Retention: the tasks of `environment` with `afterId < id < beforeId` (ids are time-sortable: creation order),
-   * in id order, at most `limit`, with their status and result (whose files the caller deletes).
-   */
-  readonly scanResults: (
-    environment: TaskRecord["environment"],
-    afterId: string | undefined,
-    beforeId: string,
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<ResultScan>, PersistenceError>
-  /**
-   * Retention: the bytes (`size_bytes`) of the results of the account's `succeeded` tasks of `environment` created
-   * from `sinceId` on (`id >= sinceId`).
-   */
-  readonly resultBytes: (
-    accountId: string,
-    environment: TaskRecord["environment"],
-    sinceId: string
-  ) => Effect.Effect<number, PersistenceError>
-  /**
-   * Signals that work may be due (a task accepted, made due or handed back, here or in another process). A step
-   * does not signal: the worker that wrote it knows when its task is due again.
-   */
-  readonly wakeups: Stream.Stream<void>
-  /**
-   * Operators: every account's tasks per state (SQL: exact, from the counters) and how many active tasks are due
-   * now and not leased (work waiting for a worker).
-   */
-  readonly overview: Effect.Effect<Overview, PersistenceError>
-  /**
-   * The node registry: records a heartbeat of a process running workers (one upsert: the row is created on the
-   * first beat, `lastSeenAt` is the storage clock).
-   */
-  readonly beatNode: (beat: NodeBeat) => Effect.Effect<void, PersistenceError>
-  /** Removes a node from the registry (its graceful shutdown). */
-  readonly removeNode: (id: string) => Effect.Effect<void, PersistenceError>
-  /** The registered nodes, oldest first, after dropping those not seen since `dropBefore` (epoch ms). */
-  readonly nodes: (dropBefore: number) => Effect.Effect<ReadonlyArray<NodeRow>, PersistenceError>
-  /**
-   * Signals that the outbox may have new entries (a terminal transition committed: finish or cancel), here or, on
-   * PostgreSQL, in another process (`NOTIFY` sent by the write itself). The webhook dispatcher waits on it; its
-   * poll is the backstop for a lost signal.
-   */
-  readonly outboxWakeups: Stream.Stream<void>
-  /**
-   * Reserves a slot of `channelId` for the task whose claim `fence` holds: records the channel on the task if fewer
-   * than `limit` other active tasks are on it (every node: the check and the write are one atomic step, serialized
-   * per channel). `limit` 0: no limit. Answers whether the task is now on the channel.
-   */
-  readonly reserveChannel: (
-    id: string,
-    fence: number,
-    channelId: string,
-    limit: number
-  ) => Effect.Effect<boolean, PersistenceError>
-  /**
-   * Records the job an upstream's callback on `channelId` named for an active task whose job is not known yet (none
-   * recorded: its submit's answer is still on its way, or its worker died; or an uncertain submit's marker), so
-   * that whichever worker claims it next polls that job instead of submitting again. `jobOf` gives the job id from
-   * the task's model. Answers whether it was recorded (false: a job was recorded already, or the task has ended).
-   */
-  readonly noteJob: (
-    id: string,
-    channelId: string,
-    jobOf: (model: string) => string
-  ) => Effect.Effect<boolean, PersistenceError>
-  /** Active tasks per channel (submitted to or reserved on it), every node. */
-  readonly channelLoad: Effect.Effect<ReadonlyMap<string, number>, PersistenceError>
-  /**
-   * What the ended `live` tasks of each channel and model were charged (net of refunds) against what their upstream
-   * reported they ran and cost, for tasks created at or after `since` (epoch ms).
-   */
-  readonly channelUsage: (since: number) => Effect.Effect<ReadonlyArray<ChannelUsage>, PersistenceError>
-}>() {}
-
-/** One channel and model's tasks: charged against the upstream's reports (see `TaskStorage.channelUsage`). */
-export interface ChannelUsage {
-  readonly channelId: string
-  readonly model: string
-  readonly tasks: number
-  readonly succeeded: number
-  readonly failed: number
-  /** Charged minus refunded, micro-USD. */
-  readonly chargedMicros: number
-  /** Sum of what the upstream reported the jobs ran, seconds (tasks without a report count 0). */
-  readonly upstreamSeconds: number
-  /** Sum of what the upstream reported the jobs cost, micro-USD. */
-  readonly upstreamCostMicros: number
-  /** Tasks with an upstream cost report. */
-  readonly reported: number
-}
-
-/** The positive extra charges of a step. */
-export const extraCharges = (update: StepUpdate): ReadonlyArray<ExtraCharge> =>
-  (update.charges ?? []).filter((charge) => charge.amountMicros > 0)
 
 /**
  * Storage in memory: one process, nothing survives a restart. Operations run one at a time (a semaphore plays
@@ -746,4 +449,5 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
   })
 
 /** The memory storage as a layer. */
-export const layerMemory = (): Layer.Layer<TaskStorage, never, Billing> => Layer.effect(TaskStorage, makeMemory())
+export const layerMemory = (): Layer.Layer<TaskStorage | Ports, never, Billing> =>
+  Layer.provideMerge(layerPorts, Layer.effect(TaskStorage, makeMemory()))

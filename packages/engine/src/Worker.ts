@@ -20,7 +20,7 @@
  *
  * Placement: with a `Placement` (the local file store of `@mediagate/node`) the worker's name is the node's id, it
  * asks `Placement.check` before its first claim and on every heartbeat, and claims no task accepted by a node it is
- * apart from (`TaskStorage.claim`'s `exclude`); its registry row says which (`NodeBeat.apartFrom`).
+ * apart from (`TaskLifecycle.claim`'s `exclude`); its registry row says which (`NodeBeat.apartFrom`).
  *
  * Outages: a claim that fails (the database restarted, connections killed) never stops the worker. It logs once and
  * tries again after a capped exponential backoff ({@link WorkerOptions.backoff}, `@mediagate/persistence/Backoff`).
@@ -54,7 +54,10 @@ import { Placement } from "./Placement.js"
 import type { Outcome, TaskRecord } from "./TaskRecord.js"
 import { Admission } from "./Admission.js"
 import { idempotencyWindowMs } from "./TaskService.js"
-import { type FinishOptions, type StepUpdate, TaskStorage } from "./TaskStorage.js"
+import { NodeRegistry } from "./NodeRegistry.js"
+import { type FinishOptions, type StepUpdate, TaskLifecycle } from "./TaskLifecycle.js"
+import { TaskReads } from "./TaskReads.js"
+import { TaskRetention } from "./TaskRetention.js"
 import { type FindResult, type JobState, markedAt, submitMarker, Upstream, type UpstreamError } from "./Upstream.js"
 import * as EngineMetrics from "./internal/metrics.js"
 
@@ -178,13 +181,19 @@ const kept = <A, E extends { readonly _tag: string }>(submitted: boolean, write:
  */
 export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, "pollDelay" | "retryDelay">>) =>
   Effect.flatMap(
-    Effect.all([TaskStorage, Upstream]),
-    ([storage, upstream]) => runStepWith(storage, upstream, task, options)
+    Effect.all([TaskLifecycle, TaskReads, Upstream]),
+    ([lifecycle, reads, upstream]) =>
+      runStepWith({ step: lifecycle.step, finish: lifecycle.finish, getById: reads.getById }, upstream, task, options)
   )
+
+/** What a step writes and reads of the storage. */
+type StepStorage =
+  & Pick<TaskLifecycle["Type"], "step" | "finish">
+  & Pick<TaskReads["Type"], "getById">
 
 /** {@link runStep} on the given storage and upstream (the worker's: no context to provide per step). */
 const runStepWith = (
-  storage: TaskStorage["Type"],
+  storage: StepStorage,
   upstream: Upstream["Type"],
   task: TaskRecord,
   options: Required<Pick<WorkerOptions, "pollDelay" | "retryDelay">>
@@ -340,12 +349,15 @@ const runStepWith = (
     }
   })
 
-/** Runs the worker until the scope closes. Needs the storage and the upstream. */
+/** Runs the worker until the scope closes. Needs the storage ports it uses and the upstream. */
 export const run = (options: WorkerOptions = {}) =>
   Effect.gen(function*() {
     const concurrency = options.concurrency ?? 32
     if (concurrency <= 0) return
-    const storage = yield* TaskStorage
+    const lifecycle = yield* TaskLifecycle
+    const registry = yield* NodeRegistry
+    const retention = yield* TaskRetention
+    const reads = yield* TaskReads
     const upstream = yield* Upstream
     const leaseMs = Duration.toMillis(options.lease ?? "30 seconds")
     const idleMs = Duration.toMillis(options.idle ?? "1 second")
@@ -426,10 +438,10 @@ export const run = (options: WorkerOptions = {}) =>
      * The storage as steps see it: a step that schedules its task before the idle dispatcher's next look wakes it;
      * one written while the dispatcher is busy is remembered for its next wait.
      */
-    const stepStorage: TaskStorage["Type"] = {
-      ...storage,
+    const stepStorage: StepStorage = {
+      getById: reads.getById,
       step: (id, fence, update) =>
-        Effect.tap(storage.step(id, fence, update), (written) =>
+        Effect.tap(lifecycle.step(id, fence, update), (written) =>
           Effect.suspend(() => {
             if (!written) return Effect.void
             // the upstream's change came while this step ran: this write may have put it off, so it is made due
@@ -443,13 +455,13 @@ export const run = (options: WorkerOptions = {}) =>
           })),
       // every end of a task a step writes (succeeded, failed, expired) counts in the metrics once committed
       finish: (id, fence, outcome, finishOptions) =>
-        Effect.tap(storage.finish(id, fence, outcome, finishOptions), (ended) => {
+        Effect.tap(lifecycle.finish(id, fence, outcome, finishOptions), (ended) => {
           if (Option.isSome(ended)) EngineMetrics.finished(ended.value)
           return Effect.void
         })
     }
 
-    yield* Effect.forkScoped(Stream.runForEach(storage.wakeups, () => poke))
+    yield* Effect.forkScoped(Stream.runForEach(lifecycle.wakeups, () => poke))
     // upstream callbacks, batched: a burst of finished jobs costs one storage write; with them the tasks a step wrote
     // after their change came (`dueAgain`: their steps are still running, but they are not noticed again)
     yield* Effect.forkScoped(
@@ -461,7 +473,7 @@ export const run = (options: WorkerOptions = {}) =>
         Stream.runForEach((due) =>
           // a change is not dropped for an outage (the task would wait for its safety-net poll): tried again with
           // backoff for up to 5 minutes, then left to that poll
-          storage.markDue(Chunk.toReadonlyArray(due).map(({ change, id }) => change ? noticeDuring(id) : id)).pipe(
+          lifecycle.markDue(Chunk.toReadonlyArray(due).map(({ change, id }) => change ? noticeDuring(id) : id)).pipe(
             Effect.retry(Backoff.schedule(options.backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
             Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause))
           )
@@ -473,12 +485,12 @@ export const run = (options: WorkerOptions = {}) =>
     // first one before the worker starts, so that a node is registered (and has looked at its Placement) before it
     // claims anything or its server accepts a task
     const extend = Effect.suspend(() =>
-      Effect.forEach([owner, ...formerOwners.keys()], (name) => storage.heartbeat(name, leaseMs))
+      Effect.forEach([owner, ...formerOwners.keys()], (name) => registry.heartbeat(name, leaseMs))
     )
     const beat = extend.pipe(
       Effect.zipLeft(lookAgain),
       Effect.flatMap((held) =>
-        storage.beatNode({
+        registry.beatNode({
           id: baseOwner,
           host: hostname(),
           pid: process.pid,
@@ -504,7 +516,7 @@ export const run = (options: WorkerOptions = {}) =>
         : Effect.gen(function*() {
           yield* lookAgain
           const back = claimed.filter((task) => task.nodeId != null && apart.includes(task.nodeId))
-          yield* Effect.forEach(back, (task) => Effect.ignore(storage.step(task.id, task.fence, { nextRunAt: now })))
+          yield* Effect.forEach(back, (task) => Effect.ignore(lifecycle.step(task.id, task.fence, { nextRunAt: now })))
           return back.length === 0 ? claimed : claimed.filter((task) => !back.includes(task))
         })
 
@@ -557,7 +569,7 @@ export const run = (options: WorkerOptions = {}) =>
       // has passed (the work was claimed, or is due), at most every `recheckMs`
       if (known === undefined || now - known.at >= idleMs || (known.due <= now && now - known.at >= recheckMs)) {
         stepsDue = Infinity
-        const due = yield* storage.nextDueAt.pipe(Effect.orElseSucceed(() => Option.none<number>()))
+        const due = yield* lifecycle.nextDueAt.pipe(Effect.orElseSucceed(() => Option.none<number>()))
         const at = yield* Clock.currentTimeMillis
         known = yield* Effect.sync(() => ({ at, due: Math.min(Option.getOrElse(due, () => Infinity), stepsDue) }))
         // work due already (it became due after the claim): claim it; asked again only after `recheckMs`
@@ -591,7 +603,7 @@ export const run = (options: WorkerOptions = {}) =>
       dueSinceClaim = Infinity
       const claimStarted = yield* Clock.currentTimeNanos
       // a failed claim (storage unavailable) ends the round: the loop backs off (see `dispatcher` below)
-      const claimed = yield* storage.claim(owner, free, leaseMs, apart).pipe(Effect.tapErrorCause(() =>
+      const claimed = yield* lifecycle.claim(owner, free, leaseMs, apart).pipe(Effect.tapErrorCause(() =>
         Effect.sync(() => {
           // nothing known of the queue: new tasks are not held (their accept fails on its own while storage is down)
           admission?.report(0)
@@ -619,7 +631,7 @@ export const run = (options: WorkerOptions = {}) =>
 
     // housekeeping: forget idempotency records past their window
     yield* Effect.forkScoped(
-      Effect.flatMap(Clock.currentTimeMillis, (now) => storage.pruneIdempotency(now - idempotencyWindowMs)).pipe(
+      Effect.flatMap(Clock.currentTimeMillis, (now) => retention.pruneIdempotency(now - idempotencyWindowMs)).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("idempotency pruning failed", cause)),
         Effect.repeat(Schedule.spaced(Duration.minutes(10)))
       )
@@ -640,12 +652,12 @@ export const run = (options: WorkerOptions = {}) =>
         yield* FiberSet.clear(steps)
         const released = yield* Effect.forEach(
           [owner, ...formerOwners.keys()],
-          (name) => storage.releaseAll(name).pipe(Effect.orElseSucceed(() => 0))
+          (name) => registry.releaseAll(name).pipe(Effect.orElseSucceed(() => 0))
         ).pipe(Effect.map((counts) => counts.reduce((a, b) => a + b, 0)))
         if (released > 0) yield* Effect.logInfo(`worker ${owner} released ${released} leases`)
         // the heartbeat stops first: a beat after the removal would register the node again
         yield* Fiber.interrupt(heartbeat)
-        yield* Effect.ignore(storage.removeNode(baseOwner))
+        yield* Effect.ignore(registry.removeNode(baseOwner))
       })
     )
     yield* Effect.logDebug(`worker ${owner} started (concurrency ${concurrency})`)
@@ -690,10 +702,13 @@ export const config: Config.Config<WorkerOptions> = Config.all({
   )
 })
 
+/** What a worker needs: the storage ports it uses and the upstream. */
+export type Requirements = TaskLifecycle | TaskReads | NodeRegistry | TaskRetention | Upstream
+
 /** The worker with its settings from Effect `Config`. */
-export const layerConfig = (overrides: WorkerOptions = {}): Layer.Layer<never, ConfigError.ConfigError, TaskStorage | Upstream> =>
+export const layerConfig = (overrides: WorkerOptions = {}): Layer.Layer<never, ConfigError.ConfigError, Requirements> =>
   Layer.unwrapEffect(Effect.map(config, (options) => layer({ ...options, ...overrides })))
 
 /** The worker as a layer: it runs while the layer is alive. */
-export const layer = (options: WorkerOptions = {}): Layer.Layer<never, never, TaskStorage | Upstream> =>
+export const layer = (options: WorkerOptions = {}): Layer.Layer<never, never, Requirements> =>
   Layer.scopedDiscard(run(options))

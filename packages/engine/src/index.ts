@@ -23,8 +23,22 @@ export * as SqlTaskStorage from "./SqlTaskStorage.js"
 export * as TaskRecord from "./TaskRecord.js"
 /** The `TaskService` implementation. */
 export * as TaskService from "./TaskService.js"
-/** The storage port and the memory storage. */
+/** The task storage as one service, its ports' layer and the memory storage. */
 export * as TaskStorage from "./TaskStorage.js"
+/** Storage port: accepting, claiming, stepping, finishing and cancelling tasks. */
+export * as TaskLifecycle from "./TaskLifecycle.js"
+/** Storage port: reads and lists of tasks. */
+export * as TaskReads from "./TaskReads.js"
+/** Storage port: the outbox of task events. */
+export * as TaskOutbox from "./TaskOutbox.js"
+/** Storage port: the node registry and leases. */
+export * as NodeRegistry from "./NodeRegistry.js"
+/** Storage port: channel slots and usage. */
+export * as ChannelSlots from "./ChannelSlots.js"
+/** Storage port: what retention reads and deletes. */
+export * as TaskRetention from "./TaskRetention.js"
+/** Storage port: the storage clock. */
+export * as StorageClock from "./StorageClock.js"
 /** The upstream port. */
 export * as Upstream from "./Upstream.js"
 /** Workers. */

@@ -4,7 +4,7 @@
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Errors, Services } from "@mediagate/contract"
-import type * as Security from "@mediagate/contract/Security"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -12,26 +12,17 @@ import * as Option from "effect/Option"
 import type { Billing } from "../src/Billing.js"
 import * as Planner from "../src/Planner.js"
 import * as TaskService from "../src/TaskService.js"
-import { TaskStorage } from "../src/TaskStorage.js"
+import { type Ports, TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
 import { makeRecordingBilling, poorAccount, withStorage } from "./support.js"
 import * as ResultLinks from "../src/ResultLinks.js"
 
 /** A storage backend for the engine suite (real clock). */
-export type EngineBackend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage, unknown>
+export type EngineBackend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage | Ports, unknown>
 
-export const principal = (overrides: Partial<Security.Principal> = {}): Security.Principal => ({
-  accountId: "acct_a",
-  keyId: "key_a",
-  environment: "live",
-  permissions: {},
-  spendLimitMicros: null,
-  spentMicros: 0,
-  expiresAt: null,
-  clientAddress: undefined,
-  ...overrides
-})
+/** The principal of a live key of `acct_a` (`@mediagate/testing/fixtures`). */
+export const principal = Fixtures.principal
 
 const request = (prompt: string) => ({ model: "vendor3-3", input: { prompt, aspect_ratio: "16:9" } })
 
@@ -60,7 +51,7 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       callbacks?: boolean
       pollDelay?: Duration.DurationInput
       /** Wraps the storage the worker sees (e.g. to count its calls). */
-      storage?: Layer.Layer<TaskStorage, never, TaskStorage>
+      storage?: Layer.Layer<TaskStorage | Ports, never, TaskStorage>
     } = {}) => {
       const billing = makeRecordingBilling()
       const upstream = makeFakeUpstream({ durationMs: options.durationMs ?? 60, callbacks: options.callbacks ?? true })

@@ -20,7 +20,7 @@ import * as ResultLinks from "../src/ResultLinks.js"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
 import * as TaskAdmin from "../src/TaskAdmin.js"
 import * as TaskStorageModule from "../src/TaskStorage.js"
-import { TaskStorage } from "../src/TaskStorage.js"
+import { type Ports, TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import * as Placement from "../src/Placement.js"
 import { postgres, runPostgres, sqlite } from "./databases.js"
@@ -29,7 +29,7 @@ import { makeRecordingBilling, newTask } from "./support.js"
 
 const billing = makeRecordingBilling().layer
 
-const backends: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStorage, unknown>]> = [
+const backends: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStorage | Ports, unknown>]> = [
   ["memory", () => TaskStorageModule.layerMemory().pipe(Layer.provide(billing))],
   ["sqlite", () => SqlTaskStorage.layer({ time: "clock" }).pipe(Layer.provide(Layer.merge(sqlite(), billing)))],
   ...(runPostgres
@@ -64,7 +64,7 @@ const startWorker = (
     const real = yield* TaskStorage
     // an idle worker looks for work once a minute: the test's hour on the TestClock stays a few hundred wakeups
     const run = Worker.run({ owner, concurrency, lease: "30 seconds", idle: "1 minute" })
-    yield* Scope.extend(storage === undefined ? run : Effect.provideService(run, TaskStorage, storage(real)), scope)
+    yield* Scope.extend(storage === undefined ? run : Effect.provide(run, TaskStorageModule.portsOf(storage(real))), scope)
     return scope
   })
 

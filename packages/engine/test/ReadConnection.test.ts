@@ -19,7 +19,7 @@ import { join } from "node:path"
 import pg from "pg"
 import { type Billing, layerUnmetered } from "../src/Billing.js"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
-import { TaskStorage } from "../src/TaskStorage.js"
+import { type Ports, TaskStorage } from "../src/TaskStorage.js"
 import { stateMachineProperty } from "./StateMachineProperty.js"
 import { pgClient, pgSchema, pgUrl, runPostgres } from "./databases.js"
 import { newTask } from "./support.js"
@@ -125,7 +125,7 @@ describe("reads through the read connection", () => {
       expect(failure.message).toContain("mediagate_tasks.metadata")
     }).pipe(Effect.provide(withReader().layer()), Effect.scoped))
 
-  const remembered: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStorage | SqlClient.SqlClient, unknown>]> = [
+  const remembered: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStorage | Ports | SqlClient.SqlClient, unknown>]> = [
     ["a SQLite file", () => withReader().layer()],
     ...(runPostgres ? [["PostgreSQL", () => pgReader(layerUnmetered)] as const] : [])
   ]

@@ -15,11 +15,11 @@ import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import type { Billing } from "../src/Billing.js"
 import type { NewTask, TaskRecord } from "../src/TaskRecord.js"
-import { type ListQuery, TaskStorage } from "../src/TaskStorage.js"
+import { type ListQuery, type Ports, TaskStorage } from "../src/TaskStorage.js"
 import { chargeOf, limitedAccount, makeRecordingBilling, newTask, poorAccount, readOutboxAtLeast, start, unrefundableAccount } from "./support.js"
 
 /** How a backend is built for one test (its storage clock: Effect's `Clock`). */
-export type Backend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage, unknown>
+export type Backend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage | Ports, unknown>
 
 /** The storage clock (the `TestClock`). */
 const now = Clock.currentTimeMillis

@@ -1,15 +1,16 @@
 /**
  * Test doubles for the engine: the instant the storage suites start at (under `TestClock`), a billing port that
- * records every charge and refund (and refuses one account), and task factories.
+ * records every charge and refund (and refuses one account), and the suites' new tasks.
  */
 import { Errors } from "@mediagate/contract"
-import * as Ids from "@mediagate/persistence/Ids"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as Fixtures from "@mediagate/testing/fixtures"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Billing, type Charge, type Refund } from "../src/Billing.js"
 import type { NewTask } from "../src/TaskRecord.js"
-import { TaskStorage } from "../src/TaskStorage.js"
+import { type Ports, portsOf, TaskStorage } from "../src/TaskStorage.js"
 
 /** The instant the storage suites set the `TestClock` to before each test. */
 export const start = Date.UTC(2026, 10, 21, 12, 0, 0)
@@ -44,26 +45,9 @@ export const makeRecordingBilling = () => {
   return { ledger, layer }
 }
 
-/** A new task for tests. */
-export const newTask = (overrides: Partial<NewTask> & { readonly createdAt: number }): NewTask => ({
-  id: Ids.taskId(overrides.createdAt),
-  accountId: "acct_a",
-  keyId: "key_a",
-  environment: "live",
-  endpoint: "vendor3/text-to-video",
-  provider: "vendor3",
-  operation: "text-to-video",
-  mediaType: "video",
-  model: "vendor3-3",
-  input: { prompt: "a cat", aspect_ratio: "16:9" },
-  metadata: {},
-  webhookUrl: null,
-  originalTaskId: null,
-  chargedMicros: 3_200_000,
-  estimatedSeconds: 60,
-  deadlineAt: overrides.createdAt + 3_600_000,
-  ...overrides
-})
+/** A new task of the suites (the shared fixture's, charged 3.20 USD) created at `createdAt`. */
+export const newTask = (overrides: Partial<NewTask> & { readonly createdAt: number }): NewTask =>
+  Fixtures.newTask({ input: { prompt: "a cat", aspect_ratio: "16:9" }, chargedMicros: 3_200_000, ...overrides })
 
 /** The charge of a new task. */
 export const chargeOf = (task: NewTask): Charge => ({
@@ -94,7 +78,11 @@ export const readOutboxAtLeast = (
 /** The storage in context, changed by `change` (e.g. one operation replaced or counted). */
 export const withStorage = (
   change: (storage: TaskStorage["Type"]) => TaskStorage["Type"]
-): Layer.Layer<TaskStorage, never, TaskStorage> => Layer.effect(TaskStorage, Effect.map(TaskStorage, change))
+): Layer.Layer<TaskStorage | Ports, never, TaskStorage> =>
+  Layer.effectContext(Effect.map(TaskStorage, (storage) => {
+    const changed = change(storage)
+    return Context.add(portsOf(changed), TaskStorage, changed)
+  }))
 
 /** The storage in context with its `claim` replaced: `claim(original, owner, limit, leaseMs)`. */
 export const withClaim = (
@@ -102,7 +90,7 @@ export const withClaim = (
     original: TaskStorage["Type"]["claim"],
     ...args: Parameters<TaskStorage["Type"]["claim"]>
   ) => ReturnType<TaskStorage["Type"]["claim"]>
-): Layer.Layer<TaskStorage, never, TaskStorage> =>
+): Layer.Layer<TaskStorage | Ports, never, TaskStorage> =>
   withStorage((storage) => ({
     ...storage,
     claim: (owner, limit, leaseMs) => claim(storage.claim, owner, limit, leaseMs)

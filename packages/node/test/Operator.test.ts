@@ -68,6 +68,7 @@ const Unused = Layer.mergeAll(
 
 type Stores = Layer.Layer<
   | TaskStorage.TaskStorage
+  | TaskStorage.Ports
   | WebhookStore.WebhookStore
   | Layer.Layer.Success<ReturnType<typeof MemoryAccounts.layer>>
   | Layer.Layer.Success<typeof MemoryBilling.layer>,

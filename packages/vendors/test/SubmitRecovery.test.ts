@@ -325,7 +325,7 @@ const lossyRouter = Effect.gen(function*() {
   const stepAfter = (retryMs: number) => Effect.gen(function*() {
     const [task] = yield* storage.claim("w", 1, 60_000)
     yield* Worker.runStep(task!, { pollDelay: () => 0, retryDelay: () => retryMs }).pipe(
-      Effect.provideService(TaskStorage.TaskStorage, storage),
+      Effect.provide(TaskStorage.portsOf(storage)),
       Effect.provideService(Upstream, upstream)
     )
   })
@@ -421,7 +421,7 @@ describe("a submitted job while storage is down", () => {
       // on the backup channel (the primary's submits are lost)
       const onBackup = { ...task!, channelId: "ch_backup" }
       yield* Worker.runStep(onBackup, { pollDelay: () => 1000, retryDelay: () => 0 }).pipe(
-        Effect.provideService(TaskStorage.TaskStorage, flaky),
+        Effect.provide(TaskStorage.portsOf(flaky)),
         Effect.provideService(Upstream, upstream)
       )
       expect(failures).toBe(3)

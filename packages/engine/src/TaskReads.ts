@@ -1,0 +1,76 @@
+/**
+ * Reads of stored tasks: one task, pages of an account's tasks, the in-flight counts and the operators' overview.
+ *
+ * One of the task storage's ports (docs/engine.md "Storage"): the memory implementation is `TaskStorage.layerMemory`,
+ * the SQL one (SQLite, PostgreSQL) `SqlTaskStorage.layer`; each provides every port.
+ *
+ * @since 0.1.0
+ */
+import type { Task } from "@mediagate/contract"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { TaskRecord } from "./TaskRecord.js"
+/** Filters and keyset position of a list (newest first). */
+export interface ListQuery {
+  readonly status?: Task.TaskStatus | undefined
+  readonly provider?: string | undefined
+  readonly model?: string | undefined
+  /** Epoch ms, inclusive. */
+  readonly createdAfter?: number | undefined
+  /** Epoch ms, exclusive. */
+  readonly createdBefore?: number | undefined
+  /** Task id prefix. */
+  readonly idPrefix?: string | undefined
+  /** Only the tasks of this environment (a key's view); undefined: both (operators). */
+  readonly environment?: TaskRecord["environment"] | undefined
+  /** Only tasks with an id below this one (the keyset of the next page). */
+  readonly beforeId?: string | undefined
+  readonly limit: number
+}
+
+/** Whether a task is the account's, and of `environment` when given (both storages). */
+export const ownedBy = (task: TaskRecord, accountId: string, environment?: TaskRecord["environment"]): boolean =>
+  task.accountId === accountId && (environment === undefined || task.environment === environment)
+
+/** A page of tasks. */
+export interface ListPage {
+  readonly items: ReadonlyArray<TaskRecord>
+  readonly hasMore: boolean
+  /** Tasks matching the filters (all pages). */
+  readonly total: number
+}
+
+/** Every account's tasks per state, and the active tasks due now and not leased ({@link TaskReads} `overview`). */
+export interface Overview {
+  readonly byStatus: Readonly<Record<Task.TaskStatus, number>>
+  readonly due: number
+}
+
+/** Reads of stored tasks. */
+export class TaskReads extends Context.Tag("@mediagate/engine/TaskReads")<TaskReads, {
+  /** A task of an account (and of `environment` when given: a key sees only the tasks of its environment). */
+  readonly get: (
+    accountId: string,
+    id: string,
+    environment?: TaskRecord["environment"]
+  ) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
+  /** A task by id alone (workers, operators, tests). */
+  readonly getById: (id: string) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
+  /** A page of an account's tasks (of every account's when `accountId` is undefined: operators), newest first. */
+  readonly list: (accountId: string | undefined, query: ListQuery) => Effect.Effect<ListPage, PersistenceError>
+  /**
+   * How many tasks are active (`pending`, `queued`, `running`) in an account and, of those, for one key (the
+   * in-flight limits). SQL: the account's from the counters, the key's from the account's active tasks.
+   */
+  readonly activeCounts: (
+    accountId: string,
+    keyId: string
+  ) => Effect.Effect<{ readonly account: number; readonly key: number }, PersistenceError>
+  /**
+   * Operators: every account's tasks per state (SQL: exact, from the counters) and how many active tasks are due
+   * now and not leased (work waiting for a worker).
+   */
+  readonly overview: Effect.Effect<Overview, PersistenceError>
+}>() {}
