@@ -12,14 +12,14 @@ import * as Option from "effect/Option"
 import type { Billing } from "../src/Billing.js"
 import * as Planner from "../src/Planner.js"
 import * as TaskService from "../src/TaskService.js"
-import { TaskStorage } from "../src/TaskStorage.js"
+import { type Ports, TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
 import { makeRecordingBilling, poorAccount, withStorage } from "./support.js"
 import * as ResultLinks from "../src/ResultLinks.js"
 
 /** A storage backend for the engine suite (real clock). */
-export type EngineBackend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage, unknown>
+export type EngineBackend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage | Ports, unknown>
 
 /** The principal of a live key of `acct_a` (`@mediagate/testing/fixtures`). */
 export const principal = Fixtures.principal
@@ -51,7 +51,7 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       callbacks?: boolean
       pollDelay?: Duration.DurationInput
       /** Wraps the storage the worker sees (e.g. to count its calls). */
-      storage?: Layer.Layer<TaskStorage, never, TaskStorage>
+      storage?: Layer.Layer<TaskStorage | Ports, never, TaskStorage>
     } = {}) => {
       const billing = makeRecordingBilling()
       const upstream = makeFakeUpstream({ durationMs: options.durationMs ?? 60, callbacks: options.callbacks ?? true })

@@ -5,11 +5,12 @@
 import { Errors } from "@mediagate/contract"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Fixtures from "@mediagate/testing/fixtures"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Billing, type Charge, type Refund } from "../src/Billing.js"
 import type { NewTask } from "../src/TaskRecord.js"
-import { TaskStorage } from "../src/TaskStorage.js"
+import { type Ports, portsOf, TaskStorage } from "../src/TaskStorage.js"
 
 /** The instant the storage suites set the `TestClock` to before each test. */
 export const start = Date.UTC(2026, 10, 21, 12, 0, 0)
@@ -77,7 +78,11 @@ export const readOutboxAtLeast = (
 /** The storage in context, changed by `change` (e.g. one operation replaced or counted). */
 export const withStorage = (
   change: (storage: TaskStorage["Type"]) => TaskStorage["Type"]
-): Layer.Layer<TaskStorage, never, TaskStorage> => Layer.effect(TaskStorage, Effect.map(TaskStorage, change))
+): Layer.Layer<TaskStorage | Ports, never, TaskStorage> =>
+  Layer.effectContext(Effect.map(TaskStorage, (storage) => {
+    const changed = change(storage)
+    return Context.add(portsOf(changed), TaskStorage, changed)
+  }))
 
 /** The storage in context with its `claim` replaced: `claim(original, owner, limit, leaseMs)`. */
 export const withClaim = (
@@ -85,7 +90,7 @@ export const withClaim = (
     original: TaskStorage["Type"]["claim"],
     ...args: Parameters<TaskStorage["Type"]["claim"]>
   ) => ReturnType<TaskStorage["Type"]["claim"]>
-): Layer.Layer<TaskStorage, never, TaskStorage> =>
+): Layer.Layer<TaskStorage | Ports, never, TaskStorage> =>
   withStorage((storage) => ({
     ...storage,
     claim: (owner, limit, leaseMs) => claim(storage.claim, owner, limit, leaseMs)
