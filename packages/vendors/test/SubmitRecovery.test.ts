@@ -21,6 +21,7 @@ import { type SubmitFault, submitFaults } from "@mediagate/testing/fakes/common"
 import { startFalFake } from "@mediagate/testing/fakes/fal"
 import { startOpenAiFake } from "@mediagate/testing/fakes/openai"
 import { startReplicateFake } from "@mediagate/testing/fakes/replicate"
+import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -156,25 +157,20 @@ const accept = (storage: TaskStorage.TaskStorage["Type"], prompt: string) =>
     const now = yield* Clock.currentTimeMillis
     const id = Ids.taskId(now)
     yield* storage.accept({
-      task: {
+      task: Fixtures.newTask({
         id,
         accountId: "acct_r",
         keyId: "key_r",
-        environment: "live",
         endpoint: "vendor4/text-to-image",
         provider: "vendor4",
         operation: "text-to-image",
         mediaType: "image",
         model,
         input: { prompt: `${id} ${prompt}`, size: "512x512" },
-        metadata: {},
-        webhookUrl: null,
-        originalTaskId: null,
-        chargedMicros: 0,
         estimatedSeconds: 1,
         deadlineAt: now + 60_000,
         createdAt: now
-      },
+      }),
       charge: undefined,
       idempotency: undefined
     })
