@@ -10,7 +10,7 @@ import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type { TaskRecord } from "./TaskRecord.js"
-import type { ExtraCharge } from "./TaskStorage.js"
+import type { ExtraCharge } from "./TaskLifecycle.js"
 
 /** What a poll reports. */
 export type JobState =
@@ -85,7 +85,7 @@ export const submitMarker = (at: number): string => `${markerPrefix}${at}`
 
 /**
  * The SQL `LIKE` pattern of a {@link submitMarker}. A step that records a marker keeps a job recorded meanwhile (a
- * callback named it: `TaskStorage.noteJob`): a marker never replaces a job id.
+ * callback named it: `TaskLifecycle.noteJob`): a marker never replaces a job id.
  */
 export const markerPattern = `${markerPrefix}%`
 

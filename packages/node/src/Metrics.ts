@@ -11,7 +11,7 @@
  * serializer: that SDK is 25 MB of install for ~80 lines of a stable text format (docs/performance.md).
  *
  * At each scrape, before rendering, the gauges that are not counted as things happen are set: the queue gauges from
- * the database (`TaskStorage.overview`: tasks by state from the counters, tasks due and unclaimed; the same figures on
+ * the database (`TaskReads.overview`: tasks by state from the counters, tasks due and unclaimed; the same figures on
  * every node, and those of `GET /admin/v1/system`), this process's database connections (`Database.DatabasePool`:
  * the PostgreSQL pool's in use / idle / waiting, or SQLite's one connection; absent with a host app's `SqlClient`),
  * whether this node's local file store is shared with the other live nodes (`Placement`; 0 without one),
@@ -29,7 +29,8 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Metrics, Task } from "@mediagate/contract"
 import { Placement } from "@mediagate/engine/Placement"
-import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import { ChannelSlots } from "@mediagate/engine/ChannelSlots"
+import { TaskReads } from "@mediagate/engine/TaskReads"
 import { Envelope, RequestContext } from "@mediagate/server"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -87,8 +88,9 @@ const lagSeconds = (nanos: number) => Math.max(0, nanos / 1e6 - loopResolutionMs
  * The exporter of this process: reads the queue gauges from the task storage at each scrape, watches the event
  * loop while the scope is open.
  */
-export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = Effect.gen(function*() {
-  const storage = yield* TaskStorage
+export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskReads | ChannelSlots> = Effect.gen(function*() {
+  const reads = yield* TaskReads
+  const slots = yield* ChannelSlots
   const pool = yield* Effect.serviceOption(DatabasePool)
   const placement = yield* Effect.serviceOption(Placement)
   const loop = yield* Effect.acquireRelease(
@@ -102,7 +104,7 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = E
   Metrics.record(Metrics.processStartTime, Math.round(Date.now() / 1000 - process.uptime()))
   const channelsSeen = new Set<string>()
 
-  const database = storage.overview.pipe(
+  const database = reads.overview.pipe(
     Effect.tap(({ byStatus, due }) =>
       Effect.sync(() => {
         for (const status of Task.taskStatuses) Metrics.tasksByState.record(byStatus[status], status)
@@ -112,7 +114,7 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskStorage> = E
       })
     ),
     // tasks in flight per channel; a channel seen before and now idle goes back to 0
-    Effect.zipRight(Effect.flatMap(storage.channelLoad, (load) =>
+    Effect.zipRight(Effect.flatMap(slots.channelLoad, (load) =>
       Effect.sync(() => {
         for (const id of channelsSeen) if (!load.has(id)) Metrics.channelInFlight.record(0, id)
         for (const [id, n] of load) {

@@ -30,7 +30,8 @@ import type * as Migrator from "@effect/sql/Migrator"
 import { IdempotencyStore } from "@mediagate/accounts/Idempotency"
 import { Errors, type Security, Services, Tracing } from "@mediagate/contract"
 import { isTerminal } from "@mediagate/engine/TaskRecord"
-import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import { TaskOutbox } from "@mediagate/engine/TaskOutbox"
+import { TaskRetention } from "@mediagate/engine/TaskRetention"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
@@ -223,7 +224,8 @@ export class Pruner extends Context.Tag("@mediagate/node/Pruner")<Pruner, {
 /** Builds the pruner on the stores in context. */
 export const make = (settings: Settings) =>
   Effect.gen(function*() {
-    const tasks = yield* TaskStorage
+    const tasks = yield* TaskRetention
+    const taskOutbox = yield* TaskOutbox
     const webhooks = yield* WebhookStore
     const keyIdempotency = yield* IdempotencyStore
     const files = yield* FileStore
@@ -274,7 +276,7 @@ export const make = (settings: Settings) =>
       const deliveries = settings.deliveries === undefined ? 0 : yield* webhooks.pruneDeliveries(now - settings.deliveries)
       const outbox = settings.outbox === undefined
         ? 0
-        : yield* Effect.flatMap(webhooks.readCursor, (cursor) => tasks.pruneOutbox(cursor, now - settings.outbox!))
+        : yield* Effect.flatMap(webhooks.readCursor, (cursor) => taskOutbox.pruneOutbox(cursor, now - settings.outbox!))
       const windowStart = IdempotencyWindow.start(now)
       const idempotency = (yield* keyIdempotency.prune(windowStart)) + (yield* webhooks.pruneIdempotency(windowStart))
       const report: Report = {
@@ -295,7 +297,11 @@ export const make = (settings: Settings) =>
 /** The {@link Pruner} with the given settings (no fiber: run it yourself, e.g. in tests). */
 export const layer = (
   settings: Settings
-): Layer.Layer<Pruner, never, TaskStorage | WebhookStore | IdempotencyStore | FileStore | RetentionCursors> =>
+): Layer.Layer<
+  Pruner,
+  never,
+  TaskRetention | TaskOutbox | WebhookStore | IdempotencyStore | FileStore | RetentionCursors
+> =>
   Layer.effect(Pruner, make(settings))
 
 /**
@@ -304,7 +310,11 @@ export const layer = (
  */
 export const layerPruner = (
   settings: Settings
-): Layer.Layer<never, never, TaskStorage | WebhookStore | IdempotencyStore | FileStore | RetentionCursors> =>
+): Layer.Layer<
+  never,
+  never,
+  TaskRetention | TaskOutbox | WebhookStore | IdempotencyStore | FileStore | RetentionCursors
+> =>
   Layer.scopedDiscard(Effect.gen(function*() {
     const pruner = yield* make(settings)
     yield* Effect.forkScoped(
@@ -329,14 +339,14 @@ export const usageTtl = "1 second"
  */
 export const layerQuota = (
   settings: Settings
-): Layer.Layer<Services.TaskService, never, Services.TaskService | TaskStorage> =>
+): Layer.Layer<Services.TaskService, never, Services.TaskService | TaskRetention> =>
   Layer.effect(
     Services.TaskService,
     Effect.gen(function*() {
       const inner = yield* Services.TaskService
       const quota = settings.testStorageQuota
       if (quota === undefined) return inner
-      const storage = yield* TaskStorage
+      const storage = yield* TaskRetention
       const usage = yield* Cache.make({
         capacity: 10_000,
         timeToLive: usageTtl,

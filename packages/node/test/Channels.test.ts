@@ -105,7 +105,11 @@ const Runtime = Layer.effectContext(Effect.sync(() => {
   return Context.make(ChannelRuntime, runtime).pipe(Context.add(RuntimeControl, { health, refreshes }))
 }))
 
-type Stores = Layer.Layer<ChannelStore | TaskStorage.TaskStorage, unknown, ChannelSecrets.ChannelSecrets | Billing.Billing>
+type Stores = Layer.Layer<
+  ChannelStore | TaskStorage.TaskStorage | TaskStorage.Ports,
+  unknown,
+  ChannelSecrets.ChannelSecrets | Billing.Billing
+>
 
 const backends: ReadonlyArray<readonly [string, () => Stores]> = [
   ["memory", () => Layer.merge(MemoryChannels.layer(), TaskStorage.layerMemory())],

@@ -25,7 +25,8 @@
  * @since 0.1.0
  */
 import { Catalog, type Channel, Errors, Money, Services, Tracing } from "@mediagate/contract"
-import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import { ChannelSlots } from "@mediagate/engine/ChannelSlots"
+import { StorageClock } from "@mediagate/engine/StorageClock"
 import * as MemoryStore from "@mediagate/persistence/MemoryStore"
 import { toUnavailable } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
@@ -194,14 +195,15 @@ export const fromEnvironment = (id: string, change: "changed" | "deleted") =>
   `its models (docs/channels.md)`
 
 /** What the admin service is built on. */
-export type Requirements = ChannelStore | ChannelRuntime | ChannelSecrets | TaskStorage
+export type Requirements = ChannelStore | ChannelRuntime | ChannelSecrets | ChannelSlots | StorageClock
 
 /** Builds the admin service of channels. */
 export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirements> = Effect.gen(function*() {
   const store = yield* ChannelStore
   const runtime = yield* ChannelRuntime
   const secrets = yield* ChannelSecrets
-  const storage = yield* TaskStorage
+  const storage = yield* ChannelSlots
+  const clock = yield* StorageClock
 
   const isDefault = (id: string) => runtime.defaults.some((channel) => channel.id === id)
   const notFound = (id: string) => new Errors.ChannelNotFound({ message: `channel ${id} not found` })
@@ -299,7 +301,7 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
 
   const usage: Services.AdminChannels["Type"]["usage"] = (query) =>
     Effect.gen(function*() {
-      const since = query.since === undefined ? (yield* storage.now) - 30 * 86_400_000 : Date.parse(query.since)
+      const since = query.since === undefined ? (yield* clock.now) - 30 * 86_400_000 : Date.parse(query.since)
       if (!Number.isFinite(since)) return yield* invalid("since: must be an ISO 8601 date-time")
       const rows = yield* storage.channelUsage(since)
       const configs = new Map([...runtime.defaults, ...yield* store.list].map((config) => [config.id, config]))

@@ -21,14 +21,15 @@
  *   input, content policy) fails the task without failover. A job whose channel fails while it runs (its breaker
  *   opens) is given up and submitted again elsewhere (`Lost`).
  * - **Health**: a circuit breaker per channel and process (`Breaker.ts`); a concurrency limit per channel across
- *   every node (the task storage's `reserveChannel`); after `authFailures` authentication failures in a row a
+ *   every node (`ChannelSlots.reserveChannel`); after `authFailures` authentication failures in a row a
  *   stored channel is disabled with the reason, for an operator to see and fix.
  *
  * @since 0.1.0
  */
 import { Catalog, Families, Family, Metrics, Services } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
-import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import { ChannelSlots } from "@mediagate/engine/ChannelSlots"
+import { TaskLifecycle } from "@mediagate/engine/TaskLifecycle"
 import * as Ids from "@mediagate/persistence/Ids"
 import { type FindResult, type JobState, markedAt, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
@@ -271,7 +272,8 @@ export const make = (options: ChannelsOptions = {}) =>
     const simulated = yield* SimulatedUpstream
     const copier = yield* ResultCopier
     const store = yield* ChannelStore
-    const storage = yield* TaskStorage
+    const slots = yield* ChannelSlots
+    const lifecycle = yield* TaskLifecycle
     const signer = yield* UrlSigner
     const allowPrivate = options.inputChecks?.allowPrivate ?? false
     /** Tasks an upstream's callback woke. */
@@ -494,7 +496,7 @@ export const make = (options: ChannelsOptions = {}) =>
             continue
           }
           if (live.config.concurrency > 0) {
-            const reserved = yield* storage.reserveChannel(task.id, task.fence, id, live.config.concurrency).pipe(
+            const reserved = yield* slots.reserveChannel(task.id, task.fence, id, live.config.concurrency).pipe(
               Effect.mapError((error) => unavailable(`channels: reserving a slot failed: ${error.message}`))
             )
             if (!reserved) {
@@ -701,7 +703,7 @@ export const make = (options: ChannelsOptions = {}) =>
           // worker died while submitting): whichever worker claims the task next polls that job
           const jobOf = live.jobOfCallback?.(callback.body)
           if (jobOf !== undefined) {
-            yield* storage.noteJob(callback.taskId, live.config.id, jobOf).pipe(Effect.catchAllCause((cause) =>
+            yield* lifecycle.noteJob(callback.taskId, live.config.id, jobOf).pipe(Effect.catchAllCause((cause) =>
               Effect.logWarning(`channel ${live.config.id}: recording the job a callback for ${callback.taskId} named failed`, cause)
             ))
           }
@@ -718,7 +720,8 @@ export type Requirements =
   | Estimates
   | PriceBook
   | ChannelStore
-  | TaskStorage
+  | ChannelSlots
+  | TaskLifecycle
   | ResultCopier
   | UrlSigner
 

@@ -1,7 +1,7 @@
 /**
  * Durable webhook delivery (spec "Events"; decisions.md §6).
  *
- * - **Fan-out** ({@link fanOutOnce}): reads the engine's outbox (`TaskStorage.readOutbox`) after the dispatcher's
+ * - **Fan-out** ({@link fanOutOnce}): reads the engine's outbox (`TaskOutbox.readOutbox`) after the dispatcher's
  *   durable cursor and, in one transaction with moving that cursor ({@link WebhookStore} `fanOut`), creates one
  *   delivery per (event, subscribed enabled webhook of the event's account) and one per-job delivery when the task
  *   had a `webhookUrl` (every terminal state). A crash never loses or duplicates fan-out; concurrent dispatchers
@@ -12,7 +12,7 @@
  *   plus up to 10% jitter); after the last retry the delivery is `failed` (4 requests by default). A `410 Gone`
  *   answer fails the delivery at once and disables a configured webhook. The event id (`X-Webhook-ID`, body `id`)
  *   is the same on every attempt; the timestamp and signatures are made fresh for each attempt.
- * - Wake-ups: the fan-out loop waits on the storage's outbox signal (`TaskStorage.outboxWakeups`: in process after
+ * - Wake-ups: the fan-out loop waits on the storage's outbox signal (`TaskOutbox.outboxWakeups`: in process after
  *   a terminal transition commits; on PostgreSQL also `NOTIFY <prefix>outbox`, sent by the outbox insert itself, so
  *   a finish in any process wakes every dispatcher), with a poll every `idle` (default 5 s) as the backstop of a
  *   lost signal. The deliveries a fan-out creates are inserted leased to this dispatcher, as many as it has free
@@ -34,7 +34,8 @@ import { Metrics, Tracing, WebhookSignature } from "@mediagate/contract"
 import * as Backoff from "@mediagate/persistence/Backoff"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
-import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import { TaskOutbox } from "@mediagate/engine/TaskOutbox"
+import { TaskReads } from "@mediagate/engine/TaskReads"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -81,7 +82,7 @@ export interface DispatcherOptions {
   /** Outbox entries fanned out per round (one compare-and-set). Default 500. */
   readonly batchSize?: number
   /**
-   * Fan-out backstop: the longest wait for an outbox signal (`TaskStorage.outboxWakeups`) before reading the outbox
+   * Fan-out backstop: the longest wait for an outbox signal (`TaskOutbox.outboxWakeups`) before reading the outbox
    * anyway (a signal lost with a dropped `LISTEN` connection). Default {@link defaultIdle} (5 s).
    */
   readonly idle?: Duration.DurationInput
@@ -207,7 +208,7 @@ const attemptWith = (delivery: Attempting, options: Resolved, recorder: Recorder
  */
 const tracedAttempt = (delivery: Attempting, options: Resolved, recorder: Recorder) =>
   Effect.gen(function*() {
-    const tasks = yield* Effect.serviceOption(TaskStorage)
+    const tasks = yield* Effect.serviceOption(TaskReads)
     const taskId = taskIdOf(delivery.payload)
     const task = Option.isNone(tasks) || taskId === ""
       ? Option.none()
@@ -341,7 +342,7 @@ const fanOutPage = (
 ) =>
   Effect.gen(function*() {
     const store = yield* WebhookStore
-    const tasks = yield* TaskStorage
+    const tasks = yield* TaskOutbox
     const cursor = known?.known === true ? known.value : yield* store.readCursor
     if (known !== undefined) {
       known.known = true
@@ -372,7 +373,9 @@ export const run = (options: DispatcherOptions = {}) =>
   Effect.gen(function*() {
     const store = yield* WebhookStore
     const sender = yield* WebhookSender
-    const tasks = yield* TaskStorage
+    const tasks = yield* TaskOutbox
+    // the tasks' reads, when the engine is in context: an attempt's span continues the trace of its task's request
+    const reads = yield* Effect.serviceOption(TaskReads)
     const resolved = resolve(options)
     const concurrency = Math.max(1, options.concurrency ?? 16)
     const leaseMs = Duration.toMillis(options.lease ?? resolved.timeoutMs + 30_000)
@@ -444,11 +447,12 @@ export const run = (options: DispatcherOptions = {}) =>
           )
         }).pipe(Effect.as(true))
     }
-    const provide = <A, E>(effect: Effect.Effect<A, E, WebhookStore | WebhookSender | TaskStorage>) =>
+    const provide = <A, E>(effect: Effect.Effect<A, E, WebhookStore | WebhookSender | TaskOutbox>) =>
       effect.pipe(
         Effect.provideService(WebhookStore, store),
         Effect.provideService(WebhookSender, sender),
-        Effect.provideService(TaskStorage, tasks)
+        Effect.provideService(TaskOutbox, tasks),
+        Option.isSome(reads) ? Effect.provideService(TaskReads, reads.value) : (self) => self
       )
 
     // outbox signals (terminal transitions here, or on PostgreSQL anywhere): one waiting is enough; a signal that
@@ -563,7 +567,7 @@ export const run = (options: DispatcherOptions = {}) =>
 /** The dispatcher as a layer: it runs while the layer is alive. */
 export const layer = (
   options: DispatcherOptions = {}
-): Layer.Layer<never, never, WebhookStore | WebhookSender | TaskStorage> => Layer.scopedDiscard(run(options))
+): Layer.Layer<never, never, WebhookStore | WebhookSender | TaskOutbox> => Layer.scopedDiscard(run(options))
 
 // -----------------------------------------------------------------------------------------------------------------
 // configuration
@@ -619,6 +623,6 @@ export const config: Config.Config<WebhookSettings> = Config.all({
 /** The dispatcher with the real sender, its settings from Effect `Config` (overrides win). */
 export const layerConfig = (
   overrides: DispatcherOptions = {}
-): Layer.Layer<never, ConfigError.ConfigError, WebhookStore | TaskStorage> =>
+): Layer.Layer<never, ConfigError.ConfigError, WebhookStore | TaskOutbox> =>
   Layer.unwrapEffect(Effect.map(config, ({ allowPrivate, ...timing }) =>
     layer({ ...timing, ...overrides }).pipe(Layer.provide(layerSender({ allowPrivate })))))

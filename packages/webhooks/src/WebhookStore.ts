@@ -18,7 +18,7 @@
  * @since 0.1.0
  */
 import { Errors, Webhook } from "@mediagate/contract"
-import type { OutboxEntry } from "@mediagate/engine/TaskStorage"
+import type { OutboxEntry } from "@mediagate/engine/TaskOutbox"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as MemoryStore from "@mediagate/persistence/MemoryStore"

@@ -3,7 +3,7 @@ import { Services, WebhookSignature } from "@mediagate/contract"
 import { layerUnmetered } from "@mediagate/engine/Billing"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
-import { makeMemory, TaskStorage } from "@mediagate/engine/TaskStorage"
+import { layerMemory as taskStorageMemory, TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Fixtures from "@mediagate/testing/fixtures"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -177,7 +177,7 @@ describe("fan-out from the engine outbox", () => {
     check.pipe(Effect.provide(
       WebhookService.layer().pipe(
         Layer.provideMerge(Layer.mergeAll(
-          Layer.effect(TaskStorage, makeMemory()).pipe(Layer.provide(layerUnmetered)),
+          taskStorageMemory().pipe(Layer.provide(layerUnmetered)),
           backends[0]![1](),
           scriptedSender([200]).layer
         ))
@@ -298,7 +298,7 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       assert.strictEqual(server.received.length, 1)
     }).pipe(Effect.scoped, Effect.provide(Layer.merge(
       live("500 millis"),
-      Layer.effect(TaskStorage, makeMemory()).pipe(Layer.provide(layerUnmetered))
+      taskStorageMemory().pipe(Layer.provide(layerUnmetered))
     ))))
 })
 

@@ -8,7 +8,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { layerUnmetered } from "@mediagate/engine/Billing"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import type { NewTask } from "@mediagate/engine/TaskRecord"
-import { layerMemory as taskStorageMemory, TaskStorage } from "@mediagate/engine/TaskStorage"
+import { layerMemory as taskStorageMemory, type Ports, TaskStorage } from "@mediagate/engine/TaskStorage"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Context from "effect/Context"
@@ -83,7 +83,9 @@ const sqlStack = (database: Layer.Layer<SqlClient.SqlClient, unknown>, prefix?: 
     SqlWebhookStore.layer(prefix === undefined ? {} : { prefix })
   ).pipe(Layer.provide(Layer.merge(database, layerUnmetered)))
 
-const backends: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStorage | WebhookStore.WebhookStore, unknown>]> = [
+const backends: ReadonlyArray<
+  readonly [string, () => Layer.Layer<TaskStorage | Ports | WebhookStore.WebhookStore, unknown>]
+> = [
   ["memory", () => Layer.merge(taskStorageMemory().pipe(Layer.provide(layerUnmetered)), WebhookStore.layerMemory)],
   ["sqlite", () => sqlStack(sqlite())],
   ...(runPostgres ? [["postgres", () => sqlStack(postgres())] as const] : [])

@@ -16,7 +16,8 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Path from "@effect/platform/Path"
 import { Placement } from "@mediagate/engine/Placement"
 import { nodeDropAfterMs } from "@mediagate/engine/TaskAdmin"
-import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import { NodeRegistry } from "@mediagate/engine/NodeRegistry"
+import { StorageClock } from "@mediagate/engine/StorageClock"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -50,7 +51,8 @@ export const make = (directory: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
-    const storage = yield* TaskStorage
+    const registry = yield* NodeRegistry
+    const clock = yield* StorageClock
     const root = path.resolve(directory)
     const markers = path.join(root, markerDirectory)
     const nodeId = `${hostname()}:${process.pid}:${Ids.ulid()}`
@@ -65,8 +67,8 @@ export const make = (directory: string) =>
     /** The nodes in the registry at the last look. */
     let registeredIds: ReadonlySet<string> = new Set()
     const look = Effect.gen(function*() {
-      const now = yield* storage.now
-      const registered = yield* storage.nodes(now - nodeDropAfterMs)
+      const now = yield* clock.now
+      const registered = yield* registry.nodes(now - nodeDropAfterMs)
       // the own marker, again if something removed it
       if (!(yield* fs.exists(own))) yield* mark
       const live = registered.filter((node) => node.id !== nodeId && now - node.lastSeenAt <= liveBeats * node.heartbeatMs)

@@ -45,7 +45,7 @@ export interface Transport {
   ) => Effect.Effect<boolean>
   /**
    * The job a genuine callback names (its raw body), as its id from the task's model; undefined when it names none.
-   * The router records it on a task whose job is not known yet (`TaskStorage.noteJob`): a submit whose answer was
+   * The router records it on a task whose job is not known yet (`TaskLifecycle.noteJob`): a submit whose answer was
    * lost, or whose worker died, made that job, and an upstream without a lookup by our id tells it this way.
    */
   readonly jobOfCallback?: (body: string) => ((model: string) => string) | undefined
