@@ -1,0 +1,68 @@
+/**
+ * `TaskOutbox` on SQL (SQLite, PostgreSQL): the outbox read gap-free in commit order, its wake-ups, its pruning.
+ */
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import { TaskOutbox } from "../../TaskOutbox.js"
+import { outboxEntry, outboxHorizon, persistence } from "./rows.js"
+import { tables } from "./schema.js"
+import type { SqlContext } from "./context.js"
+
+/** Builds the port on the storage's context. */
+export const make = (context: SqlContext) =>
+  Effect.gen(function*() {
+    const { rows, outboxSignals, pg, prefix, sql, t, remoteOutbox } = context
+    // an entry's columns and its task's environment (tasks are never deleted; `live` should one be missing)
+    const outboxColumns = sql.literal(
+      "o.seq, o.account_id, o.task_id, o.webhook_url, o.event, o.created_at, COALESCE(t.environment, 'live') AS environment"
+    )
+    const readOutbox: TaskOutbox["Type"]["readOutbox"] = (cursor, limit) =>
+      Effect.gen(function*() {
+        const size = Math.max(0, Math.floor(limit))
+        if (!pg) {
+          // one writer at a time: sequence order is commit order
+          const after = Math.max(0, Math.floor(Number(cursor ?? "0") || 0))
+          const read = yield* sql`SELECT ${outboxColumns} FROM ${t.outbox} o LEFT JOIN ${t.tasks} t ON t.id = o.task_id
+            WHERE o.seq > ${after} ORDER BY o.seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
+          return { entries: read.map(outboxEntry), cursor: String(read.at(-1)?.seq ?? after) }
+        }
+        // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
+        // up to the oldest transaction still running: nothing can appear behind such a cursor later
+        const [lastTxid = 0, lastSeq = 0] = (cursor ?? "0:0").split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
+        // the horizon, and whether committed entries are held back by it (the reader then looks again shortly)
+        const { heldBack, horizon } = yield* sql.unsafe(`WITH hz AS (${outboxHorizon(prefix)})
+          SELECT hz.horizon, EXISTS (SELECT 1 FROM ${tables(prefix).outbox} WHERE txid >= hz.horizon) AS held FROM hz`).pipe(
+          Effect.flatMap(rows.horizon.single)
+        )
+        const read = yield* sql`SELECT o.txid, ${outboxColumns} FROM ${t.outbox} o LEFT JOIN ${t.tasks} t ON t.id = o.task_id
+          WHERE (o.txid > ${lastTxid} OR (o.txid = ${lastTxid} AND o.seq > ${lastSeq})) AND o.txid < ${horizon}
+          ORDER BY o.txid, o.seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
+        const last = read.at(-1)
+        return {
+          entries: read.map(outboxEntry),
+          cursor: last === undefined ? `${lastTxid}:${lastSeq}` : `${last.txid ?? lastTxid}:${last.seq}`,
+          heldBack
+        }
+      }).pipe(persistence("readOutbox"))
+
+
+    const pruneOutbox: TaskOutbox["Type"]["pruneOutbox"] = (cursor, before) =>
+      Effect.suspend(() => {
+        if (cursor === undefined) return Effect.succeed([])
+        const written = Math.floor(before)
+        if (!pg) {
+          const passed = Math.max(0, Math.floor(Number(cursor) || 0))
+          return sql`DELETE FROM ${t.outbox} WHERE seq <= ${passed} AND created_at < ${written} RETURNING seq`
+        }
+        // the cursor walks (txid, seq): everything at or before it has been read
+        const [txid = 0, seq = 0] = cursor.split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
+        return sql`DELETE FROM ${t.outbox} WHERE (txid < ${txid} OR (txid = ${txid} AND seq <= ${seq}))
+          AND created_at < ${written} RETURNING seq`
+      }).pipe(Effect.map((pruned) => pruned.length), persistence("pruneOutbox"))
+
+    return TaskOutbox.of({
+      readOutbox,
+      outboxWakeups: Stream.merge(Stream.fromPubSub(outboxSignals), remoteOutbox),
+      pruneOutbox
+    })
+  })

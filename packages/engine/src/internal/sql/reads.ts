@@ -1,0 +1,112 @@
+/**
+ * `TaskReads` on SQL (SQLite, PostgreSQL): a task by id (through the read connection when there is one), pages
+ * with exact totals from the counters, the in-flight counts and the operators' overview.
+ */
+import type { Fragment } from "@effect/sql/Statement"
+import { Task } from "@mediagate/contract"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Record from "effect/Record"
+import { type ListPage, ownedBy } from "../../TaskReads.js"
+import { TaskReads } from "../../TaskReads.js"
+import { countedBy, prefixEnd, persistence, hasNul } from "./rows.js"
+import { activeList } from "./schema.js"
+import type { SqlContext } from "./context.js"
+
+/** Builds the port on the storage's context. */
+export const make = (context: SqlContext) =>
+  Effect.gen(function*() {
+    const { rows, withClock, NOW, ACTIVE, readTask, sql, t } = context
+    const list: TaskReads["Type"]["list"] = (accountId, query) =>
+      Effect.gen(function*() {
+        const limit = Math.max(0, Math.floor(query.limit))
+        const empty: ListPage = { items: [], hasMore: false, total: 0 }
+        if (hasNul(accountId, query.status, query.provider, query.model, query.idPrefix)) return empty
+        // no account: every account's tasks (operators); the totals then sum every account's counts (and no
+        // environment: both environments')
+        const filters: Array<Fragment> = accountId === undefined ? [] : [sql`account_id = ${accountId}`]
+        if (query.environment !== undefined) filters.push(sql`environment = ${query.environment}`)
+        // the count rows of the scope: the account's (or all), of the environment (or both)
+        const scope = [...filters]
+        if (query.status !== undefined) filters.push(sql`status = ${query.status}`)
+        if (query.provider !== undefined) filters.push(sql`provider = ${query.provider}`)
+        if (query.model !== undefined) filters.push(sql`model = ${query.model}`)
+        // created_at holds whole milliseconds: `>= 1.5` is `>= 2`, `< 1.5` is `< 2`
+        if (query.createdAfter !== undefined) filters.push(sql`created_at >= ${Math.ceil(query.createdAfter)}`)
+        if (query.createdBefore !== undefined) filters.push(sql`created_at < ${Math.ceil(query.createdBefore)}`)
+        if (query.idPrefix !== undefined && query.idPrefix !== "") {
+          filters.push(sql`id >= ${query.idPrefix}`)
+          const end = prefixEnd(query.idPrefix)
+          if (end !== undefined) filters.push(sql`id < ${end}`)
+        }
+        const page = [...filters]
+        if (query.beforeId !== undefined) {
+          // ids hold no NUL: `id < "ab\0..."` is `id <= "ab"`
+          const nul = query.beforeId.indexOf("\u0000")
+          page.push(nul < 0 ? sql`id < ${query.beforeId}` : sql`id <= ${query.beforeId.slice(0, nul)}`)
+        }
+        // the total: from the counts (a few rows, whatever the account's size) or by counting the matching rows
+        const counted = countedBy(query)
+        const total = counted === undefined
+          ? sql`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE ${sql.and(filters)}`.pipe(Effect.flatMap(rows.count.single))
+          : (counted.dim === "status"
+            ? sql`SELECT COALESCE(SUM(CASE WHEN dim = 'status_in' THEN n ELSE -n END), 0) AS n FROM ${t.counts}
+              WHERE ${sql.and([...scope, sql`dim IN ('status_in', 'status_out')`, sql`value = ${counted.value}`])}`
+            : sql`SELECT COALESCE(SUM(n), 0) AS n FROM ${t.counts}
+              WHERE ${sql.and([...scope, sql`dim = ${counted.dim}`, sql`value = ${counted.value}`])}`).pipe(
+              Effect.flatMap(rows.counted.single)
+            )
+        const [items, { n }] = yield* Effect.all([
+          sql`SELECT * FROM ${t.tasks} WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
+            Effect.flatMap(rows.task.all)
+          ),
+          total
+        ], { concurrency: 2 })
+        return { items: items.slice(0, limit), hasMore: items.length > limit, total: n }
+      }).pipe(persistence("list"))
+
+
+    /** The in-flight counts (added for the rate limits): the account's from the counters, the key's by the index. */
+    const activeCounts: TaskReads["Type"]["activeCounts"] = (accountId, keyId) =>
+      sql<{ readonly account: number | string | null; readonly key: number | string | null }>`SELECT
+  (SELECT COALESCE(SUM(CASE WHEN dim = 'status_in' THEN n ELSE -n END), 0) FROM ${t.counts}
+    WHERE account_id = ${accountId} AND dim IN ('status_in', 'status_out') AND value IN ${sql.literal(activeList)}) AS account,
+  (SELECT COUNT(*) FROM ${t.tasks} WHERE account_id = ${accountId} AND ${ACTIVE} AND key_id = ${keyId}) AS ${sql("key")}`.pipe(
+        Effect.map(([row]) => ({ account: Number(row?.account ?? 0), key: Number(row?.key ?? 0) })),
+        persistence("activeCounts")
+      )
+
+    /**
+     * Operators (issue 14): every account's tasks per state from the counters (summed over accounts and shards) and
+     * the active tasks due now and not leased (the due index).
+     */
+    const overview: TaskReads["Type"]["overview"] = Effect.gen(function*() {
+      const clock = yield* withClock
+      const [counted, [due]] = yield* Effect.all([
+        sql`SELECT value, SUM(CASE WHEN dim = 'status_in' THEN n ELSE -n END) AS n FROM ${t.counts}
+          WHERE dim IN ('status_in', 'status_out') GROUP BY value`.pipe(Effect.flatMap(rows.byStatus.all)),
+        sql`${clock} SELECT COUNT(*) AS n FROM ${t.tasks}
+          WHERE ${ACTIVE} AND next_run_at <= ${NOW} AND (lease_expires_at IS NULL OR lease_expires_at <= ${NOW})`.pipe(
+          Effect.flatMap(rows.count.all)
+        )
+      ], { concurrency: 2 })
+      const byStatus = Object.fromEntries(Task.taskStatuses.map((status) => [status, 0])) as Record<Task.TaskStatus, number>
+      for (const { n, value } of counted) if (value in byStatus) byStatus[value as Task.TaskStatus] = n
+      return { byStatus, due: due?.n ?? 0 }
+    }).pipe(persistence("overview"))
+
+
+    const getOperation = persistence("get")
+    const getByIdOperation = persistence("getById")
+
+    return TaskReads.of({
+      get: (accountId, id, environment) =>
+        hasNul(accountId, id)
+          ? Effect.succeedNone
+          : readTask(id).pipe(Effect.map(Option.filter((task) => ownedBy(task, accountId, environment))), getOperation),
+      getById: (id) => hasNul(id) ? Effect.succeedNone : getByIdOperation(readTask(id)),
+      list,
+      activeCounts,
+      overview
+    })
+  })
