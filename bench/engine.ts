@@ -11,12 +11,13 @@
  *
  * PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user postgres); SQLite in a temporary file.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as Planner from "@mediagate/engine/Planner"
+import * as ResultLinks from "@mediagate/engine/ResultLinks"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
@@ -31,7 +32,6 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Pool } from "pg"
-import * as ResultLinks from "@mediagate/engine/ResultLinks"
 
 const args = process.argv.slice(2)
 const arg = (name: string, fallback: string) => {
@@ -86,7 +86,10 @@ const benchUpstream = (durationMs: number) => {
         poll: (task) =>
           Effect.sync(() =>
             Date.now() - (submittedAt.get(task.id) ?? 0) >= durationMs
-              ? { _tag: "Succeeded" as const, result: [{ url: "https://x/y.mp4", duration: 5, format: "mp4", size_bytes: 1 }] }
+              ? {
+                _tag: "Succeeded" as const,
+                result: [{ url: "https://x/y.mp4", duration: 5, format: "mp4", size_bytes: 1 }]
+              }
               : { _tag: "Running" as const, progress: 50 }
           ),
         cancel: () => Effect.void,
@@ -117,7 +120,9 @@ const database = (backend: string) => {
   return {
     setup: () => admin(`CREATE DATABASE ${name}`),
     layer: SqlTaskStorage.layer().pipe(
-      Layer.provide(PgClient.layer({ url: Redacted.make(`postgres://postgres@127.0.0.1:5432/${name}`), maxConnections: 20 }))
+      Layer.provide(
+        PgClient.layer({ url: Redacted.make(`postgres://postgres@127.0.0.1:5432/${name}`), maxConnections: 20 })
+      )
     ),
     cleanup: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
   }
@@ -141,7 +146,9 @@ const scenario = <A, E>(
   backend: string,
   durationMs: number,
   workerOptions: Worker.WorkerOptions,
-  body: (upstream: ReturnType<typeof benchUpstream>) => Effect.Effect<A, E, Services.TaskService | TaskStorage.TaskStorage>
+  body: (
+    upstream: ReturnType<typeof benchUpstream>
+  ) => Effect.Effect<A, E, Services.TaskService | TaskStorage.TaskStorage>
 ) =>
   Effect.gen(function*() {
     const db = database(backend)
@@ -167,7 +174,8 @@ const throughput = (backend: string) =>
     Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const started = Date.now()
-      yield* Effect.forEach(Array.from({ length: throughputTasks }, (_, i) => i), (i) => tasks.create(principal, command(i)), {
+      yield* Effect.forEach(Array.from({ length: throughputTasks }, (_, i) => i), (i) =>
+        tasks.create(principal, command(i)), {
         concurrency: 16,
         discard: true
       })
@@ -189,7 +197,9 @@ const claimLatency = (backend: string) =>
         yield* Effect.sleep(5) // ~200 tasks/s, steady
       }
       yield* awaitEvents(count)
-      return `p50 ${percentile(upstream.claimLatency, 50)} ms, p99 ${percentile(upstream.claimLatency, 99)} ms (${count} tasks at ~200/s)`
+      return `p50 ${percentile(upstream.claimLatency, 50)} ms, p99 ${
+        percentile(upstream.claimLatency, 99)
+      } ms (${count} tasks at ~200/s)`
     }))
 
 const inflight = (backend: string) =>
@@ -200,7 +210,10 @@ const inflight = (backend: string) =>
       const ids: Array<string> = []
       const acceptStart = Date.now()
       yield* Effect.forEach(Array.from({ length: inflightTasks }, (_, i) => i), (i) =>
-        Effect.map(tasks.create(principal, command(i)), (ack) => void ids.push(ack.id)), { concurrency: 32, discard: true })
+        Effect.map(tasks.create(principal, command(i)), (ack) => void ids.push(ack.id)), {
+        concurrency: 32,
+        discard: true
+      })
       const acceptSeconds = (Date.now() - acceptStart) / 1000
       const cpuStart = process.cpuUsage()
       const wallStart = Date.now()
@@ -216,9 +229,9 @@ const inflight = (backend: string) =>
       }
       return `${inflightTasks} in flight (accepted in ${acceptSeconds.toFixed(1)} s); finish lag p50 ${
         percentile(lags, 50)
-      } ms, p99 ${percentile(lags, 99)} ms; CPU ${(100 * (cpu.user + cpu.system) / 1000 / wall).toFixed(1)}% of one core over ${
-        (wall / 1000).toFixed(1)
-      } s`
+      } ms, p99 ${percentile(lags, 99)} ms; CPU ${
+        (100 * (cpu.user + cpu.system) / 1000 / wall).toFixed(1)
+      }% of one core over ${(wall / 1000).toFixed(1)} s`
     }))
 
 /**
@@ -263,14 +276,19 @@ const graphileThroughput = async () => {
     })
     const started = Date.now()
     for (let i = 0; i < throughputTasks; i += 16) {
-      await Promise.all(Array.from({ length: Math.min(16, throughputTasks - i) }, (_, j) => utils.addJob("noop", { i: i + j })))
+      await Promise.all(
+        Array.from({ length: Math.min(16, throughputTasks - i) }, (_, j) => utils.addJob("noop", { i: i + j }))
+      )
     }
     await allDone
     const seconds = (Date.now() - started) / 1000
     await runner.stop()
     await utils.release()
     await pgPool.end()
-    return { perSecond: throughputTasks / seconds, text: `${(throughputTasks / seconds).toFixed(0)} jobs/s (${throughputTasks} jobs in ${seconds.toFixed(2)} s)` }
+    return {
+      perSecond: throughputTasks / seconds,
+      text: `${(throughputTasks / seconds).toFixed(0)} jobs/s (${throughputTasks} jobs in ${seconds.toFixed(2)} s)`
+    }
   } finally {
     if (!pgPool.ended) await pgPool.end()
     await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
@@ -285,7 +303,11 @@ const main = Effect.gen(function*() {
     console.log(`  throughput:           ${own.text}`)
     if (backend === "pg") {
       const graphile = yield* Effect.promise(graphileThroughput)
-      console.log(`  graphile-worker:      ${graphile.text}; Mediagate / graphile-worker ${(own.perSecond / graphile.perSecond).toFixed(2)}×`)
+      console.log(
+        `  graphile-worker:      ${graphile.text}; Mediagate / graphile-worker ${
+          (own.perSecond / graphile.perSecond).toFixed(2)
+        }×`
+      )
     }
     console.log(`  accept → claim:       ${yield* claimLatency(backend)}`)
     console.log(`  in flight:            ${yield* inflight(backend)}`)

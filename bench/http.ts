@@ -25,7 +25,19 @@ import autocannon from "autocannon"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { account, arg, call, cpuMs, flag, mainScript, pgDatabase, record, type Running, serverEnv, start } from "./support.js"
+import {
+  account,
+  arg,
+  call,
+  cpuMs,
+  flag,
+  mainScript,
+  pgDatabase,
+  record,
+  type Running,
+  serverEnv,
+  start
+} from "./support.js"
 
 const databases = arg("db", "sqlite,pg").split(",")
 const targets = arg("targets", "mediagate,raw,floor").split(",")
@@ -51,7 +63,9 @@ const launch = (script: string, env: Record<string, string>, nodeOptions = "") =
 /** An account with a large balance, a live key and one task, made through the admin API. */
 const setup = async (base: string) => {
   const { token } = await account(base, 100_000_000, keyEnvironment)
-  const task = record((await call(base, "/api/v1/vendor3/text-to-video", { method: "POST", token, body: postBody })).data)
+  const task = record(
+    (await call(base, "/api/v1/vendor3/text-to-video", { method: "POST", token, body: postBody })).data
+  )
   return { token, taskId: String(task["id"]) }
 }
 
@@ -66,7 +80,13 @@ interface Figures {
   readonly non2xx: number
 }
 
-const load = async (server: Running, token: string, path: "get" | "post", taskId: string, duration = seconds): Promise<Figures> => {
+const load = async (
+  server: Running,
+  token: string,
+  path: "get" | "post",
+  taskId: string,
+  duration = seconds
+): Promise<Figures> => {
   const base = server.base
   const cpuBefore = cpuMs(server.child.pid)
   const result = await autocannon({
@@ -102,7 +122,11 @@ for (const db of databases) {
       before: () => launch(join(before, mainScript), apiNode, beforeNodeOptions),
       // the same build with every request through the platform's HttpApiBuilder router (no dispatch of its own)
       platform: () => launch(mainScript, { ...apiNode, MEDIAGATE_HTTP_DISPATCH: "false" }),
-      raw: () => launch("bench/servers/raw.mjs", pg !== undefined ? { DATABASE_URL: pg.url } : { SQLITE_FILE: join(dir, "mediagate.db") }),
+      raw: () =>
+        launch(
+          "bench/servers/raw.mjs",
+          pg !== undefined ? { DATABASE_URL: pg.url } : { SQLITE_FILE: join(dir, "mediagate.db") }
+        ),
       floor: () => launch("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId })
     }
     const measure = async (target: string, server: Running, path: "get" | "post", round: number) => {
@@ -110,7 +134,13 @@ for (const db of databases) {
         .catch(() => undefined)
       const figures = await load(server, token, path, taskId)
       rows.push({ db, path, target, figures })
-      console.log(`${db} ${path.toUpperCase()} ${target}${rounds > 1 ? ` (round ${round + 1})` : ""}: ${figures.rps.toFixed(0)} req/s, ${figures.cpuPerRequest.toFixed(0)} µs CPU/request, p50 ${figures.p50} ms, p99 ${figures.p99} ms${figures.non2xx > 0 ? `, ${figures.non2xx} not 2xx` : ""}`)
+      console.log(
+        `${db} ${path.toUpperCase()} ${target}${rounds > 1 ? ` (round ${round + 1})` : ""}: ${
+          figures.rps.toFixed(0)
+        } req/s, ${figures.cpuPerRequest.toFixed(0)} µs CPU/request, p50 ${figures.p50} ms, p99 ${figures.p99} ms${
+          figures.non2xx > 0 ? `, ${figures.non2xx} not 2xx` : ""
+        }`
+      )
     }
     if (rounds === 1) {
       for (const target of targets) {
@@ -158,7 +188,9 @@ console.log(
   `\n${connections} connections, ${seconds} s per run (after a warm-up run of ${warmup} s)` +
     (rounds > 1 ? `; medians of ${rounds} interleaved rounds` : "") + "\n"
 )
-console.log("| Path | DB | Mediagate | raw node:http + SQL | framework floor | Mediagate / raw | Mediagate / floor | p99 Mediagate / floor | CPU/request floor / Mediagate |")
+console.log(
+  "| Path | DB | Mediagate | raw node:http + SQL | framework floor | Mediagate / raw | Mediagate / floor | p99 Mediagate / floor | CPU/request floor / Mediagate |"
+)
 console.log("|---|---|---|---|---|---|---|---|---|")
 const comparisons: Array<string> = []
 for (const db of databases) {
@@ -167,18 +199,38 @@ for (const db of databases) {
     const b = find(db, path, "before")
     const platform = find(db, path, "platform")
     if (platform !== undefined && m !== undefined) {
-      comparisons.push(`${db} ${path.toUpperCase()}: dispatch ${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs` +
-        ` CPU, p99 ${m.p99} ms; platform router ${platform.rps.toFixed(0)} req/s, ${platform.cpuPerRequest.toFixed(0)}` +
-        ` µs CPU, p99 ${platform.p99} ms: dispatch / platform ${ratio(m, platform)} req/s,` +
-        ` ${(platform.cpuPerRequest / m.cpuPerRequest).toFixed(2)}× less CPU per request`)
+      comparisons.push(
+        `${db} ${path.toUpperCase()}: dispatch ${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs` +
+          ` CPU, p99 ${m.p99} ms; platform router ${platform.rps.toFixed(0)} req/s, ${
+            platform.cpuPerRequest.toFixed(0)
+          }` +
+          ` µs CPU, p99 ${platform.p99} ms: dispatch / platform ${ratio(m, platform)} req/s,` +
+          ` ${(platform.cpuPerRequest / m.cpuPerRequest).toFixed(2)}× less CPU per request`
+      )
     }
     if (b !== undefined) {
-      comparisons.push(`${db} ${path.toUpperCase()}: before ${b.rps.toFixed(0)} req/s, ${b.cpuPerRequest.toFixed(0)} µs CPU, p99 ${b.p99} ms → now ${m ? `${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs CPU, p99 ${m.p99} ms (${ratio(m, b)})` : "–"}`)
+      comparisons.push(
+        `${db} ${path.toUpperCase()}: before ${b.rps.toFixed(0)} req/s, ${
+          b.cpuPerRequest.toFixed(0)
+        } µs CPU, p99 ${b.p99} ms → now ${
+          m ? `${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs CPU, p99 ${m.p99} ms (${ratio(m, b)})` : "–"
+        }`
+      )
     }
     const r = find(db, path, "raw")
     const f = find(db, path, "floor")
-    const cell = (x: Figures | undefined) => (x ? `${x.rps.toFixed(0)} req/s, p99 ${x.p99} ms, ${x.cpuPerRequest.toFixed(0)} µs CPU` : "–")
-    console.log(`| ${path === "get" ? "GET /api/v1/tasks/{id}" : "POST /api/v1/vendor3/text-to-video"} | ${db} | ${cell(m)} | ${cell(r)} | ${cell(f)} | ${ratio(m, r)} | ${ratio(m, f)} | ${m && f ? (m.p99 / Math.max(f.p99, 1)).toFixed(1) : "–"} | ${m && f ? (f.cpuPerRequest / m.cpuPerRequest).toFixed(2) : "–"} |`)
+    const cell = (
+      x: Figures | undefined
+    ) => (x ? `${x.rps.toFixed(0)} req/s, p99 ${x.p99} ms, ${x.cpuPerRequest.toFixed(0)} µs CPU` : "–")
+    console.log(
+      `| ${path === "get" ? "GET /api/v1/tasks/{id}" : "POST /api/v1/vendor3/text-to-video"} | ${db} | ${cell(m)} | ${
+        cell(r)
+      } | ${cell(f)} | ${ratio(m, r)} | ${ratio(m, f)} | ${m && f ? (m.p99 / Math.max(f.p99, 1)).toFixed(1) : "–"} | ${
+        m && f ? (f.cpuPerRequest / m.cpuPerRequest).toFixed(2) : "–"
+      } |`
+    )
   }
 }
-if (comparisons.length > 0) console.log(`\nComparisons (--before ${before || "–"}, target platform):\n${comparisons.join("\n")}`)
+if (comparisons.length > 0) {
+  console.log(`\nComparisons (--before ${before || "–"}, target platform):\n${comparisons.join("\n")}`)
+}

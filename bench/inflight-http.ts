@@ -52,11 +52,13 @@ for (const db of databases) {
       const pid = server.child.pid
       // warm-up: one short task first, so that the simulated upstream's renderer has the result clip cached (its
       // first rendering would otherwise hold up the first tasks to finish)
-      const warm = record((await call(server.base, "/api/v1/vendor3/text-to-video", {
-        method: "POST",
-        token,
-        body: { model: "vendor3-3", input: { prompt: "warm-up [sim:delay=0]" } }
-      })).data)
+      const warm = record(
+        (await call(server.base, "/api/v1/vendor3/text-to-video", {
+          method: "POST",
+          token,
+          body: { model: "vendor3-3", input: { prompt: "warm-up [sim:delay=0]" } }
+        })).data
+      )
       for (let i = 0; i < 600; i++) {
         const task = record((await call(server.base, `/api/v1/tasks/${String(warm["id"])}`, { token })).data)
         if (task["status"] === "succeeded") break
@@ -75,7 +77,10 @@ for (const db of databases) {
             const response = await fetch(`${server.base}/api/v1/vendor3/text-to-video`, {
               method: "POST",
               headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-              body: JSON.stringify({ model: "vendor3-3", input: { prompt: `in flight ${i} [sim:delay=${jobSeconds}]` } })
+              body: JSON.stringify({
+                model: "vendor3-3",
+                input: { prompt: `in flight ${i} [sim:delay=${jobSeconds}]` }
+              })
             })
             if (!response.ok) failed++
             await response.arrayBuffer()
@@ -96,7 +101,10 @@ for (const db of databases) {
       // finishing: until every task is terminal
       const deadline = Date.now() + jobSeconds * 1000 * 4 + 120_000
       while (Date.now() < deadline) {
-        const [succeeded, failedTasks] = await Promise.all([countOf(server.base, token, "succeeded"), countOf(server.base, token, "failed")])
+        const [succeeded, failedTasks] = await Promise.all([
+          countOf(server.base, token, "succeeded"),
+          countOf(server.base, token, "failed")
+        ])
         if (succeeded + failedTasks >= taskCount - failed + 1) break
         await sleep(1000)
       }
@@ -117,19 +125,41 @@ for (const db of databases) {
       }
       const lastCompleted = Math.max(...tasks.map((t) => Date.parse(String(t["completed_at"] ?? "")) || 0))
       const waitingMs = waited - posted
-      console.log(`${db}: ${tasks.length} tasks (${failed} POSTs refused, ${notSucceeded} not succeeded), jobs of ${jobSeconds} s`)
-      const starved = (queued: number, ms: number) => ms > 0 ? `, waited for a CPU ${(100 * queued / ms).toFixed(0)}% of the time` : ""
-      console.log(`  posted in ${seconds(posted - postStart)} (${(taskCount / ((posted - postStart) / 1000)).toFixed(0)}/s), server CPU ${((cpuPosted - cpuPostStart) / (posted - postStart)).toFixed(2)} core${starved(queuedPosted - queuedPostStart, posted - postStart)}`)
-      console.log(`  waiting ${seconds(waitingMs)}: server CPU ${waitingMs > 0 ? ((cpuWaited - cpuPosted) / waitingMs).toFixed(2) : "–"} core${starved(queuedWaited - queuedPosted, waitingMs)}`)
-      console.log(`  finishing ${seconds(lastCompleted - waited)}: server CPU ${((cpuFinished - cpuWaited) / Math.max(1, finished - waited)).toFixed(2)} core${starved(queuedFinished - queuedWaited, finished - waited)}`)
-      console.log(`  finish lag p50 ${percentile(lags, 50)} ms, p99 ${percentile(lags, 99)} ms, max ${percentile(lags, 100)} ms`)
+      console.log(
+        `${db}: ${tasks.length} tasks (${failed} POSTs refused, ${notSucceeded} not succeeded), jobs of ${jobSeconds} s`
+      )
+      const starved = (queued: number, ms: number) =>
+        ms > 0 ? `, waited for a CPU ${(100 * queued / ms).toFixed(0)}% of the time` : ""
+      console.log(
+        `  posted in ${seconds(posted - postStart)} (${
+          (taskCount / ((posted - postStart) / 1000)).toFixed(0)
+        }/s), server CPU ${((cpuPosted - cpuPostStart) / (posted - postStart)).toFixed(2)} core${
+          starved(queuedPosted - queuedPostStart, posted - postStart)
+        }`
+      )
+      console.log(
+        `  waiting ${seconds(waitingMs)}: server CPU ${
+          waitingMs > 0 ? ((cpuWaited - cpuPosted) / waitingMs).toFixed(2) : "–"
+        } core${starved(queuedWaited - queuedPosted, waitingMs)}`
+      )
+      console.log(
+        `  finishing ${seconds(lastCompleted - waited)}: server CPU ${
+          ((cpuFinished - cpuWaited) / Math.max(1, finished - waited)).toFixed(2)
+        } core${starved(queuedFinished - queuedWaited, finished - waited)}`
+      )
+      console.log(
+        `  finish lag p50 ${percentile(lags, 50)} ms, p99 ${percentile(lags, 99)} ms, max ${percentile(lags, 100)} ms`
+      )
       // the lag over time: in tenths of the tasks, by expected end
       const byEnd = tasks.filter((t) => t["status"] === "succeeded").map((t) => {
         const end = Date.parse(String(t["started_at"])) + jobSeconds * 1000
         return { end, lag: Date.parse(String(t["completed_at"])) - end }
       }).sort((a, b) => a.end - b.end)
       const tenth = Math.max(1, Math.ceil(byEnd.length / 10))
-      const tenths = Array.from({ length: Math.ceil(byEnd.length / tenth) }, (_, i) => byEnd.slice(i * tenth, (i + 1) * tenth).map((x) => x.lag))
+      const tenths = Array.from(
+        { length: Math.ceil(byEnd.length / tenth) },
+        (_, i) => byEnd.slice(i * tenth, (i + 1) * tenth).map((x) => x.lag)
+      )
       console.log(`  p99 per tenth (by expected end): ${tenths.map((lag) => percentile(lag, 99)).join(", ")} ms`)
       const waits = tasks.map((t) => Date.parse(String(t["started_at"])) - Date.parse(String(t["created_at"])))
       console.log(`  accept → submit p50 ${percentile(waits, 50)} ms, p99 ${percentile(waits, 99)} ms`)

@@ -61,7 +61,9 @@ const startServer = (env: Record<string, string>) =>
 
 /** Every (endpoint, family, operation, media type, model) of the catalog: task i is of kind i % kinds.length. */
 const kinds = Catalog.endpointList.flatMap((endpoint) =>
-  endpoint.models.map((model) => [endpoint.key, endpoint.family, endpoint.operation, endpoint.mediaType, model] as const)
+  endpoint.models.map((model) =>
+    [endpoint.key, endpoint.family, endpoint.operation, endpoint.mediaType, model] as const
+  )
 )
 const kindsValues = kinds.map((k, i) => `(${i}, ${k.map((v) => `'${v}'`).join(", ")})`).join(", ")
 
@@ -69,7 +71,8 @@ const kindsValues = kinds.map((k, i) => `(${i}, ${k.map((v) => `'${v}'`).join(",
  * The status of task i (from a hash of i, so that it does not follow the kind): 85% succeeded, 8% failed, 3%
  * cancelled, 2% expired, 1% running, 1% pending.
  */
-const statusCase = (i: string) => `CASE
+const statusCase = (i: string) =>
+  `CASE
   WHEN (${i} * 7919) % 100 < 85 THEN 'succeeded'
   WHEN (${i} * 7919) % 100 < 93 THEN 'failed'
   WHEN (${i} * 7919) % 100 < 96 THEN 'cancelled'
@@ -119,7 +122,9 @@ const sqliteStore = (file: string, account: string, keyId: string): Store => {
     },
     count: (filter) =>
       Number(
-        db.prepare(`SELECT COUNT(*) AS n FROM ${prefix}tasks WHERE account_id = ?${filter ? ` AND ${filter[0]} = ?` : ""}`)
+        db.prepare(
+          `SELECT COUNT(*) AS n FROM ${prefix}tasks WHERE account_id = ?${filter ? ` AND ${filter[0]} = ?` : ""}`
+        )
           .get(account, ...(filter ? [filter[1]] : []))["n"]
       ),
     close: () => db.close()
@@ -136,16 +141,28 @@ const pgStore = (url: string, account: string, keyId: string): Store => ({
   fill: (from, to) => {
     for (let lo = from; lo < to; lo += batch) {
       const hi = Math.min(to, lo + batch)
-      psql(url, `WITH k(n, endpoint, provider, operation, media_type, model) AS (VALUES ${kindsValues})
+      psql(
+        url,
+        `WITH k(n, endpoint, provider, operation, media_type, model) AS (VALUES ${kindsValues})
         INSERT INTO ${prefix}tasks (${columns})
         SELECT ${taskSelect("g.i", `'task_0' || lpad(g.i::text, 25, '0')`, account, keyId)}
-        FROM generate_series(${lo}::bigint, ${hi - 1}::bigint) AS g(i) JOIN k ON k.n = g.i % ${kinds.length}`)
+        FROM generate_series(${lo}::bigint, ${hi - 1}::bigint) AS g(i) JOIN k ON k.n = g.i % ${kinds.length}`
+      )
     }
     psql(url, `VACUUM ANALYZE ${prefix}tasks`)
-    if (psql(url, `SELECT to_regclass('${prefix}task_counts') IS NOT NULL`) === "t") psql(url, `VACUUM ANALYZE ${prefix}task_counts`)
+    if (psql(url, `SELECT to_regclass('${prefix}task_counts') IS NOT NULL`) === "t") {
+      psql(url, `VACUUM ANALYZE ${prefix}task_counts`)
+    }
   },
   count: (filter) =>
-    Number(psql(url, `SELECT COUNT(*) FROM ${prefix}tasks WHERE account_id = '${account}'${filter ? ` AND ${filter[0]} = '${filter[1]}'` : ""}`)),
+    Number(
+      psql(
+        url,
+        `SELECT COUNT(*) FROM ${prefix}tasks WHERE account_id = '${account}'${
+          filter ? ` AND ${filter[0]} = '${filter[1]}'` : ""
+        }`
+      )
+    ),
   close: () => undefined
 })
 
@@ -223,7 +240,9 @@ const instance = async (db: string, size: number): Promise<Instance> => {
     const first = await startServer(env)
     const { accountId, keyId, token } = await account(first.base)
     await first.stop()
-    const store = pg !== undefined ? pgStore(pg.url, accountId, keyId) : sqliteStore(join(dir, "mediagate.db"), accountId, keyId)
+    const store = pg !== undefined
+      ? pgStore(pg.url, accountId, keyId)
+      : sqliteStore(join(dir, "mediagate.db"), accountId, keyId)
     const fillStart = performance.now()
     store.fill(0, size)
     console.log(`${db}: ${size} tasks written in ${((performance.now() - fillStart) / 1000).toFixed(1)} s`)
@@ -290,7 +309,9 @@ console.log(
   `\nGET /api/v1/tasks?limit=20, ${connections} connections, ${seconds} s per run (after a warm-up run), ` +
     `percentiles of the responses of all ${rounds} rounds\n`
 )
-console.log(`| DB | Filter | ${smallest} tasks p50 / p99 | ${largest} tasks p50 / p99 | p99 ${largest} / ${smallest} | p50 ${largest} / ${smallest} |`)
+console.log(
+  `| DB | Filter | ${smallest} tasks p50 / p99 | ${largest} tasks p50 / p99 | p99 ${largest} / ${smallest} | p50 ${largest} / ${smallest} |`
+)
 console.log("|---|---|---|---|---|---|")
 for (const db of databases) {
   for (const filter of filterNames) {

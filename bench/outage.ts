@@ -22,7 +22,8 @@ const seconds = Number(arg("seconds", "10"))
 const database = pgDatabase("outage")
 const name = database.url.split("/").at(-1)!
 const sql = (text: string) =>
-  spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", name, "-Atqc", text], { encoding: "utf8" }).stdout.trim()
+  spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", name, "-Atqc", text], { encoding: "utf8" }).stdout
+    .trim()
 
 const env = {
   DATABASE_URL: database.url,
@@ -42,10 +43,13 @@ try {
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(30_000)
     })
-  const account = (await (await post(nodes[0]!.base, "/admin/v1/accounts", adminToken, { name: "outage" })).json()).data.id
+  const account =
+    (await (await post(nodes[0]!.base, "/admin/v1/accounts", adminToken, { name: "outage" })).json()).data.id
   await post(nodes[0]!.base, `/admin/v1/accounts/${account}/credits`, adminToken, { amount: 100_000 })
-  const key = (await (await post(nodes[0]!.base, `/admin/v1/accounts/${account}/api-keys`, adminToken, { name: "outage" })).json())
-    .data.key as string
+  const key =
+    (await (await post(nodes[0]!.base, `/admin/v1/accounts/${account}/api-keys`, adminToken, { name: "outage" }))
+      .json())
+      .data.key as string
 
   const stats = new Map<string, { n: number; slowest: number }>()
   const note = (label: string, ms: number) => {
@@ -70,7 +74,9 @@ try {
           note(`POST ${response.status}`, Date.now() - started)
           if (response.ok) {
             tasks.add(body.data.id)
-            const read = await fetch(`${base}/api/v1/tasks/${body.data.id}`, { headers: { authorization: `Bearer ${key}` } })
+            const read = await fetch(`${base}/api/v1/tasks/${body.data.id}`, {
+              headers: { authorization: `Bearer ${key}` }
+            })
             note(`GET ${read.status}`, Date.now() - started)
             break
           }
@@ -106,18 +112,22 @@ try {
 
   let active = "?"
   for (let i = 0; i < 120 && active !== "0"; i++) {
-    active = sql(`SELECT count(*) FROM mediagate_tasks WHERE status NOT IN ('succeeded', 'failed', 'cancelled', 'expired')`)
+    active = sql(
+      `SELECT count(*) FROM mediagate_tasks WHERE status NOT IN ('succeeded', 'failed', 'cancelled', 'expired')`
+    )
     if (active !== "0") await sleep(500)
   }
   const checks: Record<string, boolean> = {
     "every task terminal": active === "0",
     "one task per key": sql("SELECT count(*) FROM mediagate_tasks") === String(tasks.size),
-    "one charge per task": sql("SELECT count(*) - count(DISTINCT task_id) FROM mediagate_billing_ledger WHERE kind = 'charge'") === "0" &&
+    "one charge per task":
+      sql("SELECT count(*) - count(DISTINCT task_id) FROM mediagate_billing_ledger WHERE kind = 'charge'") === "0" &&
       sql("SELECT count(DISTINCT task_id) FROM mediagate_billing_ledger WHERE kind = 'charge'") === String(tasks.size),
     "at most one refund per task":
       sql("SELECT count(*) - count(DISTINCT task_id) FROM mediagate_billing_ledger WHERE kind = 'refund'") === "0",
     "ledger = balances": sql(`SELECT count(*) FROM mediagate_billing_accounts a WHERE balance_micros <>
-      (SELECT COALESCE(sum(amount_micros), 0) FROM mediagate_billing_ledger l WHERE l.account_id = a.account_id)`) === "0",
+      (SELECT COALESCE(sum(amount_micros), 0) FROM mediagate_billing_ledger l WHERE l.account_id = a.account_id)`) ===
+      "0",
     "no 5xx but 503": [...stats.keys()].every((label) => !/ 5\d\d$/.test(label) || label.endsWith(" 503"))
   }
   for (const [check, ok] of Object.entries(checks)) console.log(`${ok ? "ok  " : "FAIL"} ${check}`)

@@ -25,7 +25,20 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { account, arg, call, flag, mainScript, pgDatabase, root, type Running, sleep, serverEnv, start, startFlags } from "./support.js"
+import {
+  account,
+  arg,
+  call,
+  flag,
+  mainScript,
+  pgDatabase,
+  root,
+  type Running,
+  serverEnv,
+  sleep,
+  start,
+  startFlags
+} from "./support.js"
 
 const databases = arg("db", "sqlite").split(",")
 const taskCount = Number(arg("tasks", "100000"))
@@ -110,8 +123,12 @@ const post = async (
         else note(`${response.status} ${/"code":"([A-Z_]+)"/.exec(text)?.[1] ?? ""}`.trim())
       } catch (error) {
         // not tried again: without an idempotency key a second POST could make a second task
-        const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined
-        note(error instanceof Error ? `${error.message}${cause ? ` (${cause.code ?? cause.message})` : ""}` : String(error))
+        const cause = error instanceof Error
+          ? (error.cause as { code?: string; message?: string } | undefined)
+          : undefined
+        note(
+          error instanceof Error ? `${error.message}${cause ? ` (${cause.code ?? cause.message})` : ""}` : String(error)
+        )
       }
       if (++done % tenth === 0) progress(done)
     }
@@ -140,7 +157,13 @@ const bare = async (): Promise<Figures> => {
     const idleRss = await idle(pid, idleSeconds)
     await post(server.base, "/", {}, (i) => ({ prompt: `task ${i}` }), () => {})
     const settled = await sample(pid, settleSeconds)
-    return { name: "bare node:http", idle: idleRss, soon: meanTo(settled, 10), after: meanTo(settled), max: statusMb(pid, "VmHWM") }
+    return {
+      name: "bare node:http",
+      idle: idleRss,
+      soon: meanTo(settled, 10),
+      after: meanTo(settled),
+      max: statusMb(pid, "VmHWM")
+    }
   } finally {
     await server.stop()
   }
@@ -152,14 +175,19 @@ const mediagate = async (db: string): Promise<Figures> => {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-rss-"))
   const pg = db === "pg" ? pgDatabase("rss") : undefined
   try {
-    const server = await start(mainScript, serverEnv(dir, pg?.url, {
-      MEDIAGATE_SIM_TIME_SCALE: "1",
-      // 100,000 sandbox results of 32 KB are over the default test-key storage quota (256 MiB): without this the
-      // tasks past it are refused with 429
-      MEDIAGATE_TEST_STORAGE_QUOTA: "off"
-    }), {
-      nodeOptions: [nodeOptions, heap ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${profiles}` : ""].join(" ").trim()
-    })
+    const server = await start(
+      mainScript,
+      serverEnv(dir, pg?.url, {
+        MEDIAGATE_SIM_TIME_SCALE: "1",
+        // 100,000 sandbox results of 32 KB are over the default test-key storage quota (256 MiB): without this the
+        // tasks past it are refused with 429
+        MEDIAGATE_TEST_STORAGE_QUOTA: "off"
+      }),
+      {
+        nodeOptions: [nodeOptions, heap ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${profiles}` : ""].join(" ")
+          .trim()
+      }
+    )
     try {
       const pid = server.child.pid
       const { token } = await account(server.base, undefined, "test")
@@ -173,24 +201,45 @@ const mediagate = async (db: string): Promise<Figures> => {
         "/api/v1/vendor3/text-to-video",
         { authorization: `Bearer ${token}` },
         (i) => ({ model: "vendor3-3", input: { prompt: `memory ${i} [sim:delay=0]` } }),
-        (done) => console.log(`  ${String(done).padStart(7)} posted in ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s, RSS ${mb(statusMb(pid, "VmRSS"))} MB`)
+        (done) =>
+          console.log(
+            `  ${String(done).padStart(7)} posted in ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s, RSS ${
+              mb(statusMb(pid, "VmRSS"))
+            } MB`
+          )
       )
       const posted = Date.now()
       let terminal = 0
       for (const deadline = Date.now() + 30 * 60_000; Date.now() < deadline;) {
-        const totals = await Promise.all(terminalStatuses.map(async (status) =>
-          Number((await call(server.base, `/api/v1/tasks?status=${status}&limit=1`, { token })).pagination?.["total"] ?? 0)
-        ))
+        const totals = await Promise.all(
+          terminalStatuses.map(async (status) =>
+            Number(
+              (await call(server.base, `/api/v1/tasks?status=${status}&limit=1`, { token })).pagination?.["total"] ?? 0
+            )
+          )
+        )
         terminal = totals.reduce((a, b) => a + b, 0)
         if (terminal >= accepted) break
         await sleep(1000)
       }
       const finished = Date.now()
-      console.log(`  ${accepted} accepted in ${((posted - started) / 1000).toFixed(0)} s (${(accepted / ((posted - started) / 1000)).toFixed(0)}/s), ${terminal} terminal ${((finished - posted) / 1000).toFixed(0)} s later; RSS ${mb(statusMb(pid, "VmRSS"))} MB`)
+      console.log(
+        `  ${accepted} accepted in ${((posted - started) / 1000).toFixed(0)} s (${
+          (accepted / ((posted - started) / 1000)).toFixed(0)
+        }/s), ${terminal} terminal ${((finished - posted) / 1000).toFixed(0)} s later; RSS ${
+          mb(statusMb(pid, "VmRSS"))
+        } MB`
+      )
       const settled = await sample(pid, settleSeconds)
       const max = statusMb(pid, "VmHWM")
       if (heap) await snapshot(server, `after ${taskCount} tasks`)
-      return { name: `mediagate (${db === "pg" ? "PostgreSQL" : "SQLite"})${nodeOptions === "" ? "" : ` ${nodeOptions}`}`, idle: idleRss, soon: meanTo(settled, 10), after: meanTo(settled), max }
+      return {
+        name: `mediagate (${db === "pg" ? "PostgreSQL" : "SQLite"})${nodeOptions === "" ? "" : ` ${nodeOptions}`}`,
+        idle: idleRss,
+        soon: meanTo(settled, 10),
+        after: meanTo(settled),
+        max
+      }
     } finally {
       await server.stop()
     }
@@ -204,11 +253,19 @@ const baseline = await bare()
 const results: Array<Figures> = []
 for (const db of databases) results.push(await mediagate(db))
 
-console.log(`\nRSS in MB: idle (${idleSeconds} s after start), after ${taskCount} tasks (10 s and ${settleSeconds} s after the last; means of 5 samples), max (VmHWM)`)
+console.log(
+  `\nRSS in MB: idle (${idleSeconds} s after start), after ${taskCount} tasks (10 s and ${settleSeconds} s after the last; means of 5 samples), max (VmHWM)`
+)
 const ratio = (a: number, b: number) => (a / b).toFixed(2)
 for (const r of [baseline, ...results]) {
   const ratios = r === baseline
     ? ""
-    : `   ÷ bare: idle ${ratio(r.idle, baseline.idle)}, +10 s ${ratio(r.soon, baseline.soon)}, +${settleSeconds} s ${ratio(r.after, baseline.after)}, max ${ratio(r.max, baseline.max)}`
-  console.log(`  ${r.name.padEnd(24)} idle ${mb(r.idle)}   +10 s ${mb(r.soon)}   +${settleSeconds} s ${mb(r.after)}   max ${mb(r.max)}${ratios}`)
+    : `   ÷ bare: idle ${ratio(r.idle, baseline.idle)}, +10 s ${ratio(r.soon, baseline.soon)}, +${settleSeconds} s ${
+      ratio(r.after, baseline.after)
+    }, max ${ratio(r.max, baseline.max)}`
+  console.log(
+    `  ${r.name.padEnd(24)} idle ${mb(r.idle)}   +10 s ${mb(r.soon)}   +${settleSeconds} s ${mb(r.after)}   max ${
+      mb(r.max)
+    }${ratios}`
+  )
 }

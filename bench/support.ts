@@ -103,7 +103,9 @@ export const start = async (
     ...(options.profile === "heap" ? ["--import", join(root, "bench", "lib", "heapSampling.mjs")] : [])
   ]
   if (options.profile === "heap") mkdirSync(profiles, { recursive: true })
-  const serverFlags = script.endsWith(mainScript) ? (options.nodeOptions ?? startFlags()).split(/\s+/).filter((f) => f !== "") : []
+  const serverFlags = script.endsWith(mainScript)
+    ? (options.nodeOptions ?? startFlags()).split(/\s+/).filter((f) => f !== "")
+    : []
   const child = spawn(process.execPath, [...flags, ...serverFlags, script], {
     cwd: root,
     env: {
@@ -121,7 +123,7 @@ export const start = async (
     createInterface({ input: child.stdout, crlfDelay: Infinity }).on("line", (line) => log(line))
   }
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
+  for (let i = 0;; i++) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`)
     if (i > 600) throw new Error(`${script} did not start`)
     try {
@@ -195,8 +197,13 @@ export const account = async (base: string, credit?: number, environment: "live"
 export const pgDatabase = (kind: string) => {
   const name = `bench_${kind}_${Date.now().toString(36)}`
   const psql = (sql: string) => spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc", sql])
-  if (psql(`CREATE DATABASE ${name}`).status !== 0) throw new Error("cannot create a PostgreSQL database at 127.0.0.1:5432")
-  return { url: `postgres://postgres@127.0.0.1:5432/${name}`, drop: () => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
+  if (psql(`CREATE DATABASE ${name}`).status !== 0) {
+    throw new Error("cannot create a PostgreSQL database at 127.0.0.1:5432")
+  }
+  return {
+    url: `postgres://postgres@127.0.0.1:5432/${name}`,
+    drop: () => psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  }
 }
 
 /** How many of the account's tasks have `status` (the list's total). */

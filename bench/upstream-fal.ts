@@ -287,10 +287,14 @@ const runWay = async (
   const log = new ServerLog()
   try {
     const port = await freePort()
-    const server = await start(mainScript, serverEnv(dir, pg?.url, {
-      MEDIAGATE_CHANNEL_KEY: channelKey,
-      MEDIAGATE_PUBLIC_BASE_URL: `http://127.0.0.1:${port}`
-    }), { port, log: (line) => log.read(line), profile })
+    const server = await start(
+      mainScript,
+      serverEnv(dir, pg?.url, {
+        MEDIAGATE_CHANNEL_KEY: channelKey,
+        MEDIAGATE_PUBLIC_BASE_URL: `http://127.0.0.1:${port}`
+      }),
+      { port, log: (line) => log.read(line), profile }
+    )
     const requests = fake === undefined ? undefined : new Requests(fake)
     const copying = setInterval(() => requests?.take(), 250)
     try {
@@ -366,8 +370,10 @@ const runWay = async (
       clearInterval(copying)
       requests?.take()
       if (server.child.exitCode !== null || server.child.signalCode !== null) {
-        throw new Error(`the server exited (code ${server.child.exitCode}, signal ${server.child.signalCode})` +
-          ` ${seconds(Date.now() - postStart)} after the first POST`)
+        throw new Error(
+          `the server exited (code ${server.child.exitCode}, signal ${server.child.signalCode})` +
+            ` ${seconds(Date.now() - postStart)} after the first POST`
+        )
       }
 
       const tasks = (await allTasks(server.base, token)).filter((task) => task["id"] !== warm)
@@ -408,21 +414,31 @@ const runWay = async (
         : `fal fake, callbacks on, poll_interval_ms ${callbacksPollIntervalMs}, poll_rate ${channel.pollRate}` +
           `${callbacksPollRate === "default" ? " (default)" : ""}`
       console.log(`${db} · ${way}: ${settings}`)
-      console.log(`  ${tasks.length} tasks of ${jobSeconds} s: ${refused} POSTs refused, ${notSucceeded} failed,` +
-        ` ${unfinished} not finished after ${seconds(finished - posted)}`)
-      console.log(`  posting ${seconds(postingMs)}: accept rate ${(taskCount / (postingMs / 1000)).toFixed(0)}/s,` +
-        ` server CPU ${((cpuPosted - cpuPostStart) / postingMs).toFixed(2)} core` +
-        `${starved(queuedPosted - queuedPostStart, postingMs)}${self(selfPosted - selfPostStart, postingMs)}`)
-      console.log(waitingMs > 0
-        ? `  waiting ${seconds(waitingMs)}: server CPU ${cpuWaiting.toFixed(2)} core` +
-          `${starved(queuedWaited - queuedPosted, waitingMs)}${self(selfWaited - selfPosted, waitingMs)}`
-        : `  waiting: none (posting outlasted the ${jobSeconds} s jobs)`)
-      console.log(`  finishing ${seconds(lastCompleted - waited)}: server CPU` +
-        ` ${((cpuFinished - cpuWaited) / Math.max(1, finishingMs)).toFixed(2)} core` +
-        `${starved(queuedFinished - queuedWaited, finishingMs)}${self(selfFinished - selfWaited, finishingMs)}`)
-      console.log(`  lag p50 ${ms(figures.lagP50)}, p99 ${ms(figures.lagP99)}, max ${ms(figures.lagMax)}` +
-        (way === "baseline" ? "" : ` (vs baseline: p50 ${ratio(figures.lagP50, baseline?.lagP50)},` +
-          ` p99 ${ratio(figures.lagP99, baseline?.lagP99)})`))
+      console.log(
+        `  ${tasks.length} tasks of ${jobSeconds} s: ${refused} POSTs refused, ${notSucceeded} failed,` +
+          ` ${unfinished} not finished after ${seconds(finished - posted)}`
+      )
+      console.log(
+        `  posting ${seconds(postingMs)}: accept rate ${(taskCount / (postingMs / 1000)).toFixed(0)}/s,` +
+          ` server CPU ${((cpuPosted - cpuPostStart) / postingMs).toFixed(2)} core` +
+          `${starved(queuedPosted - queuedPostStart, postingMs)}${self(selfPosted - selfPostStart, postingMs)}`
+      )
+      console.log(
+        waitingMs > 0
+          ? `  waiting ${seconds(waitingMs)}: server CPU ${cpuWaiting.toFixed(2)} core` +
+            `${starved(queuedWaited - queuedPosted, waitingMs)}${self(selfWaited - selfPosted, waitingMs)}`
+          : `  waiting: none (posting outlasted the ${jobSeconds} s jobs)`
+      )
+      console.log(
+        `  finishing ${seconds(lastCompleted - waited)}: server CPU` +
+          ` ${((cpuFinished - cpuWaited) / Math.max(1, finishingMs)).toFixed(2)} core` +
+          `${starved(queuedFinished - queuedWaited, finishingMs)}${self(selfFinished - selfWaited, finishingMs)}`
+      )
+      console.log(
+        `  lag p50 ${ms(figures.lagP50)}, p99 ${ms(figures.lagP99)}, max ${ms(figures.lagMax)}` +
+          (way === "baseline" ? "" : ` (vs baseline: p50 ${ratio(figures.lagP50, baseline?.lagP50)},` +
+            ` p99 ${ratio(figures.lagP99, baseline?.lagP99)})`)
+      )
       const p50p99 = (values: ReadonlyArray<number>) =>
         `p50 ${ms(percentile(values, 50))}, p99 ${ms(percentile(values, 99))}`
       console.log(`    of which accept → submit ${p50p99(toSubmit)}; after the job's end ${p50p99(afterSubmit)}`)
@@ -450,8 +466,10 @@ const runWay = async (
           parts.copy.push(completed - file)
         }
         if (parts.wake.length > 0) {
-          console.log(`    after the job's end, by part (${parts.wake.length} tasks): end → status poll ${p50p99(parts.wake)};` +
-            ` → file request ${p50p99(parts.result)}; → completed ${p50p99(parts.copy)}`)
+          console.log(
+            `    after the job's end, by part (${parts.wake.length} tasks): end → status poll ${p50p99(parts.wake)};` +
+              ` → file request ${p50p99(parts.result)}; → completed ${p50p99(parts.copy)}`
+          )
         }
       }
 
@@ -459,9 +477,11 @@ const runWay = async (
       const lagLimit = way === "polling" ? pollIntervalMs + 1000 : 1000
       const lagOk = unfinished === 0 && figures.lagP99 <= lagLimit
       goals.push(`lag p99 ≤ ${ms(lagLimit)}${unfinished > 0 ? " (with every task finished)" : ""}: ${verdict(lagOk)}`)
-      goals.push(waitingMs > 0
-        ? `CPU while waiting < 0.5 core: ${verdict(cpuWaiting < 0.5)}`
-        : "CPU while waiting < 0.5 core: not measured (no waiting phase)")
+      goals.push(
+        waitingMs > 0
+          ? `CPU while waiting < 0.5 core: ${verdict(cpuWaiting < 0.5)}`
+          : "CPU while waiting < 0.5 core: not measured (no waiting phase)"
+      )
       if (requests !== undefined && fake !== undefined && channel !== undefined) {
         const phases: ReadonlyArray<readonly [string, number, number]> = [
           ["posting", postStart, posted],
@@ -473,17 +493,23 @@ const runWay = async (
         }
         const counts = fake.counts()
         const lost = requests.lost ? " (some requests were not copied)" : ""
-        console.log(`  fake totals: ${counts.submit} submits, ${counts.status} status, ${counts.result} results,` +
-          ` ${counts.files} files, ${counts.webhooks} webhooks sent${lost}`)
+        console.log(
+          `  fake totals: ${counts.submit} submits, ${counts.status} status, ${counts.result} results,` +
+            ` ${counts.files} files, ${counts.webhooks} webhooks sent${lost}`
+        )
         const polls = requests.most("status", 1000)
         const at = Number.isNaN(polls.at) ? "" : ` (from ${seconds(polls.at - postStart)} after the first POST)`
         const sustained = requests.most("status", 5000).count / 5
-        console.log(`  polls per channel in any 1 s window: max ${polls.count}${at}, limit ${channel.pollRate}` +
-          ` → ${verdict(polls.count <= channel.pollRate)}; busiest 5 s: ${sustained.toFixed(0)}/s`)
+        console.log(
+          `  polls per channel in any 1 s window: max ${polls.count}${at}, limit ${channel.pollRate}` +
+            ` → ${verdict(polls.count <= channel.pollRate)}; busiest 5 s: ${sustained.toFixed(0)}/s`
+        )
         goals.push(`poll rate ≤ ${channel.pollRate}/s: ${verdict(polls.count <= channel.pollRate)}`)
       }
-      console.log(`  server log: ${log.lines} lines (${log.access} access), ${log.serverErrors} 5xx answers,` +
-        ` ${log.warnings} warnings, ${log.errors} errors; server peak RSS ${peakRssMb(pid)} MB`)
+      console.log(
+        `  server log: ${log.lines} lines (${log.access} access), ${log.serverErrors} 5xx answers,` +
+          ` ${log.warnings} warnings, ${log.errors} errors; server peak RSS ${peakRssMb(pid)} MB`
+      )
       for (const sample of log.samples) console.log(`    ${sample}`)
       console.log(`  goals: ${goals.join("; ")}`)
       const lag = `lag p50 ${ms(figures.lagP50)}, p99 ${ms(figures.lagP99)}`
@@ -492,8 +518,10 @@ const runWay = async (
     } catch (error) {
       // a server that died (or stopped answering) ends this way with what is known, and the run goes on
       const exit = server.child.exitCode ?? server.child.signalCode
-      console.log(`${db} · ${way}: FAILED: ${error instanceof Error ? error.message : String(error)}` +
-        `${exit === null ? "" : ` (the server exited: ${exit})`}`)
+      console.log(
+        `${db} · ${way}: FAILED: ${error instanceof Error ? error.message : String(error)}` +
+          `${exit === null ? "" : ` (the server exited: ${exit})`}`
+      )
       console.log(`  server log: ${log.lines} lines, ${log.warnings} warnings, ${log.errors} errors; the last lines:`)
       for (const line of log.tail) console.log(`    ${line}`)
       return { figures: { lagP50: NaN, lagP99: NaN, lagMax: NaN }, goals: "FAILED (see above)" }
@@ -508,8 +536,10 @@ const runWay = async (
   }
 }
 
-console.log(`${taskCount} tasks of ${jobSeconds} s, ${connections} connections, ways ${ways.join(", ")};` +
-  ` load average ${loadavg().map((x) => x.toFixed(2)).join(" ")}`)
+console.log(
+  `${taskCount} tasks of ${jobSeconds} s, ${connections} connections, ways ${ways.join(", ")};` +
+    ` load average ${loadavg().map((x) => x.toFixed(2)).join(" ")}`
+)
 const summary: Array<string> = []
 for (const db of databases) {
   let baseline: Figures | undefined

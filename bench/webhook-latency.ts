@@ -23,8 +23,7 @@ import { spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { loadavg } from "node:os"
-import { tmpdir } from "node:os"
+import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { account, arg, call, flag, mainScript, pgDatabase, root, serverEnv, sleep, start } from "./support.js"
@@ -156,7 +155,9 @@ const stages = (url: string) => {
 }
 
 const figures = (label: string, values: ReadonlyArray<number>) =>
-  `  ${label.padEnd(9)} n=${String(values.length).padEnd(6)} p50 ${percentile(values, 50)} ms  p95 ${percentile(values, 95)} ms  ` +
+  `  ${label.padEnd(9)} n=${String(values.length).padEnd(6)} p50 ${percentile(values, 50)} ms  p95 ${
+    percentile(values, 95)
+  } ms  ` +
   `p99 ${percentile(values, 99)} ms  max ${Math.max(...values)} ms`
 
 console.log(`load average before: ${loadavg().map((n) => n.toFixed(2)).join(" ")}`)
@@ -186,7 +187,11 @@ for (const db of databases) {
         call(server.base, "/api/v1/vendor3/text-to-video", {
           method: "POST",
           token,
-          body: { model: "vendor3-3", input: { prompt: `webhook ${i} [sim:delay=0]` }, webhookUrl: `${hooks.url}/job?i=${i}` }
+          body: {
+            model: "vendor3-3",
+            input: { prompt: `webhook ${i} [sim:delay=0]` },
+            webhookUrl: `${hooks.url}/job?i=${i}`
+          }
         })
       // warm-up: the renderer's first clip, the first connections; then forget what arrived
       await post(-1)
@@ -208,7 +213,11 @@ for (const db of databases) {
       const deadline = Date.now() + 60_000
       while (hooks.arrivals.size < total * 2 && Date.now() < deadline) await sleep(100)
       const all = [...hooks.arrivals.values()]
-      console.log(`${db}: ${total} tasks at ${rate}/s (${all.length} of ${total * 2} deliveries arrived), load average ${load.toFixed(2)} at the start`)
+      console.log(
+        `${db}: ${total} tasks at ${rate}/s (${all.length} of ${total * 2} deliveries arrived), load average ${
+          load.toFixed(2)
+        } at the start`
+      )
       console.log(figures("per-task", all.filter((a) => a.kind === "job").map((a) => a.latencyMs)))
       console.log(figures("account", all.filter((a) => a.kind === "account").map((a) => a.latencyMs)))
       console.log(figures("all", all.map((a) => a.latencyMs)))
@@ -216,7 +225,8 @@ for (const db of databases) {
         // settles of the last deliveries may still be under way: a moment for them
         await sleep(500)
         const after = await statementCounts(server.child, countsFile)
-        const per = (kind: string) => (((after[kind] ?? 0) - (countsBefore[kind] ?? 0)) / Math.max(1, all.length)).toFixed(2)
+        const per = (kind: string) =>
+          (((after[kind] ?? 0) - (countsBefore[kind] ?? 0)) / Math.max(1, all.length)).toFixed(2)
         console.log(
           `  statements per delivery: webhook storage ${per("webhooks")}, outbox reads ${per("outbox reads")}, ` +
             `transaction control of webhook transactions ${per("webhook transaction control")}; ` +

@@ -12,11 +12,14 @@ type Operation = {
   readonly tags?: ReadonlyArray<string>
   readonly requestBody?: { readonly content: Record<string, { readonly schema: { readonly $ref?: string } }> }
   readonly parameters?: ReadonlyArray<{ readonly name: string; readonly in: string; readonly required?: boolean }>
-  readonly responses: Record<string, { readonly description?: string; readonly content?: Record<string, { readonly schema: unknown }> }>
+  readonly responses: Record<
+    string,
+    { readonly description?: string; readonly content?: Record<string, { readonly schema: unknown }> }
+  >
 }
 
 const refName = (schema: unknown): string | undefined => {
-  const ref = (schema as { $ref?: string; anyOf?: ReadonlyArray<{ $ref?: string }> } | undefined)
+  const ref = schema as { $ref?: string; anyOf?: ReadonlyArray<{ $ref?: string }> } | undefined
   const names = [ref?.$ref, ...(ref?.anyOf ?? []).map((s) => s.$ref)].filter((r): r is string => typeof r === "string")
   return names.length === 0 ? undefined : names.map((r) => r.split("/").pop()).join(", ")
 }
@@ -35,7 +38,12 @@ const operations = (spec: Document): Array<string> => {
       if (op.summary !== undefined) lines.push(op.summary, "")
       const params = (op.parameters ?? []).filter((p) => p.in !== "header" || p.name === "idempotency-key")
       if (params.length > 0) {
-        lines.push(`Parameters: ${params.map((p) => `\`${p.name}\` (${p.in}${p.required === true ? ", required" : ""})`).join(", ")}`, "")
+        lines.push(
+          `Parameters: ${
+            params.map((p) => `\`${p.name}\` (${p.in}${p.required === true ? ", required" : ""})`).join(", ")
+          }`,
+          ""
+        )
       }
       const body = op.requestBody?.content["application/json"]?.schema
       if (body !== undefined) lines.push(`Body: \`${refName(body) ?? "object"}\``, "")
@@ -43,7 +51,9 @@ const operations = (spec: Document): Array<string> => {
         const schema = response.content?.["application/json"]?.schema
         return `| ${status} | ${refName(schema) ?? response.description ?? ""} |`
       })
-      lines.push("| Status | Answer |", "|---|---|", ...answers, "")
+      lines.push("| Status | Answer |", "|---|---|")
+      for (const answer of answers) lines.push(answer)
+      lines.push("")
     }
   }
   return lines

@@ -26,6 +26,10 @@ export const measure = async (): Promise<{ readonly minified: number; readonly g
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const { minified, gzipped } = await measure()
-  console.log(`@mediagate/client: ${(minified / 1024).toFixed(1)} KiB minified, ${(gzipped / 1024).toFixed(1)} KiB minified+gzipped`)
+  const { gzipped, minified } = await measure()
+  console.log(
+    `@mediagate/client: ${(minified / 1024).toFixed(1)} KiB minified, ${
+      (gzipped / 1024).toFixed(1)
+    } KiB minified+gzipped`
+  )
 }

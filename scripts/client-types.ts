@@ -92,7 +92,9 @@ export const render = async (): Promise<string> => {
     "",
     "/** Method and path of every operation of `/api/v1`, by operation id. */",
     "export const operationTable = {",
-    ...operations.map((o) => `  ${JSON.stringify(o.id)}: { method: ${JSON.stringify(o.method)}, path: ${JSON.stringify(o.path)} },`),
+    ...operations.map((o) =>
+      `  ${JSON.stringify(o.id)}: { method: ${JSON.stringify(o.method)}, path: ${JSON.stringify(o.path)} },`
+    ),
     "} as const",
     "",
     "/** The generation endpoints by their path below `/api/v1/` (what `create` and `run` take), with their operation id. */",

@@ -36,7 +36,9 @@ if (existsSync(`${dashboard}scripts/build.mjs`) && !existsSync(`${dashboard}dist
     const built = spawnSync(process.execPath, [`${dashboard}scripts/build.mjs`], { stdio: "inherit" })
     if (built.status !== 0) process.exit(built.status ?? 1)
   } else {
-    console.error("the dashboard's assets are missing and esbuild is not installed: run \"npm ci && npm run build\" first")
+    console.error(
+      "the dashboard's assets are missing and esbuild is not installed: run \"npm ci && npm run build\" first"
+    )
   }
 }
 if (tsc !== undefined) {

@@ -27,7 +27,9 @@ export const packages = (): ReadonlyArray<{ readonly name: string; readonly depe
     readdirSync(join(root, folder), { withFileTypes: true })
       .filter((entry) => entry.isDirectory())
       .map((entry): Manifest => JSON.parse(readFileSync(join(root, folder, entry.name, "package.json"), "utf8")))
-      .filter((manifest) => manifest.name !== "@mediagate/testing" && manifest.name !== "@mediagate/example-webhook-receiver")
+      .filter((manifest) =>
+        manifest.name !== "@mediagate/testing" && manifest.name !== "@mediagate/example-webhook-receiver"
+      )
       .map((manifest) => ({
         name: manifest.name,
         dependsOn: Object.keys(manifest.dependencies ?? {}).filter((d) => d.startsWith("@mediagate/")).sort()
@@ -38,14 +40,14 @@ const id = (name: string) => name.replace("@mediagate/", "").replace(/-/g, "_")
 
 /** The diagram block, markers included. */
 export const render = (): string => {
-  const lines = [begin, "```mermaid", "graph BT"]
+  const lines = [begin, "", "```mermaid", "graph BT"]
   for (const pkg of packages()) {
     lines.push(`  ${id(pkg.name)}["${pkg.name}"]`)
   }
   for (const pkg of packages()) {
     for (const dependency of pkg.dependsOn) lines.push(`  ${id(pkg.name)} --> ${id(dependency)}`)
   }
-  lines.push("```", end)
+  lines.push("```", "", end)
   return lines.join("\n")
 }
 

@@ -40,8 +40,8 @@ import {
   adminToken,
   allPages,
   type ChannelCreate,
-  type ChannelView,
   channelKey,
+  type ChannelView,
   createChannel,
   type Envelope,
   freshDatabase,
@@ -67,9 +67,11 @@ import {
   unsucceeded,
   waitFor
 } from "./harness.js"
-import { runPostgres, type RunningServer, startServer } from "./server.js"
+import { type RunningServer, runPostgres, startServer } from "./server.js"
 
-if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the PostgreSQL channel scenarios are skipped")
+if (!runPostgres) {
+  console.warn("PostgreSQL is not running at 127.0.0.1:5432: the PostgreSQL channel scenarios are skipped")
+}
 
 /** The fastest model (estimate 10 s), one 512×512 image, $0.03. */
 const model = "vendor4-3-0-t2i"
@@ -90,10 +92,12 @@ interface Upstream {
 const startUpstream = async (scope: Scope, name: string, timeScale: number): Promise<Upstream> => {
   const server = scope.server(
     name,
-    await startServer(await serverEnv({
-      MEDIAGATE_DATA_DIR: mkdtempSync(join(tmpdir(), `mg-channels-${name}-`)),
-      MEDIAGATE_SIM_TIME_SCALE: String(timeScale)
-    }))
+    await startServer(
+      await serverEnv({
+        MEDIAGATE_DATA_DIR: mkdtempSync(join(tmpdir(), `mg-channels-${name}-`)),
+        MEDIAGATE_SIM_TIME_SCALE: String(timeScale)
+      })
+    )
   )
   return { server, base: server.baseUrl, keys: await makeAccount(server.baseUrl, "gateway relay", 1000) }
 }
@@ -102,12 +106,14 @@ const startUpstream = async (scope: Scope, name: string, timeScale: number): Pro
 const startGateway = async (scope: Scope, name: string, database: Record<string, string>) =>
   scope.server(
     name,
-    await startServer(await serverEnv({
-      ...database,
-      MEDIAGATE_CHANNEL_KEY: channelKey,
-      MEDIAGATE_WEBHOOK_ALLOW_PRIVATE: "true",
-      MEDIAGATE_CHANNEL_BREAKER_COOLDOWN: `${cooldownMs}ms`
-    }))
+    await startServer(
+      await serverEnv({
+        ...database,
+        MEDIAGATE_CHANNEL_KEY: channelKey,
+        MEDIAGATE_WEBHOOK_ALLOW_PRIVATE: "true",
+        MEDIAGATE_CHANNEL_BREAKER_COOLDOWN: `${cooldownMs}ms`
+      })
+    )
   )
 
 /** A first gateway on a fresh database, with an account of $100 and its live key. */
@@ -121,7 +127,12 @@ const firstGateway = async (scope: Scope, name: string, database: Record<string,
 // -----------------------------------------------------------------------------------------------------------------
 
 /** A relay channel to `base` with the upstream's live key. */
-const relay = (name: string, base: string, upstream: Upstream, routing: Partial<ChannelCreate> = {}): ChannelCreate => ({
+const relay = (
+  name: string,
+  base: string,
+  upstream: Upstream,
+  routing: Partial<ChannelCreate> = {}
+): ChannelCreate => ({
   name,
   transport: "relay",
   settings: { base_url: base },
@@ -134,7 +145,10 @@ const relay = (name: string, base: string, upstream: Upstream, routing: Partial<
 const createTasks = (gateway: string, key: string, n: number, prompt: (i: number) => string) =>
   pool(range(n), 20, async (i) => {
     const body = { model, input: { prompt: prompt(i), size: "512x512" } }
-    const reply = await http<Envelope<{ readonly id: string }>>(gateway, "/api/v1/vendor4/text-to-image", { token: key, json: body })
+    const reply = await http<Envelope<{ readonly id: string }>>(gateway, "/api/v1/vendor4/text-to-image", {
+      token: key,
+      json: body
+    })
     return ok(reply, `task ${i}`).id
   })
 
@@ -161,14 +175,19 @@ const expectChargedOnce = async (gateway: string, keys: Keys, tasks: ReadonlyArr
   const charges = await allPages<LedgerEntry>(gateway, "/api/v1/balance/ledger?kind=charge", keys.live)
   const refunds = await allPages<LedgerEntry>(gateway, "/api/v1/balance/ledger?kind=refund", keys.live)
   expect(charges.length, "charges").toBe(tasks.length)
-  expect(new Set(charges.map((entry) => entry.task_id)), "one charge per task").toEqual(new Set(tasks.map((task) => task.id)))
+  expect(new Set(charges.map((entry) => entry.task_id)), "one charge per task").toEqual(
+    new Set(tasks.map((task) => task.id))
+  )
   for (const entry of charges) expect(entry.amount).toBeCloseTo(-price, 6)
   expect(refunds.map((entry) => `${entry.task_id}: ${entry.amount}`), "refunds").toEqual([])
   for (const task of tasks) {
     expect(task.charged, `${task.id} charged`).toBeCloseTo(price, 6)
     expect(task.refunded, `${task.id} refunded`).toBe(0)
   }
-  const balance = ok(await http<Envelope<{ readonly balance: number }>>(gateway, "/api/v1/balance", { token: keys.live }), "balance")
+  const balance = ok(
+    await http<Envelope<{ readonly balance: number }>>(gateway, "/api/v1/balance", { token: keys.live }),
+    "balance"
+  )
   expect(balance.balance).toBeCloseTo(credited - price * tasks.length, 6)
 }
 
@@ -177,7 +196,8 @@ const upstreamTaskIds = async (upstream: Upstream) =>
   (await allPages<{ readonly id: string }>(upstream.base, "/admin/v1/tasks", adminToken)).map((task) => task.id).sort()
 
 /** The sorted upstream job ids of `tasks`. */
-const jobIds = (tasks: ReadonlyArray<TaskView>) => tasks.map((task) => task.upstream_job_id ?? `(none: ${task.id})`).sort()
+const jobIds = (tasks: ReadonlyArray<TaskView>) =>
+  tasks.map((task) => task.upstream_job_id ?? `(none: ${task.id})`).sort()
 
 // -----------------------------------------------------------------------------------------------------------------
 // Scenarios
@@ -187,167 +207,210 @@ const databases = [{ name: "SQLite", postgres: false }, { name: "PostgreSQL", po
 
 for (const database of databases) {
   describe.skipIf(database.postgres && !runPostgres)(`upstream channels, the gateway on ${database.name}`, () => {
-    it("weights: channels of weights 3 and 1 run 75% ± 5 points of 1,000 tasks", () =>
-      scenario(`weights (${database.name})`, async (scope) => {
-        const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
-        const heavy = await createChannel(gateway.base, { name: "heavy", transport: "simulated", families: ["vendor4"], weight: 3 })
-        const light = await createChannel(gateway.base, { name: "light", transport: "simulated", families: ["vendor4"], weight: 1 })
-        expect([heavy.priority, heavy.weight, light.priority, light.weight]).toEqual([0, 3, 0, 1])
+    it(
+      "weights: channels of weights 3 and 1 run 75% ± 5 points of 1,000 tasks",
+      () =>
+        scenario(`weights (${database.name})`, async (scope) => {
+          const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
+          const heavy = await createChannel(gateway.base, {
+            name: "heavy",
+            transport: "simulated",
+            families: ["vendor4"],
+            weight: 3
+          })
+          const light = await createChannel(gateway.base, {
+            name: "light",
+            transport: "simulated",
+            families: ["vendor4"],
+            weight: 1
+          })
+          expect([heavy.priority, heavy.weight, light.priority, light.weight]).toEqual([0, 3, 0, 1])
 
-        const ids = await createTasks(gateway.base, gateway.keys.live, 1000, (i) => `weights ${i}`)
-        await settle(gateway.base, 60_000)
-        const tasks = await readTasks(gateway.base, ids)
-        expect(unsucceeded(tasks).slice(0, 5), "tasks that did not succeed").toEqual([])
-        const onHeavy = tasks.filter((task) => task.channel_id === heavy.id).length
-        const onLight = tasks.filter((task) => task.channel_id === light.id).length
-        console.info(`weights (${database.name}): ${onHeavy} on the weight-3 channel, ${onLight} on the weight-1 channel`)
-        expect(onHeavy + onLight, "tasks on one of the two channels").toBe(1000)
-        expect(Math.abs(onHeavy / 1000 - 0.75), `share of the weight-3 channel: ${onHeavy / 10}%`).toBeLessThanOrEqual(0.05)
+          const ids = await createTasks(gateway.base, gateway.keys.live, 1000, (i) => `weights ${i}`)
+          await settle(gateway.base, 60_000)
+          const tasks = await readTasks(gateway.base, ids)
+          expect(unsucceeded(tasks).slice(0, 5), "tasks that did not succeed").toEqual([])
+          const onHeavy = tasks.filter((task) => task.channel_id === heavy.id).length
+          const onLight = tasks.filter((task) => task.channel_id === light.id).length
+          console.info(
+            `weights (${database.name}): ${onHeavy} on the weight-3 channel, ${onLight} on the weight-1 channel`
+          )
+          expect(onHeavy + onLight, "tasks on one of the two channels").toBe(1000)
+          expect(Math.abs(onHeavy / 1000 - 0.75), `share of the weight-3 channel: ${onHeavy / 10}%`)
+            .toBeLessThanOrEqual(0.05)
 
-        // the channels' submit counters agree with the tasks' channels
-        const text = await metrics(gateway.base)
-        expect(metric(text, "mediagate_channel_requests_total", { channel: heavy.id, call: "submit", outcome: "ok" })).toBe(onHeavy)
-        expect(metric(text, "mediagate_channel_requests_total", { channel: light.id, call: "submit", outcome: "ok" })).toBe(onLight)
-        await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
-      }), 150_000)
+          // the channels' submit counters agree with the tasks' channels
+          const text = await metrics(gateway.base)
+          expect(metric(text, "mediagate_channel_requests_total", { channel: heavy.id, call: "submit", outcome: "ok" }))
+            .toBe(onHeavy)
+          expect(metric(text, "mediagate_channel_requests_total", { channel: light.id, call: "submit", outcome: "ok" }))
+            .toBe(onLight)
+          await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
+        }),
+      150_000
+    )
 
-    it("failover on submit when A answers 500, hangs or refuses connections; A's breaker opens and closes again", () =>
-      scenario(`failover (${database.name})`, async (scope) => {
-        const upstream1 = await startUpstream(scope, "upstream-1", 0.1)
-        const upstream2 = await startUpstream(scope, "upstream-2", 0.1)
-        const proxy: FaultProxy = await startFaultProxy(upstream1.base)
-        scope.defer(() => proxy.close())
-        const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
-        const a = await createChannel(
-          gateway.base,
-          relay("A", proxy.url, upstream1, { priority: 10, settings: { base_url: proxy.url, timeout_ms: 1500 } })
-        )
-        const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
-        expect(a).toMatchObject({ credentials_set: true, priority: 10, health: { breaker: "closed" } })
-        expect(JSON.stringify(a)).not.toContain(upstream1.keys.live)
+    it(
+      "failover on submit when A answers 500, hangs or refuses connections; A's breaker opens and closes again",
+      () =>
+        scenario(`failover (${database.name})`, async (scope) => {
+          const upstream1 = await startUpstream(scope, "upstream-1", 0.1)
+          const upstream2 = await startUpstream(scope, "upstream-2", 0.1)
+          const proxy: FaultProxy = await startFaultProxy(upstream1.base)
+          scope.defer(() => proxy.close())
+          const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
+          const a = await createChannel(
+            gateway.base,
+            relay("A", proxy.url, upstream1, { priority: 10, settings: { base_url: proxy.url, timeout_ms: 1500 } })
+          )
+          const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
+          expect(a).toMatchObject({ credentials_set: true, priority: 10, health: { breaker: "closed" } })
+          expect(JSON.stringify(a)).not.toContain(upstream1.keys.live)
 
-        /** The channel each task was submitted to. */
-        const routed = new Map<string, string | null>()
-        /** Creates `n` tasks and waits until they are submitted; they all went to `channel` when given. */
-        const phase = async (label: string, n: number, channel?: ChannelView) => {
-          const ids = await createTasks(gateway.base, gateway.keys.live, n, (i) => `${label} ${i}`)
-          const tasks = await submitted(gateway.base, ids)
-          for (const task of tasks) routed.set(task.id, task.channel_id)
-          if (channel !== undefined) expect(offChannel(tasks, channel.id), `${label}: tasks not on ${channel.name}`).toEqual([])
-          return tasks
-        }
-        const healthOf = async (channel: ChannelView) => (await readChannel(gateway.base, channel.id)).health
-        const breakerGauge = async (channel: ChannelView) =>
-          metric(await metrics(gateway.base), "mediagate_channel_breaker_state", { channel: channel.id })
-        /**
-         * The proxy passes through again: once the cooldown is over a task probes A (a probe that failed late in
-         * the fault doubled the cooldown: one task a second until A takes one), A's breaker closes, and A takes
-         * the new tasks again.
-         */
-        const recover = async (label: string) => {
-          proxy.setMode("pass")
-          await sleep(cooldownMs + 500)
-          await waitFor(`${label}: a task on A again`, 20_000, async () => {
-            const [probe] = await phase(`${label}: probe`, 1)
-            return probe!.channel_id === a.id ? true : undefined
-          }, 1000)
-          expect((await healthOf(a)).breaker, `${label}: A's breaker after the probe`).toBe("closed")
-          expect(await breakerGauge(a)).toBe(0)
-          await phase(label, 10, a)
+          /** The channel each task was submitted to. */
+          const routed = new Map<string, string | null>()
+          /** Creates `n` tasks and waits until they are submitted; they all went to `channel` when given. */
+          const phase = async (label: string, n: number, channel?: ChannelView) => {
+            const ids = await createTasks(gateway.base, gateway.keys.live, n, (i) => `${label} ${i}`)
+            const tasks = await submitted(gateway.base, ids)
+            for (const task of tasks) routed.set(task.id, task.channel_id)
+            if (channel !== undefined) {
+              expect(offChannel(tasks, channel.id), `${label}: tasks not on ${channel.name}`).toEqual([])
+            }
+            return tasks
+          }
+          const healthOf = async (channel: ChannelView) => (await readChannel(gateway.base, channel.id)).health
+          const breakerGauge = async (channel: ChannelView) =>
+            metric(await metrics(gateway.base), "mediagate_channel_breaker_state", { channel: channel.id })
+          /**
+           * The proxy passes through again: once the cooldown is over a task probes A (a probe that failed late in
+           * the fault doubled the cooldown: one task a second until A takes one), A's breaker closes, and A takes
+           * the new tasks again.
+           */
+          const recover = async (label: string) => {
+            proxy.setMode("pass")
+            await sleep(cooldownMs + 500)
+            await waitFor(`${label}: a task on A again`, 20_000, async () => {
+              const [probe] = await phase(`${label}: probe`, 1)
+              return probe!.channel_id === a.id ? true : undefined
+            }, 1000)
+            expect((await healthOf(a)).breaker, `${label}: A's breaker after the probe`).toBe("closed")
+            expect(await breakerGauge(a)).toBe(0)
+            await phase(label, 10, a)
+            await settle(gateway.base, 40_000)
+          }
+          /** A is failing: its breaker is open (or probing) with the failures and the last error in view. */
+          const expectOpen = async (label: string, error: RegExp) => {
+            const health = await healthOf(a)
+            console.info(`failover (${database.name}), ${label}: A's health ${JSON.stringify(health)}`)
+            expect(["open", "half_open"], `${label}: A's breaker`).toContain(health.breaker)
+            expect(health.consecutive_failures, `${label}: A's consecutive failures`).toBeGreaterThan(0)
+            expect(health.opened_at, `${label}: when A's breaker opened`).not.toBeNull()
+            expect(health.last_error ?? "", `${label}: A's last error`).toMatch(error)
+            expect(await breakerGauge(a)).toBeGreaterThanOrEqual(1)
+            expect((await healthOf(b)).breaker).toBe("closed")
+          }
+
+          // healthy: A (priority 10) takes everything
+          await phase("healthy", 10, a)
           await settle(gateway.base, 40_000)
-        }
-        /** A is failing: its breaker is open (or probing) with the failures and the last error in view. */
-        const expectOpen = async (label: string, error: RegExp) => {
-          const health = await healthOf(a)
-          console.info(`failover (${database.name}), ${label}: A's health ${JSON.stringify(health)}`)
-          expect(["open", "half_open"], `${label}: A's breaker`).toContain(health.breaker)
-          expect(health.consecutive_failures, `${label}: A's consecutive failures`).toBeGreaterThan(0)
-          expect(health.opened_at, `${label}: when A's breaker opened`).not.toBeNull()
-          expect(health.last_error ?? "", `${label}: A's last error`).toMatch(error)
-          expect(await breakerGauge(a)).toBeGreaterThanOrEqual(1)
-          expect((await healthOf(b)).breaker).toBe("closed")
-        }
 
-        // healthy: A (priority 10) takes everything
-        await phase("healthy", 10, a)
-        await settle(gateway.base, 40_000)
+          // A answers 500 with the error envelope: a submit answered 500 may have made a job (uncertain), so it is
+          // looked for on A first; once A's breaker opens, every task goes on to B (docs/channels.md)
+          proxy.setMode("error")
+          await phase("500", 20, b)
+          expect(proxy.counts().failed["POST"] ?? 0, "submits A's proxy answered 500").toBeGreaterThan(0)
+          await expectOpen("500", /INTERNAL_ERROR|500|injected/)
+          const text = await metrics(gateway.base)
+          expect(metric(text, "mediagate_channel_failovers_total", { channel: a.id, call: "submit" })).toBeGreaterThan(
+            0
+          )
+          expect(
+            metric(text, "mediagate_channel_requests_total", { channel: a.id, call: "submit", outcome: "unavailable" })
+          )
+            .toBeGreaterThan(0)
 
-        // A answers 500 with the error envelope: a submit answered 500 may have made a job (uncertain), so it is
-        // looked for on A first; once A's breaker opens, every task goes on to B (docs/channels.md)
-        proxy.setMode("error")
-        await phase("500", 20, b)
-        expect(proxy.counts().failed["POST"] ?? 0, "submits A's proxy answered 500").toBeGreaterThan(0)
-        await expectOpen("500", /INTERNAL_ERROR|500|injected/)
-        const text = await metrics(gateway.base)
-        expect(metric(text, "mediagate_channel_failovers_total", { channel: a.id, call: "submit" })).toBeGreaterThan(0)
-        expect(metric(text, "mediagate_channel_requests_total", { channel: a.id, call: "submit", outcome: "unavailable" }))
-          .toBeGreaterThan(0)
+          // the proxy passes through again: after the cooldown A takes the tasks again, its breaker closed
+          await recover("after 500")
 
-        // the proxy passes through again: after the cooldown A takes the tasks again, its breaker closed
-        await recover("after 500")
+          // A hangs (never answers): each submit times out after A's timeout_ms (1.5 s), uncertain as a 500; the tasks
+          // go on to B once A's breaker is open
+          proxy.setMode("hang")
+          await phase("hang", 20, b)
+          expect(proxy.counts().hung["POST"] ?? 0, "submits A's proxy held").toBeGreaterThan(0)
+          await expectOpen("hang", /time|timeout/i)
+          await recover("after the hang")
 
-        // A hangs (never answers): each submit times out after A's timeout_ms (1.5 s), uncertain as a 500; the tasks
-        // go on to B once A's breaker is open
-        proxy.setMode("hang")
-        await phase("hang", 20, b)
-        expect(proxy.counts().hung["POST"] ?? 0, "submits A's proxy held").toBeGreaterThan(0)
-        await expectOpen("hang", /time|timeout/i)
-        await recover("after the hang")
+          // A refuses connections (nothing listens at its address any more): on to B
+          await proxy.close()
+          await phase("refused", 20, b)
+          await expectOpen("refused", /Transport error|ECONNREFUSED|fetch failed|connect/i)
 
-        // A refuses connections (nothing listens at its address any more): on to B
-        await proxy.close()
-        await phase("refused", 20, b)
-        await expectOpen("refused", /Transport error|ECONNREFUSED|fetch failed|connect/i)
+          await settle(gateway.base, 40_000)
+          const tasks = await readTasks(gateway.base, [...routed.keys()])
+          expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
+          // every task ran where it was submitted (the fault phases' tasks on B)
+          expect(tasks.filter((task) => task.channel_id !== routed.get(task.id)).map((task) => task.id), "tasks moved")
+            .toEqual([])
+          const onA = tasks.filter((task) => task.channel_id === a.id)
+          const onB = tasks.filter((task) => task.channel_id === b.id)
+          expect(onA.length + onB.length).toBe(tasks.length)
+          expect(onA.length, "tasks on A: the healthy and recovered phases").toBeGreaterThanOrEqual(10 + 2 * 11)
+          expect(onB.length, "tasks on B: the fault phases (and probes during a cooldown)").toBeGreaterThanOrEqual(
+            3 * 20
+          )
+          console.info(
+            `failover (${database.name}): ${onA.length} tasks on A, ${onB.length} on B; proxy ${
+              JSON.stringify(proxy.counts())
+            }`
+          )
 
-        await settle(gateway.base, 40_000)
-        const tasks = await readTasks(gateway.base, [...routed.keys()])
-        expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
-        // every task ran where it was submitted (the fault phases' tasks on B)
-        expect(tasks.filter((task) => task.channel_id !== routed.get(task.id)).map((task) => task.id), "tasks moved").toEqual([])
-        const onA = tasks.filter((task) => task.channel_id === a.id)
-        const onB = tasks.filter((task) => task.channel_id === b.id)
-        expect(onA.length + onB.length).toBe(tasks.length)
-        expect(onA.length, "tasks on A: the healthy and recovered phases").toBeGreaterThanOrEqual(10 + 2 * 11)
-        expect(onB.length, "tasks on B: the fault phases (and probes during a cooldown)").toBeGreaterThanOrEqual(3 * 20)
-        console.info(`failover (${database.name}): ${onA.length} tasks on A, ${onB.length} on B; proxy ${JSON.stringify(proxy.counts())}`)
+          // no double submit: each upstream holds exactly the jobs of the gateway's tasks routed to it
+          expect(await upstreamTaskIds(upstream1), "upstream 1's tasks").toEqual(jobIds(onA))
+          expect(await upstreamTaskIds(upstream2), "upstream 2's tasks").toEqual(jobIds(onB))
+          await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
+        }),
+      180_000
+    )
 
-        // no double submit: each upstream holds exactly the jobs of the gateway's tasks routed to it
-        expect(await upstreamTaskIds(upstream1), "upstream 1's tasks").toEqual(jobIds(onA))
-        expect(await upstreamTaskIds(upstream2), "upstream 2's tasks").toEqual(jobIds(onB))
-        await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
-      }), 180_000)
+    it(
+      "kill mid-load: upstream 1 SIGKILLed with 100 tasks on it; every task succeeds on B, charged once",
+      () =>
+        scenario(`kill (${database.name})`, async (scope) => {
+          // an image job takes 3 s × 1.5 = 4.5 s on the upstreams
+          const upstream1 = await startUpstream(scope, "upstream-1", 1.5)
+          const upstream2 = await startUpstream(scope, "upstream-2", 1.5)
+          const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
+          const a = await createChannel(gateway.base, relay("A", upstream1.base, upstream1, { priority: 10 }))
+          const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
 
-    it("kill mid-load: upstream 1 SIGKILLed with 100 tasks on it; every task succeeds on B, charged once", () =>
-      scenario(`kill (${database.name})`, async (scope) => {
-        // an image job takes 3 s × 1.5 = 4.5 s on the upstreams
-        const upstream1 = await startUpstream(scope, "upstream-1", 1.5)
-        const upstream2 = await startUpstream(scope, "upstream-2", 1.5)
-        const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
-        const a = await createChannel(gateway.base, relay("A", upstream1.base, upstream1, { priority: 10 }))
-        const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
+          const ids = await createTasks(gateway.base, gateway.keys.live, 100, (i) => `kill ${i}`)
+          const before = await submitted(gateway.base, ids)
+          expect(offChannel(before, a.id), "tasks not on A before the kill").toEqual([])
+          expect(
+            before.filter((task) => terminal.has(task.status)).map((task) => task.id),
+            "tasks ended before the kill"
+          ).toEqual([])
+          const running = await inFlight(upstream1.base)
+          expect(running, "tasks in flight on upstream 1 at the kill").toBeGreaterThan(0)
+          upstream1.server.child.kill("SIGKILL")
 
-        const ids = await createTasks(gateway.base, gateway.keys.live, 100, (i) => `kill ${i}`)
-        const before = await submitted(gateway.base, ids)
-        expect(offChannel(before, a.id), "tasks not on A before the kill").toEqual([])
-        expect(before.filter((task) => terminal.has(task.status)).map((task) => task.id), "tasks ended before the kill").toEqual([])
-        const running = await inFlight(upstream1.base)
-        expect(running, "tasks in flight on upstream 1 at the kill").toBeGreaterThan(0)
-        upstream1.server.child.kill("SIGKILL")
-
-        await settle(gateway.base, 90_000)
-        const tasks = await readTasks(gateway.base, ids)
-        expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
-        expect(offChannel(tasks, b.id), "tasks not moved to B").toEqual([])
-        // upstream 2 holds one job per task: each moved once
-        expect(await upstreamTaskIds(upstream2), "upstream 2's tasks").toEqual(jobIds(tasks))
-        const text = await metrics(gateway.base)
-        console.info(
-          `kill (${database.name}): ${running} of 100 tasks running on upstream 1 at the kill; failovers from A ${
-            metric(text, "mediagate_channel_failovers_total", { channel: a.id })
-          }, A's health ${JSON.stringify((await readChannel(gateway.base, a.id)).health)}`
-        )
-        await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
-      }), 150_000)
+          await settle(gateway.base, 90_000)
+          const tasks = await readTasks(gateway.base, ids)
+          expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
+          expect(offChannel(tasks, b.id), "tasks not moved to B").toEqual([])
+          // upstream 2 holds one job per task: each moved once
+          expect(await upstreamTaskIds(upstream2), "upstream 2's tasks").toEqual(jobIds(tasks))
+          const text = await metrics(gateway.base)
+          console.info(
+            `kill (${database.name}): ${running} of 100 tasks running on upstream 1 at the kill; failovers from A ${
+              metric(text, "mediagate_channel_failovers_total", { channel: a.id })
+            }, A's health ${JSON.stringify((await readChannel(gateway.base, a.id)).health)}`
+          )
+          await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
+        }),
+      150_000
+    )
 
     it(
       "two gateway nodes on one database hold a channel's concurrency limit of 3",
@@ -361,7 +424,9 @@ for (const database of databases) {
           const channel = await createChannel(first.base, relay("limited", upstream.base, upstream, { concurrency: 3 }))
           // the second node's router reads the channels every 5 s (docs/channels.md); until then it routes the
           // model to the environment's default channel (its admin list reads the database, so it cannot tell)
-          expect((await admin<Array<ChannelView>>(second.base, "/admin/v1/channels")).map((c) => c.id)).toContain(channel.id)
+          expect((await admin<Array<ChannelView>>(second.base, "/admin/v1/channels")).map((c) => c.id)).toContain(
+            channel.id
+          )
           await sleep(6000)
 
           const upstreamSamples: Array<number> = []
@@ -376,7 +441,9 @@ for (const database of databases) {
             })(),
             (async () => {
               for (let i = 0; sampling; i++) {
-                channelSamples.push((await readChannel(i % 2 === 0 ? first.base : second.base, channel.id)).health.in_flight)
+                channelSamples.push(
+                  (await readChannel(i % 2 === 0 ? first.base : second.base, channel.id)).health.in_flight
+                )
                 await sleep(100)
               }
             })()
@@ -398,14 +465,19 @@ for (const database of databases) {
           const most = Math.max(...upstreamSamples)
           console.info(
             `concurrency (${database.name}): ${upstreamSamples.length} upstream samples, at most ${most} in flight ` +
-              `(${upstreamSamples.filter((n) => n === 3).length} at 3); channel in_flight at most ${Math.max(...channelSamples)}`
+              `(${upstreamSamples.filter((n) => n === 3).length} at 3); channel in_flight at most ${
+                Math.max(...channelSamples)
+              }`
           )
           expect(most, "the upstream's tasks in flight, at most").toBeLessThanOrEqual(3)
           expect(most, "the limit is used").toBe(3)
           expect(Math.max(...channelSamples), "the channel's in_flight, at most").toBeLessThanOrEqual(3)
           // both nodes submitted to the channel: the limit held across them
           for (const node of [first.base, second.base]) {
-            expect(metric(await metrics(node), "mediagate_channel_requests_total", { channel: channel.id, call: "submit" }), node)
+            expect(
+              metric(await metrics(node), "mediagate_channel_requests_total", { channel: channel.id, call: "submit" }),
+              node
+            )
               .toBeGreaterThan(0)
           }
         }),

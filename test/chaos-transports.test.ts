@@ -54,7 +54,7 @@ import {
   serverEnv,
   withLogs
 } from "./harness.js"
-import { psql, runPostgres, type RunningServer, startServer } from "./server.js"
+import { psql, type RunningServer, runPostgres, startServer } from "./server.js"
 
 if (!runPostgres) {
   console.warn("PostgreSQL is not running at 127.0.0.1:5432: the chaos test across transports is skipped")

@@ -35,7 +35,7 @@ import {
   terminateAll,
   unexpectedAnswers
 } from "./chaos.js"
-import { freePort, psql, runPostgres, type RunningServer, startServer } from "./server.js"
+import { freePort, psql, type RunningServer, runPostgres, startServer } from "./server.js"
 
 if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the chaos test is skipped")
 
@@ -144,14 +144,19 @@ describe.skipIf(!runPostgres)("outages", () => {
 
       // every request has its task (none gave up, none got an unexpected answer)
       const unexpected = unexpectedAnswers(answers, "b")
-      expect(unexpected.slice(0, 5), "answers other than 2xx / 503 SERVICE_UNAVAILABLE (or the killed node's dropped connections)").toEqual([])
+      expect(
+        unexpected.slice(0, 5),
+        "answers other than 2xx / 503 SERVICE_UNAVAILABLE (or the killed node's dropped connections)"
+      ).toEqual([])
       expect(taskOf.size).toBe(N)
       const slowest = answers.reduce((max, a) => Math.max(max, a.ms), 0)
       expect(slowest, "the slowest answer (ms)").toBeLessThan(answerBound)
       const unavailable = answers.filter((a) => a.status === 503).length
       expect(unavailable, "503 answers during the outage").toBeGreaterThan(0)
       console.info(
-        `chaos: ${answers.length} answers (${unavailable} × 503, ${answers.filter((a) => a.error !== undefined).length} dropped ` +
+        `chaos: ${answers.length} answers (${unavailable} × 503, ${
+          answers.filter((a) => a.error !== undefined).length
+        } dropped ` +
           `by the killed node), slowest ${slowest} ms; outage ${outage.to - outage.from} ms; /readyz ` +
           readiness.filter((a) => a.at >= outage.from && a.at <= outage.to).map((a) => a.status ?? a.error).join(" ")
       )
@@ -179,9 +184,13 @@ describe.skipIf(!runPostgres)("outages", () => {
            FROM ${tasks} WHERE status NOT IN (${terminalList}) LIMIT 5`
         )
       if (!settled) {
-        for (const [name, node] of Object.entries(nodes)) writeFileSync(join(logs, `node-${name}.log`), node?.output() ?? "")
+        for (const [name, node] of Object.entries(nodes)) {
+          writeFileSync(join(logs, `node-${name}.log`), node?.output() ?? "")
+        }
       }
-      expect(settled, `tasks terminal and webhooks fanned out (node logs in ${logs}); statuses:\n${statuses}`).toBe(true)
+      expect(settled, `tasks terminal and webhooks fanned out (node logs in ${logs}); statuses:\n${statuses}`).toBe(
+        true
+      )
 
       // exactly one task per idempotency key, and they are the tasks the clients were given
       const ids = query(database, `SELECT id FROM ${tasks} ORDER BY id`).split("\n")
@@ -194,19 +203,29 @@ describe.skipIf(!runPostgres)("outages", () => {
       expect((balance.body as { data: { balance: number } }).data.balance).toBeCloseTo(micros / 1e6, 6)
 
       // webhooks: one per-task delivery each (none lost or doubled by the fan-out), still being sent after the outage
-      expect(query(database, `SELECT count(DISTINCT payload::json #>> '{data,task,id}') FROM ${deliveries} WHERE webhook_id IS NULL`))
+      expect(
+        query(
+          database,
+          `SELECT count(DISTINCT payload::json #>> '{data,task,id}') FROM ${deliveries} WHERE webhook_id IS NULL`
+        )
+      )
         .toBe(String(N))
       expect(hooks.some((hook) => hook.at > outage.to)).toBe(true)
 
       // both nodes listen for wakeups again (each has one LISTEN connection; a lost one is found by its probe)
       let listening = ""
       for (const until = Date.now() + 15_000; listening !== "2" && Date.now() < until; await sleep(250)) {
-        listening = query(database, `SELECT count(*) FROM pg_stat_activity WHERE datname = '${database}' AND query LIKE 'LISTEN %'`)
+        listening = query(
+          database,
+          `SELECT count(*) FROM pg_stat_activity WHERE datname = '${database}' AND query LIKE 'LISTEN %'`
+        )
       }
       expect(listening, "LISTEN connections").toBe("2")
 
       // both nodes ready again
-      for (const node of ["a", "b"] as const) expect((await call(node, base[node], "readyz", "/readyz")).status).toBe(200)
+      for (const node of ["a", "b"] as const) {
+        expect((await call(node, base[node], "readyz", "/readyz")).status).toBe(200)
+      }
     } finally {
       psql(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`)
       for (const node of Object.values(nodes)) node?.child.kill("SIGKILL")

@@ -17,8 +17,8 @@ import { Mediagate, MediagateError, verifyWebhook, type WebhookEvent } from "@me
 import { spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { createRequire } from "node:module"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -81,7 +81,7 @@ describe("the client's generated types", () => {
   })
 
   it(`bundle into at most ${budget / 1024} KiB minified+gzipped (esbuild)`, async () => {
-    const { minified, gzipped } = await measure()
+    const { gzipped, minified } = await measure()
     console.log(`@mediagate/client: ${minified} bytes minified, ${gzipped} bytes minified+gzipped`)
     expect(gzipped).toBeGreaterThan(1_000)
     expect(gzipped).toBeLessThanOrEqual(budget)
@@ -110,58 +110,64 @@ if (runPostgres) {
 
 for (const postgres of runPostgres ? [false, true] : [false]) {
   const database = postgres ? "PostgreSQL" : "SQLite"
-  it(`@mediagate/client on ${database}: an answer lost, then the client's own retry: one task, one charge`, () =>
-    scenario("client retries", async (scope) => {
-      const env = await serverEnv(freshDatabase(scope, postgres, "client"))
-      const server = scope.server("gateway", await startServer(env))
-      const keys = await makeAccount(server.baseUrl, "client retries", 100)
-      // while `drop` is set, the next request reaches the server and its answer is lost (a connection reset)
-      const keysSent: Array<string | null> = []
-      let drop = false
-      const lossy: typeof fetch = async (input, init) => {
-        keysSent.push(new Headers(init?.headers).get("idempotency-key"))
-        const response = await fetch(input, init)
-        if (!drop) return response
-        drop = false
-        await response.arrayBuffer()
-        throw new TypeError("fetch failed: other side closed")
-      }
-      const mg = new Mediagate({ apiKey: keys.live, baseUrl: server.baseUrl, fetch: lossy })
-      const charges = async () => (await mg.balance.ledger({ kind: "charge", limit: 100 })).data.map((e) => e.task_id)
-      const tasks = async () => (await mg.tasks.list({ limit: 100 })).pagination.total
+  it(
+    `@mediagate/client on ${database}: an answer lost, then the client's own retry: one task, one charge`,
+    () =>
+      scenario("client retries", async (scope) => {
+        const env = await serverEnv(freshDatabase(scope, postgres, "client"))
+        const server = scope.server("gateway", await startServer(env))
+        const keys = await makeAccount(server.baseUrl, "client retries", 100)
+        // while `drop` is set, the next request reaches the server and its answer is lost (a connection reset)
+        const keysSent: Array<string | null> = []
+        let drop = false
+        const lossy: typeof fetch = async (input, init) => {
+          keysSent.push(new Headers(init?.headers).get("idempotency-key"))
+          const response = await fetch(input, init)
+          if (!drop) return response
+          drop = false
+          await response.arrayBuffer()
+          throw new TypeError("fetch failed: other side closed")
+        }
+        const mg = new Mediagate({ apiKey: keys.live, baseUrl: server.baseUrl, fetch: lossy })
+        const charges = async () => (await mg.balance.ledger({ kind: "charge", limit: 100 })).data.map((e) => e.task_id)
+        const tasks = async () => (await mg.tasks.list({ limit: 100 })).pagination.total
 
-      drop = true
-      const ack = await mg.create("vendor4/text-to-image", {
-        model: "vendor4-4-0",
-        input: { prompt: "[sim:fail] an answer lost" }
-      })
-      expect(keysSent).toHaveLength(2)
-      expect(keysSent[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
-      expect(keysSent[1]).toBe(keysSent[0])
-      expect(await charges()).toEqual([ack.id])
-      expect(await tasks()).toBe(1)
-      expect((await mg.waitFor(ack.id, { timeout: 30_000, pollInterval: { min: 50 } })).status).toBe("failed")
+        drop = true
+        const ack = await mg.create("vendor4/text-to-image", {
+          model: "vendor4-4-0",
+          input: { prompt: "[sim:fail] an answer lost" }
+        })
+        expect(keysSent).toHaveLength(2)
+        expect(keysSent[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+        expect(keysSent[1]).toBe(keysSent[0])
+        expect(await charges()).toEqual([ack.id])
+        expect(await tasks()).toBe(1)
+        expect((await mg.waitFor(ack.id, { timeout: 30_000, pollInterval: { min: 50 } })).status).toBe("failed")
 
-      // the retry of the failed task: the same, on the retry route
-      drop = true
-      keysSent.length = 0
-      const retried = await mg.tasks.retry(ack.id)
-      expect(retried.original_task_id).toBe(ack.id)
-      expect(keysSent).toHaveLength(2)
-      expect(keysSent[1]).toBe(keysSent[0])
-      expect(await charges()).toEqual([retried.id, ack.id])
-      expect(await tasks()).toBe(2)
-      // another call is another intent: a new key, a new task, a new charge (the spec's rule)
-      const again = await mg.tasks.retry(ack.id)
-      expect(again.id).not.toBe(retried.id)
-      expect(keysSent.at(-1)).not.toBe(keysSent[0])
-      expect(await charges()).toEqual([again.id, retried.id, ack.id])
-      // ten retries at once with one key (a user's own repeats): one task, one charge
-      const ten = await Promise.all(Array.from({ length: 10 }, () => mg.tasks.retry(ack.id, { idempotencyKey: "ten" })))
-      expect(new Set(ten.map((each) => each.id)).size).toBe(1)
-      expect(await charges()).toEqual([ten[0]!.id, again.id, retried.id, ack.id])
-      expect(await tasks()).toBe(4)
-    }, "mg-client-"), 90_000)
+        // the retry of the failed task: the same, on the retry route
+        drop = true
+        keysSent.length = 0
+        const retried = await mg.tasks.retry(ack.id)
+        expect(retried.original_task_id).toBe(ack.id)
+        expect(keysSent).toHaveLength(2)
+        expect(keysSent[1]).toBe(keysSent[0])
+        expect(await charges()).toEqual([retried.id, ack.id])
+        expect(await tasks()).toBe(2)
+        // another call is another intent: a new key, a new task, a new charge (the spec's rule)
+        const again = await mg.tasks.retry(ack.id)
+        expect(again.id).not.toBe(retried.id)
+        expect(keysSent.at(-1)).not.toBe(keysSent[0])
+        expect(await charges()).toEqual([again.id, retried.id, ack.id])
+        // ten retries at once with one key (a user's own repeats): one task, one charge
+        const ten = await Promise.all(
+          Array.from({ length: 10 }, () => mg.tasks.retry(ack.id, { idempotencyKey: "ten" }))
+        )
+        expect(new Set(ten.map((each) => each.id)).size).toBe(1)
+        expect(await charges()).toEqual([ten[0]!.id, again.id, retried.id, ack.id])
+        expect(await tasks()).toBe(4)
+      }, "mg-client-"),
+    90_000
+  )
 }
 
 for (const backend of backends) {
@@ -211,7 +217,9 @@ for (const backend of backends) {
         const event: WebhookEvent = await mg.webhooks.verify(delivery.body, delivery.headers, hook.secret)
         expect(event).toMatchObject({ type: "task.completed", data: { task: { id: task.id, status: "succeeded" } } })
         expect(await verifyWebhook(delivery.body, delivery.headers, hook.secret, { scheme: "standard" })).toEqual(event)
-        await expect(verifyWebhook(delivery.body + " ", delivery.headers, hook.secret)).rejects.toMatchObject({ code: "WEBHOOK_BAD_SIGNATURE" })
+        await expect(verifyWebhook(delivery.body + " ", delivery.headers, hook.secret)).rejects.toMatchObject({
+          code: "WEBHOOK_BAD_SIGNATURE"
+        })
 
         // an idempotent creation answers the same task
         const body = { model: "vendor3-3_fast" as const, input: { prompt: instant("a boat") } }
@@ -222,7 +230,9 @@ for (const backend of backends) {
 
         // pages: filters and a cursor, every page once
         const ids: Array<string> = []
-        for await (const page of mg.tasks.pages({ status: "succeeded", limit: 1 })) ids.push(...page.data.map((t) => t.id))
+        for await (const page of mg.tasks.pages({ status: "succeeded", limit: 1 })) {
+          for (const t of page.data) ids.push(t.id)
+        }
         expect(ids.sort()).toEqual([task.id, first.id].sort())
         const vendor3 = await mg.tasks.list({ provider: "vendor3" })
         expect(vendor3.data.map((t) => t.id)).toEqual([first.id])
@@ -239,7 +249,10 @@ for (const backend of backends) {
           .rejects.toMatchObject({ status: 401 })
 
         // the other endpoints
-        const queued = await mg.create("vendor3/text-to-video", { model: "vendor3-3", input: { prompt: "[sim:delay=100000] slow", aspect_ratio: "9:16" } })
+        const queued = await mg.create("vendor3/text-to-video", {
+          model: "vendor3-3",
+          input: { prompt: "[sim:delay=100000] slow", aspect_ratio: "9:16" }
+        })
         const cancelled = await mg.tasks.cancel(queued.id)
         expect(cancelled.status).toBe("cancelled")
         expect((await mg.balance.get()).currency).toBe("USD")
@@ -263,109 +276,135 @@ for (const backend of backends) {
       }
     }, 120_000)
 
-    it("openapi-typescript + openapi-fetch: strict types from /api/v1/openapi.json; create → get → list with filters and a cursor", async () => {
-      const dir = join(root, "test", "build", `openapi-fetch-${backend.name.toLowerCase()}`)
-      rmSync(dir, { recursive: true, force: true })
-      mkdirSync(dir, { recursive: true })
-      writeFileSync(join(dir, "openapi.json"), await (await fetch(`${server.baseUrl}/api/v1/openapi.json`)).text())
-      const generated = await run(process.execPath, [openapiTypescript, "openapi.json", "-o", "schema.d.ts"], dir)
-      expect(generated.status, generated.stderr).toBe(0)
-      writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", private: true }))
-      writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
-        compilerOptions: {
-          target: "ES2022",
-          module: "NodeNext",
-          moduleResolution: "NodeNext",
-          strict: true,
-          noUncheckedIndexedAccess: true,
-          exactOptionalPropertyTypes: true,
-          skipLibCheck: false,
-          types: ["node"],
-          outDir: "out"
-        },
-        files: ["main.ts"]
-      }))
-      writeFileSync(join(dir, "main.ts"), openapiFetchProgram)
-      const compiled = await run(process.execPath, [tsc, "-p", dir], dir)
-      expect(compiled.stdout + compiled.stderr).toBe("")
-      const ran = await run(process.execPath, [join(dir, "out", "main.js")], dir, { BASE: server.baseUrl, KEY: key })
-      expect(ran.status, ran.stderr).toBe(0)
-      const result = JSON.parse(ran.stdout) as {
-        created: { id: string; status: string }
-        got: { id: string; input: Record<string, unknown> }
-        first: { ids: Array<string>; hasMore: boolean; cursor: string | null }
-        second: { ids: Array<string> }
-      }
-      expect(result.created.status).toBe("pending")
-      expect(result.got.id).toBe(result.created.id)
-      expect(result.got.input).toMatchObject({ prompt: "a minimal request", aspect_ratio: "16:9" })
-      expect(result.first.ids).toHaveLength(1)
-      expect(result.first.hasMore).toBe(true)
-      expect(result.first.cursor).not.toBeNull()
-      expect(result.second.ids).toHaveLength(1)
-      expect(result.second.ids[0]).not.toBe(result.first.ids[0])
-    }, 120_000)
+    it(
+      "openapi-typescript + openapi-fetch: strict types from /api/v1/openapi.json; create → get → list with filters and a cursor",
+      async () => {
+        const dir = join(root, "test", "build", `openapi-fetch-${backend.name.toLowerCase()}`)
+        rmSync(dir, { recursive: true, force: true })
+        mkdirSync(dir, { recursive: true })
+        writeFileSync(join(dir, "openapi.json"), await (await fetch(`${server.baseUrl}/api/v1/openapi.json`)).text())
+        const generated = await run(process.execPath, [openapiTypescript, "openapi.json", "-o", "schema.d.ts"], dir)
+        expect(generated.status, generated.stderr).toBe(0)
+        writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", private: true }))
+        writeFileSync(
+          join(dir, "tsconfig.json"),
+          JSON.stringify({
+            compilerOptions: {
+              target: "ES2022",
+              module: "NodeNext",
+              moduleResolution: "NodeNext",
+              strict: true,
+              noUncheckedIndexedAccess: true,
+              exactOptionalPropertyTypes: true,
+              skipLibCheck: false,
+              types: ["node"],
+              outDir: "out"
+            },
+            files: ["main.ts"]
+          })
+        )
+        writeFileSync(join(dir, "main.ts"), openapiFetchProgram)
+        const compiled = await run(process.execPath, [tsc, "-p", dir], dir)
+        expect(compiled.stdout + compiled.stderr).toBe("")
+        const ran = await run(process.execPath, [join(dir, "out", "main.js")], dir, { BASE: server.baseUrl, KEY: key })
+        expect(ran.status, ran.stderr).toBe(0)
+        const result = JSON.parse(ran.stdout) as {
+          created: { id: string; status: string }
+          got: { id: string; input: Record<string, unknown> }
+          first: { ids: Array<string>; hasMore: boolean; cursor: string | null }
+          second: { ids: Array<string> }
+        }
+        expect(result.created.status).toBe("pending")
+        expect(result.got.id).toBe(result.created.id)
+        expect(result.got.input).toMatchObject({ prompt: "a minimal request", aspect_ratio: "16:9" })
+        expect(result.first.ids).toHaveLength(1)
+        expect(result.first.hasMore).toBe(true)
+        expect(result.first.cursor).not.toBeNull()
+        expect(result.second.ids).toHaveLength(1)
+        expect(result.second.ids[0]).not.toBe(result.first.ids[0])
+      },
+      120_000
+    )
 
     if (backend.name === "SQLite") {
-      it("the packed client alone in a fresh project: a JS app runs a task and verifies a webhook; strict TS compiles", async () => {
-        const work = mkdtempSync(join(tmpdir(), "mg-client-consumer-"))
-        const packed = await run(npm, ["pack", "--json", "--pack-destination", work, "--workspace=@mediagate/client"], root)
-        expect(packed.status, packed.stderr).toBe(0)
-        const [entry] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
-        const paths = entry!.files.map((f) => f.path)
-        expect(paths).toContain("dist/index.js")
-        expect(paths).toContain("dist/index.d.ts")
-        // the sources ship for the declaration maps (go-to-definition); the tests do not
-        expect(paths).toContain("dist/index.d.ts.map")
-        expect(paths).toContain("src/index.ts")
-        expect(paths.filter((p) => p.startsWith("test/"))).toEqual([])
-        const tarball = join(work, entry!.filename.replace(/^@mediagate\//, "mediagate-"))
-        const app = join(work, "app")
-        mkdirSync(app)
-        writeFileSync(join(app, "package.json"), JSON.stringify({
-          name: "client-consumer",
-          private: true,
-          type: "module",
-          dependencies: { "@mediagate/client": `file:${tarball}` }
-        }))
-        const installed = await run(npm, ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error"], app)
-        expect(installed.status, installed.stdout + installed.stderr).toBe(0)
-        // nothing but the client is installed: no runtime dependencies at all
-        expect(readdirSync(join(app, "node_modules")).filter((e) => !e.startsWith("."))).toEqual(["@mediagate"])
-        expect(readdirSync(join(app, "node_modules", "@mediagate"))).toEqual(["client"])
+      it(
+        "the packed client alone in a fresh project: a JS app runs a task and verifies a webhook; strict TS compiles",
+        async () => {
+          const work = mkdtempSync(join(tmpdir(), "mg-client-consumer-"))
+          const packed = await run(
+            npm,
+            ["pack", "--json", "--pack-destination", work, "--workspace=@mediagate/client"],
+            root
+          )
+          expect(packed.status, packed.stderr).toBe(0)
+          const [entry] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
+          const paths = entry!.files.map((f) => f.path)
+          expect(paths).toContain("dist/index.js")
+          expect(paths).toContain("dist/index.d.ts")
+          // the sources ship for the declaration maps (go-to-definition); the tests do not
+          expect(paths).toContain("dist/index.d.ts.map")
+          expect(paths).toContain("src/index.ts")
+          expect(paths.filter((p) => p.startsWith("test/"))).toEqual([])
+          const tarball = join(work, entry!.filename.replace(/^@mediagate\//, "mediagate-"))
+          const app = join(work, "app")
+          mkdirSync(app)
+          writeFileSync(
+            join(app, "package.json"),
+            JSON.stringify({
+              name: "client-consumer",
+              private: true,
+              type: "module",
+              dependencies: { "@mediagate/client": `file:${tarball}` }
+            })
+          )
+          const installed = await run(npm, ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error"], app)
+          expect(installed.status, installed.stdout + installed.stderr).toBe(0)
+          // nothing but the client is installed: no runtime dependencies at all
+          expect(readdirSync(join(app, "node_modules")).filter((e) => !e.startsWith("."))).toEqual(["@mediagate"])
+          expect(readdirSync(join(app, "node_modules", "@mediagate"))).toEqual(["client"])
 
-        writeFileSync(join(app, "app.mjs"), consumerApp)
-        const hooks = await receiver()
-        try {
-          const ran = await run(process.execPath, ["app.mjs"], app, { BASE: server.baseUrl, KEY: key })
-          expect(ran.status, ran.stdout + ran.stderr).toBe(0)
-          const result = JSON.parse(ran.stdout.trim().split("\n").at(-1)!) as Record<string, unknown>
-          expect(result).toMatchObject({ status: "succeeded", png: true, verified: "task.completed", tampered: "WEBHOOK_BAD_SIGNATURE" })
-        } finally {
-          await hooks.close()
-        }
+          writeFileSync(join(app, "app.mjs"), consumerApp)
+          const hooks = await receiver()
+          try {
+            const ran = await run(process.execPath, ["app.mjs"], app, { BASE: server.baseUrl, KEY: key })
+            expect(ran.status, ran.stdout + ran.stderr).toBe(0)
+            const result = JSON.parse(ran.stdout.trim().split("\n").at(-1)!) as Record<string, unknown>
+            expect(result).toMatchObject({
+              status: "succeeded",
+              png: true,
+              verified: "task.completed",
+              tampered: "WEBHOOK_BAD_SIGNATURE"
+            })
+          } finally {
+            await hooks.close()
+          }
 
-        writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
-          compilerOptions: {
-            target: "ES2022",
-            lib: ["ES2022", "DOM"],
-            module: "NodeNext",
-            moduleResolution: "NodeNext",
-            strict: true,
-            noUncheckedIndexedAccess: true,
-            exactOptionalPropertyTypes: true,
-            skipLibCheck: false,
-            noEmit: true,
-            types: []
-          },
-          files: ["index.ts"]
-        }))
-        writeFileSync(join(app, "index.ts"), consumerTypes)
-        const compiled = await run(process.execPath, [tsc, "-p", app], app)
-        expect(compiled.stdout + compiled.stderr).toBe("")
-        expect(compiled.status).toBe(0)
-        rmSync(work, { recursive: true, force: true })
-      }, 300_000)
+          writeFileSync(
+            join(app, "tsconfig.json"),
+            JSON.stringify({
+              compilerOptions: {
+                target: "ES2022",
+                lib: ["ES2022", "DOM"],
+                module: "NodeNext",
+                moduleResolution: "NodeNext",
+                strict: true,
+                noUncheckedIndexedAccess: true,
+                exactOptionalPropertyTypes: true,
+                skipLibCheck: false,
+                noEmit: true,
+                types: []
+              },
+              files: ["index.ts"]
+            })
+          )
+          writeFileSync(join(app, "index.ts"), consumerTypes)
+          const compiled = await run(process.execPath, [tsc, "-p", app], app)
+          expect(compiled.stdout + compiled.stderr).toBe("")
+          expect(compiled.status).toBe(0)
+          rmSync(work, { recursive: true, force: true })
+        },
+        300_000
+      )
     }
   })
 }

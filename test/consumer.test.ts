@@ -251,12 +251,19 @@ console.log(JSON.stringify({ imported: modules.length }))
 /** The Express app: its own route, Mediagate mounted under `/mg`, SQLite in `DATA_DIR`. */
 const writeExpressApp = (dir: string, dependencies: Record<string, string>) => {
   mkdirSync(dir)
-  writeFileSync(join(dir, "package.json"), JSON.stringify({
-    name: "consumer-express-app",
-    private: true,
-    type: "module",
-    dependencies
-  }, null, 2))
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify(
+      {
+        name: "consumer-express-app",
+        private: true,
+        type: "module",
+        dependencies
+      },
+      null,
+      2
+    )
+  )
   writeFileSync(join(dir, "app.mjs"), expressApp)
   writeFileSync(join(dir, "import-all.mjs"), importAll)
 }
@@ -388,31 +395,45 @@ describe("the packages in a consumer's project", () => {
       // --- the strict TypeScript project (PostgreSQL only) ---
       const typed = join(work, "strict-ts")
       mkdirSync(typed)
-      writeFileSync(join(typed, "package.json"), JSON.stringify({
-        name: "consumer-strict-ts",
-        private: true,
-        type: "module",
-        dependencies: {
-          ...mediagateDeps,
-          ...pinned,
-          ...at(end, ["@effect/sql-pg"]),
-          "@types/node": `^${versionOf("@types/node")}`
-        }
-      }, null, 2))
-      writeFileSync(join(typed, "tsconfig.json"), JSON.stringify({
-        compilerOptions: {
-          target: "ES2022",
-          module: "NodeNext",
-          moduleResolution: "NodeNext",
-          strict: true,
-          noUncheckedIndexedAccess: true,
-          exactOptionalPropertyTypes: true,
-          skipLibCheck: false,
-          noEmit: true,
-          types: ["node"]
-        },
-        include: ["index.ts"]
-      }, null, 2))
+      writeFileSync(
+        join(typed, "package.json"),
+        JSON.stringify(
+          {
+            name: "consumer-strict-ts",
+            private: true,
+            type: "module",
+            dependencies: {
+              ...mediagateDeps,
+              ...pinned,
+              ...at(end, ["@effect/sql-pg"]),
+              "@types/node": `^${versionOf("@types/node")}`
+            }
+          },
+          null,
+          2
+        )
+      )
+      writeFileSync(
+        join(typed, "tsconfig.json"),
+        JSON.stringify(
+          {
+            compilerOptions: {
+              target: "ES2022",
+              module: "NodeNext",
+              moduleResolution: "NodeNext",
+              strict: true,
+              noUncheckedIndexedAccess: true,
+              exactOptionalPropertyTypes: true,
+              skipLibCheck: false,
+              noEmit: true,
+              types: ["node"]
+            },
+            include: ["index.ts"]
+          },
+          null,
+          2
+        )
+      )
       writeFileSync(join(typed, "index.ts"), strictProgram)
       await install(typed)
       expect(existsSync(join(typed, "node_modules", "better-sqlite3"))).toBe(false)

@@ -18,6 +18,8 @@ describe("docs", () => {
     // on every runtime package
     const graph = new Map(PackageGraph.packages().map((p) => [p.name, p.dependsOn]))
     expect(graph.get("@mediagate/contract")).toEqual([])
-    expect(graph.get("@mediagate/node")).toEqual(expect.arrayContaining(["@mediagate/engine", "@mediagate/server", "@mediagate/vendors"]))
+    expect(graph.get("@mediagate/node")).toEqual(
+      expect.arrayContaining(["@mediagate/engine", "@mediagate/server", "@mediagate/vendors"])
+    )
   })
 })

@@ -43,8 +43,16 @@ const scenario = (env: Record<string, string>) =>
   Effect.gen(function*() {
     const port = yield* Effect.promise(freePort)
     const hooks = yield* Effect.acquireRelease(Effect.promise(receiver), (r) => Effect.promise(r.close))
-    const settings = { PORT: port, MEDIAGATE_WEBHOOK_ALLOW_PRIVATE: "true", MEDIAGATE_FILE_SECRET: "e2e-secret", ...env }
-    const first = yield* Effect.acquireRelease(Effect.promise(() => startServer(settings)), (s) => Effect.promise(s.stop))
+    const settings = {
+      PORT: port,
+      MEDIAGATE_WEBHOOK_ALLOW_PRIVATE: "true",
+      MEDIAGATE_FILE_SECRET: "e2e-secret",
+      ...env
+    }
+    const first = yield* Effect.acquireRelease(
+      Effect.promise(() => startServer(settings)),
+      (s) => Effect.promise(s.stop)
+    )
     // the keys are printed just after the server starts listening
     for (let i = 0; i < 100 && bootstrapKeys(first.output()) === undefined; i++) yield* Effect.sleep(50)
     const keys = bootstrapKeys(first.output())
@@ -53,10 +61,17 @@ const scenario = (env: Record<string, string>) =>
     expect((yield* Effect.promise(() => fetch(`${first.baseUrl}/healthz`))).status).toBe(200)
     expect((yield* Effect.promise(() => fetch(`${first.baseUrl}/readyz`))).status).toBe(200)
 
-    const hook = yield* sandbox.webhooks.create({ payload: { url: hooks.url, events: ["task.completed"] }, headers: {} })
+    const hook = yield* sandbox.webhooks.create({
+      payload: { url: hooks.url, events: ["task.completed"] },
+      headers: {}
+    })
     hooks.setSecret(hook.secret)
     const ack = yield* sandbox.generation.vendor1TextToVideo({
-      payload: { model: "vendor1-1-0-pro-fast", input: { prompt: "a paper boat", duration: 3, resolution: "480p" }, metadata: { order: 42 } },
+      payload: {
+        model: "vendor1-1-0-pro-fast",
+        input: { prompt: "a paper boat", duration: 3, resolution: "480p" },
+        metadata: { order: 42 }
+      },
       headers: {}
     })
     let task = yield* sandbox.tasks.get({ path: { id: ack.id } })
@@ -74,10 +89,16 @@ const scenario = (env: Record<string, string>) =>
     // the signed webhook arrives at the local receiver
     for (let i = 0; i < 100 && hooks.received.length === 0; i++) yield* Effect.sleep(50)
     expect(hooks.received.length).toBeGreaterThanOrEqual(1)
-    expect(hooks.received[0]).toMatchObject({ verified: true, body: { type: "task.completed", data: { task: { id: ack.id, status: "succeeded" } } } })
+    expect(hooks.received[0]).toMatchObject({
+      verified: true,
+      body: { type: "task.completed", data: { task: { id: ack.id, status: "succeeded" } } }
+    })
 
     // every generation endpoint accepts its minimal request (sandbox: free)
-    const generation = sandbox.generation as unknown as Record<string, (r: { payload: unknown; headers: object }) => Effect.Effect<{ id: string; status: string }, unknown>>
+    const generation = sandbox.generation as unknown as Record<
+      string,
+      (r: { payload: unknown; headers: object }) => Effect.Effect<{ id: string; status: string }, unknown>
+    >
     for (const { body, endpoint } of Examples.minimalRequests) {
       const accepted = yield* generation[Catalog.endpoints[endpoint].name]!({ payload: body, headers: {} })
       expect(accepted.status, endpoint).toBe("pending")
@@ -85,10 +106,18 @@ const scenario = (env: Record<string, string>) =>
     // list, cancel, retry
     const page = yield* sandbox.tasks.list({ urlParams: { limit: 5 } })
     expect(page.pagination.total).toBe(Examples.minimalRequests.length + 1)
-    const hung = yield* sandbox.generation.vendor3TextToVideo({ payload: { model: "vendor3-3", input: { prompt: "wait [sim:hang]" } }, headers: {} })
-    const failing = yield* sandbox.generation.vendor3TextToVideo({ payload: { model: "vendor3-3", input: { prompt: "x [sim:fail]" } }, headers: {} })
+    const hung = yield* sandbox.generation.vendor3TextToVideo({
+      payload: { model: "vendor3-3", input: { prompt: "wait [sim:hang]" } },
+      headers: {}
+    })
+    const failing = yield* sandbox.generation.vendor3TextToVideo({
+      payload: { model: "vendor3-3", input: { prompt: "x [sim:fail]" } },
+      headers: {}
+    })
     const cancelled = yield* Effect.either(sandbox.tasks.cancel({ path: { id: hung.id } }))
-    expect(Either.isRight(cancelled) || (cancelled.left as { code?: string }).code === "TASK_NOT_CANCELLABLE").toBe(true)
+    expect(Either.isRight(cancelled) || (cancelled.left as { code?: string }).code === "TASK_NOT_CANCELLABLE").toBe(
+      true
+    )
     let failed = yield* sandbox.tasks.get({ path: { id: failing.id } })
     for (let i = 0; i < 200 && failed.status !== "failed"; i++) {
       yield* Effect.sleep(50)
@@ -128,22 +157,28 @@ const scenario = (env: Record<string, string>) =>
     const admin = yield* Client.make({ baseUrl: second.baseUrl, apiKey: "e2e-admin-token" })
     expect((yield* admin.admin.getAccount({ path: { id: keys!.account } })).id).toBe(keys!.account)
     expect((yield* admin.admin.credit({ path: { id: keys!.account }, payload: { amount: 5 } })).balance).toBe(5)
-    expect((yield* admin.admin.updateAccount({ path: { id: keys!.account }, payload: { monthlySpendLimit: 100 } })).monthlySpendLimit).toBe(100)
+    expect(
+      (yield* admin.admin.updateAccount({ path: { id: keys!.account }, payload: { monthlySpendLimit: 100 } }))
+        .monthlySpendLimit
+    ).toBe(100)
     const other = yield* admin.admin.createAccount({ payload: { name: "Other", balance: 1 } })
     const otherKey = yield* admin.admin.createKey({ path: { id: other.id }, payload: { name: "o" } })
     const o = yield* Client.make({ baseUrl: second.baseUrl, apiKey: otherKey.key })
     expect((yield* o.balance.get()).balance).toBe(1)
     // the live key now pays for a task
-    const paid = yield* (yield* Client.make({ baseUrl: second.baseUrl, apiKey: keys!.live })).generation.vendor3TextToVideo({
-      payload: { model: "vendor3-3_fast", input: { prompt: "paid" } },
-      headers: {}
-    })
+    const paid = yield* (yield* Client.make({ baseUrl: second.baseUrl, apiKey: keys!.live })).generation
+      .vendor3TextToVideo({
+        payload: { model: "vendor3-3_fast", input: { prompt: "paid" } },
+        headers: {}
+      })
     expect(paid.status).toBe("pending")
     expect((yield* admin.admin.getAccount({ path: { id: keys!.account } })).balance).toBe(3.8)
   }).pipe(Effect.provide(FetchHttpClient.layer), Effect.scoped)
 
 describe("the example server end to end", () => {
-  it.live("on SQLite", () => scenario({ MEDIAGATE_DATA_DIR: mkdtempSync(join(tmpdir(), "mg-e2e-")) }), { timeout: 120_000 })
+  it.live("on SQLite", () => scenario({ MEDIAGATE_DATA_DIR: mkdtempSync(join(tmpdir(), "mg-e2e-")) }), {
+    timeout: 120_000
+  })
 
   if (runPostgres) {
     it.live("on PostgreSQL", () =>

@@ -67,7 +67,9 @@ export const startFaultProxy = async (target: string, initial: FaultMode = "pass
     )
     upstream.on("error", () => {
       if (!res.headersSent) res.writeHead(502, { "content-type": "application/json" })
-      res.end(JSON.stringify({ success: false, error: { code: "PROVIDER_ERROR", message: "fault proxy: target failed" } }))
+      res.end(
+        JSON.stringify({ success: false, error: { code: "PROVIDER_ERROR", message: "fault proxy: target failed" } })
+      )
     })
     req.pipe(upstream)
   }

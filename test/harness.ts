@@ -104,7 +104,7 @@ export const allPages = async <A>(base: string, path: string, token: string): Pr
     const separator = path.includes("?") ? "&" : "?"
     const page = `${path}${separator}limit=100${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
     const reply: Reply<Envelope<Array<A>>> = await http<Envelope<Array<A>>>(base, page, { token })
-    items.push(...ok(reply, `GET ${page}`))
+    for (const item of ok(reply, `GET ${page}`)) items.push(item)
     cursor = reply.body.pagination?.hasMore === true ? reply.body.pagination.cursor : null
   }
   return items
@@ -118,9 +118,11 @@ export const pool = async <A, B>(
 ) => {
   const results = new Array<B>(items.length)
   let next = 0
-  await Promise.all(range(Math.min(concurrency, items.length)).map(async () => {
-    for (let i = next++; i < items.length; i = next++) results[i] = await f(items[i]!, i)
-  }))
+  await Promise.all(
+    range(Math.min(concurrency, items.length)).map(async () => {
+      for (let i = next++; i < items.length; i = next++) results[i] = await f(items[i]!, i)
+    })
+  )
   return results
 }
 

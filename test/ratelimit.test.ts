@@ -10,9 +10,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { freePort, psql, runPostgres, type RunningServer, startServer } from "./server.js"
+import { freePort, psql, type RunningServer, runPostgres, startServer } from "./server.js"
 
-if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the two-process rate limit test is skipped")
+if (!runPostgres) {
+  console.warn("PostgreSQL is not running at 127.0.0.1:5432: the two-process rate limit test is skipped")
+}
 
 const adminToken = "ratelimit-admin-token-0123456789abcdef"
 
@@ -51,10 +53,15 @@ describe.skipIf(!runPostgres)("rate limits across processes", () => {
 
       // 100 requests at once, alternating nodes, within one minute's window (a window edge may fall inside the
       // burst: then a second window admits more, never fewer than the quota, never more than twice)
-      const answers = await Promise.all(Array.from({ length: 100 }, (_, i) =>
-        fetch(`${i % 2 === 0 ? a : b}/api/v1/balance`, { headers: { authorization: `Bearer ${key}` } }).then(
-          async (response) => ({ status: response.status, headers: response.headers, body: await response.json() })
-        )))
+      const answers = await Promise.all(
+        Array.from(
+          { length: 100 },
+          (_, i) =>
+            fetch(`${i % 2 === 0 ? a : b}/api/v1/balance`, { headers: { authorization: `Bearer ${key}` } }).then(
+              async (response) => ({ status: response.status, headers: response.headers, body: await response.json() })
+            )
+        )
+      )
       const ok = answers.filter((x) => x.status === 200)
       const limited = answers.filter((x) => x.status === 429)
       expect(ok.length + limited.length).toBe(100)

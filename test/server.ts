@@ -72,8 +72,8 @@ export const freePort = async (): Promise<string> => {
 }
 
 /** Whether to run the PostgreSQL end-to-end tests: when it answers, and always under `CI=true` (where it must). */
-export const runPostgres: boolean =
-  spawnSync("pg_isready", ["-h", "127.0.0.1", "-p", "5432"]).status === 0 || process.env["CI"] === "true"
+export const runPostgres: boolean = spawnSync("pg_isready", ["-h", "127.0.0.1", "-p", "5432"]).status === 0 ||
+  process.env["CI"] === "true"
 
 /** Runs one statement on the local PostgreSQL server's `postgres` database; answers psql's exit status. */
 export const psql = (sql: string): number | null =>

@@ -31,9 +31,20 @@ const request = async (base: string, path: string, headers: Record<string, strin
   const started = performance.now()
   try {
     const response = await fetch(`${base}${path}`, { headers, signal: AbortSignal.timeout(5_000) })
-    return { path, connected: true, status: response.status, body: await response.text(), ms: performance.now() - started }
+    return {
+      path,
+      connected: true,
+      status: response.status,
+      body: await response.text(),
+      ms: performance.now() - started
+    }
   } catch (error) {
-    return { path, connected: !refused(error), error: String((error as Error).cause ?? error), ms: performance.now() - started }
+    return {
+      path,
+      connected: !refused(error),
+      error: String((error as Error).cause ?? error),
+      ms: performance.now() - started
+    }
   }
 }
 
@@ -87,7 +98,12 @@ const stop = (child: ReturnType<typeof spawn>) =>
     child.kill("SIGTERM")
   })
 
-const expected: Record<string, number> = { "/readyz": 200, "/healthz": 200, "/api/v1/balance": 401, "/api/v1/tasks": 401 }
+const expected: Record<string, number> = {
+  "/readyz": 200,
+  "/healthz": 200,
+  "/api/v1/balance": 401,
+  "/api/v1/tasks": 401
+}
 
 const check = async (env: Record<string, string>) => {
   const { answers, output, stop } = await probeStartup(env)
@@ -97,15 +113,21 @@ const check = async (env: Record<string, string>) => {
   expect(late, `requests not answered within 2 s:\n${JSON.stringify(late.slice(0, 5))}\n${output}`).toEqual([])
   for (const answer of answers) {
     expect([answer.path, answer.status]).toEqual([answer.path, expected[answer.path]])
-    if (answer.status === 401) expect(JSON.parse(answer.body!)).toMatchObject({ success: false, error: { code: expect.any(String) } })
+    if (answer.status === 401) {
+      expect(JSON.parse(answer.body!)).toMatchObject({ success: false, error: { code: expect.any(String) } })
+    }
   }
   // the order of a start: database, bootstrap, then the port
-  const lines = output.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line).message as string)
+  const lines = output.split("\n").filter((line) => line.startsWith("{")).map((line) =>
+    JSON.parse(line).message as string
+  )
   const listening = lines.findIndex((message) => message.startsWith("Listening on"))
   expect(lines.findIndex((message) => message.startsWith("database:"))).toBeLessThan(listening)
   expect(output.indexOf("test key: mg_test_")).toBeLessThan(output.indexOf("Listening on"))
   // one access log line per request
-  expect(lines.filter((message) => /^GET \/readyz 200 /.test(message)).length).toBe(answers.filter((a) => a.path === "/readyz").length)
+  expect(lines.filter((message) => /^GET \/readyz 200 /.test(message)).length).toBe(
+    answers.filter((a) => a.path === "/readyz").length
+  )
   expect(exit).toBe(0)
 }
 
@@ -115,17 +137,17 @@ describe("start-up", () => {
   }, 120_000)
 
   if (runPostgres) {
-  it("on PostgreSQL (a fresh database) every request is answered within 2 s", async () => {
-    const name = `mg_startup_${Date.now()}`
-    expect(psql(`CREATE DATABASE ${name}`)).toBe(0)
-    try {
-      await check({
-        DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${name}`,
-        MEDIAGATE_DATA_DIR: mkdtempSync(join(tmpdir(), "mg-startup-pg-"))
-      })
-    } finally {
-      psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    }
-  }, 120_000)
+    it("on PostgreSQL (a fresh database) every request is answered within 2 s", async () => {
+      const name = `mg_startup_${Date.now()}`
+      expect(psql(`CREATE DATABASE ${name}`)).toBe(0)
+      try {
+        await check({
+          DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${name}`,
+          MEDIAGATE_DATA_DIR: mkdtempSync(join(tmpdir(), "mg-startup-pg-"))
+        })
+      } finally {
+        psql(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      }
+    }, 120_000)
   }
 })

@@ -53,8 +53,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net"
 import {
   allPages,
-  channelKey,
   type ChannelCreate,
+  channelKey,
   type ChannelView,
   createChannel,
   type Envelope,
@@ -65,8 +65,8 @@ import {
   makeAccount,
   type NamedServer,
   ok,
-  openScope,
   type OpenScope,
+  openScope,
   readTask,
   readTasks,
   serverEnv,
@@ -77,7 +77,7 @@ import {
   waitFor,
   withLogs
 } from "./harness.js"
-import { runPostgres, type RunningServer, startServer } from "./server.js"
+import { type RunningServer, runPostgres, startServer } from "./server.js"
 
 if (!runPostgres) {
   console.warn("PostgreSQL is not running at 127.0.0.1:5432: the PostgreSQL transport scenarios are skipped")
@@ -451,12 +451,14 @@ const startGateway = async (scope: OpenScope, postgres: boolean): Promise<Gatewa
   scope.defer(() => rmSync(database["MEDIAGATE_DATA_DIR"]!, { recursive: true, force: true }))
   const server = scope.server(
     "gateway",
-    await startServer(await serverEnv({
-      ...database,
-      MEDIAGATE_CHANNEL_KEY: channelKey,
-      MEDIAGATE_WORKER_CONCURRENCY: "2",
-      MEDIAGATE_TASK_TIMEOUT: `${deadlineMs}ms`
-    }))
+    await startServer(
+      await serverEnv({
+        ...database,
+        MEDIAGATE_CHANNEL_KEY: channelKey,
+        MEDIAGATE_WORKER_CONCURRENCY: "2",
+        MEDIAGATE_TASK_TIMEOUT: `${deadlineMs}ms`
+      })
+    )
   )
   const wanted = channelsOf(fakes())
   const channels: Partial<Record<ChannelName, ChannelView>> = {}
@@ -546,9 +548,9 @@ for (const database of databases) {
           return job?.state === "running" ? true : undefined
         }, 100)
         const names = ["fal", "replicate", "comfyui", "openaiVideo"] as const
-        const ids = await Promise.all(names.map((name) =>
-          createTask(gw.base, keys, name, `[fake:delay=20000] cancel ${name}`)
-        ))
+        const ids = await Promise.all(
+          names.map((name) => createTask(gw.base, keys, name, `[fake:delay=20000] cancel ${name}`))
+        )
         const jobs = await Promise.all(ids.map(async (id) => (await submitted(gw.base, id)).upstream_job_id))
         for (const [i, id] of ids.entries()) {
           expect(jobs[i], `${names[i]}: the upstream's job`).not.toBeNull()
@@ -584,9 +586,9 @@ for (const database of databases) {
         const falHooks = up.fal.counts().webhooks
         const began = Date.now()
         const names = ["falCallback", "replicateCallback", "falPolling", "replicatePolling"] as const
-        const ids = await Promise.all(names.map((name) =>
-          createTask(gw.base, keys, name, `[fake:video][fake:delay=1500] ${name}`)
-        ))
+        const ids = await Promise.all(
+          names.map((name) => createTask(gw.base, keys, name, `[fake:video][fake:delay=1500] ${name}`))
+        )
         // the callback channels poll every 10 minutes: only the callbacks can end their tasks this soon
         const tasks = await ended(gw.base, ids, 5000)
         console.info(`callbacks (${database.name}): 4 jobs of 1.5 s ended in ${Date.now() - began} ms`)
@@ -672,9 +674,9 @@ for (const database of databases) {
           { url: "http://169.254.169.254/latest/meta-data", refused: /169\.254\.169\.254/ },
           { url: `${up.redirector.url}/to${secret}`, refused: /127\.0\.0\.2/ }
         ]
-        const ids = await Promise.all(outputs.map(({ url }) =>
-          createTask(gw.base, keys, "guarded", `[fake:output=${url}] ssrf`)
-        ))
+        const ids = await Promise.all(
+          outputs.map(({ url }) => createTask(gw.base, keys, "guarded", `[fake:output=${url}] ssrf`))
+        )
         const tasks = await ended(gw.base, ids, 20_000)
         for (const [i, task] of tasks.entries()) {
           expectProviderError(task, /copying the upstream's result failed: .*not a public/)
@@ -757,9 +759,11 @@ for (const database of databases) {
         const keys = await makeAccount(gw.base, "slow", credit)
         const path = `/slow-${database.name}.mp4`
         const createdAt = Date.now()
-        const slowIds = await Promise.all([0, 1, 2, 3].map((i) =>
-          createTask(gw.base, keys, "guarded", `[fake:video][fake:output=${up.slow.url}${path}] slow ${i}`)
-        ))
+        const slowIds = await Promise.all(
+          [0, 1, 2, 3].map((i) =>
+            createTask(gw.base, keys, "guarded", `[fake:video][fake:output=${up.slow.url}${path}] slow ${i}`)
+          )
+        )
         await waitFor("4 slow downloads", 15_000, async () => (up.slow.opened(path) >= 4 ? true : undefined), 100)
         expect(up.slow.opened(path), "slow downloads").toBe(4)
         expect(up.slow.closed(path), "slow downloads closed").toBe(0)

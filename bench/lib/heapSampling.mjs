@@ -10,7 +10,11 @@ import { join } from "node:path"
 
 const session = new Session()
 session.connect()
-const options = { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }
+const options = {
+  samplingInterval: 8192,
+  includeObjectsCollectedByMajorGC: true,
+  includeObjectsCollectedByMinorGC: true
+}
 session.post("HeapProfiler.enable")
 const begin = () => session.post("HeapProfiler.startSampling", options)
 setTimeout(begin, Number(process.env.HEAP_PROFILE_SKIP_MS ?? 5000)).unref()
@@ -18,7 +22,10 @@ process.on("exit", () => {
   // an inspector session of the process's own thread answers synchronously
   session.post("HeapProfiler.stopSampling", (error, result) => {
     if (error === null && result !== undefined) {
-      writeFileSync(join(process.env.HEAP_PROFILE_DIR ?? ".", `Heap.${process.pid}.heapprofile`), JSON.stringify(result.profile))
+      writeFileSync(
+        join(process.env.HEAP_PROFILE_DIR ?? ".", `Heap.${process.pid}.heapprofile`),
+        JSON.stringify(result.profile)
+      )
     }
   })
 })

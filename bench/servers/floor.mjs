@@ -6,6 +6,8 @@
  *
  *   PORT=... KEY=mg_live_... TASK_ID=task_... node bench/servers/floor.mjs
  */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
@@ -13,8 +15,6 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as HttpServer from "@effect/platform/HttpServer"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Envelope, Errors, Generation, Task } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -104,8 +104,7 @@ const handlers = HttpApiBuilder.group(api, "floor", (h) =>
         model: payload.model,
         created_at: new Date().toISOString(),
         estimated_seconds: 90
-      }))
-)
+      })))
 
 HttpApiBuilder.serve().pipe(
   Layer.provide(HttpApiBuilder.api(api)),

@@ -24,7 +24,8 @@ const price = 3_200_000 // vendor3-3, 5 s, no sound: $3.20
 const models = new Set(["vendor3-3", "vendor3-3_fast"])
 
 let counter = 0
-const newId = (kind) => `${kind}_${Date.now().toString(36).padStart(10, "0")}${(counter++).toString(36)}${randomBytes(4).toString("hex")}`
+const newId = (kind) =>
+  `${kind}_${Date.now().toString(36).padStart(10, "0")}${(counter++).toString(36)}${randomBytes(4).toString("hex")}`
 const month = (ms) => new Date(ms).toISOString().slice(0, 7)
 const hash = (token) => createHash("sha256").update(token).digest("hex")
 
@@ -49,10 +50,36 @@ const taskJson = (row) => ({
 })
 
 const taskRow = (key, body, now) => [
-  newId("task"), key.account_id, key.id, "live", "vendor3/text-to-video", "vendor3", "text-to-video", "video",
-  body.model, "pending", JSON.stringify({ prompt: body.input.prompt, aspect_ratio: "16:9" }),
-  JSON.stringify(body.metadata ?? {}), null, null, price, 0, 90, 0, null, null, null, 0, null, null, now,
-  now + 3_600_000, 0, now, null, null
+  newId("task"),
+  key.account_id,
+  key.id,
+  "live",
+  "vendor3/text-to-video",
+  "vendor3",
+  "text-to-video",
+  "video",
+  body.model,
+  "pending",
+  JSON.stringify({ prompt: body.input.prompt, aspect_ratio: "16:9" }),
+  JSON.stringify(body.metadata ?? {}),
+  null,
+  null,
+  price,
+  0,
+  90,
+  0,
+  null,
+  null,
+  null,
+  0,
+  null,
+  null,
+  now,
+  now + 3_600_000,
+  0,
+  now,
+  null,
+  null
 ]
 const taskColumns = "id, account_id, key_id, environment, endpoint, provider, operation, media_type, model, status, " +
   "input, metadata, webhook_url, original_task_id, charged_micros, refunded_micros, estimated_seconds, progress, " +
@@ -100,18 +127,28 @@ const sqlite = () => {
   db.pragma("temp_store = MEMORY")
   const keyBy = db.prepare(`SELECT * FROM ${t("api_keys")} WHERE key_hash = ?`)
   const taskBy = db.prepare(`SELECT * FROM ${t("tasks")} WHERE id = ?`)
-  const debit = db.prepare(`UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros - ?, updated_at = ? ` +
-    `WHERE account_id = ? RETURNING *, ` +
-    `(SELECT spend_limit_micros FROM ${t("billing_key_spend")} WHERE key_id = ?) AS key_limit, ` +
-    `(SELECT spent_micros FROM ${t("billing_key_spend")} WHERE key_id = ?) AS key_spent, ` +
-    `(SELECT spent_micros FROM ${t("billing_month_spend")} WHERE account_id = ? AND month = ?) AS month_spent`)
-  const ledger = db.prepare(`INSERT INTO ${t("billing_ledger")} (account_id, kind, amount_micros, key_id, task_id, ` +
-    `description, month, created_at) VALUES (?, 'charge', ?, ?, ?, ?, ?, ?)`)
-  const spend = db.prepare(`INSERT INTO ${t("billing_key_spend")} (key_id, account_id, spend_limit_micros, spent_micros) ` +
-    `VALUES (?, ?, NULL, ?) ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`)
-  const monthSpend = db.prepare(`INSERT INTO ${t("billing_month_spend")} (account_id, month, spent_micros) VALUES ` +
-    `(?, ?, ?) ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`)
-  const insert = db.prepare(`INSERT INTO ${t("tasks")} (${taskColumns}) VALUES (${taskColumns.split(",").map(() => "?").join(", ")})`)
+  const debit = db.prepare(
+    `UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros - ?, updated_at = ? ` +
+      `WHERE account_id = ? RETURNING *, ` +
+      `(SELECT spend_limit_micros FROM ${t("billing_key_spend")} WHERE key_id = ?) AS key_limit, ` +
+      `(SELECT spent_micros FROM ${t("billing_key_spend")} WHERE key_id = ?) AS key_spent, ` +
+      `(SELECT spent_micros FROM ${t("billing_month_spend")} WHERE account_id = ? AND month = ?) AS month_spent`
+  )
+  const ledger = db.prepare(
+    `INSERT INTO ${t("billing_ledger")} (account_id, kind, amount_micros, key_id, task_id, ` +
+      `description, month, created_at) VALUES (?, 'charge', ?, ?, ?, ?, ?, ?)`
+  )
+  const spend = db.prepare(
+    `INSERT INTO ${t("billing_key_spend")} (key_id, account_id, spend_limit_micros, spent_micros) ` +
+      `VALUES (?, ?, NULL, ?) ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+  )
+  const monthSpend = db.prepare(
+    `INSERT INTO ${t("billing_month_spend")} (account_id, month, spent_micros) VALUES ` +
+      `(?, ?, ?) ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
+  )
+  const insert = db.prepare(
+    `INSERT INTO ${t("tasks")} (${taskColumns}) VALUES (${taskColumns.split(",").map(() => "?").join(", ")})`
+  )
   const refused = new Error("refused")
   const accept = db.transaction((key, body, now) => {
     const row = taskRow(key, body, now)
@@ -151,31 +188,50 @@ const postgres = () => {
         await c.query("BEGIN")
         // the account's row first, as Mediagate's charge does: every accept of the account waits on it before
         // taking any other lock (the task's insert first let two accepts deadlock on the account's row)
-        const acct = (await c.query(`UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros - $1, updated_at = $2 ` +
-          `WHERE account_id = $3 RETURNING *`, [price, now, key.account_id])).rows[0]
+        const acct = (await c.query(
+          `UPDATE ${t("billing_accounts")} SET balance_micros = balance_micros - $1, updated_at = $2 ` +
+            `WHERE account_id = $3 RETURNING *`,
+          [price, now, key.account_id]
+        )).rows[0]
         if (acct === undefined || Number(acct.balance_micros) + price < price) {
           await c.query("ROLLBACK")
           return undefined
         }
         const row = taskRow(key, body, now)
-        await c.query(`INSERT INTO ${t("tasks")} (${taskColumns}) VALUES (${taskColumns.split(",").map((_, i) => `$${i + 1}`).join(", ")}) ` +
-          `RETURNING (SELECT pg_notify($${row.length + 1}, '')) AS woke`, [...row, `${prefix}tasks`])
-        const ok = (await c.query(`WITH k AS (
+        await c.query(
+          `INSERT INTO ${t("tasks")} (${taskColumns}) VALUES (${
+            taskColumns.split(",").map((_, i) => `$${i + 1}`).join(", ")
+          }) ` +
+            `RETURNING (SELECT pg_notify($${row.length + 1}, '')) AS woke`,
+          [...row, `${prefix}tasks`]
+        )
+        const ok = (await c.query(
+          `WITH k AS (
             SELECT spend_limit_micros, spent_micros FROM ${t("billing_key_spend")} WHERE key_id = $1 FOR UPDATE
           ), ok AS (
             SELECT NOT EXISTS (SELECT 1 FROM k WHERE spend_limit_micros IS NOT NULL AND spent_micros + $3 > spend_limit_micros) AS ok
           ), ledger AS (
-            INSERT INTO ${t("billing_ledger")} (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
+            INSERT INTO ${
+            t("billing_ledger")
+          } (account_id, kind, amount_micros, key_id, task_id, description, month, created_at)
             SELECT $2, 'charge', CAST($4 AS BIGINT), $1, $5, $6, $7, CAST($8 AS BIGINT) FROM ok WHERE ok.ok
           ), key_spend AS (
             INSERT INTO ${t("billing_key_spend")} (key_id, account_id, spend_limit_micros, spent_micros)
             SELECT $1, $2, NULL, CAST($3 AS BIGINT) FROM ok WHERE ok.ok
-            ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${t("billing_key_spend")}.spent_micros + excluded.spent_micros
+            ON CONFLICT (key_id) DO UPDATE SET spent_micros = ${
+            t("billing_key_spend")
+          }.spent_micros + excluded.spent_micros
           ), month_spend AS (
-            INSERT INTO ${t("billing_month_spend")} (account_id, month, spent_micros) SELECT $2, $7, CAST($3 AS BIGINT) FROM ok WHERE ok.ok
-            ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${t("billing_month_spend")}.spent_micros + excluded.spent_micros
+            INSERT INTO ${
+            t("billing_month_spend")
+          } (account_id, month, spent_micros) SELECT $2, $7, CAST($3 AS BIGINT) FROM ok WHERE ok.ok
+            ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = ${
+            t("billing_month_spend")
+          }.spent_micros + excluded.spent_micros
           )
-          SELECT ok FROM ok`, [key.id, key.account_id, price, -price, row[0], "vendor3-3 text-to-video", month(now), now])).rows[0]
+          SELECT ok FROM ok`,
+          [key.id, key.account_id, price, -price, row[0], "vendor3-3 text-to-video", month(now), now]
+        )).rows[0]
         if (!ok.ok) {
           await c.query("ROLLBACK")
           return undefined
@@ -198,7 +254,9 @@ const handle = async (req, res) => {
   const token = bearer(req)
   if (token === undefined) return failure(res, 401, "AUTH_REQUIRED", "an API key is required")
   const key = await db.key(hash(token))
-  if (key === undefined || key.revoked_at !== null || (key.expires_at !== null && Number(key.expires_at) < Date.now())) {
+  if (
+    key === undefined || key.revoked_at !== null || (key.expires_at !== null && Number(key.expires_at) < Date.now())
+  ) {
     return failure(res, 401, "AUTH_INVALID_TOKEN", "invalid API key")
   }
   if (req.method === "GET" && req.url.startsWith("/api/v1/tasks/")) {
@@ -216,7 +274,15 @@ const handle = async (req, res) => {
     if (row === undefined) return failure(res, 402, "INSUFFICIENT_BALANCE", "insufficient balance")
     return send(res, 201, {
       success: true,
-      data: { id: row[0], status: "pending", type: "text-to-video", provider: "vendor3", model: body.model, created_at: iso(now), estimated_seconds: 90 }
+      data: {
+        id: row[0],
+        status: "pending",
+        type: "text-to-video",
+        provider: "vendor3",
+        model: body.model,
+        created_at: iso(now),
+        estimated_seconds: 90
+      }
     })
   }
   return failure(res, 404, "NOT_FOUND", "not found")

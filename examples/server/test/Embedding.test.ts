@@ -8,8 +8,8 @@
  * reverse proxy that serves the `node:http` example's `/media` at `/edge`. Without Chromium the browser tests say
  * so and skip (under `CI=true` they fail: `@mediagate/testing/chromium`).
  */
-import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeHttpServer } from "@effect/platform-node"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { getRequestListener } from "@hono/node-server"
 import { Mediagate } from "@mediagate/node"
@@ -79,7 +79,7 @@ const hosts: ReadonlyArray<{ readonly name: string; readonly start: () => Promis
   {
     name: "Express",
     start: async () => {
-      const { server, origin } = await listen()
+      const { origin, server } = await listen()
       const { app, mediagate } = ExpressApp.makeApp(options(origin))
       server.on("request", app)
       return { origin, testKey: await testKeyOf(mediagate), close: () => closing(server).then(mediagate.close) }
@@ -88,7 +88,7 @@ const hosts: ReadonlyArray<{ readonly name: string; readonly start: () => Promis
   {
     name: "Fastify",
     start: async () => {
-      const { server, origin } = await listen()
+      const { origin, server } = await listen()
       const { app, mediagate } = FastifyApp.makeApp(options(origin))
       await app.ready()
       server.on("request", app.routing)
@@ -102,7 +102,7 @@ const hosts: ReadonlyArray<{ readonly name: string; readonly start: () => Promis
   {
     name: "Hono",
     start: async () => {
-      const { server, origin } = await listen()
+      const { origin, server } = await listen()
       const { app, mediagate } = HonoApp.makeApp(options(origin))
       server.on("request", getRequestListener(app.fetch))
       return { origin, testKey: await testKeyOf(mediagate), close: () => closing(server).then(mediagate.close) }
@@ -111,7 +111,7 @@ const hosts: ReadonlyArray<{ readonly name: string; readonly start: () => Promis
   {
     name: "node:http",
     start: async () => {
-      const { server, origin } = await listen()
+      const { origin, server } = await listen()
       const { listener, mediagate } = NodeApp.makeApp(options(origin))
       server.on("request", listener)
       return { origin, testKey: await testKeyOf(mediagate), close: () => closing(server).then(mediagate.close) }
@@ -217,7 +217,7 @@ describe("Mediagate behind a reverse proxy that serves the node:http example's /
   let edge: string
   beforeAll(async () => {
     const proxy = await listen()
-    const { server, origin } = await listen()
+    const { origin, server } = await listen()
     // the proxy strips its own prefix and puts the host's: /edge/dashboard → /media/dashboard
     proxy.server.on("request", (req: IncomingMessage, res: ServerResponse) => {
       const url = req.url ?? "/"

@@ -5,7 +5,7 @@
  * 2. verify `X-Webhook-Signature` and the timestamp (at most 300 s old) with the contract's helper;
  * 3. answer 2xx quickly, and handle each event id once: delivery is at least once, retries reuse the event id.
  */
-import { WebhookSignature, type Webhook } from "@mediagate/contract"
+import { type Webhook, WebhookSignature } from "@mediagate/contract"
 import * as Either from "effect/Either"
 import type { IncomingMessage, ServerResponse } from "node:http"
 
@@ -39,7 +39,9 @@ export const makeHandler = (secret: string, onEvent: OnEvent, options: { readonl
     const body = await readBody(req)
     if (body === undefined) return void res.writeHead(413).end()
     const verified = WebhookSignature.verifyAt({ secret, headers: req.headers, body, now: Date.now() })
-    if (Either.isLeft(verified)) return void res.writeHead(400, { "content-type": "text/plain" }).end(verified.left.message)
+    if (Either.isLeft(verified)) {
+      return void res.writeHead(400, { "content-type": "text/plain" }).end(verified.left.message)
+    }
     const event = verified.right as Webhook.WebhookEvent
     if (!seen.has(event.id)) {
       seen.add(event.id)

@@ -9,7 +9,17 @@ const event = (id: string) => ({
   id,
   type: "task.completed",
   created_at: new Date().toISOString(),
-  data: { task: { id: "task_1", type: "video", status: "succeeded", provider: "vendor3", model: "vendor3-3", created_at: "x", completed_at: "y" } }
+  data: {
+    task: {
+      id: "task_1",
+      type: "video",
+      status: "succeeded",
+      provider: "vendor3",
+      model: "vendor3-3",
+      created_at: "x",
+      completed_at: "y"
+    }
+  }
 })
 
 const withServer = async (onEvent: (id: string) => void, body: (url: string) => Promise<void>) => {

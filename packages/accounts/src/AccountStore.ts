@@ -21,7 +21,11 @@ const time = SqlRows.Number
 const optionalTime = Schema.NullOr(SqlRows.Number)
 
 /** An account row. */
-export const AccountRow = Schema.Struct({ id: Schema.String, name: Schema.String, createdAt: column("created_at", time) })
+export const AccountRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  createdAt: column("created_at", time)
+})
 /** An account row. */
 export interface AccountRow extends Schema.Schema.Type<typeof AccountRow> {}
 

@@ -11,7 +11,12 @@
  *
  * @since 0.1.0
  */
-import { type BillingSettings, type BillingState, BillingAccounts, defaultSettings } from "@mediagate/billing/BillingAccounts"
+import {
+  BillingAccounts,
+  type BillingSettings,
+  type BillingState,
+  defaultSettings
+} from "@mediagate/billing/BillingAccounts"
 import { toBalance } from "@mediagate/billing/Ledger"
 import { type Account, type ApiKey, Envelope, Errors, Money, Services, Task, Tracing } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
@@ -19,7 +24,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { AccountStore, type AccountRow } from "./AccountStore.js"
+import { type AccountRow, AccountStore } from "./AccountStore.js"
 import { checkNotPast, insertKey, KeyCache, KeyUsage, toRecord, unavailable } from "./KeyService.js"
 
 const microsOrNull = (usd: number | null) => usd === null ? null : Money.toMicros(usd)
@@ -136,14 +141,20 @@ export const make: Effect.Effect<Services.AdminService["Type"], never, Requireme
     /** An account row with its billing state (every account has one: both are written in one transaction). */
     const withBalance = (row: AccountRow) =>
       Effect.map(
-        billing.state(row.id).pipe(Effect.catchTag("AccountNotFound", () => Effect.dieMessage(`account ${row.id} has no billing`))),
+        billing.state(row.id).pipe(
+          Effect.catchTag("AccountNotFound", () => Effect.dieMessage(`account ${row.id} has no billing`))
+        ),
         (state) => toAccount(row, state)
       )
 
     const listAccounts: Services.AdminService["Type"]["listAccounts"] = (query) =>
       Effect.gen(function*() {
         const beforeId = yield* Envelope.decodeIdCursor("acct_", query.cursor)
-        const page = yield* store.listAccounts({ search: query.search, beforeId, limit: query.limit ?? Task.defaultPageSize })
+        const page = yield* store.listAccounts({
+          search: query.search,
+          beforeId,
+          limit: query.limit ?? Task.defaultPageSize
+        })
         return Envelope.idPage(page, yield* Effect.forEach(page.items, withBalance, { concurrency: 8 }))
       }).pipe(unavailable, Tracing.span("Admin.listAccounts"))
 

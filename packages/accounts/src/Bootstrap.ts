@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { BillingAccounts } from "@mediagate/billing/BillingAccounts"
+import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
 import type { Account, ApiKey, Errors } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"

@@ -103,7 +103,12 @@ const aad = (accountId: string, scope: string, keyHash: string, fp: string) =>
 /** Seals an answer under the Idempotency-Key. */
 export const seal = (
   idempotencyKey: string,
-  identity: { readonly accountId: string; readonly scope: string; readonly keyHash: string; readonly fingerprint: string },
+  identity: {
+    readonly accountId: string
+    readonly scope: string
+    readonly keyHash: string
+    readonly fingerprint: string
+  },
   plaintext: string
 ): string => {
   const iv = randomBytes(12)
@@ -188,9 +193,13 @@ export const run = <A, I, E, R>(
         if (plaintext === undefined) {
           return yield* new PersistenceError({ message: "idempotent_responses: a stored answer does not open" })
         }
-        return Option.some(yield* Schema.decode(json)(plaintext).pipe(Effect.mapError((cause) =>
-          new PersistenceError({ message: "idempotent_responses: a stored answer does not decode", cause })
-        )))
+        return Option.some(
+          yield* Schema.decode(json)(plaintext).pipe(
+            Effect.mapError((cause) =>
+              new PersistenceError({ message: "idempotent_responses: a stored answer does not decode", cause })
+            )
+          )
+        )
       })
 
     const attempt = (tries: number): Effect.Effect<A, E | Errors.IdempotencyKeyReused | PersistenceError, R> =>
@@ -201,7 +210,9 @@ export const run = <A, I, E, R>(
         return yield* options.transaction(Effect.gen(function*() {
           const answer = yield* options.create
           const plaintext = yield* Schema.encode(json)(answer).pipe(
-            Effect.mapError((cause) => new PersistenceError({ message: "idempotency: the answer does not encode", cause }))
+            Effect.mapError((cause) =>
+              new PersistenceError({ message: "idempotency: the answer does not encode", cause })
+            )
           )
           const inserted = yield* store.insert({
             ...identity,
@@ -210,8 +221,12 @@ export const run = <A, I, E, R>(
           }, IdempotencyWindow.start(now))
           if (!inserted) return yield* new Race()
           return answer
-        })).pipe(Effect.catchIf((e): e is Race => e instanceof Race, () =>
-          tries > 0 ? attempt(tries - 1) : new PersistenceError({ message: "idempotency: lost the race twice" })))
+        })).pipe(
+          Effect.catchIf(
+            (e): e is Race => e instanceof Race,
+            () => tries > 0 ? attempt(tries - 1) : new PersistenceError({ message: "idempotency: lost the race twice" })
+          )
+        )
       })
     return yield* attempt(2)
   })
@@ -226,7 +241,8 @@ export const makeMemory = (): IdempotencyStore["Type"] => {
   const records = new Map<string, StoredResponse>()
   const id = (accountId: string, scope: string, keyHash: string) => `${accountId}\n${scope}\n${keyHash}`
   return {
-    find: (accountId, scope, keyHash) => Effect.sync(() => Option.fromNullable(records.get(id(accountId, scope, keyHash)))),
+    find: (accountId, scope, keyHash) =>
+      Effect.sync(() => Option.fromNullable(records.get(id(accountId, scope, keyHash)))),
     insert: (record, expiredBefore) =>
       Effect.sync(() => {
         const key = id(record.accountId, record.scope, record.keyHash)

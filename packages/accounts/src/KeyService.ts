@@ -105,7 +105,11 @@ export const unavailable = <A, E, R>(
 const iso = (ms: number) => new Date(ms).toISOString()
 
 /** A key row as the API shows it. */
-export const toRecord = (row: KeyRow, spentMicros: number, lastUsedAt: number | null = row.lastUsedAt): ApiKey.ApiKeyRecord => ({
+export const toRecord = (
+  row: KeyRow,
+  spentMicros: number,
+  lastUsedAt: number | null = row.lastUsedAt
+): ApiKey.ApiKeyRecord => ({
   id: row.id,
   name: row.name,
   environment: row.environment,
@@ -291,7 +295,9 @@ export const make = (
       Effect.interruptible,
       Effect.forkScoped
     )
-    yield* Effect.addFinalizer(() => Effect.catchAll(flush, (e) => Effect.logWarning("accounts: final flush failed", e)))
+    yield* Effect.addFinalizer(() =>
+      Effect.catchAll(flush, (e) => Effect.logWarning("accounts: final flush failed", e))
+    )
 
     // ---- key cache -------------------------------------------------------------------------------------------
     const ttl = Duration.toMillis(Duration.decode(options.cacheTtl ?? 0))
@@ -414,7 +420,8 @@ export const make = (
         const spendLimitMicros = yield* within(
           mapPresent(body.spendLimit, Money.toMicros),
           remaining,
-          (bound) => `spendLimit: must be at most ${Money.fromMicros(bound)} (the remaining spend limit of the calling key)`
+          (bound) =>
+            `spendLimit: must be at most ${Money.fromMicros(bound)} (the remaining spend limit of the calling key)`
         )
         const expiresAt = yield* within(
           mapPresent(body.expiresAt, (date) => date.getTime()),
@@ -493,5 +500,7 @@ export const layer = (
   never,
   AccountStore | Idempotency.IdempotencyStore | BillingAccounts
 > =>
-  Layer.scopedContext(Effect.map(make(options), ({ cache, service, usage }) =>
-    Context.make(Services.KeyService, service).pipe(Context.add(KeyUsage, usage), Context.add(KeyCache, cache))))
+  Layer.scopedContext(
+    Effect.map(make(options), ({ cache, service, usage }) =>
+      Context.make(Services.KeyService, service).pipe(Context.add(KeyUsage, usage), Context.add(KeyCache, cache)))
+  )

@@ -80,9 +80,10 @@ export const withinWhitelist = (inner: ReadonlyArray<string>, outer: ReadonlyArr
   const bounds = outer.map(rangeOf)
   return inner.every((entry) => {
     const range = rangeOf(entry)
-    return range !== undefined && bounds.some((bound) =>
-      bound !== undefined && bound[0].kind() === range[0].kind() && range[1] >= bound[1] &&
-      range[0].match(bound[0], bound[1])
-    )
+    return range !== undefined &&
+      bounds.some((bound) =>
+        bound !== undefined && bound[0].kind() === range[0].kind() && range[1] >= bound[1] &&
+        range[0].match(bound[0], bound[1])
+      )
   })
 }

@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import * as Migrator from "@effect/sql/Migrator"
+import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
@@ -35,12 +35,13 @@ import * as KeyService from "./KeyService.js"
 const storeName = "accounts storage"
 
 /** The tables of accounts and keys under `prefix`. */
-export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
-  accounts: `${prefix}accounts`,
-  keys: `${prefix}api_keys`,
-  responses: `${prefix}idempotent_responses`,
-  rateWindows: `${prefix}rate_windows`
-}) as const
+export const tables = (prefix: string = SqlStore.defaultPrefix) =>
+  ({
+    accounts: `${prefix}accounts`,
+    keys: `${prefix}api_keys`,
+    responses: `${prefix}idempotent_responses`,
+    rateWindows: `${prefix}rate_windows`
+  }) as const
 
 /** The table the accounts migrations are recorded in: `<prefix>accounts_migrations`. */
 export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}accounts_migrations`
@@ -173,103 +174,110 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
   AccountStore["Type"],
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient
-> => Effect.gen(function*() {
-  const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
-  const rows = decoders(prefix)
+> =>
+  Effect.gen(function*() {
+    const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
+    const rows = decoders(prefix)
 
-  const store: AccountStore["Type"] = {
-    transaction: (self) => persistence("transaction")(sql.withTransaction(self)),
-    lockBootstrap: pg
-      ? sql`SELECT pg_advisory_xact_lock(${bootstrapLock})`.pipe(Effect.asVoid, persistence("bootstrap lock"))
-      : Effect.void,
-    hasAccounts: sql`SELECT 1 AS one FROM ${t.accounts} LIMIT 1`.pipe(
-      Effect.map((found) => found.length > 0),
-      persistence("account count")
-    ),
-    insertAccount: (row) =>
-      sql`INSERT INTO ${t.accounts} ${sql.insert({ id: row.id, name: row.name, created_at: row.createdAt })}`.pipe(
-        Effect.asVoid,
-        persistence("account insert")
+    const store: AccountStore["Type"] = {
+      transaction: (self) => persistence("transaction")(sql.withTransaction(self)),
+      lockBootstrap: pg
+        ? sql`SELECT pg_advisory_xact_lock(${bootstrapLock})`.pipe(Effect.asVoid, persistence("bootstrap lock"))
+        : Effect.void,
+      hasAccounts: sql`SELECT 1 AS one FROM ${t.accounts} LIMIT 1`.pipe(
+        Effect.map((found) => found.length > 0),
+        persistence("account count")
       ),
-    findAccount: (id) =>
-      sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(Effect.flatMap(rows.account.first), persistence("account read")),
-    renameAccount: (id, name) =>
-      sql`UPDATE ${t.accounts} SET name = ${name} WHERE id = ${id}`.pipe(Effect.asVoid, persistence("account update")),
-    listAccounts: (query) =>
-      Effect.gen(function*() {
-        const limit = Math.max(0, Math.floor(query.limit))
-        if (SqlStore.hasNul(query.search, query.beforeId)) return { items: [], hasMore: false, total: 0 }
-        // a case-insensitive prefix of the id or the name: LIKE with its wildcards escaped
-        const filters = query.search === undefined || query.search === "" ? [] : (() => {
-          const pattern = `${query.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-          return [sql`(lower(id) LIKE ${pattern} ESCAPE '\\' OR lower(name) LIKE ${pattern} ESCAPE '\\')`]
-        })()
-        const page = query.beforeId === undefined ? filters : [...filters, sql`id < ${query.beforeId}`]
-        const [items, [counted]] = yield* Effect.all([
-          sql`SELECT * FROM ${t.accounts} WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
-            Effect.flatMap(rows.account.all)
-          ),
-          sql`SELECT COUNT(*) AS n FROM ${t.accounts} WHERE ${sql.and(filters)}`.pipe(Effect.flatMap(rows.count.all))
-        ], { concurrency: 2 })
-        return { items: items.slice(0, limit), hasMore: items.length > limit, total: counted?.n ?? 0 }
-      }).pipe(persistence("account list")),
-    findKeyById: (id) =>
-      sql`SELECT * FROM ${t.keys} WHERE id = ${id}`.pipe(Effect.flatMap(rows.key.first), persistence("key read")),
-    insertKey: (row) =>
-      Effect.flatMap(rows.key.encode(row), (encoded) => sql`INSERT INTO ${t.keys} ${sql.insert(encoded)}`).pipe(
-        Effect.asVoid,
-        persistence("key insert")
-      ),
-    keyByHash: (keyHash) =>
-      sql`SELECT * FROM ${t.keys} WHERE key_hash = ${keyHash}`.pipe(
-        Effect.flatMap(rows.key.first),
-        persistence("key lookup")
-      ),
-    findKey: (accountId, id) =>
-      sql`SELECT * FROM ${t.keys} WHERE id = ${id} AND account_id = ${accountId}`.pipe(
-        Effect.flatMap(rows.key.first),
-        persistence("key read")
-      ),
-    lockAncestors: (accountId, ids) =>
-      ids.length === 0
-        ? Effect.succeed(true)
-        : sql`SELECT id FROM ${t.keys} WHERE ${sql.in("id", ids)} AND account_id = ${accountId}
-            AND revoked_at IS NULL${sql.literal(pg ? " FOR SHARE" : "")}`.pipe(
-          Effect.map((live) => live.length === new Set(ids).size),
-          persistence("key ancestors")
+      insertAccount: (row) =>
+        sql`INSERT INTO ${t.accounts} ${sql.insert({ id: row.id, name: row.name, created_at: row.createdAt })}`.pipe(
+          Effect.asVoid,
+          persistence("account insert")
         ),
-    listKeys: (accountId) =>
-      sql`SELECT * FROM ${t.keys} WHERE account_id = ${accountId} AND revoked_at IS NULL ORDER BY id`.pipe(
-        Effect.flatMap(rows.key.all),
-        persistence("key list")
-      ),
-    revokeKey: (accountId, id, at) =>
-      Effect.gen(function*() {
-        // the key first (its row lock waits for a derivation that holds it `FOR SHARE`), then, in a statement of
-        // its own (a snapshot taken after that lock: a child committed meanwhile is seen), its descendants
-        const revoked = yield* sql`UPDATE ${t.keys} SET revoked_at = ${at}
+      findAccount: (id) =>
+        sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(
+          Effect.flatMap(rows.account.first),
+          persistence("account read")
+        ),
+      renameAccount: (id, name) =>
+        sql`UPDATE ${t.accounts} SET name = ${name} WHERE id = ${id}`.pipe(
+          Effect.asVoid,
+          persistence("account update")
+        ),
+      listAccounts: (query) =>
+        Effect.gen(function*() {
+          const limit = Math.max(0, Math.floor(query.limit))
+          if (SqlStore.hasNul(query.search, query.beforeId)) return { items: [], hasMore: false, total: 0 }
+          // a case-insensitive prefix of the id or the name: LIKE with its wildcards escaped
+          const filters = query.search === undefined || query.search === "" ? [] : (() => {
+            const pattern = `${query.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+            return [sql`(lower(id) LIKE ${pattern} ESCAPE '\\' OR lower(name) LIKE ${pattern} ESCAPE '\\')`]
+          })()
+          const page = query.beforeId === undefined ? filters : [...filters, sql`id < ${query.beforeId}`]
+          const [items, [counted]] = yield* Effect.all([
+            sql`SELECT * FROM ${t.accounts} WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
+              Effect.flatMap(rows.account.all)
+            ),
+            sql`SELECT COUNT(*) AS n FROM ${t.accounts} WHERE ${sql.and(filters)}`.pipe(Effect.flatMap(rows.count.all))
+          ], { concurrency: 2 })
+          return { items: items.slice(0, limit), hasMore: items.length > limit, total: counted?.n ?? 0 }
+        }).pipe(persistence("account list")),
+      findKeyById: (id) =>
+        sql`SELECT * FROM ${t.keys} WHERE id = ${id}`.pipe(Effect.flatMap(rows.key.first), persistence("key read")),
+      insertKey: (row) =>
+        Effect.flatMap(rows.key.encode(row), (encoded) => sql`INSERT INTO ${t.keys} ${sql.insert(encoded)}`).pipe(
+          Effect.asVoid,
+          persistence("key insert")
+        ),
+      keyByHash: (keyHash) =>
+        sql`SELECT * FROM ${t.keys} WHERE key_hash = ${keyHash}`.pipe(
+          Effect.flatMap(rows.key.first),
+          persistence("key lookup")
+        ),
+      findKey: (accountId, id) =>
+        sql`SELECT * FROM ${t.keys} WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+          Effect.flatMap(rows.key.first),
+          persistence("key read")
+        ),
+      lockAncestors: (accountId, ids) =>
+        ids.length === 0
+          ? Effect.succeed(true)
+          : sql`SELECT id FROM ${t.keys} WHERE ${sql.in("id", ids)} AND account_id = ${accountId}
+            AND revoked_at IS NULL${sql.literal(pg ? " FOR SHARE" : "")}`.pipe(
+            Effect.map((live) => live.length === new Set(ids).size),
+            persistence("key ancestors")
+          ),
+      listKeys: (accountId) =>
+        sql`SELECT * FROM ${t.keys} WHERE account_id = ${accountId} AND revoked_at IS NULL ORDER BY id`.pipe(
+          Effect.flatMap(rows.key.all),
+          persistence("key list")
+        ),
+      revokeKey: (accountId, id, at) =>
+        Effect.gen(function*() {
+          // the key first (its row lock waits for a derivation that holds it `FOR SHARE`), then, in a statement of
+          // its own (a snapshot taken after that lock: a child committed meanwhile is seen), its descendants
+          const revoked = yield* sql`UPDATE ${t.keys} SET revoked_at = ${at}
           WHERE id = ${id} AND account_id = ${accountId} AND revoked_at IS NULL RETURNING id`
-        if (revoked.length !== 1) return false
-        const listed = JSON.stringify(id)
-        yield* sql`UPDATE ${t.keys} SET revoked_at = ${at}
+          if (revoked.length !== 1) return false
+          const listed = JSON.stringify(id)
+          yield* sql`UPDATE ${t.keys} SET revoked_at = ${at}
           WHERE account_id = ${accountId} AND revoked_at IS NULL
             AND ${sql.literal(pg ? "strpos(ancestors, " : "instr(ancestors, ")}${listed}) > 0`
-        return true
-      }).pipe(persistence("key revoke")),
-    touchKeys: (uses) => {
-      if (uses.size === 0) return Effect.void
-      // one statement for the whole batch: UPDATE ... FROM (VALUES ...) (SQLite ≥ 3.33 and PostgreSQL)
-      const values = sql.csv([...uses].map(([id, at]) => sql`(${id}, CAST(${at} AS BIGINT))`))
-      return sql`UPDATE ${t.keys} SET last_used_at = u.at
+          return true
+        }).pipe(persistence("key revoke")),
+      touchKeys: (uses) => {
+        if (uses.size === 0) return Effect.void
+        // one statement for the whole batch: UPDATE ... FROM (VALUES ...) (SQLite ≥ 3.33 and PostgreSQL)
+        const values = sql.csv([...uses].map(([id, at]) => sql`(${id}, CAST(${at} AS BIGINT))`))
+        return sql`UPDATE ${t.keys} SET last_used_at = u.at
         FROM (SELECT column1 AS id, column2 AS at FROM (VALUES ${values}) AS v) AS u
         WHERE ${t.keys}.id = u.id AND (${t.keys}.last_used_at IS NULL OR ${t.keys}.last_used_at < u.at)`.pipe(
-        Effect.asVoid,
-        persistence("key last use")
-      )
+          Effect.asVoid,
+          persistence("key last use")
+        )
+      }
     }
-  }
-  return store
-})
+    return store
+  })
 
 /**
  * The SQL store of sealed idempotent answers on the `SqlClient` in context (SQLite or PostgreSQL), on the table
@@ -294,7 +302,9 @@ export const makeIdempotencyStore = (
           yield* sql`DELETE FROM ${responses} WHERE account_id = ${record.accountId}
             AND scope = ${record.scope} AND key_hash = ${record.keyHash} AND created_at <= ${expiredBefore}`
           const encoded = yield* rows.response.encode(record)
-          const inserted = yield* sql`INSERT INTO ${responses} ${sql.insert(encoded)} ON CONFLICT DO NOTHING RETURNING key_hash`
+          const inserted = yield* sql`INSERT INTO ${responses} ${
+            sql.insert(encoded)
+          } ON CONFLICT DO NOTHING RETURNING key_hash`
           return inserted.length === 1
         }).pipe(persistence("idempotency insert")),
       prune: (before) =>

@@ -68,9 +68,9 @@ export const make = (options: Options = {}): Effect.Effect<
       const entries = [...added.values()].sort((a, b) =>
         a.key.windowStart - b.key.windowStart || (a.key.scope < b.key.scope ? -1 : a.key.scope > b.key.scope ? 1 : 0)
       )
-      const values = sql.csv(entries.map(({ key, n }) =>
-        sql`(${key.scope}, CAST(${key.windowStart} AS BIGINT), CAST(${n} AS BIGINT))`
-      ))
+      const values = sql.csv(
+        entries.map(({ key, n }) => sql`(${key.scope}, CAST(${key.windowStart} AS BIGINT), CAST(${n} AS BIGINT))`)
+      )
       return sql<{ readonly scope: string; readonly window_start: number | string; readonly count: number | string }>`
         INSERT INTO ${table} (scope, window_start, count) VALUES ${values}
         ON CONFLICT (scope, window_start) DO UPDATE SET count = ${table}.count + excluded.count

@@ -1,5 +1,5 @@
 /** An in-memory `BillingAccounts` for the accounts tests, with a handle to set key spend and read what was registered. */
-import { type BillingState, BillingAccounts } from "@mediagate/billing/BillingAccounts"
+import { BillingAccounts, type BillingState } from "@mediagate/billing/BillingAccounts"
 import { defaultCreditLimitMicros } from "@mediagate/billing/Ledger"
 import { Errors } from "@mediagate/contract"
 import * as Context from "effect/Context"

@@ -1,5 +1,5 @@
-import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { Services } from "@mediagate/contract"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
@@ -17,16 +17,19 @@ import * as FakeOperatorViews from "./FakeOperatorViews.js"
 if (!runPostgres) console.warn(`${pgNotRunning}: its tests are skipped`)
 
 /** Every row of the accounts tables, as text. */
-const dump = Layer.effect(Dump, Effect.map(SqlClient.SqlClient, (sql) => ({
-  dump: () =>
-    Effect.gen(function*() {
-      const t = SqlAccounts.tables()
-      const keys = yield* sql`SELECT * FROM ${sql(t.keys)}`
-      const accounts = yield* sql`SELECT * FROM ${sql(t.accounts)}`
-      const stored = yield* sql`SELECT * FROM ${sql(t.responses)}`
-      return JSON.stringify({ accounts, keys, stored }, (_k, v) => typeof v === "bigint" ? String(v) : v)
-    })
-})))
+const dump = Layer.effect(
+  Dump,
+  Effect.map(SqlClient.SqlClient, (sql) => ({
+    dump: () =>
+      Effect.gen(function*() {
+        const t = SqlAccounts.tables()
+        const keys = yield* sql`SELECT * FROM ${sql(t.keys)}`
+        const accounts = yield* sql`SELECT * FROM ${sql(t.accounts)}`
+        const stored = yield* sql`SELECT * FROM ${sql(t.responses)}`
+        return JSON.stringify({ accounts, keys, stored }, (_k, v) => typeof v === "bigint" ? String(v) : v)
+      })
+  }))
+)
 
 const backend = (database: () => Layer.Layer<SqlClient.SqlClient, unknown>) => () =>
   Layer.merge(SqlAccounts.layerStore(), dump).pipe(Layer.provide(database()))
@@ -46,9 +49,15 @@ describe("SQL migrations", () => {
       const sql = yield* SqlClient.SqlClient
       yield* SqlAccounts.migrate()
       yield* SqlAccounts.migrate()
-      const rows = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlAccounts.migrationsTable())} ORDER BY migration_id`
+      const rows = yield* sql<{ name: string }>`SELECT name FROM ${
+        sql(SqlAccounts.migrationsTable())
+      } ORDER BY migration_id`
       assert.deepStrictEqual(rows.map((r) => r.name), [
-        "accounts_api_keys", "idempotent_responses", "api_key_tree", "api_key_rate_limits", "rate_windows"
+        "accounts_api_keys",
+        "idempotent_responses",
+        "api_key_tree",
+        "api_key_rate_limits",
+        "rate_windows"
       ])
     }).pipe(Effect.provide(sqlite())))
 })
@@ -85,15 +94,21 @@ for (const [name, database] of databases) {
           maxInFlightTasks: null,
           ancestors: []
         })
-        expect(Option.map(yield* store.keyByHash("h1"), (key) => key.permissions)).toEqual(Option.some({ "tasks:read": true }))
+        expect(Option.map(yield* store.keyByHash("h1"), (key) => key.permissions)).toEqual(
+          Option.some({ "tasks:read": true })
+        )
         yield* sql`UPDATE ${sql(t.keys)} SET permissions = ${`{"tasks:read":"yes"}`} WHERE id = 'key_a'`
         const permissions = yield* Effect.flip(store.keyByHash("h1"))
         assert.instanceOf(permissions, PersistenceError)
-        expect(permissions.message).toBe(`accounts storage: key lookup failed: ${t.keys}.permissions.tasks:read: must be a boolean`)
+        expect(permissions.message).toBe(
+          `accounts storage: key lookup failed: ${t.keys}.permissions.tasks:read: must be a boolean`
+        )
         expect(permissions.cause).toMatchObject({ _tag: "RowError", table: t.keys, column: "permissions" })
         yield* sql`UPDATE ${sql(t.keys)} SET permissions = '{}', ip_whitelist = '[1]' WHERE id = 'key_a'`
         const whitelist = yield* Effect.flip(store.listKeys("acct_a"))
-        expect(whitelist.message).toBe(`accounts storage: key list failed: ${t.keys}.ip_whitelist[0]: Expected string, actual 1`)
+        expect(whitelist.message).toBe(
+          `accounts storage: key list failed: ${t.keys}.ip_whitelist[0]: Expected string, actual 1`
+        )
         expect(whitelist.cause).toMatchObject({ _tag: "RowError", table: t.keys, column: "ip_whitelist" })
       }).pipe(Effect.provide(Layer.provideMerge(SqlAccounts.layerStore(), database())), Effect.scoped))
   })

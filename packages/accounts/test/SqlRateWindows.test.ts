@@ -50,8 +50,11 @@ suite("sqlite", Effect.flatMap(Layer.build(sqlite()), (context) => Effect.provid
 if (runPostgres) {
   suite(
     "postgres",
-    Effect.flatMap(pgSchema, (schema) =>
-      Effect.flatMap(Layer.build(pgClient(schema)), (context) => Effect.provide(SqlRateWindows.make(), context)))
+    Effect.flatMap(
+      pgSchema,
+      (schema) =>
+        Effect.flatMap(Layer.build(pgClient(schema)), (context) => Effect.provide(SqlRateWindows.make(), context))
+    )
   )
 
   describe("rate windows across nodes", () => {
@@ -59,13 +62,17 @@ if (runPostgres) {
       Effect.gen(function*() {
         const schema = yield* pgSchema
         // two nodes: two connection pools, two batchers, one database
-        const nodeA = yield* Effect.flatMap(Layer.build(pgClient(schema, 4)), (c) => Effect.provide(SqlRateWindows.make(), c))
-        const nodeB = yield* Effect.flatMap(Layer.build(pgClient(schema, 4)), (c) => Effect.provide(SqlRateWindows.make(), c))
+        const nodeA = yield* Effect.flatMap(Layer.build(pgClient(schema, 4)), (c) =>
+          Effect.provide(SqlRateWindows.make(), c))
+        const nodeB = yield* Effect.flatMap(Layer.build(pgClient(schema, 4)), (c) =>
+          Effect.provide(SqlRateWindows.make(), c))
         const key = { scope: "key:shared", windowStart: now }
         const limit = 150
         const admitted = yield* Effect.forEach(
           Array.from({ length: 400 }, (_, i) => (i % 2 === 0 ? nodeA : nodeB)),
-          (node) => Effect.map(node.hit([key]), ([n]) => n! <= limit),
+          (node) =>
+            Effect.map(node.hit([key]), ([n]) =>
+              n! <= limit),
           { concurrency: 64 }
         )
         // exactly `limit` requests pass, whichever node they reached

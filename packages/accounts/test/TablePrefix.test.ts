@@ -3,9 +3,9 @@
  * migrations create (the idempotent answers' table included) named with it, and invalid prefixes refused before the
  * database is touched.
  */
-import { assert, describe, expect, it } from "@effect/vitest"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { Services } from "@mediagate/contract"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
@@ -26,16 +26,19 @@ const databases: ReadonlyArray<readonly [string, Database]> = [
 ]
 
 /** Every row of the prefixed accounts tables, as text. */
-const dump = Layer.effect(Dump, Effect.map(SqlClient.SqlClient, (sql) => ({
-  dump: () =>
-    Effect.gen(function*() {
-      const t = SqlAccounts.tables(prefix)
-      const keys = yield* sql`SELECT * FROM ${sql(t.keys)}`
-      const accounts = yield* sql`SELECT * FROM ${sql(t.accounts)}`
-      const stored = yield* sql`SELECT * FROM ${sql(t.responses)}`
-      return JSON.stringify({ accounts, keys, stored }, (_k, v) => typeof v === "bigint" ? String(v) : v)
-    })
-})))
+const dump = Layer.effect(
+  Dump,
+  Effect.map(SqlClient.SqlClient, (sql) => ({
+    dump: () =>
+      Effect.gen(function*() {
+        const t = SqlAccounts.tables(prefix)
+        const keys = yield* sql`SELECT * FROM ${sql(t.keys)}`
+        const accounts = yield* sql`SELECT * FROM ${sql(t.accounts)}`
+        const stored = yield* sql`SELECT * FROM ${sql(t.responses)}`
+        return JSON.stringify({ accounts, keys, stored }, (_k, v) => typeof v === "bigint" ? String(v) : v)
+      })
+  }))
+)
 
 for (const [name, database] of databases) {
   accountsSuite(

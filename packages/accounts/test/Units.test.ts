@@ -6,8 +6,8 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { AccountStore } from "../src/AccountStore.js"
 import * as Idempotency from "../src/Idempotency.js"
-import * as KeyServiceModule from "../src/KeyService.js"
 import * as Keys from "../src/Keys.js"
+import * as KeyServiceModule from "../src/KeyService.js"
 import * as MemoryAccounts from "../src/MemoryAccounts.js"
 import * as FakeBillingAccounts from "./FakeBillingAccounts.js"
 import * as FakeOperatorViews from "./FakeOperatorViews.js"
@@ -87,11 +87,15 @@ describe("lastUsedAt on shutdown", () => {
   it.live("the last buffered uses are written when the layer closes", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const layer = FakeOperatorViews.withAdmin(MemoryAccounts.layer()).pipe(Layer.provideMerge(FakeBillingAccounts.layer))
+      const layer = FakeOperatorViews.withAdmin(MemoryAccounts.layer()).pipe(
+        Layer.provideMerge(FakeBillingAccounts.layer)
+      )
       const context = yield* Layer.buildWithScope(layer, scope)
-      const run = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<typeof layer>>) => Effect.provide(effect, context)
+      const run = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<typeof layer>>) =>
+        Effect.provide(effect, context)
       const created = yield* run(Effect.flatMap(Services.AdminService, (admin) =>
-        Effect.flatMap(admin.createAccount({ name: "A" }), (account) => admin.createKey(account.id, { name: "k" }))))
+        Effect.flatMap(admin.createAccount({ name: "A" }), (account) =>
+          admin.createKey(account.id, { name: "k" }))))
       yield* run(Effect.flatMap(Services.KeyService, (keys) =>
         keys.authenticate({ authorization: `Bearer ${created.key}`, clientAddress: undefined })))
       const store = yield* run(AccountStore)

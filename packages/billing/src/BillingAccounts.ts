@@ -9,9 +9,9 @@
  * @since 0.1.0
  */
 import type { Account, Errors } from "@mediagate/contract"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 
 /** Billing settings of an account (money in integer micro-dollars). */
 export interface BillingSettings {

@@ -7,14 +7,14 @@
  */
 import { type Account, type Envelope, Errors, type Ledger, Money, Services, Task } from "@mediagate/contract"
 import { Billing } from "@mediagate/engine/Billing"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Encoding from "effect/Encoding"
 import * as Layer from "effect/Layer"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
-import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as Schema from "effect/Schema"
 import { BillingAccounts, type BillingSettings, type BillingState, defaultSettings } from "./BillingAccounts.js"
 import type { PaymentProvider, TopUpRequest } from "./PaymentProvider.js"
@@ -268,7 +268,8 @@ export const requireAmount = (what: string, micros: number): Effect.Effect<void>
     : Effect.dieMessage(`billing: ${what} must be a non-negative integer of micro-dollars, got ${micros}`)
 
 /** The refusal of an account that billing was never opened for. */
-export const notFound = (accountId: string) => new Errors.AccountNotFound({ message: `No billing account ${accountId}` })
+export const notFound = (accountId: string) =>
+  new Errors.AccountNotFound({ message: `No billing account ${accountId}` })
 
 /** The contract's `Balance` (USD) of a billing state. */
 export const toBalance = (state: BillingState): Account.Balance => ({

@@ -28,7 +28,7 @@
  *
  * @since 0.1.0
  */
-import * as Migrator from "@effect/sql/Migrator"
+import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
@@ -39,10 +39,10 @@ import * as SqlProgram from "@mediagate/persistence/SqlProgram"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Clock from "effect/Clock"
+import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import type * as ConfigError from "effect/ConfigError"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
@@ -50,7 +50,7 @@ import * as Schema from "effect/Schema"
 import type { BillingAccounts, BillingState } from "./BillingAccounts.js"
 import {
   balanceService,
-  BillingLedger,
+  type BillingLedger,
   type BillingOptions,
   type BillingServices,
   creditLimitExceeded,
@@ -62,9 +62,9 @@ import {
   insufficientBalance,
   isAmount,
   keyLimitExceeded,
+  layerOf,
   LedgerEntry,
   ledgerKinds,
-  layerOf,
   monthlyLimitExceeded,
   monthOf,
   NewEntry,
@@ -74,21 +74,22 @@ import {
   requireAmount,
   topUpDue,
   TopUpRecord,
-  topUpStatuses,
-  type TopUpStatus
+  type TopUpStatus,
+  topUpStatuses
 } from "./Ledger.js"
 import { PaymentProvider } from "./PaymentProvider.js"
 
 const storeName = "billing"
 
 /** The tables of billing under `prefix`. */
-export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
-  accounts: `${prefix}billing_accounts`,
-  keySpend: `${prefix}billing_key_spend`,
-  monthSpend: `${prefix}billing_month_spend`,
-  ledger: `${prefix}billing_ledger`,
-  topUps: `${prefix}billing_top_up_requests`
-}) as const
+export const tables = (prefix: string = SqlStore.defaultPrefix) =>
+  ({
+    accounts: `${prefix}billing_accounts`,
+    keySpend: `${prefix}billing_key_spend`,
+    monthSpend: `${prefix}billing_month_spend`,
+    ledger: `${prefix}billing_ledger`,
+    topUps: `${prefix}billing_top_up_requests`
+  }) as const
 
 /** The table billing's migrations are recorded in: `<prefix>billing_migrations`. */
 export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}billing_migrations`
@@ -447,10 +448,13 @@ const decoders = (prefix: string) => {
   return {
     account: SqlRows.decoder(names.accounts, AccountRow),
     balance: SqlRows.decoder(names.accounts, Schema.Struct({ balanceMicros: column("balance_micros", micros) })),
-    keySpend: SqlRows.decoder(names.keySpend, Schema.Struct({
-      spendLimitMicros: column("spend_limit_micros", limit),
-      spentMicros: column("spent_micros", micros)
-    })),
+    keySpend: SqlRows.decoder(
+      names.keySpend,
+      Schema.Struct({
+        spendLimitMicros: column("spend_limit_micros", limit),
+        spentMicros: column("spent_micros", micros)
+      })
+    ),
     monthSpend: SqlRows.decoder(names.monthSpend, Schema.Struct({ spentMicros: column("spent_micros", micros) })),
     ledger: SqlRows.decoder(names.ledger, LedgerEntry),
     newEntry: SqlRows.decoder(names.ledger, NewEntry),
@@ -462,12 +466,15 @@ const decoders = (prefix: string) => {
      * PostgreSQL: a row of the charge function: the account before the charge, whether it was funded and allowed
      * (and written), what the limits were checked on.
      */
-    pgCharged: SqlRows.decoder(names.accounts, Schema.Struct({
-      ...AccountRow.fields,
-      funded: Schema.Boolean,
-      allowed: Schema.Boolean,
-      ...SpendRead.fields
-    }))
+    pgCharged: SqlRows.decoder(
+      names.accounts,
+      Schema.Struct({
+        ...AccountRow.fields,
+        funded: Schema.Boolean,
+        allowed: Schema.Boolean,
+        ...SpendRead.fields
+      })
+    )
   }
 }
 
@@ -575,466 +582,508 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
   BillingServices,
   SqlError | Migrator.MigrationError | PersistenceError,
   SqlClient.SqlClient | PaymentProvider
-> => Effect.gen(function*() {
-  const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
-  const provider = yield* PaymentProvider
-  const rows = decoders(prefix)
-  const defaultCreditLimit = options.defaultCreditLimitMicros ?? defaultCreditLimitMicros
+> =>
+  Effect.gen(function*() {
+    const { pg, prefix, sql, t } = yield* SqlStore.open(storeName, options, { tables, migrations, migrationsTable })
+    const provider = yield* PaymentProvider
+    const rows = decoders(prefix)
+    const defaultCreditLimit = options.defaultCreditLimitMicros ?? defaultCreditLimitMicros
 
-  /** Reads and locks an account row for the rest of the transaction. */
-  const lockAccount = (accountId: string): Effect.Effect<AccountRow | undefined, SqlError | SqlRows.RowError> =>
-    (pg
-      ? sql`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId} FOR UPDATE`
-      // SQLite has one writer: a write takes the database's write lock at once (a read would not)
-      : sql`UPDATE ${t.accounts} SET balance_micros = balance_micros WHERE account_id = ${accountId} RETURNING *`)
-      .pipe(Effect.flatMap(rows.account.first), Effect.map(Option.getOrUndefined))
+    /** Reads and locks an account row for the rest of the transaction. */
+    const lockAccount = (accountId: string): Effect.Effect<AccountRow | undefined, SqlError | SqlRows.RowError> =>
+      (pg
+        ? sql`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId} FOR UPDATE`
+        // SQLite has one writer: a write takes the database's write lock at once (a read would not)
+        : sql`UPDATE ${t.accounts} SET balance_micros = balance_micros WHERE account_id = ${accountId} RETURNING *`)
+        .pipe(Effect.flatMap(rows.account.first), Effect.map(Option.getOrUndefined))
 
-  const monthSpent = (accountId: string, month: string) =>
-    sql`SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${accountId} AND month = ${month}`.pipe(
-      Effect.flatMap(rows.monthSpend.first),
-      Effect.map(Option.match({ onNone: () => 0, onSome: (row) => row.spentMicros }))
-    )
-
-  const stateOf = (accountId: string, row: AccountRow, now: number) =>
-    Effect.map(monthSpent(accountId, monthOf(now)), (monthToDateMicros): BillingState =>
-      ({ accountId, ...row, creditLimitMicros: row.creditLimitMicros ?? defaultCreditLimit, monthToDateMicros }))
-
-  const ledgerInsert = (row: typeof NewEntry.Encoded) => sql`INSERT INTO ${t.ledger} ${sql.insert(row)}`
-  const appendEntry = (entry: NewEntry) => Effect.flatMap(rows.newEntry.encode(entry), ledgerInsert)
-
-  const addBalance = (accountId: string, amountMicros: number, now: number) =>
-    sql`UPDATE ${t.accounts} SET balance_micros = balance_micros + ${amountMicros}, updated_at = ${now}
-      WHERE account_id = ${accountId} RETURNING balance_micros`.pipe(
-      Effect.flatMap(rows.balance.first),
-      Effect.map(Option.match({ onNone: () => 0, onSome: (row) => row.balanceMicros }))
-    )
-
-  /** A `top_up` entry and the balance it adds (the account row is locked). */
-  const creditLocked = (accountId: string, amountMicros: number, description: string, now: number) =>
-    Effect.zipRight(
-      appendEntry(entry("top_up", { accountId }, amountMicros, description, now)),
-      addBalance(accountId, amountMicros, now)
-    )
-
-  /**
-   * Auto top-up after a charge, in the charge's transaction (a savepoint of its own): whatever fails here is
-   * logged and rolled back to the savepoint, never failing the charge.
-   */
-  const autoTopUp = (accountId: string, row: AccountRow, balanceMicros: number, now: number) => {
-    const amountMicros = topUpDue(row, balanceMicros)
-    if (amountMicros === undefined) return Effect.void
-    const record = (status: TopUpStatus) =>
-      Effect.zipRight(
-        sql`INSERT INTO ${t.topUps} ${
-          sql.insert({ account_id: accountId, amount_micros: amountMicros, provider: provider.name, status, created_at: now })
-        }`,
-        status === "credited"
-          ? creditLocked(accountId, amountMicros, `auto top-up (${provider.name})`, now)
-          : Effect.void
+    const monthSpent = (accountId: string, month: string) =>
+      sql`SELECT spent_micros FROM ${t.monthSpend} WHERE account_id = ${accountId} AND month = ${month}`.pipe(
+        Effect.flatMap(rows.monthSpend.first),
+        Effect.map(Option.match({ onNone: () => 0, onSome: (row) => row.spentMicros }))
       )
-    return sql.withTransaction(requestTopUp(provider, { accountId, amountMicros }, record)).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("billing: recording an auto top-up failed", cause))
-    )
-  }
 
-  /**
-   * The account row a charge of `amount` debited, unless there is none, a prepaid balance did not cover it or a
-   * postpaid balance went below its credit limit.
-   */
-  const coveredRow = (amount: number) => <A extends AccountRow>(found: Option.Option<A>): Either.Either<A, Refusal> => {
-    if (Option.isNone(found)) return Either.left(insufficientBalance(amount, undefined))
-    const row = found.value
-    if (row.billingMode === "prepaid" && row.balanceMicros < 0) {
-      return Either.left(insufficientBalance(amount, row.balanceMicros + amount))
+    const stateOf = (accountId: string, row: AccountRow, now: number) =>
+      Effect.map(
+        monthSpent(accountId, monthOf(now)),
+        (monthToDateMicros): BillingState => ({
+          accountId,
+          ...row,
+          creditLimitMicros: row.creditLimitMicros ?? defaultCreditLimit,
+          monthToDateMicros
+        })
+      )
+
+    const ledgerInsert = (row: typeof NewEntry.Encoded) => sql`INSERT INTO ${t.ledger} ${sql.insert(row)}`
+    const appendEntry = (entry: NewEntry) => Effect.flatMap(rows.newEntry.encode(entry), ledgerInsert)
+
+    const addBalance = (accountId: string, amountMicros: number, now: number) =>
+      sql`UPDATE ${t.accounts} SET balance_micros = balance_micros + ${amountMicros}, updated_at = ${now}
+      WHERE account_id = ${accountId} RETURNING balance_micros`.pipe(
+        Effect.flatMap(rows.balance.first),
+        Effect.map(Option.match({ onNone: () => 0, onSome: (row) => row.balanceMicros }))
+      )
+
+    /** A `top_up` entry and the balance it adds (the account row is locked). */
+    const creditLocked = (accountId: string, amountMicros: number, description: string, now: number) =>
+      Effect.zipRight(
+        appendEntry(entry("top_up", { accountId }, amountMicros, description, now)),
+        addBalance(accountId, amountMicros, now)
+      )
+
+    /**
+     * Auto top-up after a charge, in the charge's transaction (a savepoint of its own): whatever fails here is
+     * logged and rolled back to the savepoint, never failing the charge.
+     */
+    const autoTopUp = (accountId: string, row: AccountRow, balanceMicros: number, now: number) => {
+      const amountMicros = topUpDue(row, balanceMicros)
+      if (amountMicros === undefined) return Effect.void
+      const record = (status: TopUpStatus) =>
+        Effect.zipRight(
+          sql`INSERT INTO ${t.topUps} ${
+            sql.insert({
+              account_id: accountId,
+              amount_micros: amountMicros,
+              provider: provider.name,
+              status,
+              created_at: now
+            })
+          }`,
+          status === "credited"
+            ? creditLocked(accountId, amountMicros, `auto top-up (${provider.name})`, now)
+            : Effect.void
+        )
+      return sql.withTransaction(requestTopUp(provider, { accountId, amountMicros }, record)).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("billing: recording an auto top-up failed", cause))
+      )
     }
-    const creditLimit = row.creditLimitMicros ?? defaultCreditLimit
-    if (row.billingMode === "postpaid" && row.balanceMicros < -creditLimit) {
-      return Either.left(creditLimitExceeded(amount, row.balanceMicros + amount, creditLimit))
-    }
-    return Either.right(row)
-  }
 
-  /** The refusal of a charge by the limit it exceeds: the key's first, then the account's monthly one. */
-  const limitExceeded = (amount: number, row: AccountRow, read: typeof SpendRead.Type) =>
-    read.keyLimitMicros !== null && (read.keySpentMicros ?? 0) + amount > read.keyLimitMicros
-      ? Option.some(keyLimitExceeded(amount, read.keyLimitMicros, read.keySpentMicros ?? 0))
-      : row.monthlySpendLimitMicros !== null && (read.monthSpentMicros ?? 0) + amount > row.monthlySpendLimitMicros
-      ? Option.some(monthlyLimitExceeded(amount, row.monthlySpendLimitMicros, read.monthSpentMicros ?? 0))
-      : Option.none()
+    /**
+     * The account row a charge of `amount` debited, unless there is none, a prepaid balance did not cover it or a
+     * postpaid balance went below its credit limit.
+     */
+    const coveredRow =
+      (amount: number) => <A extends AccountRow>(found: Option.Option<A>): Either.Either<A, Refusal> => {
+        if (Option.isNone(found)) return Either.left(insufficientBalance(amount, undefined))
+        const row = found.value
+        if (row.billingMode === "prepaid" && row.balanceMicros < 0) {
+          return Either.left(insufficientBalance(amount, row.balanceMicros + amount))
+        }
+        const creditLimit = row.creditLimitMicros ?? defaultCreditLimit
+        if (row.billingMode === "postpaid" && row.balanceMicros < -creditLimit) {
+          return Either.left(creditLimitExceeded(amount, row.balanceMicros + amount, creditLimit))
+        }
+        return Either.right(row)
+      }
 
-  /** SQLite's text of {@link chain} (the key twice as its parameters). */
-  const sqliteChain =
-    `SELECT ? UNION ALL SELECT value FROM json_each((SELECT ancestors FROM "${tables(prefix).keySpend}" WHERE key_id = ?))`
+    /** The refusal of a charge by the limit it exceeds: the key's first, then the account's monthly one. */
+    const limitExceeded = (amount: number, row: AccountRow, read: typeof SpendRead.Type) =>
+      read.keyLimitMicros !== null && (read.keySpentMicros ?? 0) + amount > read.keyLimitMicros
+        ? Option.some(keyLimitExceeded(amount, read.keyLimitMicros, read.keySpentMicros ?? 0))
+        : row.monthlySpendLimitMicros !== null && (read.monthSpentMicros ?? 0) + amount > row.monthlySpendLimitMicros
+        ? Option.some(monthlyLimitExceeded(amount, row.monthlySpendLimitMicros, read.monthSpentMicros ?? 0))
+        : Option.none()
 
-  /**
-   * The key ids of a key's chain: the key and its ancestors (read from the key's spend row, through its primary
-   * key; a key without a row is its own chain), as a subquery for `key_id IN (...)`.
-   */
-  const chain = (keyId: string) =>
-    pg
-      ? sql`SELECT CAST(${keyId} AS TEXT) UNION ALL
+    /** SQLite's text of {@link chain} (the key twice as its parameters). */
+    const sqliteChain = `SELECT ? UNION ALL SELECT value FROM json_each((SELECT ancestors FROM "${
+      tables(prefix).keySpend
+    }" WHERE key_id = ?))`
+
+    /**
+     * The key ids of a key's chain: the key and its ancestors (read from the key's spend row, through its primary
+     * key; a key without a row is its own chain), as a subquery for `key_id IN (...)`.
+     */
+    const chain = (keyId: string) =>
+      pg
+        ? sql`SELECT CAST(${keyId} AS TEXT) UNION ALL
           SELECT json_array_elements_text(ancestors::json) FROM ${t.keySpend} WHERE key_id = ${keyId}`
-      : sql.unsafe(sqliteChain, [keyId, keyId])
+        : sql.unsafe(sqliteChain, [keyId, keyId])
 
-  /** SQLite: a charge's statements through the client ({@link sqliteCharging}): the debited row, or the refusal. */
-  const sqliteCharge = (charge: Charge, amount: number, now: number) =>
-    Effect.flatMap(SqlProgram.run(sqliteCharging(charge, amount, now), sql), (charged) => charged)
+    /** SQLite: a charge's statements through the client ({@link sqliteCharging}): the debited row, or the refusal. */
+    const sqliteCharge = (charge: Charge, amount: number, now: number) =>
+      Effect.flatMap(SqlProgram.run(sqliteCharging(charge, amount, now), sql), (charged) => charged)
 
-  const fn = sql(chargeFunction(prefix))
+    const fn = sql(chargeFunction(prefix))
 
-  /**
-   * PostgreSQL: the call of billing's charge function ({@link createChargeFunction}) on `charges` at `now`, its rows
-   * in the charges' order with their 1-based position (`ordinality`).
-   */
-  const chargeCall = (charges: ReadonlyArray<Charge>, now: number, deferTopUps: boolean) =>
-    sql`SELECT * FROM ${fn}(${
-      JSON.stringify(charges.map(({ accountId, amountMicros, description, keyId, taskId }) => ({
-        account_id: accountId,
-        key_id: keyId,
-        task_id: taskId,
-        amount: amountMicros,
-        description
-      })))
-    }::jsonb, ${now}, ${monthOf(now)}, ${deferTopUps}, ${defaultCreditLimit}) WITH ORDINALITY AS c`
+    /**
+     * PostgreSQL: the call of billing's charge function ({@link createChargeFunction}) on `charges` at `now`, its rows
+     * in the charges' order with their 1-based position (`ordinality`).
+     */
+    const chargeCall = (charges: ReadonlyArray<Charge>, now: number, deferTopUps: boolean) =>
+      sql`SELECT * FROM ${fn}(${
+        JSON.stringify(charges.map(({ accountId, amountMicros, description, keyId, taskId }) => ({
+          account_id: accountId,
+          key_id: keyId,
+          task_id: taskId,
+          amount: amountMicros,
+          description
+        })))
+      }::jsonb, ${now}, ${monthOf(now)}, ${deferTopUps}, ${defaultCreditLimit}) WITH ORDINALITY AS c`
 
-  /** Whether a row of the charge function has the flag `name` set. */
-  const flagged = (answer: unknown, name: "made" | "deferred" | "present", value = true) =>
-    Predicate.hasProperty(answer, name) && answer[name] === value
+    /** Whether a row of the charge function has the flag `name` set. */
+    const flagged = (answer: unknown, name: "made" | "deferred" | "present", value = true) =>
+      Predicate.hasProperty(answer, name) && answer[name] === value
 
-  /** A refused charge's refusal, read from its row of the charge function by the same rules as SQLite's. */
-  const refusalOf = (amount: number, answer: unknown): Effect.Effect<Refusal, SqlRows.RowError> =>
-    flagged(answer, "present", false)
-      ? Effect.succeed(insufficientBalance(amount, undefined))
-      : Effect.flatMap(rows.pgCharged.single([answer]), (read): Effect.Effect<Refusal> => {
-        if (!read.funded) {
-          return Effect.succeed(
-            read.billingMode === "postpaid"
-              ? creditLimitExceeded(amount, read.balanceMicros, read.creditLimitMicros ?? defaultCreditLimit)
-              : insufficientBalance(amount, read.balanceMicros)
+    /** A refused charge's refusal, read from its row of the charge function by the same rules as SQLite's. */
+    const refusalOf = (amount: number, answer: unknown): Effect.Effect<Refusal, SqlRows.RowError> =>
+      flagged(answer, "present", false)
+        ? Effect.succeed(insufficientBalance(amount, undefined))
+        : Effect.flatMap(rows.pgCharged.single([answer]), (read): Effect.Effect<Refusal> => {
+          if (!read.funded) {
+            return Effect.succeed(
+              read.billingMode === "postpaid"
+                ? creditLimitExceeded(amount, read.balanceMicros, read.creditLimitMicros ?? defaultCreditLimit)
+                : insufficientBalance(amount, read.balanceMicros)
+            )
+          }
+          // the function refused on what it read: a limit
+          return Option.match(limitExceeded(amount, read, read), {
+            onNone: () => Effect.dieMessage("billing: a charge refused by no limit"),
+            onSome: Effect.succeed
+          })
+        })
+
+    /**
+     * PostgreSQL's `chargeBatch`: the charge function's call and `alongside` in one statement, deferring the charges
+     * an auto top-up may follow. Once the statement has answered, it has committed (when no transaction is open), so
+     * nothing after it may fail: a refusal whose row cannot be read (or that no rule explains) is answered
+     * `"deferred"` (made on its own, in a transaction, where the failure is reported and rolled back).
+     */
+    const pgChargeBatch = (
+      charges: ReadonlyArray<Charge>,
+      alongside?: (made: Statement.Fragment) => Statement.Fragment
+    ) =>
+      Effect.gen(function*() {
+        for (const charge of charges) yield* requireAmount("a charge", charge.amountMicros)
+        if (charges.length === 0) return []
+        const now = yield* Clock.currentTimeMillis
+        const call = chargeCall(charges, now, true)
+        const answered = yield* (alongside === undefined
+          ? sql`${call} ORDER BY ordinality`
+          : sql`WITH charged AS MATERIALIZED (${call}), alongside AS (${
+            alongside(sql`SELECT ordinality - 1 FROM charged WHERE made`)
+          }) SELECT * FROM charged ORDER BY ordinality`)
+        // rows for every charge up to the first deferred one, which ends them
+        const ends = answered.length === charges.length || flagged(answered[answered.length - 1], "deferred")
+        if (answered.length === 0 || answered.length > charges.length || !ends) {
+          return yield* Effect.dieMessage(
+            `billing: the charge function answered ${answered.length} of ${charges.length} charges`
           )
         }
-        // the function refused on what it read: a limit
-        return Option.match(limitExceeded(amount, read, read), {
-          onNone: () => Effect.dieMessage("billing: a charge refused by no limit"),
-          onSome: Effect.succeed
-        })
+        const outcomes: Array<Either.Either<"charged" | "deferred", Refusal>> = []
+        for (let i = 0; i < charges.length; i++) {
+          const answer = answered[i]
+          if (answer === undefined || flagged(answer, "deferred")) outcomes.push(Either.right("deferred"))
+          else if (flagged(answer, "made")) outcomes.push(Either.right("charged"))
+          else {
+            // a row that cannot be read, or a refusal by no rule (a defect), is made alone, where it is reported
+            const refusal = yield* Effect.exit(refusalOf(charges[i]!.amountMicros, answer))
+            outcomes.push(Exit.isSuccess(refusal) ? Either.left(refusal.value) : Either.right("deferred"))
+          }
+        }
+        return outcomes
       })
 
-  /**
-   * PostgreSQL's `chargeBatch`: the charge function's call and `alongside` in one statement, deferring the charges
-   * an auto top-up may follow. Once the statement has answered, it has committed (when no transaction is open), so
-   * nothing after it may fail: a refusal whose row cannot be read (or that no rule explains) is answered
-   * `"deferred"` (made on its own, in a transaction, where the failure is reported and rolled back).
-   */
-  const pgChargeBatch = (
-    charges: ReadonlyArray<Charge>,
-    alongside?: (made: Statement.Fragment) => Statement.Fragment
-  ) =>
-    Effect.gen(function*() {
-      for (const charge of charges) yield* requireAmount("a charge", charge.amountMicros)
-      if (charges.length === 0) return []
-      const now = yield* Clock.currentTimeMillis
-      const call = chargeCall(charges, now, true)
-      const answered = yield* (alongside === undefined
-        ? sql`${call} ORDER BY ordinality`
-        : sql`WITH charged AS MATERIALIZED (${call}), alongside AS (${
-          alongside(sql`SELECT ordinality - 1 FROM charged WHERE made`)
-        }) SELECT * FROM charged ORDER BY ordinality`)
-      // rows for every charge up to the first deferred one, which ends them
-      const ends = answered.length === charges.length || flagged(answered[answered.length - 1], "deferred")
-      if (answered.length === 0 || answered.length > charges.length || !ends) {
-        return yield* Effect.dieMessage(`billing: the charge function answered ${answered.length} of ${charges.length} charges`)
-      }
-      const outcomes: Array<Either.Either<"charged" | "deferred", Refusal>> = []
-      for (let i = 0; i < charges.length; i++) {
-        const answer = answered[i]
-        if (answer === undefined || flagged(answer, "deferred")) outcomes.push(Either.right("deferred"))
-        else if (flagged(answer, "made")) outcomes.push(Either.right("charged"))
-        else {
-          // a row that cannot be read, or a refusal by no rule (a defect), is made alone, where it is reported
-          const refusal = yield* Effect.exit(refusalOf(charges[i]!.amountMicros, answer))
-          outcomes.push(Exit.isSuccess(refusal) ? Either.left(refusal.value) : Either.right("deferred"))
-        }
-      }
-      return outcomes
-    })
+    /**
+     * PostgreSQL: a charge in the caller's transaction: the charge function's call on it alone, then its auto top-up
+     * (when due, asked of the payment provider in the transaction). A refusal fails.
+     */
+    const pgCharge = (charge: Charge, now: number) =>
+      Effect.gen(function*() {
+        const amount = charge.amountMicros
+        const [answer] = yield* chargeCall([charge], now, false)
+        if (!flagged(answer, "made")) return yield* Effect.flatMap(refusalOf(amount, answer), Effect.fail)
+        const read = yield* rows.pgCharged.single([answer])
+        yield* autoTopUp(charge.accountId, read, read.balanceMicros - amount, now)
+      })
 
-  /**
-   * PostgreSQL: a charge in the caller's transaction: the charge function's call on it alone, then its auto top-up
-   * (when due, asked of the payment provider in the transaction). A refusal fails.
-   */
-  const pgCharge = (charge: Charge, now: number) =>
-    Effect.gen(function*() {
-      const amount = charge.amountMicros
-      const [answer] = yield* chargeCall([charge], now, false)
-      if (!flagged(answer, "made")) return yield* Effect.flatMap(refusalOf(amount, answer), Effect.fail)
-      const read = yield* rows.pgCharged.single([answer])
-      yield* autoTopUp(charge.accountId, read, read.balanceMicros - amount, now)
-    })
-
-  /**
-   * SQLite: the texts of the charge's statements ({@link sqliteCharging}), written once. The debit also answers the
-   * first limit of the key's chain (the key and its ancestors) the charge would pass, the key's ancestors and the
-   * month's spend.
-   */
-  const sqliteText = (() => {
-    const names = tables(prefix)
-    const over = (column: string) =>
-      `(SELECT ${column} FROM "${names.keySpend}" WHERE key_id IN (${sqliteChain})
+    /**
+     * SQLite: the texts of the charge's statements ({@link sqliteCharging}), written once. The debit also answers the
+     * first limit of the key's chain (the key and its ancestors) the charge would pass, the key's ancestors and the
+     * month's spend.
+     */
+    const sqliteText = (() => {
+      const names = tables(prefix)
+      const over = (column: string) =>
+        `(SELECT ${column} FROM "${names.keySpend}" WHERE key_id IN (${sqliteChain})
         AND spend_limit_micros IS NOT NULL AND spent_micros + ? > spend_limit_micros
         ORDER BY spend_limit_micros - spent_micros, key_id LIMIT 1)`
-    const keySpend = new Map<number, string>()
-    return {
-      // params: amount, now, account, then key, key, amount (twice), key, account, month
-      debit: `UPDATE "${names.accounts}" SET balance_micros = balance_micros - ?, updated_at = ? WHERE account_id = ?
+      const keySpend = new Map<number, string>()
+      return {
+        // params: amount, now, account, then key, key, amount (twice), key, account, month
+        debit: `UPDATE "${names.accounts}" SET balance_micros = balance_micros - ?, updated_at = ? WHERE account_id = ?
         RETURNING *, ${over("spend_limit_micros")} AS key_limit, ${over("spent_micros")} AS key_spent,
           (SELECT ancestors FROM "${names.keySpend}" WHERE key_id = ?) AS key_ancestors,
           (SELECT spent_micros FROM "${names.monthSpend}" WHERE account_id = ? AND month = ?) AS month_spent`,
-      ledger: `INSERT INTO "${names.ledger}" (account_id, kind, amount_micros, key_id, task_id, description, month,
+        ledger: `INSERT INTO "${names.ledger}" (account_id, kind, amount_micros, key_id, task_id, description, month,
         created_at) VALUES (?, 'charge', ?, ?, ?, ?, ?, ?)`,
-      keySpendNew: `INSERT INTO "${names.keySpend}" (key_id, account_id, spend_limit_micros, spent_micros)
+        keySpendNew: `INSERT INTO "${names.keySpend}" (key_id, account_id, spend_limit_micros, spent_micros)
         VALUES (?, ?, NULL, ?) ON CONFLICT (key_id) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`,
-      /** The spend of a chain of `n` keys (the key and its ancestors). */
-      keySpend: (n: number) => {
-        let text = keySpend.get(n)
-        if (text === undefined) {
-          text = `UPDATE "${names.keySpend}" SET spent_micros = spent_micros + ? WHERE key_id IN (${
-            Array.from({ length: n }, () => "?").join(", ")
-          })`
-          keySpend.set(n, text)
-        }
-        return text
-      },
-      monthSpend: `INSERT INTO "${names.monthSpend}" (account_id, month, spent_micros) VALUES (?, ?, ?)
+        /** The spend of a chain of `n` keys (the key and its ancestors). */
+        keySpend: (n: number) => {
+          let text = keySpend.get(n)
+          if (text === undefined) {
+            text = `UPDATE "${names.keySpend}" SET spent_micros = spent_micros + ? WHERE key_id IN (${
+              Array.from({ length: n }, () => "?").join(", ")
+            })`
+            keySpend.set(n, text)
+          }
+          return text
+        },
+        monthSpend: `INSERT INTO "${names.monthSpend}" (account_id, month, spent_micros) VALUES (?, ?, ?)
         ON CONFLICT (account_id, month) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros`
-    }
-  })()
-
-  /**
-   * SQLite's charge as a program (see {@link chargeWith}): run through the client, or synchronously in a write
-   * connection's transaction (`chargeStatements`). Answers the debited row, or the refusal (after the debit: the
-   * caller rolls back).
-   */
-  function* sqliteCharging(
-    charge: Charge,
-    amount: number,
-    now: number
-  ): SqlProgram.SqlProgram<Either.Either<typeof DebitedRow.Type, Refusal | SqlRows.RowError>> {
-    const month = monthOf(now)
-    const { accountId, keyId } = charge
-    const debited = Either.flatMap(
-      rows.debited.first(
-        yield SqlProgram.query(sqliteText.debit, [
-          amount, now, accountId, keyId, keyId, amount, keyId, keyId, amount, keyId, accountId, month
-        ])
-      ),
-      coveredRow(amount)
-    )
-    if (Either.isLeft(debited)) return debited
-    const row = debited.right
-    const refused = limitExceeded(amount, row, row)
-    if (Option.isSome(refused)) return Either.left(refused.value)
-    yield SqlProgram.query(sqliteText.ledger, [accountId, -amount, keyId, charge.taskId, charge.description, month, now])
-    yield row.keyAncestors === null
-      ? SqlProgram.query(sqliteText.keySpendNew, [keyId, accountId, amount])
-      : SqlProgram.query(sqliteText.keySpend(row.keyAncestors.length + 1), [amount, keyId, ...row.keyAncestors])
-    yield SqlProgram.query(sqliteText.monthSpend, [accountId, month, amount])
-    return Either.right(row)
-  }
-
-  /**
-   * A charge in `transaction` (or the caller's), then its auto top-up. The account row is locked first
-   * (PostgreSQL: the row lock; SQLite: the database's write lock); then the balance (prepaid), the spend limit of
-   * the key and of every ancestor (the key tree: each spend row counts what its key and its descendants spent) and
-   * the month's are checked, and the debit, the ledger entry, the spend of the key and its ancestors and the
-   * month's spend are written:
-   * - PostgreSQL: a charge is a batch of one ({@link pgChargeBatch}): one call of the charge function, which locks
-   *   the account, reads and writes everything, and writes nothing when it refuses ({@link createChargeFunction});
-   *   several charges in one transaction lock their accounts together, once, in the same call.
-   * - SQLite (one writer): the debit takes the lock and also answers the first limit of the chain the charge would
-   *   pass, the key's ancestors and the month's spend; the checks run here (a refusal after the debit: the caller's
-   *   transaction rolls back), then three writes (one `UPDATE` of the chain's spend rows by primary key). Four
-   *   statements in all.
-   * A derived key adds no statement: one more spend row read and written (by primary key) per ancestor.
-   */
-  const chargeWith = (
-    transaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
-  ): Billing["Type"]["charge"] =>
-  (charge) =>
-    Effect.gen(function*() {
-      yield* requireAmount("a charge", charge.amountMicros)
-      if (charge.amountMicros === 0) return
-      const now = yield* Clock.currentTimeMillis
-      if (pg) return yield* transaction(pgCharge(charge, now))
-      yield* transaction(Effect.flatMap(
-        sqliteCharge(charge, charge.amountMicros, now),
-        (row) => autoTopUp(charge.accountId, row, row.balanceMicros, now)
-      ))
-    }).pipe(persistence("charge"))
-
-  const billing: Billing["Type"] = {
-    charge: chargeWith(sql.withTransaction),
-    chargeInTransaction: chargeWith((self) => self),
-    ...(pg ? {
-      chargeBatch: (charges, alongside) => pgChargeBatch(charges, alongside).pipe(persistence("charge"))
-    } : {
-      // the same statements as `chargeInTransaction` on SQLite; an auto top-up due after the charge is left to it
-      chargeStatements: function*(charge, now) {
-        const amount = charge.amountMicros
-        if (amount === 0) return Either.right("charged")
-        if (!isAmount(amount)) return Either.right("deferred")
-        const charged = yield* sqliteCharging(charge, amount, now)
-        return Either.map(charged, (row) => topUpDue(row, row.balanceMicros) === undefined ? "charged" : "deferred")
       }
-    }),
+    })()
 
-    refund: (refund) =>
+    /**
+     * SQLite's charge as a program (see {@link chargeWith}): run through the client, or synchronously in a write
+     * connection's transaction (`chargeStatements`). Answers the debited row, or the refusal (after the debit: the
+     * caller rolls back).
+     */
+    function* sqliteCharging(
+      charge: Charge,
+      amount: number,
+      now: number
+    ): SqlProgram.SqlProgram<Either.Either<typeof DebitedRow.Type, Refusal | SqlRows.RowError>> {
+      const month = monthOf(now)
+      const { accountId, keyId } = charge
+      const debited = Either.flatMap(
+        rows.debited.first(
+          yield SqlProgram.query(sqliteText.debit, [
+            amount,
+            now,
+            accountId,
+            keyId,
+            keyId,
+            amount,
+            keyId,
+            keyId,
+            amount,
+            keyId,
+            accountId,
+            month
+          ])
+        ),
+        coveredRow(amount)
+      )
+      if (Either.isLeft(debited)) return debited
+      const row = debited.right
+      const refused = limitExceeded(amount, row, row)
+      if (Option.isSome(refused)) return Either.left(refused.value)
+      yield SqlProgram.query(sqliteText.ledger, [
+        accountId,
+        -amount,
+        keyId,
+        charge.taskId,
+        charge.description,
+        month,
+        now
+      ])
+      yield row.keyAncestors === null
+        ? SqlProgram.query(sqliteText.keySpendNew, [keyId, accountId, amount])
+        : SqlProgram.query(sqliteText.keySpend(row.keyAncestors.length + 1), [amount, keyId, ...row.keyAncestors])
+      yield SqlProgram.query(sqliteText.monthSpend, [accountId, month, amount])
+      return Either.right(row)
+    }
+
+    /**
+     * A charge in `transaction` (or the caller's), then its auto top-up. The account row is locked first
+     * (PostgreSQL: the row lock; SQLite: the database's write lock); then the balance (prepaid), the spend limit of
+     * the key and of every ancestor (the key tree: each spend row counts what its key and its descendants spent) and
+     * the month's are checked, and the debit, the ledger entry, the spend of the key and its ancestors and the
+     * month's spend are written:
+     * - PostgreSQL: a charge is a batch of one ({@link pgChargeBatch}): one call of the charge function, which locks
+     *   the account, reads and writes everything, and writes nothing when it refuses ({@link createChargeFunction});
+     *   several charges in one transaction lock their accounts together, once, in the same call.
+     * - SQLite (one writer): the debit takes the lock and also answers the first limit of the chain the charge would
+     *   pass, the key's ancestors and the month's spend; the checks run here (a refusal after the debit: the caller's
+     *   transaction rolls back), then three writes (one `UPDATE` of the chain's spend rows by primary key). Four
+     *   statements in all.
+     * A derived key adds no statement: one more spend row read and written (by primary key) per ancestor.
+     */
+    const chargeWith = (
+      transaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+    ): Billing["Type"]["charge"] =>
+    (charge) =>
       Effect.gen(function*() {
-        yield* requireAmount("a refund", refund.amountMicros)
-        if (refund.amountMicros === 0) return
+        yield* requireAmount("a charge", charge.amountMicros)
+        if (charge.amountMicros === 0) return
         const now = yield* Clock.currentTimeMillis
-        yield* sql.withTransaction(Effect.gen(function*() {
-          const row = yield* lockAccount(refund.accountId)
-          if (row === undefined) return
-          // what is left to refund of the task's charges, by the month they were made in
-          const open = yield* sql`SELECT month, SUM(amount_micros) AS net FROM ${t.ledger}
+        if (pg) return yield* transaction(pgCharge(charge, now))
+        yield* transaction(Effect.flatMap(
+          sqliteCharge(charge, charge.amountMicros, now),
+          (row) => autoTopUp(charge.accountId, row, row.balanceMicros, now)
+        ))
+      }).pipe(persistence("charge"))
+
+    const billing: Billing["Type"] = {
+      charge: chargeWith(sql.withTransaction),
+      chargeInTransaction: chargeWith((self) => self),
+      ...(pg ?
+        {
+          chargeBatch: (charges, alongside) => pgChargeBatch(charges, alongside).pipe(persistence("charge"))
+        } :
+        {
+          // the same statements as `chargeInTransaction` on SQLite; an auto top-up due after the charge is left to it
+          *chargeStatements(charge, now) {
+            const amount = charge.amountMicros
+            if (amount === 0) return Either.right("charged")
+            if (!isAmount(amount)) return Either.right("deferred")
+            const charged = yield* sqliteCharging(charge, amount, now)
+            return Either.map(charged, (row) => topUpDue(row, row.balanceMicros) === undefined ? "charged" : "deferred")
+          }
+        }),
+
+      refund: (refund) =>
+        Effect.gen(function*() {
+          yield* requireAmount("a refund", refund.amountMicros)
+          if (refund.amountMicros === 0) return
+          const now = yield* Clock.currentTimeMillis
+          yield* sql.withTransaction(Effect.gen(function*() {
+            const row = yield* lockAccount(refund.accountId)
+            if (row === undefined) return
+            // what is left to refund of the task's charges, by the month they were made in
+            const open = yield* sql`SELECT month, SUM(amount_micros) AS net FROM ${t.ledger}
             WHERE task_id = ${refund.taskId} AND account_id = ${refund.accountId} AND kind IN ('charge', 'refund')
             GROUP BY month`.pipe(
-            Effect.flatMap(rows.openMonths.all),
-            Effect.map((months) => months.map(({ month, net }) => ({ month, remaining: -net })))
-          )
-          let total = 0
-          for (const { amountMicros: part, month } of refundParts(refund.amountMicros, open)) {
-            yield* appendEntry(entry("refund", refund, part, refund.reason, now, month))
-            yield* sql`UPDATE ${t.monthSpend} SET spent_micros = ${sql.literal(minus("spent_micros", part))}
+              Effect.flatMap(rows.openMonths.all),
+              Effect.map((months) => months.map(({ month, net }) => ({ month, remaining: -net })))
+            )
+            let total = 0
+            for (const { amountMicros: part, month } of refundParts(refund.amountMicros, open)) {
+              yield* appendEntry(entry("refund", refund, part, refund.reason, now, month))
+              yield* sql`UPDATE ${t.monthSpend} SET spent_micros = ${sql.literal(minus("spent_micros", part))}
               WHERE account_id = ${refund.accountId} AND month = ${month}`
-            total += part
-          }
-          if (total === 0) return
-          yield* addBalance(refund.accountId, total, now)
-          // the key's spend and every ancestor's (see `charging`)
-          yield* sql`UPDATE ${t.keySpend} SET spent_micros = ${sql.literal(minus("spent_micros", total))}
+              total += part
+            }
+            if (total === 0) return
+            yield* addBalance(refund.accountId, total, now)
+            // the key's spend and every ancestor's (see `charging`)
+            yield* sql`UPDATE ${t.keySpend} SET spent_micros = ${sql.literal(minus("spent_micros", total))}
             WHERE key_id IN (${chain(refund.keyId)})`
-        }))
-      }).pipe(persistence("refund"))
-  }
-
-  /** Runs `f` on the locked account row, in a transaction. */
-  const withAccount = <A, E>(
-    operation: string,
-    accountId: string,
-    f: (row: AccountRow, now: number) => Effect.Effect<A, E | SqlError | SqlRows.RowError>
-  ) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const row = yield* lockAccount(accountId)
-        if (row === undefined) return yield* notFound(accountId)
-        return yield* f(row, now)
-      }))).pipe(persistence(operation))
-
-  const stateAfter = (accountId: string, now: number) =>
-    Effect.flatMap(lockAccount(accountId), (row) =>
-      row === undefined ? Effect.die(new Error("billing: account row vanished")) : stateOf(accountId, row, now))
-
-  const accounts: BillingAccounts["Type"] = {
-    open: (accountId, settings, openingMicros) =>
-      Effect.gen(function*() {
-        yield* requireAmount("an opening credit", openingMicros)
-        const now = yield* Clock.currentTimeMillis
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          const row = yield* rows.account.encode({ ...settings, balanceMicros: 0 })
-          yield* sql`INSERT INTO ${t.accounts} ${
-            sql.insert({ account_id: accountId, ...row, created_at: now, updated_at: now })
-          }`
-          if (openingMicros > 0) yield* creditLocked(accountId, openingMicros, "opening credit", now)
-          return yield* stateAfter(accountId, now)
-        }))
-      }).pipe(persistence("open")),
-
-    state: (accountId) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const row = yield* sql`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId}`.pipe(
-          Effect.flatMap(rows.account.first)
-        )
-        if (Option.isNone(row)) return yield* notFound(accountId)
-        return yield* stateOf(accountId, row.value, now)
-      }).pipe(persistence("state")),
-
-    update: (accountId, settings) =>
-      withAccount("update", accountId, (row, now) =>
-        Effect.gen(function*() {
-          if (Object.values(settings).some((value) => value !== undefined)) {
-            // the locked row with the given settings over it (the balance stays as it is)
-            const set = yield* rows.account.encode({ ...row, ...settings })
-            yield* sql`UPDATE ${t.accounts} SET ${sql.update({ ...set, updated_at: now }, ["balance_micros"])}
-              WHERE account_id = ${accountId}`
-          }
-          return yield* stateAfter(accountId, now)
-        })),
-
-    credit: (accountId, amountMicros, note) =>
-      Effect.zipRight(
-        requireAmount("a credit", amountMicros),
-        withAccount("credit", accountId, (row, now) =>
-          // under the account's lock: no credit or charge of the account runs between the check and the write
-          !inRange(row.balanceMicros + amountMicros)
-            ? Effect.fail(creditOutOfRange(amountMicros, row.balanceMicros))
-            : Effect.zipRight(
-              amountMicros > 0 ? creditLocked(accountId, amountMicros, note ?? "credit", now) : Effect.void,
-              stateAfter(accountId, now)
-            ))
-      ),
-
-    registerKey: (accountId, keyId, spendLimitMicros, ancestors = []) =>
-      sql`INSERT INTO ${t.keySpend} ${
-        sql.insert({
-          key_id: keyId,
-          account_id: accountId,
-          spend_limit_micros: spendLimitMicros,
-          spent_micros: 0,
-          ancestors: JSON.stringify(ancestors)
-        })
-      } ON CONFLICT (key_id) DO UPDATE SET spend_limit_micros = excluded.spend_limit_micros,
-        ancestors = excluded.ancestors`.pipe(
-        Effect.asVoid,
-        persistence("registerKey")
-      ),
-
-    keySpend: (keyId) =>
-      sql`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend} WHERE key_id = ${keyId}`.pipe(
-        Effect.flatMap(rows.keySpend.first),
-        Effect.map((row) => ({ keyId, spendLimitMicros: null, spentMicros: 0, ...Option.getOrUndefined(row) })),
-        persistence("keySpend")
-      )
-  }
-
-  const ledger: BillingLedger["Type"] = {
-    entries: (accountId) =>
-      sql`SELECT * FROM ${t.ledger} WHERE account_id = ${accountId} ORDER BY id`.pipe(
-        Effect.flatMap(rows.ledger.all),
-        persistence("ledger")
-      ),
-    topUpRequests: (accountId) =>
-      sql`SELECT * FROM ${t.topUps} WHERE account_id = ${accountId} ORDER BY id`.pipe(
-        Effect.flatMap(rows.topUp.all),
-        persistence("topUpRequests")
-      ),
-    // both on the (account_id, id) index: a range scan of the page, a count of the account's entries
-    page: (accountId, { before, kind, limit }) => {
-      const ofKind = kind === undefined ? sql.literal("") : sql`AND kind = ${kind}`
-      const below = before === undefined ? sql.literal("") : sql`AND id < ${before}`
-      return Effect.all({
-        entries: sql`SELECT * FROM ${t.ledger} WHERE account_id = ${accountId} ${ofKind} ${below}
-          ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.flatMap(rows.ledger.all)),
-        total: sql<{ readonly total: number | string | bigint }>`SELECT count(*) AS total FROM ${t.ledger}
-          WHERE account_id = ${accountId} ${ofKind}`.pipe(Effect.map((found) => Number(found[0]?.total ?? 0)))
-      }).pipe(persistence("ledgerPage"))
+          }))
+        }).pipe(persistence("refund"))
     }
-  }
 
-  return { billing, accounts, balances: balanceService(accounts.state, ledger.page), ledger }
-})
+    /** Runs `f` on the locked account row, in a transaction. */
+    const withAccount = <A, E>(
+      operation: string,
+      accountId: string,
+      f: (row: AccountRow, now: number) => Effect.Effect<A, E | SqlError | SqlRows.RowError>
+    ) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const row = yield* lockAccount(accountId)
+          if (row === undefined) return yield* notFound(accountId)
+          return yield* f(row, now)
+        }))).pipe(persistence(operation))
+
+    const stateAfter = (accountId: string, now: number) =>
+      Effect.flatMap(
+        lockAccount(accountId),
+        (row) =>
+          row === undefined ? Effect.die(new Error("billing: account row vanished")) : stateOf(accountId, row, now)
+      )
+
+    const accounts: BillingAccounts["Type"] = {
+      open: (accountId, settings, openingMicros) =>
+        Effect.gen(function*() {
+          yield* requireAmount("an opening credit", openingMicros)
+          const now = yield* Clock.currentTimeMillis
+          return yield* sql.withTransaction(Effect.gen(function*() {
+            const row = yield* rows.account.encode({ ...settings, balanceMicros: 0 })
+            yield* sql`INSERT INTO ${t.accounts} ${
+              sql.insert({ account_id: accountId, ...row, created_at: now, updated_at: now })
+            }`
+            if (openingMicros > 0) yield* creditLocked(accountId, openingMicros, "opening credit", now)
+            return yield* stateAfter(accountId, now)
+          }))
+        }).pipe(persistence("open")),
+
+      state: (accountId) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const row = yield* sql`SELECT * FROM ${t.accounts} WHERE account_id = ${accountId}`.pipe(
+            Effect.flatMap(rows.account.first)
+          )
+          if (Option.isNone(row)) return yield* notFound(accountId)
+          return yield* stateOf(accountId, row.value, now)
+        }).pipe(persistence("state")),
+
+      update: (accountId, settings) =>
+        withAccount("update", accountId, (row, now) =>
+          Effect.gen(function*() {
+            if (Object.values(settings).some((value) => value !== undefined)) {
+              // the locked row with the given settings over it (the balance stays as it is)
+              const set = yield* rows.account.encode({ ...row, ...settings })
+              yield* sql`UPDATE ${t.accounts} SET ${sql.update({ ...set, updated_at: now }, ["balance_micros"])}
+              WHERE account_id = ${accountId}`
+            }
+            return yield* stateAfter(accountId, now)
+          })),
+
+      credit: (accountId, amountMicros, note) =>
+        Effect.zipRight(
+          requireAmount("a credit", amountMicros),
+          withAccount("credit", accountId, (row, now) =>
+            // under the account's lock: no credit or charge of the account runs between the check and the write
+            !inRange(row.balanceMicros + amountMicros)
+              ? Effect.fail(creditOutOfRange(amountMicros, row.balanceMicros))
+              : Effect.zipRight(
+                amountMicros > 0 ? creditLocked(accountId, amountMicros, note ?? "credit", now) : Effect.void,
+                stateAfter(accountId, now)
+              ))
+        ),
+
+      registerKey: (accountId, keyId, spendLimitMicros, ancestors = []) =>
+        sql`INSERT INTO ${t.keySpend} ${
+          sql.insert({
+            key_id: keyId,
+            account_id: accountId,
+            spend_limit_micros: spendLimitMicros,
+            spent_micros: 0,
+            ancestors: JSON.stringify(ancestors)
+          })
+        } ON CONFLICT (key_id) DO UPDATE SET spend_limit_micros = excluded.spend_limit_micros,
+        ancestors = excluded.ancestors`.pipe(
+          Effect.asVoid,
+          persistence("registerKey")
+        ),
+
+      keySpend: (keyId) =>
+        sql`SELECT spend_limit_micros, spent_micros FROM ${t.keySpend} WHERE key_id = ${keyId}`.pipe(
+          Effect.flatMap(rows.keySpend.first),
+          Effect.map((row) => ({ keyId, spendLimitMicros: null, spentMicros: 0, ...Option.getOrUndefined(row) })),
+          persistence("keySpend")
+        )
+    }
+
+    const ledger: BillingLedger["Type"] = {
+      entries: (accountId) =>
+        sql`SELECT * FROM ${t.ledger} WHERE account_id = ${accountId} ORDER BY id`.pipe(
+          Effect.flatMap(rows.ledger.all),
+          persistence("ledger")
+        ),
+      topUpRequests: (accountId) =>
+        sql`SELECT * FROM ${t.topUps} WHERE account_id = ${accountId} ORDER BY id`.pipe(
+          Effect.flatMap(rows.topUp.all),
+          persistence("topUpRequests")
+        ),
+      // both on the (account_id, id) index: a range scan of the page, a count of the account's entries
+      page: (accountId, { before, kind, limit }) => {
+        const ofKind = kind === undefined ? sql.literal("") : sql`AND kind = ${kind}`
+        const below = before === undefined ? sql.literal("") : sql`AND id < ${before}`
+        return Effect.all({
+          entries: sql`SELECT * FROM ${t.ledger} WHERE account_id = ${accountId} ${ofKind} ${below}
+          ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.flatMap(rows.ledger.all)),
+          total: sql<{ readonly total: number | string | bigint }>`SELECT count(*) AS total FROM ${t.ledger}
+          WHERE account_id = ${accountId} ${ofKind}`.pipe(Effect.map((found) => Number(found[0]?.total ?? 0)))
+        }).pipe(persistence("ledgerPage"))
+      }
+    }
+
+    return { billing, accounts, balances: balanceService(accounts.state, ledger.page), ledger }
+  })
 
 /**
  * SQL billing: `Billing`, `BillingAccounts`, the contract's `BillingService` and `BillingLedger` on the
@@ -1056,5 +1105,6 @@ export const layerConfig = (options: SqlOptions = {}): Layer.Layer<
   SqlError | Migrator.MigrationError | PersistenceError | ConfigError.ConfigError,
   SqlClient.SqlClient | PaymentProvider
 > =>
-  Layer.unwrapEffect(Effect.map(defaultCreditLimitConfig, (defaultCreditLimitMicros) =>
-    layer({ defaultCreditLimitMicros, ...options })))
+  Layer.unwrapEffect(
+    Effect.map(defaultCreditLimitConfig, (defaultCreditLimitMicros) => layer({ defaultCreditLimitMicros, ...options }))
+  )

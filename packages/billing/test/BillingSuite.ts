@@ -3,8 +3,8 @@
  * a function from a payment provider layer to the billing services (plus {@link Tx}, the way to run an effect in
  * one transaction of the backend).
  */
-import { assert, describe, expect, it } from "@effect/vitest"
 import type { SqlError } from "@effect/sql/SqlError"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { type Errors, Money, Services } from "@mediagate/contract"
 import type { Principal } from "@mediagate/contract/Security"
 import { Billing } from "@mediagate/engine/Billing"
@@ -39,14 +39,19 @@ const acct = "acct_a"
 const key = "key_a"
 
 const charge = (taskId: string, amountMicros: number, keyId = key, accountId = acct) =>
-  Effect.flatMap(Billing, (billing) =>
-    billing.charge({ accountId, keyId, taskId, amountMicros, description: `test ${taskId}` }))
+  Effect.flatMap(
+    Billing,
+    (billing) => billing.charge({ accountId, keyId, taskId, amountMicros, description: `test ${taskId}` })
+  )
 
 const refund = (taskId: string, amountMicros: number, keyId = key, accountId = acct) =>
   Effect.flatMap(Billing, (billing) => billing.refund({ accountId, keyId, taskId, amountMicros, reason: "refund" }))
 
 const open = (openingMicros: number, settings: Partial<BillingSettings> = {}, accountId = acct) =>
-  Effect.flatMap(BillingAccounts, (accounts) => accounts.open(accountId, { ...defaultSettings, ...settings }, openingMicros))
+  Effect.flatMap(
+    BillingAccounts,
+    (accounts) => accounts.open(accountId, { ...defaultSettings, ...settings }, openingMicros)
+  )
 
 const state = (accountId = acct) => Effect.flatMap(BillingAccounts, (accounts) => accounts.state(accountId))
 
@@ -212,7 +217,13 @@ export const billingSuite = (name: string, backend: Backend) =>
         assert.strictEqual(empty.balanceMicros, 0)
         expect(yield* (yield* BillingLedger).entries("acct_empty")).toEqual([])
         // unknown accounts
-        for (const attempt of [accounts.state("acct_none"), accounts.update("acct_none", { billingMode: "prepaid" }), accounts.credit("acct_none", 1, undefined)]) {
+        for (
+          const attempt of [
+            accounts.state("acct_none"),
+            accounts.update("acct_none", { billingMode: "prepaid" }),
+            accounts.credit("acct_none", 1, undefined)
+          ]
+        ) {
           const error: Errors.AccountNotFound | unknown = yield* Effect.flip(attempt)
           expect(error).toMatchObject({ _tag: "AccountNotFound" })
         }
@@ -224,7 +235,11 @@ export const billingSuite = (name: string, backend: Backend) =>
       run(Effect.gen(function*() {
         const accounts = yield* BillingAccounts
         yield* open(10 * usd)
-        expect(yield* accounts.keySpend("key_unknown")).toEqual({ keyId: "key_unknown", spendLimitMicros: null, spentMicros: 0 })
+        expect(yield* accounts.keySpend("key_unknown")).toEqual({
+          keyId: "key_unknown",
+          spendLimitMicros: null,
+          spentMicros: 0
+        })
         yield* accounts.registerKey(acct, key, 5 * usd)
         expect(yield* accounts.keySpend(key)).toEqual({ keyId: key, spendLimitMicros: 5 * usd, spentMicros: 0 })
         yield* charge("task_1", 2 * usd)
@@ -232,7 +247,11 @@ export const billingSuite = (name: string, backend: Backend) =>
         expect(yield* accounts.keySpend(key)).toEqual({ keyId: key, spendLimitMicros: null, spentMicros: 2 * usd })
         // a key never registered is counted from its first charge
         yield* charge("task_2", 1 * usd, "key_b")
-        expect(yield* accounts.keySpend("key_b")).toEqual({ keyId: "key_b", spendLimitMicros: null, spentMicros: 1 * usd })
+        expect(yield* accounts.keySpend("key_b")).toEqual({
+          keyId: "key_b",
+          spendLimitMicros: null,
+          spentMicros: 1 * usd
+        })
       })))
 
     it.effect("charges and refunds: ledger entries, balance, key spend and month spend", () =>
@@ -314,7 +333,10 @@ export const billingSuite = (name: string, backend: Backend) =>
         // balance is the account's one balance, read alike by both
         const test: Principal = { ...principal(), environment: "test" }
         for (const query of [{}, { kind: "charge" as const }, { kind: "top_up" as const, limit: 1 }]) {
-          expect(yield* service.ledger(test, query)).toEqual({ data: [], pagination: { cursor: null, hasMore: false, total: 0 } })
+          expect(yield* service.ledger(test, query)).toEqual({
+            data: [],
+            pagination: { cursor: null, hasMore: false, total: 0 }
+          })
         }
         expect(yield* service.ledger(test, { cursor: first.pagination.cursor! })).toMatchObject({ data: [] })
         expect(yield* service.balance(test)).toEqual(yield* service.balance(principal()))
@@ -452,30 +474,33 @@ export const billingSuite = (name: string, backend: Backend) =>
       })), 60_000)
 
     it.effect("balances stay within 1e9 USD: a credit past it is a validation error, an auto top-up is not asked", () =>
-      run(Effect.gen(function*() {
-        const accounts = yield* BillingAccounts
-        yield* open(maxBalanceMicros - 2)
-        assert.strictEqual((yield* accounts.credit(acct, 2, undefined)).balanceMicros, maxBalanceMicros)
-        const refused = yield* Effect.flip(accounts.credit(acct, 1, "one more"))
-        expect(refused).toMatchObject({ _tag: "ValidationError" })
-        expect(refused.message).toBe(
-          "amount: a credit of 0.000001 USD would take the balance of 1000000000 USD above 1000000000 USD, " +
-            "the most an account may hold"
-        )
-        assert.strictEqual((yield* consistent()).balanceMicros, maxBalanceMicros)
-        // a balance the API reads exactly, to the micro-dollar
-        yield* charge("task_1", 1)
-        assert.strictEqual((yield* (yield* Services.BillingService).balance(principal())).balance, 999_999_999.999999)
-        // an auto top-up that would pass the bound is not asked for
-        yield* accounts.update(acct, {
-          autoTopUpEnabled: true,
-          autoTopUpThresholdMicros: maxBalanceMicros,
-          autoTopUpAmountMicros: 1 * usd
-        })
-        yield* charge("task_2", 1)
-        expect(yield* (yield* BillingLedger).topUpRequests(acct)).toEqual([])
-        assert.strictEqual((yield* consistent()).balanceMicros, maxBalanceMicros - 2)
-      }), PaymentProvider.layerSimulated))
+      run(
+        Effect.gen(function*() {
+          const accounts = yield* BillingAccounts
+          yield* open(maxBalanceMicros - 2)
+          assert.strictEqual((yield* accounts.credit(acct, 2, undefined)).balanceMicros, maxBalanceMicros)
+          const refused = yield* Effect.flip(accounts.credit(acct, 1, "one more"))
+          expect(refused).toMatchObject({ _tag: "ValidationError" })
+          expect(refused.message).toBe(
+            "amount: a credit of 0.000001 USD would take the balance of 1000000000 USD above 1000000000 USD, " +
+              "the most an account may hold"
+          )
+          assert.strictEqual((yield* consistent()).balanceMicros, maxBalanceMicros)
+          // a balance the API reads exactly, to the micro-dollar
+          yield* charge("task_1", 1)
+          assert.strictEqual((yield* (yield* Services.BillingService).balance(principal())).balance, 999_999_999.999999)
+          // an auto top-up that would pass the bound is not asked for
+          yield* accounts.update(acct, {
+            autoTopUpEnabled: true,
+            autoTopUpThresholdMicros: maxBalanceMicros,
+            autoTopUpAmountMicros: 1 * usd
+          })
+          yield* charge("task_2", 1)
+          expect(yield* (yield* BillingLedger).topUpRequests(acct)).toEqual([])
+          assert.strictEqual((yield* consistent()).balanceMicros, maxBalanceMicros - 2)
+        }),
+        PaymentProvider.layerSimulated
+      ))
 
     it.live("concurrent credits never pass the bound", () =>
       run(Effect.gen(function*() {
@@ -499,7 +524,9 @@ export const billingSuite = (name: string, backend: Backend) =>
         let accountNo = 0
         const property = FastCheck.asyncProperty(FastCheck.array(operation, { minLength: 1, maxLength: 12 }), (ops) =>
           Effect.runPromise(Effect.provide(checkSequence(`acct_p${++accountNo}`, ops), context)))
-        yield* Effect.promise(() => FastCheck.assert(property, { numRuns: 40 }))
+        yield* Effect.promise(() =>
+          FastCheck.assert(property, { numRuns: 40 })
+        )
       })), 120_000)
 
     it.effect("a key's spend limit applies (prepaid and postpaid)", () =>
@@ -523,7 +550,9 @@ export const billingSuite = (name: string, backend: Backend) =>
         yield* consistent()
         // postpaid too
         yield* charge("task_6", 1 * usd, "key_post", "acct_post")
-        expect(yield* Effect.flip(charge("task_7", 1, "key_post", "acct_post"))).toMatchObject({ _tag: "SpendLimitExceeded" })
+        expect(yield* Effect.flip(charge("task_7", 1, "key_post", "acct_post"))).toMatchObject({
+          _tag: "SpendLimitExceeded"
+        })
         assert.strictEqual((yield* consistent("acct_post")).balanceMicros, -1 * usd)
       })))
 
@@ -533,7 +562,9 @@ export const billingSuite = (name: string, backend: Backend) =>
         yield* open(100 * usd)
         // the attack: a key limited to 1.20 made three children, each given 1.20 of its own
         yield* accounts.registerKey(acct, "key_p", 1_200_000)
-        for (const child of ["key_c1", "key_c2", "key_c3"]) yield* accounts.registerKey(acct, child, 1_200_000, ["key_p"])
+        for (const child of ["key_c1", "key_c2", "key_c3"]) {
+          yield* accounts.registerKey(acct, child, 1_200_000, ["key_p"])
+        }
         yield* charge("task_1", 1_200_000, "key_c1")
         for (const child of ["key_c2", "key_c3"]) {
           const refused = yield* Effect.flip(charge(`task_${child}`, 1_200_000, child))
@@ -554,7 +585,9 @@ export const billingSuite = (name: string, backend: Backend) =>
         yield* accounts.registerKey(acct, "key_g", null, ["key_p", "key_c2"])
         expect(yield* Effect.flip(charge("task_g1", 900_000, "key_g"))).toMatchObject({ _tag: "SpendLimitExceeded" })
         yield* charge("task_g2", 500_000, "key_g")
-        expect((yield* Effect.forEach(["key_p", "key_c2", "key_g"], accounts.keySpend)).map((k) => k.spentMicros))
+        expect((yield* Effect.forEach(["key_p", "key_c2", "key_g"], accounts.keySpend)).map((k) =>
+          k.spentMicros
+        ))
           .toEqual([900_000, 500_000, 500_000])
         // an unlimited root with a derived key: the root's spend counts its subtree
         yield* accounts.registerKey(acct, "key_r", null)
@@ -604,7 +637,12 @@ export const billingSuite = (name: string, backend: Backend) =>
         assert.strictEqual(current.monthToDateMicros, 2 * usd, "February's spend is untouched")
         assert.strictEqual(current.balanceMicros, 98 * usd)
         const entries = yield* (yield* BillingLedger).entries(acct)
-        expect(entries.at(-1)).toMatchObject({ kind: "refund", taskId: "task_jan", month: "2025-01", createdAt: Date.UTC(2025, 1, 3) })
+        expect(entries.at(-1)).toMatchObject({
+          kind: "refund",
+          taskId: "task_jan",
+          month: "2025-01",
+          createdAt: Date.UTC(2025, 1, 3)
+        })
         // January's spend went back to zero
         yield* TestClock.setTime(january)
         assert.strictEqual((yield* state()).monthToDateMicros, 0)
@@ -625,7 +663,9 @@ export const billingSuite = (name: string, backend: Backend) =>
         assert.strictEqual(current.balanceMicros, 9 * usd)
         assert.strictEqual(current.monthToDateMicros, 1 * usd)
         assert.strictEqual((yield* accounts.keySpend(key)).spentMicros, 1 * usd)
-        const refunds = (yield* (yield* BillingLedger).entries(acct)).filter((e) => e.kind === "refund")
+        const refunds = (yield* (yield* BillingLedger).entries(acct)).filter((e) =>
+          e.kind === "refund"
+        )
         expect(refunds.map((e) => e.amountMicros)).toEqual([2 * usd, 1 * usd])
         // a refund of another account's task gives nothing
         yield* open(0, {}, "acct_b")
@@ -637,14 +677,24 @@ export const billingSuite = (name: string, backend: Backend) =>
       run(Effect.gen(function*() {
         const ledger = yield* BillingLedger
         yield* TestClock.setTime(Date.UTC(2025, 4, 1))
-        yield* open(10 * usd, { autoTopUpEnabled: true, autoTopUpThresholdMicros: 5 * usd, autoTopUpAmountMicros: 20 * usd })
+        yield* open(10 * usd, {
+          autoTopUpEnabled: true,
+          autoTopUpThresholdMicros: 5 * usd,
+          autoTopUpAmountMicros: 20 * usd
+        })
         yield* charge("task_1", 5 * usd)
         expect(yield* ledger.topUpRequests(acct), "exactly the threshold is not below it").toEqual([])
         yield* charge("task_2", 1 * usd)
         const current = yield* consistent()
         assert.strictEqual(current.balanceMicros, 4 * usd)
         expect(yield* ledger.topUpRequests(acct)).toMatchObject([
-          { accountId: acct, amountMicros: 20 * usd, provider: "none", status: "requested", createdAt: Date.UTC(2025, 4, 1) }
+          {
+            accountId: acct,
+            amountMicros: 20 * usd,
+            provider: "none",
+            status: "requested",
+            createdAt: Date.UTC(2025, 4, 1)
+          }
         ])
         // disabled: nothing requested
         yield* (yield* BillingAccounts).update(acct, { autoTopUpEnabled: false })
@@ -656,7 +706,11 @@ export const billingSuite = (name: string, backend: Backend) =>
       run(
         Effect.gen(function*() {
           const ledger = yield* BillingLedger
-          yield* open(10 * usd, { autoTopUpEnabled: true, autoTopUpThresholdMicros: 5 * usd, autoTopUpAmountMicros: 20 * usd })
+          yield* open(10 * usd, {
+            autoTopUpEnabled: true,
+            autoTopUpThresholdMicros: 5 * usd,
+            autoTopUpAmountMicros: 20 * usd
+          })
           yield* open(10 * usd, {
             billingMode: "postpaid",
             autoTopUpEnabled: true,
@@ -671,7 +725,11 @@ export const billingSuite = (name: string, backend: Backend) =>
             ["charge", -6 * usd],
             ["top_up", 20 * usd]
           ])
-          expect(yield* ledger.topUpRequests(acct)).toMatchObject([{ provider: "simulated", status: "credited", amountMicros: 20 * usd }])
+          expect(yield* ledger.topUpRequests(acct)).toMatchObject([{
+            provider: "simulated",
+            status: "credited",
+            amountMicros: 20 * usd
+          }])
           // postpaid accounts are never topped up
           yield* charge("task_2", 8 * usd, key, "acct_post")
           assert.strictEqual((yield* consistent("acct_post")).balanceMicros, 2 * usd)
@@ -683,10 +741,17 @@ export const billingSuite = (name: string, backend: Backend) =>
     it.effect("a failing payment provider never fails the charge", () =>
       run(
         Effect.gen(function*() {
-          yield* open(10 * usd, { autoTopUpEnabled: true, autoTopUpThresholdMicros: 5 * usd, autoTopUpAmountMicros: 20 * usd })
+          yield* open(10 * usd, {
+            autoTopUpEnabled: true,
+            autoTopUpThresholdMicros: 5 * usd,
+            autoTopUpAmountMicros: 20 * usd
+          })
           yield* charge("task_1", 6 * usd)
           assert.strictEqual((yield* consistent()).balanceMicros, 4 * usd)
-          expect(yield* (yield* BillingLedger).topUpRequests(acct)).toMatchObject([{ provider: "broken", status: "failed" }])
+          expect(yield* (yield* BillingLedger).topUpRequests(acct)).toMatchObject([{
+            provider: "broken",
+            status: "failed"
+          }])
         }),
         brokenProvider
       ))
@@ -727,7 +792,8 @@ export const billingSuite = (name: string, backend: Backend) =>
         yield* accounts.registerKey(acct, key, 30 * usd)
         yield* accounts.registerKey(acct, "key_b", null)
         const exits = yield* Effect.forEach(
-          Array.from({ length: 120 }, (_, i) => i),
+          Array.from({ length: 120 }, (_, i) =>
+            i),
           (i) => Effect.exit(tx.run(charge(`task_${i}`, 1 * usd, i % 2 === 0 ? key : "key_b"))),
           { concurrency: "unbounded" }
         )
@@ -750,12 +816,16 @@ export const billingSuite = (name: string, backend: Backend) =>
         yield* accounts.registerKey(acct, "key_p", 30 * usd)
         const children = ["key_c1", "key_c2", "key_c3"]
         // each child's own limit is the parent's whole limit (as key creation allows when nothing is spent yet)
-        for (const child of children) yield* accounts.registerKey(acct, child, 30 * usd, ["key_p"])
+        for (const child of children) {
+          yield* accounts.registerKey(acct, child, 30 * usd, ["key_p"])
+        }
         yield* accounts.registerKey(acct, "key_g", null, ["key_p", "key_c1"])
         const spenders = [...children, "key_g", "key_p"]
         const exits = yield* Effect.forEach(
-          Array.from({ length: 150 }, (_, i) => i),
-          (i) => Effect.exit(tx.run(charge(`task_${i}`, 1 * usd, spenders[i % spenders.length]))),
+          Array.from({ length: 150 }, (_, i) =>
+            i),
+          (i) =>
+            Effect.exit(tx.run(charge(`task_${i}`, 1 * usd, spenders[i % spenders.length]))),
           { concurrency: "unbounded" }
         )
         for (const exit of exits) {
@@ -775,25 +845,33 @@ export const billingSuite = (name: string, backend: Backend) =>
       })), 60_000)
 
     // only where there are transactions to roll back (SQL); memory has none
-    if (backend.transactional) it.effect("a charge rolls back with the caller's failing transaction", () =>
-      run(Effect.gen(function*() {
-        const tx = yield* Tx
-        yield* open(10 * usd, { autoTopUpEnabled: true, autoTopUpThresholdMicros: 9 * usd, autoTopUpAmountMicros: 5 * usd })
-        const failed = yield* Effect.exit(tx.run(Effect.zipRight(charge("task_1", 3 * usd), Effect.fail("boom" as const))))
-        assert.isTrue(Exit.isFailure(failed))
-        const current = yield* consistent()
-        assert.strictEqual(current.balanceMicros, 10 * usd)
-        assert.strictEqual(current.monthToDateMicros, 0)
-        assert.strictEqual((yield* (yield* BillingAccounts).keySpend(key)).spentMicros, 0)
-        expect(yield* (yield* BillingLedger).topUpRequests(acct)).toEqual([])
-        // a refused charge inside a transaction leaves the transaction usable
-        const mixed = yield* tx.run(Effect.gen(function*() {
-          yield* charge("task_2", 1 * usd)
-          const refused = yield* Effect.flip(charge("task_3", 100 * usd))
-          yield* charge("task_4", 1 * usd)
-          return refused._tag
-        }))
-        assert.strictEqual(mixed, "InsufficientBalance")
-        assert.strictEqual((yield* consistent()).balanceMicros, 8 * usd)
-      })))
+    if (backend.transactional) {
+      it.effect("a charge rolls back with the caller's failing transaction", () =>
+        run(Effect.gen(function*() {
+          const tx = yield* Tx
+          yield* open(10 * usd, {
+            autoTopUpEnabled: true,
+            autoTopUpThresholdMicros: 9 * usd,
+            autoTopUpAmountMicros: 5 * usd
+          })
+          const failed = yield* Effect.exit(
+            tx.run(Effect.zipRight(charge("task_1", 3 * usd), Effect.fail("boom" as const)))
+          )
+          assert.isTrue(Exit.isFailure(failed))
+          const current = yield* consistent()
+          assert.strictEqual(current.balanceMicros, 10 * usd)
+          assert.strictEqual(current.monthToDateMicros, 0)
+          assert.strictEqual((yield* (yield* BillingAccounts).keySpend(key)).spentMicros, 0)
+          expect(yield* (yield* BillingLedger).topUpRequests(acct)).toEqual([])
+          // a refused charge inside a transaction leaves the transaction usable
+          const mixed = yield* tx.run(Effect.gen(function*() {
+            yield* charge("task_2", 1 * usd)
+            const refused = yield* Effect.flip(charge("task_3", 100 * usd))
+            yield* charge("task_4", 1 * usd)
+            return refused._tag
+          }))
+          assert.strictEqual(mixed, "InsufficientBalance")
+          assert.strictEqual((yield* consistent()).balanceMicros, 8 * usd)
+        })))
+    }
   })

@@ -13,12 +13,21 @@ import * as PaymentProvider from "../src/PaymentProvider.js"
 
 describe("refundParts", () => {
   it("refunds the newest month first, never beyond what is left in a month", () => {
-    const open = [{ month: "2025-03", remaining: 700 }, { month: "2025-05", remaining: 200 }, { month: "2025-04", remaining: 0 }]
-    expect(refundParts(800, open)).toEqual([{ month: "2025-05", amountMicros: 200 }, { month: "2025-03", amountMicros: 600 }])
+    const open = [{ month: "2025-03", remaining: 700 }, { month: "2025-05", remaining: 200 }, {
+      month: "2025-04",
+      remaining: 0
+    }]
+    expect(refundParts(800, open)).toEqual([{ month: "2025-05", amountMicros: 200 }, {
+      month: "2025-03",
+      amountMicros: 600
+    }])
   })
 
   it("stops at what is left to refund of the task", () => {
-    expect(refundParts(1_000, [{ month: "2025-03", remaining: 300 }])).toEqual([{ month: "2025-03", amountMicros: 300 }])
+    expect(refundParts(1_000, [{ month: "2025-03", remaining: 300 }])).toEqual([{
+      month: "2025-03",
+      amountMicros: 300
+    }])
     expect(refundParts(1_000, [{ month: "2025-03", remaining: -50 }])).toEqual([])
     expect(refundParts(0, [{ month: "2025-03", remaining: 300 }])).toEqual([])
   })
@@ -50,23 +59,28 @@ describe("the default credit limit", () => {
         billing.charge({ accountId: "acct_a", keyId: "key_a", taskId, amountMicros, description: taskId })
       yield* charge("task_1", 5_000_000)
       expect(yield* Effect.flip(charge("task_2", 1))).toMatchObject({ _tag: "InsufficientBalance" })
-    }).pipe(Effect.provide(MemoryBilling.layerWith({ defaultCreditLimitMicros: 5_000_000 }).pipe(
-      Layer.provide(PaymentProvider.layerNone)
-    ))))
+    }).pipe(Effect.provide(
+      MemoryBilling.layerWith({ defaultCreditLimitMicros: 5_000_000 }).pipe(
+        Layer.provide(PaymentProvider.layerNone)
+      )
+    )))
 })
 
 describe("money conversions", () => {
   it("are exact over the whole range: micro-dollars to USD and back, and the USD number prints the decimal", () => {
-    FastCheck.assert(FastCheck.property(
-      FastCheck.bigInt({ min: -BigInt(maxBalanceMicros), max: BigInt(maxBalanceMicros) }),
-      (micros) => {
-        const usd = Money.fromMicros(Number(micros))
-        const abs = micros < 0n ? -micros : micros
-        const fraction = (abs % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "")
-        const decimal = `${micros < 0n ? "-" : ""}${abs / 1_000_000n}${fraction === "" ? "" : `.${fraction}`}`
-        return Money.toMicros(usd) === Number(micros) && JSON.stringify(usd) === (decimal === "-0" ? "0" : decimal) &&
-          Money.toMicros(Number(decimal)) === Number(micros)
-      }
-    ), { numRuns: 20_000 })
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.bigInt({ min: -BigInt(maxBalanceMicros), max: BigInt(maxBalanceMicros) }),
+        (micros) => {
+          const usd = Money.fromMicros(Number(micros))
+          const abs = micros < 0n ? -micros : micros
+          const fraction = (abs % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "")
+          const decimal = `${micros < 0n ? "-" : ""}${abs / 1_000_000n}${fraction === "" ? "" : `.${fraction}`}`
+          return Money.toMicros(usd) === Number(micros) && JSON.stringify(usd) === (decimal === "-0" ? "0" : decimal) &&
+            Money.toMicros(Number(decimal)) === Number(micros)
+        }
+      ),
+      { numRuns: 20_000 }
+    )
   })
 })

@@ -10,4 +10,3 @@ billingSuite("memory", {
       Layer.succeed(Tx, { run: (self) => self })
     )
 })
-

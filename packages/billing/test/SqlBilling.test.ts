@@ -1,11 +1,10 @@
-import { assert, describe, expect, it } from "@effect/vitest"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import { Billing } from "@mediagate/engine/Billing"
+import { assert, describe, expect, it } from "@effect/vitest"
+import { Billing, isCharged } from "@mediagate/engine/Billing"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import { isCharged } from "@mediagate/engine/Billing"
 import * as SqlProgram from "@mediagate/persistence/SqlProgram"
 import type { RowError } from "@mediagate/persistence/SqlRows"
 import * as WriteConnection from "@mediagate/persistence/WriteConnection"
@@ -57,24 +56,35 @@ const writerBackend = {
         const inTransaction = billing.chargeInTransaction ?? billing.charge
         const failed = (cause: SqlError | RowError) => new PersistenceError({ message: cause.message, cause })
         const charge: typeof billing.charge = (charge) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            writer.transaction((tx) => tx.attempt(() => SqlProgram.runSync(statements(charge, now), tx), isCharged))).pipe(
-              Effect.mapError(failed),
-              Effect.flatMap((outcome) =>
-                Either.isRight(outcome)
-                  ? outcome.right === "charged"
-                    ? Effect.void
-                    : Effect.catchTag(sql.withTransaction(inTransaction(charge)), "SqlError", (e) => Effect.fail(failed(e)))
-                  : outcome.left._tag === "RowError"
-                  ? Effect.fail(failed(outcome.left))
-                  : Effect.fail(outcome.left)
-              )
+          Effect.flatMap(
+            Clock.currentTimeMillis,
+            (now) =>
+              writer.transaction((tx) => tx.attempt(() => SqlProgram.runSync(statements(charge, now), tx), isCharged))
+          ).pipe(
+            Effect.mapError(failed),
+            Effect.flatMap((outcome) =>
+              Either.isRight(outcome)
+                ? outcome.right === "charged"
+                  ? Effect.void
+                  : Effect.catchTag(
+                    sql.withTransaction(inTransaction(charge)),
+                    "SqlError",
+                    (e) => Effect.fail(failed(e))
+                  )
+                : outcome.left._tag === "RowError"
+                ? Effect.fail(failed(outcome.left))
+                : Effect.fail(outcome.left)
             )
+          )
         return { ...billing, charge }
       })
     )
-    const database = Layer.unwrapScoped(Effect.map(sqliteFilename, (filename) =>
-      Layer.provideMerge(WriteConnection.layer(filename), SqliteClient.layer({ filename }))))
+    const database = Layer.unwrapScoped(
+      Effect.map(
+        sqliteFilename,
+        (filename) => Layer.provideMerge(WriteConnection.layer(filename), SqliteClient.layer({ filename }))
+      )
+    )
     // charges run in transactions of their own (on the write connection): none of the client around them
     const asItIs = Layer.succeed(Tx, { run: (self) => self })
     return Layer.provideMerge(charges, Layer.merge(SqlBilling.layer(), asItIs)).pipe(
@@ -196,8 +206,13 @@ const usd = 1_000_000
 const batchServices = Effect.all({ sql: SqlClient.SqlClient, accounts: BillingAccounts, billing: Billing })
 
 /** A charge of `chargeBatch`'s tests (the key `key_<account>` unless given). */
-const batchCharge = (accountId: string, amountMicros: number, taskId: string, keyId = `key_${accountId}`) =>
-  ({ accountId, keyId, taskId, amountMicros, description: "vendor3-3 text-to-video" })
+const batchCharge = (accountId: string, amountMicros: number, taskId: string, keyId = `key_${accountId}`) => ({
+  accountId,
+  keyId,
+  taskId,
+  amountMicros,
+  description: "vendor3-3 text-to-video"
+})
 
 /** A `chargeBatch` outcome by name: `charged`, `deferred` or the refusal's tag. */
 const outcomeName = (outcome: Either.Either<string, { readonly _tag: string }>) =>
@@ -250,10 +265,19 @@ for (const [name, database] of databases) {
             charge("acct_x", "key_x", 1 * usd, "task_7")
           ]))
           expect(outcomes.map(outcomeName)).toEqual([
-            "charged", "charged", "SpendLimitExceeded", "InsufficientBalance", "charged", "charged", "InsufficientBalance"
+            "charged",
+            "charged",
+            "SpendLimitExceeded",
+            "InsufficientBalance",
+            "charged",
+            "charged",
+            "InsufficientBalance"
           ])
           const refused = outcomes[3]!
-          assert.isTrue(Either.isLeft(refused) && refused.left.message.includes("the balance is 2 USD"), JSON.stringify(refused))
+          assert.isTrue(
+            Either.isLeft(refused) && refused.left.message.includes("the balance is 2 USD"),
+            JSON.stringify(refused)
+          )
           assert.strictEqual((yield* accounts.state("acct_a")).balanceMicros, 0)
           assert.strictEqual((yield* accounts.state("acct_b")).balanceMicros, 7 * usd)
           assert.strictEqual((yield* accounts.keySpend("key_b")).spentMicros, 3 * usd)
@@ -285,7 +309,11 @@ for (const [name, database] of databases) {
             charge("acct_u", 1 * usd, "task_5")
           ])
           expect(outcomes.map(outcomeName)).toEqual([
-            "charged", "charged", "InsufficientBalance", "deferred", "deferred"
+            "charged",
+            "charged",
+            "InsufficientBalance",
+            "deferred",
+            "deferred"
           ])
           assert.strictEqual((yield* accounts.state("acct_t")).balanceMicros, 4 * usd)
           assert.strictEqual((yield* accounts.state("acct_u")).balanceMicros, 2 * usd)
@@ -347,7 +375,10 @@ for (const [name, database] of databases) {
             alongside
           )
           expect(again.map(outcomeName)).toEqual([
-            "charged", "InsufficientBalance", "charged", "charged"
+            "charged",
+            "InsufficientBalance",
+            "charged",
+            "charged"
           ])
           const written = yield* sql<{ position: number }>`SELECT position FROM made_tasks ORDER BY position`
           expect(written.map((r) => r.position)).toEqual([0, 2, 3])
@@ -390,7 +421,10 @@ for (const [name, database] of databases) {
         const charge = yield* Effect.flip(
           billing.charge({ accountId: "acct_a", keyId: "k", taskId: "t", amountMicros: 1, description: "x" })
         )
-        expect(charge).toMatchObject({ _tag: "PersistenceError", message: expect.stringMatching(/^billing: charge failed: /) })
+        expect(charge).toMatchObject({
+          _tag: "PersistenceError",
+          message: expect.stringMatching(/^billing: charge failed: /)
+        })
       })))
   })
 }

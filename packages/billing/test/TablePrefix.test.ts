@@ -3,10 +3,10 @@
  * (tables, indexes, sequences, the ledger's triggers and, on PostgreSQL, their function) named with it, the ledger
  * still append-only under the prefix, and invalid prefixes refused before the database is touched.
  */
-import { assert, describe, expect, it } from "@effect/vitest"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { Billing } from "@mediagate/engine/Billing"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
@@ -107,7 +107,9 @@ for (const [name, database] of databases) {
         yield* (yield* BillingAccounts).open("acct_a", defaultSettings, 5_000_000)
         const update = yield* Effect.flip(sql`UPDATE ${ledger} SET amount_micros = 0`)
         const remove = yield* Effect.flip(sql`DELETE FROM ${ledger}`)
-        for (const error of [update, remove]) expect(String(error.cause)).toContain("acme_mg_billing_ledger is append-only")
+        for (const error of [update, remove]) {
+          expect(String(error.cause)).toContain("acme_mg_billing_ledger is append-only")
+        }
         const rows = yield* sql<{ amount_micros: unknown }>`SELECT amount_micros FROM ${ledger}`
         expect(rows.map((r) => Number(r.amount_micros))).toEqual([5_000_000])
       })))

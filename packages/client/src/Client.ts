@@ -34,7 +34,7 @@ import type {
   WebhookEvent,
   WebhookTestResult
 } from "./Types.js"
-import { type IncomingHeaders, verifyWebhook, type VerifyOptions } from "./Webhooks.js"
+import { type IncomingHeaders, type VerifyOptions, verifyWebhook } from "./Webhooks.js"
 
 /** Options of {@link Mediagate}. */
 export interface ClientOptions {
@@ -257,8 +257,10 @@ export class Mediagate {
     ledger: (query: Query<"balance.ledger"> = {}, options?: RequestOptions): Promise<PageEnvelope<"balance.ledger">> =>
       this.#page("balance.ledger", { query }, options),
     /** Every page of the ledger from `query` on. */
-    ledgerPages: (query: Query<"balance.ledger"> = {}, options?: RequestOptions): AsyncIterable<PageEnvelope<"balance.ledger">> =>
-      this.#pages("balance.ledger", { query }, options)
+    ledgerPages: (
+      query: Query<"balance.ledger"> = {},
+      options?: RequestOptions
+    ): AsyncIterable<PageEnvelope<"balance.ledger">> => this.#pages("balance.ledger", { query }, options)
   }
 
   /** API keys of the account. */
@@ -287,17 +289,27 @@ export class Mediagate {
     test: (id: string, options?: RequestOptions): Promise<WebhookTestResult> =>
       this.#data("webhooks.test", { params: { id } }, options),
     /** One page of a webhook's deliveries, newest first. */
-    deliveries: (id: string, query: Query<"webhooks.deliveries"> = {}, options?: RequestOptions): Promise<Page<Delivery>> =>
-      this.#page("webhooks.deliveries", { params: { id }, query }, options),
+    deliveries: (
+      id: string,
+      query: Query<"webhooks.deliveries"> = {},
+      options?: RequestOptions
+    ): Promise<Page<Delivery>> => this.#page("webhooks.deliveries", { params: { id }, query }, options),
     /** Every page of a webhook's deliveries from `query` on. */
-    deliveryPages: (id: string, query: Query<"webhooks.deliveries"> = {}, options?: RequestOptions): AsyncIterable<Page<Delivery>> =>
-      this.#pages("webhooks.deliveries", { params: { id }, query }, options),
+    deliveryPages: (
+      id: string,
+      query: Query<"webhooks.deliveries"> = {},
+      options?: RequestOptions
+    ): AsyncIterable<Page<Delivery>> => this.#pages("webhooks.deliveries", { params: { id }, query }, options),
     /** Replays a delivery: a new attempt series of the same event. */
     replay: (id: string, deliveryId: string, options?: RequestOptions): Promise<Delivery> =>
       this.#data("webhooks.replay", { params: { id, deliveryId } }, options),
     /** Verifies a delivery (raw body, headers, the webhook's secret) and resolves with the event: {@link verifyWebhook}. */
-    verify: (rawBody: string | Uint8Array | ArrayBuffer, headers: IncomingHeaders, secret: string, options?: VerifyOptions): Promise<WebhookEvent> =>
-      verifyWebhook(rawBody, headers, secret, options)
+    verify: (
+      rawBody: string | Uint8Array | ArrayBuffer,
+      headers: IncomingHeaders,
+      secret: string,
+      options?: VerifyOptions
+    ): Promise<WebhookEvent> => verifyWebhook(rawBody, headers, secret, options)
   }
 
   /** Result files. */

@@ -4,8 +4,7 @@
  *
  * @since 0.1.0
  */
-import type { components, operations } from "./generated/api.js"
-import type { generationEndpoints, operationTable } from "./generated/api.js"
+import type { components, generationEndpoints, operations, operationTable } from "./generated/api.js"
 
 /** Every component schema of the `/api/v1` OpenAPI document. */
 export type Schemas = components["schemas"]
@@ -42,8 +41,8 @@ type ErrorEnvelopes = {
 }[OperationId]
 
 /** Every error code the API declares (`TASK_NOT_FOUND`, `RATE_LIMITED`, …). */
-export type ApiErrorCode = ErrorEnvelopes extends infer E ? E extends { readonly error: { readonly code: infer C } } ?
-    C extends string ? string extends C ? never : C : never
+export type ApiErrorCode = ErrorEnvelopes extends infer E ?
+  E extends { readonly error: { readonly code: infer C } } ? C extends string ? string extends C ? never : C : never
   : never
   : never
 

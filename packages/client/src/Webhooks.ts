@@ -71,13 +71,21 @@ const fromBase64 = (text: string): Uint8Array<ArrayBuffer> | undefined => {
   }
 }
 
-const hmacVerify = async (key: Uint8Array<ArrayBuffer>, signature: Uint8Array<ArrayBuffer>, data: Uint8Array<ArrayBuffer>) => {
-  const cryptoKey = await globalThis.crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["verify"])
+const hmacVerify = async (
+  key: Uint8Array<ArrayBuffer>,
+  signature: Uint8Array<ArrayBuffer>,
+  data: Uint8Array<ArrayBuffer>
+) => {
+  const cryptoKey = await globalThis.crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, [
+    "verify"
+  ])
   return globalThis.crypto.subtle.verify("HMAC", cryptoKey, signature, data)
 }
 
-const fail = (code: "WEBHOOK_MISSING_HEADER" | "WEBHOOK_BAD_SIGNATURE" | "WEBHOOK_TIMESTAMP_OUT_OF_RANGE" | "WEBHOOK_INVALID_BODY", message: string) =>
-  new MediagateError({ code, message, status: 0 })
+const fail = (
+  code: "WEBHOOK_MISSING_HEADER" | "WEBHOOK_BAD_SIGNATURE" | "WEBHOOK_TIMESTAMP_OUT_OF_RANGE" | "WEBHOOK_INVALID_BODY",
+  message: string
+) => new MediagateError({ code, message, status: 0 })
 
 /**
  * Verifies a webhook delivery: `rawBody` exactly as received (before any JSON parsing), its headers and the
@@ -92,7 +100,8 @@ export const verifyWebhook = async (
 ): Promise<WebhookEvent> => {
   const body = bytesOf(rawBody)
   const scheme = options.scheme ?? "auto"
-  const useMediagate = scheme === "mediagate" || (scheme === "auto" && header(headers, "x-webhook-signature") !== undefined)
+  const useMediagate = scheme === "mediagate" ||
+    (scheme === "auto" && header(headers, "x-webhook-signature") !== undefined)
   const timestampName = useMediagate ? "x-webhook-timestamp" : "webhook-timestamp"
   const signatureName = useMediagate ? "x-webhook-signature" : "webhook-signature"
   const timestampText = header(headers, timestampName)
@@ -100,7 +109,9 @@ export const verifyWebhook = async (
   if (timestampText === undefined || signature === undefined) {
     throw fail("WEBHOOK_MISSING_HEADER", `${signatureName} and ${timestampName} are required`)
   }
-  if (!/^\d{1,12}$/.test(timestampText)) throw fail("WEBHOOK_TIMESTAMP_OUT_OF_RANGE", `${timestampName} is not Unix seconds`)
+  if (!/^\d{1,12}$/.test(timestampText)) {
+    throw fail("WEBHOOK_TIMESTAMP_OUT_OF_RANGE", `${timestampName} is not Unix seconds`)
+  }
   let valid = false
   if (useMediagate) {
     const hex = /^sha256=(.+)$/.exec(signature)?.[1]

@@ -19,7 +19,7 @@ export {
   type RunOptions,
   type WaitOptions
 } from "./Client.js"
+export type { PollInterval } from "./internal/poll.js"
 export { type ClientErrorCode, type ErrorCode, MediagateError, type MediagateErrorFields } from "./MediagateError.js"
 export type * from "./Types.js"
-export { defaultToleranceSeconds, type IncomingHeaders, verifyWebhook, type VerifyOptions } from "./Webhooks.js"
-export type { PollInterval } from "./internal/poll.js"
+export { defaultToleranceSeconds, type IncomingHeaders, type VerifyOptions, verifyWebhook } from "./Webhooks.js"

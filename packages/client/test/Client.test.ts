@@ -4,8 +4,8 @@
  * for every operation of the contract. The client against a real server: test/client-sdk.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { generationEndpoints, operationTable } from "../src/generated/api.js"
 import { methodOf } from "../src/Client.js"
+import { generationEndpoints, operationTable } from "../src/generated/api.js"
 import { Mediagate, MediagateError, type Task } from "../src/index.js"
 import { newIdempotencyKey } from "../src/internal/http.js"
 import { nextDelay } from "../src/internal/poll.js"
@@ -87,7 +87,10 @@ describe("Mediagate (client)", () => {
   })
 
   it("puts path parameters (escaped) and the query (undefined left out) into the URL", async () => {
-    const { fetch, seen } = scripted(ok([]), json(200, { success: true, data: [], pagination: { cursor: null, hasMore: false, total: 0 } }))
+    const { fetch, seen } = scripted(
+      ok([]),
+      json(200, { success: true, data: [], pagination: { cursor: null, hasMore: false, total: 0 } })
+    )
     const client = new Mediagate({ baseUrl: "http://api.test", fetch })
     await client.tasks.get("a/b c")
     await client.tasks.list({ status: "failed", limit: 5, search: undefined as unknown as string })
@@ -96,7 +99,9 @@ describe("Mediagate (client)", () => {
   })
 
   it("fails with one error class carrying code, message, status and request id", async () => {
-    const { fetch } = scripted(json(404, { success: false, error: { code: "TASK_NOT_FOUND", message: "no such task", request_id: "req_1" } }))
+    const { fetch } = scripted(
+      json(404, { success: false, error: { code: "TASK_NOT_FOUND", message: "no such task", request_id: "req_1" } })
+    )
     const client = new Mediagate({ fetch })
     const error = await client.tasks.get("x").catch((e: unknown) => e)
     expect(error).toBeInstanceOf(MediagateError)
@@ -106,12 +111,22 @@ describe("Mediagate (client)", () => {
 
   it("takes the request id from X-Request-Id when the envelope has none; a non-envelope is INVALID_RESPONSE", async () => {
     const { fetch } = scripted(
-      json(409, { success: false, error: { code: "IDEMPOTENCY_KEY_REUSED", message: "m" } }, { "x-request-id": "req_h" }),
+      json(409, { success: false, error: { code: "IDEMPOTENCY_KEY_REUSED", message: "m" } }, {
+        "x-request-id": "req_h"
+      }),
       () => new Response("<html>bad gateway</html>", { status: 502, headers: { "x-request-id": "req_p" } })
     )
     const client = new Mediagate({ fetch })
-    await expect(client.apiKeys.create({ name: "k" } as never)).rejects.toMatchObject({ code: "IDEMPOTENCY_KEY_REUSED", requestId: "req_h", status: 409 })
-    await expect(client.apiKeys.list()).rejects.toMatchObject({ code: "INVALID_RESPONSE", status: 502, requestId: "req_p" })
+    await expect(client.apiKeys.create({ name: "k" } as never)).rejects.toMatchObject({
+      code: "IDEMPOTENCY_KEY_REUSED",
+      requestId: "req_h",
+      status: 409
+    })
+    await expect(client.apiKeys.list()).rejects.toMatchObject({
+      code: "INVALID_RESPONSE",
+      status: 502,
+      requestId: "req_p"
+    })
   })
 
   it("retries an idempotent call on 429 and 503, waiting Retry-After", async () => {
@@ -127,7 +142,9 @@ describe("Mediagate (client)", () => {
   })
 
   it("sends a new Idempotency-Key per creating call, the same on its retries, or the caller's", async () => {
-    const limited = json(429, { success: false, error: { code: "RATE_LIMITED", message: "slow down" } }, { "retry-after": "0" })
+    const limited = json(429, { success: false, error: { code: "RATE_LIMITED", message: "slow down" } }, {
+      "retry-after": "0"
+    })
     const dropped = () => Promise.reject(new TypeError("fetch failed"))
     const body = { model: "vendor3-3_fast", input: { prompt: "p" } } as const
     const first = scripted(limited, dropped, ok({ id: "t" }, 201))
@@ -173,37 +190,58 @@ describe("Mediagate (client)", () => {
   })
 
   it("gives up after maxRetries, and at once when Retry-After is past the call's timeout", async () => {
-    const limited = json(503, { success: false, error: { code: "SERVICE_UNAVAILABLE", message: "later" } }, { "retry-after": "0" })
+    const limited = json(503, { success: false, error: { code: "SERVICE_UNAVAILABLE", message: "later" } }, {
+      "retry-after": "0"
+    })
     const a = scripted(limited)
-    await expect(new Mediagate({ fetch: a.fetch, maxRetries: 2 }).tasks.get("t")).rejects.toMatchObject({ code: "SERVICE_UNAVAILABLE" })
+    await expect(new Mediagate({ fetch: a.fetch, maxRetries: 2 }).tasks.get("t")).rejects.toMatchObject({
+      code: "SERVICE_UNAVAILABLE"
+    })
     expect(a.seen).toHaveLength(3)
-    const b = scripted(json(429, { success: false, error: { code: "RATE_LIMITED", message: "m" } }, { "retry-after": "60" }))
+    const b = scripted(
+      json(429, { success: false, error: { code: "RATE_LIMITED", message: "m" } }, { "retry-after": "60" })
+    )
     const started = Date.now()
-    await expect(new Mediagate({ fetch: b.fetch, timeout: 2_000 }).tasks.get("t")).rejects.toMatchObject({ code: "RATE_LIMITED", retryAfter: 60 })
+    await expect(new Mediagate({ fetch: b.fetch, timeout: 2_000 }).tasks.get("t")).rejects.toMatchObject({
+      code: "RATE_LIMITED",
+      retryAfter: 60
+    })
     expect(Date.now() - started).toBeLessThan(1_000)
     expect(b.seen).toHaveLength(1)
   })
 
   it("answers TIMEOUT after `timeout` and ABORTED on the caller's signal; NETWORK_ERROR when fetch throws", async () => {
     const never = scripted(() => new Promise<Response>(() => {}))
-    await expect(new Mediagate({ fetch: never.fetch }).tasks.get("t", { timeout: 50 })).rejects.toMatchObject({ code: "TIMEOUT", status: 0 })
+    await expect(new Mediagate({ fetch: never.fetch }).tasks.get("t", { timeout: 50 })).rejects.toMatchObject({
+      code: "TIMEOUT",
+      status: 0
+    })
     const controller = new AbortController()
     const pending = new Mediagate({ fetch: never.fetch }).tasks.get("t", { signal: controller.signal })
     controller.abort()
     await expect(pending).rejects.toMatchObject({ code: "ABORTED" })
     const broken = scripted(() => Promise.reject(new TypeError("fetch failed")))
-    await expect(new Mediagate({ fetch: broken.fetch, maxRetries: 0 }).tasks.get("t")).rejects.toMatchObject({ code: "NETWORK_ERROR" })
+    await expect(new Mediagate({ fetch: broken.fetch, maxRetries: 0 }).tasks.get("t")).rejects.toMatchObject({
+      code: "NETWORK_ERROR"
+    })
   })
 
   it("iterates over every page with the cursor", async () => {
     const page = (ids: Array<string>, cursor: string | null) =>
-      json(200, { success: true, data: ids.map((id) => ({ id })), pagination: { cursor, hasMore: cursor !== null, total: 3 } })
+      json(200, {
+        success: true,
+        data: ids.map((id) => ({ id })),
+        pagination: { cursor, hasMore: cursor !== null, total: 3 }
+      })
     const { fetch, seen } = scripted(page(["a", "b"], "c1"), page(["c"], null))
     const client = new Mediagate({ fetch })
     const ids: Array<string> = []
-    for await (const p of client.tasks.pages({ status: "succeeded", limit: 2 })) ids.push(...p.data.map((t) => t.id))
+    for await (const p of client.tasks.pages({ status: "succeeded", limit: 2 })) for (const t of p.data) ids.push(t.id)
     expect(ids).toEqual(["a", "b", "c"])
-    expect(seen.map((s) => new URL(s.url).search)).toEqual(["?status=succeeded&limit=2", "?status=succeeded&limit=2&cursor=c1"])
+    expect(seen.map((s) => new URL(s.url).search)).toEqual([
+      "?status=succeeded&limit=2",
+      "?status=succeeded&limit=2&cursor=c1"
+    ])
   })
 
   it("run: creates, polls until a terminal state, reports progress", async () => {
@@ -227,10 +265,15 @@ describe("Mediagate (client)", () => {
 
   it("run: a timeout rejects with TIMEOUT; a failed task resolves with its error", async () => {
     const slow = scripted(ok({ id: "task_1", status: "pending", estimated_seconds: 5 }, 201), ok(task("running")))
-    await expect(new Mediagate({ fetch: slow.fetch }).run("vendor3/text-to-video", { model: "vendor3-3_fast", input: { prompt: "p" } }, {
-      timeout: 300,
-      pollInterval: { min: 20, max: 50 }
-    })).rejects.toMatchObject({ code: "TIMEOUT" })
+    await expect(
+      new Mediagate({ fetch: slow.fetch }).run("vendor3/text-to-video", {
+        model: "vendor3-3_fast",
+        input: { prompt: "p" }
+      }, {
+        timeout: 300,
+        pollInterval: { min: 20, max: 50 }
+      })
+    ).rejects.toMatchObject({ code: "TIMEOUT" })
     const failed = scripted(ok(task("failed", 0, { error: { code: "GENERATION_FAILED", message: "upstream" } })))
     const result = await new Mediagate({ fetch: failed.fetch }).waitFor("task_1")
     expect(result).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
@@ -258,7 +301,12 @@ describe("Mediagate (client)", () => {
     expect([...new Uint8Array(await blob.arrayBuffer())]).toEqual([1, 2, 3])
     expect(blob.type).toBe("image/png")
     expect(seen[0]!.headers["authorization"]).toBeUndefined()
-    await expect(client.files.download({ url: "http://files.test/f.png", size_bytes: 3 })).rejects.toMatchObject({ code: "DOWNLOAD_SIZE_MISMATCH" })
-    await expect(client.files.download({ url: "http://files.test/f.png", size_bytes: 3 })).rejects.toMatchObject({ code: "FILE_LINK_EXPIRED", status: 403 })
+    await expect(client.files.download({ url: "http://files.test/f.png", size_bytes: 3 })).rejects.toMatchObject({
+      code: "DOWNLOAD_SIZE_MISMATCH"
+    })
+    await expect(client.files.download({ url: "http://files.test/f.png", size_bytes: 3 })).rejects.toMatchObject({
+      code: "FILE_LINK_EXPIRED",
+      status: 403
+    })
   })
 })

@@ -51,9 +51,11 @@ const billingSettings = {
   autoTopUpEnabled: optional(Schema.Boolean),
   autoTopUpThreshold: optional(Schema.NullOr(Usd)),
   autoTopUpAmount: optional(Schema.NullOr(PositiveUsd)),
-  creditLimit: optional(Schema.NullOr(Usd).annotations({
-    description: "Postpaid: how far the balance may go below zero, in USD; null: the configured default"
-  }))
+  creditLimit: optional(
+    Schema.NullOr(Usd).annotations({
+      description: "Postpaid: how far the balance may go below zero, in USD; null: the configured default"
+    })
+  )
 }
 
 /** Body of `POST /admin/v1/accounts`. */

@@ -8,7 +8,8 @@
  */
 import * as Schema from "effect/Schema"
 import { oneOf, optional, pageCursor, pageLimit, text } from "./Fields.js"
-import { Task, TaskListQuery, TaskStatus, taskStatuses, TaskSummary } from "./Task.js"
+import type { TaskStatus } from "./Task.js"
+import { Task, TaskListQuery, taskStatuses, TaskSummary } from "./Task.js"
 import { Timestamp } from "./Timestamp.js"
 import { Delivery, DeliveryAttempt, DeliveryStatus } from "./Webhook.js"
 
@@ -21,9 +22,11 @@ const accountId = optional(text(64, 1).annotations({ description: "Only this acc
 
 /** Query of `GET /admin/v1/accounts`. */
 export const AccountListQuery = Schema.Struct({
-  search: optional(text(128, 1).annotations({
-    description: "Prefix of the account id or of its name, case-insensitive"
-  })),
+  search: optional(
+    text(128, 1).annotations({
+      description: "Prefix of the account id or of its name, case-insensitive"
+    })
+  ),
   limit,
   cursor
 }).annotations({ identifier: "AccountListQuery" })
@@ -34,7 +37,9 @@ export type AccountListQuery = typeof AccountListQuery.Type
 export const AdminTaskListQuery = Schema.Struct({
   ...TaskListQuery.fields,
   account_id: accountId,
-  environment: optional(oneOf("live", "test").annotations({ description: "Only tasks of this environment; default: both" }))
+  environment: optional(
+    oneOf("live", "test").annotations({ description: "Only tasks of this environment; default: both" })
+  )
 }).annotations({ identifier: "AdminTaskListQuery" })
 /** Query of `GET /admin/v1/tasks`, decoded. */
 export type AdminTaskListQuery = typeof AdminTaskListQuery.Type
@@ -118,7 +123,9 @@ export type TasksByStatus = typeof TasksByStatus.Type
 export const TaskFigures = Schema.Struct({
   by_status: TasksByStatus.annotations({ description: "Every account's tasks per state (exact, from the counters)" }),
   queue_depth: Schema.Number.annotations({ description: "Tasks accepted and not yet claimed (`pending`)" }),
-  in_flight_upstream: Schema.Number.annotations({ description: "Tasks handed to their upstream (`queued`, `running`)" }),
+  in_flight_upstream: Schema.Number.annotations({
+    description: "Tasks handed to their upstream (`queued`, `running`)"
+  }),
   due: Schema.Number.annotations({ description: "Active tasks due now and not leased: work waiting for a worker" })
 }).annotations({ identifier: "TaskFigures" })
 /** The figures of the engine. */

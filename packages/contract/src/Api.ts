@@ -17,9 +17,9 @@ import { TasksApi } from "./api/TasksApi.js"
 import { VoicesApi } from "./api/VoicesApi.js"
 import { WebhooksApi } from "./api/WebhooksApi.js"
 import { ErrorEnvelope, InternalError } from "./Errors.js"
-import { describeForGenerators, partOf } from "./internal/openApi.js"
 import { registry } from "./families/index.js"
 import type * as Family from "./Family.js"
+import { describeForGenerators, partOf } from "./internal/openApi.js"
 
 export { TaskResponse } from "./api/TasksApi.js"
 
@@ -70,7 +70,10 @@ export const make = <const R extends Family.Registry>(registry: R) => {
         schemas["HttpApiDecodeError"] = { ...errorEnvelopeJson, description: "VALIDATION_ERROR envelope" }
       }
       // every query parameter declared, request-body defaults optional for generators (internal/openApi.ts)
-      return describeForGenerators(api, spec as { paths: Record<string, unknown>; components: { schemas: Record<string, unknown> } })
+      return describeForGenerators(
+        api,
+        spec as { paths: Record<string, unknown>; components: { schemas: Record<string, unknown> } }
+      )
     })
 }
 

@@ -67,7 +67,8 @@ export const grants = (permissions: Permissions, name: PermissionName, provider?
   if (isFullAccess(permissions)) return true
   const named = permissionNames.some((n) => permissions[n] !== undefined)
   if (named && permissions[name] !== true) return false
-  return provider === undefined || permissions.providers === undefined || permissions.providers.some((p) => p === provider)
+  return provider === undefined || permissions.providers === undefined ||
+    permissions.providers.some((p) => p === provider)
 }
 
 /** Whether `inner` grants nothing that `outer` does not (the no-escalation rule). */
@@ -94,12 +95,16 @@ export const maxRateLimitValue = 1_000_000
  * A derived key's limits lie within its creator's (absent inherits them).
  */
 export const KeyRateLimit = Schema.Struct({
-  requestsPerMinute: optional(Schema.NullOr(integer(1, maxRateLimitValue)).annotations({
-    description: "Requests per minute of this key (null: the configured default)"
-  })),
-  maxInFlightTasks: optional(Schema.NullOr(integer(1, maxRateLimitValue)).annotations({
-    description: "Tasks of this key pending, queued or running at once (null: the configured default)"
-  }))
+  requestsPerMinute: optional(
+    Schema.NullOr(integer(1, maxRateLimitValue)).annotations({
+      description: "Requests per minute of this key (null: the configured default)"
+    })
+  ),
+  maxInFlightTasks: optional(
+    Schema.NullOr(integer(1, maxRateLimitValue)).annotations({
+      description: "Tasks of this key pending, queued or running at once (null: the configured default)"
+    })
+  )
 }).annotations({
   identifier: "KeyRateLimit",
   ...strictParse,

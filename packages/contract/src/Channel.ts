@@ -40,15 +40,19 @@ export const ModelMapping = Schema.Struct({
     description: "The upstream model: fal app id (`fal-ai/flux/dev`), Replicate `owner/name` or version id, ComfyUI " +
       "workflow name (a key of `settings.workflows`), OpenAI model name. Default: our model id"
   }),
-  input: optional(text(20_000, 1).annotations({
-    description: "JSONata expression over our request `{ model, input, metadata }` (with `$model`, `$target`, " +
-      "`$task_id`, `$metadata`) giving the upstream's input, e.g. `{ \"prompt\": input.prompt }`. Default: `input` " +
-      "unchanged"
-  })),
-  output: optional(text(20_000, 1).annotations({
-    description: "JSONata expression from the upstream's output to our result items: a URL string, an object " +
-      "`{ url, format?, kind?, duration?, size_bytes? }` or an array of them. Default: every file URL in the output"
-  }))
+  input: optional(
+    text(20_000, 1).annotations({
+      description: "JSONata expression over our request `{ model, input, metadata }` (with `$model`, `$target`, " +
+        "`$task_id`, `$metadata`) giving the upstream's input, e.g. `{ \"prompt\": input.prompt }`. Default: `input` " +
+        "unchanged"
+    })
+  ),
+  output: optional(
+    text(20_000, 1).annotations({
+      description: "JSONata expression from the upstream's output to our result items: a URL string, an object " +
+        "`{ url, format?, kind?, duration?, size_bytes? }` or an array of them. Default: every file URL in the output"
+    })
+  )
 }).annotations({ identifier: "ModelMapping", parseOptions: { onExcessProperty: "error" } })
 /** How one of our models maps onto a channel's upstream. */
 export type ModelMapping = typeof ModelMapping.Type
@@ -58,44 +62,62 @@ export const ComfyWorkflow = Schema.Struct({
   graph: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
     description: "The API-format workflow (ComfyUI's \"Export (API)\"): node id → `{ class_type, inputs }`"
   }),
-  inputs: optional(Schema.Record({ key: text(128, 1), value: text(256, 3) }).annotations({
-    description: "Where each field of the (mapped) input goes: field → `<node id>.<input name>`; a field may also " +
-      "name its node input directly (`\"6.text\": ...`). Fields without a place are left out"
-  }))
+  inputs: optional(
+    Schema.Record({ key: text(128, 1), value: text(256, 3) }).annotations({
+      description: "Where each field of the (mapped) input goes: field → `<node id>.<input name>`; a field may also " +
+        "name its node input directly (`\"6.text\": ...`). Fields without a place are left out"
+    })
+  )
 }).annotations({ identifier: "ComfyWorkflow", parseOptions: { onExcessProperty: "error" } })
 /** A ComfyUI workflow stored on a channel. */
 export type ComfyWorkflow = typeof ComfyWorkflow.Type
 
 /** Non-secret settings of a channel's transport. */
 export const ChannelSettings = Schema.Struct({
-  base_url: optional(text(2048, 1).annotations({
-    description: "The upstream's base URL, e.g. `https://gateway.example.com` (relay), `https://queue.fal.run` (fal), " +
-      "`https://api.replicate.com` (replicate), `http://gpu-1:8188` (comfyui), `https://gateway.example.com` " +
-      "(openai). Required for every transport but `simulated`; fal and replicate default to their public APIs"
-  })),
-  timeout_ms: optional(integer(100, 600_000).annotations({ description: "Longest time one upstream call may take (default 30000)" })),
+  base_url: optional(
+    text(2048, 1).annotations({
+      description:
+        "The upstream's base URL, e.g. `https://gateway.example.com` (relay), `https://queue.fal.run` (fal), " +
+        "`https://api.replicate.com` (replicate), `http://gpu-1:8188` (comfyui), `https://gateway.example.com` " +
+        "(openai). Required for every transport but `simulated`; fal and replicate default to their public APIs"
+    })
+  ),
+  timeout_ms: optional(
+    integer(100, 600_000).annotations({ description: "Longest time one upstream call may take (default 30000)" })
+  ),
   mapping: optional(
     Schema.Record({ key: text(128, 1), value: ModelMapping }).pipe(
       Schema.filter((mapping) => Object.keys(mapping).length <= 200 || "must map at most 200 models")
     ).annotations({ description: "Per served model: the upstream target and optional input/output expressions" })
   ),
-  result_hosts: optional(Schema.Array(text(253, 1)).pipe(Schema.maxItems(50)).annotations({
-    description: "Hosts besides `base_url`'s whose result URLs may be private addresses (the operator's own " +
-      "storage); every other result host must resolve to public addresses"
-  })),
-  max_result_bytes: optional(integer(1024, 10 * 1024 ** 3).annotations({
-    description: "Largest result file copied, in bytes (default 2 GiB)"
-  })),
-  poll_interval_ms: optional(integer(200, 600_000).annotations({
-    description: "How often a job is polled when no callback comes (default: the engine's backoff, 1 s to 15 s)"
-  })),
-  poll_rate: optional(integer(1, 100_000).annotations({
-    description: "Most polls per second this channel receives from one node (default 100; set it to what the upstream allows)"
-  })),
-  cost_per_second: optional(Schema.Number.pipe(Schema.between(0, 1000)).annotations({
-    description: "What a second of the upstream's reported run time costs you, USD (for the usage report when the " +
-      "upstream reports seconds but no cost)"
-  })),
+  result_hosts: optional(
+    Schema.Array(text(253, 1)).pipe(Schema.maxItems(50)).annotations({
+      description: "Hosts besides `base_url`'s whose result URLs may be private addresses (the operator's own " +
+        "storage); every other result host must resolve to public addresses"
+    })
+  ),
+  max_result_bytes: optional(
+    integer(1024, 10 * 1024 ** 3).annotations({
+      description: "Largest result file copied, in bytes (default 2 GiB)"
+    })
+  ),
+  poll_interval_ms: optional(
+    integer(200, 600_000).annotations({
+      description: "How often a job is polled when no callback comes (default: the engine's backoff, 1 s to 15 s)"
+    })
+  ),
+  poll_rate: optional(
+    integer(1, 100_000).annotations({
+      description:
+        "Most polls per second this channel receives from one node (default 100; set it to what the upstream allows)"
+    })
+  ),
+  cost_per_second: optional(
+    Schema.Number.pipe(Schema.between(0, 1000)).annotations({
+      description: "What a second of the upstream's reported run time costs you, USD (for the usage report when the " +
+        "upstream reports seconds but no cost)"
+    })
+  ),
   callbacks: optional(Schema.Boolean.annotations({
     description: "fal, replicate: ask the upstream to call back when a job ends (default true; the callback only " +
       "wakes the task for a poll)"
@@ -125,7 +147,9 @@ export const ChannelHealth = Schema.Struct({
   consecutive_failures: Schema.Number,
   opened_at: Schema.NullOr(Timestamp).annotations({ description: "When the breaker last opened (while not closed)" }),
   last_error: Schema.NullOr(Schema.String).annotations({ description: "The last failure this node saw, if any" }),
-  in_flight: Schema.Number.annotations({ description: "Tasks submitted to or reserved on the channel and not finished, every node" })
+  in_flight: Schema.Number.annotations({
+    description: "Tasks submitted to or reserved on the channel and not finished, every node"
+  })
 }).annotations({ identifier: "ChannelHealth" })
 /** A channel's health. */
 export type ChannelHealth = typeof ChannelHealth.Type
@@ -137,12 +161,16 @@ export const Channel = Schema.Struct({
   transport: ChannelTransport,
   settings: ChannelSettings,
   credentials_set: Schema.Boolean,
-  credentials_hint: Schema.NullOr(Schema.String).annotations({ description: "`…` and the last 4 characters of the API key" }),
+  credentials_hint: Schema.NullOr(Schema.String).annotations({
+    description: "`…` and the last 4 characters of the API key"
+  }),
   families: Schema.Array(ChannelFamily),
   models: Schema.Array(Schema.String).annotations({ description: "Models served; empty: every model of `families`" }),
   priority: Schema.Number,
   weight: Schema.Number,
-  concurrency: Schema.Number.annotations({ description: "Most tasks in flight at once across every node; 0: no limit" }),
+  concurrency: Schema.Number.annotations({
+    description: "Most tasks in flight at once across every node; 0: no limit"
+  }),
   enabled: Schema.Boolean,
   disabled_reason: Schema.NullOr(Schema.String).annotations({
     description: "Why the channel was disabled automatically (repeated authentication failures), or by whom"
@@ -164,7 +192,9 @@ const routing = {
   }),
   priority: integer(-1000, 1000).annotations({ description: "Higher first; default 0" }),
   weight: integer(1, 1000).annotations({ description: "Share among healthy channels of the same priority; default 1" }),
-  concurrency: integer(0, 1_000_000).annotations({ description: "Most tasks in flight at once, all nodes; 0 (default): no limit" }),
+  concurrency: integer(0, 1_000_000).annotations({
+    description: "Most tasks in flight at once, all nodes; 0 (default): no limit"
+  }),
   enabled: Schema.Boolean
 }
 

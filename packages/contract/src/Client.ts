@@ -7,9 +7,9 @@
  *
  * @since 0.1.0
  */
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -36,7 +36,8 @@ export type ClientRequest<Path, UrlParams, Payload, Headers, WithResponse extend
       & ([UrlParams] extends [never] ? {} : { readonly urlParams: UrlParams })
       & ([Payload] extends [never] ? {} : { readonly payload: Payload })
       & { readonly headers?: Headers; readonly withResponse?: WithResponse }
-    > extends infer Req ? ([Path] extends [void] ? [UrlParams] extends [never] ? [Payload] extends [never] ? Req | void : Req : Req : Req)
+    > extends infer Req ?
+      ([Path] extends [void] ? [UrlParams] extends [never] ? [Payload] extends [never] ? Req | void : Req : Req : Req)
     : never
   : HttpApiEndpoint.HttpApiEndpoint.ClientRequest<Path, UrlParams, Payload, Headers, WithResponse>
 
@@ -63,13 +64,19 @@ export type Method<Endpoint, E, GroupError> = [Endpoint] extends [
   : never
 
 /** The client of a set of groups: one record of methods per group. */
-export type Client<Groups extends HttpApiGroup.HttpApiGroup.Any, E> = Simplify<{
-  readonly [Group in Groups as HttpApiGroup.HttpApiGroup.Name<Group>]: [Group] extends
-    [HttpApiGroup.HttpApiGroup<infer _Name, infer Endpoints, infer GroupError, infer _R>] ? {
-      readonly [Endpoint in Endpoints as HttpApiEndpoint.HttpApiEndpoint.Name<Endpoint>]: Method<Endpoint, E, GroupError>
-    }
-    : never
-}>
+export type Client<Groups extends HttpApiGroup.HttpApiGroup.Any, E> = Simplify<
+  {
+    readonly [Group in Groups as HttpApiGroup.HttpApiGroup.Name<Group>]: [Group] extends
+      [HttpApiGroup.HttpApiGroup<infer _Name, infer Endpoints, infer GroupError, infer _R>] ? {
+        readonly [Endpoint in Endpoints as HttpApiEndpoint.HttpApiEndpoint.Name<Endpoint>]: Method<
+          Endpoint,
+          E,
+          GroupError
+        >
+      }
+      : never
+  }
+>
 
 type Groups = typeof MediagateApi extends { readonly groups: Record<string, infer G> } ? G : never
 
@@ -94,11 +101,21 @@ export const make = (options: ClientOptions): Effect.Effect<MediagateClient, nev
     // every endpoint function gets `headers: {}` when the caller gave none (endpoints without a headers Schema
     // ignore it); the request object is otherwise passed on as given
     const groups: Record<string, Record<string, unknown>> = {}
-    for (const [group, endpoints] of Object.entries(client as Record<string, Record<string, (request: unknown) => unknown>>)) {
+    for (
+      const [group, endpoints] of Object.entries(
+        client as Record<string, Record<string, (request: unknown) => unknown>>
+      )
+    ) {
       const methods: Record<string, unknown> = {}
       for (const [name, endpoint] of Object.entries(endpoints)) {
         methods[name] = (request?: { readonly headers?: unknown }) =>
-          endpoint(request === undefined ? { headers: {} } : request.headers === undefined ? { ...request, headers: {} } : request)
+          endpoint(
+            request === undefined
+              ? { headers: {} }
+              : request.headers === undefined
+              ? { ...request, headers: {} }
+              : request
+          )
       }
       groups[group] = methods
     }

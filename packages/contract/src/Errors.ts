@@ -138,16 +138,22 @@ export class AuthInvalidToken extends ApiError<AuthInvalidToken>()("AuthInvalidT
 export class AuthTokenExpired extends ApiError<AuthTokenExpired>()("AuthTokenExpired", "AUTH_TOKEN_EXPIRED", 401) {}
 
 /** The key lacks a permission or a provider, or its IP whitelist refuses the client address. `KEY_PERMISSION_DENIED`, HTTP 403. */
-export class KeyPermissionDenied extends ApiError<KeyPermissionDenied>()("KeyPermissionDenied", "KEY_PERMISSION_DENIED", 403) {}
+export class KeyPermissionDenied
+  extends ApiError<KeyPermissionDenied>()("KeyPermissionDenied", "KEY_PERMISSION_DENIED", 403)
+{}
 
 /** The key was deleted. `KEY_REVOKED`, HTTP 403. */
 export class KeyRevoked extends ApiError<KeyRevoked>()("KeyRevoked", "KEY_REVOKED", 403) {}
 
 /** A prepaid balance does not cover the price. `INSUFFICIENT_BALANCE`, HTTP 402. */
-export class InsufficientBalance extends ApiError<InsufficientBalance>()("InsufficientBalance", "INSUFFICIENT_BALANCE", 402) {}
+export class InsufficientBalance
+  extends ApiError<InsufficientBalance>()("InsufficientBalance", "INSUFFICIENT_BALANCE", 402)
+{}
 
 /** The key's `spendLimit` or the account's `monthlySpendLimit` would be exceeded. `SPEND_LIMIT_EXCEEDED`, HTTP 402. */
-export class SpendLimitExceeded extends ApiError<SpendLimitExceeded>()("SpendLimitExceeded", "SPEND_LIMIT_EXCEEDED", 402) {}
+export class SpendLimitExceeded
+  extends ApiError<SpendLimitExceeded>()("SpendLimitExceeded", "SPEND_LIMIT_EXCEEDED", 402)
+{}
 
 /** Unknown task id (or a task of another account). `TASK_NOT_FOUND`, HTTP 404. */
 export class TaskNotFound extends ApiError<TaskNotFound>()("TaskNotFound", "TASK_NOT_FOUND", 404) {}
@@ -180,10 +186,14 @@ export class MethodNotAllowed extends ApiError<MethodNotAllowed>()("MethodNotAll
 export class TaskNotRetryable extends ApiError<TaskNotRetryable>()("TaskNotRetryable", "TASK_NOT_RETRYABLE", 409) {}
 
 /** Cancel of a task that is not `pending` or `queued`. `TASK_NOT_CANCELLABLE`, HTTP 409. */
-export class TaskNotCancellable extends ApiError<TaskNotCancellable>()("TaskNotCancellable", "TASK_NOT_CANCELLABLE", 409) {}
+export class TaskNotCancellable
+  extends ApiError<TaskNotCancellable>()("TaskNotCancellable", "TASK_NOT_CANCELLABLE", 409)
+{}
 
 /** An `Idempotency-Key` reused with a different request. `IDEMPOTENCY_KEY_REUSED`, HTTP 409. */
-export class IdempotencyKeyReused extends ApiError<IdempotencyKeyReused>()("IdempotencyKeyReused", "IDEMPOTENCY_KEY_REUSED", 409) {}
+export class IdempotencyKeyReused
+  extends ApiError<IdempotencyKeyReused>()("IdempotencyKeyReused", "IDEMPOTENCY_KEY_REUSED", 409)
+{}
 
 /** Too many requests; the response carries `Retry-After`. `RATE_LIMITED`, HTTP 429. */
 export class RateLimited extends ApiError<RateLimited>()("RateLimited", "RATE_LIMITED", 429) {}
@@ -195,13 +205,17 @@ export class InternalError extends ApiError<InternalError>()("InternalError", "I
 export class ProviderError extends ApiError<ProviderError>()("ProviderError", "PROVIDER_ERROR", 502) {}
 
 /** Storage is unreachable. `SERVICE_UNAVAILABLE`, HTTP 503. */
-export class ServiceUnavailable extends ApiError<ServiceUnavailable>()("ServiceUnavailable", "SERVICE_UNAVAILABLE", 503) {}
+export class ServiceUnavailable
+  extends ApiError<ServiceUnavailable>()("ServiceUnavailable", "SERVICE_UNAVAILABLE", 503)
+{}
 
 /** A file URL whose signature is missing, invalid or expired. `FILE_ACCESS_DENIED`, HTTP 403. */
 export class FileAccessDenied extends ApiError<FileAccessDenied>()("FileAccessDenied", "FILE_ACCESS_DENIED", 403) {}
 
 /** A `Range` header that no byte of the file satisfies. `RANGE_NOT_SATISFIABLE`, HTTP 416. */
-export class RangeNotSatisfiable extends ApiError<RangeNotSatisfiable>()("RangeNotSatisfiable", "RANGE_NOT_SATISFIABLE", 416) {
+export class RangeNotSatisfiable
+  extends ApiError<RangeNotSatisfiable>()("RangeNotSatisfiable", "RANGE_NOT_SATISFIABLE", 416)
+{
   /** The file's size in bytes when known, for the 416 answer's `Content-Range` (its unsatisfied-range form, RFC 9110 §14.4). */
   declare readonly size?: number
   /** The error for a file of `size` bytes. */
@@ -243,5 +257,4 @@ export const all = [
 export type AnyApiError = InstanceType<typeof all[number]>
 
 /** Whether a value is an instance of one of the API error classes. */
-export const isApiError = (u: unknown): u is AnyApiError =>
-  typeof u === "object" && u !== null && ApiErrorTypeId in u
+export const isApiError = (u: unknown): u is AnyApiError => typeof u === "object" && u !== null && ApiErrorTypeId in u

@@ -14,5 +14,9 @@ export const minimalRequests: ReadonlyArray<{
   readonly body: { readonly model: ModelId; readonly input: Record<string, unknown> }
 }> = endpointList.flatMap((endpoint) => {
   const info: Family.Endpoint = endpoint
-  return endpoint.models.map((model) => ({ endpoint: endpoint.key, model, body: { model, input: info.example(model) } }))
+  return endpoint.models.map((model) => ({
+    endpoint: endpoint.key,
+    model,
+    body: { model, input: info.example(model) }
+  }))
 })

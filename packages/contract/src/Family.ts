@@ -127,7 +127,17 @@ export const endpoint = <const F extends string, const O extends Operation, S ex
   spec: EndpointSpec<S>
 ): Endpoint<F, O, S> => {
   const key = `${family}/${operation}` as const
-  return { inputMedia: () => [], ...spec, family, operation, mediaType, name, key, path: `/${key}`, models: spec.request.models }
+  return {
+    inputMedia: () => [],
+    ...spec,
+    family,
+    operation,
+    mediaType,
+    name,
+    key,
+    path: `/${key}`,
+    models: spec.request.models
+  }
 }
 
 /** Builds a family: its endpoints, its prices (every model priced) and the charges it measures (none by default). */

@@ -9,8 +9,8 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as AST from "effect/SchemaAST"
 import * as Schema from "effect/Schema"
+import * as AST from "effect/SchemaAST"
 import { checkUrlHost, parseHttpUrl } from "./Address.js"
 import { type DataUriImage, type ImageFormat, inspectImageDataUri, isDataUri } from "./DataUri.js"
 
@@ -72,14 +72,18 @@ export const describe = <S extends Schema.Annotable<S, any, any, any>>(schema: S
 /** `limit` of a list query: 1 to 100, default 20 (every paged list of the API). */
 export const pageLimit = optional(
   Schema.compose(
-    Schema.NumberFromString.annotations({ message: () => ({ message: "must be an integer from 1 to 100", override: true }) }),
+    Schema.NumberFromString.annotations({
+      message: () => ({ message: "must be an integer from 1 to 100", override: true })
+    }),
     integer(1, 100),
     { strict: false }
   ).annotations({ description: "Items per page, 1 to 100 (default 20)", default: 20 })
 )
 
 /** `cursor` of a list query: `pagination.cursor` of the previous page. */
-export const pageCursor = optional(text(512, 1).annotations({ description: "`pagination.cursor` of the previous page" }))
+export const pageCursor = optional(
+  text(512, 1).annotations({ description: "`pagination.cursor` of the previous page" })
+)
 
 /** Longest URL accepted anywhere. */
 export const maxUrlLength = 2048
@@ -150,7 +154,10 @@ export const imageProblem = (
 
 /** Reads an image data URI and checks it against the rules; the reason it fails, or undefined. */
 export const dataUriProblem = (value: string, rules: ImageRules): string | undefined =>
-  Either.match(inspectImageDataUri(value), { onLeft: (reason) => reason, onRight: (image) => imageProblem(image, rules) })
+  Either.match(inspectImageDataUri(value), {
+    onLeft: (reason) => reason,
+    onRight: (image) => imageProblem(image, rules)
+  })
 
 /** An image given as a public http(s) URL or a base64 data URI whose bytes satisfy `rules`. */
 export const imageRef = (rules: ImageRules) =>

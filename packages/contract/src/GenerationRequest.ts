@@ -23,8 +23,8 @@ export interface GenerationBody<M extends string, I> {
 }
 
 /** A generation request Schema: JSON body in (the same shape, its input encoded), validated and normalized body out. */
-export interface GenerationRequestSchema<M extends string, I, IE, R = never> extends
-  Schema.Schema<GenerationBody<M, I>, GenerationBody<M, IE>, R>
+export interface GenerationRequestSchema<M extends string, I, IE, R = never>
+  extends Schema.Schema<GenerationBody<M, I>, GenerationBody<M, IE>, R>
 {
   /** The models the endpoint accepts. */
   readonly models: ReadonlyArray<M>

@@ -36,8 +36,12 @@ export const images = (rules: ImageRules, ...fields: ReadonlyArray<string>): Arr
 export const video = (field: string, maxBytes = 200 * mb): Field => ({ field, kind: "video", maxBytes })
 
 /** An audio field of the given types. */
-export const audio = (field: string, maxBytes: number, types: ReadonlyArray<AudioType>): Field =>
-  ({ field, kind: "audio", maxBytes, types })
+export const audio = (field: string, maxBytes: number, types: ReadonlyArray<AudioType>): Field => ({
+  field,
+  kind: "audio",
+  maxBytes,
+  types
+})
 
 /** Image rules most endpoints share: the common formats, at most 30 MB. */
 export const commonImage: ImageRules = { formats: ["jpeg", "png", "webp", "bmp", "tiff", "gif"], maxBytes: 30 * mb }

@@ -116,11 +116,41 @@ const labelledGauge = (name: string, description: string, names: ReadonlyArray<s
 const gauge = (name: string, description: string) => Metric.gauge(name, { description })
 
 /** Bucket bounds (seconds) of request latencies: 1 ms to 10 s. */
-export const httpBuckets: ReadonlyArray<number> = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+export const httpBuckets: ReadonlyArray<number> = [
+  0.001,
+  0.0025,
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10
+]
 /** Bucket bounds (seconds) of upstream calls and webhook deliveries: 5 ms to 60 s. */
 export const callBuckets: ReadonlyArray<number> = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 /** Bucket bounds (seconds) of waits in the queue (accept → first claim): 5 ms to 10 min. */
-export const queueBuckets: ReadonlyArray<number> = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600]
+export const queueBuckets: ReadonlyArray<number> = [
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  30,
+  60,
+  300,
+  600
+]
 
 // -----------------------------------------------------------------------------------------------------------------
 // HTTP (recorded by @mediagate/node's request middleware)
@@ -340,4 +370,7 @@ export const heapUsed = gauge("nodejs_heap_used_bytes", "V8 heap in use, in byte
 export const heapTotal = gauge("nodejs_heap_total_bytes", "V8 heap reserved, in bytes")
 
 /** `process_start_time_seconds`: start of this process (Unix time). */
-export const processStartTime = gauge("process_start_time_seconds", "Start time of this process since the Unix epoch in seconds")
+export const processStartTime = gauge(
+  "process_start_time_seconds",
+  "Start time of this process since the Unix epoch in seconds"
+)

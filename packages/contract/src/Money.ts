@@ -24,8 +24,9 @@ export const isMicroPrecise = (usd: number): boolean => {
 export const Usd = Schema.Number.pipe(
   Schema.filter((usd) =>
     (Number.isFinite(usd) && usd >= 0 && usd <= 1_000_000_000 && isMicroPrecise(usd)) ||
-    "must be an amount in USD from 0 to 1000000000 with at most 6 decimals"
-  , { jsonSchema: { minimum: 0, maximum: 1_000_000_000 } })
+    "must be an amount in USD from 0 to 1000000000 with at most 6 decimals", {
+    jsonSchema: { minimum: 0, maximum: 1_000_000_000 }
+  })
 ).annotations({ title: "Usd", description: "Amount in USD" })
 
 /** A strictly positive USD amount of at most 6 decimals. */

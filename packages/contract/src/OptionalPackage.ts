@@ -67,7 +67,8 @@ export class CurrentImporter extends Context.Reference<CurrentImporter>()(
  * not load.
  */
 export const load = <A>(spec: Spec, load: () => Promise<A>): Effect.Effect<A, MissingPackage> =>
-  Effect.flatMap(CurrentImporter, (importer) => Effect.tryPromise({
-    try: () => importer(spec, load) as Promise<A>,
-    catch: (cause) => missing(spec, cause)
-  }))
+  Effect.flatMap(CurrentImporter, (importer) =>
+    Effect.tryPromise({
+      try: () => importer(spec, load) as Promise<A>,
+      catch: (cause) => missing(spec, cause)
+    }))

@@ -42,7 +42,9 @@ export interface Principal {
 }
 
 /** The authenticated caller of the current request. */
-export class CurrentPrincipal extends Context.Tag("@mediagate/contract/CurrentPrincipal")<CurrentPrincipal, Principal>() {}
+export class CurrentPrincipal
+  extends Context.Tag("@mediagate/contract/CurrentPrincipal")<CurrentPrincipal, Principal>()
+{}
 
 /** Bearer API-key authentication of every `/api/v1` route (decisions.md §5 order of checks). */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@mediagate/contract/Authentication", {

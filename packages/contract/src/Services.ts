@@ -27,8 +27,8 @@ import type { ApiKeyCreate, ApiKeyCreated, ApiKeyRecord } from "./ApiKey.js"
 import type { Channel, ChannelCreate, ChannelUpdate, ChannelUsage, ChannelUsageQuery } from "./Channel.js"
 import type { Deleted, Page } from "./Envelope.js"
 import type * as Errors from "./Errors.js"
-import type { LedgerEntry, LedgerListQuery } from "./Ledger.js"
 import type { GenerationCommand } from "./Generation.js"
+import type { LedgerEntry, LedgerListQuery } from "./Ledger.js"
 import type { Principal } from "./Security.js"
 import type { CreationAck, RetryAck, Task, TaskListQuery, TaskSummary } from "./Task.js"
 import type { VoiceList } from "./Voice.js"
@@ -87,10 +87,13 @@ export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<
     readonly key: number
   }, Unavailable>
   /** The provider of a task of the principal's account, for permission checks before a retry. */
-  readonly providerOf: (principal: Principal, id: string) => Effect.Effect<Option.Option<{
-    readonly provider: Task["provider"]
-    readonly type: Task["type"]
-  }>, Unavailable>
+  readonly providerOf: (principal: Principal, id: string) => Effect.Effect<
+    Option.Option<{
+      readonly provider: Task["provider"]
+      readonly type: Task["type"]
+    }>,
+    Unavailable
+  >
 }>() {}
 
 /** The account balance. */

@@ -40,9 +40,11 @@ export const ResultItem = Schema.Struct({
   size_bytes: Schema.Number,
   width: optional(Schema.Number.annotations({ description: "Pixels (extension)" })),
   height: optional(Schema.Number.annotations({ description: "Pixels (extension)" })),
-  kind: optional(Schema.Literal("output", "last_frame").annotations({
-    description: "What the file is (extension): the output, or the last frame of a video"
-  }))
+  kind: optional(
+    Schema.Literal("output", "last_frame").annotations({
+      description: "What the file is (extension): the output, or the last frame of a video"
+    })
+  )
 }).annotations({ identifier: "ResultItem" })
 /** One output file of a succeeded task. */
 export type ResultItem = typeof ResultItem.Type

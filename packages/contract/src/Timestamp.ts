@@ -17,8 +17,11 @@ const isoPattern = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)
 
 /** An ISO 8601 date or date-time given by a client, decoded to a `Date`. */
 export const IsoDate = Schema.String.pipe(
-  Schema.filter((s) => (isoPattern.test(s) && !Number.isNaN(Date.parse(s))) || "must be an ISO 8601 date or date-time", {
-    jsonSchema: { format: "date-time" }
-  }),
+  Schema.filter(
+    (s) => (isoPattern.test(s) && !Number.isNaN(Date.parse(s))) || "must be an ISO 8601 date or date-time",
+    {
+      jsonSchema: { format: "date-time" }
+    }
+  ),
   Schema.compose(Schema.DateFromString, { strict: false })
 ).annotations({ title: "IsoDate", description: "ISO 8601 date or date-time" })

@@ -37,13 +37,13 @@ export const span = (name: string, options?: SpanOptions) => {
  * Runs an effect in a span named `name` when the tracer is enabled, with options built only then (`options` is
  * not called while tracing is off: nothing is allocated for a span that is not made).
  */
-export const spanWith = (name: string, options: () => SpanOptions) =>
-<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime<A, E, R>((fiber) =>
-    fiber.getFiberRef(FiberRef.currentTracerEnabled)
-      ? Effect.withSpan(self, name, { ...options(), captureStackTrace: false })
-      : self
-  )
+export const spanWith =
+  (name: string, options: () => SpanOptions) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withFiberRuntime<A, E, R>((fiber) =>
+      fiber.getFiberRef(FiberRef.currentTracerEnabled)
+        ? Effect.withSpan(self, name, { ...options(), captureStackTrace: false })
+        : self
+    )
 
 /** Whether the tracer is enabled on the current fiber. */
 export const enabled: Effect.Effect<boolean> = FiberRef.get(FiberRef.currentTracerEnabled)

@@ -79,7 +79,9 @@ export const DeliveryAttempt = Schema.Struct({
   status_code: Schema.NullOr(Schema.Number),
   error: Schema.NullOr(Schema.String),
   duration_ms: Schema.Number,
-  response_excerpt: Schema.NullOr(Schema.String).annotations({ description: "The start of the answer (1 KiB at most)" }),
+  response_excerpt: Schema.NullOr(Schema.String).annotations({
+    description: "The start of the answer (1 KiB at most)"
+  }),
   at: Timestamp
 }).annotations({ identifier: "DeliveryAttempt" })
 /** One request of a delivery, as logged. */

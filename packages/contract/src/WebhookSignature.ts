@@ -76,7 +76,9 @@ export interface VerifyOptions {
  * Verifies a configured-webhook delivery at `now` (epoch ms): the `X-Webhook-Signature` HMAC (constant-time compare)
  * and a timestamp no further than the tolerance from `now`. Answers the parsed event body, or why it was rejected.
  */
-export const verifyAt = (options: VerifyOptions & { readonly now: number }): Either.Either<unknown, WebhookVerificationError> => {
+export const verifyAt = (
+  options: VerifyOptions & { readonly now: number }
+): Either.Either<unknown, WebhookVerificationError> => {
   const fail = (reason: WebhookVerificationError["reason"], message: string) =>
     Either.left(new WebhookVerificationError({ reason, message }))
   const signature = header(options.headers, "x-webhook-signature")
@@ -84,7 +86,9 @@ export const verifyAt = (options: VerifyOptions & { readonly now: number }): Eit
   if (signature === undefined || timestampText === undefined) {
     return fail("missing_header", "X-Webhook-Signature and X-Webhook-Timestamp are required")
   }
-  if (!/^\d{1,12}$/.test(timestampText)) return fail("timestamp_out_of_range", "X-Webhook-Timestamp is not Unix seconds")
+  if (!/^\d{1,12}$/.test(timestampText)) {
+    return fail("timestamp_out_of_range", "X-Webhook-Timestamp is not Unix seconds")
+  }
   const timestamp = Number(timestampText)
   const tolerance = options.toleranceSeconds ?? defaultToleranceSeconds
   const nowSeconds = Math.floor(options.now / 1000)

@@ -7,7 +7,14 @@ describe("API keys", () => {
   it("recognizes the key shape and its environment", () => {
     expect(environmentOfKey(key)).toBe("live")
     expect(environmentOfKey(`mg_test_${"x".repeat(32)}`)).toBe("test")
-    for (const bad of ["mg_live_short", `mg_prod_${"x".repeat(32)}`, `xx_live_${"x".repeat(32)}`, `mg_live_${"x".repeat(31)}!`]) {
+    for (
+      const bad of [
+        "mg_live_short",
+        `mg_prod_${"x".repeat(32)}`,
+        `xx_live_${"x".repeat(32)}`,
+        `mg_live_${"x".repeat(31)}!`
+      ]
+    ) {
       expect(environmentOfKey(bad)).toBeUndefined()
     }
   })

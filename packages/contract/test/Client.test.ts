@@ -32,7 +32,10 @@ const recording = (answer: unknown, status = 201) => {
       seen.push(request)
       return Effect.succeed(HttpClientResponse.fromWeb(
         request,
-        new Response(JSON.stringify({ success: true, data: typeof answer === "function" ? answer(request.url) : answer }), { status, headers: { "content-type": "application/json" } })
+        new Response(
+          JSON.stringify({ success: true, data: typeof answer === "function" ? answer(request.url) : answer }),
+          { status, headers: { "content-type": "application/json" } }
+        )
       ))
     })
   )

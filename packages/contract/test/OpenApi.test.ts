@@ -34,9 +34,25 @@ describe("OpenAPI document for generators", () => {
   it("describes GET /api/v1/tasks: filters, an integer limit with its bounds, the cursor", () => {
     const parameters = spec.paths["/api/v1/tasks"].get.parameters as Array<Json>
     const byName = Object.fromEntries(parameters.map((p) => [p.name, p]))
-    expect(Object.keys(byName)).toEqual(["status", "provider", "model", "created_after", "created_before", "search", "limit", "cursor"])
-    expect(byName["status"]).toMatchObject({ in: "query", required: false, schema: { enum: expect.arrayContaining(["succeeded"]) } })
-    expect(byName["limit"]).toMatchObject({ required: false, schema: { type: "integer", minimum: 1, maximum: 100, default: 20 } })
+    expect(Object.keys(byName)).toEqual([
+      "status",
+      "provider",
+      "model",
+      "created_after",
+      "created_before",
+      "search",
+      "limit",
+      "cursor"
+    ])
+    expect(byName["status"]).toMatchObject({
+      in: "query",
+      required: false,
+      schema: { enum: expect.arrayContaining(["succeeded"]) }
+    })
+    expect(byName["limit"]).toMatchObject({
+      required: false,
+      schema: { type: "integer", minimum: 1, maximum: 100, default: 20 }
+    })
     expect(byName["cursor"]).toMatchObject({ required: false, schema: { type: "string" } })
   })
 
@@ -52,7 +68,9 @@ describe("OpenAPI document for generators", () => {
       const properties = (node as Json).properties
       if (typeof properties === "object" && properties !== null) {
         for (const [name, property] of Object.entries(properties as Json)) {
-          if (typeof property === "object" && property !== null && "default" in property) withDefault.push(`${at}.${name}`)
+          if (typeof property === "object" && property !== null && "default" in property) {
+            withDefault.push(`${at}.${name}`)
+          }
         }
       }
       for (const [key, value] of Object.entries(node)) walk(value, `${at}/${key}`)

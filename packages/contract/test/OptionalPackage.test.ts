@@ -11,7 +11,9 @@ const spec: OptionalPackage.Spec = { feature: "MEDIAGATE_FILE_STORE=s3", name: "
 
 /** What Node rejects `import()` with for a package that is not installed. */
 const notInstalled = (name: string) =>
-  Object.assign(new Error(`Cannot find package '${name}' imported from /app/index.js`), { code: "ERR_MODULE_NOT_FOUND" })
+  Object.assign(new Error(`Cannot find package '${name}' imported from /app/index.js`), {
+    code: "ERR_MODULE_NOT_FOUND"
+  })
 
 describe("OptionalPackage", () => {
   it.effect("a package that is not installed: the feature, the package and the install line", () =>

@@ -45,12 +45,14 @@ describe("webhook signatures", () => {
     expect(Either.isRight(verifyAt({ secret, headers: new Headers(headers()), body, now }))).toBe(true)
   })
 
-  it.each([
-    ["a changed body", { body: body.replace("completed", "failed") }, "bad_signature"],
-    ["another secret", { secret: "whsec_b3RoZXI=" }, "bad_signature"],
-    ["a timestamp older than 300 s", { now: now + 301_000 }, "timestamp_out_of_range"],
-    ["a timestamp from the future", { now: now - 301_000 }, "timestamp_out_of_range"]
-  ] as const)("rejects %s", (_name, change, reason) => {
+  it.each(
+    [
+      ["a changed body", { body: body.replace("completed", "failed") }, "bad_signature"],
+      ["another secret", { secret: "whsec_b3RoZXI=" }, "bad_signature"],
+      ["a timestamp older than 300 s", { now: now + 301_000 }, "timestamp_out_of_range"],
+      ["a timestamp from the future", { now: now - 301_000 }, "timestamp_out_of_range"]
+    ] as const
+  )("rejects %s", (_name, change, reason) => {
     const result = verifyAt({ secret, headers: headers(), body, now, ...change })
     expect(Either.isLeft(result)).toBe(true)
     const error = Either.getLeft(result)
@@ -60,12 +62,18 @@ describe("webhook signatures", () => {
 
   it("accepts the edge of the tolerance and a custom tolerance", () => {
     expect(Either.isRight(verifyAt({ secret, headers: headers(), body, now: now + 300_000 }))).toBe(true)
-    expect(Either.isLeft(verifyAt({ secret, headers: headers(), body, now: now + 60_000, toleranceSeconds: 30 }))).toBe(true)
+    expect(Either.isLeft(verifyAt({ secret, headers: headers(), body, now: now + 60_000, toleranceSeconds: 30 }))).toBe(
+      true
+    )
   })
 
   it("rejects missing headers, a malformed timestamp and a signature of another length", () => {
     const { ["X-Webhook-Signature"]: _s, ...noSignature } = headers()
-    expect(Either.getLeft(verifyAt({ secret, headers: noSignature, body, now })).pipe((e) => e._tag === "Some" && e.value.reason))
+    expect(
+      Either.getLeft(verifyAt({ secret, headers: noSignature, body, now })).pipe((e) =>
+        e._tag === "Some" && e.value.reason
+      )
+    )
       .toBe("missing_header")
     const bad = verifyAt({ secret, headers: headers({ "X-Webhook-Timestamp": "12abc" }), body, now })
     expect(Either.isLeft(bad)).toBe(true)
@@ -80,7 +88,9 @@ describe("webhook signatures", () => {
     const receiver = new Webhook(secret)
     const realNow = Math.floor(Date.now() / 1000)
     const fresh = signStandard(secret, id, realNow, body)
-    expect(receiver.verify(body, { "webhook-id": id, "webhook-timestamp": String(realNow), "webhook-signature": fresh }))
+    expect(
+      receiver.verify(body, { "webhook-id": id, "webhook-timestamp": String(realNow), "webhook-signature": fresh })
+    )
       .toEqual(JSON.parse(body))
     expect(() =>
       receiver.verify(body.replace("completed", "failed"), {

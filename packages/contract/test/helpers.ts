@@ -1,5 +1,6 @@
 import { describe, it } from "@effect/vitest"
-import { Either, ParseResult, Schema } from "effect"
+import type { ParseResult } from "effect"
+import { Either, Schema } from "effect"
 import { expect } from "vitest"
 import type * as Catalog from "../src/Catalog.js"
 import { registry } from "../src/families/index.js"

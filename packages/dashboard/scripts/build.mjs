@@ -46,7 +46,9 @@ const result = await esbuild.build({
 const outputs = Object.keys(result.metafile.outputs).map((file) => basename(file))
 const script = outputs.find((name) => name.endsWith(".js"))
 const style = outputs.find((name) => name.endsWith(".css"))
-if (script === undefined || style === undefined) throw new Error(`dashboard build: missing outputs in ${outputs.join(", ")}`)
+if (script === undefined || style === undefined) {
+  throw new Error(`dashboard build: missing outputs in ${outputs.join(", ")}`)
+}
 
 const template = await readFile(join(root, "ui", "index.html"), "utf8")
 await writeFile(
@@ -65,9 +67,13 @@ for (const name of (await readdir(outdir)).sort()) {
 const kb = (n) => `${(n / 1024).toFixed(1)} KiB`
 if (!quiet) {
   console.log("dashboard: built packages/dashboard/dist/assets")
-  for (const { name, bytes, gzip } of report) console.log(`  ${name.padEnd(36)} ${kb(bytes).padStart(10)}  gzip ${kb(gzip).padStart(9)}`)
+  for (const { bytes, gzip, name } of report) {
+    console.log(`  ${name.padEnd(36)} ${kb(bytes).padStart(10)}  gzip ${kb(gzip).padStart(9)}`)
+  }
   const total = report.filter((r) => r.name !== "index.html" && !r.name.endsWith(".txt"))
-  console.log(`  ${"total (js + css)".padEnd(36)} ${kb(total.reduce((s, r) => s + r.bytes, 0)).padStart(10)}  gzip ${
-    kb(total.reduce((s, r) => s + r.gzip, 0)).padStart(9)
-  }`)
+  console.log(
+    `  ${"total (js + css)".padEnd(36)} ${kb(total.reduce((s, r) => s + r.bytes, 0)).padStart(10)}  gzip ${
+      kb(total.reduce((s, r) => s + r.gzip, 0)).padStart(9)
+    }`
+  )
 }

@@ -95,7 +95,8 @@ const contentTypes: Record<string, string> = {
   txt: "text/plain; charset=utf-8"
 }
 
-const contentTypeOf = (name: string) => contentTypes[name.slice(name.lastIndexOf(".") + 1)] ?? "application/octet-stream"
+const contentTypeOf = (name: string) =>
+  contentTypes[name.slice(name.lastIndexOf(".") + 1)] ?? "application/octet-stream"
 
 /** A name esbuild hashed (`app-4F2K7XQZ.js`): its content never changes. */
 const isHashed = (name: string) => /-[A-Z0-9]{8}\.[a-z]+$/.test(name)
@@ -129,7 +130,9 @@ const load = (dir: string, base: string, apiBase: string | undefined) =>
           .replaceAll("%BASE%", escapeAttribute(base))
           .replaceAll("%API_BASE%", escapeAttribute(apiBase ?? ""))
       }
-      const gzip = name !== "index.html" && names.includes(`${name}.gz`) ? await readFile(join(dir, `${name}.gz`)) : undefined
+      const gzip = name !== "index.html" && names.includes(`${name}.gz`)
+        ? await readFile(join(dir, `${name}.gz`))
+        : undefined
       assets.set(name, { body, gzip, contentType: contentTypeOf(name), immutable: isHashed(name) })
     }
     return { assets, index: index(page) }

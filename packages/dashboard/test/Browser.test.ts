@@ -20,7 +20,6 @@ import { fileURLToPath } from "node:url"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { adminToken, databases, type Running, start } from "./server.js"
 
-
 const shots = fileURLToPath(new URL("../../../test-results/dashboard/", import.meta.url))
 mkdirSync(shots, { recursive: true })
 
@@ -43,7 +42,11 @@ const receiver = async (status: () => number) => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const address = server.address()
   const port = typeof address === "object" && address !== null ? address.port : 0
-  return { url: `http://127.0.0.1:${port}/hooks`, received, close: () => new Promise<void>((r) => server.close(() => r())) }
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    received,
+    close: () => new Promise<void>((r) => server.close(() => r()))
+  }
 }
 
 const api = async (running: Running, method: string, path: string, body?: unknown, key = running.keys.live) => {
@@ -83,7 +86,8 @@ for (const database of databases) {
     let context: BrowserContext
     let page: Page
     const cspViolations: Array<string> = []
-    const shot = (name: string, target: Page = page) => target.screenshot({ path: `${shots}${database}-${name}.png`, fullPage: true })
+    const shot = (name: string, target: Page = page) =>
+      target.screenshot({ path: `${shots}${database}-${name}.png`, fullPage: true })
 
     beforeAll(async () => {
       // a channel key lets the operator store a relay channel's credentials (the channels journey)
@@ -91,7 +95,11 @@ for (const database of databases) {
       // live tasks are charged: give the account money
       await running.mediagate.admin.credit(running.keys.account, { amount: 50, note: "test funds" })
       browser = await Chromium.launch()
-      context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: "light", acceptDownloads: true })
+      context = await browser.newContext({
+        viewport: { width: 1280, height: 900 },
+        colorScheme: "light",
+        acceptDownloads: true
+      })
       page = await context.newPage()
       page.on("console", (message) => {
         if (/Content.Security.Policy|Refused to/i.test(message.text())) cspViolations.push(message.text())
@@ -112,7 +120,9 @@ for (const database of databases) {
         return { domContentLoaded: Math.round(nav.domContentLoadedEventEnd), load: Math.round(nav.loadEventEnd) }
       })
       // a figure, not a timed assertion (speed targets are benchmarks'): this machine's Chromium and load decide it
-      console.log(`dashboard first view (${database}): ${firstView} ms to the sign-in form; DOMContentLoaded ${timing.domContentLoaded} ms, load ${timing.load} ms`)
+      console.log(
+        `dashboard first view (${database}): ${firstView} ms to the sign-in form; DOMContentLoaded ${timing.domContentLoaded} ms, load ${timing.load} ms`
+      )
       expect(timing.domContentLoaded).toBeGreaterThan(0)
       expect(answer!.headers()["content-security-policy"]).toContain("default-src 'self'")
       await shot("01-sign-in")
@@ -147,7 +157,7 @@ for (const database of databases) {
       const row = page.locator(`tr[data-task="${id}"]`)
       await row.waitFor({ timeout: 10_000 })
       expect(await row.locator("[data-status]").getAttribute("data-status")).not.toBe("succeeded")
-      await row.locator('[data-status="succeeded"]').waitFor({ timeout: 20_000 })
+      await row.locator("[data-status=\"succeeded\"]").waitFor({ timeout: 20_000 })
       await shot("03-task-finished-in-list")
       await row.getByRole("link", { name: id }).click()
       await page.getByRole("heading", { name: "Result" }).waitFor()
@@ -208,7 +218,9 @@ for (const database of databases) {
         await page.goto(`${running.baseUrl}/dashboard/tasks/${id}`)
         const input = page.getByTestId("task-input")
         await input.waitFor()
-        expect(await input.textContent()).toContain(id === first ? "<script>window.__xss=1</script>" : "<img src=x onerror=")
+        expect(await input.textContent()).toContain(
+          id === first ? "<script>window.__xss=1</script>" : "<img src=x onerror="
+        )
       }
       expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined()
       expect(await page.locator("img[src='x']").count()).toBe(0)
@@ -239,7 +251,7 @@ for (const database of databases) {
         const id = await createImage(running, "a kite for the webhook")
         await waitForStatus(running, id, ["succeeded"])
         await page.getByRole("link", { name: "Deliveries" }).click()
-        const failed = page.locator("li[data-delivery]").filter({ has: page.locator('[data-status="failed"]') })
+        const failed = page.locator("li[data-delivery]").filter({ has: page.locator("[data-status=\"failed\"]") })
         await failed.first().waitFor({ timeout: 20_000 })
         expect(await failed.first().locator("table.attempts").textContent()).toContain("410")
         await shot("08-delivery-failed")
@@ -247,7 +259,7 @@ for (const database of databases) {
         const before = hook.received.length
         await failed.first().getByRole("button", { name: "Replay" }).click()
         await page.getByText(/Replayed as a new delivery/).waitFor()
-        await page.locator('li[data-delivery] [data-status="succeeded"]').first().waitFor({ timeout: 20_000 })
+        await page.locator("li[data-delivery] [data-status=\"succeeded\"]").first().waitFor({ timeout: 20_000 })
         expect(hook.received.length).toBeGreaterThan(before)
         await shot("09-delivery-replayed")
         expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined()
@@ -269,10 +281,10 @@ for (const database of databases) {
       await form.getByLabel("Name").fill("ci reader")
       await form.getByLabel("Environment").selectOption("test")
       await form.getByLabel("Full access").uncheck()
-      await form.locator('input[name="permission"][value="tasks:read"]').check()
-      await form.locator('input[name="permission"][value="balance:read"]').check()
+      await form.locator("input[name=\"permission\"][value=\"tasks:read\"]").check()
+      await form.locator("input[name=\"permission\"][value=\"balance:read\"]").check()
       await form.getByLabel("Only some providers").check()
-      await form.locator('input[name="provider"]').first().check()
+      await form.locator("input[name=\"provider\"]").first().check()
       await form.getByLabel(/IP whitelist/).fill("127.0.0.1, ::1")
       await form.getByLabel(/Spend limit/).fill("2.50")
       await form.getByLabel(/Expires/).fill("2099-12-31T23:59")
@@ -303,12 +315,15 @@ for (const database of databases) {
       const balance = page.getByTestId("balance")
       await balance.waitFor()
       expect(await balance.textContent()).toMatch(/^\$\d+\.\d{2} USD$/)
-      await page.locator('table.ledger tr[data-kind="charge"]').first().waitFor()
-      await page.locator('table.ledger tr[data-kind="top_up"]').first().waitFor()
-      await page.locator('.chart svg rect.bar:not([height="0"])').first().waitFor()
+      await page.locator("table.ledger tr[data-kind=\"charge\"]").first().waitFor()
+      await page.locator("table.ledger tr[data-kind=\"top_up\"]").first().waitFor()
+      await page.locator(".chart svg rect.bar:not([height=\"0\"])").first().waitFor()
       await page.locator("table.by-model td").filter({ hasText: "vendor4-4-0" }).waitFor()
       await shot("12-balance")
-      const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export ledger CSV" }).click()])
+      const [download] = await Promise.all([
+        page.waitForEvent("download"),
+        page.getByRole("button", { name: "Export ledger CSV" }).click()
+      ])
       const csv = readFileSync((await download.path())!, "utf8")
       expect(csv.split("\r\n")[0]).toBe("id,created_at,kind,amount_usd,task_id,key_id,month,description")
       expect(csv).toContain(",top_up,50,")
@@ -316,7 +331,11 @@ for (const database of databases) {
     })
 
     it("lays out at 375 px and in dark mode", async () => {
-      const phone = await context.browser()!.newContext({ viewport: { width: 375, height: 812 }, colorScheme: "dark", isMobile: true })
+      const phone = await context.browser()!.newContext({
+        viewport: { width: 375, height: 812 },
+        colorScheme: "dark",
+        isMobile: true
+      })
       const small = await phone.newPage()
       try {
         await small.goto(`${running.baseUrl}/dashboard/tasks`)
@@ -334,7 +353,9 @@ for (const database of databases) {
         // the toggle overrides the system's scheme
         await small.getByRole("button", { name: /Theme: system/ }).click()
         await small.getByRole("button", { name: /Theme: dark/ }).click()
-        await expect.poll(() => small.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe("rgb(246, 247, 249)")
+        await expect.poll(() => small.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe(
+          "rgb(246, 247, 249)"
+        )
         await small.screenshot({ path: `${shots}${database}-14-phone-balance-light.png`, fullPage: false })
       } finally {
         await phone.close()
@@ -385,7 +406,13 @@ for (const database of databases) {
       await settings.getByLabel(/Credit limit/).fill("250")
       await settings.getByRole("button", { name: "Save" }).click()
       await page.getByText("credit limit $250.00 USD").waitFor()
-      const adminAccount = await api(running, "GET", `/admin/v1/accounts/${running.keys.account}`, undefined, adminToken)
+      const adminAccount = await api(
+        running,
+        "GET",
+        `/admin/v1/accounts/${running.keys.account}`,
+        undefined,
+        adminToken
+      )
       expect(adminAccount.body.data).toMatchObject({ billingMode: "postpaid", creditLimit: 250 })
       await page.getByRole("link", { name: "System" }).click()
       await page.getByRole("heading", { name: "Tasks by state" }).waitFor()
@@ -393,7 +420,7 @@ for (const database of databases) {
       await shot("17-operator-system")
       await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Tasks" }).click()
       await page.getByRole("heading", { name: "Task inspector" }).waitFor()
-      const taskLink = page.locator('a[href^="/dashboard/admin/tasks/task_"]').first()
+      const taskLink = page.locator("a[href^=\"/dashboard/admin/tasks/task_\"]").first()
       await taskLink.click()
       await page.getByText("Claims · polls").waitFor()
       // the channel a task ran on is the operators' to see (issue 17); a live task of these journeys ran on the
@@ -409,7 +436,7 @@ for (const database of databases) {
       await page.getByRole("heading", { name: "Channels" }).waitFor()
       await page.getByText("No channels: every family runs on its default upstream").waitFor()
       // the environment's default channel: listed, marked, read-only
-      const environment = page.locator('tr[data-channel="default:simulated"]')
+      const environment = page.locator("tr[data-channel=\"default:simulated\"]")
       await environment.waitFor()
       expect(await environment.textContent()).toContain("from the environment")
       expect(await environment.getByRole("button").count()).toBe(0)
@@ -417,19 +444,26 @@ for (const database of databases) {
       const create = page.getByRole("form", { name: "Create a channel" })
       await create.getByLabel("Name").fill("vendor1 simulated")
       await create.getByLabel("Transport").selectOption("simulated")
-      await create.locator('input[name="family"][value="vendor1"]').check()
+      await create.locator("input[name=\"family\"][value=\"vendor1\"]").check()
       await create.getByLabel("Weight").fill("3")
       await create.getByRole("button", { name: "Create channel" }).click()
       const simulated = page.locator("tr[data-channel]").filter({ hasText: "vendor1 simulated" })
       await simulated.waitFor()
-      await simulated.locator('[data-breaker="closed"]').waitFor()
+      await simulated.locator("[data-breaker=\"closed\"]").waitFor()
       expect(await simulated.locator("[data-breaker]").textContent()).toBe("closed")
       expect(await simulated.textContent()).toContain("no limit")
       expect(await page.getByText("No channels: every family runs on its default upstream").count()).toBe(0)
       const simulatedId = (await simulated.getAttribute("data-channel"))!
       expect(simulatedId).toMatch(/^ch_/)
       const stored = (await admin("GET", `/admin/v1/channels/${simulatedId}`)).body.data
-      expect(stored).toMatchObject({ name: "vendor1 simulated", transport: "simulated", families: ["vendor1"], weight: 3, concurrency: 0, enabled: true })
+      expect(stored).toMatchObject({
+        name: "vendor1 simulated",
+        transport: "simulated",
+        families: ["vendor1"],
+        weight: 3,
+        concurrency: 0,
+        enabled: true
+      })
       // a vendor1 task runs on it: the row counts it in flight, and deleting the channel is refused meanwhile
       const busy = await api(running, "POST", "/api/v1/vendor1/text-to-video", {
         model: "vendor1-1-5-pro",
@@ -447,7 +481,7 @@ for (const database of databases) {
       const relayKey = "relay-secret-key-Zq7Xw9Pk4Lm2"
       await create.getByLabel("Name").fill("vendor1 relay")
       await create.getByLabel("Transport").selectOption("relay")
-      await create.locator('input[name="family"][value="vendor1"]').check()
+      await create.locator("input[name=\"family\"][value=\"vendor1\"]").check()
       await create.getByLabel("Priority").fill("-1")
       await create.getByLabel("Concurrency").fill("4")
       await create.getByLabel("Base URL").fill("https://upstream.example.com")
@@ -461,7 +495,12 @@ for (const database of databases) {
       expect(await relay.getByTestId("credentials-hint").textContent()).toContain(relayKey.slice(-4))
       expect(await page.locator("body").innerText()).not.toContain(relayKey)
       expect(await page.content()).not.toContain(relayKey)
-      expect(await page.locator("input").evaluateAll((inputs, key) => inputs.some((i) => (i as HTMLInputElement).value === key), relayKey)).toBe(false)
+      expect(
+        await page.locator("input").evaluateAll(
+          (inputs, key) => inputs.some((i) => (i as HTMLInputElement).value === key),
+          relayKey
+        )
+      ).toBe(false)
       expect(JSON.stringify((await admin("GET", "/admin/v1/channels")).body)).not.toContain(relayKey)
       const created = (await admin("GET", `/admin/v1/channels/${relayId}`)).body.data
       expect(created).toMatchObject({ transport: "relay", priority: -1, concurrency: 4, credentials_set: true })
@@ -471,14 +510,18 @@ for (const database of databases) {
       // compile is refused by the API, naming the model and the expression, and the form keeps what was typed
       // the vendor1 task that ran on the simulated channel has ended before the next change (the usage report is read
       // again after each change on the page)
-      await expect.poll(async () => (await api(running, "GET", `/api/v1/tasks/${busy.body.data.id}`)).body.data.status, {
-        timeout: 30_000
-      }).toBe("succeeded")
+      await expect.poll(
+        async () => (await api(running, "GET", `/api/v1/tasks/${busy.body.data.id}`)).body.data.status,
+        {
+          timeout: 30_000
+        }
+      ).toBe("succeeded")
       const advanced = create.getByLabel("Advanced settings (JSON, optional)")
-      const mappingOf = (input: string) => JSON.stringify({ mapping: { "vendor4-3-0-t2i": { target: "fal-ai/flux/dev", input } } })
+      const mappingOf = (input: string) =>
+        JSON.stringify({ mapping: { "vendor4-3-0-t2i": { target: "fal-ai/flux/dev", input } } })
       await create.getByLabel("Name").fill("vendor4 fal")
       await create.getByLabel("Transport").selectOption("fal")
-      await create.locator('input[name="family"][value="vendor4"]').check()
+      await create.locator("input[name=\"family\"][value=\"vendor4\"]").check()
       await create.getByLabel("API key").fill("fal-key-0123456789")
       await advanced.fill(mappingOf(`{ "prompt": `))
       await create.getByRole("button", { name: "Create channel" }).click()
@@ -520,23 +563,36 @@ for (const database of databases) {
       await edit.getByRole("button", { name: "Save changes" }).click()
       await edit.waitFor({ state: "detached" })
       const edited = (await admin("GET", `/admin/v1/channels/${relayId}`)).body.data
-      expect(edited).toMatchObject({ priority: 2, credentials_set: true, concurrency: 4, settings: { base_url: "https://upstream.example.com" } })
+      expect(edited).toMatchObject({
+        priority: 2,
+        credentials_set: true,
+        concurrency: 4,
+        settings: { base_url: "https://upstream.example.com" }
+      })
       expect(edited.credentials_hint).toBe(created.credentials_hint)
       // the higher priority lists it first (once the list, read again after the save, is drawn)
-      await expect.poll(() => page.locator("tr[data-channel]").first().getAttribute("data-channel"), { timeout: 5000 }).toBe(relayId)
+      await expect.poll(() => page.locator("tr[data-channel]").first().getAttribute("data-channel"), { timeout: 5000 })
+        .toBe(relayId)
       // disable, then enable again
       await relay.getByRole("button", { name: "Disable" }).click()
-      await relay.locator('[data-enabled="false"]').waitFor()
+      await relay.locator("[data-enabled=\"false\"]").waitFor()
       const disabled = (await admin("GET", `/admin/v1/channels/${relayId}`)).body.data
       expect(disabled.enabled).toBe(false)
       // the reason the API records is shown with the state
       expect(typeof disabled.disabled_reason).toBe("string")
       await relay.locator(".disabled-reason").filter({ hasText: disabled.disabled_reason }).waitFor()
       await relay.getByRole("button", { name: "Enable" }).click()
-      await relay.locator('[data-enabled="true"]').waitFor()
-      expect((await admin("GET", `/admin/v1/channels/${relayId}`)).body.data).toMatchObject({ enabled: true, disabled_reason: null })
+      await relay.locator("[data-enabled=\"true\"]").waitFor()
+      expect((await admin("GET", `/admin/v1/channels/${relayId}`)).body.data).toMatchObject({
+        enabled: true,
+        disabled_reason: null
+      })
       // at 375 px, dark: no horizontal overflow of the page
-      const phone = await context.browser()!.newContext({ viewport: { width: 375, height: 812 }, colorScheme: "dark", isMobile: true })
+      const phone = await context.browser()!.newContext({
+        viewport: { width: 375, height: 812 },
+        colorScheme: "dark",
+        isMobile: true
+      })
       try {
         const small = await phone.newPage()
         await small.goto(`${running.baseUrl}/dashboard/admin/channels`)

@@ -47,12 +47,14 @@ for (const database of databases) {
     it("answers client-side routes with index.html, its URLs relative to the page, and serves hashed assets for a year", async () => {
       const index = await (await get(running, "/dashboard")).text()
       // the same page at every depth, but for the way back to the app's root (any mount prefix is kept)
-      for (const [route, root] of [
-        ["/dashboard/", "../"],
-        ["/dashboard/tasks", "../"],
-        ["/dashboard/tasks/task_01ABC?status=failed", "../../"],
-        ["/dashboard/admin/accounts/acct_1", "../../../"]
-      ] as const) {
+      for (
+        const [route, root] of [
+          ["/dashboard/", "../"],
+          ["/dashboard/tasks", "../"],
+          ["/dashboard/tasks/task_01ABC?status=failed", "../../"],
+          ["/dashboard/admin/accounts/acct_1", "../../../"]
+        ] as const
+      ) {
         const answer = await get(running, route)
         expect(answer.status, route).toBe(200)
         expect(await answer.text(), route).toBe(index.replaceAll("\"./", `"${root}`))
@@ -88,7 +90,10 @@ for (const database of databases) {
       expect(await post.json()).toMatchObject({ success: false, error: { code: "METHOD_NOT_ALLOWED" } })
       const other = await get(running, "/dashboards")
       expect(other.status).toBe(404)
-      expect(await other.json()).toMatchObject({ success: false, error: { code: "NOT_FOUND", message: "no route for GET /dashboards" } })
+      expect(await other.json()).toMatchObject({
+        success: false,
+        error: { code: "NOT_FOUND", message: "no route for GET /dashboards" }
+      })
       expect(other.headers.get("content-security-policy")).toBeNull()
     })
 
@@ -104,16 +109,20 @@ for (const database of databases) {
       expect(page1.pagination.hasMore).toBe(true)
       const total = page1.pagination.total
       expect(total).toBeGreaterThanOrEqual(2)
-      const second = await (await get(running, `/api/v1/balance/ledger?limit=1&cursor=${page1.pagination.cursor}`, { headers: auth })).json()
+      const second = await (await get(running, `/api/v1/balance/ledger?limit=1&cursor=${page1.pagination.cursor}`, {
+        headers: auth
+      })).json()
       expect(second.data[0]).toMatchObject({ kind: "top_up", amount: 2.5 })
       expect(Number(second.data[0].id)).toBeLessThan(Number(page1.data[0].id))
       const charges = await (await get(running, "/api/v1/balance/ledger?kind=charge", { headers: auth })).json()
       expect(charges).toEqual({ success: true, data: [], pagination: { cursor: null, hasMore: false, total: 0 } })
-      for (const [query, message] of [
-        ["kind=bonus", "kind"],
-        ["limit=0", "limit"],
-        ["cursor=nope", "cursor: is not a cursor of this list"]
-      ] as const) {
+      for (
+        const [query, message] of [
+          ["kind=bonus", "kind"],
+          ["limit=0", "limit"],
+          ["cursor=nope", "cursor: is not a cursor of this list"]
+        ] as const
+      ) {
         const refused = await get(running, `/api/v1/balance/ledger?${query}`, { headers: auth })
         expect(refused.status, query).toBe(400)
         const body = await refused.json()
@@ -123,8 +132,13 @@ for (const database of databases) {
       const anonymous = await get(running, "/api/v1/balance/ledger")
       expect(anonymous.status).toBe(401)
       // a key without balance:read is refused
-      const limited = await running.mediagate.admin.createKey(running.keys.account, { name: "reader", permissions: { "tasks:read": true } })
-      const denied = await get(running, "/api/v1/balance/ledger", { headers: { authorization: `Bearer ${limited.key}` } })
+      const limited = await running.mediagate.admin.createKey(running.keys.account, {
+        name: "reader",
+        permissions: { "tasks:read": true }
+      })
+      const denied = await get(running, "/api/v1/balance/ledger", {
+        headers: { authorization: `Bearer ${limited.key}` }
+      })
       expect(denied.status).toBe(403)
       expect((await denied.json()).error.code).toBe("KEY_PERMISSION_DENIED")
     })

@@ -2,8 +2,8 @@
  * A composed Mediagate (`Mediagate.make`: the production stack, simulated upstreams at 1/100 of their times) on a
  * real port, on SQLite or PostgreSQL (a fresh schema), with an admin token and private webhook targets allowed.
  */
-import * as Databases from "@mediagate/testing/databases"
 import { Mediagate } from "@mediagate/node"
+import * as Databases from "@mediagate/testing/databases"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
@@ -17,7 +17,9 @@ import { join } from "node:path"
 export const adminToken = "dashboard-test-admin-token-0123456789"
 
 /** The databases to run on: SQLite always, PostgreSQL when it answers (always under CI). */
-export const databases: ReadonlyArray<"sqlite" | "postgres"> = Databases.runPostgres ? ["sqlite", "postgres"] : ["sqlite"]
+export const databases: ReadonlyArray<"sqlite" | "postgres"> = Databases.runPostgres
+  ? ["sqlite", "postgres"]
+  : ["sqlite"]
 
 /** A running server. */
 export interface Running {

@@ -44,7 +44,8 @@ export const tryStorage = <A>(f: () => A): A | undefined => {
   }
 }
 
-const readStored = (kind: CredentialKind): string | undefined => tryStorage(() => sessionStorage.getItem(storageKeys[kind]) ?? undefined)
+const readStored = (kind: CredentialKind): string | undefined =>
+  tryStorage(() => sessionStorage.getItem(storageKeys[kind]) ?? undefined)
 
 /** The credential of a kind, if signed in. */
 export const credential = (kind: CredentialKind): string | undefined => {

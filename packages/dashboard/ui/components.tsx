@@ -8,7 +8,7 @@
  */
 import type { ComponentChildren, JSX } from "preact"
 import { useCallback, useEffect, useRef, useState } from "preact/hooks"
-import { ApiFailure, idempotencyKey, toFailure } from "./api.js"
+import { type ApiFailure, idempotencyKey, toFailure } from "./api.js"
 import { href, onLink } from "./router.js"
 
 /** A link to a route of the dashboard. */

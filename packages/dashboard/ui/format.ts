@@ -2,8 +2,18 @@
  * How values are shown: money to the cent with its unit, times in the viewer's time zone, sizes and durations.
  */
 
-const usd = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2 })
-const usdExact = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 6 })
+const usd = new Intl.NumberFormat(undefined, {
+  style: "currency",
+  currency: "USD",
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 2
+})
+const usdExact = new Intl.NumberFormat(undefined, {
+  style: "currency",
+  currency: "USD",
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 6
+})
 
 /** USD to the cent, with the unit: `$12.50 USD`. */
 export const money = (amount: number | null | undefined): string =>
@@ -49,7 +59,8 @@ export const csvField = (value: unknown): string => {
 }
 
 /** Rows as CSV text. */
-export const toCsv = (rows: ReadonlyArray<ReadonlyArray<unknown>>): string => rows.map((row) => row.map(csvField).join(",")).join("\r\n") + "\r\n"
+export const toCsv = (rows: ReadonlyArray<ReadonlyArray<unknown>>): string =>
+  rows.map((row) => row.map(csvField).join(",")).join("\r\n") + "\r\n"
 
 /** Offers text as a file download. */
 export const download = (name: string, text: string, type = "text/csv;charset=utf-8"): void => {

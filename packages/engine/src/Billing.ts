@@ -7,13 +7,13 @@
  */
 import type * as Statement from "@effect/sql/Statement"
 import type { Errors } from "@mediagate/contract"
-import * as Context from "effect/Context"
-import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import type * as SqlProgram from "@mediagate/persistence/SqlProgram"
 import type * as SqlRows from "@mediagate/persistence/SqlRows"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 
 /** A charge for a task. */
 export interface Charge {

@@ -60,15 +60,16 @@ import { persistence, type SqlOptions } from "./internal/sql/rows.js"
 import * as Slots from "./internal/sql/slots.js"
 import { layerPorts, type Ports, type Service, TaskStorage } from "./TaskStorage.js"
 
-export { NodeRow, OutboxRow, outboxLockKeys, type SqlOptions, taskColumns, TaskRow, taskRowOf } from "./internal/sql/rows.js"
 export {
-  migrate,
-  migrations,
-  migrationsTable,
-  outboxChannel,
-  tables,
-  wakeupChannel
-} from "./internal/sql/schema.js"
+  NodeRow,
+  outboxLockKeys,
+  OutboxRow,
+  type SqlOptions,
+  taskColumns,
+  TaskRow,
+  taskRowOf
+} from "./internal/sql/rows.js"
+export { migrate, migrations, migrationsTable, outboxChannel, tables, wakeupChannel } from "./internal/sql/schema.js"
 
 /**
  * Builds the SQL task storage on the `SqlClient` in context (SQLite or PostgreSQL), after running the engine's

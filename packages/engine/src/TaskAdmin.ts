@@ -16,12 +16,12 @@ import { toUnavailable } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { ResultLinks } from "./ResultLinks.js"
-import { type TaskRecord, toSummary, toTask } from "./TaskRecord.js"
-import { listPage } from "./TaskService.js"
 import { NodeRegistry, type NodeRow } from "./NodeRegistry.js"
+import { ResultLinks } from "./ResultLinks.js"
 import { StorageClock } from "./StorageClock.js"
 import { TaskReads } from "./TaskReads.js"
+import { type TaskRecord, toSummary, toTask } from "./TaskRecord.js"
+import { listPage } from "./TaskService.js"
 
 /** Heartbeat periods a node may miss before it is reported stale. */
 export const staleBeats = 3

@@ -6,23 +6,23 @@
  * @since 0.1.0
  */
 import { Catalog, Envelope, Errors, type Generation, type Security, Services, Task, Tracing } from "@mediagate/contract"
+import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
+import * as Ids from "@mediagate/persistence/Ids"
+import { type PersistenceError, toUnavailable } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
-import * as Ids from "@mediagate/persistence/Ids"
-import { type PersistenceError, toUnavailable } from "@mediagate/persistence/PersistenceError"
 import { Admission } from "./Admission.js"
-import { Planner } from "./Planner.js"
+import * as EngineMetrics from "./internal/metrics.js"
 import { Placement } from "./Placement.js"
-import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
+import { Planner } from "./Planner.js"
+import { ResultLinks } from "./ResultLinks.js"
 import { type IdempotencyClaim, TaskLifecycle } from "./TaskLifecycle.js"
 import { TaskReads } from "./TaskReads.js"
-import { ResultLinks } from "./ResultLinks.js"
+import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
 import { Upstream } from "./Upstream.js"
-import * as EngineMetrics from "./internal/metrics.js"
 
 /** How long an `Idempotency-Key` is remembered: the shared window (`IdempotencyWindow.millis`, 24 h). */
 export const idempotencyWindowMs = IdempotencyWindow.millis
@@ -146,12 +146,16 @@ export const make = Effect.gen(function*() {
   const claimOf = (principal: Security.Principal, key: string | undefined, parts: ReadonlyArray<unknown>) =>
     key === undefined
       ? noClaim
-      : Effect.map(Clock.currentTimeMillis, (now) =>
-        IdempotencyWindow.claim(key, [principal.environment, ...parts], now))
+      : Effect.map(
+        Clock.currentTimeMillis,
+        (now) => IdempotencyWindow.claim(key, [principal.environment, ...parts], now)
+      )
 
   const findTask = (principal: Security.Principal, id: string) =>
-    Effect.flatMap(reads.get(principal.accountId, id, principal.environment), (task) =>
-      Option.isSome(task) ? Effect.succeed(task.value) : Effect.fail(notFound(id)))
+    Effect.flatMap(
+      reads.get(principal.accountId, id, principal.environment),
+      (task) => Option.isSome(task) ? Effect.succeed(task.value) : Effect.fail(notFound(id))
+    )
 
   // the spans of the hot paths, made once
   const createSpan = Tracing.span("TaskService.create")

@@ -22,7 +22,12 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import { Billing } from "./Billing.js"
-import { markedAt } from "./Upstream.js"
+import { ChannelSlots, type ChannelUsage } from "./ChannelSlots.js"
+import { NodeRegistry, type NodeRow } from "./NodeRegistry.js"
+import { StorageClock } from "./StorageClock.js"
+import { extraCharges, TaskLifecycle } from "./TaskLifecycle.js"
+import { type OutboxEntry, TaskOutbox } from "./TaskOutbox.js"
+import { ownedBy, TaskReads } from "./TaskReads.js"
 import {
   activeStatuses,
   fromNew,
@@ -33,13 +38,8 @@ import {
   toEvent,
   usageColumns
 } from "./TaskRecord.js"
-import { ChannelSlots, type ChannelUsage } from "./ChannelSlots.js"
-import { NodeRegistry, type NodeRow } from "./NodeRegistry.js"
-import { StorageClock } from "./StorageClock.js"
-import { extraCharges, TaskLifecycle } from "./TaskLifecycle.js"
-import { type OutboxEntry, TaskOutbox } from "./TaskOutbox.js"
-import { ownedBy, TaskReads } from "./TaskReads.js"
 import { resultSize, TaskRetention } from "./TaskRetention.js"
+import { markedAt } from "./Upstream.js"
 
 export type { ChannelUsage } from "./ChannelSlots.js"
 export type { NodeBeat, NodeRow } from "./NodeRegistry.js"
@@ -88,8 +88,6 @@ export const portsOf = (storage: Service): Context.Context<Ports> =>
 
 /** Each port from the {@link TaskStorage} in context. */
 export const layerPorts: Layer.Layer<Ports, never, TaskStorage> = Layer.effectContext(Effect.map(TaskStorage, portsOf))
-
-
 
 /**
  * Storage in memory: one process, nothing survives a restart. Operations run one at a time (a semaphore plays
@@ -280,12 +278,22 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
           if (!Task.cancellableStatuses.includes(task.status)) {
             return { _tag: "NotCancellable", status: task.status } as const
           }
-          const cancelled = yield* terminate(task, "cancelled", { fence: task.fence + 1 }, yield* Clock.currentTimeMillis)
+          const cancelled = yield* terminate(
+            task,
+            "cancelled",
+            { fence: task.fence + 1 },
+            yield* Clock.currentTimeMillis
+          )
           return { _tag: "Cancelled", task: cancelled } as const
         })),
       heartbeat: (owner, leaseMs) =>
-        transaction(Effect.map(Clock.currentTimeMillis, (now) =>
-          MemoryStore.updateWhere(tasks, leasedBy(owner), (task) => ({ ...task, leaseExpiresAt: now + leaseMs })))),
+        transaction(
+          Effect.map(
+            Clock.currentTimeMillis,
+            (now) =>
+              MemoryStore.updateWhere(tasks, leasedBy(owner), (task) => ({ ...task, leaseExpiresAt: now + leaseMs }))
+          )
+        ),
       releaseAll: (owner) =>
         transaction(Effect.map(Clock.currentTimeMillis, (now) =>
           MemoryStore.updateWhere(tasks, leasedBy(owner), (task) => ({
@@ -293,7 +301,9 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
             leaseOwner: null,
             leaseExpiresAt: null,
             nextRunAt: Math.min(task.nextRunAt ?? now, now)
-          })))).pipe(Effect.tap(() => wake)),
+          })))).pipe(Effect.tap(() =>
+            wake
+          )),
       markDue: (ids) =>
         transaction(Effect.map(Clock.currentTimeMillis, (now) => {
           for (const id of ids) {
@@ -346,7 +356,8 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
         Effect.sync(() =>
           (byAccount.get(accountId) ?? []).reduce((total, id) => {
             const task = tasks.get(id)
-            return task !== undefined && id >= sinceId && task.environment === environment && task.status === "succeeded"
+            return task !== undefined && id >= sinceId && task.environment === environment &&
+                task.status === "succeeded"
               ? total + resultSize(task.result)
               : total
           }, 0)
@@ -367,7 +378,10 @@ export const makeMemory = (): Effect.Effect<TaskStorage["Type"], never, Billing>
         transaction(Effect.sync(() => MemoryStore.deleteWhere(idempotency, (record) => record.createdAt < before))),
       wakeups: Stream.fromPubSub(signals),
       overview: Effect.map(Clock.currentTimeMillis, (now) => {
-        const byStatus = Object.fromEntries(Task.taskStatuses.map((status) => [status, 0])) as Record<Task.TaskStatus, number>
+        const byStatus = Object.fromEntries(Task.taskStatuses.map((status) => [status, 0])) as Record<
+          Task.TaskStatus,
+          number
+        >
         for (const task of tasks.values()) byStatus[task.status]++
         return { byStatus, due: [...tasks.values()].filter(waitingAt(now)).length }
       }),

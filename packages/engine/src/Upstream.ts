@@ -9,8 +9,8 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
-import type { TaskRecord } from "./TaskRecord.js"
 import type { ExtraCharge } from "./TaskLifecycle.js"
+import type { TaskRecord } from "./TaskRecord.js"
 
 /** What a poll reports. */
 export type JobState =

@@ -32,6 +32,8 @@
  * @since 0.1.0
  */
 import { Tracing } from "@mediagate/contract"
+import * as Backoff from "@mediagate/persistence/Backoff"
+import * as Ids from "@mediagate/persistence/Ids"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -48,18 +50,16 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
-import * as Backoff from "@mediagate/persistence/Backoff"
-import * as Ids from "@mediagate/persistence/Ids"
-import { Placement } from "./Placement.js"
-import type { Outcome, TaskRecord } from "./TaskRecord.js"
 import { Admission } from "./Admission.js"
-import { idempotencyWindowMs } from "./TaskService.js"
+import * as EngineMetrics from "./internal/metrics.js"
 import { NodeRegistry } from "./NodeRegistry.js"
+import { Placement } from "./Placement.js"
 import { type FinishOptions, type StepUpdate, TaskLifecycle } from "./TaskLifecycle.js"
 import { TaskReads } from "./TaskReads.js"
+import type { Outcome, TaskRecord } from "./TaskRecord.js"
 import { TaskRetention } from "./TaskRetention.js"
+import { idempotencyWindowMs } from "./TaskService.js"
 import { type FindResult, type JobState, markedAt, submitMarker, Upstream, type UpstreamError } from "./Upstream.js"
-import * as EngineMetrics from "./internal/metrics.js"
 
 /** Worker settings. */
 export interface WorkerOptions {
@@ -132,7 +132,8 @@ const stepAttributes = (task: TaskRecord): Record<string, unknown> => ({
 })
 
 /** A span of one part of a task's step (submit, poll, finish): built only while the tracer is on. */
-const stepSpan = (name: string, task: TaskRecord) => Tracing.spanWith(name, () => ({ attributes: stepAttributes(task) }))
+const stepSpan = (name: string, task: TaskRecord) =>
+  Tracing.spanWith(name, () => ({ attributes: stepAttributes(task) }))
 
 /**
  * The claim of a task as a span of the task's trace (the creating request's, when it was kept): a claim serves
@@ -205,10 +206,13 @@ const runStepWith = (
     const end = (outcome: Outcome, finishOptions?: FinishOptions) =>
       storage.finish(task.id, task.fence, outcome, { ...finishOptions, task }).pipe(stepSpan("Worker.finish", task))
     /** When to call again after a retryable upstream failure: its `retryAfterMs`, else the retry delay. */
-    const retryAt = (error: UpstreamError) => now + (error.retryAfterMs ?? Duration.toMillis(options.retryDelay(task.polls)))
+    const retryAt = (error: UpstreamError) =>
+      now + (error.retryAfterMs ?? Duration.toMillis(options.retryDelay(task.polls)))
     /** The end of a task after an upstream failure that is not retryable. */
-    const refused = (error: UpstreamError): Outcome =>
-      ({ _tag: "Failed", error: { code: error.code ?? "PROVIDER_ERROR", message: error.message } })
+    const refused = (error: UpstreamError): Outcome => ({
+      _tag: "Failed",
+      error: { code: error.code ?? "PROVIDER_ERROR", message: error.message }
+    })
 
     // a task without a job whose submit an earlier claim began: that claim's worker died, and its submit may have
     // made a job it never recorded (looked for like the job of an uncertain submit, from now)
@@ -233,7 +237,9 @@ const runStepWith = (
         const step = (update: StepUpdate) =>
           kept(submitted, storage.step(task.id, task.fence, { ...record, ...update }))
         const finish = (outcome: Outcome) => Effect.map(kept(submitted, end(outcome, record)), Option.isSome)
-        const polled = yield* Effect.either(EngineMetrics.timed(task, "poll", upstream.poll(on, jobId)).pipe(stepSpan("Worker.poll", task)))
+        const polled = yield* Effect.either(
+          EngineMetrics.timed(task, "poll", upstream.poll(on, jobId)).pipe(stepSpan("Worker.poll", task))
+        )
         if (polled._tag === "Left") {
           const error = polled.left
           return yield* error.retryable ? step({ nextRunAt: retryAt(error), polled: true }) : finish(refused(error))
@@ -260,7 +266,9 @@ const runStepWith = (
             })
           case "Lost": {
             // the job's channel failed: let the job go, submit the task again at once (on another channel)
-            yield* Effect.logWarning(`task ${task.id}: upstream job ${jobId} given up, submitting again: ${state.message}`)
+            yield* Effect.logWarning(
+              `task ${task.id}: upstream job ${jobId} given up, submitting again: ${state.message}`
+            )
             yield* upstream.cancel(on, jobId)
             return yield* storage.step(task.id, task.fence, { resubmit: true, nextRunAt: now, polled: true })
           }
@@ -295,7 +303,9 @@ const runStepWith = (
       }
     }
 
-    const submitted = yield* Effect.either(EngineMetrics.timed(task, "submit", upstream.submit(task)).pipe(stepSpan("Worker.submit", task)))
+    const submitted = yield* Effect.either(
+      EngineMetrics.timed(task, "submit", upstream.submit(task)).pipe(stepSpan("Worker.submit", task))
+    )
     if (submitted._tag === "Left") {
       const error = submitted.left
       // the submit may have made a job: recorded as such on its channel, looked for before submitting again
@@ -321,15 +331,18 @@ const runStepWith = (
     // the first poll is due at once and nothing is to be charged: poll now, record the job with its answer
     const recorded = firstPoll <= 0 && charges.length === 0
       ? yield* poll(jobId, true, channelId)
-      : yield* Effect.either(kept(true, storage.step(task.id, task.fence, {
-        upstreamJobId: jobId,
-        ...(channelId === undefined ? {} : { channelId }),
-        nextRunAt: now + firstPoll,
-        ...(charges.length === 0 ? {} : { charges })
-      }))).pipe(
+      : yield* Effect.either(kept(
+        true,
+        storage.step(task.id, task.fence, {
+          upstreamJobId: jobId,
+          ...(channelId === undefined ? {} : { channelId }),
+          nextRunAt: now + firstPoll,
+          ...(charges.length === 0 ? {} : { charges })
+        })
+      )).pipe(
         Effect.flatMap((written) => {
           if (written._tag === "Right") {
-            if (written.right) for (const charge of charges) EngineMetrics.charged(task, charge.amountMicros)
+            if (written.right) { for (const charge of charges) EngineMetrics.charged(task, charge.amountMicros) }
             return Effect.succeed(written.right)
           }
           const error = written.left
@@ -524,7 +537,10 @@ export const run = (options: WorkerOptions = {}) =>
     // heartbeat does not keep an orphaned lease alive
     const handBack = (task: TaskRecord) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        stepStorage.step(task.id, task.fence, { nextRunAt: now + Duration.toMillis(stepOptions.retryDelay(0)), polled: true })).pipe(
+        stepStorage.step(task.id, task.fence, {
+          nextRunAt: now + Duration.toMillis(stepOptions.retryDelay(0)),
+          polled: true
+        })).pipe(
           // as long as this process lives (its slot stays taken meanwhile): a lease given up on here would be kept
           // alive by the heartbeat, and the task never run again. Shutdown releases every lease anyway.
           Effect.sandbox,
@@ -533,36 +549,43 @@ export const run = (options: WorkerOptions = {}) =>
         )
 
     const step = (task: TaskRecord, claimStarted: bigint, claimEnded: bigint) =>
-      Effect.zipRight(claimSpan(task, claimStarted, claimEnded), runStepWith(stepStorage, upstream, task, stepOptions)).pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.zipRight(Effect.logError(`step of ${task.id} failed`, cause), handBack(task))
-        ),
-        // the step continues the trace of the request that created the task (when it was kept)
-        Tracing.spanWith("Worker.step", () => {
-          const parent = Tracing.parentOf(task.traceContext)
-          return { attributes: { ...stepAttributes(task), "mediagate.status": task.status }, ...(parent === undefined ? {} : { parent }) }
-        }),
-        // a step's end frees a slot; it brings no new work unless the dispatcher is waiting for a slot (a step that
-        // schedules its task soon wakes the dispatcher through `stepStorage`)
-        Effect.ensuring(Effect.suspend(() => {
-          running--
-          deadlines.delete(task.id)
-          const claimedBy = ownerOf.get(task.id)
-          ownerOf.delete(task.id)
-          const left = claimedBy === undefined ? undefined : formerOwners.get(claimedBy)
-          if (claimedBy !== undefined && left !== undefined) {
-            if (left <= 1) formerOwners.delete(claimedBy)
-            else formerOwners.set(claimedBy, left - 1)
-          }
-          noticedInStep.delete(task.id)
-          return full ? poke : Effect.void
-        }))
-      )
+      Effect.zipRight(claimSpan(task, claimStarted, claimEnded), runStepWith(stepStorage, upstream, task, stepOptions))
+        .pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.zipRight(Effect.logError(`step of ${task.id} failed`, cause), handBack(task))
+          ),
+          // the step continues the trace of the request that created the task (when it was kept)
+          Tracing.spanWith("Worker.step", () => {
+            const parent = Tracing.parentOf(task.traceContext)
+            return {
+              attributes: { ...stepAttributes(task), "mediagate.status": task.status },
+              ...(parent === undefined ? {} : { parent })
+            }
+          }),
+          // a step's end frees a slot; it brings no new work unless the dispatcher is waiting for a slot (a step that
+          // schedules its task soon wakes the dispatcher through `stepStorage`)
+          Effect.ensuring(Effect.suspend(() => {
+            running--
+            deadlines.delete(task.id)
+            const claimedBy = ownerOf.get(task.id)
+            ownerOf.delete(task.id)
+            const left = claimedBy === undefined ? undefined : formerOwners.get(claimedBy)
+            if (claimedBy !== undefined && left !== undefined) {
+              if (left <= 1) {
+                formerOwners.delete(claimedBy)
+              } else formerOwners.set(claimedBy, left - 1)
+            }
+            noticedInStep.delete(task.id)
+            return full ? poke : Effect.void
+          }))
+        )
 
     /** Waits for a wakeup, or until work is due: by the storage's answer, this worker's steps, or the idle backstop. */
     const idle = Effect.gen(function*() {
       // a wakeup already waiting, or a step that made its task due after the last claim began: look again at once
-      if (Option.isSome(yield* Queue.poll(pokes))) return
+      if (Option.isSome(yield* Queue.poll(pokes))) {
+        return
+      }
       const now = yield* Clock.currentTimeMillis
       if (dueSinceClaim <= now) return
       // ask the storage at most every `idle` (the backstop: other processes' work), and when the known due time
@@ -626,15 +649,18 @@ export const run = (options: WorkerOptions = {}) =>
         ownerOf.set(task.id, owner)
         yield* FiberSet.run(steps, step(task, claimStarted, claimEnded))
       }
-      if (!full) yield* idle
+      if (!full) {
+        yield* idle
+      }
     })
 
     // housekeeping: forget idempotency records past their window
     yield* Effect.forkScoped(
-      Effect.flatMap(Clock.currentTimeMillis, (now) => retention.pruneIdempotency(now - idempotencyWindowMs)).pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("idempotency pruning failed", cause)),
-        Effect.repeat(Schedule.spaced(Duration.minutes(10)))
-      )
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        retention.pruneIdempotency(now - idempotencyWindowMs)).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("idempotency pruning failed", cause)),
+          Effect.repeat(Schedule.spaced(Duration.minutes(10)))
+        )
     )
 
     // never ends on a failure or defect: logs it and tries again after a capped backoff
@@ -666,7 +692,9 @@ export const run = (options: WorkerOptions = {}) =>
 /** `500ms`, `2s`, `1m`: a duration in ms, or undefined. */
 const parseMs = (text: string): number | undefined => {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)\s*$/.exec(text)
-  return match === null ? undefined : Math.round(Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as "ms" | "s" | "m"])
+  return match === null
+    ? undefined
+    : Math.round(Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as "ms" | "s" | "m"])
 }
 
 /** A duration setting (`10ms`, `30s`, `1m`) with a default, valid when it parses and `valid` accepts its milliseconds. */
@@ -693,7 +721,12 @@ export const config: Config.Config<WorkerOptions> = Config.all({
     Config.withDefault(32),
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 })
   ),
-  lease: durationSetting("MEDIAGATE_WORKER_LEASE", "30s", "must be a duration of at least 1s, like 30s or 1m", (ms) => ms >= 1000),
+  lease: durationSetting(
+    "MEDIAGATE_WORKER_LEASE",
+    "30s",
+    "must be a duration of at least 1s, like 30s or 1m",
+    (ms) => ms >= 1000
+  ),
   claimInterval: durationSetting(
     "MEDIAGATE_WORKER_CLAIM_INTERVAL",
     "10ms",

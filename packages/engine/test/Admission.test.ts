@@ -127,7 +127,10 @@ describe("Admission gate", () => {
       assert.isAbove(reports.length, before)
       assert.isTrue(gate.isOpen())
       const after = yield* storage.list("acct_a", { limit: 10 })
-      assert.deepStrictEqual(after.items.map((item) => item.id).sort(), [task.id, ...listed.items.map((i) => i.id)].sort())
+      assert.deepStrictEqual(
+        after.items.map((item) => item.id).sort(),
+        [task.id, ...listed.items.map((i) => i.id)].sort()
+      )
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, 20_000)
 })

@@ -11,12 +11,12 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { Billing } from "../src/Billing.js"
 import * as Planner from "../src/Planner.js"
+import * as ResultLinks from "../src/ResultLinks.js"
 import * as TaskService from "../src/TaskService.js"
 import { type Ports, TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
 import { makeRecordingBilling, poorAccount, withStorage } from "./support.js"
-import * as ResultLinks from "../src/ResultLinks.js"
 
 /** A storage backend for the engine suite (real clock). */
 export type EngineBackend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage | Ports, unknown>
@@ -33,7 +33,9 @@ export const awaitTerminal = (ids: ReadonlyArray<string>, timeoutMs = 10_000) =>
     const deadline = Date.now() + timeoutMs
     while (true) {
       const tasks = yield* Effect.forEach(ids, (id) => storage.getById(id))
-      const open = tasks.filter((t) => Option.isNone(t) || !["succeeded", "failed", "cancelled", "expired"].includes(t.value.status))
+      const open = tasks.filter((t) =>
+        Option.isNone(t) || !["succeeded", "failed", "cancelled", "expired"].includes(t.value.status)
+      )
       if (open.length === 0) return tasks.map(Option.getOrThrow)
       if (Date.now() > deadline) {
         return yield* Effect.dieMessage(`${open.length} tasks not terminal: ${JSON.stringify(open.slice(0, 3))}`)
@@ -66,7 +68,9 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       }).pipe(
         Layer.provideMerge(TaskService.layer),
         Layer.provide(ResultLinks.layerAsStored),
-        Layer.provideMerge(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeout: options.timeout ?? "1 minute" })),
+        Layer.provideMerge(
+          Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeout: options.timeout ?? "1 minute" })
+        ),
         Layer.provideMerge(options.storage === undefined ? storage : Layer.provideMerge(options.storage, storage)),
         Layer.provideMerge(upstream.layer)
       )
@@ -79,7 +83,11 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         const tasks = yield* Services.TaskService
         const storage = yield* TaskStorage
         const acks = yield* Effect.forEach(Array.from({ length: 40 }, (_, i) => i), (i) =>
-          tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`shot ${i}`), idempotencyKey: undefined }))
+          tasks.create(principal(), {
+            endpoint: "vendor3/text-to-video",
+            request: request(`shot ${i}`),
+            idempotencyKey: undefined
+          }))
         const done = yield* awaitTerminal(acks.map((a) => a.id))
         expect(done.every((t) => t.status === "succeeded" && t.progress === 100 && t.result !== null)).toBe(true)
         expect(acks.every((a) => log.submits.get(a.id) === 1)).toBe(true)
@@ -98,8 +106,15 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       const { layer, ledger, log } = setup({ callbacks: false })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
-        const acks = yield* Effect.forEach(Array.from({ length: 5 }, (_, i) => i), (i) =>
-          tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`[lost] shot ${i}`), idempotencyKey: undefined }))
+        const acks = yield* Effect.forEach(
+          Array.from({ length: 5 }, (_, i) => i),
+          (i) =>
+            tasks.create(principal(), {
+              endpoint: "vendor3/text-to-video",
+              request: request(`[lost] shot ${i}`),
+              idempotencyKey: undefined
+            })
+        )
         const done = yield* awaitTerminal(acks.map((a) => a.id))
         for (const task of done) {
           expect(task).toMatchObject({ status: "succeeded", channelId: "ch_second", upstreamJobId: `job_${task.id}_2` })
@@ -129,7 +144,9 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
           expect(log.submits.get(task.id)).toBe(1)
           expect(log.polls.get(task.id)).toBe(1)
         }
-        expect(ledger.refunds.map((r) => r.taskId).sort()).toEqual(done.filter((t) => t.status === "failed").map((t) => t.id).sort())
+        expect(ledger.refunds.map((r) => r.taskId).sort()).toEqual(
+          done.filter((t) => t.status === "failed").map((t) => t.id).sort()
+        )
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
 
@@ -138,7 +155,11 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         const storage = yield* TaskStorage
-        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("slowish"), idempotencyKey: undefined })
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("slowish"),
+          idempotencyKey: undefined
+        })
         const [task] = yield* awaitTerminal([ack.id])
         expect(task).toMatchObject({ status: "succeeded", upstreamJobId: `job_${ack.id}` })
         expect(log.submits.get(ack.id)).toBe(1)
@@ -153,10 +174,22 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       const { layer, ledger } = setup()
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
-        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("x [fail]"), idempotencyKey: undefined })
-        const rejected = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("x [reject]"), idempotencyKey: undefined })
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("x [fail]"),
+          idempotencyKey: undefined
+        })
+        const rejected = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("x [reject]"),
+          idempotencyKey: undefined
+        })
         const [failed, refused] = yield* awaitTerminal([ack.id, rejected.id])
-        expect(failed).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR", message: "the upstream failed the job" }, refundedMicros: 1_000_000 })
+        expect(failed).toMatchObject({
+          status: "failed",
+          error: { code: "PROVIDER_ERROR", message: "the upstream failed the job" },
+          refundedMicros: 1_000_000
+        })
         expect(refused).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR" } })
         expect(ledger.refunds.map((r) => r.taskId).sort()).toEqual([ack.id, rejected.id].sort())
         const read = yield* tasks.get(principal(), ack.id)
@@ -168,7 +201,11 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       const { layer, log } = setup()
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
-        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("x [flaky]"), idempotencyKey: undefined })
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("x [flaky]"),
+          idempotencyKey: undefined
+        })
         const [task] = yield* awaitTerminal([ack.id])
         expect(task!.status).toBe("succeeded")
         expect(log.submits.get(ack.id)).toBe(2)
@@ -179,7 +216,11 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       const { layer, ledger, log } = setup({ timeout: "400 millis" })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
-        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("x [hang]"), idempotencyKey: undefined })
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("x [hang]"),
+          idempotencyKey: undefined
+        })
         const [task] = yield* awaitTerminal([ack.id])
         expect(task).toMatchObject({ status: "expired", error: { code: "TASK_EXPIRED" }, refundedMicros: 1_000_000 })
         expect(ledger.refunds.map((r) => r.taskId)).toEqual([ack.id])
@@ -195,7 +236,11 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       const { layer, ledger, log } = setup({ concurrency: 0 })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
-        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("c"), idempotencyKey: undefined })
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("c"),
+          idempotencyKey: undefined
+        })
         const cancelled = yield* tasks.cancel(principal(), ack.id)
         expect(cancelled).toMatchObject({ status: "cancelled", cost: 0 })
         expect(ledger.refunds.map((r) => r.taskId)).toEqual([ack.id])
@@ -236,9 +281,16 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         expect(ledger.charges.map((c) => c.taskId)).toEqual([ack.id, retried.id])
         const unknown = yield* Effect.flip(tasks.retry(principal(), "task_01JZZZZZZZZZZZZZZZZZZZZZZZ", undefined))
         assert.instanceOf(unknown, Errors.TaskNotFound)
-        const succeeded = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("ok"), idempotencyKey: undefined })
+        const succeeded = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("ok"),
+          idempotencyKey: undefined
+        })
         yield* awaitTerminal([succeeded.id])
-        assert.instanceOf(yield* Effect.flip(tasks.retry(principal(), succeeded.id, undefined)), Errors.TaskNotRetryable)
+        assert.instanceOf(
+          yield* Effect.flip(tasks.retry(principal(), succeeded.id, undefined)),
+          Errors.TaskNotRetryable
+        )
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
 
@@ -282,10 +334,20 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         const storage = yield* TaskStorage
-        const free = yield* tasks.create(principal({ environment: "test" }), { endpoint: "vendor3/text-to-video", request: request("t"), idempotencyKey: undefined })
+        const free = yield* tasks.create(principal({ environment: "test" }), {
+          endpoint: "vendor3/text-to-video",
+          request: request("t"),
+          idempotencyKey: undefined
+        })
         expect((yield* tasks.get(principal({ environment: "test" }), free.id)).cost).toBe(0)
         expect(ledger.charges).toHaveLength(0)
-        const refused = yield* Effect.flip(tasks.create(principal({ accountId: poorAccount }), { endpoint: "vendor3/text-to-video", request: request("p"), idempotencyKey: undefined }))
+        const refused = yield* Effect.flip(
+          tasks.create(principal({ accountId: poorAccount }), {
+            endpoint: "vendor3/text-to-video",
+            request: request("p"),
+            idempotencyKey: undefined
+          })
+        )
         assert.instanceOf(refused, Errors.InsufficientBalance)
         const page = yield* storage.list(poorAccount, { limit: 10 })
         expect(page.total).toBe(0)
@@ -296,12 +358,24 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       const { layer, ledger } = setup({ concurrency: 0 })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
-        const first = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("i"), idempotencyKey: "k" })
-        const again = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("i"), idempotencyKey: "k" })
+        const first = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("i"),
+          idempotencyKey: "k"
+        })
+        const again = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("i"),
+          idempotencyKey: "k"
+        })
         expect(again).toEqual(first)
-        const other = yield* Effect.flip(tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("j"), idempotencyKey: "k" }))
+        const other = yield* Effect.flip(
+          tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("j"), idempotencyKey: "k" })
+        )
         assert.instanceOf(other, Errors.IdempotencyKeyReused)
-        const otherEndpoint = yield* Effect.flip(tasks.create(principal(), { endpoint: "vendor7/text-to-video", request: request("i"), idempotencyKey: "k" }))
+        const otherEndpoint = yield* Effect.flip(
+          tasks.create(principal(), { endpoint: "vendor7/text-to-video", request: request("i"), idempotencyKey: "k" })
+        )
         assert.instanceOf(otherEndpoint, Errors.IdempotencyKeyReused)
         expect(ledger.charges).toHaveLength(1)
       }).pipe(Effect.provide(layer), Effect.scoped)
@@ -341,7 +415,13 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         const tasks = yield* Services.TaskService
         const ids: Array<string> = []
         for (let i = 0; i < 5; i++) {
-          ids.push((yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`l${i}`), idempotencyKey: undefined })).id)
+          ids.push(
+            (yield* tasks.create(principal(), {
+              endpoint: "vendor3/text-to-video",
+              request: request(`l${i}`),
+              idempotencyKey: undefined
+            })).id
+          )
         }
         const page1 = yield* tasks.list(principal(), { limit: 2 })
         expect(page1.data.map((t) => t.id)).toEqual([ids[4], ids[3]])
@@ -361,7 +441,11 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         const storage = yield* TaskStorage
-        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("d"), idempotencyKey: undefined })
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("d"),
+          idempotencyKey: undefined
+        })
         // a worker that submitted (recorded the job), then claimed the task again and died holding the lease
         const [claimed] = yield* storage.claim("dead-worker", 1, 300)
         yield* storage.step(ack.id, claimed!.fence, { upstreamJobId: `job_${ack.id}`, nextRunAt: 0 })
@@ -370,7 +454,9 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         expect(held!.leaseOwner).toBe("dead-worker")
         // a live worker takes over once the lease runs out and continues from the stored job id
         const upstreamTaken = yield* Effect.scoped(Effect.gen(function*() {
-          yield* Layer.build(Worker.layer({ concurrency: 4, lease: "2 seconds", idle: "50 millis", pollDelay: () => "25 millis" }))
+          yield* Layer.build(
+            Worker.layer({ concurrency: 4, lease: "2 seconds", idle: "50 millis", pollDelay: () => "25 millis" })
+          )
           return yield* awaitTerminal([ack.id])
         }))
         expect(upstreamTaken[0]!.status).toBe("succeeded")
@@ -387,7 +473,11 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         const tasks = yield* Services.TaskService
         // the worker subscribes to the upstream's changes on a fiber of its own: let it start first
         yield* Effect.sleep("200 millis")
-        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("[early] a kite"), idempotencyKey: undefined })
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("[early] a kite"),
+          idempotencyKey: undefined
+        })
         const [done] = yield* awaitTerminal([ack.id])
         expect(done!.status).toBe("succeeded")
         expect(log.submits.get(ack.id)).toBe(1)
@@ -402,12 +492,22 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         ...storage,
         markDue: (ids) => Effect.zipRight(Effect.sync(() => void calls.push(ids.length)), storage.markDue(ids))
       }))
-      const { layer, log } = setup({ durationMs: 0, callbacks: true, pollDelay: "1 minute", concurrency: 40, storage: counting })
+      const { layer, log } = setup({
+        durationMs: 0,
+        callbacks: true,
+        pollDelay: "1 minute",
+        concurrency: 40,
+        storage: counting
+      })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         yield* Effect.sleep("200 millis")
         const acks = yield* Effect.forEach(Array.from({ length: 40 }, (_, i) => i), (i) =>
-          tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`[early] kite ${i}`), idempotencyKey: undefined }), {
+          tasks.create(principal(), {
+            endpoint: "vendor3/text-to-video",
+            request: request(`[early] kite ${i}`),
+            idempotencyKey: undefined
+          }), {
           concurrency: "unbounded"
         })
         const done = yield* awaitTerminal(acks.map((a) => a.id))
@@ -427,9 +527,15 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         const acks = yield* Effect.forEach(Array.from({ length: 30 }, (_, i) => i), (i) =>
-          tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request(`w${i}`), idempotencyKey: undefined }))
+          tasks.create(principal(), {
+            endpoint: "vendor3/text-to-video",
+            request: request(`w${i}`),
+            idempotencyKey: undefined
+          }))
         const started = Date.now()
-        while (log.submits.size < 30 && Date.now() - started < 8000) yield* Effect.sleep(10)
+        while (log.submits.size < 30 && Date.now() - started < 8000) {
+          yield* Effect.sleep(10)
+        }
         expect(log.submits.size).toBe(30)
         expect(Date.now() - started).toBeLessThan(5500)
         const done = yield* awaitTerminal(acks.map((a) => a.id))
@@ -444,10 +550,20 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
         const storage = yield* TaskStorage
         // the quick job never calls back: a job that finished during the grace period would be due first (finished
         // jobs are due in creation order), and the claim below is about the stuck task
-        const quick = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("q [slow=150] [hang]"), idempotencyKey: undefined })
-        const stuck = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("s [slow=5000]"), idempotencyKey: undefined })
+        const quick = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("q [slow=150] [hang]"),
+          idempotencyKey: undefined
+        })
+        const stuck = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("s [slow=5000]"),
+          idempotencyKey: undefined
+        })
         yield* Effect.scoped(Effect.gen(function*() {
-          yield* Layer.build(Worker.layer({ concurrency: 4, lease: "1 minute", idle: "50 millis", shutdownGrace: "400 millis" }))
+          yield* Layer.build(
+            Worker.layer({ concurrency: 4, lease: "1 minute", idle: "50 millis", shutdownGrace: "400 millis" })
+          )
           while (log.submits.size < 2) yield* Effect.sleep(10)
         }))
         // the quick submit finished during the grace period and was recorded
@@ -465,7 +581,11 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       const { layer } = setup({ concurrency: 0 })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
-        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("v"), idempotencyKey: undefined })
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("v"),
+          idempotencyKey: undefined
+        })
         const first = yield* tasks.get(principal(), ack.id)
         expect(first).toMatchObject({ id: ack.id, status: "pending", cost: 1 })
         expect(yield* tasks.get(principal(), ack.id)).toBe(first)
@@ -481,7 +601,11 @@ export const engineSuite = (name: string, backend: EngineBackend) =>
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         const storage = yield* TaskStorage
-        const ack = yield* tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: request("z"), idempotencyKey: undefined })
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("z"),
+          idempotencyKey: undefined
+        })
         yield* Effect.sleep(150)
         expect(Option.getOrThrow(yield* storage.getById(ack.id)).status).toBe("pending")
         expect(log.submits.size).toBe(0)

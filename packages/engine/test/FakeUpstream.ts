@@ -45,7 +45,9 @@ export const makeFakeUpstream = (options: { readonly durationMs: number; readonl
               return yield* new UpstreamError({ message: "upstream timed out", retryable: true })
             }
             started.set(task.id, Date.now())
-            if (prompt.includes("[lost]")) return { jobId: `job_${task.id}_${count}`, channelId: count === 1 ? "ch_first" : "ch_second" }
+            if (prompt.includes("[lost]")) {
+              return { jobId: `job_${task.id}_${count}`, channelId: count === 1 ? "ch_first" : "ch_second" }
+            }
             if (prompt.includes("[early]")) {
               // the callback outruns the submit's answer: it is handled before the worker records the job
               yield* PubSub.publish(changes, task.id)
@@ -68,14 +70,22 @@ export const makeFakeUpstream = (options: { readonly durationMs: number; readonl
             }
             const elapsed = Date.now() - (started.get(task.id) ?? task.createdAt)
             if (prompt.includes("[hang]") || elapsed < options.durationMs) {
-              return { _tag: "Running" as const, progress: Math.min(99, Math.round((100 * elapsed) / options.durationMs)) }
+              return {
+                _tag: "Running" as const,
+                progress: Math.min(99, Math.round((100 * elapsed) / options.durationMs))
+              }
             }
             if (prompt.includes("[fail]")) {
               return { _tag: "Failed" as const, code: "PROVIDER_ERROR", message: "the upstream failed the job" }
             }
             return {
               _tag: "Succeeded" as const,
-              result: [{ url: `https://files.example.com/${task.id}.mp4`, duration: 5, format: "mp4", size_bytes: 1234 }]
+              result: [{
+                url: `https://files.example.com/${task.id}.mp4`,
+                duration: 5,
+                format: "mp4",
+                size_bytes: 1234
+              }]
             }
           }),
         cancel: (task) => Effect.sync(() => void log.cancels.push(task.id)),

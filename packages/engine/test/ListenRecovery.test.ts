@@ -3,8 +3,8 @@
  * listening backend (as a restart or `pg_terminate_backend` does), and within the watchdog's deadline the storage
  * listens again on a new connection, so a `pg_notify` from another process wakes it.
  */
-import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

@@ -16,13 +16,13 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
 import * as TestServices from "effect/TestServices"
+import * as Placement from "../src/Placement.js"
 import * as ResultLinks from "../src/ResultLinks.js"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
 import * as TaskAdmin from "../src/TaskAdmin.js"
 import * as TaskStorageModule from "../src/TaskStorage.js"
 import { type Ports, TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
-import * as Placement from "../src/Placement.js"
 import { postgres, runPostgres, sqlite } from "./databases.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
 import { makeRecordingBilling, newTask } from "./support.js"
@@ -33,7 +33,12 @@ const backends: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStorage | 
   ["memory", () => TaskStorageModule.layerMemory().pipe(Layer.provide(billing))],
   ["sqlite", () => SqlTaskStorage.layer({ time: "clock" }).pipe(Layer.provide(Layer.merge(sqlite(), billing)))],
   ...(runPostgres
-    ? [["postgres", () => SqlTaskStorage.layer({ time: "clock" }).pipe(Layer.provide(Layer.merge(postgres(), billing)))] as const]
+    ? [
+      [
+        "postgres",
+        () => SqlTaskStorage.layer({ time: "clock" }).pipe(Layer.provide(Layer.merge(postgres(), billing)))
+      ] as const
+    ]
     : [])
 ]
 
@@ -46,7 +51,7 @@ const status = Effect.flatMap(TaskAdmin.make, (admin) => admin.status).pipe(Effe
  */
 const statusWhen = (ok: (status: Admin.EngineStatus) => boolean) =>
   Effect.gen(function*() {
-    for (let i = 0; ; i++) {
+    for (let i = 0;; i++) {
       const current = yield* status
       if (ok(current) || i >= 1000) return current
       yield* TestServices.provideLive(Effect.sleep("10 millis"))
@@ -64,7 +69,10 @@ const startWorker = (
     const real = yield* TaskStorage
     // an idle worker looks for work once a minute: the test's hour on the TestClock stays a few hundred wakeups
     const run = Worker.run({ owner, concurrency, lease: "30 seconds", idle: "1 minute" })
-    yield* Scope.extend(storage === undefined ? run : Effect.provide(run, TaskStorageModule.portsOf(storage(real))), scope)
+    yield* Scope.extend(
+      storage === undefined ? run : Effect.provide(run, TaskStorageModule.portsOf(storage(real))),
+      scope
+    )
     return scope
   })
 
@@ -81,61 +89,67 @@ const staleness = (current: Admin.EngineStatus) => current.nodes.map((node) => [
 
 for (const [name, backend] of backends) {
   describe(`the node registry on ${name}`, () => {
-    it.scoped("two workers register with their leases; a crashed one turns stale, then is dropped; a stopped one leaves", () =>
-      Effect.gen(function*() {
-        const storage = yield* TaskStorage
-        const start = 1_800_000_000_000
-        yield* TestClock.setTime(start)
-        // a task whose submit takes a minute: its worker holds the lease meanwhile
-        const task = newTask({ createdAt: start, input: { prompt: "[slow=60000] a cat" } })
-        yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+    it.scoped(
+      "two workers register with their leases; a crashed one turns stale, then is dropped; a stopped one leaves",
+      () =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const start = 1_800_000_000_000
+          yield* TestClock.setTime(start)
+          // a task whose submit takes a minute: its worker holds the lease meanwhile
+          const task = newTask({ createdAt: start, input: { prompt: "[slow=60000] a cat" } })
+          yield* storage.accept({ task, charge: undefined, idempotency: undefined })
 
-        const a = yield* startWorker("node-a", 4)
-        // node-b "crashes": its shutdown cannot remove its row (as when the process is killed)
-        const b = yield* startWorker("node-b", 2, (real) => ({ ...real, removeNode: () => Effect.void }))
-        // both registered at once (their first beat), one of them claimed the task; its next beat counts the lease
-        yield* statusWhen((s) => s.nodes.length === 2 && s.tasks.by_status.queued === 1)
-        yield* TestClock.adjust("10 seconds")
+          const a = yield* startWorker("node-a", 4)
+          // node-b "crashes": its shutdown cannot remove its row (as when the process is killed)
+          const b = yield* startWorker("node-b", 2, (real) => ({ ...real, removeNode: () => Effect.void }))
+          // both registered at once (their first beat), one of them claimed the task; its next beat counts the lease
+          yield* statusWhen((s) => s.nodes.length === 2 && s.tasks.by_status.queued === 1)
+          yield* TestClock.adjust("10 seconds")
 
-        const first = yield* statusWhen((s) => s.nodes.length === 2 && s.nodes.reduce((n, node) => n + node.leases, 0) === 1)
-        expect(first.nodes.map((node) => [node.id, node.concurrency, node.stale])).toEqual([
-          ["node-a", 4, false],
-          ["node-b", 2, false]
-        ])
-        // the task's lease is held by one of them, and counted at its heartbeat
-        expect(first.nodes.reduce((sum, node) => sum + node.leases, 0)).toBe(1)
-        expect(first.nodes.every((node) => node.pid === process.pid)).toBe(true)
-        expect(first.nodes.every((node) => node.started_at === new Date(start).toISOString())).toBe(true)
-        expect(first.tasks).toMatchObject({ queue_depth: 0, in_flight_upstream: 1, due: 0 })
-        expect(first.tasks.by_status.queued).toBe(1)
+          const first = yield* statusWhen((s) =>
+            s.nodes.length === 2 && s.nodes.reduce((n, node) => n + node.leases, 0) === 1
+          )
+          expect(first.nodes.map((node) => [node.id, node.concurrency, node.stale])).toEqual([
+            ["node-a", 4, false],
+            ["node-b", 2, false]
+          ])
+          // the task's lease is held by one of them, and counted at its heartbeat
+          expect(first.nodes.reduce((sum, node) => sum + node.leases, 0)).toBe(1)
+          expect(first.nodes.every((node) => node.pid === process.pid)).toBe(true)
+          expect(first.nodes.every((node) => node.started_at === new Date(start).toISOString())).toBe(true)
+          expect(first.tasks).toMatchObject({ queue_depth: 0, in_flight_upstream: 1, due: 0 })
+          expect(first.tasks.by_status.queued).toBe(1)
 
-        // node-b stops beating: stale once 3 of its heartbeat periods (3 × 10 s) have passed since it was last seen
-        yield* stop(b)
-        const stopped = yield* status
-        const seen = Date.parse(stopped.nodes.find((node) => node.id === "node-b")!.last_seen_at)
-        yield* TestClock.adjust(seen + 30_000 - stopped.checkedAt)
-        expect(staleness(yield* statusWhen((s) => s.checkedAt === seen + 30_000))).toEqual([
-          ["node-a", false],
-          ["node-b", false]
-        ])
-        yield* TestClock.adjust("1 millis")
-        const stale = yield* status
-        expect(staleness(stale)).toEqual([["node-a", false], ["node-b", true]])
-        expect(Date.parse(stale.nodes.find((node) => node.id === "node-b")!.last_seen_at)).toBe(seen)
+          // node-b stops beating: stale once 3 of its heartbeat periods (3 × 10 s) have passed since it was last seen
+          yield* stop(b)
+          const stopped = yield* status
+          const seen = Date.parse(stopped.nodes.find((node) => node.id === "node-b")!.last_seen_at)
+          yield* TestClock.adjust(seen + 30_000 - stopped.checkedAt)
+          expect(staleness(yield* statusWhen((s) => s.checkedAt === seen + 30_000))).toEqual([
+            ["node-a", false],
+            ["node-b", false]
+          ])
+          yield* TestClock.adjust("1 millis")
+          const stale = yield* status
+          expect(staleness(stale)).toEqual([["node-a", false], ["node-b", true]])
+          expect(Date.parse(stale.nodes.find((node) => node.id === "node-b")!.last_seen_at)).toBe(seen)
 
-        // an hour after it was last seen, it is dropped from the registry; node-a still beats
-        yield* TestClock.adjust("1 hour")
-        // (on SQL a beat's write is real I/O, so the TestClock's hour passes over beats still under way: one more
-        // period lets node-a beat at the current time)
-        yield* TestClock.adjust("10 seconds")
-        const later = yield* statusWhen((s) => s.nodes.length === 1 && s.nodes[0]!.stale === false)
-        expect(ids(later)).toEqual(["node-a"])
-        expect(staleness(later)).toEqual([["node-a", false]])
+          // an hour after it was last seen, it is dropped from the registry; node-a still beats
+          yield* TestClock.adjust("1 hour")
+          // (on SQL a beat's write is real I/O, so the TestClock's hour passes over beats still under way: one more
+          // period lets node-a beat at the current time)
+          yield* TestClock.adjust("10 seconds")
+          const later = yield* statusWhen((s) => s.nodes.length === 1 && s.nodes[0]!.stale === false)
+          expect(ids(later)).toEqual(["node-a"])
+          expect(staleness(later)).toEqual([["node-a", false]])
 
-        // a graceful shutdown removes the node at once
-        yield* stop(a)
-        expect((yield* status).nodes).toEqual([])
-      }).pipe(Effect.provide(Layer.provideMerge(backend(), makeFakeUpstream({ durationMs: 1000 }).layer))), 60_000)
+          // a graceful shutdown removes the node at once
+          yield* stop(a)
+          expect((yield* status).nodes).toEqual([])
+        }).pipe(Effect.provide(Layer.provideMerge(backend(), makeFakeUpstream({ durationMs: 1000 }).layer))),
+      60_000
+    )
 
     it.scoped("placement: a claim skips the tasks of the nodes it excludes; a beat records the nodes it is apart from", () =>
       Effect.gen(function*() {
@@ -164,7 +178,14 @@ for (const [name, backend] of backends) {
           leases: 3,
           apartFrom: ["node-b", "node-c"]
         })
-        yield* storage.beatNode({ id: "node-b", host: "host-b", pid: 2, concurrency: 4, heartbeatMs: 10_000, leases: 1 })
+        yield* storage.beatNode({
+          id: "node-b",
+          host: "host-b",
+          pid: 2,
+          concurrency: 4,
+          heartbeatMs: 10_000,
+          leases: 1
+        })
         const current = yield* status
         expect(current.nodes.map((node) => [node.id, node.files_unshared_with])).toEqual([
           ["node-a", ["node-b", "node-c"]],

@@ -5,9 +5,9 @@
  * and the reads see every committed write at once, nothing uncommitted, and fail on a corrupt row as the
  * `SqlClient` path does.
  */
-import { assert, describe, expect, it } from "@effect/vitest"
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import * as Effect from "effect/Effect"
@@ -20,8 +20,8 @@ import pg from "pg"
 import { type Billing, layerUnmetered } from "../src/Billing.js"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
 import { type Ports, TaskStorage } from "../src/TaskStorage.js"
-import { stateMachineProperty } from "./StateMachineProperty.js"
 import { pgClient, pgSchema, pgUrl, runPostgres } from "./databases.js"
+import { stateMachineProperty } from "./StateMachineProperty.js"
 import { newTask } from "./support.js"
 import { type Backend, taskStorageSuite } from "./TaskStorageSuite.js"
 
@@ -37,7 +37,11 @@ const sqliteFile = () => {
     const counted = Layer.scoped(
       ReadConnection.ReadConnection,
       Effect.map(ReadConnection.make(file), (reader): ReadConnection.Reader => ({
-        all: (query, params) => Effect.tap(reader.all(query, params), () => Effect.sync(() => { reads.count++ }))
+        all: (query, params) =>
+          Effect.tap(reader.all(query, params), () =>
+            Effect.sync(() => {
+              reads.count++
+            }))
       }))
     )
     return Layer.merge(SqliteClient.layer({ filename: file }), counted)
@@ -48,9 +52,13 @@ const sqliteFile = () => {
 /** The storage on a fresh SQLite file, `get`/`getById` through its read connection. */
 const withReader = (options: SqlTaskStorage.SqlOptions = {}) => {
   const file = sqliteFile()
-  const storage = Layer.unwrapEffect(Effect.map(ReadConnection.ReadConnection, (reader) =>
-    SqlTaskStorage.layer({ ...options, reader })))
-  return { reads: file.reads, layer: (billing = layerUnmetered) => Layer.provideMerge(storage, Layer.merge(file.layer, billing)) }
+  const storage = Layer.unwrapEffect(
+    Effect.map(ReadConnection.ReadConnection, (reader) => SqlTaskStorage.layer({ ...options, reader }))
+  )
+  return {
+    reads: file.reads,
+    layer: (billing = layerUnmetered) => Layer.provideMerge(storage, Layer.merge(file.layer, billing))
+  }
 }
 
 const readerBackend: Backend = (billing) => withReader({ time: "clock" }).layer(billing)
@@ -64,7 +72,10 @@ const pgReader = (billing: Layer.Layer<Billing>) =>
     const schema = yield* pgSchema
     const pool = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        new pg.Pool({ connectionString: `${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`, max: 4 })
+        new pg.Pool({
+          connectionString: `${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+          max: 4
+        })
       ),
       (made) => Effect.promise(() => made.end())
     )
@@ -92,7 +103,9 @@ describe("reads through the read connection", () => {
       // another account's read of it finds nothing
       assert.isTrue(Option.isNone(yield* storage.get("acct_other", task.id)))
       const [claimed] = yield* storage.claim("w1", 5, 60_000)
-      expect(Option.map(yield* storage.getById(task.id), (t) => [t.status, t.fence])).toEqual(Option.some(["queued", 1]))
+      expect(Option.map(yield* storage.getById(task.id), (t) => [t.status, t.fence])).toEqual(
+        Option.some(["queued", 1])
+      )
       yield* storage.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] })
       expect(Option.map(yield* storage.getById(task.id), (t) => t.status)).toEqual(Option.some("succeeded"))
       expect(reads.count).toBe(5)
@@ -125,7 +138,9 @@ describe("reads through the read connection", () => {
       expect(failure.message).toContain("mediagate_tasks.metadata")
     }).pipe(Effect.provide(withReader().layer()), Effect.scoped))
 
-  const remembered: ReadonlyArray<readonly [string, () => Layer.Layer<TaskStorage | Ports | SqlClient.SqlClient, unknown>]> = [
+  const remembered: ReadonlyArray<
+    readonly [string, () => Layer.Layer<TaskStorage | Ports | SqlClient.SqlClient, unknown>]
+  > = [
     ["a SQLite file", () => withReader().layer()],
     ...(runPostgres ? [["PostgreSQL", () => pgReader(layerUnmetered)] as const] : [])
   ]

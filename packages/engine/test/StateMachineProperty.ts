@@ -13,14 +13,25 @@ import * as TestClock from "effect/TestClock"
 import * as TestContext from "effect/TestContext"
 import { canMove, isRefunded, isTerminal, type TaskRecord } from "../src/TaskRecord.js"
 import { TaskStorage } from "../src/TaskStorage.js"
-import type { Backend } from "./TaskStorageSuite.js"
 import { chargeOf, makeRecordingBilling, newTask, start } from "./support.js"
+import type { Backend } from "./TaskStorageSuite.js"
 
 type Action =
   | { readonly _tag: "Accept"; readonly account: "acct_a" | "acct_b" }
   | { readonly _tag: "Claim"; readonly owner: string; readonly limit: number; readonly leaseMs: number }
-  | { readonly _tag: "Step"; readonly task: number; readonly stale: boolean; readonly running: boolean; readonly inMs: number }
-  | { readonly _tag: "Finish"; readonly task: number; readonly stale: boolean; readonly outcome: "ok" | "fail" | "expire" }
+  | {
+    readonly _tag: "Step"
+    readonly task: number
+    readonly stale: boolean
+    readonly running: boolean
+    readonly inMs: number
+  }
+  | {
+    readonly _tag: "Finish"
+    readonly task: number
+    readonly stale: boolean
+    readonly outcome: "ok" | "fail" | "expire"
+  }
   | { readonly _tag: "Cancel"; readonly task: number; readonly account: "acct_a" | "acct_b" }
   | { readonly _tag: "Advance"; readonly ms: number }
   | { readonly _tag: "Heartbeat"; readonly owner: string }
@@ -30,11 +41,34 @@ const owner = FastCheck.constantFrom("w1", "w2", "w3")
 const taskIndex = FastCheck.nat({ max: 11 })
 
 const action: FastCheck.Arbitrary<Action> = FastCheck.oneof(
-  FastCheck.record({ _tag: FastCheck.constant("Accept" as const), account: FastCheck.constantFrom("acct_a" as const, "acct_b" as const) }),
-  FastCheck.record({ _tag: FastCheck.constant("Claim" as const), owner, limit: FastCheck.integer({ min: 1, max: 3 }), leaseMs: FastCheck.integer({ min: 1, max: 5000 }) }),
-  FastCheck.record({ _tag: FastCheck.constant("Step" as const), task: taskIndex, stale: FastCheck.boolean(), running: FastCheck.boolean(), inMs: FastCheck.integer({ min: 0, max: 5000 }) }),
-  FastCheck.record({ _tag: FastCheck.constant("Finish" as const), task: taskIndex, stale: FastCheck.boolean(), outcome: FastCheck.constantFrom("ok" as const, "fail" as const, "expire" as const) }),
-  FastCheck.record({ _tag: FastCheck.constant("Cancel" as const), task: taskIndex, account: FastCheck.constantFrom("acct_a" as const, "acct_b" as const) }),
+  FastCheck.record({
+    _tag: FastCheck.constant("Accept" as const),
+    account: FastCheck.constantFrom("acct_a" as const, "acct_b" as const)
+  }),
+  FastCheck.record({
+    _tag: FastCheck.constant("Claim" as const),
+    owner,
+    limit: FastCheck.integer({ min: 1, max: 3 }),
+    leaseMs: FastCheck.integer({ min: 1, max: 5000 })
+  }),
+  FastCheck.record({
+    _tag: FastCheck.constant("Step" as const),
+    task: taskIndex,
+    stale: FastCheck.boolean(),
+    running: FastCheck.boolean(),
+    inMs: FastCheck.integer({ min: 0, max: 5000 })
+  }),
+  FastCheck.record({
+    _tag: FastCheck.constant("Finish" as const),
+    task: taskIndex,
+    stale: FastCheck.boolean(),
+    outcome: FastCheck.constantFrom("ok" as const, "fail" as const, "expire" as const)
+  }),
+  FastCheck.record({
+    _tag: FastCheck.constant("Cancel" as const),
+    task: taskIndex,
+    account: FastCheck.constantFrom("acct_a" as const, "acct_b" as const)
+  }),
   FastCheck.record({ _tag: FastCheck.constant("Advance" as const), ms: FastCheck.integer({ min: 1, max: 4000 }) }),
   FastCheck.record({ _tag: FastCheck.constant("Heartbeat" as const), owner }),
   FastCheck.record({ _tag: FastCheck.constant("ReleaseAll" as const), owner })
@@ -47,10 +81,15 @@ export const stateMachineProperty = (name: string, backend: Backend, numRuns: nu
       Effect.promise(() =>
         FastCheck.assert(
           FastCheck.asyncProperty(FastCheck.array(action, { minLength: 5, maxLength: 60 }), (actions) =>
-            Effect.runPromise(Effect.scoped(Effect.suspend(() => {
-              const billing = makeRecordingBilling()
-              return Effect.zipRight(TestClock.setTime(start), check(actions, billing).pipe(Effect.provide(backend(billing.layer))))
-            })).pipe(Effect.provide(TestContext.TestContext)))),
+            Effect.runPromise(
+              Effect.scoped(Effect.suspend(() => {
+                const billing = makeRecordingBilling()
+                return Effect.zipRight(
+                  TestClock.setTime(start),
+                  check(actions, billing).pipe(Effect.provide(backend(billing.layer)))
+                )
+              })).pipe(Effect.provide(TestContext.TestContext))
+            )),
           { numRuns }
         )
       ), { timeout: 120_000 })
@@ -89,13 +128,20 @@ const check = (
           const current = yield* read(id)
           const fence = act._tag !== "Cancel" && act.stale ? current.fence - 1 : current.fence
           if (act._tag === "Step") {
-            yield* storage.step(id, fence, { ...(act.running ? { status: "running" as const } : {}), nextRunAt: (yield* Clock.currentTimeMillis) + act.inMs })
+            yield* storage.step(id, fence, {
+              ...(act.running ? { status: "running" as const } : {}),
+              nextRunAt: (yield* Clock.currentTimeMillis) + act.inMs
+            })
           } else if (act._tag === "Finish") {
-            yield* storage.finish(id, fence, act.outcome === "ok"
-              ? { _tag: "Succeeded", result: [] }
-              : act.outcome === "fail"
-              ? { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } }
-              : { _tag: "Expired" })
+            yield* storage.finish(
+              id,
+              fence,
+              act.outcome === "ok"
+                ? { _tag: "Succeeded", result: [] }
+                : act.outcome === "fail"
+                ? { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } }
+                : { _tag: "Expired" }
+            )
           } else {
             yield* storage.cancel(act.account, id)
           }
@@ -118,7 +164,9 @@ const check = (
         const before = seen.get(id)
         if (before !== undefined) {
           if (isTerminal(before.status)) expect(now, `terminal task ${id} changed`).toEqual(before)
-          if (now.status !== before.status) expect(canMove(before.status, now.status), `${before.status} → ${now.status}`).toBe(true)
+          if (now.status !== before.status) {
+            expect(canMove(before.status, now.status), `${before.status} → ${now.status}`).toBe(true)
+          }
           expect(now.fence).toBeGreaterThanOrEqual(before.fence)
         }
         const refunds = billing.ledger.refunds.filter((r) => r.taskId === id)

@@ -3,10 +3,11 @@
  * migrations create named with it (SQLite and PostgreSQL catalogs), two prefixes side by side in one database, the
  * wakeup channel, and invalid prefixes refused before the database is touched.
  */
-import { assert, describe, expect, it } from "@effect/vitest"
+import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import * as PgClient from "@effect/sql-pg/PgClient"
+import { assert, describe, expect, it } from "@effect/vitest"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -15,7 +16,6 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { layerUnmetered } from "../src/Billing.js"
-import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
 import { TaskStorage } from "../src/TaskStorage.js"
 import { outsidePrefix, pgClient, pgSchema, postgres, runPostgres, schemaObjects, sqlite } from "./databases.js"
@@ -32,8 +32,10 @@ const databases: ReadonlyArray<readonly [string, Database]> = [
 ]
 
 for (const [name, database] of databases) {
-  taskStorageSuite(`${name}, prefix ${prefix}`, (billing) =>
-    SqlTaskStorage.layer({ time: "clock", prefix }).pipe(Layer.provide(Layer.merge(database(), billing))))
+  taskStorageSuite(
+    `${name}, prefix ${prefix}`,
+    (billing) => SqlTaskStorage.layer({ time: "clock", prefix }).pipe(Layer.provide(Layer.merge(database(), billing)))
+  )
 }
 
 /** A storage under `options` on the client in context. */
@@ -82,8 +84,15 @@ for (const [name, database] of databases) {
         const applied = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlTaskStorage.migrationsTable(prefix))}`
         const names = (yield* SqlTaskStorage.migrations(prefix)).map(([, name]) => name)
         expect(names.slice(0, 9)).toEqual([
-          "tasks", "task_idempotency_created", "task_outbox_txid", "task_counts", "nodes", "task_trace_context",
-          "task_channel", "task_upstream_usage", "task_counts_environment"
+          "tasks",
+          "task_idempotency_created",
+          "task_outbox_txid",
+          "task_counts",
+          "nodes",
+          "task_trace_context",
+          "task_channel",
+          "task_upstream_usage",
+          "task_counts_environment"
         ])
         expect(applied.map((r) => r.name)).toEqual(names)
         // the counts' triggers (and, on PostgreSQL, their functions) carry the prefix too
@@ -111,7 +120,14 @@ for (const [name, database] of databases) {
       Effect.gen(function*() {
         yield* roundTrip(yield* storageOn({ prefix: "" }))
         const tables = (yield* schemaObjects).filter((o) => o.kind === "table").map((o) => o.name).sort()
-        expect(tables).toEqual(["engine_migrations", "nodes", "task_counts", "task_idempotency", "task_outbox", "tasks"])
+        expect(tables).toEqual([
+          "engine_migrations",
+          "nodes",
+          "task_counts",
+          "task_idempotency",
+          "task_outbox",
+          "tasks"
+        ])
       }).pipe(Effect.provide(database()), Effect.scoped))
   })
 }
@@ -136,7 +152,11 @@ describe.skipIf(!runPostgres)("SqlTaskStorage wakeups under a prefix (PostgreSQL
       )
       const payloads = yield* Fiber.join(heard).pipe(
         Effect.race(accepting),
-        Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "no notification on acme_mg_tasks" })
+        Effect.timeoutFail({
+          duration: "5 seconds",
+          onTimeout: () =>
+            "no notification on acme_mg_tasks"
+        })
       )
       expect(Chunk.toReadonlyArray(payloads)).toEqual(["wake"])
     }), { timeout: 20_000 })

@@ -16,7 +16,16 @@ import * as TestClock from "effect/TestClock"
 import type { Billing } from "../src/Billing.js"
 import type { NewTask, TaskRecord } from "../src/TaskRecord.js"
 import { type ListQuery, type Ports, TaskStorage } from "../src/TaskStorage.js"
-import { chargeOf, limitedAccount, makeRecordingBilling, newTask, poorAccount, readOutboxAtLeast, start, unrefundableAccount } from "./support.js"
+import {
+  chargeOf,
+  limitedAccount,
+  makeRecordingBilling,
+  newTask,
+  poorAccount,
+  readOutboxAtLeast,
+  start,
+  unrefundableAccount
+} from "./support.js"
 
 /** How a backend is built for one test (its storage clock: Effect's `Clock`). */
 export type Backend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage | Ports, unknown>
@@ -29,10 +38,15 @@ const hour = 3_600_000
 /** Registers the suite for one backend. */
 export const taskStorageSuite = (name: string, backend: Backend) =>
   describe(`TaskStorage conformance: ${name}`, () => {
-    const run = <A, E>(body: (ctx: { ledger: ReturnType<typeof makeRecordingBilling>["ledger"] }) => Effect.Effect<A, E, TaskStorage>) =>
+    const run = <A, E>(
+      body: (ctx: { ledger: ReturnType<typeof makeRecordingBilling>["ledger"] }) => Effect.Effect<A, E, TaskStorage>
+    ) =>
       Effect.suspend(() => {
         const billing = makeRecordingBilling()
-        return Effect.zipRight(TestClock.setTime(start), body({ ledger: billing.ledger }).pipe(Effect.provide(backend(billing.layer))))
+        return Effect.zipRight(
+          TestClock.setTime(start),
+          body({ ledger: billing.ledger }).pipe(Effect.provide(backend(billing.layer)))
+        )
       }).pipe(Effect.scoped)
 
     it.effect("accepts a task as pending with its charge, scoped to its account", () =>
@@ -42,14 +56,21 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const task = newTask({ createdAt: yield* now })
           const result = yield* storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
           assert.strictEqual(result._tag, "Created")
-          expect(result.task).toMatchObject({ id: task.id, status: "pending", fence: 0, chargedMicros: 3_200_000, refundedMicros: 0 })
+          expect(result.task).toMatchObject({
+            id: task.id,
+            status: "pending",
+            fence: 0,
+            chargedMicros: 3_200_000,
+            refundedMicros: 0
+          })
           expect(ledger.charges.map((c) => c.taskId)).toEqual([task.id])
           const read = yield* storage.get("acct_a", task.id)
           assert.isTrue(Option.isSome(read))
           expect(Option.getOrThrow(read).input).toEqual(task.input)
           assert.isTrue(Option.isNone(yield* storage.get("acct_other", task.id)))
           assert.isTrue(Option.isSome(yield* storage.getById(task.id)))
-        })))
+        })
+      ))
 
     it.effect("keeps test and live tasks apart: get, list (items, totals, cursors), cancel and outbox events", () =>
       run(() =>
@@ -60,7 +81,13 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           for (let i = 0; i < 6; i++) {
             yield* TestClock.adjust(1)
             const environment = i % 2 === 0 ? "live" : "test"
-            const task = newTask({ createdAt: yield* now, accountId, environment, model: i < 4 ? "m1" : "m2", chargedMicros: 0 })
+            const task = newTask({
+              createdAt: yield* now,
+              accountId,
+              environment,
+              model: i < 4 ? "m1" : "m2",
+              chargedMicros: 0
+            })
             tasks.push(task)
             yield* storage.accept({ task, charge: undefined, idempotency: undefined })
           }
@@ -98,13 +125,16 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(Option.getOrThrow(yield* storage.getById(live.id)).status).toBe("pending")
           expect((yield* storage.cancel(accountId, test.id, "test"))._tag).toBe("Cancelled")
           expect((yield* storage.cancel(accountId, live.id, "live"))._tag).toBe("Cancelled")
-          expect((yield* storage.list(accountId, { limit: 10, environment: "test", status: "cancelled" })).total).toBe(1)
+          expect((yield* storage.list(accountId, { limit: 10, environment: "test", status: "cancelled" })).total).toBe(
+            1
+          )
 
           // the outbox entries carry their task's environment
           const read = yield* readOutboxAtLeast(storage, 2)
           const byTask = new Map(read.entries.map((entry) => [entry.taskId, entry.environment]))
           expect([byTask.get(live.id), byTask.get(test.id)]).toEqual(["live", "test"])
-        })))
+        })
+      ))
 
     it.effect("stores nothing when billing refuses", () =>
       run(({ ledger }) =>
@@ -123,27 +153,42 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           }))
           assert.instanceOf(failures, Errors.InsufficientBalance)
           expect(ledger.charges).toEqual([])
-        })))
+        })
+      ))
 
     it.effect("replays an idempotency key with the same fingerprint and refuses another; forgets old keys", () =>
       run(({ ledger }) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const claim = (fingerprint: string) => Effect.map(now, (at) => ({ key: "k1", fingerprint, notBefore: at - 24 * hour }))
+          const claim = (fingerprint: string) =>
+            Effect.map(now, (at) => ({ key: "k1", fingerprint, notBefore: at - 24 * hour }))
           const first = newTask({ createdAt: yield* now })
-          const created = yield* storage.accept({ task: first, charge: chargeOf(first), idempotency: yield* claim("f1") })
+          const created = yield* storage.accept({
+            task: first,
+            charge: chargeOf(first),
+            idempotency: yield* claim("f1")
+          })
           assert.strictEqual(created._tag, "Created")
           const second = newTask({ createdAt: yield* now })
-          const replay = yield* storage.accept({ task: second, charge: chargeOf(second), idempotency: yield* claim("f1") })
+          const replay = yield* storage.accept({
+            task: second,
+            charge: chargeOf(second),
+            idempotency: yield* claim("f1")
+          })
           assert.strictEqual(replay._tag, "Replayed")
           assert.strictEqual(replay.task.id, first.id)
           assert.isTrue(Option.isNone(yield* storage.getById(second.id)))
           expect(ledger.charges).toHaveLength(1)
-          const reused = yield* Effect.flip(storage.accept({ task: second, charge: chargeOf(second), idempotency: yield* claim("f2") }))
+          const reused = yield* Effect.flip(
+            storage.accept({ task: second, charge: chargeOf(second), idempotency: yield* claim("f2") })
+          )
           assert.instanceOf(reused, Errors.IdempotencyKeyReused)
           // another account may use the same key
           const other = newTask({ createdAt: yield* now, accountId: "acct_b" })
-          assert.strictEqual((yield* storage.accept({ task: other, charge: chargeOf(other), idempotency: yield* claim("f9") }))._tag, "Created")
+          assert.strictEqual(
+            (yield* storage.accept({ task: other, charge: chargeOf(other), idempotency: yield* claim("f9") }))._tag,
+            "Created"
+          )
           // after the window the key is free again
           yield* TestClock.adjust(25 * hour)
           const later = newTask({ createdAt: yield* now })
@@ -153,9 +198,14 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           // pruning forgets records older than the given time, and only those
           expect(yield* storage.pruneIdempotency((yield* now) - hour)).toBe(1) // acct_b's k1
           expect(yield* storage.pruneIdempotency((yield* now) - hour)).toBe(0)
-          const replayLater = yield* storage.accept({ task: newTask({ createdAt: yield* now }), charge: undefined, idempotency: yield* claim("f2") })
+          const replayLater = yield* storage.accept({
+            task: newTask({ createdAt: yield* now }),
+            charge: undefined,
+            idempotency: yield* claim("f2")
+          })
           assert.strictEqual(replayLater._tag, "Replayed")
-        })))
+        })
+      ))
 
     it.effect("lists newest first with filters, a keyset cursor and the total", () =>
       run(() =>
@@ -172,7 +222,11 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
             ids.push(task.id)
             yield* storage.accept({ task, charge: undefined, idempotency: undefined })
           }
-          yield* storage.accept({ task: newTask({ createdAt: yield* now, accountId: "acct_b" }), charge: undefined, idempotency: undefined })
+          yield* storage.accept({
+            task: newTask({ createdAt: yield* now, accountId: "acct_b" }),
+            charge: undefined,
+            idempotency: undefined
+          })
           const newest = [...ids].reverse()
           const page1 = yield* storage.list("acct_a", { limit: 3 })
           expect(page1.items.map((t) => t.id)).toEqual(newest.slice(0, 3))
@@ -199,7 +253,8 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(exact.items.map((t) => t.id)).toEqual([ids[4]])
           const none = yield* storage.list("acct_a", { limit: 10, status: "failed" })
           expect(none).toEqual({ items: [], hasMore: false, total: 0 })
-        })))
+        })
+      ))
 
     it.effect("claims due tasks with a lease and a new fence; a live lease is not claimed twice", () =>
       run(() =>
@@ -211,7 +266,12 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           yield* storage.accept({ task: b, charge: undefined, idempotency: undefined })
           const first = yield* storage.claim("w1", 1, 30_000)
           expect(first).toHaveLength(1)
-          expect(first[0]).toMatchObject({ status: "queued", fence: 1, leaseOwner: "w1", leaseExpiresAt: (yield* now) + 30_000 })
+          expect(first[0]).toMatchObject({
+            status: "queued",
+            fence: 1,
+            leaseOwner: "w1",
+            leaseExpiresAt: (yield* now) + 30_000
+          })
           expect(first[0]!.startedAt).toBe(yield* now)
           const second = yield* storage.claim("w2", 5, 30_000)
           expect(second.map((t) => t.id)).toEqual([first[0]!.id === a.id ? b.id : a.id])
@@ -222,8 +282,13 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(taken.map((t) => [t.fence, t.leaseOwner])).toEqual([[2, "w3"], [2, "w3"]])
           // the old holder's writes are refused
           assert.isFalse(yield* storage.step(first[0]!.id, 1, { nextRunAt: yield* now }))
-          assert.isTrue(Option.isNone(yield* storage.finish(first[0]!.id, 1, { _tag: "Failed", error: { code: "X", message: "x" } })))
-        })))
+          assert.isTrue(
+            Option.isNone(
+              yield* storage.finish(first[0]!.id, 1, { _tag: "Failed", error: { code: "X", message: "x" } })
+            )
+          )
+        })
+      ))
 
     it.effect("a fence only carries authority while its claim is leased", () =>
       run(() =>
@@ -238,9 +303,12 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isTrue(yield* storage.step(task.id, claimed!.fence, { nextRunAt: (yield* now) + 1000 }))
           // the step released the lease: the same fence may not write again
           assert.isFalse(yield* storage.step(task.id, claimed!.fence, { nextRunAt: yield* now }))
-          assert.isTrue(Option.isNone(yield* storage.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] })))
+          assert.isTrue(
+            Option.isNone(yield* storage.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] }))
+          )
           expect(Option.getOrThrow(yield* storage.getById(task.id)).status).toBe("queued")
-        })))
+        })
+      ))
 
     it.effect("a step records the upstream job, progress and the next run, releasing the lease", () =>
       run(() =>
@@ -249,15 +317,29 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const task = newTask({ createdAt: yield* now })
           yield* storage.accept({ task, charge: undefined, idempotency: undefined })
           const [claimed] = yield* storage.claim("w1", 1, 30_000)
-          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "job-1", nextRunAt: (yield* now) + 5000 }))
+          assert.isTrue(
+            yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "job-1", nextRunAt: (yield* now) + 5000 })
+          )
           const stored = Option.getOrThrow(yield* storage.getById(task.id))
-          expect(stored).toMatchObject({ status: "queued", upstreamJobId: "job-1", leaseOwner: null, nextRunAt: (yield* now) + 5000 })
+          expect(stored).toMatchObject({
+            status: "queued",
+            upstreamJobId: "job-1",
+            leaseOwner: null,
+            nextRunAt: (yield* now) + 5000
+          })
           expect(yield* storage.claim("w1", 1, 30_000)).toEqual([])
           expect(yield* storage.nextDueAt).toEqual(Option.some((yield* now) + 5000))
           yield* TestClock.adjust(5000)
           const [again] = yield* storage.claim("w1", 1, 30_000)
           expect(again).toMatchObject({ fence: 2, upstreamJobId: "job-1" })
-          assert.isTrue(yield* storage.step(task.id, 2, { status: "running", progress: 40, polled: true, nextRunAt: (yield* now) + 10 * hour }))
+          assert.isTrue(
+            yield* storage.step(task.id, 2, {
+              status: "running",
+              progress: 40,
+              polled: true,
+              nextRunAt: (yield* now) + 10 * hour
+            })
+          )
           const running = Option.getOrThrow(yield* storage.getById(task.id))
           // the next run never lies beyond the deadline
           expect(running).toMatchObject({ status: "running", progress: 40, polls: 1, nextRunAt: task.deadlineAt })
@@ -265,7 +347,8 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           yield* TestClock.setTime(task.deadlineAt)
           const [late] = yield* storage.claim("w1", 1, 30_000)
           assert.isFalse(yield* storage.step(task.id, late!.fence, { status: "queued", nextRunAt: yield* now }))
-        })))
+        })
+      ))
 
     it.effect("a step may add charges: charged with the step, refused ones record nothing, test tasks are free", () =>
       run(({ ledger }) =>
@@ -275,24 +358,38 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           yield* storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
           const [claimed] = yield* storage.claim("w1", 1, 30_000)
           const charges = [{ amountMicros: 375_000, description: "reference video seconds" }]
-          assert.isTrue(yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "j", nextRunAt: yield* now, charges }))
-          expect(Option.getOrThrow(yield* storage.getById(task.id))).toMatchObject({ chargedMicros: 3_575_000, upstreamJobId: "j" })
+          assert.isTrue(
+            yield* storage.step(task.id, claimed!.fence, { upstreamJobId: "j", nextRunAt: yield* now, charges })
+          )
+          expect(Option.getOrThrow(yield* storage.getById(task.id))).toMatchObject({
+            chargedMicros: 3_575_000,
+            upstreamJobId: "j"
+          })
           expect(ledger.charges.map((c) => [c.taskId, c.amountMicros, c.description])).toEqual([
             [task.id, 3_200_000, "vendor3-3 text-to-video"],
             [task.id, 375_000, "reference video seconds"]
           ])
           // a failed task is refunded everything it was charged
           const [again] = yield* storage.claim("w1", 1, 30_000)
-          yield* storage.finish(task.id, again!.fence, { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
+          yield* storage.finish(task.id, again!.fence, {
+            _tag: "Failed",
+            error: { code: "PROVIDER_ERROR", message: "x" }
+          })
           expect(ledger.refunds.map((r) => r.amountMicros)).toEqual([3_575_000])
 
           // a refused charge: the step fails and records nothing; the claim still holds
           const limited = newTask({ createdAt: yield* now, accountId: limitedAccount })
           yield* storage.accept({ task: limited, charge: undefined, idempotency: undefined })
           const [held] = yield* storage.claim("w1", 1, 30_000)
-          const refused = yield* Effect.flip(storage.step(limited.id, held!.fence, { upstreamJobId: "k", nextRunAt: yield* now, charges }))
+          const refused = yield* Effect.flip(
+            storage.step(limited.id, held!.fence, { upstreamJobId: "k", nextRunAt: yield* now, charges })
+          )
           assert.instanceOf(refused, Errors.SpendLimitExceeded)
-          expect(Option.getOrThrow(yield* storage.getById(limited.id))).toMatchObject({ upstreamJobId: null, chargedMicros: 3_200_000, leaseOwner: "w1" })
+          expect(Option.getOrThrow(yield* storage.getById(limited.id))).toMatchObject({
+            upstreamJobId: null,
+            chargedMicros: 3_200_000,
+            leaseOwner: "w1"
+          })
 
           // test tasks are never charged
           const free = newTask({ createdAt: yield* now, environment: "test", chargedMicros: 0 })
@@ -301,7 +398,8 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isTrue(yield* storage.step(free.id, f!.fence, { nextRunAt: yield* now, charges }))
           expect(Option.getOrThrow(yield* storage.getById(free.id)).chargedMicros).toBe(0)
           expect(ledger.charges).toHaveLength(2)
-        })))
+        })
+      ))
 
     it.effect("finishing writes the terminal state and its event once; failures and expiry are refunded once", () =>
       run(({ ledger }) =>
@@ -310,33 +408,65 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const ok = newTask({ createdAt: yield* now, webhookUrl: "https://hooks.example.com/x", metadata: { ref: 1 } })
           const bad = newTask({ createdAt: yield* now })
           const late = newTask({ createdAt: yield* now })
-          for (const t of [ok, bad, late]) yield* storage.accept({ task: t, charge: chargeOf(t), idempotency: undefined })
+          for (const t of [ok, bad, late]) {
+            yield* storage.accept({ task: t, charge: chargeOf(t), idempotency: undefined })
+          }
           const claimed = yield* storage.claim("w1", 3, 30_000)
           const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
           yield* TestClock.adjust(10_000)
           const result = [{ url: "https://files.example.com/a.mp4", duration: 8, format: "mp4", size_bytes: 1000 }]
           const done = yield* storage.finish(ok.id, fenceOf(ok.id), { _tag: "Succeeded", result })
-          expect(Option.getOrThrow(done)).toMatchObject({ status: "succeeded", progress: 100, result, completedAt: yield* now, leaseOwner: null, nextRunAt: null })
-          const failed = yield* storage.finish(bad.id, fenceOf(bad.id), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "boom" } })
-          expect(Option.getOrThrow(failed)).toMatchObject({ status: "failed", refundedMicros: 3_200_000, error: { code: "PROVIDER_ERROR", message: "boom" } })
+          expect(Option.getOrThrow(done)).toMatchObject({
+            status: "succeeded",
+            progress: 100,
+            result,
+            completedAt: yield* now,
+            leaseOwner: null,
+            nextRunAt: null
+          })
+          const failed = yield* storage.finish(bad.id, fenceOf(bad.id), {
+            _tag: "Failed",
+            error: { code: "PROVIDER_ERROR", message: "boom" }
+          })
+          expect(Option.getOrThrow(failed)).toMatchObject({
+            status: "failed",
+            refundedMicros: 3_200_000,
+            error: { code: "PROVIDER_ERROR", message: "boom" }
+          })
           const expired = yield* storage.finish(late.id, fenceOf(late.id), { _tag: "Expired" })
-          expect(Option.getOrThrow(expired)).toMatchObject({ status: "expired", refundedMicros: 3_200_000, error: { code: "TASK_EXPIRED" } })
+          expect(Option.getOrThrow(expired)).toMatchObject({
+            status: "expired",
+            refundedMicros: 3_200_000,
+            error: { code: "TASK_EXPIRED" }
+          })
           // a second finish with the same fence changes nothing and refunds nothing
           assert.isTrue(Option.isNone(yield* storage.finish(bad.id, fenceOf(bad.id), { _tag: "Expired" })))
-          expect(ledger.refunds.map((r) => [r.taskId, r.amountMicros])).toEqual([[bad.id, 3_200_000], [late.id, 3_200_000]])
+          expect(ledger.refunds.map((r) => [r.taskId, r.amountMicros])).toEqual([[bad.id, 3_200_000], [
+            late.id,
+            3_200_000
+          ]])
           const { cursor, entries: events } = yield* readOutboxAtLeast(storage, 3, undefined, 10)
-          expect(events.map((e) => [e.taskId, e.event.type])).toEqual([[ok.id, "task.completed"], [bad.id, "task.failed"], [late.id, "task.expired"]])
+          expect(events.map((e) => [e.taskId, e.event.type])).toEqual([[ok.id, "task.completed"], [
+            bad.id,
+            "task.failed"
+          ], [late.id, "task.expired"]])
           // paging continues exactly after the cursor
           const first = yield* storage.readOutbox(undefined, 2)
           expect(first.entries.map((e) => e.taskId)).toEqual([ok.id, bad.id])
           expect((yield* storage.readOutbox(first.cursor, 10)).entries.map((e) => e.taskId)).toEqual([late.id])
           expect((yield* storage.readOutbox(cursor, 10)).entries).toEqual([])
           expect(events[0]!.webhookUrl).toBe("https://hooks.example.com/x")
-          expect(events[0]!.event.data.task).toMatchObject({ id: ok.id, status: "succeeded", result, metadata: { ref: 1 } })
+          expect(events[0]!.event.data.task).toMatchObject({
+            id: ok.id,
+            status: "succeeded",
+            result,
+            metadata: { ref: 1 }
+          })
           expect(events[0]!.event.id).toMatch(/^evt_[0-9A-Z]{26}$/)
           expect(events[1]!.event.data.task.error).toEqual({ code: "PROVIDER_ERROR", message: "boom" })
           assert.isTrue(Option.isNone(yield* storage.nextDueAt))
-        })))
+        })
+      ))
 
     it.effect("a finish may record the upstream job with the outcome", () =>
       run(() =>
@@ -348,19 +478,33 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const claimed = yield* storage.claim("w1", 2, 30_000)
           const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
           const result = [{ url: "https://files.example.com/a.mp4", duration: 8, format: "mp4", size_bytes: 1000 }]
-          const done = yield* storage.finish(a.id, fenceOf(a.id), { _tag: "Succeeded", result }, { upstreamJobId: "job-a" })
+          const done = yield* storage.finish(a.id, fenceOf(a.id), { _tag: "Succeeded", result }, {
+            upstreamJobId: "job-a"
+          })
           expect(Option.getOrThrow(done)).toMatchObject({ status: "succeeded", upstreamJobId: "job-a", result })
           expect(Option.getOrThrow(yield* storage.getById(a.id)).upstreamJobId).toBe("job-a")
           // without one, the stored job (none here) stays
-          yield* storage.finish(b.id, fenceOf(b.id), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
-          expect(Option.getOrThrow(yield* storage.getById(b.id))).toMatchObject({ status: "failed", upstreamJobId: null })
+          yield* storage.finish(b.id, fenceOf(b.id), {
+            _tag: "Failed",
+            error: { code: "PROVIDER_ERROR", message: "x" }
+          })
+          expect(Option.getOrThrow(yield* storage.getById(b.id))).toMatchObject({
+            status: "failed",
+            upstreamJobId: null
+          })
           // a lost fence records nothing, the job neither
           const c = newTask({ createdAt: yield* now })
           yield* storage.accept({ task: c, charge: undefined, idempotency: undefined })
           const [held] = yield* storage.claim("w1", 1, 30_000)
-          assert.isTrue(Option.isNone(yield* storage.finish(c.id, held!.fence - 1, { _tag: "Expired" }, { upstreamJobId: "job-c" })))
-          expect(Option.getOrThrow(yield* storage.getById(c.id))).toMatchObject({ status: "queued", upstreamJobId: null })
-        })))
+          assert.isTrue(
+            Option.isNone(yield* storage.finish(c.id, held!.fence - 1, { _tag: "Expired" }, { upstreamJobId: "job-c" }))
+          )
+          expect(Option.getOrThrow(yield* storage.getById(c.id))).toMatchObject({
+            status: "queued",
+            upstreamJobId: null
+          })
+        })
+      ))
 
     it.effect("concurrent finishes are each answered on their own: one winner per fence, a refused refund fails only its own", () =>
       run(({ ledger }) =>
@@ -375,27 +519,54 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const claimed = yield* storage.claim("w1", 10, 30_000)
           expect(claimed).toHaveLength(7)
           const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
-          const [ok1, ok2, failed, twice, stale, expired, unlucky] = tasks.map((t) => t.id) as [string, string, string, string, string, string, string]
+          const [ok1, ok2, failed, twice, stale, expired, unlucky] = tasks.map((t) => t.id) as [
+            string,
+            string,
+            string,
+            string,
+            string,
+            string,
+            string
+          ]
           const finishes = [
             storage.finish(ok1, fenceOf(ok1), { _tag: "Succeeded", result: [] }),
             storage.finish(ok2, fenceOf(ok2), { _tag: "Succeeded", result: [] }),
-            storage.finish(failed, fenceOf(failed), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } }),
+            storage.finish(failed, fenceOf(failed), {
+              _tag: "Failed",
+              error: { code: "PROVIDER_ERROR", message: "x" }
+            }),
             storage.finish(twice, fenceOf(twice), { _tag: "Succeeded", result: [] }),
             storage.finish(twice, fenceOf(twice), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "y" } }),
             storage.finish(stale, fenceOf(stale) - 1, { _tag: "Succeeded", result: [] }),
             storage.finish(expired, fenceOf(expired), { _tag: "Expired" }),
-            storage.finish(unlucky, fenceOf(unlucky), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "z" } })
+            storage.finish(unlucky, fenceOf(unlucky), {
+              _tag: "Failed",
+              error: { code: "PROVIDER_ERROR", message: "z" }
+            })
           ]
           const exits = yield* Effect.all(finishes.map(Effect.exit), { concurrency: "unbounded" })
           const statusOf = (i: number) => {
             const exit = exits[i]!
-            return Exit.isFailure(exit) ? "error" : Option.match(exit.value, { onNone: () => "none", onSome: (t) => t.status })
+            return Exit.isFailure(exit)
+              ? "error"
+              : Option.match(exit.value, { onNone: () => "none", onSome: (t) => t.status })
           }
-          expect([0, 1, 2, 5, 6, 7].map(statusOf)).toEqual(["succeeded", "succeeded", "failed", "none", "expired", "error"])
+          expect([0, 1, 2, 5, 6, 7].map(statusOf)).toEqual([
+            "succeeded",
+            "succeeded",
+            "failed",
+            "none",
+            "expired",
+            "error"
+          ])
           // the same fence twice: exactly one of the two finishes ended the task
           expect([statusOf(3), statusOf(4)].filter((s) => s !== "none")).toHaveLength(1)
           // the refused refund left its task as it was (still leased, no event); the others are refunded once
-          expect(Option.getOrThrow(yield* storage.getById(unlucky))).toMatchObject({ status: "queued", leaseOwner: "w1", refundedMicros: 0 })
+          expect(Option.getOrThrow(yield* storage.getById(unlucky))).toMatchObject({
+            status: "queued",
+            leaseOwner: "w1",
+            refundedMicros: 0
+          })
           expect(Option.getOrThrow(yield* storage.getById(stale)).status).toBe("queued")
           const twiceEnded = Option.getOrThrow(yield* storage.getById(twice))
           const refunded = [failed, expired, ...(twiceEnded.status === "failed" ? [twice] : [])]
@@ -403,8 +574,11 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const { entries: events } = yield* readOutboxAtLeast(storage, 5)
           expect(events.map((e) => e.taskId).sort()).toEqual([ok1, ok2, failed, twice, expired].sort())
           // the unlucky task can still be finished once its refund goes through another way: here, it succeeds
-          assert.isTrue(Option.isSome(yield* storage.finish(unlucky, fenceOf(unlucky), { _tag: "Succeeded", result: [] })))
-        })))
+          assert.isTrue(
+            Option.isSome(yield* storage.finish(unlucky, fenceOf(unlucky), { _tag: "Succeeded", result: [] }))
+          )
+        })
+      ))
 
     it.effect("concurrent accepts are each stored once, and each answered", () =>
       run(() =>
@@ -413,7 +587,9 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const at = yield* now
           const tasks = Array.from({ length: 30 }, (_, i) => newTask({ createdAt: at - 30 + i }))
           const results = yield* Effect.all(
-            tasks.map((task, i) => storage.accept({ task, charge: i % 3 === 0 ? chargeOf(task) : undefined, idempotency: undefined })),
+            tasks.map((task, i) =>
+              storage.accept({ task, charge: i % 3 === 0 ? chargeOf(task) : undefined, idempotency: undefined })
+            ),
             { concurrency: "unbounded" }
           )
           expect(results.map((r) => [r._tag, r.task.id])).toEqual(tasks.map((t) => ["Created", t.id]))
@@ -421,7 +597,8 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(page.total).toBe(30)
           expect(page.items.map((t) => t.id).sort()).toEqual(tasks.map((t) => t.id).sort())
           expect(yield* storage.claim("w1", 100, 30_000)).toHaveLength(30)
-        })))
+        })
+      ))
 
     it.effect("cancels pending and queued tasks (refunded, with an event) and nothing else", () =>
       run(({ ledger }) =>
@@ -431,7 +608,10 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           yield* storage.accept({ task: pending, charge: chargeOf(pending), idempotency: undefined })
           const cancelled = yield* storage.cancel("acct_a", pending.id)
           assert.strictEqual(cancelled._tag, "Cancelled")
-          expect(cancelled._tag === "Cancelled" && cancelled.task).toMatchObject({ status: "cancelled", refundedMicros: 3_200_000 })
+          expect(cancelled._tag === "Cancelled" && cancelled.task).toMatchObject({
+            status: "cancelled",
+            refundedMicros: 3_200_000
+          })
           expect(yield* storage.cancel("acct_a", pending.id)).toEqual({ _tag: "NotCancellable", status: "cancelled" })
           expect(yield* storage.cancel("acct_b", pending.id)).toEqual({ _tag: "NotFound" })
           expect(yield* storage.cancel("acct_a", Ids.taskId())).toEqual({ _tag: "NotFound" })
@@ -452,7 +632,8 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(ledger.refunds.map((x) => x.taskId)).toEqual([pending.id, queued.id])
           const { entries: events } = yield* readOutboxAtLeast(storage, 2, undefined, 10)
           expect(events.map((e) => e.event.type)).toEqual(["task.cancelled", "task.cancelled"])
-        })))
+        })
+      ))
 
     it.effect("test-key tasks without a charge are never refunded", () =>
       run(({ ledger }) =>
@@ -461,15 +642,25 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const task = newTask({ createdAt: yield* now, environment: "test", chargedMicros: 0 })
           yield* storage.accept({ task, charge: undefined, idempotency: undefined })
           const [claimed] = yield* storage.claim("w1", 1, 30_000)
-          yield* storage.finish(task.id, claimed!.fence, { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
+          yield* storage.finish(task.id, claimed!.fence, {
+            _tag: "Failed",
+            error: { code: "PROVIDER_ERROR", message: "x" }
+          })
           expect(ledger.refunds).toEqual([])
-        })))
+        })
+      ))
 
     it.effect("heartbeats extend leases; releaseAll hands them back, due at once", () =>
       run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          for (let i = 0; i < 3; i++) yield* storage.accept({ task: newTask({ createdAt: yield* now }), charge: undefined, idempotency: undefined })
+          for (let i = 0; i < 3; i++) {
+            yield* storage.accept({
+              task: newTask({ createdAt: yield* now }),
+              charge: undefined,
+              idempotency: undefined
+            })
+          }
           yield* storage.claim("w1", 2, 10_000)
           yield* TestClock.adjust(8000)
           expect(yield* storage.heartbeat("w1", 10_000)).toBe(2)
@@ -479,7 +670,8 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const reclaimed = yield* storage.claim("w2", 5, 10_000)
           expect(reclaimed).toHaveLength(2)
           expect(reclaimed.every((t) => t.fence === 2)).toBe(true)
-        })))
+        })
+      ))
 
     it.effect("markDue makes a waiting task due now", () =>
       run(() =>
@@ -492,7 +684,8 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(yield* storage.claim("w1", 1, 30_000)).toEqual([])
           yield* storage.markDue([task.id, "task_unknown"])
           expect((yield* storage.claim("w1", 1, 30_000)).map((t) => t.id)).toEqual([task.id])
-        })))
+        })
+      ))
 
     it.effect("channels: a step records the job's channel, resubmit forgets both, a finish may record them", () =>
       run(() =>
@@ -504,23 +697,44 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           expect(Option.getOrThrow(yield* storage.getById(a.id)).channelId ?? null).toBeNull()
           const claimed = yield* storage.claim("w1", 2, 30_000)
           const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
-          assert.isTrue(yield* storage.step(a.id, fenceOf(a.id), { upstreamJobId: "job-a", channelId: "ch_a", nextRunAt: yield* now }))
-          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({ upstreamJobId: "job-a", channelId: "ch_a" })
+          assert.isTrue(
+            yield* storage.step(a.id, fenceOf(a.id), {
+              upstreamJobId: "job-a",
+              channelId: "ch_a",
+              nextRunAt: yield* now
+            })
+          )
+          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({
+            upstreamJobId: "job-a",
+            channelId: "ch_a"
+          })
           expect(yield* storage.channelLoad).toEqual(new Map([["ch_a", 1]]))
           // a plain step keeps them; resubmit forgets both
           const [again] = yield* storage.claim("w1", 1, 30_000)
           assert.isTrue(yield* storage.step(a.id, again!.fence, { nextRunAt: yield* now, polled: true }))
-          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({ upstreamJobId: "job-a", channelId: "ch_a" })
+          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({
+            upstreamJobId: "job-a",
+            channelId: "ch_a"
+          })
           const [third] = yield* storage.claim("w1", 1, 30_000)
-          assert.isTrue(yield* storage.step(a.id, third!.fence, { resubmit: true, nextRunAt: yield* now, polled: true }))
-          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({ upstreamJobId: null, channelId: null })
+          assert.isTrue(
+            yield* storage.step(a.id, third!.fence, { resubmit: true, nextRunAt: yield* now, polled: true })
+          )
+          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({
+            upstreamJobId: null,
+            channelId: null
+          })
           expect(yield* storage.channelLoad).toEqual(new Map())
           // a job submitted and finished under one claim
-          const done = yield* storage.finish(b.id, fenceOf(b.id), { _tag: "Succeeded", result: [] }, { upstreamJobId: "job-b", channelId: "ch_b" })
+          const done = yield* storage.finish(b.id, fenceOf(b.id), { _tag: "Succeeded", result: [] }, {
+            upstreamJobId: "job-b",
+            channelId: "ch_b"
+          })
           expect(Option.getOrThrow(done)).toMatchObject({ upstreamJobId: "job-b", channelId: "ch_b" })
           // finished tasks do not count
           expect(yield* storage.channelLoad).toEqual(new Map())
-        })))
+        })
+      ))
 
     it.effect("the first claim of a task without a job records its fence; resubmit clears it; a later claim keeps it", () =>
       run(() =>
@@ -542,7 +756,8 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isTrue(yield* storage.step(task.id, 3, { upstreamJobId: "job-1", nextRunAt: yield* now }))
           const [fourth] = yield* storage.claim("w2", 1, 1000)
           expect(fourth).toMatchObject({ fence: 4, submitFence: 3, upstreamJobId: "job-1" })
-        })))
+        })
+      ))
 
     it.effect("noteJob records a callback's job on an active task without one (none or a marker), never over a job", () =>
       run(() =>
@@ -562,9 +777,13 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
             channelId: "ch_x"
           })
           // the submit's own step records the same job after it
-          assert.isTrue(yield* storage.step(a!.id, fenceOf(a!.id), { upstreamJobId: `${a!.model}|req-1`, nextRunAt: yield* now }))
+          assert.isTrue(
+            yield* storage.step(a!.id, fenceOf(a!.id), { upstreamJobId: `${a!.model}|req-1`, nextRunAt: yield* now })
+          )
           // an uncertain submit's marker: replaced; a step writing a marker later keeps the job
-          assert.isTrue(yield* storage.step(b!.id, fenceOf(b!.id), { upstreamJobId: "submit?1", channelId: "ch_x", nextRunAt: 0 }))
+          assert.isTrue(
+            yield* storage.step(b!.id, fenceOf(b!.id), { upstreamJobId: "submit?1", channelId: "ch_x", nextRunAt: 0 })
+          )
           assert.isTrue(yield* storage.noteJob(b!.id, "ch_x", jobOf))
           expect(Option.getOrThrow(yield* storage.getById(b!.id)).upstreamJobId).toBe(`${b!.model}|req-1`)
           assert.isTrue(yield* storage.step(c!.id, fenceOf(c!.id), { upstreamJobId: "job-c", nextRunAt: 0 }))
@@ -575,10 +794,14 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isTrue(yield* storage.step(b!.id, again!.fence, { upstreamJobId: "submit?2", nextRunAt: 0 }))
           expect(Option.getOrThrow(yield* storage.getById(b!.id)).upstreamJobId).toBe(`${b!.model}|req-1`)
           // an ended task, an unknown id: nothing
-          yield* storage.finish(d!.id, fenceOf(d!.id), { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
+          yield* storage.finish(d!.id, fenceOf(d!.id), {
+            _tag: "Failed",
+            error: { code: "PROVIDER_ERROR", message: "x" }
+          })
           assert.isFalse(yield* storage.noteJob(d!.id, "ch_x", jobOf))
           assert.isFalse(yield* storage.noteJob("task_none", "ch_x", jobOf))
-        })))
+        })
+      ))
 
     it.effect("channels: a finish records what the upstream reported; the usage report sums it per channel and model", () =>
       run(() =>
@@ -596,12 +819,18 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
           const [a, b, c, d] = tasks as [NewTask, NewTask, NewTask, NewTask]
           const ok = { _tag: "Succeeded", result: [] } as const
-          const done = yield* storage.finish(a.id, fenceOf(a.id), { ...ok, usage: { seconds: 12.5, costMicros: 300_000 } }, {
+          const done = yield* storage.finish(a.id, fenceOf(a.id), {
+            ...ok,
+            usage: { seconds: 12.5, costMicros: 300_000 }
+          }, {
             upstreamJobId: "j-a",
             channelId: "ch_a"
           })
           expect(Option.getOrThrow(done)).toMatchObject({ upstreamSeconds: 12.5, upstreamCostMicros: 300_000 })
-          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({ upstreamSeconds: 12.5, upstreamCostMicros: 300_000 })
+          expect(Option.getOrThrow(yield* storage.getById(a.id))).toMatchObject({
+            upstreamSeconds: 12.5,
+            upstreamCostMicros: 300_000
+          })
           // a failure is refunded: it counts as charged nothing, its reported run time still counts
           yield* storage.finish(b.id, fenceOf(b.id), {
             _tag: "Failed",
@@ -612,7 +841,10 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           yield* storage.finish(c.id, fenceOf(c.id), ok, { upstreamJobId: "j-c", channelId: "ch_a" })
           expect(Option.getOrThrow(yield* storage.getById(c.id)).upstreamCostMicros ?? null).toBeNull()
           // test tasks are never in the report
-          yield* storage.finish(d.id, fenceOf(d.id), { ...ok, usage: { costMicros: 9 } }, { upstreamJobId: "j-d", channelId: "ch_a" })
+          yield* storage.finish(d.id, fenceOf(d.id), { ...ok, usage: { costMicros: 9 } }, {
+            upstreamJobId: "j-d",
+            channelId: "ch_a"
+          })
           const report = yield* storage.channelUsage(start)
           expect(report).toEqual([
             {
@@ -640,13 +872,20 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           ])
           // the window: tasks created before `since` are left out
           expect(yield* storage.channelUsage(start + 1)).toEqual([])
-        })))
+        })
+      ))
 
     it.effect("channels: reservations respect the limit across claimers, need the fence, and free up when tasks end", () =>
       run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          for (let i = 0; i < 12; i++) yield* storage.accept({ task: newTask({ createdAt: yield* now }), charge: undefined, idempotency: undefined })
+          for (let i = 0; i < 12; i++) {
+            yield* storage.accept({
+              task: newTask({ createdAt: yield* now }),
+              charge: undefined,
+              idempotency: undefined
+            })
+          }
           const claimed = yield* storage.claim("w1", 12, 30_000)
           expect(claimed.length).toBe(12)
           // twelve reservations at once against a limit of 5: exactly 5 win
@@ -665,18 +904,28 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           assert.isTrue(yield* storage.reserveChannel(loser.id, loser.fence, "ch_y", 0))
           expect(yield* storage.channelLoad).toEqual(new Map([["ch_x", 5], ["ch_y", 1]]))
           // a holder that ends frees its slot for the next
-          yield* storage.finish(holder.id, holder.fence, { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "x" } })
+          yield* storage.finish(holder.id, holder.fence, {
+            _tag: "Failed",
+            error: { code: "PROVIDER_ERROR", message: "x" }
+          })
           const next = claimed.filter((_, i) => !won[i]).find((task) => task.id !== loser.id)!
           assert.isTrue(yield* storage.reserveChannel(next.id, next.fence, "ch_x", 5))
           const last = claimed.filter((_, i) => !won[i]).find((task) => task.id !== loser.id && task.id !== next.id)!
           assert.isFalse(yield* storage.reserveChannel(last.id, last.fence, "ch_x", 5))
-        })))
+        })
+      ))
 
     it.effect("concurrent claimers never lease the same task twice", () =>
       run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          for (let i = 0; i < 40; i++) yield* storage.accept({ task: newTask({ createdAt: yield* now }), charge: undefined, idempotency: undefined })
+          for (let i = 0; i < 40; i++) {
+            yield* storage.accept({
+              task: newTask({ createdAt: yield* now }),
+              charge: undefined,
+              idempotency: undefined
+            })
+          }
           const batches = yield* Effect.all(
             Array.from({ length: 8 }, (_, i) => storage.claim(`w${i}`, 7, 30_000)),
             { concurrency: "unbounded" }
@@ -684,119 +933,166 @@ export const taskStorageSuite = (name: string, backend: Backend) =>
           const ids = batches.flat().map((t) => t.id)
           expect(new Set(ids).size).toBe(ids.length)
           expect(ids.length).toBe(40)
-        })))
+        })
+      ))
 
-    it.effect("list totals stay exact through accepts and every transition, with no filter, one filter or several", () =>
-      run(() =>
-        Effect.gen(function*() {
-          const storage = yield* TaskStorage
-          const accounts = ["acct_a", "acct_b", limitedAccount]
-          const kinds: ReadonlyArray<Pick<NewTask, "provider" | "model">> = [
-            { provider: "vendor3", model: "vendor3-3" },
-            { provider: "vendor3", model: "vendor3-3_fast" },
-            { provider: "vendor7", model: "vendor7-imagine/text-to-video" }
-          ]
-          const ids: Array<string> = []
-          const accept = (i: number, accountId: string, extra: Partial<NewTask> = {}) =>
-            Effect.gen(function*() {
-              yield* TestClock.adjust(1000)
-              const task = newTask({ createdAt: yield* now, accountId, ...kinds[i % kinds.length]!, ...extra })
-              const result = yield* storage.accept({ task, charge: undefined, idempotency: undefined })
-              ids.push(task.id)
-              return result.task
-            })
-          const t0 = yield* now
-          /** Every total of every account, against the tasks as stored (read one by one). */
-          const expectTotals = (label: string) =>
-            Effect.gen(function*() {
-              const stored = (yield* Effect.forEach(ids, (id) => storage.getById(id))).flatMap(Option.toArray)
-              const queries: Array<readonly [Omit<ListQuery, "limit">, (task: TaskRecord) => boolean]> = [
-                [{}, () => true],
-                ...Task.taskStatuses.map((status) => [{ status }, (t: TaskRecord) => t.status === status] as const),
-                ...["vendor3", "vendor7", "vendor1"].map((provider) => [{ provider }, (t: TaskRecord) => t.provider === provider] as const),
-                ...kinds.map(({ model }) => [{ model }, (t: TaskRecord) => t.model === model] as const),
-                [{ status: "queued", provider: "vendor3" }, (t) => t.status === "queued" && t.provider === "vendor3"],
-                [{ provider: "vendor3", model: "vendor3-3_fast" }, (t) => t.model === "vendor3-3_fast"],
-                [{ status: "succeeded", createdAfter: t0 + 3000 }, (t) => t.status === "succeeded" && t.createdAt >= t0 + 3000],
-                [{ createdBefore: t0 + 5000 }, (t) => t.createdAt < t0 + 5000],
-                [{ idPrefix: "task_" }, () => true],
-                [{ idPrefix: "" }, () => true]
-              ]
-              for (const accountId of accounts) {
-                const mine = stored.filter((t) => t.accountId === accountId)
-                for (const [query, matches] of queries) {
-                  const page = yield* storage.list(accountId, { ...query, limit: 1 })
-                  expect(page.total, `${label}: ${accountId} ${JSON.stringify(query)}`).toBe(mine.filter(matches).length)
-                  // the cursor never changes the total
-                  const last = page.items[0]
-                  if (last !== undefined) {
-                    const next = yield* storage.list(accountId, { ...query, limit: 1, beforeId: last.id })
-                    expect(next.total, `${label}: ${accountId} ${JSON.stringify(query)}, page 2`).toBe(page.total)
+    it.effect(
+      "list totals stay exact through accepts and every transition, with no filter, one filter or several",
+      () =>
+        run(() =>
+          Effect.gen(function*() {
+            const storage = yield* TaskStorage
+            const accounts = ["acct_a", "acct_b", limitedAccount]
+            const kinds: ReadonlyArray<Pick<NewTask, "provider" | "model">> = [
+              { provider: "vendor3", model: "vendor3-3" },
+              { provider: "vendor3", model: "vendor3-3_fast" },
+              { provider: "vendor7", model: "vendor7-imagine/text-to-video" }
+            ]
+            const ids: Array<string> = []
+            const accept = (i: number, accountId: string, extra: Partial<NewTask> = {}) =>
+              Effect.gen(function*() {
+                yield* TestClock.adjust(1000)
+                const task = newTask({ createdAt: yield* now, accountId, ...kinds[i % kinds.length]!, ...extra })
+                const result = yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+                ids.push(task.id)
+                return result.task
+              })
+            const t0 = yield* now
+            /** Every total of every account, against the tasks as stored (read one by one). */
+            const expectTotals = (label: string) =>
+              Effect.gen(function*() {
+                const stored = (yield* Effect.forEach(ids, (id) => storage.getById(id))).flatMap(Option.toArray)
+                const queries: Array<readonly [Omit<ListQuery, "limit">, (task: TaskRecord) => boolean]> = [
+                  [{}, () => true],
+                  ...Task.taskStatuses.map((status) => [{ status }, (t: TaskRecord) => t.status === status] as const),
+                  ...["vendor3", "vendor7", "vendor1"].map((provider) =>
+                    [{ provider }, (t: TaskRecord) => t.provider === provider] as const
+                  ),
+                  ...kinds.map(({ model }) => [{ model }, (t: TaskRecord) => t.model === model] as const),
+                  [{ status: "queued", provider: "vendor3" }, (t) => t.status === "queued" && t.provider === "vendor3"],
+                  [{ provider: "vendor3", model: "vendor3-3_fast" }, (t) => t.model === "vendor3-3_fast"],
+                  [
+                    { status: "succeeded", createdAfter: t0 + 3000 },
+                    (t) => t.status === "succeeded" && t.createdAt >= t0 + 3000
+                  ],
+                  [{ createdBefore: t0 + 5000 }, (t) => t.createdAt < t0 + 5000],
+                  [{ idPrefix: "task_" }, () => true],
+                  [{ idPrefix: "" }, () => true]
+                ]
+                for (const accountId of accounts) {
+                  const mine = stored.filter((t) => t.accountId === accountId)
+                  for (const [query, matches] of queries) {
+                    const page = yield* storage.list(accountId, { ...query, limit: 1 })
+                    expect(page.total, `${label}: ${accountId} ${JSON.stringify(query)}`).toBe(
+                      mine.filter(matches).length
+                    )
+                    // the cursor never changes the total
+                    const last = page.items[0]
+                    if (last !== undefined) {
+                      const next = yield* storage.list(accountId, { ...query, limit: 1, beforeId: last.id })
+                      expect(next.total, `${label}: ${accountId} ${JSON.stringify(query)}, page 2`).toBe(page.total)
+                    }
                   }
                 }
-              }
+              })
+
+            yield* expectTotals("empty")
+            for (let i = 0; i < 9; i++) yield* accept(i, "acct_a")
+            for (let i = 0; i < 3; i++) yield* accept(i, "acct_b")
+            // refused and replayed accepts add nothing
+            const refused = newTask({ createdAt: yield* now, accountId: poorAccount })
+            assert.isTrue(
+              Exit.isFailure(
+                yield* Effect.exit(storage.accept({ task: refused, charge: chargeOf(refused), idempotency: undefined }))
+              )
+            )
+            const claim = { key: "k", fingerprint: "f", notBefore: 0 }
+            const keyed = newTask({ createdAt: yield* now, accountId: "acct_b" })
+            yield* storage.accept({ task: keyed, charge: undefined, idempotency: claim })
+            ids.push(keyed.id)
+            const replay = yield* storage.accept({
+              task: newTask({ createdAt: yield* now, accountId: "acct_b" }),
+              charge: undefined,
+              idempotency: claim
             })
+            assert.strictEqual(replay._tag, "Replayed")
+            yield* expectTotals("accepted")
 
-          yield* expectTotals("empty")
-          for (let i = 0; i < 9; i++) yield* accept(i, "acct_a")
-          for (let i = 0; i < 3; i++) yield* accept(i, "acct_b")
-          // refused and replayed accepts add nothing
-          const refused = newTask({ createdAt: yield* now, accountId: poorAccount })
-          assert.isTrue(Exit.isFailure(yield* Effect.exit(storage.accept({ task: refused, charge: chargeOf(refused), idempotency: undefined }))))
-          const claim = { key: "k", fingerprint: "f", notBefore: 0 }
-          const keyed = newTask({ createdAt: yield* now, accountId: "acct_b" })
-          yield* storage.accept({ task: keyed, charge: undefined, idempotency: claim })
-          ids.push(keyed.id)
-          const replay = yield* storage.accept({ task: newTask({ createdAt: yield* now, accountId: "acct_b" }), charge: undefined, idempotency: claim })
-          assert.strictEqual(replay._tag, "Replayed")
-          yield* expectTotals("accepted")
-
-          // claim: pending -> queued
-          const claimed = yield* storage.claim("w1", 8, 30_000)
-          expect(claimed).toHaveLength(8)
-          yield* expectTotals("claimed")
-          const [c0, c1, c2, c3, c4, c5, c6, c7] = claimed
-          // steps: queued -> running, and a step that keeps the status
-          assert.isTrue(yield* storage.step(c0!.id, c0!.fence, { status: "running", progress: 10, nextRunAt: yield* now }))
-          assert.isTrue(yield* storage.step(c1!.id, c1!.fence, { upstreamJobId: "j1", polled: true, nextRunAt: (yield* now) + hour }))
-          yield* expectTotals("stepped")
-          // finish: succeeded, failed, expired (from queued); a stale fence changes nothing
-          assert.isTrue(Option.isSome(yield* storage.finish(c2!.id, c2!.fence, { _tag: "Succeeded", result: [] })))
-          assert.isTrue(Option.isSome(yield* storage.finish(c3!.id, c3!.fence, { _tag: "Failed", error: { code: "X", message: "x" } })))
-          assert.isTrue(Option.isSome(yield* storage.finish(c4!.id, c4!.fence, { _tag: "Expired" })))
-          assert.isTrue(Option.isNone(yield* storage.finish(c2!.id, c2!.fence, { _tag: "Expired" })))
-          yield* expectTotals("finished")
-          // cancel: queued and pending; not a running one
-          const pending = (yield* storage.list("acct_a", { limit: 1, status: "pending" })).items[0]!
-          assert.strictEqual((yield* storage.cancel(c5!.accountId, c5!.id))._tag, "Cancelled")
-          assert.strictEqual((yield* storage.cancel("acct_a", pending.id))._tag, "Cancelled")
-          expect((yield* storage.cancel(c0!.accountId, c0!.id))._tag).toBe("NotCancellable")
-          yield* expectTotals("cancelled")
-          // leases: heartbeat, release, a lapsed lease taken over, markDue: no status changes
-          yield* storage.heartbeat("w1", 30_000)
-          yield* storage.markDue([c1!.id])
-          expect(yield* storage.releaseAll("w1")).toBeGreaterThan(0)
-          yield* expectTotals("released")
-          // the running task (due now) finishes from running; the re-claimed queued ones from queued
-          const again = yield* storage.claim("w2", 20, 30_000)
-          yield* expectTotals("claimed again")
-          const fenceOf = (id: string) => again.find((t) => t.id === id)!.fence
-          assert.isTrue(Option.isSome(yield* storage.finish(c0!.id, fenceOf(c0!.id), { _tag: "Succeeded", result: [] })))
-          assert.isTrue(Option.isSome(yield* storage.finish(c6!.id, fenceOf(c6!.id), { _tag: "Failed", error: { code: "X", message: "x" } })))
-          yield* TestClock.adjust(30_001)
-          const lapsed = yield* storage.claim("w3", 20, 30_000)
-          expect(lapsed.map((t) => t.id)).toContain(c7!.id)
-          assert.isTrue(Option.isSome(yield* storage.finish(c7!.id, lapsed.find((t) => t.id === c7!.id)!.fence, { _tag: "Expired" })))
-          yield* expectTotals("finished again")
-          // retry: a new task pointing at the failed one
-          yield* accept(0, c3!.accountId, { originalTaskId: c3!.id })
-          // a step whose extra charge is refused records nothing, its status change included
-          const limited = yield* accept(1, limitedAccount)
-          const [held] = (yield* storage.claim("w4", 20, 30_000)).filter((t) => t.id === limited.id)
-          const charges = [{ amountMicros: 1, description: "extra" }]
-          const stepped = yield* Effect.exit(storage.step(limited.id, held!.fence, { status: "running", nextRunAt: yield* now, charges }))
-          assert.isTrue(Exit.isFailure(stepped))
-          expect(Option.getOrThrow(yield* storage.getById(limited.id)).status).toBe("queued")
-          yield* expectTotals("retried and refused")
-        })), { timeout: 30_000 })
+            // claim: pending -> queued
+            const claimed = yield* storage.claim("w1", 8, 30_000)
+            expect(claimed).toHaveLength(8)
+            yield* expectTotals("claimed")
+            const [c0, c1, c2, c3, c4, c5, c6, c7] = claimed
+            // steps: queued -> running, and a step that keeps the status
+            assert.isTrue(
+              yield* storage.step(c0!.id, c0!.fence, { status: "running", progress: 10, nextRunAt: yield* now })
+            )
+            assert.isTrue(
+              yield* storage.step(c1!.id, c1!.fence, {
+                upstreamJobId: "j1",
+                polled: true,
+                nextRunAt: (yield* now) + hour
+              })
+            )
+            yield* expectTotals("stepped")
+            // finish: succeeded, failed, expired (from queued); a stale fence changes nothing
+            assert.isTrue(Option.isSome(yield* storage.finish(c2!.id, c2!.fence, { _tag: "Succeeded", result: [] })))
+            assert.isTrue(
+              Option.isSome(
+                yield* storage.finish(c3!.id, c3!.fence, { _tag: "Failed", error: { code: "X", message: "x" } })
+              )
+            )
+            assert.isTrue(Option.isSome(yield* storage.finish(c4!.id, c4!.fence, { _tag: "Expired" })))
+            assert.isTrue(Option.isNone(yield* storage.finish(c2!.id, c2!.fence, { _tag: "Expired" })))
+            yield* expectTotals("finished")
+            // cancel: queued and pending; not a running one
+            const pending = (yield* storage.list("acct_a", { limit: 1, status: "pending" })).items[0]!
+            assert.strictEqual((yield* storage.cancel(c5!.accountId, c5!.id))._tag, "Cancelled")
+            assert.strictEqual((yield* storage.cancel("acct_a", pending.id))._tag, "Cancelled")
+            expect((yield* storage.cancel(c0!.accountId, c0!.id))._tag).toBe("NotCancellable")
+            yield* expectTotals("cancelled")
+            // leases: heartbeat, release, a lapsed lease taken over, markDue: no status changes
+            yield* storage.heartbeat("w1", 30_000)
+            yield* storage.markDue([c1!.id])
+            expect(yield* storage.releaseAll("w1")).toBeGreaterThan(0)
+            yield* expectTotals("released")
+            // the running task (due now) finishes from running; the re-claimed queued ones from queued
+            const again = yield* storage.claim("w2", 20, 30_000)
+            yield* expectTotals("claimed again")
+            const fenceOf = (id: string) => again.find((t) => t.id === id)!.fence
+            assert.isTrue(
+              Option.isSome(yield* storage.finish(c0!.id, fenceOf(c0!.id), { _tag: "Succeeded", result: [] }))
+            )
+            assert.isTrue(
+              Option.isSome(
+                yield* storage.finish(c6!.id, fenceOf(c6!.id), { _tag: "Failed", error: { code: "X", message: "x" } })
+              )
+            )
+            yield* TestClock.adjust(30_001)
+            const lapsed = yield* storage.claim("w3", 20, 30_000)
+            expect(lapsed.map((t) => t.id)).toContain(c7!.id)
+            assert.isTrue(Option.isSome(
+              yield* storage.finish(
+                c7!.id,
+                lapsed.find((t) => t.id === c7!.id)!.fence,
+                { _tag: "Expired" }
+              )
+            ))
+            yield* expectTotals("finished again")
+            // retry: a new task pointing at the failed one
+            yield* accept(0, c3!.accountId, { originalTaskId: c3!.id })
+            // a step whose extra charge is refused records nothing, its status change included
+            const limited = yield* accept(1, limitedAccount)
+            const [held] = (yield* storage.claim("w4", 20, 30_000)).filter((t) => t.id === limited.id)
+            const charges = [{ amountMicros: 1, description: "extra" }]
+            const stepped = yield* Effect.exit(
+              storage.step(limited.id, held!.fence, { status: "running", nextRunAt: yield* now, charges })
+            )
+            assert.isTrue(Exit.isFailure(stepped))
+            expect(Option.getOrThrow(yield* storage.getById(limited.id)).status).toBe("queued")
+            yield* expectTotals("retried and refused")
+          })
+        ),
+      { timeout: 30_000 }
+    )
   })

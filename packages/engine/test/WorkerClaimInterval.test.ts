@@ -58,21 +58,25 @@ const claimsOf = (claimInterval: Duration.DurationInput) => {
 }
 
 describe("Worker claim interval", () => {
-  it.live("claims at most once per interval under a stream of accepts, each claim taking what became due", () =>
-    Effect.gen(function*() {
-      const { accepting, claims: spaced } = yield* claimsOf("50 millis")
-      assert.strictEqual(spaced.reduce((n, c) => n + c.tasks, 0), 40)
-      // at least the interval apart (timers may fire a millisecond early)
-      for (let i = 1; i < spaced.length; i++) {
-        assert.isAtLeast(spaced[i]!.at - spaced[i - 1]!.at, 48, JSON.stringify(spaced))
-      }
-      // so the accepts share a claim per interval (however long accepting took on a busy machine)
-      assert.isAtMost(spaced.length, Math.ceil(accepting / 50) + 2, `${accepting} ms: ${JSON.stringify(spaced)}`)
-      assert.isAtLeast(Math.max(...spaced.map((c) => c.tasks)), 2, JSON.stringify(spaced))
+  it.live(
+    "claims at most once per interval under a stream of accepts, each claim taking what became due",
+    () =>
+      Effect.gen(function*() {
+        const { accepting, claims: spaced } = yield* claimsOf("50 millis")
+        assert.strictEqual(spaced.reduce((n, c) => n + c.tasks, 0), 40)
+        // at least the interval apart (timers may fire a millisecond early)
+        for (let i = 1; i < spaced.length; i++) {
+          assert.isAtLeast(spaced[i]!.at - spaced[i - 1]!.at, 48, JSON.stringify(spaced))
+        }
+        // so the accepts share a claim per interval (however long accepting took on a busy machine)
+        assert.isAtMost(spaced.length, Math.ceil(accepting / 50) + 2, `${accepting} ms: ${JSON.stringify(spaced)}`)
+        assert.isAtLeast(Math.max(...spaced.map((c) => c.tasks)), 2, JSON.stringify(spaced))
 
-      // without an interval, wake-ups claim as they come: claims closer together than the interval
-      const eager = (yield* claimsOf("0 millis")).claims
-      assert.strictEqual(eager.reduce((n, c) => n + c.tasks, 0), 40)
-      assert.isTrue(eager.some((claim, i) => i > 0 && claim.at - eager[i - 1]!.at < 40), JSON.stringify(eager))
-    }), 20_000)
+        // without an interval, wake-ups claim as they come: claims closer together than the interval
+        const eager = (yield* claimsOf("0 millis")).claims
+        assert.strictEqual(eager.reduce((n, c) => n + c.tasks, 0), 40)
+        assert.isTrue(eager.some((claim, i) => i > 0 && claim.at - eager[i - 1]!.at < 40), JSON.stringify(eager))
+      }),
+    20_000
+  )
 })

@@ -37,35 +37,48 @@ const flaky = (plan: { lost: number; failing: number }) =>
   )
 
 describe("Worker through outages", () => {
-  it.live("keeps claiming after failed claims, and a lost claim's tasks are claimed again once its lease runs out", () => {
-    const billing = makeRecordingBilling()
-    const upstream = makeFakeUpstream({ durationMs: 20, callbacks: true })
-    const plan = { lost: 0, failing: 0 }
-    const layer = Worker.layer({ concurrency: 4, lease: "1 second", idle: "100 millis", backoff: { cap: "200 millis" } }).pipe(
-      Layer.provideMerge(TaskService.layer),
-      Layer.provide(ResultLinks.layerAsStored),
-      Layer.provideMerge(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeout: "1 minute" })),
-      Layer.provideMerge(flaky(plan)),
-      Layer.provideMerge(layerMemory().pipe(Layer.provide(billing.layer))),
-      Layer.provideMerge(upstream.layer)
-    )
-    return Effect.gen(function*() {
-      const tasks = yield* Services.TaskService
-      const create = (prompt: string) =>
-        tasks.create(principal(), { endpoint: "vendor3/text-to-video", request: { model: "vendor3-3", input: { prompt } }, idempotencyKey: undefined })
-      // the first claims after these tasks are accepted: one commits and loses its answer, five more fail
-      plan.lost = 1
-      plan.failing = 5
-      const acks = yield* Effect.forEach(["one", "two", "three"], create)
-      const done = yield* awaitTerminal(acks.map((a) => a.id), 8_000)
-      expect(done.map((t) => t.status)).toEqual(["succeeded", "succeeded", "succeeded"])
-      // the lost claim's tasks were taken over under a newer fence, each submitted once
-      assert.isTrue(done.every((t) => t.fence >= 2))
-      assert.isTrue(acks.every((a) => upstream.log.submits.get(a.id) === 1))
-      assert.deepStrictEqual(plan, { lost: 0, failing: 0 })
-      // and the worker still runs
-      const later = yield* create("four")
-      expect((yield* awaitTerminal([later.id], 5_000))[0]!.status).toBe("succeeded")
-    }).pipe(Effect.provide(layer), Effect.scoped)
-  }, 20_000)
+  it.live(
+    "keeps claiming after failed claims, and a lost claim's tasks are claimed again once its lease runs out",
+    () => {
+      const billing = makeRecordingBilling()
+      const upstream = makeFakeUpstream({ durationMs: 20, callbacks: true })
+      const plan = { lost: 0, failing: 0 }
+      const layer = Worker.layer({
+        concurrency: 4,
+        lease: "1 second",
+        idle: "100 millis",
+        backoff: { cap: "200 millis" }
+      }).pipe(
+        Layer.provideMerge(TaskService.layer),
+        Layer.provide(ResultLinks.layerAsStored),
+        Layer.provideMerge(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeout: "1 minute" })),
+        Layer.provideMerge(flaky(plan)),
+        Layer.provideMerge(layerMemory().pipe(Layer.provide(billing.layer))),
+        Layer.provideMerge(upstream.layer)
+      )
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const create = (prompt: string) =>
+          tasks.create(principal(), {
+            endpoint: "vendor3/text-to-video",
+            request: { model: "vendor3-3", input: { prompt } },
+            idempotencyKey: undefined
+          })
+        // the first claims after these tasks are accepted: one commits and loses its answer, five more fail
+        plan.lost = 1
+        plan.failing = 5
+        const acks = yield* Effect.forEach(["one", "two", "three"], create)
+        const done = yield* awaitTerminal(acks.map((a) => a.id), 8_000)
+        expect(done.map((t) => t.status)).toEqual(["succeeded", "succeeded", "succeeded"])
+        // the lost claim's tasks were taken over under a newer fence, each submitted once
+        assert.isTrue(done.every((t) => t.fence >= 2))
+        assert.isTrue(acks.every((a) => upstream.log.submits.get(a.id) === 1))
+        assert.deepStrictEqual(plan, { lost: 0, failing: 0 })
+        // and the worker still runs
+        const later = yield* create("four")
+        expect((yield* awaitTerminal([later.id], 5_000))[0]!.status).toBe("succeeded")
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    },
+    20_000
+  )
 })

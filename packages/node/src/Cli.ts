@@ -88,14 +88,16 @@ const accountCreate = Command.make(
         ...given("billingMode", billingMode),
         ...given("monthlySpendLimit", monthlyLimit),
         ...given("creditLimit", creditLimit)
-      }))
+      })
+    )
 ).pipe(Command.withDescription("Create an account"))
 
 const accountId = Args.text({ name: "account-id" }).pipe(Args.withDescription("acct_..."))
 
-const accountShow = Command.make("show", { id: accountId }, ({ id }) => reportAdmin((admin) => admin.getAccount(id))).pipe(
-  Command.withDescription("Show an account and its balance")
-)
+const accountShow = Command.make("show", { id: accountId }, ({ id }) => reportAdmin((admin) => admin.getAccount(id)))
+  .pipe(
+    Command.withDescription("Show an account and its balance")
+  )
 
 const accountUpdate = Command.make(
   "update",
@@ -113,7 +115,8 @@ const accountUpdate = Command.make(
         ...given("billingMode", billingMode),
         ...given("monthlySpendLimit", monthlyLimit),
         ...given("creditLimit", creditLimit)
-      }))
+      })
+    )
 ).pipe(Command.withDescription("Change an account's name, billing mode or limits (only the given ones)"))
 
 const accountCredit = Command.make(
@@ -167,7 +170,9 @@ const accountList = Command.make(
     cursor
   },
   (options) =>
-    reportAdmin((admin) => Effect.flatMap(query(Admin.AccountListQuery, options), (decoded) => admin.listAccounts(decoded)))
+    reportAdmin((admin) =>
+      Effect.flatMap(query(Admin.AccountListQuery, options), (decoded) => admin.listAccounts(decoded))
+    )
 ).pipe(Command.withDescription("List accounts with their balance, newest first"))
 
 const keyList = Command.make("list", { id: accountId }, ({ id }) => reportAdmin((admin) => admin.listKeys(id))).pipe(
@@ -194,7 +199,8 @@ const acrossAccounts = <A, I, B, E>(
     { account: accountFilter, status: optional(Options.choice("status", statuses)), limit, cursor },
     ({ account, ...options }) =>
       reportAdmin((admin) =>
-        Effect.flatMap(query(schema, { ...options, account_id: account }), (decoded) => list(admin, decoded)))
+        Effect.flatMap(query(schema, { ...options, account_id: account }), (decoded) => list(admin, decoded))
+      )
   )
 
 const taskList = acrossAccounts(
@@ -249,25 +255,41 @@ const channelOptions = {
     Options.withDescription("a model served (repeat for several; none: every model of the families)"),
     Options.repeated
   ),
-  priority: optional(Options.integer("priority").pipe(Options.withDescription("higher first, -1000 to 1000 (default 0)"))),
-  weight: optional(Options.integer("weight").pipe(Options.withDescription("share among equal priorities, 1 to 1000 (default 1)"))),
-  concurrency: optional(Options.integer("concurrency").pipe(
-    Options.withDescription("most tasks in flight at once on every node (default 0: no limit)")
-  )),
-  baseUrl: optional(Options.text("base-url").pipe(
-    Options.withDescription(
-      `the upstream's base URL (every transport but ${transportsWhere((transport) => transport.baseUrl === "none")}; ` +
-        `${defaultedBaseUrls} default to their APIs)`
+  priority: optional(
+    Options.integer("priority").pipe(Options.withDescription("higher first, -1000 to 1000 (default 0)"))
+  ),
+  weight: optional(
+    Options.integer("weight").pipe(Options.withDescription("share among equal priorities, 1 to 1000 (default 1)"))
+  ),
+  concurrency: optional(
+    Options.integer("concurrency").pipe(
+      Options.withDescription("most tasks in flight at once on every node (default 0: no limit)")
     )
-  )),
-  timeoutMs: optional(Options.integer("timeout-ms").pipe(Options.withDescription("longest upstream call, ms (default 30000)"))),
-  apiKey: optional(Options.redacted("api-key").pipe(
-    Options.withDescription(`the upstream's API key (kept out of shell history: set ${apiKeyVariable} instead)`)
-  )),
-  settings: optional(Options.text("settings").pipe(Options.withDescription(
-    "more settings as a JSON object (mapping, workflows, result_hosts, poll_interval_ms, ...; docs/channels.md), " +
-      "merged under --base-url and --timeout-ms; @<file> reads it from a file"
-  ))),
+  ),
+  baseUrl: optional(
+    Options.text("base-url").pipe(
+      Options.withDescription(
+        `the upstream's base URL (every transport but ${
+          transportsWhere((transport) => transport.baseUrl === "none")
+        }; ` +
+          `${defaultedBaseUrls} default to their APIs)`
+      )
+    )
+  ),
+  timeoutMs: optional(
+    Options.integer("timeout-ms").pipe(Options.withDescription("longest upstream call, ms (default 30000)"))
+  ),
+  apiKey: optional(
+    Options.redacted("api-key").pipe(
+      Options.withDescription(`the upstream's API key (kept out of shell history: set ${apiKeyVariable} instead)`)
+    )
+  ),
+  settings: optional(
+    Options.text("settings").pipe(Options.withDescription(
+      "more settings as a JSON object (mapping, workflows, result_hosts, poll_interval_ms, ...; docs/channels.md), " +
+        "merged under --base-url and --timeout-ms; @<file> reads it from a file"
+    ))
+  ),
   disabled: Options.boolean("disabled").pipe(Options.withDescription("disabled: takes no new tasks"))
 }
 
@@ -299,7 +321,9 @@ const settingsJson = (text: Option.Option<string>) =>
         },
         catch: (error) =>
           new Errors.ValidationError({
-            message: `--settings: must be a JSON object or @<file> holding one (${error instanceof Error ? error.message : String(error)})`
+            message: `--settings: must be a JSON object or @<file> holding one (${
+              error instanceof Error ? error.message : String(error)
+            })`
           })
       })
   })
@@ -331,12 +355,15 @@ const apiKeyFromEnvironment = Config.option(Config.redacted(apiKeyVariable)).pip
 )
 
 const channelList = Command.make("list", {}, () => reportChannels((channels) => channels.list)).pipe(
-  Command.withDescription("List the upstream channels with their health: the environment's first (credentials never shown)")
+  Command.withDescription(
+    "List the upstream channels with their health: the environment's first (credentials never shown)"
+  )
 )
 
-const channelShow = Command.make("show", { id: channelId }, ({ id }) => reportChannels((channels) => channels.get(id))).pipe(
-  Command.withDescription("Show a channel and its health")
-)
+const channelShow = Command.make("show", { id: channelId }, ({ id }) => reportChannels((channels) => channels.get(id)))
+  .pipe(
+    Command.withDescription("Show a channel and its health")
+  )
 
 const channelCreate = Command.make(
   "create",
@@ -383,7 +410,9 @@ const channelUpdate = Command.make(
     apiKeyFromEnv: Options.boolean("api-key-from-env").pipe(
       Options.withDescription(`replace the API key by ${apiKeyVariable} (not in shell history)`)
     ),
-    removeCredentials: Options.boolean("remove-credentials").pipe(Options.withDescription("remove the stored credentials"))
+    removeCredentials: Options.boolean("remove-credentials").pipe(
+      Options.withDescription("remove the stored credentials")
+    )
   },
   ({ allModels, apiKeyFromEnv, id, removeCredentials, ...options }) =>
     report(Effect.gen(function*() {
@@ -393,12 +422,18 @@ const channelUpdate = Command.make(
       if (removeCredentials && (apiKeyFromEnv || Option.isSome(options.apiKey))) {
         return yield* new Errors.ValidationError({ message: "--remove-credentials and an API key: give one of them" })
       }
-      const fromEnvironment = apiKeyFromEnv && Option.isNone(options.apiKey) ? yield* apiKeyFromEnvironment : Option.none()
+      const fromEnvironment = apiKeyFromEnv && Option.isNone(options.apiKey)
+        ? yield* apiKeyFromEnvironment
+        : Option.none()
       if (apiKeyFromEnv && Option.isNone(options.apiKey) && Option.isNone(fromEnvironment)) {
         return yield* new Errors.ValidationError({ message: `--api-key-from-env: ${apiKeyVariable} is not set` })
       }
       const body = yield* decode(Channel.ChannelUpdate, {
-        ...channelFields(options, Option.orElse(options.apiKey, () => fromEnvironment), yield* settingsJson(options.settings)),
+        ...channelFields(
+          options,
+          Option.orElse(options.apiKey, () => fromEnvironment),
+          yield* settingsJson(options.settings)
+        ),
         ...(allModels ? { models: [] } : {}),
         ...(removeCredentials ? { credentials: null } : {})
       }, "channel")
@@ -410,20 +445,29 @@ const channelUpdate = Command.make(
     `a new API key from --api-key or, with --api-key-from-env, from ${apiKeyVariable}`
 ))
 
-const channelEnable = Command.make("enable", { id: channelId }, ({ id }) =>
-  reportChannels((channels) => channels.update(id, { enabled: true }))).pipe(
-    Command.withDescription("Enable a channel (clears its disabled_reason)")
-  )
+const channelEnable = Command.make(
+  "enable",
+  { id: channelId },
+  ({ id }) => reportChannels((channels) => channels.update(id, { enabled: true }))
+).pipe(
+  Command.withDescription("Enable a channel (clears its disabled_reason)")
+)
 
-const channelDisable = Command.make("disable", { id: channelId }, ({ id }) =>
-  reportChannels((channels) => channels.update(id, { enabled: false }))).pipe(
-    Command.withDescription("Disable a channel: it takes no new tasks; its tasks in flight are still followed")
-  )
+const channelDisable = Command.make(
+  "disable",
+  { id: channelId },
+  ({ id }) => reportChannels((channels) => channels.update(id, { enabled: false }))
+).pipe(
+  Command.withDescription("Disable a channel: it takes no new tasks; its tasks in flight are still followed")
+)
 
-const channelDelete = Command.make("delete", { id: channelId }, ({ id }) =>
-  reportChannels((channels) => channels.remove(id))).pipe(
-    Command.withDescription("Delete a channel with no task in flight (disable it first and wait)")
-  )
+const channelDelete = Command.make(
+  "delete",
+  { id: channelId },
+  ({ id }) => reportChannels((channels) => channels.remove(id))
+).pipe(
+  Command.withDescription("Delete a channel with no task in flight (disable it first and wait)")
+)
 
 const serve = Command.make("serve", {}, () => Server.program).pipe(
   Command.withDescription("Run the server (HOST, PORT, DATABASE_URL or MEDIAGATE_DATA_DIR; see docs/configuration.md)")

@@ -32,8 +32,8 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { mkdirSync } from "node:fs"
 import { createRequire } from "node:module"
-import type * as Pg from "pg"
 import { dirname, join } from "node:path"
+import type * as Pg from "pg"
 import satisfies from "semver/functions/satisfies.js"
 
 /** The database of a Mediagate stack. */
@@ -203,7 +203,10 @@ const unreachable = (message: string) => (cause: unknown) => new DatabaseError({
  */
 export const layer = (
   database: Database
-): Layer.Layer<SqlClient.SqlClient | ReadConnection.ReadConnection | WriteConnection.WriteConnection, DatabaseError> => {
+): Layer.Layer<
+  SqlClient.SqlClient | ReadConnection.ReadConnection | WriteConnection.WriteConnection,
+  DatabaseError
+> => {
   if ("layer" in database) {
     // the host app's client: every read goes through it
     const client = Layer.mapError(database.layer, unreachable("the host app's SqlClient failed to start"))
@@ -288,8 +291,14 @@ export const config: Config.Config<Database> = Config.all({
   dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data")),
   connectTimeout: Durations.durationConfig("MEDIAGATE_DB_CONNECT_TIMEOUT", "5s"),
   idleTimeout: Durations.durationConfig("MEDIAGATE_DB_IDLE_TIMEOUT", "10s")
-}).pipe(Config.map(({ connectTimeout, dataDir, idleTimeout, url }): Database =>
-  Option.isSome(url) && Redacted.value(url.value).trim() !== ""
-    ? { postgres: url.value, connectTimeout: Duration.millis(connectTimeout), idleTimeout: Duration.millis(idleTimeout) }
-    : { sqlite: join(dataDir, "mediagate.db") }
-))
+}).pipe(
+  Config.map(({ connectTimeout, dataDir, idleTimeout, url }): Database =>
+    Option.isSome(url) && Redacted.value(url.value).trim() !== ""
+      ? {
+        postgres: url.value,
+        connectTimeout: Duration.millis(connectTimeout),
+        idleTimeout: Duration.millis(idleTimeout)
+      }
+      : { sqlite: join(dataDir, "mediagate.db") }
+  )
+)

@@ -48,7 +48,11 @@ export const withTraceIds = <Message, Output>(logger: Logger.Logger<Message, Out
     if (span._tag === "None" || span.value.traceId === "noop" || span.value.traceId === "") return options
     return {
       ...options,
-      annotations: HashMap.set(HashMap.set(options.annotations, "trace_id", span.value.traceId), "span_id", span.value.spanId)
+      annotations: HashMap.set(
+        HashMap.set(options.annotations, "trace_id", span.value.traceId),
+        "span_id",
+        span.value.spanId
+      )
     }
   })
 

@@ -10,16 +10,16 @@
  *
  * @since 0.1.0
  */
-import type * as HttpApp from "@effect/platform/HttpApp"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
-import type * as WriteConnection from "@mediagate/persistence/WriteConnection"
+import type { AccountStore } from "@mediagate/accounts/AccountStore"
 import * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
-import type { AccountStore } from "@mediagate/accounts/AccountStore"
 import { Account, ApiKey, type Errors, OptionalPackage, Services } from "@mediagate/contract"
 import { Dashboard } from "@mediagate/dashboard"
+import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import type * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import { Http } from "@mediagate/server"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
@@ -39,10 +39,10 @@ import * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as AccessLog from "./AccessLog.js"
 import * as Database from "./Database.js"
-import * as Metrics from "./Metrics.js"
 import * as Listener from "./internal/listener.js"
 import * as Stack from "./internal/stack.js"
 import * as Tracing from "./internal/tracing.js"
+import * as Metrics from "./Metrics.js"
 import * as NodeAdapters from "./NodeAdapters.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -142,7 +142,9 @@ const toStartError = (cause: unknown): StartError => {
   if (cause instanceof Database.DatabaseError) {
     return new StartError({ message: cause.message, retryable: cause.retryable, cause })
   }
-  const message = typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
+  const message = typeof cause === "object" && cause !== null && "message" in cause
+    ? String(cause.message)
+    : String(cause)
   return new StartError({ message: `could not start: ${message}`, retryable: true, cause })
 }
 
@@ -259,10 +261,11 @@ export const layerConfig: Layer.Layer<Provides, StartError> = Layer.unwrapEffect
  * Only accounts, billing and the channels (what the admin commands need), with the database, table prefix and
  * channel keys from `Config`.
  */
-export const layerAdminConfig: Layer.Layer<Services.AdminService | Services.AdminChannels, StartError> = Layer.unwrapEffect(Effect.map(
-  Effect.mapError(Database.config, toStartError),
-  (database) => Stack.AdminPorts.pipe(Layer.provide(Database.layer(database)), Layer.mapError(toStartError))
-))
+export const layerAdminConfig: Layer.Layer<Services.AdminService | Services.AdminChannels, StartError> = Layer
+  .unwrapEffect(Effect.map(
+    Effect.mapError(Database.config, toStartError),
+    (database) => Stack.AdminPorts.pipe(Layer.provide(Database.layer(database)), Layer.mapError(toStartError))
+  ))
 
 /** The whole stack from explicit options; nothing is read from the environment unless `settings` passes it. */
 export const layer = (options: Options = {}): Layer.Layer<Provides, StartError> => {
@@ -318,7 +321,9 @@ export const start = (
     const boot = attempt.pipe(
       Effect.tapError((error) =>
         Effect.logWarning(
-          error.retryable ? `Mediagate could not start (${error.message}); trying again` : `Mediagate cannot start: ${error.message}`
+          error.retryable
+            ? `Mediagate could not start (${error.message}); trying again`
+            : `Mediagate cannot start: ${error.message}`
         )
       ),
       Effect.retry(Schedule.whileInput(options.retry ?? defaultRetry, (error: StartError) => error.retryable)),
@@ -340,7 +345,10 @@ export const start = (
         state = "closed"
         serve = undefined
         yield* Fiber.interrupt(fiber)
-        yield* Deferred.fail(ready, new StartError({ message: "Mediagate was closed before it started", retryable: false }))
+        yield* Deferred.fail(
+          ready,
+          new StartError({ message: "Mediagate was closed before it started", retryable: false })
+        )
         if (built !== undefined) yield* Scope.close(built, exit)
       })
     )
@@ -351,7 +359,11 @@ export const start = (
         NodeAdapters.unavailable(
           request,
           response,
-          state === "closed" ? "Mediagate is shutting down" : state === "failed" ? "Mediagate failed to start" : "Mediagate is starting"
+          state === "closed"
+            ? "Mediagate is shutting down"
+            : state === "failed"
+            ? "Mediagate failed to start"
+            : "Mediagate is starting"
         )
       },
       ready: Deferred.await(ready)
@@ -392,7 +404,9 @@ export interface Handle {
 
 /** Runs an effect for a promise that rejects with the error itself (an API error, a {@link StartError}). */
 const toPromise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
-  Effect.runPromiseExit(effect).then((exit) => Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause)))
+  Effect.runPromiseExit(effect).then((exit) =>
+    Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))
+  )
 
 /**
  * Starts Mediagate in a plain Node app. It starts at once in the background (a failed start is retried, see
@@ -444,7 +458,8 @@ export const make = (
     ready,
     handler: starting.listener,
     middleware: NodeAdapters.middleware(starting.listener),
-    bootstrap: (bootstrapOptions) => run((service) => Effect.map(service.bootstrap(bootstrapOptions), Option.getOrUndefined)),
+    bootstrap: (bootstrapOptions) =>
+      run((service) => Effect.map(service.bootstrap(bootstrapOptions), Option.getOrUndefined)),
     admin: {
       createAccount: (body) =>
         call(Account.AccountCreate, body, Account.Account, (admin, value) => admin.createAccount(value)),

@@ -28,8 +28,8 @@ import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Metrics, Task } from "@mediagate/contract"
-import { Placement } from "@mediagate/engine/Placement"
 import { ChannelSlots } from "@mediagate/engine/ChannelSlots"
+import { Placement } from "@mediagate/engine/Placement"
 import { TaskReads } from "@mediagate/engine/TaskReads"
 import { Envelope, RequestContext } from "@mediagate/server"
 import * as Config from "effect/Config"
@@ -136,7 +136,10 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskReads | Chan
       })
   })
   const process_ = Effect.sync(() => {
-    Metrics.record(Metrics.fileStoreUnsharedNodes, Option.match(placement, { onNone: () => 0, onSome: (p) => p.apart().length }))
+    Metrics.record(
+      Metrics.fileStoreUnsharedNodes,
+      Option.match(placement, { onNone: () => 0, onSome: (p) => p.apart().length })
+    )
     const memory = process.memoryUsage()
     Metrics.record(Metrics.residentMemory, memory.rss)
     Metrics.record(Metrics.heapUsed, memory.heapUsed)
@@ -163,9 +166,9 @@ const valueText = (value: number) => value === Infinity ? "+Inf" : value === -In
 
 /** A sample line: `name{k="v",...} value`. */
 const sampleLine = (name: string, labels: ReadonlyArray<readonly [string, string]>, value: number) =>
-  `${name}${
-    labels.length === 0 ? "" : `{${labels.map(([key, text]) => `${key}="${escapeLabel(text)}"`).join(",")}}`
-  } ${valueText(value)}\n`
+  `${name}${labels.length === 0 ? "" : `{${labels.map(([key, text]) => `${key}="${escapeLabel(text)}"`).join(",")}}`} ${
+    valueText(value)
+  }\n`
 
 /**
  * Effect metrics (`Metric.unsafeSnapshot()`) in the Prometheus text format, one family per metric name (the label
@@ -227,8 +230,10 @@ export const respond = (
   options: { readonly open: boolean; readonly adminToken: Option.Option<Redacted.Redacted<string>> }
 ) => {
   const expected = Option.map(options.adminToken, (token) => digest(Redacted.value(token)))
-  const answer = Effect.map(exporter.scrape, (text) =>
-    HttpServerResponse.text(text, { contentType, headers: { "cache-control": "no-store" } }))
+  const answer = Effect.map(
+    exporter.scrape,
+    (text) => HttpServerResponse.text(text, { contentType, headers: { "cache-control": "no-store" } })
+  )
   return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
     // the route label and id of its access-log line and metric (the envelope does this for the API's requests)
     const { id } = RequestContext.attach(request, path)
@@ -245,7 +250,9 @@ export const respond = (
     }
     if (!options.open) {
       if (Option.isNone(expected)) {
-        return Effect.succeed(withId(Envelope.errorResponse(404, "NOT_FOUND", `no route for GET ${path}`, undefined, id)))
+        return Effect.succeed(
+          withId(Envelope.errorResponse(404, "NOT_FOUND", `no route for GET ${path}`, undefined, id))
+        )
       }
       const match = /^Bearer\s+(\S+)$/i.exec(request.headers["authorization"]?.trim() ?? "")
       if (match === null || !timingSafeEqual(digest(match[1]!), expected.value)) {

@@ -24,7 +24,15 @@ export type Listener = (request: IncomingMessage, response: ServerResponse) => v
 export type Middleware = (request: IncomingMessage, response: ServerResponse, next: (error?: unknown) => void) => void
 
 /** The paths Mediagate serves (each with everything below it). */
-export const paths: ReadonlyArray<string> = ["/api/v1", "/admin/v1", "/files", "/docs", "/healthz", "/readyz", "/dashboard"]
+export const paths: ReadonlyArray<string> = [
+  "/api/v1",
+  "/admin/v1",
+  "/files",
+  "/docs",
+  "/healthz",
+  "/readyz",
+  "/dashboard"
+]
 
 /** Whether a request path (without query) is one of Mediagate's. */
 export const isMediagatePath = (path: string): boolean =>

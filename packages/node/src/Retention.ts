@@ -24,13 +24,13 @@
  */
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type * as Migrator from "@effect/sql/Migrator"
 import { IdempotencyStore } from "@mediagate/accounts/Idempotency"
 import { Errors, type Security, Services, Tracing } from "@mediagate/contract"
-import { isTerminal } from "@mediagate/engine/TaskRecord"
 import { TaskOutbox } from "@mediagate/engine/TaskOutbox"
+import { isTerminal } from "@mediagate/engine/TaskRecord"
 import { TaskRetention } from "@mediagate/engine/TaskRetention"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
@@ -85,12 +85,22 @@ const retention = (name: string, fallback: number | undefined): Config.Config<nu
     Config.mapOrFail((text) =>
       isOff(text)
         ? Either.right(undefined)
-        : Either.mapLeft(Durations.parseDuration(text), (message) => ConfigError.InvalidData([name], `${message}, or 0/off to keep forever`))
+        : Either.mapLeft(Durations.parseDuration(text), (message) =>
+          ConfigError.InvalidData([name], `${message}, or 0/off to keep forever`))
     ),
     Config.withDefault(fallback)
   )
 
-const units: Readonly<Record<string, number>> = { "": 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }
+const units: Readonly<Record<string, number>> = {
+  "": 1,
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3
+}
 
 /** A size in bytes: `268435456`, `256MiB`, `1GB`; `undefined` for `0`/`off`. */
 export const parseSize = (text: string): Either.Either<number | undefined, string> => {
@@ -153,11 +163,14 @@ export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string
 /** The retention migrations (SQLite and PostgreSQL). */
 export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
   SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
-    "0001_retention_cursors": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      sql.unsafe(`CREATE TABLE ${tables(prefix).cursors} (
+    "0001_retention_cursors": Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql.unsafe(`CREATE TABLE ${tables(prefix).cursors} (
   name TEXT PRIMARY KEY NOT NULL,
   position TEXT NOT NULL
-)`))
+)`)
+    )
   }))
 
 /** Cursors on SQL (`<prefix>retention_cursors`), shared by every node of the database. */
@@ -273,7 +286,9 @@ export const make = (settings: Settings) =>
       const now = yield* Clock.currentTimeMillis
       const live = yield* pruneResults("live", settings.results, now)
       const test = yield* pruneResults("test", settings.testResults, now)
-      const deliveries = settings.deliveries === undefined ? 0 : yield* webhooks.pruneDeliveries(now - settings.deliveries)
+      const deliveries = settings.deliveries === undefined
+        ? 0
+        : yield* webhooks.pruneDeliveries(now - settings.deliveries)
       const outbox = settings.outbox === undefined
         ? 0
         : yield* Effect.flatMap(webhooks.readCursor, (cursor) => taskOutbox.pruneOutbox(cursor, now - settings.outbox!))
@@ -301,8 +316,7 @@ export const layer = (
   Pruner,
   never,
   TaskRetention | TaskOutbox | WebhookStore | IdempotencyStore | FileStore | RetentionCursors
-> =>
-  Layer.effect(Pruner, make(settings))
+> => Layer.effect(Pruner, make(settings))
 
 /**
  * The pruner running every `settings.interval` from its start, for the life of the layer's scope; a failed run is
@@ -363,8 +377,10 @@ export const layerQuota = (
         principal.environment !== "test"
           ? Effect.void
           : usage.get(principal.accountId).pipe(
-            Effect.catchTag("PersistenceError", () =>
-              Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable; try again shortly" }))),
+            Effect.catchTag(
+              "PersistenceError",
+              () => Effect.fail(new Errors.ServiceUnavailable({ message: "storage is unavailable; try again shortly" }))
+            ),
             Effect.flatMap((used) =>
               used < quota ? Effect.void : Effect.zipRight(
                 HttpApp.appendPreResponseHandler((_request, response) =>
@@ -372,8 +388,11 @@ export const layerQuota = (
                 ),
                 Effect.fail(
                   new Errors.RateLimited({
-                    message: `test storage quota exceeded: the account's test-key result files use ${used} of ${quota} ` +
-                      `bytes; test-key files are deleted ${describe(settings.testResults)} after their task was created ` +
+                    message:
+                      `test storage quota exceeded: the account's test-key result files use ${used} of ${quota} ` +
+                      `bytes; test-key files are deleted ${
+                        describe(settings.testResults)
+                      } after their task was created ` +
                       `(use a live key, or retry in ${retryAfter} s)`
                   })
                 )

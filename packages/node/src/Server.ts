@@ -7,9 +7,9 @@
  *
  * @since 0.1.0
  */
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import { Errors, OptionalPackage } from "@mediagate/contract"
 import { Envelope } from "@mediagate/server"
@@ -20,7 +20,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
+import type * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
@@ -59,8 +59,11 @@ export const config: Config.Config<ListenOptions> = Config.all({
 export const urlOf = (server: NodeServer): string => {
   const address: AddressInfo | string | null = server.address()
   if (address === null || typeof address === "string") return String(address)
-  const host = address.family === "IPv6" ? (address.address === "::" ? "localhost" : `[${address.address}]`)
-    : address.address === "0.0.0.0" ? "localhost" : address.address
+  const host = address.family === "IPv6" ?
+    (address.address === "::" ? "localhost" : `[${address.address}]`)
+    : address.address === "0.0.0.0"
+    ? "localhost"
+    : address.address
   return `http://${host}:${address.port}`
 }
 
@@ -85,7 +88,9 @@ export const listen = (
       // requests Node's parser refuses (headers over 16 KB, malformed) are answered in the envelope too
       server.on("clientError", NodeAdapters.clientError)
       const onError = (cause: Error) =>
-        resume(Effect.fail(new Mediagate.StartError({ message: `cannot listen: ${cause.message}`, retryable: false, cause })))
+        resume(
+          Effect.fail(new Mediagate.StartError({ message: `cannot listen: ${cause.message}`, retryable: false, cause }))
+        )
       server.once("error", onError)
       server.listen({ port: options.port, ...(options.host === undefined ? {} : { host: options.host }) }, () => {
         server.off("error", onError)
@@ -103,7 +108,10 @@ const metricsListener = (exporter: Metrics.Exporter, settings: Metrics.Settings)
   Effect.gen(function*() {
     const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
       Envelope.errorResponse(404, "NOT_FOUND", `no route for ${request.method} ${request.url.split("?", 1)[0]}`))
-    const app = Metrics.route(notFound, Metrics.respond(exporter, { open: settings.open, adminToken: yield* adminToken }))
+    const app = Metrics.route(
+      notFound,
+      Metrics.respond(exporter, { open: settings.open, adminToken: yield* adminToken })
+    )
     return yield* NodeHttpServer.makeHandler(AccessLog.middleware(app, { log: false, metrics: true }))
   })
 
@@ -156,14 +164,20 @@ const warnIfFirstKeysLeft = Effect.flatMap(firstKeysFile, (file) =>
 export const serve = (
   stack: Layer.Layer<Mediagate.Mediagate, Mediagate.StartError>,
   options: ListenOptions & { readonly bootstrap?: boolean }
-): Effect.Effect<{ readonly server: NodeServer; readonly service: Mediagate.Service }, Mediagate.StartError, Scope.Scope> =>
+): Effect.Effect<
+  { readonly server: NodeServer; readonly service: Mediagate.Service },
+  Mediagate.StartError,
+  Scope.Scope
+> =>
   Effect.gen(function*() {
     const starting = yield* Mediagate.start(stack)
     const service = yield* starting.ready
     yield* Effect.logInfo(`database: ${service.database}`)
     if (options.bootstrap !== false) {
       const created = yield* service.bootstrap().pipe(
-        Effect.mapError((cause) => new Mediagate.StartError({ message: `bootstrap failed: ${cause.message}`, retryable: false, cause }))
+        Effect.mapError((cause) =>
+          new Mediagate.StartError({ message: `bootstrap failed: ${cause.message}`, retryable: false, cause })
+        )
       )
       if (Option.isSome(created)) yield* announceBootstrapped(created.value)
       else yield* warnIfFirstKeysLeft
@@ -183,8 +197,10 @@ export const serve = (
 
 /** The server program: {@link serve} of `Mediagate.layerConfig` on {@link config}, until interrupted. */
 export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect.gen(function*() {
-  const listenOptions = yield* Effect.mapError(config, (cause) =>
-    new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause }))
+  const listenOptions = yield* Effect.mapError(
+    config,
+    (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
+  )
   yield* serve(Mediagate.layerConfig, { ...listenOptions, bootstrap: Option.isNone(yield* adminToken) })
   return yield* Effect.never
 }).pipe(Effect.scoped)
@@ -242,14 +258,16 @@ export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
         stdout: Terminal.colour(environment, process.stdout.isTTY === true),
         stderr: Terminal.colour(environment, process.stderr.isTTY === true)
       }
-      return Effect.consoleWith((base) => Effect.matchEffect(Logging.config, {
-        onFailure: (error) => Effect.zipRight(report(Cause.fail(error)), Effect.fail(error)),
-        onSuccess: (settings) =>
-          Effect.provide(
-            Effect.tapErrorCause(Tracing.apply(program), report),
-            Logging.layer({ ...settings, colors: colour.stdout })
-          )
-      }).pipe(Effect.withConsole(Terminal.plainConsole(base, colour))))
+      return Effect.consoleWith((base) =>
+        Effect.matchEffect(Logging.config, {
+          onFailure: (error) => Effect.zipRight(report(Cause.fail(error)), Effect.fail(error)),
+          onSuccess: (settings) =>
+            Effect.provide(
+              Effect.tapErrorCause(Tracing.apply(program), report),
+              Logging.layer({ ...settings, colors: colour.stdout })
+            )
+        }).pipe(Effect.withConsole(Terminal.plainConsole(base, colour)))
+      )
     }).pipe(Effect.withConfigProvider(configProvider)),
     { disablePrettyLogger: true, disableErrorReporting: true }
   )

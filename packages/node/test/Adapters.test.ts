@@ -81,23 +81,29 @@ describe("Mediagate.make in an Express app", () => {
     expect(other.headers.get("content-type")).not.toContain("application/json")
 
     // a body express.json() already parsed is still validated by Mediagate
-    const invalid = await json(await post(`${base}/media/api/v1/vendor3/text-to-video`, keys.test.key, {
-      model: "vendor3-3_fast",
-      input: {}
-    }))
+    const invalid = await json(
+      await post(`${base}/media/api/v1/vendor3/text-to-video`, keys.test.key, {
+        model: "vendor3-3_fast",
+        input: {}
+      })
+    )
     expect(invalid.status).toBe(400)
     expect(invalid.body).toMatchObject({ success: false, error: { code: "VALIDATION_ERROR" } })
 
-    const ack = await json(await post(`${base}/media/api/v1/vendor4/text-to-image`, keys.test.key, {
-      model: "vendor4-4-0",
-      input: { prompt: "a red kite", size: "1K" }
-    }))
+    const ack = await json(
+      await post(`${base}/media/api/v1/vendor4/text-to-image`, keys.test.key, {
+        model: "vendor4-4-0",
+        input: { prompt: "a red kite", size: "1K" }
+      })
+    )
     expect(ack.status).toBe(201)
     let task: any
     for (let i = 0; i < 200; i++) {
-      task = (await json(await fetch(`${base}/media/api/v1/tasks/${ack.body.data.id}`, {
-        headers: { authorization: `Bearer ${keys.test.key}` }
-      }))).body.data
+      task = (await json(
+        await fetch(`${base}/media/api/v1/tasks/${ack.body.data.id}`, {
+          headers: { authorization: `Bearer ${keys.test.key}` }
+        })
+      )).body.data
       if (task.status === "succeeded" || task.status === "failed") break
       await new Promise((r) => setTimeout(r, 50))
     }
@@ -111,7 +117,11 @@ describe("Mediagate.make in an Express app", () => {
   })
 
   it("mounted at the root before express.json(): raw bodies, client addresses, admin calls in code", async () => {
-    const mediagate = Mediagate.make({ database: { sqlite: ":memory:" }, dataDir: dataDir(), adminToken: "admin-secret" })
+    const mediagate = Mediagate.make({
+      database: { sqlite: ":memory:" },
+      dataDir: dataDir(),
+      adminToken: "admin-secret"
+    })
     cleanups.push(() => mediagate.close())
     const base = await expressApp((app) => {
       app.use(mediagate.middleware)
@@ -178,9 +188,15 @@ describe("Mediagate.make while starting and after closing", () => {
     let up = false
     const flaky = Layer.unwrapEffect(Effect.suspend(() => {
       attempts++
-      return up ? Effect.succeed(SqliteClient.layer({ filename: ":memory:" })) : Effect.fail(new Error("connection refused"))
+      return up
+        ? Effect.succeed(SqliteClient.layer({ filename: ":memory:" }))
+        : Effect.fail(new Error("connection refused"))
     }))
-    const mediagate = Mediagate.make({ database: { layer: flaky }, dataDir: dataDir(), retry: Schedule.spaced("20 millis") })
+    const mediagate = Mediagate.make({
+      database: { layer: flaky },
+      dataDir: dataDir(),
+      retry: Schedule.spaced("20 millis")
+    })
     const server = createServer(mediagate.handler)
     const base = await listen(server)
     try {
@@ -209,7 +225,11 @@ describe("Mediagate.make while starting and after closing", () => {
   })
 
   it("reports a start that retrying cannot fix, and serves 503 meanwhile", async () => {
-    const mediagate = Mediagate.make({ database: { sqlite: ":memory:" }, dataDir: dataDir(), tablePrefix: "Bad-Prefix" })
+    const mediagate = Mediagate.make({
+      database: { sqlite: ":memory:" },
+      dataDir: dataDir(),
+      tablePrefix: "Bad-Prefix"
+    })
     await expect(mediagate.ready).rejects.toMatchObject({ _tag: "StartError", retryable: false })
     await expect(mediagate.ready).rejects.toThrow(/MEDIAGATE_TABLE_PREFIX/)
     const server = createServer(mediagate.handler)

@@ -5,9 +5,9 @@
  * first and read-only, validation errors (400), unknown channels (404), a channel with tasks in flight (409), the
  * health (breaker and tasks in flight), and credentials refused without `MEDIAGATE_CHANNEL_KEY`.
  */
+import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { RateLimit, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
@@ -113,10 +113,9 @@ type Stores = Layer.Layer<
 
 const backends: ReadonlyArray<readonly [string, () => Stores]> = [
   ["memory", () => Layer.merge(MemoryChannels.layer(), TaskStorage.layerMemory())],
-  ...([["sqlite", sqlite], ...(runPostgres ? [["postgres", postgres] as const] : [])] as const).map(([name, database]) =>
-    [name, () =>
-      Layer.merge(SqlChannels.layer(), SqlTaskStorage.layer()).pipe(Layer.provide(database()))] as const
-  )
+  ...([["sqlite", sqlite], ...(runPostgres ? [["postgres", postgres] as const] : [])] as const).map((
+    [name, database]
+  ) => [name, () => Layer.merge(SqlChannels.layer(), SqlTaskStorage.layer()).pipe(Layer.provide(database()))] as const)
 ]
 
 /** The HTTP layer on a random port over the real channels service, with a client aimed at it. */
@@ -185,13 +184,18 @@ for (const [name, stores] of backends) {
             expect(answer.body.success).toBe(false)
           }
         }
-        expect((yield* call("GET", "/admin/v1/channels")).body.data.filter((c: any) => !c.id.startsWith("default:"))).toEqual([])
+        expect((yield* call("GET", "/admin/v1/channels")).body.data.filter((c: any) => !c.id.startsWith("default:")))
+          .toEqual([])
       }).pipe(Effect.provide(serverOn(stores))))
 
     it.live("create, read, list, change and delete channels; credentials are never answered", () =>
       Effect.gen(function*() {
         const control = yield* RuntimeControl
-        const created = yield* call("POST", "/admin/v1/channels", gateway("alpha", { priority: 10, weight: 3, models: ["vendor1-2"] }))
+        const created = yield* call(
+          "POST",
+          "/admin/v1/channels",
+          gateway("alpha", { priority: 10, weight: 3, models: ["vendor1-2"] })
+        )
         expect(created.status).toBe(201)
         expect(created.body.success).toBe(true)
         const alpha = created.body.data
@@ -214,14 +218,34 @@ for (const [name, stores] of backends) {
         expect(alpha).not.toHaveProperty("credentials")
         expect(created.text).not.toContain(relayKey)
         expect(control.refreshes.count).toBe(1)
-        const beta = (yield* call("POST", "/admin/v1/channels", { name: "beta", transport: "simulated", families: ["vendor3"], enabled: false })).body.data
-        expect([beta.credentials_set, beta.credentials_hint, beta.enabled, beta.disabled_reason]).toEqual([false, null, false, "disabled by an operator"])
+        const beta = (yield* call("POST", "/admin/v1/channels", {
+          name: "beta",
+          transport: "simulated",
+          families: ["vendor3"],
+          enabled: false
+        })).body.data
+        expect([beta.credentials_set, beta.credentials_hint, beta.enabled, beta.disabled_reason]).toEqual([
+          false,
+          null,
+          false,
+          "disabled by an operator"
+        ])
 
         const listed = yield* call("GET", "/admin/v1/channels")
         expect(listed.status).toBe(200)
-        expect(listed.body.data.map((c: any) => c.id)).toEqual(["default:simulated", "default:relay", alpha.id, beta.id])
+        expect(listed.body.data.map((c: any) => c.id)).toEqual([
+          "default:simulated",
+          "default:relay",
+          alpha.id,
+          beta.id
+        ])
         const envRelay = listed.body.data[1]
-        expect(envRelay).toMatchObject({ transport: "relay", families: ["vendor1"], credentials_set: true, credentials_hint: "…9876" })
+        expect(envRelay).toMatchObject({
+          transport: "relay",
+          families: ["vendor1"],
+          credentials_set: true,
+          credentials_hint: "…9876"
+        })
         expect(listed.text).not.toContain(relayKey)
         expect(listed.text).not.toContain(envRelayKey)
 
@@ -231,15 +255,24 @@ for (const [name, stores] of backends) {
         expect((yield* call("GET", "/admin/v1/channels/default:relay")).body.data.id).toBe("default:relay")
 
         // settings are merged field by field; enabled false and true set and clear the reason
-        const changed = yield* call("PATCH", `/admin/v1/channels/${alpha.id}`, { weight: 5, settings: { timeout_ms: 9000 } })
+        const changed = yield* call("PATCH", `/admin/v1/channels/${alpha.id}`, {
+          weight: 5,
+          settings: { timeout_ms: 9000 }
+        })
         expect(changed.status).toBe(200)
-        expect(changed.body.data).toMatchObject({ weight: 5, priority: 10, settings: { base_url: "https://alpha.example.com", timeout_ms: 9000 } })
+        expect(changed.body.data).toMatchObject({
+          weight: 5,
+          priority: 10,
+          settings: { base_url: "https://alpha.example.com", timeout_ms: 9000 }
+        })
         expect(changed.body.data.updated_at >= alpha.updated_at).toBe(true)
         const off = yield* call("PATCH", `/admin/v1/channels/${alpha.id}`, { enabled: false })
         expect([off.body.data.enabled, off.body.data.disabled_reason]).toEqual([false, "disabled by an operator"])
         const on = yield* call("PATCH", `/admin/v1/channels/${alpha.id}`, { enabled: true })
         expect([on.body.data.enabled, on.body.data.disabled_reason]).toEqual([true, null])
-        const rekeyed = yield* call("PATCH", `/admin/v1/channels/${alpha.id}`, { credentials: { api_key: "sk_live_second_key_7777" } })
+        const rekeyed = yield* call("PATCH", `/admin/v1/channels/${alpha.id}`, {
+          credentials: { api_key: "sk_live_second_key_7777" }
+        })
         expect(rekeyed.body.data.credentials_hint).toBe("…7777")
         expect(rekeyed.text).not.toContain("sk_live_second_key_7777")
         const store = yield* ChannelStore
@@ -247,7 +280,12 @@ for (const [name, stores] of backends) {
         expect(Redacted.value(stored.credentials.apiKey!)).toBe("sk_live_second_key_7777")
 
         // the router's view: breaker of this node, tasks in flight on every node
-        control.health.set(alpha.id, { breaker: "open", consecutiveFailures: 5, openedAt: Date.UTC(2026, 0, 2), lastError: "503" })
+        control.health.set(alpha.id, {
+          breaker: "open",
+          consecutiveFailures: 5,
+          openedAt: Date.UTC(2026, 0, 2),
+          lastError: "503"
+        })
         const taskId = yield* taskOn(alpha.id)
         const unhealthy = (yield* call("GET", `/admin/v1/channels/${alpha.id}`)).body.data
         expect(unhealthy.health).toEqual({
@@ -267,7 +305,11 @@ for (const [name, stores] of backends) {
         const deleted = yield* call("DELETE", `/admin/v1/channels/${alpha.id}`)
         expect(deleted).toMatchObject({ status: 200, body: { success: true, data: { id: alpha.id, deleted: true } } })
         expect((yield* call("GET", `/admin/v1/channels/${alpha.id}`)).status).toBe(404)
-        expect((yield* call("GET", "/admin/v1/channels")).body.data.map((c: any) => c.id)).toEqual(["default:simulated", "default:relay", beta.id])
+        expect((yield* call("GET", "/admin/v1/channels")).body.data.map((c: any) => c.id)).toEqual([
+          "default:simulated",
+          "default:relay",
+          beta.id
+        ])
 
         // the usage report, a static route beside /channels/:id: the cancelled live task on the deleted channel
         const usage = yield* call("GET", "/admin/v1/channels/usage")
@@ -295,39 +337,97 @@ for (const [name, stores] of backends) {
       Effect.gen(function*() {
         const bad: ReadonlyArray<readonly [unknown, string]> = [
           [{ ...gateway("a"), settings: {} }, "settings.base_url: required for a relay channel"],
-          [gateway("a", { settings: { base_url: "ftp://a.example.com" } }), "settings.base_url: must be an absolute http or https URL"],
-          [gateway("a", { settings: { base_url: "/relative" } }), "settings.base_url: must be an absolute http or https URL"],
-          [gateway("a", { settings: { base_url: "https://user:pw@a.example.com" } }), "settings.base_url: must not hold a user or password"],
+          [
+            gateway("a", { settings: { base_url: "ftp://a.example.com" } }),
+            "settings.base_url: must be an absolute http or https URL"
+          ],
+          [
+            gateway("a", { settings: { base_url: "/relative" } }),
+            "settings.base_url: must be an absolute http or https URL"
+          ],
+          [
+            gateway("a", { settings: { base_url: "https://user:pw@a.example.com" } }),
+            "settings.base_url: must not hold a user or password"
+          ],
           [{ ...gateway("a"), credentials: undefined }, "credentials.api_key: required for a relay channel"],
-          [{ name: "s", transport: "simulated", families: ["vendor3"], settings: { base_url: "https://x.example.com" } }, "settings.base_url: a simulated channel takes no base_url"],
-          [{ name: "s", transport: "simulated", families: ["vendor3"], credentials: { api_key: "k" } }, "credentials: a simulated channel takes no credentials"],
-          [gateway("a", { families: ["vendor3"], models: ["vendor1-2", "vendor3-3"] }), "models: vendor1-2 is not a model of vendor3"],
+          [{
+            name: "s",
+            transport: "simulated",
+            families: ["vendor3"],
+            settings: { base_url: "https://x.example.com" }
+          }, "settings.base_url: a simulated channel takes no base_url"],
+          [
+            { name: "s", transport: "simulated", families: ["vendor3"], credentials: { api_key: "k" } },
+            "credentials: a simulated channel takes no credentials"
+          ],
+          [
+            gateway("a", { families: ["vendor3"], models: ["vendor1-2", "vendor3-3"] }),
+            "models: vendor1-2 is not a model of vendor3"
+          ],
           [gateway("a", { families: [] }), "families"],
           [gateway("a", { weight: 0 }), "weight"],
           [gateway("a", { transport: "carrier-pigeon" }), "transport"],
           // the HTTP transports: a base URL (fal and replicate have defaults), a key where the upstream needs one
           [{ name: "f", transport: "fal", families: ["vendor4"] }, "credentials.api_key: required for a fal channel"],
-          [{ name: "r", transport: "replicate", families: ["vendor4"] }, "credentials.api_key: required for a replicate channel"],
-          [{ name: "c", transport: "comfyui", families: ["vendor4"] }, "settings.base_url: required for a comfyui channel"],
-          [{ name: "o", transport: "openai", families: ["vendor4"], settings: { base_url: "https://gw.example.com" } }, "credentials.api_key: required for an openai channel"],
           [
-            { name: "f", transport: "fal", families: ["vendor4"], credentials: { api_key: "k" }, settings: { mapping: { "vendor4-3-0-t2i": { target: "a/b", input: "{ \"x\": " } } } },
+            { name: "r", transport: "replicate", families: ["vendor4"] },
+            "credentials.api_key: required for a replicate channel"
+          ],
+          [
+            { name: "c", transport: "comfyui", families: ["vendor4"] },
+            "settings.base_url: required for a comfyui channel"
+          ],
+          [
+            { name: "o", transport: "openai", families: ["vendor4"], settings: { base_url: "https://gw.example.com" } },
+            "credentials.api_key: required for an openai channel"
+          ],
+          [
+            {
+              name: "f",
+              transport: "fal",
+              families: ["vendor4"],
+              credentials: { api_key: "k" },
+              settings: { mapping: { "vendor4-3-0-t2i": { target: "a/b", input: "{ \"x\": " } } }
+            },
             "settings.mapping.vendor4-3-0-t2i.input: the input mapping of model vendor4-3-0-t2i does not compile"
           ],
           [
-            { name: "f", transport: "fal", families: ["vendor4"], credentials: { api_key: "k" }, settings: { mapping: { "vendor3-3": { target: "a/b" } } } },
+            {
+              name: "f",
+              transport: "fal",
+              families: ["vendor4"],
+              credentials: { api_key: "k" },
+              settings: { mapping: { "vendor3-3": { target: "a/b" } } }
+            },
             "settings.mapping.vendor3-3: the channel does not serve model vendor3-3"
           ],
           [
-            { name: "f", transport: "fal", families: ["vendor4"], credentials: { api_key: "k" }, settings: { workflows: { w: { graph: {} } } } },
+            {
+              name: "f",
+              transport: "fal",
+              families: ["vendor4"],
+              credentials: { api_key: "k" },
+              settings: { workflows: { w: { graph: {} } } }
+            },
             "settings.workflows: only a comfyui channel takes workflows"
           ],
           [
-            { name: "c", transport: "comfyui", families: ["vendor4"], settings: { base_url: "http://gpu:8188", workflows: { w: { graph: { "1": { inputs: {} } } } } } },
+            {
+              name: "c",
+              transport: "comfyui",
+              families: ["vendor4"],
+              settings: { base_url: "http://gpu:8188", workflows: { w: { graph: { "1": { inputs: {} } } } } }
+            },
             "settings.workflows.w: graph.1: must be an API-format node"
           ],
           [
-            { name: "f", transport: "fal", families: ["vendor4"], credentials: { api_key: "k" }, settings: { result_hosts: ["bad host!"] } },
+            {
+              name: "f",
+              transport: "fal",
+              families: ["vendor4"],
+              credentials: { api_key: "k" },
+              settings: { result_hosts: ["bad host!"] }
+            },
             "settings.result_hosts: bad host! is not a host name"
           ],
           [gateway("a", { colour: "blue" }), "colour"]
@@ -352,10 +452,12 @@ for (const [name, stores] of backends) {
           expect(answer.body.error.message).toContain(message)
         }
         // families and models changed together are fine
-        expect((yield* call("PATCH", `/admin/v1/channels/${alpha.id}`, refusedUpdates[3]![0])).body.data).toMatchObject({
-          families: ["vendor3"],
-          models: ["vendor3-3"]
-        })
+        expect((yield* call("PATCH", `/admin/v1/channels/${alpha.id}`, refusedUpdates[3]![0])).body.data).toMatchObject(
+          {
+            families: ["vendor3"],
+            models: ["vendor3-3"]
+          }
+        )
 
         for (const [method, body] of [["GET", undefined], ["PATCH", { weight: 2 }], ["DELETE", undefined]] as const) {
           const answer = yield* call(method, "/admin/v1/channels/ch_01J00000000000000000000000", body)
@@ -374,9 +476,14 @@ for (const [name, stores] of backends) {
         const refused = yield* call("POST", "/admin/v1/channels", gateway("alpha"))
         expect([refused.status, refused.body.error.code]).toEqual([400, "VALIDATION_ERROR"])
         expect(refused.body.error.message).toBe(ChannelSecrets.noKeyMessage)
-        const sim = yield* call("POST", "/admin/v1/channels", { name: "sim", transport: "simulated", families: ["vendor3"] })
+        const sim = yield* call("POST", "/admin/v1/channels", {
+          name: "sim",
+          transport: "simulated",
+          families: ["vendor3"]
+        })
         expect(sim.status).toBe(201)
-        expect((yield* call("PATCH", `/admin/v1/channels/${sim.body.data.id}`, { priority: 4 })).body.data.priority).toBe(4)
+        expect((yield* call("PATCH", `/admin/v1/channels/${sim.body.data.id}`, { priority: 4 })).body.data.priority)
+          .toBe(4)
       }).pipe(Effect.provide(serverOn(stores, null))))
   })
 }

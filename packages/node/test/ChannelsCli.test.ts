@@ -11,7 +11,7 @@ import * as Databases from "@mediagate/testing/databases"
 import * as ChannelSecrets from "@mediagate/vendors/ChannelSecrets"
 import * as SqlChannels from "@mediagate/vendors/SqlChannels"
 import * as ConfigProvider from "effect/ConfigProvider"
-import * as Console from "effect/Console"
+import type * as Console from "effect/Console"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -42,21 +42,42 @@ const cli = (
       Effect.withConsole(capture),
       Effect.provide(Cli.layerAdmin(Stack.AdminPorts.pipe(Layer.provide(Layer.succeedContext(database))))),
       Effect.provide(NodeContext.layer),
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ MEDIAGATE_CHANNEL_KEY: channelKey, ...environment })))),
+      Effect.withConfigProvider(
+        ConfigProvider.fromMap(new Map(Object.entries({ MEDIAGATE_CHANNEL_KEY: channelKey, ...environment })))
+      ),
       Effect.exit,
       Effect.map((exit) => ({ exit, out, json: () => JSON.parse(out.join("\n")) }))
     )
   })
 
-const openDatabase = Effect.map(Layer.build(Databases.sqlite()), (context) => Context.pick(SqlClient.SqlClient)(context))
+const openDatabase = Effect.map(
+  Layer.build(Databases.sqlite()),
+  (context) => Context.pick(SqlClient.SqlClient)(context)
+)
 
 describe("mediagate channels", () => {
   it.scoped("creates, lists, shows, changes, disables, enables and deletes channels", () =>
     Effect.gen(function*() {
       const db = yield* openDatabase
       const created = yield* cli(db, [
-        "channels", "create", "--name", "gateway A", "--transport", "relay", "--base-url", "https://a.example.com",
-        "--family", "vendor1", "--family", "vendor3", "--priority", "10", "--concurrency", "50", "--timeout-ms", "9000"
+        "channels",
+        "create",
+        "--name",
+        "gateway A",
+        "--transport",
+        "relay",
+        "--base-url",
+        "https://a.example.com",
+        "--family",
+        "vendor1",
+        "--family",
+        "vendor3",
+        "--priority",
+        "10",
+        "--concurrency",
+        "50",
+        "--timeout-ms",
+        "9000"
       ], { MEDIAGATE_CHANNEL_API_KEY: envKey })
       expect(created.exit._tag).toBe("Success")
       const a = created.json()
@@ -74,24 +95,53 @@ describe("mediagate channels", () => {
         enabled: true
       })
       const sim = (yield* cli(db, [
-        "channels", "create", "--name", "sim", "--transport", "simulated", "--family", "vendor3", "--model", "vendor3-3",
-        "--weight", "4", "--disabled"
+        "channels",
+        "create",
+        "--name",
+        "sim",
+        "--transport",
+        "simulated",
+        "--family",
+        "vendor3",
+        "--model",
+        "vendor3-3",
+        "--weight",
+        "4",
+        "--disabled"
       ], { MEDIAGATE_CHANNEL_API_KEY: envKey })).json()
       // a simulated channel takes no key: the environment's is not used for it
-      expect(sim).toMatchObject({ transport: "simulated", credentials_set: false, models: ["vendor3-3"], weight: 4, enabled: false, disabled_reason: "disabled by an operator" })
+      expect(sim).toMatchObject({
+        transport: "simulated",
+        credentials_set: false,
+        models: ["vendor3-3"],
+        weight: 4,
+        enabled: false,
+        disabled_reason: "disabled by an operator"
+      })
 
       const listed = yield* cli(db, ["channels", "list"])
       expect(listed.json().map((c: any) => c.id)).toEqual(["default:simulated", a.id, sim.id])
       expect((yield* cli(db, ["channels", "show", a.id])).json()).toEqual(a)
 
-      const changed = (yield* cli(db, ["channels", "update", a.id, "--weight", "3", "--model", "vendor1-2", "--name", "gateway A1"])).json()
-      expect(changed).toMatchObject({ name: "gateway A1", weight: 3, models: ["vendor1-2"], priority: 10, credentials_hint: "…QRST" })
+      const changed =
+        (yield* cli(db, ["channels", "update", a.id, "--weight", "3", "--model", "vendor1-2", "--name", "gateway A1"]))
+          .json()
+      expect(changed).toMatchObject({
+        name: "gateway A1",
+        weight: 3,
+        models: ["vendor1-2"],
+        priority: 10,
+        credentials_hint: "…QRST"
+      })
       const rekeyed = (yield* cli(db, ["channels", "update", a.id, "--all-models", "--api-key", flagKey])).json()
       expect([rekeyed.models, rekeyed.credentials_hint]).toEqual([[], "…MNOP"])
-      const fromEnv = (yield* cli(db, ["channels", "update", a.id, "--api-key-from-env"], { MEDIAGATE_CHANNEL_API_KEY: "sk_live_third_key_value_WXYZ" })).json()
+      const fromEnv = (yield* cli(db, ["channels", "update", a.id, "--api-key-from-env"], {
+        MEDIAGATE_CHANNEL_API_KEY: "sk_live_third_key_value_WXYZ"
+      })).json()
       expect(fromEnv.credentials_hint).toBe("…WXYZ")
       // an update without --api-key-from-env leaves the key alone, whatever the environment holds
-      const untouched = (yield* cli(db, ["channels", "update", a.id, "--priority", "20"], { MEDIAGATE_CHANNEL_API_KEY: envKey })).json()
+      const untouched =
+        (yield* cli(db, ["channels", "update", a.id, "--priority", "20"], { MEDIAGATE_CHANNEL_API_KEY: envKey })).json()
       expect([untouched.priority, untouched.credentials_hint]).toEqual([20, "…WXYZ"])
 
       const disabled = (yield* cli(db, ["channels", "disable", a.id])).json()
@@ -118,7 +168,18 @@ describe("mediagate channels", () => {
       const db = yield* openDatabase
       const refusals: ReadonlyArray<readonly [ReadonlyArray<string>, Record<string, string>, string]> = [
         [
-          ["channels", "create", "--name", "A", "--transport", "relay", "--base-url", "https://a.example.com", "--family", "vendor1"],
+          [
+            "channels",
+            "create",
+            "--name",
+            "A",
+            "--transport",
+            "relay",
+            "--base-url",
+            "https://a.example.com",
+            "--family",
+            "vendor1"
+          ],
           {},
           "ERR VALIDATION_ERROR: credentials.api_key: required for a relay channel"
         ],
@@ -138,7 +199,18 @@ describe("mediagate channels", () => {
           "ERR VALIDATION_ERROR: families: must be a non-empty list of vendor1, vendor2, vendor3, vendor4, vendor5, vendor6, vendor7, vendor8"
         ],
         [
-          ["channels", "create", "--name", "A", "--transport", "relay", "--base-url", "https://a.example.com", "--family", "vendor1"],
+          [
+            "channels",
+            "create",
+            "--name",
+            "A",
+            "--transport",
+            "relay",
+            "--base-url",
+            "https://a.example.com",
+            "--family",
+            "vendor1"
+          ],
           { MEDIAGATE_CHANNEL_KEY: "", MEDIAGATE_CHANNEL_API_KEY: envKey },
           `ERR VALIDATION_ERROR: ${ChannelSecrets.noKeyMessage}`
         ],
@@ -149,20 +221,48 @@ describe("mediagate channels", () => {
         ],
         [
           [
-            "channels", "create", "--name", "F", "--transport", "fal", "--family", "vendor4", "--settings",
+            "channels",
+            "create",
+            "--name",
+            "F",
+            "--transport",
+            "fal",
+            "--family",
+            "vendor4",
+            "--settings",
             `{"mapping":{"vendor4-3-0-t2i":{"target":"fal-ai/flux","output":"images[0."}}}`
           ],
           { MEDIAGATE_CHANNEL_API_KEY: envKey },
           "ERR VALIDATION_ERROR: settings.mapping.vendor4-3-0-t2i.output: the output mapping of model vendor4-3-0-t2i does not compile"
         ],
         [
-          ["channels", "create", "--name", "C", "--transport", "comfyui", "--base-url", "http://gpu:8188", "--family", "vendor4",
-            "--settings", `{"mapping":{"vendor4-3-0-t2i":{"target":"sdxl"}}}`],
+          [
+            "channels",
+            "create",
+            "--name",
+            "C",
+            "--transport",
+            "comfyui",
+            "--base-url",
+            "http://gpu:8188",
+            "--family",
+            "vendor4",
+            "--settings",
+            `{"mapping":{"vendor4-3-0-t2i":{"target":"sdxl"}}}`
+          ],
           {},
           "ERR VALIDATION_ERROR: settings.mapping.vendor4-3-0-t2i.target: no workflow named sdxl in settings.workflows"
         ],
-        [["channels", "update", "default:simulated", "--weight", "2"], {}, "ERR VALIDATION_ERROR: channel default:simulated comes from the environment"],
-        [["channels", "update", "ch_nope", "--api-key-from-env"], {}, "ERR VALIDATION_ERROR: --api-key-from-env: MEDIAGATE_CHANNEL_API_KEY is not set"],
+        [
+          ["channels", "update", "default:simulated", "--weight", "2"],
+          {},
+          "ERR VALIDATION_ERROR: channel default:simulated comes from the environment"
+        ],
+        [
+          ["channels", "update", "ch_nope", "--api-key-from-env"],
+          {},
+          "ERR VALIDATION_ERROR: --api-key-from-env: MEDIAGATE_CHANNEL_API_KEY is not set"
+        ],
         [["channels", "delete", "ch_nope"], {}, "ERR CHANNEL_NOT_FOUND: channel ch_nope not found"]
       ]
       for (const [args, environment, expected] of refusals) {
@@ -179,8 +279,16 @@ describe("mediagate channels", () => {
       const db = yield* openDatabase
       const mapping = { "vendor4-3-0-t2i": { target: "fal-ai/flux/dev", input: `{ "prompt": input.prompt }` } }
       const fal = yield* cli(db, [
-        "channels", "create", "--name", "fal", "--transport", "fal", "--family", "vendor4",
-        "--settings", JSON.stringify({ mapping, poll_interval_ms: 2000, callbacks: false })
+        "channels",
+        "create",
+        "--name",
+        "fal",
+        "--transport",
+        "fal",
+        "--family",
+        "vendor4",
+        "--settings",
+        JSON.stringify({ mapping, poll_interval_ms: 2000, callbacks: false })
       ], { MEDIAGATE_CHANNEL_API_KEY: envKey })
       expect(fal.exit._tag, fal.out.join("\n")).toBe("Success")
       expect(fal.json()).toMatchObject({
@@ -189,13 +297,36 @@ describe("mediagate channels", () => {
         settings: { mapping, poll_interval_ms: 2000, callbacks: false }
       })
       // --base-url wins over the JSON's; a workflow named by a mapping's target
-      const workflow = { graph: { "9": { class_type: "SaveImage", inputs: { images: ["8", 0] } }, "8": { class_type: "VAEDecode", inputs: {} } } }
+      const workflow = {
+        graph: {
+          "9": { class_type: "SaveImage", inputs: { images: ["8", 0] } },
+          "8": { class_type: "VAEDecode", inputs: {} }
+        }
+      }
       const comfy = yield* cli(db, [
-        "channels", "create", "--name", "gpu", "--transport", "comfyui", "--family", "vendor4", "--base-url", "http://gpu:8188",
-        "--settings", JSON.stringify({ base_url: "http://ignored:1", workflows: { sdxl: workflow }, mapping: { "vendor4-3-0-t2i": { target: "sdxl" } } })
+        "channels",
+        "create",
+        "--name",
+        "gpu",
+        "--transport",
+        "comfyui",
+        "--family",
+        "vendor4",
+        "--base-url",
+        "http://gpu:8188",
+        "--settings",
+        JSON.stringify({
+          base_url: "http://ignored:1",
+          workflows: { sdxl: workflow },
+          mapping: { "vendor4-3-0-t2i": { target: "sdxl" } }
+        })
       ])
       expect(comfy.exit._tag, comfy.out.join("\n")).toBe("Success")
-      expect(comfy.json()).toMatchObject({ transport: "comfyui", credentials_set: false, settings: { base_url: "http://gpu:8188" } })
+      expect(comfy.json()).toMatchObject({
+        transport: "comfyui",
+        credentials_set: false,
+        settings: { base_url: "http://gpu:8188" }
+      })
       const changed = yield* cli(db, ["channels", "update", fal.json().id, "--settings", `{"poll_rate": 7}`])
       expect(changed.json().settings).toMatchObject({ mapping, poll_interval_ms: 2000, poll_rate: 7 })
       expect(JSON.stringify([fal, comfy, changed].flatMap((run) => run.out))).not.toContain(envKey)

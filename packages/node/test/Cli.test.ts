@@ -1,7 +1,7 @@
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Errors, Services } from "@mediagate/contract"
-import * as Console from "effect/Console"
+import type * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Cli from "../src/Cli.js"
@@ -24,7 +24,8 @@ const recordingAdmin = () => {
     createdAt: "2026-11-21T00:00:00.000Z"
   })
   const layer = Layer.succeed(Services.AdminService, {
-    createAccount: (body) => Effect.sync(() => (calls.push(["createAccount", body]), account("acct_1", body.name, body.balance ?? 0))),
+    createAccount: (body) =>
+      Effect.sync(() => (calls.push(["createAccount", body]), account("acct_1", body.name, body.balance ?? 0))),
     getAccount: (id) =>
       id === "acct_1"
         ? Effect.sync(() => (calls.push(["getAccount", id]), account(id, "Acme", 10)))
@@ -74,14 +75,17 @@ const cli = (args: ReadonlyArray<string>, admin: Layer.Layer<Services.AdminServi
     return Cli.run(["node", "mediagate", ...args]).pipe(
       Effect.withConsole(capture),
       // the channel commands are exercised in ChannelsCli.test.ts
-      Effect.provide(Cli.layerAdmin(Layer.merge(admin, Layer.succeed(Services.AdminChannels, {
-        list: Effect.dieMessage("not used here"),
-        get: () => Effect.dieMessage("not used here"),
-        usage: () => Effect.dieMessage("not used here"),
-        create: () => Effect.dieMessage("not used here"),
-        update: () => Effect.dieMessage("not used here"),
-        remove: () => Effect.dieMessage("not used here")
-      })))),
+      Effect.provide(Cli.layerAdmin(Layer.merge(
+        admin,
+        Layer.succeed(Services.AdminChannels, {
+          list: Effect.dieMessage("not used here"),
+          get: () => Effect.dieMessage("not used here"),
+          usage: () => Effect.dieMessage("not used here"),
+          create: () => Effect.dieMessage("not used here"),
+          update: () => Effect.dieMessage("not used here"),
+          remove: () => Effect.dieMessage("not used here")
+        })
+      ))),
       Effect.provide(NodeContext.layer),
       Effect.exit,
       Effect.map((exit) => ({ exit, out }))
@@ -105,7 +109,17 @@ describe("mediagate (admin commands)", () => {
         admin.layer
       )
       expect(updated.exit._tag).toBe("Success")
-      const key = yield* cli(["keys", "create", "acct_1", "--name", "ops", "--environment", "test", "--spend-limit", "5"], admin.layer)
+      const key = yield* cli([
+        "keys",
+        "create",
+        "acct_1",
+        "--name",
+        "ops",
+        "--environment",
+        "test",
+        "--spend-limit",
+        "5"
+      ], admin.layer)
       expect(JSON.parse(key.out.join("\n")).key).toMatch(/^mg_live_/)
       const shown = yield* cli(["accounts", "show", "acct_1"], admin.layer)
       expect(JSON.parse(shown.out.join("\n"))).toMatchObject({ id: "acct_1", balance: 10 })

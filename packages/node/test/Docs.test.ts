@@ -25,19 +25,21 @@ const publicBaseUrl = "https://gateway.test/media"
 /** The stack (SQLite, no workers) on the production listener, on a free port; its first account's keys. */
 const start = async () => {
   const scope = Effect.runSync(Scope.make())
-  const { baseUrl, live } = await Effect.runPromise(Effect.gen(function*() {
-    const context = yield* Layer.build(Mediagate.layer({
-      dataDir: mkdtempSync(join(tmpdir(), "mg-docs-")),
-      fileSecret: "docs-test-secret",
-      adminToken,
-      workers: false,
-      publicBaseUrl
-    }))
-    const service = Context.get(context, Mediagate.Mediagate)
-    const server = yield* Server.listen(yield* service.listener, { port: 0, host: "127.0.0.1" })
-    const keys = Option.getOrThrow(yield* service.bootstrap())
-    return { baseUrl: Server.urlOf(server), live: keys.live.key }
-  }).pipe(Scope.extend(scope)))
+  const { baseUrl, live } = await Effect.runPromise(
+    Effect.gen(function*() {
+      const context = yield* Layer.build(Mediagate.layer({
+        dataDir: mkdtempSync(join(tmpdir(), "mg-docs-")),
+        fileSecret: "docs-test-secret",
+        adminToken,
+        workers: false,
+        publicBaseUrl
+      }))
+      const service = Context.get(context, Mediagate.Mediagate)
+      const server = yield* Server.listen(yield* service.listener, { port: 0, host: "127.0.0.1" })
+      const keys = Option.getOrThrow(yield* service.bootstrap())
+      return { baseUrl: Server.urlOf(server), live: keys.live.key }
+    }).pipe(Scope.extend(scope))
+  )
   return { baseUrl, live, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
 }
 

@@ -37,7 +37,10 @@ const start = (database: Database.Database, dataDir: string) =>
       settings: { MEDIAGATE_SIM_TIME_SCALE: "0.01", MEDIAGATE_WORKER_LEASE: "3s" }
     }))
     const service = Context.get(context, Mediagate.Mediagate)
-    const server = yield* Server.listen(yield* NodeHttpServer.makeHandler(service.httpApp), { port: 0, host: "127.0.0.1" })
+    const server = yield* Server.listen(yield* NodeHttpServer.makeHandler(service.httpApp), {
+      port: 0,
+      host: "127.0.0.1"
+    })
     const keys = yield* service.bootstrap()
     return { baseUrl: Server.urlOf(server), keys: Option.getOrUndefined(keys) }
   })
@@ -125,80 +128,96 @@ const lookedAtEachOther = (views: ReadonlyArray<NodeView>) =>
   )
 
 describe.skipIf(!runPostgres)("the local file store on two nodes of one PostgreSQL database", () => {
-  it.scopedLive("different directories: both nodes flagged, and each node serves the results of the tasks it accepted", () =>
-    Effect.gen(function*() {
-      const schema = yield* Databases.pgSchema
-      const database = () => ({ layer: Databases.pgClient(schema, 4) })
-      const [dirA, dirB] = [mkdtempSync(join(tmpdir(), "mg-placement-a-")), mkdtempSync(join(tmpdir(), "mg-placement-b-"))]
-      const a = yield* start(database(), dirA)
-      const key = a.keys!.test.key
-      // alone: not flagged
-      const alone = yield* waitFor(nodes(a.baseUrl), (views) => views.length === 1)
-      expect(alone[0]!.files_unshared_with).toEqual([])
-      expect(yield* unsharedGauge(a.baseUrl)).toBe(0)
-      // its marker is in its files directory, named by its registry id
-      expect(readdirSync(join(dirA, "files", ".nodes"))).toEqual([encodeURIComponent(alone[0]!.id)])
+  it.scopedLive(
+    "different directories: both nodes flagged, and each node serves the results of the tasks it accepted",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* Databases.pgSchema
+        const database = () => ({ layer: Databases.pgClient(schema, 4) })
+        const [dirA, dirB] = [
+          mkdtempSync(join(tmpdir(), "mg-placement-a-")),
+          mkdtempSync(join(tmpdir(), "mg-placement-b-"))
+        ]
+        const a = yield* start(database(), dirA)
+        const key = a.keys!.test.key
+        // alone: not flagged
+        const alone = yield* waitFor(nodes(a.baseUrl), (views) => views.length === 1)
+        expect(alone[0]!.files_unshared_with).toEqual([])
+        expect(yield* unsharedGauge(a.baseUrl)).toBe(0)
+        // its marker is in its files directory, named by its registry id
+        expect(readdirSync(join(dirA, "files", ".nodes"))).toEqual([encodeURIComponent(alone[0]!.id)])
 
-      const b = yield* start(database(), dirB)
-      const flagged = yield* waitFor(
-        nodes(b.baseUrl),
-        (views) => views.length === 2 && views.every((node) => node.files_unshared_with.length > 0)
-      )
-      const [nodeA, nodeB] = flagged
-      expect(nodeA!.files_unshared_with).toEqual([nodeB!.id])
-      expect(nodeB!.files_unshared_with).toEqual([nodeA!.id])
-      // every node answers the same status (from the database)
-      expect((yield* nodes(a.baseUrl)).map((node) => node.files_unshared_with)).toEqual([[nodeB!.id], [nodeA!.id]])
-      expect(yield* unsharedGauge(a.baseUrl)).toBe(1)
-      expect(yield* unsharedGauge(b.baseUrl)).toBe(1)
+        const b = yield* start(database(), dirB)
+        const flagged = yield* waitFor(
+          nodes(b.baseUrl),
+          (views) => views.length === 2 && views.every((node) => node.files_unshared_with.length > 0)
+        )
+        const [nodeA, nodeB] = flagged
+        expect(nodeA!.files_unshared_with).toEqual([nodeB!.id])
+        expect(nodeB!.files_unshared_with).toEqual([nodeA!.id])
+        // every node answers the same status (from the database)
+        expect((yield* nodes(a.baseUrl)).map((node) => node.files_unshared_with)).toEqual([[nodeB!.id], [nodeA!.id]])
+        expect(yield* unsharedGauge(a.baseUrl)).toBe(1)
+        expect(yield* unsharedGauge(b.baseUrl)).toBe(1)
 
-      // tasks accepted by each node: each result URL answers 200 on the node that accepted the task
-      const onA = yield* Effect.forEach(Array.from({ length: 8 }), () => createTask(a.baseUrl, key))
-      const onB = yield* Effect.forEach(Array.from({ length: 8 }), () => createTask(b.baseUrl, key))
-      for (const [node, ids] of [[a, onA], [b, onB]] as const) {
-        for (const id of ids) {
-          const paths = yield* resultPaths(node.baseUrl, key, id)
-          expect(paths.length).toBeGreaterThan(0)
-          for (const path of paths) {
-            const file = yield* request(node.baseUrl, path)
-            expect(file.status, `${path} on the node that accepted ${id}`).toBe(200)
+        // tasks accepted by each node: each result URL answers 200 on the node that accepted the task
+        const onA = yield* Effect.forEach(Array.from({ length: 8 }), () => createTask(a.baseUrl, key))
+        const onB = yield* Effect.forEach(Array.from({ length: 8 }), () => createTask(b.baseUrl, key))
+        for (const [node, ids] of [[a, onA], [b, onB]] as const) {
+          for (const id of ids) {
+            const paths = yield* resultPaths(node.baseUrl, key, id)
+            expect(paths.length).toBeGreaterThan(0)
+            for (const path of paths) {
+              const file = yield* request(node.baseUrl, path)
+              expect(file.status, `${path} on the node that accepted ${id}`).toBe(200)
+            }
           }
         }
-      }
-      // and each task was run by the node that accepted it: its files are in that node's directory only
-      const filesOf = (dir: string) => readdirSync(join(dir, "files", "tasks"), { recursive: true }).map(String)
-      const inA = filesOf(dirA)
-      const inB = filesOf(dirB)
-      for (const id of onA) {
-        expect(inA.some((name) => name.includes(id))).toBe(true)
-        expect(inB.some((name) => name.includes(id))).toBe(false)
-      }
-      for (const id of onB) {
-        expect(inB.some((name) => name.includes(id))).toBe(true)
-        expect(inA.some((name) => name.includes(id))).toBe(false)
-      }
-    }), { timeout: 90_000 })
-
-  it.scopedLive("one directory: neither node flagged, and either node serves every result", () =>
-    Effect.gen(function*() {
-      const schema = yield* Databases.pgSchema
-      const database = () => ({ layer: Databases.pgClient(schema, 4) })
-      const dir = mkdtempSync(join(tmpdir(), "mg-placement-shared-"))
-      const a = yield* start(database(), dir)
-      const b = yield* start(database(), dir)
-      const key = a.keys!.test.key
-      const views = yield* waitFor(nodes(a.baseUrl), lookedAtEachOther)
-      expect(views.map((node) => node.files_unshared_with)).toEqual([[], []])
-      expect(yield* unsharedGauge(a.baseUrl)).toBe(0)
-      expect(yield* unsharedGauge(b.baseUrl)).toBe(0)
-      expect(readdirSync(join(dir, "files", ".nodes")).sort()).toEqual(views.map((node) => encodeURIComponent(node.id)).sort())
-
-      const ids = yield* Effect.forEach(Array.from({ length: 4 }), (_, i) => createTask(i % 2 === 0 ? a.baseUrl : b.baseUrl, key))
-      for (const id of ids) {
-        for (const path of yield* resultPaths(a.baseUrl, key, id)) {
-          for (const node of [a, b]) expect((yield* request(node.baseUrl, path)).status).toBe(200)
+        // and each task was run by the node that accepted it: its files are in that node's directory only
+        const filesOf = (dir: string) => readdirSync(join(dir, "files", "tasks"), { recursive: true }).map(String)
+        const inA = filesOf(dirA)
+        const inB = filesOf(dirB)
+        for (const id of onA) {
+          expect(inA.some((name) => name.includes(id))).toBe(true)
+          expect(inB.some((name) => name.includes(id))).toBe(false)
         }
-      }
-      expect(existsSync(join(dir, "files", "tasks"))).toBe(true)
-    }), { timeout: 90_000 })
+        for (const id of onB) {
+          expect(inB.some((name) => name.includes(id))).toBe(true)
+          expect(inA.some((name) => name.includes(id))).toBe(false)
+        }
+      }),
+    { timeout: 90_000 }
+  )
+
+  it.scopedLive(
+    "one directory: neither node flagged, and either node serves every result",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* Databases.pgSchema
+        const database = () => ({ layer: Databases.pgClient(schema, 4) })
+        const dir = mkdtempSync(join(tmpdir(), "mg-placement-shared-"))
+        const a = yield* start(database(), dir)
+        const b = yield* start(database(), dir)
+        const key = a.keys!.test.key
+        const views = yield* waitFor(nodes(a.baseUrl), lookedAtEachOther)
+        expect(views.map((node) => node.files_unshared_with)).toEqual([[], []])
+        expect(yield* unsharedGauge(a.baseUrl)).toBe(0)
+        expect(yield* unsharedGauge(b.baseUrl)).toBe(0)
+        expect(readdirSync(join(dir, "files", ".nodes")).sort()).toEqual(
+          views.map((node) => encodeURIComponent(node.id)).sort()
+        )
+
+        const ids = yield* Effect.forEach(
+          Array.from({ length: 4 }),
+          (_, i) => createTask(i % 2 === 0 ? a.baseUrl : b.baseUrl, key)
+        )
+        for (const id of ids) {
+          for (const path of yield* resultPaths(a.baseUrl, key, id)) {
+            for (const node of [a, b]) expect((yield* request(node.baseUrl, path)).status).toBe(200)
+          }
+        }
+        expect(existsSync(join(dir, "files", "tasks"))).toBe(true)
+      }),
+    { timeout: 90_000 }
+  )
 })

@@ -100,13 +100,16 @@ const send = (
       ...(options.body === undefined ? {} : { "content-type": "application/json" }),
       ...options.headers
     }
-    const req = httpRequest({ host: "127.0.0.1", port, method: options.method, path: options.path, headers, agent }, (res) => {
-      let text = ""
-      res.setEncoding("utf8")
-      res.on("data", (chunk: string) => (text += chunk))
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }))
-      res.on("error", reject)
-    })
+    const req = httpRequest(
+      { host: "127.0.0.1", port, method: options.method, path: options.path, headers, agent },
+      (res) => {
+        let text = ""
+        res.setEncoding("utf8")
+        res.on("data", (chunk: string) => (text += chunk))
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }))
+        res.on("error", reject)
+      }
+    )
     req.on("error", reject)
     req.end(options.body)
   })
@@ -177,7 +180,9 @@ for (const [name, database] of databases) {
     it.live("a body nested 100,000 levels deep is 400 VALIDATION_ERROR", () =>
       Effect.promise(async () => {
         const body = "[".repeat(100_000) + "]".repeat(100_000)
-        for (const [path, token] of [["/api/v1/api-keys", running.liveKey], ["/admin/v1/accounts", adminToken]] as const) {
+        for (
+          const [path, token] of [["/api/v1/api-keys", running.liveKey], ["/admin/v1/accounts", adminToken]] as const
+        ) {
           const answer = await send(running.port, { method: "POST", path, token, body })
           expect([answer.status, envelopeOf(answer)?.code]).toEqual([400, "VALIDATION_ERROR"])
           expect(envelopeOf(answer)?.message).toContain("deeper than 64 levels")
@@ -191,7 +196,11 @@ for (const [name, database] of databases) {
           ["/admin/v1/accounts", adminToken, { name: "acme\u0000" }],
           ["/admin/v1/accounts/" + running.accountId, adminToken, { name: "acme\u0000" }],
           ["/admin/v1/accounts/" + running.accountId + "/api-keys", adminToken, { name: "\u0000" }],
-          ["/api/v1/webhooks", running.liveKey, { url: "https://hooks.example.com/a", events: ["task.failed"], description: "d\u0000" }],
+          ["/api/v1/webhooks", running.liveKey, {
+            url: "https://hooks.example.com/a",
+            events: ["task.failed"],
+            description: "d\u0000"
+          }],
           ["/api/v1/vendor3/text-to-video", running.testKey, { model: "vendor3-3", input: { prompt: "p\u0000" } }]
         ] as const
         for (const [path, token, json] of cases) {
@@ -216,7 +225,11 @@ for (const [name, database] of databases) {
             port: running.port,
             method: "POST",
             path: "/api/v1/api-keys",
-            headers: { authorization: `Bearer ${running.liveKey}`, "content-type": "application/json", "transfer-encoding": "chunked" }
+            headers: {
+              authorization: `Bearer ${running.liveKey}`,
+              "content-type": "application/json",
+              "transfer-encoding": "chunked"
+            }
           }, (res) => {
             let text = ""
             res.on("data", (chunk) => (text += chunk))
@@ -252,9 +265,13 @@ for (const [name, database] of databases) {
         )
         expect([big.status, big.json?.error?.code]).toEqual([431, "REQUEST_HEADERS_TOO_LARGE"])
         expect(big.head).toMatch(/content-type: application\/json/i)
-        const malformed = parseRaw(await raw(running.port, "GET /api/v1/balance HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"))
+        const malformed = parseRaw(
+          await raw(running.port, "GET /api/v1/balance HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
+        )
         expect([malformed.status, malformed.json?.error?.code]).toEqual([400, "VALIDATION_ERROR"])
-        const nul = parseRaw(await raw(running.port, "GET /api/v1/balance HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n"))
+        const nul = parseRaw(
+          await raw(running.port, "GET /api/v1/balance HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n")
+        )
         expect([nul.status, nul.json?.error?.code]).toEqual([400, "VALIDATION_ERROR"])
       }))
 
@@ -262,7 +279,9 @@ for (const [name, database] of databases) {
       Effect.promise(async () => {
         const id = running.accountId
         const get = (path: string) =>
-          raw(running.port, `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${adminToken}\r\n\r\n`).then(parseRaw)
+          raw(running.port, `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${adminToken}\r\n\r\n`).then(
+            parseRaw
+          )
         expect((await get(`/admin/v1/accounts/${id}`)).status).toBe(200)
         for (
           const path of [
@@ -284,34 +303,47 @@ for (const [name, database] of databases) {
         }
       }))
 
-    it.live("a range past the end of a result file is 416 with Content-Range: bytes */size", () =>
-      Effect.promise(async () => {
-        const created = await send(running.port, {
-          method: "POST",
-          path: "/api/v1/vendor4/text-to-image",
-          token: running.testKey,
-          body: JSON.stringify({ model: "vendor4-4-0", input: { prompt: "a red kite", size: "1K" } })
-        })
-        const id = JSON.parse(created.text).data.id as string
-        let task: any
-        for (let i = 0; i < 200; i++) {
-          task = JSON.parse((await send(running.port, { method: "GET", path: `/api/v1/tasks/${id}`, token: running.testKey })).text).data
-          if (task.status === "succeeded" || task.status === "failed") break
-          await new Promise((r) => setTimeout(r, 50))
-        }
-        expect(task.status).toBe("succeeded")
-        const url = new URL(task.result[0].url)
-        const size = task.result[0].size_bytes as number
-        const answer = await send(running.port, { method: "GET", path: url.pathname + url.search, headers: { range: `bytes=${size}-` } })
-        expect([answer.status, envelopeOf(answer)?.code, answer.headers["content-range"]]).toEqual([
-          416,
-          "RANGE_NOT_SATISFIABLE",
-          `bytes */${size}`
-        ])
-      }), { timeout: 30_000 })
+    it.live(
+      "a range past the end of a result file is 416 with Content-Range: bytes */size",
+      () =>
+        Effect.promise(async () => {
+          const created = await send(running.port, {
+            method: "POST",
+            path: "/api/v1/vendor4/text-to-image",
+            token: running.testKey,
+            body: JSON.stringify({ model: "vendor4-4-0", input: { prompt: "a red kite", size: "1K" } })
+          })
+          const id = JSON.parse(created.text).data.id as string
+          let task: any
+          for (let i = 0; i < 200; i++) {
+            task = JSON.parse(
+              (await send(running.port, { method: "GET", path: `/api/v1/tasks/${id}`, token: running.testKey })).text
+            ).data
+            if (task.status === "succeeded" || task.status === "failed") break
+            await new Promise((r) => setTimeout(r, 50))
+          }
+          expect(task.status).toBe("succeeded")
+          const url = new URL(task.result[0].url)
+          const size = task.result[0].size_bytes as number
+          const answer = await send(running.port, {
+            method: "GET",
+            path: url.pathname + url.search,
+            headers: { range: `bytes=${size}-` }
+          })
+          expect([answer.status, envelopeOf(answer)?.code, answer.headers["content-range"]]).toEqual([
+            416,
+            "RANGE_NOT_SATISFIABLE",
+            `bytes */${size}`
+          ])
+        }),
+      { timeout: 30_000 }
+    )
 
-    it.live(`fuzz: random requests to every route answer no 5xx, and every error is an envelope (seed ${seed})`, () =>
-      Effect.promise(() => fuzz(running)), { timeout: 240_000 })
+    it.live(
+      `fuzz: random requests to every route answer no 5xx, and every error is an envelope (seed ${seed})`,
+      () => Effect.promise(() => fuzz(running)),
+      { timeout: 240_000 }
+    )
   })
 }
 
@@ -352,7 +384,22 @@ const fc = FastCheck
 const anyString = fc.oneof(
   fc.string({ maxLength: 12 }),
   fc.fullUnicodeString({ maxLength: 12 }),
-  fc.constantFrom("\u0000", "a\u0000", "\ud800", "..", ".", "%", "%00", "/", "\\", "0", "-1", "1e400", "9".repeat(30), "null"),
+  fc.constantFrom(
+    "\u0000",
+    "a\u0000",
+    "\ud800",
+    "..",
+    ".",
+    "%",
+    "%00",
+    "/",
+    "\\",
+    "0",
+    "-1",
+    "1e400",
+    "9".repeat(30),
+    "null"
+  ),
   fc.string({ minLength: 300, maxLength: 3000 })
 )
 
@@ -360,10 +407,23 @@ const anyString = fc.oneof(
 const oddBody = fc.oneof(
   fc.jsonValue({ maxDepth: 4 }).map((value) => JSON.stringify(value)),
   fc.integer({ min: 60, max: 5000 }).map((depth) => "[".repeat(depth) + "]".repeat(depth)),
-  fc.dictionary(fc.constantFrom("name", "model", "input", "url", "events", "description", "balance", "amount"), anyString)
+  fc.dictionary(
+    fc.constantFrom("name", "model", "input", "url", "events", "description", "balance", "amount"),
+    anyString
+  )
     .map((value) => JSON.stringify(value)),
-  fc.constantFrom("", "{", "null", "[]", "1e400", "{\"name\":\"a\\u0000\"}", "{\"amount\":1e308}", "{\"balance\":-1e308}",
-    "{\"name\":\"x\",\"spendLimit\":99999999999999999999}", "{\"__proto__\":{\"x\":1}}")
+  fc.constantFrom(
+    "",
+    "{",
+    "null",
+    "[]",
+    "1e400",
+    "{\"name\":\"a\\u0000\"}",
+    "{\"amount\":1e308}",
+    "{\"balance\":-1e308}",
+    "{\"name\":\"x\",\"spendLimit\":99999999999999999999}",
+    "{\"__proto__\":{\"x\":1}}"
+  )
 )
 
 /** Valid bodies of the routes with a payload (generation: the contract's minimal request of every model). */
@@ -386,14 +446,18 @@ for (const { body, endpoint } of Examples.minimalRequests) {
 /** Odd values for a field of a valid body: strings of every kind, huge or negative numbers, deep or wrong shapes. */
 const oddValue = fc.oneof(
   anyString,
-  fc.constantFrom(1e308, -1e308, 2 ** 63, -1, 0.1234567, 99999999999999999999, null, true, [], {}),
+  fc.constantFrom(1e308, -1e308, 2 ** 63, -1, 0.1234567, 1e20, null, true, [], {}),
   fc.jsonValue({ maxDepth: 3 })
 )
 
 /** A valid body with one field (top level or under `input`) replaced by an odd value, or added. */
 const mutated = (body: Record<string, unknown>) =>
   fc.tuple(
-    fc.constantFrom(...Object.keys(body), ...Object.keys((body["input"] ?? {}) as object).map((k) => `input.${k}`), "extra"),
+    fc.constantFrom(
+      ...Object.keys(body),
+      ...Object.keys((body["input"] ?? {}) as object).map((k) => `input.${k}`),
+      "extra"
+    ),
     oddValue
   ).map(([field, value]) => {
     const copy: Record<string, any> = JSON.parse(JSON.stringify(body))
@@ -440,7 +504,14 @@ const wellFormed = (text: string) =>
 const fuzz = async (running: Running) => {
   const ids = fc.oneof(
     anyString.map((text) => encodeURIComponent(wellFormed(text))),
-    fc.constantFrom(running.accountId, "acct_x", "task_01J0000000000000000000000", "key_01J0000000000000000000000", "wh_1", "dlv_1")
+    fc.constantFrom(
+      running.accountId,
+      "acct_x",
+      "task_01J0000000000000000000000",
+      "key_01J0000000000000000000000",
+      "wh_1",
+      "dlv_1"
+    )
   )
   const statuses = new Map<number, number>()
   const failures: Array<string> = []
@@ -448,23 +519,41 @@ const fuzz = async (running: Running) => {
   for (const route of routes) {
     const request = fc.record({
       params: fc.array(ids, { minLength: 3, maxLength: 3 }),
-      query: fc.array(fc.tuple(fc.oneof(fc.constantFrom(...route.query, "x"), fc.string({ maxLength: 8 })), anyString), {
-        maxLength: 4
-      }),
+      query: fc.array(
+        fc.tuple(fc.oneof(fc.constantFrom(...route.query, "x"), fc.string({ maxLength: 8 })), anyString),
+        {
+          maxLength: 4
+        }
+      ),
       body: fc.oneof({ weight: 3, arbitrary: schemaBody(route) }, { weight: 1, arbitrary: oddBody }),
       // mostly a token the route takes, sometimes none, a wrong or the other API's
       token: fc.oneof(
-        { weight: 6, arbitrary: route.path.startsWith("/admin/") ? fc.constant(adminToken) : fc.constantFrom(running.liveKey, running.testKey) },
-        { weight: 1, arbitrary: fc.constantFrom(undefined, "mg_live_" + "x".repeat(32), "garbage", adminToken, running.liveKey) }
+        {
+          weight: 6,
+          arbitrary: route.path.startsWith("/admin/")
+            ? fc.constant(adminToken)
+            : fc.constantFrom(running.liveKey, running.testKey)
+        },
+        {
+          weight: 1,
+          arbitrary: fc.constantFrom(undefined, "mg_live_" + "x".repeat(32), "garbage", adminToken, running.liveKey)
+        }
       ),
       headers: fc.record({
         "idempotency-key": fc.string({ maxLength: 300 }),
-        "content-type": fc.constantFrom("application/json", "application/json; charset=utf-8", "application/vnd.x+json"),
+        "content-type": fc.constantFrom(
+          "application/json",
+          "application/json; charset=utf-8",
+          "application/vnd.x+json"
+        ),
         "x-forwarded-for": fc.constantFrom("203.0.113.9", "unknown", "", "[2001:db8::1]:443"),
         range: fc.constantFrom("bytes=0-1", "bytes=99999999-", "bytes=-0", "items=1-2")
       }, { requiredKeys: [] }),
       // one request in eight on a path variant
-      variant: fc.oneof({ weight: 7, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat(variants.length - 1) })
+      variant: fc.oneof({ weight: 7, arbitrary: fc.constant(null) }, {
+        weight: 1,
+        arbitrary: fc.nat(variants.length - 1)
+      })
     })
     const samples = FastCheck.sample(request, { numRuns: 20, seed: seed + route.path.length + route.method.length })
     for (const sample of samples) {
@@ -488,7 +577,9 @@ const fuzz = async (running: Running) => {
       statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
       const where = `${route.method} ${path.slice(0, 200)} body=${hasBody ? sample.body.slice(0, 200) : "-"}`
       if (answer.status >= 500) failures.push(`${answer.status} ${where}: ${answer.text.slice(0, 300)}`)
-      if (answer.status >= 400 && envelopeOf(answer) === undefined) failures.push(`not an envelope: ${answer.status} ${where}`)
+      if (answer.status >= 400 && envelopeOf(answer) === undefined) {
+        failures.push(`not an envelope: ${answer.status} ${where}`)
+      }
       if (mutated !== concrete && answer.status !== 404) {
         failures.push(`a path variant was routed: ${answer.status} ${where}`)
       }

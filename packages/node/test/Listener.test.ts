@@ -3,10 +3,10 @@
  * start their fiber in the listener and are written by it; they must be answered exactly as the platform's listener
  * answers them (status, headers — the rate-limit fields of the pre-response handlers among them —, envelope).
  */
+import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Examples } from "@mediagate/contract"
 import { Http } from "@mediagate/server"
@@ -65,7 +65,11 @@ const stackWith = (settings: Record<string, string>) =>
     }))
     const service = Context.get(context, Mediagate.Mediagate)
     const keys = Option.getOrThrow(yield* service.bootstrap())
-    return { context, service, state: { accountId: keys.account.id, live: keys.live.key, test: keys.test.key, task: "" } }
+    return {
+      context,
+      service,
+      state: { accountId: keys.account.id, live: keys.live.key, test: keys.test.key, task: "" }
+    }
   })
 
 const stack = stackWith({})
@@ -111,7 +115,12 @@ const admin = () => adminToken
 
 /** The corpus: successes, replays, every kind of refusal, routes the envelope does not dispatch, a rate limit reached. */
 const steps: ReadonlyArray<Step> = [
-  { method: "POST", path: (s) => `/admin/v1/accounts/${s.accountId}/credits`, token: admin, body: JSON.stringify({ amount: 50 }) },
+  {
+    method: "POST",
+    path: (s) => `/admin/v1/accounts/${s.accountId}/credits`,
+    token: admin,
+    body: JSON.stringify({ amount: 50 })
+  },
   { method: "POST", path: () => create, token: live, body },
   { method: "POST", path: () => create, token: live, body, headers: { "idempotency-key": "k-1" } },
   { method: "POST", path: () => create, token: live, body, headers: { "idempotency-key": "k-1" } },
@@ -123,7 +132,13 @@ const steps: ReadonlyArray<Step> = [
   { method: "POST", path: () => create, token: live, body: "" },
   { method: "POST", path: () => create, token: live, body, headers: { "content-type": "text/plain" } },
   // a JSON type the envelope accepts and the dispatch leaves to HttpApiBuilder's decoding (the router, in the fiber)
-  { method: "POST", path: () => create, token: live, body, headers: { "content-type": "application/merge-patch+json" } },
+  {
+    method: "POST",
+    path: () => create,
+    token: live,
+    body,
+    headers: { "content-type": "application/merge-patch+json" }
+  },
   { method: "POST", path: () => create, token: live, body: JSON.stringify({ model: "no-such-model", input: {} }) },
   { method: "POST", path: () => create, token: live, body: JSON.stringify({ pad: "x".repeat(maxBodyBytes) }) },
   { method: "POST", path: () => create, token: (s) => s.test, body },
@@ -133,8 +148,18 @@ const steps: ReadonlyArray<Step> = [
   { method: "GET", path: () => "/api/v1/tasks?limit=1", token: live },
   { method: "GET", path: () => "/api/v1/no-such-route", token: live },
   { method: "POST", path: () => "/api/v1/webhooks", token: live, body: JSON.stringify({ url: 42 }) },
-  { method: "PATCH", path: (s) => `/admin/v1/accounts/${s.accountId}`, token: admin, body: JSON.stringify({ name: "renamed" }) },
-  { method: "POST", path: () => "/admin/v1/accounts", token: () => "wrong-admin-token", body: JSON.stringify({ name: "x" }) },
+  {
+    method: "PATCH",
+    path: (s) => `/admin/v1/accounts/${s.accountId}`,
+    token: admin,
+    body: JSON.stringify({ name: "renamed" })
+  },
+  {
+    method: "POST",
+    path: () => "/admin/v1/accounts",
+    token: () => "wrong-admin-token",
+    body: JSON.stringify({ name: "x" })
+  },
   // the key's 30 requests per minute run out: the last answers are 429 with Retry-After
   ...Array.from({ length: 24 }, (): Step => ({ method: "GET", path: () => "/api/v1/balance", token: live }))
 ]
@@ -167,53 +192,79 @@ const answersFrom = (listener: (request: IncomingMessage, response: ServerRespon
 
 /** The platform's services, and the tracer off for the requests (as the server runs with tracing off). */
 const platformServices = <A, E>(effect: Effect.Effect<A, E, any>) =>
-  HttpMiddleware.withTracerDisabledWhenEffect(Effect.provide(effect, NodeHttpServer.layerContext), () => true) as Effect.Effect<A, E>
+  HttpMiddleware.withTracerDisabledWhenEffect(
+    Effect.provide(effect, NodeHttpServer.layerContext),
+    () => true
+  ) as Effect.Effect<A, E>
 
 describe("the service's listener (internal/listener.ts)", () => {
-  it.scoped("answers the dispatched requests itself, exactly as the platform's listener answers them", () =>
-    Effect.gen(function*() {
-      const lean: Array<string> = []
-      const leanAnswers = yield* answersOf((served) =>
-        platformServices(Listener.make(served.httpApp, (request) => {
-          const answer = served.dispatched(request)
-          if (answer !== undefined) lean.push(`${request.method} ${request.url}`)
-          return answer
-        }, { log: false, metrics: false }))
-      )
-      const platformAnswers = yield* answersOf((served) => platformServices(NodeHttpServer.makeHandler(served.httpApp)))
+  it.scoped(
+    "answers the dispatched requests itself, exactly as the platform's listener answers them",
+    () =>
+      Effect.gen(function*() {
+        const lean: Array<string> = []
+        const leanAnswers = yield* answersOf((served) =>
+          platformServices(Listener.make(served.httpApp, (request) => {
+            const answer = served.dispatched(request)
+            if (answer !== undefined) lean.push(`${request.method} ${request.url}`)
+            return answer
+          }, { log: false, metrics: false }))
+        )
+        const platformAnswers = yield* answersOf((served) =>
+          platformServices(NodeHttpServer.makeHandler(served.httpApp))
+        )
 
-      steps.forEach((step, i) => {
-        expect(comparable(leanAnswers[i]!), `${step.method} ${step.path({ accountId: "A", live: "", test: "", task: "T" })}`)
-          .toStrictEqual(comparable(platformAnswers[i]!))
-      })
-      // the corpus reaches successes, refusals and the rate limit, so the comparison is not vacuous
-      const statuses = new Set(leanAnswers.map((answer) => answer.status))
-      for (const status of [200, 201, 400, 401, 404, 413, 429]) expect(statuses, JSON.stringify([...statuses])).toContain(status)
-      expect(leanAnswers.at(-1)!.headers.get("retry-after")).toMatch(/^\d+$/)
-      expect(leanAnswers[4]!.headers.get("ratelimit")).toMatch(/^"key";r=\d+;t=\d+$/)
-      // every request but HEAD, the list (a query-string Schema) and the unknown route was answered by the listener
-      expect(lean).toHaveLength(steps.length - 3)
-      expect(lean.some((line) => line.startsWith("HEAD ") || line.includes("?limit") || line.includes("no-such-route"))).toBe(false)
-    }), 120_000)
+        steps.forEach((step, i) => {
+          expect(
+            comparable(leanAnswers[i]!),
+            `${step.method} ${step.path({ accountId: "A", live: "", test: "", task: "T" })}`
+          )
+            .toStrictEqual(comparable(platformAnswers[i]!))
+        })
+        // the corpus reaches successes, refusals and the rate limit, so the comparison is not vacuous
+        const statuses = new Set(leanAnswers.map((answer) => answer.status))
+        for (const status of [200, 201, 400, 401, 404, 413, 429]) {
+          expect(statuses, JSON.stringify([...statuses])).toContain(status)
+        }
+        expect(leanAnswers.at(-1)!.headers.get("retry-after")).toMatch(/^\d+$/)
+        expect(leanAnswers[4]!.headers.get("ratelimit")).toMatch(/^"key";r=\d+;t=\d+$/)
+        // every request but HEAD, the list (a query-string Schema) and the unknown route was answered by the listener
+        expect(lean).toHaveLength(steps.length - 3)
+        expect(
+          lean.some((line) => line.startsWith("HEAD ") || line.includes("?limit") || line.includes("no-such-route"))
+        ).toBe(false)
+      }),
+    120_000
+  )
 
-  it.scoped("MEDIAGATE_HTTP_DISPATCH=false: the service dispatches nothing itself and answers every request alike", () =>
-    Effect.gen(function*() {
-      const on = yield* stackWith({})
-      const off = yield* stackWith({ MEDIAGATE_HTTP_DISPATCH: "false" })
-      const onAnswers = yield* answersFrom(yield* on.service.listener, on.state)
-      const offAnswers = yield* answersFrom(yield* off.service.listener, off.state)
-      steps.forEach((step, i) => {
-        expect(comparable(offAnswers[i]!), `${step.method} ${step.path({ accountId: "A", live: "", test: "", task: "T" })}`)
-          .toStrictEqual(comparable(onAnswers[i]!))
-      })
-      expect(new Set(offAnswers.map((answer) => answer.status))).toContain(201)
-      // the switch reaches the registry: a create request has no answer of the envelope's own
-      const request = HttpServerRequest.fromWeb(new Request(`http://localhost${create}`, { method: "POST", body }))
-      const dispatchedBy = (settings: boolean) =>
-        Effect.map(Effect.provide(Http.makeServedWith({ dispatch: settings }), on.context), (served) => served.dispatched(request))
-      expect(yield* dispatchedBy(true)).toBeDefined()
-      expect(yield* dispatchedBy(false)).toBeUndefined()
-    }), 120_000)
+  it.scoped(
+    "MEDIAGATE_HTTP_DISPATCH=false: the service dispatches nothing itself and answers every request alike",
+    () =>
+      Effect.gen(function*() {
+        const on = yield* stackWith({})
+        const off = yield* stackWith({ MEDIAGATE_HTTP_DISPATCH: "false" })
+        const onAnswers = yield* answersFrom(yield* on.service.listener, on.state)
+        const offAnswers = yield* answersFrom(yield* off.service.listener, off.state)
+        steps.forEach((step, i) => {
+          expect(
+            comparable(offAnswers[i]!),
+            `${step.method} ${step.path({ accountId: "A", live: "", test: "", task: "T" })}`
+          )
+            .toStrictEqual(comparable(onAnswers[i]!))
+        })
+        expect(new Set(offAnswers.map((answer) => answer.status))).toContain(201)
+        // the switch reaches the registry: a create request has no answer of the envelope's own
+        const request = HttpServerRequest.fromWeb(new Request(`http://localhost${create}`, { method: "POST", body }))
+        const dispatchedBy = (settings: boolean) =>
+          Effect.map(
+            Effect.provide(Http.makeServedWith({ dispatch: settings }), on.context),
+            (served) => served.dispatched(request)
+          )
+        expect(yield* dispatchedBy(true)).toBeDefined()
+        expect(yield* dispatchedBy(false)).toBeUndefined()
+      }),
+    120_000
+  )
 
   it.scoped("writes what an answer holds (cookies, text, streams, no body for HEAD) or a 500; the platform's listener the rest", () =>
     Effect.gen(function*() {
@@ -222,11 +273,19 @@ describe("the service's listener (internal/listener.ts)", () => {
         if (!request.url.startsWith("/lean/")) return undefined
         const headers = { "x-kind": request.url.slice(6) }
         const response = request.url === "/lean/stream"
-          ? HttpServerResponse.stream(Stream.make("chunk-1 ", "chunk-2").pipe(Stream.encodeText), { headers, contentType: "text/plain" })
+          ? HttpServerResponse.stream(Stream.make("chunk-1 ", "chunk-2").pipe(Stream.encodeText), {
+            headers,
+            contentType: "text/plain"
+          })
           : request.url === "/lean/node-stream"
           ? HttpServerResponse.raw(Readable.from(["node ", "stream"]), { headers })
           : request.url === "/lean/cookie"
-          ? HttpServerResponse.unsafeSetCookie(HttpServerResponse.text("with a cookie", { headers }), "session", "abc", { httpOnly: true })
+          ? HttpServerResponse.unsafeSetCookie(
+            HttpServerResponse.text("with a cookie", { headers }),
+            "session",
+            "abc",
+            { httpOnly: true }
+          )
           : request.url === "/lean/bad-header"
           ? HttpServerResponse.text("never sent", { headers: { "x-bad": "line\r\nbreak" } })
           : HttpServerResponse.text(`answered ${request.method} ${request.url}`, { status: 202, headers })
@@ -263,7 +322,9 @@ describe("the service's listener (internal/listener.ts)", () => {
     Effect.gen(function*() {
       const { context, state } = yield* stack
       const served = yield* Effect.provide(Http.makeServed, context)
-      const listener = yield* platformServices(Listener.make(served.httpApp, served.dispatched, { log: false, metrics: false }))
+      const listener = yield* platformServices(
+        Listener.make(served.httpApp, served.dispatched, { log: false, metrics: false })
+      )
       const server = yield* Server.listen(listener, { port: 0, host: "127.0.0.1" })
       const address = server.address() as { port: number }
       // half a body, then the connection is gone
@@ -273,13 +334,21 @@ describe("the service's listener (internal/listener.ts)", () => {
           port: address.port,
           method: "POST",
           path: create,
-          headers: { authorization: `Bearer ${state.live}`, "content-type": "application/json", "content-length": "200" }
+          headers: {
+            authorization: `Bearer ${state.live}`,
+            "content-type": "application/json",
+            "content-length": "200"
+          }
         })
         request.on("error", () => resume(Effect.void))
         request.write(body.slice(0, 10), () => setTimeout(() => request.destroy(), 50))
         request.on("close", () => resume(Effect.void))
       })
-      const after = yield* send(Server.urlOf(server), { method: "GET", path: () => "/api/v1/balance", token: live }, state)
+      const after = yield* send(
+        Server.urlOf(server),
+        { method: "GET", path: () => "/api/v1/balance", token: live },
+        state
+      )
       expect(after.status).toBe(200)
     }))
 })

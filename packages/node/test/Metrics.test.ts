@@ -7,8 +7,8 @@
  * access-log line.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Databases from "@mediagate/testing/databases"
 import * as Context from "effect/Context"
@@ -105,7 +105,10 @@ const start = (database: Database.Database, options: Mediagate.Options = {}, wit
       ...options
     }))
     const service = Context.get(context, Mediagate.Mediagate)
-    const server = yield* Server.listen(yield* NodeHttpServer.makeHandler(service.httpApp), { port: 0, host: "127.0.0.1" })
+    const server = yield* Server.listen(yield* NodeHttpServer.makeHandler(service.httpApp), {
+      port: 0,
+      host: "127.0.0.1"
+    })
     const keys = yield* service.bootstrap()
     return { baseUrl: Server.urlOf(server), keys: Option.getOrUndefined(keys), service }
   })
@@ -163,7 +166,9 @@ const waitFor = <A>(effect: Effect.Effect<A>, done: (a: A) => boolean) =>
 /** Tasks per status, counted in the database. */
 const countByStatus = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ status: string; n: number | string }>`SELECT status, COUNT(*) AS n FROM mediagate_tasks GROUP BY status`
+  const rows = yield* sql<
+    { status: string; n: number | string }
+  >`SELECT status, COUNT(*) AS n FROM mediagate_tasks GROUP BY status`
   return Object.fromEntries(rows.map((row) => [row.status, Number(row.n)])) as Record<string, number>
 })
 
@@ -174,10 +179,14 @@ const countByStatus = Effect.gen(function*() {
 /** A database of each kind: what the stacks are given, and a client of it for the counts. */
 interface Backend {
   readonly name: string
-  readonly make: Effect.Effect<{
-    readonly database: () => Database.Database
-    readonly client: Layer.Layer<SqlClient.SqlClient, unknown>
-  }, unknown, Scope.Scope>
+  readonly make: Effect.Effect<
+    {
+      readonly database: () => Database.Database
+      readonly client: Layer.Layer<SqlClient.SqlClient, unknown>
+    },
+    unknown,
+    Scope.Scope
+  >
 }
 
 const backends: ReadonlyArray<Backend> = [
@@ -201,80 +210,106 @@ const backends: ReadonlyArray<Backend> = [
 
 for (const backend of backends) {
   describe(`metrics on ${backend.name}`, () => {
-    it.scopedLive("a small load moves the counters and the HTTP histogram; the output passes promtool", () =>
-      Effect.gen(function*() {
-        const db = yield* backend.make
-        const hooks = yield* receiver
-        const { baseUrl, keys } = yield* start(db.database())
-        const before = parse(yield* scrape(baseUrl))
+    it.scopedLive(
+      "a small load moves the counters and the HTTP histogram; the output passes promtool",
+      () =>
+        Effect.gen(function*() {
+          const db = yield* backend.make
+          const hooks = yield* receiver
+          const { baseUrl, keys } = yield* start(db.database())
+          const before = parse(yield* scrape(baseUrl))
 
-        // a task with a webhook, run to its end
-        const id = yield* createTask(baseUrl, keys!.test.key, hooks.url)
-        yield* waitFor(request(baseUrl, `/api/v1/tasks/${id}`, { token: keys!.test.key }), (a) => a.body.data.status === "succeeded")
-        yield* waitFor(Effect.sync(() => hooks.bodies.length), (n) => n >= 1)
-        // a 404 of no route, an API error of a route, a bad request
-        expect((yield* request(baseUrl, "/api/v1/nothing/here")).status).toBe(404)
-        expect((yield* request(baseUrl, "/api/v1/tasks/task_nope", { token: keys!.test.key })).status).toBe(404)
-        expect((yield* request(baseUrl, "/api/v1/vendor4/text-to-image", { method: "POST", token: keys!.test.key, body: "{" })).status)
-          .toBe(400)
-        // the delivery is recorded once its attempt is settled
-        const text = yield* waitFor(scrape(baseUrl), (text) =>
-          valueOf(parse(text), "mediagate_webhook_deliveries_total", { outcome: "delivered", attempt: "1" }) >
-            valueOf(before, "mediagate_webhook_deliveries_total", { outcome: "delivered", attempt: "1" }))
-        const after = parse(text)
-        const delta = (name: string, labels: Record<string, string> = {}) =>
-          valueOf(after, name, labels) - valueOf(before, name, labels)
+          // a task with a webhook, run to its end
+          const id = yield* createTask(baseUrl, keys!.test.key, hooks.url)
+          yield* waitFor(
+            request(baseUrl, `/api/v1/tasks/${id}`, { token: keys!.test.key }),
+            (a) => a.body.data.status === "succeeded"
+          )
+          yield* waitFor(Effect.sync(() => hooks.bodies.length), (n) => n >= 1)
+          // a 404 of no route, an API error of a route, a bad request
+          expect((yield* request(baseUrl, "/api/v1/nothing/here")).status).toBe(404)
+          expect((yield* request(baseUrl, "/api/v1/tasks/task_nope", { token: keys!.test.key })).status).toBe(404)
+          expect(
+            (yield* request(baseUrl, "/api/v1/vendor4/text-to-image", {
+              method: "POST",
+              token: keys!.test.key,
+              body: "{"
+            })).status
+          )
+            .toBe(400)
+          // the delivery is recorded once its attempt is settled
+          const text = yield* waitFor(scrape(baseUrl), (text) =>
+            valueOf(parse(text), "mediagate_webhook_deliveries_total", { outcome: "delivered", attempt: "1" }) >
+              valueOf(before, "mediagate_webhook_deliveries_total", { outcome: "delivered", attempt: "1" }))
+          const after = parse(text)
+          const delta = (name: string, labels: Record<string, string> = {}) =>
+            valueOf(after, name, labels) - valueOf(before, name, labels)
 
-        const task = { family: "vendor4", model: "vendor4-4-0" }
-        expect(delta("mediagate_tasks_created_total", task)).toBe(1)
-        expect(delta("mediagate_tasks_finished_total", { ...task, state: "succeeded" })).toBe(1)
-        expect(delta("mediagate_task_claim_delay_seconds_count", { family: "vendor4" })).toBe(1)
-        expect(delta("mediagate_upstream_request_duration_seconds_count", { family: "vendor4", call: "submit" })).toBe(1)
-        expect(delta("mediagate_webhook_deliveries_total", { outcome: "delivered", attempt: "1" })).toBe(1)
-        expect(delta("mediagate_webhook_delivery_duration_seconds_count", { outcome: "delivered" })).toBe(1)
-        // the HTTP histogram counts each request under its route template (never the raw path)
-        const http = "mediagate_http_request_duration_seconds_count"
-        expect(delta(http, { method: "POST", route: "/api/v1/vendor4/text-to-image", status: "201" })).toBe(1)
-        expect(delta(http, { method: "POST", route: "/api/v1/vendor4/text-to-image", status: "400" })).toBe(1)
-        expect(delta(http, { method: "GET", route: "unmatched", status: "404" })).toBe(1)
-        expect(delta(http, { method: "GET", route: "/api/v1/tasks/:id", status: "404" })).toBe(1)
-        expect(delta(http, { method: "GET", route: "/api/v1/tasks/:id", status: "200" })).toBeGreaterThanOrEqual(1)
-        expect(after.some((sample) => sample.labels.route?.includes("task_"))).toBe(false)
-        // the buckets are cumulative and end in +Inf = _count
-        const routeLabels = { method: "GET", route: "unmatched", status: "404" }
-        expect(valueOf(after, "mediagate_http_request_duration_seconds_bucket", { ...routeLabels, le: "+Inf" }))
-          .toBe(valueOf(after, http, routeLabels))
-        // the gauges of the moment
-        expect(valueOf(after, "mediagate_tasks", { state: "succeeded" })).toBe((yield* Effect.provide(countByStatus, db.client)).succeeded)
-        expect(valueOf(after, "process_resident_memory_bytes")).toBeGreaterThan(10_000_000)
+          const task = { family: "vendor4", model: "vendor4-4-0" }
+          expect(delta("mediagate_tasks_created_total", task)).toBe(1)
+          expect(delta("mediagate_tasks_finished_total", { ...task, state: "succeeded" })).toBe(1)
+          expect(delta("mediagate_task_claim_delay_seconds_count", { family: "vendor4" })).toBe(1)
+          expect(delta("mediagate_upstream_request_duration_seconds_count", { family: "vendor4", call: "submit" }))
+            .toBe(1)
+          expect(delta("mediagate_webhook_deliveries_total", { outcome: "delivered", attempt: "1" })).toBe(1)
+          expect(delta("mediagate_webhook_delivery_duration_seconds_count", { outcome: "delivered" })).toBe(1)
+          // the HTTP histogram counts each request under its route template (never the raw path)
+          const http = "mediagate_http_request_duration_seconds_count"
+          expect(delta(http, { method: "POST", route: "/api/v1/vendor4/text-to-image", status: "201" })).toBe(1)
+          expect(delta(http, { method: "POST", route: "/api/v1/vendor4/text-to-image", status: "400" })).toBe(1)
+          expect(delta(http, { method: "GET", route: "unmatched", status: "404" })).toBe(1)
+          expect(delta(http, { method: "GET", route: "/api/v1/tasks/:id", status: "404" })).toBe(1)
+          expect(delta(http, { method: "GET", route: "/api/v1/tasks/:id", status: "200" })).toBeGreaterThanOrEqual(1)
+          expect(after.some((sample) =>
+            sample.labels.route?.includes("task_")
+          )).toBe(false)
+          // the buckets are cumulative and end in +Inf = _count
+          const routeLabels = { method: "GET", route: "unmatched", status: "404" }
+          expect(valueOf(after, "mediagate_http_request_duration_seconds_bucket", { ...routeLabels, le: "+Inf" }))
+            .toBe(valueOf(after, http, routeLabels))
+          // the gauges of the moment
+          expect(valueOf(after, "mediagate_tasks", { state: "succeeded" })).toBe(
+            (yield* Effect.provide(countByStatus, db.client)).succeeded
+          )
+          expect(valueOf(after, "process_resident_memory_bytes")).toBeGreaterThan(10_000_000)
 
-        if (promtool || ci) {
-          const metrics = checkWithPromtool(["check", "metrics"], text)
-          expect(metrics.status, metrics.output).toBe(0)
-          const rules = checkWithPromtool(["check", "rules", fileURLToPath(new URL("../../../deploy/prometheus/alerts.yml", import.meta.url))])
-          expect(rules.status, rules.output).toBe(0)
-        }
-      }), { timeout: 60_000 })
+          if (promtool || ci) {
+            const metrics = checkWithPromtool(["check", "metrics"], text)
+            expect(metrics.status, metrics.output).toBe(0)
+            const rules = checkWithPromtool([
+              "check",
+              "rules",
+              fileURLToPath(new URL("../../../deploy/prometheus/alerts.yml", import.meta.url))
+            ])
+            expect(rules.status, rules.output).toBe(0)
+          }
+        }),
+      { timeout: 60_000 }
+    )
 
-    it.scopedLive("queue gauges come from the database: the pending count, the same on two nodes", () =>
-      Effect.gen(function*() {
-        const db = yield* backend.make
-        // nodes without workers: the tasks stay pending
-        const one = yield* start(db.database(), { workers: false })
-        const two = yield* start(db.database(), { workers: false })
-        const keys = one.keys!
-        for (let i = 0; i < 3; i++) yield* createTask(one.baseUrl, keys.test.key)
-        const counts = yield* Effect.provide(countByStatus, db.client)
-        expect(counts.pending).toBe(3)
-        const first = parse(yield* scrape(one.baseUrl))
-        const second = parse(yield* scrape(two.baseUrl))
-        for (const samples of [first, second]) {
-          expect(valueOf(samples, "mediagate_queue_depth")).toBe(3)
-          expect(valueOf(samples, "mediagate_tasks", { state: "pending" })).toBe(3)
-          expect(valueOf(samples, "mediagate_tasks_due")).toBe(3)
-          expect(valueOf(samples, "mediagate_upstream_jobs_in_flight")).toBe(0)
-        }
-      }), { timeout: 60_000 })
+    it.scopedLive(
+      "queue gauges come from the database: the pending count, the same on two nodes",
+      () =>
+        Effect.gen(function*() {
+          const db = yield* backend.make
+          // nodes without workers: the tasks stay pending
+          const one = yield* start(db.database(), { workers: false })
+          const two = yield* start(db.database(), { workers: false })
+          const keys = one.keys!
+          for (let i = 0; i < 3; i++) yield* createTask(one.baseUrl, keys.test.key)
+          const counts = yield* Effect.provide(countByStatus, db.client)
+          expect(counts.pending).toBe(3)
+          const first = parse(yield* scrape(one.baseUrl))
+          const second = parse(yield* scrape(two.baseUrl))
+          for (const samples of [first, second]) {
+            expect(valueOf(samples, "mediagate_queue_depth")).toBe(3)
+            expect(valueOf(samples, "mediagate_tasks", { state: "pending" })).toBe(3)
+            expect(valueOf(samples, "mediagate_tasks_due")).toBe(3)
+            expect(valueOf(samples, "mediagate_upstream_jobs_in_flight")).toBe(0)
+          }
+        }),
+      { timeout: 60_000 }
+    )
   })
 }
 
@@ -298,7 +333,11 @@ describe("request ids, the access log and /metrics protection", () => {
         headers: { "x-request-id": "lb-7f3a:01J.x_y+z=/@" }
       })
       expect(given.headers.get("x-request-id")).toBe("lb-7f3a:01J.x_y+z=/@")
-      expect(given.body.error).toEqual({ code: "TASK_NOT_FOUND", message: "task task_nope not found", request_id: "lb-7f3a:01J.x_y+z=/@" })
+      expect(given.body.error).toEqual({
+        code: "TASK_NOT_FOUND",
+        message: "task task_nope not found",
+        request_id: "lb-7f3a:01J.x_y+z=/@"
+      })
       for (const bad of ["has space", "x".repeat(129), "quote\"d", ""]) {
         const answer = yield* request(baseUrl, "/api/v1/nothing", { headers: { "x-request-id": bad } })
         const id = answer.headers.get("x-request-id")
@@ -344,14 +383,18 @@ describe("request ids, the access log and /metrics protection", () => {
         lines.push({ message, annotations: Object.fromEntries(annotations) })
       })
       yield* Effect.gen(function*() {
-        const { baseUrl, keys } = yield* start({ sqlite: join(mkdtempSync(join(tmpdir(), "mg-log-")), "m.db") }, { accessLog: true })
+        const { baseUrl, keys } = yield* start({ sqlite: join(mkdtempSync(join(tmpdir(), "mg-log-")), "m.db") }, {
+          accessLog: true
+        })
         const answer = yield* request(baseUrl, "/api/v1/tasks/task_nope?x=secret", {
           token: keys!.test.key,
           headers: { "x-request-id": "req-42" }
         })
         expect(answer.status).toBe(404)
         const line = yield* waitFor(
-          Effect.sync(() => lines.find((line) => line.annotations.request_id === "req-42" && "http.status" in line.annotations)),
+          Effect.sync(() =>
+            lines.find((line) => line.annotations.request_id === "req-42" && "http.status" in line.annotations)
+          ),
           (found) => found !== undefined
         )
         expect(line!.annotations).toMatchObject({

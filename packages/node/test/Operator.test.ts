@@ -4,9 +4,9 @@
  * the admin token, validation errors in the envelope, keyset paging over several pages, search, key listing and
  * cascading revocation, tasks and deliveries across accounts, and the system status.
  */
+import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import * as MemoryAccounts from "@mediagate/accounts/MemoryAccounts"
 import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
@@ -81,7 +81,9 @@ const backends: ReadonlyArray<readonly [string, () => Stores]> = [
       Layer.provideMerge(MemoryBilling.layer),
       Layer.provide(PaymentProvider.layerNone)
     )],
-  ...([["sqlite", sqlite], ...(runPostgres ? [["postgres", postgres] as const] : [])] as const).map(([name, database]) =>
+  ...([["sqlite", sqlite], ...(runPostgres ? [["postgres", postgres] as const] : [])] as const).map((
+    [name, database]
+  ) =>
     [name, () =>
       Layer.mergeAll(SqlTaskStorage.layer(), SqlWebhookStore.layer(), SqlAccounts.layer()).pipe(
         Layer.provideMerge(SqlBilling.layer()),
@@ -119,7 +121,9 @@ const allPages = (path: string) =>
     let cursor: string | null = null
     do {
       const separator = path.includes("?") ? "&" : "?"
-      const answer: { readonly status: number; readonly body: any } = yield* call(cursor === null ? path : `${path}${separator}cursor=${encodeURIComponent(cursor)}`)
+      const answer: { readonly status: number; readonly body: any } = yield* call(
+        cursor === null ? path : `${path}${separator}cursor=${encodeURIComponent(cursor)}`
+      )
       expect(answer.status).toBe(200)
       pages.push(answer.body)
       cursor = answer.body.pagination.cursor
@@ -153,7 +157,9 @@ for (const [name, stores] of backends) {
   describe(`operator endpoints on ${name}`, () => {
     it.live("require the admin token and answer bad query values with VALIDATION_ERROR", () =>
       Effect.gen(function*() {
-        for (const path of ["/admin/v1/system", "/admin/v1/accounts", "/admin/v1/tasks", "/admin/v1/webhooks/deliveries"]) {
+        for (
+          const path of ["/admin/v1/system", "/admin/v1/accounts", "/admin/v1/tasks", "/admin/v1/webhooks/deliveries"]
+        ) {
           const missing = yield* call(path, { token: null })
           expect(missing.status).toBe(401)
           expect(missing.body.success).toBe(false)
@@ -215,7 +221,10 @@ for (const [name, stores] of backends) {
         const accountId = first!.account.id
         const extra = yield* admin.createKey(accountId, { name: "ops", environment: "test" })
         // a key derived from the root key through the account-side API
-        const principal = yield* keys.authenticate({ authorization: `Bearer ${first!.key.key}`, clientAddress: "127.0.0.1" })
+        const principal = yield* keys.authenticate({
+          authorization: `Bearer ${first!.key.key}`,
+          clientAddress: "127.0.0.1"
+        })
         const child = yield* keys.create(principal, { name: "child" }, undefined)
 
         const listed = yield* call(`/admin/v1/accounts/${accountId}/api-keys`)
@@ -227,9 +236,13 @@ for (const [name, stores] of backends) {
         const revoked = yield* call(`/admin/v1/api-keys/${first!.key.id}`, { method: "DELETE" })
         expect(revoked).toEqual({ status: 200, body: { success: true, data: { id: first!.key.id, deleted: true } } })
         // its descendant is revoked with it; the other root key and the other account's keys are not
-        const childUse = yield* Effect.flip(keys.authenticate({ authorization: `Bearer ${child.key}`, clientAddress: "127.0.0.1" }))
+        const childUse = yield* Effect.flip(
+          keys.authenticate({ authorization: `Bearer ${child.key}`, clientAddress: "127.0.0.1" })
+        )
         expect(childUse.code).toBe("KEY_REVOKED")
-        expect((yield* call(`/admin/v1/accounts/${accountId}/api-keys`)).body.data.map((k: any) => k.id)).toEqual([extra.id])
+        expect((yield* call(`/admin/v1/accounts/${accountId}/api-keys`)).body.data.map((k: any) => k.id)).toEqual([
+          extra.id
+        ])
         expect((yield* call(`/admin/v1/accounts/${second!.account.id}/api-keys`)).body.data).toHaveLength(1)
         const again = yield* call(`/admin/v1/api-keys/${first!.key.id}`, { method: "DELETE" })
         expect(again.body.error.code).toBe("API_KEY_NOT_FOUND")
@@ -245,13 +258,20 @@ for (const [name, stores] of backends) {
           yield* addTask(a!.account.id, a!.key.id, now - 4000, "vendor3-3_fast"),
           yield* addTask(a!.account.id, a!.key.id, now - 3000)
         ]
-        const ofB = [yield* addTask(b!.account.id, b!.key.id, now - 2000), yield* addTask(b!.account.id, b!.key.id, now - 1000)]
+        const ofB = [
+          yield* addTask(b!.account.id, b!.key.id, now - 2000),
+          yield* addTask(b!.account.id, b!.key.id, now - 1000)
+        ]
 
         const pages = yield* allPages("/admin/v1/tasks?limit=2")
         expect(pages.map((page) => page.data.length)).toEqual([2, 2, 1])
         expect(pages.flatMap((page) => page.data.map((t: any) => t.id))).toEqual([...ofA, ...ofB].reverse())
         expect(pages.flatMap((page) => page.data.map((t: any) => t.account_id))).toEqual([
-          b!.account.id, b!.account.id, a!.account.id, a!.account.id, a!.account.id
+          b!.account.id,
+          b!.account.id,
+          a!.account.id,
+          a!.account.id,
+          a!.account.id
         ])
         expect(pages.every((page) => page.pagination.total === 5)).toBe(true)
 
@@ -285,7 +305,11 @@ for (const [name, stores] of backends) {
         })
         expect(Date.parse(read.body.data.lease.expires_at)).toBeGreaterThan(now)
         expect(read.body.data.started_at).not.toBeNull()
-        expect((yield* call(`/admin/v1/tasks/${ofB[0]}`)).body.data).toMatchObject({ status: "pending", lease: null, claims: 0 })
+        expect((yield* call(`/admin/v1/tasks/${ofB[0]}`)).body.data).toMatchObject({
+          status: "pending",
+          lease: null,
+          claims: 0
+        })
       }).pipe(Effect.provide(serverOn(stores))))
 
     it.live("list deliveries across accounts with their attempt logs, and report the system status", () =>
@@ -336,7 +360,14 @@ for (const [name, stores] of backends) {
         const taskNow = yield* storage.now
         for (const offset of [3000, 2000, 1000]) yield* addTask(a!.account.id, a!.key.id, taskNow - offset)
         yield* storage.claim("node-1", 1, 30_000)
-        yield* storage.beatNode({ id: "node-1", host: "host-1", pid: 42, concurrency: 8, heartbeatMs: 10_000, leases: 1 })
+        yield* storage.beatNode({
+          id: "node-1",
+          host: "host-1",
+          pid: 42,
+          concurrency: 8,
+          heartbeatMs: 10_000,
+          leases: 1
+        })
         const system = yield* call("/admin/v1/system")
         expect(system.status).toBe(200)
         expect(system.body.data.tasks).toEqual({

@@ -13,7 +13,7 @@ import * as ResultLinks from "@mediagate/engine/ResultLinks"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import * as Fixtures from "@mediagate/testing/fixtures"
 import * as WebhookStore from "@mediagate/webhooks/WebhookStore"
-import * as Console from "effect/Console"
+import type * as Console from "effect/Console"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -72,9 +72,14 @@ describe("mediagate (operator commands)", () => {
       expect(accounts.exit._tag).toBe("Success")
       expect(accounts.json().data.map((a: any) => a.id)).toEqual([other.id])
       expect(accounts.json().pagination).toMatchObject({ hasMore: true, total: 2 })
-      const next = yield* cli(["accounts", "list", "--limit", "1", "--cursor", accounts.json().pagination.cursor], admin)
+      const next = yield* cli(
+        ["accounts", "list", "--limit", "1", "--cursor", accounts.json().pagination.cursor],
+        admin
+      )
       expect(next.json().data.map((a: any) => [a.id, a.balance])).toEqual([[acme.id, 5]])
-      expect((yield* cli(["accounts", "list", "--search", "acm"], admin)).json().data.map((a: any) => a.name)).toEqual(["Acme"])
+      expect((yield* cli(["accounts", "list", "--search", "acm"], admin)).json().data.map((a: any) => a.name)).toEqual([
+        "Acme"
+      ])
 
       const listed = yield* cli(["keys", "list", acme.id], admin)
       expect(listed.json().map((k: any) => [k.id, k.name])).toEqual([[key.id, "ops"]])
@@ -87,18 +92,32 @@ describe("mediagate (operator commands)", () => {
       expect(tasks.json().data.map((t: any) => [t.id, t.account_id])).toEqual([[task.id, acme.id]])
       expect((yield* cli(["tasks", "list", "--account", other.id], admin)).json().pagination.total).toBe(0)
       const inspected = yield* cli(["tasks", "inspect", task.id], admin)
-      expect(inspected.json()).toMatchObject({ id: task.id, account_id: acme.id, status: "pending", claims: 0, lease: null })
+      expect(inspected.json()).toMatchObject({
+        id: task.id,
+        account_id: acme.id,
+        status: "pending",
+        claims: 0,
+        lease: null
+      })
 
-      yield* webhooks.addDelivery({
-        webhookId: null,
-        accountId: acme.id,
-        eventId: "evt_1",
-        eventType: "task.completed",
-        url: "https://hooks.example.com/",
-        payload: "{}"
-      }, now, { enableWebhook: false })
+      yield* webhooks.addDelivery(
+        {
+          webhookId: null,
+          accountId: acme.id,
+          eventId: "evt_1",
+          eventType: "task.completed",
+          url: "https://hooks.example.com/",
+          payload: "{}"
+        },
+        now,
+        { enableWebhook: false }
+      )
       const deliveries = yield* cli(["webhooks", "deliveries", "--account", acme.id, "--status", "pending"], admin)
-      expect(deliveries.json().data.map((d: any) => [d.account_id, d.status, d.attempt_log])).toEqual([[acme.id, "pending", []]])
+      expect(deliveries.json().data.map((d: any) => [d.account_id, d.status, d.attempt_log])).toEqual([[
+        acme.id,
+        "pending",
+        []
+      ]])
 
       const system = yield* cli(["system", "status"], admin)
       expect(system.json()).toMatchObject({

@@ -95,17 +95,22 @@ describe("optional packages", () => {
   it("the mediagate command without @effect/cli: exit code 1 and the install line", () => {
     // the command's own process, with a resolve hook that finds no @effect/cli (as in an app that did not install it)
     const dir = mkdtempSync(join(tmpdir(), "mg-optional-"))
-    writeFileSync(join(dir, "hooks.mjs"), [
-      "export async function resolve(specifier, context, next) {",
-      "  if (specifier === \"@effect/cli\" || specifier.startsWith(\"@effect/cli/\")) {",
-      "    throw Object.assign(new Error(`Cannot find package '${specifier}'`), { code: \"ERR_MODULE_NOT_FOUND\" })",
-      "  }",
-      "  return next(specifier, context)",
-      "}"
-    ].join("\n"))
+    writeFileSync(
+      join(dir, "hooks.mjs"),
+      [
+        "export async function resolve(specifier, context, next) {",
+        "  if (specifier === \"@effect/cli\" || specifier.startsWith(\"@effect/cli/\")) {",
+        "    throw Object.assign(new Error(`Cannot find package '${specifier}'`), { code: \"ERR_MODULE_NOT_FOUND\" })",
+        "  }",
+        "  return next(specifier, context)",
+        "}"
+      ].join("\n")
+    )
     writeFileSync(
       join(dir, "register.mjs"),
-      `import { register } from "node:module"\nregister(${JSON.stringify(pathToFileURL(join(dir, "hooks.mjs")).href)})\n`
+      `import { register } from "node:module"\nregister(${
+        JSON.stringify(pathToFileURL(join(dir, "hooks.mjs")).href)
+      })\n`
     )
     const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
     const run = spawnSync(process.execPath, [

@@ -70,57 +70,68 @@ const hold = (sql: SqlClient.SqlClient, release: Deferred.Deferred<void>) =>
   Effect.fork(sql.withTransaction(Effect.zipRight(sql`SELECT 1`, Deferred.await(release))))
 
 describe.skipIf(!runPostgres)("database pool metrics on PostgreSQL", () => {
-  it.scopedLive("in use and idle follow the held connections; queries beyond the pool wait", () =>
-    Effect.gen(function*() {
-      const schema = yield* Databases.pgSchema
-      const url = `${Databases.pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`
-      const { scrape, sql } = yield* exporterOn({ postgres: url, maxConnections: 2 })
-      const idle = yield* scrapeUntil(scrape, (g) => g.inUse === 0)
-      expect(idle).toMatchObject({ inUse: 0, waiting: 0, max: 2 })
-      expect(idle.idle).toBeGreaterThanOrEqual(1)
+  it.scopedLive(
+    "in use and idle follow the held connections; queries beyond the pool wait",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* Databases.pgSchema
+        const url = `${Databases.pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`
+        const { scrape, sql } = yield* exporterOn({ postgres: url, maxConnections: 2 })
+        const idle = yield* scrapeUntil(scrape, (g) => g.inUse === 0)
+        expect(idle).toMatchObject({ inUse: 0, waiting: 0, max: 2 })
+        expect(idle.idle).toBeGreaterThanOrEqual(1)
 
-      const release = yield* Deferred.make<void>()
-      const first = yield* hold(sql, release)
-      expect(yield* scrapeUntil(scrape, (g) => g.inUse === 1)).toMatchObject({ inUse: 1, waiting: 0 })
-      const second = yield* hold(sql, release)
-      expect(yield* scrapeUntil(scrape, (g) => g.inUse === 2)).toMatchObject({ inUse: 2, idle: 0, waiting: 0 })
-      // the pool is full: a third query waits for a connection
-      const third = yield* Effect.fork(sql`SELECT 1`)
-      expect(yield* scrapeUntil(scrape, (g) => g.waiting === 1)).toMatchObject({ inUse: 2, waiting: 1 })
+        const release = yield* Deferred.make<void>()
+        const first = yield* hold(sql, release)
+        expect(yield* scrapeUntil(scrape, (g) => g.inUse === 1)).toMatchObject({ inUse: 1, waiting: 0 })
+        const second = yield* hold(sql, release)
+        expect(yield* scrapeUntil(scrape, (g) => g.inUse === 2)).toMatchObject({ inUse: 2, idle: 0, waiting: 0 })
+        // the pool is full: a third query waits for a connection
+        const third = yield* Effect.fork(sql`SELECT 1`)
+        expect(yield* scrapeUntil(scrape, (g) => g.waiting === 1)).toMatchObject({ inUse: 2, waiting: 1 })
 
-      yield* Deferred.succeed(release, undefined)
-      yield* Fiber.join(first)
-      yield* Fiber.join(second)
-      yield* Fiber.join(third)
-      const after = yield* scrapeUntil(scrape, (g) => g.inUse === 0)
-      expect(after).toMatchObject({ inUse: 0, idle: 2, waiting: 0 })
-    }), { timeout: 30_000 })
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(first)
+        yield* Fiber.join(second)
+        yield* Fiber.join(third)
+        const after = yield* scrapeUntil(scrape, (g) => g.inUse === 0)
+        expect(after).toMatchObject({ inUse: 0, idle: 2, waiting: 0 })
+      }),
+    { timeout: 30_000 }
+  )
 
-  it.scopedLive("the stack on a PostgreSQL URL serves them at /metrics; promtool still passes", () =>
-    Effect.gen(function*() {
-      const schema = yield* Databases.pgSchema
-      const url = `${Databases.pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`
-      const context = yield* Layer.build(Mediagate.layer({
-        database: { postgres: url, maxConnections: 4 },
-        dataDir: mkdtempSync(join(tmpdir(), "mg-pool-")),
-        fileSecret: "pool-metrics-secret",
-        metrics: true,
-        settings: { MEDIAGATE_METRICS_OPEN: "true" }
-      }))
-      const service = Context.get(context, Mediagate.Mediagate)
-      const server = yield* Server.listen(yield* NodeHttpServer.makeHandler(service.httpApp), { port: 0, host: "127.0.0.1" })
-      const text = yield* Effect.promise(() => fetch(`${Server.urlOf(server)}/metrics`).then((r) => r.text()))
-      const pool = gauges(text)
-      expect(pool.max).toBe(4)
-      expect(pool.waiting).toBe(0)
-      expect(pool.inUse! + pool.idle!).toBeGreaterThanOrEqual(1)
-      expect(pool.inUse! + pool.idle!).toBeLessThanOrEqual(4)
-      expect(text).toContain("# TYPE mediagate_db_pool_connections gauge")
-      if (promtool || ci) {
-        const check = spawnSync("promtool", ["check", "metrics"], { input: text, encoding: "utf8" })
-        expect(check.status, `${check.stdout}${check.stderr}`).toBe(0)
-      }
-    }), { timeout: 60_000 })
+  it.scopedLive(
+    "the stack on a PostgreSQL URL serves them at /metrics; promtool still passes",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* Databases.pgSchema
+        const url = `${Databases.pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`
+        const context = yield* Layer.build(Mediagate.layer({
+          database: { postgres: url, maxConnections: 4 },
+          dataDir: mkdtempSync(join(tmpdir(), "mg-pool-")),
+          fileSecret: "pool-metrics-secret",
+          metrics: true,
+          settings: { MEDIAGATE_METRICS_OPEN: "true" }
+        }))
+        const service = Context.get(context, Mediagate.Mediagate)
+        const server = yield* Server.listen(yield* NodeHttpServer.makeHandler(service.httpApp), {
+          port: 0,
+          host: "127.0.0.1"
+        })
+        const text = yield* Effect.promise(() => fetch(`${Server.urlOf(server)}/metrics`).then((r) => r.text()))
+        const pool = gauges(text)
+        expect(pool.max).toBe(4)
+        expect(pool.waiting).toBe(0)
+        expect(pool.inUse! + pool.idle!).toBeGreaterThanOrEqual(1)
+        expect(pool.inUse! + pool.idle!).toBeLessThanOrEqual(4)
+        expect(text).toContain("# TYPE mediagate_db_pool_connections gauge")
+        if (promtool || ci) {
+          const check = spawnSync("promtool", ["check", "metrics"], { input: text, encoding: "utf8" })
+          expect(check.status, `${check.stdout}${check.stderr}`).toBe(0)
+        }
+      }),
+    { timeout: 60_000 }
+  )
 })
 
 describe("database pool metrics on SQLite", () => {

@@ -3,17 +3,17 @@
  * (the task reads of `GET /api/v1/tasks/{id}` go through it) and no writer, and neither to an in-memory database or
  * a host app's own client. Every connection to a SQLite file keeps its temporary storage in memory.
  */
-import { assert, describe, expect, it } from "@effect/vitest"
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import * as WriteConnection from "@mediagate/persistence/WriteConnection"
+import { pgSchema, pgUrl, runPostgres } from "@mediagate/testing/databases"
 import * as Effect from "effect/Effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Database from "../src/Database.js"
-import { pgSchema, pgUrl, runPostgres } from "@mediagate/testing/databases"
 
 describe("Database.layer and the read and write connections", () => {
   it.scoped("a SQLite file: a reader that sees what the client committed", () =>
@@ -45,24 +45,29 @@ describe("Database.layer and the read and write connections", () => {
       }).pipe(Effect.provide(Database.layer({ sqlite: join(dir, "data", "mediagate.db") })), Effect.scoped)
     }))
 
-  it.scoped.skipIf(!runPostgres)("PostgreSQL: a reader on the client's pool, in the same search_path", () =>
-    Effect.gen(function*() {
-      const schema = yield* pgSchema
-      yield* Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        const reader = yield* ReadConnection.ReadConnection
-        assert.isDefined(reader)
-        expect(yield* WriteConnection.WriteConnection).toBeUndefined()
-        yield* sql`CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT)`
-        yield* sql`INSERT INTO t (id, n) VALUES ('a', 1)`
-        expect(yield* reader!.all("SELECT id, n FROM t WHERE id = $1", ["a"])).toEqual([{ id: "a", n: "1" }])
-        const failed = yield* Effect.flip(reader!.all("SELECT * FROM missing_table", []))
-        expect(failed._tag).toBe("SqlError")
-      }).pipe(
-        Effect.provide(Database.layer({ postgres: `${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}` })),
-        Effect.scoped
-      )
-    }))
+  it.scoped.skipIf(!runPostgres)(
+    "PostgreSQL: a reader on the client's pool, in the same search_path",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* pgSchema
+        yield* Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const reader = yield* ReadConnection.ReadConnection
+          assert.isDefined(reader)
+          expect(yield* WriteConnection.WriteConnection).toBeUndefined()
+          yield* sql`CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT)`
+          yield* sql`INSERT INTO t (id, n) VALUES ('a', 1)`
+          expect(yield* reader!.all("SELECT id, n FROM t WHERE id = $1", ["a"])).toEqual([{ id: "a", n: "1" }])
+          const failed = yield* Effect.flip(reader!.all("SELECT * FROM missing_table", []))
+          expect(failed._tag).toBe("SqlError")
+        }).pipe(
+          Effect.provide(
+            Database.layer({ postgres: `${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}` })
+          ),
+          Effect.scoped
+        )
+      })
+  )
 
   it.scoped("in memory, and a host app's client: no reader", () =>
     Effect.gen(function*() {
@@ -74,7 +79,10 @@ describe("Database.layer and the read and write connections", () => {
       )
       expect(host).toBeUndefined()
       const writers = yield* Effect.forEach(
-        [Database.layer({ sqlite: ":memory:" }), Database.layer({ layer: SqliteClient.layer({ filename: ":memory:" }) })],
+        [
+          Database.layer({ sqlite: ":memory:" }),
+          Database.layer({ layer: SqliteClient.layer({ filename: ":memory:" }) })
+        ],
         (layer) => Effect.provide(WriteConnection.WriteConnection, layer)
       )
       expect(writers).toEqual([undefined, undefined])

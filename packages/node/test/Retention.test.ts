@@ -6,8 +6,8 @@
 import { NodeContext } from "@effect/platform-node"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, expect, it, layer } from "@effect/vitest"
-import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import { IdempotencyStore } from "@mediagate/accounts/Idempotency"
+import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import { Errors, Services } from "@mediagate/contract"
 import { layerUnmetered } from "@mediagate/engine/Billing"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
@@ -23,8 +23,8 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
-import * as Queue from "effect/Queue"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as TestClock from "effect/TestClock"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -50,7 +50,12 @@ const newTask = (createdAt: number, environment: "live" | "test", accountId = "a
 const keyOf = (id: string) => `tasks/${id}/video-0.mp4`
 
 /** Accepts tasks at the current (test) time; `finish` says which succeed with one stored file of `size` bytes. */
-const run = (environments: ReadonlyArray<"live" | "test">, finish: (index: number) => boolean, size = 100, accountId?: string) =>
+const run = (
+  environments: ReadonlyArray<"live" | "test">,
+  finish: (index: number) => boolean,
+  size = 100,
+  accountId?: string
+) =>
   Effect.gen(function*() {
     const storage = yield* TaskStorage
     const files = yield* FileStore.FileStore
@@ -101,126 +106,169 @@ const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.Sql
 
 for (const [name, db] of databases) {
   describe(`Retention on ${name}`, () => {
-    layer(Retention.layer(settings).pipe(Layer.provideMerge(stores(db, `${name}-pruner`))), { timeout: "60 seconds" })((it) => {
-      it.effect("result files: test keys after 1 day, live keys after 30 days; the walk waits at a running task", () =>
-        Effect.gen(function*() {
-          yield* freshStart
-          const pruner = yield* Retention.Pruner
-          const storage = yield* TaskStorage
-          // test A succeeds, test B keeps running, test C and live L succeed
-          const first = yield* run(["test", "test", "test", "live"], (i) => i !== 1)
-          const [a, b, c, l] = first.ids as [string, string, string, string]
-          yield* TestClock.adjust("1 hour")
-          expect((yield* pruner.run).resultFiles).toBe(0)
-          for (const id of [a, c, l]) assert.isTrue(yield* exists(id))
+    layer(Retention.layer(settings).pipe(Layer.provideMerge(stores(db, `${name}-pruner`))), { timeout: "60 seconds" })(
+      (it) => {
+        it.effect("result files: test keys after 1 day, live keys after 30 days; the walk waits at a running task", () =>
+          Effect.gen(function*() {
+            yield* freshStart
+            const pruner = yield* Retention.Pruner
+            const storage = yield* TaskStorage
+            // test A succeeds, test B keeps running, test C and live L succeed
+            const first = yield* run(["test", "test", "test", "live"], (i) => i !== 1)
+            const [a, b, c, l] = first.ids as [string, string, string, string]
+            yield* TestClock.adjust("1 hour")
+            expect((yield* pruner.run).resultFiles).toBe(0)
+            for (const id of [a, c, l]) assert.isTrue(yield* exists(id))
 
-          yield* TestClock.adjust(day)
-          const report = yield* pruner.run
-          expect([report.resultTasks, report.resultFiles]).toEqual([1, 1])
-          expect([yield* exists(a), yield* exists(c), yield* exists(l)]).toEqual([false, true, true])
+            yield* TestClock.adjust(day)
+            const report = yield* pruner.run
+            expect([report.resultTasks, report.resultFiles]).toEqual([1, 1])
+            expect([yield* exists(a), yield* exists(c), yield* exists(l)]).toEqual([false, true, true])
 
-          // B ends (with a file): the walk goes on past it
-          const running = first.claimed.find((task) => task.id === b)!
-          yield* FileStore.FileStore.pipe(Effect.flatMap((files) => files.put(keyOf(b), new Uint8Array(5), "video/mp4")))
-          yield* storage.finish(b, running.fence, {
-            _tag: "Succeeded",
-            result: [{ url: `https://media.example.com/files/${keyOf(b)}?expires=1&signature=x`, format: "mp4", size_bytes: 5, width: 1, height: 1, kind: "output" }]
-          })
-          expect((yield* pruner.run).resultFiles).toBe(2)
-          expect([yield* exists(b), yield* exists(c), yield* exists(l)]).toEqual([false, false, true])
-          // a second run has nothing left to do (the cursor moved)
-          expect((yield* pruner.run).resultFiles).toBe(0)
+            // B ends (with a file): the walk goes on past it
+            const running = first.claimed.find((task) => task.id === b)!
+            yield* FileStore.FileStore.pipe(
+              Effect.flatMap((files) => files.put(keyOf(b), new Uint8Array(5), "video/mp4"))
+            )
+            yield* storage.finish(b, running.fence, {
+              _tag: "Succeeded",
+              result: [{
+                url: `https://media.example.com/files/${keyOf(b)}?expires=1&signature=x`,
+                format: "mp4",
+                size_bytes: 5,
+                width: 1,
+                height: 1,
+                kind: "output"
+              }]
+            })
+            expect((yield* pruner.run).resultFiles).toBe(2)
+            expect([yield* exists(b), yield* exists(c), yield* exists(l)]).toEqual([false, false, true])
+            // a second run has nothing left to do (the cursor moved)
+            expect((yield* pruner.run).resultFiles).toBe(0)
 
-          yield* TestClock.adjust(29 * day)
-          expect((yield* pruner.run).resultFiles).toBe(1)
-          assert.isFalse(yield* exists(l))
-          // the task keeps its result
-          expect(Option.getOrThrow(yield* storage.getById(l)).result?.[0]?.size_bytes).toBe(100)
-        }))
+            yield* TestClock.adjust(29 * day)
+            expect((yield* pruner.run).resultFiles).toBe(1)
+            assert.isFalse(yield* exists(l))
+            // the task keeps its result
+            expect(Option.getOrThrow(yield* storage.getById(l)).result?.[0]?.size_bytes).toBe(100)
+          }))
 
-      it.effect("outbox rows: only behind the dispatcher's cursor, after 7 days", () =>
-        Effect.gen(function*() {
-          const pruner = yield* Retention.Pruner
-          const storage = yield* TaskStorage
-          const webhooks = yield* WebhookStore
-          yield* freshStart
-          // the dispatcher reads everything so far, and fans it out
-          const drain = Effect.gen(function*() {
-            const cursor = yield* webhooks.readCursor
-            const page = yield* storage.readOutbox(cursor, 1000)
-            const moved = yield* webhooks.fanOut(cursor, page.cursor, [], yield* webhooks.now)
-            assert.isTrue(Option.isSome(moved) || page.cursor === cursor, `cursor ${cursor} -> ${page.cursor}`)
-            return page.entries.length
-          })
-          yield* drain
-          yield* pruner.run // what earlier tests left
-          yield* run(["live", "live"], () => true)
-          // on PostgreSQL an entry shows once no older transaction runs: read until both arrived
-          let read = 0
-          for (let i = 0; i < 100 && read < 2; i++) read += yield* drain
-          expect(read).toBeGreaterThanOrEqual(2) // and what earlier tests left, once visible
-          yield* run(["live"], () => true) // not read yet
-          yield* TestClock.adjust(6 * day)
-          expect((yield* pruner.run).outbox).toBe(0)
-          yield* TestClock.adjust(2 * day)
-          const report = yield* pruner.run
-          expect(report.outbox).toBe(read)
-          // the unread event is still there for the dispatcher
-          let left = 0
-          for (let i = 0; i < 100 && left === 0; i++) left = (yield* storage.readOutbox(yield* webhooks.readCursor, 1000)).entries.length
-          expect(left).toBe(1)
-          const again = yield* pruner.run
-          expect(again.outbox).toBe(0)
-        }))
-
-      it.effect("webhook deliveries: settled ones and their attempts after 30 days, pending ones never", () =>
-        Effect.gen(function*() {
-          const pruner = yield* Retention.Pruner
-          const webhooks = yield* WebhookStore
-          const add = (eventId: string) =>
-            Effect.flatMap(webhooks.now, (now) =>
-              webhooks.addDelivery(
-                { webhookId: null, accountId: "acct_d", eventId, eventType: "task.completed", url: "https://example.com/hook", payload: "{}" },
-                now,
-                { enableWebhook: false }
-              ))
-          const done = yield* add("evt_done")
-          const failed = yield* add("evt_failed")
-          const pending = yield* add("evt_pending")
-          const claimed = yield* webhooks.claimDue("d", 10, 60_000, yield* webhooks.now)
-          const attempt = { statusCode: 200, error: null, durationMs: 5, responseExcerpt: "ok", at: yield* webhooks.now }
-          for (const delivery of claimed) {
-            if (delivery.id === done.id) yield* webhooks.settle(delivery.id, delivery.fence, attempt, { status: "succeeded" })
-            if (delivery.id === failed.id) yield* webhooks.settle(delivery.id, delivery.fence, attempt, { status: "failed" })
-            if (delivery.id === pending.id) {
-              yield* webhooks.settle(delivery.id, delivery.fence, attempt, { status: "pending", nextAttemptAt: (yield* webhooks.now) + 40 * day })
+        it.effect("outbox rows: only behind the dispatcher's cursor, after 7 days", () =>
+          Effect.gen(function*() {
+            const pruner = yield* Retention.Pruner
+            const storage = yield* TaskStorage
+            const webhooks = yield* WebhookStore
+            yield* freshStart
+            // the dispatcher reads everything so far, and fans it out
+            const drain = Effect.gen(function*() {
+              const cursor = yield* webhooks.readCursor
+              const page = yield* storage.readOutbox(cursor, 1000)
+              const moved = yield* webhooks.fanOut(cursor, page.cursor, [], yield* webhooks.now)
+              assert.isTrue(Option.isSome(moved) || page.cursor === cursor, `cursor ${cursor} -> ${page.cursor}`)
+              return page.entries.length
+            })
+            yield* drain
+            yield* pruner.run // what earlier tests left
+            yield* run(["live", "live"], () => true)
+            // on PostgreSQL an entry shows once no older transaction runs: read until both arrived
+            let read = 0
+            for (let i = 0; i < 100 && read < 2; i++) read += yield* drain
+            expect(read).toBeGreaterThanOrEqual(2) // and what earlier tests left, once visible
+            yield* run(["live"], () => true) // not read yet
+            yield* TestClock.adjust(6 * day)
+            expect((yield* pruner.run).outbox).toBe(0)
+            yield* TestClock.adjust(2 * day)
+            const report = yield* pruner.run
+            expect(report.outbox).toBe(read)
+            // the unread event is still there for the dispatcher
+            let left = 0
+            for (let i = 0; i < 100 && left === 0; i++) {
+              left = (yield* storage.readOutbox(yield* webhooks.readCursor, 1000)).entries.length
             }
-          }
-          expect((yield* webhooks.attempts(done.id)).length).toBe(1)
-          yield* TestClock.adjust(29 * day)
-          expect((yield* pruner.run).deliveries).toBe(0)
-          yield* TestClock.adjust(2 * day)
-          expect((yield* pruner.run).deliveries).toBe(2)
-          expect(yield* webhooks.deliveriesOfEvent("evt_done")).toEqual([])
-          expect(yield* webhooks.attempts(done.id)).toEqual([])
-          expect((yield* webhooks.deliveriesOfEvent("evt_pending")).length).toBe(1)
-          expect((yield* webhooks.attempts(pending.id)).length).toBe(1)
-        }))
+            expect(left).toBe(1)
+            const again = yield* pruner.run
+            expect(again.outbox).toBe(0)
+          }))
 
-      it.effect("idempotency records of keys and webhooks after their 24-hour window", () =>
-        Effect.gen(function*() {
-          const pruner = yield* Retention.Pruner
-          const keys = yield* IdempotencyStore
-          const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-          yield* keys.insert({ accountId: "acct_i", scope: "api-keys", keyHash: "h", fingerprint: "f", ciphertext: "v1.x", createdAt: now } as never, now - day)
-          yield* TestClock.adjust("23 hours")
-          yield* pruner.run
-          assert.isTrue(Option.isSome(yield* keys.find("acct_i", "api-keys", "h")))
-          yield* TestClock.adjust("2 hours")
-          expect((yield* pruner.run).idempotency).toBeGreaterThanOrEqual(1)
-          assert.isTrue(Option.isNone(yield* keys.find("acct_i", "api-keys", "h")))
-        }))
-    })
+        it.effect("webhook deliveries: settled ones and their attempts after 30 days, pending ones never", () =>
+          Effect.gen(function*() {
+            const pruner = yield* Retention.Pruner
+            const webhooks = yield* WebhookStore
+            const add = (eventId: string) =>
+              Effect.flatMap(webhooks.now, (now) =>
+                webhooks.addDelivery(
+                  {
+                    webhookId: null,
+                    accountId: "acct_d",
+                    eventId,
+                    eventType: "task.completed",
+                    url: "https://example.com/hook",
+                    payload: "{}"
+                  },
+                  now,
+                  { enableWebhook: false }
+                ))
+            const done = yield* add("evt_done")
+            const failed = yield* add("evt_failed")
+            const pending = yield* add("evt_pending")
+            const claimed = yield* webhooks.claimDue("d", 10, 60_000, yield* webhooks.now)
+            const attempt = {
+              statusCode: 200,
+              error: null,
+              durationMs: 5,
+              responseExcerpt: "ok",
+              at: yield* webhooks.now
+            }
+            for (const delivery of claimed) {
+              if (delivery.id === done.id) {
+                yield* webhooks.settle(delivery.id, delivery.fence, attempt, { status: "succeeded" })
+              }
+              if (delivery.id === failed.id) {
+                yield* webhooks.settle(delivery.id, delivery.fence, attempt, { status: "failed" })
+              }
+              if (delivery.id === pending.id) {
+                yield* webhooks.settle(delivery.id, delivery.fence, attempt, {
+                  status: "pending",
+                  nextAttemptAt: (yield* webhooks.now) + 40 * day
+                })
+              }
+            }
+            expect((yield* webhooks.attempts(done.id)).length).toBe(1)
+            yield* TestClock.adjust(29 * day)
+            expect((yield* pruner.run).deliveries).toBe(0)
+            yield* TestClock.adjust(2 * day)
+            expect((yield* pruner.run).deliveries).toBe(2)
+            expect(yield* webhooks.deliveriesOfEvent("evt_done")).toEqual([])
+            expect(yield* webhooks.attempts(done.id)).toEqual([])
+            expect((yield* webhooks.deliveriesOfEvent("evt_pending")).length).toBe(1)
+            expect((yield* webhooks.attempts(pending.id)).length).toBe(1)
+          }))
+
+        it.effect("idempotency records of keys and webhooks after their 24-hour window", () =>
+          Effect.gen(function*() {
+            const pruner = yield* Retention.Pruner
+            const keys = yield* IdempotencyStore
+            const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+            yield* keys.insert(
+              {
+                accountId: "acct_i",
+                scope: "api-keys",
+                keyHash: "h",
+                fingerprint: "f",
+                ciphertext: "v1.x",
+                createdAt: now
+              } as never,
+              now - day
+            )
+            yield* TestClock.adjust("23 hours")
+            yield* pruner.run
+            assert.isTrue(Option.isSome(yield* keys.find("acct_i", "api-keys", "h")))
+            yield* TestClock.adjust("2 hours")
+            expect((yield* pruner.run).idempotency).toBeGreaterThanOrEqual(1)
+            assert.isTrue(Option.isNone(yield* keys.find("acct_i", "api-keys", "h")))
+          }))
+      }
+    )
 
     layer(stores(db, `${name}-scheduled`), { timeout: "60 seconds" })((it) => {
       it.scoped("the pruner fiber runs every interval from its start", () =>
@@ -234,10 +282,12 @@ for (const [name, db] of databases) {
             if (text.startsWith("retention:")) Queue.unsafeOffer(runs, text)
           })
           const pruned = Effect.flatMap(FileStore.FileStore, (files) => files.open(keyOf(ids[0]!)))
-          yield* Layer.build(Retention.layerPruner({ ...settings, interval: 6 * 60 * 60_000 }).pipe(
-            Layer.provide(Logger.replace(Logger.defaultLogger, logger)),
-            Layer.provide(Logger.minimumLogLevel(LogLevel.Debug))
-          ))
+          yield* Layer.build(
+            Retention.layerPruner({ ...settings, interval: 6 * 60 * 60_000 }).pipe(
+              Layer.provide(Logger.replace(Logger.defaultLogger, logger)),
+              Layer.provide(Logger.minimumLogLevel(LogLevel.Debug))
+            )
+          )
           expect(yield* Queue.take(runs)).toBe("retention: nothing to prune") // the run at start
           // one run every 6 hours (each awaited: the next sleep starts when a run ends); at 24 hours the task is
           // exactly a day old and kept, at 30 hours it is pruned
@@ -255,19 +305,26 @@ for (const [name, db] of databases) {
         Effect.gen(function*() {
           yield* freshStart
           const created: Array<string> = []
-          const inner = Layer.succeed(Services.TaskService, {
-            create: (principal: { readonly environment: string }) =>
-              Effect.sync(() => {
-                created.push(principal.environment)
-                return { id: "task_x", status: "pending" } as never
-              })
-          } as unknown as Services.TaskService["Type"])
+          const inner = Layer.succeed(
+            Services.TaskService,
+            {
+              create: (principal: { readonly environment: string }) =>
+                Effect.sync(() => {
+                  created.push(principal.environment)
+                  return { id: "task_x", status: "pending" } as never
+                })
+            } as unknown as Services.TaskService["Type"]
+          )
           const context = yield* Layer.build(
             Retention.layerQuota(settings).pipe(Layer.provide(inner))
           )
-          const service = Effect.map(Effect.context<Services.TaskService>(), (c) => c.unsafeMap.get(Services.TaskService.key) as Services.TaskService["Type"]).pipe(Effect.provide(context))
+          const service = Effect.map(
+            Effect.context<Services.TaskService>(),
+            (c) => c.unsafeMap.get(Services.TaskService.key) as Services.TaskService["Type"]
+          ).pipe(Effect.provide(context))
           const tasks = yield* service
-          const principal = (environment: "live" | "test") => ({ accountId: "acct_q", keyId: "key_q", environment }) as never
+          const principal = (environment: "live" | "test") =>
+            ({ accountId: "acct_q", keyId: "key_q", environment }) as never
           const command = {} as never
           yield* tasks.create(principal("test"), command)
           // 900 bytes of test files: still under the 1000-byte quota
@@ -293,14 +350,14 @@ for (const [name, db] of databases) {
 }
 
 describe("Retention settings", () => {
- it("sizes", () => {
-  const { parseSize } = Retention
-  expect(parseSize("268435456")).toEqual(Either.right(268435456))
-  expect(parseSize("256MiB")).toEqual(Either.right(256 * 1024 ** 2))
-  expect(parseSize("1GB")).toEqual(Either.right(1e9))
-  expect(parseSize("off")).toEqual(Either.right(undefined))
-  expect(parseSize("0")).toEqual(Either.right(undefined))
-  assert.isTrue(Either.isLeft(parseSize("lots")))
-  assert.isTrue(Either.isLeft(parseSize("-5")))
- })
+  it("sizes", () => {
+    const { parseSize } = Retention
+    expect(parseSize("268435456")).toEqual(Either.right(268435456))
+    expect(parseSize("256MiB")).toEqual(Either.right(256 * 1024 ** 2))
+    expect(parseSize("1GB")).toEqual(Either.right(1e9))
+    expect(parseSize("off")).toEqual(Either.right(undefined))
+    expect(parseSize("0")).toEqual(Either.right(undefined))
+    assert.isTrue(Either.isLeft(parseSize("lots")))
+    assert.isTrue(Either.isLeft(parseSize("-5")))
+  })
 })

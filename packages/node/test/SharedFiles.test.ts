@@ -4,24 +4,30 @@
  * included; no node leaves a file-store marker (docs/operations.md). Also the start warning of an API-only node on
  * the local store.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as Mediagate from "../src/Mediagate.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { splitWarning } from "../src/internal/stack.js"
+import * as Mediagate from "../src/Mediagate.js"
 
 // s3rver ships no types: its constructor as used here
-const S3rver = createRequire(import.meta.url)("s3rver") as new (options: Record<string, unknown>) => {
+const S3rver = createRequire(import.meta.url)("s3rver") as new(options: Record<string, unknown>) => {
   run(): Promise<{ port: number }>
   close(): Promise<void>
 }
 
 const root = mkdtempSync(join(tmpdir(), "mg-shared-files-"))
-const s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: join(root, "s3"), configureBuckets: [{ name: "results" }] })
+const s3 = new S3rver({
+  port: 0,
+  address: "127.0.0.1",
+  silent: true,
+  directory: join(root, "s3"),
+  configureBuckets: [{ name: "results" }]
+})
 const servers: Array<Server> = []
 const handles: Array<Mediagate.Handle> = []
 
@@ -87,7 +93,9 @@ describe("shared result storage (S3) across nodes", () => {
     expect(task.status).toBe("succeeded")
     const item = task.result![0]!
     // the result key: the minute the task was created, then the task id (FileStore.resultKey)
-    expect(new URL(item.url).pathname).toMatch(new RegExp(`^/files/tasks/\\d{4}-\\d{2}-\\d{2}/\\d{4}/${id}-output-0\\.png$`))
+    expect(new URL(item.url).pathname).toMatch(
+      new RegExp(`^/files/tasks/\\d{4}-\\d{2}-\\d{2}/\\d{4}/${id}-output-0\\.png$`)
+    )
     expect(item.url.startsWith(`${api.base}/files/`)).toBe(true)
     // the API-only node (which wrote nothing) and the worker node serve the same URL
     for (const base of [api.base, worker.base]) {

@@ -5,20 +5,20 @@
  * SQL stores migrate with the default prefix (`mediagate_`) on that database, do a round trip each, and leave every
  * object and row of the application as it was. SQLite, and PostgreSQL when it runs (always under `CI=true`).
  */
-import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
 import { Services } from "@mediagate/contract"
-import * as SqlStore from "@mediagate/persistence/SqlStore"
-import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as ResultLinks from "@mediagate/engine/ResultLinks"
+import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
+import * as Databases from "@mediagate/testing/databases"
 import * as Fixtures from "@mediagate/testing/fixtures"
 import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as WebhookStore from "@mediagate/webhooks/WebhookStore"
-import * as Databases from "@mediagate/testing/databases"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stack from "../src/internal/stack.js"
@@ -61,7 +61,12 @@ const createEmbedderSchema = Effect.gen(function*() {
     yield* sql.unsafe(`INSERT INTO ${table} (id, owner, note) VALUES (1, 'app', '${table} one'), (2, 'app', NULL)`)
   }
   // index names Mediagate 0.1 used (schema-wide names on PostgreSQL)
-  for (const [index, table] of [["tasks_account_idx", "tasks"], ["api_keys_account_idx", "api_keys"], ["webhooks_account_idx", "webhooks"], ["billing_ledger_account_idx", "billing_ledger"]]) {
+  for (
+    const [index, table] of [["tasks_account_idx", "tasks"], ["api_keys_account_idx", "api_keys"], [
+      "webhooks_account_idx",
+      "webhooks"
+    ], ["billing_ledger_account_idx", "billing_ledger"]]
+  ) {
     yield* sql.unsafe(`CREATE INDEX ${index} ON ${table} (owner)`)
   }
   if (pg) {
@@ -137,7 +142,13 @@ const roundTrip = Effect.gen(function*() {
   const storage = yield* TaskStorage
   const now = yield* storage.now
   const task = Fixtures.newTask({ accountId: account.id, keyId: key.id, chargedMicros: 2_000_000, createdAt: now })
-  const charge = { accountId: account.id, keyId: key.id, taskId: task.id, amountMicros: 2_000_000, description: "a task" }
+  const charge = {
+    accountId: account.id,
+    keyId: key.id,
+    taskId: task.id,
+    amountMicros: 2_000_000,
+    description: "a task"
+  }
   yield* storage.accept({ task, charge, idempotency: { key: "idem", fingerprint: "f", notBefore: 0 } })
   expect((yield* adminService.getAccount(account.id)).balance).toBe(8)
   const webhooks = yield* WebhookStore.WebhookStore
@@ -163,40 +174,44 @@ const databases: ReadonlyArray<readonly [string, () => Layer.Layer<SqlClient.Sql
 
 for (const [name, database] of databases) {
   describe(`Mediagate in an application's ${name} database (default prefix)`, () => {
-    it.live("the four stores migrate beside the application's tasks, accounts, webhooks and ledger, touching none", () =>
-      Effect.gen(function*() {
-        yield* createEmbedderSchema
-        const catalog = yield* embedderCatalog
-        const rows = yield* embedderRows
-        expect(catalog.length).toBeGreaterThan(embedderTables.length)
+    it.live(
+      "the four stores migrate beside the application's tasks, accounts, webhooks and ledger, touching none",
+      () =>
+        Effect.gen(function*() {
+          yield* createEmbedderSchema
+          const catalog = yield* embedderCatalog
+          const rows = yield* embedderRows
+          expect(catalog.length).toBeGreaterThan(embedderTables.length)
 
-        const context = yield* Layer.build(stores)
-        yield* roundTrip.pipe(Effect.provide(context))
+          const context = yield* Layer.build(stores)
+          yield* roundTrip.pipe(Effect.provide(context))
 
-        expect(yield* embedderCatalog).toEqual(catalog)
-        expect(yield* embedderRows).toEqual(rows)
-        // Mediagate's tables are there, each under the prefix
-        const sql = yield* SqlClient.SqlClient
-        const ours = [
-          ...Object.values(SqlTaskStorage.tables()),
-          ...Object.values(SqlBilling.tables()),
-          ...Object.values(SqlAccounts.tables()),
-          ...Object.values(SqlWebhookStore.tables()),
-          SqlTaskStorage.migrationsTable(),
-          SqlBilling.migrationsTable(),
-          SqlAccounts.migrationsTable(),
-          SqlWebhookStore.migrationsTable()
-        ]
-        for (const table of ours) {
-          assert.isTrue(table.startsWith(SqlStore.defaultPrefix), table)
-          yield* sql`SELECT COUNT(*) AS n FROM ${sql(table)}`
-        }
-        // the application's ledger guard still guards its ledger, and Mediagate's its own
-        const refused = yield* Effect.flip(sql`UPDATE billing_ledger SET note = 'changed' WHERE id = 1`)
-        expect(String(refused.cause)).toContain("the application ledger is append-only")
-        const ledger = sql(SqlBilling.tables().ledger)
-        const guarded = yield* Effect.flip(sql`DELETE FROM ${ledger}`)
-        expect(String(guarded.cause)).toContain("mediagate_billing_ledger is append-only")
-      }).pipe(Effect.provide(database()), Effect.scoped), { timeout: 20_000 })
+          expect(yield* embedderCatalog).toEqual(catalog)
+          expect(yield* embedderRows).toEqual(rows)
+          // Mediagate's tables are there, each under the prefix
+          const sql = yield* SqlClient.SqlClient
+          const ours = [
+            ...Object.values(SqlTaskStorage.tables()),
+            ...Object.values(SqlBilling.tables()),
+            ...Object.values(SqlAccounts.tables()),
+            ...Object.values(SqlWebhookStore.tables()),
+            SqlTaskStorage.migrationsTable(),
+            SqlBilling.migrationsTable(),
+            SqlAccounts.migrationsTable(),
+            SqlWebhookStore.migrationsTable()
+          ]
+          for (const table of ours) {
+            assert.isTrue(table.startsWith(SqlStore.defaultPrefix), table)
+            yield* sql`SELECT COUNT(*) AS n FROM ${sql(table)}`
+          }
+          // the application's ledger guard still guards its ledger, and Mediagate's its own
+          const refused = yield* Effect.flip(sql`UPDATE billing_ledger SET note = 'changed' WHERE id = 1`)
+          expect(String(refused.cause)).toContain("the application ledger is append-only")
+          const ledger = sql(SqlBilling.tables().ledger)
+          const guarded = yield* Effect.flip(sql`DELETE FROM ${ledger}`)
+          expect(String(guarded.cause)).toContain("mediagate_billing_ledger is append-only")
+        }).pipe(Effect.provide(database()), Effect.scoped),
+      { timeout: 20_000 }
+    )
   })
 }

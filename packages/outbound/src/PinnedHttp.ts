@@ -34,7 +34,15 @@ import type { LookupFunction } from "node:net"
  * `too_large` (a body over `maxBytes` under `overflow: "fail"`).
  */
 export const Reason = Schema.Literal(
-  "url", "address", "dns", "refused", "network", "timeout", "status", "redirect", "too_large"
+  "url",
+  "address",
+  "dns",
+  "refused",
+  "network",
+  "timeout",
+  "status",
+  "redirect",
+  "too_large"
 )
 /** @see {@link Reason} */
 export type Reason = typeof Reason.Type
@@ -168,7 +176,9 @@ const checkTargetBy = (url: URL, options: TargetOptions, deadline: Deadline | un
     const host = Address.urlHost(url)
     const trusted = options.trustedHosts?.includes(host.toLowerCase()) ?? false
     const allowPrivate = options.allowPrivate === true || trusted
-    const allowed = trusted ? () => true : options.isAllowedAddress ?? (allowPrivate ? () => true : Address.isPublicAddress)
+    const allowed = trusted
+      ? () => true
+      : options.isAllowedAddress ?? (allowPrivate ? () => true : Address.isPublicAddress)
     if (!allowPrivate && options.isAllowedAddress === undefined) {
       const problem = Address.literalHostProblem(url)
       if (problem !== undefined) return Effect.fail(refuse(host, "address", problem))
@@ -179,7 +189,9 @@ const checkTargetBy = (url: URL, options: TargetOptions, deadline: Deadline | un
       const refused = addresses.find(({ address }) => !allowed(address))
       return refused === undefined
         ? Effect.succeed(first)
-        : Effect.fail(refuse(host, "address", `host ${host} resolves to ${refused.address}, which is not a public address`))
+        : Effect.fail(
+          refuse(host, "address", `host ${host} resolves to ${refused.address}, which is not a public address`)
+        )
     }
     const literal = Address.parseAddress(host)
     return literal !== undefined
@@ -194,7 +206,9 @@ const checkTargetBy = (url: URL, options: TargetOptions, deadline: Deadline | un
 const resolveName = (host: string, options: TargetOptions, deadline: Deadline | undefined) =>
   Effect.async<ReadonlyArray<ResolvedAddress>, OutboundError>((resume) => {
     const now = Date.now()
-    const ownMs = options.resolveTimeout === undefined ? Infinity : Duration.toMillis(Duration.decode(options.resolveTimeout))
+    const ownMs = options.resolveTimeout === undefined
+      ? Infinity
+      : Duration.toMillis(Duration.decode(options.resolveTimeout))
     const leftMs = deadline === undefined ? Infinity : deadline.at - now
     const timeout = () => {
       if (leftMs < ownMs && deadline !== undefined) return deadline.timedOut()
@@ -209,7 +223,9 @@ const resolveName = (host: string, options: TargetOptions, deadline: Deadline | 
       resume(result)
     }
     const limit = Math.min(ownMs, leftMs)
-    const timer = Number.isFinite(limit) ? setTimeout(() => finish(Effect.fail(timeout())), Math.max(0, limit)) : undefined
+    const timer = Number.isFinite(limit)
+      ? setTimeout(() => finish(Effect.fail(timeout())), Math.max(0, limit))
+      : undefined
     ;(options.lookup ?? defaultResolver)(host).then(
       (addresses) => finish(Effect.succeed(addresses)),
       () => finish(Effect.fail(refuse(host, "dns", `host ${host} could not be resolved`)))
@@ -328,7 +344,10 @@ const follow = <A>(
   first: URL,
   options: TargetOptions & { readonly maxRedirects?: number | undefined },
   deadline: Deadline,
-  hop: (url: URL, target: ResolvedAddress) => Effect.Effect<A | { readonly _tag: "Redirect"; readonly location: string }, OutboundError>
+  hop: (
+    url: URL,
+    target: ResolvedAddress
+  ) => Effect.Effect<A | { readonly _tag: "Redirect"; readonly location: string }, OutboundError>
 ) =>
   Effect.gen(function*() {
     let current = first
@@ -340,7 +359,9 @@ const follow = <A>(
       if (redirects >= (options.maxRedirects ?? 0)) {
         return yield* refuse(host, "redirect", `more than ${options.maxRedirects ?? 0} redirects`)
       }
-      const next = Address.parseHttpUrl(URL.canParse(answer.location, current) ? new URL(answer.location, current).href : "")
+      const next = Address.parseHttpUrl(
+        URL.canParse(answer.location, current) ? new URL(answer.location, current).href : ""
+      )
       if (next === undefined) return yield* refuse(host, "address", "redirect to a URL that is not http(s)")
       current = next
     }
@@ -356,12 +377,14 @@ const parsed = (url: string) => {
     : Effect.succeed(first)
 }
 
-
 /** The deadline of an exchange with the URL's host starting now. */
 const deadlineOf = (first: URL, timeout: Duration.DurationInput): Deadline => {
   const ms = Duration.toMillis(Duration.decode(timeout))
   const seconds = Math.round(ms / 100) / 10
-  return { at: Date.now() + ms, timedOut: () => refuse(Address.urlHost(first), "timeout", `no answer within ${seconds} s`) }
+  return {
+    at: Date.now() + ms,
+    timedOut: () => refuse(Address.urlHost(first), "timeout", `no answer within ${seconds} s`)
+  }
 }
 
 /** Sends a request to a URL under the address rules, pinned to the checked address, within `timeout`. */
@@ -407,7 +430,10 @@ export interface StreamedResponse {
  * to read (a large file is never held in memory). The same address rules, pinning and redirect checks; `headers`
  * are sent to the first URL's host only; the connection is destroyed when the scope closes.
  */
-export const stream = (url: string, options: StreamOptions): Effect.Effect<StreamedResponse, OutboundError, Scope.Scope> =>
+export const stream = (
+  url: string,
+  options: StreamOptions
+): Effect.Effect<StreamedResponse, OutboundError, Scope.Scope> =>
   Effect.flatMap(parsed(url), (first) => {
     const deadline = deadlineOf(first, options.timeout)
     return Effect.acquireRelease(

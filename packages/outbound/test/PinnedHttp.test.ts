@@ -14,7 +14,9 @@ interface Seen {
 
 /** A local server on 127.0.0.1 with a fixed set of routes, closed with the scope. */
 const server = Effect.acquireRelease(
-  Effect.async<{ readonly port: number; readonly seen: Array<Seen>; readonly closed: Array<string>; readonly server: http.Server }>(
+  Effect.async<
+    { readonly port: number; readonly seen: Array<Seen>; readonly closed: Array<string>; readonly server: http.Server }
+  >(
     (resume) => {
       const seen: Array<Seen> = []
       const closed: Array<string> = []
@@ -87,8 +89,10 @@ const base = { timeout: "2 seconds", maxBytes: 1024 * 1024 } as const
 const dev = { ...base, allowPrivate: true } as const
 
 const failure = <A>(effect: Effect.Effect<A, PinnedHttp.OutboundError>) =>
-  Effect.flatMap(Effect.either(effect), (result) =>
-    Either.isLeft(result) ? Effect.succeed(result.left) : Effect.dieMessage("expected an OutboundError"))
+  Effect.flatMap(
+    Effect.either(effect),
+    (result) => Either.isLeft(result) ? Effect.succeed(result.left) : Effect.dieMessage("expected an OutboundError")
+  )
 
 const text = (response: PinnedHttp.Response) => Buffer.from(response.body).toString("utf8")
 
@@ -159,16 +163,31 @@ describe("PinnedHttp address rules", () => {
       // glibc writes an IPv4-compatible answer as ::a.b.c.d
       for (
         const address of [
-          "::127.0.0.1", "::7f00:1", "::a9fe:a9fe", "::ffff:169.254.169.254", "64:ff9b::a00:1", "64:ff9b:1::1",
-          "2002:a9fe:a9fe::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fe80::1%eth0", "::", "0.0.0.0", "100.64.0.1",
-          "198.18.0.1", "240.0.0.1", "192.0.0.8", "not-an-address"
+          "::127.0.0.1",
+          "::7f00:1",
+          "::a9fe:a9fe",
+          "::ffff:169.254.169.254",
+          "64:ff9b::a00:1",
+          "64:ff9b:1::1",
+          "2002:a9fe:a9fe::1",
+          "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+          "fe80::1%eth0",
+          "::",
+          "0.0.0.0",
+          "100.64.0.1",
+          "198.18.0.1",
+          "240.0.0.1",
+          "192.0.0.8",
+          "not-an-address"
         ]
       ) {
         const error = yield* failure(PinnedHttp.checkTarget(url, { lookup: fakeDns({ "cdn.test": [address] }) }))
         expect(error.reason, address).toBe("address")
         expect(error.message, address).toContain(`resolves to ${address}`)
       }
-      for (const address of ["8.8.8.8", "2606:4700:4700::1111", "2002:808:808::1", "64:ff9b::808:808", "::ffff:8.8.8.8"]) {
+      for (
+        const address of ["8.8.8.8", "2606:4700:4700::1111", "2002:808:808::1", "64:ff9b::808:808", "::ffff:8.8.8.8"]
+      ) {
         const target = yield* PinnedHttp.checkTarget(url, { lookup: fakeDns({ "cdn.test": [address] }) })
         expect(target.address).toBe(address)
       }
@@ -197,7 +216,7 @@ describe("PinnedHttp address rules", () => {
       expect(text(response)).toBe("hello")
       expect(response.headers["content-type"]).toBe("text/plain")
       expect(lookups).toBe(1)
-      expect(seen.map(({ path, host }) => ({ path, host }))).toEqual([{ path: "/ok", host: `cdn.test:${port}` }])
+      expect(seen.map(({ host, path }) => ({ path, host }))).toEqual([{ path: "/ok", host: `cdn.test:${port}` }])
     }).pipe(Effect.scoped))
 
   it.live("an unresolvable name is a dns failure naming the host", () =>
@@ -229,7 +248,9 @@ describe("PinnedHttp redirects", () => {
       expect(tooMany.message).toContain("more than 1 redirects")
       const loop = yield* failure(PinnedHttp.request(`http://127.0.0.1:${port}/loop`, { ...dev, maxRedirects: 3 }))
       expect(loop.reason).toBe("redirect")
-      const noLocation = yield* failure(PinnedHttp.request(`http://127.0.0.1:${port}/no-location`, { ...dev, maxRedirects: 3 }))
+      const noLocation = yield* failure(
+        PinnedHttp.request(`http://127.0.0.1:${port}/no-location`, { ...dev, maxRedirects: 3 })
+      )
       expect(noLocation).toMatchObject({ reason: "redirect", status: 302 })
     }).pipe(Effect.scoped))
 
@@ -313,10 +334,14 @@ describe("PinnedHttp transfers", () => {
     Effect.gen(function*() {
       const { port } = yield* server
       const started = performance.now()
-      const hang = yield* failure(PinnedHttp.request(`http://127.0.0.1:${port}/hang`, { ...dev, timeout: "300 millis" }))
+      const hang = yield* failure(
+        PinnedHttp.request(`http://127.0.0.1:${port}/hang`, { ...dev, timeout: "300 millis" })
+      )
       expect(hang).toMatchObject({ reason: "timeout", message: "no answer within 0.3 s", host: "127.0.0.1" })
       expect(performance.now() - started).toBeLessThan(2000)
-      const body = yield* failure(PinnedHttp.request(`http://127.0.0.1:${port}/hang-body`, { ...dev, timeout: "300 millis" }))
+      const body = yield* failure(
+        PinnedHttp.request(`http://127.0.0.1:${port}/hang-body`, { ...dev, timeout: "300 millis" })
+      )
       expect(body.reason).toBe("timeout")
       const partial = yield* PinnedHttp.request(`http://127.0.0.1:${port}/hang-body`, {
         ...dev,
@@ -338,8 +363,10 @@ describe("PinnedHttp transfers", () => {
 
   it.live("interrupting a request closes its connection", () =>
     Effect.gen(function*() {
-      const { port, seen, closed } = yield* server
-      const fiber = yield* Effect.fork(PinnedHttp.request(`http://127.0.0.1:${port}/hang`, { ...dev, timeout: "1 minute" }))
+      const { closed, port, seen } = yield* server
+      const fiber = yield* Effect.fork(
+        PinnedHttp.request(`http://127.0.0.1:${port}/hang`, { ...dev, timeout: "1 minute" })
+      )
       while (seen.length === 0) yield* Effect.sleep("5 millis")
       yield* Fiber.interrupt(fiber)
       while (closed.length === 0) yield* Effect.sleep("5 millis")

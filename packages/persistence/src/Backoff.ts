@@ -55,7 +55,11 @@ export const schedule = (options: Options = {}): Schedule.Schedule<Duration.Dura
  * Runs `round` forever. A failed or dead round is logged (see the module) and followed by a backoff; a round that
  * succeeds resets it. `name` names the loop in logs.
  */
-export const loop = <E, R>(name: string, round: Effect.Effect<unknown, E, R>, options: Options = {}): Effect.Effect<never, never, R> =>
+export const loop = <E, R>(
+  name: string,
+  round: Effect.Effect<unknown, E, R>,
+  options: Options = {}
+): Effect.Effect<never, never, R> =>
   Effect.suspend(() => {
     let failures = 0
     let since = 0
@@ -64,7 +68,12 @@ export const loop = <E, R>(name: string, round: Effect.Effect<unknown, E, R>, op
         failures++
         if (failures === 1) {
           since = yield* Clock.currentTimeMillis
-          yield* Effect.logWarning(`${name} failed; retrying with backoff (at most ${Duration.format(Duration.millis(delayMs(Infinity, options)))})`, Cause.squash(cause))
+          yield* Effect.logWarning(
+            `${name} failed; retrying with backoff (at most ${
+              Duration.format(Duration.millis(delayMs(Infinity, options)))
+            })`,
+            Cause.squash(cause)
+          )
         } else {
           yield* Effect.logDebug(`${name} failed again (${failures} in a row)`, Cause.squash(cause))
         }
@@ -76,7 +85,10 @@ export const loop = <E, R>(name: string, round: Effect.Effect<unknown, E, R>, op
       failures = 0
       return Effect.flatMap(
         Clock.currentTimeMillis,
-        (now) => Effect.logInfo(`${name} works again after ${streak} failed rounds (${Math.round((now - since) / 100) / 10} s)`)
+        (now) =>
+          Effect.logInfo(
+            `${name} works again after ${streak} failed rounds (${Math.round((now - since) / 100) / 10} s)`
+          )
       )
     })
     return Effect.forever(

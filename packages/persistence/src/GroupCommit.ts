@@ -56,7 +56,9 @@ export const make = <I, A, E, R>(
     const fibers = Math.max(1, options.fibers ?? 1)
     const partition = options.partition
     const queues: Array<Queue.Queue<Waiting<I, A, E>>> = []
-    for (let i = 0; i < (partition === undefined ? 1 : fibers); i++) queues.push(yield* Queue.unbounded<Waiting<I, A, E>>())
+    for (let i = 0; i < (partition === undefined ? 1 : fibers); i++) {
+      queues.push(yield* Queue.unbounded<Waiting<I, A, E>>())
+    }
     const batch = (waiting: ReadonlyArray<Waiting<I, A, E>>) =>
       run(waiting.map((w) => w.input)).pipe(
         Effect.flatMap((exits) =>
@@ -87,13 +89,16 @@ export const make = <I, A, E, R>(
     yield* Effect.addFinalizer(() =>
       Effect.forEach(queues, (queue) =>
         Effect.flatMap(Queue.takeAll(queue), (rest) =>
-          Effect.forEach(rest, (w) => Deferred.interrupt(w.done), { discard: true })).pipe(
+          Effect.forEach(rest, (w) =>
+            Deferred.interrupt(w.done), { discard: true })).pipe(
             Effect.zipRight(Queue.shutdown(queue))
           ), { discard: true })
     )
     const queueOf = partition === undefined
-      ? () => queues[0]!
-      : (input: I) => queues[Math.abs(partition(input) | 0) % queues.length]!
+      ? () =>
+        queues[0]!
+      : (input: I) =>
+        queues[Math.abs(partition(input) | 0) % queues.length]!
     return (input: I) =>
       Effect.flatMap(
         Deferred.make<A, E>(),

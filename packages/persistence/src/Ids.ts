@@ -32,7 +32,8 @@ export const taskId = (now?: number): string => `task_${ulid(now)}`
  * The smallest task id of the time `time` (epoch ms): every task created before `time` has a smaller id, every task
  * created at or after it a larger or equal one (retention scans tasks by age this way).
  */
-export const taskIdFloor = (time: number): string => `task_${encodeTime(Math.max(0, Math.floor(time)), 10)}${"0".repeat(16)}`
+export const taskIdFloor = (time: number): string =>
+  `task_${encodeTime(Math.max(0, Math.floor(time)), 10)}${"0".repeat(16)}`
 
 /** A new event id. */
 export const eventId = (now?: number): string => `evt_${ulid(now)}`

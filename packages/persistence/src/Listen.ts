@@ -71,7 +71,9 @@ export const wakeups = (
   return once.pipe(
     Stream.tapError((error) =>
       error._tag === "ListenLost"
-        ? Effect.logWarning(`LISTEN ${channel}: nothing heard for ${error.silentMs} ms; listening again on a new connection`)
+        ? Effect.logWarning(
+          `LISTEN ${channel}: nothing heard for ${error.silentMs} ms; listening again on a new connection`
+        )
         : Effect.logDebug(`LISTEN ${channel} failed; trying again in 1 s`, error)
     ),
     // the driver may die releasing a lost connection (UNLISTEN on a closed client): a defect is retried too
@@ -95,8 +97,11 @@ const canListen = (client: SqlClient.SqlClient): client is SqlClient.SqlClient &
  * under both tags, `SqlClient` and `PgClient`, so the driver package stays optional for SQLite-only hosts), probed
  * through the same client; nothing on a client that cannot (SQLite).
  */
-export const notifications = (client: SqlClient.SqlClient, channel: string, options: Options = {}): Stream.Stream<void> =>
+export const notifications = (
+  client: SqlClient.SqlClient,
+  channel: string,
+  options: Options = {}
+): Stream.Stream<void> =>
   canListen(client)
     ? wakeups((name) => client.listen(name), client`SELECT pg_notify(${channel}, ${probePayload})`, channel, options)
     : Stream.empty
-

@@ -50,7 +50,9 @@ export const runSync = <A>(
   let step = program.next([])
   while (step.done !== true) {
     const statement = step.value
-    step = program.next(isQuery(statement) ? transaction.execute(statement.text, statement.params) : transaction.run(statement))
+    step = program.next(
+      isQuery(statement) ? transaction.execute(statement.text, statement.params) : transaction.run(statement)
+    )
   }
   return step.value
 }

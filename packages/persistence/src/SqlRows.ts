@@ -32,9 +32,12 @@ const show = (u: unknown): string => (typeof u === "string" ? JSON.stringify(u) 
  */
 export const Number: Schema.Schema<number, number | string | bigint> = Schema.transformOrFail(
   // a guard rather than a union of three Schemas: this column type is decoded a dozen times per row
-  Schema.declare((u): u is number | string | bigint => typeof u === "number" || typeof u === "string" || typeof u === "bigint", {
-    identifier: "number | string | bigint"
-  }),
+  Schema.declare(
+    (u): u is number | string | bigint => typeof u === "number" || typeof u === "string" || typeof u === "bigint",
+    {
+      identifier: "number | string | bigint"
+    }
+  ),
   Schema.Number,
   {
     strict: true,
@@ -119,7 +122,9 @@ export const decoder = <A, I>(table: string, schema: Schema.Schema<A, I>): Decod
     all,
     first,
     single: (rows) =>
-      rows.length === 0 ? Either.left(new RowError({ table, column: "(row)", message: `${table}: no row` })) : one(rows[0]),
+      rows.length === 0
+        ? Either.left(new RowError({ table, column: "(row)", message: `${table}: no row` }))
+        : one(rows[0]),
     encode: (value) => Either.mapLeft(encodeRow(value), (error) => rowError(table, error))
   }
 }

@@ -128,7 +128,10 @@ export const nowExpression = (pg: boolean): string =>
 const clockRow = SqlRows.decoder("(database clock)", Schema.Struct({ now: SqlRows.Number }))
 
 /** Reads the database clock (epoch ms). */
-export const databaseNow = (sql: SqlClient.SqlClient, pg: boolean): Effect.Effect<number, SqlError | SqlRows.RowError> =>
+export const databaseNow = (
+  sql: SqlClient.SqlClient,
+  pg: boolean
+): Effect.Effect<number, SqlError | SqlRows.RowError> =>
   sql`SELECT ${sql.literal(nowExpression(pg))} AS now`.pipe(
     Effect.flatMap(clockRow.single),
     Effect.map((row) => row.now)
@@ -197,7 +200,11 @@ export const storeClient = (
 ): Effect.Effect<{ readonly sql: SqlClient.SqlClient; readonly pg: boolean }, PersistenceError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (client) => {
     const sql = client.withoutTransforms()
-    const dialect = sql.onDialectOrElse({ pg: () => "pg" as const, sqlite: () => "sqlite" as const, orElse: () => "other" as const })
+    const dialect = sql.onDialectOrElse({
+      pg: () => "pg" as const,
+      sqlite: () => "sqlite" as const,
+      orElse: () => "other" as const
+    })
     return dialect === "other"
       ? Effect.fail(new PersistenceError({ message: `${store}: only SQLite and PostgreSQL are supported` }))
       : Effect.succeed({ sql, pg: dialect === "pg" })
@@ -230,8 +237,11 @@ export const open = <K extends string>(store: string, options: PrefixOptions, de
 export const migrator = (
   loader: Migrator.Loader,
   table: string
-): Effect.Effect<ReadonlyArray<readonly [id: number, name: string]>, Migrator.MigrationError | SqlError, SqlClient.SqlClient> =>
-  Migrator.make({})({ loader, table }).pipe(Effect.retry({ times: 2 }))
+): Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  Migrator.MigrationError | SqlError,
+  SqlClient.SqlClient
+> => Migrator.make({})({ loader, table }).pipe(Effect.retry({ times: 2 }))
 
 /**
  * A store's `migrate(prefix)`: refuses an invalid prefix with a {@link PersistenceError} naming `store`, then runs

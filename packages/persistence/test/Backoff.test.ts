@@ -6,7 +6,15 @@ import * as Backoff from "../src/Backoff.js"
 
 describe("Backoff", () => {
   it("delays double from the base up to the cap, jitter only shortens them", () => {
-    assert.deepStrictEqual([1, 2, 3, 4, 6, 7, 100].map((n) => Backoff.delayMs(n)), [100, 200, 400, 800, 3200, 5000, 5000])
+    assert.deepStrictEqual([1, 2, 3, 4, 6, 7, 100].map((n) => Backoff.delayMs(n)), [
+      100,
+      200,
+      400,
+      800,
+      3200,
+      5000,
+      5000
+    ])
     assert.strictEqual(Backoff.delayMs(3, { base: "1 second", cap: "2 seconds" }), 2000)
     assert.strictEqual(Backoff.delayMs(7, {}, 0.999), 3751)
   })
@@ -18,7 +26,7 @@ describe("Backoff", () => {
       let round = 0
       const body = Effect.gen(function*() {
         round++
-        times.push((yield* TestClock.currentTimeMillis))
+        times.push(yield* TestClock.currentTimeMillis)
         if (round <= 3 || round === 6) return yield* Effect.fail("storage unavailable")
         if (round === 4) return yield* Effect.die(new Error("a defect"))
         if (round > 6) yield* Effect.sleep("1 second")

@@ -3,8 +3,8 @@
  * RowError of a row that does not decode (its table, its column, what is wrong), on values and on real SQLite and
  * PostgreSQL rows.
  */
-import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
@@ -27,7 +27,15 @@ const Row = Schema.Struct({
 
 const rows = SqlRows.decoder("acme_items", Row)
 
-const good = { id: "i1", account_id: "a1", status: "done", amount: "12", enabled: 1, tags: `[{"name":"x"}]`, note: null }
+const good = {
+  id: "i1",
+  account_id: "a1",
+  status: "done",
+  amount: "12",
+  enabled: 1,
+  tags: `[{"name":"x"}]`,
+  note: null
+}
 const { note: _, ...noNote } = good
 
 describe("SqlRows.Number", () => {
@@ -231,11 +239,14 @@ for (const [name, database] of databases) {
         const big = sql.onDialectOrElse({ pg: () => "BIGINT", orElse: () => "INTEGER" })
         yield* sql.unsafe(`CREATE TABLE acme_items (id TEXT PRIMARY KEY, amount ${big} NOT NULL, tags TEXT NOT NULL)`)
         yield* sql`INSERT INTO acme_items (id, amount, tags) VALUES ('a', 1732190400000, '["x"]'), ('b', 2, '[]')`
-        const items = SqlRows.decoder("acme_items", Schema.Struct({
-          id: Schema.String,
-          amount: SqlRows.Number,
-          tags: Schema.parseJson(Schema.Array(Schema.String))
-        }))
+        const items = SqlRows.decoder(
+          "acme_items",
+          Schema.Struct({
+            id: Schema.String,
+            amount: SqlRows.Number,
+            tags: Schema.parseJson(Schema.Array(Schema.String))
+          })
+        )
         expect(yield* Effect.flatMap(sql`SELECT * FROM acme_items ORDER BY id`, items.all)).toEqual([
           { id: "a", amount: 1732190400000, tags: ["x"] },
           { id: "b", amount: 2, tags: [] }

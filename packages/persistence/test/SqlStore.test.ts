@@ -4,10 +4,10 @@
  * (database or Effect `Clock`), and storage failures as PersistenceError (a corrupt row named, SQL text never shown,
  * a failed COMMIT's defect caught, other errors left alone).
  */
-import { assert, describe, expect, it } from "@effect/vitest"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
+import { assert, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
@@ -124,9 +124,11 @@ for (const [name, database] of databases) {
         const { pg, sql } = yield* SqlStore.storeClient("acme storage")
         expect(pg).toBe(name === "postgres")
         const columns = SqlStore.columns(sql)
-        expect(columns).toEqual(pg
-          ? { pg: true, big: "BIGINT", real: "DOUBLE PRECISION", id: `TEXT COLLATE "C"` }
-          : { pg: false, big: "INTEGER", real: "REAL", id: "TEXT" })
+        expect(columns).toEqual(
+          pg
+            ? { pg: true, big: "BIGINT", real: "DOUBLE PRECISION", id: `TEXT COLLATE "C"` }
+            : { pg: false, big: "INTEGER", real: "REAL", id: "TEXT" }
+        )
         yield* sql.unsafe(`CREATE TABLE acme_ids (id ${columns.id} PRIMARY KEY, at ${columns.big} NOT NULL)`)
         yield* sql`INSERT INTO acme_ids (id, at) VALUES ('01a', 1), ('01B', 2), ('01_', 3)`
         const ids = yield* sql<{ id: string }>`SELECT id FROM acme_ids ORDER BY id`
@@ -198,7 +200,10 @@ for (const [name, database] of databases) {
         const applied = yield* store.sql<{ name: string }>`SELECT name FROM acme_acme_migrations`
         expect(applied.map((row) => row.name)).toEqual(["items"])
         const error = yield* Effect.flip(SqlStore.open("acme storage", { prefix: "Acme" }, definition))
-        expect(error).toMatchObject({ _tag: "PersistenceError", message: expect.stringMatching(/^acme storage: invalid table prefix "Acme"/) })
+        expect(error).toMatchObject({
+          _tag: "PersistenceError",
+          message: expect.stringMatching(/^acme storage: invalid table prefix "Acme"/)
+        })
       }).pipe(Effect.provide(database()), Effect.scoped))
 
     it.effect("migrateWith: refuses an invalid prefix before the database is touched, else migrates under it", () =>
@@ -206,7 +211,12 @@ for (const [name, database] of databases) {
         const sql = yield* SqlClient.SqlClient
         const migrate = SqlStore.migrateWith(
           "acme storage",
-          (prefix) => SqlStore.prefixedMigrations("acme storage", prefix, (p) => ({ "0001_items": sql.unsafe(`CREATE TABLE ${p}items (id TEXT)`) })),
+          (prefix) =>
+            SqlStore.prefixedMigrations(
+              "acme storage",
+              prefix,
+              (p) => ({ "0001_items": sql.unsafe(`CREATE TABLE ${p}items (id TEXT)`) })
+            ),
           (prefix) => `${prefix}acme_migrations`
         )
         const error = yield* Effect.flip(migrate("Bad"))
@@ -214,10 +224,21 @@ for (const [name, database] of databases) {
         expect(yield* migrate("x_")).toEqual([[1, "items"]])
         expect(yield* migrate()).toEqual([[1, "items"]])
         const tables = yield* sql.onDialectOrElse({
-          pg: () => sql<{ name: string }>`SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1`,
-          orElse: () => sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY 1`
+          pg: () =>
+            sql<
+              { name: string }
+            >`SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1`,
+          orElse: () =>
+            sql<
+              { name: string }
+            >`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY 1`
         })
-        expect(tables.map((row) => row.name)).toEqual(["mediagate_acme_migrations", "mediagate_items", "x_acme_migrations", "x_items"])
+        expect(tables.map((row) => row.name)).toEqual([
+          "mediagate_acme_migrations",
+          "mediagate_items",
+          "x_acme_migrations",
+          "x_items"
+        ])
       }).pipe(Effect.provide(database()), Effect.scoped))
   })
 }

@@ -3,10 +3,10 @@
  * savepoint only when asked, the client's connection is held while a transaction runs (a transaction of the client
  * is waited for, never overlapped), and one inside a transaction of the client is a defect, not a deadlock.
  */
-import { assert, describe, expect, it } from "@effect/vitest"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -25,15 +25,21 @@ const file = Layer.unwrapScoped(Effect.gen(function*() {
   )
   const filename = join(dir, "db.sqlite")
   const client = SqliteClient.layer({ filename })
-  const table = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE t (n INTEGER NOT NULL)`))
+  const table = Layer.effectDiscard(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE t (n INTEGER NOT NULL)`)
+  )
   return Layer.provideMerge(Layer.merge(WriteConnection.layer(filename), table), client)
 }))
 
-const writer = Effect.flatMap(WriteConnection.WriteConnection, (found) =>
-  found === undefined ? Effect.dieMessage("no writer") : Effect.succeed(found))
+const writer = Effect.flatMap(
+  WriteConnection.WriteConnection,
+  (found) => found === undefined ? Effect.dieMessage("no writer") : Effect.succeed(found)
+)
 
-const numbers = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  Effect.map(sql<{ n: number }>`SELECT n FROM t ORDER BY rowid`, (rows) => rows.map((row) => row.n)))
+const numbers = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => Effect.map(sql<{ n: number }>`SELECT n FROM t ORDER BY rowid`, (rows) => rows.map((row) => row.n))
+)
 
 describe("WriteConnection", () => {
   it.live("a transaction's writes commit together and are read by the client; a throw rolls them all back", () =>
@@ -93,7 +99,9 @@ describe("WriteConnection", () => {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const { transaction } = yield* writer
-      const exit = yield* Effect.exit(sql.withTransaction(transaction((tx) => tx.run(sql`INSERT INTO t (n) VALUES (${1})`))))
+      const exit = yield* Effect.exit(
+        sql.withTransaction(transaction((tx) => tx.run(sql`INSERT INTO t (n) VALUES (${1})`)))
+      )
       assert.isTrue(Exit.isFailure(exit))
       expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain("inside one of the SqlClient")
       expect(yield* numbers).toEqual([])
@@ -112,7 +120,9 @@ describe("WriteConnection", () => {
       function* program(n: number): SqlProgram.SqlProgram<number> {
         yield sql`INSERT INTO t (n) VALUES (${n})`
         yield SqlProgram.query("INSERT INTO t (n) VALUES (?)", [n + 1])
-        const [row] = (yield SqlProgram.query("SELECT COUNT(*) AS c FROM t WHERE n >= ?", [n])) as ReadonlyArray<{ c: number }>
+        const [row] = (yield SqlProgram.query("SELECT COUNT(*) AS c FROM t WHERE n >= ?", [n])) as ReadonlyArray<
+          { c: number }
+        >
         return row!.c * 2
       }
       assert.strictEqual(yield* sql.withTransaction(SqlProgram.run(program(10), sql)), 4)

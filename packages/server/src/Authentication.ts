@@ -20,34 +20,36 @@ import { ServerConfig } from "./ServerConfig.js"
  * API-key authentication: reads the raw header and the client address and asks the `KeyService`; then counts the
  * request against the key's and account's request rates (`RateLimit.ts`).
  */
-export const layer: Layer.Layer<Security.Authentication, never, Services.KeyService | ServerConfig | RateLimiter> = Layer.effect(
-  Security.Authentication,
-  Effect.gen(function*() {
-    const keys = yield* Services.KeyService
-    const config = yield* ServerConfig
-    const limiter = yield* RateLimiter
-    const trusted = makeTrustedProxies(config.trustedProxies)
-    const span = Tracing.span("Authentication.bearer")
-    const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
-      Effect.flatMap(
-        keys.authenticate({
-          authorization: request.headers["authorization"],
-          clientAddress: resolveClientAddress(socketAddress(request), request.headers["x-forwarded-for"], trusted)
-        }),
-        (principal) => {
-          // the account of the request's access-log line (RequestContext.ts)
-          RequestContext.setAccount(request, principal.accountId)
-          return limiter.request(principal)
-        }
-      )
-    return {
-      // the request's span (`http.server ...`, while tracing is on) names the account, never the key
-      bearer: (_token) => span(Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticate)).pipe(
-        Effect.tap((principal) => Tracing.annotate("mediagate.account_id", principal.accountId))
-      )
-    }
-  })
-)
+export const layer: Layer.Layer<Security.Authentication, never, Services.KeyService | ServerConfig | RateLimiter> =
+  Layer.effect(
+    Security.Authentication,
+    Effect.gen(function*() {
+      const keys = yield* Services.KeyService
+      const config = yield* ServerConfig
+      const limiter = yield* RateLimiter
+      const trusted = makeTrustedProxies(config.trustedProxies)
+      const span = Tracing.span("Authentication.bearer")
+      const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
+        Effect.flatMap(
+          keys.authenticate({
+            authorization: request.headers["authorization"],
+            clientAddress: resolveClientAddress(socketAddress(request), request.headers["x-forwarded-for"], trusted)
+          }),
+          (principal) => {
+            // the account of the request's access-log line (RequestContext.ts)
+            RequestContext.setAccount(request, principal.accountId)
+            return limiter.request(principal)
+          }
+        )
+      return {
+        // the request's span (`http.server ...`, while tracing is on) names the account, never the key
+        bearer: (_token) =>
+          span(Effect.flatMap(HttpServerRequest.HttpServerRequest, authenticate)).pipe(
+            Effect.tap((principal) => Tracing.annotate("mediagate.account_id", principal.accountId))
+          )
+      }
+    })
+  )
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
 
@@ -68,7 +70,9 @@ export const adminLayer: Layer.Layer<Security.AdminAuthentication, never, Server
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           if (Option.isNone(expected)) {
-            return yield* new Errors.NotFound({ message: `no route for ${request.method} ${request.url.split("?")[0]}` })
+            return yield* new Errors.NotFound({
+              message: `no route for ${request.method} ${request.url.split("?")[0]}`
+            })
           }
           const address = resolveClientAddress(socketAddress(request), request.headers["x-forwarded-for"], trusted)
           yield* limiter.adminGate(address)

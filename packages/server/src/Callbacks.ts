@@ -31,38 +31,38 @@ const maxBodyBytes = 1024 * 1024
 /** The handler of `POST /callbacks/v1/{channel}/{task}` (without the port: every callback answers 404). */
 export const handler = (callbacks: Option.Option<Services.UpstreamCallbacks["Type"]>) =>
   Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const params = yield* HttpRouter.params
-  const channelId = params["channel"] ?? ""
-  if (Option.isNone(callbacks)) {
-    return errorResponseFor(request, 404, "CHANNEL_NOT_FOUND", `channel ${channelId} not found`)
-  }
-  const declared = Number(request.headers["content-length"])
-  if (Number.isFinite(declared) && declared > maxBodyBytes) {
-    return errorResponseFor(request, 413, "PAYLOAD_TOO_LARGE", "a callback body is at most 1 MiB")
-  }
-  const body = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
-  if (Buffer.byteLength(body) > maxBodyBytes) {
-    return errorResponseFor(request, 413, "PAYLOAD_TOO_LARGE", "a callback body is at most 1 MiB")
-  }
-  const search = new URLSearchParams(request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "")
-  const outcome = yield* callbacks.value.receive({
-    channelId,
-    taskId: params["task"] ?? "",
-    expires: search.get("expires") ?? undefined,
-    signature: search.get("signature") ?? undefined,
-    body,
-    headers: request.headers
-  })
-  switch (outcome) {
-    case "accepted":
-      return yield* HttpServerResponse.json({ success: true, data: { accepted: true } })
-    case "refused":
-      return errorResponseFor(request, 401, "AUTH_INVALID_TOKEN", "the callback's signature does not hold")
-    case "unknown":
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const params = yield* HttpRouter.params
+    const channelId = params["channel"] ?? ""
+    if (Option.isNone(callbacks)) {
       return errorResponseFor(request, 404, "CHANNEL_NOT_FOUND", `channel ${channelId} not found`)
-  }
-})
+    }
+    const declared = Number(request.headers["content-length"])
+    if (Number.isFinite(declared) && declared > maxBodyBytes) {
+      return errorResponseFor(request, 413, "PAYLOAD_TOO_LARGE", "a callback body is at most 1 MiB")
+    }
+    const body = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
+    if (Buffer.byteLength(body) > maxBodyBytes) {
+      return errorResponseFor(request, 413, "PAYLOAD_TOO_LARGE", "a callback body is at most 1 MiB")
+    }
+    const search = new URLSearchParams(request.url.includes("?") ? request.url.slice(request.url.indexOf("?") + 1) : "")
+    const outcome = yield* callbacks.value.receive({
+      channelId,
+      taskId: params["task"] ?? "",
+      expires: search.get("expires") ?? undefined,
+      signature: search.get("signature") ?? undefined,
+      body,
+      headers: request.headers
+    })
+    switch (outcome) {
+      case "accepted":
+        return yield* HttpServerResponse.json({ success: true, data: { accepted: true } })
+      case "refused":
+        return errorResponseFor(request, 401, "AUTH_INVALID_TOKEN", "the callback's signature does not hold")
+      case "unknown":
+        return errorResponseFor(request, 404, "CHANNEL_NOT_FOUND", `channel ${channelId} not found`)
+    }
+  })
 
 /** The route, added to the HttpApi's router (the port is optional: without it every callback answers 404). */
 export const layer: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>

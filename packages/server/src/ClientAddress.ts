@@ -51,7 +51,9 @@ export interface TrustedProxies {
 
 /** IPv4-mapped IPv6 as IPv4; an address in its canonical text. */
 const canonical = (address: Address.IpAddress): string =>
-  address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() ? address.toIPv4Address().toString() : address.toString()
+  address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress()
+    ? address.toIPv4Address().toString()
+    : address.toString()
 
 const normalize = (address: string): string | undefined => {
   const bare = address.trim().replace(/^\[(.*)\]$/, "$1").replace(/%.*$/, "")

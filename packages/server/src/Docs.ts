@@ -15,7 +15,7 @@ import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as OpenApi from "@effect/platform/OpenApi"
+import type * as OpenApi from "@effect/platform/OpenApi"
 import { Api } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -62,7 +62,8 @@ const scriptJson = (value: unknown): string => JSON.stringify(value).replace(/</
  * The docs page: Scalar mounted with one source per document (its document selector). The platform's page takes one
  * document, and its HTML integration drops `sources` from the configuration; `Scalar.createApiReference` takes them.
  */
-const pageOf = (bundle: string, sources: ReadonlyArray<Source>): string => `<!doctype html>
+const pageOf = (bundle: string, sources: ReadonlyArray<Source>): string =>
+  `<!doctype html>
 <html>
   <head>
     <meta charset="utf-8" />

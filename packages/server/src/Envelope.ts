@@ -21,8 +21,8 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiError from "@effect/platform/HttpApiError"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -97,7 +97,6 @@ export interface ExtraRoute {
   readonly path: `/${string}`
 }
 
-
 /** The path of a request target (before `?`). */
 const pathOf = (url: string): string => {
   const query = url.indexOf("?")
@@ -145,7 +144,10 @@ export const isCanonicalPath = (path: string): boolean => {
     if (c === 47) {
       const segment = i - segmentStart
       if (segment === 0) return false
-      if (path.charCodeAt(segmentStart) === 46 && (segment === 1 || (segment === 2 && path.charCodeAt(segmentStart + 1) === 46))) {
+      if (
+        path.charCodeAt(segmentStart) === 46 &&
+        (segment === 1 || (segment === 2 && path.charCodeAt(segmentStart + 1) === 46))
+      ) {
         return false
       }
       segmentStart = i + 1
@@ -209,7 +211,8 @@ export const makeRouteTable = (
   }
   for (const route of [...api, ...extra]) add(route.method, route.path)
   const find = (method: string, path: string) => routers.get(method)?.find(method, path)?.handler
-  const route = (method: string, path: string) => find(method, path) ?? (method === "HEAD" ? find("GET", path) : undefined)
+  const route = (method: string, path: string) =>
+    find(method, path) ?? (method === "HEAD" ? find("GET", path) : undefined)
   return {
     matches: (method, path) => route(method, path) !== undefined,
     route,
@@ -263,7 +266,11 @@ const marking = <H extends object>(handlers: H): H =>
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver)
       if ((property !== "handle" && property !== "handleRaw") || typeof value !== "function") return value
-      return (name: string, handler: (request: unknown) => Effect.Effect<unknown, unknown, unknown>, options?: unknown) =>
+      return (
+        name: string,
+        handler: (request: unknown) => Effect.Effect<unknown, unknown, unknown>,
+        options?: unknown
+      ) =>
         marking(Reflect.apply(value, target, [
           name,
           (request: unknown) => {
@@ -321,11 +328,13 @@ export const layer = (
     let shadowedRoutes: ReadonlySet<string> | undefined
     const shadowed = () =>
       shadowedRoutes ??= new Set(
-        [...(options.apiRoutes ?? routesOf(Api.MediagateApi)), ...(options.extraRoutes ?? [])].flatMap(({ method, path }) => {
-          if (path.includes(":") || path.includes("*")) return []
-          const match = registry?.find(method, path)
-          return match !== undefined && match.route !== path ? [`${method} ${match.route}`] : []
-        })
+        [...(options.apiRoutes ?? routesOf(Api.MediagateApi)), ...(options.extraRoutes ?? [])].flatMap(
+          ({ method, path }) => {
+            if (path.includes(":") || path.includes("*")) return []
+            const match = registry?.find(method, path)
+            return match !== undefined && match.route !== path ? [`${method} ${match.route}`] : []
+          }
+        )
       )
     const policy: Address.AddressPolicy = { allowPrivate: config.allowPrivateAddresses }
     const maxBodySize = Option.some(config.maxBodyBytes)
@@ -395,7 +404,9 @@ export const layer = (
         return Effect.withFiberRuntime((fiber) => {
           const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
           if (Option.isSome(span) && span.value._tag === "Span") span.value.attribute("http.route", found.route)
-          return policyIsSet(fiber) ? limitedIfNeeded : Effect.locally(limitedIfNeeded, Address.currentAddressPolicy, policy)
+          return policyIsSet(fiber)
+            ? limitedIfNeeded
+            : Effect.locally(limitedIfNeeded, Address.currentAddressPolicy, policy)
         })
       }
       /** The answer to a request whose body was read and checked (see `internal/requestBody.ts`). */
@@ -411,7 +422,11 @@ export const layer = (
           const dispatched = found?.dispatch(view, found.params)
           return Effect.catchAllCause(
             dispatched === undefined
-              ? FiberLocal.whileRunning(FiberRef.currentContext, Context.add(HttpServerRequest.HttpServerRequest, view), bodiless)
+              ? FiberLocal.whileRunning(
+                FiberRef.currentContext,
+                Context.add(HttpServerRequest.HttpServerRequest, view),
+                bodiless
+              )
               : serve(view, found, true, dispatched),
             (cause) => recover(view, info.id, cause)
           )

@@ -11,25 +11,24 @@
  *
  * @since 0.1.0
  */
+import type * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Api, Families, type Family, type RateLimit as Counters, type Services } from "@mediagate/contract"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as Authentication from "./Authentication.js"
+import * as Callbacks from "./Callbacks.js"
 import { withRemoteAddress } from "./ClientAddress.js"
-import * as Dispatch from "./internal/dispatch.js"
 import * as Docs from "./Docs.js"
 import * as Envelope from "./Envelope.js"
-import * as Health from "./Health.js"
-import * as Callbacks from "./Callbacks.js"
 import * as Files from "./Files.js"
-import * as RateLimit from "./RateLimit.js"
+import * as Health from "./Health.js"
 import * as AdminHttp from "./http/Admin.js"
 import * as ApiKeysHttp from "./http/ApiKeys.js"
 import * as BalanceHttp from "./http/Balance.js"
@@ -38,6 +37,8 @@ import * as GenerationHttp from "./http/Generation.js"
 import * as TasksHttp from "./http/Tasks.js"
 import * as VoicesHttp from "./http/Voices.js"
 import * as WebhooksHttp from "./http/Webhooks.js"
+import * as Dispatch from "./internal/dispatch.js"
+import * as RateLimit from "./RateLimit.js"
 import type { ServerConfig } from "./ServerConfig.js"
 
 /** Where the public API's OpenAPI document is served (`Docs.ts`). */
@@ -79,7 +80,7 @@ export interface Options {
 export const apiFor = (
   families: Family.Registry,
   options: Options = {}
-): Layer.Layer<import("@effect/platform/HttpApi").Api | Dispatch.Dispatcher, never, Requirements> =>
+): Layer.Layer<HttpApi.Api | Dispatch.Dispatcher, never, Requirements> =>
   HttpApiBuilder.api(Api.make(families)).pipe(
     Layer.provide([
       GenerationHttp.layerFor(families),

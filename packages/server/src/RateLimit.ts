@@ -67,7 +67,11 @@ export const stateField = (states: ReadonlyArray<PolicyState>): string =>
 
 const appendField = (response: HttpServerResponse.HttpServerResponse, name: string, value: string) => {
   const existing = response.headers[name]
-  return HttpServerResponse.setHeader(response, name, existing === undefined || existing === "" ? value : `${existing}, ${value}`)
+  return HttpServerResponse.setHeader(
+    response,
+    name,
+    existing === undefined || existing === "" ? value : `${existing}, ${value}`
+  )
 }
 
 /** Adds the fields of `states` (and `Retry-After`, when given) to the answer of the current request. */
@@ -79,7 +83,9 @@ const announce = (states: ReadonlyArray<PolicyState>, retryAfter?: number): Effe
       stateField(states)
     )
     return Effect.succeed(
-      retryAfter === undefined ? withFields : HttpServerResponse.setHeader(withFields, "retry-after", String(retryAfter))
+      retryAfter === undefined
+        ? withFields
+        : HttpServerResponse.setHeader(withFields, "retry-after", String(retryAfter))
     )
   })
 
@@ -132,7 +138,7 @@ export const make: Effect.Effect<
   /** Counters that reached their limit, until the end of their window (no round trip while they stay full). */
   const full = new Map<string, number>()
   const markFull = (scope: string, until: number, now: number) => {
-    if (full.size >= 10_000) for (const [name, end] of full) if (end <= now) full.delete(name)
+    if (full.size >= 10_000) { for (const [name, end] of full) if (end <= now) full.delete(name) }
     full.set(scope, until)
   }
   const fullUntil = (scope: string, now: number): number | undefined => {
@@ -165,7 +171,12 @@ export const make: Effect.Effect<
         const until = fullUntil(check.scope, now)
         if (until !== undefined) {
           const retryAfter = secondsUntil(until, now)
-          return refuse(message(check, retryAfter), [{ name: check.name, quota: check.limit, remaining: 0, reset: retryAfter }], retryAfter)
+          return refuse(message(check, retryAfter), [{
+            name: check.name,
+            quota: check.limit,
+            remaining: 0,
+            reset: retryAfter
+          }], retryAfter)
         }
       }
       return windows.hit(checks.map((check) => ({ scope: check.scope, windowStart }))).pipe(
@@ -194,7 +205,12 @@ export const make: Effect.Effect<
     const checks: Array<Check> = []
     if (keyLimit > 0) checks.push({ scope: `key:${principal.keyId}`, limit: keyLimit, name: "key", noun: "this key" })
     if (accountLimit > 0) {
-      checks.push({ scope: `account:${principal.accountId}`, limit: accountLimit, name: "account", noun: "this account" })
+      checks.push({
+        scope: `account:${principal.accountId}`,
+        limit: accountLimit,
+        name: "account",
+        noun: "this account"
+      })
     }
     return Effect.as(count(checks), principal)
   }
@@ -211,7 +227,11 @@ export const make: Effect.Effect<
         if (active.key >= keyLimit) refusal = `too many tasks in flight: this key allows ${keyLimit} at once`
       }
       if (accountLimit > 0) {
-        states.push({ name: "account-tasks", quota: accountLimit, remaining: Math.max(0, accountLimit - active.account - 1) })
+        states.push({
+          name: "account-tasks",
+          quota: accountLimit,
+          remaining: Math.max(0, accountLimit - active.account - 1)
+        })
         if (refusal === undefined && active.account >= accountLimit) {
           refusal = `too many tasks in flight: this account allows ${accountLimit} at once`
         }

@@ -88,7 +88,10 @@ const list = (name: string) =>
 const limit = (name: string, fallback: number) =>
   Config.integer(name).pipe(
     Config.withDefault(fallback),
-    Config.validate({ message: "must be an integer from 0 (off) to 1000000", validation: (n) => n >= 0 && n <= 1_000_000 })
+    Config.validate({
+      message: "must be an integer from 0 (off) to 1000000",
+      validation: (n) => n >= 0 && n <= 1_000_000
+    })
   )
 
 /** The rate limits as Effect `Config` (the `MEDIAGATE_*` variables of {@link RateLimitSettings}). */

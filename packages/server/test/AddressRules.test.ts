@@ -63,7 +63,14 @@ describe("address policy through the API", () => {
 
     it.effect("accepts global literals, including 6to4 and NAT64 forms of a global IPv4 address", () =>
       Effect.gen(function*() {
-        for (const url of ["http://8.8.8.8/", "http://[2606:4700:4700::1111]/", "http://[2002:808:808::1]/", "http://[64:ff9b::8.8.8.8]/"]) {
+        for (
+          const url of [
+            "http://8.8.8.8/",
+            "http://[2606:4700:4700::1111]/",
+            "http://[2002:808:808::1]/",
+            "http://[64:ff9b::8.8.8.8]/"
+          ]
+        ) {
           const hook = yield* send("POST", "/api/v1/webhooks", {
             token: keys.live,
             json: { url: `${url}in`, events: ["task.completed"] }
@@ -93,12 +100,16 @@ describe("trusted proxies through the API", () => {
         Context.make(ClientAddress.RemoteAddress, peer)
       )
       const body = await answer.json()
-      if (answer.status === 403) expect(body).toMatchObject({ success: false, error: { code: "KEY_PERMISSION_DENIED" } })
+      if (answer.status === 403) {
+        expect(body).toMatchObject({ success: false, error: { code: "KEY_PERMISSION_DENIED" } })
+      }
       return answer.status
     }
     try {
       // unparsable hops: unknown client, refused (the proxy's whitelisted address is never used)
-      for (const hop of ["unknown", "", "garbage", "_hidden", "10.1", "[2001:db8::1", "192.0.2.7:99999", "fe80::1%eth0"]) {
+      for (
+        const hop of ["unknown", "", "garbage", "_hidden", "10.1", "[2001:db8::1", "192.0.2.7:99999", "fe80::1%eth0"]
+      ) {
         expect(await status("10.0.0.1", hop), JSON.stringify(hop)).toBe(403)
       }
       expect(await status("10.0.0.1", "192.0.2.7, unknown")).toBe(403)

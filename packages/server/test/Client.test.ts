@@ -6,8 +6,10 @@ import * as Effect from "effect/Effect"
 import { keys, SeededTasks } from "./fakes.js"
 import { adminToken, TestServer } from "./harness.js"
 
-const baseUrl = Effect.map(HttpServer.HttpServer, (server) =>
-  server.address._tag === "TcpAddress" ? `http://127.0.0.1:${server.address.port}` : "")
+const baseUrl = Effect.map(
+  HttpServer.HttpServer,
+  (server) => server.address._tag === "TcpAddress" ? `http://127.0.0.1:${server.address.port}` : ""
+)
 
 const client = (apiKey: string) =>
   Effect.flatMap(baseUrl, (url) => Client.make({ baseUrl: url, apiKey })).pipe(Effect.provide(FetchHttpClient.layer))

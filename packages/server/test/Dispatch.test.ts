@@ -1,5 +1,5 @@
-import { assert, describe, it } from "@effect/vitest"
 import { NodeHttpServer } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
 import { Catalog, Examples, Families } from "@mediagate/contract"
 import { Http, ServerConfig } from "@mediagate/server"
 import * as Effect from "effect/Effect"
@@ -21,10 +21,12 @@ const serverWith = (dispatch: boolean) =>
 /** The registry of endpoints the envelope dispatches, as `Http.apiFor` builds it over the fakes. */
 const registryOf = (options?: Http.Options) =>
   Effect.flatMap(
-    Layer.build(Http.apiFor(Families.registry, options).pipe(
-      Layer.provide(PortsFake),
-      Layer.provide(ServerConfig.layer({ adminToken: Option.some(Redacted.make(adminToken)) }))
-    )),
+    Layer.build(
+      Http.apiFor(Families.registry, options).pipe(
+        Layer.provide(PortsFake),
+        Layer.provide(ServerConfig.layer({ adminToken: Option.some(Redacted.make(adminToken)) }))
+      )
+    ),
     (context) => Effect.provide(Dispatch.Dispatcher, context)
   )
 
@@ -70,52 +72,90 @@ describe("the envelope's own dispatch (internal/dispatch.ts)", () => {
       assert.isUndefined(registry.find("POST", "/api/v1/vendor3/text-to-video"))
     }))
 
-  it.scoped("answers every request as HttpApiBuilder's router does (status, headers, envelope, messages)", () =>
-    Effect.gen(function*() {
-      const [first] = Examples.minimalRequests
-      assert.isDefined(first)
-      const create: Request = ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: first!.body }]
-      const requests: ReadonlyArray<Request> = [
-        create,
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: first!.body, headers: { "idempotency-key": "same-key-1" } }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: first!.body, headers: { "idempotency-key": "same-key-1" } }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: first!.body, headers: { "idempotency-key": "" } }],
-        ["POST", `/api/v1/${first!.endpoint}`, { json: first!.body }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: "mg_live_notakeynotakeynotakeynotakey00", json: first!.body }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: { model: "no-such-model", input: {} } }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: { ...first!.body as object, model: 42 } }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: [1, 2, 3] }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, raw: "{not json" }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, raw: "" }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: first!.body, headers: { "content-type": "text/plain" } }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.test, json: first!.body }],
-        ["POST", "/api/v1/vendor3/text-to-video", { token: keys.live, json: { model: "vendor3-3", input: { prompt: "p", duration: 999 } } }],
-        ["GET", "/api/v1/tasks/task_01M88SEB9S0C48KEE36HBM5QR2", { token: keys.live }],
-        ["GET", "/api/v1/tasks/not-a-task-id", { token: keys.live }],
-        ["GET", "/api/v1/tasks/task_01M88SEB9S0C48KEE36HBM5QR2", {}],
-        ["POST", "/api/v1/tasks/task_01M88SEB9S0C48KEE36HBM5QR2/cancel", { token: keys.live }],
-        ["POST", "/api/v1/tasks/task_01M88SEB9S0C48KEE36HBM5QR2/retry", { token: keys.live }],
-        ["GET", "/api/v1/balance", { token: keys.live }],
-        ["GET", "/api/v1/balance", { token: keys.readOnly }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.readOnly, json: first!.body }],
-        ["POST", `/api/v1/${first!.endpoint}`, { token: keys.poor, json: first!.body }],
-        ["POST", "/api/v1/webhooks", { token: keys.live, json: { url: "http://127.0.0.1/hook", events: ["task.succeeded"] } }],
-        ["POST", "/api/v1/webhooks", { token: keys.live, json: { url: 42 } }],
-        ["POST", "/admin/v1/accounts", { token: adminToken, json: { name: "parity" } }],
-        ["POST", "/admin/v1/accounts", { token: "wrong-admin-token", json: { name: "parity" } }],
-        ["POST", "/admin/v1/accounts", { token: adminToken, json: { name: 7 } }],
-        ["GET", "/admin/v1/system", { token: adminToken }]
-      ]
-      const answers = (dispatch: boolean) =>
-        Effect.flatMap(Layer.build(serverWith(dispatch)), (context) =>
-          Effect.forEach(requests, ([method, path, options]) => Effect.provide(send(method, path, options), context)))
-      const dispatched = yield* answers(true)
-      const routed = yield* answers(false)
-      requests.forEach(([method, path, options], i) => {
-        assert.deepStrictEqual(comparable(dispatched[i]!), comparable(routed[i]!), `${method} ${path} ${JSON.stringify(options)}`)
-      })
-      // the corpus reaches successes and failures alike, so the comparison is not vacuous
-      const statuses = new Set(dispatched.map((answer) => answer.status))
-      for (const status of [200, 201, 400, 401, 404]) assert.isTrue(statuses.has(status), JSON.stringify([...statuses]))
-    }), 60_000)
+  it.scoped(
+    "answers every request as HttpApiBuilder's router does (status, headers, envelope, messages)",
+    () =>
+      Effect.gen(function*() {
+        const [first] = Examples.minimalRequests
+        assert.isDefined(first)
+        const create: Request = ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: first!.body }]
+        const requests: ReadonlyArray<Request> = [
+          create,
+          ["POST", `/api/v1/${first!.endpoint}`, {
+            token: keys.live,
+            json: first!.body,
+            headers: { "idempotency-key": "same-key-1" }
+          }],
+          ["POST", `/api/v1/${first!.endpoint}`, {
+            token: keys.live,
+            json: first!.body,
+            headers: { "idempotency-key": "same-key-1" }
+          }],
+          ["POST", `/api/v1/${first!.endpoint}`, {
+            token: keys.live,
+            json: first!.body,
+            headers: { "idempotency-key": "" }
+          }],
+          ["POST", `/api/v1/${first!.endpoint}`, { json: first!.body }],
+          ["POST", `/api/v1/${first!.endpoint}`, {
+            token: "mg_live_notakeynotakeynotakeynotakey00",
+            json: first!.body
+          }],
+          ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: { model: "no-such-model", input: {} } }],
+          ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: { ...first!.body as object, model: 42 } }],
+          ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, json: [1, 2, 3] }],
+          ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, raw: "{not json" }],
+          ["POST", `/api/v1/${first!.endpoint}`, { token: keys.live, raw: "" }],
+          ["POST", `/api/v1/${first!.endpoint}`, {
+            token: keys.live,
+            json: first!.body,
+            headers: { "content-type": "text/plain" }
+          }],
+          ["POST", `/api/v1/${first!.endpoint}`, { token: keys.test, json: first!.body }],
+          ["POST", "/api/v1/vendor3/text-to-video", {
+            token: keys.live,
+            json: { model: "vendor3-3", input: { prompt: "p", duration: 999 } }
+          }],
+          ["GET", "/api/v1/tasks/task_01M88SEB9S0C48KEE36HBM5QR2", { token: keys.live }],
+          ["GET", "/api/v1/tasks/not-a-task-id", { token: keys.live }],
+          ["GET", "/api/v1/tasks/task_01M88SEB9S0C48KEE36HBM5QR2", {}],
+          ["POST", "/api/v1/tasks/task_01M88SEB9S0C48KEE36HBM5QR2/cancel", { token: keys.live }],
+          ["POST", "/api/v1/tasks/task_01M88SEB9S0C48KEE36HBM5QR2/retry", { token: keys.live }],
+          ["GET", "/api/v1/balance", { token: keys.live }],
+          ["GET", "/api/v1/balance", { token: keys.readOnly }],
+          ["POST", `/api/v1/${first!.endpoint}`, { token: keys.readOnly, json: first!.body }],
+          ["POST", `/api/v1/${first!.endpoint}`, { token: keys.poor, json: first!.body }],
+          ["POST", "/api/v1/webhooks", {
+            token: keys.live,
+            json: { url: "http://127.0.0.1/hook", events: ["task.succeeded"] }
+          }],
+          ["POST", "/api/v1/webhooks", { token: keys.live, json: { url: 42 } }],
+          ["POST", "/admin/v1/accounts", { token: adminToken, json: { name: "parity" } }],
+          ["POST", "/admin/v1/accounts", { token: "wrong-admin-token", json: { name: "parity" } }],
+          ["POST", "/admin/v1/accounts", { token: adminToken, json: { name: 7 } }],
+          ["GET", "/admin/v1/system", { token: adminToken }]
+        ]
+        const answers = (dispatch: boolean) =>
+          Effect.flatMap(Layer.build(serverWith(dispatch)), (context) =>
+            Effect.forEach(requests, ([method, path, options]) =>
+              Effect.provide(send(method, path, options), context)))
+        const dispatched = yield* answers(true)
+        const routed = yield* answers(false)
+        requests.forEach(([method, path, options], i) => {
+          assert.deepStrictEqual(
+            comparable(dispatched[i]!),
+            comparable(routed[i]!),
+            `${method} ${path} ${JSON.stringify(options)}`
+          )
+        })
+        // the corpus reaches successes and failures alike, so the comparison is not vacuous
+        const statuses = new Set(dispatched.map((answer) =>
+          answer.status
+        ))
+        for (const status of [200, 201, 400, 401, 404]) {
+          assert.isTrue(statuses.has(status), JSON.stringify([...statuses]))
+        }
+      }),
+    60_000
+  )
 })

@@ -1,7 +1,7 @@
+import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { ClientAddress, Http, ServerConfig } from "@mediagate/server"
 import * as Context from "effect/Context"
@@ -35,7 +35,10 @@ describe("embedding", () => {
         const balance = yield* send("GET", "/api/v1/balance", { token: keys.live })
         assert.strictEqual(balance.status, 200)
         assert.strictEqual(balance.body.data.balance, 12.5)
-        const invalid = yield* send("POST", "/api/v1/vendor3/text-to-video", { token: keys.live, json: { model: "vendor3-3", input: {} } })
+        const invalid = yield* send("POST", "/api/v1/vendor3/text-to-video", {
+          token: keys.live,
+          json: { model: "vendor3-3", input: {} }
+        })
         assert.strictEqual(invalid.status, 400)
         expect(invalid.body.error.message).toBe("input.prompt is required")
         const unknown = yield* send("GET", "/api/v1/unknown", { token: keys.live })
@@ -89,7 +92,9 @@ describe("embedding", () => {
   })
 
   it("a web handler reads a streamed body under the limit: an endless one is 413 and read no further", async () => {
-    const { dispose, handler } = Http.toWebHandler(Layer.mergeAll(PortsFake, ServerConfig.layer({ maxBodyBytes: 4096 })))
+    const { dispose, handler } = Http.toWebHandler(
+      Layer.mergeAll(PortsFake, ServerConfig.layer({ maxBodyBytes: 4096 }))
+    )
     /** A body of `chunks` chunks of 1 KiB (endless when undefined), counting the chunks the handler pulled. */
     const streamed = (text: string | undefined, chunks?: number) => {
       let pulled = 0

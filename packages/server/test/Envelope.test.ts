@@ -1,8 +1,8 @@
+import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { NodeHttpServer } from "@effect/platform-node"
-import { assert, describe, expect, it, layer } from "@effect/vitest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Api, Services, type Task, type Voice } from "@mediagate/contract"
 import { Envelope, Health, Http, ServerConfig } from "@mediagate/server"
 import * as Effect from "effect/Effect"
@@ -18,7 +18,10 @@ describe("envelope", () => {
       Effect.gen(function*() {
         const unknown = yield* send("GET", "/api/v1/nothing/here", { token: keys.live })
         assert.strictEqual(unknown.status, 404)
-        expect(unknown.body).toEqual({ success: false, error: { code: "NOT_FOUND", message: "no route for GET /api/v1/nothing/here" } })
+        expect(unknown.body).toEqual({
+          success: false,
+          error: { code: "NOT_FOUND", message: "no route for GET /api/v1/nothing/here" }
+        })
         const root = yield* send("GET", "/")
         assert.strictEqual(root.status, 404)
         assert.strictEqual(root.body.error.code, "NOT_FOUND")
@@ -36,7 +39,10 @@ describe("envelope", () => {
         for (const raw of ["{", "{\"model\": }", "not json"]) {
           const answer = yield* send("POST", "/api/v1/vendor3/text-to-video", { token: keys.live, raw })
           assert.strictEqual(answer.status, 400, raw)
-          expect(answer.body).toEqual({ success: false, error: { code: "VALIDATION_ERROR", message: "body: must be valid JSON" } })
+          expect(answer.body).toEqual({
+            success: false,
+            error: { code: "VALIDATION_ERROR", message: "body: must be valid JSON" }
+          })
         }
         const text = yield* send("POST", "/api/v1/vendor3/text-to-video", {
           token: keys.live,
@@ -79,7 +85,11 @@ describe("envelope", () => {
         )
         expect(answer).toEqual([413, {
           success: false,
-          error: { code: "PAYLOAD_TOO_LARGE", message: "request body is larger than 1048576 bytes", request_id: expect.any(String) }
+          error: {
+            code: "PAYLOAD_TOO_LARGE",
+            message: "request body is larger than 1048576 bytes",
+            request_id: expect.any(String)
+          }
         }])
       }))
 
@@ -118,7 +128,9 @@ describe("envelope", () => {
   layer(
     Http.layer.pipe(
       Layer.provideMerge(NodeHttpServer.layerTest),
-      Layer.provideMerge(Layer.mergeAll(PortsFake, Layer.succeed(Health.Readiness, { check: Effect.fail("database down") }))),
+      Layer.provideMerge(
+        Layer.mergeAll(PortsFake, Layer.succeed(Health.Readiness, { check: Effect.fail("database down") }))
+      ),
       Layer.provide(ServerConfig.layer())
     )
   )("without an admin token", (it) => {
@@ -160,7 +172,10 @@ describe("envelope", () => {
       assert.isTrue(HttpServerResponse.isServerResponse(answer))
       const body = (answer as HttpServerResponse.HttpServerResponse).body
       assert.strictEqual(body._tag, "Uint8Array")
-      return { status: (answer as HttpServerResponse.HttpServerResponse).status, text: new TextDecoder().decode(body._tag === "Uint8Array" ? body.body : undefined) }
+      return {
+        status: (answer as HttpServerResponse.HttpServerResponse).status,
+        text: new TextDecoder().decode(body._tag === "Uint8Array" ? body.body : undefined)
+      }
     }
 
     it("answers what the success Schema encodes, once per value", () => {

@@ -34,7 +34,11 @@ describe("FiberLocal.whileRunning", () => {
         () => "outer",
         Effect.flatMap(
           FiberLocal.whileRunning(ref, () => "inner", FiberRef.get(ref)),
-          (inner) => Effect.map(Effect.zipRight(FiberRef.set(ref, "changed inside"), FiberRef.get(ref)), (after) => [inner, after])
+          (inner) =>
+            Effect.map(
+              Effect.zipRight(FiberRef.set(ref, "changed inside"), FiberRef.get(ref)),
+              (after) => [inner, after]
+            )
         )
       )
       expect(seen).toEqual(["inner", "changed inside"])

@@ -1,8 +1,8 @@
+import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
-import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Http, ServerConfig } from "@mediagate/server"
 import * as Effect from "effect/Effect"
@@ -18,7 +18,9 @@ const fetchBytes = (
 ) =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
-    const response = yield* client.execute(HttpClientRequest.make(method)(path).pipe(HttpClientRequest.setHeaders(headers)))
+    const response = yield* client.execute(
+      HttpClientRequest.make(method)(path).pipe(HttpClientRequest.setHeaders(headers))
+    )
     const bytes = new Uint8Array(yield* response.arrayBuffer)
     return { status: response.status, headers: response.headers, bytes }
   }).pipe(Effect.scoped)
@@ -70,7 +72,10 @@ describe("GET /files/*", () => {
         assert.strictEqual(answer.status, 416)
         expect(answer.body).toEqual({
           success: false,
-          error: { code: "RANGE_NOT_SATISFIABLE", message: "range bytes=300- is not satisfiable: the file has 300 bytes" }
+          error: {
+            code: "RANGE_NOT_SATISFIABLE",
+            message: "range bytes=300- is not satisfiable: the file has 300 bytes"
+          }
         })
         // RFC 9110 §15.5.17: the unsatisfied-range form
         assert.strictEqual(answer.headers["content-range"], "bytes */300")
@@ -118,7 +123,11 @@ describe("GET /files/*", () => {
       Effect.gen(function*() {
         const answer = yield* fetchBytes("HEAD", fileUrl(video.key))
         assert.strictEqual(answer.status, 200)
-        expect(answer.headers).toMatchObject({ "content-type": "video/mp4", "content-length": "300", "accept-ranges": "bytes" })
+        expect(answer.headers).toMatchObject({
+          "content-type": "video/mp4",
+          "content-length": "300",
+          "accept-ranges": "bytes"
+        })
         assert.strictEqual(answer.bytes.length, 0)
         const denied = yield* fetchBytes("HEAD", fileUrl(video.key, { signature: "0".repeat(64) }))
         assert.strictEqual(denied.status, 403)
@@ -128,7 +137,9 @@ describe("GET /files/*", () => {
   it("is served by the web handler too", async () => {
     const { dispose, handler } = Http.toWebHandler(Layer.mergeAll(PortsFake, ServerConfig.layer()))
     try {
-      const ok = await handler(new Request(`http://mediagate.local${fileUrl(video.key)}`, { headers: { range: "bytes=0-9" } }))
+      const ok = await handler(
+        new Request(`http://mediagate.local${fileUrl(video.key)}`, { headers: { range: "bytes=0-9" } })
+      )
       expect(ok.status).toBe(206)
       expect(ok.headers.get("content-range")).toBe("bytes 0-9/300")
       expect(new Uint8Array(await ok.arrayBuffer())).toEqual(video.bytes.slice(0, 10))

@@ -61,7 +61,10 @@ describe("generation endpoints", () => {
       ],
       [
         "vendor2/image-to-video",
-        { model: "vendor2-v3", input: { image: "https://example.com/a.png", multi_prompt: [{ index: 1, prompt: "a" }] } },
+        {
+          model: "vendor2-v3",
+          input: { image: "https://example.com/a.png", multi_prompt: [{ index: 1, prompt: "a" }] }
+        },
         "input.multi_prompt"
       ],
       ["vendor2/text-to-video", { model: "vendor2-v2-6", input: { prompt: "p", duration: 7 } }, "input.duration"],
@@ -71,11 +74,18 @@ describe("generation endpoints", () => {
       ["vendor5/image-to-video", { model: "vendor5q3-pro", input: { images: [] } }, "input.images"],
       ["vendor5/text-to-video", { model: "vendor5q3-turbo", input: { prompt: "p", duration: 17 } }, "input.duration"],
       ["vendor6/image-to-image", { model: "vendor6-2", input: { prompt: "p", resolution: "8K" } }, "input.resolution"],
-      ["vendor7/text-to-video", { model: "vendor7-imagine/text-to-video", input: { prompt: "p", duration: 6 } }, "input.duration"],
+      [
+        "vendor7/text-to-video",
+        { model: "vendor7-imagine/text-to-video", input: { prompt: "p", duration: 6 } },
+        "input.duration"
+      ],
       ["vendor8/text-to-video", { model: "vendor8/2-6-text-to-video", input: {} }, "input.prompt is required"],
       [
         "vendor8/image-to-video",
-        { model: "vendor8/2-6-image-to-video", input: { prompt: "p", image_urls: ["https://a.example/1.png", "https://a.example/2.png"] } },
+        {
+          model: "vendor8/2-6-image-to-video",
+          input: { prompt: "p", image_urls: ["https://a.example/1.png", "https://a.example/2.png"] }
+        },
         "input.image_urls: must contain exactly one URL"
       ],
       [
@@ -83,9 +93,21 @@ describe("generation endpoints", () => {
         { model: "vendor8/2-6-video-to-video", input: { prompt: "p", video_urls: [] } },
         "input.video_urls: must contain 1 to 3 URLs"
       ],
-      ["vendor3/text-to-video", { model: "vendor1-2", input: { prompt: "p" } }, "model: must be one of vendor3-3, vendor3-3_fast"],
-      ["vendor3/text-to-video", { model: "vendor3-3", input: { prompt: "p", tone: "dark" } }, "input.tone: is not a known field"],
-      ["vendor3/text-to-video", { model: "vendor3-3", input: { prompt: "p" }, priority: 1 }, "priority: is not a known field"],
+      [
+        "vendor3/text-to-video",
+        { model: "vendor1-2", input: { prompt: "p" } },
+        "model: must be one of vendor3-3, vendor3-3_fast"
+      ],
+      [
+        "vendor3/text-to-video",
+        { model: "vendor3-3", input: { prompt: "p", tone: "dark" } },
+        "input.tone: is not a known field"
+      ],
+      [
+        "vendor3/text-to-video",
+        { model: "vendor3-3", input: { prompt: "p" }, priority: 1 },
+        "priority: is not a known field"
+      ],
       ["vendor3/text-to-video", { input: { prompt: "p" } }, "model is required"],
       ["vendor3/text-to-video", [1, 2], "body: "],
       [
@@ -105,7 +127,11 @@ describe("generation endpoints", () => {
       ],
       [
         "vendor3/text-to-video",
-        { model: "vendor3-3", input: { prompt: "p" }, metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])) },
+        {
+          model: "vendor3-3",
+          input: { prompt: "p" },
+          metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i]))
+        },
         "metadata: must have at most 50 keys"
       ],
       [

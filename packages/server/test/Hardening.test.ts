@@ -35,13 +35,24 @@ describe("inspectJson", () => {
   })
 
   it("leaves syntax errors to JSON.parse", () => {
-    for (const text of ["", "{", "\"unterminated", "]]]", "{\"a\":\"\\"]) expect(RequestBody.inspectJson(text)).toBeUndefined()
+    for (const text of ["", "{", "\"unterminated", "]]]", "{\"a\":\"\\"]) {
+      expect(RequestBody.inspectJson(text)).toBeUndefined()
+    }
   })
 })
 
 describe("isCanonicalPath", () => {
   it("accepts the paths as routes write them, with escapes only where needed", () => {
-    for (const path of ["/", "/api/v1/tasks", "/api/v1/tasks/task_01ABC", "/files/a/b.png", "/api/v1/tasks/a%20b", "/x/%C3%A9"]) {
+    for (
+      const path of [
+        "/",
+        "/api/v1/tasks",
+        "/api/v1/tasks/task_01ABC",
+        "/files/a/b.png",
+        "/api/v1/tasks/a%20b",
+        "/x/%C3%A9"
+      ]
+    ) {
       assert.isTrue(Envelope.isCanonicalPath(path), path)
     }
   })
@@ -81,10 +92,16 @@ describe("answers a client can cause", () => {
         for (const path of ["/api/v1/api-keys", "/api/v1/vendor3/text-to-video", "/api/v1/webhooks"]) {
           const answer = yield* send("POST", path, { token: keys.live, raw: nested(100_000) })
           assert.strictEqual(answer.status, 400, answer.text)
-          expect(answer.body).toEqual({ success: false, error: { code: "VALIDATION_ERROR", message: RequestBody.tooDeepMessage } })
+          expect(answer.body).toEqual({
+            success: false,
+            error: { code: "VALIDATION_ERROR", message: RequestBody.tooDeepMessage }
+          })
         }
         // within the limit, the body is judged by its Schema as before
-        const shallow = yield* send("POST", "/api/v1/api-keys", { token: keys.live, raw: nested(RequestBody.maxJsonDepth) })
+        const shallow = yield* send("POST", "/api/v1/api-keys", {
+          token: keys.live,
+          raw: nested(RequestBody.maxJsonDepth)
+        })
         assert.strictEqual(shallow.status, 400)
         assert.notStrictEqual(shallow.body.error.message, RequestBody.tooDeepMessage)
       }))
@@ -93,15 +110,26 @@ describe("answers a client can cause", () => {
       Effect.gen(function*() {
         const cases = [
           ["/api/v1/api-keys", keys.live, { name: "a\u0000b" }],
-          ["/api/v1/webhooks", keys.live, { url: "https://hooks.example.com/x", events: ["task.failed"], description: "x\u0000" }],
+          ["/api/v1/webhooks", keys.live, {
+            url: "https://hooks.example.com/x",
+            events: ["task.failed"],
+            description: "x\u0000"
+          }],
           ["/api/v1/vendor3/text-to-video", keys.live, { model: "vendor3-3", input: { prompt: "p\u0000" } }],
-          ["/api/v1/vendor3/text-to-video", keys.live, { model: "vendor3-3", input: { prompt: "p" }, metadata: { "k\u0000": 1 } }],
+          ["/api/v1/vendor3/text-to-video", keys.live, {
+            model: "vendor3-3",
+            input: { prompt: "p" },
+            metadata: { "k\u0000": 1 }
+          }],
           ["/admin/v1/accounts", adminToken, { name: "acme\u0000" }]
         ] as const
         for (const [path, token, json] of cases) {
           const answer = yield* send("POST", path, { token, json })
           assert.strictEqual(answer.status, 400, `${path} ${answer.text}`)
-          expect(answer.body).toEqual({ success: false, error: { code: "VALIDATION_ERROR", message: RequestBody.nulMessage } })
+          expect(answer.body).toEqual({
+            success: false,
+            error: { code: "VALIDATION_ERROR", message: RequestBody.nulMessage }
+          })
         }
         // the six characters \u0000 as text are an ordinary name
         const text = yield* send("POST", "/api/v1/api-keys", { token: keys.live, json: { name: "a\\u0000b" } })
@@ -113,7 +141,10 @@ describe("answers a client can cause", () => {
         for (const path of ["/api/v1/tasks?search=%00", "/api/v1/tasks?cursor=a%00b", "/api/v1/tasks?x%00=1"]) {
           const answer = yield* send("GET", path, { token: keys.live })
           assert.strictEqual(answer.status, 400, `${path} ${answer.text}`)
-          expect(answer.body.error).toEqual({ code: "VALIDATION_ERROR", message: "query: must not contain the NUL character (%00)" })
+          expect(answer.body.error).toEqual({
+            code: "VALIDATION_ERROR",
+            message: "query: must not contain the NUL character (%00)"
+          })
         }
         const path = yield* send("GET", "/api/v1/tasks/task%00", { token: keys.live })
         assert.strictEqual(path.status, 404, path.text)
@@ -141,7 +172,9 @@ describe("answers a client can cause", () => {
           "/api/v1/balance/"
         ]
         for (const path of variants) {
-          const answer = yield* send("GET", path, { token: path.toLowerCase().includes("admin") ? adminToken : keys.live })
+          const answer = yield* send("GET", path, {
+            token: path.toLowerCase().includes("admin") ? adminToken : keys.live
+          })
           assert.strictEqual(answer.status, 404, `${path} ${answer.text}`)
           assert.strictEqual(answer.body.error.code, "NOT_FOUND", path)
         }

@@ -107,7 +107,9 @@ describe("OpenAPI document", () => {
         expect(input.properties.duration).toMatchObject({ minimum: 4, maximum: 15 })
         expect(input.properties.resolution.enum).toEqual(["480p", "720p", "1080p"])
         expect(input.properties.first_frame_url.description).toBeTypeOf("string")
-        expect(JSON.stringify(spec.components.schemas.Vendor3TextToVideoInput.properties.prompt)).toContain("What to generate")
+        expect(JSON.stringify(spec.components.schemas.Vendor3TextToVideoInput.properties.prompt)).toContain(
+          "What to generate"
+        )
       }))
   })
 })

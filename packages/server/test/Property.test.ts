@@ -18,7 +18,9 @@ describe("no request body produces a 5xx", () => {
         const statuses = new Map<number, number>()
         for (const info of Catalog.endpointList) {
           // the encoded side without refinements: structurally plausible bodies that break rules at random
-          const arbitrary = Arbitrary.make(Schema.encodedSchema(Generation.requestSchema(info.key as Catalog.EndpointKey)))
+          const arbitrary = Arbitrary.make(
+            Schema.encodedSchema(Generation.requestSchema(info.key as Catalog.EndpointKey))
+          )
           const bodies = FastCheck.sample(arbitrary, { numRuns: runsPerEndpoint, seed: seed + info.path.length })
           const decide = Schema.decodeUnknownEither(Generation.requestSchema(info.key as Catalog.EndpointKey))
           for (const body of bodies) {
@@ -57,7 +59,18 @@ describe("no request body produces a 5xx", () => {
 
     it.effect(`arbitrary query strings on the list endpoints (seed ${seed})`, () =>
       Effect.gen(function*() {
-        const names = ["status", "provider", "model", "created_after", "created_before", "search", "limit", "cursor", "name", "x"]
+        const names = [
+          "status",
+          "provider",
+          "model",
+          "created_after",
+          "created_before",
+          "search",
+          "limit",
+          "cursor",
+          "name",
+          "x"
+        ]
         const queries = FastCheck.sample(
           FastCheck.array(FastCheck.tuple(FastCheck.constantFrom(...names), FastCheck.string()), { maxLength: 4 }),
           { numRuns: 60, seed }
@@ -66,7 +79,10 @@ describe("no request body produces a 5xx", () => {
           const query = new URLSearchParams(pairs).toString()
           for (const path of ["/api/v1/tasks", "/api/v1/vendor9/voices", "/api/v1/webhooks/wh_1/deliveries"]) {
             const answer = yield* send("GET", `${path}?${query}`, { token: keys.live })
-            assert.isTrue(answer.status === 200 || answer.status === 400, `${path}?${query}: ${answer.status} ${answer.text}`)
+            assert.isTrue(
+              answer.status === 200 || answer.status === 400,
+              `${path}?${query}: ${answer.status} ${answer.text}`
+            )
           }
         }
       }))

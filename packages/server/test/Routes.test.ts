@@ -42,17 +42,22 @@ describe("routes", () => {
 
         const unknown = yield* send("GET", "/api/v1/tasks/task_nope", { token: keys.live })
         assert.strictEqual(unknown.status, 404)
-        expect(unknown.body).toEqual({ success: false, error: { code: "TASK_NOT_FOUND", message: "task task_nope not found" } })
+        expect(unknown.body).toEqual({
+          success: false,
+          error: { code: "TASK_NOT_FOUND", message: "task task_nope not found" }
+        })
       }))
 
     it.effect("a task of another account is answered exactly like an unknown one", () =>
       Effect.gen(function*() {
         const seeded = yield* SeededTasks
-        for (const [method, path] of [
-          ["GET", `/api/v1/tasks/${seeded.otherAccount}`],
-          ["POST", `/api/v1/tasks/${seeded.otherAccount}/retry`],
-          ["POST", `/api/v1/tasks/${seeded.otherAccount}/cancel`]
-        ] as const) {
+        for (
+          const [method, path] of [
+            ["GET", `/api/v1/tasks/${seeded.otherAccount}`],
+            ["POST", `/api/v1/tasks/${seeded.otherAccount}/retry`],
+            ["POST", `/api/v1/tasks/${seeded.otherAccount}/cancel`]
+          ] as const
+        ) {
           const answer = yield* send(method, path, { token: keys.live })
           assert.strictEqual(answer.status, 404, path)
           assert.strictEqual(answer.body.error.code, "TASK_NOT_FOUND")
@@ -68,7 +73,10 @@ describe("routes", () => {
 
         const voices = yield* send("GET", "/api/v1/vendor9/voices?name=ALB", { token: keys.live })
         assert.strictEqual(voices.status, 200)
-        expect(voices.body.data).toEqual({ voices: [{ voice_id: "v_alba", name: "Alba", description: "Warm narrator" }], total: 1 })
+        expect(voices.body.data).toEqual({
+          voices: [{ voice_id: "v_alba", name: "Alba", description: "Warm narrator" }],
+          total: 1
+        })
 
         const created = yield* send("POST", "/api/v1/api-keys", {
           token: keys.live,
@@ -83,7 +91,10 @@ describe("routes", () => {
         })
         assert.strictEqual(badPermission.status, 400)
         expect(badPermission.body.error.message).toBe("permissions.video:delete: is not a known field")
-        const badIp = yield* send("POST", "/api/v1/api-keys", { token: keys.live, json: { name: "ci", ipWhitelist: ["10.0.0.300"] } })
+        const badIp = yield* send("POST", "/api/v1/api-keys", {
+          token: keys.live,
+          json: { name: "ci", ipWhitelist: ["10.0.0.300"] }
+        })
         assert.strictEqual(badIp.status, 400)
         expect(badIp.body.error.message).toBe("ipWhitelist[0]: must be an IP address or CIDR range")
         const listKeys = yield* send("GET", "/api/v1/api-keys", { token: keys.live })
@@ -149,7 +160,10 @@ describe("routes", () => {
         const ip = yield* send("GET", "/api/v1/balance", { token: keys.ipLocked })
         expect(ip.body.error.message).toBe("IP address not allowed for this key")
         // X-Forwarded-For is not honoured from an untrusted peer
-        const spoofed = yield* send("GET", "/api/v1/balance", { token: keys.ipLocked, headers: { "x-forwarded-for": "10.1.1.1" } })
+        const spoofed = yield* send("GET", "/api/v1/balance", {
+          token: keys.ipLocked,
+          headers: { "x-forwarded-for": "10.1.1.1" }
+        })
         assert.strictEqual(spoofed.status, 403)
       }))
 
@@ -176,7 +190,10 @@ describe("routes", () => {
           ["POST", "/api/v1/webhooks/wh_1/deliveries/dlv_1/replay"]
         ]
         for (const [method, path, json] of routes) {
-          const denied = yield* send(method, path, { token: keys.noPermissions, ...(json === undefined ? {} : { json }) })
+          const denied = yield* send(method, path, {
+            token: keys.noPermissions,
+            ...(json === undefined ? {} : { json })
+          })
           assert.strictEqual(denied.status, 403, `${method} ${path}: ${denied.text}`)
           assert.strictEqual(denied.body.error.code, "KEY_PERMISSION_DENIED")
         }
@@ -213,7 +230,10 @@ describe("routes", () => {
         const apiKeyIsNotAdmin = yield* send("GET", "/admin/v1/accounts/acct_main", { token: keys.live })
         assert.strictEqual(apiKeyIsNotAdmin.status, 401)
 
-        const created = yield* send("POST", "/admin/v1/accounts", { token: adminToken, json: { name: "Acme", balance: 10 } })
+        const created = yield* send("POST", "/admin/v1/accounts", {
+          token: adminToken,
+          json: { name: "Acme", balance: 10 }
+        })
         assert.strictEqual(created.status, 201)
         expect(created.body.data).toMatchObject({ id: "acct_new", name: "Acme", balance: 10, billingMode: "prepaid" })
         const read = yield* send("GET", "/admin/v1/accounts/acct_main", { token: adminToken })
@@ -226,13 +246,22 @@ describe("routes", () => {
           json: { billingMode: "postpaid", monthlySpendLimit: null }
         })
         assert.strictEqual(patched.status, 200)
-        const badMode = yield* send("PATCH", "/admin/v1/accounts/acct_main", { token: adminToken, json: { billingMode: "free" } })
+        const badMode = yield* send("PATCH", "/admin/v1/accounts/acct_main", {
+          token: adminToken,
+          json: { billingMode: "free" }
+        })
         assert.strictEqual(badMode.status, 400)
         expect(badMode.body.error.message).toBe("billingMode: must be one of \"prepaid\", \"postpaid\"")
-        const credit = yield* send("POST", "/admin/v1/accounts/acct_main/credits", { token: adminToken, json: { amount: 2.5 } })
+        const credit = yield* send("POST", "/admin/v1/accounts/acct_main/credits", {
+          token: adminToken,
+          json: { amount: 2.5 }
+        })
         assert.strictEqual(credit.status, 200)
         assert.strictEqual(credit.body.data.balance, 15)
-        const negative = yield* send("POST", "/admin/v1/accounts/acct_main/credits", { token: adminToken, json: { amount: -1 } })
+        const negative = yield* send("POST", "/admin/v1/accounts/acct_main/credits", {
+          token: adminToken,
+          json: { amount: -1 }
+        })
         assert.strictEqual(negative.status, 400)
         const tooPrecise = yield* send("POST", "/admin/v1/accounts/acct_main/credits", {
           token: adminToken,
@@ -240,7 +269,10 @@ describe("routes", () => {
         })
         assert.strictEqual(tooPrecise.status, 400)
         expect(tooPrecise.body.error.message).toContain("at most 6 decimals")
-        const key = yield* send("POST", "/admin/v1/accounts/acct_main/api-keys", { token: adminToken, json: { name: "ops" } })
+        const key = yield* send("POST", "/admin/v1/accounts/acct_main/api-keys", {
+          token: adminToken,
+          json: { name: "ops" }
+        })
         assert.strictEqual(key.status, 201)
         expect(key.body.data.key).toMatch(/^mg_live_/)
       }))

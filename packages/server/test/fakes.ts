@@ -265,8 +265,12 @@ export const makeTaskServiceFake = Effect.sync(() => {
           .reverse()
         const limit = query.limit ?? 20
         return {
-          data: all.slice(0, limit).map(({ input: _i, estimated_seconds: _e, webhookUrl: _w, result: _r, ...t }) => t),
-          pagination: { cursor: all.length > limit ? all[limit - 1]!.id : null, hasMore: all.length > limit, total: all.length }
+          data: all.slice(0, limit).map(({ estimated_seconds: _e, input: _i, result: _r, webhookUrl: _w, ...t }) => t),
+          pagination: {
+            cursor: all.length > limit ? all[limit - 1]!.id : null,
+            hasMore: all.length > limit,
+            total: all.length
+          }
         }
       }),
     retry: (principal, id) =>
@@ -333,8 +337,12 @@ export class SeededTasks extends Effect.Tag("test/SeededTasks")<SeededTasks, {
 }>() {}
 
 /** The task service fake and its seeded ids. */
-export const TaskServiceFake = Layer.effectContext(Effect.map(makeTaskServiceFake, ({ seeded, service }) =>
-  Context.make(Services.TaskService, service).pipe(Context.add(SeededTasks, seeded))))
+export const TaskServiceFake = Layer.effectContext(
+  Effect.map(
+    makeTaskServiceFake,
+    ({ seeded, service }) => Context.make(Services.TaskService, service).pipe(Context.add(SeededTasks, seeded))
+  )
+)
 
 /** Balance, voices, webhooks and admin fakes. */
 export const OtherServicesFake = Layer.mergeAll(
@@ -424,9 +432,14 @@ export const OtherServicesFake = Layer.mergeAll(
         : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
     // the operator views (their real implementations are tested in packages/node/test/Operator.test.ts)
     listAccounts: () =>
-      Effect.succeed({ data: [account("acct_main", "Main", 12.5)], pagination: { cursor: null, hasMore: false, total: 1 } }),
+      Effect.succeed({
+        data: [account("acct_main", "Main", 12.5)],
+        pagination: { cursor: null, hasMore: false, total: 1 }
+      }),
     listKeys: (id) =>
-      id === "acct_main" ? Effect.succeed([]) : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
+      id === "acct_main"
+        ? Effect.succeed([])
+        : Effect.fail(new Errors.AccountNotFound({ message: `account ${id} not found` })),
     revokeKey: (id) => Effect.fail(new Errors.ApiKeyNotFound({ message: `API key ${id} not found` })),
     listTasks: () => Effect.succeed({ data: [], pagination: { cursor: null, hasMore: false, total: 0 } }),
     getTask: (id) => Effect.fail(new Errors.TaskNotFound({ message: `task ${id} not found` })),
@@ -471,8 +484,16 @@ const account = (id: string, name: string, balance: number) => ({
 
 /** The files of the fake FileService and the one signature it accepts. */
 export const fileFixtures = {
-  video: { key: "tasks/task_1/video-0.mp4", contentType: "video/mp4", bytes: Uint8Array.from({ length: 300 }, (_, i) => i % 256) },
-  text: { key: "notes/hello.txt", contentType: "text/plain; charset=utf-8", bytes: new TextEncoder().encode("hello, files") },
+  video: {
+    key: "tasks/task_1/video-0.mp4",
+    contentType: "video/mp4",
+    bytes: Uint8Array.from({ length: 300 }, (_, i) => i % 256)
+  },
+  text: {
+    key: "notes/hello.txt",
+    contentType: "text/plain; charset=utf-8",
+    bytes: new TextEncoder().encode("hello, files")
+  },
   /** 2100-01-01T00:00:00Z */
   expires: "4102444800",
   /** 2000-01-01T00:00:00Z */
@@ -482,7 +503,9 @@ export const fileFixtures = {
 
 /** A file URL path as the fake FileService signs it. */
 export const fileUrl = (key: string, options: { readonly expires?: string; readonly signature?: string } = {}) =>
-  `/files/${key}?expires=${options.expires ?? fileFixtures.expires}&signature=${options.signature ?? fileFixtures.signature}`
+  `/files/${key}?expires=${options.expires ?? fileFixtures.expires}&signature=${
+    options.signature ?? fileFixtures.signature
+  }`
 
 /** Result files in memory: one fixed signature, expiry against the real clock, single `bytes=` ranges. */
 export const FileServiceFake = Layer.succeed(Services.FileService, {
@@ -515,7 +538,10 @@ export const FileServiceFake = Layer.succeed(Services.FileService, {
         ? [Math.max(0, size - Number(match[2])), size - 1]
         : [Number(match[1]), match[2] === "" ? size - 1 : Math.min(Number(match[2]), size - 1)]
       if (start >= size || (match[1] === "" && Number(match[2]) === 0)) {
-        return yield* Errors.RangeNotSatisfiable.ofSize(`range ${range} is not satisfiable: the file has ${size} bytes`, size)
+        return yield* Errors.RangeNotSatisfiable.ofSize(
+          `range ${range} is not satisfiable: the file has ${size} bytes`,
+          size
+        )
       }
       headers["content-length"] = String(end - start + 1)
       headers["content-range"] = `bytes ${start}-${end}/${size}`

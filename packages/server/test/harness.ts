@@ -1,10 +1,10 @@
 /**
  * A real HTTP server over the fake ports, and small helpers to send raw requests and read envelopes.
  */
+import { NodeHttpServer } from "@effect/platform-node"
 import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Http, ServerConfig } from "@mediagate/server"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -36,12 +36,18 @@ export interface Answer {
  * error answer of every test through {@link send} is checked so; the tests then compare the spec's envelope.
  */
 const withoutRequestId = (body: unknown, headers: Readonly<Record<string, string>>): unknown => {
-  if (typeof body !== "object" || body === null || !("success" in body) || body.success !== false || !("error" in body)) {
+  if (
+    typeof body !== "object" || body === null || !("success" in body) || body.success !== false || !("error" in body)
+  ) {
     return body
   }
   const { request_id, ...error } = body.error as { readonly request_id?: unknown }
   if (typeof request_id !== "string" || request_id !== headers["x-request-id"]) {
-    throw new Error(`error envelope without the answer's request id: ${JSON.stringify(body)} (X-Request-Id: ${headers["x-request-id"]})`)
+    throw new Error(
+      `error envelope without the answer's request id: ${JSON.stringify(body)} (X-Request-Id: ${
+        headers["x-request-id"]
+      })`
+    )
   }
   return { ...body, error }
 }
@@ -62,9 +68,13 @@ export const send = (
     let request = HttpClientRequest.make(method)(path)
     if (options.token !== undefined) request = HttpClientRequest.bearerToken(request, options.token)
     if (options.json !== undefined) request = HttpClientRequest.setBody(request, HttpBody.unsafeJson(options.json))
-    if (options.raw !== undefined) request = HttpClientRequest.setBody(request, HttpBody.text(options.raw, "application/json"))
+    if (options.raw !== undefined) {
+      request = HttpClientRequest.setBody(request, HttpBody.text(options.raw, "application/json"))
+    }
     // headers last: a test may override the body's Content-Type
-    if (options.headers !== undefined) request = HttpClientRequest.setHeaders(request, options.headers)
+    if (options.headers !== undefined) {
+      request = HttpClientRequest.setHeaders(request, options.headers)
+    }
     const response = yield* client.execute(request)
     const text = yield* response.text
     let body: unknown = undefined
@@ -73,5 +83,10 @@ export const send = (
     } catch {
       body = undefined
     }
-    return { status: response.status, headers: response.headers, body: withoutRequestId(body, response.headers), text } as Answer
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: withoutRequestId(body, response.headers),
+      text
+    } as Answer
   }).pipe(Effect.scoped)

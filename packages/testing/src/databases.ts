@@ -2,9 +2,9 @@
  * Test databases shared by every package's tests: a fresh in-memory SQLite database per layer, and PostgreSQL on
  * the local server (trust auth) with a fresh schema per test, created and dropped around it.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

@@ -97,7 +97,9 @@ export const checkBaseUrl = (value: string): string | undefined => {
   } catch {
     return "settings.base_url: must be an absolute http or https URL"
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return "settings.base_url: must be an absolute http or https URL"
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return "settings.base_url: must be an absolute http or https URL"
+  }
   if (url.username !== "" || url.password !== "") {
     return "settings.base_url: must not hold a user or password (the API key goes in credentials.api_key)"
   }
@@ -114,7 +116,8 @@ interface Shape {
   readonly models: ReadonlyArray<string>
 }
 
-const hostPattern = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$/i
+const hostPattern =
+  /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$/i
 
 /** The first rule `shape` breaks (see the module's comment), by the transports of `registry`. */
 export const checkShape = (shape: Shape, registry: Transport.Registry = Transports.registry): string | undefined => {
@@ -161,7 +164,9 @@ const settingsOf = (settings: Channel.ChannelSettings | undefined): ChannelConfi
   ...(settings?.base_url === undefined ? {} : { baseUrl: settings.base_url.trim() }),
   ...(settings?.timeout_ms === undefined ? {} : { timeoutMs: settings.timeout_ms }),
   ...(settings?.mapping === undefined ? {} : { mapping: settings.mapping }),
-  ...(settings?.result_hosts === undefined ? {} : { resultHosts: settings.result_hosts.map((host) => host.toLowerCase()) }),
+  ...(settings?.result_hosts === undefined
+    ? {}
+    : { resultHosts: settings.result_hosts.map((host) => host.toLowerCase()) }),
   ...(settings?.max_result_bytes === undefined ? {} : { maxResultBytes: settings.max_result_bytes }),
   ...(settings?.poll_interval_ms === undefined ? {} : { pollIntervalMs: settings.poll_interval_ms }),
   ...(settings?.poll_rate === undefined ? {} : { pollRate: settings.poll_rate }),
@@ -210,9 +215,13 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
 
   /** The channels as shown, with their health (one read of the load for all). */
   const shown = (configs: ReadonlyArray<ChannelConfig>) =>
-    Effect.flatMap(storage.channelLoad, (load) =>
-      Effect.forEach(configs, (config) =>
-        Effect.map(runtime.health(config.id), (health) => toChannel(config, health, load.get(config.id) ?? 0))))
+    Effect.flatMap(
+      storage.channelLoad,
+      (load) =>
+        Effect.forEach(configs, (config) =>
+          Effect.map(runtime.health(config.id), (health) =>
+            toChannel(config, health, load.get(config.id) ?? 0)))
+    )
 
   const one = (config: ChannelConfig) => Effect.map(shown([config]), (channels) => channels[0]!)
 
@@ -222,7 +231,10 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
   const find = (id: string) =>
     Effect.flatMap(store.get(id), Option.match({ onNone: () => Effect.fail(notFound(id)), onSome: Effect.succeed }))
 
-  const list: Services.AdminChannels["Type"]["list"] = Effect.flatMap(store.list, (stored) => shown([...runtime.defaults, ...stored]))
+  const list: Services.AdminChannels["Type"]["list"] = Effect.flatMap(
+    store.list,
+    (stored) => shown([...runtime.defaults, ...stored])
+  )
     .pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("Channels.list"))
 
   const get: Services.AdminChannels["Type"]["get"] = (id) =>
@@ -236,7 +248,13 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
       const settings = settingsOf(body.settings)
       const families = unique(body.families)
       const models = unique(body.models ?? [])
-      const broken = checkShape({ transport: body.transport, settings, credentials: body.credentials !== undefined, families, models })
+      const broken = checkShape({
+        transport: body.transport,
+        settings,
+        credentials: body.credentials !== undefined,
+        families,
+        models
+      })
       if (broken !== undefined) return yield* invalid(broken)
       yield* checkKey(body.credentials)
       const enabled = body.enabled ?? true
@@ -260,7 +278,9 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
     Effect.gen(function*() {
       if (isDefault(id)) return yield* invalid(fromEnvironment(id, "changed"))
       const current = yield* find(id)
-      const settings = body.settings === undefined ? current.settings : { ...current.settings, ...settingsOf(body.settings) }
+      const settings = body.settings === undefined
+        ? current.settings
+        : { ...current.settings, ...settingsOf(body.settings) }
       const families = body.families === undefined ? current.families : unique(body.families)
       const models = body.models === undefined ? current.models : unique(body.models)
       const kept = current.credentials.apiKey !== undefined || (current.credentialsHint ?? null) !== null
@@ -271,10 +291,16 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
       const patch: ChannelPatch = {
         ...MemoryStore.given(body, ["name", "priority", "weight", "concurrency"]),
         ...(body.settings === undefined ? {} : { settings }),
-        ...(body.credentials === undefined ? {} : { credentials: body.credentials === null ? null : credentialsOf(body.credentials) }),
+        ...(body.credentials === undefined
+          ? {}
+          : { credentials: body.credentials === null ? null : credentialsOf(body.credentials) }),
         ...(body.families === undefined ? {} : { families }),
         ...(body.models === undefined ? {} : { models }),
-        ...(body.enabled === undefined ? {} : body.enabled ? { enabled: true } : { enabled: false, disabledReason: operatorReason })
+        ...(body.enabled === undefined
+          ? {}
+          : body.enabled
+          ? { enabled: true }
+          : { enabled: false, disabledReason: operatorReason })
       }
       const updated = yield* store.update(id, patch)
       if (Option.isNone(updated)) return yield* notFound(id)
@@ -329,4 +355,7 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
 })
 
 /** The admin service of channels as a layer. */
-export const layer: Layer.Layer<Services.AdminChannels, never, Requirements> = Layer.effect(Services.AdminChannels, make)
+export const layer: Layer.Layer<Services.AdminChannels, never, Requirements> = Layer.effect(
+  Services.AdminChannels,
+  make
+)

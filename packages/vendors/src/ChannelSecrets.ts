@@ -54,7 +54,10 @@ export interface ChannelKey {
   readonly bytes: Buffer
 }
 
-const keyOf = (bytes: Buffer): ChannelKey => ({ id: createHash("sha256").update(bytes).digest("hex").slice(0, 8), bytes })
+const keyOf = (bytes: Buffer): ChannelKey => ({
+  id: createHash("sha256").update(bytes).digest("hex").slice(0, 8),
+  bytes
+})
 
 const base64Key = (text: string): Buffer | undefined => {
   if (!/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(text)) return undefined
@@ -114,7 +117,9 @@ const aad = (context: string) => Buffer.from(`${label} ${formatVersion} ${contex
 /** The {@link Secrets} of a current key (none: nothing can be sealed) and older keys that still open values. */
 export const makeSecrets = (current: ChannelKey | undefined, previous: ReadonlyArray<ChannelKey> = []): Secrets => {
   const keys = new Map<string, ChannelKey>()
-  for (const key of [...(current === undefined ? [] : [current]), ...previous]) if (!keys.has(key.id)) keys.set(key.id, key)
+  for (const key of [...(current === undefined ? [] : [current]), ...previous]) {
+    if (!keys.has(key.id)) keys.set(key.id, key)
+  }
   const corrupt = new ChannelSecretError({ reason: "corrupt", message: "the stored value is corrupt or was altered" })
   return {
     keyId: current?.id ?? null,
@@ -137,7 +142,9 @@ export const makeSecrets = (current: ChannelKey | undefined, previous: ReadonlyA
             reason: keys.size === 0 ? "no-key" : "unknown-key",
             message: keys.size === 0
               ? `they were encrypted with key ${keyId} and MEDIAGATE_CHANNEL_KEY is not set`
-              : `they were encrypted with key ${keyId}, which is neither MEDIAGATE_CHANNEL_KEY (${current?.id ?? "not set"}) ` +
+              : `they were encrypted with key ${keyId}, which is neither MEDIAGATE_CHANNEL_KEY (${
+                current?.id ?? "not set"
+              }) ` +
                 `nor MEDIAGATE_CHANNEL_KEY_PREVIOUS`
           })
         )
@@ -188,7 +195,9 @@ export const fromSettings = (settings: KeySettings): Effect.Effect<Secrets, Conf
 export class ChannelSecrets extends Context.Tag("@mediagate/vendors/ChannelSecrets")<ChannelSecrets, Secrets>() {}
 
 /** {@link ChannelSecrets} of the given keys (text as in the environment; absent: not set). */
-export const layer = (keys: { readonly current?: string | undefined; readonly previous?: string | undefined } = {}): Layer.Layer<
+export const layer = (
+  keys: { readonly current?: string | undefined; readonly previous?: string | undefined } = {}
+): Layer.Layer<
   ChannelSecrets,
   ConfigError.ConfigError
 > =>
@@ -315,19 +324,21 @@ export const storePatch = (
   patch: ChannelPatch,
   now: number
 ): Either.Either<StoredChannel, ChannelSecretError> => {
-  const credentials: Either.Either<{ readonly sealed: string | null; readonly hint: string | null }, ChannelSecretError> =
-    patch.credentials !== undefined
-      ? sealCredentials(secrets, stored.id, patch.credentials)
-      : (() => {
-        const kept = { sealed: stored.credentials, hint: stored.credentialsHint }
-        if (stored.credentials === null || secrets.keyId === null) return Either.right(kept)
-        const opened = openCredentials(secrets, stored.id, stored.credentials)
-        if (Either.isLeft(opened) || opened.right.keyId === secrets.keyId) return Either.right(kept)
-        return Either.map(
-          sealCredentials(secrets, stored.id, opened.right.credentials),
-          ({ sealed }) => ({ sealed, hint: stored.credentialsHint })
-        )
-      })()
+  const credentials: Either.Either<
+    { readonly sealed: string | null; readonly hint: string | null },
+    ChannelSecretError
+  > = patch.credentials !== undefined
+    ? sealCredentials(secrets, stored.id, patch.credentials)
+    : (() => {
+      const kept = { sealed: stored.credentials, hint: stored.credentialsHint }
+      if (stored.credentials === null || secrets.keyId === null) return Either.right(kept)
+      const opened = openCredentials(secrets, stored.id, stored.credentials)
+      if (Either.isLeft(opened) || opened.right.keyId === secrets.keyId) return Either.right(kept)
+      return Either.map(
+        sealCredentials(secrets, stored.id, opened.right.credentials),
+        ({ sealed }) => ({ sealed, hint: stored.credentialsHint })
+      )
+    })()
   return Either.map(credentials, ({ hint, sealed }) => ({
     ...stored,
     ...MemoryStore.given(patch, ["name", "settings", "families", "models", "priority", "weight", "concurrency"]),

@@ -26,12 +26,12 @@
  *
  * @since 0.1.0
  */
-import { Catalog, Families, Family, Metrics, Services } from "@mediagate/contract"
-import type { TaskRecord } from "@mediagate/engine/TaskRecord"
+import { Catalog, Families, type Family, Metrics, Services } from "@mediagate/contract"
 import { ChannelSlots } from "@mediagate/engine/ChannelSlots"
 import { TaskLifecycle } from "@mediagate/engine/TaskLifecycle"
-import * as Ids from "@mediagate/persistence/Ids"
+import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { type FindResult, type JobState, markedAt, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
+import * as Ids from "@mediagate/persistence/Ids"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -46,14 +46,14 @@ import * as Stream from "effect/Stream"
 import { performance } from "node:perf_hooks"
 import { type BreakerOptions, Breakers, type BreakerState } from "./Breaker.js"
 import { type ChannelConfig, ChannelRuntime, ChannelStore, type ChannelTransport } from "./ChannelStore.js"
+import * as Durations from "./Durations.js"
+import type { Estimates } from "./Estimates.js"
 import { hostOf } from "./internal/upstreamHttp.js"
 import * as Mapping from "./Mapping.js"
+import type { PriceBook } from "./Prices.js"
+import * as Relay from "./Relay.js"
 import * as ResultCopy from "./ResultCopy.js"
 import { ResultCopier } from "./ResultCopy.js"
-import * as Durations from "./Durations.js"
-import { Estimates } from "./Estimates.js"
-import { PriceBook } from "./Prices.js"
-import * as Relay from "./Relay.js"
 import { SimulatedUpstream } from "./Simulated.js"
 import * as Transport from "./Transport.js"
 import * as Transports from "./transports/index.js"
@@ -377,7 +377,8 @@ export const make = (options: ChannelsOptions = {}) =>
     )
     const defaultLive = yield* Effect.map(
       Effect.forEach(defaults, (config) => build(config, false)),
-      (built) => new Map(built.flatMap((live) => Option.isSome(live) ? [[live.value.config.id, live.value] as const] : []))
+      (built) =>
+        new Map(built.flatMap((live) => Option.isSome(live) ? [[live.value.config.id, live.value] as const] : []))
     )
     /** The stored channels, oldest first, and by id. */
     let stored: ReadonlyArray<Live> = []
@@ -388,7 +389,9 @@ export const make = (options: ChannelsOptions = {}) =>
       const configs = yield* store.list
       const next = yield* Effect.forEach(configs, (config) => {
         const known = byId.get(config.id)
-        if (known !== undefined && known.config.updatedAt === config.updatedAt) return Effect.succeed(Option.some(known))
+        if (known !== undefined && known.config.updatedAt === config.updatedAt) {
+          return Effect.succeed(Option.some(known))
+        }
         // a new or changed channel starts with a fresh breaker (new settings, new upstream)
         if (known !== undefined) breakers.reset(config.id)
         authFailures.delete(config.id)
@@ -398,7 +401,9 @@ export const make = (options: ChannelsOptions = {}) =>
       byId = new Map(stored.map((live) => [live.config.id, live]))
     })
     /** {@link reload}, a failure logged (the channels read last stay in use). */
-    const refresh = reload.pipe(Effect.catchAllCause((cause) => Effect.logWarning("channels: reading the channels failed", cause)))
+    const refresh = reload.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("channels: reading the channels failed", cause))
+    )
     yield* refresh
     yield* Effect.forkScoped(
       Stream.merge(store.changes, Stream.fromSchedule(Schedule.spaced(options.reloadEvery ?? "5 seconds"))).pipe(
@@ -426,7 +431,12 @@ export const make = (options: ChannelsOptions = {}) =>
     }
 
     /** Times a call to a channel, counts its outcome and tells the breaker. */
-    const called = <A>(live: Live, task: TaskRecord, call: "submit" | "poll", effect: Effect.Effect<A, UpstreamError>) =>
+    const called = <A>(
+      live: Live,
+      task: TaskRecord,
+      call: "submit" | "poll",
+      effect: Effect.Effect<A, UpstreamError>
+    ) =>
       Effect.suspend(() => {
         const started = performance.now()
         const id = live.config.id
@@ -449,10 +459,14 @@ export const make = (options: ChannelsOptions = {}) =>
                 }
                 breakers.failure(id, now, error.message)
                 Metrics.channelRequests.record(1, id, call, kind)
-                return kind === "auth" ? Effect.zipRight(reportTransitions, authFailed(live, error.message)) : reportTransitions
+                return kind === "auth"
+                  ? Effect.zipRight(reportTransitions, authFailed(live, error.message))
+                  : reportTransitions
               })
           }),
-          Effect.ensuring(Effect.sync(() => Metrics.channelDuration.record((performance.now() - started) / 1000, id, call))),
+          Effect.ensuring(
+            Effect.sync(() => Metrics.channelDuration.record((performance.now() - started) / 1000, id, call))
+          ),
           Upstreams.traced(`Upstream.${call}`, task, live.config.transport, id)
         )
       })
@@ -465,7 +479,9 @@ export const make = (options: ChannelsOptions = {}) =>
         authFailures.set(id, count)
         if (count < authLimit) return Effect.void
         if (!live.stored) {
-          return Effect.logError(`channel ${id}: ${count} authentication failures in a row (${message}); fix the environment's credentials`)
+          return Effect.logError(
+            `channel ${id}: ${count} authentication failures in a row (${message}); fix the environment's credentials`
+          )
         }
         authFailures.delete(id)
         const reason = `disabled automatically after ${count} authentication failures in a row: ${message}`
@@ -510,7 +526,9 @@ export const make = (options: ChannelsOptions = {}) =>
             openUntil = Math.min(openUntil, admitted.retryAt)
             continue
           }
-          const submitted = yield* Effect.either(called(live, task, "submit", live.transport.submit({ ...task, channelId: id })))
+          const submitted = yield* Effect.either(
+            called(live, task, "submit", live.transport.submit({ ...task, channelId: id }))
+          )
           if (submitted._tag === "Right") return { jobId: submitted.right.jobId, channelId: id }
           const error = submitted.left
           if (failureKind(error) === "refused") return yield* error
@@ -529,16 +547,22 @@ export const make = (options: ChannelsOptions = {}) =>
           }
           last = error
           if (error.uncertain === true) {
-            yield* Effect.logWarning(`task ${task.id}: channel ${id} is failing; a job its lost submit made is left there`)
+            yield* Effect.logWarning(
+              `task ${task.id}: channel ${id} is failing; a job its lost submit made is left there`
+            )
           }
           Metrics.channelFailovers.record(1, id, "submit")
-          yield* Effect.logWarning(`task ${task.id}: submit on channel ${id} failed (${error.message}); trying the next channel`)
+          yield* Effect.logWarning(
+            `task ${task.id}: submit on channel ${id} failed (${error.message}); trying the next channel`
+          )
         }
         const now = yield* Clock.currentTimeMillis
         if (last !== undefined) {
           return yield* unavailable(`every channel serving ${task.model} failed; the last: ${last.message}`)
         }
-        if (full) return yield* unavailable(`every channel serving ${task.model} is at its concurrency limit`, slotWaitMs)
+        if (full) {
+          return yield* unavailable(`every channel serving ${task.model} is at its concurrency limit`, slotWaitMs)
+        }
         return yield* unavailable(`every channel serving ${task.model} has its circuit open`, openUntil - now)
       })
 
@@ -597,7 +621,9 @@ export const make = (options: ChannelsOptions = {}) =>
         // the channel is failing (its breaker open) while another can take the task: its job is not looked for, the
         // task goes elsewhere (as a job whose channel dies)
         const now = yield* Clock.currentTimeMillis
-        if (breakers.view(live.config.id).breaker === "open" && elsewhere(task, now)) return { _tag: "NotFound" } as const
+        if (breakers.view(live.config.id).breaker === "open" && elsewhere(task, now)) {
+          return { _tag: "NotFound" } as const
+        }
         if (live.transport.find === undefined) return lookless(live)
         const found = yield* live.transport.find(task, since).pipe(
           Upstreams.traced("Upstream.find", task, live.config.transport, live.config.id)
@@ -640,43 +666,55 @@ export const make = (options: ChannelsOptions = {}) =>
     const legacy = (task: TaskRecord) =>
       (options.transports ?? {})[task.provider] === "relay" ? defaultLive.get(defaultIds.relay)?.transport : undefined
 
-    const upstream = yield* Upstreams.measured(Upstream.of({
-      notifiesChanges: false,
-      notifies: (task) => {
-        if (task.environment === "test") return true
-        const live = find(task.channelId)
-        return live !== undefined ? live.notifies : (legacy(task) ?? simulated).notifiesChanges
-      },
-      pollDelay: (_polls, task) =>
-        task.environment === "test" ? undefined : find(task.channelId)?.config.settings.pollIntervalMs,
-      changes: Stream.mergeAll([simulated.changes, copier.changes, Stream.fromPubSub(woken)], { concurrency: "unbounded" }),
-      submit: (task) =>
-        task.environment === "test"
-          ? simulated.submit(task).pipe(Upstreams.traced("Upstream.submit", task, "simulated"))
-          : submitRouted(task),
-      find: (task, since) =>
-        task.environment === "test" ? Effect.succeed({ _tag: "NotFound" }) : findRouted(task, since),
-      poll: (task, jobId) =>
-        Effect.suspend(() => {
-          if (task.environment === "test") return simulated.poll(task, jobId).pipe(Upstreams.traced("Upstream.poll", task, "simulated"))
-          if (task.channelId == null) {
-            // submitted before channels existed: on the environment's transport of its family
-            const transport = legacy(task) ?? simulated
-            return transport.poll(task, jobId).pipe(Upstreams.traced("Upstream.poll", task, transport === simulated ? "simulated" : "relay"))
-          }
-          return pollRouted(task, jobId)
+    const upstream = yield* Upstreams.measured(
+      Upstream.of({
+        notifiesChanges: false,
+        notifies: (task) => {
+          if (task.environment === "test") return true
+          const live = find(task.channelId)
+          return live !== undefined ? live.notifies : (legacy(task) ?? simulated).notifiesChanges
+        },
+        pollDelay: (_polls, task) =>
+          task.environment === "test" ? undefined : find(task.channelId)?.config.settings.pollIntervalMs,
+        changes: Stream.mergeAll([simulated.changes, copier.changes, Stream.fromPubSub(woken)], {
+          concurrency: "unbounded"
         }),
-      cancel: (task, jobId) =>
-        Effect.suspend(() => {
-          // an uncertain submit's marker names no job
-          if (markedAt(jobId) !== undefined) return Effect.void
-          if (task.environment === "test") return simulated.cancel(task, jobId)
-          const transport = task.channelId == null ? legacy(task) ?? simulated : find(task.channelId)?.transport
-          return transport === undefined
-            ? Effect.void
-            : transport.cancel(task, jobId).pipe(Upstreams.traced("Upstream.cancel", task, transport === simulated ? "simulated" : "relay"))
-        })
-    }), options.inputChecks, options.families ?? Families.registry)
+        submit: (task) =>
+          task.environment === "test"
+            ? simulated.submit(task).pipe(Upstreams.traced("Upstream.submit", task, "simulated"))
+            : submitRouted(task),
+        find: (task, since) =>
+          task.environment === "test" ? Effect.succeed({ _tag: "NotFound" }) : findRouted(task, since),
+        poll: (task, jobId) =>
+          Effect.suspend(() => {
+            if (task.environment === "test") {
+              return simulated.poll(task, jobId).pipe(Upstreams.traced("Upstream.poll", task, "simulated"))
+            }
+            if (task.channelId == null) {
+              // submitted before channels existed: on the environment's transport of its family
+              const transport = legacy(task) ?? simulated
+              return transport.poll(task, jobId).pipe(
+                Upstreams.traced("Upstream.poll", task, transport === simulated ? "simulated" : "relay")
+              )
+            }
+            return pollRouted(task, jobId)
+          }),
+        cancel: (task, jobId) =>
+          Effect.suspend(() => {
+            // an uncertain submit's marker names no job
+            if (markedAt(jobId) !== undefined) return Effect.void
+            if (task.environment === "test") return simulated.cancel(task, jobId)
+            const transport = task.channelId == null ? legacy(task) ?? simulated : find(task.channelId)?.transport
+            return transport === undefined
+              ? Effect.void
+              : transport.cancel(task, jobId).pipe(
+                Upstreams.traced("Upstream.cancel", task, transport === simulated ? "simulated" : "relay")
+              )
+          })
+      }),
+      options.inputChecks,
+      options.families ?? Families.registry
+    )
 
     const runtime = ChannelRuntime.of({
       defaults,
@@ -696,7 +734,9 @@ export const make = (options: ChannelsOptions = {}) =>
           )
           if (!signed) return "refused" as const
           if (live.verifyCallback !== undefined && !(yield* live.verifyCallback(callback.body, callback.headers))) {
-            yield* Effect.logWarning(`channel ${live.config.id}: a callback for ${callback.taskId} failed the upstream's signature`)
+            yield* Effect.logWarning(
+              `channel ${live.config.id}: a callback for ${callback.taskId} failed the upstream's signature`
+            )
             return "refused" as const
           }
           // the job it names is recorded on a task whose job is not known yet (its submit's answer lost, or its
@@ -704,7 +744,10 @@ export const make = (options: ChannelsOptions = {}) =>
           const jobOf = live.jobOfCallback?.(callback.body)
           if (jobOf !== undefined) {
             yield* lifecycle.noteJob(callback.taskId, live.config.id, jobOf).pipe(Effect.catchAllCause((cause) =>
-              Effect.logWarning(`channel ${live.config.id}: recording the job a callback for ${callback.taskId} named failed`, cause)
+              Effect.logWarning(
+                `channel ${live.config.id}: recording the job a callback for ${callback.taskId} named failed`,
+                cause
+              )
             ))
           }
           yield* PubSub.publish(woken, callback.taskId)
@@ -730,11 +773,13 @@ export type Provided = Upstream | ChannelRuntime | Services.UpstreamCallbacks
 
 /** The routed upstream, its runtime and the upstream callbacks as a layer. */
 export const layer = (options: ChannelsOptions = {}): Layer.Layer<Provided, never, Requirements> =>
-  Layer.scopedContext(Effect.map(make(options), ({ callbacks, runtime, upstream }) =>
-    Context.make(Upstream, upstream).pipe(
-      Context.add(ChannelRuntime, runtime),
-      Context.add(Services.UpstreamCallbacks, callbacks)
-    )))
+  Layer.scopedContext(
+    Effect.map(make(options), ({ callbacks, runtime, upstream }) =>
+      Context.make(Upstream, upstream).pipe(
+        Context.add(ChannelRuntime, runtime),
+        Context.add(Services.UpstreamCallbacks, callbacks)
+      ))
+  )
 
 /** A count setting: an integer, 1 or more. */
 const atLeastOne = (name: string, fallback: number) =>

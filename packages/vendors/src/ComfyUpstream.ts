@@ -30,8 +30,6 @@ import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { createRequire } from "node:module"
 import type WebSocket from "ws"
-import * as Mapping from "./Mapping.js"
-import * as ResultCopy from "./ResultCopy.js"
 import {
   call,
   elapsedProgress,
@@ -42,6 +40,8 @@ import {
   type Transport,
   type TransportContext
 } from "./internal/upstreamHttp.js"
+import * as Mapping from "./Mapping.js"
+import * as ResultCopy from "./ResultCopy.js"
 
 const who = "comfyui"
 
@@ -66,7 +66,9 @@ export const workflowProblem = (workflow: Channel.ComfyWorkflow): string | undef
   for (const [name, place] of Object.entries(workflow.inputs ?? {})) {
     const dot = place.indexOf(".")
     if (dot <= 0 || dot === place.length - 1) return `inputs.${name}: must be <node id>.<input name>`
-    if (workflow.graph[place.slice(0, dot)] === undefined) return `inputs.${name}: no node ${place.slice(0, dot)} in the graph`
+    if (workflow.graph[place.slice(0, dot)] === undefined) {
+      return `inputs.${name}: no node ${place.slice(0, dot)} in the graph`
+    }
   }
   return undefined
 }
@@ -103,12 +105,16 @@ const outputsWithUrls = (baseUrl: string, outputs: unknown): unknown => {
     })
     return { ...file, url: `${baseUrl}/view?${query}` }
   }
-  return Object.fromEntries(Object.entries(outputs).map(([node, output]) => [
-    node,
-    isRecord(output)
-      ? Object.fromEntries(Object.entries(output).map(([key, files]) => [key, Array.isArray(files) ? files.map(withUrl) : files]))
-      : output
-  ]))
+  return Object.fromEntries(
+    Object.entries(outputs).map(([node, output]) => [
+      node,
+      isRecord(output)
+        ? Object.fromEntries(
+          Object.entries(output).map(([key, files]) => [key, Array.isArray(files) ? files.map(withUrl) : files])
+        )
+        : output
+    ])
+  )
 }
 
 /** The files of the output nodes (images, gifs, videos; not previews or temporary files). */
@@ -136,7 +142,9 @@ const failureOf = (entry: unknown): string => {
         const data = message[1]
         if (message[0] === "execution_interrupted") return "the prompt was interrupted"
         const node = stringField(data, "node_type") ?? stringField(data, "node_id")
-        return `${node === undefined ? "" : `${node}: `}${stringField(data, "exception_message")?.trim() ?? "execution failed"}`
+        return `${node === undefined ? "" : `${node}: `}${
+          stringField(data, "exception_message")?.trim() ?? "execution failed"
+        }`
       }
     }
   }
@@ -251,7 +259,8 @@ export const make = (context: TransportContext): Transport => {
   /** Where a prompt without history is: running, pending, or unknown to the server. */
   const inQueue = (jobId: string) =>
     Effect.map(api({ path: "/queue" }), (answer) => {
-      const holds = (list: unknown) => Array.isArray(list) && list.some((item) => Array.isArray(item) && item[1] === jobId)
+      const holds = (list: unknown) =>
+        Array.isArray(list) && list.some((item) => Array.isArray(item) && item[1] === jobId)
       return holds(field(answer.json, "queue_running"))
         ? "running" as const
         : holds(field(answer.json, "queue_pending"))

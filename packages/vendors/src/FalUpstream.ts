@@ -23,21 +23,21 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
-import * as Mapping from "./Mapping.js"
-import * as ResultCopy from "./ResultCopy.js"
 import {
   call,
   elapsedProgress,
-  jsonField,
   failureOf,
   field,
-  numberField,
+  jsonField,
   mappedInput,
+  numberField,
   refused,
   stringField,
   type Transport,
   type TransportContext
 } from "./internal/upstreamHttp.js"
+import * as Mapping from "./Mapping.js"
+import * as ResultCopy from "./ResultCopy.js"
 
 const who = "fal"
 
@@ -113,7 +113,9 @@ export const make = (context: TransportContext): Transport => {
 
   const cancel = (_task: TaskRecord, jobId: string) => {
     const path = requestPath(jobId)
-    return path === undefined ? Effect.void : Effect.ignore(api({ method: "PUT", path: `${path}/cancel`, accept: () => true }))
+    return path === undefined
+      ? Effect.void
+      : Effect.ignore(api({ method: "PUT", path: `${path}/cancel`, accept: () => true }))
   }
 
   // fal honours no idempotency key and lists no requests by our id: after an uncertain submit only its callback (the

@@ -46,7 +46,8 @@ const denied: Record<Exclude<SignatureCheck, "valid">, string> = {
   expired: "file URL has expired"
 }
 
-const unavailable = (error: FileStoreError) => new Errors.ServiceUnavailable({ message: `file storage is unavailable (${error.operation})` })
+const unavailable = (error: FileStoreError) =>
+  new Errors.ServiceUnavailable({ message: `file storage is unavailable (${error.operation})` })
 
 /** The `FileService` port: signature check, then the file (or a range of it) with every response header. */
 export const make = Effect.gen(function*() {
@@ -88,5 +89,7 @@ export const make = Effect.gen(function*() {
 })
 
 /** The `FileService` port over the {@link FileStore} and {@link UrlSigner} in context. */
-export const layer: Layer.Layer<Services.FileService, never, FileStore | UrlSigner> =
-  Layer.effect(Services.FileService, make)
+export const layer: Layer.Layer<Services.FileService, never, FileStore | UrlSigner> = Layer.effect(
+  Services.FileService,
+  make
+)

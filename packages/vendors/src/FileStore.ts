@@ -197,10 +197,12 @@ export const puttable = (key: string, contentType: string): Effect.Effect<string
     const served = contentTypeOf(key)
     return essence(served) === essence(contentType)
       ? Effect.succeed(served)
-      : Effect.fail(new InvalidFileKey({
-        key,
-        message: `file key ${JSON.stringify(key)}: its extension serves ${served}, not ${contentType}`
-      }))
+      : Effect.fail(
+        new InvalidFileKey({
+          key,
+          message: `file key ${JSON.stringify(key)}: its extension serves ${served}, not ${contentType}`
+        })
+      )
   })
 
 /** Whether an error is `@effect/platform`'s `SystemError` of `reason`. */
@@ -233,7 +235,11 @@ export const makeLocal = (options: { readonly directory: string }) =>
      * Makes `file` with `write` on a temporary name in its directory, then renames it into place. A link to the file
      * that is there already renames to nothing (POSIX): `linked` removes the temporary name after the rename too.
      */
-    const replace = (file: string, write: (temporary: string) => Effect.Effect<void, PlatformError>, linked = false) => {
+    const replace = (
+      file: string,
+      write: (temporary: string) => Effect.Effect<void, PlatformError>,
+      linked = false
+    ) => {
       const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(8).toString("hex")}.tmp`)
       const removed = Effect.ignore(fs.remove(temporary))
       return write(temporary).pipe(
@@ -248,7 +254,11 @@ export const makeLocal = (options: { readonly directory: string }) =>
      * call fewer than making the directory first every time.
      */
     const inDirectory = <A>(file: string, write: Effect.Effect<A, PlatformError>) =>
-      Effect.catchIf(write, isNotFound, () => Effect.zipRight(fs.makeDirectory(path.dirname(file), { recursive: true }), write))
+      Effect.catchIf(
+        write,
+        isNotFound,
+        () => Effect.zipRight(fs.makeDirectory(path.dirname(file), { recursive: true }), write)
+      )
 
     const put = (key: string, bytes: Uint8Array, contentType: string) =>
       Effect.gen(function*() {
@@ -266,7 +276,10 @@ export const makeLocal = (options: { readonly directory: string }) =>
         const served = yield* puttable(key, contentType)
         const file = fileOf(key)
         const moved = fs.rename(source, file).pipe(
-          Effect.catchIf((error) => !isNotFound(error), () => replace(file, (temporary) => fs.copyFile(source, temporary)))
+          Effect.catchIf(
+            (error) => !isNotFound(error),
+            () => replace(file, (temporary) => fs.copyFile(source, temporary))
+          )
         )
         yield* inDirectory(file, moved).pipe(Effect.mapError(failure("put", key)))
         const info = yield* fs.stat(file).pipe(Effect.mapError(failure("put", key)))
@@ -282,8 +295,14 @@ export const makeLocal = (options: { readonly directory: string }) =>
         yield* puttable(to, contentTypeOf(from))
         const file = fileOf(to)
         const linked = fs.link(source, file).pipe(
-          Effect.catchIf(hasReason("AlreadyExists"), () => replace(file, (temporary) => fs.link(source, temporary), true)),
-          Effect.catchIf((error) => !isNotFound(error), () => replace(file, (temporary) => fs.copyFile(source, temporary)))
+          Effect.catchIf(
+            hasReason("AlreadyExists"),
+            () => replace(file, (temporary) => fs.link(source, temporary), true)
+          ),
+          Effect.catchIf(
+            (error) => !isNotFound(error),
+            () => replace(file, (temporary) => fs.copyFile(source, temporary))
+          )
         )
         return yield* inDirectory(file, linked).pipe(
           Effect.as(true),

@@ -123,12 +123,16 @@ const isIntegerIn = (value: number, min: number, max: number) => Number.isIntege
 
 const checkImage = (spec: ImageSpec): Effect.Effect<void> => {
   if (!isIntegerIn(spec.width, 1, limits.maxImageSide) || !isIntegerIn(spec.height, 1, limits.maxImageSide)) {
-    return invalid(`image size ${spec.width}x${spec.height}: each side must be an integer from 1 to ${limits.maxImageSide}`)
+    return invalid(
+      `image size ${spec.width}x${spec.height}: each side must be an integer from 1 to ${limits.maxImageSide}`
+    )
   }
   if (spec.width * spec.height > limits.maxImagePixels) {
     return invalid(`image size ${spec.width}x${spec.height}: more than ${limits.maxImagePixels} pixels`)
   }
-  if (spec.format !== "png" && spec.format !== "jpeg") return invalid(`image format ${String(spec.format)}: must be png or jpeg`)
+  if (spec.format !== "png" && spec.format !== "jpeg") {
+    return invalid(`image format ${String(spec.format)}: must be png or jpeg`)
+  }
   return Effect.void
 }
 
@@ -141,10 +145,14 @@ const normalizeVideo = (spec: VideoSpec) => {
     return invalid(`video size ${width}x${height}: H.264 needs even dimensions`)
   }
   if (!Number.isFinite(durationSeconds) || durationSeconds <= 0 || durationSeconds > limits.maxVideoSeconds) {
-    return invalid(`video duration ${durationSeconds}: must be more than 0 and at most ${limits.maxVideoSeconds} seconds`)
+    return invalid(
+      `video duration ${durationSeconds}: must be more than 0 and at most ${limits.maxVideoSeconds} seconds`
+    )
   }
   const fps = spec.fps ?? defaultFps
-  if (!isIntegerIn(fps, 1, limits.maxFps)) return invalid(`video fps ${fps}: must be an integer from 1 to ${limits.maxFps}`)
+  if (!isIntegerIn(fps, 1, limits.maxFps)) {
+    return invalid(`video fps ${fps}: must be an integer from 1 to ${limits.maxFps}`)
+  }
   return Effect.succeed<VideoFrames>({ width, height, fps, frames: Math.max(1, Math.round(durationSeconds * fps)) })
 }
 
@@ -312,11 +320,15 @@ const makeIn = (scope: Scope.Scope, options: RendererOptions): Renderer["Type"] 
       return Effect.zipRight(checkImage(spec), cached(key, "imageEncodes", Effect.sync(() => encodeImage(spec))))
     },
     renderVideo: (spec) =>
-      Effect.flatMap(normalizeVideo(spec), (video) =>
-        cached(`video:${videoKey(video)}`, "videoEncodes", EncoderThread.encode(video))),
+      Effect.flatMap(
+        normalizeVideo(spec),
+        (video) => cached(`video:${videoKey(video)}`, "videoEncodes", EncoderThread.encode(video))
+      ),
     renderLastFrame: (spec) =>
-      Effect.flatMap(normalizeVideo(spec), (video) =>
-        cached(`frame:${videoKey(video)}`, "frameEncodes", Effect.sync(() => encodeLastFrame(video)))),
+      Effect.flatMap(
+        normalizeVideo(spec),
+        (video) => cached(`frame:${videoKey(video)}`, "frameEncodes", Effect.sync(() => encodeLastFrame(video)))
+      ),
     stats: () => ({ ...counters, entries: [...entries.values()].filter((e) => e.done).length, cachedBytes }),
     clear: () => {
       for (const [key, entry] of entries) if (entry.done) drop(key, entry)

@@ -23,8 +23,12 @@ export const mediaChecks = (
 ): Array<MediaCheck> =>
   (Family.findEndpoint(families, endpoint)?.inputMedia(model) ?? []).flatMap((field) => {
     const value = input[field.field]
-    const list = Array.isArray(value) ? value.map((v, i) => [`${field.field}[${i}]`, v] as const) : [[field.field, value] as const]
-    return list.flatMap(([path, url]) => typeof url === "string" && !DataUri.isDataUri(url) ? [{ ...field, path, url }] : [])
+    const list = Array.isArray(value)
+      ? value.map((v, i) => [`${field.field}[${i}]`, v] as const)
+      : [[field.field, value] as const]
+    return list.flatMap(([path, url]) =>
+      typeof url === "string" && !DataUri.isDataUri(url) ? [{ ...field, path, url }] : []
+    )
   })
 
 const invalid = (path: string, message: string) =>
@@ -76,7 +80,9 @@ export const checkTask = (
       Effect.map(runCheck(check, options), (seconds) => [check.field, seconds ?? 0] as const)),
     (measured) => {
       const videoSeconds: Record<string, number> = {}
-      for (const [field, seconds] of measured) videoSeconds[field] = (videoSeconds[field] ?? 0) + seconds
+      for (const [field, seconds] of measured) {
+        videoSeconds[field] = (videoSeconds[field] ?? 0) + seconds
+      }
       return { videoSeconds }
     }
   )

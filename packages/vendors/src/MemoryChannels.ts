@@ -26,7 +26,8 @@ export interface MemoryOptions {
 }
 
 /** Oldest first (ids break ties: ULIDs of one process are increasing). */
-const byAge = (a: StoredChannel, b: StoredChannel) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+const byAge = (a: StoredChannel, b: StoredChannel) =>
+  a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /** Builds a memory store on the {@link ChannelSecrets} in context. */
 export const make = (options: MemoryOptions = {}): Effect.Effect<ChannelStore["Type"], never, ChannelSecrets> =>
@@ -38,11 +39,15 @@ export const make = (options: MemoryOptions = {}): Effect.Effect<ChannelStore["T
 
     return ChannelStore.of({
       list: Effect.sync(() => [...table.values()].sort(byAge).map((stored) => openStored(secrets, stored))),
-      get: (id) => Effect.sync(() => Option.map(Option.fromNullable(table.get(id)), (stored) => openStored(secrets, stored))),
+      get: (id) =>
+        Effect.sync(() => Option.map(Option.fromNullable(table.get(id)), (stored) => openStored(secrets, stored))),
       create: (input) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const stored = yield* Either.mapLeft(storeInput(secrets, `ch_${Ids.ulid(now)}`, input, now), refused("create"))
+          const stored = yield* Either.mapLeft(
+            storeInput(secrets, `ch_${Ids.ulid(now)}`, input, now),
+            refused("create")
+          )
           table.set(stored.id, stored)
           yield* signal
           return openStored(secrets, stored)

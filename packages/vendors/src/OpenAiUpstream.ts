@@ -22,19 +22,19 @@ import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
-import * as Mapping from "./Mapping.js"
-import * as ResultCopy from "./ResultCopy.js"
 import {
   call,
   field,
+  mappedInput,
   messageIn,
   numberField,
-  mappedInput,
   refused,
   stringField,
   type Transport,
   type TransportContext
 } from "./internal/upstreamHttp.js"
+import * as Mapping from "./Mapping.js"
+import * as ResultCopy from "./ResultCopy.js"
 
 const who = "openai"
 const imagePrefix = "img_"
@@ -152,7 +152,9 @@ export const make = (context: TransportContext): Transport => {
       cancel: (_task, jobId) =>
         jobId.startsWith(imagePrefix)
           ? Effect.sync(() => images.delete(jobId))
-          : Effect.ignore(api({ method: "DELETE", path: `/v1/videos/${encodeURIComponent(jobId)}`, accept: () => true })),
+          : Effect.ignore(
+            api({ method: "DELETE", path: `/v1/videos/${encodeURIComponent(jobId)}`, accept: () => true })
+          ),
       changes: Stream.empty,
       notifiesChanges: false
     })

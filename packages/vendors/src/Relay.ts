@@ -23,7 +23,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
+import type * as Redacted from "effect/Redacted"
 import { hostOf } from "./internal/upstreamHttp.js"
 import type { ResultSource } from "./Mapping.js"
 import * as ResultCopy from "./ResultCopy.js"
@@ -83,7 +83,10 @@ export const make = (options: RelayOptions) =>
     const maxFileBytes = options.maxFileBytes ?? 2 * 1024 ** 3
     const call = <A, E>(effect: Effect.Effect<A, E>, submit = false) =>
       effect.pipe(
-        Effect.timeoutFail({ duration: timeout, onTimeout: () => retryable("relay: the other service did not answer in time") }),
+        Effect.timeoutFail({
+          duration: timeout,
+          onTimeout: () => retryable("relay: the other service did not answer in time")
+        }),
         Effect.mapError((error) => {
           const mapped = error instanceof UpstreamError ? error : fromApiError(error)
           return submit ? submitFailure(mapped, error) : mapped
@@ -137,7 +140,11 @@ export const make = (options: RelayOptions) =>
           })
         case "expired":
         case "cancelled":
-          return Effect.succeed({ _tag: "Failed", code: "PROVIDER_ERROR", message: `the upstream task was ${remote.status}` })
+          return Effect.succeed({
+            _tag: "Failed",
+            code: "PROVIDER_ERROR",
+            message: `the upstream task was ${remote.status}`
+          })
       }
     }
 
@@ -146,24 +153,29 @@ export const make = (options: RelayOptions) =>
       // a finished copy makes its task polled again
       changes: copier.changes,
       submit: (task) =>
-        call(Effect.suspend(() => {
-          // the only cast left: the derived client's generation group has one method per endpoint name, and the
-          // relay picks it by the task's endpoint at run time (every method has this shape)
-          const group = client.generation as unknown as Record<
-            string,
-            (request: { payload: unknown; headers: { "idempotency-key"?: string } }) => Effect.Effect<Task.CreationAck, unknown>
-          >
-          const endpoint = group[Catalog.endpoints[task.endpoint].name]
-          if (endpoint === undefined) return Effect.fail(permanent(`relay: no endpoint for ${task.endpoint}`))
-          return endpoint({
-            payload: {
-              model: task.model,
-              input: task.input,
-              ...(Object.keys(task.metadata).length === 0 ? {} : { metadata: task.metadata })
-            },
-            headers: { "idempotency-key": submitKey(task) }
-          })
-        }), true).pipe(Effect.map((ack) => ({ jobId: ack.id }))),
+        call(
+          Effect.suspend(() => {
+            // the only cast left: the derived client's generation group has one method per endpoint name, and the
+            // relay picks it by the task's endpoint at run time (every method has this shape)
+            const group = client.generation as unknown as Record<
+              string,
+              (
+                request: { payload: unknown; headers: { "idempotency-key"?: string } }
+              ) => Effect.Effect<Task.CreationAck, unknown>
+            >
+            const endpoint = group[Catalog.endpoints[task.endpoint].name]
+            if (endpoint === undefined) return Effect.fail(permanent(`relay: no endpoint for ${task.endpoint}`))
+            return endpoint({
+              payload: {
+                model: task.model,
+                input: task.input,
+                ...(Object.keys(task.metadata).length === 0 ? {} : { metadata: task.metadata })
+              },
+              headers: { "idempotency-key": submitKey(task) }
+            })
+          }),
+          true
+        ).pipe(Effect.map((ack) => ({ jobId: ack.id }))),
       // the other service honours the idempotency key: submitting again finds the task an uncertain submit made
       find: () => Effect.succeed({ _tag: "NotFound" } as const),
       poll: (task, jobId) =>

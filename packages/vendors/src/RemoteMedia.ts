@@ -56,8 +56,15 @@ const fail = (host: string, reason: RemoteMediaReason, problem: string) =>
   new RemoteMediaError({ reason, message: `media URL (host ${host}): ${problem}` })
 
 const reasons: Record<PinnedHttp.Reason, RemoteMediaReason> = {
-  url: "address", address: "address", dns: "network", refused: "network", network: "network",
-  timeout: "timeout", status: "status", redirect: "status", too_large: "too_large"
+  url: "address",
+  address: "address",
+  dns: "network",
+  refused: "network",
+  network: "network",
+  timeout: "timeout",
+  status: "status",
+  redirect: "status",
+  too_large: "too_large"
 }
 
 const toMediaError = (error: PinnedHttp.OutboundError) =>

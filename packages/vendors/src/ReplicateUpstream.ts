@@ -25,21 +25,21 @@ import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { createHmac, timingSafeEqual } from "node:crypto"
-import * as Mapping from "./Mapping.js"
-import * as ResultCopy from "./ResultCopy.js"
 import {
   call,
   elapsedProgress,
   field,
   jsonField,
+  mappedInput,
   messageIn,
   numberField,
-  mappedInput,
   refused,
   stringField,
   type Transport,
   type TransportContext
 } from "./internal/upstreamHttp.js"
+import * as Mapping from "./Mapping.js"
+import * as ResultCopy from "./ResultCopy.js"
 
 const who = "replicate"
 
@@ -52,7 +52,11 @@ const toleranceSeconds = 5 * 60
  */
 export const verifyStandardWebhook = (
   secret: string,
-  headers: { readonly id: string | undefined; readonly timestamp: string | undefined; readonly signatures: string | undefined },
+  headers: {
+    readonly id: string | undefined
+    readonly timestamp: string | undefined
+    readonly signatures: string | undefined
+  },
   body: string,
   nowSeconds: number
 ): boolean => {
@@ -154,7 +158,9 @@ export const make = (context: TransportContext): Transport => {
     })
 
   const cancel = (_task: TaskRecord, jobId: string) =>
-    Effect.ignore(api({ method: "POST", path: `/v1/predictions/${encodeURIComponent(jobId)}/cancel`, accept: () => true }))
+    Effect.ignore(
+      api({ method: "POST", path: `/v1/predictions/${encodeURIComponent(jobId)}/cancel`, accept: () => true })
+    )
 
   /** The account's signing secret, read once (a failed read is tried again at the next callback). */
   let secret: string | undefined
@@ -172,11 +178,16 @@ export const make = (context: TransportContext): Transport => {
       const key = yield* signingSecret
       if (key === undefined) return false
       const now = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-      return verifyStandardWebhook(key, {
-        id: headers["webhook-id"],
-        timestamp: headers["webhook-timestamp"],
-        signatures: headers["webhook-signature"]
-      }, body, now)
+      return verifyStandardWebhook(
+        key,
+        {
+          id: headers["webhook-id"],
+          timestamp: headers["webhook-timestamp"],
+          signatures: headers["webhook-signature"]
+        },
+        body,
+        now
+      )
     }).pipe(Effect.catchAll(() => Effect.succeed(false)))
 
   // Replicate honours no idempotency key, and its list of predictions shows nothing of ours to match (no webhook, no

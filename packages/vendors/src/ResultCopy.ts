@@ -325,7 +325,10 @@ const download = (source: ResultSource, file: string, policy: CopyPolicy) =>
   }))
 
 /** A `data:` URI's bytes and type (base64 only), within the cap. */
-const decodeDataUri = (url: string, maxBytes: number): Effect.Effect<Downloaded & { data: Uint8Array }, CopyFailure> => {
+const decodeDataUri = (
+  url: string,
+  maxBytes: number
+): Effect.Effect<Downloaded & { data: Uint8Array }, CopyFailure> => {
   const match = /^data:([a-z]+\/[a-z0-9.+-]+)(?:;[a-z0-9=-]+)*;base64,([A-Za-z0-9+/=\s]*)$/i.exec(url)
   if (match === null) return Effect.fail(new CopyFailure({ message: "a result data: URI is not base64", final: true }))
   if (match[2]!.length * 0.75 > maxBytes + 3) {
@@ -367,7 +370,8 @@ export const make = (options: CopierOptions = {}) =>
     const readManifest = (task: TaskRecord, jobId: string) =>
       store.open(manifestKey(task, jobId)).pipe(
         Effect.flatMap(Option.match({
-          onNone: () => Effect.succeed(Option.none<Manifest>()),
+          onNone: () =>
+            Effect.succeed(Option.none<Manifest>()),
           onSome: (opened) =>
             opened.stream.pipe(
               Stream.runFold("", (text, chunk) => text + Buffer.from(chunk).toString("utf8")),
@@ -398,7 +402,9 @@ export const make = (options: CopierOptions = {}) =>
         const stored = yield* ("data" in got
           ? store.put(key, got.data as Uint8Array, contentType)
           : store.putFile(key, temporary, contentType)).pipe(
-            Effect.mapError((error) => new CopyFailure({ message: `storing a result failed: ${error.message}`, final: false }))
+            Effect.mapError((error) =>
+              new CopyFailure({ message: `storing a result failed: ${error.message}`, final: false })
+            )
           )
         return {
           key,
@@ -419,26 +425,33 @@ export const make = (options: CopierOptions = {}) =>
       usage: JobUsage
     ) =>
       Effect.gen(function*() {
-        if (sources.length === 0) return yield* new CopyFailure({ message: "the upstream answered no result file", final: true })
+        if (sources.length === 0) {
+          return yield* new CopyFailure({ message: "the upstream answered no result file", final: true })
+        }
         // an attempt ends by the task's deadline however slowly its bytes come (each read only has to come within
         // the channel's timeout)
         const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.forEach(sources, (source, index) => copyOne(task, source, index, policy)).pipe(
-            Effect.timeoutFail({
-              duration: Duration.millis(Math.max(0, task.deadlineAt - now)),
-              onTimeout: () =>
-                new CopyFailure({ message: "the task's deadline came while copying its result", final: true })
-            })
-          ))
+          Effect.forEach(sources, (source, index) =>
+            copyOne(task, source, index, policy)).pipe(
+              Effect.timeoutFail({
+                duration: Duration.millis(Math.max(0, task.deadlineAt - now)),
+                onTimeout: () =>
+                  new CopyFailure({ message: "the task's deadline came while copying its result", final: true })
+              })
+            ))
         let tries = 0
         for (;;) {
           const result = yield* Effect.either(attempt)
-          if (result._tag === "Right") return { items: result.right, ...usageFields(usage) } satisfies Manifest
+          if (result._tag === "Right") {
+            return { items: result.right, ...usageFields(usage) } satisfies Manifest
+          }
           const failure = result.left
           const wait = Duration.toMillis(retryDelay(tries++))
           const now = yield* Clock.currentTimeMillis
           // the next attempt must be able to end (one timeout) before the task's deadline
-          if (failure.final || now + wait + policy.timeoutMs >= task.deadlineAt) return yield* failure
+          if (failure.final || now + wait + policy.timeoutMs >= task.deadlineAt) {
+            return yield* failure
+          }
           yield* Effect.logWarning(`task ${task.id}: copying its result failed (${failure.message}); trying again`)
           yield* Effect.sleep(wait)
         }
@@ -448,8 +461,12 @@ export const make = (options: CopierOptions = {}) =>
     const storeManifest = (task: TaskRecord, jobId: string, manifest: Manifest) =>
       Schema.encode(Manifest)(manifest).pipe(
         Effect.orDie,
-        Effect.flatMap((text) => store.put(manifestKey(task, jobId), new TextEncoder().encode(text), "application/json")),
-        Effect.catchAll((error) => Effect.logWarning(`task ${task.id}: storing its copy's manifest failed: ${error.message}`))
+        Effect.flatMap((text) =>
+          store.put(manifestKey(task, jobId), new TextEncoder().encode(text), "application/json")
+        ),
+        Effect.catchAll((error) =>
+          Effect.logWarning(`task ${task.id}: storing its copy's manifest failed: ${error.message}`)
+        )
       )
 
     const run = (
@@ -490,7 +507,10 @@ export const make = (options: CopierOptions = {}) =>
           onFailure: (cause) => {
             const failure = cause._tag === "Fail" ? cause.error : undefined
             const message = `copying the upstream's result failed: ${failure?.message ?? "unexpected error"}`
-            return Effect.zipRight(Effect.logWarning(`task ${task.id}: ${message}`), end({ _tag: "Failed", message, usage }))
+            return Effect.zipRight(
+              Effect.logWarning(`task ${task.id}: ${message}`),
+              end({ _tag: "Failed", message, usage })
+            )
           }
         }),
         Effect.ensuring(Effect.sync(() => active--))
@@ -527,7 +547,9 @@ export const make = (options: CopierOptions = {}) =>
         // waited for (timed out or interrupted), the copy's end is reported on `changes`
         return yield* Effect.async<CopyState>((resume) => {
           const entry = copies.get(id)
-          if (entry === undefined || entry.state._tag !== "Copying") return resume(Effect.succeed(entry?.state ?? copying))
+          if (entry === undefined || entry.state._tag !== "Copying") {
+            return resume(Effect.succeed(entry?.state ?? copying))
+          }
           const detach = () => {
             clearTimeout(timer)
             const current = copies.get(id)
@@ -568,15 +590,16 @@ export const layer = (options: CopierOptions = {}): Layer.Layer<ResultCopier, ne
  * system, so a finished download is renamed into the local store), `MEDIAGATE_RESULT_COPY_CONCURRENCY` downloads at
  * once (default 16).
  */
-export const layerConfig: Layer.Layer<ResultCopier, ConfigError.ConfigError, FileStore | UrlSigner> = Layer.unwrapEffect(
-  Effect.map(
-    Config.all({
-      dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data")),
-      concurrency: Config.integer("MEDIAGATE_RESULT_COPY_CONCURRENCY").pipe(
-        Config.withDefault(16),
-        Config.validate({ message: "must be from 1 to 1000", validation: (n) => n >= 1 && n <= 1000 })
-      )
-    }),
-    ({ concurrency, dataDir }) => layer({ concurrency, tempDirectory: join(dataDir, "tmp", "downloads") })
+export const layerConfig: Layer.Layer<ResultCopier, ConfigError.ConfigError, FileStore | UrlSigner> = Layer
+  .unwrapEffect(
+    Effect.map(
+      Config.all({
+        dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data")),
+        concurrency: Config.integer("MEDIAGATE_RESULT_COPY_CONCURRENCY").pipe(
+          Config.withDefault(16),
+          Config.validate({ message: "must be from 1 to 1000", validation: (n) => n >= 1 && n <= 1000 })
+        )
+      }),
+      ({ concurrency, dataDir }) => layer({ concurrency, tempDirectory: join(dataDir, "tmp", "downloads") })
+    )
   )
-)

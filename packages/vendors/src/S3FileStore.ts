@@ -56,7 +56,6 @@ export interface Options {
   } | undefined
 }
 
-
 /** The AWS SDK's S3 client: an optional peer dependency of `@mediagate/vendors`, needed by this store only. */
 export const sdk: OptionalPackage.Spec = { feature: "MEDIAGATE_FILE_STORE=s3", name: "@aws-sdk/client-s3", range: "^3" }
 
@@ -64,7 +63,9 @@ export const sdk: OptionalPackage.Spec = { feature: "MEDIAGATE_FILE_STORE=s3", n
 const isMissing = (error: unknown) => {
   if (typeof error !== "object" || error === null) return false
   const name = "name" in error ? String(error.name) : ""
-  const status = "$metadata" in error ? (error.$metadata as { httpStatusCode?: number } | undefined)?.httpStatusCode : undefined
+  const status = "$metadata" in error
+    ? (error.$metadata as { httpStatusCode?: number } | undefined)?.httpStatusCode
+    : undefined
   return name === "NotFound" || name === "NoSuchKey" || status === 404
 }
 
@@ -95,7 +96,9 @@ export const make = (options: Options) =>
       new FileStoreError({
         operation,
         key,
-        message: `file store (s3): ${operation} ${key} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+        message: `file store (s3): ${operation} ${key} failed: ${
+          cause instanceof Error ? cause.message : String(cause)
+        }`,
         cause
       })
 
@@ -106,16 +109,17 @@ export const make = (options: Options) =>
     const locate = (key: string) => Effect.map(validKey(key), (valid) => `${prefix}${valid}`)
 
     // fail fast (and retry the start) when the bucket is not there or the credentials are refused
-    yield* send("open", "", (abortSignal) => client.send(new s3.HeadBucketCommand({ Bucket: bucket }), { abortSignal })).pipe(
-      Effect.mapError((error) =>
-        new FileStoreError({
-          operation: "open",
-          key: "",
-          message: `file store (s3): bucket ${bucket} does not answer: ${error.message}`,
-          cause: error.cause
-        })
+    yield* send("open", "", (abortSignal) => client.send(new s3.HeadBucketCommand({ Bucket: bucket }), { abortSignal }))
+      .pipe(
+        Effect.mapError((error) =>
+          new FileStoreError({
+            operation: "open",
+            key: "",
+            message: `file store (s3): bucket ${bucket} does not answer: ${error.message}`,
+            cause: error.cause
+          })
+        )
       )
-    )
 
     const put = (key: string, bytes: Uint8Array, contentType: string) =>
       Effect.gen(function*() {
@@ -193,11 +197,14 @@ export const make = (options: Options) =>
     const open = (key: string, range?: RangeRequest) =>
       Effect.gen(function*() {
         const object = yield* locate(key)
-        const head = yield* send("open", key, (abortSignal) =>
-          client.send(new s3.HeadObjectCommand({ Bucket: bucket, Key: object }), { abortSignal })).pipe(
-            Effect.map(Option.some),
-            Effect.catchIf((error) => isMissing(error.cause), () => Effect.succeed(Option.none()))
-          )
+        const head = yield* send(
+          "open",
+          key,
+          (abortSignal) => client.send(new s3.HeadObjectCommand({ Bucket: bucket, Key: object }), { abortSignal })
+        ).pipe(
+          Effect.map(Option.some),
+          Effect.catchIf((error) => isMissing(error.cause), () => Effect.succeed(Option.none()))
+        )
         if (Option.isNone(head)) return Option.none<OpenedFile>()
         const size = Number(head.value.ContentLength ?? 0)
         const selected = range === undefined ? undefined : resolveRange(range, size)
@@ -211,11 +218,14 @@ export const make = (options: Options) =>
 
     const remove = (key: string) =>
       Effect.flatMap(locate(key), (object) =>
-        send("remove", key, (abortSignal) =>
-          client.send(new s3.DeleteObjectCommand({ Bucket: bucket, Key: object }), { abortSignal })).pipe(
-            Effect.asVoid,
-            Effect.catchIf((error) => isMissing(error.cause), () => Effect.void)
-          ))
+        send(
+          "remove",
+          key,
+          (abortSignal) => client.send(new s3.DeleteObjectCommand({ Bucket: bucket, Key: object }), { abortSignal })
+        ).pipe(
+          Effect.asVoid,
+          Effect.catchIf((error) => isMissing(error.cause), () => Effect.void)
+        ))
 
     return FileStore.of({ put, putFile, copy, open, remove })
   })
@@ -224,7 +234,8 @@ export const make = (options: Options) =>
 export const layer = (options: Options): Layer.Layer<FileStore, FileStoreError | OptionalPackage.MissingPackage> =>
   Layer.scoped(FileStore, make(options))
 
-const isPrefix = (prefix: string) => prefix === "" || (prefix.endsWith("/") && keyProblem(prefix.slice(0, -1)) === undefined)
+const isPrefix = (prefix: string) =>
+  prefix === "" || (prefix.endsWith("/") && keyProblem(prefix.slice(0, -1)) === undefined)
 
 /**
  * The S3 settings from Effect `Config`: `MEDIAGATE_S3_BUCKET` (required), `MEDIAGATE_S3_PREFIX`,

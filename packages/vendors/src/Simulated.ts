@@ -15,10 +15,10 @@
 import { Families, Family, type Outputs, type Task } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { Upstream, UpstreamError } from "@mediagate/engine/Upstream"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -26,8 +26,8 @@ import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { contentTypeOf, FileStore, resultKey } from "./FileStore.js"
-import { UrlSigner } from "./UrlSigner.js"
 import * as Media from "./Media.js"
+import { UrlSigner } from "./UrlSigner.js"
 
 /** Settings of the simulated upstream. */
 export interface SimulatedOptions {
@@ -159,7 +159,8 @@ export const make = (options: SimulatedOptions = {}) =>
 
     const families = options.families ?? Families.registry
     const plan = (task: TaskRecord) => {
-      const outputs = Family.findEndpoint(families, task.endpoint)?.outputs({ model: task.model, input: task.input }) ?? []
+      const outputs = Family.findEndpoint(families, task.endpoint)?.outputs({ model: task.model, input: task.input }) ??
+        []
       const steer = directives(String(task.input["prompt"] ?? ""))
       const base = steer.delaySeconds ??
         (outputs.some((o) => o.media === "video") ? options.videoSeconds ?? 10 : options.imageSeconds ?? 3)
@@ -232,7 +233,9 @@ export const make = (options: SimulatedOptions = {}) =>
           const elapsed = (yield* Clock.currentTimeMillis) - submittedAt
           if (steer.hang || elapsed < durationMs) {
             const progress = steer.hang ? Math.min(95, elapsed / 1000) : (100 * elapsed) / Math.max(1, durationMs)
-            return progress < 5 ? { _tag: "Queued" as const } : { _tag: "Running" as const, progress: Math.floor(progress) }
+            return progress < 5
+              ? { _tag: "Queued" as const }
+              : { _tag: "Running" as const, progress: Math.floor(progress) }
           }
           if (steer.contentPolicy) {
             return {
@@ -242,7 +245,11 @@ export const make = (options: SimulatedOptions = {}) =>
             }
           }
           if (steer.fail) {
-            return { _tag: "Failed" as const, code: "PROVIDER_ERROR", message: "the upstream failed to generate the output" }
+            return {
+              _tag: "Failed" as const,
+              code: "PROVIDER_ERROR",
+              message: "the upstream failed to generate the output"
+            }
           }
           const result = yield* produce(task, outputs).pipe(
             Effect.mapError((error) =>

@@ -178,7 +178,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       create: (input) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const stored = yield* Either.mapLeft(storeInput(secrets, `ch_${Ids.ulid(now)}`, input, now), refused("create"))
+          const stored = yield* Either.mapLeft(
+            storeInput(secrets, `ch_${Ids.ulid(now)}`, input, now),
+            refused("create")
+          )
           const row = yield* encode(stored)
           yield* sql`INSERT INTO ${t.channels} ${sql.insert(row)}`
           return stored
@@ -200,7 +203,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       remove: (id) =>
         (SqlStore.hasNul(id)
           ? Effect.succeed(false)
-          : sql`DELETE FROM ${t.channels} WHERE id = ${id} RETURNING id`.pipe(Effect.map((deleted) => deleted.length > 0))).pipe(
+          : sql`DELETE FROM ${t.channels} WHERE id = ${id} RETURNING id`.pipe(
+            Effect.map((deleted) => deleted.length > 0)
+          )).pipe(
             persistence("remove"),
             Effect.tap((deleted) => deleted ? signal : Effect.void)
           ),

@@ -79,14 +79,22 @@ export const measured = (
           const measuredInputs = yield* MediaInputs.checkTask(task, inputChecks, families)
           const submitted = yield* routed.submit(task)
           const request = { model: task.model, input: task.input }
-          const charges = Family.familyOf(families, task.endpoint)?.charges(task.endpoint, request, measuredInputs, table)
+          const charges = Family.familyOf(families, task.endpoint)?.charges(
+            task.endpoint,
+            request,
+            measuredInputs,
+            table
+          )
           return { ...submitted, charges: charges ?? [] }
         }),
       poll: (task, jobId) =>
         routed.poll(task, jobId).pipe(Effect.tap((state) => {
           const startedAt = task.startedAt
           return state._tag === "Succeeded" && startedAt !== null
-            ? Effect.flatMap(Clock.currentTimeMillis, (now) => estimates.observe(task.model, state.seconds ?? (now - startedAt) / 1000))
+            ? Effect.flatMap(
+              Clock.currentTimeMillis,
+              (now) => estimates.observe(task.model, state.seconds ?? (now - startedAt) / 1000)
+            )
             : Effect.void
         }))
     })
@@ -104,14 +112,17 @@ const make = (
   Effect.gen(function*() {
     const simulated = yield* SimulatedUpstream
     if (usesRelay(transports) && Option.isNone(relay)) {
-      return yield* Effect.dieMessage("a family uses the relay, but the upstream was built without one (Upstreams.layerRelayed)")
+      return yield* Effect.dieMessage(
+        "a family uses the relay, but the upstream was built without one (Upstreams.layerRelayed)"
+      )
     }
     const transportOf = (task: TaskRecord) =>
       task.environment === "live" && transports[task.provider] === "relay" && Option.isSome(relay)
         ? relay.value
         : simulated
     const all = Option.isSome(relay) ? [simulated, relay.value] : [simulated]
-    const spanned = (name: string, task: TaskRecord) => traced(name, task, transportOf(task) === simulated ? "simulated" : "relay")
+    const spanned = (name: string, task: TaskRecord) =>
+      traced(name, task, transportOf(task) === simulated ? "simulated" : "relay")
     return yield* measured(
       Upstream.of({
         notifiesChanges: all.every((transport) => transport.notifiesChanges),
@@ -144,12 +155,18 @@ export const layerRelayed = (
   inputChecks?: InputChecks,
   families: Family.Registry = Families.registry
 ): Layer.Layer<Upstream, never, SimulatedUpstream | Estimates | PriceBook | RelayUpstream> =>
-  Layer.effect(Upstream, Effect.flatMap(RelayUpstream, (relay) => make(transports, Option.some(relay), inputChecks, families)))
+  Layer.effect(
+    Upstream,
+    Effect.flatMap(RelayUpstream, (relay) => make(transports, Option.some(relay), inputChecks, families))
+  )
 
 /** The transports from Effect `Config` (`MEDIAGATE_UPSTREAM_VENDOR1` ...). */
 export const config: Config.Config<Transports> = Config.all(
-  Rec.map(Catalog.models, (_, family): Config.Config<Transport> =>
-    Config.literal(...environmentTransports)(`MEDIAGATE_UPSTREAM_${family.toUpperCase()}`).pipe(
-      Config.withDefault("simulated" as const)
-    ))
+  Rec.map(
+    Catalog.models,
+    (_, family): Config.Config<Transport> =>
+      Config.literal(...environmentTransports)(`MEDIAGATE_UPSTREAM_${family.toUpperCase()}`).pipe(
+        Config.withDefault("simulated" as const)
+      )
+  )
 )

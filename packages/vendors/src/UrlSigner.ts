@@ -28,7 +28,11 @@ export class UrlSigner extends Context.Tag("@mediagate/vendors/UrlSigner")<UrlSi
   /** Whether `signature` is the signature of `key` until `expires` and `expires` has not passed. Constant-time. */
   readonly verify: (key: string, expires: string | undefined, signature: string | undefined) => Effect.Effect<boolean>
   /** Like {@link verify}, with the reason of a refusal. */
-  readonly check: (key: string, expires: string | undefined, signature: string | undefined) => Effect.Effect<SignatureCheck>
+  readonly check: (
+    key: string,
+    expires: string | undefined,
+    signature: string | undefined
+  ) => Effect.Effect<SignatureCheck>
 }>() {}
 
 /** Settings of {@link layer}. */

@@ -36,12 +36,14 @@ export const layer = (
         plan: (endpoint, request) => {
           const info = Family.findEndpoint(families, endpoint)
           if (info === undefined) return Effect.dieMessage(`no family has the endpoint ${endpoint}`)
-          return span(Effect.map(estimates.estimate(request.model, info.estimateSeconds(request)), (estimatedSeconds) => ({
-            priceMicros: price(endpoint, request, table),
-            estimatedSeconds,
-            timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : timeoutMs,
-            mediaType: info.mediaType
-          })))
+          return span(
+            Effect.map(estimates.estimate(request.model, info.estimateSeconds(request)), (estimatedSeconds) => ({
+              priceMicros: price(endpoint, request, table),
+              estimatedSeconds,
+              timeoutMs: request.input["off_peak"] === true ? offPeakTimeoutMs : timeoutMs,
+              mediaType: info.mediaType
+            }))
+          )
         }
       })
     })

@@ -35,7 +35,9 @@ describe("channel keys", () => {
     const hex = keyOf(hexKey)
     expect(hex.id).toBe(expectedId)
     expect(hex.bytes.equals(bytes)).toBe(true)
-    for (const text of [bytes.toString("base64"), bytes.toString("base64url"), bytes.toString("base64").replace(/=$/, "")]) {
+    for (
+      const text of [bytes.toString("base64"), bytes.toString("base64url"), bytes.toString("base64").replace(/=$/, "")]
+    ) {
       expect(keyOf(text).id, text).toBe(expectedId)
     }
     expect(keyOf(hexKey.toUpperCase()).id).toBe(expectedId)
@@ -68,7 +70,10 @@ describe("sealing", () => {
     expect(sealed).not.toContain("secret")
     const again = Either.getOrThrow(secrets.seal("sk_live_the_secret", "ch_1"))
     expect(again).not.toBe(sealed)
-    expect(Either.getOrThrow(secrets.open(sealed, "ch_1"))).toEqual({ plaintext: "sk_live_the_secret", keyId: keyOf(hexKey).id })
+    expect(Either.getOrThrow(secrets.open(sealed, "ch_1"))).toEqual({
+      plaintext: "sk_live_the_secret",
+      keyId: keyOf(hexKey).id
+    })
   })
 
   it("does not open a value for another record, an altered value, or a value of another format", () => {
@@ -78,7 +83,9 @@ describe("sealing", () => {
     const [version, id, iv, tag, ciphertext] = sealed.split(".") as [string, string, string, string, string]
     const flipped = Buffer.from(ciphertext, "base64url")
     flipped[0] = flipped[0]! ^ 1
-    expect(errorOf(secrets.open([version, id, iv, tag, flipped.toString("base64url")].join("."), "ch_1")).reason).toBe("corrupt")
+    expect(errorOf(secrets.open([version, id, iv, tag, flipped.toString("base64url")].join("."), "ch_1")).reason).toBe(
+      "corrupt"
+    )
     expect(errorOf(secrets.open([version, id, iv, "AAAA", ciphertext].join("."), "ch_1")).reason).toBe("corrupt")
     expect(errorOf(secrets.open(["v2", id, iv, tag, ciphertext].join("."), "ch_1")).reason).toBe("corrupt")
     expect(errorOf(secrets.open("sk_live_the_secret", "ch_1")).reason).toBe("corrupt")
@@ -97,7 +104,10 @@ describe("sealing", () => {
   })
 
   it("seals nothing without a current key, and opens with the previous one", () => {
-    expect(errorOf(secretsOf().seal("x", "ch_1"))).toMatchObject({ reason: "no-key", message: ChannelSecrets.noKeyMessage })
+    expect(errorOf(secretsOf().seal("x", "ch_1"))).toMatchObject({
+      reason: "no-key",
+      message: ChannelSecrets.noKeyMessage
+    })
     const sealed = Either.getOrThrow(secretsOf(hexKey).seal("x", "ch_1"))
     const rotated = secretsOf(otherHexKey, hexKey)
     expect(rotated.keyId).toBe(keyOf(otherHexKey).id)
@@ -131,7 +141,9 @@ describe("key settings", () => {
       const current = yield* Effect.flip(fromMap([["MEDIAGATE_CHANNEL_KEY", "too short"]]))
       expect(String(current)).toContain("MEDIAGATE_CHANNEL_KEY")
       expect(String(current)).toContain(ChannelSecrets.keyRule)
-      const previous = yield* Effect.flip(fromMap([["MEDIAGATE_CHANNEL_KEY", hexKey], ["MEDIAGATE_CHANNEL_KEY_PREVIOUS", "nope"]]))
+      const previous = yield* Effect.flip(
+        fromMap([["MEDIAGATE_CHANNEL_KEY", hexKey], ["MEDIAGATE_CHANNEL_KEY_PREVIOUS", "nope"]])
+      )
       expect(String(previous)).toContain("MEDIAGATE_CHANNEL_KEY_PREVIOUS")
     }))
 })
@@ -199,7 +211,9 @@ describe("stored channels", () => {
     const onlyNew = ChannelSecrets.openStored(secretsOf(otherHexKey), changed)
     expect(Redacted.value(onlyNew.credentials.apiKey!)).toBe("sk_live_0123456789abcdef")
     // disable with a reason, then enable: the reason goes
-    const disabled = Either.getOrThrow(ChannelSecrets.storePatch(rotated, changed, { enabled: false, disabledReason: "why" }, now))
+    const disabled = Either.getOrThrow(
+      ChannelSecrets.storePatch(rotated, changed, { enabled: false, disabledReason: "why" }, now)
+    )
     expect([disabled.enabled, disabled.disabledReason, disabled.updatedAt]).toEqual([false, "why", now + 2])
     const enabled = Either.getOrThrow(ChannelSecrets.storePatch(rotated, disabled, { enabled: true }, now + 10))
     expect([enabled.enabled, enabled.disabledReason, enabled.updatedAt]).toEqual([true, null, now + 10])
@@ -218,7 +232,12 @@ describe("stored channels", () => {
       enabled: false,
       disabledReason: "disabled by an operator"
     }, now))
-    expect(simulated).toMatchObject({ credentials: null, credentialsHint: null, enabled: false, disabledReason: "disabled by an operator" })
+    expect(simulated).toMatchObject({
+      credentials: null,
+      credentialsHint: null,
+      enabled: false,
+      disabledReason: "disabled by an operator"
+    })
     expect(ChannelSecrets.openStored(none, simulated).credentials).toEqual({})
   })
 })

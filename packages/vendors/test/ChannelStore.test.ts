@@ -54,7 +54,9 @@ const memory: Effect.Effect<Backend> = Effect.sync(() => {
   }
 })
 
-const onSql = (database: () => Layer.Layer<SqlClient.SqlClient, unknown>): Effect.Effect<Backend, unknown, Scope.Scope> =>
+const onSql = (
+  database: () => Layer.Layer<SqlClient.SqlClient, unknown>
+): Effect.Effect<Backend, unknown, Scope.Scope> =>
   Effect.map(Layer.build(database()), (context) => ({
     open: (keys) => SqlChannels.make().pipe(Effect.provide(secretsLayer(keys)), Effect.provide(context)),
     raw: (id) =>
@@ -95,7 +97,9 @@ for (const [name, backend] of backends) {
       Effect.gen(function*() {
         const store = yield* Effect.flatMap(backend, (b) => b.open({ current: keyA }))
         yield* TestClock.setTime(1_000)
-        const a = yield* store.create(relay("alpha", { priority: 10, weight: 3, concurrency: 7, models: ["vendor1-2"] }))
+        const a = yield* store.create(
+          relay("alpha", { priority: 10, weight: 3, concurrency: 7, models: ["vendor1-2"] })
+        )
         yield* TestClock.adjust(5)
         const b = yield* store.create(simulated("beta", { enabled: false, disabledReason: "disabled by an operator" }))
         yield* TestClock.adjust(5)
@@ -117,7 +121,15 @@ for (const [name, backend] of backends) {
           updatedAt: 1_000
         })
         expect(Redacted.value(a.credentials.apiKey!)).toBe(apiKey)
-        expect(b).toMatchObject({ settings: {}, credentials: {}, credentialsHint: null, models: [], priority: 0, weight: 1, concurrency: 0 })
+        expect(b).toMatchObject({
+          settings: {},
+          credentials: {},
+          credentialsHint: null,
+          models: [],
+          priority: 0,
+          weight: 1,
+          concurrency: 0
+        })
         expect([b.enabled, b.disabledReason]).toEqual([false, "disabled by an operator"])
 
         expect((yield* store.list).map((channel) => channel.name)).toEqual(["alpha", "beta", "gamma"])
@@ -128,16 +140,27 @@ for (const [name, backend] of backends) {
 
         // changes at the same instant still move updatedAt forward
         const renamed = Option.getOrThrow(yield* store.update(a.id, { name: "alpha 2", priority: -5, models: [] }))
-        expect(renamed).toMatchObject({ name: "alpha 2", priority: -5, models: [], weight: 3, createdAt: 1_000, updatedAt: 1_010 })
+        expect(renamed).toMatchObject({
+          name: "alpha 2",
+          priority: -5,
+          models: [],
+          weight: 3,
+          createdAt: 1_000,
+          updatedAt: 1_010
+        })
         const again = Option.getOrThrow(yield* store.update(a.id, { weight: 9 }))
         expect(again.updatedAt).toBe(1_011)
-        const keyed = Option.getOrThrow(yield* store.update(a.id, {
-          credentials: { apiKey: Redacted.make("sk_live_another_key_9876") },
-          settings: { baseUrl: "https://alpha2.example.com" }
-        }))
+        const keyed = Option.getOrThrow(
+          yield* store.update(a.id, {
+            credentials: { apiKey: Redacted.make("sk_live_another_key_9876") },
+            settings: { baseUrl: "https://alpha2.example.com" }
+          })
+        )
         expect(Redacted.value(keyed.credentials.apiKey!)).toBe("sk_live_another_key_9876")
         expect([keyed.credentialsHint, keyed.settings]).toEqual(["…9876", { baseUrl: "https://alpha2.example.com" }])
-        const off = Option.getOrThrow(yield* store.update(c.id, { enabled: false, disabledReason: "3 authentication failures" }))
+        const off = Option.getOrThrow(
+          yield* store.update(c.id, { enabled: false, disabledReason: "3 authentication failures" })
+        )
         expect([off.enabled, off.disabledReason]).toEqual([false, "3 authentication failures"])
         const on = Option.getOrThrow(yield* store.update(c.id, { enabled: true }))
         expect([on.enabled, on.disabledReason]).toEqual([true, null])
@@ -212,7 +235,9 @@ for (const [name, backend] of backends) {
           expect(unreadable.credentials).toEqual({})
           expect(unreadable.credentialsHint).toBe("…WXYZ")
           expect(unreadable.disabledReason).toContain("cannot be decrypted")
-          expect(unreadable.disabledReason).toContain(keys.current === undefined ? "MEDIAGATE_CHANNEL_KEY is not set" : "neither")
+          expect(unreadable.disabledReason).toContain(
+            keys.current === undefined ? "MEDIAGATE_CHANNEL_KEY is not set" : "neither"
+          )
           expect(Option.getOrThrow(yield* restarted.get(channel.id)).disabledReason).toBe(unreadable.disabledReason)
           // nothing written back by the reads
           expect(yield* storage.raw(channel.id)).toEqual(before)
@@ -231,7 +256,11 @@ for (const [name, backend] of backends) {
         expect(Option.getOrThrow(yield* keyless.update(sim.id, { weight: 2 })).weight).toBe(2)
         // the right key reads it again
         const fixed = Option.getOrThrow(yield* (yield* storage.open({ current: keyA })).get(channel.id))
-        expect([fixed.enabled, fixed.disabledReason, Redacted.value(fixed.credentials.apiKey!)]).toEqual([true, null, apiKey])
+        expect([fixed.enabled, fixed.disabledReason, Redacted.value(fixed.credentials.apiKey!)]).toEqual([
+          true,
+          null,
+          apiKey
+        ])
       }))
 
     it.scoped("rotates keys: the previous key reads, a write re-encrypts with the current one", () =>
@@ -250,7 +279,11 @@ for (const [name, backend] of backends) {
         expect(sealed.split(".")[1]).toBe(keyIdOf(keyB))
         // the old key can go now
         const onlyNew = Option.getOrThrow(yield* (yield* storage.open({ current: keyB })).get(channel.id))
-        expect([onlyNew.name, onlyNew.enabled, Redacted.value(onlyNew.credentials.apiKey!)]).toEqual(["alpha rotated", true, apiKey])
+        expect([onlyNew.name, onlyNew.enabled, Redacted.value(onlyNew.credentials.apiKey!)]).toEqual([
+          "alpha rotated",
+          true,
+          apiKey
+        ])
       }))
   })
 }
@@ -281,10 +314,15 @@ for (const [name, database] of databases) {
         const sql = Context.get(context, SqlClient.SqlClient)
         yield* SqlChannels.migrate().pipe(Effect.provide(context))
         yield* SqlChannels.migrate().pipe(Effect.provide(context))
-        const names = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlChannels.migrationsTable())} ORDER BY migration_id`
+        const names = yield* sql<{ name: string }>`SELECT name FROM ${
+          sql(SqlChannels.migrationsTable())
+        } ORDER BY migration_id`
         expect(names.map((row) => row.name)).toEqual(["channels"])
 
-        const store = yield* SqlChannels.make({ prefix: "app_" }).pipe(Effect.provide(secretsLayer({ current: keyA })), Effect.provide(context))
+        const store = yield* SqlChannels.make({ prefix: "app_" }).pipe(
+          Effect.provide(secretsLayer({ current: keyA })),
+          Effect.provide(context)
+        )
         const channel = yield* store.create(simulated("prefixed"))
         const rows = yield* sql<{ id: string }>`SELECT id FROM ${sql("app_channels")}`
         expect(rows.map((row) => row.id)).toEqual([channel.id])
@@ -292,10 +330,12 @@ for (const [name, database] of databases) {
         // the default-prefixed table is another one
         expect(yield* sql`SELECT * FROM ${sql(SqlChannels.tables().channels)}`).toHaveLength(0)
 
-        const invalid = yield* Effect.flip(SqlChannels.make({ prefix: "Bad-Prefix" }).pipe(
-          Effect.provide(secretsLayer({})),
-          Effect.provide(context)
-        ))
+        const invalid = yield* Effect.flip(
+          SqlChannels.make({ prefix: "Bad-Prefix" }).pipe(
+            Effect.provide(secretsLayer({})),
+            Effect.provide(context)
+          )
+        )
         expect(invalid.message).toContain(SqlStore.invalidPrefixMessage("channel storage", "Bad-Prefix"))
       }))
 
@@ -303,9 +343,14 @@ for (const [name, database] of databases) {
       Effect.gen(function*() {
         const context = yield* Layer.build(database())
         const sql = Context.get(context, SqlClient.SqlClient)
-        const store = yield* SqlChannels.make().pipe(Effect.provide(secretsLayer({ current: keyA })), Effect.provide(context))
+        const store = yield* SqlChannels.make().pipe(
+          Effect.provide(secretsLayer({ current: keyA })),
+          Effect.provide(context)
+        )
         const channel = yield* store.create(simulated("sim"))
-        yield* sql`UPDATE ${sql(SqlChannels.tables().channels)} SET families = ${"[\"nobody\"]"} WHERE id = ${channel.id}`
+        yield* sql`UPDATE ${
+          sql(SqlChannels.tables().channels)
+        } SET families = ${"[\"nobody\"]"} WHERE id = ${channel.id}`
         const failure = yield* Effect.flip(store.list)
         expect(failure._tag).toBe("PersistenceError")
         expect(failure.message).toContain("mediagate_channels.families")
@@ -314,28 +359,34 @@ for (const [name, database] of databases) {
 }
 
 describe.skipIf(!runPostgres)("channel store across PostgreSQL clients", () => {
-  it.scopedLive("a write through one process's store signals the other's changes (NOTIFY)", () =>
-    Effect.gen(function*() {
-      const schema = yield* Databases.pgSchema
-      const open = Effect.flatMap(Layer.build(Databases.pgClient(schema)), (context) =>
-        SqlChannels.make().pipe(Effect.provide(secretsLayer({ current: keyA })), Effect.provide(context)))
-      const writer = yield* open
-      const reader = yield* open
-      const heard = yield* Ref.make(0)
-      yield* reader.changes.pipe(Stream.runForEach(() => Ref.update(heard, (n) => n + 1)), Effect.forkScoped)
-      // the LISTEN starts with the consumer: write until the other store hears one
-      yield* writer.create(simulated("elsewhere")).pipe(
-        Effect.zipRight(Ref.get(heard)),
-        Effect.filterOrFail((n) => n > 0),
-        Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("5 seconds")))
-      )
-      const before = yield* Ref.get(heard)
-      const [channel] = yield* writer.list
-      yield* writer.update(channel!.id, { weight: 5 })
-      yield* Ref.get(heard).pipe(
-        Effect.filterOrFail((n) => n > before),
-        Effect.retry(Schedule.spaced("10 millis").pipe(Schedule.upTo("2 seconds")))
-      )
-      expect(Option.getOrThrow(yield* reader.get(channel!.id)).weight).toBe(5)
-    }), { timeout: 20_000 })
+  it.scopedLive(
+    "a write through one process's store signals the other's changes (NOTIFY)",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* Databases.pgSchema
+        const open = Effect.flatMap(
+          Layer.build(Databases.pgClient(schema)),
+          (context) => SqlChannels.make().pipe(Effect.provide(secretsLayer({ current: keyA })), Effect.provide(context))
+        )
+        const writer = yield* open
+        const reader = yield* open
+        const heard = yield* Ref.make(0)
+        yield* reader.changes.pipe(Stream.runForEach(() => Ref.update(heard, (n) => n + 1)), Effect.forkScoped)
+        // the LISTEN starts with the consumer: write until the other store hears one
+        yield* writer.create(simulated("elsewhere")).pipe(
+          Effect.zipRight(Ref.get(heard)),
+          Effect.filterOrFail((n) => n > 0),
+          Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("5 seconds")))
+        )
+        const before = yield* Ref.get(heard)
+        const [channel] = yield* writer.list
+        yield* writer.update(channel!.id, { weight: 5 })
+        yield* Ref.get(heard).pipe(
+          Effect.filterOrFail((n) => n > before),
+          Effect.retry(Schedule.spaced("10 millis").pipe(Schedule.upTo("2 seconds")))
+        )
+        expect(Option.getOrThrow(yield* reader.get(channel!.id)).weight).toBe(5)
+      }),
+    { timeout: 20_000 }
+  )
 })

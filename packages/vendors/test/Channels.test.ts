@@ -23,8 +23,8 @@ import * as TestClock from "effect/TestClock"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type ChannelConfig, type ChannelInput, ChannelRuntime, ChannelStore } from "../src/ChannelStore.js"
 import * as Channels from "../src/Channels.js"
+import { type ChannelConfig, type ChannelInput, ChannelRuntime, ChannelStore } from "../src/ChannelStore.js"
 import * as Estimates from "../src/Estimates.js"
 import * as FileStore from "../src/FileStore.js"
 import { PriceBook } from "../src/Prices.js"
@@ -38,7 +38,8 @@ type Mode = "ok" | "down" | "auth" | "refuse"
 /** Fault-injecting upstreams, one per channel (by name), recording every call. */
 const makeFakes = () => {
   const modes = new Map<string, Mode>()
-  const calls: Array<{ readonly channel: string; readonly call: "submit" | "poll" | "cancel"; readonly key: string }> = []
+  const calls: Array<{ readonly channel: string; readonly call: "submit" | "poll" | "cancel"; readonly key: string }> =
+    []
   const fail = (mode: Mode, name: string): UpstreamError | undefined =>
     mode === "down"
       ? new UpstreamError({ message: `${name}: 503`, retryable: true, kind: "unavailable" })
@@ -264,7 +265,8 @@ describe("the channel router", () => {
         const refused = yield* Effect.flip(upstream.submit(b!))
         expect(refused).toMatchObject({ retryable: false, kind: "refused" })
         expect(fakes.calls.filter((c) => c.key.startsWith(b!.id)).map((c) => c.channel)).toEqual(["primary"])
-      })))
+      })
+    ))
 
   it.effect("opens a failing channel's breaker, skips it, probes it after the cooldown and closes it again", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
@@ -285,7 +287,8 @@ describe("the channel router", () => {
         expect((yield* upstream.submit(tasks[4]!)).jobId).toBe(`primary-${tasks[4]!.id}`)
         expect(yield* runtime.health(primary.id)).toMatchObject({ breaker: "closed", consecutiveFailures: 0 })
         expect((yield* upstream.submit(tasks[5]!)).jobId).toBe(`primary-${tasks[5]!.id}`)
-      })))
+      })
+    ))
 
   it.effect("a failed probe opens the breaker again for a doubled cooldown", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
@@ -305,7 +308,8 @@ describe("the channel router", () => {
         yield* TestClock.adjust("30 seconds")
         fakes.modes.set("primary", "ok")
         expect((yield* upstream.submit(tasks[5]!)).channelId).toBe(primary.id)
-      })))
+      })
+    ))
 
   it.effect("when every channel fails, the task waits (retryable) and is charged nothing more", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
@@ -319,7 +323,8 @@ describe("the channel router", () => {
         const error = yield* Effect.flip(upstream.submit(task!))
         expect(error).toMatchObject({ retryable: true, kind: "unavailable" })
         expect(error.message).toContain("every channel serving vendor3-3 failed")
-      })))
+      })
+    ))
 
   it.effect("holds a channel's concurrency limit, moving tasks to the next channel and then making them wait", () =>
     withRouter(({ runtime, storage, store, upstream }) =>
@@ -330,13 +335,18 @@ describe("the channel router", () => {
         const [a, b, c] = yield* claimTasks(storage, 3)
         expect((yield* upstream.submit(a!)).channelId).toBe(small.id)
         // the step records the job on the channel (as the worker does)
-        yield* storage.step(a!.id, a!.fence, { upstreamJobId: "j", channelId: small.id, nextRunAt: yield* Clock.currentTimeMillis })
+        yield* storage.step(a!.id, a!.fence, {
+          upstreamJobId: "j",
+          channelId: small.id,
+          nextRunAt: yield* Clock.currentTimeMillis
+        })
         expect((yield* upstream.submit(b!)).channelId).toBe(other.id)
         const waiting = yield* Effect.flip(upstream.submit(c!))
         expect(waiting).toMatchObject({ retryable: true, retryAfterMs: 1000 })
         expect(waiting.message).toContain("concurrency limit")
         expect(yield* storage.channelLoad).toEqual(new Map([[small.id, 1], [other.id, 1]]))
-      })))
+      })
+    ))
 
   it.effect("gives a job up when its channel's breaker opens and another channel can take the task", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
@@ -355,7 +365,8 @@ describe("the channel router", () => {
         const calls = fakes.calls.length
         expect(yield* upstream.poll(onPrimary, "job")).toMatchObject({ _tag: "Lost" })
         expect(fakes.calls.length).toBe(calls)
-      })))
+      })
+    ))
 
   it.effect("disables a stored channel after repeated authentication failures, with the reason", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
@@ -389,7 +400,8 @@ describe("the channel router", () => {
         const error = yield* Effect.flip(upstream.submit(c!))
         expect(error).toMatchObject({ retryable: false, message: "no enabled upstream channel serves model vendor3-3" })
         expect(fakes.calls.filter((call) => call.key.startsWith(c!.id))).toEqual([])
-      })))
+      })
+    ))
 
   it.effect("holds a channel's polls to its poll_rate; the simulated upstream's are not limited", () =>
     withRouter(({ runtime, storage, store, upstream }) =>
@@ -409,7 +421,8 @@ describe("the channel router", () => {
         expect(error.retryAfterMs).toBeGreaterThanOrEqual(1000)
         yield* TestClock.adjust("1 second")
         expect(yield* upstream.poll(on, submitted.jobId)).toMatchObject({ _tag: "Running" })
-      })))
+      })
+    ))
 
   it.effect("the poll a finished copy caused is answered from the copy, without asking the upstream again", () =>
     withRouter(({ copier, fakes, runtime, storage, store, upstream }) =>
@@ -420,8 +433,11 @@ describe("the channel router", () => {
         const submitted = yield* upstream.submit(task!)
         const on = { ...task!, channelId: submitted.channelId! }
         const policy = { trustedHosts: [], allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }
-        const png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-        expect(yield* copier.collect(on, submitted.jobId, [{ url: png }], policy, { seconds: 4 })).toEqual({ _tag: "Copying" })
+        const png =
+          "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+        expect(yield* copier.collect(on, submitted.jobId, [{ url: png }], policy, { seconds: 4 })).toEqual({
+          _tag: "Copying"
+        })
         // the copy writes to the disk: real time, not the test clock
         while (copier.ended(on, submitted.jobId) === undefined) {
           yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
@@ -429,9 +445,15 @@ describe("the channel router", () => {
         const polls = fakes.calls.filter((call) => call.call === "poll").length
         const answered = yield* upstream.poll(on, submitted.jobId)
         // the job's seconds kept with the copy, priced at the channel's cost per second
-        expect(answered).toMatchObject({ _tag: "Succeeded", seconds: 4, costMicros: 40_000, result: [{ format: "png" }] })
+        expect(answered).toMatchObject({
+          _tag: "Succeeded",
+          seconds: 4,
+          costMicros: 40_000,
+          result: [{ format: "png" }]
+        })
         expect(fakes.calls.filter((call) => call.call === "poll").length).toBe(polls)
-      })))
+      })
+    ))
 
   it.effect("test tasks run on the simulator on no channel", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
@@ -442,5 +464,6 @@ describe("the channel router", () => {
         const submitted = yield* upstream.submit(task!)
         assert.isUndefined(submitted.channelId)
         expect(fakes.calls).toEqual([])
-      })))
+      })
+    ))
 })

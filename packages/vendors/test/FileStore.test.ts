@@ -1,6 +1,6 @@
+import { NodeContext, NodePath } from "@effect/platform-node"
 import * as PlatformError from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { NodeContext, NodePath } from "@effect/platform-node"
 import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Errors, Services } from "@mediagate/contract"
 import * as Chunk from "effect/Chunk"
@@ -88,10 +88,23 @@ describe("FileStore: keys, content types and ranges", () => {
     expect(FileService.parseRangeHeader("bytes=5-")).toEqual({ _tag: "FromTo", start: 5, end: undefined })
     expect(FileService.parseRangeHeader("bytes=-5")).toEqual({ _tag: "Suffix", length: 5 })
     expect(FileService.parseRangeHeader(" Bytes = 1 - 2 ")).toEqual({ _tag: "FromTo", start: 1, end: 2 })
-    for (const header of [undefined, "", "bytes=", "bytes=-", "bytes=9-0", "bytes=0-1,4-5", "items=0-1", "bytes=a-b", "bytes=99999999999999999999-"]) {
+    for (
+      const header of [
+        undefined,
+        "",
+        "bytes=",
+        "bytes=-",
+        "bytes=9-0",
+        "bytes=0-1,4-5",
+        "items=0-1",
+        "bytes=a-b",
+        "bytes=99999999999999999999-"
+      ]
+    ) {
       expect(FileService.parseRangeHeader(header), String(header)).toBeUndefined()
     }
-    const resolve = (header: string, size: number) => FileStore.resolveRange(FileService.parseRangeHeader(header)!, size)
+    const resolve = (header: string, size: number) =>
+      FileStore.resolveRange(FileService.parseRangeHeader(header)!, size)
     expect(resolve("bytes=0-9", 100)).toEqual({ start: 0, end: 9 })
     expect(resolve("bytes=90-200", 100)).toEqual({ start: 90, end: 99 })
     expect(resolve("bytes=-5", 100)).toEqual({ start: 95, end: 99 })
@@ -162,7 +175,9 @@ describe("FileStore: local disk", () => {
         assert.isTrue(same(whole.bytes, bytes))
         expect(whole.chunks).toBe(5) // 64 KiB chunks
 
-        const unsatisfiable = yield* Effect.flip(store.open("tasks/task_3/video-0.mp4", { _tag: "FromTo", start: bytes.length, end: undefined }))
+        const unsatisfiable = yield* Effect.flip(
+          store.open("tasks/task_3/video-0.mp4", { _tag: "FromTo", start: bytes.length, end: undefined })
+        )
         expect(unsatisfiable).toMatchObject({ _tag: "UnsatisfiableRange", size: bytes.length })
       }))
 
@@ -182,7 +197,8 @@ describe("FileStore: local disk", () => {
       Effect.gen(function*() {
         const store = yield* FileStore.FileStore
         const at = Date.UTC(2026, 10, 25, 13, 5, 9)
-        const key = (id: string, minutes = 0) => FileStore.resultKey({ id, createdAt: at + minutes * 60_000 }, "image-0.png")
+        const key = (id: string, minutes = 0) =>
+          FileStore.resultKey({ id, createdAt: at + minutes * 60_000 }, "image-0.png")
         expect(key("task_a")).toBe("tasks/2026-11-25/1305/task_a-image-0.png")
         for (const k of [key("task_a"), key("task_b"), key("task_c", 1)]) yield* store.put(k, bytesOf(10), "image/png")
         const day = join(directory, "store", "tasks", "2026-11-25")
@@ -199,7 +215,10 @@ describe("FileStore: local disk", () => {
       Effect.gen(function*() {
         const store = yield* FileStore.FileStore
         for (const key of ["../escape.png", "a/../../escape.png", "/tmp/escape.png", "a\0.png", "..", ".hidden.png"]) {
-          expect(yield* Effect.flip(store.put(key, bytesOf(4), "image/png")), key).toMatchObject({ _tag: "InvalidFileKey", key })
+          expect(yield* Effect.flip(store.put(key, bytesOf(4), "image/png")), key).toMatchObject({
+            _tag: "InvalidFileKey",
+            key
+          })
           expect(yield* Effect.flip(store.open(key)), key).toMatchObject({ _tag: "InvalidFileKey" })
           expect(yield* Effect.flip(store.remove(key)), key).toMatchObject({ _tag: "InvalidFileKey" })
         }
@@ -231,7 +250,14 @@ describe("FileStore: local disk copies", () => {
         Effect.map(FileSystem.FileSystem, (fs) => ({
           ...fs,
           link: (from: string, to: string) =>
-            Effect.fail(new PlatformError.SystemError({ reason: "PermissionDenied", module: "FileSystem", method: "link", pathOrDescriptor: `${from} -> ${to}` }))
+            Effect.fail(
+              new PlatformError.SystemError({
+                reason: "PermissionDenied",
+                module: "FileSystem",
+                method: "link",
+                pathOrDescriptor: `${from} -> ${to}`
+              })
+            )
         }))
       ).pipe(Layer.provide(NodeContext.layer))
       const root = join(directory, "refusing")
@@ -255,7 +281,8 @@ describe("FileStore: local disk copies", () => {
 })
 
 const secret = Redacted.make("test-secret")
-const hmac = (key: string, expires: number) => createHmac("sha256", "test-secret").update(`${key}:${expires}`).digest("hex")
+const hmac = (key: string, expires: number) =>
+  createHmac("sha256", "test-secret").update(`${key}:${expires}`).digest("hex")
 const Signer = UrlSigner.layer({ publicBaseUrl: "https://media.example.com/", secret, defaultTtlSeconds: 3600 })
 const now = 1_700_000_000
 
@@ -274,7 +301,9 @@ describe("UrlSigner", () => {
       const signer = yield* UrlSigner.UrlSigner
       const key = "tasks/task_1/video-0.mp4"
       const url = yield* signer.sign(key)
-      expect(url).toBe(`https://media.example.com/files/${key}?expires=${now + 3600}&signature=${hmac(key, now + 3600)}`)
+      expect(url).toBe(
+        `https://media.example.com/files/${key}?expires=${now + 3600}&signature=${hmac(key, now + 3600)}`
+      )
       expect(yield* signer.sign(key, 60)).toContain(`expires=${now + 60}&`)
       const q = query(url)
       expect(yield* signer.verify(key, q.expires, q.signature)).toBe(true)
@@ -315,9 +344,16 @@ describe("UrlSigner", () => {
           Effect.provide(UrlSigner.layerConfig),
           Effect.withConfigProvider(ConfigProvider.fromMap(new Map(entries)))
         )
-      const configured = yield* withConfig([["MEDIAGATE_PUBLIC_BASE_URL", "https://cdn.example.com/mg"], ["MEDIAGATE_FILE_SECRET", "test-secret"]])
-      expect(configured).toBe(`https://cdn.example.com/mg/files/a.png?expires=${now + 7 * 86400}&signature=${hmac("a.png", now + 7 * 86400)}`)
-      expect(yield* withConfig([["PORT", "8080"], ["MEDIAGATE_FILE_SECRET", "test-secret"]])).toMatch(/^http:\/\/localhost:8080\/files\/a\.png\?/)
+      const configured = yield* withConfig([["MEDIAGATE_PUBLIC_BASE_URL", "https://cdn.example.com/mg"], [
+        "MEDIAGATE_FILE_SECRET",
+        "test-secret"
+      ]])
+      expect(configured).toBe(
+        `https://cdn.example.com/mg/files/a.png?expires=${now + 7 * 86400}&signature=${hmac("a.png", now + 7 * 86400)}`
+      )
+      expect(yield* withConfig([["PORT", "8080"], ["MEDIAGATE_FILE_SECRET", "test-secret"]])).toMatch(
+        /^http:\/\/localhost:8080\/files\/a\.png\?/
+      )
       // no secret: a random one per layer, so two builds disagree
       const one = yield* withConfig([])
       const two = yield* withConfig([])

@@ -46,7 +46,11 @@ const backends: ReadonlyArray<readonly [string, Layer.Layer<FileStore.FileStore,
   ["s3 with a key prefix", s3Store("mediagate/results/")]
 ]
 
-const Signer = UrlSigner.layer({ publicBaseUrl: "https://media.example.com", secret: Redacted.make("s"), defaultTtlSeconds: 3600 })
+const Signer = UrlSigner.layer({
+  publicBaseUrl: "https://media.example.com",
+  secret: Redacted.make("s"),
+  defaultTtlSeconds: 3600
+})
 
 for (const [name, store] of backends) {
   describe(`FileStore conformance: ${name}`, () => {
@@ -92,7 +96,12 @@ for (const [name, store] of backends) {
           assert.isTrue(same(tail.got, bytes.slice(100000)))
           const clipped = yield* read(`bytes=${bytes.length - 3}-${bytes.length + 100}`)
           assert.isTrue(same(clipped.got, bytes.slice(-3)))
-          for (const range of [{ _tag: "FromTo", start: bytes.length, end: undefined }, { _tag: "Suffix", length: 0 }] as const) {
+          for (
+            const range of [{ _tag: "FromTo", start: bytes.length, end: undefined }, {
+              _tag: "Suffix",
+              length: 0
+            }] as const
+          ) {
             const refused = yield* Effect.flip(files.open("tasks/t2/video-0.mp4", range))
             expect(refused).toMatchObject({ _tag: "UnsatisfiableRange", size: bytes.length })
           }
@@ -102,7 +111,9 @@ for (const [name, store] of backends) {
         Effect.gen(function*() {
           const files = yield* FileStore.FileStore
           expect(yield* files.open("tasks/none/video-0.mp4")).toEqual(Option.none())
-          expect(yield* files.open("tasks/none/video-0.mp4", { _tag: "FromTo", start: 0, end: 9 })).toEqual(Option.none())
+          expect(yield* files.open("tasks/none/video-0.mp4", { _tag: "FromTo", start: 0, end: 9 })).toEqual(
+            Option.none()
+          )
           yield* files.put("tasks/t3/a.png", bytesOf(10), "image/png")
           yield* files.put("tasks/t3/b.png", bytesOf(10), "image/png")
           yield* files.remove("tasks/t3/a.png")
@@ -122,8 +133,11 @@ for (const [name, store] of backends) {
         Effect.gen(function*() {
           const files = yield* FileStore.FileStore
           const read = (key: string) =>
-            Effect.flatMap(Effect.map(files.open(key), Option.getOrThrow), (file) =>
-              Effect.map(collect(file.stream), (got) => ({ size: file.size, contentType: file.contentType, got })))
+            Effect.flatMap(
+              Effect.map(files.open(key), Option.getOrThrow),
+              (file) =>
+                Effect.map(collect(file.stream), (got) => ({ size: file.size, contentType: file.contentType, got }))
+            )
           const bytes = bytesOf(3000, 11)
           yield* files.put("renderings/clip.mp4", bytes, "video/mp4")
           assert.isTrue(yield* files.copy("renderings/clip.mp4", "tasks/c1/video-0.mp4"))
@@ -153,9 +167,15 @@ for (const [name, store] of backends) {
           assert.isFalse(yield* files.copy("renderings/clip.mp4", "tasks/c3/video-0.mp4"))
           expect(yield* files.open("tasks/c3/video-0.mp4")).toEqual(Option.none())
           // invalid keys, and a target whose extension serves another content type, are refused
-          expect(yield* Effect.flip(files.copy("../x.mp4", "tasks/c4/video-0.mp4"))).toMatchObject({ _tag: "InvalidFileKey" })
-          expect(yield* Effect.flip(files.copy("tasks/c1/video-0.mp4", "tasks/../c4.mp4"))).toMatchObject({ _tag: "InvalidFileKey" })
-          expect(yield* Effect.flip(files.copy("tasks/c1/video-0.mp4", "tasks/c4/video-0.png"))).toMatchObject({ _tag: "InvalidFileKey" })
+          expect(yield* Effect.flip(files.copy("../x.mp4", "tasks/c4/video-0.mp4"))).toMatchObject({
+            _tag: "InvalidFileKey"
+          })
+          expect(yield* Effect.flip(files.copy("tasks/c1/video-0.mp4", "tasks/../c4.mp4"))).toMatchObject({
+            _tag: "InvalidFileKey"
+          })
+          expect(yield* Effect.flip(files.copy("tasks/c1/video-0.mp4", "tasks/c4/video-0.png"))).toMatchObject({
+            _tag: "InvalidFileKey"
+          })
           expect(yield* files.open("tasks/c4/video-0.png")).toEqual(Option.none())
         }))
 
@@ -163,11 +183,15 @@ for (const [name, store] of backends) {
         Effect.gen(function*() {
           const files = yield* FileStore.FileStore
           for (const key of ["../escape.png", "/abs.png", "a//b.png", ".hidden.png", "a\0.png"]) {
-            expect(yield* Effect.flip(files.put(key, bytesOf(4), "image/png")), key).toMatchObject({ _tag: "InvalidFileKey" })
+            expect(yield* Effect.flip(files.put(key, bytesOf(4), "image/png")), key).toMatchObject({
+              _tag: "InvalidFileKey"
+            })
             expect(yield* Effect.flip(files.open(key)), key).toMatchObject({ _tag: "InvalidFileKey" })
             expect(yield* Effect.flip(files.remove(key)), key).toMatchObject({ _tag: "InvalidFileKey" })
           }
-          expect(yield* Effect.flip(files.put("tasks/t/a.png", bytesOf(4), "video/mp4"))).toMatchObject({ _tag: "InvalidFileKey" })
+          expect(yield* Effect.flip(files.put("tasks/t/a.png", bytesOf(4), "video/mp4"))).toMatchObject({
+            _tag: "InvalidFileKey"
+          })
         }))
 
       it.effect("FileService over the store: 200, 206, 416 with the size, 404", () =>
@@ -180,7 +204,10 @@ for (const [name, store] of backends) {
           const bytes = bytesOf(1000)
           yield* files.put(key, bytes, "video/mp4")
           const url = new URL(yield* signer.sign(key))
-          const query = { expires: url.searchParams.get("expires") ?? undefined, signature: url.searchParams.get("signature") ?? undefined }
+          const query = {
+            expires: url.searchParams.get("expires") ?? undefined,
+            signature: url.searchParams.get("signature") ?? undefined
+          }
           const whole = yield* service.open(key, query, undefined)
           expect([whole.status, whole.headers["content-length"]]).toEqual([200, "1000"])
           assert.isTrue(same(yield* collect(whole.body), bytes))

@@ -15,7 +15,13 @@ import { probeVideoBytes } from "./probe.js"
 /** MP4Box.js's view of MP4 bytes (see probe.ts: it also fails on a file a player would refuse). */
 const probe = (bytes: Uint8Array) => {
   const probed = probeVideoBytes(bytes)
-  return { codec: probed.codec, width: probed.width, height: probed.height, duration: probed.durationSeconds, frames: probed.frames }
+  return {
+    codec: probed.codec,
+    width: probed.width,
+    height: probed.height,
+    duration: probed.durationSeconds,
+    frames: probed.frames
+  }
 }
 
 const timed = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
@@ -58,27 +64,35 @@ describe("Media: videos", () => {
       }), { timeout: 60_000 })
   }
 
-  it.scoped("the cache encodes a clip once, shares a rendering under way and returns identical bytes", () =>
-    Effect.gen(function*() {
-      const renderer = yield* Media.make()
-      const spec = { width: 320, height: 240, durationSeconds: 2 }
-      const [a, b, c] = yield* Effect.all(
-        [renderer.renderVideo(spec), renderer.renderVideo(spec), renderer.renderVideo({ ...spec, fps: Media.defaultFps })],
-        { concurrency: "unbounded" }
-      )
-      const d = yield* renderer.renderVideo(spec)
-      expect(renderer.stats()).toMatchObject({ videoEncodes: 1, hits: 3, entries: 1, cachedBytes: a.byteLength })
-      expect(b).toEqual(a)
-      expect(c).toEqual(a)
-      expect(d).toEqual(a)
-      // another duration or rate is another clip
-      yield* renderer.renderVideo({ ...spec, durationSeconds: 3 })
-      yield* renderer.renderVideo({ ...spec, fps: 4 })
-      expect(renderer.stats().videoEncodes).toBe(3)
-      // a fresh renderer encodes the same picture again (the MP4 boxes carry a creation time, so compare sizes)
-      const again = yield* Effect.flatMap(Media.make(), (fresh) => fresh.renderVideo(spec))
-      expect(again.byteLength).toBe(a.byteLength)
-    }), { timeout: 60_000 })
+  it.scoped(
+    "the cache encodes a clip once, shares a rendering under way and returns identical bytes",
+    () =>
+      Effect.gen(function*() {
+        const renderer = yield* Media.make()
+        const spec = { width: 320, height: 240, durationSeconds: 2 }
+        const [a, b, c] = yield* Effect.all(
+          [
+            renderer.renderVideo(spec),
+            renderer.renderVideo(spec),
+            renderer.renderVideo({ ...spec, fps: Media.defaultFps })
+          ],
+          { concurrency: "unbounded" }
+        )
+        const d = yield* renderer.renderVideo(spec)
+        expect(renderer.stats()).toMatchObject({ videoEncodes: 1, hits: 3, entries: 1, cachedBytes: a.byteLength })
+        expect(b).toEqual(a)
+        expect(c).toEqual(a)
+        expect(d).toEqual(a)
+        // another duration or rate is another clip
+        yield* renderer.renderVideo({ ...spec, durationSeconds: 3 })
+        yield* renderer.renderVideo({ ...spec, fps: 4 })
+        expect(renderer.stats().videoEncodes).toBe(3)
+        // a fresh renderer encodes the same picture again (the MP4 boxes carry a creation time, so compare sizes)
+        const again = yield* Effect.flatMap(Media.make(), (fresh) => fresh.renderVideo(spec))
+        expect(again.byteLength).toBe(a.byteLength)
+      }),
+    { timeout: 60_000 }
+  )
 
   it.scoped("an interrupted caller does not cancel the rendering for the others", () =>
     Effect.gen(function*() {
@@ -89,24 +103,30 @@ describe("Media: videos", () => {
       yield* Fiber.interrupt(first)
       const bytes = yield* Fiber.join(second)
       expect(bytes.byteLength).toBeGreaterThan(0)
-      expect((yield* renderer.renderVideo(spec))).toBe(bytes)
+      expect(yield* renderer.renderVideo(spec)).toBe(bytes)
       expect(renderer.stats().videoEncodes).toBe(1)
     }), { timeout: 60_000 })
 
-  it.effect("closing the renderer's scope interrupts a rendering under way and its waiters", () =>
-    Effect.gen(function*() {
-      const scope = yield* Scope.make()
-      const renderer = yield* Scope.extend(Media.make(), scope)
-      const spec = { width: 640, height: 480, durationSeconds: 60 }
-      const waiters = yield* Effect.forEach([1, 2], () => Effect.fork(renderer.renderVideo(spec)))
-      while (renderer.stats().videoEncodes === 0) yield* Effect.yieldNow()
-      yield* Scope.close(scope, Exit.void)
-      for (const waiter of waiters) assert.isTrue(Exit.isInterrupted(yield* Fiber.await(waiter)))
-      expect(renderer.stats()).toMatchObject({ videoEncodes: 1, entries: 0, cachedBytes: 0 })
-      // a closed renderer starts nothing
-      assert.isTrue(Exit.isInterrupted(yield* Effect.exit(renderer.renderImage({ width: 4, height: 4, format: "png" }))))
-      expect(renderer.stats().imageEncodes).toBe(0)
-    }), { timeout: 60_000 })
+  it.effect(
+    "closing the renderer's scope interrupts a rendering under way and its waiters",
+    () =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const renderer = yield* Scope.extend(Media.make(), scope)
+        const spec = { width: 640, height: 480, durationSeconds: 60 }
+        const waiters = yield* Effect.forEach([1, 2], () => Effect.fork(renderer.renderVideo(spec)))
+        while (renderer.stats().videoEncodes === 0) yield* Effect.yieldNow()
+        yield* Scope.close(scope, Exit.void)
+        for (const waiter of waiters) assert.isTrue(Exit.isInterrupted(yield* Fiber.await(waiter)))
+        expect(renderer.stats()).toMatchObject({ videoEncodes: 1, entries: 0, cachedBytes: 0 })
+        // a closed renderer starts nothing
+        assert.isTrue(
+          Exit.isInterrupted(yield* Effect.exit(renderer.renderImage({ width: 4, height: 4, format: "png" })))
+        )
+        expect(renderer.stats().imageEncodes).toBe(0)
+      }),
+    { timeout: 60_000 }
+  )
 
   it.effect("a waiter never hangs when the scope closes around the start of a rendering", () =>
     Effect.gen(function*() {
@@ -155,7 +175,9 @@ describe("Media: videos", () => {
           return png.data[i]! + png.data[i + 1]! + png.data[i + 2]!
         }
         const barWidth = Math.round(width / 16)
-        expect(brightness(width - Math.round(barWidth / 2), height >> 1)).toBeGreaterThan(brightness(barWidth * 2, height >> 1))
+        expect(brightness(width - Math.round(barWidth / 2), height >> 1)).toBeGreaterThan(
+          brightness(barWidth * 2, height >> 1)
+        )
       }
       yield* renderer.renderLastFrame({ width: 1280, height: 720, durationSeconds: 5 })
       expect(renderer.stats()).toMatchObject({ frameEncodes: 2, hits: 1 })
@@ -185,10 +207,16 @@ describe("Media: images", () => {
   it.scoped("4096x4096 stays affordable", () =>
     Effect.gen(function*() {
       const renderer = yield* Media.make()
-      const png = yield* timed("render PNG 4096x4096", renderer.renderImage({ width: 4096, height: 4096, format: "png" }))
+      const png = yield* timed(
+        "render PNG 4096x4096",
+        renderer.renderImage({ width: 4096, height: 4096, format: "png" })
+      )
       expect(pngHeader(png)).toEqual({ width: 4096, height: 4096 })
       expect(png.byteLength).toBeLessThan(1024 * 1024)
-      const jpg = yield* timed("render JPEG 4096x4096", renderer.renderImage({ width: 4096, height: 4096, format: "jpeg" }))
+      const jpg = yield* timed(
+        "render JPEG 4096x4096",
+        renderer.renderImage({ width: 4096, height: 4096, format: "jpeg" })
+      )
       expect(jpeg.decode(jpg, { useTArray: true, maxMemoryUsageInMB: 1024 }).width).toBe(4096)
     }), { timeout: 60_000 })
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { type Catalog, Errors, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as Planner from "@mediagate/engine/Planner"
+import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import * as Worker from "@mediagate/engine/Worker"
@@ -24,13 +25,12 @@ import { join } from "node:path"
 import { PNG } from "pngjs"
 import * as Estimates from "../src/Estimates.js"
 import * as FileStore from "../src/FileStore.js"
-import * as UrlSigner from "../src/UrlSigner.js"
 import * as Media from "../src/Media.js"
 import { mediaChecks } from "../src/MediaInputs.js"
 import { PriceBook } from "../src/Prices.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
-import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
+import * as UrlSigner from "../src/UrlSigner.js"
 
 const png = (width: number, height: number) => PNG.sync.write(new PNG({ width, height }))
 
@@ -65,7 +65,9 @@ const recordingBilling = (refuse?: number) => {
     charge: (charge) =>
       charge.amountMicros === refuse
         ? Effect.fail(new Errors.SpendLimitExceeded({ message: "the key's spend limit would be exceeded" }))
-        : Effect.sync(() => void ledger.charges.push({ amountMicros: charge.amountMicros, description: charge.description })),
+        : Effect.sync(() =>
+          void ledger.charges.push({ amountMicros: charge.amountMicros, description: charge.description })
+        ),
     refund: (refund) => Effect.sync(() => void ledger.refunds.push(refund.amountMicros))
   })
   return { ledger, layer }
@@ -115,57 +117,90 @@ describe("remote input media checks", () => {
       ["reference_video_urls[0]", "video"],
       ["reference_audio_urls[0]", "audio"]
     ])
-    expect(mediaChecks("vendor5/image-to-video", "vendor5q3-pro", { images: ["data:image/png;base64,AAAA"] })).toEqual([])
+    expect(mediaChecks("vendor5/image-to-video", "vendor5q3-pro", { images: ["data:image/png;base64,AAAA"] })).toEqual(
+      []
+    )
     expect(mediaChecks("vendor3/text-to-video", "vendor3-3", { prompt: "p" })).toEqual([])
   })
 
-  it.live("vendor1-2 reference-video seconds are measured and charged as a separate entry; a refusal fails the task", () =>
-    Effect.gen(function*() {
-      const media = yield* Media.make()
-      files["/clip.mp4"] = Buffer.from(yield* media.renderVideo({ width: 640, height: 360, durationSeconds: 3 }))
-      const server = yield* serve
-      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-      const input = { prompt: "p", reference_video_urls: [`${base}/clip.mp4`] }
-      const paid = recordingBilling()
-      yield* Effect.gen(function*() {
-        const task = yield* runTask("vendor1/multimodal-video", "vendor1-2", input)
-        expect(task.status).toBe("succeeded")
-        // 720p video-reference tier: 3 s x 0.125 USD
-        expect(paid.ledger.charges).toEqual([
-          { amountMicros: 1_000_000, description: "vendor1-2 multimodal-video" },
-          { amountMicros: 375_000, description: "vendor1-2 reference video seconds (3.000 s)" }
-        ])
-        expect(task.chargedMicros).toBe(1_375_000)
-      }).pipe(Effect.provide(engine(true, paid.layer)), Effect.scoped)
-      const refused = recordingBilling(375_000)
-      yield* Effect.gen(function*() {
-        const task = yield* runTask("vendor1/multimodal-video", "vendor1-2", input)
-        expect(task).toMatchObject({ status: "failed", error: { code: "SPEND_LIMIT_EXCEEDED" }, chargedMicros: 1_000_000 })
-        expect(refused.ledger.refunds).toEqual([1_000_000])
-      }).pipe(Effect.provide(engine(true, refused.layer)), Effect.scoped)
-    }).pipe(Effect.scoped), { timeout: 60_000 })
+  it.live(
+    "vendor1-2 reference-video seconds are measured and charged as a separate entry; a refusal fails the task",
+    () =>
+      Effect.gen(function*() {
+        const media = yield* Media.make()
+        files["/clip.mp4"] = Buffer.from(yield* media.renderVideo({ width: 640, height: 360, durationSeconds: 3 }))
+        const server = yield* serve
+        const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        const input = { prompt: "p", reference_video_urls: [`${base}/clip.mp4`] }
+        const paid = recordingBilling()
+        yield* Effect.gen(function*() {
+          const task = yield* runTask("vendor1/multimodal-video", "vendor1-2", input)
+          expect(task.status).toBe("succeeded")
+          // 720p video-reference tier: 3 s x 0.125 USD
+          expect(paid.ledger.charges).toEqual([
+            { amountMicros: 1_000_000, description: "vendor1-2 multimodal-video" },
+            { amountMicros: 375_000, description: "vendor1-2 reference video seconds (3.000 s)" }
+          ])
+          expect(task.chargedMicros).toBe(1_375_000)
+        }).pipe(Effect.provide(engine(true, paid.layer)), Effect.scoped)
+        const refused = recordingBilling(375_000)
+        yield* Effect.gen(function*() {
+          const task = yield* runTask("vendor1/multimodal-video", "vendor1-2", input)
+          expect(task).toMatchObject({
+            status: "failed",
+            error: { code: "SPEND_LIMIT_EXCEEDED" },
+            chargedMicros: 1_000_000
+          })
+          expect(refused.ledger.refunds).toEqual([1_000_000])
+        }).pipe(Effect.provide(engine(true, refused.layer)), Effect.scoped)
+      }).pipe(Effect.scoped),
+    { timeout: 60_000 }
+  )
 
-  it.live("a good file runs; a file breaking its rule fails the task with INVALID_INPUT_MEDIA, refunded", () =>
-    Effect.gen(function*() {
-      const server = yield* serve
-      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-      yield* Effect.gen(function*() {
-        const good = yield* runTask("vendor1/image-to-video", "vendor1-1-0-pro", { image: `${base}/good.png`, duration: 5 })
-        expect(good.status).toBe("succeeded")
-        const tiny = yield* runTask("vendor1/image-to-video", "vendor1-1-0-pro", { image: `${base}/tiny.png`, duration: 5 })
-        expect(tiny).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" }, refundedMicros: 1_000_000 })
-        expect(tiny.error!.message).toContain("input.image: ")
-        expect(tiny.error!.message).toContain("at least 300 px")
-        const text = yield* runTask("vendor8/video-to-video", "vendor8/2-6-video-to-video", { prompt: "p", video_urls: [`${base}/text.txt`] })
-        expect(text).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" } })
-        expect(text.error!.message).toContain("input.video_urls[0]: is not an MP4/MOV video")
-        const missing = yield* runTask("vendor6/image-to-image", "vendor6-2", { prompt: "p", image_input: [`${base}/none.png`] })
-        expect(missing).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" } })
-      }).pipe(Effect.provide(engine(true)), Effect.scoped)
-      // without the development switch, the same local file is refused as a private target
-      yield* Effect.gen(function*() {
-        const local = yield* runTask("vendor1/image-to-video", "vendor1-1-0-pro", { image: `${base}/good.png`, duration: 5 })
-        expect(local).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" } })
-      }).pipe(Effect.provide(engine(false)), Effect.scoped)
-    }).pipe(Effect.scoped), { timeout: 60_000 })
+  it.live(
+    "a good file runs; a file breaking its rule fails the task with INVALID_INPUT_MEDIA, refunded",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* serve
+        const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        yield* Effect.gen(function*() {
+          const good = yield* runTask("vendor1/image-to-video", "vendor1-1-0-pro", {
+            image: `${base}/good.png`,
+            duration: 5
+          })
+          expect(good.status).toBe("succeeded")
+          const tiny = yield* runTask("vendor1/image-to-video", "vendor1-1-0-pro", {
+            image: `${base}/tiny.png`,
+            duration: 5
+          })
+          expect(tiny).toMatchObject({
+            status: "failed",
+            error: { code: "INVALID_INPUT_MEDIA" },
+            refundedMicros: 1_000_000
+          })
+          expect(tiny.error!.message).toContain("input.image: ")
+          expect(tiny.error!.message).toContain("at least 300 px")
+          const text = yield* runTask("vendor8/video-to-video", "vendor8/2-6-video-to-video", {
+            prompt: "p",
+            video_urls: [`${base}/text.txt`]
+          })
+          expect(text).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" } })
+          expect(text.error!.message).toContain("input.video_urls[0]: is not an MP4/MOV video")
+          const missing = yield* runTask("vendor6/image-to-image", "vendor6-2", {
+            prompt: "p",
+            image_input: [`${base}/none.png`]
+          })
+          expect(missing).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" } })
+        }).pipe(Effect.provide(engine(true)), Effect.scoped)
+        // without the development switch, the same local file is refused as a private target
+        yield* Effect.gen(function*() {
+          const local = yield* runTask("vendor1/image-to-video", "vendor1-1-0-pro", {
+            image: `${base}/good.png`,
+            duration: 5
+          })
+          expect(local).toMatchObject({ status: "failed", error: { code: "INVALID_INPUT_MEDIA" } })
+        }).pipe(Effect.provide(engine(false)), Effect.scoped)
+      }).pipe(Effect.scoped),
+    { timeout: 60_000 }
+  )
 })

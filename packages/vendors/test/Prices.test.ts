@@ -144,8 +144,7 @@ describe("loadPriceFile", () => {
       expect(table).toEqual(defaultPrices)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
-  const failure = (file: string) =>
-    loadPriceFile(file).pipe(Effect.flip, Effect.provide(NodeFileSystem.layer))
+  const failure = (file: string) => loadPriceFile(file).pipe(Effect.flip, Effect.provide(NodeFileSystem.layer))
 
   it.effect("a missing file", () =>
     Effect.gen(function*() {
@@ -173,57 +172,59 @@ describe("loadPriceFile", () => {
       expect(error.message).toBe(`price file ${file}: vendor1-2.perSecond.480p: must not be negative (got -0.1)`)
     }))
 
-  it.effect.each([
+  it.effect.each(
     [
-      "an unknown model",
-      { "vendor9-x": { perRequest: 1 } },
-      ["vendor9-x"],
-      /vendor9-x: is unexpected/
-    ],
-    [
-      "an unknown field",
-      { "vendor3-3": { perSecond: 1 } },
-      ["vendor3-3", "perSecond"],
-      /vendor3-3\.perSecond: is unexpected/
-    ],
-    [
-      "a string price",
-      { "vendor4-4-0": { perImage: "0.03" } },
-      ["vendor4-4-0", "perImage"],
-      /vendor4-4-0\.perImage: Expected number, actual "0\.03"/
-    ],
-    [
-      "more than 6 decimals",
-      { "vendor7-imagine/text-to-video": { perSecond: { "480p": 0.0000001 } } },
-      ["vendor7-imagine/text-to-video", "perSecond", "480p"],
-      /vendor7-imagine\/text-to-video\.perSecond\.480p: must have at most 6 decimals/
-    ],
-    [
-      "an off_peak factor above 1",
-      { "vendor5q3-pro": { offPeakFactor: 1.5 } },
-      ["vendor5q3-pro", "offPeakFactor"],
-      /vendor5q3-pro\.offPeakFactor: must be at most 1 \(got 1\.5\)/
-    ],
-    [
-      "a fractional credit count",
-      { "vendor5q3-pro": { isRecCredits: 2.5 } },
-      ["vendor5q3-pro", "isRecCredits"],
-      /vendor5q3-pro\.isRecCredits: must be an integer number of credits from 0 to 1000000 \(got 2\.5\)/
-    ],
-    [
-      "a negative multiplier",
-      { "vendor2-v2-6": { soundMultiplier: -2 } },
-      ["vendor2-v2-6", "soundMultiplier"],
-      /vendor2-v2-6\.soundMultiplier: must not be negative \(got -2\)/
-    ],
-    [
-      "a missing price map",
-      { "vendor1-2": { perSecond: null } },
-      ["vendor1-2", "perSecond"],
-      /vendor1-2\.perSecond: Expected an object of prices for 480p, 720p, 1080p, actual null/
-    ],
-    ["not an object", [1, 2], [], /: Expected PriceOverride, actual \[1,2\]/]
-  ] as const)("refuses %s", ([name, content, path, message]) =>
+      [
+        "an unknown model",
+        { "vendor9-x": { perRequest: 1 } },
+        ["vendor9-x"],
+        /vendor9-x: is unexpected/
+      ],
+      [
+        "an unknown field",
+        { "vendor3-3": { perSecond: 1 } },
+        ["vendor3-3", "perSecond"],
+        /vendor3-3\.perSecond: is unexpected/
+      ],
+      [
+        "a string price",
+        { "vendor4-4-0": { perImage: "0.03" } },
+        ["vendor4-4-0", "perImage"],
+        /vendor4-4-0\.perImage: Expected number, actual "0\.03"/
+      ],
+      [
+        "more than 6 decimals",
+        { "vendor7-imagine/text-to-video": { perSecond: { "480p": 0.0000001 } } },
+        ["vendor7-imagine/text-to-video", "perSecond", "480p"],
+        /vendor7-imagine\/text-to-video\.perSecond\.480p: must have at most 6 decimals/
+      ],
+      [
+        "an off_peak factor above 1",
+        { "vendor5q3-pro": { offPeakFactor: 1.5 } },
+        ["vendor5q3-pro", "offPeakFactor"],
+        /vendor5q3-pro\.offPeakFactor: must be at most 1 \(got 1\.5\)/
+      ],
+      [
+        "a fractional credit count",
+        { "vendor5q3-pro": { isRecCredits: 2.5 } },
+        ["vendor5q3-pro", "isRecCredits"],
+        /vendor5q3-pro\.isRecCredits: must be an integer number of credits from 0 to 1000000 \(got 2\.5\)/
+      ],
+      [
+        "a negative multiplier",
+        { "vendor2-v2-6": { soundMultiplier: -2 } },
+        ["vendor2-v2-6", "soundMultiplier"],
+        /vendor2-v2-6\.soundMultiplier: must not be negative \(got -2\)/
+      ],
+      [
+        "a missing price map",
+        { "vendor1-2": { perSecond: null } },
+        ["vendor1-2", "perSecond"],
+        /vendor1-2\.perSecond: Expected an object of prices for 480p, 720p, 1080p, actual null/
+      ],
+      ["not an object", [1, 2], [], /: Expected PriceOverride, actual \[1,2\]/]
+    ] as const
+  )("refuses %s", ([name, content, path, message]) =>
     Effect.gen(function*() {
       const file = writeFile(`${name.replace(/\W+/g, "-")}.json`, JSON.stringify(content))
       const error = yield* failure(file)
@@ -246,10 +247,13 @@ describe("loadPriceFile", () => {
 
   it.effect("reports every offending value", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(parsePriceFile("inline.json", JSON.stringify({
-        "vendor3-3": { perRequest: -1 },
-        "vendor3-3_fast": { perRequest: -2 }
-      })))
+      const error = yield* Effect.flip(parsePriceFile(
+        "inline.json",
+        JSON.stringify({
+          "vendor3-3": { perRequest: -1 },
+          "vendor3-3_fast": { perRequest: -2 }
+        })
+      ))
       expect(error.message).toBe(
         "price file inline.json: vendor3-3.perRequest: must not be negative (got -1); " +
           "vendor3-3_fast.perRequest: must not be negative (got -2)"

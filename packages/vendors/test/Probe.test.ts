@@ -29,26 +29,49 @@ const concat = (...parts: ReadonlyArray<Uint8Array>) => {
   return out
 }
 
-const render = <A>(f: (renderer: Media.Renderer["Type"]) => Effect.Effect<A>) => Effect.scoped(Effect.flatMap(Media.make(), f))
+const render = <A>(f: (renderer: Media.Renderer["Type"]) => Effect.Effect<A>) =>
+  Effect.scoped(Effect.flatMap(Media.make(), f))
 
 /** A small clip: 320x240, 2.5 s at 4 fps, so 10 frames (encoded once, on first use). */
-const clip = Effect.runSync(Effect.cached(render((r) => r.renderVideo({ width: 320, height: 240, durationSeconds: 2.5, fps: 4 }))))
+const clip = Effect.runSync(
+  Effect.cached(render((r) => r.renderVideo({ width: 320, height: 240, durationSeconds: 2.5, fps: 4 })))
+)
 
 describe("probe (mp4box.js)", () => {
-  it.effect("reads a clip from the project's encoder: codec, size, duration and frame count", () =>
-    Effect.gen(function*() {
-      const bytes = yield* clip
-      expect(probeVideoBytes(bytes)).toEqual({ codec: "h264", width: 320, height: 240, durationSeconds: 2.5, frames: 10 })
-      // a view into a larger buffer (as Node's pooled Buffers are) reads the same
-      const padded = concat(new Uint8Array(7).fill(0xee), bytes, new Uint8Array(5))
-      expect(probeVideoBytes(padded.subarray(7, 7 + bytes.byteLength))).toEqual(probeVideoBytes(bytes))
-    }), { timeout: 60_000 })
+  it.effect(
+    "reads a clip from the project's encoder: codec, size, duration and frame count",
+    () =>
+      Effect.gen(function*() {
+        const bytes = yield* clip
+        expect(probeVideoBytes(bytes)).toEqual({
+          codec: "h264",
+          width: 320,
+          height: 240,
+          durationSeconds: 2.5,
+          frames: 10
+        })
+        // a view into a larger buffer (as Node's pooled Buffers are) reads the same
+        const padded = concat(new Uint8Array(7).fill(0xee), bytes, new Uint8Array(5))
+        expect(probeVideoBytes(padded.subarray(7, 7 + bytes.byteLength))).toEqual(probeVideoBytes(bytes))
+      }),
+    { timeout: 60_000 }
+  )
 
-  it.effect("reads a width that is not a multiple of 16 (SPS cropping) and one frame per second", () =>
-    Effect.gen(function*() {
-      const bytes = yield* render((r) => r.renderVideo({ width: 854, height: 480, durationSeconds: 3, fps: 1 }))
-      expect(probeVideoBytes(bytes)).toEqual({ codec: "h264", width: 854, height: 480, durationSeconds: 3, frames: 3 })
-    }), { timeout: 60_000 })
+  it.effect(
+    "reads a width that is not a multiple of 16 (SPS cropping) and one frame per second",
+    () =>
+      Effect.gen(function*() {
+        const bytes = yield* render((r) => r.renderVideo({ width: 854, height: 480, durationSeconds: 3, fps: 1 }))
+        expect(probeVideoBytes(bytes)).toEqual({
+          codec: "h264",
+          width: 854,
+          height: 480,
+          durationSeconds: 3,
+          frames: 3
+        })
+      }),
+    { timeout: 60_000 }
+  )
 
   it("rejects garbage bytes", () => {
     let seed = 42
@@ -73,7 +96,8 @@ describe("probe (mp4box.js)", () => {
       expect(() => probeVideoBytes(bytes.subarray(ftyp.start, ftyp.end))).toThrow(/no 'moov' box/)
       // the moov's track renamed to a 'free' box: a well-formed file with no track at all
       const moov = boxesOf(bytes).find((b) => b.type === "moov")!
-      const trak = moov.start + new TextDecoder("latin1").decode(bytes.subarray(moov.start, moov.end)).indexOf("trak") - 4
+      const trak = moov.start + new TextDecoder("latin1").decode(bytes.subarray(moov.start, moov.end)).indexOf("trak") -
+        4
       expect(String.fromCharCode(...bytes.subarray(trak + 4, trak + 8))).toBe("trak")
       const trackless = bytes.slice()
       trackless.set(new TextEncoder().encode("free"), trak + 4)

@@ -2,12 +2,13 @@
  * The relay upstream against a second instance of our own server: tasks forwarded over `/api/v1`, remote states
  * mapped, result files copied into the local store under local signed URLs, remote failures mapped.
  */
-import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { describe, expect, it } from "@effect/vitest"
 import { ApiKey, RateLimit, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as Planner from "@mediagate/engine/Planner"
+import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
 import * as Worker from "@mediagate/engine/Worker"
@@ -25,14 +26,13 @@ import { join } from "node:path"
 import * as Estimates from "../src/Estimates.js"
 import * as FileService from "../src/FileService.js"
 import * as FileStore from "../src/FileStore.js"
-import * as UrlSigner from "../src/UrlSigner.js"
 import { PriceBook } from "../src/Prices.js"
 import * as Relay from "../src/Relay.js"
 import * as ResultCopy from "../src/ResultCopy.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
+import * as UrlSigner from "../src/UrlSigner.js"
 import * as TestPorts from "./ports.js"
-import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
 
 const remoteKey = `mg_live_${"R".repeat(32)}`
 /** The remote service's ports that the relay does not touch, and a key service knowing one key. */
@@ -101,7 +101,7 @@ describe("relay upstream", () => {
       const Local = Worker.layer({ concurrency: 4, idle: "50 millis", pollDelay: () => "50 millis" }).pipe(
         Layer.provideMerge(TaskService.layer),
         Layer.provide(EngineResultLinks.layerAsStored),
-    Layer.provide(EngineResultLinks.layerAsStored),
+        Layer.provide(EngineResultLinks.layerAsStored),
         Layer.provideMerge(TaskStorage.layerMemory()),
         Layer.provideMerge(Upstreams.layerRelayed({ vendor3: "relay" })),
         Layer.provide(PriceBook.layer()),
@@ -117,7 +117,11 @@ describe("relay upstream", () => {
         const me = TestPorts.principal("acct_local")
         const ok = yield* tasks.create(me, {
           endpoint: "vendor3/text-to-video",
-          request: { model: "vendor3-3_fast", input: { prompt: "a relayed lighthouse", aspect_ratio: "9:16" }, metadata: { ref: 7 } },
+          request: {
+            model: "vendor3-3_fast",
+            input: { prompt: "a relayed lighthouse", aspect_ratio: "9:16" },
+            metadata: { ref: 7 }
+          },
           idempotencyKey: undefined
         })
         const bad = yield* tasks.create(me, {
@@ -135,7 +139,9 @@ describe("relay upstream", () => {
         // the file now lives in the local store, under a local signed URL
         const url = new URL(item!.url)
         expect(url.origin).toBe("http://local.example")
-        expect(readFileSync(join(local.directory, url.pathname.replace(/^\/files\//, ""))).length).toBe(item!.size_bytes)
+        expect(readFileSync(join(local.directory, url.pathname.replace(/^\/files\//, ""))).length).toBe(
+          item!.size_bytes
+        )
         const failed = yield* awaitTerminal(bad.id)
         expect(failed).toMatchObject({ status: "failed", error: { code: "PROVIDER_ERROR" } })
         // live tasks of other families still run on the simulated upstream
@@ -147,8 +153,12 @@ describe("relay upstream", () => {
     Effect.gen(function*() {
       const remoteUrl = yield* startRemote
       const local = files("http://local.example")
-      const relay = yield* Layer.build(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) }).pipe(Layer.provide(withCopier(local.layer))))
-      const upstream = (yield* Effect.provide(Relay.RelayUpstream, relay))
+      const relay = yield* Layer.build(
+        Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(remoteKey) }).pipe(
+          Layer.provide(withCopier(local.layer))
+        )
+      )
+      const upstream = yield* Effect.provide(Relay.RelayUpstream, relay)
       const task = Fixtures.taskRecord({
         id: "task_01JZZZZZZZZZZZZZZZZZZZZZZZ",
         input: { prompt: "p", aspect_ratio: "16:9" }
@@ -157,8 +167,14 @@ describe("relay upstream", () => {
       const again = yield* upstream.submit(task)
       expect(again.jobId).toBe(first.jobId)
       const refused = yield* Effect.flip(
-        Effect.flatMap(Layer.build(Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(`mg_live_${"W".repeat(32)}`) }).pipe(Layer.provide(withCopier(local.layer)))), (ctx) =>
-          Effect.flatMap(Effect.provide(Relay.RelayUpstream, ctx), (wrong) => wrong.submit(task)))
+        Effect.flatMap(
+          Layer.build(
+            Relay.layer({ baseUrl: remoteUrl, apiKey: Redacted.make(`mg_live_${"W".repeat(32)}`) }).pipe(
+              Layer.provide(withCopier(local.layer))
+            )
+          ),
+          (ctx) => Effect.flatMap(Effect.provide(Relay.RelayUpstream, ctx), (wrong) => wrong.submit(task))
+        )
       )
       expect(refused).toMatchObject({ _tag: "UpstreamError", retryable: false })
       expect(refused.message).toContain("AUTH_INVALID_TOKEN")

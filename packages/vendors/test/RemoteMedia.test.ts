@@ -110,7 +110,12 @@ const handler = (request: http.IncomingMessage, response: http.ServerResponse) =
 
 beforeAll(async () => {
   video = await Effect.runPromise(
-    Effect.scoped(Effect.flatMap(Media.make(), (media) => media.renderVideo({ width: 64, height: 48, durationSeconds: videoSeconds })))
+    Effect.scoped(
+      Effect.flatMap(
+        Media.make(),
+        (media) => media.renderVideo({ width: 64, height: 48, durationSeconds: videoSeconds })
+      )
+    )
   )
   server = http.createServer(handler)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -141,7 +146,13 @@ const failure = <A>(effect: Effect.Effect<A, RemoteMedia.RemoteMediaError>) =>
 
 const seenSince = (mark: number) => seen.slice(mark).map((s) => s.path)
 
-const rules: Fields.ImageRules = { formats: ["png", "jpeg"], maxBytes: 1024 * 1024, minSide: 300, minRatio: 0.4, maxRatio: 2.5 }
+const rules: Fields.ImageRules = {
+  formats: ["png", "jpeg"],
+  maxBytes: 1024 * 1024,
+  minSide: 300,
+  minRatio: 0.4,
+  maxRatio: 2.5
+}
 
 describe("fetchMedia address rules", () => {
   it.effect("refuses loopback literals and names before any request reaches the server", () =>
@@ -157,7 +168,14 @@ describe("fetchMedia address rules", () => {
 
   it.effect("refuses IPv6 loopback, metadata and private literals without connecting", () =>
     Effect.gen(function*() {
-      for (const url of ["http://[::1]/", "http://169.254.169.254/latest/meta-data", "http://10.0.0.1/", "http://[::ffff:127.0.0.1]/"]) {
+      for (
+        const url of [
+          "http://[::1]/",
+          "http://169.254.169.254/latest/meta-data",
+          "http://10.0.0.1/",
+          "http://[::ffff:127.0.0.1]/"
+        ]
+      ) {
         const error = yield* failure(RemoteMedia.fetchMedia(url, { maxBytes: 1000, timeout: "2 seconds" }))
         expect(error.reason, url).toBe("address")
         expect(error.message).not.toMatch(/\n\s+at /)
@@ -306,7 +324,8 @@ describe("fetchMedia transfers", () => {
 })
 
 describe("checkRemoteImage", () => {
-  it.effect("accepts an image within the rules", () => RemoteMedia.checkRemoteImage(local("/x.png"), rules, { allowPrivate: true }))
+  it.effect("accepts an image within the rules", () =>
+    RemoteMedia.checkRemoteImage(local("/x.png"), rules, { allowPrivate: true }))
 
   it.effect("refuses a too small image, a wrong ratio and a non-image with reason format", () =>
     Effect.gen(function*() {

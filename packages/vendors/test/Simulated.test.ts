@@ -23,12 +23,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Estimates from "../src/Estimates.js"
 import * as FileStore from "../src/FileStore.js"
-import * as ResultLinks from "../src/ResultLinks.js"
-import * as UrlSigner from "../src/UrlSigner.js"
 import * as Media from "../src/Media.js"
 import { PriceBook } from "../src/Prices.js"
+import * as ResultLinks from "../src/ResultLinks.js"
 import * as Simulated from "../src/Simulated.js"
 import * as Upstreams from "../src/Upstreams.js"
+import * as UrlSigner from "../src/UrlSigner.js"
 import * as VendorPlanner from "../src/VendorPlanner.js"
 import { decodeImage, probeVideoBytes } from "./probe.js"
 
@@ -40,18 +40,19 @@ const setup = (options: { readonly timeout?: Duration.DurationInput } = {}) => {
     FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
     UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
   )
-  const layer = Worker.layer({ concurrency: 8, idle: "100 millis", lease: "60 seconds", pollDelay: () => "25 millis" }).pipe(
-    Layer.provideMerge(TaskService.layer),
-    Layer.provideMerge(ResultLinks.layer),
-    Layer.provideMerge(TaskStorage.layerMemory()),
-    Layer.provideMerge(Upstreams.layer()),
-    Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
-    Layer.provideMerge(VendorPlanner.layer({ timeout: options.timeout ?? "120 seconds" })),
-    Layer.provideMerge(PriceBook.layer()),
-    Layer.provideMerge(Estimates.layer),
-    Layer.provideMerge(files),
-    Layer.provide(Billing.layerUnmetered)
-  )
+  const layer = Worker.layer({ concurrency: 8, idle: "100 millis", lease: "60 seconds", pollDelay: () => "25 millis" })
+    .pipe(
+      Layer.provideMerge(TaskService.layer),
+      Layer.provideMerge(ResultLinks.layer),
+      Layer.provideMerge(TaskStorage.layerMemory()),
+      Layer.provideMerge(Upstreams.layer()),
+      Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
+      Layer.provideMerge(VendorPlanner.layer({ timeout: options.timeout ?? "120 seconds" })),
+      Layer.provideMerge(PriceBook.layer()),
+      Layer.provideMerge(Estimates.layer),
+      Layer.provideMerge(files),
+      Layer.provide(Billing.layerUnmetered)
+    )
   return { directory, layer }
 }
 
@@ -76,8 +77,10 @@ describe("simulated upstream", () => {
     const { directory, layer } = setup()
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
-      const acks = yield* Effect.forEach(Examples.minimalRequests, ({ body, endpoint }) =>
-        tasks.create(principal, { endpoint, request: body as never, idempotencyKey: undefined }))
+      const acks = yield* Effect.forEach(
+        Examples.minimalRequests,
+        ({ body, endpoint }) => tasks.create(principal, { endpoint, request: body as never, idempotencyKey: undefined })
+      )
       yield* awaitTerminal(acks.map((a) => a.id))
       let videosProbed = 0
       for (const [i, ack] of acks.entries()) {
@@ -117,10 +120,31 @@ describe("simulated upstream", () => {
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const cases = [
-        { endpoint: "vendor1/text-to-video" as const, request: { model: "vendor1-1-5-pro", input: { prompt: "p", duration: 4, resolution: "480p", ratio: "9:16", return_last_frame: true } } },
-        { endpoint: "vendor7/text-to-video" as const, request: { model: "vendor7-imagine/text-to-video", input: { prompt: "p", duration: "10", resolution: "480p", aspect_ratio: "1:1" } } },
-        { endpoint: "vendor4/text-to-image" as const, request: { model: "vendor4-5-0-lite", input: { prompt: "p", size: "1280x768", output_format: "jpeg" } } },
-        { endpoint: "vendor6/image-to-image" as const, request: { model: "vendor6-2", input: { prompt: "p", resolution: "2K", aspect_ratio: "16:9", output_format: "png" } } }
+        {
+          endpoint: "vendor1/text-to-video" as const,
+          request: {
+            model: "vendor1-1-5-pro",
+            input: { prompt: "p", duration: 4, resolution: "480p", ratio: "9:16", return_last_frame: true }
+          }
+        },
+        {
+          endpoint: "vendor7/text-to-video" as const,
+          request: {
+            model: "vendor7-imagine/text-to-video",
+            input: { prompt: "p", duration: "10", resolution: "480p", aspect_ratio: "1:1" }
+          }
+        },
+        {
+          endpoint: "vendor4/text-to-image" as const,
+          request: { model: "vendor4-5-0-lite", input: { prompt: "p", size: "1280x768", output_format: "jpeg" } }
+        },
+        {
+          endpoint: "vendor6/image-to-image" as const,
+          request: {
+            model: "vendor6-2",
+            input: { prompt: "p", resolution: "2K", aspect_ratio: "16:9", output_format: "png" }
+          }
+        }
       ]
       const acks = yield* Effect.forEach(cases, (c) => tasks.create(principal, { ...c, idempotencyKey: undefined }))
       yield* awaitTerminal(acks.map((a) => a.id))
@@ -147,15 +171,33 @@ describe("simulated upstream", () => {
           idempotencyKey: undefined
         })
       const keysOf = (id: string) =>
-        Effect.map(tasks.get(principal, id), (task) =>
-          task.result!.map((item) => ({ key: decodeURIComponent(new URL(item.url).pathname.replace(/^\/files\//, "")), size: item.size_bytes })))
-      const first = yield* Effect.forEach([create("1280x768", "png"), create("1280x768", "png"), create("1024x1024", "jpeg")], (e) => e)
+        Effect.map(
+          tasks.get(principal, id),
+          (task) =>
+            task.result!.map((item) => ({
+              key: decodeURIComponent(new URL(item.url).pathname.replace(/^\/files\//, "")),
+              size: item.size_bytes
+            }))
+        )
+      const first = yield* Effect.forEach([
+        create("1280x768", "png"),
+        create("1280x768", "png"),
+        create("1024x1024", "jpeg")
+      ], (e) => e)
       yield* awaitTerminal(first.map((a) => a.id))
       const [a, b, c] = yield* Effect.forEach(first, (ack) => Effect.map(keysOf(ack.id), (items) => items[0]!))
       const rendering = (name: string) => join(directory, Simulated.renderingsPrefix, name)
-      expect(readdirSync(join(directory, Simulated.renderingsPrefix)).sort()).toEqual(["image-1024x1024.jpg", "image-1280x768.png"])
+      expect(readdirSync(join(directory, Simulated.renderingsPrefix)).sort()).toEqual([
+        "image-1024x1024.jpg",
+        "image-1280x768.png"
+      ])
       // the tasks' files are the rendering itself (hard links), with the size the result tells
-      for (const [item, name] of [[a!, "image-1280x768.png"], [b!, "image-1280x768.png"], [c!, "image-1024x1024.jpg"]] as const) {
+      for (
+        const [item, name] of [[a!, "image-1280x768.png"], [b!, "image-1280x768.png"], [
+          c!,
+          "image-1024x1024.jpg"
+        ]] as const
+      ) {
         expect(item.key.startsWith(`tasks/`)).toBe(true)
         expect(statSync(join(directory, item.key)).ino).toBe(statSync(rendering(name)).ino)
         expect(statSync(join(directory, item.key)).size).toBe(item.size)
@@ -199,7 +241,11 @@ describe("simulated upstream", () => {
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const create = (prompt: string) =>
-        tasks.create(principal, { endpoint: "vendor3/text-to-video", request: { model: "vendor3-3_fast", input: { prompt } }, idempotencyKey: undefined })
+        tasks.create(principal, {
+          endpoint: "vendor3/text-to-video",
+          request: { model: "vendor3-3_fast", input: { prompt } },
+          idempotencyKey: undefined
+        })
       const fail = yield* create("a cat [sim:fail]")
       const policy = yield* create("a cat [sim:content-policy]")
       const delayed = yield* create("a cat [sim:delay=0.5]")
@@ -221,12 +267,22 @@ describe("simulated upstream", () => {
     return Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const request = { model: "vendor3-3_fast", input: { prompt: "p" } }
-      const first = yield* tasks.create(principal, { endpoint: "vendor3/text-to-video", request, idempotencyKey: undefined })
+      const first = yield* tasks.create(principal, {
+        endpoint: "vendor3/text-to-video",
+        request,
+        idempotencyKey: undefined
+      })
       expect(first.estimated_seconds).toBe(45)
-      const acks = yield* Effect.forEach(Array.from({ length: 6 }), () =>
-        tasks.create(principal, { endpoint: "vendor3/text-to-video", request, idempotencyKey: undefined }))
+      const acks = yield* Effect.forEach(
+        Array.from({ length: 6 }),
+        () => tasks.create(principal, { endpoint: "vendor3/text-to-video", request, idempotencyKey: undefined })
+      )
       yield* awaitTerminal([first.id, ...acks.map((a) => a.id)])
-      const later = yield* tasks.create(principal, { endpoint: "vendor3/text-to-video", request, idempotencyKey: undefined })
+      const later = yield* tasks.create(principal, {
+        endpoint: "vendor3/text-to-video",
+        request,
+        idempotencyKey: undefined
+      })
       expect(later.estimated_seconds).toBe(1)
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 60_000 })

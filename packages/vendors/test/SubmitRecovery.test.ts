@@ -34,8 +34,8 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type ChannelConfig, ChannelStore } from "../src/ChannelStore.js"
 import * as Channels from "../src/Channels.js"
+import { type ChannelConfig, ChannelStore } from "../src/ChannelStore.js"
 import * as Estimates from "../src/Estimates.js"
 import * as FileStore from "../src/FileStore.js"
 import { PriceBook } from "../src/Prices.js"
@@ -87,6 +87,7 @@ const withWorker = <A, E>(
   body: (storage: TaskStorage.TaskStorage["Type"]) => Effect.Effect<A, E>
 ) =>
   Effect.gen(function*() {
+    // eslint-disable-next-line prefer-const -- assigned below, once the router that answers callbacks is built
     let receive: ((callback: Services.UpstreamCallback) => Promise<string>) | undefined
     const server = createServer((request, response) => {
       const chunks: Array<Buffer> = []
@@ -131,12 +132,14 @@ const withWorker = <A, E>(
         Layer.provide(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
         Layer.provide(PriceBook.layer()),
         Layer.provide(Estimates.layer),
-        Layer.provide(ResultCopy.layer().pipe(Layer.provideMerge(Layer.mergeAll(
-          FileStore.layerLocal({ directory: mkdtempSync(join(tmpdir(), "mg-recovery-")) }).pipe(
-            Layer.provide(NodeContext.layer)
-          ),
-          UrlSigner.layer({ publicBaseUrl, secret: Redacted.make("recovery-secret") })
-        )))),
+        Layer.provide(
+          ResultCopy.layer().pipe(Layer.provideMerge(Layer.mergeAll(
+            FileStore.layerLocal({ directory: mkdtempSync(join(tmpdir(), "mg-recovery-")) }).pipe(
+              Layer.provide(NodeContext.layer)
+            ),
+            UrlSigner.layer({ publicBaseUrl, secret: Redacted.make("recovery-secret") })
+          )))
+        ),
         Layer.provide(Billing.layerUnmetered)
       )
     )
@@ -219,56 +222,72 @@ const withoutMarked = (results: ReadonlyArray<{ readonly marked: boolean }>) =>
   results.map(({ marked: _, ...rest }) => rest)
 
 describe("submits without duplicates: a fault at each step of a submit", () => {
-  it.live("comfyui: the prompt is found by our key in extra_data (queue or history); one prompt per task", () =>
-    Effect.gen(function*() {
-      const fake = yield* started(() => startComfyFake())
-      const channel = channelOf("comfyui", {
-        baseUrl: fake.url,
-        workflows: { flux: { graph: textToImageWorkflow, inputs: { prompt: "6.text" } } },
-        mapping: { [model]: { target: "flux" } }
-      }, undefined)
-      const results = yield* withWorker([channel], (storage) => runFaults(fake, storage))
-      expect(results).toEqual(oneJobEach)
-      // every prompt carries the key of its task and channel in its extra_data
-      expect(fake.jobCount(`.${channel.id}"`)).toBe(fake.jobs.size)
-    }).pipe(Effect.scoped), 60_000)
+  it.live(
+    "comfyui: the prompt is found by our key in extra_data (queue or history); one prompt per task",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* started(() => startComfyFake())
+        const channel = channelOf("comfyui", {
+          baseUrl: fake.url,
+          workflows: { flux: { graph: textToImageWorkflow, inputs: { prompt: "6.text" } } },
+          mapping: { [model]: { target: "flux" } }
+        }, undefined)
+        const results = yield* withWorker([channel], (storage) => runFaults(fake, storage))
+        expect(results).toEqual(oneJobEach)
+        // every prompt carries the key of its task and channel in its extra_data
+        expect(fake.jobCount(`.${channel.id}"`)).toBe(fake.jobs.size)
+      }).pipe(Effect.scoped),
+    60_000
+  )
 
-  it.live("fal: the callback names the request the lost submit made; one request per task", () =>
-    Effect.gen(function*() {
-      const fake = yield* started(() => startFalFake({ key: "fal-key" }))
-      const mapping = { [model]: { target: "fal-ai/flux/dev" } }
-      const channel = channelOf("fal", { baseUrl: fake.url, mapping }, "fal-key")
-      const results = yield* withWorker([channel], (storage) => runFaults(fake, storage, "[fake:delay=200]"))
-      expect(withoutMarked(results)).toEqual(oneJobEachCalledBack)
-    }).pipe(Effect.scoped), 60_000)
+  it.live(
+    "fal: the callback names the request the lost submit made; one request per task",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* started(() => startFalFake({ key: "fal-key" }))
+        const mapping = { [model]: { target: "fal-ai/flux/dev" } }
+        const channel = channelOf("fal", { baseUrl: fake.url, mapping }, "fal-key")
+        const results = yield* withWorker([channel], (storage) => runFaults(fake, storage, "[fake:delay=200]"))
+        expect(withoutMarked(results)).toEqual(oneJobEachCalledBack)
+      }).pipe(Effect.scoped),
+    60_000
+  )
 
-  it.live("replicate: the signed callback names the prediction the lost create made; one prediction per task", () =>
-    Effect.gen(function*() {
-      const fake = yield* started(() => startReplicateFake())
-      const channel = channelOf("replicate", {
-        baseUrl: fake.url,
-        mapping: { [model]: { target: "black-forest-labs/flux-schnell" } }
-      }, fake.token)
-      const results = yield* withWorker([channel], (storage) => runFaults(fake, storage, "[fake:delay=200]"))
-      expect(withoutMarked(results)).toEqual(oneJobEachCalledBack)
-    }).pipe(Effect.scoped), 60_000)
+  it.live(
+    "replicate: the signed callback names the prediction the lost create made; one prediction per task",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* started(() => startReplicateFake())
+        const channel = channelOf("replicate", {
+          baseUrl: fake.url,
+          mapping: { [model]: { target: "black-forest-labs/flux-schnell" } }
+        }, fake.token)
+        const results = yield* withWorker([channel], (storage) => runFaults(fake, storage, "[fake:delay=200]"))
+        expect(withoutMarked(results)).toEqual(oneJobEachCalledBack)
+      }).pipe(Effect.scoped),
+    60_000
+  )
 
-  it.live("openai: no way to find the image, so the task waits the bounded time before it is sent again", () =>
-    Effect.gen(function*() {
-      const fake = yield* started(() => startOpenAiFake())
-      const channel = channelOf("openai", {
-        baseUrl: fake.url,
-        mapping: { [model]: { target: "gpt-image-1", input: `{ "prompt": input.prompt }` } }
-      }, fake.key)
-      const results = yield* withWorker([channel], (storage) => runFaults(fake, storage))
-      // cut before the request made anything: one image; made and then lost: the wait, then a second
-      expect(results).toEqual(submitFaults.map((fault) => ({
-        fault,
-        status: "succeeded",
-        marked: true,
-        jobs: fault === "reset-before" ? 1 : 2
-      })))
-    }).pipe(Effect.scoped), 60_000)
+  it.live(
+    "openai: no way to find the image, so the task waits the bounded time before it is sent again",
+    () =>
+      Effect.gen(function*() {
+        const fake = yield* started(() => startOpenAiFake())
+        const channel = channelOf("openai", {
+          baseUrl: fake.url,
+          mapping: { [model]: { target: "gpt-image-1", input: `{ "prompt": input.prompt }` } }
+        }, fake.key)
+        const results = yield* withWorker([channel], (storage) => runFaults(fake, storage))
+        // cut before the request made anything: one image; made and then lost: the wait, then a second
+        expect(results).toEqual(submitFaults.map((fault) => ({
+          fault,
+          status: "succeeded",
+          marked: true,
+          jobs: fault === "reset-before" ? 1 : 2
+        })))
+      }).pipe(Effect.scoped),
+    60_000
+  )
 })
 
 /** Relay channels `primary` (priority 10) and `backup` on adapters: `primary`'s submits are lost, `backup`'s succeed. */
@@ -283,7 +302,9 @@ const lossyRouter = Effect.gen(function*() {
           calls.push(`submit ${channel.name}`)
           return channel.name === "backup"
             ? Effect.succeed({ jobId: `backup-${task.id}` })
-            : Effect.fail(new UpstreamError({ message: "reset", retryable: true, kind: "unavailable", uncertain: true }))
+            : Effect.fail(
+              new UpstreamError({ message: "reset", retryable: true, kind: "unavailable", uncertain: true })
+            )
         }),
       find: (task) =>
         Effect.sync(() => {
@@ -306,25 +327,28 @@ const lossyRouter = Effect.gen(function*() {
       Layer.provide(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
       Layer.provide(PriceBook.layer()),
       Layer.provide(Estimates.layer),
-      Layer.provide(ResultCopy.layer({ inlineWait: 0 }).pipe(Layer.provideMerge(Layer.mergeAll(
-        FileStore.layerLocal({ directory: mkdtempSync(join(tmpdir(), "mg-recovery-")) }).pipe(
-          Layer.provide(NodeContext.layer)
-        ),
-        UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("s") })
-      )))),
+      Layer.provide(
+        ResultCopy.layer({ inlineWait: 0 }).pipe(Layer.provideMerge(Layer.mergeAll(
+          FileStore.layerLocal({ directory: mkdtempSync(join(tmpdir(), "mg-recovery-")) }).pipe(
+            Layer.provide(NodeContext.layer)
+          ),
+          UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("s") })
+        )))
+      ),
       Layer.provide(Billing.layerUnmetered)
     )
   )
   const upstream = yield* Effect.provide(Upstream, built)
   const storage = yield* Effect.provide(TaskStorage.TaskStorage, built)
   /** Claims the task due first and runs its step (a failed call due again after `retryMs`). */
-  const stepAfter = (retryMs: number) => Effect.gen(function*() {
-    const [task] = yield* storage.claim("w", 1, 60_000)
-    yield* Worker.runStep(task!, { pollDelay: () => 0, retryDelay: () => retryMs }).pipe(
-      Effect.provide(TaskStorage.portsOf(storage)),
-      Effect.provideService(Upstream, upstream)
-    )
-  })
+  const stepAfter = (retryMs: number) =>
+    Effect.gen(function*() {
+      const [task] = yield* storage.claim("w", 1, 60_000)
+      yield* Worker.runStep(task!, { pollDelay: () => 0, retryDelay: () => retryMs }).pipe(
+        Effect.provide(TaskStorage.portsOf(storage)),
+        Effect.provideService(Upstream, upstream)
+      )
+    })
   return { calls, upstream, storage, step: stepAfter(0), stepAfter }
 })
 

@@ -81,7 +81,11 @@ const task = (overrides: Partial<TaskRecord> = {}): TaskRecord => {
 }
 
 /** A channel of a transport. */
-const channel = (transport: ChannelConfig["transport"], settings: ChannelConfig["settings"], apiKey?: string): ChannelConfig => ({
+const channel = (
+  transport: ChannelConfig["transport"],
+  settings: ChannelConfig["settings"],
+  apiKey?: string
+): ChannelConfig => ({
   id: `ch_${transport}`,
   name: transport,
   transport,
@@ -170,59 +174,78 @@ const serve = (host: string, handler: (request: IncomingMessage, response: Serve
   )
 
 describe("transports against their protocol fakes", () => {
-  it.live("fal: mapped input to the mapped app, queued → running → copied result with the run's seconds; failures and cancels", () => {
-    const { directory, layer } = copierLayer()
-    return Effect.gen(function*() {
-      const fake = yield* Effect.acquireRelease(Effect.promise(() => startFalFake({ key: "fal-key" })), (f) => Effect.promise(f.close))
-      const config = channel("fal", {
-        mapping: {
-          "vendor4-3-0-t2i": {
-            target: "fal-ai/flux/dev",
-            input: `{ "prompt": input.prompt & " [fake:delay=1000]", "image_size": "square", "seed": $metadata.ref }`
+  it.live(
+    "fal: mapped input to the mapped app, queued → running → copied result with the run's seconds; failures and cancels",
+    () => {
+      const { directory, layer } = copierLayer()
+      return Effect.gen(function*() {
+        const fake = yield* Effect.acquireRelease(
+          Effect.promise(() => startFalFake({ key: "fal-key" })),
+          (f) => Effect.promise(f.close)
+        )
+        const config = channel("fal", {
+          mapping: {
+            "vendor4-3-0-t2i": {
+              target: "fal-ai/flux/dev",
+              input: `{ "prompt": input.prompt & " [fake:delay=1000]", "image_size": "square", "seed": $metadata.ref }`
+            }
           }
-        }
-      }, "fal-key")
-      const fal = yield* build(Fal.make, config, fake.url, "http://gateway.test/callbacks/v1/ch_fal/t?expires=1&signature=s")
-      const record = task()
-      const { jobId } = yield* fal.upstream.submit(record)
-      const job = [...fake.jobs.values()][0]!
-      expect(jobId).toBe(`fal-ai/flux|${job.id}`)
-      expect(job.model).toBe("fal-ai/flux/dev")
-      expect(job.input).toEqual({ prompt: "a lighthouse [fake:delay=1000]", image_size: "square", seed: "r1" })
-      expect(job.webhook).toBe("http://gateway.test/callbacks/v1/ch_fal/t?expires=1&signature=s")
-      const { seen, state } = yield* pollToEnd(fal, record, jobId)
-      expect(seen).toContain("Queued")
-      expect(seen.filter((tag) => tag === "Running").length).toBeGreaterThan(0)
-      const done = succeeded(state)
-      expect(done.seconds).toBeGreaterThan(0)
-      expect(done.result).toHaveLength(1)
-      expect(done.result[0]).toMatchObject({ format: "png", size_bytes: pngBytes.byteLength })
-      expect(new Uint8Array(storedBytes(directory, done.result[0]!.url))).toEqual(new Uint8Array(pngBytes))
+        }, "fal-key")
+        const fal = yield* build(
+          Fal.make,
+          config,
+          fake.url,
+          "http://gateway.test/callbacks/v1/ch_fal/t?expires=1&signature=s"
+        )
+        const record = task()
+        const { jobId } = yield* fal.upstream.submit(record)
+        const job = [...fake.jobs.values()][0]!
+        expect(jobId).toBe(`fal-ai/flux|${job.id}`)
+        expect(job.model).toBe("fal-ai/flux/dev")
+        expect(job.input).toEqual({ prompt: "a lighthouse [fake:delay=1000]", image_size: "square", seed: "r1" })
+        expect(job.webhook).toBe("http://gateway.test/callbacks/v1/ch_fal/t?expires=1&signature=s")
+        const { seen, state } = yield* pollToEnd(fal, record, jobId)
+        expect(seen).toContain("Queued")
+        expect(seen.filter((tag) => tag === "Running").length).toBeGreaterThan(0)
+        const done = succeeded(state)
+        expect(done.seconds).toBeGreaterThan(0)
+        expect(done.result).toHaveLength(1)
+        expect(done.result[0]).toMatchObject({ format: "png", size_bytes: pngBytes.byteLength })
+        expect(new Uint8Array(storedBytes(directory, done.result[0]!.url))).toEqual(new Uint8Array(pngBytes))
 
-      // a model error: the task fails with fal's detail
-      const failing = task({ input: { prompt: "x [fake:fail=the model exploded]" } })
-      const plain = yield* build(Fal.make, channel("fal", { mapping: { "vendor4-3-0-t2i": { target: "fal-ai/flux" } } }, "fal-key"), fake.url)
-      const failed = yield* pollToEnd(plain, failing, (yield* plain.upstream.submit(failing)).jobId)
-      expect(failed.state).toMatchObject({ _tag: "Failed", code: "PROVIDER_ERROR" })
-      expect(failed.state._tag === "Failed" && failed.state.message).toContain("the model exploded")
+        // a model error: the task fails with fal's detail
+        const failing = task({ input: { prompt: "x [fake:fail=the model exploded]" } })
+        const plain = yield* build(
+          Fal.make,
+          channel("fal", { mapping: { "vendor4-3-0-t2i": { target: "fal-ai/flux" } } }, "fal-key"),
+          fake.url
+        )
+        const failed = yield* pollToEnd(plain, failing, (yield* plain.upstream.submit(failing)).jobId)
+        expect(failed.state).toMatchObject({ _tag: "Failed", code: "PROVIDER_ERROR" })
+        expect(failed.state._tag === "Failed" && failed.state.message).toContain("the model exploded")
 
-      // cancel reaches fal
-      const slow = task({ input: { prompt: "y [fake:delay=5000]" } })
-      const slowJob = (yield* plain.upstream.submit(slow)).jobId
-      yield* plain.upstream.cancel(slow, slowJob)
-      expect(fake.jobs.get(slowJob.split("|")[1]!)!.cancelled).toBe(true)
+        // cancel reaches fal
+        const slow = task({ input: { prompt: "y [fake:delay=5000]" } })
+        const slowJob = (yield* plain.upstream.submit(slow)).jobId
+        yield* plain.upstream.cancel(slow, slowJob)
+        expect(fake.jobs.get(slowJob.split("|")[1]!)!.cancelled).toBe(true)
 
-      // a wrong key is the channel's failure (auth), not the task's
-      const wrong = yield* build(Fal.make, channel("fal", {}, "nope"), fake.url)
-      const refused = yield* Effect.flip(wrong.upstream.submit(task({ model: "fal-ai/x" })))
-      expect(refused).toMatchObject({ kind: "auth", retryable: false })
-    }).pipe(Effect.provide(layer), Effect.scoped)
-  }, 30_000)
+        // a wrong key is the channel's failure (auth), not the task's
+        const wrong = yield* build(Fal.make, channel("fal", {}, "nope"), fake.url)
+        const refused = yield* Effect.flip(wrong.upstream.submit(task({ model: "fal-ai/x" })))
+        expect(refused).toMatchObject({ kind: "auth", retryable: false })
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    },
+    30_000
+  )
 
   it.live("replicate: owner/name and version targets, an output mapping, and Standard Webhooks signatures", () => {
     const { directory, layer } = copierLayer()
     return Effect.gen(function*() {
-      const fake = yield* Effect.acquireRelease(Effect.promise(() => startReplicateFake()), (f) => Effect.promise(f.close))
+      const fake = yield* Effect.acquireRelease(
+        Effect.promise(() => startReplicateFake()),
+        (f) => Effect.promise(f.close)
+      )
       const version = "5".repeat(64)
       const config = channel("replicate", {
         mapping: {
@@ -243,7 +266,10 @@ describe("transports against their protocol fakes", () => {
 
       const versioned = task({ model: "vendor4-3-0" })
       const second = yield* replicate.upstream.submit(versioned)
-      expect(fake.predictions.get(second.jobId)!).toMatchObject({ version, input: { prompt: "a lighthouse", steps: 4 } })
+      expect(fake.predictions.get(second.jobId)!).toMatchObject({
+        version,
+        input: { prompt: "a lighthouse", steps: 4 }
+      })
 
       // a failed prediction, and a cancel
       const failing = task({ input: { prompt: "[fake:fail=out of memory]" } })
@@ -253,15 +279,26 @@ describe("transports against their protocol fakes", () => {
       const slowJob = (yield* replicate.upstream.submit(slow)).jobId
       yield* replicate.upstream.cancel(slow, slowJob)
       expect(fake.predictions.get(slowJob)!.canceledAt).toBeDefined()
-      expect((yield* replicate.upstream.poll(slow, slowJob))).toMatchObject({ _tag: "Failed", message: "replicate: the prediction was canceled" })
+      expect(yield* replicate.upstream.poll(slow, slowJob)).toMatchObject({
+        _tag: "Failed",
+        message: "replicate: the prediction was canceled"
+      })
 
       // callbacks: signed with the account's secret (fetched from /v1/webhooks/default/secret), within 5 minutes
       const verify = replicate.verifyCallback!
       const body = JSON.stringify({ id: jobId, status: "succeeded" })
       const timestamp = String(Math.floor(Date.now() / 1000))
       const sign = (text: string, at = timestamp) =>
-        `v1,${createHmac("sha256", Buffer.from(fake.webhookSecret.slice(6), "base64")).update(`msg_1.${at}.${text}`).digest("base64")}`
-      const headers = (signature: string, at = timestamp) => ({ "webhook-id": "msg_1", "webhook-timestamp": at, "webhook-signature": signature })
+        `v1,${
+          createHmac("sha256", Buffer.from(fake.webhookSecret.slice(6), "base64")).update(`msg_1.${at}.${text}`).digest(
+            "base64"
+          )
+        }`
+      const headers = (signature: string, at = timestamp) => ({
+        "webhook-id": "msg_1",
+        "webhook-timestamp": at,
+        "webhook-signature": signature
+      })
       expect(yield* verify(body, headers(`v1,bm9wZQ== ${sign(body)}`))).toBe(true)
       expect(yield* verify(`${body} `, headers(sign(body)))).toBe(false)
       const old = String(Math.floor(Date.now() / 1000) - 3600)
@@ -270,99 +307,129 @@ describe("transports against their protocol fakes", () => {
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, 30_000)
 
-  it.live("comfyui: the stored workflow with the request's fields in its nodes, outputs fetched from /view; failures; cancel", () => {
-    const { directory, layer } = copierLayer()
-    return Effect.gen(function*() {
-      const fake = yield* Effect.acquireRelease(Effect.promise(() => startComfyFake({ apiKey: "proxy-key" })), (f) => Effect.promise(f.close))
-      const config = channel("comfyui", {
-        workflows: { flux: { graph: textToImageWorkflow, inputs: { prompt: "6.text" } } },
-        mapping: {
-          "vendor4-3-0-t2i": { target: "flux", input: `{ "prompt": input.prompt & " [fake:delay=60]", "3.seed": 7 }` }
+  it.live(
+    "comfyui: the stored workflow with the request's fields in its nodes, outputs fetched from /view; failures; cancel",
+    () => {
+      const { directory, layer } = copierLayer()
+      return Effect.gen(function*() {
+        const fake = yield* Effect.acquireRelease(
+          Effect.promise(() => startComfyFake({ apiKey: "proxy-key" })),
+          (f) => Effect.promise(f.close)
+        )
+        const config = channel("comfyui", {
+          workflows: { flux: { graph: textToImageWorkflow, inputs: { prompt: "6.text" } } },
+          mapping: {
+            "vendor4-3-0-t2i": { target: "flux", input: `{ "prompt": input.prompt & " [fake:delay=60]", "3.seed": 7 }` }
+          }
+        }, "proxy-key")
+        expect(Comfy.workflowProblem(config.settings.workflows!["flux"]!)).toBeUndefined()
+        const comfy = yield* build(Comfy.make, config, fake.url)
+        const record = task()
+        const { jobId } = yield* comfy.upstream.submit(record)
+        const graph = fake.jobs.get(jobId)!.graph as Record<string, { inputs: Record<string, unknown> }>
+        expect(graph["6"]!.inputs["text"]).toBe("a lighthouse [fake:delay=60]")
+        expect(graph["3"]!.inputs["seed"]).toBe(7)
+        // the stored workflow itself is not changed
+        expect((textToImageWorkflow["3"] as { inputs: Record<string, unknown> }).inputs["seed"]).not.toBe(7)
+        const done = succeeded((yield* pollToEnd(comfy, record, jobId)).state)
+        expect(done.result[0]).toMatchObject({ format: "png" })
+        expect(new Uint8Array(storedBytes(directory, done.result[0]!.url))).toEqual(new Uint8Array(pngBytes))
+
+        // a running prompt's progress comes from ComfyUI's /ws (the sampler's steps), beyond what its run time says
+        const stepped = task({ input: { prompt: "steps [fake:delay=3000]" }, estimatedSeconds: 60 })
+        const progress: Array<number> = []
+        const steppedJob = (yield* comfy.upstream.submit(stepped)).jobId
+        for (let i = 0; i < 300; i++) {
+          const state = yield* comfy.upstream.poll(stepped, steppedJob)
+          // while ComfyUI still runs it (not while its files are copied, which answers 99)
+          if (state._tag === "Running" && fake.jobs.get(steppedJob)!.state === "running") progress.push(state.progress)
+          if (state._tag === "Succeeded" || state._tag === "Failed") break
+          yield* Effect.sleep("20 millis")
         }
-      }, "proxy-key")
-      expect(Comfy.workflowProblem(config.settings.workflows!["flux"]!)).toBeUndefined()
-      const comfy = yield* build(Comfy.make, config, fake.url)
-      const record = task()
-      const { jobId } = yield* comfy.upstream.submit(record)
-      const graph = fake.jobs.get(jobId)!.graph as Record<string, { inputs: Record<string, unknown> }>
-      expect(graph["6"]!.inputs["text"]).toBe("a lighthouse [fake:delay=60]")
-      expect(graph["3"]!.inputs["seed"]).toBe(7)
-      // the stored workflow itself is not changed
-      expect((textToImageWorkflow["3"] as { inputs: Record<string, unknown> }).inputs["seed"]).not.toBe(7)
-      const done = succeeded((yield* pollToEnd(comfy, record, jobId)).state)
-      expect(done.result[0]).toMatchObject({ format: "png" })
-      expect(new Uint8Array(storedBytes(directory, done.result[0]!.url))).toEqual(new Uint8Array(pngBytes))
+        // 3 s into a 60 s estimate the run time alone says at most 5%; the sampler's steps say 25% and more
+        expect(Math.max(...progress)).toBeGreaterThanOrEqual(25)
 
-      // a running prompt's progress comes from ComfyUI's /ws (the sampler's steps), beyond what its run time says
-      const stepped = task({ input: { prompt: "steps [fake:delay=3000]" }, estimatedSeconds: 60 })
-      const progress: Array<number> = []
-      const steppedJob = (yield* comfy.upstream.submit(stepped)).jobId
-      for (let i = 0; i < 300; i++) {
-        const state = yield* comfy.upstream.poll(stepped, steppedJob)
-        // while ComfyUI still runs it (not while its files are copied, which answers 99)
-        if (state._tag === "Running" && fake.jobs.get(steppedJob)!.state === "running") progress.push(state.progress)
-        if (state._tag === "Succeeded" || state._tag === "Failed") break
-        yield* Effect.sleep("20 millis")
-      }
-      // 3 s into a 60 s estimate the run time alone says at most 5%; the sampler's steps say 25% and more
-      expect(Math.max(...progress)).toBeGreaterThanOrEqual(25)
+        const failing = task({ input: { prompt: "[fake:fail=CUDA out of memory]" } })
+        const failed = yield* pollToEnd(comfy, failing, (yield* comfy.upstream.submit(failing)).jobId)
+        expect(failed.state._tag === "Failed" && failed.state.message).toContain("CUDA out of memory")
 
-      const failing = task({ input: { prompt: "[fake:fail=CUDA out of memory]" } })
-      const failed = yield* pollToEnd(comfy, failing, (yield* comfy.upstream.submit(failing)).jobId)
-      expect(failed.state._tag === "Failed" && failed.state.message).toContain("CUDA out of memory")
+        // a model with no workflow is refused; a cancel interrupts the running prompt
+        const unknown = yield* Effect.flip(comfy.upstream.submit(task({ model: "vendor4-3-0" })))
+        expect(unknown.message).toContain("no workflow named vendor4-3-0")
+        const slow = task({ input: { prompt: "[fake:delay=5000]" } })
+        const slowJob = (yield* comfy.upstream.submit(slow)).jobId
+        yield* Effect.sleep("100 millis")
+        yield* comfy.upstream.cancel(slow, slowJob)
+        expect(["interrupted", "deleted"]).toContain(fake.jobs.get(slowJob)!.state)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    },
+    30_000
+  )
 
-      // a model with no workflow is refused; a cancel interrupts the running prompt
-      const unknown = yield* Effect.flip(comfy.upstream.submit(task({ model: "vendor4-3-0" })))
-      expect(unknown.message).toContain("no workflow named vendor4-3-0")
-      const slow = task({ input: { prompt: "[fake:delay=5000]" } })
-      const slowJob = (yield* comfy.upstream.submit(slow)).jobId
-      yield* Effect.sleep("100 millis")
-      yield* comfy.upstream.cancel(slow, slowJob)
-      expect(["interrupted", "deleted"]).toContain(fake.jobs.get(slowJob)!.state)
-    }).pipe(Effect.provide(layer), Effect.scoped)
-  }, 30_000)
+  it.live(
+    "openai: images as URLs or base64 stored directly, videos followed and downloaded with the key; delete cancels",
+    () => {
+      const { directory, layer } = copierLayer()
+      return Effect.gen(function*() {
+        const fake = yield* Effect.acquireRelease(
+          Effect.promise(() => startOpenAiFake()),
+          (f) => Effect.promise(f.close)
+        )
+        const config = channel("openai", {
+          mapping: {
+            "vendor4-3-0-t2i": {
+              target: "gpt-image-1",
+              input: `{ "prompt": input.prompt, "response_format": "b64_json" }`
+            },
+            "vendor4-3-0": { target: "dall-e-2", input: `{ "prompt": input.prompt, "n": 2 }` },
+            "vendor3-3": {
+              target: "sora-2",
+              input: `{ "prompt": input.prompt & " [fake:delay=1000]", "seconds": "4" }`
+            }
+          }
+        }, fake.key)
+        const openai = yield* build(OpenAi.make, config, fake.url)
+        const b64 = task()
+        const first = yield* openai.upstream.submit(b64)
+        expect(fake.images.at(-1)!.input).toMatchObject({ model: "gpt-image-1", response_format: "b64_json" })
+        const stored = succeeded((yield* pollToEnd(openai, b64, first.jobId)).state)
+        expect(new Uint8Array(storedBytes(directory, stored.result[0]!.url))).toEqual(new Uint8Array(pngBytes))
 
-  it.live("openai: images as URLs or base64 stored directly, videos followed and downloaded with the key; delete cancels", () => {
-    const { directory, layer } = copierLayer()
-    return Effect.gen(function*() {
-      const fake = yield* Effect.acquireRelease(Effect.promise(() => startOpenAiFake()), (f) => Effect.promise(f.close))
-      const config = channel("openai", {
-        mapping: {
-          "vendor4-3-0-t2i": { target: "gpt-image-1", input: `{ "prompt": input.prompt, "response_format": "b64_json" }` },
-          "vendor4-3-0": { target: "dall-e-2", input: `{ "prompt": input.prompt, "n": 2 }` },
-          "vendor3-3": { target: "sora-2", input: `{ "prompt": input.prompt & " [fake:delay=1000]", "seconds": "4" }` }
-        }
-      }, fake.key)
-      const openai = yield* build(OpenAi.make, config, fake.url)
-      const b64 = task()
-      const first = yield* openai.upstream.submit(b64)
-      expect(fake.images.at(-1)!.input).toMatchObject({ model: "gpt-image-1", response_format: "b64_json" })
-      const stored = succeeded((yield* pollToEnd(openai, b64, first.jobId)).state)
-      expect(new Uint8Array(storedBytes(directory, stored.result[0]!.url))).toEqual(new Uint8Array(pngBytes))
+        const two = task({ model: "vendor4-3-0" })
+        const urls = succeeded((yield* pollToEnd(openai, two, (yield* openai.upstream.submit(two)).jobId)).state)
+        expect(urls.result.map((item) => item.format)).toEqual(["png", "png"])
 
-      const two = task({ model: "vendor4-3-0" })
-      const urls = succeeded((yield* pollToEnd(openai, two, (yield* openai.upstream.submit(two)).jobId)).state)
-      expect(urls.result.map((item) => item.format)).toEqual(["png", "png"])
+        const video = task({
+          model: "vendor3-3",
+          mediaType: "video",
+          endpoint: "vendor3/text-to-video",
+          provider: "vendor3"
+        })
+        const { jobId } = yield* openai.upstream.submit(video)
+        expect(jobId).toMatch(/^video_/)
+        const { seen, state } = yield* pollToEnd(openai, video, jobId)
+        expect(seen).toContain("Queued")
+        const clip = succeeded(state)
+        expect(clip.result[0]).toMatchObject({ format: "mp4", duration: 4 })
+        expect(fake.counts().videoContent).toBeGreaterThan(0)
 
-      const video = task({ model: "vendor3-3", mediaType: "video", endpoint: "vendor3/text-to-video", provider: "vendor3" })
-      const { jobId } = yield* openai.upstream.submit(video)
-      expect(jobId).toMatch(/^video_/)
-      const { seen, state } = yield* pollToEnd(openai, video, jobId)
-      expect(seen).toContain("Queued")
-      const clip = succeeded(state)
-      expect(clip.result[0]).toMatchObject({ format: "mp4", duration: 4 })
-      expect(fake.counts().videoContent).toBeGreaterThan(0)
-
-      const slow = task({ model: "vendor3-3", mediaType: "video", input: { prompt: "long" } })
-      const slowJob = (yield* openai.upstream.submit(slow)).jobId
-      yield* openai.upstream.cancel(slow, slowJob)
-      expect(fake.videos.get(slowJob)!.deleted).toBe(true)
-    }).pipe(Effect.provide(layer), Effect.scoped)
-  }, 30_000)
+        const slow = task({ model: "vendor3-3", mediaType: "video", input: { prompt: "long" } })
+        const slowJob = (yield* openai.upstream.submit(slow)).jobId
+        yield* openai.upstream.cancel(slow, slowJob)
+        expect(fake.videos.get(slowJob)!.deleted).toBe(true)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    },
+    30_000
+  )
 })
 
 describe("the result copy", () => {
-  const policy: ResultCopy.CopyPolicy = { trustedHosts: ["127.0.0.1"], allowPrivate: false, timeoutMs: 1000, maxBytes: 1024 }
+  const policy: ResultCopy.CopyPolicy = {
+    trustedHosts: ["127.0.0.1"],
+    allowPrivate: false,
+    timeoutMs: 1000,
+    maxBytes: 1024
+  }
 
   const collectToEnd = (record: TaskRecord, sources: ReadonlyArray<Mapping.ResultSource>, rules = policy) =>
     Effect.gen(function*() {
@@ -469,40 +536,46 @@ describe("the result copy", () => {
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, 20_000)
 
-  it.live("caps a file without Content-Length, retries a failing download, and finds a finished copy by its manifest", () => {
-    // answered at once: every copy outlives the poll that started it, and stores its manifest
-    const { layer } = copierLayer({ inlineWait: 0 })
-    return Effect.gen(function*() {
-      let calls = 0
-      const files = yield* serve("127.0.0.1", (request, response) => {
-        if (request.url === "/big") {
-          // chunked, no length: 4 KiB against a 1 KiB cap
-          for (let i = 0; i < 4; i++) response.write(Buffer.alloc(1024, 1))
-          return response.end()
-        }
-        calls++
-        if (calls < 3) {
-          response.writeHead(503)
-          return response.end()
-        }
-        response.writeHead(200, { "content-type": "image/png" })
-        response.end(pngBytes)
-      })
-      const big = yield* collectToEnd(task(), [{ url: `${files.url}/big` }])
-      expect(big).toMatchObject({ _tag: "Failed" })
-      expect(big._tag === "Failed" && big.message).toContain("larger than 1024 bytes")
-      const record = task()
-      const flaky = yield* collectToEnd(record, [{ url: `${files.url}/flaky` }])
-      expect(flaky._tag).toBe("Copied")
-      expect(calls).toBe(3)
-      // another copier (another node) polling the task at 99% finds the manifest and copies nothing
-      const again = yield* ResultCopy.make().pipe(
-        Effect.flatMap((other) => other.collect({ ...record, progress: 99 }, "job-1", [{ url: `${files.url}/flaky` }], policy))
-      )
-      expect(again._tag).toBe("Copied")
-      expect(calls).toBe(3)
-    }).pipe(Effect.provide(layer), Effect.scoped)
-  }, 20_000)
+  it.live(
+    "caps a file without Content-Length, retries a failing download, and finds a finished copy by its manifest",
+    () => {
+      // answered at once: every copy outlives the poll that started it, and stores its manifest
+      const { layer } = copierLayer({ inlineWait: 0 })
+      return Effect.gen(function*() {
+        let calls = 0
+        const files = yield* serve("127.0.0.1", (request, response) => {
+          if (request.url === "/big") {
+            // chunked, no length: 4 KiB against a 1 KiB cap
+            for (let i = 0; i < 4; i++) response.write(Buffer.alloc(1024, 1))
+            return response.end()
+          }
+          calls++
+          if (calls < 3) {
+            response.writeHead(503)
+            return response.end()
+          }
+          response.writeHead(200, { "content-type": "image/png" })
+          response.end(pngBytes)
+        })
+        const big = yield* collectToEnd(task(), [{ url: `${files.url}/big` }])
+        expect(big).toMatchObject({ _tag: "Failed" })
+        expect(big._tag === "Failed" && big.message).toContain("larger than 1024 bytes")
+        const record = task()
+        const flaky = yield* collectToEnd(record, [{ url: `${files.url}/flaky` }])
+        expect(flaky._tag).toBe("Copied")
+        expect(calls).toBe(3)
+        // another copier (another node) polling the task at 99% finds the manifest and copies nothing
+        const again = yield* ResultCopy.make().pipe(
+          Effect.flatMap((other) =>
+            other.collect({ ...record, progress: 99 }, "job-1", [{ url: `${files.url}/flaky` }], policy)
+          )
+        )
+        expect(again._tag).toBe("Copied")
+        expect(calls).toBe(3)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    },
+    20_000
+  )
 })
 
 describe("model mapping", () => {
@@ -536,15 +609,22 @@ describe("model mapping", () => {
         m: { target: "t", input: `{ "text": input.prompt, "model": $target, "id": $task_id }`, output: "data.url" },
         bad: { target: "t", output: `"not a url"` }
       })
-      expect(yield* Mapping.mapInput(compiled("m"), { model: "m", input: { prompt: "p" }, taskId: "task_1", metadata: {} }))
+      expect(
+        yield* Mapping.mapInput(compiled("m"), { model: "m", input: { prompt: "p" }, taskId: "task_1", metadata: {} })
+      )
         .toEqual({ text: "p", model: "t", id: "task_1" })
-      expect(yield* Mapping.mapOutput(compiled("m"), "m", { data: [{ url: "https://x.example/1.png" }, { url: "https://x.example/2.png" }] }))
+      expect(
+        yield* Mapping.mapOutput(compiled("m"), "m", {
+          data: [{ url: "https://x.example/1.png" }, { url: "https://x.example/2.png" }]
+        })
+      )
         .toEqual([{ url: "https://x.example/1.png" }, { url: "https://x.example/2.png" }])
       const refused = yield* Effect.flip(Mapping.mapOutput(compiled("bad"), "bad", {}))
       expect(refused).toMatchObject({ retryable: false, kind: "refused" })
       // without an entry: our model id is the target, the input goes unchanged
       expect(compiled("other").target).toBe("other")
-      expect(yield* Mapping.mapInput(compiled("other"), { model: "other", input: { a: 1 }, taskId: "t", metadata: {} })).toEqual({ a: 1 })
+      expect(yield* Mapping.mapInput(compiled("other"), { model: "other", input: { a: 1 }, taskId: "t", metadata: {} }))
+        .toEqual({ a: 1 })
       expect(Option.isNone(Option.fromNullable(compiled("other").input))).toBe(true)
     }))
 })

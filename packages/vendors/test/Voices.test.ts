@@ -38,14 +38,20 @@ describe("vendor9 voices", () => {
     writeFileSync(file, JSON.stringify([{ voice_id: "x1", name: "Xena", description: "Custom" }]))
     return Effect.gen(function*() {
       const service = yield* Services.VoiceService
-      expect(yield* service.list(undefined)).toEqual({ voices: [{ voice_id: "x1", name: "Xena", description: "Custom" }], total: 1 })
+      expect(yield* service.list(undefined)).toEqual({
+        voices: [{ voice_id: "x1", name: "Xena", description: "Custom" }],
+        total: 1
+      })
     }).pipe(Effect.provide(withConfig({ MEDIAGATE_VOICES_FILE: file })))
   })
 
   it.effect("refuse a bad voice file with a message naming it", () => {
     const dir = mkdtempSync(join(tmpdir(), "mg-voices-"))
     const duplicate = join(dir, "dup.json")
-    writeFileSync(duplicate, JSON.stringify([{ voice_id: "a", name: "A", description: "" }, { voice_id: "a", name: "B", description: "" }]))
+    writeFileSync(
+      duplicate,
+      JSON.stringify([{ voice_id: "a", name: "A", description: "" }, { voice_id: "a", name: "B", description: "" }])
+    )
     const broken = join(dir, "broken.json")
     writeFileSync(broken, "[{")
     return Effect.gen(function*() {

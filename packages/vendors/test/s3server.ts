@@ -12,7 +12,7 @@ interface S3rverInstance {
   run(): Promise<{ readonly port: number }>
   close(): Promise<void>
 }
-type S3rverClass = new (options: {
+type S3rverClass = new(options: {
   readonly port: number
   readonly address: string
   readonly silent: boolean
@@ -34,7 +34,13 @@ export const s3Server = (bucket = "bucket") =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const directory = mkdtempSync(join(tmpdir(), "mediagate-s3-"))
-      const server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory, configureBuckets: [{ name: bucket }] })
+      const server = new S3rver({
+        port: 0,
+        address: "127.0.0.1",
+        silent: true,
+        directory,
+        configureBuckets: [{ name: bucket }]
+      })
       const { port } = await server.run()
       return { server, directory, info: { endpoint: `http://127.0.0.1:${port}`, bucket } satisfies S3Server }
     }),

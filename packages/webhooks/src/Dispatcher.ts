@@ -31,11 +31,12 @@
  * @since 0.1.0
  */
 import { Metrics, Tracing, WebhookSignature } from "@mediagate/contract"
-import * as Backoff from "@mediagate/persistence/Backoff"
-import * as Ids from "@mediagate/persistence/Ids"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import { TaskOutbox } from "@mediagate/engine/TaskOutbox"
 import { TaskReads } from "@mediagate/engine/TaskReads"
+import * as Backoff from "@mediagate/persistence/Backoff"
+import * as GroupCommit from "@mediagate/persistence/GroupCommit"
+import * as Ids from "@mediagate/persistence/Ids"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -52,7 +53,6 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
 import { layerSender, WebhookSender } from "./Outbound.js"
-import * as GroupCommit from "@mediagate/persistence/GroupCommit"
 import type { ClaimedDelivery, DeliveryRow, FanOutLease, Settle, Settlement, Target } from "./WebhookStore.js"
 import { WebhookStore } from "./WebhookStore.js"
 
@@ -151,7 +151,8 @@ const decodeTaskId = Schema.decodeUnknownOption(
   Schema.parseJson(Schema.Struct({ data: Schema.Struct({ task: Schema.Struct({ id: Schema.String }) }) }))
 )
 
-const taskIdOf = (payload: string): string => Option.match(decodeTaskId(payload), { onNone: () => "", onSome: (event) => event.data.task.id })
+const taskIdOf = (payload: string): string =>
+  Option.match(decodeTaskId(payload), { onNone: () => "", onSome: (event) => event.data.task.id })
 
 // -----------------------------------------------------------------------------------------------------------------
 // one attempt
@@ -237,7 +238,9 @@ const attemptOnce = (delivery: Attempting, options: Resolved, recorder: Recorder
         ? yield* Effect.flatMap(WebhookStore, (store) => store.getWebhookById(delivery.webhookId!))
         : Option.fromNullable(delivery.webhook)
       if (Option.isNone(webhook) || webhook.value.deletedAt !== null || !webhook.value.enabled) {
-        const reason = Option.isNone(webhook) || webhook.value.deletedAt !== null ? "webhook deleted" : "webhook disabled"
+        const reason = Option.isNone(webhook) || webhook.value.deletedAt !== null
+          ? "webhook deleted"
+          : "webhook disabled"
         return yield* recorder.settle({ delivery, attempt: undefined, settlement: { status: "failed", reason } })
       }
       headers = configuredHeaders(webhook.value.secret, delivery.eventId, timestamp, delivery.payload)
@@ -269,7 +272,11 @@ const attemptOnce = (delivery: Attempting, options: Resolved, recorder: Recorder
       const delay = retryDelayMs(options, requests)
       settlement = delay === undefined ? { status: "failed" } : { status: "pending", nextAttemptAt: at + delay }
     }
-    const outcome = settlement.status === "succeeded" ? "delivered" : settlement.status === "pending" ? "retrying" : "failed"
+    const outcome = settlement.status === "succeeded"
+      ? "delivered"
+      : settlement.status === "pending"
+      ? "retrying"
+      : "failed"
     Metrics.webhookDeliveries.record(1, outcome, requests)
     Metrics.webhookDeliveryDuration.record(result.durationMs / 1000, outcome)
     return yield* recorder.settle({
@@ -292,7 +299,12 @@ export const deliverDue = (options: DispatcherOptions = {}, limit = 100) =>
     const resolved = resolve(options)
     const now = yield* store.now
     const owner = options.owner ?? "deliverDue"
-    const claimed = yield* store.claimDue(owner, limit, Duration.toMillis(options.lease ?? resolved.timeoutMs + 30_000), now)
+    const claimed = yield* store.claimDue(
+      owner,
+      limit,
+      Duration.toMillis(options.lease ?? resolved.timeoutMs + 30_000),
+      now
+    )
     yield* Effect.forEach(claimed, (delivery) => attemptDelivery(delivery, resolved), {
       concurrency: "unbounded",
       discard: true
@@ -408,11 +420,16 @@ export const run = (options: DispatcherOptions = {}) =>
     const settleBatch = GroupCommit.make(maxSettleBatch, (batch: ReadonlyArray<Settle>) =>
       Effect.flatMap(Effect.exit(store.settleAll(batch)), (exit) =>
         Exit.isSuccess(exit)
-          ? Effect.succeed(exit.value.map((recorded) => Exit.succeed(recorded)))
+          ? Effect.succeed(exit.value.map((recorded) =>
+            Exit.succeed(recorded)
+          ))
           : batch.length === 1
           ? Effect.succeed([Exit.failCause(exit.cause)])
           // the batch failed as a whole: each on its own, so that one failure fails only its own settle
-          : Effect.forEach(batch, (one) => Effect.exit(Effect.map(store.settleAll([one]), (answers) => answers[0] === true)))))
+          : Effect.forEach(
+            batch,
+            (one) => Effect.exit(Effect.map(store.settleAll([one]), (answers) => answers[0] === true))
+          )))
     const settleOne = yield* settleBatch
     const settleAndNote = (settle: Settle) =>
       Effect.tap(settleOne(settle), (recorded) =>
@@ -439,7 +456,10 @@ export const run = (options: DispatcherOptions = {}) =>
             sends,
             settleAndNote(settle).pipe(
               Effect.catchAllCause((cause) =>
-                Effect.logError(`delivery ${settle.delivery.id}: the attempt was not recorded (sent again after its lease)`, cause)
+                Effect.logError(
+                  `delivery ${settle.delivery.id}: the attempt was not recorded (sent again after its lease)`,
+                  cause
+                )
               ),
               Effect.asVoid,
               Effect.ensuring(Effect.suspend(() => settling-- >= maxSettleBatch ? poke : Effect.void))
@@ -523,7 +543,12 @@ export const run = (options: DispatcherOptions = {}) =>
       const free = freeSlots()
       if (free <= 0) {
         deliveryWaitsForSlot = true
-        return yield* Effect.ensuring(Queue.take(pokes), Effect.sync(() => { deliveryWaitsForSlot = false }))
+        return yield* Effect.ensuring(
+          Queue.take(pokes),
+          Effect.sync(() => {
+            deliveryWaitsForSlot = false
+          })
+        )
       }
       const now = yield* storageNow
       const claimed = yield* reserving(free, store.claimDue(owner, free, leaseMs, now), (done) => done.length)
@@ -624,5 +649,7 @@ export const config: Config.Config<WebhookSettings> = Config.all({
 export const layerConfig = (
   overrides: DispatcherOptions = {}
 ): Layer.Layer<never, ConfigError.ConfigError, WebhookStore | TaskOutbox> =>
-  Layer.unwrapEffect(Effect.map(config, ({ allowPrivate, ...timing }) =>
-    layer({ ...timing, ...overrides }).pipe(Layer.provide(layerSender({ allowPrivate })))))
+  Layer.unwrapEffect(
+    Effect.map(config, ({ allowPrivate, ...timing }) =>
+      layer({ ...timing, ...overrides }).pipe(Layer.provide(layerSender({ allowPrivate }))))
+  )

@@ -53,8 +53,15 @@ const clip = (text: string, bytes: number): string => {
 }
 
 const reasons: Record<PinnedHttp.Reason, FailureReason> = {
-  url: "address", address: "address", dns: "network", refused: "refused", network: "network",
-  timeout: "timeout", status: "network", redirect: "network", too_large: "network"
+  url: "address",
+  address: "address",
+  dns: "network",
+  refused: "refused",
+  network: "network",
+  timeout: "timeout",
+  status: "network",
+  redirect: "network",
+  too_large: "network"
 }
 
 /** POSTs a body to a webhook target under the address rules; never fails. */

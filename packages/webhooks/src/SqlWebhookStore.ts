@@ -42,13 +42,14 @@ import {
 const storeName = "webhook storage"
 
 /** The tables of the webhook storage under `prefix`. */
-export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
-  webhooks: `${prefix}webhooks`,
-  idempotency: `${prefix}webhook_idempotency`,
-  deliveries: `${prefix}webhook_deliveries`,
-  attempts: `${prefix}webhook_delivery_attempts`,
-  cursor: `${prefix}webhook_dispatch_cursor`
-}) as const
+export const tables = (prefix: string = SqlStore.defaultPrefix) =>
+  ({
+    webhooks: `${prefix}webhooks`,
+    idempotency: `${prefix}webhook_idempotency`,
+    deliveries: `${prefix}webhook_deliveries`,
+    attempts: `${prefix}webhook_delivery_attempts`,
+    cursor: `${prefix}webhook_dispatch_cursor`
+  }) as const
 
 /** The table the webhook migrations are recorded in: `<prefix>webhooks_migrations`. */
 export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}webhooks_migrations`
@@ -138,9 +139,12 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
       return sql.unsafe(`CREATE INDEX ${t.attempts}_at_idx ON ${t.attempts} (at)`)
     }),
     // test and live apart: a webhook receives the events of the tasks of its environment only (existing: live)
-    "0004_webhook_environment": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      sql.unsafe(`ALTER TABLE ${tables(prefix).webhooks}
-        ADD COLUMN environment TEXT NOT NULL DEFAULT 'live' CHECK (environment IN ('live', 'test'))`))
+    "0004_webhook_environment": Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql.unsafe(`ALTER TABLE ${tables(prefix).webhooks}
+        ADD COLUMN environment TEXT NOT NULL DEFAULT 'live' CHECK (environment IN ('live', 'test'))`)
+    )
   }))
 
 /**
@@ -159,27 +163,36 @@ const decoders = (prefix: string) => {
     webhook: SqlRows.decoder(names.webhooks, WebhookRow),
     delivery: SqlRows.decoder(names.deliveries, DeliveryRow),
     // a claimed delivery with its configured webhook (the claim's `RETURNING` reads it)
-    claimed: SqlRows.decoder(names.deliveries, Schema.Struct({
-      ...DeliveryRow.fields,
-      webhookSecret: column("webhook_secret", Schema.NullOr(Schema.String)),
-      webhookEnabled: column("webhook_enabled", Schema.NullOr(SqlRows.Flag)),
-      webhookDeletedAt: column("webhook_deleted_at", Schema.NullOr(SqlRows.Number))
-    })),
+    claimed: SqlRows.decoder(
+      names.deliveries,
+      Schema.Struct({
+        ...DeliveryRow.fields,
+        webhookSecret: column("webhook_secret", Schema.NullOr(Schema.String)),
+        webhookEnabled: column("webhook_enabled", Schema.NullOr(SqlRows.Flag)),
+        webhookDeletedAt: column("webhook_deleted_at", Schema.NullOr(SqlRows.Number))
+      })
+    ),
     attempt: SqlRows.decoder(names.attempts, AttemptRow),
-    idempotency: SqlRows.decoder(names.idempotency, Schema.Struct({
-      fingerprint: Schema.String,
-      webhookId: column("webhook_id", Schema.String),
-      createdAt: column("created_at", SqlRows.Number)
-    })),
+    idempotency: SqlRows.decoder(
+      names.idempotency,
+      Schema.Struct({
+        fingerprint: Schema.String,
+        webhookId: column("webhook_id", Schema.String),
+        createdAt: column("created_at", SqlRows.Number)
+      })
+    ),
     cursor: SqlRows.decoder(names.cursor, Schema.Struct({ position: Schema.String })),
     fanned: SqlRows.decoder(names.deliveries, Schema.Struct({ moved: SqlRows.Number, created: SqlRows.Number })),
     count: SqlRows.decoder(names.deliveries, Schema.Struct({ n: SqlRows.Number })),
     due: SqlRows.decoder(names.deliveries, Schema.Struct({ due: Schema.NullOr(SqlRows.Number) })),
-    backlog: SqlRows.decoder(names.deliveries, Schema.Struct({
-      pending: SqlRows.Number,
-      due: SqlRows.Number,
-      failed: SqlRows.Number
-    }))
+    backlog: SqlRows.decoder(
+      names.deliveries,
+      Schema.Struct({
+        pending: SqlRows.Number,
+        due: SqlRows.Number,
+        failed: SqlRows.Number
+      })
+    )
   }
 }
 
@@ -298,7 +311,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             Effect.flatMap(rows.webhook.all)
           )
         const build = (webhooks: ReadonlyArray<WebhookRow>) => fannedRows(entries, webhooks, Math.floor(at), lease)
-        const answer = (fanned: ReturnType<typeof build>): FannedOut => ({ created: fanned.rows.length, leased: fanned.leased })
+        const answer = (fanned: ReturnType<typeof build>): FannedOut => ({
+          created: fanned.rows.length,
+          leased: fanned.leased
+        })
         // the compare-and-set: on PostgreSQL it locks the cursor row, so a concurrent dispatcher waits and then
         // finds the cursor moved
         const compareAndSet = expected === undefined
@@ -334,7 +350,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           CAST(${next.lastStatusCode} AS INTEGER), ${next.lastError}, ${next.status},
           CAST(${next.nextAttemptAt} AS BIGINT), CAST(${attempt === undefined ? 0 : 1} AS INTEGER), ${disable},
           CAST(${attempt === undefined ? null : Math.round(attempt.durationMs)} AS INTEGER),
-          ${attempt?.responseExcerpt ?? null}, CAST(${attempt === undefined ? null : Math.floor(attempt.at)} AS BIGINT))`
+          ${attempt?.responseExcerpt ?? null}, CAST(${
+          attempt === undefined ? null : Math.floor(attempt.at)
+        } AS BIGINT))`
       })
       const settles = sql`settles (s_id, s_fence, s_attempts, s_code, s_error, s_status, s_next, s_log, s_disable,
         s_duration, s_excerpt, s_at) AS (VALUES ${sql.csv(values)})`
@@ -344,7 +362,8 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         FROM settles
         WHERE ${t.deliveries}.id = settles.s_id AND ${t.deliveries}.fence = settles.s_fence
           AND ${t.deliveries}.lease_owner IS NOT NULL AND ${t.deliveries}.status = 'pending'`
-      const ids = (recorded: ReadonlyArray<Record<string, unknown>>) => new Set(recorded.map((row) => String(row["id"])))
+      const ids = (recorded: ReadonlyArray<Record<string, unknown>>) =>
+        new Set(recorded.map((row) => String(row["id"])))
       if (pg) {
         return sql`WITH ${settles},
           up AS (${update} RETURNING settles.*),
@@ -382,10 +401,11 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         sql.withTransaction(Effect.gen(function*() {
           if (claim !== undefined) {
             const previous = yield* sql`SELECT fingerprint, webhook_id, created_at FROM ${t.idempotency}
-              WHERE account_id = ${webhook.accountId} AND "key" = ${claim.key}${sql.literal(pg ? " FOR UPDATE" : "")}`.pipe(
-              Effect.flatMap(rows.idempotency.first),
-              Effect.map(Option.getOrUndefined)
-            )
+              WHERE account_id = ${webhook.accountId} AND "key" = ${claim.key}${sql.literal(pg ? " FOR UPDATE" : "")}`
+              .pipe(
+                Effect.flatMap(rows.idempotency.first),
+                Effect.map(Option.getOrUndefined)
+              )
             const verdict = IdempotencyWindow.judge(previous, claim)
             if (verdict === "Reused") return yield* Effect.fail(reused())
             if (verdict === "Replay" && previous !== undefined) {
@@ -393,7 +413,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
               if (Option.isSome(original)) return { _tag: "Replayed", webhook: original.value } as const
             }
             yield* sql`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, webhook_id, created_at)
-              VALUES (${webhook.accountId}, ${claim.key}, ${claim.fingerprint}, ${webhook.id}, ${Math.floor(webhook.createdAt)})
+              VALUES (${webhook.accountId}, ${claim.key}, ${claim.fingerprint}, ${webhook.id}, ${
+              Math.floor(webhook.createdAt)
+            })
               ON CONFLICT (account_id, "key") DO UPDATE SET fingerprint = excluded.fingerprint,
                 webhook_id = excluded.webhook_id, created_at = excluded.created_at`
           }
@@ -407,7 +429,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         persistence("getWebhook")(
           hasNul(accountId, id)
             ? Effect.succeedNone
-            : selectWebhook(id).pipe(Effect.map(Option.filter((w) => w.accountId === accountId && w.deletedAt === null)))
+            : selectWebhook(id).pipe(
+              Effect.map(Option.filter((w) => w.accountId === accountId && w.deletedAt === null))
+            )
         ),
       getWebhookById: (id) => persistence("getWebhookById")(hasNul(id) ? Effect.succeedNone : selectWebhook(id)),
       removeWebhook: (accountId, id, at) =>
@@ -420,7 +444,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             )
         ),
       setEnabled: (id, enabled) =>
-        Effect.asVoid(sql`UPDATE ${t.webhooks} SET enabled = ${enabled ? 1 : 0} WHERE id = ${id}`).pipe(persistence("setEnabled")),
+        Effect.asVoid(sql`UPDATE ${t.webhooks} SET enabled = ${enabled ? 1 : 0} WHERE id = ${id}`).pipe(
+          persistence("setEnabled")
+        ),
       listDeliveries: (accountId, webhookId, query) =>
         Effect.gen(function*() {
           const limit = Math.max(0, Math.floor(query.limit))
@@ -433,9 +459,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
           ]
           const scope = sql.and(filters)
           const page = query.beforeId === undefined ? scope : sql`${scope} AND id < ${query.beforeId}`
-          const items = yield* sql`SELECT * FROM ${t.deliveries} WHERE ${page} ORDER BY id DESC LIMIT ${limit + 1}`.pipe(
-            Effect.flatMap(rows.delivery.all)
-          )
+          const items = yield* sql`SELECT * FROM ${t.deliveries} WHERE ${page} ORDER BY id DESC LIMIT ${limit + 1}`
+            .pipe(
+              Effect.flatMap(rows.delivery.all)
+            )
           const total = yield* sql`SELECT COUNT(*) AS n FROM ${t.deliveries} WHERE ${scope}`.pipe(
             Effect.flatMap(rows.count.single)
           )
@@ -489,19 +516,20 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
             RETURNING *,
               (SELECT w.secret FROM ${t.webhooks} w WHERE w.id = ${t.deliveries}.webhook_id) AS webhook_secret,
               (SELECT w.enabled FROM ${t.webhooks} w WHERE w.id = ${t.deliveries}.webhook_id) AS webhook_enabled,
-              (SELECT w.deleted_at FROM ${t.webhooks} w WHERE w.id = ${t.deliveries}.webhook_id) AS webhook_deleted_at`.pipe(
-            Effect.flatMap(rows.claimed.all),
-            Effect.map((claimed) =>
-              claimed
-                .map(({ webhookDeletedAt, webhookEnabled, webhookSecret, ...row }): ClaimedDelivery => ({
-                  ...row,
-                  webhook: webhookSecret === null
-                    ? null
-                    : { secret: webhookSecret, enabled: webhookEnabled === true, deletedAt: webhookDeletedAt }
-                }))
-                .sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0) || (a.id < b.id ? -1 : 1))
+              (SELECT w.deleted_at FROM ${t.webhooks} w WHERE w.id = ${t.deliveries}.webhook_id) AS webhook_deleted_at`
+            .pipe(
+              Effect.flatMap(rows.claimed.all),
+              Effect.map((claimed) =>
+                claimed
+                  .map(({ webhookDeletedAt, webhookEnabled, webhookSecret, ...row }): ClaimedDelivery => ({
+                    ...row,
+                    webhook: webhookSecret === null
+                      ? null
+                      : { secret: webhookSecret, enabled: webhookEnabled === true, deletedAt: webhookDeletedAt }
+                  }))
+                  .sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0) || (a.id < b.id ? -1 : 1))
+              )
             )
-          )
         }).pipe(persistence("claimDue")),
       settle: (id, fence, attempt, settlement) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -574,9 +602,10 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
         Effect.suspend(() => {
           const settledBefore = sql`status <> 'pending' AND created_at < ${Math.floor(before)}`
           return sql.withTransaction(
-            sql`DELETE FROM ${t.attempts} WHERE delivery_id IN (SELECT id FROM ${t.deliveries} WHERE ${settledBefore})`.pipe(
-              Effect.zipRight(sql`DELETE FROM ${t.deliveries} WHERE ${settledBefore} RETURNING id`)
-            )
+            sql`DELETE FROM ${t.attempts} WHERE delivery_id IN (SELECT id FROM ${t.deliveries} WHERE ${settledBefore})`
+              .pipe(
+                Effect.zipRight(sql`DELETE FROM ${t.deliveries} WHERE ${settledBefore} RETURNING id`)
+              )
           )
         }).pipe(Effect.map((pruned) => pruned.length), persistence("pruneDeliveries")),
       pruneIdempotency: (before) =>
@@ -587,7 +616,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
       backlog: (at, failedSince) =>
         sql`SELECT
           (SELECT COUNT(*) FROM ${t.deliveries} WHERE status = 'pending') AS pending,
-          (SELECT COUNT(*) FROM ${t.deliveries} WHERE status = 'pending' AND next_attempt_at <= ${Math.floor(at)}) AS due,
+          (SELECT COUNT(*) FROM ${t.deliveries} WHERE status = 'pending' AND next_attempt_at <= ${
+          Math.floor(at)
+        }) AS due,
           (SELECT COUNT(*) FROM ${t.deliveries} WHERE status = 'failed' AND id IN (
             SELECT delivery_id FROM ${t.attempts} WHERE at >= ${Math.floor(failedSince)})) AS failed`.pipe(
           Effect.flatMap(rows.backlog.single),

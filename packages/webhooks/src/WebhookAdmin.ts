@@ -62,4 +62,7 @@ export const make: Effect.Effect<Services.AdminWebhooks["Type"], never, WebhookS
 })
 
 /** The webhooks' `AdminWebhooks` as a layer. */
-export const layer: Layer.Layer<Services.AdminWebhooks, never, WebhookStore> = Layer.effect(Services.AdminWebhooks, make)
+export const layer: Layer.Layer<Services.AdminWebhooks, never, WebhookStore> = Layer.effect(
+  Services.AdminWebhooks,
+  make
+)

@@ -22,10 +22,10 @@
  * @since 0.1.0
  */
 import { Address, Envelope, Errors, type Security, Services, Tracing, type Webhook } from "@mediagate/contract"
+import { PinnedHttp } from "@mediagate/outbound"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import { toUnavailable } from "@mediagate/persistence/PersistenceError"
-import { PinnedHttp } from "@mediagate/outbound"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -34,7 +34,14 @@ import * as Option from "effect/Option"
 import { randomBytes } from "node:crypto"
 import { configuredHeaders, defaultTimeoutMs } from "./Dispatcher.js"
 import { type Resolver, WebhookSender } from "./Outbound.js"
-import { type AttemptRow, byDelivery, type DeliveryRow, webhookId, type WebhookRow, WebhookStore } from "./WebhookStore.js"
+import {
+  type AttemptRow,
+  byDelivery,
+  type DeliveryRow,
+  webhookId,
+  type WebhookRow,
+  WebhookStore
+} from "./WebhookStore.js"
 
 /** Deliveries per page. */
 export const deliveryPageSize = 20
@@ -110,7 +117,13 @@ export const sampleEvent = (now: number): Webhook.WebhookEvent => ({
       model: "vendor4-5-0-lite",
       created_at: new Date(now - 5000).toISOString(),
       completed_at: new Date(now).toISOString(),
-      result: [{ url: "https://example.com/files/sample.png", format: "png", size_bytes: 1024, width: 1024, height: 1024 }],
+      result: [{
+        url: "https://example.com/files/sample.png",
+        format: "png",
+        size_bytes: 1024,
+        width: 1024,
+        height: 1024
+      }],
       metadata: { test: true }
     }
   }
@@ -146,7 +159,9 @@ export const make = (options: ServiceOptions = {}) =>
             })
           }
           const url = Address.parseHttpUrl(body.url)
-          if (url === undefined) return yield* new Errors.ValidationError({ message: "url: must be an absolute http(s) URL" })
+          if (url === undefined) {
+            return yield* new Errors.ValidationError({ message: "url: must be an absolute http(s) URL" })
+          }
           if (!allowPrivate) {
             const problem = Address.literalHostProblem(url)
             if (problem !== undefined) return yield* new Errors.ValidationError({ message: `url: ${problem}` })
@@ -158,7 +173,9 @@ export const make = (options: ServiceOptions = {}) =>
               lookup: options.lookup,
               resolveTimeout: options.resolveTimeout ?? defaultResolveTimeout
             }))
-            if (resolved._tag === "Left" && (resolved.left.reason === "address" || resolved.left.reason === "timeout")) {
+            if (
+              resolved._tag === "Left" && (resolved.left.reason === "address" || resolved.left.reason === "timeout")
+            ) {
               return yield* new Errors.ValidationError({ message: `url: ${resolved.left.message}` })
             }
           }
@@ -207,7 +224,10 @@ export const make = (options: ServiceOptions = {}) =>
           const page = yield* store.listDeliveries(principal.accountId, id, { beforeId, limit: deliveryPageSize })
           // the page's attempt logs in one read
           const logs = byDelivery(yield* store.attemptsOf(page.items.map((row) => row.id)))
-          const data = page.items.map((row) => ({ ...toDelivery(row), attempt_log: (logs.get(row.id) ?? []).map(toAttempt) }))
+          const data = page.items.map((row) => ({
+            ...toDelivery(row),
+            attempt_log: (logs.get(row.id) ?? []).map(toAttempt)
+          }))
           return Envelope.idPage(page, data)
         }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.deliveries")),
 
@@ -219,14 +239,18 @@ export const make = (options: ServiceOptions = {}) =>
             return yield* new Errors.DeliveryNotFound({ message: `delivery ${deliveryId} not found` })
           }
           const now = yield* store.now
-          const row = yield* store.addDelivery({
-            webhookId: webhook.id,
-            accountId: webhook.accountId,
-            eventId: original.value.eventId,
-            eventType: original.value.eventType,
-            url: webhook.url,
-            payload: original.value.payload
-          }, now, { enableWebhook: true })
+          const row = yield* store.addDelivery(
+            {
+              webhookId: webhook.id,
+              accountId: webhook.accountId,
+              eventId: original.value.eventId,
+              eventType: original.value.eventType,
+              url: webhook.url,
+              payload: original.value.payload
+            },
+            now,
+            { enableWebhook: true }
+          )
           return toDelivery(row)
         }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.replay")),
 

@@ -266,7 +266,9 @@ export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore"
   /** The attempt log of a delivery, first attempt first. */
   readonly attempts: (deliveryId: string) => Effect.Effect<ReadonlyArray<AttemptRow>, PersistenceError>
   /** The attempt logs of several deliveries in one read (a page of deliveries), grouped with {@link byDelivery}. */
-  readonly attemptsOf: (deliveryIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<AttemptRow>, PersistenceError>
+  readonly attemptsOf: (
+    deliveryIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<AttemptRow>, PersistenceError>
   /** When a pending delivery is next due (its lease counted), or none. */
   readonly nextDueAt: Effect.Effect<Option.Option<number>, PersistenceError>
   /** Releases every lease `owner` holds (graceful shutdown); answers how many. */
@@ -513,7 +515,10 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
       }),
     getDelivery: (accountId, webhookId, id) =>
       sync(() =>
-        Option.filter(Option.fromNullable(deliveries.get(id)), (d) => d.accountId === accountId && d.webhookId === webhookId)
+        Option.filter(
+          Option.fromNullable(deliveries.get(id)),
+          (d) => d.accountId === accountId && d.webhookId === webhookId
+        )
       ),
     deliveriesOfEvent: (eventId) =>
       sync(() => [...deliveries.values()].filter((d) => d.eventId === eventId).sort((a, b) => (a.id < b.id ? -1 : 1))),
@@ -530,7 +535,8 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
         return row
       }),
     readCursor: sync(() => cursor),
-    fanOut: (expected, next, entries, now) => Effect.map(fanOutLeased(expected, next, entries, now), Option.map((fanned) => fanned.created)),
+    fanOut: (expected, next, entries, now) =>
+      Effect.map(fanOutLeased(expected, next, entries, now), Option.map((fanned) => fanned.created)),
     fanOutLeased,
     claimDue: (owner, limit, leaseMs, now) =>
       sync(() => {
@@ -555,7 +561,9 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
       }),
     settle: (id, fence, attempt, settlement) => sync(() => settleOne(id, fence, attempt, settlement)),
     settleAll: (settles) =>
-      sync(() => settles.map(({ attempt, delivery, settlement }) => settleOne(delivery.id, delivery.fence, attempt, settlement))),
+      sync(() =>
+        settles.map(({ attempt, delivery, settlement }) => settleOne(delivery.id, delivery.fence, attempt, settlement))
+      ),
     attempts: (deliveryId) => attemptsOf([deliveryId]),
     attemptsOf,
     nextDueAt: sync(() => {
@@ -574,13 +582,16 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
       ),
     pruneDeliveries: (before) =>
       sync(() => {
-        const ids = new Set([...deliveries.values()].filter((d) => d.status !== "pending" && d.createdAt < before).map((d) => d.id))
+        const ids = new Set(
+          [...deliveries.values()].filter((d) => d.status !== "pending" && d.createdAt < before).map((d) => d.id)
+        )
         for (const id of ids) deliveries.delete(id)
         const kept = log.filter((attempt) => !ids.has(attempt.deliveryId))
         log.splice(0, log.length, ...kept)
         return ids.size
       }),
-    pruneIdempotency: (before) => sync(() => MemoryStore.deleteWhere(idempotency, (record) => record.createdAt < before)),
+    pruneIdempotency: (before) =>
+      sync(() => MemoryStore.deleteWhere(idempotency, (record) => record.createdAt < before)),
     backlog: (now, failedSince) =>
       sync(() => {
         const lastAttempt = new Map<string, number>()

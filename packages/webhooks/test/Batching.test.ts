@@ -41,19 +41,27 @@ for (const [name, backend] of backends) {
         const disabled = yield* service.create(alice, { url: "https://disabled.example.com/", events }, undefined)
         const removed = yield* service.create(alice, { url: "https://removed.example.com/", events }, undefined)
         const now = yield* store.now
-        const fanned = yield* store.fanOut(undefined, "1", [entry("acct_alice", "task.completed", "https://job.example.com/", 1)], now)
+        const fanned = yield* store.fanOut(undefined, "1", [
+          entry("acct_alice", "task.completed", "https://job.example.com/", 1)
+        ], now)
         expect(fanned).toEqual(Option.some(4))
         // changed after the fan-out: the claim sees the change
         yield* store.setEnabled(disabled.id, false)
         yield* service.remove(alice, removed.id)
         const claimed = yield* store.claimDue("w1", 10, 60_000, now)
         const byUrl = new Map(claimed.map((d) => [d.url, d]))
-        expect(byUrl.get("https://live.example.com/")!.webhook).toEqual({ secret: live.secret, enabled: true, deletedAt: null })
+        expect(byUrl.get("https://live.example.com/")!.webhook).toEqual({
+          secret: live.secret,
+          enabled: true,
+          deletedAt: null
+        })
         expect(byUrl.get("https://disabled.example.com/")!.webhook).toMatchObject({ enabled: false, deletedAt: null })
         expect(byUrl.get("https://removed.example.com/")!.webhook).toMatchObject({ enabled: false })
         assert.isNotNull(byUrl.get("https://removed.example.com/")!.webhook!.deletedAt)
         expect(byUrl.get("https://job.example.com/")!.webhook).toBeNull()
-        expect(claimed.every((d) => d.fence === 1 && d.leaseOwner === "w1" && d.leaseExpiresAt === now + 60_000)).toBe(true)
+        expect(claimed.every((d) => d.fence === 1 && d.leaseOwner === "w1" && d.leaseExpiresAt === now + 60_000)).toBe(
+          true
+        )
       }).pipe(Effect.provide(layer())))
 
     it.scoped("settleAll: one batch, each fenced on its own; attempts logged; 410 disables; a delivery given twice holds once", () =>
@@ -63,7 +71,9 @@ for (const [name, backend] of backends) {
         const ok = yield* service.create(alice, { url: "https://ok.example.com/", events }, undefined)
         const gone = yield* service.create(alice, { url: "https://gone.example.com/", events }, undefined)
         const now = yield* store.now
-        const page = [1, 2].map((seq) => entry("acct_alice", "task.completed", seq === 1 ? "https://job.example.com/" : null, seq))
+        const page = [1, 2].map((seq) =>
+          entry("acct_alice", "task.completed", seq === 1 ? "https://job.example.com/" : null, seq)
+        )
         expect(yield* store.fanOut(undefined, "1", [page[0]!], now)).toEqual(Option.some(3))
         const first = yield* store.claimDue("w1", 10, 60_000, now)
         expect(first).toHaveLength(3)
@@ -84,7 +94,11 @@ for (const [name, backend] of backends) {
         const skipped = pick(reclaimed, "https://gone.example.com/")
         const answers = yield* store.settleAll([
           { delivery: succeeded, attempt: answer(200, at), settlement: { status: "succeeded" } },
-          { delivery: retrying, attempt: answer(null, at), settlement: { status: "pending", nextAttemptAt: at + 60_000 } },
+          {
+            delivery: retrying,
+            attempt: answer(null, at),
+            settlement: { status: "pending", nextAttemptAt: at + 60_000 }
+          },
           { delivery: failed410, attempt: answer(410, at), settlement: { status: "failed", disableWebhook: true } },
           { delivery: stale, attempt: answer(200, at), settlement: { status: "succeeded" } },
           { delivery: skipped, attempt: undefined, settlement: { status: "failed", reason: "webhook disabled" } },
@@ -92,17 +106,59 @@ for (const [name, backend] of backends) {
           { delivery: succeeded, attempt: answer(500, at), settlement: { status: "failed" } }
         ])
         expect(answers).toEqual([true, true, true, false, true, false])
-        const all = new Map([...(yield* store.deliveriesOfEvent(page[0]!.event.id)), ...(yield* store.deliveriesOfEvent(page[1]!.event.id))].map((d) => [d.id, d]))
-        expect(all.get(succeeded.id)).toMatchObject({ status: "succeeded", attempts: 1, lastStatusCode: 200, lastError: null, nextAttemptAt: null, leaseOwner: null, leaseExpiresAt: null })
-        expect(all.get(retrying.id)).toMatchObject({ status: "pending", attempts: 1, lastStatusCode: null, lastError: "no answer within 10 s", nextAttemptAt: at + 60_000, leaseOwner: null })
-        expect(all.get(failed410.id)).toMatchObject({ status: "failed", attempts: 1, lastStatusCode: 410, lastError: "HTTP 410" })
+        const all = new Map(
+          [
+            ...(yield* store.deliveriesOfEvent(page[0]!.event.id)),
+            ...(yield* store.deliveriesOfEvent(page[1]!.event.id))
+          ].map((d) => [d.id, d])
+        )
+        expect(all.get(succeeded.id)).toMatchObject({
+          status: "succeeded",
+          attempts: 1,
+          lastStatusCode: 200,
+          lastError: null,
+          nextAttemptAt: null,
+          leaseOwner: null,
+          leaseExpiresAt: null
+        })
+        expect(all.get(retrying.id)).toMatchObject({
+          status: "pending",
+          attempts: 1,
+          lastStatusCode: null,
+          lastError: "no answer within 10 s",
+          nextAttemptAt: at + 60_000,
+          leaseOwner: null
+        })
+        expect(all.get(failed410.id)).toMatchObject({
+          status: "failed",
+          attempts: 1,
+          lastStatusCode: 410,
+          lastError: "HTTP 410"
+        })
         expect(all.get(skipped.id)).toMatchObject({ status: "failed", attempts: 0, lastError: "webhook disabled" })
         // the stale worker changed nothing: the delivery is still leased by the second worker
-        expect(all.get(stale.id)).toMatchObject({ status: "pending", attempts: 0, leaseOwner: "w2", fence: again.fence })
+        expect(all.get(stale.id)).toMatchObject({
+          status: "pending",
+          attempts: 0,
+          leaseOwner: "w2",
+          fence: again.fence
+        })
         expect(yield* store.attempts(succeeded.id)).toEqual([
-          { deliveryId: succeeded.id, attempt: 1, statusCode: 200, error: null, durationMs: 7, responseExcerpt: "body", at }
+          {
+            deliveryId: succeeded.id,
+            attempt: 1,
+            statusCode: 200,
+            error: null,
+            durationMs: 7,
+            responseExcerpt: "body",
+            at
+          }
         ])
-        expect((yield* store.attempts(retrying.id)).map((a) => [a.attempt, a.statusCode, a.error])).toEqual([[1, null, "no answer within 10 s"]])
+        expect((yield* store.attempts(retrying.id)).map((a) => [a.attempt, a.statusCode, a.error])).toEqual([[
+          1,
+          null,
+          "no answer within 10 s"
+        ]])
         expect(yield* store.attempts(stale.id)).toEqual([])
         expect(yield* store.attempts(skipped.id)).toEqual([])
         // 410 disabled its webhook, and only that one
@@ -114,8 +170,17 @@ for (const [name, backend] of backends) {
         const [retry] = (yield* store.claimDue("w3", 10, 1000, yield* store.now)).filter((d) => d.id === retrying.id)
         expect(retry).toMatchObject({ attempts: 1 })
         const later = yield* store.now
-        expect(yield* store.settleAll([{ delivery: retry!, attempt: answer(200, later), settlement: { status: "succeeded" } }])).toEqual([true])
-        expect((yield* store.attempts(retrying.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, null], [2, 200]])
+        expect(
+          yield* store.settleAll([{
+            delivery: retry!,
+            attempt: answer(200, later),
+            settlement: { status: "succeeded" }
+          }])
+        ).toEqual([true])
+        expect((yield* store.attempts(retrying.id)).map((a) => [a.attempt, a.statusCode])).toEqual([[1, null], [
+          2,
+          200
+        ]])
         expect(yield* store.settleAll([])).toEqual([])
         // the logs of several deliveries in one read, grouped by delivery, each first attempt first
         const logs = byDelivery(yield* store.attemptsOf([retrying.id, succeeded.id, stale.id, "dlv_unknown"]))
@@ -145,20 +210,33 @@ for (const [name, backend] of backends) {
           [page[0]!.event.id, "https://job.example.com/1"],
           [page[1]!.event.id, "https://hooks.example.com/"]
         ])
-        expect(leased.every((d) => d.fence === 1 && d.leaseOwner === "w1" && d.leaseExpiresAt === now + 60_000)).toBe(true)
+        expect(leased.every((d) => d.fence === 1 && d.leaseOwner === "w1" && d.leaseExpiresAt === now + 60_000)).toBe(
+          true
+        )
         expect(leased.map((d) => d.webhook)).toEqual([
           { secret: hook.secret, enabled: true, deletedAt: null },
           null,
           { secret: hook.secret, enabled: true, deletedAt: null }
         ])
         // stored as leased: another dispatcher's claim takes only the one left over
-        const stored = [...(yield* store.deliveriesOfEvent(page[0]!.event.id)), ...(yield* store.deliveriesOfEvent(page[1]!.event.id))]
-        expect(stored.filter((d) => d.leaseOwner === "w1").map((d) => d.id).sort()).toEqual(leased.map((d) => d.id).sort())
+        const stored = [
+          ...(yield* store.deliveriesOfEvent(page[0]!.event.id)),
+          ...(yield* store.deliveriesOfEvent(page[1]!.event.id))
+        ]
+        expect(stored.filter((d) => d.leaseOwner === "w1").map((d) => d.id).sort()).toEqual(
+          leased.map((d) => d.id).sort()
+        )
         const other = yield* store.claimDue("w2", 10, 60_000, now)
         expect(other.map((d) => d.url)).toEqual(["https://job.example.com/2"])
         // a leased delivery settles with the fence it was leased with
         const at = yield* store.now
-        expect(yield* store.settleAll([{ delivery: leased[0]!, attempt: answer(200, at), settlement: { status: "succeeded" } }])).toEqual([true])
+        expect(
+          yield* store.settleAll([{
+            delivery: leased[0]!,
+            attempt: answer(200, at),
+            settlement: { status: "succeeded" }
+          }])
+        ).toEqual([true])
         expect(yield* store.attempts(leased[0]!.id)).toHaveLength(1)
         // a lease that runs out makes the delivery claimable again (the dispatcher died before sending it), like
         // the lease of a claim
@@ -167,20 +245,28 @@ for (const [name, backend] of backends) {
         expect(reclaimed.map((d) => d.id).sort()).toEqual([leased[1]!.id, leased[2]!.id, other[0]!.id].sort())
         expect(reclaimed.every((d) => d.fence === 2)).toBe(true)
         // without a limit, fanOutLeased is fanOut
-        const more = yield* store.fanOutLeased("2", "3", [entry("acct_alice", "task.completed", null, 3)], now, { ...lease, limit: 0 })
+        const more = yield* store.fanOutLeased("2", "3", [entry("acct_alice", "task.completed", null, 3)], now, {
+          ...lease,
+          limit: 0
+        })
         expect(Option.map(more, (f) => [f.created, f.leased.length])).toEqual(Option.some([1, 0]))
       }).pipe(Effect.provide(layer())))
 
     it.live("the background dispatcher delivers a burst: every delivery once, each attempt logged", () => {
       const sender = scriptedSender([200])
       const stack = WebhookService.layer().pipe(
-        Layer.provideMerge(Layer.mergeAll(backend(), sender.layer, taskStorageMemory().pipe(Layer.provide(layerUnmetered))))
+        Layer.provideMerge(
+          Layer.mergeAll(backend(), sender.layer, taskStorageMemory().pipe(Layer.provide(layerUnmetered)))
+        )
       )
       return Effect.gen(function*() {
         const service = yield* Services.WebhookService
         const store = yield* WebhookStore
         yield* service.create(alice, { url: "https://hooks.example.com/", events }, undefined)
-        const burst = Array.from({ length: 60 }, (_, i) => entry("acct_alice", "task.completed", `https://job.example.com/${i}`, i + 1))
+        const burst = Array.from(
+          { length: 60 },
+          (_, i) => entry("acct_alice", "task.completed", `https://job.example.com/${i}`, i + 1)
+        )
         expect(yield* store.fanOut(undefined, "60", burst, yield* store.now)).toEqual(Option.some(120))
         yield* Effect.scoped(Effect.gen(function*() {
           yield* Layer.build(Dispatcher.layer({ jitter: 0, concurrency: 8, deliveryIdle: "20 millis" }))
@@ -197,7 +283,9 @@ for (const [name, backend] of backends) {
         for (const item of burst) {
           const deliveries = yield* store.deliveriesOfEvent(item.event.id)
           expect(deliveries.map((d) => [d.status, d.attempts])).toEqual([["succeeded", 1], ["succeeded", 1]])
-          for (const delivery of deliveries) expect((yield* store.attempts(delivery.id)).map((a) => a.statusCode)).toEqual([200])
+          for (const delivery of deliveries) {
+            expect((yield* store.attempts(delivery.id)).map((a) => a.statusCode)).toEqual([200])
+          }
         }
       }).pipe(Effect.provide(stack))
     }, 20_000)

@@ -1,9 +1,9 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Services, WebhookSignature } from "@mediagate/contract"
 import { layerUnmetered } from "@mediagate/engine/Billing"
-import * as Ids from "@mediagate/persistence/Ids"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { layerMemory as taskStorageMemory, TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Ids from "@mediagate/persistence/Ids"
 import * as Fixtures from "@mediagate/testing/fixtures"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -13,8 +13,8 @@ import * as TestClock from "effect/TestClock"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import * as Dispatcher from "../src/Dispatcher.js"
 import { layerSender } from "../src/Outbound.js"
-import * as WebhookService from "../src/WebhookService.js"
 import * as SqlWebhookStore from "../src/SqlWebhookStore.js"
+import * as WebhookService from "../src/WebhookService.js"
 import * as Store from "../src/WebhookStore.js"
 import { WebhookStore } from "../src/WebhookStore.js"
 import { sqlite } from "./databases.js"
@@ -36,7 +36,11 @@ for (const [name, backend] of backends) {
       return Effect.gen(function*() {
         const service = yield* Services.WebhookService
         const store = yield* WebhookStore
-        const hook = yield* service.create(alice, { url: "https://hooks.example.com/", events: ["task.failed"] }, undefined)
+        const hook = yield* service.create(
+          alice,
+          { url: "https://hooks.example.com/", events: ["task.failed"] },
+          undefined
+        )
         const event = entry("acct_alice", "task.failed", "https://job.example.com/cb")
         yield* store.fanOut(undefined, "1", [event], yield* store.now)
         expect(yield* Dispatcher.deliverDue(noJitter)).toBe(2)
@@ -61,7 +65,13 @@ for (const [name, backend] of backends) {
         expect(perJob[0]!.headers).toMatchObject({ "x-webhook-event": "task.failed", "x-job-id": event.taskId })
         expect(perJob[0]!.headers).not.toHaveProperty("x-webhook-signature")
         const page = yield* service.deliveries(alice, hook.id, {})
-        expect(page.data[0]).toMatchObject({ status: "failed", attempts: 4, last_status_code: 500, last_error: "HTTP 500", next_attempt_at: null })
+        expect(page.data[0]).toMatchObject({
+          status: "failed",
+          attempts: 4,
+          last_status_code: 500,
+          last_error: "HTTP 500",
+          next_attempt_at: null
+        })
         const deliveries = yield* store.deliveriesOfEvent(event.event.id)
         for (const delivery of deliveries) {
           const log = yield* store.attempts(delivery.id)
@@ -76,12 +86,22 @@ for (const [name, backend] of backends) {
       return Effect.gen(function*() {
         const service = yield* Services.WebhookService
         const store = yield* WebhookStore
-        const hook = yield* service.create(alice, { url: "https://hooks.example.com/", events: ["task.completed"] }, undefined)
+        const hook = yield* service.create(
+          alice,
+          { url: "https://hooks.example.com/", events: ["task.completed"] },
+          undefined
+        )
         yield* store.fanOut(undefined, "1", [entry("acct_alice", "task.completed", null, 1)], yield* store.now)
         const options = { jitter: 0, retrySchedule: [1000] }
         expect(yield* Dispatcher.deliverDue(options)).toBe(1)
         let [delivery] = (yield* service.deliveries(alice, hook.id, {})).data
-        expect(delivery).toMatchObject({ status: "pending", attempts: 1, last_status_code: null, last_error: "no answer within 10 s", next_attempt_at: new Date(1000).toISOString() })
+        expect(delivery).toMatchObject({
+          status: "pending",
+          attempts: 1,
+          last_status_code: null,
+          last_error: "no answer within 10 s",
+          next_attempt_at: new Date(1000).toISOString()
+        })
         yield* TestClock.adjust(1000)
         expect(yield* Dispatcher.deliverDue(options)).toBe(1)
         ;[delivery] = (yield* service.deliveries(alice, hook.id, {})).data
@@ -107,7 +127,11 @@ for (const [name, backend] of backends) {
       return Effect.gen(function*() {
         const service = yield* Services.WebhookService
         const store = yield* WebhookStore
-        const hook = yield* service.create(alice, { url: "https://hooks.example.com/", events: ["task.completed"] }, undefined)
+        const hook = yield* service.create(
+          alice,
+          { url: "https://hooks.example.com/", events: ["task.completed"] },
+          undefined
+        )
         yield* store.fanOut(undefined, "1", [entry("acct_alice", "task.completed", null, 1)], yield* store.now)
         const [claimed] = yield* store.claimDue("w1", 10, 1000, yield* store.now)
         // lease runs out; another worker claims; the first one's result is refused
@@ -146,9 +170,13 @@ describe("fan-out from the engine outbox", () => {
     yield* tasks.cancel("acct_alice", c.id)
     const claimed = yield* tasks.claim("w", 10, 30_000)
     for (const task of claimed) {
-      yield* tasks.finish(task.id, task.fence, task.id === a.id
-        ? { _tag: "Succeeded", result: [{ url: "https://x/files/1.mp4", format: "mp4", size_bytes: 10 }] }
-        : { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "boom" } })
+      yield* tasks.finish(
+        task.id,
+        task.fence,
+        task.id === a.id
+          ? { _tag: "Succeeded", result: [{ url: "https://x/files/1.mp4", format: "mp4", size_bytes: 10 }] }
+          : { _tag: "Failed", error: { code: "PROVIDER_ERROR", message: "boom" } }
+      )
     }
     return { a, b, c }
   })
@@ -156,7 +184,10 @@ describe("fan-out from the engine outbox", () => {
   const check = Effect.gen(function*() {
     const service = yield* Services.WebhookService
     const store = yield* WebhookStore
-    const hook = yield* service.create(alice, { url: "https://hooks.example.com/", events: ["task.completed", "task.failed"] }, undefined)
+    const hook = yield* service.create(alice, {
+      url: "https://hooks.example.com/",
+      events: ["task.completed", "task.failed"]
+    }, undefined)
     const { a, b, c } = yield* finishAll
     expect(yield* Dispatcher.fanOutOnce(2)).toBe(2)
     expect(yield* Dispatcher.fanOutOnce(2)).toBe(1)
@@ -167,9 +198,15 @@ describe("fan-out from the engine outbox", () => {
     const all = (yield* Effect.forEach(page.data, (d) => store.deliveriesOfEvent(d.event_id))).flat()
     const perJob = all.filter((d) => d.webhookId === null)
     expect(perJob.map((d) => d.url)).toEqual(["https://job.example.com/a"])
-    const cancelled = (yield* store.claimDue("x", 100, 1000, (yield* store.now) + 1)).filter((d) => d.eventType === "task.cancelled")
+    const cancelled = (yield* store.claimDue("x", 100, 1000, (yield* store.now) + 1)).filter((d) =>
+      d.eventType === "task.cancelled"
+    )
     expect(cancelled.map((d) => d.url)).toEqual(["https://job.example.com/c"])
-    expect(JSON.parse(perJob[0]!.payload).data.task).toMatchObject({ id: a.id, status: "succeeded", metadata: { order: 7 } })
+    expect(JSON.parse(perJob[0]!.payload).data.task).toMatchObject({
+      id: a.id,
+      status: "succeeded",
+      metadata: { order: 7 }
+    })
     expect([b.id, c.id]).toHaveLength(2)
   })
 
@@ -196,7 +233,6 @@ describe("fan-out from the engine outbox", () => {
       )
     )))
 })
-
 
 describe("real receivers (127.0.0.1, allowPrivate)", () => {
   const live = (timeout: Duration.DurationInput) =>
@@ -225,9 +261,14 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       expect(configured).toHaveLength(4)
       expect(perJob).toHaveLength(4)
       for (const request of configured) {
-        const verified = yield* Effect.either(WebhookSignature.verify({ secret: hook.secret, headers: request.headers, body: request.body }))
+        const verified = yield* Effect.either(
+          WebhookSignature.verify({ secret: hook.secret, headers: request.headers, body: request.body })
+        )
         expect(Either.isRight(verified)).toBe(true)
-        const standard = new StandardWebhook(hook.secret).verify(request.body, request.headers as Record<string, string>)
+        const standard = new StandardWebhook(hook.secret).verify(
+          request.body,
+          request.headers as Record<string, string>
+        )
         expect((standard as { id: string }).id).toBe(event.event.id)
         expect(request.headers["x-webhook-id"]).toBe(event.event.id)
         expect(request.headers["content-type"]).toBe("application/json")
@@ -264,7 +305,11 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       const port = yield* closedPort
       const service = yield* Services.WebhookService
       const tasks = yield* TaskStorage
-      const refused = yield* service.create(alice, { url: `http://127.0.0.1:${port}/`, events: ["task.completed"] }, undefined)
+      const refused = yield* service.create(
+        alice,
+        { url: `http://127.0.0.1:${port}/`, events: ["task.completed"] },
+        undefined
+      )
       const ok = yield* service.create(alice, { url: server.url, events: ["task.completed"] }, undefined)
       const now = Date.now()
       yield* tasks.accept({
@@ -283,7 +328,14 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
       const [task] = yield* tasks.claim("w", 1, 10_000)
       yield* tasks.finish(task!.id, task!.fence, { _tag: "Succeeded", result: [] })
       yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(Dispatcher.layer({ jitter: 0, retrySchedule: ["20 millis", "20 millis", "20 millis"], timeout: "500 millis", idle: "20 millis" }))
+        yield* Layer.build(
+          Dispatcher.layer({
+            jitter: 0,
+            retrySchedule: ["20 millis", "20 millis", "20 millis"],
+            timeout: "500 millis",
+            idle: "20 millis"
+          })
+        )
         for (let i = 0; i < 200; i++) {
           const [a] = (yield* service.deliveries(alice, refused.id, {})).data
           const [b] = (yield* service.deliveries(alice, ok.id, {})).data
@@ -292,14 +344,22 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
         }
       }))
       const [a] = (yield* service.deliveries(alice, refused.id, {})).data
-      expect(a).toMatchObject({ status: "failed", attempts: 4, last_error: "connection refused", last_status_code: null })
+      expect(a).toMatchObject({
+        status: "failed",
+        attempts: 4,
+        last_error: "connection refused",
+        last_status_code: null
+      })
       const [b] = (yield* service.deliveries(alice, ok.id, {})).data
       expect(b).toMatchObject({ status: "succeeded", attempts: 1, last_status_code: 200 })
       assert.strictEqual(server.received.length, 1)
-    }).pipe(Effect.scoped, Effect.provide(Layer.merge(
-      live("500 millis"),
-      taskStorageMemory().pipe(Layer.provide(layerUnmetered))
-    ))))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(Layer.merge(
+        live("500 millis"),
+        taskStorageMemory().pipe(Layer.provide(layerUnmetered))
+      ))
+    ))
 })
 
 describe("configuration", () => {

@@ -55,7 +55,9 @@ describe("Outbound.post address rules", () => {
   it.live("an unresolvable name and a non-http URL are failures, not defects", () =>
     Effect.gen(function*() {
       const failing: Resolver = () => Promise.reject(new Error("ENOTFOUND"))
-      expect(yield* post("https://nope.example.test/", { ...base, lookup: failing })).toMatchObject({ reason: "network" })
+      expect(yield* post("https://nope.example.test/", { ...base, lookup: failing })).toMatchObject({
+        reason: "network"
+      })
       expect(yield* post("ftp://example.com/", base)).toMatchObject({ reason: "address" })
     }))
 })

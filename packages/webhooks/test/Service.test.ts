@@ -37,12 +37,16 @@ for (const [name, backend] of backends) {
       )
       return Effect.gen(function*() {
         const service = yield* Services.WebhookService
-        const refused = yield* Effect.flip(service.create(alice, { ...body, url: "https://rebind.example.com/in" }, undefined))
+        const refused = yield* Effect.flip(
+          service.create(alice, { ...body, url: "https://rebind.example.com/in" }, undefined)
+        )
         assert.instanceOf(refused, Errors.ValidationError)
         expect(refused.message).toContain("url: ")
         expect(refused.message).toContain("host rebind.example.com resolves")
-        expect((yield* service.create(alice, { ...body, url: "https://public.example.com/in" }, undefined)).enabled).toBe(true)
-        expect((yield* service.create(alice, { ...body, url: "https://not-yet.example.com/in" }, undefined)).enabled).toBe(true)
+        expect((yield* service.create(alice, { ...body, url: "https://public.example.com/in" }, undefined)).enabled)
+          .toBe(true)
+        expect((yield* service.create(alice, { ...body, url: "https://not-yet.example.com/in" }, undefined)).enabled)
+          .toBe(true)
       }).pipe(Effect.provide(layer))
     })
 
@@ -86,14 +90,27 @@ for (const [name, backend] of backends) {
         const service = yield* Services.WebhookService
         for (
           const url of [
-            "http://127.0.0.1/x", "http://10.0.0.1/", "http://169.254.169.254/", "http://localhost:8080/", "http://[::1]/",
-            "http://[::127.0.0.1]/", "http://[::a9fe:a9fe]/", "http://[::ffff:7f00:1]/", "http://[64:ff9b::a9fe:a9fe]/",
-            "http://[2002:c0a8:101::1]/", "http://[2001::1]/", "http://2130706433/", "http://0x7f.1/", "http://127.1/"
+            "http://127.0.0.1/x",
+            "http://10.0.0.1/",
+            "http://169.254.169.254/",
+            "http://localhost:8080/",
+            "http://[::1]/",
+            "http://[::127.0.0.1]/",
+            "http://[::a9fe:a9fe]/",
+            "http://[::ffff:7f00:1]/",
+            "http://[64:ff9b::a9fe:a9fe]/",
+            "http://[2002:c0a8:101::1]/",
+            "http://[2001::1]/",
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://127.1/"
           ]
         ) {
           const error = yield* Effect.flip(service.create(alice, { url, events: ["task.completed"] }, undefined))
           assert.instanceOf(error, Errors.ValidationError, url)
-          expect(error.message, url).toMatch(/^url: (address \S+ is not a public address|host \S+ is not a public host)$/)
+          expect(error.message, url).toMatch(
+            /^url: (address \S+ is not a public address|host \S+ is not a public host)$/
+          )
         }
       }).pipe(Effect.provide(layer))
     })
@@ -107,10 +124,14 @@ for (const [name, backend] of backends) {
       )
       return Effect.gen(function*() {
         const service = yield* Services.WebhookService
-        const slow = yield* Effect.flip(service.create(alice, { ...body, url: "https://slow.example.com/in" }, undefined))
+        const slow = yield* Effect.flip(
+          service.create(alice, { ...body, url: "https://slow.example.com/in" }, undefined)
+        )
         assert.instanceOf(slow, Errors.ValidationError)
         expect(slow.message).toBe("url: host slow.example.com did not resolve within 0.2 s")
-        const compat = yield* Effect.flip(service.create(alice, { ...body, url: "https://compat.example.com/in" }, undefined))
+        const compat = yield* Effect.flip(
+          service.create(alice, { ...body, url: "https://compat.example.com/in" }, undefined)
+        )
         assert.instanceOf(compat, Errors.ValidationError)
         expect(compat.message).toContain("resolves to ::127.0.0.1, which is not a public address")
         expect(yield* service.list(alice)).toEqual([])
@@ -174,7 +195,13 @@ for (const [name, backend] of backends) {
         expect(first.data).toHaveLength(20)
         expect(first.pagination).toMatchObject({ hasMore: true, total: 25 })
         expect(first.data[0]!.event_id).toBe(entries[24]!.event.id)
-        expect(first.data[0]).toMatchObject({ status: "pending", attempts: 0, last_status_code: null, last_error: null, event_type: "task.completed" })
+        expect(first.data[0]).toMatchObject({
+          status: "pending",
+          attempts: 0,
+          last_status_code: null,
+          last_error: null,
+          event_type: "task.completed"
+        })
         expect(first.data[0]!.attempt_log).toEqual([])
         const second = yield* service.deliveries(alice, created.id, { cursor: first.pagination.cursor! })
         expect(second.data).toHaveLength(5)
@@ -187,10 +214,18 @@ for (const [name, backend] of backends) {
         const original = second.data[4]!
         const replayed = yield* service.replay(alice, created.id, original.id)
         expect(replayed.id).not.toBe(original.id)
-        expect(replayed).toMatchObject({ event_id: original.event_id, event_type: "task.completed", status: "pending", attempts: 0 })
+        expect(replayed).toMatchObject({
+          event_id: original.event_id,
+          event_type: "task.completed",
+          status: "pending",
+          attempts: 0
+        })
         const copies = yield* store.deliveriesOfEvent(original.event_id)
         expect(copies.map((d) => d.payload)).toEqual([copies[0]!.payload, copies[0]!.payload])
-        assert.instanceOf(yield* Effect.flip(service.replay(alice, created.id, "dlv_01JX00000000000000000000ZZ")), Errors.DeliveryNotFound)
+        assert.instanceOf(
+          yield* Effect.flip(service.replay(alice, created.id, "dlv_01JX00000000000000000000ZZ")),
+          Errors.DeliveryNotFound
+        )
         assert.instanceOf(yield* Effect.flip(service.replay(bob, created.id, original.id)), Errors.WebhookNotFound)
       }).pipe(Effect.provide(layer))
     })
@@ -200,9 +235,19 @@ for (const [name, backend] of backends) {
       return Effect.gen(function*() {
         const service = yield* Services.WebhookService
         const store = yield* WebhookStore
-        const completed = yield* service.create(alice, { url: "https://a.example.com/", events: ["task.completed"] }, undefined)
-        const all = yield* service.create(alice, { url: "https://b.example.com/", events: ["task.completed", "task.failed", "task.expired", "task.cancelled"] }, undefined)
-        const removed = yield* service.create(alice, { url: "https://c.example.com/", events: ["task.completed", "task.cancelled"] }, undefined)
+        const completed = yield* service.create(
+          alice,
+          { url: "https://a.example.com/", events: ["task.completed"] },
+          undefined
+        )
+        const all = yield* service.create(alice, {
+          url: "https://b.example.com/",
+          events: ["task.completed", "task.failed", "task.expired", "task.cancelled"]
+        }, undefined)
+        const removed = yield* service.create(alice, {
+          url: "https://c.example.com/",
+          events: ["task.completed", "task.cancelled"]
+        }, undefined)
         yield* service.remove(alice, removed.id)
         yield* service.create(bob, { url: "https://bob.example.com/", events: ["task.cancelled"] }, undefined)
         const now = yield* store.now
@@ -218,9 +263,13 @@ for (const [name, backend] of backends) {
         const one = yield* store.deliveriesOfEvent(page[0]!.event.id)
         expect(one.map((d) => d.webhookId).sort()).toEqual([completed.id, all.id].sort())
         const two = yield* store.deliveriesOfEvent(page[1]!.event.id)
-        expect(two.map((d) => [d.webhookId, d.url])).toEqual(expect.arrayContaining([[all.id, "https://b.example.com/"], [null, "https://job.example.com/cb"]]))
+        expect(two.map((d) => [d.webhookId, d.url])).toEqual(
+          expect.arrayContaining([[all.id, "https://b.example.com/"], [null, "https://job.example.com/cb"]])
+        )
         expect(two).toHaveLength(2)
-        expect(yield* store.fanOut("2", "3", [entry("acct_alice", "task.expired", null, 3)], now)).toEqual(Option.some(1))
+        expect(yield* store.fanOut("2", "3", [entry("acct_alice", "task.expired", null, 3)], now)).toEqual(
+          Option.some(1)
+        )
       }).pipe(Effect.provide(layer))
     })
 
@@ -230,8 +279,16 @@ for (const [name, backend] of backends) {
       return Effect.gen(function*() {
         const service = yield* Services.WebhookService
         const store = yield* WebhookStore
-        const live = yield* service.create(alice, { url: "https://live.example.com/", events: ["task.completed"] }, undefined)
-        const test = yield* service.create(aliceTest, { url: "https://test.example.com/", events: ["task.completed"] }, undefined)
+        const live = yield* service.create(
+          alice,
+          { url: "https://live.example.com/", events: ["task.completed"] },
+          undefined
+        )
+        const test = yield* service.create(
+          aliceTest,
+          { url: "https://test.example.com/", events: ["task.completed"] },
+          undefined
+        )
         expect([live.environment, test.environment]).toEqual(["live", "test"])
         expect((yield* service.create(aliceTest, { ...body, environment: "test" }, undefined)).environment).toBe("test")
         // a key registers webhooks of its own environment only

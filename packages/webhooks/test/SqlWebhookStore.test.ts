@@ -2,14 +2,14 @@
  * The SQL webhook storage beyond the conformance suite: a corrupt row is a typed PersistenceError naming its table
  * and column (never a defect), on SQLite and PostgreSQL.
  */
-import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as SqlWebhookStore from "../src/SqlWebhookStore.js"
-import { WebhookStore, webhookId } from "../src/WebhookStore.js"
+import { webhookId, WebhookStore } from "../src/WebhookStore.js"
 import { postgres, runPostgres, sqlite } from "./databases.js"
 import { entry } from "./support.js"
 

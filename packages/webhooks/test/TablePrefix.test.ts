@@ -3,9 +3,9 @@
  * the migrations create named with it, two prefixes side by side, and invalid prefixes refused before the database
  * is touched.
  */
-import { assert, describe, expect, it } from "@effect/vitest"
 import * as Migrator from "@effect/sql/Migrator"
-import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -47,7 +47,10 @@ const roundTrip = (store: WebhookStore.WebhookStore["Type"]) =>
     }
     const claim = { key: "idem-1", fingerprint: "f", notBefore: 0 }
     assert.strictEqual((yield* store.createWebhook(webhook, claim))._tag, "Created")
-    assert.strictEqual((yield* store.createWebhook({ ...webhook, id: WebhookStore.webhookId(now) }, claim))._tag, "Replayed")
+    assert.strictEqual(
+      (yield* store.createWebhook({ ...webhook, id: WebhookStore.webhookId(now) }, claim))._tag,
+      "Replayed"
+    )
     expect(yield* store.fanOut(undefined, "1", [entry("acct_a", "task.completed")], now)).toEqual(Option.some(1))
     expect(yield* store.readCursor).toBe("1")
     const [delivery] = yield* store.claimDue("w1", 10, 60_000, now)

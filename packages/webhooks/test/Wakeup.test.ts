@@ -3,8 +3,8 @@
  * task that reaches a terminal state has its webhook delivered within a second — on memory, SQLite and PostgreSQL,
  * and on PostgreSQL across two pools (a finish written through one wakes the dispatcher of the other by `NOTIFY`).
  */
-import { assert, describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { layerUnmetered } from "@mediagate/engine/Billing"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import type { NewTask } from "@mediagate/engine/TaskRecord"
@@ -47,7 +47,12 @@ const endTask = (writer: TaskStorage["Type"], url: string, how: "finish" | "fini
     const claimed = (yield* writer.claim("w", 10, 30_000)).find((t) => t.id === task.id)
     assert.isDefined(claimed)
     // "finish-claimed": as a worker finishes, with the claim's record (on PostgreSQL one statement with the event)
-    const ended = yield* writer.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] }, how === "finish-claimed" ? { task: claimed } : {})
+    const ended = yield* writer.finish(
+      task.id,
+      claimed!.fence,
+      { _tag: "Succeeded", result: [] },
+      how === "finish-claimed" ? { task: claimed } : {}
+    )
     assert.isTrue(ended._tag === "Some")
     return task.id
   })
@@ -115,10 +120,16 @@ const countingClaims = () => {
     WebhookStore.WebhookStore,
     Effect.map(WebhookStore.WebhookStore, (store): WebhookStore.WebhookStore["Type"] => ({
       ...store,
-      claimDue: (...args) => Effect.tap(store.claimDue(...args), (claimed) => Effect.sync(() => { counts.claimed += claimed.length })),
+      claimDue: (...args) =>
+        Effect.tap(store.claimDue(...args), (claimed) =>
+          Effect.sync(() => {
+            counts.claimed += claimed.length
+          })),
       fanOutLeased: (...args) =>
         Effect.tap(store.fanOutLeased(...args), (fanned) =>
-          Effect.sync(() => { counts.leased += fanned._tag === "Some" ? fanned.value.leased.length : 0 }))
+          Effect.sync(() => {
+            counts.leased += fanned._tag === "Some" ? fanned.value.leased.length : 0
+          }))
     }))
   )
   return { counts, layer }

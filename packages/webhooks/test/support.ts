@@ -64,7 +64,9 @@ export type Behaviour = "ok" | "fail" | "gone" | "slow" | "hang" | "close"
 
 /** A local receiver on 127.0.0.1 whose behaviour the test switches. */
 export const receiver = Effect.acquireRelease(
-  Effect.async<{ url: string; port: number; received: Array<Received>; setBehaviour: (b: Behaviour) => void; server: http.Server }>((resume) => {
+  Effect.async<
+    { url: string; port: number; received: Array<Received>; setBehaviour: (b: Behaviour) => void; server: http.Server }
+  >((resume) => {
     const received: Array<Received> = []
     let behaviour: Behaviour = "ok"
     const server = http.createServer((req, res) => {
@@ -136,7 +138,13 @@ export const entry = (
       task: {
         id: `task_01JX0000000000000000000${seq.toString().padStart(3, "0")}`,
         type: "video",
-        status: type === "task.completed" ? "succeeded" : type === "task.failed" ? "failed" : type === "task.expired" ? "expired" : "cancelled",
+        status: type === "task.completed"
+          ? "succeeded"
+          : type === "task.failed"
+          ? "failed"
+          : type === "task.expired"
+          ? "expired"
+          : "cancelled",
         provider: "vendor3",
         model: "vendor3-3",
         created_at: "2026-11-21T11:59:00.000Z",
@@ -145,4 +153,3 @@ export const entry = (
     }
   }
 })
-

@@ -5,10 +5,10 @@
  *
  *   npm run embed:effect --workspace=@mediagate/example-server      (PORT, default 3100; SQLite in memory)
  */
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Mediagate } from "@mediagate/node"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -29,11 +29,13 @@ export const MediagateLive = (options: Mediagate.Options = {}) =>
   })
 
 /** The host app: its own routes, with Mediagate mounted under {@link prefix}. */
-export const HostApp = Layer.unwrapEffect(Effect.map(Mediagate.Mediagate, (mediagate) =>
-  HttpServer.serve(HttpRouter.empty.pipe(
-    HttpRouter.get("/", HttpServerResponse.text("the host app")),
-    HttpRouter.mountApp(prefix, mediagate.httpApp)
-  ))))
+export const HostApp = Layer.unwrapEffect(
+  Effect.map(Mediagate.Mediagate, (mediagate) =>
+    HttpServer.serve(HttpRouter.empty.pipe(
+      HttpRouter.get("/", HttpServerResponse.text("the host app")),
+      HttpRouter.mountApp(prefix, mediagate.httpApp)
+    )))
+)
 
 /** On a new database: the first account's test key, printed. */
 const PrintKeys = Layer.effectDiscard(Effect.gen(function*() {

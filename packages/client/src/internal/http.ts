@@ -194,7 +194,9 @@ export const send = async (transport: Transport, call: Call, options: CallOption
         continue
       }
       const text = await response.text().catch((cause) => {
-        throw limit.signal.aborted ? limit.error() : new MediagateError({ code: "NETWORK_ERROR", message: String(cause), status: response.status, cause })
+        throw limit.signal.aborted
+          ? limit.error()
+          : new MediagateError({ code: "NETWORK_ERROR", message: String(cause), status: response.status, cause })
       })
       const parsed = parse(text)
       if (response.ok) {

@@ -93,7 +93,10 @@ export class AdminApi extends HttpApiGroup.make("admin")
       .setUrlParams(AdminTaskListQuery)
       .addSuccess(page(AdminTaskSummary, "AdminTaskListResponse"))
       .addError(ValidationError.wire)
-      .annotate(OpenApi.Summary, "List tasks across accounts, newest first, with the task list's filters and account_id")
+      .annotate(
+        OpenApi.Summary,
+        "List tasks across accounts, newest first, with the task list's filters and account_id"
+      )
   )
   .add(
     HttpApiEndpoint.get("getTask", "/tasks/:id")

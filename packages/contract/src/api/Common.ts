@@ -12,15 +12,23 @@ import { Authentication } from "../Security.js"
 
 /** Headers of creating POSTs: the optional `Idempotency-Key` (decisions.md §2). */
 export const IdempotencyHeaders = Schema.Struct({
-  "idempotency-key": optional(text(255, 1).annotations({
-    description: "The same key with the same body within 24 h returns the original response"
-  }))
+  "idempotency-key": optional(
+    text(255, 1).annotations({
+      description: "The same key with the same body within 24 h returns the original response"
+    })
+  )
 })
 
 /** A resource id in a path. Any string is accepted; an unknown or malformed id is answered as not found. */
 export const PathId = Schema.Struct({ id: Schema.String })
 
 /** Puts an `/api/v1` group behind API-key authentication: every route may refuse the key or lack storage. */
-export const authenticated = <Id extends string, E extends HttpApiEndpoint.HttpApiEndpoint.Any, Err, R, TL extends boolean>(
+export const authenticated = <
+  Id extends string,
+  E extends HttpApiEndpoint.HttpApiEndpoint.Any,
+  Err,
+  R,
+  TL extends boolean
+>(
   group: HttpApiGroup.HttpApiGroup<Id, E, Err, R, TL>
 ) => group.addError(KeyPermissionDenied.wire).addError(ServiceUnavailable.wire).middleware(Authentication)

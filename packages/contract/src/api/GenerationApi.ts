@@ -8,7 +8,13 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { success } from "../Envelope.js"
-import { IdempotencyKeyReused, InsufficientBalance, RateLimited, SpendLimitExceeded, ValidationError } from "../Errors.js"
+import {
+  IdempotencyKeyReused,
+  InsufficientBalance,
+  RateLimited,
+  SpendLimitExceeded,
+  ValidationError
+} from "../Errors.js"
 import { registry } from "../families/index.js"
 import * as Family from "../Family.js"
 import { CreationAck } from "../Task.js"
@@ -26,7 +32,10 @@ export const endpoint = <const E extends Family.Endpoint>(info: E) => {
     .setHeaders(IdempotencyHeaders)
     .addSuccess(CreationResponse, { status: 201 })
     .addError(Schema.Union(
-      ValidationError.wire, InsufficientBalance.wire, SpendLimitExceeded.wire, IdempotencyKeyReused.wire,
+      ValidationError.wire,
+      InsufficientBalance.wire,
+      SpendLimitExceeded.wire,
+      IdempotencyKeyReused.wire,
       RateLimited.wire
     ))
     .annotate(OpenApi.Summary, `${info.family} ${info.operation} (${info.models.join(", ")})`)
@@ -63,8 +72,7 @@ export type Group<R extends Family.Registry> = AnyGroup extends
 const holdsEvery = <R extends Family.Registry>(
   group: { readonly endpoints: Readonly<Record<string, unknown>> },
   registry: R
-): group is Group<R> =>
-  Family.endpointsOf(registry).every((info) => Object.hasOwn(group.endpoints, info.name))
+): group is Group<R> => Family.endpointsOf(registry).every((info) => Object.hasOwn(group.endpoints, info.name))
 
 /** The generation group of a registry, every endpoint with its own name, path and request Schema. */
 export const make = <const R extends Family.Registry>(registry: R): Group<R> => {

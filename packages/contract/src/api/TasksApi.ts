@@ -8,7 +8,16 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { page, success } from "../Envelope.js"
-import { IdempotencyKeyReused, InsufficientBalance, RateLimited, SpendLimitExceeded, TaskNotCancellable, TaskNotFound, TaskNotRetryable, ValidationError } from "../Errors.js"
+import {
+  IdempotencyKeyReused,
+  InsufficientBalance,
+  RateLimited,
+  SpendLimitExceeded,
+  TaskNotCancellable,
+  TaskNotFound,
+  TaskNotRetryable,
+  ValidationError
+} from "../Errors.js"
 import { RetryAck, Task, TaskListQuery, TaskSummary } from "../Task.js"
 import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
@@ -22,14 +31,20 @@ export class TasksApi extends HttpApiGroup.make("tasks")
       .setUrlParams(TaskListQuery)
       .addSuccess(page(TaskSummary, "TaskListResponse"))
       .addError(ValidationError.wire)
-      .annotate(OpenApi.Summary, "List the tasks of the calling key's environment, newest first, with filters and a keyset cursor")
+      .annotate(
+        OpenApi.Summary,
+        "List the tasks of the calling key's environment, newest first, with filters and a keyset cursor"
+      )
   )
   .add(
     HttpApiEndpoint.get("get", "/tasks/:id")
       .setPath(PathId)
       .addSuccess(TaskResponse)
       .addError(TaskNotFound.wire)
-      .annotate(OpenApi.Summary, "Read a task of the calling key's environment (another environment's task: 404 as an unknown id)")
+      .annotate(
+        OpenApi.Summary,
+        "Read a task of the calling key's environment (another environment's task: 404 as an unknown id)"
+      )
   )
   .add(
     HttpApiEndpoint.post("retry", "/tasks/:id/retry")
@@ -37,8 +52,12 @@ export class TasksApi extends HttpApiGroup.make("tasks")
       .setHeaders(IdempotencyHeaders)
       .addSuccess(success(RetryAck, "RetryResponse"), { status: 201 })
       .addError(Schema.Union(
-        TaskNotFound.wire, TaskNotRetryable.wire, InsufficientBalance.wire, SpendLimitExceeded.wire,
-        IdempotencyKeyReused.wire, RateLimited.wire
+        TaskNotFound.wire,
+        TaskNotRetryable.wire,
+        InsufficientBalance.wire,
+        SpendLimitExceeded.wire,
+        IdempotencyKeyReused.wire,
+        RateLimited.wire
       ))
       .annotate(OpenApi.Summary, "Retry a failed or expired task as a new task (charged again)")
   )

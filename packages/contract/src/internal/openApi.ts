@@ -81,7 +81,10 @@ const defaultsToDescriptions = (node: unknown): void => {
  */
 const scalar = (type: AST.AST, encoded: unknown, defs: Record<string, unknown>): unknown => {
   try {
-    const decoded = OpenApiJsonSchema.makeWithDefs(Schema.make(AST.typeAST(type)), { defs, topLevelReferenceStrategy: "skip" }) as unknown as Json
+    const decoded = OpenApiJsonSchema.makeWithDefs(Schema.make(AST.typeAST(type)), {
+      defs,
+      topLevelReferenceStrategy: "skip"
+    }) as unknown as Json
     if (decoded["type"] !== "integer" && decoded["type"] !== "number" && decoded["type"] !== "boolean") return encoded
     const description = isObject(encoded) ? encoded["description"] : undefined
     const { title: _title, ...rest } = decoded
@@ -94,7 +97,13 @@ const scalar = (type: AST.AST, encoded: unknown, defs: Record<string, unknown>):
 const methods = ["get", "put", "post", "delete", "patch", "head", "options", "trace"] as const
 
 /** Declares every query parameter and makes request-body defaults generator-safe (see the module header). */
-export const describeForGenerators = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R, Spec extends Document>(
+export const describeForGenerators = <
+  Id extends string,
+  Groups extends HttpApiGroup.HttpApiGroup.Any,
+  E,
+  R,
+  Spec extends Document
+>(
   api: HttpApi.HttpApi<Id, Groups, E, R>,
   spec: Spec
 ): Spec => {
@@ -169,7 +178,7 @@ interface Spec {
 const tightenBounds = (node: unknown): void => {
   if (Array.isArray(node)) return node.forEach(tightenBounds)
   if (!isObject(node)) return
-  const { minimum, exclusiveMinimum, maximum, exclusiveMaximum } = node
+  const { exclusiveMaximum, exclusiveMinimum, maximum, minimum } = node
   if (typeof minimum === "number" && typeof exclusiveMinimum === "number") {
     delete node[exclusiveMinimum >= minimum ? "minimum" : "exclusiveMinimum"]
   }
@@ -202,9 +211,13 @@ export const partOf = <S>(whole: S, part: Part): S => {
     methods.map((method) => (item as Record<string, unknown>)[method]).filter(isObject)
   )
   const tags = new Set(operations.flatMap((operation) => (operation["tags"] ?? []) as Array<string>))
-  const schemes = new Set(operations.flatMap((operation) =>
-    ((operation["security"] ?? []) as Array<Record<string, unknown>>).flatMap((requirement) => Object.keys(requirement))
-  ))
+  const schemes = new Set(
+    operations.flatMap((operation) =>
+      ((operation["security"] ?? []) as Array<Record<string, unknown>>).flatMap((requirement) =>
+        Object.keys(requirement)
+      )
+    )
+  )
   const { securitySchemes, ...components } = spec.components
   const document: Spec = {
     ...spec,

@@ -13,7 +13,9 @@ const hasKeys = <K extends string, V>(record: Readonly<Record<string, V>>, keys:
 
 const holdsAll = <T>(merged: unknown, parts: ReadonlyArray<Entries>): merged is T =>
   typeof merged === "object" && merged !== null &&
-  parts.every((part) => Object.entries(part).every(([key, value]) => Object.hasOwn(merged, key) && Reflect.get(merged, key) === value))
+  parts.every((part) =>
+    Object.entries(part).every(([key, value]) => Object.hasOwn(merged, key) && Reflect.get(merged, key) === value)
+  )
 
 /** The entries of a list by their key (the last one wins on a duplicate key). */
 export const indexBy = <A, K extends string>(entries: ReadonlyArray<A>, key: (entry: A) => K): {

@@ -1,2 +1,6 @@
-export const createHmac = () => { throw new Error("not in the browser") }
-export const timingSafeEqual = () => { throw new Error("not in the browser") }
+export const createHmac = () => {
+  throw new Error("not in the browser")
+}
+export const timingSafeEqual = () => {
+  throw new Error("not in the browser")
+}

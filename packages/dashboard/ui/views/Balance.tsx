@@ -173,7 +173,7 @@ const allEntries = async (kind: Ledger.LedgerKind | undefined) => {
   do {
     const page = await call("key", (api) =>
       api.balance.ledger({ urlParams: { limit: 100, ...(kind === undefined ? {} : { kind }), ...(cursor === undefined ? {} : { cursor }) } }))
-    entries.push(...page.data)
+    for (const entry of page.data) entries.push(entry)
     cursor = page.pagination.hasMore && page.pagination.cursor !== null ? page.pagination.cursor : undefined
   } while (cursor !== undefined)
   return entries

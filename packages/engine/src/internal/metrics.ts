@@ -43,7 +43,9 @@ export const upstreamCall = (
   failure: "retryable" | "fatal" | undefined
 ): void => {
   Metrics.upstreamDuration.record(ms / 1000, task.provider, call)
-  if (failure !== undefined) Metrics.upstreamErrors.record(1, task.provider, call, failure === "retryable" ? "true" : "false")
+  if (failure !== undefined) {
+    Metrics.upstreamErrors.record(1, task.provider, call, failure === "retryable" ? "true" : "false")
+  }
 }
 
 /**

@@ -11,13 +11,13 @@
  * - Markers of nodes gone from the registry for an hour (`TaskAdmin.nodeDropAfterMs`) are removed; a node removes its
  *   own at shutdown, after the worker has left the registry.
  */
-import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { Placement } from "@mediagate/engine/Placement"
-import { nodeDropAfterMs } from "@mediagate/engine/TaskAdmin"
 import { NodeRegistry } from "@mediagate/engine/NodeRegistry"
+import { Placement } from "@mediagate/engine/Placement"
 import { StorageClock } from "@mediagate/engine/StorageClock"
+import { nodeDropAfterMs } from "@mediagate/engine/TaskAdmin"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -71,7 +71,9 @@ export const make = (directory: string) =>
       const registered = yield* registry.nodes(now - nodeDropAfterMs)
       // the own marker, again if something removed it
       if (!(yield* fs.exists(own))) yield* mark
-      const live = registered.filter((node) => node.id !== nodeId && now - node.lastSeenAt <= liveBeats * node.heartbeatMs)
+      const live = registered.filter((node) =>
+        node.id !== nodeId && now - node.lastSeenAt <= liveBeats * node.heartbeatMs
+      )
       const missing: Array<string> = []
       for (const node of live) if (!(yield* fs.exists(path.join(markers, markerName(node.id))))) missing.push(node.id)
       // markers of nodes gone from the registry for an hour (they did not shut down gracefully)

@@ -29,6 +29,9 @@
  *
  * @internal
  */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeMultipart from "@effect/platform-node/NodeMultipart"
+import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as Cookies from "@effect/platform/Cookies"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Headers from "@effect/platform/Headers"
@@ -43,9 +46,6 @@ import type * as Multipart from "@effect/platform/Multipart"
 import type * as Path from "@effect/platform/Path"
 import type * as Socket from "@effect/platform/Socket"
 import * as UrlParams from "@effect/platform/UrlParams"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as NodeMultipart from "@effect/platform-node/NodeMultipart"
-import * as NodeStream from "@effect/platform-node/NodeStream"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -149,8 +149,14 @@ export class NodeRequest extends Inspectable.Class implements HttpServerRequest.
   private multipartRead:
     | Effect.Effect<Multipart.Persisted, Multipart.MultipartError, Scope.Scope | FileSystem.FileSystem | Path.Path>
     | undefined
-  get multipart(): Effect.Effect<Multipart.Persisted, Multipart.MultipartError, Scope.Scope | FileSystem.FileSystem | Path.Path> {
-    return (this.multipartRead ??= Effect.runSync(Effect.cached(NodeMultipart.persisted(this.source, this.source.headers))))
+  get multipart(): Effect.Effect<
+    Multipart.Persisted,
+    Multipart.MultipartError,
+    Scope.Scope | FileSystem.FileSystem | Path.Path
+  > {
+    return (this.multipartRead ??= Effect.runSync(
+      Effect.cached(NodeMultipart.persisted(this.source, this.source.headers))
+    ))
   }
 
   get multipartStream(): Stream.Stream<Multipart.Part, Multipart.MultipartError> {
@@ -160,7 +166,11 @@ export class NodeRequest extends Inspectable.Class implements HttpServerRequest.
   /** Upgrades arrive as the server's `upgrade` event, which the platform's listener serves: never here. */
   get upgrade(): Effect.Effect<Socket.Socket, HttpServerError.RequestError> {
     return Effect.fail(
-      new HttpServerError.RequestError({ request: this, reason: "Decode", description: "not an upgradeable ServerRequest" })
+      new HttpServerError.RequestError({
+        request: this,
+        reason: "Decode",
+        description: "not an upgradeable ServerRequest"
+      })
     )
   }
 
@@ -225,7 +235,10 @@ const writeAnswer = (
     out.writeHead(response.status, headersOf(response)).end()
     return Effect.void
   }
-  if (body._tag === "Uint8Array" || (body._tag === "Raw" && (typeof body.body === "string" || body.body instanceof Uint8Array))) {
+  if (
+    body._tag === "Uint8Array" ||
+    (body._tag === "Raw" && (typeof body.body === "string" || body.body instanceof Uint8Array))
+  ) {
     out.writeHead(response.status, headersOf(response)).end(body.body)
     return Effect.void
   }
@@ -285,7 +298,11 @@ export const make = <R>(
   app: HttpApp.Default<never, R>,
   dispatched: (request: HttpServerRequest.HttpServerRequest) => HttpApp.Default<never, R> | undefined,
   accessLog: AccessLog.Options
-): Effect.Effect<(request: IncomingMessage, response: ServerResponse) => void, never, Exclude<R, HttpServerRequest.HttpServerRequest | Scope.Scope>> =>
+): Effect.Effect<
+  (request: IncomingMessage, response: ServerResponse) => void,
+  never,
+  Exclude<R, HttpServerRequest.HttpServerRequest | Scope.Scope>
+> =>
   Effect.gen(function*() {
     const platform = yield* NodeHttpServer.makeHandler(app)
     const runtime = yield* Effect.runtime<never>()
@@ -312,7 +329,9 @@ export const make = <R>(
 
     /** The envelope's answer to a dispatched request; `undefined` for the others (or if finding it threw). */
     const answerOf = (request: NodeRequest) => {
-      if (tracing && !tracerDisabledWhen(request)) return undefined
+      if (tracing && !tracerDisabledWhen(request)) {
+        return undefined
+      }
       try {
         return dispatched(request)
       } catch {
@@ -324,14 +343,18 @@ export const make = <R>(
     return (source: IncomingMessage, response: ServerResponse) => {
       const request = new NodeRequest(source, response)
       const answer = answerOf(request)
-      if (answer === undefined) return platform(source, response)
+      if (answer === undefined) {
+        return platform(source, response)
+      }
       const fiber = Runtime.runFork(Runtime.make({
         context: Context.add(runtime.context, HttpServerRequest.HttpServerRequest, request),
         fiberRefs: runtime.fiberRefs,
         runtimeFlags: runtime.runtimeFlags
       }))(run(request, answer) as Effect.Effect<void>)
       response.on("close", () => {
-        if (!response.writableEnded) fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
+        if (!response.writableEnded) {
+          fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
+        }
       })
     }
   })

@@ -11,15 +11,16 @@ import * as SqlAccounts from "@mediagate/accounts/SqlAccounts"
 import * as SqlRateWindows from "@mediagate/accounts/SqlRateWindows"
 import * as PaymentProvider from "@mediagate/billing/PaymentProvider"
 import * as SqlBilling from "@mediagate/billing/SqlBilling"
+import { RateLimit } from "@mediagate/contract"
 import * as Admission from "@mediagate/engine/Admission"
-import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
-import * as ReadConnection from "@mediagate/persistence/ReadConnection"
-import * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
+import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as TaskAdmin from "@mediagate/engine/TaskAdmin"
-import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as Worker from "@mediagate/engine/Worker"
+import * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
+import * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import { Health, ServerConfig } from "@mediagate/server"
 import * as ChannelAdmin from "@mediagate/vendors/ChannelAdmin"
 import * as Channels from "@mediagate/vendors/Channels"
@@ -40,10 +41,9 @@ import * as VendorPlanner from "@mediagate/vendors/VendorPlanner"
 import * as Voices from "@mediagate/vendors/Voices"
 import * as Dispatcher from "@mediagate/webhooks/Dispatcher"
 import * as Outbound from "@mediagate/webhooks/Outbound"
-import { RateLimit } from "@mediagate/contract"
+import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as WebhookAdmin from "@mediagate/webhooks/WebhookAdmin"
 import * as WebhookService from "@mediagate/webhooks/WebhookService"
-import * as SqlWebhookStore from "@mediagate/webhooks/SqlWebhookStore"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -134,7 +134,10 @@ export const StaticChannelRuntime: Layer.Layer<ChannelRuntime> = Layer.effect(
   ChannelRuntime,
   Channels.config.pipe(
     Effect.flatMap((options) =>
-      Effect.map(Clock.currentTimeMillis, (now) => Channels.defaultChannels(options.transports ?? {}, options.relay, now))
+      Effect.map(
+        Clock.currentTimeMillis,
+        (now) => Channels.defaultChannels(options.transports ?? {}, options.relay, now)
+      )
     ),
     Effect.catchAll((error) =>
       Effect.as(Effect.logWarning(`channels: the environment's default channels are left out: ${error}`), [])
@@ -153,20 +156,21 @@ export const StaticChannelRuntime: Layer.Layer<ChannelRuntime> = Layer.effect(
  * The vendor side: planner, the simulated upstream, the channel store, files and voices (the routed upstream is
  * built with the engine: it reserves channel slots in the task storage).
  */
-export const Vendors = (stack: StackSettings) => Layer.mergeAll(
-  VendorPlanner.layerConfig,
-  FileService.layer,
-  ResultLinks.layer,
-  ResultCopy.layerConfig,
-  Voices.layerConfig
-).pipe(
-  Layer.provideMerge(ChannelStorage(stack)),
-  Layer.provideMerge(Simulated.layerConfig),
-  Layer.provideMerge(Layer.mergeAll(Files(stack), UrlSigner.layerConfig)),
-  Layer.provideMerge(PriceBook.layerConfig),
-  Layer.provideMerge(Estimates.layer),
-  Layer.provide(NodeContext.layer)
-)
+export const Vendors = (stack: StackSettings) =>
+  Layer.mergeAll(
+    VendorPlanner.layerConfig,
+    FileService.layer,
+    ResultLinks.layer,
+    ResultCopy.layerConfig,
+    Voices.layerConfig
+  ).pipe(
+    Layer.provideMerge(ChannelStorage(stack)),
+    Layer.provideMerge(Simulated.layerConfig),
+    Layer.provideMerge(Layer.mergeAll(Files(stack), UrlSigner.layerConfig)),
+    Layer.provideMerge(PriceBook.layerConfig),
+    Layer.provideMerge(Estimates.layer),
+    Layer.provide(NodeContext.layer)
+  )
 
 /**
  * The engine: SQL task storage, the upstream routed over channels, the task service and (when this process runs them)
@@ -202,12 +206,12 @@ export const Accounts = (stack: StackSettings) =>
         maxInFlightTasks: limits.keyMaxInFlightTasks > 0 ? limits.keyMaxInFlightTasks : null
       }
     }, { prefix: stack.tablePrefix }))).pipe(
-    Layer.provideMerge(SqlBilling.layerConfig({ prefix: stack.tablePrefix })),
-    Layer.provide(Layer.unwrapEffect(Effect.map(
-      Config.literal("none", "simulated")("MEDIAGATE_PAYMENT_PROVIDER").pipe(Config.withDefault("none" as const)),
-      (provider) => provider === "simulated" ? PaymentProvider.layerSimulated : PaymentProvider.layerNone
-    )))
-  )
+      Layer.provideMerge(SqlBilling.layerConfig({ prefix: stack.tablePrefix })),
+      Layer.provide(Layer.unwrapEffect(Effect.map(
+        Config.literal("none", "simulated")("MEDIAGATE_PAYMENT_PROVIDER").pipe(Config.withDefault("none" as const)),
+        (provider) => provider === "simulated" ? PaymentProvider.layerSimulated : PaymentProvider.layerNone
+      )))
+    )
 
 /** Webhooks: the service, and (when this process runs them) the dispatcher delivering the engine's events. */
 export const Webhooks = (stack: StackSettings) =>
@@ -261,20 +265,22 @@ export const Admin = AdminService.layer.pipe(Layer.provide(Layer.merge(TaskAdmin
 export const ChannelsAdmin = ChannelAdmin.layer
 
 /** Every port the HTTP layer needs and the background processes, on the `SqlClient` in context. */
-export const Ports = Layer.unwrapEffect(Effect.map(Config.all([settings, Retention.config]), ([stack, retention]) =>
-  Layer.mergeAll(
-    ServerConfig.layerConfig,
-    DatabaseReadiness,
-    Retain(stack, retention),
-    RateWindows(stack),
-    Admin,
-    ChannelsAdmin
-  ).pipe(
-    Layer.provideMerge(Webhooks(stack)),
-    Layer.provideMerge(Engine(stack)),
-    Layer.provideMerge(Vendors(stack)),
-    Layer.provideMerge(Accounts(stack))
-  )))
+export const Ports = Layer.unwrapEffect(
+  Effect.map(Config.all([settings, Retention.config]), ([stack, retention]) =>
+    Layer.mergeAll(
+      ServerConfig.layerConfig,
+      DatabaseReadiness,
+      Retain(stack, retention),
+      RateWindows(stack),
+      Admin,
+      ChannelsAdmin
+    ).pipe(
+      Layer.provideMerge(Webhooks(stack)),
+      Layer.provideMerge(Engine(stack)),
+      Layer.provideMerge(Vendors(stack)),
+      Layer.provideMerge(Accounts(stack))
+    ))
+)
 
 /**
  * The admin command line, on the `SqlClient` in context: accounts and billing, the task storage (no workers) and

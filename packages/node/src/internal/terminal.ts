@@ -16,7 +16,7 @@
  * @since 0.1.0
  */
 import * as Config from "effect/Config"
-import * as Console from "effect/Console"
+import type * as Console from "effect/Console"
 import * as Option from "effect/Option"
 
 /** The environment variables of the colour rule. */
@@ -52,6 +52,7 @@ export const colour = (environment: ColourEnvironment, isTTY: boolean): boolean 
 }
 
 /** An ANSI control sequence (CSI: colours, styles, cursor moves). */
+// eslint-disable-next-line no-control-regex -- the escape character is what an ANSI sequence starts with
 const ansi = /\x1b\[[0-?]*[ -/]*[@-~]/g
 
 /** `text` without ANSI control sequences (a line without an escape character, every log line, is not scanned). */

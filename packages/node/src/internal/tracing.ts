@@ -34,8 +34,10 @@ export const otlpPackage: OptionalPackage.Spec = {
 }
 
 /** The OTLP tracer and its body encodings, loaded on first use. */
-const loadOtlp = OptionalPackage.load(otlpPackage, () =>
-  Promise.all([import("@effect/opentelemetry/OtlpTracer"), import("@effect/opentelemetry/OtlpSerialization")]))
+const loadOtlp = OptionalPackage.load(
+  otlpPackage,
+  () => Promise.all([import("@effect/opentelemetry/OtlpTracer"), import("@effect/opentelemetry/OtlpSerialization")])
+)
 
 /** The OTLP trace export settings (from the standard `OTEL_*` variables). */
 export interface Settings {
@@ -58,12 +60,16 @@ export interface Settings {
 /** The service name when neither `OTEL_SERVICE_NAME` nor a `service.name` resource attribute names one. */
 export const defaultServiceName = "mediagate"
 
-const optional = (name: string) => Config.option(Config.string(name)).pipe(
-  Config.map(Option.filter((value) => value.trim() !== ""))
-)
+const optional = (name: string) =>
+  Config.option(Config.string(name)).pipe(
+    Config.map(Option.filter((value) => value.trim() !== ""))
+  )
 
 /** `k1=v1,k2=v2` (W3C Baggage-like, values percent-encoded) as a record; an entry without `=` is an error. */
-export const parsePairs = (name: string, text: string): Either.Either<Record<string, string>, ConfigError.ConfigError> => {
+export const parsePairs = (
+  name: string,
+  text: string
+): Either.Either<Record<string, string>, ConfigError.ConfigError> => {
   const out: Record<string, string> = {}
   for (const entry of text.split(",")) {
     if (entry.trim() === "") continue
@@ -132,15 +138,17 @@ export const config: Config.Config<Option.Option<Settings>> = Config.all({
 }).pipe(Config.map((c) => {
   const url = tracesUrl(c.traces, c.base)
   if (c.disabled || !c.exporter.includes("otlp") || Option.isNone(url)) return Option.none()
-  return Option.some({
-    url: url.value,
-    headers: { ...c.headers, ...c.tracesHeaders },
-    serviceName: Option.getOrElse(c.serviceName, () => c.attributes["service.name"] ?? defaultServiceName),
-    attributes: c.attributes,
-    protocol: c.protocol,
-    exportIntervalMs: c.exportIntervalMs,
-    maxBatchSize: c.maxBatchSize
-  } satisfies Settings)
+  return Option.some(
+    {
+      url: url.value,
+      headers: { ...c.headers, ...c.tracesHeaders },
+      serviceName: Option.getOrElse(c.serviceName, () => c.attributes["service.name"] ?? defaultServiceName),
+      attributes: c.attributes,
+      protocol: c.protocol,
+      exportIntervalMs: c.exportIntervalMs,
+      maxBatchSize: c.maxBatchSize
+    } satisfies Settings
+  )
 }))
 
 /** Whether spans are recorded: only with a configured trace exporter. */
@@ -199,8 +207,10 @@ export const traced = <A, E, R>(
 export const apply = <A, E, R>(
   self: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | ConfigError.ConfigError | OptionalPackage.MissingPackage, R> =>
-  Effect.flatMap(config, (settings) =>
-    Option.isNone(settings) ? untraced(self) : Effect.scoped(traced(self, settings.value)))
+  Effect.flatMap(
+    config,
+    (settings) => Option.isNone(settings) ? untraced(self) : Effect.scoped(traced(self, settings.value))
+  )
 
 /**
  * {@link apply} for an effect that starts background work in the scope in context (`Mediagate.make`): the exporter

@@ -16,9 +16,11 @@ export const layer = Envelope.group(Api.MediagateApi, "apiKeys", (handlers) =>
     const keys = yield* Services.KeyService
     return handlers
       .handle("create", ({ headers, payload }) =>
-        Effect.flatMap(authorized, (principal) => keys.create(principal, payload, headers["idempotency-key"]))
+        Effect.flatMap(authorized, (principal) =>
+          keys.create(principal, payload, headers["idempotency-key"]))
           .pipe(Tracing.span("ApiKeys.create")))
-      .handle("list", () => Effect.flatMap(authorized, keys.list).pipe(Tracing.span("ApiKeys.list")))
+      .handle("list", () =>
+        Effect.flatMap(authorized, keys.list).pipe(Tracing.span("ApiKeys.list")))
       .handle("delete", ({ path }) =>
         Effect.flatMap(authorized, (principal) => keys.revoke(principal, path.id))
           .pipe(Tracing.span("ApiKeys.delete")))

@@ -16,5 +16,6 @@ export const layer = Envelope.group(Api.MediagateApi, "balance", (handlers) =>
     return handlers
       .handle("get", () => Effect.flatMap(reader, billing.balance).pipe(Tracing.span("Balance.get")))
       .handle("ledger", ({ urlParams }) =>
-        Effect.flatMap(reader, (principal) => billing.ledger(principal, urlParams)).pipe(Tracing.span("Balance.ledger")))
+        Effect.flatMap(reader, (principal) =>
+          billing.ledger(principal, urlParams)).pipe(Tracing.span("Balance.ledger")))
   }))

@@ -27,16 +27,20 @@ export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(reader, (principal) => tasks.list(principal, urlParams)).pipe(spans.list))
       .handle("get", ({ path }) =>
-        Effect.flatMap(reader, (principal) => Effect.map(tasks.get(principal, path.id), answerOf)).pipe(spans.get))
+        Effect.flatMap(reader, (principal) =>
+          Effect.map(tasks.get(principal, path.id), answerOf)).pipe(spans.get))
       .handle("retry", ({ headers, path }) =>
         Effect.gen(function*() {
           const principal = yield* writer
           const task = yield* tasks.providerOf(principal, path.id)
-          if (Option.isNone(task)) return yield* notFound(path.id)
+          if (Option.isNone(task)) {
+            return yield* notFound(path.id)
+          }
           yield* Authorization.require(Authorization.createPermission(task.value.type), task.value.provider)
           yield* limiter.tasks(principal)
           return yield* tasks.retry(principal, path.id, headers["idempotency-key"])
         }).pipe(Tracing.span("Tasks.retry")))
       .handle("cancel", ({ path }) =>
-        Effect.flatMap(writer, (principal) => tasks.cancel(principal, path.id)).pipe(Tracing.span("Tasks.cancel")))
+        Effect.flatMap(writer, (principal) =>
+          tasks.cancel(principal, path.id)).pipe(Tracing.span("Tasks.cancel")))
   }))

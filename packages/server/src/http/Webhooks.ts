@@ -18,19 +18,23 @@ export const layer = Envelope.group(Api.MediagateApi, "webhooks", (handlers) =>
     const limiter = yield* RateLimiter
     return handlers
       .handle("create", ({ headers, payload }) =>
-        Effect.flatMap(authorized, (principal) => webhooks.create(principal, payload, headers["idempotency-key"]))
+        Effect.flatMap(authorized, (principal) =>
+          webhooks.create(principal, payload, headers["idempotency-key"]))
           .pipe(Tracing.span("Webhooks.create")))
       .handle("list", () =>
-        Effect.flatMap(authorized, (principal) => webhooks.list(principal)).pipe(Tracing.span("Webhooks.list")))
+        Effect.flatMap(authorized, (principal) =>
+          webhooks.list(principal)).pipe(Tracing.span("Webhooks.list")))
       .handle("delete", ({ path }) =>
-        Effect.flatMap(authorized, (principal) => webhooks.remove(principal, path.id))
+        Effect.flatMap(authorized, (principal) =>
+          webhooks.remove(principal, path.id))
           .pipe(Tracing.span("Webhooks.delete")))
       .handle("test", ({ path }) =>
         Effect.flatMap(authorized, (principal) =>
           Effect.zipRight(limiter.webhookAction(principal), webhooks.test(principal, path.id)))
           .pipe(Tracing.span("Webhooks.test")))
       .handle("deliveries", ({ path, urlParams }) =>
-        Effect.flatMap(authorized, (principal) => webhooks.deliveries(principal, path.id, urlParams))
+        Effect.flatMap(authorized, (principal) =>
+          webhooks.deliveries(principal, path.id, urlParams))
           .pipe(Tracing.span("Webhooks.deliveries")))
       .handle("replay", ({ path }) =>
         Effect.flatMap(authorized, (principal) =>

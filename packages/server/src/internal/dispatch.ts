@@ -77,14 +77,21 @@ export type Dispatch = (
  * How routes match: exactly as they are written (the platform's router is lenient: any case, `//` and a trailing
  * `/` ignored). The envelope's route table and the dispatch registry match alike (decisions.md §11 "Canonical paths").
  */
-export const strictMatching = { caseSensitive: true, ignoreDuplicateSlashes: false, ignoreTrailingSlash: false } as const
+export const strictMatching = {
+  caseSensitive: true,
+  ignoreDuplicateSlashes: false,
+  ignoreTrailingSlash: false
+} as const
 
 /**
  * The endpoints registered for dispatch, by method and path (matched as the envelope's route table matches). A
  * disabled registry registers nothing: every request then goes through `HttpApiBuilder`.
  */
 export class Registry {
-  private readonly routers = new Map<string, FindMyWay.Router<{ readonly dispatch: Dispatch; readonly route: string }>>()
+  private readonly routers = new Map<
+    string,
+    FindMyWay.Router<{ readonly dispatch: Dispatch; readonly route: string }>
+  >()
 
   private direct: ((request: HttpServerRequest.HttpServerRequest) => Answer | undefined) | undefined
 
@@ -129,7 +136,9 @@ export class Registry {
     readonly route: string
   } | undefined {
     const found = this.routers.get(method)?.find(method, path)
-    return found === undefined ? undefined : { dispatch: found.handler.dispatch, params: found.params, route: found.handler.route }
+    return found === undefined
+      ? undefined
+      : { dispatch: found.handler.dispatch, params: found.params, route: found.handler.route }
   }
 }
 
@@ -140,7 +149,8 @@ export type Answer = Effect.Effect<HttpServerResponse.HttpServerResponse, unknow
 export class Dispatcher extends Context.Tag("@mediagate/server/Dispatcher")<Dispatcher, Registry>() {}
 
 /** A fresh registry (`enabled: false`: one that registers nothing). */
-export const layer = (enabled: boolean = true): Layer.Layer<Dispatcher> => Layer.sync(Dispatcher, () => new Registry(enabled))
+export const layer = (enabled: boolean = true): Layer.Layer<Dispatcher> =>
+  Layer.sync(Dispatcher, () => new Registry(enabled))
 
 /** A middleware tag as the group carries it. */
 type MiddlewareTag = HttpApiMiddleware.TagClassAny & {
@@ -153,7 +163,10 @@ type MiddlewareTag = HttpApiMiddleware.TagClassAny & {
 const middlewareOf = (
   tags: ReadonlyArray<MiddlewareTag>,
   context: Context.Context<never>
-): ReadonlyArray<{ readonly effect: Effect.Effect<unknown, unknown, unknown>; readonly tag: MiddlewareTag }> | undefined => {
+):
+  | ReadonlyArray<{ readonly effect: Effect.Effect<unknown, unknown, unknown>; readonly tag: MiddlewareTag }>
+  | undefined =>
+{
   const entries: Array<{ readonly effect: Effect.Effect<unknown, unknown, unknown>; readonly tag: MiddlewareTag }> = []
   for (const tag of tags) {
     const implementation = Context.getOption(context, tag as unknown as Context.Tag<unknown, unknown>)
@@ -162,7 +175,10 @@ const middlewareOf = (
       entries.push({ tag, effect: implementation.value as Effect.Effect<unknown, unknown, unknown> })
       continue
     }
-    const handlers = implementation.value as Record<string, (credential: unknown) => Effect.Effect<unknown, unknown, unknown>>
+    const handlers = implementation.value as Record<
+      string,
+      (credential: unknown) => Effect.Effect<unknown, unknown, unknown>
+    >
     let effect: Effect.Effect<unknown, unknown, unknown> | undefined
     for (const [key, security] of Object.entries(tag.security)) {
       // only the bearer scheme reads nothing but the request (the others may read the parsed query)
@@ -198,7 +214,8 @@ const successOf = (
     Effect.flatMap(encode(value), (encoded) =>
       Effect.mapError(
         HttpServerResponse.json(encoded, options),
-        (error) => new ParseResult.ParseError({ issue: new ParseResult.Type(only.ast, error, "Could not encode to JSON") })
+        (error) =>
+          new ParseResult.ParseError({ issue: new ParseResult.Type(only.ast, error, "Could not encode to JSON") })
       ))
 }
 
@@ -222,7 +239,9 @@ const dispatchOf = (
   if (Option.isSome(endpoint.payloadSchema)) {
     if (!HttpMethod.hasBody(endpoint.method)) return undefined
     const ast = endpoint.payloadSchema.value.ast
-    if (HttpApiSchema.getMultipart(ast) !== undefined || HttpApiSchema.getMultipartStream(ast) !== undefined) return undefined
+    if (HttpApiSchema.getMultipart(ast) !== undefined || HttpApiSchema.getMultipartStream(ast) !== undefined) {
+      return undefined
+    }
     if (HttpApiSchema.getEncoding(ast).kind !== "Json") return undefined
   }
   const success = successOf(endpoint.successSchema)
@@ -246,14 +265,27 @@ const dispatchOf = (
       decoded = Effect.flatMap(decoded, (arg) => Effect.map(decodePath(params), (path) => (arg.path = path, arg)))
     }
     if (decodePayload !== undefined) {
-      decoded = Effect.flatMap(decoded, (arg) =>
-        Effect.map(Effect.flatMap(Effect.orDie(request.json), decodePayload), (payload) => (arg.payload = payload, arg)))
+      decoded = Effect.flatMap(
+        decoded,
+        (arg) =>
+          Effect.map(
+            Effect.flatMap(Effect.orDie(request.json), decodePayload),
+            (payload) => (arg.payload = payload, arg)
+          )
+      )
     }
     if (decodeHeaders !== undefined) {
-      decoded = Effect.flatMap(decoded, (arg) => Effect.map(decodeHeaders(request.headers), (headers) => (arg.headers = headers, arg)))
+      decoded = Effect.flatMap(
+        decoded,
+        (arg) => Effect.map(decodeHeaders(request.headers), (headers) => (arg.headers = headers, arg))
+      )
     }
-    return refail(Effect.flatMap(Effect.flatMap(decoded, handler), (response) =>
-      HttpServerResponse.isServerResponse(response) ? Effect.succeed(response) : success(response)))
+    return refail(
+      Effect.flatMap(
+        Effect.flatMap(decoded, handler),
+        (response) => HttpServerResponse.isServerResponse(response) ? Effect.succeed(response) : success(response)
+      )
+    )
   }
 
   /**
@@ -266,7 +298,9 @@ const dispatchOf = (
     const run = services.length === 0 ? effect : within(services, effect)
     const next = (value: unknown) =>
       secured(index + 1, tag.provides === undefined ? services : [...services, [tag.provides.key, value]])
-    if (tag.optional === true) return Effect.matchEffect(run, { onFailure: () => secured(index + 1, services), onSuccess: next })
+    if (tag.optional === true) {
+      return Effect.matchEffect(run, { onFailure: () => secured(index + 1, services), onSuccess: next })
+    }
     return Effect.flatMap(run, next)
   }
   const authenticated = outermostFirst.length === 0 ? Effect.succeed<Services>([]) : secured(0, [])
@@ -288,7 +322,10 @@ const dispatchOf = (
         (services) => within(inContext ? services : [...asRequest, ...services], call(request, params))
       )
     })
-    return (uninterruptible ? answer : Effect.interruptible(answer)) as Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
+    return (uninterruptible ? answer : Effect.interruptible(answer)) as Effect.Effect<
+      HttpServerResponse.HttpServerResponse,
+      unknown
+    >
   }
 }
 

@@ -25,13 +25,13 @@ import {
   close,
   countJobs,
   type FakeOutput,
-  faultedSubmit,
   type FakePlan,
+  faultedSubmit,
   listen,
   type LoggedRequest,
   mp4Bytes,
-  planOf,
   type Planner,
+  planOf,
   pngBytes,
   readBody,
   sendJson,
@@ -200,8 +200,7 @@ const extensions: Record<string, string> = {
   "video/webm": "webm"
 }
 
-const isObject = (value: unknown): value is Json =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -375,8 +374,8 @@ const validatePrompt = (prompt: unknown, targets: unknown): Validation => {
       good.push(output)
       continue
     }
-    failed.push(...result.reasons)
-    for (const [id, { valid, reasons }] of validated) {
+    for (const reason of result.reasons) failed.push(reason)
+    for (const [id, { reasons, valid }] of validated) {
       if (valid || reasons.length === 0) continue
       const entry = nodeErrors[id] ??= { errors: reasons, dependent_outputs: [], class_type: nodes[id]!.class_type }
       entry.dependent_outputs.push(output)
@@ -955,7 +954,7 @@ export const startComfyFake = async (options: ComfyFakeOptions = {}): Promise<Co
       if (body === undefined || !isObject(body.value)) return sendText(response, 400)
       if (body.value["clear"] === true) history.clear()
       const remove = body.value["delete"]
-      if (Array.isArray(remove)) for (const id of remove) if (typeof id === "string") history.delete(id)
+      if (Array.isArray(remove)) { for (const id of remove) if (typeof id === "string") history.delete(id) }
       return sendEmpty(response, 200)
     }
     const historyOf = /^\/history\/([^/]+)$/.exec(path)

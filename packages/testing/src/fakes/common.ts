@@ -83,9 +83,18 @@ export const readBody = (request: IncomingMessage): Promise<string> =>
   })
 
 /** Answers JSON. */
-export const sendJson = (response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+export const sendJson = (
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {}
+) => {
   const text = JSON.stringify(body)
-  response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers })
+  response.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...headers
+  })
   response.end(text)
 }
 

@@ -21,8 +21,8 @@ import {
   listen,
   type LoggedRequest,
   mp4Bytes,
-  planOf,
   type Planner,
+  planOf,
   pngBytes,
   sendJson,
   type SubmitFault

@@ -16,7 +16,9 @@ const [kind] = process.argv.slice(2).filter((arg) => !arg.startsWith("--") && !/
 const portAt = process.argv.indexOf("--port")
 const port = portAt === -1 ? 0 : Number(process.argv[portAt + 1])
 
-const started = async (): Promise<{ readonly url: string; readonly key: string | undefined; close(): Promise<void> }> => {
+const started = async (): Promise<
+  { readonly url: string; readonly key: string | undefined; close(): Promise<void> }
+> => {
   switch (kind) {
     case "fal": {
       const fake = await startFalFake({ port })

@@ -17,9 +17,12 @@ import type { VideoFrames } from "./videoFrames.js"
 const encoderWorker = (): Worker => {
   if (!import.meta.url.endsWith(".ts")) return new Worker(new URL("./videoEncoder.js", import.meta.url))
   const source = new URL("./videoEncoder.ts", import.meta.url).href
-  return new Worker(`import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}) })`, {
-    eval: true
-  })
+  return new Worker(
+    `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}) })`,
+    {
+      eval: true
+    }
+  )
 }
 
 /**
@@ -69,7 +72,9 @@ export const encode = (video: VideoFrames): Effect.Effect<Uint8Array> =>
       thread.unref()
       encoderIdle = setTimeout(() => stopEncoderThread(thread), encoderIdleMillis)
       encoderIdle.unref()
-      settle("bytes" in reply ? Effect.succeed(reply.bytes) : Effect.dieMessage(`video encoding failed: ${reply.error}`))
+      settle(
+        "bytes" in reply ? Effect.succeed(reply.bytes) : Effect.dieMessage(`video encoding failed: ${reply.error}`)
+      )
     }
     const onError = (error: Error) => {
       stopEncoderThread(thread)

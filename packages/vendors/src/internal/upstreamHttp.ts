@@ -110,7 +110,10 @@ export const failureOf = (who: string, answer: ApiAnswer): UpstreamError => {
   }
   if (answer.status === 429 || answer.status >= 500 || answer.status === 408) {
     const after = Number(headerOf(answer.headers, "retry-after"))
-    return unavailable(`${who}: HTTP ${answer.status}: ${said}`, Number.isFinite(after) && after > 0 ? after * 1000 : undefined)
+    return unavailable(
+      `${who}: HTTP ${answer.status}: ${said}`,
+      Number.isFinite(after) && after > 0 ? after * 1000 : undefined
+    )
   }
   return refused(`${who}: ${said}`)
 }
@@ -155,59 +158,62 @@ const uncertainIf = (creates: boolean | undefined, error: UpstreamError, sent: b
     : error
 
 /** Calls the channel's API: the answer of an accepted status, or the failure of any other (see the module). */
-export const call = (context: TransportContext, who: string, auth: Readonly<Record<string, string>>) =>
-(options: CallOptions): Effect.Effect<ApiAnswer, UpstreamError> =>
-  Effect.gen(function*() {
-    const url = options.path.startsWith("http") ? options.path : `${context.baseUrl}${options.path}`
-    const body = options.json === undefined ? options.body : JSON.stringify(options.json)
-    const response = yield* PinnedHttp.request(url, {
-      method: options.method ?? (body === undefined ? "GET" : "POST"),
-      headers: {
-        accept: "application/json",
-        ...(options.json === undefined ? {} : { "content-type": "application/json" }),
-        ...auth,
-        ...options.headers
-      },
-      ...(body === undefined ? {} : { body }),
-      trustedHosts: [hostOf(context.baseUrl)],
-      allowPrivate: context.policy.allowPrivate,
-      lookup: context.policy.lookup,
-      timeout: Duration.millis(context.channel.settings.timeoutMs ?? 30_000),
-      maxBytes: 16 * 1024 * 1024,
-      // the channel's API is called again and again: its connections are kept open
-      keepAlive: true
-    }).pipe(Effect.mapError((error) =>
-      uncertainIf(
-        options.creates,
-        error.reason === "timeout"
-          ? unavailable(`${who}: the upstream did not answer in time`)
-          : error.reason === "too_large"
-          ? unavailable(`${who}: the upstream's answer is larger than 16 MiB`)
-          : unavailable(`${who}: ${error.message}`),
-        // refused connections, names that do not resolve and refused addresses never reached the upstream
-        error.reason === "timeout" || error.reason === "network" || error.reason === "too_large"
-      )
-    ))
-    const text = Buffer.from(response.body).toString("utf8")
-    let json: unknown = undefined
-    try {
-      json = text === "" ? undefined : JSON.parse(text)
-    } catch {
-      // not JSON: the text is kept
-    }
-    const answer: ApiAnswer = { status: response.status, headers: response.headers, json, text }
-    const accepted = options.accept ?? ((status: number) => status >= 200 && status < 300)
-    if (!accepted(response.status)) {
-      // 503 (like 429) says the request was not taken on; other 5xx and 408 may come after the job was made
-      const sent = (response.status >= 500 && response.status !== 503) || response.status === 408
-      return yield* uncertainIf(options.creates, failureOf(who, answer), sent)
-    }
-    return answer
-  })
+export const call =
+  (context: TransportContext, who: string, auth: Readonly<Record<string, string>>) =>
+  (options: CallOptions): Effect.Effect<ApiAnswer, UpstreamError> =>
+    Effect.gen(function*() {
+      const url = options.path.startsWith("http") ? options.path : `${context.baseUrl}${options.path}`
+      const body = options.json === undefined ? options.body : JSON.stringify(options.json)
+      const response = yield* PinnedHttp.request(url, {
+        method: options.method ?? (body === undefined ? "GET" : "POST"),
+        headers: {
+          accept: "application/json",
+          ...(options.json === undefined ? {} : { "content-type": "application/json" }),
+          ...auth,
+          ...options.headers
+        },
+        ...(body === undefined ? {} : { body }),
+        trustedHosts: [hostOf(context.baseUrl)],
+        allowPrivate: context.policy.allowPrivate,
+        lookup: context.policy.lookup,
+        timeout: Duration.millis(context.channel.settings.timeoutMs ?? 30_000),
+        maxBytes: 16 * 1024 * 1024,
+        // the channel's API is called again and again: its connections are kept open
+        keepAlive: true
+      }).pipe(Effect.mapError((error) =>
+        uncertainIf(
+          options.creates,
+          error.reason === "timeout"
+            ? unavailable(`${who}: the upstream did not answer in time`)
+            : error.reason === "too_large"
+            ? unavailable(`${who}: the upstream's answer is larger than 16 MiB`)
+            : unavailable(`${who}: ${error.message}`),
+          // refused connections, names that do not resolve and refused addresses never reached the upstream
+          error.reason === "timeout" || error.reason === "network" || error.reason === "too_large"
+        )
+      ))
+      const text = Buffer.from(response.body).toString("utf8")
+      let json: unknown = undefined
+      try {
+        json = text === "" ? undefined : JSON.parse(text)
+      } catch {
+        // not JSON: the text is kept
+      }
+      const answer: ApiAnswer = { status: response.status, headers: response.headers, json, text }
+      const accepted = options.accept ?? ((status: number) => status >= 200 && status < 300)
+      if (!accepted(response.status)) {
+        // 503 (like 429) says the request was not taken on; other 5xx and 408 may come after the job was made
+        const sent = (response.status >= 500 && response.status !== 503) || response.status === 408
+        return yield* uncertainIf(options.creates, failureOf(who, answer), sent)
+      }
+      return answer
+    })
 
 /** A JSON object's field, when the value is an object. */
 export const field = (value: unknown, name: string): unknown =>
-  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[name] : undefined
+  typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[name]
+    : undefined
 
 /** A JSON object's string field. */
 export const stringField = (value: unknown, name: string): string | undefined => {

@@ -60,6 +60,7 @@ const encode = async (video: VideoFrames): Promise<ArrayBuffer> => {
 port.on("message", (video: VideoFrames) => {
   encode(video).then(
     (bytes) => port.postMessage({ bytes: new Uint8Array(bytes) } satisfies EncoderReply, [bytes]),
-    (error: unknown) => port.postMessage({ error: error instanceof Error ? error.message : String(error) } satisfies EncoderReply)
+    (error: unknown) =>
+      port.postMessage({ error: error instanceof Error ? error.message : String(error) } satisfies EncoderReply)
   )
 })

@@ -38,7 +38,14 @@ export const frameBase = (width: number, height: number) => {
 }
 
 /** Writes frame `index` of `frames` into `yuv` (a w×h×3/2 buffer). */
-export const drawFrame = (base: FrameBase, width: number, height: number, index: number, frames: number, yuv: Uint8Array) => {
+export const drawFrame = (
+  base: FrameBase,
+  width: number,
+  height: number,
+  index: number,
+  frames: number,
+  yuv: Uint8Array
+) => {
   yuv.set(base.luma, 0)
   yuv.set(base.chroma, width * height)
   const travel = width - base.barWidth

@@ -5,8 +5,8 @@
  * prompt, video output nodes, the API key and the `down` switch.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { pngBytes } from "@mediagate/testing/fakes/common"
 import { type ComfyFake, startComfyFake, textToImageWorkflow } from "@mediagate/testing/fakes/comfyui"
+import { pngBytes } from "@mediagate/testing/fakes/common"
 import { randomUUID } from "node:crypto"
 import { WebSocket } from "ws"
 
@@ -53,9 +53,10 @@ const submit = async (fake: ComfyFake, body: Json, path = "/prompt") => {
   return (await response.json()) as { prompt_id: string; number: number; node_errors: Json }
 }
 
-const historyOf = async (fake: ComfyFake, id: string) => (await getJson(`${fake.url}/history/${id}`))[id] as
-  | HistoryEntry
-  | undefined
+const historyOf = async (fake: ComfyFake, id: string) =>
+  (await getJson(`${fake.url}/history/${id}`))[id] as
+    | HistoryEntry
+    | undefined
 
 /** Polls `/history/{id}` until the prompt is there. */
 const waitForHistory = async (fake: ComfyFake, id: string, timeoutMs = 3000) => {
@@ -95,7 +96,7 @@ describe("ComfyUI fake: prompts and history", () => {
   it("runs the example workflow: empty history while it runs, then the saved image, served by /view", () =>
     withFake(async (fake) => {
       const text = "a lighthouse [fake:delay=120]"
-      const { prompt_id, number, node_errors } = await submit(fake, { prompt: workflow(text) })
+      const { node_errors, number, prompt_id } = await submit(fake, { prompt: workflow(text) })
       expect(prompt_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
       expect(number).toBe(0)
       expect(node_errors).toEqual({})

@@ -112,9 +112,7 @@ const verifyWebhook = (jwks: Jwks, headers: IncomingHttpHeaders, body: string) =
     createHash("sha256").update(body).digest("hex")
   ].join("\n"))
   const signature = Buffer.from(header("x-fal-webhook-signature"), "hex")
-  return jwks.keys.some((key) =>
-    verify(null, message, createPublicKey({ key: { ...key }, format: "jwk" }), signature)
-  )
+  return jwks.keys.some((key) => verify(null, message, createPublicKey({ key: { ...key }, format: "jwk" }), signature))
 }
 
 describe("fal queue fake, through @fal-ai/client", () => {

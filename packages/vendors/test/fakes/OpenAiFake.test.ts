@@ -333,40 +333,44 @@ describe("OpenAI fake: videos", () => {
       expect(ascending.data.map((video) => video.id)).toEqual([ids[0], ids[1], ids[3], ids[4]])
     }))
 
-  it("keeps ten thousand videos in flight without timers", () =>
-    withFake({ plan: () => ({ durationMs: 60_000 }) }, async (fake) => {
-      // node:http with keep-alive: fetch's per-request overhead would dominate the test's time
-      const agent = new Agent({ keepAlive: true, maxSockets: 50 })
-      const create = (prompt: string) =>
-        new Promise<number>((resolve, reject) => {
-          const body = JSON.stringify({ prompt })
-          const length = Buffer.byteLength(body)
-          const headers = { ...auth(fake), "content-type": "application/json", "content-length": length }
-          const sent = request(`${fake.url}/v1/videos`, { method: "POST", agent, headers }, (response) => {
-            response.resume()
-            response.on("end", () => resolve(response.statusCode ?? 0))
+  it(
+    "keeps ten thousand videos in flight without timers",
+    () =>
+      withFake({ plan: () => ({ durationMs: 60_000 }) }, async (fake) => {
+        // node:http with keep-alive: fetch's per-request overhead would dominate the test's time
+        const agent = new Agent({ keepAlive: true, maxSockets: 50 })
+        const create = (prompt: string) =>
+          new Promise<number>((resolve, reject) => {
+            const body = JSON.stringify({ prompt })
+            const length = Buffer.byteLength(body)
+            const headers = { ...auth(fake), "content-type": "application/json", "content-length": length }
+            const sent = request(`${fake.url}/v1/videos`, { method: "POST", agent, headers }, (response) => {
+              response.resume()
+              response.on("end", () => resolve(response.statusCode ?? 0))
+            })
+            sent.on("error", reject)
+            sent.end(body)
           })
-          sent.on("error", reject)
-          sent.end(body)
-        })
-      try {
-        const statuses = await Promise.all(
-          Array.from({ length: 50 }, async (_, batch) => {
-            const answered: Array<number> = []
-            for (let index = 0; index < 200; index++) answered.push(await create(`cat ${batch}-${index}`))
-            return answered
-          })
-        )
-        expect(statuses.flat().every((status) => status === 200)).toBe(true)
-      } finally {
-        agent.destroy()
-      }
-      expect(fake.videos.size).toBe(10_000)
-      const list = (await (await get(fake, "/v1/videos?limit=100")).json()) as { data: ReadonlyArray<VideoJson> }
-      expect(list.data).toHaveLength(100)
-      expect(list.data.every((video) => video.status === "queued")).toBe(true)
-      expect(fake.requests).toHaveLength(10_001)
-    }), 30_000)
+        try {
+          const statuses = await Promise.all(
+            Array.from({ length: 50 }, async (_, batch) => {
+              const answered: Array<number> = []
+              for (let index = 0; index < 200; index++) answered.push(await create(`cat ${batch}-${index}`))
+              return answered
+            })
+          )
+          expect(statuses.flat().every((status) => status === 200)).toBe(true)
+        } finally {
+          agent.destroy()
+        }
+        expect(fake.videos.size).toBe(10_000)
+        const list = (await (await get(fake, "/v1/videos?limit=100")).json()) as { data: ReadonlyArray<VideoJson> }
+        expect(list.data).toHaveLength(100)
+        expect(list.data.every((video) => video.status === "queued")).toBe(true)
+        expect(fake.requests).toHaveLength(10_001)
+      }),
+    30_000
+  )
 })
 
 describe("OpenAI fake: auth and outages", () => {

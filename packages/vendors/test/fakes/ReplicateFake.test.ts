@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { close, listen, pngBytes, readBody } from "@mediagate/testing/fakes/common"
-import { replicateVersionOf, type ReplicateFake, startReplicateFake } from "@mediagate/testing/fakes/replicate"
+import { type ReplicateFake, replicateVersionOf, startReplicateFake } from "@mediagate/testing/fakes/replicate"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import Replicate, { parseProgressFromLogs, type Prediction, validateWebhook } from "replicate"
 import { Webhook } from "standardwebhooks"

@@ -42,7 +42,10 @@ export const Vendor1Prices = Schema.Struct({ perSecond }).annotations({ title: "
 const fields = {
   "vendor1-2": Vendor1MultimodalPrices,
   "vendor1-1-5-pro": Vendor1AudioPrices,
-  ...Pricing.each(["vendor1-1-0-pro", "vendor1-1-0-pro-fast", "vendor1-1-0-lite-i2v", "vendor1-1-0-lite-t2v"], Vendor1Prices)
+  ...Pricing.each(
+    ["vendor1-1-0-pro", "vendor1-1-0-pro-fast", "vendor1-1-0-lite-i2v", "vendor1-1-0-lite-t2v"],
+    Vendor1Prices
+  )
 }
 type Table = Schema.Struct.Type<typeof fields>
 const tier = (p480: number, p720: number, p1080: number) => ({ "480p": p480, "720p": p720, "1080p": p1080 })
@@ -90,7 +93,11 @@ const price = (endpoint: string, request: AnyGenerationRequest, table: Table): n
  */
 export const referenceSecondsPrice = (resolution: Vendor1Resolution, seconds: number, table: Table = defaults) => {
   const milliseconds = Number.isFinite(seconds) && seconds > 0 ? Math.round(seconds * 1000) : 0
-  return Pricing.mulDivHalfUp(Pricing.micros(table["vendor1-2"].videoReferencePerSecond[resolution]), milliseconds, 1000)
+  return Pricing.mulDivHalfUp(
+    Pricing.micros(table["vendor1-2"].videoReferencePerSecond[resolution]),
+    milliseconds,
+    1000
+  )
 }
 
 /** A video, plus its last frame when asked. */
@@ -106,7 +113,7 @@ export const vendor1 = Family.make({
   name: "vendor1",
   endpoints: [
     Family.endpoint("vendor1", "multimodal-video", "video", "vendor1MultimodalVideo", {
-            request: Requests.Vendor1MultimodalVideoRequest,
+      request: Requests.Vendor1MultimodalVideoRequest,
       example: () => ({ prompt: Family.samples.prompt }),
       outputs: outputs("aspect_ratio"),
       estimateSeconds: estimate(90),
@@ -117,20 +124,22 @@ export const vendor1 = Family.make({
       ]
     }),
     Family.endpoint("vendor1", "image-to-video", "video", "vendor1ImageToVideo", {
-            request: Requests.Vendor1ImageToVideoRequest,
+      request: Requests.Vendor1ImageToVideoRequest,
       example: (model) => ({ image: Family.samples.image, duration: model === "vendor1-1-5-pro" ? 5 : 4 }),
       outputs: outputs("ratio"),
       estimateSeconds: estimate(60),
       inputMedia: (model) =>
         InputMedia.images(
-          model === "vendor1-1-5-pro" ? Requests.imageRules : { ...Requests.imageRules, formats: Requests.commonFormats },
+          model === "vendor1-1-5-pro"
+            ? Requests.imageRules
+            : { ...Requests.imageRules, formats: Requests.commonFormats },
           "image",
           "last_image",
           "reference_images"
         )
     }),
     Family.endpoint("vendor1", "text-to-video", "video", "vendor1TextToVideo", {
-            request: Requests.Vendor1TextToVideoRequest,
+      request: Requests.Vendor1TextToVideoRequest,
       example: () => ({ prompt: Family.samples.prompt, duration: 5 }),
       outputs: outputs("ratio"),
       estimateSeconds: estimate(60)

@@ -12,15 +12,15 @@ import type * as Schema from "effect/Schema"
 import { inspectImageDataUri, isDataUri } from "../../DataUri.js"
 import {
   boolean,
-  type ImageRules,
+  describe,
   imageRef,
+  type ImageRules,
   integer,
   issue,
   list,
   oneOf,
   optional,
   prompt,
-  describe,
   PublicUrl,
   text,
   withMessage
@@ -145,21 +145,27 @@ export const Vendor1ImageToVideoRequest = GenerationRequest.make({
       "Last frame; same requirements as `image`. Models 1.5 Pro, 1.0 Pro, 1.0 Lite I2V. May equal the first " +
         "image; if aspect ratios differ the last frame is auto-cropped to the first. Refused in reference-image mode"
     )),
-    reference_images: optional(list(imageInput, { min: 1, max: 4, noun: "images" }).annotations({
-      description: "1 to 4 images (same requirements as `image`); `vendor1-1-0-lite-i2v` only. Prompt may refer to " +
-        "them with markers `[图1]`, `[图2]`, etc. Replaces `image`"
-    })),
+    reference_images: optional(
+      list(imageInput, { min: 1, max: 4, noun: "images" }).annotations({
+        description: "1 to 4 images (same requirements as `image`); `vendor1-1-0-lite-i2v` only. Prompt may refer to " +
+          "them with markers `[图1]`, `[图2]`, etc. Replaces `image`"
+      })
+    ),
     prompt: optional(text(10_000).annotations({ description: "Chinese and English supported" })),
     duration,
-    resolution: optional(oneOf("480p", "720p", "1080p").annotations({
-      description: "1.0 Lite I2V reference-image mode does not support `1080p`",
-      default: "720p"
-    })),
-    ratio: optional(oneOf(...fixedRatios, "adaptive").annotations({
-      description: "`adaptive` matches the first frame; reference-image mode does not support `adaptive` (default " +
-        "there: `16:9`)",
-      default: "adaptive"
-    })),
+    resolution: optional(
+      oneOf("480p", "720p", "1080p").annotations({
+        description: "1.0 Lite I2V reference-image mode does not support `1080p`",
+        default: "720p"
+      })
+    ),
+    ratio: optional(
+      oneOf(...fixedRatios, "adaptive").annotations({
+        description: "`adaptive` matches the first frame; reference-image mode does not support `adaptive` (default " +
+          "there: `16:9`)",
+        default: "adaptive"
+      })
+    ),
     seed: optional(seed),
     camera_fixed: optional(boolean.annotations({
       description: "Not supported in reference-image mode",
@@ -184,24 +190,26 @@ export const Vendor1ImageToVideoRequest = GenerationRequest.make({
       const mode = "in reference-image mode (with reference_images)"
       if (input.image !== undefined) issues.push(issue(["input", "image"], `is not allowed ${mode}`))
       if (input.last_image !== undefined) issues.push(issue(["input", "last_image"], `is not allowed ${mode}`))
-      issues.push(...GenerationRequest.oneOfFor(body, "ratio", fixedRatios, "reference-image mode"))
+      for (const found of GenerationRequest.oneOfFor(body, "ratio", fixedRatios, "reference-image mode")) {
+        issues.push(found)
+      }
       if (input.camera_fixed === true) {
         issues.push(issue(["input", "camera_fixed"], "is not supported in reference-image mode"))
       }
       if (model === liteI2v) {
-        issues.push(
-          ...GenerationRequest.oneOfFor(body, "resolution", ["480p", "720p"], `model ${model} in reference-image mode`)
-        )
+        const mode = `model ${model} in reference-image mode`
+        for (const found of GenerationRequest.oneOfFor(body, "resolution", ["480p", "720p"], mode)) issues.push(found)
       }
     } else {
-      issues.push(...GenerationRequest.requiredFor(body, "image", "unless reference_images is given"))
+      for (const found of GenerationRequest.requiredFor(body, "image", "unless reference_images is given")) {
+        issues.push(found)
+      }
     }
-    issues.push(
-      ...heifRule(model, input.image, ["input", "image"]),
-      ...heifRule(model, input.last_image, ["input", "last_image"]),
-      ...(input.reference_images ?? []).flatMap((value, i) => heifRule(model, value, ["input", "reference_images", i]))
+    return issues.concat(
+      heifRule(model, input.image, ["input", "image"]),
+      heifRule(model, input.last_image, ["input", "last_image"]),
+      (input.reference_images ?? []).flatMap((value, i) => heifRule(model, value, ["input", "reference_images", i]))
     )
-    return issues
   },
   normalize: ({ input, model }) => {
     const referenceMode = input.reference_images !== undefined
@@ -228,14 +236,18 @@ export const Vendor1TextToVideoRequest = GenerationRequest.make({
   input: {
     prompt: describe(prompt(10_000), "Chinese and English; recommended max 500 characters (not enforced)"),
     duration,
-    resolution: optional(oneOf("480p", "720p", "1080p").annotations({
-      description: "Effective default: `720p` for 1.5 Pro and 1.0 Lite; `1080p` for 1.0 Pro and Pro Fast",
-      default: "720p"
-    })),
-    ratio: optional(oneOf(...fixedRatios, "adaptive").annotations({
-      description: "`adaptive` (auto-selects from the prompt) is available for 1.5 Pro only",
-      default: "16:9"
-    })),
+    resolution: optional(
+      oneOf("480p", "720p", "1080p").annotations({
+        description: "Effective default: `720p` for 1.5 Pro and 1.0 Lite; `1080p` for 1.0 Pro and Pro Fast",
+        default: "720p"
+      })
+    ),
+    ratio: optional(
+      oneOf(...fixedRatios, "adaptive").annotations({
+        description: "`adaptive` (auto-selects from the prompt) is available for 1.5 Pro only",
+        default: "16:9"
+      })
+    ),
     seed: optional(seed),
     camera_fixed: optional(boolean.annotations({ default: false })),
     watermark: optional(boolean.annotations({ default: false })),
@@ -245,10 +257,12 @@ export const Vendor1TextToVideoRequest = GenerationRequest.make({
     })),
     return_last_frame: optional(boolean.annotations({ description: "Return last frame as an image", default: false })),
     draft: optional(boolean.annotations({ description: "1.5 Pro only; faster, lower quality", default: false })),
-    service_tier: optional(oneOf("default", "flex").annotations({
-      description: "`default` (standard priority), `flex` (lower priority, may queue longer)",
-      default: "default"
-    }))
+    service_tier: optional(
+      oneOf("default", "flex").annotations({
+        description: "`default` (standard priority), `flex` (lower priority, may queue longer)",
+        default: "default"
+      })
+    )
   },
   rules: (body) => [
     ...GenerationRequest.onlyFor(body, "generate_audio", [pro15]),

@@ -45,14 +45,14 @@ export const vendor2 = Family.make({
   name: "vendor2",
   endpoints: [
     Family.endpoint("vendor2", "image-to-video", "video", "vendor2ImageToVideo", {
-            request: Vendor2ImageToVideoRequest,
+      request: Vendor2ImageToVideoRequest,
       example: () => ({ image: Family.samples.image }),
       outputs,
       estimateSeconds,
       inputMedia: () => InputMedia.images(InputMedia.commonImage, "image", "image_tail")
     }),
     Family.endpoint("vendor2", "text-to-video", "video", "vendor2TextToVideo", {
-            request: Vendor2TextToVideoRequest,
+      request: Vendor2TextToVideoRequest,
       example: () => ({ prompt: Family.samples.prompt }),
       outputs,
       estimateSeconds
@@ -62,7 +62,10 @@ export const vendor2 = Family.make({
     fields: { "vendor2-v3": Vendor2V3Prices, "vendor2-v2-6": Vendor2V26Prices },
     defaults: {
       "vendor2-v3": { perSecond: { std: 0.084, pro: 0.112 }, perSecondWithSound: { std: 0.126, pro: 0.168 } },
-      "vendor2-v2-6": { perVideo: { std: { "5": 0.21, "10": 0.42 }, pro: { "5": 0.35, "10": 0.70 } }, soundMultiplier: 2 }
+      "vendor2-v2-6": {
+        perVideo: { std: { "5": 0.21, "10": 0.42 }, pro: { "5": 0.35, "10": 0.70 } },
+        soundMultiplier: 2
+      }
     },
     price: (_endpoint, { input, model }, table) => {
       switch (model) {

@@ -133,7 +133,9 @@ const segmentRules = (body: Body): Array<Schema.FilterIssue> => {
     issues.push(issue(["input", "multi_prompt"], "requires multi_shot \"true\""))
   }
   if (input.multi_shot === "true") {
-    issues.push(...GenerationRequest.requiredFor(body, "multi_prompt", "when multi_shot is \"true\""))
+    for (const found of GenerationRequest.requiredFor(body, "multi_prompt", "when multi_shot is \"true\"")) {
+      issues.push(found)
+    }
   }
   if (segments === undefined) return issues
   segments.forEach((segment, i) => {
@@ -191,11 +193,13 @@ const rules = (body: Body): Array<Schema.FilterIssue> => {
     )
   }
   if (model === "vendor2-v3") {
-    issues.push(...GenerationRequest.integerFor(body, "duration", v3Duration.min, v3Duration.max))
+    for (const found of GenerationRequest.integerFor(body, "duration", v3Duration.min, v3Duration.max)) {
+      issues.push(found)
+    }
   } else {
-    issues.push(...numberOneOfFor(body, "duration", v26Durations))
+    for (const found of numberOneOfFor(body, "duration", v26Durations)) issues.push(found)
   }
-  issues.push(...segmentRules(body))
+  for (const found of segmentRules(body)) issues.push(found)
   if (input.voice_list !== undefined && (input.sound ?? "off") !== "on") {
     issues.push(issue(["input", "voice_list"], "requires sound \"on\""))
   }

@@ -19,7 +19,7 @@ export const vendor3 = Family.make({
   name: "vendor3",
   endpoints: [
     Family.endpoint("vendor3", "text-to-video", "video", "vendor3TextToVideo", {
-            request: Vendor3TextToVideoRequest,
+      request: Vendor3TextToVideoRequest,
       example: () => ({ prompt: Family.samples.prompt }),
       outputs: ({ input }) => [videoOf(input, { resolution: "720p", ratio: "16:9", seconds: 8 })],
       estimateSeconds: ({ model }) => model === "vendor3-3_fast" ? 45 : 90

@@ -40,13 +40,13 @@ export const vendor4 = Family.make({
   name: "vendor4",
   endpoints: [
     Family.endpoint("vendor4", "text-to-image", "image", "vendor4TextToImage", {
-            request: Requests.Vendor4TextToImageRequest,
+      request: Requests.Vendor4TextToImageRequest,
       example: () => ({ prompt: Family.samples.prompt }),
       outputs,
       estimateSeconds
     }),
     Family.endpoint("vendor4", "image-to-image", "image", "vendor4ImageToImage", {
-            request: Requests.Vendor4ImageToImageRequest,
+      request: Requests.Vendor4ImageToImageRequest,
       example: () => ({ prompt: "in watercolour", image: Family.samples.image }),
       outputs,
       estimateSeconds,

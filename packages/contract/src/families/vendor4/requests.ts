@@ -14,8 +14,8 @@ import { type ImageFormat, inspectImageDataUri, isDataUri } from "../../DataUri.
 import {
   boolean,
   describe,
-  type ImageRules,
   imageRef,
+  type ImageRules,
   integer,
   issue,
   list,
@@ -283,9 +283,11 @@ const sides = {
 /** The options both endpoints take after the size fields. */
 const options = {
   watermark: optional(boolean.annotations({ description: "Add a watermark to the image", default: true })),
-  optimize_prompt: optional(oneOf("standard", "fast").annotations({
-    description: "Prompt optimization mode: standard or fast on 4.0/4.5, standard only on 5.0; not on 3.0-t2i"
-  })),
+  optimize_prompt: optional(
+    oneOf("standard", "fast").annotations({
+      description: "Prompt optimization mode: standard or fast on 4.0/4.5, standard only on 5.0; not on 3.0-t2i"
+    })
+  ),
   output_format: optional(oneOf("png", "jpeg").annotations({ description: "Output image format; 5.0 only" })),
   web_search: optional(boolean.annotations({ description: "Real-time web search before generation; 5.0 only" }))
 }
@@ -315,17 +317,23 @@ export const Vendor4TextToImageRequest = GenerationRequest.make({
   models: [v50, v45, v40, v30],
   input: {
     prompt: promptField,
-    size: optional(sizeField(textToImagePresets).annotations({
-      description: sizeDescription,
-      default: "2K"
-    })),
+    size: optional(
+      sizeField(textToImagePresets).annotations({
+        description: sizeDescription,
+        default: "2K"
+      })
+    ),
     ...sides,
-    seed: optional(integer(-1, 2_147_483_647).annotations({
-      description: "Seed for reproducibility, -1 for random; 3.0-t2i only"
-    })),
-    guidance_scale: optional(number(1, 10).annotations({
-      description: "How closely the image follows the prompt; 3.0-t2i only"
-    })),
+    seed: optional(
+      integer(-1, 2_147_483_647).annotations({
+        description: "Seed for reproducibility, -1 for random; 3.0-t2i only"
+      })
+    ),
+    guidance_scale: optional(
+      number(1, 10).annotations({
+        description: "How closely the image follows the prompt; 3.0-t2i only"
+      })
+    ),
     ...options
   },
   rules: (body) => [
@@ -384,13 +392,15 @@ export const Vendor4ImageToImageRequest = GenerationRequest.make({
         description: `Up to 14 reference images, each a ${imageDescription}`
       })
     ),
-    size: optional(sizeField(imageToImagePresets).annotations({
-      description: "Output size: a preset (1K 1024x1024, 2K 2048x2048, 4K 4096x4096) or WxH pixels, within the " +
-        "model's rules. 5.0: 921,600 to 9,437,184 pixels (4K refused); 4.5: 3,686,400 to 16,777,216 pixels (1K " +
-        "refused); 4.0: 921,600 to 16,777,216 pixels; ratio 1:16 to 16:1; 128-aligned. Not together with " +
-        "width/height. Default 2K",
-      default: "2K"
-    })),
+    size: optional(
+      sizeField(imageToImagePresets).annotations({
+        description: "Output size: a preset (1K 1024x1024, 2K 2048x2048, 4K 4096x4096) or WxH pixels, within the " +
+          "model's rules. 5.0: 921,600 to 9,437,184 pixels (4K refused); 4.5: 3,686,400 to 16,777,216 pixels (1K " +
+          "refused); 4.0: 921,600 to 16,777,216 pixels; ratio 1:16 to 16:1; 128-aligned. Not together with " +
+          "width/height. Default 2K",
+        default: "2K"
+      })
+    ),
     ...sides,
     ...options
   },

@@ -15,7 +15,9 @@ import * as Requests from "./requests.js"
 /** vendor5 Q3 models: per second by resolution, plus the `off_peak` discount and the `is_rec` surcharge. */
 export const Vendor5Prices = Schema.Struct({
   perSecond: Pricing.perSecondBy(["540p", "720p", "1080p"]),
-  offPeakFactor: Pricing.DiscountFactor.annotations({ description: "Factor applied to the generation price with off_peak" }),
+  offPeakFactor: Pricing.DiscountFactor.annotations({
+    description: "Factor applied to the generation price with off_peak"
+  }),
   isRecCredits: Pricing.Credits.annotations({ description: "Credits added with is_rec" }),
   creditPrice: Pricing.Price.annotations({ description: "USD per credit" })
 }).annotations({ title: "Vendor5Prices" })
@@ -37,14 +39,14 @@ export const vendor5 = Family.make({
   name: "vendor5",
   endpoints: [
     Family.endpoint("vendor5", "image-to-video", "video", "vendor5ImageToVideo", {
-            request: Requests.Vendor5ImageToVideoRequest,
+      request: Requests.Vendor5ImageToVideoRequest,
       example: () => ({ images: [Family.samples.image] }),
       outputs,
       estimateSeconds,
       inputMedia: () => InputMedia.images(Requests.vendor5ImageRules, "images")
     }),
     Family.endpoint("vendor5", "text-to-video", "video", "vendor5TextToVideo", {
-            request: Requests.Vendor5TextToVideoRequest,
+      request: Requests.Vendor5TextToVideoRequest,
       example: () => ({ prompt: Family.samples.prompt }),
       outputs,
       estimateSeconds
@@ -55,11 +57,17 @@ export const vendor5 = Family.make({
     defaults: { "vendor5q3-pro": tier(0.07, 0.10, 0.16), "vendor5q3-turbo": tier(0.04, 0.06, 0.08) },
     price: (_endpoint, request, table) => {
       const { input, model } = request
-      if (model !== "vendor5q3-pro" && model !== "vendor5q3-turbo") return Pricing.unpriceable(model, "not a vendor5 model")
+      if (model !== "vendor5q3-pro" && model !== "vendor5q3-turbo") {
+        return Pricing.unpriceable(model, "not a vendor5 model")
+      }
       const entry = table[model]
       const generation = Pricing.bySecond(request, entry.perSecond, "720p", 5)
-      const discounted = Pricing.flag(input, "off_peak", false) ? Pricing.applyFactor(generation, entry.offPeakFactor) : generation
-      const recommendation = Pricing.flag(input, "is_rec", false) ? entry.isRecCredits * Pricing.micros(entry.creditPrice) : 0
+      const discounted = Pricing.flag(input, "off_peak", false)
+        ? Pricing.applyFactor(generation, entry.offPeakFactor)
+        : generation
+      const recommendation = Pricing.flag(input, "is_rec", false)
+        ? entry.isRecCredits * Pricing.micros(entry.creditPrice)
+        : 0
       return discounted + recommendation
     }
   }

@@ -32,7 +32,7 @@ export const vendor6 = Family.make({
   name: "vendor6",
   endpoints: [
     Family.endpoint("vendor6", "image-to-image", "image", "vendor6ImageToImage", {
-            request: Vendor6ImageToImageRequest,
+      request: Vendor6ImageToImageRequest,
       example: () => ({ prompt: Family.samples.prompt }),
       outputs: ({ input }) => [
         image(

@@ -20,7 +20,7 @@ export const vendor7 = Family.make({
   name: "vendor7",
   endpoints: [
     Family.endpoint("vendor7", "text-to-video", "video", "vendor7TextToVideo", {
-            request: Vendor7TextToVideoRequest,
+      request: Vendor7TextToVideoRequest,
       example: () => ({ prompt: Family.samples.prompt }),
       outputs: ({ input }) => [videoOf(input, { resolution: "720p", ratio: "16:9", seconds: 6 })],
       estimateSeconds: ({ input }) => 40 + 4 * seconds(input["duration"], 6)

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Schema } from "effect"
+import { defaults as defaultPrices, referenceSecondsPrice, vendor1 } from "../../../src/families/vendor1/index.js"
 import {
   Vendor1ImageToVideoRequest as ImageToVideo,
   Vendor1MultimodalVideoRequest as Multimodal,
   Vendor1TextToVideoRequest as TextToVideo
 } from "../../../src/families/vendor1/requests.js"
 import { describePrices, invalid, pngDataUri, priceOf, priceSample, valid } from "../../helpers.js"
-import { defaults as defaultPrices, referenceSecondsPrice, vendor1 } from "../../../src/families/vendor1/index.js"
 
 /** A minimal HEIF container (ftyp + meta/iprp/ipco/ispe) of the given pixel size, as a data URI. */
 const heifDataUri = (width: number, height: number, brand = "heic"): string => {
@@ -107,7 +107,11 @@ describe("vendor1/multimodal-video", () => {
   refusals(Multimodal, [
     ["missing prompt", { model, input: {} }, "input.prompt is required"],
     ["blank prompt", { model, input: { prompt: " " } }, "input.prompt: must be a non-empty string"],
-    ["long prompt", { model, input: { prompt: "x".repeat(5001) } }, "input.prompt: must be a non-empty string of at most 5000"],
+    [
+      "long prompt",
+      { model, input: { prompt: "x".repeat(5001) } },
+      "input.prompt: must be a non-empty string of at most 5000"
+    ],
     ["wrong model", { model: "vendor1-1-5-pro", input: { prompt: "p" } }, "model: must be one of vendor1-2"],
     ["first frame not a URL", { model, input: { prompt: "p", first_frame_url: "a.png" } }, "input.first_frame_url:"],
     [
@@ -150,12 +154,20 @@ describe("vendor1/multimodal-video", () => {
       { model, input: { prompt: "p", first_frame_url: img, reference_audio_urls: [] } },
       "input.reference_audio_urls: must contain 1 to 3 URLs"
     ],
-    ["generate_audio not boolean", { model, input: { prompt: "p", generate_audio: "yes" } }, "input.generate_audio: must be a boolean"],
+    [
+      "generate_audio not boolean",
+      { model, input: { prompt: "p", generate_audio: "yes" } },
+      "input.generate_audio: must be a boolean"
+    ],
     ["resolution", { model, input: { prompt: "p", resolution: "4k" } }, "input.resolution: must be one of \"480p\""],
     ["aspect_ratio", { model, input: { prompt: "p", aspect_ratio: "adaptive" } }, "input.aspect_ratio: must be one of"],
     ["duration 3", { model, input: { prompt: "p", duration: 3 } }, "input.duration: must be an integer from 4 to 15"],
     ["duration 16", { model, input: { prompt: "p", duration: 16 } }, "input.duration: must be an integer from 4 to 15"],
-    ["duration 5.5", { model, input: { prompt: "p", duration: 5.5 } }, "input.duration: must be an integer from 4 to 15"],
+    [
+      "duration 5.5",
+      { model, input: { prompt: "p", duration: 5.5 } },
+      "input.duration: must be an integer from 4 to 15"
+    ],
     ["duration string", { model, input: { prompt: "p", duration: "5" } }, "input.duration: must be an integer"],
     ["web_search", { model, input: { prompt: "p", web_search: 1 } }, "input.web_search: must be a boolean"],
     ["nsfw_checker", { model, input: { prompt: "p", nsfw_checker: null } }, "input.nsfw_checker: must be a boolean"],
@@ -183,10 +195,13 @@ describe("vendor1/image-to-video", () => {
     expect(out).toEqual({ model, input: { reference_images: [img], duration: 2, ...common, ratio: "16:9" } })
   })
 
-  it.each(["vendor1-1-5-pro", "vendor1-1-0-pro", "vendor1-1-0-lite-i2v"])("accepts first plus last frame on %s", (model) => {
-    const input = { image: img, last_image: img, duration: 5 }
-    expect(valid(ImageToVideo, { model, input }).input).toMatchObject(input)
-  })
+  it.each(["vendor1-1-5-pro", "vendor1-1-0-pro", "vendor1-1-0-lite-i2v"])(
+    "accepts first plus last frame on %s",
+    (model) => {
+      const input = { image: img, last_image: img, duration: 5 }
+      expect(valid(ImageToVideo, { model, input }).input).toMatchObject(input)
+    }
+  )
 
   it("keeps given values and accepts valid data URIs", () => {
     const input = {
@@ -229,57 +244,230 @@ describe("vendor1/image-to-video", () => {
   const pro = "vendor1-1-5-pro"
   const lite = "vendor1-1-0-lite-i2v"
   refusals(ImageToVideo, [
-    ["wrong model", { model: "vendor1-1-0-lite-t2v", input: { image: img, duration: 5 } }, "model: must be one of vendor1-1-5-pro, vendor1-1-0-pro, vendor1-1-0-pro-fast, vendor1-1-0-lite-i2v"],
+    [
+      "wrong model",
+      { model: "vendor1-1-0-lite-t2v", input: { image: img, duration: 5 } },
+      "model: must be one of vendor1-1-5-pro, vendor1-1-0-pro, vendor1-1-0-pro-fast, vendor1-1-0-lite-i2v"
+    ],
     ["missing duration", { model: pro, input: { image: img } }, "input.duration is required"],
-    ["missing image", { model: pro, input: { duration: 5 } }, "input.image: is required unless reference_images is given"],
-    ["duration 3 on 1.5 Pro", { model: pro, input: { image: img, duration: 3 } }, "input.duration: must be an integer from 4 to 12 for model vendor1-1-5-pro"],
-    ["duration 13 on 1.5 Pro", { model: pro, input: { image: img, duration: 13 } }, "input.duration: must be an integer from 2 to 12"],
-    ["duration 1 on 1.0 Pro", { model: "vendor1-1-0-pro", input: { image: img, duration: 1 } }, "input.duration: must be an integer from 2 to 12"],
-    ["duration 4.5", { model: "vendor1-1-0-pro", input: { image: img, duration: 4.5 } }, "input.duration: must be an integer"],
-    ["image not a URL", { model: pro, input: { image: "ftp://example.com/a.png", duration: 5 } }, "input.image: must be an absolute http(s) URL"],
-    ["private image URL", { model: pro, input: { image: "http://127.0.0.1/x.png", duration: 5 } }, "input.image: address 127.0.0.1 is not a public address"],
-    ["private last image URL", { model: pro, input: { image: img, last_image: "http://169.254.169.254/x.png", duration: 5 } }, "input.last_image: address 169.254.169.254"],
-    ["image too small", { model: pro, input: { image: pngDataUri(299, 400), duration: 5 } }, "input.image: image sides must be at least 300 px"],
-    ["image too large", { model: pro, input: { image: pngDataUri(6001, 4000), duration: 5 } }, "input.image: image sides must be at most 6000 px"],
-    ["image ratio too wide", { model: pro, input: { image: pngDataUri(2600, 1000), duration: 5 } }, "input.image: image width/height ratio must be at most 2.5"],
-    ["image ratio too tall", { model: pro, input: { image: pngDataUri(399, 1000), duration: 5 } }, "input.image: image width/height ratio must be at least 0.4"],
-    ["image format svg", { model: pro, input: { image: svgDataUri, duration: 5 } }, "input.image: image format must be one of jpeg, png, webp, bmp, tiff, gif, heic, heif"],
-    ["image not base64", { model: pro, input: { image: "data:image/png,abc", duration: 5 } }, "input.image: must be a base64 data URI"],
-    ["image not an image type", { model: pro, input: { image: "data:text/plain;base64,aGVsbG8=", duration: 5 } }, "input.image: data URI media type text/plain is not an image type"],
-    ["heic on 1.0 Pro", { model: "vendor1-1-0-pro", input: { image: heifDataUri(1024, 768), duration: 5 } }, "input.image: image format must be one of jpeg, png, webp, bmp, tiff, gif for model vendor1-1-0-pro"],
-    ["heic last image on 1.0 Lite", { model: lite, input: { image: img, last_image: heifDataUri(1024, 768), duration: 5 } }, "input.last_image: image format must be one of jpeg, png, webp, bmp, tiff, gif for model vendor1-1-0-lite-i2v"],
-    ["heic reference image", { model: lite, input: { reference_images: [img, heifDataUri(1024, 768)], duration: 5 } }, "input.reference_images[1]: image format must be one of jpeg, png, webp, bmp, tiff, gif for model vendor1-1-0-lite-i2v"],
-    ["last_image on Pro Fast", { model: "vendor1-1-0-pro-fast", input: { image: img, last_image: img, duration: 5 } }, "input.last_image: is not supported by model vendor1-1-0-pro-fast"],
-    ["last image too small", { model: pro, input: { image: img, last_image: pngDataUri(200, 200), duration: 5 } }, "input.last_image: image sides must be at least 300 px"],
-    ["reference_images on 1.5 Pro", { model: pro, input: { reference_images: [img], duration: 5 } }, "input.reference_images: is not supported by model vendor1-1-5-pro"],
-    ["reference_images on 1.0 Pro", { model: "vendor1-1-0-pro", input: { reference_images: [img], duration: 5 } }, "input.reference_images: is not supported by model vendor1-1-0-pro"],
-    ["5 reference images", { model: lite, input: { reference_images: [img, img, img, img, img], duration: 5 } }, "input.reference_images: must contain 1 to 4 images"],
-    ["empty reference images", { model: lite, input: { reference_images: [], duration: 5 } }, "input.reference_images: must contain 1 to 4 images"],
-    ["bad reference image", { model: lite, input: { reference_images: [img, pngDataUri(1000, 300)], duration: 5 } }, "input.reference_images[1]: image width/height ratio must be at most 2.5"],
-    ["private reference image", { model: lite, input: { reference_images: ["http://192.168.1.1/x.png"], duration: 5 } }, "input.reference_images[0]: address 192.168.1.1"],
-    ["image in reference mode", { model: lite, input: { image: img, reference_images: [img], duration: 5 } }, "input.image: is not allowed in reference-image mode"],
-    ["last_image in reference mode", { model: lite, input: { last_image: img, reference_images: [img], duration: 5 } }, "input.last_image: is not allowed in reference-image mode"],
-    ["adaptive in reference mode", { model: lite, input: { reference_images: [img], duration: 5, ratio: "adaptive" } }, "input.ratio: must be one of \"16:9\", \"4:3\", \"1:1\", \"3:4\", \"9:16\", \"21:9\" for reference-image mode"],
-    ["camera_fixed in reference mode", { model: lite, input: { reference_images: [img], duration: 5, camera_fixed: true } }, "input.camera_fixed: is not supported in reference-image mode"],
-    ["1080p in lite reference mode", { model: lite, input: { reference_images: [img], duration: 5, resolution: "1080p" } }, "input.resolution: must be one of \"480p\", \"720p\" for model vendor1-1-0-lite-i2v in reference-image mode"],
-    ["resolution", { model: pro, input: { image: img, duration: 5, resolution: "720" } }, "input.resolution: must be one of \"480p\", \"720p\", \"1080p\""],
+    [
+      "missing image",
+      { model: pro, input: { duration: 5 } },
+      "input.image: is required unless reference_images is given"
+    ],
+    [
+      "duration 3 on 1.5 Pro",
+      { model: pro, input: { image: img, duration: 3 } },
+      "input.duration: must be an integer from 4 to 12 for model vendor1-1-5-pro"
+    ],
+    [
+      "duration 13 on 1.5 Pro",
+      { model: pro, input: { image: img, duration: 13 } },
+      "input.duration: must be an integer from 2 to 12"
+    ],
+    [
+      "duration 1 on 1.0 Pro",
+      { model: "vendor1-1-0-pro", input: { image: img, duration: 1 } },
+      "input.duration: must be an integer from 2 to 12"
+    ],
+    [
+      "duration 4.5",
+      { model: "vendor1-1-0-pro", input: { image: img, duration: 4.5 } },
+      "input.duration: must be an integer"
+    ],
+    [
+      "image not a URL",
+      { model: pro, input: { image: "ftp://example.com/a.png", duration: 5 } },
+      "input.image: must be an absolute http(s) URL"
+    ],
+    [
+      "private image URL",
+      { model: pro, input: { image: "http://127.0.0.1/x.png", duration: 5 } },
+      "input.image: address 127.0.0.1 is not a public address"
+    ],
+    ["private last image URL", {
+      model: pro,
+      input: { image: img, last_image: "http://169.254.169.254/x.png", duration: 5 }
+    }, "input.last_image: address 169.254.169.254"],
+    [
+      "image too small",
+      { model: pro, input: { image: pngDataUri(299, 400), duration: 5 } },
+      "input.image: image sides must be at least 300 px"
+    ],
+    [
+      "image too large",
+      { model: pro, input: { image: pngDataUri(6001, 4000), duration: 5 } },
+      "input.image: image sides must be at most 6000 px"
+    ],
+    [
+      "image ratio too wide",
+      { model: pro, input: { image: pngDataUri(2600, 1000), duration: 5 } },
+      "input.image: image width/height ratio must be at most 2.5"
+    ],
+    [
+      "image ratio too tall",
+      { model: pro, input: { image: pngDataUri(399, 1000), duration: 5 } },
+      "input.image: image width/height ratio must be at least 0.4"
+    ],
+    [
+      "image format svg",
+      { model: pro, input: { image: svgDataUri, duration: 5 } },
+      "input.image: image format must be one of jpeg, png, webp, bmp, tiff, gif, heic, heif"
+    ],
+    [
+      "image not base64",
+      { model: pro, input: { image: "data:image/png,abc", duration: 5 } },
+      "input.image: must be a base64 data URI"
+    ],
+    [
+      "image not an image type",
+      { model: pro, input: { image: "data:text/plain;base64,aGVsbG8=", duration: 5 } },
+      "input.image: data URI media type text/plain is not an image type"
+    ],
+    [
+      "heic on 1.0 Pro",
+      { model: "vendor1-1-0-pro", input: { image: heifDataUri(1024, 768), duration: 5 } },
+      "input.image: image format must be one of jpeg, png, webp, bmp, tiff, gif for model vendor1-1-0-pro"
+    ],
+    ["heic last image on 1.0 Lite", {
+      model: lite,
+      input: { image: img, last_image: heifDataUri(1024, 768), duration: 5 }
+    }, "input.last_image: image format must be one of jpeg, png, webp, bmp, tiff, gif for model vendor1-1-0-lite-i2v"],
+    [
+      "heic reference image",
+      { model: lite, input: { reference_images: [img, heifDataUri(1024, 768)], duration: 5 } },
+      "input.reference_images[1]: image format must be one of jpeg, png, webp, bmp, tiff, gif for model vendor1-1-0-lite-i2v"
+    ],
+    [
+      "last_image on Pro Fast",
+      { model: "vendor1-1-0-pro-fast", input: { image: img, last_image: img, duration: 5 } },
+      "input.last_image: is not supported by model vendor1-1-0-pro-fast"
+    ],
+    [
+      "last image too small",
+      { model: pro, input: { image: img, last_image: pngDataUri(200, 200), duration: 5 } },
+      "input.last_image: image sides must be at least 300 px"
+    ],
+    [
+      "reference_images on 1.5 Pro",
+      { model: pro, input: { reference_images: [img], duration: 5 } },
+      "input.reference_images: is not supported by model vendor1-1-5-pro"
+    ],
+    [
+      "reference_images on 1.0 Pro",
+      { model: "vendor1-1-0-pro", input: { reference_images: [img], duration: 5 } },
+      "input.reference_images: is not supported by model vendor1-1-0-pro"
+    ],
+    [
+      "5 reference images",
+      { model: lite, input: { reference_images: [img, img, img, img, img], duration: 5 } },
+      "input.reference_images: must contain 1 to 4 images"
+    ],
+    [
+      "empty reference images",
+      { model: lite, input: { reference_images: [], duration: 5 } },
+      "input.reference_images: must contain 1 to 4 images"
+    ],
+    [
+      "bad reference image",
+      { model: lite, input: { reference_images: [img, pngDataUri(1000, 300)], duration: 5 } },
+      "input.reference_images[1]: image width/height ratio must be at most 2.5"
+    ],
+    [
+      "private reference image",
+      { model: lite, input: { reference_images: ["http://192.168.1.1/x.png"], duration: 5 } },
+      "input.reference_images[0]: address 192.168.1.1"
+    ],
+    [
+      "image in reference mode",
+      { model: lite, input: { image: img, reference_images: [img], duration: 5 } },
+      "input.image: is not allowed in reference-image mode"
+    ],
+    [
+      "last_image in reference mode",
+      { model: lite, input: { last_image: img, reference_images: [img], duration: 5 } },
+      "input.last_image: is not allowed in reference-image mode"
+    ],
+    [
+      "adaptive in reference mode",
+      { model: lite, input: { reference_images: [img], duration: 5, ratio: "adaptive" } },
+      "input.ratio: must be one of \"16:9\", \"4:3\", \"1:1\", \"3:4\", \"9:16\", \"21:9\" for reference-image mode"
+    ],
+    ["camera_fixed in reference mode", {
+      model: lite,
+      input: { reference_images: [img], duration: 5, camera_fixed: true }
+    }, "input.camera_fixed: is not supported in reference-image mode"],
+    ["1080p in lite reference mode", {
+      model: lite,
+      input: { reference_images: [img], duration: 5, resolution: "1080p" }
+    }, "input.resolution: must be one of \"480p\", \"720p\" for model vendor1-1-0-lite-i2v in reference-image mode"],
+    [
+      "resolution",
+      { model: pro, input: { image: img, duration: 5, resolution: "720" } },
+      "input.resolution: must be one of \"480p\", \"720p\", \"1080p\""
+    ],
     ["ratio", { model: pro, input: { image: img, duration: 5, ratio: "2:1" } }, "input.ratio: must be one of"],
-    ["seed -2", { model: pro, input: { image: img, duration: 5, seed: -2 } }, "input.seed: must be an integer from -1 to 4294967295"],
-    ["seed too large", { model: pro, input: { image: img, duration: 5, seed: 4_294_967_296 } }, "input.seed: must be an integer from -1 to 4294967295"],
+    [
+      "seed -2",
+      { model: pro, input: { image: img, duration: 5, seed: -2 } },
+      "input.seed: must be an integer from -1 to 4294967295"
+    ],
+    [
+      "seed too large",
+      { model: pro, input: { image: img, duration: 5, seed: 4_294_967_296 } },
+      "input.seed: must be an integer from -1 to 4294967295"
+    ],
     ["seed fraction", { model: pro, input: { image: img, duration: 5, seed: 1.5 } }, "input.seed: must be an integer"],
-    ["camera_fixed", { model: pro, input: { image: img, duration: 5, camera_fixed: "no" } }, "input.camera_fixed: must be a boolean"],
-    ["watermark", { model: pro, input: { image: img, duration: 5, watermark: 0 } }, "input.watermark: must be a boolean"],
-    ["generate_audio on 1.0 Pro", { model: "vendor1-1-0-pro", input: { image: img, duration: 5, generate_audio: true } }, "input.generate_audio: is not supported by model vendor1-1-0-pro"],
-    ["generate_audio on 1.0 Lite", { model: lite, input: { image: img, duration: 5, generate_audio: false } }, "input.generate_audio: is not supported by model vendor1-1-0-lite-i2v"],
-    ["return_last_frame", { model: pro, input: { image: img, duration: 5, return_last_frame: "true" } }, "input.return_last_frame: must be a boolean"],
-    ["prompt", { model: pro, input: { image: img, duration: 5, prompt: "x".repeat(10_001) } }, "input.prompt: must be a string of at most 10000 characters"],
-    ["unknown field", { model: pro, input: { image: img, duration: 5, draft: true } }, "input.draft: is not a known field"],
-    ["unknown top-level field", { model: pro, input: { image: img, duration: 5 }, callback: img }, "callback: is not a known field"]
+    [
+      "camera_fixed",
+      { model: pro, input: { image: img, duration: 5, camera_fixed: "no" } },
+      "input.camera_fixed: must be a boolean"
+    ],
+    [
+      "watermark",
+      { model: pro, input: { image: img, duration: 5, watermark: 0 } },
+      "input.watermark: must be a boolean"
+    ],
+    ["generate_audio on 1.0 Pro", {
+      model: "vendor1-1-0-pro",
+      input: { image: img, duration: 5, generate_audio: true }
+    }, "input.generate_audio: is not supported by model vendor1-1-0-pro"],
+    [
+      "generate_audio on 1.0 Lite",
+      { model: lite, input: { image: img, duration: 5, generate_audio: false } },
+      "input.generate_audio: is not supported by model vendor1-1-0-lite-i2v"
+    ],
+    [
+      "return_last_frame",
+      { model: pro, input: { image: img, duration: 5, return_last_frame: "true" } },
+      "input.return_last_frame: must be a boolean"
+    ],
+    [
+      "prompt",
+      { model: pro, input: { image: img, duration: 5, prompt: "x".repeat(10_001) } },
+      "input.prompt: must be a string of at most 10000 characters"
+    ],
+    [
+      "unknown field",
+      { model: pro, input: { image: img, duration: 5, draft: true } },
+      "input.draft: is not a known field"
+    ],
+    [
+      "unknown top-level field",
+      { model: pro, input: { image: img, duration: 5 }, callback: img },
+      "callback: is not a known field"
+    ]
   ])
 })
 
 describe("vendor1/text-to-video", () => {
-  const common = { ratio: "16:9", camera_fixed: false, watermark: false, return_last_frame: false, service_tier: "default" }
+  const common = {
+    ratio: "16:9",
+    camera_fixed: false,
+    watermark: false,
+    return_last_frame: false,
+    service_tier: "default"
+  }
 
   it.each([
     ["vendor1-1-5-pro", 4, { resolution: "720p", generate_audio: true, draft: false }],
@@ -320,33 +508,119 @@ describe("vendor1/text-to-video", () => {
 
   const pro = "vendor1-1-5-pro"
   refusals(TextToVideo, [
-    ["wrong model", { model: "vendor1-1-0-lite-i2v", input: { prompt: "p", duration: 5 } }, "model: must be one of vendor1-1-5-pro, vendor1-1-0-pro, vendor1-1-0-pro-fast, vendor1-1-0-lite-t2v"],
+    [
+      "wrong model",
+      { model: "vendor1-1-0-lite-i2v", input: { prompt: "p", duration: 5 } },
+      "model: must be one of vendor1-1-5-pro, vendor1-1-0-pro, vendor1-1-0-pro-fast, vendor1-1-0-lite-t2v"
+    ],
     ["missing prompt", { model: pro, input: { duration: 5 } }, "input.prompt is required"],
     ["blank prompt", { model: pro, input: { prompt: "", duration: 5 } }, "input.prompt: must be a non-empty string"],
-    ["prompt too long", { model: pro, input: { prompt: "x".repeat(10_001), duration: 5 } }, "input.prompt: must be a non-empty string of at most 10000 characters"],
+    [
+      "prompt too long",
+      { model: pro, input: { prompt: "x".repeat(10_001), duration: 5 } },
+      "input.prompt: must be a non-empty string of at most 10000 characters"
+    ],
     ["missing duration", { model: pro, input: { prompt: "p" } }, "input.duration is required"],
-    ["duration 3 on 1.5 Pro", { model: pro, input: { prompt: "p", duration: 3 } }, "input.duration: must be an integer from 4 to 12 for model vendor1-1-5-pro"],
-    ["duration 1 on Lite", { model: "vendor1-1-0-lite-t2v", input: { prompt: "p", duration: 1 } }, "input.duration: must be an integer from 2 to 12"],
-    ["duration 13 on 1.0 Pro", { model: "vendor1-1-0-pro", input: { prompt: "p", duration: 13 } }, "input.duration: must be an integer from 2 to 12"],
-    ["duration fraction", { model: "vendor1-1-0-pro", input: { prompt: "p", duration: 2.5 } }, "input.duration: must be an integer"],
-    ["resolution", { model: pro, input: { prompt: "p", duration: 5, resolution: "2k" } }, "input.resolution: must be one of"],
+    [
+      "duration 3 on 1.5 Pro",
+      { model: pro, input: { prompt: "p", duration: 3 } },
+      "input.duration: must be an integer from 4 to 12 for model vendor1-1-5-pro"
+    ],
+    [
+      "duration 1 on Lite",
+      { model: "vendor1-1-0-lite-t2v", input: { prompt: "p", duration: 1 } },
+      "input.duration: must be an integer from 2 to 12"
+    ],
+    [
+      "duration 13 on 1.0 Pro",
+      { model: "vendor1-1-0-pro", input: { prompt: "p", duration: 13 } },
+      "input.duration: must be an integer from 2 to 12"
+    ],
+    [
+      "duration fraction",
+      { model: "vendor1-1-0-pro", input: { prompt: "p", duration: 2.5 } },
+      "input.duration: must be an integer"
+    ],
+    [
+      "resolution",
+      { model: pro, input: { prompt: "p", duration: 5, resolution: "2k" } },
+      "input.resolution: must be one of"
+    ],
     ["ratio", { model: pro, input: { prompt: "p", duration: 5, ratio: "5:4" } }, "input.ratio: must be one of"],
-    ["adaptive on 1.0 Pro", { model: "vendor1-1-0-pro", input: { prompt: "p", duration: 5, ratio: "adaptive" } }, "input.ratio: must be one of \"16:9\", \"4:3\", \"1:1\", \"3:4\", \"9:16\", \"21:9\" for model vendor1-1-0-pro"],
-    ["adaptive on Lite", { model: "vendor1-1-0-lite-t2v", input: { prompt: "p", duration: 5, ratio: "adaptive" } }, "input.ratio: must be one of \"16:9\", \"4:3\", \"1:1\", \"3:4\", \"9:16\", \"21:9\" for model vendor1-1-0-lite-t2v"],
-    ["seed -2", { model: pro, input: { prompt: "p", duration: 5, seed: -2 } }, "input.seed: must be an integer from -1 to 4294967295"],
-    ["seed too large", { model: pro, input: { prompt: "p", duration: 5, seed: 4_294_967_296 } }, "input.seed: must be an integer from -1 to 4294967295"],
+    [
+      "adaptive on 1.0 Pro",
+      { model: "vendor1-1-0-pro", input: { prompt: "p", duration: 5, ratio: "adaptive" } },
+      "input.ratio: must be one of \"16:9\", \"4:3\", \"1:1\", \"3:4\", \"9:16\", \"21:9\" for model vendor1-1-0-pro"
+    ],
+    [
+      "adaptive on Lite",
+      { model: "vendor1-1-0-lite-t2v", input: { prompt: "p", duration: 5, ratio: "adaptive" } },
+      "input.ratio: must be one of \"16:9\", \"4:3\", \"1:1\", \"3:4\", \"9:16\", \"21:9\" for model vendor1-1-0-lite-t2v"
+    ],
+    [
+      "seed -2",
+      { model: pro, input: { prompt: "p", duration: 5, seed: -2 } },
+      "input.seed: must be an integer from -1 to 4294967295"
+    ],
+    [
+      "seed too large",
+      { model: pro, input: { prompt: "p", duration: 5, seed: 4_294_967_296 } },
+      "input.seed: must be an integer from -1 to 4294967295"
+    ],
     ["seed fraction", { model: pro, input: { prompt: "p", duration: 5, seed: 0.5 } }, "input.seed: must be an integer"],
-    ["camera_fixed", { model: pro, input: { prompt: "p", duration: 5, camera_fixed: "true" } }, "input.camera_fixed: must be a boolean"],
-    ["watermark", { model: pro, input: { prompt: "p", duration: 5, watermark: null } }, "input.watermark: must be a boolean"],
-    ["generate_audio on 1.0 Pro", { model: "vendor1-1-0-pro", input: { prompt: "p", duration: 5, generate_audio: true } }, "input.generate_audio: is not supported by model vendor1-1-0-pro"],
-    ["generate_audio on Pro Fast", { model: "vendor1-1-0-pro-fast", input: { prompt: "p", duration: 5, generate_audio: false } }, "input.generate_audio: is not supported by model vendor1-1-0-pro-fast"],
-    ["return_last_frame", { model: pro, input: { prompt: "p", duration: 5, return_last_frame: 1 } }, "input.return_last_frame: must be a boolean"],
-    ["draft on 1.0 Pro", { model: "vendor1-1-0-pro", input: { prompt: "p", duration: 5, draft: true } }, "input.draft: is not supported by model vendor1-1-0-pro"],
-    ["draft on Lite", { model: "vendor1-1-0-lite-t2v", input: { prompt: "p", duration: 5, draft: false } }, "input.draft: is not supported by model vendor1-1-0-lite-t2v"],
-    ["draft not boolean", { model: pro, input: { prompt: "p", duration: 5, draft: "yes" } }, "input.draft: must be a boolean"],
-    ["service_tier", { model: pro, input: { prompt: "p", duration: 5, service_tier: "priority" } }, "input.service_tier: must be one of \"default\", \"flex\""],
-    ["unknown field", { model: pro, input: { prompt: "p", duration: 5, image: img } }, "input.image: is not a known field"],
-    ["unknown top-level field", { model: pro, input: { prompt: "p", duration: 5 }, extra: true }, "extra: is not a known field"],
+    [
+      "camera_fixed",
+      { model: pro, input: { prompt: "p", duration: 5, camera_fixed: "true" } },
+      "input.camera_fixed: must be a boolean"
+    ],
+    [
+      "watermark",
+      { model: pro, input: { prompt: "p", duration: 5, watermark: null } },
+      "input.watermark: must be a boolean"
+    ],
+    ["generate_audio on 1.0 Pro", {
+      model: "vendor1-1-0-pro",
+      input: { prompt: "p", duration: 5, generate_audio: true }
+    }, "input.generate_audio: is not supported by model vendor1-1-0-pro"],
+    ["generate_audio on Pro Fast", {
+      model: "vendor1-1-0-pro-fast",
+      input: { prompt: "p", duration: 5, generate_audio: false }
+    }, "input.generate_audio: is not supported by model vendor1-1-0-pro-fast"],
+    [
+      "return_last_frame",
+      { model: pro, input: { prompt: "p", duration: 5, return_last_frame: 1 } },
+      "input.return_last_frame: must be a boolean"
+    ],
+    [
+      "draft on 1.0 Pro",
+      { model: "vendor1-1-0-pro", input: { prompt: "p", duration: 5, draft: true } },
+      "input.draft: is not supported by model vendor1-1-0-pro"
+    ],
+    [
+      "draft on Lite",
+      { model: "vendor1-1-0-lite-t2v", input: { prompt: "p", duration: 5, draft: false } },
+      "input.draft: is not supported by model vendor1-1-0-lite-t2v"
+    ],
+    [
+      "draft not boolean",
+      { model: pro, input: { prompt: "p", duration: 5, draft: "yes" } },
+      "input.draft: must be a boolean"
+    ],
+    [
+      "service_tier",
+      { model: pro, input: { prompt: "p", duration: 5, service_tier: "priority" } },
+      "input.service_tier: must be one of \"default\", \"flex\""
+    ],
+    [
+      "unknown field",
+      { model: pro, input: { prompt: "p", duration: 5, image: img } },
+      "input.image: is not a known field"
+    ],
+    [
+      "unknown top-level field",
+      { model: pro, input: { prompt: "p", duration: 5 }, extra: true },
+      "extra: is not a known field"
+    ],
     ["input not an object", { model: pro, input: [] }, "input: must be an object"],
     ["missing input", { model: pro }, "input is required"]
   ])
@@ -359,7 +633,13 @@ describe("vendor1/text-to-video", () => {
     ["vendor1-2 480p 5 s", "vendor1/multimodal-video", "vendor1-2", { prompt, resolution: "480p" }, 475_000],
     ["vendor1-2 720p 5 s (defaults)", "vendor1/multimodal-video", "vendor1-2", { prompt }, 1_025_000],
     ["vendor1-2 1080p 5 s", "vendor1/multimodal-video", "vendor1-2", { prompt, resolution: "1080p" }, 2_550_000],
-    ["vendor1-2 480p 4 s", "vendor1/multimodal-video", "vendor1-2", { prompt, resolution: "480p", duration: 4 }, 380_000],
+    [
+      "vendor1-2 480p 4 s",
+      "vendor1/multimodal-video",
+      "vendor1-2",
+      { prompt, resolution: "480p", duration: 4 },
+      380_000
+    ],
     [
       "vendor1-2 1080p 15 s",
       "vendor1/multimodal-video",
@@ -543,7 +823,13 @@ describe("vendor1/text-to-video", () => {
       { prompt, duration: 12, resolution: "480p" },
       204_000
     ],
-    ["Lite T2V 720p 12 s (default)", "vendor1/text-to-video", "vendor1-1-0-lite-t2v", { prompt, duration: 12 }, 468_000],
+    [
+      "Lite T2V 720p 12 s (default)",
+      "vendor1/text-to-video",
+      "vendor1-1-0-lite-t2v",
+      { prompt, duration: 12 },
+      468_000
+    ],
     [
       "Lite T2V 1080p 12 s",
       "vendor1/text-to-video",
@@ -555,15 +841,17 @@ describe("vendor1/text-to-video", () => {
 }
 
 describe("referenceSecondsPrice: the reference seconds of vendor1-2", () => {
-  it.each([
-    ["480p", 3, 172_500],
-    ["720p", 8, 1_000_000],
-    ["1080p", 2.5, 775_000],
-    ["480p", 1.001, 57_558], // 0.0575 × 1.001 = 0.0575575 USD, half up to the micro-dollar
-    ["720p", 0.0004, 0], // below a millisecond
-    ["1080p", 0, 0],
-    ["1080p", -3, 0]
-  ] as const)("%s × %s s = %s micro-dollars", (resolution, seconds, micros) => {
+  it.each(
+    [
+      ["480p", 3, 172_500],
+      ["720p", 8, 1_000_000],
+      ["1080p", 2.5, 775_000],
+      ["480p", 1.001, 57_558], // 0.0575 × 1.001 = 0.0575575 USD, half up to the micro-dollar
+      ["720p", 0.0004, 0], // below a millisecond
+      ["1080p", 0, 0],
+      ["1080p", -3, 0]
+    ] as const
+  )("%s × %s s = %s micro-dollars", (resolution, seconds, micros) => {
     expect(referenceSecondsPrice(resolution, seconds)).toBe(micros)
   })
 

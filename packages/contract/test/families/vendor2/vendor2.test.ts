@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
+import { vendor2 } from "../../../src/families/vendor2/index.js"
 import {
   Vendor2ImageToVideoRequest as ImageToVideo,
   Vendor2TextToVideoRequest as TextToVideo
 } from "../../../src/families/vendor2/requests.js"
 import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../helpers.js"
-import { vendor2 } from "../../../src/families/vendor2/index.js"
 
 const image = "https://example.com/start.png"
 const tail = "https://example.com/end.png"
@@ -96,8 +96,14 @@ describe("vendor2/image-to-video", () => {
     [{ model: "vendor2-v3", input: { image, duration: 16 } }, "input.duration: must be an integer from 3 to 15"],
     [{ model: "vendor2-v3", input: { image, duration: 5.5 } }, "input.duration: must be an integer from 3 to 15"],
     [{ model: "vendor2-v3", input: { image, duration: "5" } }, "input.duration: must be an integer from 3 to 15"],
-    [{ model: "vendor2-v2-6", input: { image, duration: 7 } }, "input.duration: must be 5 or 10 for model vendor2-v2-6"],
-    [{ model: "vendor2-v2-6", input: { image, duration: 15 } }, "input.duration: must be 5 or 10 for model vendor2-v2-6"],
+    [
+      { model: "vendor2-v2-6", input: { image, duration: 7 } },
+      "input.duration: must be 5 or 10 for model vendor2-v2-6"
+    ],
+    [
+      { model: "vendor2-v2-6", input: { image, duration: 15 } },
+      "input.duration: must be 5 or 10 for model vendor2-v2-6"
+    ],
     // aspect_ratio, mode, sound
     [{ model: "vendor2-v3", input: { image, aspect_ratio: "4:3" } }, "input.aspect_ratio: must be one of \"16:9\""],
     [{ model: "vendor2-v3", input: { image, mode: "max" } }, "input.mode: must be one of \"std\", \"pro\""],
@@ -118,7 +124,10 @@ describe("vendor2/image-to-video", () => {
       { model: "vendor2-v2-6", input: { image, multi_prompt: segments } },
       "input.multi_prompt: is not supported by model vendor2-v2-6"
     ],
-    [{ model: "vendor2-v3", input: { image, multi_prompt: segments } }, "input.multi_prompt: requires multi_shot \"true\""],
+    [
+      { model: "vendor2-v3", input: { image, multi_prompt: segments } },
+      "input.multi_prompt: requires multi_shot \"true\""
+    ],
     [
       { model: "vendor2-v3", input: { image, multi_shot: "intelligence", multi_prompt: segments } },
       "input.multi_prompt: requires multi_shot \"true\""
@@ -127,7 +136,10 @@ describe("vendor2/image-to-video", () => {
       { model: "vendor2-v3", input: { image, multi_shot: "true" } },
       "input.multi_prompt: is required when multi_shot is \"true\""
     ],
-    [{ model: "vendor2-v3", input: { image, multi_shot: "true", multi_prompt: [] } }, "input.multi_prompt: must contain 1 to 6"],
+    [
+      { model: "vendor2-v3", input: { image, multi_shot: "true", multi_prompt: [] } },
+      "input.multi_prompt: must contain 1 to 6"
+    ],
     [
       {
         model: "vendor2-v3",
@@ -139,7 +151,10 @@ describe("vendor2/image-to-video", () => {
       },
       "input.multi_prompt: must contain 1 to 6 segments"
     ],
-    [{ model: "vendor2-v3", input: { image, multi_shot: "true", multi_prompt: "p" } }, "input.multi_prompt: must be an array"],
+    [
+      { model: "vendor2-v3", input: { image, multi_shot: "true", multi_prompt: "p" } },
+      "input.multi_prompt: must be an array"
+    ],
     [
       { model: "vendor2-v3", input: { image, multi_shot: "true", multi_prompt: ["p"] } },
       "input.multi_prompt[0]: must be an object"
@@ -179,15 +194,24 @@ describe("vendor2/image-to-video", () => {
       "input.multi_prompt[0].prompt: must be a non-empty string"
     ],
     [
-      { model: "vendor2-v3", input: { image, multi_shot: "true", multi_prompt: [{ index: 1, prompt: "p", duration: 2.5 }] } },
+      {
+        model: "vendor2-v3",
+        input: { image, multi_shot: "true", multi_prompt: [{ index: 1, prompt: "p", duration: 2.5 }] }
+      },
       "input.multi_prompt[0].duration: must be an integer from 1 to 15"
     ],
     [
-      { model: "vendor2-v3", input: { image, multi_shot: "true", multi_prompt: [{ index: 1, prompt: "p", duration: 0 }] } },
+      {
+        model: "vendor2-v3",
+        input: { image, multi_shot: "true", multi_prompt: [{ index: 1, prompt: "p", duration: 0 }] }
+      },
       "input.multi_prompt[0].duration: must be an integer from 1 to 15"
     ],
     [
-      { model: "vendor2-v3", input: { image, multi_shot: "true", multi_prompt: [{ index: 1, prompt: "p", camera: "pan" }] } },
+      {
+        model: "vendor2-v3",
+        input: { image, multi_shot: "true", multi_prompt: [{ index: 1, prompt: "p", camera: "pan" }] }
+      },
       "input.multi_prompt[0].camera: is not a known field"
     ],
     [
@@ -259,7 +283,10 @@ describe("vendor2/image-to-video", () => {
       { model: "vendor2-v2-6", input: { image, sound: "off", voice_list: [{ voice_id: "v", text: "hi" }] } },
       "input.voice_list: requires sound \"on\""
     ],
-    [{ model: "vendor2-v3", input: { image, sound: "on", voice_list: [] } }, "input.voice_list: must contain 1 to 10 voices"],
+    [
+      { model: "vendor2-v3", input: { image, sound: "on", voice_list: [] } },
+      "input.voice_list: must contain 1 to 10 voices"
+    ],
     [
       {
         model: "vendor2-v3",
@@ -267,12 +294,18 @@ describe("vendor2/image-to-video", () => {
       },
       "input.voice_list: must contain 1 to 10 voices"
     ],
-    [{ model: "vendor2-v3", input: { image, sound: "on", voice_list: [{ text: "t" }] } }, "input.voice_list[0].voice_id is required"],
+    [
+      { model: "vendor2-v3", input: { image, sound: "on", voice_list: [{ text: "t" }] } },
+      "input.voice_list[0].voice_id is required"
+    ],
     [
       { model: "vendor2-v3", input: { image, sound: "on", voice_list: [{ voice_id: "", text: "t" }] } },
       "input.voice_list[0].voice_id: must be a string of 1 to 200 characters"
     ],
-    [{ model: "vendor2-v3", input: { image, sound: "on", voice_list: [{ voice_id: "v" }] } }, "input.voice_list[0].text is required"],
+    [
+      { model: "vendor2-v3", input: { image, sound: "on", voice_list: [{ voice_id: "v" }] } },
+      "input.voice_list[0].text is required"
+    ],
     [
       { model: "vendor2-v3", input: { image, sound: "on", voice_list: [{ voice_id: "v", text: " " }] } },
       "input.voice_list[0].text: must be a non-empty string"
@@ -316,7 +349,10 @@ describe("vendor2/text-to-video", () => {
     [{ model: "vendor2-v3", input: { prompt: "p", colour: "red" } }, "input.colour: is not a known field"],
     [{ model: "vendor2-v3", input: { prompt: "p" }, extra: 1 }, "extra: is not a known field"],
     [{ model: "vendor2-v3", input: { prompt: "p", duration: 20 } }, "input.duration: must be an integer from 3 to 15"],
-    [{ model: "vendor2-v2-6", input: { prompt: "p", duration: 3 } }, "input.duration: must be 5 or 10 for model vendor2-v2-6"],
+    [
+      { model: "vendor2-v2-6", input: { prompt: "p", duration: 3 } },
+      "input.duration: must be 5 or 10 for model vendor2-v2-6"
+    ],
     [{ model: "vendor2-v3", input: { prompt: "p", aspect_ratio: "21:9" } }, "input.aspect_ratio: must be one of"],
     [{ model: "vendor2-v3", input: { prompt: "p", mode: "fast" } }, "input.mode: must be one of"],
     [{ model: "vendor2-v3", input: { prompt: "p", sound: "loud" } }, "input.sound: must be one of"],
@@ -329,7 +365,10 @@ describe("vendor2/text-to-video", () => {
       "input.element_list: is not supported by model vendor2-v2-6"
     ],
     [{ model: "vendor2-v3", input: { prompt: "p", multi_shot: "true" } }, "input.multi_prompt: is required when"],
-    [{ model: "vendor2-v3", input: { prompt: "p", multi_prompt: segments } }, "input.multi_prompt: requires multi_shot"],
+    [
+      { model: "vendor2-v3", input: { prompt: "p", multi_prompt: segments } },
+      "input.multi_prompt: requires multi_shot"
+    ],
     [
       { model: "vendor2-v3", input: { prompt: "p", duration: 5, multi_shot: "true", multi_prompt: segments } },
       "input.multi_prompt: segment durations must sum to duration (5 s), got 10 s"
@@ -342,7 +381,10 @@ describe("vendor2/text-to-video", () => {
       "input.multi_prompt[1].index: must be 2 (indexes are consecutive from 1)"
     ],
     [
-      { model: "vendor2-v3", input: { prompt: "p", multi_shot: "true", multi_prompt: [{ index: 1, prompt: "a", x: 1 }] } },
+      {
+        model: "vendor2-v3",
+        input: { prompt: "p", multi_shot: "true", multi_prompt: [{ index: 1, prompt: "a", x: 1 }] }
+      },
       "input.multi_prompt[0].x: is not a known field"
     ],
     [

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
+import { vendor3 } from "../../../src/families/vendor3/index.js"
 import { Vendor3TextToVideoRequest as Request } from "../../../src/families/vendor3/requests.js"
 import { describePrices, invalid, priceSample, valid } from "../../helpers.js"
-import { vendor3 } from "../../../src/families/vendor3/index.js"
 
 describe("vendor3/text-to-video", () => {
   it.each(["vendor3-3", "vendor3-3_fast"])("accepts a minimal request for %s and fills defaults", (model) => {
@@ -21,7 +21,10 @@ describe("vendor3/text-to-video", () => {
     [{ model: "vendor3-3", input: { prompt: "p", seed: 9999 } }, "input.seed: must be an integer from 10000 to 99999"],
     [{ model: "vendor3-3", input: { prompt: "p", seed: 100_000 } }, "input.seed: must be an integer"],
     [{ model: "vendor3-3", input: { prompt: "p", seed: 12345.5 } }, "input.seed: must be an integer"],
-    [{ model: "vendor3-3", input: { prompt: "p", enable_translation: "yes" } }, "input.enable_translation: must be a boolean"],
+    [
+      { model: "vendor3-3", input: { prompt: "p", enable_translation: "yes" } },
+      "input.enable_translation: must be a boolean"
+    ],
     [{ model: "vendor3-3", input: { prompt: "p", colour: "red" } }, "input.colour: is not a known field"],
     [{ model: "vendor3-3", input: { prompt: "p" }, extra: 1 }, "extra: is not a known field"],
     [{ model: "vendor3-3", input: { prompt: "   " } }, "input.prompt: must be a non-empty string"],

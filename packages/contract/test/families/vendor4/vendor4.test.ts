@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { vendor4 } from "../../../src/families/vendor4/index.js"
 import {
   Vendor4ImageToImageRequest as ImageToImage,
   type Vendor4Model,
@@ -6,7 +7,6 @@ import {
   Vendor4TextToImageRequest as TextToImage
 } from "../../../src/families/vendor4/requests.js"
 import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../helpers.js"
-import { vendor4 } from "../../../src/families/vendor4/index.js"
 
 const v50 = "vendor4-5-0-lite"
 const v45 = "vendor4-4-5"
@@ -291,7 +291,11 @@ describe("vendor4/image-to-image", () => {
     [v40, { size: "1088x1024" }, "input.size: width and height must be multiples of 128 for model vendor4-4-0"],
     [v40, { size: "896x1024" }, "input.size: total pixels must be from 921,600 to 16,777,216 for model vendor4-4-0"],
     [v45, { size: "1920x1792" }, "input.size: total pixels must be from 3,686,400 to 16,777,216 for model vendor4-4-5"],
-    [v50, { size: "3072x3200" }, "input.size: total pixels must be from 921,600 to 9,437,184 for model vendor4-5-0-lite"],
+    [
+      v50,
+      { size: "3072x3200" },
+      "input.size: total pixels must be from 921,600 to 9,437,184 for model vendor4-5-0-lite"
+    ],
     [v50, { size: "4352x256" }, "input.size: width/height ratio must be from 1:16 to 16:1 for model vendor4-5-0-lite"],
     [v40, { width: 4352, height: 256 }, "input.width: width/height ratio must be from 1:16 to 16:1"],
     [v40, { width: 2048, height: 1088 }, "input.height: width and height must be multiples of 128"],
@@ -350,7 +354,11 @@ describe("vendor4/image-to-image", () => {
 
   it.each([
     [v45, Array.from({ length: 15 }, () => url), "input.images: must contain at most 14 images"],
-    [v50, [url, url, gifDataUri(10, 10)], "input.images[2]: image format must be one of jpeg, png for model vendor4-5-0-lite"],
+    [
+      v50,
+      [url, url, gifDataUri(10, 10)],
+      "input.images[2]: image format must be one of jpeg, png for model vendor4-5-0-lite"
+    ],
     [v40, [pngDataUri(6001, 6001)], "input.images[0]: image sides must be at most 6000 px"],
     [v40, [url, svgDataUri], "input.images[1]: image format must be one of jpeg, png, webp, bmp, tiff, gif"],
     [v40, ["not a url"], "input.images[0]: must be an absolute http(s) URL"],
@@ -390,7 +398,10 @@ describe("vendor4/image-to-image", () => {
   it.each([
     [{ model: v40, input: { image: url } }, "input.prompt is required"],
     [{ model: v40, input: { prompt: "p" } }, "input.image is required"],
-    [{ model: v30, input: { prompt: "p", image: url } }, "model: must be one of vendor4-5-0-lite, vendor4-4-5, vendor4-4-0"]
+    [
+      { model: v30, input: { prompt: "p", image: url } },
+      "model: must be one of vendor4-5-0-lite, vendor4-4-5, vendor4-4-0"
+    ]
   ])("refuses %j", (body, message) => {
     invalid(ImageToImage, body, pathOf(message), message)
   })

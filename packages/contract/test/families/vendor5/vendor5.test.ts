@@ -1,12 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Vendor5ImageToVideoRequest as ImageToVideo, Vendor5TextToVideoRequest as TextToVideo } from "../../../src/families/vendor5/requests.js"
-import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../helpers.js"
 import { vendor5 } from "../../../src/families/vendor5/index.js"
+import {
+  Vendor5ImageToVideoRequest as ImageToVideo,
+  Vendor5TextToVideoRequest as TextToVideo
+} from "../../../src/families/vendor5/requests.js"
+import { describePrices, invalid, pngDataUri, priceSample, valid } from "../../helpers.js"
 
 const models = ["vendor5q3-pro", "vendor5q3-turbo"]
 
 /** Local helpers: data URIs of other formats (the shared helper only makes PNGs). */
-const dataUri = (type: string, bytes: Uint8Array) => `data:image/${type};base64,${Buffer.from(bytes).toString("base64")}`
+const dataUri = (type: string, bytes: Uint8Array) =>
+  `data:image/${type};base64,${Buffer.from(bytes).toString("base64")}`
 const jpegDataUri = (width: number, height: number) =>
   dataUri(
     "jpeg",
@@ -86,7 +90,10 @@ describe("vendor5/image-to-video", () => {
       .toEqual([uri])
   })
 
-  const body = (input: Record<string, unknown>, model = "vendor5q3-pro") => ({ model, input: { images: [image], ...input } })
+  const body = (input: Record<string, unknown>, model = "vendor5q3-pro") => ({
+    model,
+    input: { images: [image], ...input }
+  })
 
   it.each([
     [{ model: "vendor5q3-pro", input: {} }, "input.images is required"],
@@ -114,7 +121,10 @@ describe("vendor5/image-to-video", () => {
     [body({ is_rec: 1 }), "input.is_rec: must be a boolean"],
     [body({ bgm: true }), "input.bgm: is not supported by model vendor5q3-pro"],
     [body({ bgm: false }, "vendor5q3-turbo"), "input.bgm: is not supported by model vendor5q3-turbo"],
-    [body({ movement_amplitude: "huge" }), `input.movement_amplitude: must be one of "auto", "small", "medium", "large"`],
+    [
+      body({ movement_amplitude: "huge" }),
+      `input.movement_amplitude: must be one of "auto", "small", "medium", "large"`
+    ],
     [body({ seed: -1 }), "input.seed: must be an integer from 0 to 4294967295"],
     [body({ seed: 4_294_967_296 }), "input.seed: must be an integer from 0 to 4294967295"],
     [body({ seed: 1.5 }), "input.seed: must be an integer from 0 to 4294967295"],
@@ -163,7 +173,10 @@ describe("vendor5/text-to-video", () => {
     expect(valid(TextToVideo, { model: "vendor5q3-pro", input }).input).toEqual(input)
   })
 
-  const body = (input: Record<string, unknown>, model = "vendor5q3-turbo") => ({ model, input: { prompt: "p", ...input } })
+  const body = (input: Record<string, unknown>, model = "vendor5q3-turbo") => ({
+    model,
+    input: { prompt: "p", ...input }
+  })
 
   it.each([
     [{ model: "vendor5q3-pro", input: {} }, "input.prompt is required"],
@@ -236,7 +249,13 @@ describe("vendor5/text-to-video", () => {
       { images: [image], resolution: "540p", duration: 1, off_peak: true },
       20_000
     ],
-    ["Q3 Pro i2v 720p 5 s is_rec", "vendor5/image-to-video", "vendor5q3-pro", { images: [image], is_rec: true }, 550_000],
+    [
+      "Q3 Pro i2v 720p 5 s is_rec",
+      "vendor5/image-to-video",
+      "vendor5q3-pro",
+      { images: [image], is_rec: true },
+      550_000
+    ],
     [
       "Q3 Turbo i2v 540p 3 s is_rec",
       "vendor5/image-to-video",

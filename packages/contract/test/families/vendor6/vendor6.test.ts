@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
+import { vendor6, vendor6Size } from "../../../src/families/vendor6/index.js"
 import { Vendor6ImageToImageRequest as Request } from "../../../src/families/vendor6/requests.js"
 import { describePrices, invalid, priceSample, valid } from "../../helpers.js"
-import { vendor6, vendor6Size } from "../../../src/families/vendor6/index.js"
 
 const url = (i: number) => `https://example.com/ref-${i}.png`
 
@@ -18,7 +18,14 @@ describe("vendor6/image-to-image", () => {
     ["no", []],
     ["14", Array.from({ length: 14 }, (_, i) => url(i))]
   ])("accepts %s reference images", (_, image_input) => {
-    const input = { prompt: "p", image_input, aspect_ratio: "8:1", resolution: "4K", output_format: "png", vendor6_search: true }
+    const input = {
+      prompt: "p",
+      image_input,
+      aspect_ratio: "8:1",
+      resolution: "4K",
+      output_format: "png",
+      vendor6_search: true
+    }
     expect(valid(Request, { model: "vendor6-2", input }).input).toEqual(input)
   })
 
@@ -28,10 +35,16 @@ describe("vendor6/image-to-image", () => {
     [{ model: "vendor6-2", input: {} }, "input.prompt is required"],
     [body({ prompt: " " }), "input.prompt: must be a non-empty string of at most 10000 characters"],
     [body({ prompt: "x".repeat(10_001) }), "input.prompt: must be a non-empty string of at most 10000 characters"],
-    [body({ image_input: Array.from({ length: 15 }, (_, i) => url(i)) }), "input.image_input: must contain at most 14 URLs"],
+    [
+      body({ image_input: Array.from({ length: 15 }, (_, i) => url(i)) }),
+      "input.image_input: must contain at most 14 URLs"
+    ],
     [body({ image_input: url(0) }), "input.image_input: must be an array"],
     [body({ image_input: ["not a url"] }), "input.image_input[0]: must be an absolute http(s) URL"],
-    [body({ image_input: [url(0), "http://127.0.0.1/a.png"] }), "input.image_input[1]: address 127.0.0.1 is not a public"],
+    [
+      body({ image_input: [url(0), "http://127.0.0.1/a.png"] }),
+      "input.image_input[1]: address 127.0.0.1 is not a public"
+    ],
     [body({ image_input: ["http://[::1]/x"] }), "input.image_input[0]: address ::1 is not a public address"],
     [body({ image_input: ["http://169.254.169.254/"] }), "input.image_input[0]: address 169.254.169.254"],
     [body({ image_input: ["data:image/png;base64,AAAA"] }), "input.image_input[0]: must be an absolute http(s) URL"],
@@ -55,7 +68,13 @@ describe("vendor6/image-to-image", () => {
     // vendor6-2 per image by resolution; search is free
     ["vendor6-2 1K (default)", "vendor6/image-to-image", "vendor6-2", { prompt }, 80_000],
     ["vendor6-2 2K", "vendor6/image-to-image", "vendor6-2", { prompt, resolution: "2K" }, 120_000],
-    ["vendor6-2 4K", "vendor6/image-to-image", "vendor6-2", { prompt, resolution: "4K", image_input: [image] }, 160_000],
+    [
+      "vendor6-2 4K",
+      "vendor6/image-to-image",
+      "vendor6-2",
+      { prompt, resolution: "4K", image_input: [image] },
+      160_000
+    ],
     ["vendor6-2 1K with search", "vendor6/image-to-image", "vendor6-2", { prompt, vendor6_search: true }, 80_000]
   ])
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
+import { vendor7 } from "../../../src/families/vendor7/index.js"
 import { Vendor7TextToVideoRequest as Request } from "../../../src/families/vendor7/requests.js"
 import { describePrices, invalid, priceSample, valid } from "../../helpers.js"
-import { vendor7 } from "../../../src/families/vendor7/index.js"
 
 describe("vendor7/text-to-video", () => {
   it.each(["vendor7-imagine/text-to-video"])("accepts a minimal request for %s and fills defaults", (model) => {
@@ -67,7 +67,13 @@ describe("vendor7/text-to-video", () => {
       750_000
     ],
     ["vendor7 720p 6 s (defaults)", "vendor7/text-to-video", "vendor7-imagine/text-to-video", { prompt }, 420_000],
-    ["vendor7 720p 10 s", "vendor7/text-to-video", "vendor7-imagine/text-to-video", { prompt, duration: "10" }, 700_000],
+    [
+      "vendor7 720p 10 s",
+      "vendor7/text-to-video",
+      "vendor7-imagine/text-to-video",
+      { prompt, duration: "10" },
+      700_000
+    ],
     [
       "vendor7 720p 15 s",
       "vendor7/text-to-video",

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
+import type { Schema } from "effect"
+import { vendor8 } from "../../../src/families/vendor8/index.js"
 import {
   Vendor8ImageToVideoRequest as ImageToVideo,
   Vendor8TextToVideoRequest as TextToVideo,
   Vendor8VideoToVideoRequest as VideoToVideo
 } from "../../../src/families/vendor8/requests.js"
-import type { Schema } from "effect"
 import { describePrices, invalid, priceSample, valid } from "../../helpers.js"
-import { vendor8 } from "../../../src/families/vendor8/index.js"
 
 const image = "https://example.com/a.png"
 const video = (i: number) => `https://example.com/v-${i}.mp4`
@@ -67,7 +67,10 @@ describe("vendor8/image-to-video", () => {
     [body({ image_urls: [image, image] }), "input.image_urls: must contain exactly one URL"],
     [body({ image_urls: image }), "input.image_urls: must be an array"],
     [body({ image_urls: ["data:image/png;base64,AAAA"] }), "input.image_urls[0]: must be an absolute http(s) URL"],
-    [body({ image_urls: ["http://127.0.0.1/a.mp4"] }), "input.image_urls[0]: address 127.0.0.1 is not a public address"],
+    [
+      body({ image_urls: ["http://127.0.0.1/a.mp4"] }),
+      "input.image_urls[0]: address 127.0.0.1 is not a public address"
+    ],
     [body({ image_urls: ["http://[::1]/x"] }), "input.image_urls[0]: address ::1 is not a public address"],
     [body({ image_urls: ["http://169.254.169.254/"] }), "input.image_urls[0]: address 169.254.169.254"],
     [body({ image_urls: ["http://localhost/a.png"] }), "input.image_urls[0]: host localhost is not a public host"],
@@ -103,7 +106,10 @@ describe("vendor8/video-to-video", () => {
     [body({ video_urls: [] }), "input.video_urls: must contain 1 to 3 URLs"],
     [body({ video_urls: [1, 2, 3, 4].map(video) }), "input.video_urls: must contain 1 to 3 URLs"],
     [body({ video_urls: video(1) }), "input.video_urls: must be an array"],
-    [body({ video_urls: [video(1), "http://127.0.0.1/a.mp4"] }), "input.video_urls[1]: address 127.0.0.1 is not a public"],
+    [
+      body({ video_urls: [video(1), "http://127.0.0.1/a.mp4"] }),
+      "input.video_urls[1]: address 127.0.0.1 is not a public"
+    ],
     [body({ video_urls: ["http://[::1]/x"] }), "input.video_urls[0]: address ::1 is not a public address"],
     [body({ video_urls: ["http://169.254.169.254/"] }), "input.video_urls[0]: address 169.254.169.254"],
     [body({ video_urls: ["file:///etc/passwd"] }), "input.video_urls[0]: must be an absolute http(s) URL"],

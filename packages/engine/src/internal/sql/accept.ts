@@ -4,6 +4,7 @@
  */
 import type { Fragment } from "@effect/sql/Statement"
 import { Errors } from "@mediagate/contract"
+import * as GroupCommit from "@mediagate/persistence/GroupCommit"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as SqlProgram from "@mediagate/persistence/SqlProgram"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
@@ -13,34 +14,34 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { type Charge, type ChargeOutcome, isCharged } from "../../Billing.js"
-import * as GroupCommit from "@mediagate/persistence/GroupCommit"
-import { fromNew, type TaskRecord } from "../../TaskRecord.js"
 import type { TaskLifecycle } from "../../TaskLifecycle.js"
+import { fromNew, type TaskRecord } from "../../TaskRecord.js"
+import type { SqlContext } from "./context.js"
 import {
-  TaskRow,
-  taskColumns,
-  taskRowOf,
-  IdempotencyRace,
-  ms,
-  type Charged,
-  maxBatch,
-  chargedBatchers,
-  accountPartition,
   acceptSpan,
+  accountPartition,
+  type Charged,
+  chargedBatchers,
+  IdempotencyRace,
   isRefusedOrDone,
-  persistence
+  maxBatch,
+  ms,
+  persistence,
+  taskColumns,
+  type TaskRow,
+  taskRowOf
 } from "./rows.js"
 import { tables } from "./schema.js"
-import type { SqlContext } from "./context.js"
 
 /** Builds the accept on the storage's context. */
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
-    const { options, billing, rows, wake, notifying, nowSql, selectTask, pg, prefix, sql, t, sqliteBatches } = context
+    const { billing, notifying, nowSql, options, pg, prefix, rows, selectTask, sql, sqliteBatches, t, wake } = context
     const persistAccept = persistence("accept")
 
     /** A new task's row (see {@link taskRowOf}). */
-    const encodeTask = (record: TaskRecord) => Either.mapLeft(taskRowOf(record), (error) => SqlRows.rowError(tables(prefix).tasks, error))
+    const encodeTask = (record: TaskRecord) =>
+      Either.mapLeft(taskRowOf(record), (error) => SqlRows.rowError(tables(prefix).tasks, error))
 
     /** Inserts new tasks in one statement (with the wakeup of other processes, at the commit). */
     const insertRows = (records: ReadonlyArray<TaskRecord>) =>
@@ -58,7 +59,9 @@ export const make = (context: SqlContext) =>
     const inserting = yield* GroupCommit.make(maxBatch, (records: ReadonlyArray<TaskRecord>) =>
       Effect.flatMap(Effect.exit(insertAll(records)), (together) =>
         Exit.isSuccess(together) || records.length === 1
-          ? Effect.succeed(records.map(() => together))
+          ? Effect.succeed(records.map(() =>
+            together
+          ))
           : Effect.forEach(records, (record) => Effect.exit(insertAll([record])))), sqliteBatches)
 
     const taskColumnList = sql.literal(taskColumns.join(", "))
@@ -73,7 +76,8 @@ export const make = (context: SqlContext) =>
 
     /** A task's insert (with the wakeup of other processes). */
     const insertOne = (record: TaskRecord) =>
-      Effect.flatMap(encodeTask(record), (row) => sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`)
+      Effect.flatMap(encodeTask(record), (row) =>
+        sql`INSERT INTO ${t.tasks} ${sql.insert(row)}${notifying}`)
 
     /**
      * The task first, the charge last, in the caller's transaction (which a refusal rolls back): the account row the
@@ -89,7 +93,9 @@ export const make = (context: SqlContext) =>
     const writer = options.writer
     const chargeBatch = billing.chargeBatch
     // the write connection's insert (SQLite), its text written once
-    const insertTaskQuery = `INSERT INTO "${tables(prefix).tasks}" (${taskColumns.join(", ")}) VALUES (${taskColumns.map(() => "?").join(", ")})`
+    const insertTaskQuery = `INSERT INTO "${tables(prefix).tasks}" (${taskColumns.join(", ")}) VALUES (${
+      taskColumns.map(() => "?").join(", ")
+    })`
     const chargeStatements = billing.chargeStatements
     /**
      * A batch of charged accepts as one synchronous transaction on the write connection (SQLite): each accept in a
@@ -134,7 +140,9 @@ export const make = (context: SqlContext) =>
     const acceptingCharged = yield* GroupCommit.make(maxBatch, (batch: ReadonlyArray<Charged>) => {
       const account = (i: number) => batch[i]!.record.accountId
       // a stable sort: an account's accepts keep their order
-      const order = batch.map((_, i) => i).sort((a, b) => account(a) < account(b) ? -1 : account(a) > account(b) ? 1 : 0)
+      const order = batch.map((_, i) => i).sort((a, b) =>
+        account(a) < account(b) ? -1 : account(a) > account(b) ? 1 : 0
+      )
       const alone = (item: Charged) => Effect.exit(sql.withTransaction(insertCharged(item.record, item.charge)))
       if (writeCharged !== undefined) {
         return writeCharged(batch, order).pipe(
@@ -156,7 +164,9 @@ export const make = (context: SqlContext) =>
       if (chargeBatch !== undefined) {
         const ordered = order.map((i) => batch[i]!)
         return Effect.forEach(ordered, (item) => encodeTask(item.record)).pipe(
-          Effect.flatMap((encoded) => chargeBatch(ordered.map((item) => item.charge), (made) => insertMade(encoded, made))),
+          Effect.flatMap((encoded) =>
+            chargeBatch(ordered.map((item) => item.charge), (made) => insertMade(encoded, made))
+          ),
           Effect.exit,
           Effect.flatMap((together) => {
             // the statement failed: nothing of it is written; each accept runs on its own
@@ -189,8 +199,12 @@ export const make = (context: SqlContext) =>
           Exit.isSuccess(together)
             // an accept that failed on something else than a refusal (e.g. a deadlock with another process's
             // batch) runs again on its own
-            ? Effect.forEach(together.value, (exit, i) => isRefusedOrDone(exit) ? Effect.succeed(exit) : alone(batch[i]!))
-            : Effect.forEach(batch, alone)),
+            ? Effect.forEach(
+              together.value,
+              (exit, i) => isRefusedOrDone(exit) ? Effect.succeed(exit) : alone(batch[i]!)
+            )
+            : Effect.forEach(batch, alone)
+        ),
         Effect.tap(wake)
       )
     }, pg ? { fibers: chargedBatchers, partition: (item) => accountPartition(item.record.accountId) } : sqliteBatches)

@@ -5,16 +5,16 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
 import * as Ids from "@mediagate/persistence/Ids"
+import * as Listen from "@mediagate/persistence/Listen"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
 import { Billing } from "../../Billing.js"
-import * as Listen from "@mediagate/persistence/Listen"
 import { refundFor, type TaskRecord, toEvent } from "../../TaskRecord.js"
-import { activeList, migrations, migrationsTable, outboxChannel, storeName, tables, wakeupChannel } from "./schema.js"
 import { decoders, json, ms, outboxLockKeys, rememberedTasks, type SqlOptions } from "./rows.js"
+import { activeList, migrations, migrationsTable, outboxChannel, storeName, tables, wakeupChannel } from "./schema.js"
 
 /** Builds the context (runs the migrations). */
 export const make = (options: SqlOptions) =>
@@ -38,7 +38,9 @@ export const make = (options: SqlOptions) =>
     const outboxNotifying = pg ? sql` RETURNING (SELECT pg_notify(${outboxName}, ${"wake"})) AS woke` : sql.literal("")
     /** The first statement of a transaction that writes the outbox (PostgreSQL; see {@link outboxLockKeys}). */
     const [outboxKey1, outboxKey2] = outboxLockKeys(prefix)
-    const outboxLock = pg ? Effect.asVoid(sql`SELECT pg_advisory_xact_lock_shared(${outboxKey1}, ${outboxKey2})`) : Effect.void
+    const outboxLock = pg
+      ? Effect.asVoid(sql`SELECT pg_advisory_xact_lock_shared(${outboxKey1}, ${outboxKey2})`)
+      : Effect.void
     /**
      * The same lock taken by the first statement that writes instead of a statement of its own (one round trip
      * less): a CTE of that statement, and {@link outboxLocked} in its `WHERE`. The condition refers to nothing of the
@@ -55,7 +57,8 @@ export const make = (options: SqlOptions) =>
       ? Effect.succeed(sql.literal(SqlStore.nowExpression(pg)))
       : Effect.map(Clock.currentTimeMillis, (now) => sql`CAST(${ms(now)} AS BIGINT)`)
     /** "now" computed once per statement: `WITH clock AS (SELECT <now> AS now) ...`, read as {@link NOW}. */
-    const withClock = Effect.map(nowSql, (now) => sql`WITH clock AS ${sql.literal(pg ? "MATERIALIZED " : "")}(SELECT ${now} AS now)`)
+    const withClock = Effect.map(nowSql, (now) =>
+      sql`WITH clock AS ${sql.literal(pg ? "MATERIALIZED " : "")}(SELECT ${now} AS now)`)
     const NOW = sql.literal("(SELECT now FROM clock)")
     const ACTIVE = sql.literal(`status IN ${activeList}`)
     const REAL = sql.literal(SqlStore.columns(sql).real)
@@ -63,7 +66,8 @@ export const make = (options: SqlOptions) =>
     /** The storage clock as a value (inside a transaction: one reading for the whole transition). */
     const currentTime = SqlStore.storageNow(sql, pg, time)
 
-    const taskById = (id: string) => sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`
+    const taskById = (id: string) =>
+      sql`SELECT * FROM ${t.tasks} WHERE id = ${id}`
     const selectTask = (id: string) => Effect.flatMap(taskById(id), rows.task.first)
     // a task read on its own (not in a transaction): through the read connection when there is one
     const reader = options.reader
@@ -107,7 +111,44 @@ export const make = (options: SqlOptions) =>
     const remote = Listen.notifications(client, channel)
     const remoteOutbox = Listen.notifications(client, outboxName)
     return {
-      options, client, billing, time, rows, channel, signals, wake, notify, notifying, outboxName, outboxSignals, outboxWake, outboxNotifying, outboxLock, outboxLockCte, outboxLocked, nowSql, withClock, NOW, ACTIVE, REAL, currentTime, taskById, selectTask, reader, readTaskQuery, readRows, readTask, refund, settle, pg, prefix, sql, t, sqliteBatches, remote, remoteOutbox
+      options,
+      client,
+      billing,
+      time,
+      rows,
+      channel,
+      signals,
+      wake,
+      notify,
+      notifying,
+      outboxName,
+      outboxSignals,
+      outboxWake,
+      outboxNotifying,
+      outboxLock,
+      outboxLockCte,
+      outboxLocked,
+      nowSql,
+      withClock,
+      NOW,
+      ACTIVE,
+      REAL,
+      currentTime,
+      taskById,
+      selectTask,
+      reader,
+      readTaskQuery,
+      readRows,
+      readTask,
+      refund,
+      settle,
+      pg,
+      prefix,
+      sql,
+      t,
+      sqliteBatches,
+      remote,
+      remoteOutbox
     }
   })
 

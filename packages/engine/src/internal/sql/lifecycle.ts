@@ -3,55 +3,70 @@
  * wake-ups; the accept is {@link Accept}.
  */
 import type { Fragment } from "@effect/sql/Statement"
+import * as GroupCommit from "@mediagate/persistence/GroupCommit"
 import * as Ids from "@mediagate/persistence/Ids"
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
-import * as SqlStore from "@mediagate/persistence/SqlStore"
+import type * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { markedAt, markerPattern } from "../../Upstream.js"
-import * as GroupCommit from "@mediagate/persistence/GroupCommit"
-import {
-  
-  statusOfOutcome,
-  type TaskRecord,
-  toEvent,
-  toUntimedEvent,
-  usageColumns
-} from "../../TaskRecord.js"
 import { type CancelResult, extraCharges } from "../../TaskLifecycle.js"
 import { TaskLifecycle } from "../../TaskLifecycle.js"
-import {
-  json,
-  ms,
-  type Finishing,
-  type Stepping,
-  expiredError,
-  maxBatch,
-  finishBatchers,
-  stepSpan,
-  finishSpan,
-  persistence,
-  hasNul
-} from "./rows.js"
-import type { SqlContext } from "./context.js"
+import { statusOfOutcome, type TaskRecord, toEvent, toUntimedEvent, usageColumns } from "../../TaskRecord.js"
+import { markedAt, markerPattern } from "../../Upstream.js"
 import * as Accept from "./accept.js"
+import type { SqlContext } from "./context.js"
+import {
+  expiredError,
+  finishBatchers,
+  type Finishing,
+  finishSpan,
+  hasNul,
+  json,
+  maxBatch,
+  ms,
+  persistence,
+  type Stepping,
+  stepSpan
+} from "./rows.js"
 
 /** Builds the port on the storage's context. */
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
     const {
-      billing, rows, signals, wake, notifying, outboxWake, outboxNotifying, outboxLock, outboxLockCte, outboxLocked,
-      withClock, NOW, ACTIVE, REAL, currentTime, refund, settle, pg, sql, t, sqliteBatches, remote
+      ACTIVE,
+      NOW,
+      REAL,
+      billing,
+      currentTime,
+      notifying,
+      outboxLock,
+      outboxLockCte,
+      outboxLocked,
+      outboxNotifying,
+      outboxWake,
+      pg,
+      refund,
+      remote,
+      rows,
+      settle,
+      signals,
+      sql,
+      sqliteBatches,
+      t,
+      wake,
+      withClock
     } = context
     const claim: TaskLifecycle["Type"]["claim"] = (owner, limit, leaseMs, exclude = []) =>
       Effect.suspend(() => {
         const n = Math.max(0, Math.floor(limit))
         if (n === 0) return Effect.succeed([])
         // tasks accepted by the nodes the caller is apart from are left to them (Placement)
-        const apart = exclude.length === 0 ? sql.literal("") : sql` AND (node_id IS NULL OR node_id NOT IN ${sql.in(exclude)})`
+        const apart = exclude.length === 0
+          ? sql.literal("")
+          : sql` AND (node_id IS NULL OR node_id NOT IN ${sql.in(exclude)})`
         return withClock.pipe(
           Effect.flatMap((clock) =>
             sql`${clock}
@@ -147,8 +162,12 @@ export const make = (context: SqlContext) =>
         if (update.progress !== undefined) set.push(sql`progress = ${update.progress}`)
         if (update.upstreamJobId !== undefined) set.push(sql`upstream_job_id = ${update.upstreamJobId}`)
         if (update.channelId !== undefined) set.push(sql`channel_id = ${update.channelId}`)
-        if (update.resubmit === true) set.push(sql`upstream_job_id = NULL`, sql`channel_id = NULL`, sql`submit_fence = NULL`)
-        if (update.polled === true) set.push(sql`polls = polls + 1`)
+        if (update.resubmit === true) {
+          set.push(sql`upstream_job_id = NULL`, sql`channel_id = NULL`, sql`submit_fence = NULL`)
+        }
+        if (update.polled === true) {
+          set.push(sql`polls = polls + 1`)
+        }
         set.push(
           sql`next_run_at = CASE WHEN deadline_at < ${nextRunAt} THEN deadline_at ELSE ${nextRunAt} END`,
           sql`lease_owner = NULL`,
@@ -196,11 +215,12 @@ export const make = (context: SqlContext) =>
           const usage = outcome._tag === "Expired" ? {} : usageColumns(outcome.usage)
           return sql`(${id}, CAST(${fence} AS BIGINT), ${status}, ${result === null ? null : json(result)}, ${
             outcome._tag === "Failed" ? json(outcome.error) : outcome._tag === "Expired" ? expiredError : null
-          }, ${upstreamJobId ?? null}, ${channelId ?? null}, ${
-            sql`CAST(${usage.upstreamSeconds ?? null} AS DOUBLE PRECISION), CAST(${usage.upstreamCostMicros ?? null} AS BIGINT)`
-          }${event})`
+          }, ${upstreamJobId ?? null}, ${channelId ?? null}, ${sql`CAST(${
+            usage.upstreamSeconds ?? null
+          } AS DOUBLE PRECISION), CAST(${usage.upstreamCostMicros ?? null} AS BIGINT)`}${event})`
         })
-        const update = sql`UPDATE ${t.tasks} SET status = finished.f_status, lease_owner = NULL, lease_expires_at = NULL,
+        const update =
+          sql`UPDATE ${t.tasks} SET status = finished.f_status, lease_owner = NULL, lease_expires_at = NULL,
             next_run_at = NULL, completed_at = ${NOW},
             result = COALESCE(finished.f_result, result),
             error = COALESCE(finished.f_error, error),
@@ -215,9 +235,7 @@ export const make = (context: SqlContext) =>
           RETURNING ${pg ? sql`${t.tasks}.*` : sql.literal("*")}`
         const head = sql`${yield* withClock}, ${outboxLockCte}finished (${
           sql.literal("f_id, f_fence, f_status, f_result, f_error, f_job, f_channel, f_seconds, f_cost")
-        }${
-          sql.literal(events ? ", f_event" : "")
-        }) AS (VALUES ${sql.csv(values)})`
+        }${sql.literal(events ? ", f_event" : "")}) AS (VALUES ${sql.csv(values)})`
         const statement = events
           ? sql`${head}, ended AS (${update}),
             events AS (INSERT INTO ${t.outbox} (account_id, task_id, webhook_url, event, created_at)
@@ -304,7 +322,14 @@ export const make = (context: SqlContext) =>
     const finishing = yield* GroupCommit.make(maxBatch, finishBatch, pg ? { fibers: finishBatchers } : sqliteBatches)
 
     const finish: TaskLifecycle["Type"]["finish"] = (id, fence, outcome, options) =>
-      finishing({ id, fence, outcome, upstreamJobId: options?.upstreamJobId, channelId: options?.channelId, task: options?.task })
+      finishing({
+        id,
+        fence,
+        outcome,
+        upstreamJobId: options?.upstreamJobId,
+        channelId: options?.channelId,
+        task: options?.task
+      })
         .pipe(finishSpan)
 
     /** The condition of a task of `environment`, or of either when undefined. */
@@ -317,7 +342,8 @@ export const make = (context: SqlContext) =>
         return sql.withTransaction(Effect.gen(function*() {
           yield* outboxLock
           const now = yield* currentTime
-          const cancelled = yield* sql`UPDATE ${t.tasks} SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
+          const cancelled =
+            yield* sql`UPDATE ${t.tasks} SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
               lease_expires_at = NULL, next_run_at = NULL, completed_at = ${now}
             WHERE id = ${id} AND account_id = ${accountId} AND ${ofEnvironment(environment)}
               AND status IN ('pending', 'queued')
@@ -334,14 +360,15 @@ export const make = (context: SqlContext) =>
         }))
       }).pipe(persistence("cancel"), Effect.tap((result) => result._tag === "Cancelled" ? outboxWake : Effect.void))
 
-
     const markDue: TaskLifecycle["Type"]["markDue"] = (ids) =>
       Effect.suspend(() => {
         const valid = ids.filter((id) => !hasNul(id))
         // due in creation order (`created_at`, or now if that is later): a task whose job is done goes before the
         // tasks accepted after it, so that finishing keeps up while new tasks pour in; one statement, the wakeup of
         // other processes on it (PostgreSQL: sent only when a task was made due)
-        const due = sql.literal(`CASE WHEN created_at < (SELECT now FROM clock) THEN created_at ELSE (SELECT now FROM clock) END`)
+        const due = sql.literal(
+          `CASE WHEN created_at < (SELECT now FROM clock) THEN created_at ELSE (SELECT now FROM clock) END`
+        )
         return valid.length === 0 ? Effect.void : Effect.flatMap(withClock, (clock) =>
           sql`${clock} UPDATE ${t.tasks}
             SET next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${due} THEN ${due} ELSE next_run_at END
@@ -366,7 +393,6 @@ export const make = (context: SqlContext) =>
         persistence("nextDueAt")
       )
 
-
     const noteJob: TaskLifecycle["Type"]["noteJob"] = (id, channelId, jobOf) =>
       Effect.gen(function*() {
         if (hasNul(id, channelId)) return false
@@ -377,12 +403,15 @@ export const make = (context: SqlContext) =>
           return false
         }
         // written only over what was read: a job recorded meanwhile (the submit's own step) is kept
-        const same = known.upstreamJobId === null ? sql`upstream_job_id IS NULL` : sql`upstream_job_id = ${known.upstreamJobId}`
-        const written = yield* sql`UPDATE ${t.tasks} SET upstream_job_id = ${jobOf(known.model)}, channel_id = ${channelId}
+        const same = known.upstreamJobId === null
+          ? sql`upstream_job_id IS NULL`
+          : sql`upstream_job_id = ${known.upstreamJobId}`
+        const written = yield* sql`UPDATE ${t.tasks} SET upstream_job_id = ${
+          jobOf(known.model)
+        }, channel_id = ${channelId}
           WHERE id = ${id} AND ${ACTIVE} AND ${same} RETURNING id`
         return written.length > 0
       }).pipe(persistence("noteJob"))
-
 
     return TaskLifecycle.of({
       accept: yield* Accept.make(context),

@@ -4,14 +4,14 @@
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { TaskOutbox } from "../../TaskOutbox.js"
+import type { SqlContext } from "./context.js"
 import { outboxEntry, outboxHorizon, persistence } from "./rows.js"
 import { tables } from "./schema.js"
-import type { SqlContext } from "./context.js"
 
 /** Builds the port on the storage's context. */
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
-    const { rows, outboxSignals, pg, prefix, sql, t, remoteOutbox } = context
+    const { outboxSignals, pg, prefix, remoteOutbox, rows, sql, t } = context
     // an entry's columns and its task's environment (tasks are never deleted; `live` should one be missing)
     const outboxColumns = sql.literal(
       "o.seq, o.account_id, o.task_id, o.webhook_url, o.event, o.created_at, COALESCE(t.environment, 'live') AS environment"
@@ -28,13 +28,17 @@ export const make = (context: SqlContext) =>
         }
         // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
         // up to the oldest transaction still running: nothing can appear behind such a cursor later
-        const [lastTxid = 0, lastSeq = 0] = (cursor ?? "0:0").split(":").map((part) => Math.max(0, Math.floor(Number(part) || 0)))
+        const [lastTxid = 0, lastSeq = 0] = (cursor ?? "0:0").split(":").map((part) =>
+          Math.max(0, Math.floor(Number(part) || 0))
+        )
         // the horizon, and whether committed entries are held back by it (the reader then looks again shortly)
         const { heldBack, horizon } = yield* sql.unsafe(`WITH hz AS (${outboxHorizon(prefix)})
-          SELECT hz.horizon, EXISTS (SELECT 1 FROM ${tables(prefix).outbox} WHERE txid >= hz.horizon) AS held FROM hz`).pipe(
-          Effect.flatMap(rows.horizon.single)
-        )
-        const read = yield* sql`SELECT o.txid, ${outboxColumns} FROM ${t.outbox} o LEFT JOIN ${t.tasks} t ON t.id = o.task_id
+          SELECT hz.horizon, EXISTS (SELECT 1 FROM ${tables(prefix).outbox} WHERE txid >= hz.horizon) AS held FROM hz`)
+          .pipe(
+            Effect.flatMap(rows.horizon.single)
+          )
+        const read =
+          yield* sql`SELECT o.txid, ${outboxColumns} FROM ${t.outbox} o LEFT JOIN ${t.tasks} t ON t.id = o.task_id
           WHERE (o.txid > ${lastTxid} OR (o.txid = ${lastTxid} AND o.seq > ${lastSeq})) AND o.txid < ${horizon}
           ORDER BY o.txid, o.seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
         const last = read.at(-1)
@@ -44,7 +48,6 @@ export const make = (context: SqlContext) =>
           heldBack
         }
       }).pipe(persistence("readOutbox"))
-
 
     const pruneOutbox: TaskOutbox["Type"]["pruneOutbox"] = (cursor, before) =>
       Effect.suspend(() => {

@@ -6,17 +6,17 @@ import type { Fragment } from "@effect/sql/Statement"
 import { Task } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Record from "effect/Record"
+import type * as Record from "effect/Record"
 import { type ListPage, ownedBy } from "../../TaskReads.js"
 import { TaskReads } from "../../TaskReads.js"
-import { countedBy, prefixEnd, persistence, hasNul } from "./rows.js"
-import { activeList } from "./schema.js"
 import type { SqlContext } from "./context.js"
+import { countedBy, hasNul, persistence, prefixEnd } from "./rows.js"
+import { activeList } from "./schema.js"
 
 /** Builds the port on the storage's context. */
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
-    const { rows, withClock, NOW, ACTIVE, readTask, sql, t } = context
+    const { ACTIVE, NOW, readTask, rows, sql, t, withClock } = context
     const list: TaskReads["Type"]["list"] = (accountId, query) =>
       Effect.gen(function*() {
         const limit = Math.max(0, Math.floor(query.limit))
@@ -65,13 +65,16 @@ export const make = (context: SqlContext) =>
         return { items: items.slice(0, limit), hasMore: items.length > limit, total: n }
       }).pipe(persistence("list"))
 
-
     /** The in-flight counts (added for the rate limits): the account's from the counters, the key's by the index. */
     const activeCounts: TaskReads["Type"]["activeCounts"] = (accountId, keyId) =>
       sql<{ readonly account: number | string | null; readonly key: number | string | null }>`SELECT
   (SELECT COALESCE(SUM(CASE WHEN dim = 'status_in' THEN n ELSE -n END), 0) FROM ${t.counts}
-    WHERE account_id = ${accountId} AND dim IN ('status_in', 'status_out') AND value IN ${sql.literal(activeList)}) AS account,
-  (SELECT COUNT(*) FROM ${t.tasks} WHERE account_id = ${accountId} AND ${ACTIVE} AND key_id = ${keyId}) AS ${sql("key")}`.pipe(
+    WHERE account_id = ${accountId} AND dim IN ('status_in', 'status_out') AND value IN ${
+        sql.literal(activeList)
+      }) AS account,
+  (SELECT COUNT(*) FROM ${t.tasks} WHERE account_id = ${accountId} AND ${ACTIVE} AND key_id = ${keyId}) AS ${
+        sql("key")
+      }`.pipe(
         Effect.map(([row]) => ({ account: Number(row?.account ?? 0), key: Number(row?.key ?? 0) })),
         persistence("activeCounts")
       )
@@ -90,11 +93,13 @@ export const make = (context: SqlContext) =>
           Effect.flatMap(rows.count.all)
         )
       ], { concurrency: 2 })
-      const byStatus = Object.fromEntries(Task.taskStatuses.map((status) => [status, 0])) as Record<Task.TaskStatus, number>
+      const byStatus = Object.fromEntries(Task.taskStatuses.map((status) => [status, 0])) as Record<
+        Task.TaskStatus,
+        number
+      >
       for (const { n, value } of counted) if (value in byStatus) byStatus[value as Task.TaskStatus] = n
       return { byStatus, due: due?.n ?? 0 }
     }).pipe(persistence("overview"))
-
 
     const getOperation = persistence("get")
     const getByIdOperation = persistence("getById")

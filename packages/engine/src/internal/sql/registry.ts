@@ -3,13 +3,13 @@
  */
 import * as Effect from "effect/Effect"
 import { NodeRegistry } from "../../NodeRegistry.js"
-import { ms, persistence } from "./rows.js"
 import type { SqlContext } from "./context.js"
+import { ms, persistence } from "./rows.js"
 
 /** Builds the port on the storage's context. */
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
-    const { rows, wake, notify, nowSql, withClock, NOW, ACTIVE, sql, t } = context
+    const { ACTIVE, NOW, notify, nowSql, rows, sql, t, wake, withClock } = context
     const heartbeat: NodeRegistry["Type"]["heartbeat"] = (owner, leaseMs) =>
       Effect.flatMap(withClock, (clock) =>
         sql`${clock} UPDATE ${t.tasks} SET lease_expires_at = ${NOW} + ${ms(leaseMs)}
@@ -20,13 +20,13 @@ export const make = (context: SqlContext) =>
 
     const releaseAll: NodeRegistry["Type"]["releaseAll"] = (owner) =>
       sql.withTransaction(Effect.gen(function*() {
-        const released = yield* sql`${yield* withClock} UPDATE ${t.tasks} SET lease_owner = NULL, lease_expires_at = NULL,
+        const released =
+          yield* sql`${yield* withClock} UPDATE ${t.tasks} SET lease_owner = NULL, lease_expires_at = NULL,
             next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${NOW} THEN ${NOW} ELSE next_run_at END
           WHERE lease_owner = ${owner} AND ${ACTIVE} RETURNING id`
         if (released.length > 0) yield* notify
         return released.length
       })).pipe(persistence("releaseAll"), Effect.tap(() => wake))
-
 
     /** The node registry: one upsert per heartbeat, `last_seen_at` (and `started_at` on the first) the storage clock. */
     const beatNode: NodeRegistry["Type"]["beatNode"] = (beat) =>
@@ -38,9 +38,9 @@ export const make = (context: SqlContext) =>
           ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, concurrency = excluded.concurrency,
             heartbeat_ms = excluded.heartbeat_ms, leases = excluded.leases, last_seen_at = excluded.last_seen_at,
             apart_from = excluded.apart_from`).pipe(
-        Effect.asVoid,
-        persistence("beatNode")
-      )
+          Effect.asVoid,
+          persistence("beatNode")
+        )
 
     const removeNode: NodeRegistry["Type"]["removeNode"] = (id) =>
       sql`DELETE FROM ${t.nodes} WHERE id = ${id}`.pipe(Effect.asVoid, persistence("removeNode"))
@@ -51,7 +51,6 @@ export const make = (context: SqlContext) =>
         Effect.flatMap(rows.node.all),
         persistence("nodes")
       )
-
 
     return NodeRegistry.of({
       heartbeat,

@@ -3,11 +3,10 @@
  */
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as Effect from "effect/Effect"
-import { resultSize } from "../../TaskRetention.js"
-import { TaskRetention } from "../../TaskRetention.js"
-import { TaskRow, persistence, hasNul } from "./rows.js"
-import { tables } from "./schema.js"
+import { resultSize, TaskRetention } from "../../TaskRetention.js"
 import type { SqlContext } from "./context.js"
+import { hasNul, persistence, TaskRow } from "./rows.js"
+import { tables } from "./schema.js"
 
 /** Builds the port on the storage's context. */
 export const make = (context: SqlContext) =>
@@ -17,7 +16,6 @@ export const make = (context: SqlContext) =>
       Effect.suspend(() =>
         sql`DELETE FROM ${t.idempotency} WHERE created_at < ${Math.floor(before)} RETURNING account_id`
       ).pipe(Effect.map((pruned) => pruned.length), persistence("pruneIdempotency"))
-
 
     // retention (added for issue 13): outbox entries behind the dispatcher's cursor, result scans and sizes
     const retentionRows = SqlRows.decoder(tables(prefix).tasks, TaskRow.pick("id", "accountId", "status", "result"))
@@ -39,7 +37,6 @@ export const make = (context: SqlContext) =>
         Effect.map((found) => found.reduce((total, task) => total + resultSize(task.result), 0)),
         persistence("resultBytes")
       )
-
 
     return TaskRetention.of({
       pruneIdempotency,

@@ -3,13 +3,11 @@
  */
 import { Catalog, Errors, Task, Tracing, Webhook } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import type * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Cause from "effect/Cause"
-import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Hash from "effect/Hash"
@@ -18,10 +16,10 @@ import type * as ParseResult from "effect/ParseResult"
 import * as Record from "effect/Record"
 import * as Schema from "effect/Schema"
 import { type Charge } from "../../Billing.js"
-import { type Outcome, type TaskRecord, timedEvent } from "../../TaskRecord.js"
 import type { StepUpdate } from "../../TaskLifecycle.js"
 import type { OutboxEntry } from "../../TaskOutbox.js"
 import type { ListQuery } from "../../TaskReads.js"
+import { type Outcome, type TaskRecord, timedEvent } from "../../TaskRecord.js"
 import { storeName, tables } from "./schema.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -78,10 +76,39 @@ export const TaskRow = Schema.Struct({
 
 /** The columns of a task's row, in the order {@link taskRowOf} writes them. */
 export const taskColumns = [
-  "id", "account_id", "key_id", "environment", "endpoint", "provider", "operation", "media_type", "model", "status",
-  "input", "metadata", "webhook_url", "original_task_id", "charged_micros", "refunded_micros", "estimated_seconds",
-  "progress", "result", "error", "upstream_job_id", "fence", "lease_owner", "lease_expires_at", "next_run_at",
-  "deadline_at", "polls", "created_at", "started_at", "completed_at", "trace_context", "channel_id", "node_id"
+  "id",
+  "account_id",
+  "key_id",
+  "environment",
+  "endpoint",
+  "provider",
+  "operation",
+  "media_type",
+  "model",
+  "status",
+  "input",
+  "metadata",
+  "webhook_url",
+  "original_task_id",
+  "charged_micros",
+  "refunded_micros",
+  "estimated_seconds",
+  "progress",
+  "result",
+  "error",
+  "upstream_job_id",
+  "fence",
+  "lease_owner",
+  "lease_expires_at",
+  "next_run_at",
+  "deadline_at",
+  "polls",
+  "created_at",
+  "started_at",
+  "completed_at",
+  "trace_context",
+  "channel_id",
+  "node_id"
 ] as const
 
 export const encodeResult = Schema.encodeEither(TaskRow.fields.result)
@@ -183,11 +210,14 @@ export const NodeRow = Schema.Struct({
   startedAt: column("started_at", SqlRows.Number),
   lastSeenAt: column("last_seen_at", SqlRows.Number),
   // the ids, space-separated (ids hold no spaces)
-  apartFrom: column("apart_from", Schema.transform(Schema.NullOr(Schema.String), Schema.Array(Schema.String), {
-    strict: true,
-    decode: (text) => text === null || text === "" ? [] : text.split(" "),
-    encode: (ids) => ids.length === 0 ? null : ids.join(" ")
-  }))
+  apartFrom: column(
+    "apart_from",
+    Schema.transform(Schema.NullOr(Schema.String), Schema.Array(Schema.String), {
+      strict: true,
+      decode: (text) => text === null || text === "" ? [] : text.split(" "),
+      encode: (ids) => ids.length === 0 ? null : ids.join(" ")
+    })
+  )
 })
 
 /** The decoders of the storage's rows (whole rows, and the columns some statements read), under `prefix`. */
@@ -199,32 +229,47 @@ export const decoders = (prefix: string) => {
     status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
     noted: SqlRows.decoder(names.tasks, TaskRow.pick("model", "upstreamJobId")),
     count: SqlRows.decoder(names.tasks, Schema.Struct({ n: SqlRows.Number })),
-    channelLoad: SqlRows.decoder(names.tasks, Schema.Struct({ channelId: column("channel_id", Schema.String), n: SqlRows.Number })),
-    channelUsage: SqlRows.decoder(names.tasks, Schema.Struct({
-      channelId: column("channel_id", Schema.String),
-      model: Schema.String,
-      tasks: SqlRows.Number,
-      succeeded: SqlRows.Number,
-      failed: SqlRows.Number,
-      chargedMicros: column("charged_micros", SqlRows.Number),
-      upstreamSeconds: column("upstream_seconds", SqlRows.Number),
-      upstreamCostMicros: column("upstream_cost_micros", SqlRows.Number),
-      reported: SqlRows.Number
-    })),
+    channelLoad: SqlRows.decoder(
+      names.tasks,
+      Schema.Struct({ channelId: column("channel_id", Schema.String), n: SqlRows.Number })
+    ),
+    channelUsage: SqlRows.decoder(
+      names.tasks,
+      Schema.Struct({
+        channelId: column("channel_id", Schema.String),
+        model: Schema.String,
+        tasks: SqlRows.Number,
+        succeeded: SqlRows.Number,
+        failed: SqlRows.Number,
+        chargedMicros: column("charged_micros", SqlRows.Number),
+        upstreamSeconds: column("upstream_seconds", SqlRows.Number),
+        upstreamCostMicros: column("upstream_cost_micros", SqlRows.Number),
+        reported: SqlRows.Number
+      })
+    ),
     counted: SqlRows.decoder(names.counts, Schema.Struct({ n: SqlRows.Number })),
     byStatus: SqlRows.decoder(names.counts, Schema.Struct({ value: Schema.String, n: SqlRows.Number })),
     node: SqlRows.decoder(names.nodes, NodeRow),
-    due: SqlRows.decoder(names.tasks, Schema.Struct({ unleased: nullable(SqlRows.Number), leased: nullable(SqlRows.Number) })),
+    due: SqlRows.decoder(
+      names.tasks,
+      Schema.Struct({ unleased: nullable(SqlRows.Number), leased: nullable(SqlRows.Number) })
+    ),
     outbox: SqlRows.decoder(names.outbox, OutboxRow),
-    horizon: SqlRows.decoder("pg_stat_activity", Schema.Struct({
-      horizon: SqlRows.Number,
-      heldBack: column("held", Schema.Boolean)
-    })),
-    idempotency: SqlRows.decoder(names.idempotency, Schema.Struct({
-      fingerprint: Schema.String,
-      taskId: column("task_id", Schema.String),
-      createdAt: column("created_at", SqlRows.Number)
-    }))
+    horizon: SqlRows.decoder(
+      "pg_stat_activity",
+      Schema.Struct({
+        horizon: SqlRows.Number,
+        heldBack: column("held", Schema.Boolean)
+      })
+    ),
+    idempotency: SqlRows.decoder(
+      names.idempotency,
+      Schema.Struct({
+        fingerprint: Schema.String,
+        taskId: column("task_id", Schema.String),
+        createdAt: column("created_at", SqlRows.Number)
+      })
+    )
   }
 }
 
@@ -233,7 +278,6 @@ export class IdempotencyRace extends Schema.TaggedError<IdempotencyRace>()("Idem
 
 /** Times are stored as integer milliseconds. */
 export const ms = (value: number): number => Math.floor(value)
-
 
 /** A dimension of `<prefix>task_counts` and its value. */
 export interface Counted {
@@ -300,8 +344,9 @@ export interface Stepping {
  * other; nobody takes it exclusively. Per table prefix, so that storages sharing a database do not hold each other
  * back.
  */
-export const outboxLockKeys = (prefix: string): readonly [number, number] =>
-  [0x6d676f62, Ids.hash32(`${prefix}task_outbox`) & 0x7fffffff]
+export const outboxLockKeys = (
+  prefix: string
+): readonly [number, number] => [0x6d676f62, Ids.hash32(`${prefix}task_outbox`) & 0x7fffffff]
 
 /**
  * The outbox readers' horizon on PostgreSQL (a 64-bit transaction id): the oldest transaction id of the sessions
@@ -385,5 +430,5 @@ export const isRefusedOrDone = (exit: Exit.Exit<unknown, unknown>) =>
 
 export const isIdempotencyRace = (u: unknown): u is IdempotencyRace => u instanceof IdempotencyRace
 
-/** Storage failures (and a lost idempotency race) become {@link PersistenceError}. */
+/** Storage failures (and a lost idempotency race) become `PersistenceError`. */
 export const persistence = SqlStore.persistence(storeName, isIdempotencyRace)

@@ -3,21 +3,19 @@
  */
 import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Task } from "@mediagate/contract"
-import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Effect from "effect/Effect"
 
-
 /** The tables of the storage under `prefix`. */
-export const tables = (prefix: string = SqlStore.defaultPrefix) => ({
-  tasks: `${prefix}tasks`,
-  idempotency: `${prefix}task_idempotency`,
-  outbox: `${prefix}task_outbox`,
-  counts: `${prefix}task_counts`,
-  nodes: `${prefix}nodes`
-}) as const
+export const tables = (prefix: string = SqlStore.defaultPrefix) =>
+  ({
+    tasks: `${prefix}tasks`,
+    idempotency: `${prefix}task_idempotency`,
+    outbox: `${prefix}task_outbox`,
+    counts: `${prefix}task_counts`,
+    nodes: `${prefix}nodes`
+  }) as const
 
 /** The table the engine's migrations are recorded in: `<prefix>engine_migrations`. */
 export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}engine_migrations`
@@ -260,11 +258,15 @@ export const countByEnvironment = (prefix: string) =>
         yield* sql.unsafe(`DROP FUNCTION ${t.tasks}_count_${name}() CASCADE`)
       }
     } else {
-      for (const name of ["insert", "status", "move", "delete"]) yield* sql.unsafe(`DROP TRIGGER ${t.tasks}_count_${name}`)
+      for (const name of ["insert", "status", "move", "delete"]) {
+        yield* sql.unsafe(`DROP TRIGGER ${t.tasks}_count_${name}`)
+      }
     }
     yield* sql.unsafe(`DROP TABLE ${t.counts}`)
     yield* createCounts(prefix, true)
-    yield* sql.unsafe(`CREATE INDEX ${t.tasks}_account_environment_idx ON ${t.tasks} (account_id, environment, id DESC)`)
+    yield* sql.unsafe(
+      `CREATE INDEX ${t.tasks}_account_environment_idx ON ${t.tasks} (account_id, environment, id DESC)`
+    )
   })
 
 /**
@@ -345,14 +347,15 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           sql.unsafe(`ALTER TABLE ${t.nodes} ADD COLUMN apart_from TEXT`)
         )),
       // the claim that began submitting a task without a job (a worker that died while submitting is noticed)
-      "0011_task_submit_fence": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN submit_fence BIGINT`))
+      "0011_task_submit_fence": Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN submit_fence BIGINT`)
+      )
     }
   })
 
 /**
  * Runs the engine's migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
- * {@link PersistenceError}.
+ * `PersistenceError`.
  */
 export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
-

@@ -3,14 +3,14 @@
  */
 import * as Effect from "effect/Effect"
 import { ChannelSlots } from "../../ChannelSlots.js"
-import { ms, persistence, hasNul } from "./rows.js"
-import { terminalList } from "./schema.js"
 import type { SqlContext } from "./context.js"
+import { hasNul, ms, persistence } from "./rows.js"
+import { terminalList } from "./schema.js"
 
 /** Builds the port on the storage's context. */
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
-    const { rows, ACTIVE, pg, prefix, sql, t } = context
+    const { ACTIVE, pg, prefix, rows, sql, t } = context
     /**
      * A channel slot: the fenced write of the channel, only while fewer than `limit` other active tasks are on it.
      * SQLite runs one write statement at a time, so the count and the write are atomic; PostgreSQL serializes the
@@ -29,10 +29,11 @@ export const make = (context: SqlContext) =>
           WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${ACTIVE} ${capped}
           RETURNING id`.pipe(Effect.map((written) => written.length > 0))
         return pg && limit > 0
-          ? sql.withTransaction(Effect.zipRight(sql`SELECT pg_advisory_xact_lock(hashtext(${`${prefix}channel:${channelId}`}))`, write))
+          ? sql.withTransaction(
+            Effect.zipRight(sql`SELECT pg_advisory_xact_lock(hashtext(${`${prefix}channel:${channelId}`}))`, write)
+          )
           : write
       }).pipe(persistence("reserveChannel"))
-
 
     const channelUsage: ChannelSlots["Type"]["channelUsage"] = (since) =>
       sql`SELECT channel_id, model, COUNT(*) AS tasks,
@@ -56,7 +57,6 @@ export const make = (context: SqlContext) =>
       Effect.map((loads) => new Map(loads.map(({ channelId, n }) => [channelId, n]))),
       persistence("channelLoad")
     )
-
 
     return ChannelSlots.of({
       reserveChannel,

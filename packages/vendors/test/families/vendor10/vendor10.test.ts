@@ -4,10 +4,10 @@
  * `[...Families.registry, vendor10]`. Its endpoint validates with its own rules, accepts a valid request at its own
  * price, and its task runs to `succeeded` with the outputs the family declares.
  */
+import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Api, Families, Pricing, RateLimit } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
@@ -85,55 +85,68 @@ const post = (path: string, body: unknown) =>
   }).pipe(Effect.scoped)
 
 describe("a tenth family, added by a folder and one registry line", () => {
-  it.live("validates with its rules, accepts a valid request at its price, and runs to succeeded with its outputs", () =>
-    Effect.gen(function*() {
-      const path = "/api/v1/vendor10/text-to-video"
-      // its own per-model rules, answered as every other validation failure
-      expect(yield* post(path, { model: "vendor10-b", input: { prompt: "a red kite", duration: 8 } })).toEqual({
-        status: 400,
-        body: {
-          success: false,
-          error: {
-            code: "VALIDATION_ERROR",
-            message: "input.duration: must be an integer from 2 to 6 for model vendor10-b",
-            request_id: expect.any(String)
+  it.live(
+    "validates with its rules, accepts a valid request at its price, and runs to succeeded with its outputs",
+    () =>
+      Effect.gen(function*() {
+        const path = "/api/v1/vendor10/text-to-video"
+        // its own per-model rules, answered as every other validation failure
+        expect(yield* post(path, { model: "vendor10-b", input: { prompt: "a red kite", duration: 8 } })).toEqual({
+          status: 400,
+          body: {
+            success: false,
+            error: {
+              code: "VALIDATION_ERROR",
+              message: "input.duration: must be an integer from 2 to 6 for model vendor10-b",
+              request_id: expect.any(String)
+            }
           }
+        })
+        expect(yield* post(path, { model: "vendor10-b", input: { prompt: "p", loop: true } })).toMatchObject({
+          status: 400,
+          body: { error: { message: "input.loop: is not supported by model vendor10-b" } }
+        })
+        // the composed API documents its endpoint; the shipped one does not have it
+        const spec = yield* HttpClient.get("/api/v1/openapi.json").pipe(Effect.flatMap((r) => r.json), Effect.scoped)
+        expect(Object.keys(Object(spec).paths)).toContain(path)
+        expect(Object.keys(Api.MediagateApi.groups.generation.endpoints)).not.toContain("vendor10TextToVideo")
+
+        // the typed client of the composed API has a method for it
+        const client = yield* HttpApiClient.make(Api.make(registry), {
+          transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(key))
+        })
+        const ack = yield* client.generation.vendor10TextToVideo({
+          payload: { model: "vendor10-b", input: { prompt: "a red kite", duration: 5, resolution: "720p" } },
+          headers: {}
+        })
+        expect(ack).toMatchObject({
+          status: "pending",
+          type: "text-to-video",
+          provider: "vendor10",
+          model: "vendor10-b"
+        })
+        // 5 s at 0.05 USD per 720p second, charged at accept
+        expect(charges).toMatchObject([{
+          taskId: ack.id,
+          amountMicros: 250_000,
+          description: "vendor10-b text-to-video"
+        }])
+
+        let task = yield* client.tasks.get({ path: { id: ack.id } })
+        for (let i = 0; i < 400 && task.status !== "succeeded" && task.status !== "failed"; i++) {
+          yield* Effect.sleep(25)
+          task = yield* client.tasks.get({ path: { id: ack.id } })
         }
-      })
-      expect(yield* post(path, { model: "vendor10-b", input: { prompt: "p", loop: true } })).toMatchObject({
-        status: 400,
-        body: { error: { message: "input.loop: is not supported by model vendor10-b" } }
-      })
-      // the composed API documents its endpoint; the shipped one does not have it
-      const spec = yield* HttpClient.get("/api/v1/openapi.json").pipe(Effect.flatMap((r) => r.json), Effect.scoped)
-      expect(Object.keys(Object(spec).paths)).toContain(path)
-      expect(Object.keys(Api.MediagateApi.groups.generation.endpoints)).not.toContain("vendor10TextToVideo")
-
-      // the typed client of the composed API has a method for it
-      const client = yield* HttpApiClient.make(Api.make(registry), {
-        transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(key))
-      })
-      const ack = yield* client.generation.vendor10TextToVideo({
-        payload: { model: "vendor10-b", input: { prompt: "a red kite", duration: 5, resolution: "720p" } },
-        headers: {}
-      })
-      expect(ack).toMatchObject({ status: "pending", type: "text-to-video", provider: "vendor10", model: "vendor10-b" })
-      // 5 s at 0.05 USD per 720p second, charged at accept
-      expect(charges).toMatchObject([{ taskId: ack.id, amountMicros: 250_000, description: "vendor10-b text-to-video" }])
-
-      let task = yield* client.tasks.get({ path: { id: ack.id } })
-      for (let i = 0; i < 400 && task.status !== "succeeded" && task.status !== "failed"; i++) {
-        yield* Effect.sleep(25)
-        task = yield* client.tasks.get({ path: { id: ack.id } })
-      }
-      expect(task).toMatchObject({ status: "succeeded", provider: "vendor10", cost: 0.25 })
-      expect(task.input).toEqual({ prompt: "a red kite", duration: 5, resolution: "720p" })
-      expect(task.result?.map(({ url: _url, size_bytes: _size, ...item }) => item)).toEqual([
-        { kind: "output", format: "mp4", width: 1280, height: 720, duration: 5 }
-      ])
-      const file = readFileSync(join(directory, decodeURIComponent(new URL(task.result![0]!.url).pathname.slice(7))))
-      expect(file.length).toBe(task.result![0]!.size_bytes)
-      expect(probeVideoBytes(file)).toMatchObject({ codec: "h264", width: 1280, height: 720 })
-      expect(Math.abs(probeVideoBytes(file).durationSeconds - 5)).toBeLessThanOrEqual(0.15)
-    }).pipe(Effect.provide(Stack)), { timeout: 60_000 })
+        expect(task).toMatchObject({ status: "succeeded", provider: "vendor10", cost: 0.25 })
+        expect(task.input).toEqual({ prompt: "a red kite", duration: 5, resolution: "720p" })
+        expect(task.result?.map(({ size_bytes: _size, url: _url, ...item }) => item)).toEqual([
+          { kind: "output", format: "mp4", width: 1280, height: 720, duration: 5 }
+        ])
+        const file = readFileSync(join(directory, decodeURIComponent(new URL(task.result![0]!.url).pathname.slice(7))))
+        expect(file.length).toBe(task.result![0]!.size_bytes)
+        expect(probeVideoBytes(file)).toMatchObject({ codec: "h264", width: 1280, height: 720 })
+        expect(Math.abs(probeVideoBytes(file).durationSeconds - 5)).toBeLessThanOrEqual(0.15)
+      }).pipe(Effect.provide(Stack)),
+    { timeout: 60_000 }
+  )
 })
