@@ -5,8 +5,8 @@
  * claim), so a worker that lost its lease can never overwrite a newer state. Terminal transitions write the refund
  * (through {@link Billing}) and the outbox event in the same step as the state.
  *
- * Implementations: {@link layerMemory} here, `SqlTaskStorage` (SQLite, PostgreSQL). One conformance suite
- * (`test/TaskStorageSuite.ts`) runs against all of them.
+ * Implementations: {@link layerMemory} here, `SqlTaskStorage` (SQLite, PostgreSQL). Each port's conformance suite
+ * (`test/*Suite.ts`, registered together by `test/TaskStorageSuite.ts`) runs against all of them.
  *
  * @since 0.1.0
  */

@@ -3,12 +3,13 @@
  * holds it, and the principal of an API key. The defaults describe a live, uncharged vendor3 text-to-video task of
  * `acct_a` (key `key_a`) created now and due within an hour; a test overrides what it looks at.
  *
- * The engine's own suites use these builders, so this module imports the engine's and the contract's types only
- * (nothing of the engine runs from here), and the task id from `@mediagate/persistence/Ids`: testing's sources
- * depend on the engine's sources, the engine's tests on testing's, and no build step waits on itself.
+ * The engine's own suites use these builders too: this module imports the contract's types and the engine's
+ * `TaskRecord` module (its `fromNew` builds the stored record), and the task id from `@mediagate/persistence/Ids`:
+ * testing's sources depend on the engine's sources, the engine's tests on testing's, and no build step waits on
+ * itself.
  */
 import type { Security } from "@mediagate/contract"
-import type { NewTask, TaskRecord } from "@mediagate/engine/TaskRecord"
+import { fromNew, type NewTask, type TaskRecord } from "@mediagate/engine/TaskRecord"
 import * as Ids from "@mediagate/persistence/Ids"
 
 /** How long a default task has until its deadline. */
@@ -50,26 +51,7 @@ export const newTask = (overrides: Partial<NewTask> = {}): NewTask => {
 export const taskRecord = (overrides: Partial<TaskRecord> = {}): TaskRecord => {
   const createdAt = overrides.createdAt ?? Date.now()
   const task = newTask(overrides.id === undefined ? { createdAt } : { createdAt, id: overrides.id })
-  return {
-    ...task,
-    status: "pending",
-    refundedMicros: 0,
-    progress: 0,
-    result: null,
-    error: null,
-    upstreamJobId: null,
-    channelId: null,
-    fence: 0,
-    leaseOwner: null,
-    leaseExpiresAt: null,
-    nextRunAt: task.createdAt,
-    polls: 0,
-    startedAt: null,
-    completedAt: null,
-    traceContext: null,
-    nodeId: null,
-    ...overrides
-  }
+  return { ...fromNew(task), ...overrides }
 }
 
 /** The principal of a live key (`key_a` of `acct_a`) without limits or expiry, with `overrides` over it. */

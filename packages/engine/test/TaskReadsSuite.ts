@@ -1,0 +1,316 @@
+/**
+ * Conformance of the `TaskReads` port (reads and lists: environments apart, filters, cursors, exact totals): every task
+ * storage (memory, SQLite, PostgreSQL) must pass it; `TaskStorageSuite.ts` registers it with the other ports' suites.
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import { Task } from "@mediagate/contract"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import type { NewTask, TaskRecord } from "../src/TaskRecord.js"
+import { type ListQuery, TaskStorage } from "../src/TaskStorage.js"
+import {
+  chargeOf,
+  limitedAccount,
+  makeRecordingBilling,
+  newTask,
+  poorAccount,
+  readOutboxAtLeast,
+  start
+} from "./support.js"
+import type { Backend } from "./TaskStorageSuite.js"
+
+/** The storage clock (the `TestClock`). */
+const now = Clock.currentTimeMillis
+
+const hour = 3_600_000
+
+/** Registers the suite for one backend. */
+export const readsSuite = (name: string, backend: Backend) =>
+  describe(`TaskReads conformance: ${name}`, () => {
+    const run = <A, E>(
+      body: (ctx: { ledger: ReturnType<typeof makeRecordingBilling>["ledger"] }) => Effect.Effect<A, E, TaskStorage>
+    ) =>
+      Effect.suspend(() => {
+        const billing = makeRecordingBilling()
+        return Effect.zipRight(
+          TestClock.setTime(start),
+          body({ ledger: billing.ledger }).pipe(Effect.provide(backend(billing.layer)))
+        )
+      }).pipe(Effect.scoped)
+
+    it.effect("keeps test and live tasks apart: get, list (items, totals, cursors), cancel and outbox events", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const accountId = "acct_env"
+          const tasks: Array<NewTask> = []
+          for (let i = 0; i < 6; i++) {
+            yield* TestClock.adjust(1)
+            const environment = i % 2 === 0 ? "live" : "test"
+            const task = newTask({
+              createdAt: yield* now,
+              accountId,
+              environment,
+              model: i < 4 ? "m1" : "m2",
+              chargedMicros: 0
+            })
+            tasks.push(task)
+            yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          }
+          const ids = (environment: "live" | "test") =>
+            tasks.filter((t) => t.environment === environment).map((t) => t.id).reverse()
+          const [live, test] = [tasks[0]!, tasks[1]!]
+
+          // a task of the other environment is not there
+          assert.isTrue(Option.isSome(yield* storage.get(accountId, live.id, "live")))
+          assert.isTrue(Option.isNone(yield* storage.get(accountId, live.id, "test")))
+          assert.isTrue(Option.isNone(yield* storage.get(accountId, test.id, "live")))
+          assert.isTrue(Option.isSome(yield* storage.get(accountId, test.id)))
+
+          // lists: only the environment's items, totals counted per environment, cursors within it
+          for (const environment of ["live", "test"] as const) {
+            const first = yield* storage.list(accountId, { limit: 2, environment })
+            expect(first.items.map((t) => t.id)).toEqual(ids(environment).slice(0, 2))
+            expect(first).toMatchObject({ hasMore: true, total: 3 })
+            const rest = yield* storage.list(accountId, { limit: 2, environment, beforeId: first.items[1]!.id })
+            expect(rest.items.map((t) => t.id)).toEqual(ids(environment).slice(2))
+            expect(rest.hasMore).toBe(false)
+            expect((yield* storage.list(accountId, { limit: 10, environment, model: "m1" })).total).toBe(2)
+            expect((yield* storage.list(accountId, { limit: 10, environment, status: "pending" })).total).toBe(3)
+            const both = yield* storage.list(accountId, { limit: 10, environment, model: "m1", status: "pending" })
+            expect(both.items.every((t) => t.environment === environment)).toBe(true)
+            expect(both.total).toBe(2)
+          }
+          // without an environment (operators): both
+          expect((yield* storage.list(accountId, { limit: 10 })).total).toBe(6)
+          expect((yield* storage.list(undefined, { limit: 10, environment: "test" })).items.map((t) => t.id))
+            .toEqual(expect.arrayContaining(ids("test")))
+
+          // cancel: the other environment's task is unknown and stays as it was
+          expect((yield* storage.cancel(accountId, live.id, "test"))._tag).toBe("NotFound")
+          expect(Option.getOrThrow(yield* storage.getById(live.id)).status).toBe("pending")
+          expect((yield* storage.cancel(accountId, test.id, "test"))._tag).toBe("Cancelled")
+          expect((yield* storage.cancel(accountId, live.id, "live"))._tag).toBe("Cancelled")
+          expect((yield* storage.list(accountId, { limit: 10, environment: "test", status: "cancelled" })).total).toBe(
+            1
+          )
+
+          // the outbox entries carry their task's environment
+          const read = yield* readOutboxAtLeast(storage, 2)
+          const byTask = new Map(read.entries.map((entry) => [entry.taskId, entry.environment]))
+          expect([byTask.get(live.id), byTask.get(test.id)]).toEqual(["live", "test"])
+        })
+      ))
+
+    it.effect("lists newest first with filters, a keyset cursor and the total", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const ids: Array<string> = []
+          for (let i = 0; i < 7; i++) {
+            yield* TestClock.adjust(1000)
+            const task = newTask({
+              createdAt: yield* now,
+              provider: i % 2 === 0 ? "vendor3" : "vendor7",
+              model: i % 2 === 0 ? "vendor3-3" : "vendor7-imagine/text-to-video"
+            })
+            ids.push(task.id)
+            yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          }
+          yield* storage.accept({
+            task: newTask({ createdAt: yield* now, accountId: "acct_b" }),
+            charge: undefined,
+            idempotency: undefined
+          })
+          const newest = [...ids].reverse()
+          const page1 = yield* storage.list("acct_a", { limit: 3 })
+          expect(page1.items.map((t) => t.id)).toEqual(newest.slice(0, 3))
+          expect(page1).toMatchObject({ hasMore: true, total: 7 })
+          const page2 = yield* storage.list("acct_a", { limit: 3, beforeId: page1.items[2]!.id })
+          expect(page2.items.map((t) => t.id)).toEqual(newest.slice(3, 6))
+          const page3 = yield* storage.list("acct_a", { limit: 3, beforeId: page2.items[2]!.id })
+          expect(page3.items.map((t) => t.id)).toEqual(newest.slice(6))
+          expect(page3).toMatchObject({ hasMore: false, total: 7 })
+          const v7 = yield* storage.list("acct_a", { limit: 10, provider: "vendor7" })
+          expect(v7.items.map((t) => t.id)).toEqual(newest.filter((_, i) => (6 - i) % 2 === 1))
+          expect(v7.total).toBe(3)
+          const byModel = yield* storage.list("acct_a", { limit: 10, model: "vendor3-3" })
+          expect(byModel.total).toBe(4)
+          const windowed = yield* storage.list("acct_a", {
+            limit: 10,
+            createdAfter: Date.UTC(2026, 10, 21, 12, 0, 2),
+            createdBefore: Date.UTC(2026, 10, 21, 12, 0, 5)
+          })
+          expect(windowed.items.map((t) => t.id)).toEqual([ids[3], ids[2], ids[1]])
+          const prefixed = yield* storage.list("acct_a", { limit: 10, idPrefix: ids[4]!.slice(0, 28) })
+          expect(prefixed.items.map((t) => t.id)).toContain(ids[4])
+          const exact = yield* storage.list("acct_a", { limit: 10, idPrefix: ids[4]! })
+          expect(exact.items.map((t) => t.id)).toEqual([ids[4]])
+          const none = yield* storage.list("acct_a", { limit: 10, status: "failed" })
+          expect(none).toEqual({ items: [], hasMore: false, total: 0 })
+        })
+      ))
+
+    it.effect(
+      "list totals stay exact through accepts and every transition, with no filter, one filter or several",
+      () =>
+        run(() =>
+          Effect.gen(function*() {
+            const storage = yield* TaskStorage
+            const accounts = ["acct_a", "acct_b", limitedAccount]
+            const kinds: ReadonlyArray<Pick<NewTask, "provider" | "model">> = [
+              { provider: "vendor3", model: "vendor3-3" },
+              { provider: "vendor3", model: "vendor3-3_fast" },
+              { provider: "vendor7", model: "vendor7-imagine/text-to-video" }
+            ]
+            const ids: Array<string> = []
+            const accept = (i: number, accountId: string, extra: Partial<NewTask> = {}) =>
+              Effect.gen(function*() {
+                yield* TestClock.adjust(1000)
+                const task = newTask({ createdAt: yield* now, accountId, ...kinds[i % kinds.length]!, ...extra })
+                const result = yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+                ids.push(task.id)
+                return result.task
+              })
+            const t0 = yield* now
+            /** Every total of every account, against the tasks as stored (read one by one). */
+            const expectTotals = (label: string) =>
+              Effect.gen(function*() {
+                const stored = (yield* Effect.forEach(ids, (id) => storage.getById(id))).flatMap(Option.toArray)
+                const queries: Array<readonly [Omit<ListQuery, "limit">, (task: TaskRecord) => boolean]> = [
+                  [{}, () => true],
+                  ...Task.taskStatuses.map((status) => [{ status }, (t: TaskRecord) => t.status === status] as const),
+                  ...["vendor3", "vendor7", "vendor1"].map((provider) =>
+                    [{ provider }, (t: TaskRecord) => t.provider === provider] as const
+                  ),
+                  ...kinds.map(({ model }) => [{ model }, (t: TaskRecord) => t.model === model] as const),
+                  [{ status: "queued", provider: "vendor3" }, (t) => t.status === "queued" && t.provider === "vendor3"],
+                  [{ provider: "vendor3", model: "vendor3-3_fast" }, (t) => t.model === "vendor3-3_fast"],
+                  [
+                    { status: "succeeded", createdAfter: t0 + 3000 },
+                    (t) => t.status === "succeeded" && t.createdAt >= t0 + 3000
+                  ],
+                  [{ createdBefore: t0 + 5000 }, (t) => t.createdAt < t0 + 5000],
+                  [{ idPrefix: "task_" }, () => true],
+                  [{ idPrefix: "" }, () => true]
+                ]
+                for (const accountId of accounts) {
+                  const mine = stored.filter((t) => t.accountId === accountId)
+                  for (const [query, matches] of queries) {
+                    const page = yield* storage.list(accountId, { ...query, limit: 1 })
+                    expect(page.total, `${label}: ${accountId} ${JSON.stringify(query)}`).toBe(
+                      mine.filter(matches).length
+                    )
+                    // the cursor never changes the total
+                    const last = page.items[0]
+                    if (last !== undefined) {
+                      const next = yield* storage.list(accountId, { ...query, limit: 1, beforeId: last.id })
+                      expect(next.total, `${label}: ${accountId} ${JSON.stringify(query)}, page 2`).toBe(page.total)
+                    }
+                  }
+                }
+              })
+
+            yield* expectTotals("empty")
+            for (let i = 0; i < 9; i++) yield* accept(i, "acct_a")
+            for (let i = 0; i < 3; i++) yield* accept(i, "acct_b")
+            // refused and replayed accepts add nothing
+            const refused = newTask({ createdAt: yield* now, accountId: poorAccount })
+            assert.isTrue(
+              Exit.isFailure(
+                yield* Effect.exit(storage.accept({ task: refused, charge: chargeOf(refused), idempotency: undefined }))
+              )
+            )
+            const claim = { key: "k", fingerprint: "f", notBefore: 0 }
+            const keyed = newTask({ createdAt: yield* now, accountId: "acct_b" })
+            yield* storage.accept({ task: keyed, charge: undefined, idempotency: claim })
+            ids.push(keyed.id)
+            const replay = yield* storage.accept({
+              task: newTask({ createdAt: yield* now, accountId: "acct_b" }),
+              charge: undefined,
+              idempotency: claim
+            })
+            assert.strictEqual(replay._tag, "Replayed")
+            yield* expectTotals("accepted")
+
+            // claim: pending -> queued
+            const claimed = yield* storage.claim("w1", 8, 30_000)
+            expect(claimed).toHaveLength(8)
+            yield* expectTotals("claimed")
+            const [c0, c1, c2, c3, c4, c5, c6, c7] = claimed
+            // steps: queued -> running, and a step that keeps the status
+            assert.isTrue(
+              yield* storage.step(c0!.id, c0!.fence, { status: "running", progress: 10, nextRunAt: yield* now })
+            )
+            assert.isTrue(
+              yield* storage.step(c1!.id, c1!.fence, {
+                upstreamJobId: "j1",
+                polled: true,
+                nextRunAt: (yield* now) + hour
+              })
+            )
+            yield* expectTotals("stepped")
+            // finish: succeeded, failed, expired (from queued); a stale fence changes nothing
+            assert.isTrue(Option.isSome(yield* storage.finish(c2!.id, c2!.fence, { _tag: "Succeeded", result: [] })))
+            assert.isTrue(
+              Option.isSome(
+                yield* storage.finish(c3!.id, c3!.fence, { _tag: "Failed", error: { code: "X", message: "x" } })
+              )
+            )
+            assert.isTrue(Option.isSome(yield* storage.finish(c4!.id, c4!.fence, { _tag: "Expired" })))
+            assert.isTrue(Option.isNone(yield* storage.finish(c2!.id, c2!.fence, { _tag: "Expired" })))
+            yield* expectTotals("finished")
+            // cancel: queued and pending; not a running one
+            const pending = (yield* storage.list("acct_a", { limit: 1, status: "pending" })).items[0]!
+            assert.strictEqual((yield* storage.cancel(c5!.accountId, c5!.id))._tag, "Cancelled")
+            assert.strictEqual((yield* storage.cancel("acct_a", pending.id))._tag, "Cancelled")
+            expect((yield* storage.cancel(c0!.accountId, c0!.id))._tag).toBe("NotCancellable")
+            yield* expectTotals("cancelled")
+            // leases: heartbeat, release, a lapsed lease taken over, markDue: no status changes
+            yield* storage.heartbeat("w1", 30_000)
+            yield* storage.markDue([c1!.id])
+            expect(yield* storage.releaseAll("w1")).toBeGreaterThan(0)
+            yield* expectTotals("released")
+            // the running task (due now) finishes from running; the re-claimed queued ones from queued
+            const again = yield* storage.claim("w2", 20, 30_000)
+            yield* expectTotals("claimed again")
+            const fenceOf = (id: string) => again.find((t) => t.id === id)!.fence
+            assert.isTrue(
+              Option.isSome(yield* storage.finish(c0!.id, fenceOf(c0!.id), { _tag: "Succeeded", result: [] }))
+            )
+            assert.isTrue(
+              Option.isSome(
+                yield* storage.finish(c6!.id, fenceOf(c6!.id), { _tag: "Failed", error: { code: "X", message: "x" } })
+              )
+            )
+            yield* TestClock.adjust(30_001)
+            const lapsed = yield* storage.claim("w3", 20, 30_000)
+            expect(lapsed.map((t) => t.id)).toContain(c7!.id)
+            assert.isTrue(Option.isSome(
+              yield* storage.finish(
+                c7!.id,
+                lapsed.find((t) => t.id === c7!.id)!.fence,
+                { _tag: "Expired" }
+              )
+            ))
+            yield* expectTotals("finished again")
+            // retry: a new task pointing at the failed one
+            yield* accept(0, c3!.accountId, { originalTaskId: c3!.id })
+            // a step whose extra charge is refused records nothing, its status change included
+            const limited = yield* accept(1, limitedAccount)
+            const [held] = (yield* storage.claim("w4", 20, 30_000)).filter((t) => t.id === limited.id)
+            const charges = [{ amountMicros: 1, description: "extra" }]
+            const stepped = yield* Effect.exit(
+              storage.step(limited.id, held!.fence, { status: "running", nextRunAt: yield* now, charges })
+            )
+            assert.isTrue(Exit.isFailure(stepped))
+            expect(Option.getOrThrow(yield* storage.getById(limited.id)).status).toBe("queued")
+            yield* expectTotals("retried and refused")
+          })
+        ),
+      { timeout: 30_000 }
+    )
+  })
