@@ -4,31 +4,16 @@
  * registers it with the other ports' suites.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as TestClock from "effect/TestClock"
 import type { NewTask } from "../src/TaskRecord.js"
 import { TaskStorage } from "../src/TaskStorage.js"
-import { chargeOf, makeRecordingBilling, newTask, start } from "./support.js"
-import type { Backend } from "./TaskStorageSuite.js"
-
-/** The storage clock (the `TestClock`). */
-const now = Clock.currentTimeMillis
+import { type Backend, chargeOf, newTask, now, runOn } from "./support.js"
 
 /** Registers the suite for one backend. */
 export const slotsSuite = (name: string, backend: Backend) =>
   describe(`ChannelSlots conformance: ${name}`, () => {
-    const run = <A, E>(
-      body: (ctx: { ledger: ReturnType<typeof makeRecordingBilling>["ledger"] }) => Effect.Effect<A, E, TaskStorage>
-    ) =>
-      Effect.suspend(() => {
-        const billing = makeRecordingBilling()
-        return Effect.zipRight(
-          TestClock.setTime(start),
-          body({ ledger: billing.ledger }).pipe(Effect.provide(backend(billing.layer)))
-        )
-      }).pipe(Effect.scoped)
+    const run = runOn(backend)
 
     it.effect("channels: a step records the job's channel, resubmit forgets both, a finish may record them", () =>
       run(() =>

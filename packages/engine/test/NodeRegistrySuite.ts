@@ -3,29 +3,15 @@
  * SQLite, PostgreSQL) must pass it; `TaskStorageSuite.ts` registers it with the other ports' suites.
  */
 import { describe, expect, it } from "@effect/vitest"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as TestClock from "effect/TestClock"
 import { TaskStorage } from "../src/TaskStorage.js"
-import { makeRecordingBilling, newTask, start } from "./support.js"
-import type { Backend } from "./TaskStorageSuite.js"
-
-/** The storage clock (the `TestClock`). */
-const now = Clock.currentTimeMillis
+import { type Backend, newTask, now, runOn } from "./support.js"
 
 /** Registers the suite for one backend. */
 export const registrySuite = (name: string, backend: Backend) =>
   describe(`NodeRegistry conformance: ${name}`, () => {
-    const run = <A, E>(
-      body: (ctx: { ledger: ReturnType<typeof makeRecordingBilling>["ledger"] }) => Effect.Effect<A, E, TaskStorage>
-    ) =>
-      Effect.suspend(() => {
-        const billing = makeRecordingBilling()
-        return Effect.zipRight(
-          TestClock.setTime(start),
-          body({ ledger: billing.ledger }).pipe(Effect.provide(backend(billing.layer)))
-        )
-      }).pipe(Effect.scoped)
+    const run = runOn(backend)
 
     it.effect("heartbeats extend leases; releaseAll hands them back, due at once", () =>
       run(() =>

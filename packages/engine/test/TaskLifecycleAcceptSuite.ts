@@ -6,41 +6,27 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Errors } from "@mediagate/contract"
 import * as Ids from "@mediagate/persistence/Ids"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import { TaskStorage } from "../src/TaskStorage.js"
 import {
+  type Backend,
   chargeOf,
+  hour,
   limitedAccount,
-  makeRecordingBilling,
   newTask,
+  now,
   poorAccount,
   readOutboxAtLeast,
-  start
+  runOn
 } from "./support.js"
-import type { Backend } from "./TaskStorageSuite.js"
-
-/** The storage clock (the `TestClock`). */
-const now = Clock.currentTimeMillis
-
-const hour = 3_600_000
 
 /** Registers the suite for one backend. */
 export const acceptSuite = (name: string, backend: Backend) =>
   describe(`TaskLifecycle: accept and cancel conformance: ${name}`, () => {
-    const run = <A, E>(
-      body: (ctx: { ledger: ReturnType<typeof makeRecordingBilling>["ledger"] }) => Effect.Effect<A, E, TaskStorage>
-    ) =>
-      Effect.suspend(() => {
-        const billing = makeRecordingBilling()
-        return Effect.zipRight(
-          TestClock.setTime(start),
-          body({ ledger: billing.ledger }).pipe(Effect.provide(backend(billing.layer)))
-        )
-      }).pipe(Effect.scoped)
+    const run = runOn(backend)
 
     it.effect("accepts a task as pending with its charge, scoped to its account", () =>
       run(({ ledger }) =>

@@ -12,9 +12,7 @@ import * as TestClock from "effect/TestClock"
 import { TaskLifecycle } from "../src/TaskLifecycle.js"
 import { TaskOutbox } from "../src/TaskOutbox.js"
 import { TaskRetention } from "../src/TaskRetention.js"
-import type { Ports } from "../src/TaskStorage.js"
-import { makeRecordingBilling, newTask, readOutboxAtLeast, start } from "./support.js"
-import type { Backend } from "./TaskStorageSuite.js"
+import { type Backend, newTask, readOutboxAtLeast, runOn, start } from "./support.js"
 
 /** Accepts a task of `environment` and ends it `succeeded` with `result`, or `failed` without one: its id. */
 const ended = (environment: "live" | "test", result: ReadonlyArray<Task.ResultItem> | undefined) =>
@@ -41,77 +39,86 @@ const file = (bytes: number): Task.ResultItem => ({
 /** Registers the suite for one backend. */
 export const outboxSuite = (name: string, backend: Backend) =>
   describe(`TaskOutbox and TaskRetention conformance: ${name}`, () => {
-    const run = <A, E>(body: Effect.Effect<A, E, Ports>) =>
-      Effect.suspend(() =>
-        Effect.zipRight(TestClock.setTime(start), body.pipe(Effect.provide(backend(makeRecordingBilling().layer))))
-      ).pipe(Effect.scoped)
+    const run = runOn(backend)
 
     it.effect("the outbox is read in order behind a cursor, and pruned only behind it and before the time given", () =>
-      run(Effect.gen(function*() {
-        const outbox = yield* TaskOutbox
-        const ids = [yield* ended("live", [file(1)]), yield* ended("live", undefined), yield* ended("test", [file(2)])]
-        const all = yield* readOutboxAtLeast(outbox, 3)
-        expect(all.entries.map((entry) => [entry.taskId, entry.event.type, entry.environment])).toStrictEqual([
-          [ids[0], "task.completed", "live"],
-          [ids[1], "task.failed", "live"],
-          [ids[2], "task.completed", "test"]
-        ])
-        const first = yield* outbox.readOutbox(undefined, 1)
-        expect(first.entries.map((entry) => entry.taskId)).toStrictEqual([ids[0]])
-        const rest = yield* outbox.readOutbox(first.cursor, 10)
-        expect(rest.entries.map((entry) => entry.taskId)).toStrictEqual([ids[1], ids[2]])
-        // the end of the outbox: nothing after the last cursor
-        expect((yield* outbox.readOutbox(rest.cursor, 10)).entries).toStrictEqual([])
+      run(() =>
+        Effect.gen(function*() {
+          const outbox = yield* TaskOutbox
+          const ids = [
+            yield* ended("live", [file(1)]),
+            yield* ended("live", undefined),
+            yield* ended("test", [file(2)])
+          ]
+          const all = yield* readOutboxAtLeast(outbox, 3)
+          expect(all.entries.map((entry) => [entry.taskId, entry.event.type, entry.environment])).toStrictEqual([
+            [ids[0], "task.completed", "live"],
+            [ids[1], "task.failed", "live"],
+            [ids[2], "task.completed", "test"]
+          ])
+          const first = yield* outbox.readOutbox(undefined, 1)
+          expect(first.entries.map((entry) => entry.taskId)).toStrictEqual([ids[0]])
+          const rest = yield* outbox.readOutbox(first.cursor, 10)
+          expect(rest.entries.map((entry) => entry.taskId)).toStrictEqual([ids[1], ids[2]])
+          // the end of the outbox: nothing after the last cursor
+          expect((yield* outbox.readOutbox(rest.cursor, 10)).entries).toStrictEqual([])
 
-        // without a cursor nothing is pruned; behind it, only what was written before `before`
-        const later = (yield* Clock.currentTimeMillis) + 1
-        expect(yield* outbox.pruneOutbox(undefined, later)).toBe(0)
-        expect(yield* outbox.pruneOutbox(first.cursor, start)).toBe(0)
-        expect(yield* outbox.pruneOutbox(first.cursor, later)).toBe(1)
-        expect((yield* outbox.readOutbox(undefined, 10)).entries.map((entry) => entry.taskId)).toStrictEqual([
-          ids[1],
-          ids[2]
-        ])
-      })))
+          // without a cursor nothing is pruned; behind it, only what was written before `before`
+          const later = (yield* Clock.currentTimeMillis) + 1
+          expect(yield* outbox.pruneOutbox(undefined, later)).toBe(0)
+          expect(yield* outbox.pruneOutbox(first.cursor, start)).toBe(0)
+          expect(yield* outbox.pruneOutbox(first.cursor, later)).toBe(1)
+          expect((yield* outbox.readOutbox(undefined, 10)).entries.map((entry) => entry.taskId)).toStrictEqual([
+            ids[1],
+            ids[2]
+          ])
+        })
+      ))
 
     it.effect("retention scans an environment's results in id order and sums the bytes of its succeeded ones", () =>
-      run(Effect.gen(function*() {
-        const retention = yield* TaskRetention
-        const a = yield* ended("live", [file(100), file(20)])
-        const b = yield* ended("live", undefined)
-        const c = yield* ended("test", [file(7)])
-        const d = yield* ended("live", [file(3)])
+      run(() =>
+        Effect.gen(function*() {
+          const retention = yield* TaskRetention
+          const a = yield* ended("live", [file(100), file(20)])
+          const b = yield* ended("live", undefined)
+          const c = yield* ended("test", [file(7)])
+          const d = yield* ended("live", [file(3)])
 
-        const scanned = yield* retention.scanResults("live", undefined, "task_~", 10)
-        expect(scanned.map((task) => [task.id, task.status, task.result?.length ?? 0])).toStrictEqual([
-          [a, "succeeded", 2],
-          [b, "failed", 0],
-          [d, "succeeded", 1]
-        ])
-        // bounded on both sides and by the limit
-        expect((yield* retention.scanResults("live", a, d, 10)).map((task) => task.id)).toStrictEqual([b])
-        expect((yield* retention.scanResults("live", undefined, "task_~", 1)).map((task) => task.id)).toStrictEqual([a])
-        expect((yield* retention.scanResults("test", undefined, "task_~", 10)).map((task) => task.id)).toStrictEqual([
-          c
-        ])
+          const scanned = yield* retention.scanResults("live", undefined, "task_~", 10)
+          expect(scanned.map((task) => [task.id, task.status, task.result?.length ?? 0])).toStrictEqual([
+            [a, "succeeded", 2],
+            [b, "failed", 0],
+            [d, "succeeded", 1]
+          ])
+          // bounded on both sides and by the limit
+          expect((yield* retention.scanResults("live", a, d, 10)).map((task) => task.id)).toStrictEqual([b])
+          expect((yield* retention.scanResults("live", undefined, "task_~", 1)).map((task) => task.id)).toStrictEqual([
+            a
+          ])
+          expect((yield* retention.scanResults("test", undefined, "task_~", 10)).map((task) => task.id)).toStrictEqual([
+            c
+          ])
 
-        expect(yield* retention.resultBytes("acct_a", "live", a)).toBe(123)
-        expect(yield* retention.resultBytes("acct_a", "live", b)).toBe(3)
-        expect(yield* retention.resultBytes("acct_a", "test", a)).toBe(7)
-        expect(yield* retention.resultBytes("acct_other", "live", a)).toBe(0)
-      })))
+          expect(yield* retention.resultBytes("acct_a", "live", a)).toBe(123)
+          expect(yield* retention.resultBytes("acct_a", "live", b)).toBe(3)
+          expect(yield* retention.resultBytes("acct_a", "test", a)).toBe(7)
+          expect(yield* retention.resultBytes("acct_other", "live", a)).toBe(0)
+        })
+      ))
 
     it.effect("idempotency records are pruned by their age", () =>
-      run(Effect.gen(function*() {
-        const lifecycle = yield* TaskLifecycle
-        const retention = yield* TaskRetention
-        for (const key of ["k-1", "k-2"]) {
-          const task = newTask({ createdAt: yield* Clock.currentTimeMillis })
-          yield* lifecycle.accept({ task, charge: undefined, idempotency: { key, fingerprint: key, notBefore: 0 } })
-          yield* TestClock.adjust(1000)
-        }
-        expect(yield* retention.pruneIdempotency(start)).toBe(0)
-        expect(yield* retention.pruneIdempotency(start + 500)).toBe(1)
-        expect(yield* retention.pruneIdempotency(start + 5000)).toBe(1)
-      })))
+      run(() =>
+        Effect.gen(function*() {
+          const lifecycle = yield* TaskLifecycle
+          const retention = yield* TaskRetention
+          for (const key of ["k-1", "k-2"]) {
+            const task = newTask({ createdAt: yield* Clock.currentTimeMillis })
+            yield* lifecycle.accept({ task, charge: undefined, idempotency: { key, fingerprint: key, notBefore: 0 } })
+            yield* TestClock.adjust(1000)
+          }
+          expect(yield* retention.pruneIdempotency(start)).toBe(0)
+          expect(yield* retention.pruneIdempotency(start + 500)).toBe(1)
+          expect(yield* retention.pruneIdempotency(start + 5000)).toBe(1)
+        })
+      ))
   })

@@ -5,18 +5,15 @@
  * a function from a billing layer to a storage layer whose clock is Effect's `Clock` (SQL: `time: "clock"`), so the
  * suites control time (leases, deadlines, idempotency windows) with `TestClock` on every backend alike.
  */
-import type * as Layer from "effect/Layer"
-import type { Billing } from "../src/Billing.js"
-import type { Ports, TaskStorage } from "../src/TaskStorage.js"
 import { slotsSuite } from "./ChannelSlotsSuite.js"
 import { registrySuite } from "./NodeRegistrySuite.js"
+import type { Backend } from "./support.js"
 import { acceptSuite } from "./TaskLifecycleAcceptSuite.js"
 import { stepsSuite } from "./TaskLifecycleStepsSuite.js"
 import { outboxSuite } from "./TaskOutboxSuite.js"
 import { readsSuite } from "./TaskReadsSuite.js"
 
-/** How a backend is built for one test (its storage clock: Effect's `Clock`). */
-export type Backend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage | Ports, unknown>
+export type { Backend } from "./support.js"
 
 /** Registers the conformance suite of every port for one backend. */
 export const taskStorageSuite = (name: string, backend: Backend) => {

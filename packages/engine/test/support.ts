@@ -5,9 +5,11 @@
 import { Errors } from "@mediagate/contract"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Fixtures from "@mediagate/testing/fixtures"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
 import { Billing, type Charge, type Refund } from "../src/Billing.js"
 import type { NewTask } from "../src/TaskRecord.js"
 import { type Ports, portsOf, TaskStorage } from "../src/TaskStorage.js"
@@ -95,3 +97,28 @@ export const withClaim = (
     ...storage,
     claim: (owner, limit, leaseMs) => claim(storage.claim, owner, limit, leaseMs)
   }))
+
+/** How a storage backend is built for one conformance test (its storage clock: Effect's `Clock`). */
+export type Backend = (billing: Layer.Layer<Billing>) => Layer.Layer<TaskStorage | Ports, unknown>
+
+/** The storage clock of the conformance suites (the `TestClock`). */
+export const now = Clock.currentTimeMillis
+
+/** An hour in ms. */
+export const hour = 3_600_000
+
+/**
+ * Runs a conformance test on a fresh storage of `backend` with a recording billing (its ledger handed to `body`), the
+ * `TestClock` set to {@link start}.
+ */
+export const runOn = (backend: Backend) =>
+<A, E>(
+  body: (ctx: { readonly ledger: Ledger }) => Effect.Effect<A, E, TaskStorage | Ports>
+): Effect.Effect<A, unknown> =>
+  Effect.suspend(() => {
+    const billing = makeRecordingBilling()
+    return Effect.zipRight(
+      TestClock.setTime(start),
+      body({ ledger: billing.ledger }).pipe(Effect.provide(backend(billing.layer)))
+    )
+  }).pipe(Effect.scoped)
