@@ -8,15 +8,30 @@ import { optional, text } from "./Fields.js"
 import { PositiveUsd, Usd } from "./Money.js"
 import { Timestamp } from "./Timestamp.js"
 
-/** `prepaid` (top-up balance) or `postpaid` (card on file, invoiced monthly). */
+/**
+ * `prepaid` (top-up balance) or `postpaid` (card on file, invoiced monthly).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const BillingMode = Schema.Literal("prepaid", "postpaid").annotations({
   identifier: "BillingMode",
   message: () => ({ message: "must be one of \"prepaid\", \"postpaid\"", override: true })
 })
-/** Billing mode of an account. */
+/**
+ * Billing mode of an account.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type BillingMode = typeof BillingMode.Type
 
-/** `data` of `GET /api/v1/balance`. */
+/**
+ * `data` of `GET /api/v1/balance`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Balance = Schema.Struct({
   balance: Schema.Number.annotations({ description: "Available balance in USD" }),
   billingMode: BillingMode,
@@ -29,10 +44,20 @@ export const Balance = Schema.Struct({
     description: "Extension: net charges of the current calendar month (UTC), in USD"
   })
 }).annotations({ identifier: "Balance" })
-/** An account balance read. */
+/**
+ * An account balance read.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type Balance = typeof Balance.Type
 
-/** An account as the admin API shows it. */
+/**
+ * An account as the admin API shows it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Account = Schema.Struct({
   id: Schema.String.annotations({ description: "`acct_` + ULID" }),
   name: Schema.String,
@@ -42,7 +67,12 @@ export const Account = Schema.Struct({
   }),
   createdAt: Timestamp
 }).annotations({ identifier: "Account" })
-/** An account as the admin API shows it. */
+/**
+ * An account as the admin API shows it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type Account = typeof Account.Type
 
 const billingSettings = {
@@ -58,27 +88,57 @@ const billingSettings = {
   )
 }
 
-/** Body of `POST /admin/v1/accounts`. */
+/**
+ * Body of `POST /admin/v1/accounts`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AccountCreate = Schema.Struct({
   name: text(200, 1),
   balance: optional(Usd.annotations({ description: "Opening credit in USD (a ledger entry)" })),
   ...billingSettings
 }).annotations({ identifier: "AccountCreate", parseOptions: { onExcessProperty: "error" } })
-/** Body of `POST /admin/v1/accounts`. */
+/**
+ * Body of `POST /admin/v1/accounts`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type AccountCreate = typeof AccountCreate.Type
 
-/** Body of `PATCH /admin/v1/accounts/{id}`: billing settings, each optional. */
+/**
+ * Body of `PATCH /admin/v1/accounts/{id}`: billing settings, each optional.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AccountUpdate = Schema.Struct({
   name: optional(text(200, 1)),
   ...billingSettings
 }).annotations({ identifier: "AccountUpdate", parseOptions: { onExcessProperty: "error" } })
-/** Body of `PATCH /admin/v1/accounts/{id}`. */
+/**
+ * Body of `PATCH /admin/v1/accounts/{id}`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type AccountUpdate = typeof AccountUpdate.Type
 
-/** Body of `POST /admin/v1/accounts/{id}/credits`. */
+/**
+ * Body of `POST /admin/v1/accounts/{id}/credits`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const CreditRequest = Schema.Struct({
   amount: PositiveUsd,
   note: optional(text(500))
 }).annotations({ identifier: "CreditRequest", parseOptions: { onExcessProperty: "error" } })
-/** Body of `POST /admin/v1/accounts/{id}/credits`. */
+/**
+ * Body of `POST /admin/v1/accounts/{id}/credits`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type CreditRequest = typeof CreditRequest.Type

@@ -21,7 +21,12 @@ import * as FiberRef from "effect/FiberRef"
 import ipaddr from "ipaddr.js"
 import { isIP } from "node:net"
 
-/** How strict the address rules are in the current fiber. */
+/**
+ * How strict the address rules are in the current fiber.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AddressPolicy {
   /** Allow loopback and private targets (development and tests: `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`). */
   readonly allowPrivate: boolean
@@ -30,6 +35,9 @@ export interface AddressPolicy {
 /**
  * The address policy of the current fiber. Defaults to strict; the server sets it from configuration around each
  * request, so request Schemas need no context.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const currentAddressPolicy: FiberRef.FiberRef<AddressPolicy> = FiberRef.unsafeMake<AddressPolicy>({
   allowPrivate: false
@@ -37,7 +45,12 @@ export const currentAddressPolicy: FiberRef.FiberRef<AddressPolicy> = FiberRef.u
 
 const blockedNames = new Set(["localhost", "metadata", "metadata.google.internal", "instance-data"])
 
-/** A parsed IP address. */
+/**
+ * A parsed IP address.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type IpAddress = ipaddr.IPv4 | ipaddr.IPv6
 
 /** Eight 16-bit groups of an IPv6 address that `isIP` accepted (`::` expanded, a trailing dotted IPv4 split). */
@@ -62,6 +75,9 @@ const ipv6Parts = (body: string): Array<number> | undefined => {
  * (embedded dotted IPv4 and a zone id allowed); undefined for anything else (`127.1`, `0x7f000001`, brackets, ports,
  * spaces, names). IPv6 text is read here, not by `ipaddr.js`, whose parser reads the IPv4-compatible `::a.b.c.d` as
  * the IPv4-mapped `::ffff:a.b.c.d`.
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const parseAddress = (text: string): IpAddress | undefined => {
   const family = isIP(text)
@@ -168,6 +184,9 @@ const refusedParsed = (address: IpAddress): string | undefined => {
  * Why an address is not allowed: the name of the non-global range it lies in (`"loopback (127.0.0.0/8)"`,
  * `"IPv4-mapped IPv6 of 10.0.0.1, private (10.0.0.0/8)"`), `"not an IP address"` for text that does not parse
  * strictly ({@link parseAddress}), or undefined for a global unicast address.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const refusedRange = (address: string): string | undefined => {
   const parsed = parseAddress(address)
@@ -177,10 +196,18 @@ export const refusedRange = (address: string): string | undefined => {
 /**
  * Whether an IP address (strict text, v4 or v6) is a global unicast address that the service may connect to; see
  * {@link refusedRange} for the ranges refused.
+ *
+ * @since 0.1.0
+ * @category guards
  */
 export const isPublicAddress = (address: string): boolean => refusedRange(address) === undefined
 
-/** Parses an absolute `http:` / `https:` URL with a host, or returns undefined. */
+/**
+ * Parses an absolute `http:` / `https:` URL with a host, or returns undefined.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const parseHttpUrl = (value: string): URL | undefined => {
   if (!URL.canParse(value)) return undefined
   const url = new URL(value)
@@ -189,7 +216,12 @@ export const parseHttpUrl = (value: string): URL | undefined => {
   return url
 }
 
-/** The bare host of a URL (IPv6 brackets removed, trailing dot dropped, lower case). */
+/**
+ * The bare host of a URL (IPv6 brackets removed, trailing dot dropped, lower case).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const urlHost = (url: URL): string => {
   const host = url.hostname.toLowerCase().replace(/\.$/, "")
   return host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
@@ -198,6 +230,9 @@ export const urlHost = (url: URL): string => {
 /**
  * Why the literal host of a URL is not an allowed target, or undefined when it is. Names are not resolved here;
  * code that connects must check the resolved addresses too.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const literalHostProblem = (url: URL): string | undefined => {
   const host = urlHost(url)
@@ -209,6 +244,11 @@ export const literalHostProblem = (url: URL): string | undefined => {
   return undefined
 }
 
-/** Checks a URL's literal host against the current fiber's {@link AddressPolicy}. */
+/**
+ * Checks a URL's literal host against the current fiber's {@link AddressPolicy}.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const checkUrlHost = (url: URL): Effect.Effect<string | undefined> =>
   Effect.map(FiberRef.get(currentAddressPolicy), (policy) => policy.allowPrivate ? undefined : literalHostProblem(url))

@@ -20,7 +20,12 @@ const cursor = pageCursor
 /** An account id filter. */
 const accountId = optional(text(64, 1).annotations({ description: "Only this account's items (`acct_...`)" }))
 
-/** Query of `GET /admin/v1/accounts`. */
+/**
+ * Query of `GET /admin/v1/accounts`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AccountListQuery = Schema.Struct({
   search: optional(
     text(128, 1).annotations({
@@ -30,10 +35,20 @@ export const AccountListQuery = Schema.Struct({
   limit,
   cursor
 }).annotations({ identifier: "AccountListQuery" })
-/** Query of `GET /admin/v1/accounts`, decoded. */
+/**
+ * Query of `GET /admin/v1/accounts`, decoded.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type AccountListQuery = typeof AccountListQuery.Type
 
-/** Query of `GET /admin/v1/tasks`: the filters of `GET /api/v1/tasks`, plus `account_id`. */
+/**
+ * Query of `GET /admin/v1/tasks`: the filters of `GET /api/v1/tasks`, plus `account_id`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AdminTaskListQuery = Schema.Struct({
   ...TaskListQuery.fields,
   account_id: accountId,
@@ -41,25 +56,50 @@ export const AdminTaskListQuery = Schema.Struct({
     oneOf("live", "test").annotations({ description: "Only tasks of this environment; default: both" })
   )
 }).annotations({ identifier: "AdminTaskListQuery" })
-/** Query of `GET /admin/v1/tasks`, decoded. */
+/**
+ * Query of `GET /admin/v1/tasks`, decoded.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type AdminTaskListQuery = typeof AdminTaskListQuery.Type
 
-/** An item of the operator's task list: the account-side summary and the owning account. */
+/**
+ * An item of the operator's task list: the account-side summary and the owning account.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AdminTaskSummary = Schema.Struct({
   ...TaskSummary.fields,
   account_id: Schema.String,
   environment: oneOf("live", "test").annotations({ description: "The environment of the key that created the task" })
 }).annotations({ identifier: "AdminTaskSummary" })
-/** An item of the operator's task list. */
+/**
+ * An item of the operator's task list.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type AdminTaskSummary = typeof AdminTaskSummary.Type
 
-/** The lease of a task a worker holds now. */
+/**
+ * The lease of a task a worker holds now.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TaskLease = Schema.Struct({
   owner: Schema.String.annotations({ description: "The worker's name: `<host>:<pid>:<ulid>` (the node id)" }),
   expires_at: Timestamp
 }).annotations({ identifier: "TaskLease" })
 
-/** A task of any account as an operator reads it: the full read plus how the engine is handling it. */
+/**
+ * A task of any account as an operator reads it: the full read plus how the engine is handling it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AdminTask = Schema.Struct({
   ...Task.fields,
   account_id: Schema.String,
@@ -83,23 +123,50 @@ export const AdminTask = Schema.Struct({
     description: "What the upstream reported the job cost (or the channel priced its seconds), USD (null: not reported)"
   })
 }).annotations({ identifier: "AdminTask" })
-/** A task of any account as an operator reads it. */
+/**
+ * A task of any account as an operator reads it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type AdminTask = typeof AdminTask.Type
 
-/** Query of `GET /admin/v1/webhooks/deliveries`. */
+/**
+ * Query of `GET /admin/v1/webhooks/deliveries`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AdminDeliveryListQuery = Schema.Struct({
   account_id: accountId,
   status: optional(oneOf(...DeliveryStatus.literals)),
   limit,
   cursor
 }).annotations({ identifier: "AdminDeliveryListQuery" })
-/** Query of `GET /admin/v1/webhooks/deliveries`, decoded. */
+/**
+ * Query of `GET /admin/v1/webhooks/deliveries`, decoded.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type AdminDeliveryListQuery = typeof AdminDeliveryListQuery.Type
 
-/** One request of a delivery, as logged (defined with the account-side delivery list). */
-export { DeliveryAttempt } from "./Webhook.js"
+export {
+  /**
+   * One request of a delivery, as logged (defined with the account-side delivery list).
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
+  DeliveryAttempt
+} from "./Webhook.js"
 
-/** A delivery of any account, with its target and its attempt log. */
+/**
+ * A delivery of any account, with its target and its attempt log.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AdminDelivery = Schema.Struct({
   ...Delivery.fields,
   account_id: Schema.String,
@@ -107,19 +174,39 @@ export const AdminDelivery = Schema.Struct({
   url: Schema.String,
   attempt_log: Schema.Array(DeliveryAttempt)
 }).annotations({ identifier: "AdminDelivery" })
-/** A delivery of any account, with its attempt log. */
+/**
+ * A delivery of any account, with its attempt log.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type AdminDelivery = typeof AdminDelivery.Type
 
-/** The number of tasks in each state. */
+/**
+ * The number of tasks in each state.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TasksByStatus = Schema.Struct(
   Object.fromEntries(taskStatuses.map((status) => [status, Schema.Number])) as {
     readonly [K in TaskStatus]: typeof Schema.Number
   }
 ).annotations({ identifier: "TasksByStatus" })
-/** The number of tasks in each state. */
+/**
+ * The number of tasks in each state.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type TasksByStatus = typeof TasksByStatus.Type
 
-/** The figures of the engine. */
+/**
+ * The figures of the engine.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TaskFigures = Schema.Struct({
   by_status: TasksByStatus.annotations({ description: "Every account's tasks per state (exact, from the counters)" }),
   queue_depth: Schema.Number.annotations({ description: "Tasks accepted and not yet claimed (`pending`)" }),
@@ -128,19 +215,39 @@ export const TaskFigures = Schema.Struct({
   }),
   due: Schema.Number.annotations({ description: "Active tasks due now and not leased: work waiting for a worker" })
 }).annotations({ identifier: "TaskFigures" })
-/** The figures of the engine. */
+/**
+ * The figures of the engine.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type TaskFigures = typeof TaskFigures.Type
 
-/** The webhook backlog. */
+/**
+ * The webhook backlog.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const WebhookBacklog = Schema.Struct({
   pending: Schema.Number.annotations({ description: "Deliveries not settled yet (due now or waiting for a retry)" }),
   due: Schema.Number.annotations({ description: "Pending deliveries whose next attempt is due now" }),
   failed_last_hour: Schema.Number.annotations({ description: "Deliveries that failed for good in the last hour" })
 }).annotations({ identifier: "WebhookBacklog" })
-/** The webhook backlog. */
+/**
+ * The webhook backlog.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type WebhookBacklog = typeof WebhookBacklog.Type
 
-/** A process running task workers, as it registered itself. */
+/**
+ * A process running task workers, as it registered itself.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const NodeStatus = Schema.Struct({
   id: Schema.String.annotations({ description: "The worker's name in leases: `<host>:<pid>:<ulid>`" }),
   host: Schema.String,
@@ -155,20 +262,40 @@ export const NodeStatus = Schema.Struct({
       "It then claims no task they accepted (docs/operations.md). Empty: shared, the S3 store, or no other node"
   })
 }).annotations({ identifier: "NodeStatus" })
-/** A process running task workers. */
+/**
+ * A process running task workers.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type NodeStatus = typeof NodeStatus.Type
 
-/** `GET /admin/v1/system`: the same on every node (the figures come from the database). */
+/**
+ * `GET /admin/v1/system`: the same on every node (the figures come from the database).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const SystemStatus = Schema.Struct({
   tasks: TaskFigures,
   webhooks: WebhookBacklog,
   nodes: Schema.Array(NodeStatus),
   checked_at: Timestamp.annotations({ description: "The storage clock when the figures were read" })
 }).annotations({ identifier: "SystemStatus" })
-/** The system status. */
+/**
+ * The system status.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type SystemStatus = typeof SystemStatus.Type
 
-/** The engine side of the status: task figures and nodes, read at `checkedAt` (epoch ms, storage clock). */
+/**
+ * The engine side of the status: task figures and nodes, read at `checkedAt` (epoch ms, storage clock).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface EngineStatus {
   readonly tasks: TaskFigures
   readonly nodes: ReadonlyArray<NodeStatus>

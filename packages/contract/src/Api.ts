@@ -21,23 +21,56 @@ import { registry } from "./families/index.js"
 import type * as Family from "./Family.js"
 import { describeForGenerators, partOf } from "./internal/openApi.js"
 
-export { TaskResponse } from "./api/TasksApi.js"
+export {
+  /**
+   * The answer of `GET /api/v1/tasks/{id}` (its success Schema, for a handler that encodes its answer itself).
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
+  TaskResponse
+} from "./api/TasksApi.js"
 
-/** API version shown in the OpenAPI documents. */
+/**
+ * API version shown in the OpenAPI documents.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const version = "1.0.0"
 
-/** The license shown in the OpenAPI documents (the project's). */
+/**
+ * The license shown in the OpenAPI documents (the project's).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const license = { name: "MIT", url: "https://opensource.org/licenses/MIT" } as const
 
-/** The first segments of the public API's paths (`/api/v1/...`) and of the operator API's (`/admin/v1/...`). */
+/**
+ * The first segments of the public API's paths (`/api/v1/...`) and of the operator API's (`/admin/v1/...`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const publicPrefix = "/api/v1/"
-/** See {@link publicPrefix}. */
+/**
+ * See {@link publicPrefix}.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const adminPrefix = "/admin/v1/"
 
 /** The error envelope as a self-contained JSON Schema (its definition, not a `$ref` into `$defs`). */
 const errorEnvelopeJson = OpenApiJsonSchema.makeWithDefs(ErrorEnvelope, { defs: {}, topLevelReferenceStrategy: "skip" })
 
-/** The Mediagate HttpApi of a registry: every group, the generation group with one endpoint per registry endpoint. */
+/**
+ * The Mediagate HttpApi of a registry: every group, the generation group with one endpoint per registry endpoint.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export const make = <const R extends Family.Registry>(registry: R) => {
   const api = HttpApi.make("mediagate")
     .add(GenerationApi.make(registry))
@@ -77,10 +110,20 @@ export const make = <const R extends Family.Registry>(registry: R) => {
     })
 }
 
-/** The Mediagate HttpApi of the registry. */
+/**
+ * The Mediagate HttpApi of the registry.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export class MediagateApi extends make(registry) {}
 
-/** The OpenAPI documents of an API built by {@link make}: one for the public API, one for the operator API. */
+/**
+ * The OpenAPI documents of an API built by {@link make}: one for the public API, one for the operator API.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export interface Documents {
   /** Every `/api/v1` endpoint (served at `/api/v1/openapi.json`). */
   readonly public: OpenApi.OpenAPISpec
@@ -88,7 +131,12 @@ export interface Documents {
   readonly admin: OpenApi.OpenAPISpec
 }
 
-/** What the documents say besides the API's endpoints. */
+/**
+ * What the documents say besides the API's endpoints.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export interface DocumentOptions {
   /**
    * The base URL the documents' paths are relative to (their `servers`), e.g. `https://media.example.com` or, for
@@ -100,6 +148,9 @@ export interface DocumentOptions {
 /**
  * The OpenAPI documents of an API built by {@link make} (e.g. {@link MediagateApi}): each holds its own endpoints
  * and only the schemas, security schemes and tags they use.
+ *
+ * @since 0.1.0
+ * @category api
  */
 export const documents = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
   api: HttpApi.HttpApi<Id, Groups, E, R>,

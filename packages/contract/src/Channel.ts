@@ -15,25 +15,56 @@ import { Timestamp } from "./Timestamp.js"
  * transport is and does lives in `@mediagate/vendors`' transport registry (`transports/index.ts`), which this package
  * cannot import: the compiler there and a test hold this list to the registry's names, in its order
  * (docs/extending.md, "A new transport").
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const channelTransports = ["simulated", "relay", "fal", "replicate", "comfyui", "openai"] as const
 
-/** How a channel reaches its upstream (see {@link channelTransports}). */
+/**
+ * How a channel reaches its upstream (see {@link channelTransports}).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ChannelTransport = oneOf(...channelTransports).annotations({ identifier: "ChannelTransport" })
-/** How a channel reaches its upstream. */
+/**
+ * How a channel reaches its upstream.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ChannelTransport = typeof ChannelTransport.Type
 
-/** A task family a channel serves. */
+/**
+ * A task family a channel serves.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ChannelFamily = oneOf(...taskFamilies)
 
-/** The breaker state of a channel as this node sees it. */
+/**
+ * The breaker state of a channel as this node sees it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const BreakerState = oneOf("closed", "open", "half_open").annotations({ identifier: "BreakerState" })
-/** The breaker state of a channel. */
+/**
+ * The breaker state of a channel.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type BreakerState = typeof BreakerState.Type
 
 /**
  * How one of our models maps onto a channel's upstream (docs/channels.md, "Model mapping"). The expressions are
  * JSONata, checked when the channel is saved.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const ModelMapping = Schema.Struct({
   target: text(1024, 1).annotations({
@@ -54,10 +85,20 @@ export const ModelMapping = Schema.Struct({
     })
   )
 }).annotations({ identifier: "ModelMapping", parseOptions: { onExcessProperty: "error" } })
-/** How one of our models maps onto a channel's upstream. */
+/**
+ * How one of our models maps onto a channel's upstream.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ModelMapping = typeof ModelMapping.Type
 
-/** A ComfyUI workflow stored on a channel: the API-format graph and where the request's fields go. */
+/**
+ * A ComfyUI workflow stored on a channel: the API-format graph and where the request's fields go.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ComfyWorkflow = Schema.Struct({
   graph: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
     description: "The API-format workflow (ComfyUI's \"Export (API)\"): node id → `{ class_type, inputs }`"
@@ -69,10 +110,20 @@ export const ComfyWorkflow = Schema.Struct({
     })
   )
 }).annotations({ identifier: "ComfyWorkflow", parseOptions: { onExcessProperty: "error" } })
-/** A ComfyUI workflow stored on a channel. */
+/**
+ * A ComfyUI workflow stored on a channel.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ComfyWorkflow = typeof ComfyWorkflow.Type
 
-/** Non-secret settings of a channel's transport. */
+/**
+ * Non-secret settings of a channel's transport.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ChannelSettings = Schema.Struct({
   base_url: optional(
     text(2048, 1).annotations({
@@ -128,20 +179,40 @@ export const ChannelSettings = Schema.Struct({
     ).annotations({ description: "comfyui: the workflows by name (a mapping's `target`)" })
   )
 }).annotations({ identifier: "ChannelSettings", parseOptions: { onExcessProperty: "error" } })
-/** Non-secret settings of a channel's transport. */
+/**
+ * Non-secret settings of a channel's transport.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ChannelSettings = typeof ChannelSettings.Type
 
-/** Secret settings of a channel, stored encrypted and never returned. */
+/**
+ * Secret settings of a channel, stored encrypted and never returned.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ChannelCredentials = Schema.Struct({
   api_key: text(4096, 1).annotations({
     description: "The upstream's API key: relay and openai `Bearer`, fal `Key`, replicate `Bearer` (token), comfyui " +
       "`Bearer` to the proxy in front of it"
   })
 }).annotations({ identifier: "ChannelCredentials", parseOptions: { onExcessProperty: "error" } })
-/** Secret settings of a channel. */
+/**
+ * Secret settings of a channel.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ChannelCredentials = typeof ChannelCredentials.Type
 
-/** A channel's health: this node's breaker and the tasks in flight on it across every node. */
+/**
+ * A channel's health: this node's breaker and the tasks in flight on it across every node.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ChannelHealth = Schema.Struct({
   breaker: BreakerState,
   consecutive_failures: Schema.Number,
@@ -151,10 +222,20 @@ export const ChannelHealth = Schema.Struct({
     description: "Tasks submitted to or reserved on the channel and not finished, every node"
   })
 }).annotations({ identifier: "ChannelHealth" })
-/** A channel's health. */
+/**
+ * A channel's health.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ChannelHealth = typeof ChannelHealth.Type
 
-/** A channel as the admin API shows it. */
+/**
+ * A channel as the admin API shows it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Channel = Schema.Struct({
   id: Schema.String.annotations({ description: "`ch_` + ULID, or `default` for the environment's channel" }),
   name: Schema.String,
@@ -179,7 +260,12 @@ export const Channel = Schema.Struct({
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotations({ identifier: "Channel" })
-/** A channel as the admin API shows it. */
+/**
+ * A channel as the admin API shows it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type Channel = typeof Channel.Type
 
 const routing = {
@@ -207,7 +293,12 @@ const optionalRouting = {
   enabled: optional(routing.enabled)
 }
 
-/** Body of `POST /admin/v1/channels`. */
+/**
+ * Body of `POST /admin/v1/channels`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ChannelCreate = Schema.Struct({
   name: text(200, 1),
   transport: ChannelTransport,
@@ -216,12 +307,20 @@ export const ChannelCreate = Schema.Struct({
   families: routing.families,
   ...optionalRouting
 }).annotations({ identifier: "ChannelCreate", parseOptions: { onExcessProperty: "error" } })
-/** Body of `POST /admin/v1/channels`. */
+/**
+ * Body of `POST /admin/v1/channels`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ChannelCreate = typeof ChannelCreate.Type
 
 /**
  * Body of `PATCH /admin/v1/channels/:id`: the fields to change. `credentials` replaces the stored ones (`null`
  * removes them); `enabled: true` clears `disabled_reason`.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const ChannelUpdate = Schema.Struct({
   name: optional(text(200, 1)),
@@ -230,17 +329,37 @@ export const ChannelUpdate = Schema.Struct({
   families: optional(routing.families),
   ...optionalRouting
 }).annotations({ identifier: "ChannelUpdate", parseOptions: { onExcessProperty: "error" } })
-/** Body of `PATCH /admin/v1/channels/:id`. */
+/**
+ * Body of `PATCH /admin/v1/channels/:id`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ChannelUpdate = typeof ChannelUpdate.Type
 
-/** `GET /admin/v1/channels/usage`: the window (default: the last 30 days). */
+/**
+ * `GET /admin/v1/channels/usage`: the window (default: the last 30 days).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ChannelUsageQuery = Schema.Struct({
   since: optional(Timestamp.annotations({ description: "Tasks created at or after this time (default: 30 days ago)" }))
 }).annotations({ identifier: "ChannelUsageQuery" })
-/** The window of a usage report. */
+/**
+ * The window of a usage report.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ChannelUsageQuery = typeof ChannelUsageQuery.Type
 
-/** One channel and model: what its ended live tasks were charged against what the upstream reported. */
+/**
+ * One channel and model: what its ended live tasks were charged against what the upstream reported.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ChannelUsage = Schema.Struct({
   channel_id: Schema.String,
   channel_name: Schema.NullOr(Schema.String).annotations({ description: "null for a channel since deleted" }),
@@ -257,5 +376,10 @@ export const ChannelUsage = Schema.Struct({
   reported: Schema.Number.annotations({ description: "Tasks with an upstream cost" }),
   margin: Schema.Number.annotations({ description: "charged − upstream_cost, USD" })
 }).annotations({ identifier: "ChannelUsage" })
-/** One channel and model's charged against upstream cost. */
+/**
+ * One channel and model's charged against upstream cost.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ChannelUsage = typeof ChannelUsage.Type

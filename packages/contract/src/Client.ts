@@ -20,7 +20,12 @@ import * as Redacted from "effect/Redacted"
 import type { Simplify } from "effect/Types"
 import { MediagateApi } from "./Api.js"
 
-/** Options of {@link make}. */
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ClientOptions {
   /** Base URL of the server, e.g. `http://localhost:3000`. */
   readonly baseUrl: string
@@ -28,7 +33,12 @@ export interface ClientOptions {
   readonly apiKey?: string | Redacted.Redacted<string>
 }
 
-/** `@effect/platform`'s request of an endpoint with `headers` optional when every header is optional. */
+/**
+ * `@effect/platform`'s request of an endpoint with `headers` optional when every header is optional.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ClientRequest<Path, UrlParams, Payload, Headers, WithResponse extends boolean> = [Headers] extends [never]
   ? HttpApiEndpoint.HttpApiEndpoint.ClientRequest<Path, UrlParams, Payload, Headers, WithResponse>
   : {} extends Headers ? Simplify<
@@ -41,7 +51,12 @@ export type ClientRequest<Path, UrlParams, Payload, Headers, WithResponse extend
     : never
   : HttpApiEndpoint.HttpApiEndpoint.ClientRequest<Path, UrlParams, Payload, Headers, WithResponse>
 
-/** One method of the client (as `HttpApiClient.Client.Method`, with {@link ClientRequest}). */
+/**
+ * One method of the client (as `HttpApiClient.Client.Method`, with {@link ClientRequest}).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Method<Endpoint, E, GroupError> = [Endpoint] extends [
   HttpApiEndpoint.HttpApiEndpoint<
     infer _Name,
@@ -63,7 +78,12 @@ export type Method<Endpoint, E, GroupError> = [Endpoint] extends [
   >
   : never
 
-/** The client of a set of groups: one record of methods per group. */
+/**
+ * The client of a set of groups: one record of methods per group.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Client<Groups extends HttpApiGroup.HttpApiGroup.Any, E> = Simplify<
   {
     readonly [Group in Groups as HttpApiGroup.HttpApiGroup.Name<Group>]: [Group] extends
@@ -80,13 +100,23 @@ export type Client<Groups extends HttpApiGroup.HttpApiGroup.Any, E> = Simplify<
 
 type Groups = typeof MediagateApi extends { readonly groups: Record<string, infer G> } ? G : never
 
-/** The client type. */
+/**
+ * The client type.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type MediagateClient = Client<
   Extract<Groups, HttpApiGroup.HttpApiGroup.Any>,
   never
 >
 
-/** Makes a typed client of the whole API. Needs an `HttpClient` (e.g. `FetchHttpClient.layer`). */
+/**
+ * Makes a typed client of the whole API. Needs an `HttpClient` (e.g. `FetchHttpClient.layer`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: ClientOptions): Effect.Effect<MediagateClient, never, HttpClient.HttpClient> =>
   HttpApiClient.make(MediagateApi, {
     baseUrl: options.baseUrl,

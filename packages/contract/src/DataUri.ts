@@ -7,10 +7,20 @@ import * as Either from "effect/Either"
 import * as Encoding from "effect/Encoding"
 import { imageSize } from "image-size"
 
-/** Image formats the specification names (`jpg` and `jpeg` are one format). */
+/**
+ * Image formats the specification names (`jpg` and `jpeg` are one format).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ImageFormat = "jpeg" | "png" | "webp" | "bmp" | "tiff" | "gif" | "heic" | "heif"
 
-/** What a data URI holds, read from its bytes. */
+/**
+ * What a data URI holds, read from its bytes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface DataUriImage {
   readonly mimeType: string
   readonly format: ImageFormat | "other"
@@ -21,7 +31,12 @@ export interface DataUriImage {
 
 const dataUriPattern = /^data:([a-z0-9.+-]+\/[a-z0-9.+-]+)(?:;[a-z0-9-]+=[^;,]*)*;base64,/i
 
-/** Whether a string is written as a data URI (`data:...`), valid or not. */
+/**
+ * Whether a string is written as a data URI (`data:...`), valid or not.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isDataUri = (value: string): boolean => value.slice(0, 5).toLowerCase() === "data:"
 
 /** image-size's type names (HEIF containers by their ftyp brand) and the spec's format names. */
@@ -41,13 +56,21 @@ const formats: Readonly<Record<string, ImageFormat>> = {
   msf1: "heif"
 }
 
-/** image-size's type names (and HEIF ftyp brands) as the spec's format names. */
+/**
+ * image-size's type names (and HEIF ftyp brands) as the spec's format names.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const formatOfType = (type: string | undefined): ImageFormat | "other" =>
   type !== undefined && Object.hasOwn(formats, type) ? formats[type] : "other"
 
 /**
  * Decodes an image data URI and reads its format and pixel size, or returns the reason it is not one.
  * Only `;base64` data URIs of an image media type are accepted.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const inspectImageDataUri = (value: string): Either.Either<DataUriImage, string> => {
   const match = dataUriPattern.exec(value)

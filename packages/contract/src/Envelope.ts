@@ -9,7 +9,12 @@ import * as Encoding from "effect/Encoding"
 import * as Schema from "effect/Schema"
 import * as Errors from "./Errors.js"
 
-/** Wraps a Schema in `{ success: true, data: ... }` on the wire; the decoded value is the data itself. */
+/**
+ * Wraps a Schema in `{ success: true, data: ... }` on the wire; the decoded value is the data itself.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const success = <A, I, R>(data: Schema.Schema<A, I, R>, identifier?: string) =>
   Schema.transform(
     Schema.Struct({ success: Schema.Literal(true), data }),
@@ -21,7 +26,12 @@ export const success = <A, I, R>(data: Schema.Schema<A, I, R>, identifier?: stri
     }
   ).annotations(identifier === undefined ? {} : { identifier })
 
-/** The pagination object of list responses. */
+/**
+ * The pagination object of list responses.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Pagination = Schema.Struct({
   cursor: Schema.NullOr(Schema.String).annotations({
     description: "Opaque cursor of the next page; null when there is none"
@@ -29,10 +39,20 @@ export const Pagination = Schema.Struct({
   hasMore: Schema.Boolean,
   total: Schema.Number.annotations({ description: "Number of items matching the filters" })
 }).annotations({ identifier: "Pagination" })
-/** The pagination object of list responses. */
+/**
+ * The pagination object of list responses.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type Pagination = typeof Pagination.Type
 
-/** A page of items with its pagination, as handlers return it. */
+/**
+ * A page of items with its pagination, as handlers return it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Page<A> {
   readonly data: ReadonlyArray<A>
   readonly pagination: Pagination
@@ -42,6 +62,9 @@ export interface Page<A> {
  * Decodes the cursor of a list ordered by id, newest first (tasks, accounts, deliveries): the last id of the previous
  * page, base64url-encoded, an id of `prefix` and a ULID. Undefined without a cursor; `VALIDATION_ERROR` for anything
  * that is not such a cursor.
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const decodeIdCursor = (
   prefix: string,
@@ -58,6 +81,9 @@ export const decodeIdCursor = (
 /**
  * A page of a list ordered by id (items found newest first, whether more follow, the total) with `data` shown for
  * its items; the cursor (see {@link decodeIdCursor}) is the last item's id when more follow.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const idPage = <A>(
   found: { readonly items: ReadonlyArray<{ readonly id: string }>; readonly hasMore: boolean; readonly total: number },
@@ -68,7 +94,12 @@ export const idPage = <A>(
   return { data, pagination: { cursor, hasMore: found.hasMore, total: found.total } }
 }
 
-/** Wraps an item Schema in `{ success: true, data: [...], pagination }` on the wire. */
+/**
+ * Wraps an item Schema in `{ success: true, data: [...], pagination }` on the wire.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const page = <A, I, R>(item: Schema.Schema<A, I, R>, identifier?: string) => {
   const data = Schema.Array(item)
   return Schema.transform(
@@ -82,10 +113,20 @@ export const page = <A, I, R>(item: Schema.Schema<A, I, R>, identifier?: string)
   ).annotations(identifier === undefined ? {} : { identifier })
 }
 
-/** The answer of every DELETE: `{ id, deleted: true }`. */
+/**
+ * The answer of every DELETE: `{ id, deleted: true }`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Deleted = Schema.Struct({
   id: Schema.String,
   deleted: Schema.Literal(true)
 }).annotations({ identifier: "Deleted" })
-/** The answer of every DELETE. */
+/**
+ * The answer of every DELETE.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type Deleted = typeof Deleted.Type

@@ -7,7 +7,12 @@
 import { type EndpointKey, endpointList, type ModelId } from "./Catalog.js"
 import type * as Family from "./Family.js"
 
-/** One minimal request body per endpoint and model. */
+/**
+ * One minimal request body per endpoint and model.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const minimalRequests: ReadonlyArray<{
   readonly endpoint: EndpointKey
   readonly model: ModelId

@@ -18,13 +18,28 @@ import type * as Outputs from "./Outputs.js"
 type PascalCase<S extends string> = S extends `${infer Head}-${infer Tail}` ? `${Capitalize<Head>}${PascalCase<Tail>}`
   : Capitalize<S>
 
-/** The HttpApi endpoint name of a family and operation: `vendor1` + `image-to-video` → `vendor1ImageToVideo`. */
+/**
+ * The HttpApi endpoint name of a family and operation: `vendor1` + `image-to-video` → `vendor1ImageToVideo`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type EndpointName<F extends string, O extends string> = `${F}${PascalCase<O>}`
 
-/** The request Schema of any endpoint. */
+/**
+ * The request Schema of any endpoint.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type AnyRequest = GenerationRequestSchema<any, any, any>
 
-/** What a family states about one of its endpoints (besides its operation and media type). */
+/**
+ * What a family states about one of its endpoints (besides its operation and media type).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface EndpointSpec<S extends AnyRequest> {
   /** The request Schema (`GenerationRequest.make`): field rules, per-model rules and defaults. */
   readonly request: S
@@ -38,7 +53,12 @@ export interface EndpointSpec<S extends AnyRequest> {
   inputMedia?(model: string): ReadonlyArray<InputMedia.Field>
 }
 
-/** One generation endpoint of a family: `POST /api/v1/<family>/<operation>`. */
+/**
+ * One generation endpoint of a family: `POST /api/v1/<family>/<operation>`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Endpoint<F extends string = string, O extends Operation = Operation, S extends AnyRequest = AnyRequest>
   extends EndpointSpec<S>
 {
@@ -56,7 +76,12 @@ export interface Endpoint<F extends string = string, O extends Operation = Opera
   inputMedia(model: string): ReadonlyArray<InputMedia.Field>
 }
 
-/** A family's part of the price table (decisions.md §4). */
+/**
+ * A family's part of the price table (decisions.md §4).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Prices<P extends Schema.Struct.Fields = Schema.Struct.Fields> {
   /** The Schemas of the family's entries of the price table, one per model id. */
   readonly fields: P
@@ -66,7 +91,12 @@ export interface Prices<P extends Schema.Struct.Fields = Schema.Struct.Fields> {
   price(endpoint: string, request: AnyGenerationRequest, table: Schema.Struct.Type<P>): number
 }
 
-/** One family (built with {@link make}). */
+/**
+ * One family (built with {@link make}).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Family<
   F extends string = string,
   E extends Endpoint<F> = Endpoint<F>,
@@ -87,28 +117,63 @@ export interface Family<
   ): ReadonlyArray<{ readonly amountMicros: number; readonly description: string }>
 }
 
-/** Any family. */
+/**
+ * Any family.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Any = Family<string, Endpoint, Schema.Struct.Fields>
 
-/** The registry: every family, in the order of the specification. */
+/**
+ * The registry: every family, in the order of the specification.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Registry = readonly [Any, ...Array<Any>]
 
-/** The endpoints of a registry's families. */
+/**
+ * The endpoints of a registry's families.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type EndpointOf<R extends Registry> = R[number]["endpoints"][number]
 
-/** The family words of a registry. */
+/**
+ * The family words of a registry.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type NameOf<R extends Registry> = R[number]["name"]
 
-/** The model ids of a registry. */
+/**
+ * The model ids of a registry.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ModelOf<R extends Registry> = R[number]["models"][number]
 
 type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never
 
-/** The fields of the whole price table of a registry: every family's entries. */
+/**
+ * The fields of the whole price table of a registry: every family's entries.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type PriceFields<R extends Registry> = UnionToIntersection<R[number]["prices"]["fields"]> extends
   infer F extends Schema.Struct.Fields ? F : never
 
-/** Values the families' examples use. */
+/**
+ * Values the families' examples use.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const samples = {
   prompt: "a lighthouse at dawn",
   image: "https://example.com/frame.png",
@@ -118,6 +183,9 @@ export const samples = {
 /**
  * Builds one endpoint of a family: `POST /api/v1/<family>/<operation>` creating tasks of `mediaType`; `name` is the
  * family and the operation in camel case (`vendor3TextToVideo`, checked by the compiler).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const endpoint = <const F extends string, const O extends Operation, S extends AnyRequest>(
   family: F,
@@ -140,7 +208,12 @@ export const endpoint = <const F extends string, const O extends Operation, S ex
   }
 }
 
-/** Builds a family: its endpoints, its prices (every model priced) and the charges it measures (none by default). */
+/**
+ * Builds a family: its endpoints, its prices (every model priced) and the charges it measures (none by default).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = <
   const F extends string,
   const Es extends readonly [Endpoint<F>, ...Array<Endpoint<F>>],
@@ -156,14 +229,29 @@ export const make = <
   models: Arr.dedupe(family.endpoints.flatMap((endpoint) => endpoint.models))
 })
 
-/** Every endpoint of a registry, in registry order. */
+/**
+ * Every endpoint of a registry, in registry order.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const endpointsOf = <R extends Registry>(registry: R): Arr.NonEmptyReadonlyArray<EndpointOf<R>> =>
   Arr.flatMap(registry, (family): Arr.NonEmptyReadonlyArray<EndpointOf<R>> => family.endpoints)
 
-/** The endpoint of a key in a registry, or undefined. */
+/**
+ * The endpoint of a key in a registry, or undefined.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const findEndpoint = (registry: Registry, key: string): Endpoint | undefined =>
   endpointsOf(registry).find((endpoint) => endpoint.key === key)
 
-/** The family of an endpoint key in a registry, or undefined. */
+/**
+ * The family of an endpoint key in a registry, or undefined.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const familyOf = (registry: Registry, key: string): Any | undefined =>
   registry.find((family) => family.endpoints.some((endpoint) => endpoint.key === key))

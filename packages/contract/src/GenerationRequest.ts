@@ -14,7 +14,12 @@ import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
 import { Metadata, optional, strictParse, WebhookUrl, withMessage } from "./Fields.js"
 
-/** A decoded generation request. */
+/**
+ * A decoded generation request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface GenerationBody<M extends string, I> {
   readonly model: M
   readonly input: I
@@ -22,7 +27,12 @@ export interface GenerationBody<M extends string, I> {
   readonly metadata?: Metadata
 }
 
-/** A generation request Schema: JSON body in (the same shape, its input encoded), validated and normalized body out. */
+/**
+ * A generation request Schema: JSON body in (the same shape, its input encoded), validated and normalized body out.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface GenerationRequestSchema<M extends string, I, IE, R = never>
   extends Schema.Schema<GenerationBody<M, I>, GenerationBody<M, IE>, R>
 {
@@ -32,7 +42,12 @@ export interface GenerationRequestSchema<M extends string, I, IE, R = never>
   readonly inputFields: Schema.Schema<I, IE, R>
 }
 
-/** Options of {@link make}. */
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface GenerationRequestOptions<M extends string, F extends Schema.Struct.Fields> {
   /** Name of the request in OpenAPI (e.g. `Vendor1TextToVideoRequest`). */
   readonly identifier: string
@@ -55,7 +70,12 @@ const defaultOf = ({ ast }: Schema.Struct.Field): Option.Option<unknown> =>
     ? Option.none()
     : AST.getDefaultAnnotation(ast._tag === "PropertySignatureDeclaration" ? ast.type : ast)
 
-/** Builds the request Schema of one generation endpoint. */
+/**
+ * Builds the request Schema of one generation endpoint.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = <M extends string, F extends Schema.Struct.Fields>(
   options: GenerationRequestOptions<M, F>
 ): GenerationRequestSchema<M, Schema.Struct<F>["Type"], Schema.Struct<F>["Encoded"], Schema.Struct<F>["Context"]> => {
@@ -95,13 +115,23 @@ export const make = <M extends string, F extends Schema.Struct.Fields>(
 
 type AnyBody = { readonly model: string; readonly input: Readonly<Record<string, unknown>> }
 
-/** Refuses a field that the chosen model does not support. */
+/**
+ * Refuses a field that the chosen model does not support.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const onlyFor = (body: AnyBody, field: string, models: ReadonlyArray<string>): Array<Schema.FilterIssue> =>
   body.input[field] !== undefined && !models.includes(body.model)
     ? [{ path: ["input", field], message: `is not supported by model ${body.model}` }]
     : []
 
-/** Requires an integer input field to lie in a model-specific range. */
+/**
+ * Requires an integer input field to lie in a model-specific range.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const integerFor = (
   body: AnyBody,
   field: string,
@@ -114,7 +144,12 @@ export const integerFor = (
     : []
 }
 
-/** Requires a string input field to be one of model-specific values. */
+/**
+ * Requires a string input field to be one of model-specific values.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const oneOfFor = (
   body: AnyBody,
   field: string,
@@ -130,7 +165,12 @@ export const oneOfFor = (
     : []
 }
 
-/** Requires a field (missing-field message of the API). */
+/**
+ * Requires a field (missing-field message of the API).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const requiredFor = (body: AnyBody, field: string, reason: string): Array<Schema.FilterIssue> =>
   body.input[field] === undefined ? [{ path: ["input", field], message: `is required ${reason}` }] : []
 
@@ -142,5 +182,10 @@ const fill = <I extends object>(input: I, defaults: object): I => ({
   )
 })
 
-/** Fills in defaults: every `defaults` entry whose field is absent from the input. */
+/**
+ * Fills in defaults: every `defaults` entry whose field is absent from the input.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const withDefaults = <I extends object>(input: I, defaults: Partial<I>): I => fill(input, defaults)

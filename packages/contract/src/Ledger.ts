@@ -9,14 +9,34 @@ import * as Schema from "effect/Schema"
 import { oneOf, optional, pageCursor, pageLimit } from "./Fields.js"
 import { Timestamp } from "./Timestamp.js"
 
-/** Kinds of ledger entries. */
+/**
+ * Kinds of ledger entries.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const ledgerKinds = ["charge", "refund", "top_up", "adjustment"] as const
-/** A kind of ledger entry. */
+/**
+ * A kind of ledger entry.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type LedgerKind = typeof ledgerKinds[number]
-/** A kind of ledger entry. */
+/**
+ * A kind of ledger entry.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const LedgerKind = Schema.Literal(...ledgerKinds).annotations({ identifier: "LedgerKind" })
 
-/** One entry of the ledger. */
+/**
+ * One entry of the ledger.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const LedgerEntry = Schema.Struct({
   id: Schema.String.annotations({ description: "Increasing in the order entries were written" }),
   kind: LedgerKind,
@@ -29,14 +49,29 @@ export const LedgerEntry = Schema.Struct({
   month: Schema.String.annotations({ description: "The calendar month (UTC, YYYY-MM) the entry counts in" }),
   created_at: Timestamp
 }).annotations({ identifier: "LedgerEntry" })
-/** One entry of the ledger. */
+/**
+ * One entry of the ledger.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type LedgerEntry = typeof LedgerEntry.Type
 
-/** Query of `GET /api/v1/balance/ledger`. */
+/**
+ * Query of `GET /api/v1/balance/ledger`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const LedgerListQuery = Schema.Struct({
   kind: optional(oneOf(...ledgerKinds).annotations({ description: "Only entries of this kind" })),
   limit: pageLimit,
   cursor: pageCursor
 }).annotations({ identifier: "LedgerListQuery" })
-/** Query of `GET /api/v1/balance/ledger`, decoded. */
+/**
+ * Query of `GET /api/v1/balance/ledger`, decoded.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type LedgerListQuery = typeof LedgerListQuery.Type

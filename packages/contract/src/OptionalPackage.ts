@@ -10,7 +10,12 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 
-/** An optional package of a feature: its name and the version range Mediagate works with. */
+/**
+ * An optional package of a feature: its name and the version range Mediagate works with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Spec {
   /** What turns the feature on, for the message (`MEDIAGATE_FILE_STORE=s3`). */
   readonly feature: string
@@ -20,10 +25,20 @@ export interface Spec {
   readonly range: string
 }
 
-/** The command that installs the package of `spec`. */
+/**
+ * The command that installs the package of `spec`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const installLine = (spec: Spec): string => `npm install ${spec.name}@${spec.range}`
 
-/** A feature is configured but its optional package cannot be loaded (installing it is the fix). */
+/**
+ * A feature is configured but its optional package cannot be loaded (installing it is the fix).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MissingPackage extends Schema.TaggedError<MissingPackage>()("MissingPackage", {
   name: Schema.String,
   install: Schema.String,
@@ -35,7 +50,12 @@ const notFound = (cause: unknown) =>
   typeof cause === "object" && cause !== null && "code" in cause &&
   (cause.code === "ERR_MODULE_NOT_FOUND" || cause.code === "MODULE_NOT_FOUND")
 
-/** The {@link MissingPackage} of `spec` for the error its import (or `require`) failed with. */
+/**
+ * The {@link MissingPackage} of `spec` for the error its import (or `require`) failed with.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const missing = (spec: Spec, cause: unknown): MissingPackage => {
   const install = installLine(spec)
   const reason = notFound(cause)
@@ -49,12 +69,20 @@ export const missing = (spec: Spec, cause: unknown): MissingPackage => {
   })
 }
 
-/** How {@link load} imports a package: given its spec and its `import()`. */
+/**
+ * How {@link load} imports a package: given its spec and its `import()`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Importer = (spec: Spec, load: () => Promise<unknown>) => Promise<unknown>
 
 /**
  * The importer in use: by default the package's own `import()`. A test replaces it (`Effect.provideService`,
  * `Layer.succeed`) to run a configured feature as if its package were not installed.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class CurrentImporter extends Context.Reference<CurrentImporter>()(
   "@mediagate/contract/OptionalPackage/CurrentImporter",
@@ -65,6 +93,9 @@ export class CurrentImporter extends Context.Reference<CurrentImporter>()(
  * Imports the optional package of `spec` with `load` (a literal `import("...")`, so bundlers and the type checker
  * see it) through the {@link CurrentImporter}; fails with a {@link MissingPackage} when it is not installed or does
  * not load.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const load = <A>(spec: Spec, load: () => Promise<A>): Effect.Effect<A, MissingPackage> =>
   Effect.flatMap(CurrentImporter, (importer) =>

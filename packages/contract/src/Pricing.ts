@@ -33,25 +33,45 @@ const decimal = (noun: string, max: number) =>
     }, { jsonSchema: { minimum: 0, maximum: max } })
   )
 
-/** A price in USD: at least 0, at most 6 decimals (a whole number of micro-dollars). */
+/**
+ * A price in USD: at least 0, at most 6 decimals (a whole number of micro-dollars).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Price = decimal("price in USD", maxAmount).annotations({
   title: "Price",
   description: "Price in USD, at least 0, at most 6 decimals"
 })
 
-/** A factor applied to a price (at least 0, at most 6 decimals). */
+/**
+ * A factor applied to a price (at least 0, at most 6 decimals).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Factor = decimal("factor", maxAmount).annotations({
   title: "Factor",
   description: "Factor applied to a price, at least 0, at most 6 decimals"
 })
 
-/** A discount factor: 0 to 1 (0.5 halves the price). */
+/**
+ * A discount factor: 0 to 1 (0.5 halves the price).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const DiscountFactor = decimal("factor", 1).annotations({
   title: "DiscountFactor",
   description: "Factor from 0 to 1 applied to a price (0.5 halves it)"
 })
 
-/** A whole number of credits. */
+/**
+ * A whole number of credits.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Credits = Schema.Number.pipe(
   Schema.filter((value) =>
     (Number.isSafeInteger(value) && value >= 0 && value <= maxCredits) ||
@@ -59,48 +79,98 @@ export const Credits = Schema.Number.pipe(
   )
 ).annotations({ title: "Credits" })
 
-/** The same value for every key (models that share a price Schema or defaults). */
+/**
+ * The same value for every key (models that share a price Schema or defaults).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const each = <const K extends string, A>(keys: ReadonlyArray<K>, value: A): { readonly [P in K]: A } =>
   Rec.map(Records.indexBy(keys, (key) => key), () => value)
 
-/** Prices by key (resolutions, modes, durations), for the keys of `keys`. */
+/**
+ * Prices by key (resolutions, modes, durations), for the keys of `keys`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const byKey = <const K extends string>(keys: readonly [K, ...Array<K>], description: string) =>
   Schema.Struct(each(keys, Price)).annotations({ title: `an object of prices for ${keys.join(", ")}`, description })
 
-/** USD per second of output, by resolution. */
+/**
+ * USD per second of output, by resolution.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const perSecondBy = <const K extends string>(keys: readonly [K, ...Array<K>]) =>
   byKey(keys, "USD per second of output, by resolution")
 
-/** A USD price to integer micro-dollars (exact for the ≤ 6 decimals the Schema allows). */
+/**
+ * A USD price to integer micro-dollars (exact for the ≤ 6 decimals the Schema allows).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const micros = (usd: number): number => Money.toMicros(usd)
 
-/** `a × b / c` for non-negative integers, rounded half up, without float drift. */
+/**
+ * `a × b / c` for non-negative integers, rounded half up, without float drift.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const mulDivHalfUp = (a: number, b: number, c: number): number => {
   const divisor = BigInt(c)
   return Number((BigInt(a) * BigInt(b) * 2n + divisor) / (2n * divisor))
 }
 
-/** Integer micro-dollars times a factor of at most 6 decimals, rounded half up to a micro-dollar. */
+/**
+ * Integer micro-dollars times a factor of at most 6 decimals, rounded half up to a micro-dollar.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const applyFactor = (amountMicros: number, factor: number): number =>
   mulDivHalfUp(amountMicros, Math.round(factor * Money.microsPerDollar), Money.microsPerDollar)
 
-/** A per-second price times whole seconds, in micro-dollars. */
+/**
+ * A per-second price times whole seconds, in micro-dollars.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const perSecond = (usdPerSecond: number, seconds: number): number => micros(usdPerSecond) * seconds
 
-/** A request the price table cannot price (only possible for an input that skipped validation). */
+/**
+ * A request the price table cannot price (only possible for an input that skipped validation).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class UnpriceableRequestError extends Schema.TaggedError<UnpriceableRequestError>()("UnpriceableRequestError", {
   model: Schema.String,
   message: Schema.String
 }) {}
 
-/** Throws {@link UnpriceableRequestError} (a defect: validation refuses such requests first). */
+/**
+ * Throws {@link UnpriceableRequestError} (a defect: validation refuses such requests first).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const unpriceable = (model: string, detail: string): never => {
   throw new UnpriceableRequestError({ model, message: `cannot price model ${model}: ${detail}` })
 }
 
 type Input = Readonly<Record<string, unknown>>
 
-/** The key of `prices` named by `input[field]` (or `fallback` when absent); a number names the key "5" etc. */
+/**
+ * The key of `prices` named by `input[field]` (or `fallback` when absent); a number names the key "5" etc.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const keyOf = <K extends string>(
   model: string,
   input: Input,
@@ -120,7 +190,12 @@ export const keyOf = <K extends string>(
 const hasKey = <K extends string>(prices: { readonly [P in K]: unknown }, key: string): key is K =>
   Object.hasOwn(prices, key)
 
-/** The price of `prices` named by `input[field]` (or `fallback` when absent). */
+/**
+ * The price of `prices` named by `input[field]` (or `fallback` when absent).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const pick = <K extends string>(
   model: string,
   input: Input,
@@ -129,7 +204,12 @@ export const pick = <K extends string>(
   fallback: K | undefined
 ): number => prices[keyOf(model, input, field, prices, fallback)]
 
-/** Whole seconds from `input[field]`: an integer or an integer string ("5"), or `fallback` when absent. */
+/**
+ * Whole seconds from `input[field]`: an integer or an integer string ("5"), or `fallback` when absent.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const seconds = (model: string, input: Input, field: string, fallback: number | undefined): number => {
   const value = input[field] ?? fallback
   const number = typeof value === "string" && /^\d{1,6}$/.test(value) ? Number(value) : value
@@ -140,13 +220,23 @@ export const seconds = (model: string, input: Input, field: string, fallback: nu
   )
 }
 
-/** A boolean field, or `fallback`. */
+/**
+ * A boolean field, or `fallback`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const flag = (input: Input, field: string, fallback: boolean): boolean => {
   const value = input[field]
   return typeof value === "boolean" ? value : fallback
 }
 
-/** The price per second named by `input[field]` times the seconds of `input.duration` (fallbacks when absent). */
+/**
+ * The price per second named by `input[field]` times the seconds of `input.duration` (fallbacks when absent).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const bySecond = <K extends string>(
   { input, model }: AnyGenerationRequest,
   prices: { readonly [P in K]: number },
@@ -155,17 +245,37 @@ export const bySecond = <K extends string>(
   field = "resolution"
 ): number => perSecond(pick(model, input, field, prices, fallback), seconds(model, input, "duration", duration))
 
-/** True when the field holds a non-empty list. */
+/**
+ * True when the field holds a non-empty list.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const hasItems = (value: unknown): boolean => Array.isArray(value) && value.length > 0
 
-/** The whole price table of a registry (one entry per model id). */
+/**
+ * The whole price table of a registry (one entry per model id).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Table<R extends Family.Registry> = Schema.Struct.Type<Family.PriceFields<R>>
 
-/** The Schema fields of a registry's price table: every family's entries. */
+/**
+ * The Schema fields of a registry's price table: every family's entries.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const fields = <const R extends Family.Registry>(registry: R): Family.PriceFields<R> =>
   Records.merge(registry.map((family) => family.prices.fields), "model id")
 
-/** The default prices of a registry (decisions.md §4), in USD. */
+/**
+ * The default prices of a registry (decisions.md §4), in USD.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const defaults = <const R extends Family.Registry>(registry: R): Table<R> =>
   Records.merge(registry.map((family) => family.prices.defaults), "model id")
 
@@ -173,6 +283,9 @@ export const defaults = <const R extends Family.Registry>(registry: R): Table<R>
  * The price function of a registry: the price charged at accept, in integer micro-dollars, of a validated
  * (normalized) request. A model that the endpoint does not offer, or a value the table has no price for, throws
  * {@link UnpriceableRequestError}.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const priceOf = (registry: Family.Registry) =>
 (

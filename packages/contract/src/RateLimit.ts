@@ -13,13 +13,23 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 
-/** One counter of one window. */
+/**
+ * One counter of one window.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WindowKey {
   readonly scope: string
   readonly windowStart: number
 }
 
-/** Counters of fixed windows. A storage failure is a {@link RateWindowsUnavailable}. */
+/**
+ * Counters of fixed windows. A storage failure is a {@link RateWindowsUnavailable}.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class RateWindows extends Context.Tag("@mediagate/contract/RateWindows")<RateWindows, {
   /**
    * Counts one hit on each counter and answers each counter's count after it (including this hit and every hit of
@@ -32,7 +42,12 @@ export class RateWindows extends Context.Tag("@mediagate/contract/RateWindows")<
   readonly shared: boolean
 }>() {}
 
-/** The store could not be reached (the limiter lets the request through and logs it). */
+/**
+ * The store could not be reached (the limiter lets the request through and logs it).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RateWindowsUnavailable extends Schema.TaggedError<RateWindowsUnavailable>()("RateWindowsUnavailable", {
   cause: Schema.Unknown
 }) {}
@@ -42,6 +57,9 @@ const keyOf = (key: WindowKey) => `${key.windowStart}\u0000${key.scope}`
 /**
  * The memory store (one process): a map of counters; windows older than the newest one seen minus `keepMs`
  * (default two minutes) are dropped as new windows begin.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeMemory = (options: { readonly keepMs?: number } = {}): RateWindows["Type"] => {
   const keep = options.keepMs ?? 120_000
@@ -72,5 +90,8 @@ export const makeMemory = (options: { readonly keepMs?: number } = {}): RateWind
 /**
  * The memory store as a layer, a fresh one per build: for one process (a single node, tests). A composition of
  * several nodes provides the shared store instead, or each node counts only its own requests.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerMemory: Layer.Layer<RateWindows> = Layer.sync(RateWindows, () => makeMemory())

@@ -21,7 +21,12 @@ import {
   ServiceUnavailable
 } from "./Errors.js"
 
-/** The authenticated caller of an `/api/v1` request: the key and the account it belongs to. */
+/**
+ * The authenticated caller of an `/api/v1` request: the key and the account it belongs to.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Principal {
   readonly accountId: string
   readonly keyId: string
@@ -41,12 +46,22 @@ export interface Principal {
   } | undefined
 }
 
-/** The authenticated caller of the current request. */
+/**
+ * The authenticated caller of the current request.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class CurrentPrincipal
   extends Context.Tag("@mediagate/contract/CurrentPrincipal")<CurrentPrincipal, Principal>()
 {}
 
-/** Bearer API-key authentication of every `/api/v1` route (decisions.md §5 order of checks). */
+/**
+ * Bearer API-key authentication of every `/api/v1` route (decisions.md §5 order of checks).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@mediagate/contract/Authentication", {
   failure: Schema.Union(
     AuthRequired.wire,
@@ -65,7 +80,12 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@me
   }
 }) {}
 
-/** Bearer admin-token authentication of `/admin/v1` (enabled only when an admin token is configured). */
+/**
+ * Bearer admin-token authentication of `/admin/v1` (enabled only when an admin token is configured).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class AdminAuthentication
   extends HttpApiMiddleware.Tag<AdminAuthentication>()("@mediagate/contract/AdminAuthentication", {
     failure: Schema.Union(AuthRequired.wire, AuthInvalidToken.wire, RateLimited.wire, NotFound.wire),

@@ -53,7 +53,12 @@ type CreationRefused =
   | Errors.IdempotencyKeyReused
   | Errors.RateLimited
 
-/** Accepting, reading, listing, retrying and cancelling tasks. */
+/**
+ * Accepting, reading, listing, retrying and cancelling tasks.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<TaskService, {
   /** Accepts a validated generation request: stores it as `pending` and charges it in one step. */
   readonly create: (
@@ -96,7 +101,12 @@ export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<
   >
 }>() {}
 
-/** The account balance. */
+/**
+ * The account balance.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class BillingService extends Context.Tag("@mediagate/contract/BillingService")<BillingService, {
   readonly balance: (principal: Principal) => Effect.Effect<Balance, Unavailable>
   /** The account's ledger, newest first (`GET /api/v1/balance/ledger`); a cursor of another list is refused. */
@@ -106,7 +116,12 @@ export class BillingService extends Context.Tag("@mediagate/contract/BillingServ
   ) => Effect.Effect<Page<LedgerEntry>, Errors.ValidationError | Unavailable>
 }>() {}
 
-/** Raw credentials of a request, as the HTTP layer saw them. */
+/**
+ * Raw credentials of a request, as the HTTP layer saw them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Credentials {
   /** The `Authorization` header, if any. */
   readonly authorization: string | undefined
@@ -114,7 +129,12 @@ export interface Credentials {
   readonly clientAddress: string | undefined
 }
 
-/** Authentication and key management. */
+/**
+ * Authentication and key management.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class KeyService extends Context.Tag("@mediagate/contract/KeyService")<KeyService, {
   /**
    * Authenticates a request (decisions.md §5 order: header, shape/unknown, revoked, expired, IP). Route
@@ -144,7 +164,12 @@ export class KeyService extends Context.Tag("@mediagate/contract/KeyService")<Ke
   readonly revoke: (principal: Principal, id: string) => Effect.Effect<Deleted, Errors.ApiKeyNotFound | Unavailable>
 }>() {}
 
-/** Configured webhooks and their deliveries. */
+/**
+ * Configured webhooks and their deliveries.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class WebhookService extends Context.Tag("@mediagate/contract/WebhookService")<WebhookService, {
   readonly create: (
     principal: Principal,
@@ -169,12 +194,22 @@ export class WebhookService extends Context.Tag("@mediagate/contract/WebhookServ
   ) => Effect.Effect<Delivery, Errors.WebhookNotFound | Errors.DeliveryNotFound | Unavailable>
 }>() {}
 
-/** The voice catalog of vendor9. */
+/**
+ * The voice catalog of vendor9.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class VoiceService extends Context.Tag("@mediagate/contract/VoiceService")<VoiceService, {
   readonly list: (name: string | undefined) => Effect.Effect<VoiceList, Unavailable>
 }>() {}
 
-/** The operator API. */
+/**
+ * The operator API.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class AdminService extends Context.Tag("@mediagate/contract/AdminService")<AdminService, {
   readonly createAccount: (body: AccountCreate) => Effect.Effect<Account, Errors.ValidationError | Unavailable>
   readonly getAccount: (id: string) => Effect.Effect<Account, Errors.AccountNotFound | Unavailable>
@@ -217,6 +252,9 @@ export class AdminService extends Context.Tag("@mediagate/contract/AdminService"
 /**
  * The engine's side of the operator API (the engine implements it; the `AdminService` calls it): tasks across
  * accounts and the engine's status.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class AdminTasks extends Context.Tag("@mediagate/contract/AdminTasks")<AdminTasks, {
   readonly list: (
@@ -227,7 +265,12 @@ export class AdminTasks extends Context.Tag("@mediagate/contract/AdminTasks")<Ad
   readonly status: Effect.Effect<EngineStatus, Unavailable>
 }>() {}
 
-/** The operator's upstream channels (`/admin/v1/channels`, docs/channels.md; the vendors package implements it). */
+/**
+ * The operator's upstream channels (`/admin/v1/channels`, docs/channels.md; the vendors package implements it).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class AdminChannels extends Context.Tag("@mediagate/contract/AdminChannels")<AdminChannels, {
   /** Every channel: the environment's read-only `default:*` channels first, then the stored ones, oldest first. */
   readonly list: Effect.Effect<ReadonlyArray<Channel>, Unavailable>
@@ -245,7 +288,12 @@ export class AdminChannels extends Context.Tag("@mediagate/contract/AdminChannel
   readonly remove: (id: string) => Effect.Effect<Deleted, Errors.ChannelNotFound | Errors.ChannelInUse | Unavailable>
 }>() {}
 
-/** The webhooks' side of the operator API (the webhooks package implements it): deliveries and backlog. */
+/**
+ * The webhooks' side of the operator API (the webhooks package implements it): deliveries and backlog.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class AdminWebhooks extends Context.Tag("@mediagate/contract/AdminWebhooks")<AdminWebhooks, {
   readonly deliveries: (
     query: AdminDeliveryListQuery
@@ -253,7 +301,12 @@ export class AdminWebhooks extends Context.Tag("@mediagate/contract/AdminWebhook
   readonly backlog: Effect.Effect<WebhookBacklog, Unavailable>
 }>() {}
 
-/** The signature query parameters of a file URL (`/files/<key>?expires=<unix>&signature=<hex>`), as received. */
+/**
+ * The signature query parameters of a file URL (`/files/<key>?expires=<unix>&signature=<hex>`), as received.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FileUrlQuery {
   readonly expires: string | undefined
   readonly signature: string | undefined
@@ -263,6 +316,9 @@ export interface FileUrlQuery {
  * A stored file, ready to be sent: the status (`206` when a byte range was served), every response header
  * (`Content-Type`, `Content-Length`, `Accept-Ranges`, `Cache-Control`, and `Content-Range` for `206`) and the body.
  * The HTTP layer copies it to the wire as is; the body is streamed, never loaded whole.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface FileAnswer {
   readonly status: 200 | 206
@@ -270,7 +326,12 @@ export interface FileAnswer {
   readonly body: Stream.Stream<Uint8Array, Unavailable>
 }
 
-/** Result files under `/files/...`, served only with a valid, unexpired signature (decisions.md §3). */
+/**
+ * Result files under `/files/...`, served only with a valid, unexpired signature (decisions.md §3).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class FileService extends Context.Tag("@mediagate/contract/FileService")<FileService, {
   /**
    * Checks the URL's signature for `key` (the path after `/files/`), then opens the file. `range` is the raw
@@ -288,7 +349,12 @@ export class FileService extends Context.Tag("@mediagate/contract/FileService")<
   >
 }>() {}
 
-/** A completion callback an upstream sent to `POST /callbacks/v1/{channel}/{task}` (docs/channels.md). */
+/**
+ * A completion callback an upstream sent to `POST /callbacks/v1/{channel}/{task}` (docs/channels.md).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface UpstreamCallback {
   readonly channelId: string
   readonly taskId: string
@@ -303,6 +369,9 @@ export interface UpstreamCallback {
 /**
  * Upstream completion callbacks (fal, Replicate): a callback whose URL signature and, where the upstream signs, own
  * signature hold wakes its task for a poll; it never completes a task itself (the vendors package implements it).
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class UpstreamCallbacks extends Context.Tag("@mediagate/contract/UpstreamCallbacks")<UpstreamCallbacks, {
   /** `accepted`: the task is polled at once; `refused`: a signature does not hold; `unknown`: no such channel. */

@@ -8,31 +8,81 @@ import { mediaTypes, modelIds, operations, taskFamilies } from "./Catalog.js"
 import { Metadata, oneOf, optional, pageCursor, pageLimit, text } from "./Fields.js"
 import { IsoDate, Timestamp } from "./Timestamp.js"
 
-/** Task states (spec "States and transitions"; decisions.md §3). */
+/**
+ * Task states (spec "States and transitions"; decisions.md §3).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const taskStatuses = ["pending", "queued", "running", "succeeded", "failed", "cancelled", "expired"] as const
-/** A task state. */
+/**
+ * A task state.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type TaskStatus = typeof taskStatuses[number]
-/** A task state. */
+/**
+ * A task state.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TaskStatus = Schema.Literal(...taskStatuses).annotations({ identifier: "TaskStatus" })
 
-/** States from which a task moves no more. */
+/**
+ * States from which a task moves no more.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const terminalStatuses: ReadonlyArray<TaskStatus> = ["succeeded", "failed", "cancelled", "expired"]
-/** States a retry accepts. */
+/**
+ * States a retry accepts.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const retryableStatuses: ReadonlyArray<TaskStatus> = ["failed", "expired"]
-/** States a cancel accepts. */
+/**
+ * States a cancel accepts.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const cancellableStatuses: ReadonlyArray<TaskStatus> = ["pending", "queued"]
 
-/** The media type of a task. */
+/**
+ * The media type of a task.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const MediaType = Schema.Literal(...mediaTypes).annotations({ identifier: "MediaType" })
-/** An operation name. */
+/**
+ * An operation name.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Operation = Schema.Literal(...operations).annotations({ identifier: "Operation" })
-/** A family that creates tasks: the document lists the registry's; answers are not held to it (test registries). */
+/**
+ * A family that creates tasks: the document lists the registry's; answers are not held to it (test registries).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Provider = Schema.String.annotations({
   identifier: "Provider",
   jsonSchema: { type: "string", enum: taskFamilies }
 })
 
-/** One output file of a succeeded task. */
+/**
+ * One output file of a succeeded task.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ResultItem = Schema.Struct({
   url: Schema.String.annotations({ description: "Signed, expiring URL of the file" }),
   duration: optional(Schema.Number.annotations({ description: "Seconds (videos and audio)" })),
@@ -46,15 +96,30 @@ export const ResultItem = Schema.Struct({
     })
   )
 }).annotations({ identifier: "ResultItem" })
-/** One output file of a succeeded task. */
+/**
+ * One output file of a succeeded task.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type ResultItem = typeof ResultItem.Type
 
-/** The error of a failed (or expired) task. */
+/**
+ * The error of a failed (or expired) task.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TaskError = Schema.Struct({
   code: Schema.String,
   message: Schema.String
 }).annotations({ identifier: "TaskError" })
-/** The error of a failed (or expired) task. */
+/**
+ * The error of a failed (or expired) task.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type TaskError = typeof TaskError.Type
 
 /** What a task is: its media type, operation, state, provider and model. */
@@ -67,7 +132,12 @@ const times = {
   completed_at: Schema.NullOr(Timestamp)
 }
 
-/** The full task read (`GET /tasks/{id}`), with the extensions of decisions.md §3. */
+/**
+ * The full task read (`GET /tasks/{id}`), with the extensions of decisions.md §3.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Task = Schema.Struct({
   id: Schema.String.annotations({ description: "`task_` + ULID" }),
   ...what,
@@ -84,10 +154,20 @@ export const Task = Schema.Struct({
   estimated_seconds: Schema.Number,
   ...times
 }).annotations({ identifier: "Task" })
-/** The full task read. */
+/**
+ * The full task read.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type Task = typeof Task.Type
 
-/** An item of the task list. */
+/**
+ * An item of the task list.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TaskSummary = Schema.Struct({
   id: Schema.String,
   ...what,
@@ -98,10 +178,20 @@ export const TaskSummary = Schema.Struct({
   ...times,
   metadata: Metadata
 }).annotations({ identifier: "TaskSummary" })
-/** An item of the task list. */
+/**
+ * An item of the task list.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type TaskSummary = typeof TaskSummary.Type
 
-/** `data` of a generation response. */
+/**
+ * `data` of a generation response.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const CreationAck = Schema.Struct({
   id: Schema.String,
   status: TaskStatus,
@@ -111,10 +201,20 @@ export const CreationAck = Schema.Struct({
   created_at: Timestamp,
   estimated_seconds: Schema.Number
 }).annotations({ identifier: "CreationAck" })
-/** `data` of a generation response. */
+/**
+ * `data` of a generation response.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type CreationAck = typeof CreationAck.Type
 
-/** `data` of a retry response. */
+/**
+ * `data` of a retry response.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const RetryAck = Schema.Struct({
   id: Schema.String,
   original_task_id: Schema.String,
@@ -126,10 +226,20 @@ export const RetryAck = Schema.Struct({
   created_at: Timestamp,
   estimated_seconds: Schema.Number
 }).annotations({ identifier: "RetryAck" })
-/** `data` of a retry response. */
+/**
+ * `data` of a retry response.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type RetryAck = typeof RetryAck.Type
 
-/** Query of `GET /api/v1/tasks` (decisions.md §3). */
+/**
+ * Query of `GET /api/v1/tasks` (decisions.md §3).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TaskListQuery = Schema.Struct({
   status: optional(oneOf(...taskStatuses)),
   provider: optional(oneOf(...taskFamilies)),
@@ -140,8 +250,18 @@ export const TaskListQuery = Schema.Struct({
   limit: pageLimit,
   cursor: pageCursor
 }).annotations({ identifier: "TaskListQuery" })
-/** Query of `GET /api/v1/tasks`, decoded. */
+/**
+ * Query of `GET /api/v1/tasks`, decoded.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type TaskListQuery = typeof TaskListQuery.Type
 
-/** Default page size of lists. */
+/**
+ * Default page size of lists.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultPageSize = 20

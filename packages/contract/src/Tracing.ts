@@ -18,12 +18,20 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Tracer from "effect/Tracer"
 
-/** Options of a span (those of `Effect.withSpan`, stack capture excepted: it is always off). */
+/**
+ * Options of a span (those of `Effect.withSpan`, stack capture excepted: it is always off).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SpanOptions = Omit<Tracer.SpanOptions, "captureStackTrace">
 
 /**
  * Runs an effect in a span named `name` when the tracer is enabled, and as it is otherwise. Build it once where
  * the name is fixed (`const span = Tracing.span("Tasks.get")`) or inline (`.pipe(Tracing.span("Tasks.get"))`).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const span = (name: string, options?: SpanOptions) => {
   const spanOptions: Tracer.SpanOptions = { ...options, captureStackTrace: false }
@@ -36,6 +44,9 @@ export const span = (name: string, options?: SpanOptions) => {
 /**
  * Runs an effect in a span named `name` when the tracer is enabled, with options built only then (`options` is
  * not called while tracing is off: nothing is allocated for a span that is not made).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const spanWith =
   (name: string, options: () => SpanOptions) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -45,13 +56,21 @@ export const spanWith =
         : self
     )
 
-/** Whether the tracer is enabled on the current fiber. */
+/**
+ * Whether the tracer is enabled on the current fiber.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const enabled: Effect.Effect<boolean> = FiberRef.get(FiberRef.currentTracerEnabled)
 
 /**
  * Sets an attribute on the current span when there is one. Unlike `Effect.annotateCurrentSpan`, which fails
  * (building an exception, stack trace included) when no span is current and then ignores it, this reads the
  * context and does nothing more while the tracer is off: it runs on every request (the account id).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const annotate = (key: string, value: unknown): Effect.Effect<void> =>
   Effect.withFiberRuntime((fiber) => {
@@ -63,6 +82,9 @@ export const annotate = (key: string, value: unknown): Effect.Effect<void> =>
 /**
  * The W3C `traceparent` of the current span (`00-<trace id>-<span id>-<flags>`) while the tracer is enabled and a
  * span is current; undefined otherwise (then it costs a fiber-ref read).
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const traceparent: Effect.Effect<string | undefined> = Effect.withFiberRuntime((fiber) => {
   if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return Effect.succeed(undefined)
@@ -70,7 +92,12 @@ export const traceparent: Effect.Effect<string | undefined> = Effect.withFiberRu
   return Effect.succeed(span._tag === "None" ? undefined : format(span.value))
 })
 
-/** A span as a W3C `traceparent` header value. */
+/**
+ * A span as a W3C `traceparent` header value.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const format = (span: Tracer.AnySpan): string =>
   `00-${span.traceId}-${span.spanId}-${span.sampled ? "01" : "00"}`
 
@@ -79,6 +106,9 @@ const traceparentPattern = /^[\da-f]{2}-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})
 /**
  * The span a W3C `traceparent` value names, as a parent for spans made elsewhere (a task's worker steps continue
  * the trace of the request that created it); undefined for none or an invalid value.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const parentOf = (traceparent: string | null | undefined): Tracer.ExternalSpan | undefined => {
   if (traceparent === null || traceparent === undefined) return undefined

@@ -6,14 +6,24 @@
  */
 import * as ParseResult from "effect/ParseResult"
 
-/** One decode failure as `ParseResult.ArrayFormatter` reports it. */
+/**
+ * One decode failure as `ParseResult.ArrayFormatter` reports it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Issue {
   readonly _tag: string
   readonly path: ReadonlyArray<PropertyKey>
   readonly message: string
 }
 
-/** `input.reference_image_urls[2]`-style rendering of an issue path. */
+/**
+ * `input.reference_image_urls[2]`-style rendering of an issue path.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>(
     (out, key) => typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`,
@@ -32,7 +42,12 @@ const plain = (message: string): string => {
   return message.replace(/^Expected /, "expected ")
 }
 
-/** The API message for one issue. `root` names the whole value when the path is empty (e.g. `body`). */
+/**
+ * The API message for one issue. `root` names the whole value when the path is empty (e.g. `body`).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const formatIssue = (issue: Issue, root = "body"): string => {
   const path = issue.path.length === 0 ? root : formatPath(issue.path)
   switch (issue._tag) {
@@ -45,7 +60,12 @@ export const formatIssue = (issue: Issue, root = "body"): string => {
   }
 }
 
-/** The API message for a decode failure: its first issue, formatted. */
+/**
+ * The API message for a decode failure: its first issue, formatted.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const formatParseError = (error: ParseResult.ParseError, root = "body"): string => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
   return issues.length === 0 ? `${root}: is invalid` : formatIssue(issues[0]!, root)

@@ -10,14 +10,34 @@ import { list, Metadata, oneOf, optional, strictParse, text, WebhookUrl } from "
 import { MediaType, Provider, ResultItem, TaskError, TaskStatus } from "./Task.js"
 import { Timestamp } from "./Timestamp.js"
 
-/** Event types: the spec's two plus the extensions `task.expired` and `task.cancelled`. */
+/**
+ * Event types: the spec's two plus the extensions `task.expired` and `task.cancelled`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const eventTypes = ["task.completed", "task.failed", "task.expired", "task.cancelled"] as const
-/** An event type. */
+/**
+ * An event type.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type EventType = typeof eventTypes[number]
-/** An event type. */
+/**
+ * An event type.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const EventType = oneOf(...eventTypes).annotations({ identifier: "EventType" })
 
-/** Body of `POST /api/v1/webhooks`. */
+/**
+ * Body of `POST /api/v1/webhooks`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const WebhookCreate = Schema.Struct({
   url: WebhookUrl,
   events: list(EventType, { min: 1, max: eventTypes.length, noun: "event types" }),
@@ -27,10 +47,20 @@ export const WebhookCreate = Schema.Struct({
       "(default)"
   }))
 }).annotations({ identifier: "WebhookCreate", ...strictParse })
-/** Body of `POST /api/v1/webhooks`. */
+/**
+ * Body of `POST /api/v1/webhooks`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type WebhookCreate = typeof WebhookCreate.Type
 
-/** A registered webhook (never its secret). */
+/**
+ * A registered webhook (never its secret).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const WebhookRecord = Schema.Struct({
   id: Schema.String.annotations({ description: "`wh_` + ULID" }),
   environment: Environment.annotations({
@@ -42,23 +72,48 @@ export const WebhookRecord = Schema.Struct({
   enabled: Schema.Boolean,
   createdAt: Timestamp
 }).annotations({ identifier: "WebhookRecord" })
-/** A registered webhook. */
+/**
+ * A registered webhook.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type WebhookRecord = typeof WebhookRecord.Type
 
-/** The answer of webhook creation: the record plus the signing secret, shown only once. */
+/**
+ * The answer of webhook creation: the record plus the signing secret, shown only once.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const WebhookCreated = Schema.Struct({
   ...WebhookRecord.fields,
   secret: Schema.String.annotations({ description: "`whsec_` + base64 of 32 random bytes; shown only here" })
 }).annotations({ identifier: "WebhookCreated" })
-/** The answer of webhook creation. */
+/**
+ * The answer of webhook creation.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type WebhookCreated = typeof WebhookCreated.Type
 
-/** States of a delivery. */
+/**
+ * States of a delivery.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const DeliveryStatus = Schema.Literal("pending", "succeeded", "failed").annotations({
   identifier: "DeliveryStatus"
 })
 
-/** One delivery of one event to one webhook. */
+/**
+ * One delivery of one event to one webhook.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Delivery = Schema.Struct({
   id: Schema.String.annotations({ description: "`dlv_` + ULID" }),
   event_id: Schema.String,
@@ -70,10 +125,20 @@ export const Delivery = Schema.Struct({
   next_attempt_at: Schema.NullOr(Timestamp),
   created_at: Timestamp
 }).annotations({ identifier: "Delivery" })
-/** One delivery of one event to one webhook. */
+/**
+ * One delivery of one event to one webhook.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type Delivery = typeof Delivery.Type
 
-/** One request of a delivery, as logged. */
+/**
+ * One request of a delivery, as logged.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const DeliveryAttempt = Schema.Struct({
   attempt: Schema.Number.annotations({ description: "1 for the first request" }),
   status_code: Schema.NullOr(Schema.Number),
@@ -84,35 +149,75 @@ export const DeliveryAttempt = Schema.Struct({
   }),
   at: Timestamp
 }).annotations({ identifier: "DeliveryAttempt" })
-/** One request of a delivery, as logged. */
+/**
+ * One request of a delivery, as logged.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type DeliveryAttempt = typeof DeliveryAttempt.Type
 
-/** An item of the delivery list: the delivery and its attempt log (extension; the dashboard shows it). */
+/**
+ * An item of the delivery list: the delivery and its attempt log (extension; the dashboard shows it).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const DeliveryWithAttempts = Schema.Struct({
   ...Delivery.fields,
   attempt_log: Schema.Array(DeliveryAttempt).annotations({ description: "Every request made so far, oldest first" })
 }).annotations({ identifier: "DeliveryWithAttempts" })
-/** An item of the delivery list. */
+/**
+ * An item of the delivery list.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type DeliveryWithAttempts = typeof DeliveryWithAttempts.Type
 
-/** Query of the delivery list. */
+/**
+ * Query of the delivery list.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const DeliveryListQuery = Schema.Struct({
   cursor: optional(text(512, 1))
 }).annotations({ identifier: "DeliveryListQuery" })
-/** Query of the delivery list. */
+/**
+ * Query of the delivery list.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type DeliveryListQuery = typeof DeliveryListQuery.Type
 
-/** `data` of `POST /api/v1/webhooks/{id}/test`. */
+/**
+ * `data` of `POST /api/v1/webhooks/{id}/test`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const WebhookTestResult = Schema.Struct({
   delivered: Schema.Boolean,
   statusCode: Schema.NullOr(Schema.Number),
   durationMs: Schema.Number,
   error: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "WebhookTestResult" })
-/** `data` of the webhook test. */
+/**
+ * `data` of the webhook test.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type WebhookTestResult = typeof WebhookTestResult.Type
 
-/** The task as carried by an event (`data.task`). */
+/**
+ * The task as carried by an event (`data.task`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const EventTask = Schema.Struct({
   id: Schema.String,
   type: MediaType,
@@ -125,15 +230,30 @@ export const EventTask = Schema.Struct({
   error: optional(TaskError),
   metadata: optional(Metadata)
 }).annotations({ identifier: "EventTask" })
-/** The task as carried by an event. */
+/**
+ * The task as carried by an event.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type EventTask = typeof EventTask.Type
 
-/** The body of every webhook delivery. */
+/**
+ * The body of every webhook delivery.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const WebhookEvent = Schema.Struct({
   id: Schema.String.annotations({ description: "`evt_` + ULID; also in `X-Webhook-ID`" }),
   type: EventType,
   created_at: Timestamp,
   data: Schema.Struct({ task: EventTask })
 }).annotations({ identifier: "WebhookEvent" })
-/** The body of every webhook delivery. */
+/**
+ * The body of every webhook delivery.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type WebhookEvent = typeof WebhookEvent.Type

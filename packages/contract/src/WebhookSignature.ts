@@ -17,10 +17,20 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { createHmac, timingSafeEqual } from "node:crypto"
 
-/** Receivers reject timestamps further than this from their clock (seconds). */
+/**
+ * Receivers reject timestamps further than this from their clock (seconds).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultToleranceSeconds = 300
 
-/** Why a delivery failed verification. */
+/**
+ * Why a delivery failed verification.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class WebhookVerificationError extends Schema.TaggedError<WebhookVerificationError>()(
   "WebhookVerificationError",
   {
@@ -31,13 +41,23 @@ export class WebhookVerificationError extends Schema.TaggedError<WebhookVerifica
 
 const hmac = (key: Uint8Array | string, payload: string) => createHmac("sha256", key).update(payload, "utf8")
 
-/** The spec's signature header value for a timestamp (Unix seconds) and raw body. */
+/**
+ * The spec's signature header value for a timestamp (Unix seconds) and raw body.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const sign = (secret: string, timestamp: number, body: string): string =>
   `sha256=${hmac(secret, `${timestamp}.${body}`).digest("hex")}`
 
 const standardKey = (secret: string): Buffer => Buffer.from(secret.replace(/^whsec_/, ""), "base64")
 
-/** The Standard Webhooks `webhook-signature` value for an event id, timestamp and raw body. */
+/**
+ * The Standard Webhooks `webhook-signature` value for an event id, timestamp and raw body.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const signStandard = (secret: string, id: string, timestamp: number, body: string): string =>
   `v1,${hmac(standardKey(secret), `${id}.${timestamp}.${body}`).digest("base64")}`
 
@@ -48,7 +68,12 @@ const safeEqual = (a: string, b: string): boolean => {
   return left.length === right.length && timingSafeEqual(left, right)
 }
 
-/** Headers as a receiver sees them (any case; arrays take their first value). */
+/**
+ * Headers as a receiver sees them (any case; arrays take their first value).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type IncomingHeaders =
   | Headers
   | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
@@ -60,7 +85,12 @@ const header = (headers: IncomingHeaders, name: string): string | undefined => {
   return typeof value === "string" ? value : value?.[0]
 }
 
-/** Options of {@link verify} and {@link verifyAt}. */
+/**
+ * Options of {@link verify} and {@link verifyAt}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface VerifyOptions {
   /** The webhook's secret (`whsec_…`), as shown at registration. */
   readonly secret: string
@@ -75,6 +105,9 @@ export interface VerifyOptions {
 /**
  * Verifies a configured-webhook delivery at `now` (epoch ms): the `X-Webhook-Signature` HMAC (constant-time compare)
  * and a timestamp no further than the tolerance from `now`. Answers the parsed event body, or why it was rejected.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const verifyAt = (
   options: VerifyOptions & { readonly now: number }
@@ -104,6 +137,11 @@ export const verifyAt = (
   })
 }
 
-/** {@link verifyAt} at the time of Effect's `Clock`. */
+/**
+ * {@link verifyAt} at the time of Effect's `Clock`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const verify = (options: VerifyOptions): Effect.Effect<unknown, WebhookVerificationError> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => verifyAt({ ...options, now }))

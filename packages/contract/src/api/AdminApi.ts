@@ -27,7 +27,12 @@ import { PathId } from "./Common.js"
 
 const AccountResponse = success(Account, "AccountResponse")
 
-/** The admin endpoints. */
+/**
+ * The admin endpoints.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export class AdminApi extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("createAccount", "/accounts")

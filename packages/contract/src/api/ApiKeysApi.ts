@@ -12,7 +12,12 @@ import { Deleted, success } from "../Envelope.js"
 import { ApiKeyNotFound, IdempotencyKeyReused, ValidationError } from "../Errors.js"
 import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
-/** `/api/v1/api-keys`: create, list (extension), delete. */
+/**
+ * `/api/v1/api-keys`: create, list (extension), delete.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export class ApiKeysApi extends HttpApiGroup.make("apiKeys")
   .add(
     HttpApiEndpoint.post("create", "/api-keys")

@@ -12,7 +12,12 @@ import { ValidationError } from "../Errors.js"
 import { LedgerEntry, LedgerListQuery } from "../Ledger.js"
 import { authenticated } from "./Common.js"
 
-/** `GET /api/v1/balance` and `GET /api/v1/balance/ledger`. */
+/**
+ * `GET /api/v1/balance` and `GET /api/v1/balance/ledger`.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export class BalanceApi extends HttpApiGroup.make("balance")
   .add(
     HttpApiEndpoint.get("get", "/balance")

@@ -16,7 +16,12 @@ import { PathId } from "./Common.js"
 
 const ChannelResponse = success(Channel, "ChannelResponse")
 
-/** The channel endpoints. */
+/**
+ * The channel endpoints.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export class ChannelsApi extends HttpApiGroup.make("channels")
   .add(
     HttpApiEndpoint.get("list", "/channels")

@@ -10,7 +10,12 @@ import { KeyPermissionDenied, ServiceUnavailable } from "../Errors.js"
 import { optional, text } from "../Fields.js"
 import { Authentication } from "../Security.js"
 
-/** Headers of creating POSTs: the optional `Idempotency-Key` (decisions.md §2). */
+/**
+ * Headers of creating POSTs: the optional `Idempotency-Key` (decisions.md §2).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const IdempotencyHeaders = Schema.Struct({
   "idempotency-key": optional(
     text(255, 1).annotations({
@@ -19,10 +24,20 @@ export const IdempotencyHeaders = Schema.Struct({
   )
 })
 
-/** A resource id in a path. Any string is accepted; an unknown or malformed id is answered as not found. */
+/**
+ * A resource id in a path. Any string is accepted; an unknown or malformed id is answered as not found.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const PathId = Schema.Struct({ id: Schema.String })
 
-/** Puts an `/api/v1` group behind API-key authentication: every route may refuse the key or lack storage. */
+/**
+ * Puts an `/api/v1` group behind API-key authentication: every route may refuse the key or lack storage.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export const authenticated = <
   Id extends string,
   E extends HttpApiEndpoint.HttpApiEndpoint.Any,

@@ -20,10 +20,20 @@ import * as Family from "../Family.js"
 import { CreationAck } from "../Task.js"
 import { authenticated, IdempotencyHeaders } from "./Common.js"
 
-/** `{ success: true, data: <creation acknowledgement> }`. */
+/**
+ * `{ success: true, data: <creation acknowledgement> }`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const CreationResponse = success(CreationAck, "CreationResponse")
 
-/** The HttpApi endpoint of one generation endpoint (its name, path and request Schema kept precise). */
+/**
+ * The HttpApi endpoint of one generation endpoint (its name, path and request Schema kept precise).
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export const endpoint = <const E extends Family.Endpoint>(info: E) => {
   const name: E["name"] = info.name
   const request: E["request"] = info.request
@@ -46,10 +56,20 @@ export const endpoint = <const E extends Family.Endpoint>(info: E) => {
     )
 }
 
-/** The HttpApi endpoints of a union of generation endpoints, one per member. */
+/**
+ * The HttpApi endpoints of a union of generation endpoints, one per member.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export type EndpointOf<E> = E extends Family.Endpoint ? ReturnType<typeof endpoint<E>> : never
 
-/** The generation group of a registry, its endpoints typed alike (as code that handles every one alike sees them). */
+/**
+ * The generation group of a registry, its endpoints typed alike (as code that handles every one alike sees them).
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export const group = (registry: Family.Registry) =>
   Family.endpointsOf(registry).reduce(
     (group: HttpApiGroup.HttpApiGroup<"generation", EndpointOf<Family.Endpoint>, never>, info) =>
@@ -62,7 +82,12 @@ export const group = (registry: Family.Registry) =>
 
 type AnyGroup = ReturnType<typeof group>
 
-/** The generation group of a registry with each endpoint typed (what the typed client reads). */
+/**
+ * The generation group of a registry with each endpoint typed (what the typed client reads).
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export type Group<R extends Family.Registry> = AnyGroup extends
   HttpApiGroup.HttpApiGroup<infer Id, infer _Endpoints, infer Error, infer Requirements, infer TopLevel>
   ? HttpApiGroup.HttpApiGroup<Id, EndpointOf<Family.EndpointOf<R>>, Error, Requirements, TopLevel>
@@ -74,12 +99,22 @@ const holdsEvery = <R extends Family.Registry>(
   registry: R
 ): group is Group<R> => Family.endpointsOf(registry).every((info) => Object.hasOwn(group.endpoints, info.name))
 
-/** The generation group of a registry, every endpoint with its own name, path and request Schema. */
+/**
+ * The generation group of a registry, every endpoint with its own name, path and request Schema.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export const make = <const R extends Family.Registry>(registry: R): Group<R> => {
   const built = group(registry)
   if (holdsEvery(built, registry)) return built
   throw new Error("unreachable: an endpoint of the registry is missing from its group")
 }
 
-/** The generation endpoints of the registry. */
+/**
+ * The generation endpoints of the registry.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export class GenerationApi extends make(registry) {}

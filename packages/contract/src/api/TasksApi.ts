@@ -21,10 +21,20 @@ import {
 import { RetryAck, Task, TaskListQuery, TaskSummary } from "../Task.js"
 import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
-/** The answer of `GET /api/v1/tasks/{id}` (its success Schema, for a handler that encodes its answer itself). */
+/**
+ * The answer of `GET /api/v1/tasks/{id}` (its success Schema, for a handler that encodes its answer itself).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TaskResponse = success(Task, "TaskResponse")
 
-/** The task endpoints. */
+/**
+ * The task endpoints.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export class TasksApi extends HttpApiGroup.make("tasks")
   .add(
     HttpApiEndpoint.get("list", "/tasks")

@@ -11,7 +11,12 @@ import { ValidationError } from "../Errors.js"
 import { VoiceList, VoiceListQuery } from "../Voice.js"
 import { authenticated } from "./Common.js"
 
-/** `GET /api/v1/vendor9/voices`. */
+/**
+ * `GET /api/v1/vendor9/voices`.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export class VoicesApi extends HttpApiGroup.make("voices")
   .add(
     HttpApiEndpoint.get("list", "/vendor9/voices")

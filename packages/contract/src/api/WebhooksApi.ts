@@ -20,7 +20,12 @@ import {
 } from "../Webhook.js"
 import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
-/** The webhook endpoints. */
+/**
+ * The webhook endpoints.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.post("create", "/webhooks")

@@ -17,7 +17,12 @@ import { vendor6 } from "./vendor6/index.js"
 import { vendor7 } from "./vendor7/index.js"
 import { vendor8 } from "./vendor8/index.js"
 
-/** Every family that creates generation tasks. */
+/**
+ * Every family that creates generation tasks.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const registry = [
   vendor1,
   vendor2,

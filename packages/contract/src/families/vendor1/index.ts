@@ -14,12 +14,22 @@ import * as Pricing from "../../Pricing.js"
 import * as Requests from "./requests.js"
 
 const resolutions = ["480p", "720p", "1080p"] as const
-/** A vendor1 resolution. */
+/**
+ * A vendor1 resolution.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Vendor1Resolution = typeof resolutions[number]
 const isResolution = Schema.is(Schema.Literal(...resolutions))
 const perSecond = Pricing.perSecondBy(resolutions)
 
-/** `vendor1-2`: per second by resolution, without and with a video reference. */
+/**
+ * `vendor1-2`: per second by resolution, without and with a video reference.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor1MultimodalPrices = Schema.Struct({
   perSecond: perSecond.annotations({
     description: "USD per second of output without reference_video_urls, by resolution"
@@ -30,13 +40,23 @@ export const Vendor1MultimodalPrices = Schema.Struct({
   })
 }).annotations({ title: "Vendor1MultimodalPrices" })
 
-/** `vendor1-1-5-pro`: per second by resolution, without and with audio (`generate_audio`). */
+/**
+ * `vendor1-1-5-pro`: per second by resolution, without and with audio (`generate_audio`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor1AudioPrices = Schema.Struct({
   perSecond: perSecond.annotations({ description: "USD per second with generate_audio false, by resolution" }),
   perSecondWithAudio: perSecond.annotations({ description: "USD per second with generate_audio true, by resolution" })
 }).annotations({ title: "Vendor1AudioPrices" })
 
-/** The vendor1 1.0 series: per second by resolution. */
+/**
+ * The vendor1 1.0 series: per second by resolution.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor1Prices = Schema.Struct({ perSecond }).annotations({ title: "Vendor1Prices" })
 
 const fields = {
@@ -50,7 +70,12 @@ const fields = {
 type Table = Schema.Struct.Type<typeof fields>
 const tier = (p480: number, p720: number, p1080: number) => ({ "480p": p480, "720p": p720, "1080p": p1080 })
 
-/** The vendor1 default prices, in USD. */
+/**
+ * The vendor1 default prices, in USD.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaults: Table = {
   "vendor1-2": { perSecond: tier(0.095, 0.205, 0.51), videoReferencePerSecond: tier(0.0575, 0.125, 0.31) },
   "vendor1-1-5-pro": { perSecond: tier(0.012, 0.026, 0.058), perSecondWithAudio: tier(0.024, 0.052, 0.116) },
@@ -90,6 +115,9 @@ const price = (endpoint: string, request: AnyGenerationRequest, table: Table): n
  * runs, charged then as a separate ledger entry): the video-reference tier of `resolution` times `seconds` (the
  * total length of the reference videos). Seconds are taken to the millisecond (rounded half up) and the price is
  * rounded half up to a micro-dollar; a negative or non-finite length prices 0.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const referenceSecondsPrice = (resolution: Vendor1Resolution, seconds: number, table: Table = defaults) => {
   const milliseconds = Number.isFinite(seconds) && seconds > 0 ? Math.round(seconds * 1000) : 0
@@ -108,7 +136,12 @@ const outputs = (ratioField: string) => ({ input }: AnyGenerationRequest) => {
 
 const estimate = (base: number) => ({ input }: AnyGenerationRequest) => base + 4 * seconds(input["duration"], 5)
 
-/** vendor1. */
+/**
+ * vendor1.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor1 = Family.make({
   name: "vendor1",
   endpoints: [

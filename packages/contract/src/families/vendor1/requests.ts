@@ -52,7 +52,12 @@ const seed = integer(-1, 4_294_967_295).annotations({ description: "-1 to 429496
 // multimodal-video
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** `POST /api/v1/vendor1/multimodal-video`. */
+/**
+ * `POST /api/v1/vendor1/multimodal-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor1MultimodalVideoRequest = GenerationRequest.make({
   identifier: "Vendor1MultimodalVideoRequest",
   description: "Video from a prompt with optional first/last frames and image, video and audio references",
@@ -95,7 +100,12 @@ export const Vendor1MultimodalVideoRequest = GenerationRequest.make({
 // image-to-video
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** Input image rules; `heic`/`heif` are allowed here and refused for every model but 1.5 Pro in `rules`. */
+/**
+ * Input image rules; `heic`/`heif` are allowed here and refused for every model but 1.5 Pro in `rules`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const imageRules: ImageRules = {
   formats: ["jpeg", "png", "webp", "bmp", "tiff", "gif", "heic", "heif"],
   maxBytes: 30 * 1024 * 1024,
@@ -105,7 +115,12 @@ export const imageRules: ImageRules = {
   maxRatio: 2.5
 }
 
-/** The image formats of every model but 1.5 Pro. */
+/**
+ * The image formats of every model but 1.5 Pro.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const commonFormats = imageRules.formats.filter((format) => format !== "heic" && format !== "heif")
 
 const imageInput = imageRef(imageRules)
@@ -130,6 +145,9 @@ const heifRule = (model: string, value: string | undefined, path: ReadonlyArray<
  * `ratio: "adaptive"` and `camera_fixed: true` are refused (and `1080p`, which 1.0 Lite does not support there).
  * Decision: since `adaptive` (the spec's default ratio, "matches first frame") is not available in reference-image
  * mode, the default ratio there is `16:9`; `camera_fixed` gets no default there.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Vendor1ImageToVideoRequest = GenerationRequest.make({
   identifier: "Vendor1ImageToVideoRequest",
@@ -228,7 +246,12 @@ export const Vendor1ImageToVideoRequest = GenerationRequest.make({
 // text-to-video
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** `POST /api/v1/vendor1/text-to-video`. The recommended 500-character prompt length is not enforced (§2b). */
+/**
+ * `POST /api/v1/vendor1/text-to-video`. The recommended 500-character prompt length is not enforced (§2b).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor1TextToVideoRequest = GenerationRequest.make({
   identifier: "Vendor1TextToVideoRequest",
   description: "Video from a text prompt",

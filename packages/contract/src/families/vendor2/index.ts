@@ -15,7 +15,12 @@ import { Vendor2ImageToVideoRequest, Vendor2TextToVideoRequest } from "./request
 
 const byMode = (description: string) => Pricing.byKey(["std", "pro"], description)
 
-/** `vendor2-v3`: per second by mode, without and with sound. */
+/**
+ * `vendor2-v3`: per second by mode, without and with sound.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor2V3Prices = Schema.Struct({
   perSecond: byMode("USD per second with sound \"off\", by mode"),
   perSecondWithSound: byMode("USD per second with sound \"on\", by mode")
@@ -23,7 +28,12 @@ export const Vendor2V3Prices = Schema.Struct({
 
 const byDuration = Pricing.byKey(["5", "10"], "USD per video, by duration in seconds")
 
-/** `vendor2-v2-6`: per video by mode and duration; `sound: "on"` multiplies. */
+/**
+ * `vendor2-v2-6`: per video by mode and duration; `sound: "on"` multiplies.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor2V26Prices = Schema.Struct({
   perVideo: Schema.Struct({ std: byDuration, pro: byDuration }).annotations({
     description: "USD per video, by mode and duration"
@@ -40,7 +50,12 @@ const outputs = ({ input }: AnyGenerationRequest) => [
 
 const estimateSeconds = ({ input }: AnyGenerationRequest) => 60 + 6 * seconds(input["duration"], 5)
 
-/** vendor2. */
+/**
+ * vendor2.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor2 = Family.make({
   name: "vendor2",
   endpoints: [

@@ -214,7 +214,12 @@ const defaults = ({ input }: Body) => ({
   sound: "off" as const
 })
 
-/** `POST /api/v1/vendor2/image-to-video`. */
+/**
+ * `POST /api/v1/vendor2/image-to-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor2ImageToVideoRequest = GenerationRequest.make({
   identifier: "Vendor2ImageToVideoRequest",
   description: "Image to video; vendor2-v3 billed per second (3 to 15 s, multi-shot, elements), vendor2-v2-6 per " +
@@ -236,7 +241,12 @@ export const Vendor2ImageToVideoRequest = GenerationRequest.make({
   normalize: (body) => GenerationRequest.withDefaults(body.input, defaults(body))
 })
 
-/** `POST /api/v1/vendor2/text-to-video`. */
+/**
+ * `POST /api/v1/vendor2/text-to-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor2TextToVideoRequest = GenerationRequest.make({
   identifier: "Vendor2TextToVideoRequest",
   description: "Text to video; vendor2-v3 billed per second (3 to 15 s, multi-shot, elements), vendor2-v2-6 per " +

@@ -9,12 +9,22 @@ import { videoOf } from "../../Outputs.js"
 import * as Pricing from "../../Pricing.js"
 import { Vendor3TextToVideoRequest } from "./requests.js"
 
-/** A price per request. */
+/**
+ * A price per request.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const PerRequestPrices = Schema.Struct({
   perRequest: Pricing.Price.annotations({ description: "USD per request" })
 }).annotations({ title: "PerRequestPrices" })
 
-/** vendor3. */
+/**
+ * vendor3.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor3 = Family.make({
   name: "vendor3",
   endpoints: [

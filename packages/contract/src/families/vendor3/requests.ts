@@ -6,7 +6,12 @@
 import { boolean, integer, oneOf, optional, prompt, text } from "../../Fields.js"
 import * as GenerationRequest from "../../GenerationRequest.js"
 
-/** `POST /api/v1/vendor3/text-to-video`. */
+/**
+ * `POST /api/v1/vendor3/text-to-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor3TextToVideoRequest = GenerationRequest.make({
   identifier: "Vendor3TextToVideoRequest",
   description: "Text to an 8-second video clip; billed per request",

@@ -12,7 +12,12 @@ import { image } from "../../Outputs.js"
 import * as Pricing from "../../Pricing.js"
 import * as Requests from "./requests.js"
 
-/** A price per image. */
+/**
+ * A price per image.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const PerImagePrices = Schema.Struct({
   perImage: Pricing.Price.annotations({ description: "USD per image" })
 }).annotations({ title: "PerImagePrices" })
@@ -35,7 +40,12 @@ const outputs = ({ input, model }: AnyGenerationRequest) =>
 
 const estimateSeconds = ({ model }: AnyGenerationRequest) => model === "vendor4-3-0-t2i" ? 10 : 20
 
-/** vendor4. */
+/**
+ * vendor4.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor4 = Family.make({
   name: "vendor4",
   endpoints: [

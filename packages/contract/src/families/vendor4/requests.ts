@@ -32,21 +32,36 @@ const v45 = "vendor4-4-5"
 const v40 = "vendor4-4-0"
 const v30 = "vendor4-3-0-t2i"
 
-/** A vendor4 model id. */
+/**
+ * A vendor4 model id.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Vendor4Model = typeof v50 | typeof v45 | typeof v40 | typeof v30
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Sizes
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** The size presets and their pixel sizes. */
+/**
+ * The size presets and their pixel sizes.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor4Presets = {
   "1K": { width: 1024, height: 1024 },
   "2K": { width: 2048, height: 2048 },
   "3K": { width: 3072, height: 3072 },
   "4K": { width: 4096, height: 4096 }
 } as const
-/** A size preset. */
+/**
+ * A size preset.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Vendor4Preset = keyof typeof vendor4Presets
 
 /** The pixel rules of one model for custom sizes (and for the presets it lists). */
@@ -93,7 +108,12 @@ const sizing: Record<Vendor4Model, ModelSizing> = {
   }
 }
 
-/** True for a vendor4 model id. */
+/**
+ * True for a vendor4 model id.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isVendor4Model = (model: string): model is Vendor4Model => Object.hasOwn(sizing, model)
 
 /** Presets that image-to-image lists at all (any model). */
@@ -172,7 +192,12 @@ const sizeMessage = (
   size: string
 ) => `${problem.message} for model ${model} (got ${size}${problem.detail ?? ""})`
 
-/** The size fields of an input. */
+/**
+ * The size fields of an input.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SizeInput {
   readonly size?: string | undefined
   readonly width?: number | undefined
@@ -228,6 +253,9 @@ const sizeRules = (
  * else the `size` preset (`1K` 1024x1024, `2K` 2048x2048, `3K` 3072x3072, `4K` 4096x4096) or `WxH` string, else the
  * model's default size (`2K` on 4.0/4.5/5.0, 1024x1024 on 3.0-t2i). The input is assumed to be valid; a `size` that is
  * neither a preset nor `WxH` also yields the model's default.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const vendor4OutputSize = (
   model: Vendor4Model,
@@ -310,7 +338,12 @@ const defaultsOf = (model: Vendor4Model, input: SizeInput): { readonly size?: st
 // text-to-image
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** `POST /api/v1/vendor4/text-to-image`. */
+/**
+ * `POST /api/v1/vendor4/text-to-image`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor4TextToImageRequest = GenerationRequest.make({
   identifier: "Vendor4TextToImageRequest",
   description: "Text to one image; billed per image",
@@ -349,14 +382,24 @@ export const Vendor4TextToImageRequest = GenerationRequest.make({
 // image-to-image
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** Input image rules common to every image-to-image model (the formats of 4.0/4.5, the widest set). */
+/**
+ * Input image rules common to every image-to-image model (the formats of 4.0/4.5, the widest set).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const inputImageRules: ImageRules = {
   formats: ["jpeg", "png", "webp", "bmp", "tiff", "gif"],
   maxBytes: 10 * 1024 * 1024,
   maxSide: 6000
 }
 
-/** Data-URI formats per model (5.0 takes jpeg and png only). */
+/**
+ * Data-URI formats per model (5.0 takes jpeg and png only).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const imageFormats: Record<Vendor4Model, ReadonlyArray<ImageFormat>> = {
   [v50]: ["jpeg", "png"],
   [v45]: inputImageRules.formats,
@@ -379,7 +422,12 @@ const imageFormatRule = (model: Vendor4Model, path: ReadonlyArray<PropertyKey>, 
 const imageDescription = "public http(s) URL or base64 data URI. Formats jpeg, png (4.0/4.5 also webp, bmp, tiff, " +
   "gif); at most 10 MB; each side at most 6000 px"
 
-/** `POST /api/v1/vendor4/image-to-image`. */
+/**
+ * `POST /api/v1/vendor4/image-to-image`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor4ImageToImageRequest = GenerationRequest.make({
   identifier: "Vendor4ImageToImageRequest",
   description: "Image (plus up to 14 reference images) and text to one image; billed per image",

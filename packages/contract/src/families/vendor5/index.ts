@@ -12,7 +12,12 @@ import { seconds, videoOf } from "../../Outputs.js"
 import * as Pricing from "../../Pricing.js"
 import * as Requests from "./requests.js"
 
-/** vendor5 Q3 models: per second by resolution, plus the `off_peak` discount and the `is_rec` surcharge. */
+/**
+ * vendor5 Q3 models: per second by resolution, plus the `off_peak` discount and the `is_rec` surcharge.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor5Prices = Schema.Struct({
   perSecond: Pricing.perSecondBy(["540p", "720p", "1080p"]),
   offPeakFactor: Pricing.DiscountFactor.annotations({
@@ -34,7 +39,12 @@ const outputs = ({ input }: AnyGenerationRequest) => [videoOf(input, { resolutio
 const estimateSeconds = ({ input, model }: AnyGenerationRequest) =>
   (model === "vendor5q3-turbo" ? 30 : 60) + 4 * seconds(input["duration"], 5)
 
-/** vendor5. */
+/**
+ * vendor5.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor5 = Family.make({
   name: "vendor5",
   endpoints: [

@@ -7,7 +7,12 @@
 import { boolean, imageRef, type ImageRules, integer, list, oneOf, optional, prompt, text } from "../../Fields.js"
 import * as GenerationRequest from "../../GenerationRequest.js"
 
-/** Rules of the start-frame image (spec: png, jpeg/jpg, webp; ratio 1:4 to 4:1; at most 50 MB). */
+/**
+ * Rules of the start-frame image (spec: png, jpeg/jpg, webp; ratio 1:4 to 4:1; at most 50 MB).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor5ImageRules: ImageRules = {
   formats: ["png", "jpeg", "webp"],
   maxBytes: 50 * 1024 * 1024,
@@ -15,7 +20,12 @@ export const vendor5ImageRules: ImageRules = {
   maxRatio: 4
 }
 
-/** Largest seed: the unsigned 32-bit range (the spec states no range). */
+/**
+ * Largest seed: the unsigned 32-bit range (the spec states no range).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor5MaxSeed = 4_294_967_295
 
 const models = ["vendor5q3-pro", "vendor5q3-turbo"] as const
@@ -42,7 +52,12 @@ const offPeak = optional(
   boolean.annotations({ description: "50% discount; the task completes within 48 hours", default: false })
 )
 
-/** `POST /api/v1/vendor5/image-to-video`. */
+/**
+ * `POST /api/v1/vendor5/image-to-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor5ImageToVideoRequest = GenerationRequest.make({
   identifier: "Vendor5ImageToVideoRequest",
   description: "One start-frame image (and an optional prompt) to a 1 to 16 s video with audio sync; billed per second",
@@ -85,7 +100,12 @@ export const Vendor5ImageToVideoRequest = GenerationRequest.make({
   normalize: "annotated"
 })
 
-/** `POST /api/v1/vendor5/text-to-video`. */
+/**
+ * `POST /api/v1/vendor5/text-to-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor5TextToVideoRequest = GenerationRequest.make({
   identifier: "Vendor5TextToVideoRequest",
   description: "Text to a 1 to 16 s video with audio sync; billed per second",

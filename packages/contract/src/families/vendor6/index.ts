@@ -11,14 +11,24 @@ import { image, text } from "../../Outputs.js"
 import * as Pricing from "../../Pricing.js"
 import { Vendor6ImageToImageRequest } from "./requests.js"
 
-/** `vendor6-2`: per image by resolution (search is free). */
+/**
+ * `vendor6-2`: per image by resolution (search is free).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor6Prices = Schema.Struct({
   perImage: Pricing.byKey(["1K", "2K", "4K"], "USD per image, by resolution")
 }).annotations({ title: "Vendor6Prices" })
 
 const longSides: Readonly<Record<string, number>> = { "1K": 1024, "2K": 2048, "4K": 4096 }
 
-/** The pixel size of a vendor6 image. */
+/**
+ * The pixel size of a vendor6 image.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const vendor6Size = (resolution: string, aspectRatio: string): { width: number; height: number } => {
   const long = longSides[resolution] ?? 1024
   const match = /^(\d+):(\d+)$/.exec(aspectRatio)
@@ -27,7 +37,12 @@ export const vendor6Size = (resolution: string, aspectRatio: string): { width: n
   return w >= h ? { width: long, height: short } : { width: short, height: long }
 }
 
-/** vendor6. */
+/**
+ * vendor6.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor6 = Family.make({
   name: "vendor6",
   endpoints: [

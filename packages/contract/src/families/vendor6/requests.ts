@@ -6,7 +6,12 @@
 import { boolean, list, oneOf, optional, prompt, PublicUrl } from "../../Fields.js"
 import * as GenerationRequest from "../../GenerationRequest.js"
 
-/** `POST /api/v1/vendor6/image-to-image`. */
+/**
+ * `POST /api/v1/vendor6/image-to-image`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor6ImageToImageRequest = GenerationRequest.make({
   identifier: "Vendor6ImageToImageRequest",
   description: "Prompt and up to 14 reference images to one image; billed per image by resolution",

@@ -10,12 +10,22 @@ import { seconds, videoOf } from "../../Outputs.js"
 import * as Pricing from "../../Pricing.js"
 import { Vendor7TextToVideoRequest } from "./requests.js"
 
-/** vendor7: per second of output by resolution. */
+/**
+ * vendor7: per second of output by resolution.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor7Prices = Schema.Struct({
   perSecond: Pricing.perSecondBy(["480p", "720p"])
 }).annotations({ title: "Vendor7Prices" })
 
-/** vendor7. */
+/**
+ * vendor7.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor7 = Family.make({
   name: "vendor7",
   endpoints: [

@@ -6,7 +6,12 @@
 import { oneOf, optional, prompt } from "../../Fields.js"
 import * as GenerationRequest from "../../GenerationRequest.js"
 
-/** `POST /api/v1/vendor7/text-to-video`. */
+/**
+ * `POST /api/v1/vendor7/text-to-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor7TextToVideoRequest = GenerationRequest.make({
   identifier: "Vendor7TextToVideoRequest",
   description: "Text to a 6, 10 or 15 s video; billed per second of output",

@@ -12,7 +12,12 @@ import { seconds, videoOf } from "../../Outputs.js"
 import * as Pricing from "../../Pricing.js"
 import * as Requests from "./requests.js"
 
-/** vendor8: per second of output by resolution. */
+/**
+ * vendor8: per second of output by resolution.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor8Prices = Schema.Struct({
   perSecond: Pricing.perSecondBy(["720p", "1080p"])
 }).annotations({ title: "Vendor8Prices" })
@@ -26,7 +31,12 @@ const common = {
   estimateSeconds: ({ input }: AnyGenerationRequest) => 60 + 5 * seconds(input["duration"], 5)
 }
 
-/** vendor8. */
+/**
+ * vendor8.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const vendor8 = Family.make({
   name: "vendor8",
   endpoints: [

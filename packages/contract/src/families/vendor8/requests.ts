@@ -15,7 +15,12 @@ const resolution = optional(
 const duration = <const L extends readonly ["5", ...Array<string>]>(...seconds: L) =>
   optional(oneOf(...seconds).annotations({ description: "Length of the video in seconds, as a string", default: "5" }))
 
-/** `POST /api/v1/vendor8/text-to-video`. */
+/**
+ * `POST /api/v1/vendor8/text-to-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor8TextToVideoRequest = GenerationRequest.make({
   identifier: "Vendor8TextToVideoRequest",
   description: "Text to a 5, 10 or 15 s video",
@@ -28,7 +33,12 @@ export const Vendor8TextToVideoRequest = GenerationRequest.make({
   normalize: "annotated"
 })
 
-/** `POST /api/v1/vendor8/image-to-video`. */
+/**
+ * `POST /api/v1/vendor8/image-to-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor8ImageToVideoRequest = GenerationRequest.make({
   identifier: "Vendor8ImageToVideoRequest",
   description: "One image to a 5, 10 or 15 s video",
@@ -44,7 +54,12 @@ export const Vendor8ImageToVideoRequest = GenerationRequest.make({
   normalize: "annotated"
 })
 
-/** `POST /api/v1/vendor8/video-to-video`. */
+/**
+ * `POST /api/v1/vendor8/video-to-video`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Vendor8VideoToVideoRequest = GenerationRequest.make({
   identifier: "Vendor8VideoToVideoRequest",
   description: "One to three videos to a 5 or 10 s video",
