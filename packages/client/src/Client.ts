@@ -36,7 +36,12 @@ import type {
 } from "./Types.js"
 import { type IncomingHeaders, type VerifyOptions, verifyWebhook } from "./Webhooks.js"
 
-/** Options of {@link Mediagate}. */
+/**
+ * Options of {@link Mediagate}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ClientOptions {
   /** An API key (`mg_live_…` or `mg_test_…`). */
   readonly apiKey?: string | undefined
@@ -58,10 +63,18 @@ export interface ClientOptions {
 /**
  * Options of a call: `signal`, `timeout` (ms) and, on creating calls (`create`, `tasks.retry`, `apiKeys.create`,
  * `webhooks.create`), `idempotencyKey` (default: a new key per call, kept across the call's automatic retries).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type RequestOptions = CallOptions
 
-/** Options of {@link Mediagate.waitFor}. */
+/**
+ * Options of {@link Mediagate.waitFor}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WaitOptions {
   /** Cancels the wait (the task keeps running; cancel it with `tasks.cancel`). */
   readonly signal?: AbortSignal | undefined
@@ -73,7 +86,12 @@ export interface WaitOptions {
   readonly pollInterval?: Partial<PollInterval> | undefined
 }
 
-/** Options of {@link Mediagate.run}: those of {@link WaitOptions} plus the creation's `idempotencyKey`. */
+/**
+ * Options of {@link Mediagate.run}: those of {@link WaitOptions} plus the creation's `idempotencyKey`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RunOptions extends WaitOptions {
   /**
    * Sent as `Idempotency-Key`: the same key with the same body within 24 h answers the original task (default: a
@@ -82,14 +100,24 @@ export interface RunOptions extends WaitOptions {
   readonly idempotencyKey?: string | undefined
 }
 
-/** Options of `files.download`. */
+/**
+ * Options of `files.download`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface DownloadOptions {
   readonly signal?: AbortSignal | undefined
   /** Milliseconds for the download (default: the client's `timeout`). */
   readonly timeout?: number | undefined
 }
 
-/** The default base URL (the example server). */
+/**
+ * The default base URL (the example server).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultBaseUrl = "http://localhost:3000"
 
 /** What a call sends besides its operation; `creates`: with an `Idempotency-Key` (the caller's or a new one). */
@@ -103,8 +131,14 @@ interface Parts {
 type PageEnvelope<K extends OperationId> = SuccessEnvelope<K> extends
   { readonly data: ReadonlyArray<infer A>; readonly pagination: infer _ } ? Page<A> : never
 
-/** The Mediagate API client. */
+/**
+ * The Mediagate API client.
+ *
+ * @since 0.1.0
+ * @category client
+ */
 export class Mediagate {
+  /** @internal */
   readonly #transport: Transport
 
   constructor(options: ClientOptions = {}) {
@@ -119,7 +153,11 @@ export class Mediagate {
     }
   }
 
-  /** Sends one operation and answers its success envelope. */
+  /**
+   * Sends one operation and answers its success envelope.
+   *
+   * @internal
+   */
   #call<K extends OperationId>(
     id: K,
     parts: Parts,
@@ -129,6 +167,7 @@ export class Mediagate {
     return send(this.#transport, { method, path, ...parts }, options) as Promise<SuccessEnvelope<K>>
   }
 
+  /** @internal */
   async #data<K extends OperationId>(
     id: K,
     parts: Parts,
@@ -138,6 +177,7 @@ export class Mediagate {
     return envelope.data
   }
 
+  /** @internal */
   async #page<K extends OperationId>(
     id: K,
     parts: { readonly params?: Record<string, string>; readonly query?: object | undefined },
@@ -147,6 +187,7 @@ export class Mediagate {
     return { data: envelope.data, pagination: envelope.pagination } as PageEnvelope<K>
   }
 
+  /** @internal */
   async *#pages<K extends OperationId>(
     id: K,
     parts: { readonly params?: Record<string, string>; readonly query?: { readonly cursor?: string } | undefined },
@@ -162,7 +203,11 @@ export class Mediagate {
     }
   }
 
-  /** Creates a generation task (`POST /api/v1/<endpoint>`) and answers at once with its id and estimate. */
+  /**
+   * Creates a generation task (`POST /api/v1/<endpoint>`) and answers at once with its id and estimate.
+   *
+   * @since 0.1.0
+   */
   create<E extends Endpoint>(endpoint: E, body: GenerationRequest<E>, options?: RequestOptions): Promise<CreationAck> {
     const id = generationEndpoints[endpoint]
     if (id === undefined) return Promise.reject(new TypeError(`unknown endpoint ${String(endpoint)}`))
@@ -172,6 +217,8 @@ export class Mediagate {
   /**
    * Creates a task and resolves with it once finished (`succeeded`, `failed`, `cancelled` or `expired`: check
    * `status`), polling with backoff paced by the task's `estimated_seconds`. `timeout` bounds the whole run.
+   *
+   * @since 0.1.0
    */
   async run<E extends Endpoint>(endpoint: E, body: GenerationRequest<E>, options: RunOptions = {}): Promise<Task> {
     const limit = deadline(options.signal, options.timeout ?? Infinity)
@@ -185,7 +232,11 @@ export class Mediagate {
     }
   }
 
-  /** Polls a task until it is finished and resolves with it (any terminal status: check `status`). */
+  /**
+   * Polls a task until it is finished and resolves with it (any terminal status: check `status`).
+   *
+   * @since 0.1.0
+   */
   async waitFor(
     task: string | Pick<CreationAck, "id" | "estimated_seconds">,
     options: WaitOptions = {}
@@ -221,7 +272,11 @@ export class Mediagate {
     }
   }
 
-  /** Tasks: list (one page, or every page with `pages`), read, retry, cancel. */
+  /**
+   * Tasks: list (one page, or every page with `pages`), read, retry, cancel.
+   *
+   * @since 0.1.0
+   */
   readonly tasks = {
     /** One page of tasks, newest first, with filters and a cursor. */
     list: (query: TaskListQuery = {}, options?: RequestOptions): Promise<Page<TaskSummary>> =>
@@ -242,14 +297,22 @@ export class Mediagate {
       this.#data("tasks.cancel", { params: { id } }, options)
   }
 
-  /** Voices of `vendor9`. */
+  /**
+   * Voices of `vendor9`.
+   *
+   * @since 0.1.0
+   */
   readonly voices = {
     /** The voices; `name` filters by case-insensitive substring. */
     list: (query: Query<"voices.list"> = {}, options?: RequestOptions): Promise<Data<"voices.list">> =>
       this.#data("voices.list", { query }, options)
   }
 
-  /** The account balance and its ledger. */
+  /**
+   * The account balance and its ledger.
+   *
+   * @since 0.1.0
+   */
   readonly balance = {
     /** The balance and billing settings. */
     get: (options?: RequestOptions): Promise<Balance> => this.#data("balance.get", {}, options),
@@ -263,7 +326,11 @@ export class Mediagate {
     ): AsyncIterable<PageEnvelope<"balance.ledger">> => this.#pages("balance.ledger", { query }, options)
   }
 
-  /** API keys of the account. */
+  /**
+   * API keys of the account.
+   *
+   * @since 0.1.0
+   */
   readonly apiKeys = {
     /** Creates a key; the full key is in this answer only. */
     create: (body: RequestBody<"apiKeys.create">, options?: RequestOptions): Promise<ApiKeyCreated> =>
@@ -275,7 +342,11 @@ export class Mediagate {
       this.#data("apiKeys.delete", { params: { id } }, options)
   }
 
-  /** Registered webhooks, their deliveries, and verification of what they send. */
+  /**
+   * Registered webhooks, their deliveries, and verification of what they send.
+   *
+   * @since 0.1.0
+   */
   readonly webhooks = {
     /** Registers a webhook; its signing secret is in this answer only. */
     create: (body: RequestBody<"webhooks.create">, options?: RequestOptions): Promise<WebhookCreated> =>
@@ -303,7 +374,9 @@ export class Mediagate {
     /** Replays a delivery: a new attempt series of the same event. */
     replay: (id: string, deliveryId: string, options?: RequestOptions): Promise<Delivery> =>
       this.#data("webhooks.replay", { params: { id, deliveryId } }, options),
-    /** Verifies a delivery (raw body, headers, the webhook's secret) and resolves with the event: {@link verifyWebhook}. */
+    /**
+     * Verifies a delivery (raw body, headers, the webhook's secret) and resolves with the event: {@link verifyWebhook}.
+     */
     verify: (
       rawBody: string | Uint8Array | ArrayBuffer,
       headers: IncomingHeaders,
@@ -312,7 +385,11 @@ export class Mediagate {
     ): Promise<WebhookEvent> => verifyWebhook(rawBody, headers, secret, options)
   }
 
-  /** Result files. */
+  /**
+   * Result files.
+   *
+   * @since 0.1.0
+   */
   readonly files = {
     /**
      * Downloads a result file (its signed URL; no API key is sent) and checks its size against `size_bytes`.
@@ -358,6 +435,9 @@ type Method = (...args: ReadonlyArray<never>) => unknown
 /**
  * The client method of every operation of the contract, by operation id. Typed over every operation id of the
  * generated table: an endpoint added to the contract without a method here fails `tsc -b` (and the client tests).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const methodOf: { readonly [K in OperationId]: (client: Mediagate) => Method } = {
   ...(Object.fromEntries(

@@ -6,7 +6,12 @@
  */
 import type { ApiErrorCode } from "./Types.js"
 
-/** Codes of failures that are not an API error envelope (`status` is then the HTTP status seen, or 0). */
+/**
+ * Codes of failures that are not an API error envelope (`status` is then the HTTP status seen, or 0).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type ClientErrorCode =
   /** No answer: the connection failed. */
   | "NETWORK_ERROR"
@@ -27,10 +32,20 @@ export type ClientErrorCode =
   /** `webhooks.verify`: the signed body is not JSON. */
   | "WEBHOOK_INVALID_BODY"
 
-/** Every code a {@link MediagateError} carries: the API's codes, the client's own, and codes of newer servers. */
+/**
+ * Every code a {@link MediagateError} carries: the API's codes, the client's own, and codes of newer servers.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type ErrorCode = ApiErrorCode | ClientErrorCode | (string & {})
 
-/** Fields of a {@link MediagateError}. */
+/**
+ * Fields of a {@link MediagateError}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface MediagateErrorFields {
   readonly code: ErrorCode
   readonly message: string
@@ -44,12 +59,42 @@ export interface MediagateErrorFields {
   readonly cause?: unknown
 }
 
-/** A failed call. `code` is the API envelope's `error.code` or one of {@link ClientErrorCode}. */
+/**
+ * A failed call. `code` is the API envelope's `error.code` or one of {@link ClientErrorCode}.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MediagateError extends Error {
+  /**
+   * Always `"MediagateError"` (what {@link MediagateError.is} checks across copies of the package).
+   *
+   * @since 0.1.0
+   */
   override readonly name = "MediagateError"
+  /**
+   * The API envelope's `error.code`, or one of {@link ClientErrorCode}.
+   *
+   * @since 0.1.0
+   */
   readonly code: ErrorCode
+  /**
+   * The HTTP status of the answer; 0 when there was none (network, timeout, abort, webhook verification).
+   *
+   * @since 0.1.0
+   */
   readonly status: number
+  /**
+   * The server's request id (`error.request_id` or the `X-Request-Id` header): quote it when reporting a problem.
+   *
+   * @since 0.1.0
+   */
   readonly requestId: string | undefined
+  /**
+   * Seconds the server asked to wait (`Retry-After` of a 429 or 503).
+   *
+   * @since 0.1.0
+   */
   readonly retryAfter: number | undefined
 
   constructor(fields: MediagateErrorFields) {
@@ -60,7 +105,11 @@ export class MediagateError extends Error {
     this.retryAfter = fields.retryAfter
   }
 
-  /** Whether `u` is a {@link MediagateError} (also across copies of the package). */
+  /**
+   * Whether `u` is a {@link MediagateError} (also across copies of the package).
+   *
+   * @since 0.1.0
+   */
   static is(u: unknown): u is MediagateError {
     return u instanceof MediagateError || (u instanceof Error && u.name === "MediagateError" && "code" in u)
   }

@@ -14,20 +14,37 @@
 import { MediagateError } from "./MediagateError.js"
 import type { WebhookEvent } from "./Types.js"
 
-/** Headers as a receiver sees them: a `Headers` object or a plain record (any case; arrays take their first value). */
+/**
+ * Headers as a receiver sees them: a `Headers` object or a plain record (any case; arrays take their first value).
+ *
+ * @since 0.1.0
+ * @category webhooks
+ */
 export type IncomingHeaders = Headers | Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 
-/** Options of {@link verifyWebhook}. */
+/**
+ * Options of {@link verifyWebhook}.
+ *
+ * @since 0.1.0
+ * @category webhooks
+ */
 export interface VerifyOptions {
   /** Allowed clock difference in seconds (default 300). */
   readonly toleranceSeconds?: number | undefined
   /** The receiver's time in epoch ms (default `Date.now()`). */
   readonly now?: number | undefined
-  /** Which scheme to check: `"auto"` (default) checks Mediagate's when its header is present, else Standard Webhooks. */
+  /**
+   * Which scheme to check: `"auto"` (default) checks Mediagate's when its header is present, else Standard Webhooks.
+   */
   readonly scheme?: "auto" | "mediagate" | "standard" | undefined
 }
 
-/** Receivers reject timestamps further than this from their clock (seconds). */
+/**
+ * Receivers reject timestamps further than this from their clock (seconds).
+ *
+ * @since 0.1.0
+ * @category webhooks
+ */
 export const defaultToleranceSeconds = 300
 
 const header = (headers: IncomingHeaders, name: string): string | undefined => {
@@ -91,6 +108,9 @@ const fail = (
  * Verifies a webhook delivery: `rawBody` exactly as received (before any JSON parsing), its headers and the
  * webhook's secret (`whsec_…`, shown when it was registered). Resolves with the parsed event; rejects with a
  * {@link MediagateError} whose code starts with `WEBHOOK_`.
+ *
+ * @since 0.1.0
+ * @category webhooks
  */
 export const verifyWebhook = async (
   rawBody: string | Uint8Array | ArrayBuffer,
