@@ -26,12 +26,20 @@ import { readdir, readFile } from "node:fs/promises"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
-/** Where the dashboard is served by default. */
+/**
+ * Where the dashboard is served by default.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const basePath = "/dashboard"
 
 /**
  * The Content-Security-Policy of every answer. Result previews may come from the file store's own host (S3 or a
  * CDN: `https:`); everything else only from this origin.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const contentSecurityPolicy = [
   "default-src 'self'",
@@ -47,7 +55,12 @@ export const contentSecurityPolicy = [
   "frame-ancestors 'none'"
 ].join("; ")
 
-/** The routes the dashboard answers, for a router or an envelope that lists known routes. */
+/**
+ * The routes the dashboard answers, for a router or an envelope that lists known routes.
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export const routes = (base: string = basePath) =>
   [
     { method: "GET", path: base },
@@ -56,7 +69,12 @@ export const routes = (base: string = basePath) =>
     { method: "HEAD", path: `${base}/*` }
   ] as const
 
-/** Options of {@link make}. */
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /**
    * The path the dashboard is served under, as the app serving it sees requests (default {@link basePath}). A host
@@ -73,7 +91,12 @@ export interface Options {
   readonly assetsDir?: string
 }
 
-/** The built assets of this package. */
+/**
+ * The built assets of this package.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultAssetsDir: string = fileURLToPath(new URL("../dist/assets/", import.meta.url))
 
 interface Asset {
@@ -108,6 +131,9 @@ const escapeAttribute = (value: string) => value.replace(/[&"<>]/g, (c) => `&#${
  * as a relative URL: `./` for `/dashboard`, `../` for `/dashboard/` and `/dashboard/tasks`, `../../` for
  * `/dashboard/tasks/task_1`. The browser resolves it against the page's URL, mount prefix included; a proxy or host
  * that strips a prefix leaves the part below it, which is all this counts.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const rootOf = (path: string): string => {
   const depth = path.slice(0, path.lastIndexOf("/") + 1).split("/").length - 2
@@ -183,7 +209,12 @@ const respond = (asset: Asset, request: HttpServerRequest.HttpServerRequest) => 
   })
 }
 
-/** The dashboard: whether a path is its own, and the app answering such paths. */
+/**
+ * The dashboard: whether a path is its own, and the app answering such paths.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Dashboard {
   /** The path the dashboard is served under. */
   readonly basePath: string
@@ -193,7 +224,12 @@ export interface Dashboard {
   readonly httpApp: HttpApp.Default
 }
 
-/** Makes the dashboard's app (nothing is read until the first request). */
+/**
+ * Makes the dashboard's app (nothing is read until the first request).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: Options = {}): Dashboard => {
   const base = (options.basePath ?? basePath).replace(/\/+$/, "")
   const assetsPrefix = `${base}/assets/`
@@ -232,6 +268,9 @@ export const make = (options: Options = {}): Dashboard => {
 /**
  * Puts the dashboard in front of an app: requests under its base path go to the dashboard, every other request to
  * `app` (whose 404s stay its own).
+ *
+ * @since 0.1.0
+ * @category routing
  */
 export const route = <E, R>(app: HttpApp.Default<E, R>, dashboard: Dashboard = make()): HttpApp.Default<E, R> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
