@@ -32,6 +32,9 @@ import type { LookupFunction } from "node:net"
  * URL), `dns` (the name did not resolve), `refused` (connection refused), `network` (the connection failed or
  * closed early), `timeout`, `status` (a status `acceptStatus` refuses), `redirect` (too many, or no location),
  * `too_large` (a body over `maxBytes` under `overflow: "fail"`).
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Reason = Schema.Literal(
   "url",
@@ -44,12 +47,21 @@ export const Reason = Schema.Literal(
   "redirect",
   "too_large"
 )
-/** @see {@link Reason} */
+/**
+ * Why a request failed: one of the values of the {@link Reason} Schema.
+ *
+ * @see {@link Reason}
+ * @since 0.1.0
+ * @category schemas
+ */
 export type Reason = typeof Reason.Type
 
 /**
  * An outbound request failed. `message` is safe to show to the client who gave the URL; it names the host where the
  * refusal is about the host (`address`, `dns`). `host` is absent only for `reason: "url"`.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class OutboundError extends Schema.TaggedError<OutboundError>()("OutboundError", {
   reason: Reason,
@@ -59,16 +71,31 @@ export class OutboundError extends Schema.TaggedError<OutboundError>()("Outbound
   status: Schema.optional(Schema.Number)
 }) {}
 
-/** One resolved address of a host name. */
+/**
+ * One resolved address of a host name.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ResolvedAddress {
   readonly address: string
   readonly family: number
 }
 
-/** Resolves a host name to all its addresses (default: `node:dns/promises` `lookup(host, { all: true })`). */
+/**
+ * Resolves a host name to all its addresses (default: `node:dns/promises` `lookup(host, { all: true })`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Resolver = (host: string) => Promise<ReadonlyArray<ResolvedAddress>>
 
-/** The address rules of a request. */
+/**
+ * The address rules of a request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TargetOptions {
   /** Allow loopback and private targets (development and tests). Default false. */
   readonly allowPrivate?: boolean | undefined
@@ -91,7 +118,12 @@ export interface TargetOptions {
   readonly resolveTimeout?: Duration.DurationInput | undefined
 }
 
-/** Options of {@link request}. */
+/**
+ * Options of {@link request}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RequestOptions extends TargetOptions {
   /** Default `GET`. */
   readonly method?: string | undefined
@@ -141,7 +173,12 @@ const poolFor = (url: URL, target: ResolvedAddress): http.Agent => {
   return agent
 }
 
-/** An answer. */
+/**
+ * An answer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Response {
   readonly status: number
   readonly headers: http.IncomingHttpHeaders
@@ -160,7 +197,12 @@ const refuse = (host: string, reason: Reason, message: string) => new OutboundEr
 const formatBytes = (bytes: number): string =>
   bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024) * 10) / 10} MB` : `${bytes} bytes`
 
-/** Resolves and checks the host of a URL under the address rules; the address to connect to. */
+/**
+ * Resolves and checks the host of a URL under the address rules; the address to connect to.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const checkTarget = (url: URL, options: TargetOptions): Effect.Effect<ResolvedAddress, OutboundError> =>
   checkTargetBy(url, options, undefined).pipe(Tracing.span("PinnedHttp.checkTarget"))
 
@@ -387,7 +429,12 @@ const deadlineOf = (first: URL, timeout: Duration.DurationInput): Deadline => {
   }
 }
 
-/** Sends a request to a URL under the address rules, pinned to the checked address, within `timeout`. */
+/**
+ * Sends a request to a URL under the address rules, pinned to the checked address, within `timeout`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const request = (url: string, options: RequestOptions): Effect.Effect<Response, OutboundError> =>
   Effect.flatMap(parsed(url), (first) => {
     const deadline = deadlineOf(first, options.timeout)
@@ -397,7 +444,12 @@ export const request = (url: string, options: RequestOptions): Effect.Effect<Res
     )
   }).pipe(Tracing.span("PinnedHttp.request"))
 
-/** Options of {@link stream}. */
+/**
+ * Options of {@link stream}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StreamOptions extends TargetOptions {
   readonly method?: string | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
@@ -415,7 +467,12 @@ export interface StreamOptions extends TargetOptions {
   readonly keepAlive?: boolean | undefined
 }
 
-/** An answer whose body is still to be read. */
+/**
+ * An answer whose body is still to be read.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StreamedResponse {
   readonly status: number
   readonly headers: http.IncomingHttpHeaders
@@ -429,6 +486,9 @@ export interface StreamedResponse {
  * {@link request} that answers once the status and headers arrived, with the body as a Node stream for the caller
  * to read (a large file is never held in memory). The same address rules, pinning and redirect checks; `headers`
  * are sent to the first URL's host only; the connection is destroyed when the scope closes.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const stream = (
   url: string,
