@@ -17,7 +17,12 @@ import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 
-/** Backoff settings. */
+/**
+ * Backoff settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** Delay after the first failure of a streak. Default 100 ms. */
   readonly base?: Duration.DurationInput
@@ -27,14 +32,27 @@ export interface Options {
   readonly jitter?: number
 }
 
-/** Default delay after the first failure: 100 ms. */
+/**
+ * Default delay after the first failure: 100 ms.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultBaseMs = 100
-/** Default longest delay: 5 s. */
+/**
+ * Default longest delay: 5 s.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultCapMs = 5000
 
 /**
  * The delay after the `failures`-th failure in a row (from 1): `base · 2^(failures - 1)`, at most `cap`,
  * shortened by up to `jitter` (25%) at random (`random` in [0, 1)).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const delayMs = (failures: number, options: Options = {}, random = 0): number => {
   const base = options.base === undefined ? defaultBaseMs : Duration.toMillis(options.base)
@@ -43,7 +61,12 @@ export const delayMs = (failures: number, options: Options = {}, random = 0): nu
   return Math.max(0, Math.round(full * (1 - (options.jitter ?? 0.25) * random)))
 }
 
-/** The same backoff as a `Schedule` (for `Effect.retry`): from `base`, doubling, at most `cap`, jittered. */
+/**
+ * The same backoff as a `Schedule` (for `Effect.retry`): from `base`, doubling, at most `cap`, jittered.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const schedule = (options: Options = {}): Schedule.Schedule<Duration.Duration> =>
   Schedule.exponential(options.base ?? Duration.millis(defaultBaseMs)).pipe(
     Schedule.union(Schedule.spaced(options.cap ?? Duration.millis(defaultCapMs))),
@@ -54,6 +77,9 @@ export const schedule = (options: Options = {}): Schedule.Schedule<Duration.Dura
 /**
  * Runs `round` forever. A failed or dead round is logged (see the module) and followed by a backoff; a round that
  * succeeds resets it. `name` names the loop in logs.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const loop = <E, R>(
   name: string,

@@ -42,6 +42,9 @@ interface Waiting<I, A, E> {
  *   `setImmediate`), so that the calls of requests that arrived together join it. For a `run` that is synchronous
  *   (SQLite): its fiber runs to the end without yielding, nothing is queued meanwhile, and without `gather` every
  *   batch would hold only the call that woke the batcher.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <I, A, E, R>(
   max: number,

@@ -22,25 +22,46 @@ const prng = (): number => {
 
 const next = monotonicFactory(prng)
 
-/** A new ULID (monotonic within one process), for the time `now` (epoch ms; default the current time). */
+/**
+ * A new ULID (monotonic within one process), for the time `now` (epoch ms; default the current time).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const ulid = (now?: number): string => next(now)
 
-/** A new task id. */
+/**
+ * A new task id.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const taskId = (now?: number): string => `task_${ulid(now)}`
 
 /**
  * The smallest task id of the time `time` (epoch ms): every task created before `time` has a smaller id, every task
  * created at or after it a larger or equal one (retention scans tasks by age this way).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const taskIdFloor = (time: number): string =>
   `task_${encodeTime(Math.max(0, Math.floor(time)), 10)}${"0".repeat(16)}`
 
-/** A new event id. */
+/**
+ * A new event id.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const eventId = (now?: number): string => `evt_${ulid(now)}`
 
 /**
  * A stable 32-bit hash of a string, unsigned (FNV-1a, then murmur3's finalizer for the avalanche): the same on every
  * process and version, for lock keys and deterministic choices. Not for security.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const hash32 = (text: string): number => {
   let h = 0x811c9dc5

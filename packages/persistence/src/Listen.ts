@@ -25,13 +25,23 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 
-/** The payload of a liveness probe (wakeups carry another one). */
+/**
+ * The payload of a liveness probe (wakeups carry another one).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const probePayload = "probe"
 
 /** Nothing arrived on the `LISTEN` connection for the deadline. */
 class ListenLost extends Data.TaggedError("ListenLost")<{ readonly silentMs: number }> {}
 
-/** Watchdog settings. */
+/**
+ * Watchdog settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** How often a probe is sent. Default 2 s. */
   readonly probeInterval?: Duration.DurationInput
@@ -42,6 +52,9 @@ export interface Options {
 /**
  * The notifications of `channel` (probes left out) as wakeups that never fail: `listen` is the driver's LISTEN,
  * `probe` sends a probe on `channel` (its failures are ignored: a silent connection is what counts).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const wakeups = (
   listen: (channel: string) => Stream.Stream<string, SqlError>,
@@ -96,6 +109,9 @@ const canListen = (client: SqlClient.SqlClient): client is SqlClient.SqlClient &
  * The {@link wakeups} of `channel` on `client` when it can LISTEN (PostgreSQL: the driver's client is one object
  * under both tags, `SqlClient` and `PgClient`, so the driver package stays optional for SQLite-only hosts), probed
  * through the same client; nothing on a client that cannot (SQLite).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const notifications = (
   client: SqlClient.SqlClient,

@@ -21,7 +21,12 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as SqliteDriver from "./internal/sqliteDriver.js"
 
-/** Runs a read statement on the second connection: its rows (plain objects by column name, as the `SqlClient`'s). */
+/**
+ * Runs a read statement on the second connection: its rows (plain objects by column name, as the `SqlClient`'s).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Reader {
   readonly all: (query: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
 }
@@ -29,6 +34,9 @@ export interface Reader {
 /**
  * The read connection of the database in use: a second connection to a SQLite file, the `pg` pool on PostgreSQL,
  * or `undefined` when there is none (SQLite in memory, a host app's own client).
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class ReadConnection extends Context.Tag("@mediagate/persistence/ReadConnection")<
   ReadConnection,
@@ -38,6 +46,9 @@ export class ReadConnection extends Context.Tag("@mediagate/persistence/ReadConn
 /**
  * A reader of the SQLite file `filename` (which the main connection has created): opened on its first read,
  * statements prepared once per query text, closed when the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (filename: string): Effect.Effect<Reader, never, Scope.Scope> =>
   Effect.map(
@@ -54,7 +65,12 @@ export const make = (filename: string): Effect.Effect<Reader, never, Scope.Scope
     })
   )
 
-/** What {@link fromPool} uses of a `pg` pool. */
+/**
+ * What {@link fromPool} uses of a `pg` pool.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Pool {
   query(text: string, values: Array<unknown>): Promise<{ readonly rows: ReadonlyArray<unknown> }>
 }
@@ -62,6 +78,9 @@ export interface Pool {
 /**
  * A reader over a PostgreSQL `pg` pool (the one the `SqlClient` uses): each read is one `pool.query` on whichever
  * connection is free, as a read through the client would be, without `@effect/sql`'s per-statement work.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromPool = (pool: Pool): Reader => ({
   all: (query, params) =>
@@ -71,8 +90,18 @@ export const fromPool = (pool: Pool): Reader => ({
     })
 })
 
-/** The read connection of the SQLite file `filename`. */
+/**
+ * The read connection of the SQLite file `filename`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (filename: string): Layer.Layer<ReadConnection> => Layer.scoped(ReadConnection, make(filename))
 
-/** No read connection: stores read through the `SqlClient`. */
+/**
+ * No read connection: stores read through the `SqlClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerNone: Layer.Layer<ReadConnection> = Layer.succeed(ReadConnection, undefined)

@@ -13,24 +13,49 @@ import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import type * as WriteConnection from "./WriteConnection.js"
 
-/** A statement as its text, in the dialect's placeholders (`?` on SQLite), and its parameters. */
+/**
+ * A statement as its text, in the dialect's placeholders (`?` on SQLite), and its parameters.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Query {
   readonly text: string
   readonly params: ReadonlyArray<string | number | null>
 }
 
-/** A statement of a program: the store's `sql` statement, or a {@link Query}. */
+/**
+ * A statement of a program: the store's `sql` statement, or a {@link Query}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Step = Statement.Statement<unknown> | Query
 
-/** Statements and the logic between them: yields each statement, gets its rows, returns the outcome. */
+/**
+ * Statements and the logic between them: yields each statement, gets its rows, returns the outcome.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SqlProgram<A> = Generator<Step, A, ReadonlyArray<unknown>>
 
-/** A {@link Query}. */
+/**
+ * A {@link Query}.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const query = (text: string, params: ReadonlyArray<string | number | null>): Query => ({ text, params })
 
 const isQuery = (step: Step): step is Query => !Effect.isEffect(step)
 
-/** Runs a program through `sql` (the client its statements were made with). */
+/**
+ * Runs a program through `sql` (the client its statements were made with).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const run = <A>(program: SqlProgram<A>, sql: SqlClient.SqlClient): Effect.Effect<A, SqlError> =>
   Effect.suspend(() => {
     const next = (rows: ReadonlyArray<unknown>): Effect.Effect<A, SqlError> => {
@@ -42,7 +67,12 @@ export const run = <A>(program: SqlProgram<A>, sql: SqlClient.SqlClient): Effect
     return next([])
   })
 
-/** Runs a program synchronously in a write connection's transaction. */
+/**
+ * Runs a program synchronously in a write connection's transaction.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const runSync = <A>(
   program: SqlProgram<A>,
   transaction: Pick<WriteConnection.Transaction, "run" | "execute">

@@ -16,7 +16,12 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 
-/** A stored row that does not decode (or a record that does not encode): which table, which column, and why. */
+/**
+ * A stored row that does not decode (or a record that does not encode): which table, which column, and why.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RowError extends Schema.TaggedError<RowError>()("RowError", {
   table: Schema.String,
   column: Schema.String,
@@ -29,6 +34,9 @@ const show = (u: unknown): string => (typeof u === "string" ? JSON.stringify(u) 
 /**
  * A numeric column: a finite number from a number, a bigint or a numeric string (how PostgreSQL answers `BIGINT`
  * and `COUNT(*)`). Encodes to a number.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Number: Schema.Schema<number, number | string | bigint> = Schema.transformOrFail(
   // a guard rather than a union of three Schemas: this column type is decoded a dozen times per row
@@ -51,7 +59,12 @@ export const Number: Schema.Schema<number, number | string | bigint> = Schema.tr
   }
 ).annotations({ identifier: "SqlNumber" })
 
-/** An integer column holding a flag: 0 is false, anything else true; encodes to 0 or 1. */
+/**
+ * An integer column holding a flag: 0 is false, anything else true; encodes to 0 or 1.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Flag: Schema.Schema<boolean, number | string | bigint> = Schema.transform(Number, Schema.Boolean, {
   strict: true,
   decode: (n) => n !== 0,
@@ -61,6 +74,9 @@ export const Flag: Schema.Schema<boolean, number | string | bigint> = Schema.tra
 /**
  * A text column holding one of `values`; a failure reads `Expected "a" | "b", actual "c"`. Pass the contract's
  * lists (`Task.taskStatuses`, `Catalog.taskFamilies`, ...) so that the column follows them.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const literal = <const L extends ReadonlyArray<string>>(...values: L): Schema.Schema<L[number]> =>
   Schema.Literal(...values).annotations({
@@ -70,11 +86,21 @@ export const literal = <const L extends ReadonlyArray<string>>(...values: L): Sc
     })
   })
 
-/** A field read from the column `name` (snake case in SQL, camel case in the record). */
+/**
+ * A field read from the column `name` (snake case in SQL, camel case in the record).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const column = <const K extends string, A, I, R>(name: K, schema: Schema.Schema<A, I, R>) =>
   Schema.propertySignature(schema).pipe(Schema.fromKey(name))
 
-/** The {@link RowError} of a parse failure of a row of `table` (the first issue: its column and message). */
+/**
+ * The {@link RowError} of a parse failure of a row of `table` (the first issue: its column and message).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const rowError = (table: string, error: ParseResult.ParseError): RowError => {
   const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
   const path = (issue?.path ?? []).filter((key, i) => !(i === 0 && typeof key === "number"))
@@ -84,7 +110,12 @@ export const rowError = (table: string, error: ParseResult.ParseError): RowError
   return new RowError({ table, column, message: `${table}.${column}${inner}: ${what}` })
 }
 
-/** Reads (and writes) the rows of one table with a Schema. */
+/**
+ * Reads (and writes) the rows of one table with a Schema.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Decoder<A, I> {
   /** Every row decoded, in order. */
   readonly all: (rows: ReadonlyArray<unknown>) => Either.Either<Array<A>, RowError>
@@ -100,6 +131,9 @@ export interface Decoder<A, I> {
  * The {@link Decoder} of `table`'s rows described by `schema`. Decoding is synchronous (the Schema's parser is
  * compiled once, here) and answers an `Either`, which is an `Effect`: reading a row costs no fiber work beyond the
  * parse itself (rows are decoded on every request's hot path).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const decoder = <A, I>(table: string, schema: Schema.Schema<A, I>): Decoder<A, I> => {
   const decodeRow = Schema.decodeUnknownEither(schema)
@@ -135,6 +169,9 @@ export const decoder = <A, I>(table: string, schema: Schema.Schema<A, I>): Decod
  * finite numbers, nothing to convert) and `undefined` for any other, which the Schema then decodes — and converts,
  * or reports — as it always does. `fast` must answer what the Schema answers for every row it takes; the tests of
  * its caller hold it so.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const withFastPath = <A, I>(decoder: Decoder<A, I>, fast: (row: unknown) => A | undefined): Decoder<A, I> => ({
   ...decoder,
@@ -177,6 +214,9 @@ const sameRow = (a: Readonly<Record<string, unknown>>, b: Readonly<Record<string
  * but the cost: a task polled while it waits is decoded once per change, not once per poll. Rows are compared with
  * `===`, column by column: the drivers answer primitives for Mediagate's columns (JSON is stored as text), and a
  * column holding an object would only never match.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const remembering = <A, I>(decoder: Decoder<A, I>, key: string, capacity: number): Decoder<A, I> => {
   const remembered = new Map<unknown, {

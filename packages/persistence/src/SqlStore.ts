@@ -35,6 +35,9 @@ import * as SqlRows from "./SqlRows.js"
  * are not written to temporary files), run on the `SqlClient`'s own connection: for the app that opens a SQLite
  * file (`@mediagate/node`'s `Database`). The read and write connections (`ReadConnection`, `WriteConnection`) set
  * them themselves.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const sqliteSettings: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.flatMap(
   SqlClient.SqlClient,
@@ -45,30 +48,58 @@ export const sqliteSettings: Effect.Effect<void, SqlError, SqlClient.SqlClient> 
 // table prefix
 // -----------------------------------------------------------------------------------------------------------------
 
-/** The prefix of every database object of Mediagate unless configured otherwise: `mediagate_tasks`, ... */
+/**
+ * The prefix of every database object of Mediagate unless configured otherwise: `mediagate_tasks`, ...
+ *
+ * @since 0.1.0
+ * @category table prefix
+ */
 export const defaultPrefix = "mediagate_"
 
 /**
  * What a non-empty prefix must match: lowercase letters, digits and `_`, not starting with a digit, at most 30
  * characters (so that every prefixed name stays within PostgreSQL's 63-byte identifiers).
+ *
+ * @since 0.1.0
+ * @category table prefix
  */
 export const prefixPattern: RegExp = /^[a-z_][a-z0-9_]{0,29}$/
 
-/** The `prefix` option of every SQL store. */
+/**
+ * The `prefix` option of every SQL store.
+ *
+ * @since 0.1.0
+ * @category table prefix
+ */
 export interface PrefixOptions {
   /** The prefix of every table, index, trigger and migrations table of the store (default {@link defaultPrefix}). */
   readonly prefix?: string | undefined
 }
 
-/** Whether `prefix` is a valid table prefix: empty, or matching {@link prefixPattern}. */
+/**
+ * Whether `prefix` is a valid table prefix: empty, or matching {@link prefixPattern}.
+ *
+ * @since 0.1.0
+ * @category table prefix
+ */
 export const isValidPrefix = (prefix: string): boolean => prefix === "" || prefixPattern.test(prefix)
 
-/** The message refusing an invalid prefix. */
+/**
+ * The message refusing an invalid prefix.
+ *
+ * @since 0.1.0
+ * @category table prefix
+ */
 export const invalidPrefixMessage = (store: string, prefix: string): string =>
   `${store}: invalid table prefix ${JSON.stringify(prefix)}: a prefix is empty or matches ${prefixPattern} ` +
   `(lowercase letters, digits and _, not starting with a digit, at most 30 characters)`
 
-/** The prefix of `options` (default {@link defaultPrefix}), or a {@link PersistenceError} when it is invalid. */
+/**
+ * The prefix of `options` (default {@link defaultPrefix}), or a {@link PersistenceError} when it is invalid.
+ *
+ * @since 0.1.0
+ * @category table prefix
+ */
 export const resolvePrefix = (store: string, options?: PrefixOptions): Effect.Effect<string, PersistenceError> => {
   const prefix = options?.prefix ?? defaultPrefix
   return isValidPrefix(prefix)
@@ -79,6 +110,9 @@ export const resolvePrefix = (store: string, options?: PrefixOptions): Effect.Ef
 /**
  * A store's migrations under `prefix`: `record(prefix)` (each migration creates its objects with the prefix), or,
  * for an invalid prefix, a loader failing with a `MigrationError` before anything runs.
+ *
+ * @since 0.1.0
+ * @category migrations
  */
 export const prefixedMigrations = (
   store: string,
@@ -89,7 +123,12 @@ export const prefixedMigrations = (
     ? Migrator.fromRecord(record(prefix))
     : Effect.fail(new Migrator.MigrationError({ reason: "bad-state", message: invalidPrefixMessage(store, prefix) }))
 
-/** Every table name of `names` as an SQL identifier, for tagged templates (`${t.tasks}`). */
+/**
+ * Every table name of `names` as an SQL identifier, for tagged templates (`${t.tasks}`).
+ *
+ * @since 0.1.0
+ * @category table prefix
+ */
 export const identifiers = <K extends string>(
   sql: SqlClient.SqlClient,
   names: Readonly<Record<K, string>>
@@ -99,7 +138,12 @@ export const identifiers = <K extends string>(
 // dialect, clock, failures
 // -----------------------------------------------------------------------------------------------------------------
 
-/** The column types a store's migrations use in `sql`'s dialect (PostgreSQL, else SQLite). */
+/**
+ * The column types a store's migrations use in `sql`'s dialect (PostgreSQL, else SQLite).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const columns = (sql: SqlClient.SqlClient) => {
   const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
   return {
@@ -113,12 +157,20 @@ export const columns = (sql: SqlClient.SqlClient) => {
   } as const
 }
 
-/** The column types of a dialect ({@link columns}). */
+/**
+ * The column types of a dialect ({@link columns}).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export type Columns = ReturnType<typeof columns>
 
 /**
  * The database clock in epoch ms as an SQL expression (SQLite: `julianday('now')` holds whole milliseconds; ROUND
  * undoes the float error).
+ *
+ * @since 0.1.0
+ * @category clock
  */
 export const nowExpression = (pg: boolean): string =>
   pg
@@ -127,7 +179,12 @@ export const nowExpression = (pg: boolean): string =>
 
 const clockRow = SqlRows.decoder("(database clock)", Schema.Struct({ now: SqlRows.Number }))
 
-/** Reads the database clock (epoch ms). */
+/**
+ * Reads the database clock (epoch ms).
+ *
+ * @since 0.1.0
+ * @category clock
+ */
 export const databaseNow = (
   sql: SqlClient.SqlClient,
   pg: boolean
@@ -140,16 +197,29 @@ export const databaseNow = (
 /**
  * Where a SQL store reads "now": the database clock (`"database"`, the default: one clock for every process on the
  * database), or Effect's `Clock` (`"clock"`: tests drive it with `TestClock`).
+ *
+ * @since 0.1.0
+ * @category clock
  */
 export type Time = "database" | "clock"
 
-/** The `time` option of the SQL stores that keep time (tasks, webhooks). */
+/**
+ * The `time` option of the SQL stores that keep time (tasks, webhooks).
+ *
+ * @since 0.1.0
+ * @category clock
+ */
 export interface TimeOptions {
   /** Where "now" comes from (default `"database"`). */
   readonly time?: Time | undefined
 }
 
-/** The storage clock of `time` in whole epoch ms: the database clock, or `Clock.currentTimeMillis`. */
+/**
+ * The storage clock of `time` in whole epoch ms: the database clock, or `Clock.currentTimeMillis`.
+ *
+ * @since 0.1.0
+ * @category clock
+ */
 export const storageNow = (
   sql: SqlClient.SqlClient,
   pg: boolean,
@@ -157,7 +227,12 @@ export const storageNow = (
 ): Effect.Effect<number, SqlError | SqlRows.RowError> =>
   time === "clock" ? Effect.map(Clock.currentTimeMillis, Math.floor) : databaseNow(sql, pg)
 
-/** The failures of a storage operation that {@link persistence} turns into {@link PersistenceError}. */
+/**
+ * The failures of a storage operation that {@link persistence} turns into {@link PersistenceError}.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export type StorageFailure = SqlError | ResultLengthMismatch | SqlRows.RowError
 
 const isStorageFailure = (u: unknown): u is StorageFailure =>
@@ -169,6 +244,9 @@ const isStorageFailure = (u: unknown): u is StorageFailure =>
  * by the {@link SqlRows.RowError}'s `<table>.<column>: <what>` (the SQL error's text never appears: it may hold
  * data). `isAlso` names a store's own failures to treat the same way. The operation runs in a span named
  * `<store>.<operation>`.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u is F) => (operation: string) => {
   const span = Tracing.span(`${store}.${operation}`)
@@ -194,6 +272,9 @@ export const persistence = <F = never>(store: string, isAlso?: (u: unknown) => u
 /**
  * The store's view of the `SqlClient`: without name transforms (rows are decoded by column name), and whether it
  * is PostgreSQL. Other dialects than SQLite and PostgreSQL fail with a {@link PersistenceError}.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const storeClient = (
   store: string
@@ -210,13 +291,21 @@ export const storeClient = (
       : Effect.succeed({ sql, pg: dialect === "pg" })
   })
 
-/** Whether an argument holds NUL: no stored identifier does (PostgreSQL refuses it in text), so it matches nothing. */
+/**
+ * Whether an argument holds NUL: no stored identifier does (PostgreSQL refuses it in text), so it matches nothing.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const hasNul = (...values: ReadonlyArray<string | undefined>): boolean =>
   values.some((value) => value !== undefined && value.includes("\u0000"))
 
 /**
  * Opens a store on the `SqlClient` in context: its validated prefix, the client and dialect ({@link storeClient}),
  * its migrations run ({@link migrator}) and its `tables` as SQL identifiers.
+ *
+ * @since 0.1.0
+ * @category migrations
  */
 export const open = <K extends string>(store: string, options: PrefixOptions, definition: {
   readonly tables: (prefix: string) => Readonly<Record<K, string>>
@@ -233,6 +322,9 @@ export const open = <K extends string>(store: string, options: PrefixOptions, de
 /**
  * Runs a store's migrations, recorded in its own `table` (`<prefix><store>_migrations`). Two processes starting on
  * an empty database may race creating the migrations table: the loser tries again.
+ *
+ * @since 0.1.0
+ * @category migrations
  */
 export const migrator = (
   loader: Migrator.Loader,
@@ -246,6 +338,9 @@ export const migrator = (
 /**
  * A store's `migrate(prefix)`: refuses an invalid prefix with a {@link PersistenceError} naming `store`, then runs
  * `migrations(prefix)` with {@link migrator} into `migrationsTable(prefix)`.
+ *
+ * @since 0.1.0
+ * @category migrations
  */
 export const migrateWith = (
   store: string,

@@ -24,7 +24,12 @@ import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as SqliteDriver from "./internal/sqliteDriver.js"
 
-/** A transaction on the write connection. */
+/**
+ * A transaction on the write connection.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Transaction {
   /** Runs a statement (of a store's `sql`) and answers its rows: those it returns, none for a plain write. */
   readonly run: (statement: Statement.Statement<unknown>) => ReadonlyArray<unknown>
@@ -40,7 +45,12 @@ export interface Transaction {
   readonly attempt: <A>(body: () => A, keep: (answer: A) => boolean) => A
 }
 
-/** Runs transactions on the write connection. */
+/**
+ * Runs transactions on the write connection.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Writer {
   /**
    * Runs `body` as one transaction (`BEGIN IMMEDIATE` … `COMMIT`; rolled back if it throws, which fails with a
@@ -50,7 +60,13 @@ export interface Writer {
   readonly transaction: <A>(body: (transaction: Transaction) => A) => Effect.Effect<A, SqlError>
 }
 
-/** The write connection of the database in use, or `undefined` when there is none (stores write through the `SqlClient`). */
+/**
+ * The write connection of the database in use, or `undefined` when there is none (stores write through the
+ * `SqlClient`).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class WriteConnection extends Context.Tag("@mediagate/persistence/WriteConnection")<
   WriteConnection,
   Writer | undefined
@@ -59,6 +75,9 @@ export class WriteConnection extends Context.Tag("@mediagate/persistence/WriteCo
 /**
  * A writer of the SQLite file `filename` (which the `SqlClient` in context has opened): its connection opened on the
  * first transaction, statements prepared once per query text, closed when the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (filename: string): Effect.Effect<Writer, never, Scope.Scope | SqlClient.SqlClient> =>
   Effect.gen(function*() {
@@ -131,9 +150,19 @@ export const make = (filename: string): Effect.Effect<Writer, never, Scope.Scope
     }
   })
 
-/** The write connection of the SQLite file `filename`, beside the `SqlClient` in context. */
+/**
+ * The write connection of the SQLite file `filename`, beside the `SqlClient` in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (filename: string): Layer.Layer<WriteConnection, never, SqlClient.SqlClient> =>
   Layer.scoped(WriteConnection, make(filename))
 
-/** No write connection: stores write through the `SqlClient`. */
+/**
+ * No write connection: stores write through the `SqlClient`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerNone: Layer.Layer<WriteConnection> = Layer.succeed(WriteConnection, undefined)

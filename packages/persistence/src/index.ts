@@ -8,24 +8,70 @@
 
 /** Background loops that back off while storage fails and never end on a failure. */
 export * as Backoff from "./Backoff.js"
+/**
+ * Group commit: calls made while a write is under way queue up, and one fiber runs them together (up to `max` at a
+ * time), so that a burst of writes costs one transaction instead of one each.
+ *
+ * @since 0.1.0
+ */
 export * as GroupCommit from "./GroupCommit.js"
-/** The `Idempotency-Key` window and its rule, shared by every store that remembers keys. */
+/**
+ * The `Idempotency-Key` window and its rule, shared by every store that remembers keys.
+ *
+ * @since 0.1.0
+ */
 export * as IdempotencyWindow from "./IdempotencyWindow.js"
-/** PostgreSQL `LISTEN` streams that survive a lost connection. */
+/**
+ * PostgreSQL `LISTEN` streams that survive a lost connection.
+ *
+ * @since 0.1.0
+ */
 export * as Listen from "./Listen.js"
-/** ULID identifiers. */
+/**
+ * ULID identifiers.
+ *
+ * @since 0.1.0
+ */
 export * as Ids from "./Ids.js"
-/** Bulk updates and deletes of the memory stores. */
+/**
+ * Bulk updates and deletes of the memory stores.
+ *
+ * @since 0.1.0
+ */
 export * as MemoryStore from "./MemoryStore.js"
-/** Storage failures. */
+/**
+ * Storage failures.
+ *
+ * @since 0.1.0
+ */
 export * as PersistenceError from "./PersistenceError.js"
-/** A read-only second connection to a SQLite file, for hot single-row reads. */
+/**
+ * A read-only second connection to a SQLite file, for hot single-row reads.
+ *
+ * @since 0.1.0
+ */
 export * as ReadConnection from "./ReadConnection.js"
-/** A transaction's statements written once, run through the `SqlClient` or synchronously on a write connection. */
+/**
+ * A transaction's statements written once, run through the `SqlClient` or synchronously on a write connection.
+ *
+ * @since 0.1.0
+ */
 export * as SqlProgram from "./SqlProgram.js"
-/** Rows decoded with Schema; a row that does not decode is a `RowError` naming its table and column. */
+/**
+ * Rows decoded with Schema; a row that does not decode is a `RowError` naming its table and column.
+ *
+ * @since 0.1.0
+ */
 export * as SqlRows from "./SqlRows.js"
-/** The client and dialect, table prefix, column types, migrations, storage clock and failure mapping. */
+/**
+ * The client and dialect, table prefix, column types, migrations, storage clock and failure mapping.
+ *
+ * @since 0.1.0
+ */
 export * as SqlStore from "./SqlStore.js"
-/** A second read-write connection to a SQLite file, for hot write transactions run as one synchronous block. */
+/**
+ * A second read-write connection to a SQLite file, for hot write transactions run as one synchronous block.
+ *
+ * @since 0.1.0
+ */
 export * as WriteConnection from "./WriteConnection.js"
