@@ -20,16 +20,31 @@ const { column } = SqlRows
 const time = SqlRows.Number
 const optionalTime = Schema.NullOr(SqlRows.Number)
 
-/** An account row. */
+/**
+ * An account row.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const AccountRow = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   createdAt: column("created_at", time)
 })
-/** An account row. */
+/**
+ * An account row.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export interface AccountRow extends Schema.Schema.Type<typeof AccountRow> {}
 
-/** An API key row (never the full key); in SQL, permissions and whitelist are JSON (the contract's Schemas). */
+/**
+ * An API key row (never the full key); in SQL, permissions and whitelist are JSON (the contract's Schemas).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const KeyRow = Schema.Struct({
   id: Schema.String,
   accountId: column("account_id", Schema.String),
@@ -54,17 +69,32 @@ export const KeyRow = Schema.Struct({
   /** The key's most active tasks at once (null: the configured default). */
   maxInFlightTasks: column("max_in_flight_tasks", Schema.NullOr(SqlRows.Number))
 })
-/** An API key row (never the full key). */
+/**
+ * An API key row (never the full key).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export interface KeyRow extends Schema.Schema.Type<typeof KeyRow> {}
 
-/** Filters and keyset position of the account list. */
+/**
+ * Filters and keyset position of the account list.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AccountQuery {
   readonly search?: string | undefined
   readonly beforeId?: string | undefined
   readonly limit: number
 }
 
-/** A page of accounts. */
+/**
+ * A page of accounts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AccountPage {
   readonly items: ReadonlyArray<AccountRow>
   readonly hasMore: boolean
@@ -72,14 +102,24 @@ export interface AccountPage {
   readonly total: number
 }
 
-/** Whether an account matches a search: its id or name starts with it, case-insensitively. */
+/**
+ * Whether an account matches a search: its id or name starts with it, case-insensitively.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const matchesSearch = (row: AccountRow, search: string | undefined): boolean => {
   if (search === undefined || search === "") return true
   const prefix = search.toLowerCase()
   return row.id.toLowerCase().startsWith(prefix) || row.name.toLowerCase().startsWith(prefix)
 }
 
-/** Storage of accounts and keys. Every failure is a {@link PersistenceError}. */
+/**
+ * Storage of accounts and keys. Every failure is a {@link PersistenceError}.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class AccountStore extends Context.Tag("@mediagate/accounts/AccountStore")<AccountStore, {
   /** Runs an effect in one transaction (SQL; the memory store runs it as is). */
   readonly transaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | PersistenceError, R>
@@ -117,7 +157,12 @@ export class AccountStore extends Context.Tag("@mediagate/accounts/AccountStore"
   readonly touchKeys: (uses: ReadonlyMap<string, number>) => Effect.Effect<void, PersistenceError>
 }>() {}
 
-/** The memory store (one process, no persistence). */
+/**
+ * The memory store (one process, no persistence).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeMemory = (): AccountStore["Type"] => {
   const accounts = new Map<string, AccountRow>()
   const keys = new Map<string, KeyRow>()

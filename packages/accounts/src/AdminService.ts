@@ -29,7 +29,12 @@ import { checkNotPast, insertKey, KeyCache, KeyUsage, toRecord, unavailable } fr
 
 const microsOrNull = (usd: number | null) => usd === null ? null : Money.toMicros(usd)
 
-/** An account as the admin API shows it: its identity and its billing state's balance. */
+/**
+ * An account as the admin API shows it: its identity and its billing state's balance.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toAccount = (row: AccountRow, state: BillingState): Account.Account => ({
   id: row.id,
   name: row.name,
@@ -56,7 +61,12 @@ const checkAutoTopUp = (settings: BillingSettings) =>
     ? Effect.fail(new Errors.ValidationError({ message: "autoTopUpAmount: required when autoTopUpEnabled is true" }))
     : Effect.void
 
-/** Creates an account and opens its billing (with the opening credit) in one transaction. */
+/**
+ * Creates an account and opens its billing (with the opening credit) in one transaction.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const createAccount = (body: Account.AccountCreate) =>
   Effect.gen(function*() {
     const store = yield* AccountStore
@@ -72,12 +82,20 @@ export const createAccount = (body: Account.AccountCreate) =>
     return toAccount(row, state)
   })
 
-/** What the admin service is built on. */
+/**
+ * What the admin service is built on.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Requirements = AccountStore | BillingAccounts | Services.AdminTasks | Services.AdminWebhooks
 
 /**
  * Builds the admin service. When this process authenticates keys too (`KeyService.layer` in context), revocations
  * drop the keys from its cache at once and key lists show the buffered `lastUsedAt` (flushed first).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make: Effect.Effect<Services.AdminService["Type"], never, Requirements> = Effect.gen(
   function*() {
@@ -214,6 +232,9 @@ export const make: Effect.Effect<Services.AdminService["Type"], never, Requireme
  * The admin service as a layer. It needs the engine's and the webhooks' operator ports besides the accounts stores
  * and billing (`TaskAdmin.layer` of `@mediagate/engine`, `WebhookAdmin.layer` of `@mediagate/webhooks`), so it is
  * composed where those packages meet (`@mediagate/node`), not in `MemoryAccounts` or `SqlAccounts`.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer: Layer.Layer<Services.AdminService, never, Requirements> = Layer.effect(
   Services.AdminService,

@@ -13,7 +13,12 @@ import { AccountStore } from "./AccountStore.js"
 import { createAccount } from "./AdminService.js"
 import { insertKey, unavailable } from "./KeyService.js"
 
-/** What a first start created. */
+/**
+ * What a first start created.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Bootstrapped {
   readonly account: Account.Account
   /** The full keys: shown once, never stored. */
@@ -21,12 +26,22 @@ export interface Bootstrapped {
   readonly test: ApiKey.ApiKeyCreated
 }
 
-/** Options of the first account. */
+/**
+ * Options of the first account.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BootstrapOptions {
   readonly accountName?: string
 }
 
-/** Creates the first account and its two keys when there is no account yet. */
+/**
+ * Creates the first account and its two keys when there is no account yet.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const bootstrap = (
   options: BootstrapOptions = {}
 ): Effect.Effect<

@@ -32,7 +32,12 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto"
 
-/** A stored (sealed) answer: a row of `<prefix>idempotent_responses` in SQL. */
+/**
+ * A stored (sealed) answer: a row of `<prefix>idempotent_responses` in SQL.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const StoredResponse = Schema.Struct({
   accountId: SqlRows.column("account_id", Schema.String),
   scope: Schema.String,
@@ -44,10 +49,20 @@ export const StoredResponse = Schema.Struct({
   ciphertext: Schema.String,
   createdAt: SqlRows.column("created_at", SqlRows.Number)
 })
-/** A stored (sealed) answer. */
+/**
+ * A stored (sealed) answer.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export interface StoredResponse extends Schema.Schema.Type<typeof StoredResponse> {}
 
-/** Storage of sealed answers. */
+/**
+ * Storage of sealed answers.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class IdempotencyStore extends Context.Tag("@mediagate/accounts/IdempotencyStore")<IdempotencyStore, {
   /** The record of a key in an account and scope, expired or not. */
   readonly find: (
@@ -70,7 +85,12 @@ export class IdempotencyStore extends Context.Tag("@mediagate/accounts/Idempoten
 
 const sha256 = (value: string) => createHash("sha256").update(value, "utf8").digest("hex")
 
-/** The lookup hash of an Idempotency-Key. */
+/**
+ * The lookup hash of an Idempotency-Key.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const hashKey = (idempotencyKey: string): string => sha256(`mediagate-idempotency-key:${idempotencyKey}`)
 
 const canonical = (value: unknown): unknown => {
@@ -85,7 +105,12 @@ const canonical = (value: unknown): unknown => {
   return value
 }
 
-/** The fingerprint of a request: SHA-256 of its canonical JSON (sorted keys, dates as ISO strings). */
+/**
+ * The fingerprint of a request: SHA-256 of its canonical JSON (sorted keys, dates as ISO strings).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const fingerprint = (request: unknown): string => sha256(JSON.stringify(canonical(request)))
 
 const deriveKey = (idempotencyKey: string, accountId: string, scope: string): Buffer =>
@@ -100,7 +125,12 @@ const deriveKey = (idempotencyKey: string, accountId: string, scope: string): Bu
 const aad = (accountId: string, scope: string, keyHash: string, fp: string) =>
   Buffer.from(`${accountId}\n${scope}\n${keyHash}\n${fp}`, "utf8")
 
-/** Seals an answer under the Idempotency-Key. */
+/**
+ * Seals an answer under the Idempotency-Key.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const seal = (
   idempotencyKey: string,
   identity: {
@@ -118,7 +148,12 @@ export const seal = (
   return `v1.${Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64")}`
 }
 
-/** Opens a sealed answer; undefined when it does not open (wrong key, tampered). */
+/**
+ * Opens a sealed answer; undefined when it does not open (wrong key, tampered).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const open = (idempotencyKey: string, record: StoredResponse): string | undefined => {
   try {
     if (!record.ciphertext.startsWith("v1.")) return undefined
@@ -143,7 +178,12 @@ export const open = (idempotencyKey: string, record: StoredResponse): string | u
 /** A concurrent request stored its answer between our lookup and our insert: ours is rolled back and replayed. */
 class Race extends Schema.TaggedError<Race>()("IdempotencyRace", {}) {}
 
-/** What {@link run} needs to know about one creation. */
+/**
+ * What {@link run} needs to know about one creation.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RunOptions<A, I, E, R> {
   readonly accountId: string
   /**
@@ -167,6 +207,9 @@ export interface RunOptions<A, I, E, R> {
 /**
  * Runs a creation under an Idempotency-Key (none: just runs it), by the shared rule of `IdempotencyWindow`. The
  * answer is stored as the JSON of its `answer` encoding.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const run = <A, I, E, R>(
   options: RunOptions<A, I, E, R>
@@ -236,7 +279,12 @@ export const run = <A, I, E, R>(
 // the memory store (the SQL one is in `SqlAccounts`)
 // -----------------------------------------------------------------------------------------------------------------
 
-/** The memory store. */
+/**
+ * The memory store.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeMemory = (): IdempotencyStore["Type"] => {
   const records = new Map<string, StoredResponse>()
   const id = (accountId: string, scope: string, keyHash: string) => `${accountId}\n${scope}\n${keyHash}`

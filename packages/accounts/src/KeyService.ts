@@ -42,7 +42,12 @@ import { AccountStore, type KeyRow } from "./AccountStore.js"
 import * as Idempotency from "./Idempotency.js"
 import * as Keys from "./Keys.js"
 
-/** The buffer of key uses (`lastUsedAt`). */
+/**
+ * The buffer of key uses (`lastUsedAt`).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class KeyUsage extends Context.Tag("@mediagate/accounts/KeyUsage")<KeyUsage, {
   /** Writes every buffered use in one batch. */
   readonly flush: Effect.Effect<void, PersistenceError>
@@ -50,7 +55,12 @@ export class KeyUsage extends Context.Tag("@mediagate/accounts/KeyUsage")<KeyUsa
   readonly pending: Effect.Effect<number>
 }>() {}
 
-/** The cache of key rows of this process (see {@link Options.cacheTtl}). */
+/**
+ * The cache of key rows of this process (see {@link Options.cacheTtl}).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class KeyCache extends Context.Tag("@mediagate/accounts/KeyCache")<KeyCache, {
   /**
    * Drops a key and its descendants: their next requests read their rows again (revoking a key through the
@@ -63,7 +73,12 @@ export class KeyCache extends Context.Tag("@mediagate/accounts/KeyCache")<KeyCac
   readonly size: Effect.Effect<number>
 }>() {}
 
-/** Options of the key service. */
+/**
+ * Options of the key service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** How often buffered `lastUsedAt` values are written (default 10 s). */
   readonly flushInterval?: Duration.DurationInput
@@ -85,10 +100,20 @@ export interface Options {
   }
 }
 
-/** The idempotency scope of key creation. */
+/**
+ * The idempotency scope of key creation.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const idempotencyScope = "api-keys"
 
-/** Maps storage failures to `SERVICE_UNAVAILABLE` (the cause is logged, never shown). */
+/**
+ * Maps storage failures to `SERVICE_UNAVAILABLE` (the cause is logged, never shown).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const unavailable = <A, E, R>(
   self: Effect.Effect<A, E, R>
 ): Effect.Effect<A, Exclude<E, Extract<E, PersistenceError>> | Errors.ServiceUnavailable, R> =>
@@ -104,7 +129,12 @@ export const unavailable = <A, E, R>(
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
-/** A key row as the API shows it. */
+/**
+ * A key row as the API shows it.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toRecord = (
   row: KeyRow,
   spentMicros: number,
@@ -124,7 +154,12 @@ export const toRecord = (
   rateLimit: { requestsPerMinute: row.requestsPerMinute, maxInFlightTasks: row.maxInFlightTasks }
 })
 
-/** A new key, fully decided (rules already applied). */
+/**
+ * A new key, fully decided (rules already applied).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface NewKey {
   readonly accountId: string
   readonly name: string
@@ -139,7 +174,12 @@ export interface NewKey {
   readonly maxInFlightTasks?: number | null
 }
 
-/** The most keys above a derived key (a root's descendants reach ten levels); every charge writes each one's spend. */
+/**
+ * The most keys above a derived key (a root's descendants reach ten levels); every charge writes each one's spend.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const maxAncestors = 9
 
 /** A refusal of the key (`KEY_PERMISSION_DENIED`) saying why. */
@@ -152,6 +192,9 @@ const ancestorRevoked = () => denied("the calling key or one of its ancestors ha
  * Stores a key derived by the last of `ancestors` (root first) and registers its spend limit and ancestors with
  * billing, in one transaction. It is stored only while every ancestor is unrevoked (their rows are locked against a
  * concurrent revocation, which then revokes the new key too): otherwise `KEY_PERMISSION_DENIED`.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const insertDerivedKey = (
   key: NewKey,
@@ -194,13 +237,21 @@ export const insertDerivedKey = (
 /**
  * Stores a new root key (admin API, bootstrap) and registers its spend limit with billing, in one transaction;
  * answers the record and the full key (the only time it exists outside the client).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const insertKey = (
   key: NewKey
 ): Effect.Effect<ApiKey.ApiKeyCreated, PersistenceError, AccountStore | BillingAccounts> =>
   insertDerivedKey(key, []).pipe(Effect.catchTag("KeyPermissionDenied", Effect.die))
 
-/** Refuses an `expiresAt` that is not in the future. */
+/**
+ * Refuses an `expiresAt` that is not in the future.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const checkNotPast = (expiresAt: Date | null | undefined, now: number) =>
   expiresAt !== undefined && expiresAt !== null && expiresAt.getTime() <= now
     ? Effect.fail(new Errors.ValidationError({ message: "expiresAt: must be in the future" }))
@@ -227,6 +278,9 @@ const within = (value: number | null | undefined, bound: number | null, refusal:
  * A rate limit of a derived key within its parent's (security.md "Rate limits"): `parent` is the parent's own value
  * (null: the configured default `fallback`, itself null when unlimited). Absent inherits the parent's value; null
  * (the default) is allowed when the default lies within the parent's bound; a number must not exceed the bound.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const rateLimitWithin = (
   value: number | null | undefined,
@@ -254,7 +308,12 @@ interface CachedKey {
   readonly rateLimit: Security.Principal["rateLimit"]
 }
 
-/** Builds the key service, its usage buffer (the flusher runs in the scope) and its cache. */
+/**
+ * Builds the key service, its usage buffer (the flusher runs in the scope) and its cache.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (
   options: Options = {}
 ): Effect.Effect<
@@ -492,6 +551,9 @@ export const make = (
 
 /**
  * The key service, its usage buffer and its cache as a scoped layer (the last buffered uses are written on close).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   options: Options = {}

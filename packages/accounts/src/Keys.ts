@@ -12,6 +12,9 @@ const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 /**
  * A new full key. Each of the 32 characters is drawn with `crypto.randomInt(62)`, which samples without modulo
  * bias (rejection sampling), so every character of `[A-Za-z0-9]` is equally likely (≈190 bits per key).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const generateKey = (environment: ApiKey.Environment): string => {
   let random = ""
@@ -19,10 +22,20 @@ export const generateKey = (environment: ApiKey.Environment): string => {
   return `${ApiKey.keyPrefix}_${environment}_${random}`
 }
 
-/** The stored form of a key: SHA-256 hex of the full key. */
+/**
+ * The stored form of a key: SHA-256 hex of the full key.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const hashKey = (key: string): string => createHash("sha256").update(key, "utf8").digest("hex")
 
-/** `Bearer <key>` with a key of the right shape, or undefined. */
+/**
+ * `Bearer <key>` with a key of the right shape, or undefined.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const bearerKey = (authorization: string): string | undefined => {
   const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim())
   return match !== null && ApiKey.keyPattern.test(match[1]!) ? match[1] : undefined
@@ -50,6 +63,9 @@ const anyAddress = (): boolean => true
  * address; otherwise the address must lie in one of the entries (addresses or CIDR ranges, IPv4 or IPv6).
  * IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) are compared as IPv4. An unknown or unparsable client address
  * passes only an empty whitelist.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const whitelist = (entries: ReadonlyArray<string>): (clientAddress: string | undefined) => boolean => {
   if (entries.length === 0) return anyAddress
@@ -65,7 +81,12 @@ export const whitelist = (entries: ReadonlyArray<string>): (clientAddress: strin
   }
 }
 
-/** Whether a client address passes a whitelist (see {@link whitelist}). */
+/**
+ * Whether a client address passes a whitelist (see {@link whitelist}).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const allowedBy = (entries: ReadonlyArray<string>, clientAddress: string | undefined): boolean =>
   whitelist(entries)(clientAddress)
 
@@ -73,6 +94,9 @@ export const allowedBy = (entries: ReadonlyArray<string>, clientAddress: string 
  * Whether a whitelist lies within another (the no-escalation rule of derived keys): an empty `outer` allows any
  * address, so anything lies within it; an empty `inner` allows any address, so it lies only within an empty
  * `outer`; otherwise every entry of `inner` (an address or a range) must lie inside one range of `outer`.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const withinWhitelist = (inner: ReadonlyArray<string>, outer: ReadonlyArray<string>): boolean => {
   if (outer.length === 0) return true

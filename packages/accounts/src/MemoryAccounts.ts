@@ -13,7 +13,12 @@ import * as AccountStore from "./AccountStore.js"
 import * as Idempotency from "./Idempotency.js"
 import * as KeyService from "./KeyService.js"
 
-/** Fresh memory stores (accounts and keys, idempotent answers). */
+/**
+ * Fresh memory stores (accounts and keys, idempotent answers).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerStore: Layer.Layer<AccountStore.AccountStore | Idempotency.IdempotencyStore> = Layer.effectContext(
   Effect.sync(() =>
     Context.make(AccountStore.AccountStore, AccountStore.makeMemory()).pipe(
@@ -25,6 +30,9 @@ export const layerStore: Layer.Layer<AccountStore.AccountStore | Idempotency.Ide
 /**
  * The accounts services in memory: `KeyService` (with `KeyUsage` and `KeyCache`) and the stores. The
  * `AdminService` (`AdminService.layer`) also needs the engine's and the webhooks' operator ports.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   options: KeyService.Options = {}

@@ -34,7 +34,12 @@ import * as KeyService from "./KeyService.js"
 
 const storeName = "accounts storage"
 
-/** The tables of accounts and keys under `prefix`. */
+/**
+ * The tables of accounts and keys under `prefix`.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
 export const tables = (prefix: string = SqlStore.defaultPrefix) =>
   ({
     accounts: `${prefix}accounts`,
@@ -43,7 +48,12 @@ export const tables = (prefix: string = SqlStore.defaultPrefix) =>
     rateWindows: `${prefix}rate_windows`
   }) as const
 
-/** The table the accounts migrations are recorded in: `<prefix>accounts_migrations`. */
+/**
+ * The table the accounts migrations are recorded in: `<prefix>accounts_migrations`.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
 export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}accounts_migrations`
 
 /** A constant of the bootstrap advisory lock (PostgreSQL). */
@@ -133,6 +143,9 @@ const createRateWindows = (prefix: string) =>
 /**
  * The accounts migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
  * the loader with a `MigrationError`.
+ *
+ * @since 0.1.0
+ * @category migrations
  */
 export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
   SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
@@ -146,6 +159,9 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
 /**
  * Runs the accounts migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
  * `PersistenceError`.
+ *
+ * @since 0.1.0
+ * @category migrations
  */
 export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
 
@@ -163,12 +179,20 @@ const decoders = (prefix: string) => {
 /** Storage failures become `PersistenceError`. */
 const persistence = SqlStore.persistence(storeName)
 
-/** Options of the SQL stores. */
+/**
+ * Options of the SQL stores.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SqlOptions extends SqlStore.PrefixOptions {}
 
 /**
  * Builds the SQL store on the `SqlClient` in context (SQLite or PostgreSQL), after running the accounts
  * migrations, with its tables under `options.prefix` (default `mediagate_`).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeStore = (options: SqlOptions = {}): Effect.Effect<
   AccountStore["Type"],
@@ -283,6 +307,9 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
  * The SQL store of sealed idempotent answers on the `SqlClient` in context (SQLite or PostgreSQL), on the table
  * under `options.prefix` (default `mediagate_`), which the accounts migrations create. An invalid prefix fails with
  * a `PersistenceError`.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeIdempotencyStore = (
   options: SqlOptions = {}
@@ -319,6 +346,9 @@ export const makeIdempotencyStore = (
 /**
  * The SQL stores (accounts and keys, idempotent answers) as a layer (runs the migrations), with their tables under
  * `options.prefix` (default `mediagate_`).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerStore = (options: SqlOptions = {}): Layer.Layer<
   AccountStore | Idempotency.IdempotencyStore,
@@ -335,6 +365,9 @@ export const layerStore = (options: SqlOptions = {}): Layer.Layer<
  * The accounts services on SQL: `KeyService` (with `KeyUsage` and `KeyCache`, configured by `options`) and the
  * stores (configured by `storage`: the table prefix). The `AdminService` (`AdminService.layer`) also needs the
  * engine's and the webhooks' operator ports: it is composed where every package meets.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   options: KeyService.Options = {},

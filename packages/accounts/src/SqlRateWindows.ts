@@ -29,7 +29,12 @@ import { migrate, type SqlOptions, tables } from "./SqlAccounts.js"
 
 const storeName = "rate windows"
 
-/** Options of the SQL windows. */
+/**
+ * Options of the SQL windows.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options extends SqlOptions {
   /** The most hits one statement carries (default 512). */
   readonly maxBatch?: number
@@ -48,6 +53,9 @@ const nameOf = (key: RateLimit.WindowKey) => `${key.windowStart}\u0000${key.scop
 /**
  * Builds the windows on the `SqlClient` in context (SQLite or PostgreSQL), after running the accounts migrations;
  * the batching fiber and the pruning run in the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: Options = {}): Effect.Effect<
   RateLimit.RateWindows["Type"],
@@ -151,7 +159,12 @@ export const make = (options: Options = {}): Effect.Effect<
     return windows
   })
 
-/** The SQL windows as a layer (runs the accounts migrations). */
+/**
+ * The SQL windows as a layer (runs the accounts migrations).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: Options = {}): Layer.Layer<
   RateLimit.RateWindows,
   SqlError | Migrator.MigrationError | PersistenceError,
