@@ -32,7 +32,7 @@
 import type { Task } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import type { JobState } from "@mediagate/engine/Upstream"
-import * as PinnedHttp from "@mediagate/outbound/PinnedHttp"
+import type * as PinnedHttp from "@mediagate/outbound/PinnedHttp"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -46,13 +46,16 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { createHash, randomBytes } from "node:crypto"
-import { createWriteStream } from "node:fs"
 import { mkdir, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { contentTypeOf, FileStore, resultKey } from "./FileStore.js"
+import { CopyFailure, decodeDataUri, download } from "./internal/resultCopy/download.js"
+import { formatOfType, formatOfUrl, keyName, normalFormat, sniffFormat } from "./internal/resultCopy/formats.js"
 import type { ResultSource } from "./Mapping.js"
 import { UrlSigner } from "./UrlSigner.js"
+
+export { sniffFormat } from "./internal/resultCopy/formats.js"
 
 /** The rules one channel's copies follow. */
 export interface CopyPolicy {
@@ -69,9 +72,6 @@ export interface CopyPolicy {
   /** A download slower than this on average, once it ran the timeout, is dropped and tried again. Default 16 KiB/s. */
   readonly minBytesPerSecond?: number | undefined
 }
-
-/** The slowest average a download may keep (past the channel's timeout) before it gives its slot up. */
-const defaultMinBytesPerSecond = 16 * 1024
 
 /** What the upstream reported a job ran and cost, kept with its copy. */
 export interface JobUsage {
@@ -139,12 +139,6 @@ export interface CopierOptions {
   readonly inlineWait?: Duration.DurationInput
 }
 
-/** A failed attempt: `final` when trying again cannot help. */
-class CopyFailure extends Schema.TaggedError<CopyFailure>()("CopyFailure", {
-  message: Schema.String,
-  final: Schema.Boolean
-}) {}
-
 /** The stored record of a finished copy (the files' keys, not their URLs: those are signed when answered). */
 const Manifest = Schema.parseJson(Schema.Struct({
   items: Schema.Array(Schema.Struct({
@@ -161,182 +155,7 @@ const Manifest = Schema.parseJson(Schema.Struct({
 }))
 type Manifest = typeof Manifest.Type
 
-const formatsByType: Readonly<Record<string, string>> = {
-  "image/png": "png",
-  "image/jpeg": "jpeg",
-  "image/jpg": "jpeg",
-  "image/webp": "webp",
-  "image/gif": "gif",
-  "video/mp4": "mp4",
-  "video/webm": "webm",
-  "video/quicktime": "mov",
-  "audio/mpeg": "mp3",
-  "audio/mp3": "mp3",
-  "audio/wav": "wav",
-  "audio/x-wav": "wav",
-  "audio/mp4": "m4a"
-}
-
-/** The file extension of a format, and the formats we know. */
-const extensions: Readonly<Record<string, string>> = {
-  png: "png",
-  jpeg: "jpg",
-  jpg: "jpg",
-  webp: "webp",
-  gif: "gif",
-  mp4: "mp4",
-  webm: "webm",
-  mov: "mov",
-  mp3: "mp3",
-  wav: "wav",
-  m4a: "m4a"
-}
-
-const normalFormat = (format: string): string | undefined => {
-  const lower = format.toLowerCase().replace(/^\./, "")
-  return lower === "jpg" ? "jpeg" : extensions[lower] === undefined ? undefined : lower
-}
-
-const formatOfType = (contentType: string | undefined): string | undefined =>
-  contentType === undefined ? undefined : formatsByType[contentType.split(";")[0]!.trim().toLowerCase()]
-
-const formatOfUrl = (url: string): string | undefined => {
-  if (!URL.canParse(url)) return undefined
-  const path = new URL(url).pathname
-  const name = path.slice(path.lastIndexOf("/") + 1)
-  const dot = name.lastIndexOf(".")
-  return dot > 0 ? normalFormat(name.slice(dot + 1)) : undefined
-}
-
-/** The format of a file from its first bytes, when they say. */
-export const sniffFormat = (head: Uint8Array): string | undefined => {
-  const ascii = (from: number, to: number) => String.fromCharCode(...head.subarray(from, to))
-  if (head.length >= 8 && head[0] === 0x89 && ascii(1, 4) === "PNG") return "png"
-  if (head.length >= 3 && head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return "jpeg"
-  if (head.length >= 12 && ascii(0, 4) === "RIFF" && ascii(8, 12) === "WEBP") return "webp"
-  if (head.length >= 12 && ascii(0, 4) === "RIFF" && ascii(8, 12) === "WAVE") return "wav"
-  if (head.length >= 6 && ascii(0, 3) === "GIF") return "gif"
-  if (head.length >= 12 && ascii(4, 8) === "ftyp") return ascii(8, 10) === "qt" ? "mov" : "mp4"
-  if (head.length >= 4 && head[0] === 0x1a && head[1] === 0x45 && head[2] === 0xdf && head[3] === 0xa3) return "webm"
-  if (head.length >= 3 && (ascii(0, 3) === "ID3" || (head[0] === 0xff && (head[1]! & 0xe0) === 0xe0))) return "mp3"
-  return undefined
-}
-
-/** The content type a format is stored with (the store serves by extension). */
-const keyName = (index: number, kind: string | undefined, format: string) =>
-  `${kind ?? "output"}-${index}.${extensions[format] ?? "bin"}`
-
 const defaultRetryDelay = (attempt: number) => Duration.millis(Math.min(30_000, 1000 * 2 ** attempt))
-
-/** A file downloaded to the disk. */
-interface Downloaded {
-  readonly file: string
-  readonly bytes: number
-  readonly head: Uint8Array
-  readonly contentType: string | undefined
-}
-
-/** Downloads `url` to `file` under the policy: streamed, capped, each read within the timeout. */
-const download = (source: ResultSource, file: string, policy: CopyPolicy) =>
-  Effect.scoped(Effect.gen(function*() {
-    const response = yield* PinnedHttp.stream(source.url, {
-      trustedHosts: policy.trustedHosts,
-      allowPrivate: policy.allowPrivate,
-      lookup: policy.lookup,
-      timeout: Duration.millis(policy.timeoutMs),
-      maxBytes: policy.maxBytes,
-      maxRedirects: 3,
-      headers: source.headers,
-      // an upstream's files come from a few hosts again and again (its own, its CDN's)
-      keepAlive: true
-    }).pipe(Effect.mapError((error) => {
-      const status = error.status
-      // an address refused, too large, not a URL: the same next time; a 4xx other than 404/408/429 too
-      const final = error.reason === "address" || error.reason === "url" || error.reason === "too_large" ||
-        (status !== undefined && status >= 400 && status < 500 && status !== 404 && status !== 408 && status !== 429)
-      return new CopyFailure({ message: `${error.message} (${error.host ?? "?"})`, final })
-    }))
-    const contentType = response.headers["content-type"]
-    const written = yield* Effect.async<{ bytes: number; head: Uint8Array }, CopyFailure>((resume) => {
-      const body = response.body
-      const out = createWriteStream(file, { flags: "wx" })
-      const head: Array<Buffer> = []
-      let headBytes = 0
-      let bytes = 0
-      let done = false
-      let lastData = Date.now()
-      const started = lastData
-      const minRate = policy.minBytesPerSecond ?? defaultMinBytesPerSecond
-      /** Ends the download with a failure (the partial file is removed by the caller). */
-      const fail = (message: string, final = false) => {
-        if (done) return
-        done = true
-        clearInterval(watch)
-        body.destroy()
-        out.destroy()
-        resume(Effect.fail(new CopyFailure({ message, final })))
-      }
-      // no byte for the channel's timeout, or (once it has run that long) slower on average than the minimum rate:
-      // the download gives its slot up and is tried again later
-      const watch = setInterval(() => {
-        const now = Date.now()
-        if (now - lastData >= policy.timeoutMs) {
-          return fail(`no data for ${Math.round(policy.timeoutMs / 100) / 10} s while downloading`)
-        }
-        const seconds = (now - started) / 1000
-        if (now - started >= policy.timeoutMs && bytes / seconds < minRate) {
-          fail(`the download ran slower than ${Math.round(minRate / 1024)} KiB/s`)
-        }
-      }, Math.max(10, Math.min(1000, Math.floor(policy.timeoutMs / 4))))
-      body.on("data", (chunk: Buffer) => {
-        if (done) return
-        bytes += chunk.length
-        if (bytes > policy.maxBytes) return fail(`the file is larger than ${policy.maxBytes} bytes`, true)
-        if (headBytes < 16) {
-          head.push(chunk.subarray(0, 16 - headBytes))
-          headBytes += Math.min(16, chunk.length)
-        }
-        lastData = Date.now()
-        if (!out.write(chunk)) {
-          body.pause()
-          out.once("drain", () => body.resume())
-        }
-      })
-      body.on("end", () => {
-        if (done) return
-        clearInterval(watch)
-        out.end(() => {
-          if (done) return
-          done = true
-          resume(Effect.succeed({ bytes, head: Buffer.concat(head) }))
-        })
-      })
-      body.on("error", () => fail("the connection broke while downloading"))
-      body.on("aborted", () => fail("the connection broke while downloading"))
-      out.on("error", (error) => fail(`writing the download failed: ${error.message}`))
-      return Effect.sync(() => fail("interrupted"))
-    })
-    return {
-      file,
-      bytes: written.bytes,
-      head: written.head,
-      contentType: Array.isArray(contentType) ? contentType[0] : contentType
-    } satisfies Downloaded
-  }))
-
-/** A `data:` URI's bytes and type (base64 only), within the cap. */
-const decodeDataUri = (
-  url: string,
-  maxBytes: number
-): Effect.Effect<Downloaded & { data: Uint8Array }, CopyFailure> => {
-  const match = /^data:([a-z]+\/[a-z0-9.+-]+)(?:;[a-z0-9=-]+)*;base64,([A-Za-z0-9+/=\s]*)$/i.exec(url)
-  if (match === null) return Effect.fail(new CopyFailure({ message: "a result data: URI is not base64", final: true }))
-  if (match[2]!.length * 0.75 > maxBytes + 3) {
-    return Effect.fail(new CopyFailure({ message: `a result is larger than ${maxBytes} bytes`, final: true }))
-  }
-  const data = Buffer.from(match[2]!, "base64")
-  return Effect.succeed({ file: "", bytes: data.length, head: data.subarray(0, 16), contentType: match[1], data })
-}
 
 const copying: CopyState = { _tag: "Copying" }
 
