@@ -36,12 +36,9 @@ import * as Backoff from "@mediagate/persistence/Backoff"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
-import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
@@ -52,14 +49,21 @@ import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
 import { Admission } from "./Admission.js"
 import * as EngineMetrics from "./internal/metrics.js"
+import { stepDelays } from "./internal/worker/schedule.js"
+import { config } from "./internal/worker/settings.js"
+import { claimSpan, stepAttributes } from "./internal/worker/spans.js"
+import { runStepWith, type StepStorage } from "./internal/worker/step.js"
 import { NodeRegistry } from "./NodeRegistry.js"
 import { Placement } from "./Placement.js"
-import { type FinishOptions, type StepUpdate, TaskLifecycle } from "./TaskLifecycle.js"
+import { TaskLifecycle } from "./TaskLifecycle.js"
 import { TaskReads } from "./TaskReads.js"
-import type { Outcome, TaskRecord } from "./TaskRecord.js"
+import type { TaskRecord } from "./TaskRecord.js"
 import { TaskRetention } from "./TaskRetention.js"
 import { idempotencyWindowMs } from "./TaskService.js"
-import { type FindResult, type JobState, markedAt, submitMarker, Upstream, type UpstreamError } from "./Upstream.js"
+import { Upstream } from "./Upstream.js"
+
+export { defaultPollDelayMs, defaultRetryDelayMs, safetyNetPollDelayMs } from "./internal/worker/schedule.js"
+export { config } from "./internal/worker/settings.js"
 
 /** Worker settings. */
 export interface WorkerOptions {
@@ -92,89 +96,6 @@ export interface WorkerOptions {
 }
 
 /**
- * Default poll schedule: the first poll when the task is expected to be done (80% of its estimate, 1 to 30 s),
- * then 1 s, 1.5 s, 2.25 s, ... at most 15 s.
- */
-export const defaultPollDelayMs = (polls: number, task: TaskRecord): number =>
-  polls === 0
-    ? Math.min(30_000, Math.max(1000, Math.round(task.estimatedSeconds * 800)))
-    : Math.min(15_000, Math.round(1000 * 1.5 ** (polls - 1)))
-
-/**
- * Poll schedule when the upstream reports every change, a safety net for lost callbacks (a restart): the first poll
- * once the job should be done (1.25 × the task's estimate, from 10 s to 60 s), then 20 s, 40 s, ... at most 60 s.
- */
-export const safetyNetPollDelayMs = (polls: number, task?: TaskRecord): number =>
-  polls === 0
-    ? Math.min(60_000, Math.max(10_000, Math.round((task?.estimatedSeconds ?? 0) * 1250)))
-    : Math.min(60_000, 10_000 * 2 ** polls)
-
-/** Default retry backoff after a failed upstream call: 2 s, 4 s, ... at most 60 s. */
-export const defaultRetryDelayMs = (attempt: number): number => Math.min(60_000, 2000 * 2 ** attempt)
-
-/** The upstream's report of what a job ran and cost, as an outcome's `usage` (nothing when it reports neither). */
-const usageOf = (state: { readonly seconds?: number; readonly costMicros?: number }) =>
-  state.seconds === undefined && state.costMicros === undefined
-    ? {}
-    : {
-      usage: {
-        ...(state.seconds === undefined ? {} : { seconds: state.seconds }),
-        ...(state.costMicros === undefined ? {} : { costMicros: state.costMicros })
-      }
-    }
-
-/** The attributes of a task's step spans: task id, family, model and attempt (the claim's fence). */
-const stepAttributes = (task: TaskRecord): Record<string, unknown> => ({
-  "mediagate.task_id": task.id,
-  "mediagate.family": task.provider,
-  "mediagate.model": task.model,
-  "mediagate.attempt": task.fence
-})
-
-/** A span of one part of a task's step (submit, poll, finish): built only while the tracer is on. */
-const stepSpan = (name: string, task: TaskRecord) =>
-  Tracing.spanWith(name, () => ({ attributes: stepAttributes(task) }))
-
-/**
- * The claim of a task as a span of the task's trace (the creating request's, when it was kept): a claim serves
- * many tasks at once, so each task gets a span of the claim's start and end. Nothing while the tracer is off.
- */
-const claimSpan = (task: TaskRecord, started: bigint, ended: bigint) =>
-  Effect.flatMap(Tracing.enabled, (on) =>
-    on
-      ? Effect.tracerWith((tracer) =>
-        Effect.sync(() => {
-          const span = tracer.span(
-            "Worker.claim",
-            Option.fromNullable(Tracing.parentOf(task.traceContext)),
-            Context.empty(),
-            [],
-            started,
-            "internal"
-          )
-          for (const [key, value] of Object.entries(stepAttributes(task))) span.attribute(key, value)
-          span.end(ended, Exit.void)
-        })
-      )
-      : Effect.void)
-
-/** How a write recording a job just submitted is retried while storage is unavailable: 0.2 s doubling to 5 s, 2 min. */
-const recordRetry = Schedule.exponential("200 millis").pipe(
-  Schedule.either(Schedule.spaced("5 seconds")),
-  Schedule.upTo("2 minutes")
-)
-
-/**
- * A write that records a job this step submitted (`submitted`): retried while storage is unavailable (a database
- * restart), since a job id not recorded is a job lost, and the task would be submitted again (a second paid job).
- * Other writes fail at once (the step hands its task back).
- */
-const kept = <A, E extends { readonly _tag: string }>(submitted: boolean, write: Effect.Effect<A, E>) =>
-  submitted
-    ? Effect.retry(write, { schedule: recordRetry, while: (error) => error._tag === "PersistenceError" })
-    : write
-
-/**
  * Runs one step of a claimed task. Exported for tests; the worker runs it for every claim.
  *
  * A submit whose first poll is due at once (a poll delay of 0) polls under the same claim, and records the job
@@ -186,181 +107,6 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
     ([lifecycle, reads, upstream]) =>
       runStepWith({ step: lifecycle.step, finish: lifecycle.finish, getById: reads.getById }, upstream, task, options)
   )
-
-/** What a step writes and reads of the storage. */
-type StepStorage =
-  & Pick<TaskLifecycle["Type"], "step" | "finish">
-  & Pick<TaskReads["Type"], "getById">
-
-/** {@link runStep} on the given storage and upstream (the worker's: no context to provide per step). */
-const runStepWith = (
-  storage: StepStorage,
-  upstream: Upstream["Type"],
-  task: TaskRecord,
-  options: Required<Pick<WorkerOptions, "pollDelay" | "retryDelay">>
-) =>
-  Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-
-    /** Ends the task (a span of the step). */
-    const end = (outcome: Outcome, finishOptions?: FinishOptions) =>
-      storage.finish(task.id, task.fence, outcome, { ...finishOptions, task }).pipe(stepSpan("Worker.finish", task))
-    /** When to call again after a retryable upstream failure: its `retryAfterMs`, else the retry delay. */
-    const retryAt = (error: UpstreamError) =>
-      now + (error.retryAfterMs ?? Duration.toMillis(options.retryDelay(task.polls)))
-    /** The end of a task after an upstream failure that is not retryable. */
-    const refused = (error: UpstreamError): Outcome => ({
-      _tag: "Failed",
-      error: { code: error.code ?? "PROVIDER_ERROR", message: error.message }
-    })
-
-    // a task without a job whose submit an earlier claim began: that claim's worker died, and its submit may have
-    // made a job it never recorded (looked for like the job of an uncertain submit, from now)
-    const orphaned = task.upstreamJobId === null && task.submitFence != null && task.submitFence < task.fence
-    /** When an uncertain submit of the task was made, if the task waits to learn whether it made a job. */
-    const uncertainSince = markedAt(task.upstreamJobId) ?? (orphaned ? now : undefined)
-
-    if (now >= task.deadlineAt) {
-      if (task.upstreamJobId !== null && uncertainSince === undefined) yield* upstream.cancel(task, task.upstreamJobId)
-      return yield* Effect.asVoid(end({ _tag: "Expired" }))
-    }
-
-    /**
-     * Polls the job and records what it tells; `submitted`: a job this claim submitted and has not recorded yet (on
-     * `channelId`).
-     */
-    const poll = (jobId: string, submitted: boolean, channelId?: string) =>
-      Effect.gen(function*() {
-        const record = submitted ? { upstreamJobId: jobId, ...(channelId === undefined ? {} : { channelId }) } : {}
-        // the task as the job's channel knows it
-        const on = channelId === undefined ? task : { ...task, channelId }
-        const step = (update: StepUpdate) =>
-          kept(submitted, storage.step(task.id, task.fence, { ...record, ...update }))
-        const finish = (outcome: Outcome) => Effect.map(kept(submitted, end(outcome, record)), Option.isSome)
-        const polled = yield* Effect.either(
-          EngineMetrics.timed(task, "poll", upstream.poll(on, jobId)).pipe(stepSpan("Worker.poll", task))
-        )
-        if (polled._tag === "Left") {
-          const error = polled.left
-          return yield* error.retryable ? step({ nextRunAt: retryAt(error), polled: true }) : finish(refused(error))
-        }
-        const state: JobState = polled.right
-        const next = now + Duration.toMillis(options.pollDelay(task.polls + 1, on))
-        switch (state._tag) {
-          case "Queued":
-            return yield* step({ nextRunAt: next, polled: true })
-          case "Running":
-            return yield* step({
-              status: "running",
-              progress: Math.max(0, Math.min(99, state.progress)),
-              nextRunAt: next,
-              polled: true
-            })
-          case "Succeeded":
-            return yield* finish({ _tag: "Succeeded", result: state.result, ...usageOf(state) })
-          case "Failed":
-            return yield* finish({
-              _tag: "Failed",
-              error: { code: state.code, message: state.message },
-              ...usageOf(state)
-            })
-          case "Lost": {
-            // the job's channel failed: let the job go, submit the task again at once (on another channel)
-            yield* Effect.logWarning(
-              `task ${task.id}: upstream job ${jobId} given up, submitting again: ${state.message}`
-            )
-            yield* upstream.cancel(on, jobId)
-            return yield* storage.step(task.id, task.fence, { resubmit: true, nextRunAt: now, polled: true })
-          }
-        }
-      })
-
-    if (task.upstreamJobId !== null && uncertainSince === undefined) {
-      return yield* Effect.asVoid(poll(task.upstreamJobId, false))
-    }
-
-    // an earlier submit may have made a job (its answer was lost): look for it before submitting again
-    if (uncertainSince !== undefined && upstream.find !== undefined) {
-      const found = yield* Effect.either(upstream.find(task, uncertainSince).pipe(stepSpan("Worker.find", task)))
-      if (found._tag === "Left") {
-        const error = found.left
-        return yield* error.retryable
-          ? Effect.asVoid(storage.step(task.id, task.fence, { nextRunAt: retryAt(error), polled: true }))
-          : Effect.asVoid(end(refused(error)))
-      }
-      const result: FindResult = found.right
-      if (result._tag === "Found") {
-        return yield* Effect.asVoid(poll(result.jobId, true, result.channelId ?? task.channelId ?? undefined))
-      }
-      // the upstream cannot tell: wait for its callback (which wakes the task) or the bounded time, holding no slot
-      // (an orphaned submit is recorded as uncertain from now, so the wait is counted once)
-      if (result._tag === "Unknown" && now < uncertainSince + result.waitMs) {
-        return yield* Effect.asVoid(storage.step(task.id, task.fence, {
-          nextRunAt: uncertainSince + result.waitMs,
-          polled: true,
-          ...(orphaned ? { upstreamJobId: submitMarker(uncertainSince) } : {})
-        }))
-      }
-    }
-
-    const submitted = yield* Effect.either(
-      EngineMetrics.timed(task, "submit", upstream.submit(task)).pipe(stepSpan("Worker.submit", task))
-    )
-    if (submitted._tag === "Left") {
-      const error = submitted.left
-      // the submit may have made a job: recorded as such on its channel, looked for before submitting again
-      if (error.retryable && error.uncertain === true) {
-        return yield* Effect.asVoid(storage.step(task.id, task.fence, {
-          upstreamJobId: submitMarker(now),
-          ...(error.channelId === undefined ? {} : { channelId: error.channelId }),
-          nextRunAt: retryAt(error),
-          polled: true
-        }))
-      }
-      // a retryable failure on every channel: try again later, the channel reservation let go
-      return yield* error.retryable
-        ? Effect.asVoid(storage.step(task.id, task.fence, { nextRunAt: retryAt(error), polled: true, resubmit: true }))
-        : Effect.asVoid(end(refused(error)))
-    }
-    const jobId = submitted.right.jobId
-    const channelId = submitted.right.channelId
-    /** The task as its job's channel knows it (cancels of the job go there). */
-    const submittedTask = channelId === undefined ? task : { ...task, channelId }
-    const charges = submitted.right.charges ?? []
-    const firstPoll = Duration.toMillis(options.pollDelay(0, submittedTask))
-    // the first poll is due at once and nothing is to be charged: poll now, record the job with its answer
-    const recorded = firstPoll <= 0 && charges.length === 0
-      ? yield* poll(jobId, true, channelId)
-      : yield* Effect.either(kept(
-        true,
-        storage.step(task.id, task.fence, {
-          upstreamJobId: jobId,
-          ...(channelId === undefined ? {} : { channelId }),
-          nextRunAt: now + firstPoll,
-          ...(charges.length === 0 ? {} : { charges })
-        })
-      )).pipe(
-        Effect.flatMap((written) => {
-          if (written._tag === "Right") {
-            if (written.right) { for (const charge of charges) EngineMetrics.charged(task, charge.amountMicros) }
-            return Effect.succeed(written.right)
-          }
-          const error = written.left
-          if (error._tag === "PersistenceError") return Effect.fail(error)
-          // the account cannot pay what the task turned out to cost: the job is not wanted, the task fails (refunded)
-          return Effect.zipRight(
-            upstream.cancel(submittedTask, jobId),
-            Effect.as(end({ _tag: "Failed", error: { code: error.code, message: error.message } }), true)
-          )
-        })
-      )
-    // cancelled (or taken over) while submitting: the job is nobody's now — unless a write retried after storage
-    // failed had committed the first time (the job is recorded)
-    if (!recorded) {
-      const stored = yield* Effect.orElseSucceed(storage.getById(task.id), () => Option.none<TaskRecord>())
-      if (Option.isNone(stored) || stored.value.upstreamJobId !== jobId) yield* upstream.cancel(submittedTask, jobId)
-    }
-  })
 
 /** Runs the worker until the scope closes. Needs the storage ports it uses and the upstream. */
 export const run = (options: WorkerOptions = {}) =>
@@ -395,17 +141,7 @@ export const run = (options: WorkerOptions = {}) =>
     /** Steps running per former name (the current name is always kept alive). */
     const formerOwners = new Map<string, number>()
     const ownerOf = new Map<string, string>()
-    const scheduled = upstream.notifies === undefined
-      ? (upstream.notifiesChanges ? safetyNetPollDelayMs : defaultPollDelayMs)
-      : (polls: number, task: TaskRecord) =>
-        upstream.notifies!(task) ? safetyNetPollDelayMs(polls, task) : defaultPollDelayMs(polls, task)
-    const upstreamDelay = upstream.pollDelay
-    const stepOptions = {
-      pollDelay: options.pollDelay ?? (upstreamDelay === undefined
-        ? scheduled
-        : (polls: number, task: TaskRecord) => upstreamDelay(polls, task) ?? scheduled(polls, task)),
-      retryDelay: options.retryDelay ?? defaultRetryDelayMs
-    }
+    const stepOptions = stepDelays(options, upstream)
     const pokes = yield* Queue.sliding<void>(1)
     const poke = Queue.offer(pokes, undefined)
     const steps = yield* FiberSet.make<void, never>()
@@ -688,52 +424,6 @@ export const run = (options: WorkerOptions = {}) =>
     )
     yield* Effect.logDebug(`worker ${owner} started (concurrency ${concurrency})`)
   })
-
-/** `500ms`, `2s`, `1m`: a duration in ms, or undefined. */
-const parseMs = (text: string): number | undefined => {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)\s*$/.exec(text)
-  return match === null
-    ? undefined
-    : Math.round(Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as "ms" | "s" | "m"])
-}
-
-/** A duration setting (`10ms`, `30s`, `1m`) with a default, valid when it parses and `valid` accepts its milliseconds. */
-const durationSetting = (name: string, fallback: string, message: string, valid: (ms: number) => boolean) =>
-  Config.string(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({
-      message,
-      validation: (text) => {
-        const ms = parseMs(text)
-        return ms !== undefined && valid(ms)
-      }
-    }),
-    Config.map((text) => Duration.millis(parseMs(text)!))
-  )
-
-/**
- * Worker settings from Effect `Config` (decisions.md §10): `MEDIAGATE_WORKER_CONCURRENCY` (default 32),
- * `MEDIAGATE_WORKER_LEASE` (default `30s`, at least `1s`: how long a task claimed by a process that died stays
- * unclaimed) and `MEDIAGATE_WORKER_CLAIM_INTERVAL` (default `10ms`, at most `1s`: {@link WorkerOptions.claimInterval}).
- */
-export const config: Config.Config<WorkerOptions> = Config.all({
-  concurrency: Config.integer("MEDIAGATE_WORKER_CONCURRENCY").pipe(
-    Config.withDefault(32),
-    Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 })
-  ),
-  lease: durationSetting(
-    "MEDIAGATE_WORKER_LEASE",
-    "30s",
-    "must be a duration of at least 1s, like 30s or 1m",
-    (ms) => ms >= 1000
-  ),
-  claimInterval: durationSetting(
-    "MEDIAGATE_WORKER_CLAIM_INTERVAL",
-    "10ms",
-    "must be a duration from 0ms to 1s, like 10ms",
-    (ms) => ms >= 0 && ms <= 1000
-  )
-})
 
 /** What a worker needs: the storage ports it uses and the upstream. */
 export type Requirements = TaskLifecycle | TaskReads | NodeRegistry | TaskRetention | Upstream
