@@ -39,7 +39,6 @@ import * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as AccessLog from "./AccessLog.js"
 import * as Database from "./Database.js"
-import * as Listener from "./internal/listener.js"
 import * as Stack from "./internal/stack.js"
 import * as Tracing from "./internal/tracing.js"
 import * as Metrics from "./Metrics.js"
@@ -226,8 +225,14 @@ const makeService = (database: string) =>
     return Mediagate.of({
       httpApp: around(Effect.provide(app, platform)),
       // the platform's services in the listener's runtime, where every request fiber starts with them; the requests
-      // the envelope dispatches itself start there without the platform's per-request wrapping (internal/listener.ts)
-      listener: Effect.provide(Listener.make(around(app), dispatched, logged), platform),
+      // the envelope answers directly start there without the platform's per-request wrapping (Http.nodeListener)
+      listener: Effect.provide(
+        Effect.flatMap(
+          NodeHttpServer.makeHandler(around(app)),
+          (fallback) => Http.nodeListener(fallback, dispatched, (answer) => AccessLog.middleware(answer, logged))
+        ),
+        platform
+      ),
       database,
       bootstrap: (options) => Effect.provide(Bootstrap.bootstrap(options), accounts),
       admin,

@@ -1,5 +1,5 @@
 /**
- * The documentation and caching as the production listener serves them (internal/listener.ts: the requests the
+ * The documentation and caching as the production listener serves them (Http.nodeListener: the requests the
  * envelope dispatches and those the platform's listener serves): `Cache-Control: no-store` on `/api/v1` and
  * `/admin/v1` answers, the OpenAPI documents' server (`MEDIAGATE_PUBLIC_BASE_URL`), and `/docs` in Chromium showing
  * the public and the operator document.

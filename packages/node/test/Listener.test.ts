@@ -1,9 +1,10 @@
 /**
- * The service's `node:http` listener (internal/listener.ts): the requests of the endpoints the envelope dispatches
+ * The service's `node:http` listener (`Http.nodeListener`, the direct path of server/src/internal/directPath.ts): the requests of the endpoints the envelope dispatches
  * start their fiber in the listener and are written by it; they must be answered exactly as the platform's listener
  * answers them (status, headers — the rate-limit fields of the pre-response handlers among them —, envelope).
  */
 import { NodeHttpServer } from "@effect/platform-node"
+import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -20,7 +21,7 @@ import { type IncomingMessage, request as httpRequest, type ServerResponse } fro
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Readable } from "node:stream"
-import * as Listener from "../src/internal/listener.js"
+import * as AccessLog from "../src/AccessLog.js"
 import * as Mediagate from "../src/Mediagate.js"
 import * as Server from "../src/Server.js"
 
@@ -197,18 +198,29 @@ const platformServices = <A, E>(effect: Effect.Effect<A, E, any>) =>
     () => true
   ) as Effect.Effect<A, E>
 
-describe("the service's listener (internal/listener.ts)", () => {
+/** The service's listener over `app`, answering directly what `direct` answers (no access log). */
+const directListener = <R>(
+  app: HttpApp.Default<never, R>,
+  direct: (request: HttpServerRequest.HttpServerRequest) => HttpApp.Default<never, R> | undefined
+) =>
+  Effect.flatMap(
+    NodeHttpServer.makeHandler(app),
+    (platform) =>
+      Http.nodeListener(platform, direct, (answer) => AccessLog.middleware(answer, { log: false, metrics: false }))
+  )
+
+describe("the service's listener (Http.nodeListener)", () => {
   it.scoped(
     "answers the dispatched requests itself, exactly as the platform's listener answers them",
     () =>
       Effect.gen(function*() {
         const lean: Array<string> = []
         const leanAnswers = yield* answersOf((served) =>
-          platformServices(Listener.make(served.httpApp, (request) => {
+          platformServices(directListener(served.httpApp, (request) => {
             const answer = served.dispatched(request)
             if (answer !== undefined) lean.push(`${request.method} ${request.url}`)
             return answer
-          }, { log: false, metrics: false }))
+          }))
         )
         const platformAnswers = yield* answersOf((served) =>
           platformServices(NodeHttpServer.makeHandler(served.httpApp))
@@ -292,7 +304,7 @@ describe("the service's listener (internal/listener.ts)", () => {
         return Effect.succeed(response)
       }
       const app = Effect.succeed(HttpServerResponse.text("the platform's", { status: 203 }))
-      const listener = yield* platformServices(Listener.make(app, answer, { log: false, metrics: false }))
+      const listener = yield* platformServices(directListener(app, answer))
       const baseUrl = Server.urlOf(yield* Server.listen(listener, { port: 0, host: "127.0.0.1" }))
       const get = (path: string, method = "GET") =>
         Effect.promise(async () => {
@@ -323,7 +335,7 @@ describe("the service's listener (internal/listener.ts)", () => {
       const { context, state } = yield* stack
       const served = yield* Effect.provide(Http.makeServed, context)
       const listener = yield* platformServices(
-        Listener.make(served.httpApp, served.dispatched, { log: false, metrics: false })
+        directListener(served.httpApp, served.dispatched)
       )
       const server = yield* Server.listen(listener, { port: 0, host: "127.0.0.1" })
       const address = server.address() as { port: number }

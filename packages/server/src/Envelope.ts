@@ -39,7 +39,7 @@ import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
 import * as FindMyWay from "find-my-way-ts"
-import * as Dispatch from "./internal/dispatch.js"
+import * as DirectPath from "./internal/directPath.js"
 import * as FiberLocal from "./internal/fiberLocal.js"
 import * as RequestBody from "./internal/requestBody.js"
 import * as RequestContext from "./RequestContext.js"
@@ -164,7 +164,7 @@ export const isCanonicalPath = (path: string): boolean => {
 }
 
 /**
- * The route table of the API and the extra routes, matched exactly as written (`Dispatch.strictMatching`): the
+ * The route table of the API and the extra routes, matched exactly as written (`DirectPath.strictMatching`): the
  * envelope answers every path this table does not match itself, so a variant such as `/ADMIN/V1/...` or
  * `//admin/v1/...` never reaches the platform's lenient router.
  */
@@ -205,7 +205,7 @@ export const makeRouteTable = (
   // each route's handler is its template: the route label of metrics and logs, found by the one match
   const routers = new Map<string, FindMyWay.Router<string>>()
   const add = (method: string, path: `/${string}`) => {
-    const router = routers.get(method) ?? FindMyWay.make<string>(Dispatch.strictMatching)
+    const router = routers.get(method) ?? FindMyWay.make<string>(DirectPath.strictMatching)
     routers.set(method, router)
     router.on(method, path, path)
   }
@@ -288,20 +288,20 @@ const marking = <H extends object>(handlers: H): H =>
  * from a request that failed to decode (400) by itself — no handler has to remember anything; and runs to its end
  * once started, even when the client goes away ({@link runToEnd}). Built where a dispatch registry is provided
  * (`Http.apiFor`), its endpoints are registered there too, and the envelope dispatches their requests itself
- * (`internal/dispatch.ts`).
+ * (`internal/directPath.ts`).
  */
 export const group: typeof HttpApiBuilder.group = (api, name, build) =>
   HttpApiBuilder.group(api, name, (handlers) => {
     // the build answers the handlers builder, or an effect of it; its type is HttpApiBuilder's to check
     const built: unknown = build(marking(handlers))
-    const handled = (Effect.isEffect(built) ? built : Effect.succeed(built)) as Effect.Effect<Dispatch.Handled>
+    const handled = (Effect.isEffect(built) ? built : Effect.succeed(built)) as Effect.Effect<DirectPath.Handled>
     const group = api.groups[name] as unknown as HttpApiGroup.HttpApiGroup.AnyWithProps
     return Effect.flatMap(Effect.context<never>(), (context) =>
-      Effect.tap(handled, (registered) => Dispatch.register(group, registered, context))) as never
+      Effect.tap(handled, (registered) => DirectPath.register(group, registered, context))) as never
   })
 
-/** A request's registered endpoint, if any (`internal/dispatch.ts`). */
-type Found = ReturnType<Dispatch.Registry["find"]>
+/** A request's registered endpoint, if any (`internal/directPath.ts`). */
+type Found = ReturnType<DirectPath.Registry["find"]>
 
 const isMaxBytesDefect = ({ cause }: HttpServerError.RequestError) =>
   Predicate.hasProperty(cause, "message") && String(cause.message).includes("maxBytes")
@@ -319,7 +319,7 @@ export const layer = (
 ) =>
   HttpApiBuilder.middleware(Effect.gen(function*() {
     const config = yield* ServerConfig
-    const registry = Option.getOrUndefined(yield* Effect.serviceOption(Dispatch.Dispatcher))
+    const registry = Option.getOrUndefined(yield* Effect.serviceOption(DirectPath.Dispatcher))
     const routes = makeRouteTable(options.extraRoutes ?? [], options.apiRoutes)
     /**
      * The registered routes that some static route's path also matches (read once every group has registered, at
@@ -389,7 +389,7 @@ export const layer = (
       const bodiless = withPolicy(app)
       const limited = withPolicy(HttpIncomingMessage.withMaxBodySize(app, maxBodySize))
       /**
-       * What answers a request: its endpoint's dispatch when registered (`internal/dispatch.ts`), else the app. A
+       * What answers a request: its endpoint's dispatch when registered (`internal/directPath.ts`), else the app. A
        * dispatched request's span (while tracing is on) gets its route template as `http.route`, as the platform's
        * router gives the requests it routes.
        */
@@ -487,10 +487,12 @@ export const layer = (
       }
       // a listener that starts a request's fiber itself answers a registered endpoint's request from here, without
       // the app around the envelope (Registry.answer)
-      registry?.answerWith((request) => {
-        const { found, route } = locate(request, true)
-        return found === undefined ? undefined : respond(request, route, found)
-      })
+      if (registry !== undefined) {
+        registry.answer = (request) => {
+          const { found, route } = locate(request, true)
+          return found === undefined ? undefined : respond(request, route, found)
+        }
+      }
       return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const { found, route } = locate(request, false)
         return respond(request, route, found)

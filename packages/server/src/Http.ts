@@ -22,6 +22,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Authentication from "./Authentication.js"
 import * as Callbacks from "./Callbacks.js"
 import { withRemoteAddress } from "./ClientAddress.js"
@@ -37,7 +38,7 @@ import * as GenerationHttp from "./http/Generation.js"
 import * as TasksHttp from "./http/Tasks.js"
 import * as VoicesHttp from "./http/Voices.js"
 import * as WebhooksHttp from "./http/Webhooks.js"
-import * as Dispatch from "./internal/dispatch.js"
+import * as DirectPath from "./internal/directPath.js"
 import * as RateLimit from "./RateLimit.js"
 import type { ServerConfig } from "./ServerConfig.js"
 
@@ -75,12 +76,12 @@ export interface Options {
 
 /**
  * The HttpApi of a registry (`Api.make(families)`) with every group implemented, and the registry of its endpoints
- * that the envelope dispatches itself (`internal/dispatch.ts`; see {@link Options}).
+ * that the envelope dispatches itself (`internal/directPath.ts`; see {@link Options}).
  */
 export const apiFor = (
   families: Family.Registry,
   options: Options = {}
-): Layer.Layer<HttpApi.Api | Dispatch.Dispatcher, never, Requirements> =>
+): Layer.Layer<HttpApi.Api | DirectPath.Dispatcher, never, Requirements> =>
   HttpApiBuilder.api(Api.make(families)).pipe(
     Layer.provide([
       GenerationHttp.layerFor(families),
@@ -96,7 +97,7 @@ export const apiFor = (
     // a limiter of its own per built API (its memo of full counters belongs to this server; the counts are the store's)
     Layer.provide(Layer.effect(RateLimit.RateLimiter, RateLimit.make)),
     // a registry per built API: its groups register their endpoints, its envelope dispatches them
-    Layer.provideMerge(Dispatch.layer(options.dispatch !== false))
+    Layer.provideMerge(DirectPath.layer(options.dispatch !== false))
   )
 
 /** The HttpApi of the registry with every group implemented. */
@@ -141,7 +142,7 @@ export interface Served {
   /** The API, to mount or serve (see {@link makeHttpApp}). */
   readonly httpApp: HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>
   /**
-   * What `httpApp` answers a request of an endpoint the envelope dispatches itself (`internal/dispatch.ts`), without
+   * What `httpApp` answers a request of an endpoint the envelope dispatches itself (`internal/directPath.ts`), without
    * the app around the envelope: to run in a fiber whose context holds the request (`HttpServerRequest`), and the
    * platform's services `httpApp` needs; it fails only when interrupted. `undefined` for every other request, which
    * `httpApp` serves. For a listener that starts the fibers of such requests itself (`@mediagate/node`'s
@@ -165,13 +166,29 @@ export const makeServedWith = (options: Options): Effect.Effect<Served, never, S
     )
     // building the app builds the envelope, which hands the registry its answer
     const httpApp = yield* Effect.provide(HttpApiBuilder.httpApp, context)
-    const registry = Context.get(context, Dispatch.Dispatcher)
+    const registry = Context.get(context, DirectPath.Dispatcher)
     return {
       httpApp,
       dispatched: (request) =>
         registry.answer(request) as HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices> | undefined
     }
   })
+
+/**
+ * A `node:http` request listener over a served API (`@mediagate/node` serves with it): the requests the envelope
+ * answers directly ({@link Served.dispatched}) start their fiber in the listener and are written by it, with
+ * `around` (the access log) around their answer; every other request, and every request while tracing is on, goes
+ * to `platform`, the platform's listener (`NodeHttpServer.makeHandler`). Answers are alike either way.
+ */
+export const nodeListener: <R>(
+  platform: (request: IncomingMessage, response: ServerResponse) => void,
+  direct: (request: HttpServerRequest.HttpServerRequest) => HttpApp.Default<never, R> | undefined,
+  around: (answer: HttpApp.Default<never, R>) => HttpApp.Default<never, R>
+) => Effect.Effect<
+  (request: IncomingMessage, response: ServerResponse) => void,
+  never,
+  Exclude<R, HttpServerRequest.HttpServerRequest | Scope.Scope>
+> = DirectPath.listener
 
 /** Builds the API as an `HttpApp`, with the envelope's direct answer to the requests it dispatches ({@link Served}). */
 export const makeServed: Effect.Effect<Served, never, Scope.Scope | Requirements> = makeServedWith({})

@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Dispatch from "../src/internal/dispatch.js"
+import * as Dispatch from "../src/internal/directPath.js"
 import { keys, PortsFake } from "./fakes.js"
 import { adminToken, type Answer, send } from "./harness.js"
 
@@ -46,7 +46,7 @@ const comparable = (answer: Answer) => ({
   )
 })
 
-describe("the envelope's own dispatch (internal/dispatch.ts)", () => {
+describe("the envelope's own dispatch (internal/directPath.ts)", () => {
   it.scoped("registers the endpoints of the shapes it serves, and leaves the others to HttpApiBuilder", () =>
     Effect.gen(function*() {
       const registry = yield* registryOf()

@@ -3,6 +3,7 @@
  *
  * @internal
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 
@@ -25,3 +26,17 @@ export const whileRunning = <V, A, E, R>(
       onFailure: (cause) => Effect.zipRight(restore, Effect.failCause(cause))
     })
   })
+
+/** Services by key, to add to a fiber's context. */
+export type Services = ReadonlyArray<readonly [key: string, service: unknown]>
+
+/**
+ * `effect` with `services` added to the fiber's context while it runs: one copy of the context, where
+ * `Effect.provideService` per service would make one each and a `locally` around it.
+ */
+export const withServices = <A, E, R>(services: Services, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  services.length === 0 ? effect : whileRunning(FiberRef.currentContext, (context) => {
+    const map = new Map(context.unsafeMap)
+    for (const [key, service] of services) map.set(key, service)
+    return Context.unsafeMake(map)
+  }, effect)
