@@ -295,9 +295,8 @@ export const group: typeof HttpApiBuilder.group = (api, name, build) =>
     // the build answers the handlers builder, or an effect of it; its type is HttpApiBuilder's to check
     const built: unknown = build(marking(handlers))
     const handled = (Effect.isEffect(built) ? built : Effect.succeed(built)) as Effect.Effect<DirectPath.Handled>
-    const group = api.groups[name] as unknown as HttpApiGroup.HttpApiGroup.AnyWithProps
     return Effect.flatMap(Effect.context<never>(), (context) =>
-      Effect.tap(handled, (registered) => DirectPath.register(group, registered, context))) as never
+      Effect.tap(handled, (registered) => DirectPath.register(registered, context))) as never
   })
 
 /** A request's registered endpoint, if any (`internal/directPath.ts`). */

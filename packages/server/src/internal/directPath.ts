@@ -1,20 +1,16 @@
 /**
- * The direct path: the requests of the API's plain JSON endpoints answered without `HttpApiBuilder`'s router and,
- * on Node, without the platform's per-request listener work. Behind one switch (`Http.Options.dispatch`,
- * `MEDIAGATE_HTTP_DISPATCH=false` turns it off); both paths answer alike, checked by one conformance corpus
- * (packages/node/test/Listener.test.ts). Why: a request waiting for its commit keeps every per-request wrapper
- * alive, and what survives a young-generation collection is copied and promoted; against the platform's path it
- * serves 1.54× the requests per second on SQLite `GET` (docs/performance.md "The direct path").
+ * The direct path: requests of the API's plain JSON endpoints answered without `HttpApiBuilder`'s router and, on
+ * Node, without the platform's per-request listener work; 1.54× the requests per second of the platform's path on
+ * SQLite `GET` (docs/performance.md "The direct path"), because a request waiting for its commit keeps every
+ * per-request wrapper alive into the old generation. One switch turns it off (`Http.Options.dispatch`,
+ * `MEDIAGATE_HTTP_DISPATCH=false`); one conformance corpus checks both answer alike (node/test/Listener.test.ts).
  *
- * - **Dispatch.** `Envelope.group` registers each endpoint of the shape handled here (JSON payload or none, no
- *   query-string Schema, one JSON or empty success Schema, bearer security or none) with its group's services. Its
- *   requests run what `HttpApiBuilder` runs — the security middleware, the path, header and payload Schemas, the
- *   handler, the success Schema — in the request's context, without the router's context copies and `locally`.
- * - **Listener** ({@link listener}). Such a request starts its fiber with the request in its first context and is
- *   written here: no runtime context copy, request `Scope`, `HttpApp.toHandled` or tracer middleware. The
- *   platform's semantics stay: pre-response handlers run, a client that goes away interrupts the fiber
- *   (`clientAbortFiberId`), status, headers and cookies are written alike, no body for `HEAD`. While tracing is on
- *   for a request, it takes the platform's listener, which makes the `http.server` span.
+ * - **Dispatch**: `Envelope.group` registers each endpoint of the shape handled here (JSON payload or none, no
+ *   query Schema, one JSON or empty success Schema, bearer security or none). Its requests run what the router
+ *   runs (security middleware, Schemas, handler) in the request's context, without its context copies.
+ * - **Listener** ({@link listener}): such a request starts its fiber with the request in its first context and is
+ *   written here, with the platform's semantics (pre-response handlers, `clientAbortFiberId` when the client goes,
+ *   headers and cookies, no body for `HEAD`); while tracing is on for it, the platform's listener makes its span.
  *
  * @internal
  */
@@ -56,43 +52,29 @@ import * as FiberLocal from "./fiberLocal.js"
 type Services = FiberLocal.Services
 type Params = Readonly<Record<string, string | undefined>>
 type Response = HttpServerResponse.HttpServerResponse
+type Request = HttpServerRequest.HttpServerRequest
+type NodeListener = (request: IncomingMessage, response: ServerResponse) => void
 type Any = Effect.Effect<unknown, unknown, unknown>
 
-/** What a group's build answers (`HttpApiBuilder`'s handlers builder): its handled endpoints. */
-export interface Handled {
-  readonly handlers: Iterable<{
-    readonly endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
-    readonly handler: (request: Record<string, unknown>) => Any
-    readonly withFullRequest: boolean
-    readonly uninterruptible: boolean
-  }>
-}
+/** What a group's build answers (`HttpApiBuilder`'s handlers builder): its group and handled endpoints. */
+export type Handled = Pick<HttpApiBuilder.Handlers<unknown, unknown, unknown>, "group" | "handlers">
+type Item = HttpApiBuilder.Handlers.Item<unknown, unknown>
 
 /** An endpoint's answer given its path parameters; `undefined` for a body that is not JSON (the router's then). */
-export type Dispatch = (
-  request: HttpServerRequest.HttpServerRequest,
-  params: Params
-) => Effect.Effect<Response, unknown> | undefined
+export type Dispatch = (request: Request, params: Params) => Effect.Effect<Response, unknown> | undefined
 
 /** Routes match exactly as written, unlike the platform's router (decisions.md §11 "Canonical paths"). */
 export const strictMatching = { caseSensitive: true, ignoreDuplicateSlashes: false, ignoreTrailingSlash: false }
 
 /** The registered endpoints by method and path; a disabled registry (the switch off) registers none. */
 export class Registry {
-  private readonly router = FindMyWay.make<{ readonly dispatch: Dispatch; readonly route: string }>(strictMatching)
   constructor(readonly enabled: boolean = true) {}
-
-  /**
-   * The envelope's whole answer to a registered endpoint's request (it fails only when interrupted), else
-   * `undefined`; set by the envelope as it is built.
-   */
-  answer: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Response, unknown, unknown> | undefined =
-    () => undefined
-
+  private readonly router = FindMyWay.make<{ readonly dispatch: Dispatch; readonly route: string }>(strictMatching)
+  /** Set by the envelope: its whole answer to a registered endpoint's request (fails only if interrupted). */
+  answer: (request: Request) => Effect.Effect<Response, unknown, unknown> | undefined = () => undefined
   add(method: string, path: `/${string}`, dispatch: Dispatch): void {
     if (this.enabled) this.router.on(method, path, { dispatch, route: path })
   }
-
   /** The endpoint a method and path (no query) match: its dispatch, path parameters and path template. */
   find(method: string, path: string): { dispatch: Dispatch; params: Params; route: string } | undefined {
     const found = this.router.find(method, path)
@@ -104,8 +86,7 @@ export class Registry {
 export class Dispatcher extends Context.Tag("@mediagate/server/Dispatcher")<Dispatcher, Registry>() {}
 
 /** A fresh registry (`enabled: false`: the switch off). */
-export const layer = (enabled: boolean = true): Layer.Layer<Dispatcher> =>
-  Layer.sync(Dispatcher, () => new Registry(enabled))
+export const layer = (enabled = true): Layer.Layer<Dispatcher> => Layer.sync(Dispatcher, () => new Registry(enabled))
 
 type MiddlewareTag = HttpApiMiddleware.TagClassAny & {
   readonly optional?: boolean
@@ -171,10 +152,10 @@ const decoderOf = (schema: Option.Option<Schema.Schema.Any>) =>
  */
 const dispatchOf = (
   group: HttpApiGroup.HttpApiGroup.AnyWithProps,
-  item: Handled["handlers"] extends Iterable<infer I> ? I : never,
+  item: Item,
   groupContext: Context.Context<never>
 ): Dispatch | undefined => {
-  const endpoint = item.endpoint
+  const endpoint = item.endpoint as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
   if (item.withFullRequest || Option.isSome(endpoint.urlParamsSchema)) return undefined
   if (Option.isSome(endpoint.payloadSchema)) {
     const ast = endpoint.payloadSchema.value.ast
@@ -193,21 +174,21 @@ const dispatchOf = (
   const decodeHeaders = decoderOf(endpoint.headersSchema)
 
   /** Decoding, the handler, the success's encoding (HttpApiBuilder's order). */
-  const call = (request: HttpServerRequest.HttpServerRequest, params: Params) => {
+  const call = (request: Request, params: Params) => {
     const argument: Record<string, unknown> = { request }
     const set = (key: string, decode: Any) => (arg: Record<string, unknown>) =>
       Effect.map(decode, (value) => (arg[key] = value, arg))
     let decoded: Effect.Effect<Record<string, unknown>, unknown, unknown> = Effect.succeed(argument)
     if (decodePath) decoded = Effect.flatMap(decoded, set("path", decodePath(params)))
-    if (decodePayload) {
-      decoded = Effect.flatMap(decoded, set("payload", Effect.flatMap(Effect.orDie(request.json), decodePayload)))
-    }
+    const payload = decodePayload && Effect.flatMap(Effect.orDie(request.json), decodePayload)
+    if (payload) decoded = Effect.flatMap(decoded, set("payload", payload))
     if (decodeHeaders) decoded = Effect.flatMap(decoded, set("headers", decodeHeaders(request.headers)))
-    const answered = Effect.flatMap(
-      Effect.flatMap(decoded, item.handler),
-      (response) => HttpServerResponse.isServerResponse(response) ? Effect.succeed(response) : success(response)
+    return refail(
+      Effect.flatMap(
+        Effect.flatMap(decoded, item.handler),
+        (response) => HttpServerResponse.isServerResponse(response) ? Effect.succeed(response) : success(response)
+      )
     )
-    return refail(answered)
   }
 
   /** The middleware from the outermost in, each with what the ones before provided; answers what they provide. */
@@ -242,37 +223,41 @@ const dispatchOf = (
 }
 
 /** Registers a built group's handled endpoints with the registry in its `context`, if there is one. */
-export const register = (
-  group: HttpApiGroup.HttpApiGroup.AnyWithProps,
-  handlers: Handled,
-  context: Context.Context<never>
-): void => {
+export const register = (handled: Handled, context: Context.Context<never>): void => {
   const registry = Context.getOption(context, Dispatcher)
   if (Option.isNone(registry)) return
-  for (const item of handlers.handlers) {
-    const dispatch = dispatchOf(group, item, context)
-    if (dispatch !== undefined) registry.value.add(item.endpoint.method, item.endpoint.path, dispatch)
+  for (const item of handled.handlers) {
+    const { method, path } = item.endpoint as HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
+    const dispatch = dispatchOf(handled.group, item, context)
+    if (dispatch) registry.value.add(method, path, dispatch)
   }
 }
 
-// ---------------------------------------------------------------------------------------------------------------
 // The Node listener
-// ---------------------------------------------------------------------------------------------------------------
 
-/**
- * A direct request over a Node request. Its body is empty: the envelope reads every body that is present before it
- * answers (`RequestBody.read`, from `source`) and hands on a view that answers the body read.
- */
+const noMultipart = new Multipart.MultipartError({ reason: "Parse", cause: "no multipart body" })
+/** The members of an empty body, shared by every direct request (none allocates its own). */
+const empty = {
+  text: Effect.succeed(""),
+  json: Effect.succeed<unknown>(null),
+  urlParamsBody: Effect.succeed(UrlParams.empty),
+  arrayBuffer: Effect.sync(() => new ArrayBuffer(0)),
+  stream: Stream.empty,
+  multipart: Effect.fail(noMultipart),
+  multipartStream: Stream.fail(noMultipart)
+}
+
+/** A direct request over a Node request, its body empty: the envelope reads any body first (`RequestBody.read`). */
 class NodeRequest extends Inspectable.Class implements HttpServerRequest.HttpServerRequest {
   readonly [HttpServerRequest.TypeId]: HttpServerRequest.TypeId = HttpServerRequest.TypeId
   readonly [HttpIncomingMessage.TypeId]: HttpIncomingMessage.TypeId = HttpIncomingMessage.TypeId
-  readonly text = Effect.succeed("")
-  readonly json = Effect.succeed<unknown>(null)
-  readonly urlParamsBody = Effect.succeed(UrlParams.empty)
-  readonly arrayBuffer = Effect.sync(() => new ArrayBuffer(0))
-  readonly stream = Stream.empty
-  readonly multipart = Effect.fail(new Multipart.MultipartError({ reason: "Parse", cause: "no multipart body" }))
-  readonly multipartStream = Stream.fail(new Multipart.MultipartError({ reason: "Parse", cause: "no multipart body" }))
+  readonly text = empty.text
+  readonly json = empty.json
+  readonly urlParamsBody = empty.urlParamsBody
+  readonly arrayBuffer = empty.arrayBuffer
+  readonly stream = empty.stream
+  readonly multipart = empty.multipart
+  readonly multipartStream = empty.multipartStream
   private cookiesRead: Record<string, string> | undefined
   constructor(
     readonly source: IncomingMessage,
@@ -371,14 +356,10 @@ const prepared = (request: NodeRequest, response: Response): Effect.Effect<Respo
  * platform's listener, `NodeHttpServer.makeHandler`).
  */
 export const listener = <R>(
-  platform: (request: IncomingMessage, response: ServerResponse) => void,
-  direct: (request: HttpServerRequest.HttpServerRequest) => HttpApp.Default<never, R> | undefined,
+  platform: NodeListener,
+  direct: (request: Request) => HttpApp.Default<never, R> | undefined,
   around: (answer: HttpApp.Default<never, R>) => HttpApp.Default<never, R>
-): Effect.Effect<
-  (request: IncomingMessage, response: ServerResponse) => void,
-  never,
-  Exclude<R, HttpServerRequest.HttpServerRequest | Scope.Scope>
-> =>
+): Effect.Effect<NodeListener, never, Exclude<R, Request | Scope.Scope>> =>
   Effect.map(Effect.runtime<never>(), (runtime) => {
     const tracing = FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerEnabled)
     const tracerDisabledWhen = FiberRefs.getOrDefault(runtime.fiberRefs, HttpMiddleware.currentTracerDisabledWhen)
@@ -388,14 +369,14 @@ export const listener = <R>(
         onSuccess: (response) => write(request, response, runtime),
         // the envelope answers every failure: only an interruption (or a pre-response handler's failure) is here
         onFailure: (cause) =>
-          Effect.flatMap(HttpServerError.causeResponse(cause), ([response]) =>
-            Effect.zipRight(
-              Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("request failed", cause),
+          Effect.zipRight(
+            Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("request failed", cause),
+            Effect.flatMap(HttpServerError.causeResponse(cause), ([response]) =>
               Effect.flatMap(
                 Effect.orElseSucceed(prepared(request, response), () => response),
-                (prepared) => write(request, prepared, runtime)
-              )
-            ))
+                (answer) => write(request, answer, runtime)
+              ))
+          )
       }))
     return (source, response) => {
       const request = new NodeRequest(source, response)
