@@ -23,7 +23,12 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
-/** Admission settings. */
+/**
+ * Admission settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface AdmissionOptions {
   /** A claim this late (ms) shuts the gate. Default 200. */
   readonly closeMs?: number
@@ -33,7 +38,12 @@ export interface AdmissionOptions {
   readonly maxWaitMs?: number
 }
 
-/** The gate: requests wait at it, the worker opens and shuts it. */
+/**
+ * The gate: requests wait at it, the worker opens and shuts it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Gate {
   /** Goes on at once while the gate is open; else waits until it opens, at most `maxWaitMs`. */
   readonly admit: Effect.Effect<void>
@@ -45,10 +55,20 @@ export interface Gate {
   readonly waiting: () => number
 }
 
-/** This node's admission gate (see the module's header). */
+/**
+ * This node's admission gate (see the module's header).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Admission extends Context.Tag("@mediagate/engine/Admission")<Admission, Gate>() {}
 
-/** A gate with `options`. */
+/**
+ * A gate with `options`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: AdmissionOptions = {}): Gate => {
   const closeMs = options.closeMs ?? 200
   const openMs = Math.min(options.openMs ?? 50, closeMs)
@@ -83,7 +103,12 @@ export const make = (options: AdmissionOptions = {}): Gate => {
   }
 }
 
-/** A gate with `options` as a layer. */
+/**
+ * A gate with `options` as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: AdmissionOptions = {}): Layer.Layer<Admission> =>
   Layer.sync(Admission, () => make(options))
 
@@ -91,6 +116,9 @@ export const layer = (options: AdmissionOptions = {}): Layer.Layer<Admission> =>
  * Admission settings from Effect `Config`: `MEDIAGATE_ADMISSION_MAX_WAIT_MS` (default 5000; `0` turns admission off)
  * and `MEDIAGATE_ADMISSION_LATE_MS` (default 200: the claim lateness that shuts the gate; it opens again at a
  * quarter of it).
+ *
+ * @since 0.1.0
+ * @category config
  */
 export const config: Config.Config<AdmissionOptions> = Config.all({
   maxWaitMs: Config.integer("MEDIAGATE_ADMISSION_MAX_WAIT_MS").pipe(
@@ -103,7 +131,12 @@ export const config: Config.Config<AdmissionOptions> = Config.all({
   )
 }).pipe(Config.map(({ closeMs, maxWaitMs }) => ({ closeMs, maxWaitMs, openMs: Math.floor(closeMs / 4) })))
 
-/** The gate with its settings from Effect `Config`. */
+/**
+ * The gate with its settings from Effect `Config`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Admission, ConfigError.ConfigError> = Layer.unwrapEffect(
   Effect.map(config, layer)
 )

@@ -15,7 +15,12 @@ import * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 
-/** A charge for a task. */
+/**
+ * A charge for a task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Charge {
   readonly accountId: string
   readonly keyId: string
@@ -25,7 +30,12 @@ export interface Charge {
   readonly description: string
 }
 
-/** A refund of (part of) a task's charges. */
+/**
+ * A refund of (part of) a task's charges.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Refund {
   readonly accountId: string
   readonly keyId: string
@@ -34,16 +44,31 @@ export interface Refund {
   readonly reason: string
 }
 
-/** What a charge's statements answer ({@link Billing}'s `chargeStatements`). */
+/**
+ * What a charge's statements answer ({@link Billing}'s `chargeStatements`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ChargeOutcome = Either.Either<
   "charged" | "deferred",
   Errors.InsufficientBalance | Errors.SpendLimitExceeded | SqlRows.RowError
 >
 
-/** Whether a charge's statements charged (anything else is rolled back). */
+/**
+ * Whether a charge's statements charged (anything else is rolled back).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isCharged = (outcome: ChargeOutcome): boolean => outcome._tag === "Right" && outcome.right === "charged"
 
-/** The billing port. */
+/**
+ * The billing port.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Billing extends Context.Tag("@mediagate/engine/Billing")<Billing, {
   /**
    * Charges a task: checks the balance (prepaid), the key's spend limit and the account's monthly limit and
@@ -95,7 +120,12 @@ export class Billing extends Context.Tag("@mediagate/engine/Billing")<Billing, {
   readonly unmetered?: boolean
 }>() {}
 
-/** Billing that accepts every charge and records nothing (development without accounts). */
+/**
+ * Billing that accepts every charge and records nothing (development without accounts).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerUnmetered: Layer.Layer<Billing> = Layer.succeed(Billing, {
   charge: () => Effect.void,
   refund: () => Effect.void,

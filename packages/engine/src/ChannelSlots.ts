@@ -9,7 +9,12 @@
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-/** One channel and model's tasks: charged against the upstream's reports (see `ChannelSlots.channelUsage`). */
+/**
+ * One channel and model's tasks: charged against the upstream's reports (see `ChannelSlots.channelUsage`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ChannelUsage {
   readonly channelId: string
   readonly model: string
@@ -26,7 +31,12 @@ export interface ChannelUsage {
   readonly reported: number
 }
 
-/** Upstream channels as the task storage sees them. */
+/**
+ * Upstream channels as the task storage sees them.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ChannelSlots extends Context.Tag("@mediagate/engine/ChannelSlots")<ChannelSlots, {
   /**
    * Reserves a slot of `channelId` for the task whose claim `fence` holds: records the channel on the task if fewer

@@ -9,7 +9,12 @@
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-/** A heartbeat of a process running workers (the node registry). */
+/**
+ * A heartbeat of a process running workers (the node registry).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface NodeBeat {
   /** The worker's base name in leases (`<host>:<pid>:<ulid>`). */
   readonly id: string
@@ -25,13 +30,23 @@ export interface NodeBeat {
   readonly apartFrom?: ReadonlyArray<string> | undefined
 }
 
-/** A registered node: its last heartbeat, when it registered and when it was last seen (storage clock, epoch ms). */
+/**
+ * A registered node: its last heartbeat, when it registered and when it was last seen (storage clock, epoch ms).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface NodeRow extends NodeBeat {
   readonly startedAt: number
   readonly lastSeenAt: number
 }
 
-/** The node registry and the leases of a worker. */
+/**
+ * The node registry and the leases of a worker.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class NodeRegistry extends Context.Tag("@mediagate/engine/NodeRegistry")<NodeRegistry, {
   /** Extends every lease `owner` holds; answers how many. */
   readonly heartbeat: (owner: string, leaseMs: number) => Effect.Effect<number, PersistenceError>

@@ -18,7 +18,12 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 
-/** This node's place among the nodes (see the module's header). */
+/**
+ * This node's place among the nodes (see the module's header).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Placement extends Context.Tag("@mediagate/engine/Placement")<Placement, {
   /** This node's id in the node registry: the workers' name in leases, recorded on the tasks accepted here. */
   readonly nodeId: string

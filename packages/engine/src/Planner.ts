@@ -11,7 +11,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
-/** The plan of a task. */
+/**
+ * The plan of a task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Plan {
   /** Price charged at accept, in integer micro-dollars (before the test-key exemption). */
   readonly priceMicros: number
@@ -22,19 +27,37 @@ export interface Plan {
   readonly mediaType: Catalog.MediaType
 }
 
-/** The planning port. */
+/**
+ * The planning port.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Planner extends Context.Tag("@mediagate/engine/Planner")<Planner, {
   readonly plan: (endpoint: Catalog.EndpointKey, request: Generation.AnyGenerationRequest) => Effect.Effect<Plan>
 }>() {}
 
-/** Default deadline of a task (decisions.md §3). */
+/**
+ * Default deadline of a task (decisions.md §3).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultTimeoutMs = 60 * 60 * 1000
-/** Deadline of an `off_peak` task. */
+/**
+ * Deadline of an `off_peak` task.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const offPeakTimeoutMs = 48 * 60 * 60 * 1000
 
 /**
  * A planner with one price and estimate for everything (`off_peak` still gets 48 h), for the endpoints of a registry
  * (default: the registry): an endpoint it does not declare is a defect.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerFixed = (options: {
   readonly priceMicros: number

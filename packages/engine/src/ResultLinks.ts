@@ -10,10 +10,20 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
-/** Signs result links anew. */
+/**
+ * Signs result links anew.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ResultLinks extends Context.Tag("@mediagate/engine/ResultLinks")<ResultLinks, {
   readonly refresh: (items: ReadonlyArray<Task.ResultItem>) => Effect.Effect<ReadonlyArray<Task.ResultItem>>
 }>() {}
 
-/** Result links returned as they were stored. */
+/**
+ * Result links returned as they were stored.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerAsStored: Layer.Layer<ResultLinks> = Layer.succeed(ResultLinks, { refresh: Effect.succeed })

@@ -35,7 +35,8 @@
  *   ({@link wakeupChannel}); `accept`, `markDue` and `releaseAll` send `pg_notify` inside their write. The
  *   listening client is the `SqlClient` itself when it can LISTEN (the PostgreSQL driver's client is one object
  *   under both tags, `SqlClient` and `PgClient`), so the driver package stays optional for SQLite-only hosts. A
- *   probe every 2 s finds a lost LISTEN connection (restart, killed backend) and listens again (`@mediagate/persistence/Listen`).
+ *   probe every 2 s finds a lost LISTEN connection (restart, killed backend) and listens again
+ *   (`@mediagate/persistence/Listen`).
  *
  * Every storage failure (`SqlError`, an undecodable row) surfaces as {@link PersistenceError}; so does an invalid
  * `prefix` (see `SqlStore`), when the storage is built.
@@ -61,20 +62,118 @@ import * as Slots from "./internal/sql/slots.js"
 import { layerPorts, type Ports, type Service, TaskStorage } from "./TaskStorage.js"
 
 export {
+  /**
+   * A row of `<prefix>nodes`: a registered node.
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
   NodeRow,
+  /**
+   * The shared advisory lock every transaction writing the outbox takes on PostgreSQL as its first statement, before it
+   * has a transaction id (`pg_advisory_xact_lock_shared(key1, key2)`, listed in `pg_locks` with `classid` key1, `objid`
+   * key2, `objsubid` 2; released at commit, after the commit is visible). Shared: writers never wait for each other;
+   * nobody takes it exclusively. Per table prefix, so that storages sharing a database do not hold each other back.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   outboxLockKeys,
+  /**
+   * A row of `<prefix>task_outbox`: an outbox entry (on PostgreSQL with its `txid`).
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
   OutboxRow,
+  /**
+   * Options of the SQL storage: the table prefix and where "now" comes from (default: the database clock).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type SqlOptions,
+  /**
+   * The columns of a task's row, in the order {@link taskRowOf} writes them.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
   taskColumns,
+  /**
+   * A row of `<prefix>tasks`: a {@link TaskRecord}; enum columns follow the contract's lists.
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
   TaskRow,
+  /**
+   * A record as the row {@link TaskRow} encodes it, written out: a task's insert is on the path of every generation
+   * request, where the Schema's encoder made a fifth of a request's allocations. The columns of the record's type are
+   * copied, `input` and `metadata` (plain JSON values by their types) stringified, the result and the error encoded by
+   * their Schemas; a record without a trace context or channel writes null, as those columns' default. The engine's
+   * tests hold it equal to the Schema's encoding.
+   *
+   * @since 0.1.0
+   * @category encoding
+   */
   taskRowOf
 } from "./internal/sql/rows.js"
-export { migrate, migrations, migrationsTable, outboxChannel, tables, wakeupChannel } from "./internal/sql/schema.js"
+export {
+  /**
+   * Runs the engine's migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
+   * `PersistenceError`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  migrate,
+  /**
+   * The engine's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails the
+   * loader with a `MigrationError`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  migrations,
+  /**
+   * The table the engine's migrations are recorded in: `<prefix>engine_migrations`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  migrationsTable,
+  /**
+   * The PostgreSQL `NOTIFY` channel of outbox writes (terminal transitions, for the webhook dispatcher):
+   * `<prefix>outbox`.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  outboxChannel,
+  /**
+   * The tables of the storage under `prefix`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  tables,
+  /**
+   * The PostgreSQL `NOTIFY` channel of wakeups: `<prefix>tasks`.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  wakeupChannel
+} from "./internal/sql/schema.js"
 
 /**
  * Builds the SQL task storage on the `SqlClient` in context (SQLite or PostgreSQL), after running the engine's
  * migrations, with its tables under `options.prefix` (default `mediagate_`; an invalid prefix fails with a
  * {@link PersistenceError}).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: SqlOptions = {}): Effect.Effect<
   Service,
@@ -94,7 +193,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     return Object.assign({ now: persistence("now")(context.currentTime) }, ...ports) as Service
   })
 
-/** The SQL storage as a layer (runs the migrations): the storage, and each of its ports. */
+/**
+ * The SQL storage as a layer (runs the migrations): the storage, and each of its ports.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   options: SqlOptions = {}
 ): Layer.Layer<

@@ -10,7 +10,12 @@
 import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-/** The storage clock. */
+/**
+ * The storage clock.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class StorageClock extends Context.Tag("@mediagate/engine/StorageClock")<StorageClock, {
   /** The storage clock (the database's, for SQL), in epoch ms: leases and deadlines are judged by it. */
   readonly now: Effect.Effect<number, PersistenceError>

@@ -23,17 +23,32 @@ import { TaskReads } from "./TaskReads.js"
 import { type TaskRecord, toSummary, toTask } from "./TaskRecord.js"
 import { listPage } from "./TaskService.js"
 
-/** Heartbeat periods a node may miss before it is reported stale. */
+/**
+ * Heartbeat periods a node may miss before it is reported stale.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const staleBeats = 3
 
-/** How long after it was last seen a node is dropped from the registry: one hour. */
+/**
+ * How long after it was last seen a node is dropped from the registry: one hour.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const nodeDropAfterMs = 60 * 60 * 1000
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
 const unavailable = toUnavailable("storage failure")
 
-/** A task as an operator reads it (result links as given). */
+/**
+ * A task as an operator reads it (result links as given).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toAdminTask = (task: TaskRecord): Admin.AdminTask => ({
   ...toTask(task),
   account_id: task.accountId,
@@ -54,7 +69,12 @@ export const toAdminTask = (task: TaskRecord): Admin.AdminTask => ({
   upstream_cost: task.upstreamCostMicros == null ? null : Money.fromMicros(task.upstreamCostMicros)
 })
 
-/** A registered node as the status shows it, judged at `now`. */
+/**
+ * A registered node as the status shows it, judged at `now`.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toNodeStatus = (node: NodeRow, now: number): Admin.NodeStatus => ({
   id: node.id,
   host: node.host,
@@ -67,7 +87,12 @@ export const toNodeStatus = (node: NodeRow, now: number): Admin.NodeStatus => ({
   files_unshared_with: node.apartFrom ?? []
 })
 
-/** Builds the engine's `AdminTasks`. */
+/**
+ * Builds the engine's `AdminTasks`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make: Effect.Effect<
   Services.AdminTasks["Type"],
   never,
@@ -118,7 +143,12 @@ export const make: Effect.Effect<
   return { list, get, status }
 })
 
-/** The engine's `AdminTasks` as a layer. */
+/**
+ * The engine's `AdminTasks` as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<
   Services.AdminTasks,
   never,

@@ -19,21 +19,41 @@ import type * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
 import type { Charge } from "./Billing.js"
 import type { NewTask, Outcome, TaskRecord } from "./TaskRecord.js"
-/** An `Idempotency-Key` claim of a task, judged by the shared rule (`IdempotencyWindow`). */
+/**
+ * An `Idempotency-Key` claim of a task, judged by the shared rule (`IdempotencyWindow`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type IdempotencyClaim = IdempotencyWindow.Claim
 
-/** The answer of {@link TaskLifecycle} `accept`. */
+/**
+ * The answer of {@link TaskLifecycle} `accept`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type AcceptResult =
   | { readonly _tag: "Created"; readonly task: TaskRecord }
   | { readonly _tag: "Replayed"; readonly task: TaskRecord }
 
-/** The answer of a cancel. */
+/**
+ * The answer of a cancel.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type CancelResult =
   | { readonly _tag: "NotFound" }
   | { readonly _tag: "NotCancellable"; readonly status: Task.TaskStatus }
   | { readonly _tag: "Cancelled"; readonly task: TaskRecord }
 
-/** A fenced, non-terminal update by the worker holding the lease. */
+/**
+ * A fenced, non-terminal update by the worker holding the lease.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StepUpdate {
   readonly status?: "queued" | "running"
   readonly progress?: number
@@ -57,7 +77,12 @@ export interface StepUpdate {
   readonly charges?: ReadonlyArray<ExtraCharge>
 }
 
-/** What a finish records besides the outcome. */
+/**
+ * What a finish records besides the outcome.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FinishOptions {
   /** The upstream job of the task, when the worker has not recorded it yet. */
   readonly upstreamJobId?: string | undefined
@@ -71,17 +96,32 @@ export interface FinishOptions {
   readonly task?: TaskRecord | undefined
 }
 
-/** A charge on top of a task's price. */
+/**
+ * A charge on top of a task's price.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ExtraCharge {
   readonly amountMicros: number
   readonly description: string
 }
 
-/** The positive extra charges of a step. */
+/**
+ * The positive extra charges of a step.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const extraCharges = (update: StepUpdate): ReadonlyArray<ExtraCharge> =>
   (update.charges ?? []).filter((charge) => charge.amountMicros > 0)
 
-/** The task lifecycle. */
+/**
+ * The task lifecycle.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class TaskLifecycle extends Context.Tag("@mediagate/engine/TaskLifecycle")<TaskLifecycle, {
   /**
    * Stores a new `pending` task with its charge and idempotency record in one transaction. With an idempotency
@@ -116,10 +156,10 @@ export class TaskLifecycle extends Context.Tag("@mediagate/engine/TaskLifecycle"
     update: StepUpdate
   ) => Effect.Effect<boolean, PersistenceError | Errors.InsufficientBalance | Errors.SpendLimitExceeded>
   /**
-   * Ends a task (succeeded, failed, expired) if `fence` still holds (as for `step`): terminal state, refund of failed and expired
-   * tasks, and the outbox event, in one transaction. Answers the terminal task, or none when the fence was lost.
-   * `options.upstreamJobId` records the upstream job with the outcome (a job submitted and finished under one
-   * claim). SQL storage commits concurrent finishes together (one transaction for a burst; see `SqlTaskStorage`).
+   * Ends a task (succeeded, failed, expired) if `fence` still holds (as for `step`): terminal state, refund of failed
+   * and expired tasks, and the outbox event, in one transaction. Answers the terminal task, or none when the fence
+   * was lost. `options.upstreamJobId` records the upstream job with the outcome (a job submitted and finished under
+   * one claim). SQL storage commits concurrent finishes together (one transaction for a burst; see `SqlTaskStorage`).
    */
   readonly finish: (
     id: string,

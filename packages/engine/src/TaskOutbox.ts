@@ -12,7 +12,12 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
 import type { TaskRecord } from "./TaskRecord.js"
-/** An event in the outbox. */
+/**
+ * An event in the outbox.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface OutboxEntry {
   readonly seq: number
   readonly accountId: string
@@ -23,7 +28,12 @@ export interface OutboxEntry {
   readonly event: Webhook.WebhookEvent
 }
 
-/** A page of the outbox and the cursor after it. */
+/**
+ * A page of the outbox and the cursor after it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface OutboxPage {
   readonly entries: ReadonlyArray<OutboxEntry>
   /** Opaque: pass it to the next `readOutbox` to continue after this page. */
@@ -36,7 +46,12 @@ export interface OutboxPage {
   readonly heldBack?: boolean
 }
 
-/** The outbox of task events (written with each terminal transition), read in order by the webhook dispatcher. */
+/**
+ * The outbox of task events (written with each terminal transition), read in order by the webhook dispatcher.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class TaskOutbox extends Context.Tag("@mediagate/engine/TaskOutbox")<TaskOutbox, {
   /**
    * Outbox entries after `cursor` (from the start without one). Gap-free: an entry that a reader has passed never

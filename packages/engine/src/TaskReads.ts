@@ -12,7 +12,12 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { TaskRecord } from "./TaskRecord.js"
-/** Filters and keyset position of a list (newest first). */
+/**
+ * Filters and keyset position of a list (newest first).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ListQuery {
   readonly status?: Task.TaskStatus | undefined
   readonly provider?: string | undefined
@@ -30,11 +35,21 @@ export interface ListQuery {
   readonly limit: number
 }
 
-/** Whether a task is the account's, and of `environment` when given (both storages). */
+/**
+ * Whether a task is the account's, and of `environment` when given (both storages).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const ownedBy = (task: TaskRecord, accountId: string, environment?: TaskRecord["environment"]): boolean =>
   task.accountId === accountId && (environment === undefined || task.environment === environment)
 
-/** A page of tasks. */
+/**
+ * A page of tasks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ListPage {
   readonly items: ReadonlyArray<TaskRecord>
   readonly hasMore: boolean
@@ -42,13 +57,23 @@ export interface ListPage {
   readonly total: number
 }
 
-/** Every account's tasks per state, and the active tasks due now and not leased ({@link TaskReads} `overview`). */
+/**
+ * Every account's tasks per state, and the active tasks due now and not leased ({@link TaskReads} `overview`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Overview {
   readonly byStatus: Readonly<Record<Task.TaskStatus, number>>
   readonly due: number
 }
 
-/** Reads of stored tasks. */
+/**
+ * Reads of stored tasks.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class TaskReads extends Context.Tag("@mediagate/engine/TaskReads")<TaskReads, {
   /** A task of an account (and of `environment` when given: a key sees only the tasks of its environment). */
   readonly get: (

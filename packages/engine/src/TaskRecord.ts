@@ -10,7 +10,12 @@
 import { type Catalog, Money, Task, type Webhook } from "@mediagate/contract"
 import type { Refund } from "./Billing.js"
 
-/** A task as storage holds it. Times are epoch milliseconds; money is integer micro-dollars. */
+/**
+ * A task as storage holds it. Times are epoch milliseconds; money is integer micro-dollars.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TaskRecord {
   readonly id: string
   readonly accountId: string
@@ -77,7 +82,12 @@ export interface TaskRecord {
   readonly submitFence?: number | null | undefined
 }
 
-/** What an upstream reported a job ran and cost. */
+/**
+ * What an upstream reported a job ran and cost.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface UpstreamUsage {
   /** Seconds the job ran at the upstream. */
   readonly seconds?: number | undefined
@@ -85,7 +95,12 @@ export interface UpstreamUsage {
   readonly costMicros?: number | undefined
 }
 
-/** What a new task needs; storage fills the bookkeeping fields. */
+/**
+ * What a new task needs; storage fills the bookkeeping fields.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type NewTask = Pick<
   TaskRecord,
   | "id"
@@ -112,6 +127,9 @@ export type NewTask = Pick<
 /**
  * Builds the stored form of a new task in `pending`, due at once (at `createdAt`, which storage may give as it
  * stores times). Every field written out, not spread: it runs on every accept.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromNew = (task: NewTask, createdAt = task.createdAt, deadlineAt = task.deadlineAt): TaskRecord => ({
   id: task.id,
@@ -149,13 +167,28 @@ export const fromNew = (task: NewTask, createdAt = task.createdAt, deadlineAt = 
   nodeId: task.nodeId ?? null
 })
 
-/** States a worker moves a task through. */
+/**
+ * States a worker moves a task through.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const activeStatuses: ReadonlyArray<Task.TaskStatus> = ["pending", "queued", "running"]
 
-/** Whether a status is terminal. */
+/**
+ * Whether a status is terminal.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isTerminal = (status: Task.TaskStatus): boolean => Task.terminalStatuses.includes(status)
 
-/** Allowed transitions of the state machine. */
+/**
+ * Allowed transitions of the state machine.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const transitions: Readonly<Record<Task.TaskStatus, ReadonlyArray<Task.TaskStatus>>> = {
   pending: ["queued", "cancelled", "expired", "failed"],
   queued: ["queued", "running", "succeeded", "failed", "cancelled", "expired"],
@@ -166,10 +199,20 @@ export const transitions: Readonly<Record<Task.TaskStatus, ReadonlyArray<Task.Ta
   expired: []
 }
 
-/** Whether the state machine allows `from` → `to`. */
+/**
+ * Whether the state machine allows `from` → `to`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const canMove = (from: Task.TaskStatus, to: Task.TaskStatus): boolean => transitions[from].includes(to)
 
-/** A task's columns of what its upstream reported (absent: left as they are). */
+/**
+ * A task's columns of what its upstream reported (absent: left as they are).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const usageColumns = (
   usage: UpstreamUsage | undefined
 ): Pick<TaskRecord, "upstreamSeconds" | "upstreamCostMicros"> => ({
@@ -177,23 +220,41 @@ export const usageColumns = (
   ...(usage?.costMicros === undefined ? {} : { upstreamCostMicros: Math.round(usage.costMicros) })
 })
 
-/** How a worker step ends a task. */
+/**
+ * How a worker step ends a task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Outcome =
   | { readonly _tag: "Succeeded"; readonly result: ReadonlyArray<Task.ResultItem>; readonly usage?: UpstreamUsage }
   | { readonly _tag: "Failed"; readonly error: Task.TaskError; readonly usage?: UpstreamUsage }
   | { readonly _tag: "Expired" }
 
-/** The terminal status of an outcome. */
+/**
+ * The terminal status of an outcome.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const statusOfOutcome = (outcome: Outcome): Task.TaskStatus =>
   outcome._tag === "Succeeded" ? "succeeded" : outcome._tag === "Failed" ? "failed" : "expired"
 
-/** Whether a terminal status is refunded in full (decisions.md §3). */
+/**
+ * Whether a terminal status is refunded in full (decisions.md §3).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isRefunded = (status: Task.TaskStatus): boolean =>
   status === "failed" || status === "expired" || status === "cancelled"
 
 /**
  * The refund a task is owed when it becomes `status`: everything charged and not yet refunded, for failed,
  * expired and cancelled tasks; none otherwise.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const refundFor = (task: TaskRecord, status: Task.TaskStatus): Refund | undefined => {
   const owed = isRefunded(status) ? task.chargedMicros - task.refundedMicros : 0
@@ -205,7 +266,12 @@ export const refundFor = (task: TaskRecord, status: Task.TaskStatus): Refund | u
 const iso = (ms: number) => new Date(ms).toISOString()
 const isoOrNull = (ms: number | null) => ms === null ? null : iso(ms)
 
-/** Net charge in USD. */
+/**
+ * Net charge in USD.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const costOf = (task: TaskRecord): number => Money.fromMicros(task.chargedMicros - task.refundedMicros)
 
 /** What every read of a task starts with. */
@@ -222,7 +288,12 @@ const head = (task: TaskRecord) => ({
 const result = (task: TaskRecord) => task.status === "succeeded" && task.result !== null ? { result: task.result } : {}
 const error = (task: TaskRecord) => task.error !== null ? { error: task.error } : {}
 
-/** The full task read of the API. */
+/**
+ * The full task read of the API.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toTask = (task: TaskRecord): Task.Task => ({
   ...head(task),
   ...result(task),
@@ -239,7 +310,12 @@ export const toTask = (task: TaskRecord): Task.Task => ({
   completed_at: isoOrNull(task.completedAt)
 })
 
-/** An item of the API's task list. */
+/**
+ * An item of the API's task list.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toSummary = (task: TaskRecord): Task.TaskSummary => ({
   ...head(task),
   progress: task.progress,
@@ -260,7 +336,12 @@ const ackTail = (task: TaskRecord) => ({
   estimated_seconds: task.estimatedSeconds
 })
 
-/** The creation acknowledgement of the API. */
+/**
+ * The creation acknowledgement of the API.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toCreationAck = (task: TaskRecord): Task.CreationAck => ({
   id: task.id,
   status: "pending",
@@ -268,7 +349,12 @@ export const toCreationAck = (task: TaskRecord): Task.CreationAck => ({
   ...ackTail(task)
 })
 
-/** The retry acknowledgement of the API. */
+/**
+ * The retry acknowledgement of the API.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toRetryAck = (task: TaskRecord): Task.RetryAck => ({
   id: task.id,
   original_task_id: task.originalTaskId ?? "",
@@ -285,7 +371,12 @@ const eventTypes: Partial<Record<Task.TaskStatus, Webhook.EventType>> = {
   cancelled: "task.cancelled"
 }
 
-/** The terminal event of a task (decisions.md §6), written to the outbox with the terminal state. */
+/**
+ * The terminal event of a task (decisions.md §6), written to the outbox with the terminal state.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toEvent = (task: TaskRecord, id: string, now: number): Webhook.WebhookEvent => ({
   id,
   type: eventTypes[task.status] ?? "task.failed",
@@ -310,10 +401,18 @@ export const toEvent = (task: TaskRecord, id: string, now: number): Webhook.Webh
  * An event as a write may store it before it knows its time: `created_at` (and its task's `completed_at`) `null`,
  * filled in from the stored row's time when read ({@link timedEvent}). A write that makes the task terminal in the
  * same statement as its event takes "now" from the database clock there, after the event was built.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type UntimedEvent = Omit<Webhook.WebhookEvent, "created_at"> & { readonly created_at: string | null }
 
-/** The terminal event of a task that ends at a time not known yet (see {@link UntimedEvent}). */
+/**
+ * The terminal event of a task that ends at a time not known yet (see {@link UntimedEvent}).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toUntimedEvent = (task: TaskRecord, id: string): UntimedEvent => ({
   ...toEvent({ ...task, completedAt: null }, id, 0),
   created_at: null
@@ -322,6 +421,9 @@ export const toUntimedEvent = (task: TaskRecord, id: string): UntimedEvent => ({
 /**
  * The event with its time: an untimed event's `created_at` and task `completed_at` become `at` (the keys keep their
  * places); an event that has its time is answered as it is.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const timedEvent = (event: UntimedEvent, at: number): Webhook.WebhookEvent => {
   if (isTimed(event)) return event

@@ -10,7 +10,12 @@ import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { TaskRecord } from "./TaskRecord.js"
-/** A task as retention sees it ({@link TaskRetention} `scanResults`). */
+/**
+ * A task as retention sees it ({@link TaskRetention} `scanResults`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ResultScan {
   readonly id: string
   readonly accountId: string
@@ -18,11 +23,21 @@ export interface ResultScan {
   readonly result: TaskRecord["result"]
 }
 
-/** The bytes of a result's files. */
+/**
+ * The bytes of a result's files.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const resultSize = (result: TaskRecord["result"]): number =>
   (result ?? []).reduce((total, item) => total + (Number.isFinite(item.size_bytes) ? item.size_bytes : 0), 0)
 
-/** What retention reads and deletes of the task storage (besides the outbox's own pruning). */
+/**
+ * What retention reads and deletes of the task storage (besides the outbox's own pruning).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class TaskRetention extends Context.Tag("@mediagate/engine/TaskRetention")<TaskRetention, {
   /** Forgets idempotency records created before `before` (epoch ms); answers how many. */
   readonly pruneIdempotency: (before: number) => Effect.Effect<number, PersistenceError>

@@ -24,7 +24,12 @@ import { TaskReads } from "./TaskReads.js"
 import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
 import { Upstream } from "./Upstream.js"
 
-/** How long an `Idempotency-Key` is remembered: the shared window (`IdempotencyWindow.millis`, 24 h). */
+/**
+ * How long an `Idempotency-Key` is remembered: the shared window (`IdempotencyWindow.millis`, 24 h).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const idempotencyWindowMs = IdempotencyWindow.millis
 
 const unavailable = toUnavailable("storage failure")
@@ -32,6 +37,9 @@ const unavailable = toUnavailable("storage failure")
 /**
  * One page of a task list query (`GET /api/v1/tasks`, and across accounts for operators when `accountId` is
  * undefined): the query's filters and cursor to storage, the page's items shaped by `item`, the next cursor.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const listPage = <A>(
   accountId: string | undefined,
@@ -57,7 +65,12 @@ export const listPage = <A>(
 
 const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
 
-/** Builds the service. */
+/**
+ * Builds the service.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.gen(function*() {
   const lifecycle = yield* TaskLifecycle
   const reads = yield* TaskReads
@@ -234,7 +247,12 @@ export const make = Effect.gen(function*() {
   return service
 })
 
-/** The engine's `TaskService`. */
+/**
+ * The engine's `TaskService`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<
   Services.TaskService,
   never,

@@ -30,24 +30,151 @@ import { TaskOutbox } from "./TaskOutbox.js"
 import { TaskReads } from "./TaskReads.js"
 import { TaskRetention } from "./TaskRetention.js"
 
-export type { ChannelUsage } from "./ChannelSlots.js"
-export type { NodeBeat, NodeRow } from "./NodeRegistry.js"
+export type {
+  /**
+   * One channel and model's tasks: charged against the upstream's reports (see `ChannelSlots.channelUsage`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  ChannelUsage
+} from "./ChannelSlots.js"
+export type {
+  /**
+   * A heartbeat of a process running workers (the node registry).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  NodeBeat,
+  /**
+   * A registered node: its last heartbeat, when it registered and when it was last seen (storage clock, epoch ms).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  NodeRow
+} from "./NodeRegistry.js"
 export {
+  /**
+   * The answer of {@link TaskLifecycle} `accept`.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type AcceptResult,
+  /**
+   * The answer of a cancel.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type CancelResult,
+  /**
+   * A charge on top of a task's price.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type ExtraCharge,
+  /**
+   * The positive extra charges of a step.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   extraCharges,
+  /**
+   * What a finish records besides the outcome.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type FinishOptions,
+  /**
+   * An `Idempotency-Key` claim of a task, judged by the shared rule (`IdempotencyWindow`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type IdempotencyClaim,
+  /**
+   * A fenced, non-terminal update by the worker holding the lease.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type StepUpdate
 } from "./TaskLifecycle.js"
-export type { OutboxEntry, OutboxPage } from "./TaskOutbox.js"
-export { type ListPage, type ListQuery, type Overview, ownedBy } from "./TaskReads.js"
-export { type ResultScan, resultSize } from "./TaskRetention.js"
+export type {
+  /**
+   * An event in the outbox.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  OutboxEntry,
+  /**
+   * A page of the outbox and the cursor after it.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  OutboxPage
+} from "./TaskOutbox.js"
+export {
+  /**
+   * A page of tasks.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type ListPage,
+  /**
+   * Filters and keyset position of a list (newest first).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type ListQuery,
+  /**
+   * Every account's tasks per state, and the active tasks due now and not leased ({@link TaskReads} `overview`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type Overview,
+  /**
+   * Whether a task is the account's, and of `environment` when given (both storages).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  ownedBy
+} from "./TaskReads.js"
+export {
+  /**
+   * A task as retention sees it ({@link TaskRetention} `scanResults`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type ResultScan,
+  /**
+   * The bytes of a result's files.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  resultSize
+} from "./TaskRetention.js"
 
 /**
  * Every port of the task storage in one service: what {@link makeMemory} and `SqlTaskStorage.make` build, and what
  * their layers provide each port from ({@link layerPorts}).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Service =
   & TaskLifecycle["Type"]
@@ -58,13 +185,28 @@ export type Service =
   & TaskRetention["Type"]
   & StorageClock["Type"]
 
-/** The task storage as one service (its implementations' layers also provide each port: {@link layerPorts}). */
+/**
+ * The task storage as one service (its implementations' layers also provide each port: {@link layerPorts}).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class TaskStorage extends Context.Tag("@mediagate/engine/TaskStorage")<TaskStorage, Service>() {}
 
-/** Every port of the task storage. */
+/**
+ * Every port of the task storage.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Ports = TaskLifecycle | TaskReads | TaskOutbox | NodeRegistry | ChannelSlots | TaskRetention | StorageClock
 
-/** Each port of a task storage service, as a context. */
+/**
+ * Each port of a task storage service, as a context.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const portsOf = (storage: Service): Context.Context<Ports> =>
   Context.make(TaskLifecycle, storage).pipe(
     Context.add(TaskReads, storage),
@@ -75,13 +217,21 @@ export const portsOf = (storage: Service): Context.Context<Ports> =>
     Context.add(StorageClock, storage)
   )
 
-/** Each port from the {@link TaskStorage} in context. */
+/**
+ * Each port from the {@link TaskStorage} in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerPorts: Layer.Layer<Ports, never, TaskStorage> = Layer.effectContext(Effect.map(TaskStorage, portsOf))
 
 /**
  * Storage in memory: one process, nothing survives a restart. Operations run one at a time (a semaphore plays
  * the transaction), so it is as atomic as the SQL implementations. Its clock is Effect's `Clock`. One module per
  * port under `internal/memory/`, on one shared state (`internal/memory/state.ts`).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeMemory = (): Effect.Effect<Service, never, Billing> =>
   Effect.map(MemoryState.make, (state) => ({
@@ -94,6 +244,11 @@ export const makeMemory = (): Effect.Effect<Service, never, Billing> =>
     ...MemoryRetention.make(state)
   }))
 
-/** The memory storage as a layer. */
+/**
+ * The memory storage as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerMemory = (): Layer.Layer<TaskStorage | Ports, never, Billing> =>
   Layer.provideMerge(layerPorts, Layer.effect(TaskStorage, makeMemory()))

@@ -12,7 +12,12 @@ import type * as Stream from "effect/Stream"
 import type { ExtraCharge } from "./TaskLifecycle.js"
 import type { TaskRecord } from "./TaskRecord.js"
 
-/** What a poll reports. */
+/**
+ * What a poll reports.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type JobState =
   | { readonly _tag: "Queued" }
   | { readonly _tag: "Running"; readonly progress: number }
@@ -46,6 +51,9 @@ export type JobState =
  * with `PROVIDER_ERROR` (or the given code). `kind` says why, for the channel router: `unavailable` (timeout,
  * refused connection, 5xx, 429), `auth` (the upstream rejected our credentials), `refused` (the upstream refused
  * this request on its merits: invalid input, content policy).
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class UpstreamError extends Schema.TaggedError<UpstreamError>()("UpstreamError", {
   message: Schema.String,
@@ -68,6 +76,9 @@ export class UpstreamError extends Schema.TaggedError<UpstreamError>()("Upstream
  * the upstream honours the submit's idempotency key: submitting again is safe), `Unknown` (the upstream offers no
  * way to tell: the task waits `waitMs` from the uncertain submit, or a callback that names the job, before it is
  * submitted again).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type FindResult =
   | { readonly _tag: "Found"; readonly jobId: string; readonly channelId?: string }
@@ -80,16 +91,27 @@ const markerPrefix = "submit?"
 /**
  * The upstream job id a worker records after an uncertain submit at `at` (epoch ms): the job may exist, its id is
  * not known yet. Never a real job id (polls and cancels skip it).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const submitMarker = (at: number): string => `${markerPrefix}${at}`
 
 /**
  * The SQL `LIKE` pattern of a {@link submitMarker}. A step that records a marker keeps a job recorded meanwhile (a
  * callback named it: `TaskLifecycle.noteJob`): a marker never replaces a job id.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const markerPattern = `${markerPrefix}%`
 
-/** When the uncertain submit of a {@link submitMarker} was made (epoch ms), or undefined for a real job id. */
+/**
+ * When the uncertain submit of a {@link submitMarker} was made (epoch ms), or undefined for a real job id.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const markedAt = (jobId: string | null | undefined): number | undefined => {
   if (jobId == null || !jobId.startsWith(markerPrefix)) return undefined
   const at = Number(jobId.slice(markerPrefix.length))
@@ -100,10 +122,18 @@ export const markedAt = (jobId: string | null | undefined): number | undefined =
  * The id an upstream may know a task's job by (an idempotency key, a tag in the job's metadata): the task id with
  * the channel's (`<task>.<channel>`), so a retried task (a new id) or a task failed over to another channel never
  * matches an earlier job, and a submit repeated on the same channel always does.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const submitKey = (task: TaskRecord): string => task.channelId == null ? task.id : `${task.id}.${task.channelId}`
 
-/** The upstream port. */
+/**
+ * The upstream port.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Upstream extends Context.Tag("@mediagate/engine/Upstream")<Upstream, {
   /**
    * Starts the job of a task; the task id (with the channel's, when routed over channels) doubles as an idempotency

@@ -62,10 +62,50 @@ import { TaskRetention } from "./TaskRetention.js"
 import { idempotencyWindowMs } from "./TaskService.js"
 import { Upstream } from "./Upstream.js"
 
-export { defaultPollDelayMs, defaultRetryDelayMs, safetyNetPollDelayMs } from "./internal/worker/schedule.js"
-export { config } from "./internal/worker/settings.js"
+export {
+  /**
+   * Default poll schedule: the first poll when the task is expected to be done (80% of its estimate, 1 to 30 s), then 1
+   * s, 1.5 s, 2.25 s, ... at most 15 s.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  defaultPollDelayMs,
+  /**
+   * Default retry backoff after a failed upstream call: 2 s, 4 s, ... at most 60 s.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  defaultRetryDelayMs,
+  /**
+   * Poll schedule when the upstream reports every change, a safety net for lost callbacks (a restart): the first poll
+   * once the job should be done (1.25 × the task's estimate, from 10 s to 60 s), then 20 s, 40 s, ... at most 60 s.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  safetyNetPollDelayMs
+} from "./internal/worker/schedule.js"
+export {
+  /**
+   * Worker settings from Effect `Config` (decisions.md §10): `MEDIAGATE_WORKER_CONCURRENCY` (default 32),
+   * `MEDIAGATE_WORKER_LEASE` (default `30s`, at least `1s`: how long a task claimed by a process that died stays
+   * unclaimed) and `MEDIAGATE_WORKER_CLAIM_INTERVAL` (default `10ms`, at most `1s`: {@link
+   * WorkerOptions.claimInterval}).
+   *
+   * @since 0.1.0
+   * @category config
+   */
+  config
+} from "./internal/worker/settings.js"
 
-/** Worker settings. */
+/**
+ * Worker settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WorkerOptions {
   /** Steps one process runs at once; `0` runs no worker (an API-only node). Default 32. */
   readonly concurrency?: number
@@ -100,6 +140,9 @@ export interface WorkerOptions {
  *
  * A submit whose first poll is due at once (a poll delay of 0) polls under the same claim, and records the job
  * with what the poll told (progress and the next poll, or the end of the task) in one storage write.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, "pollDelay" | "retryDelay">>) =>
   Effect.flatMap(
@@ -108,7 +151,12 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
       runStepWith({ step: lifecycle.step, finish: lifecycle.finish, getById: reads.getById }, upstream, task, options)
   )
 
-/** Runs the worker until the scope closes. Needs the storage ports it uses and the upstream. */
+/**
+ * Runs the worker until the scope closes. Needs the storage ports it uses and the upstream.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const run = (options: WorkerOptions = {}) =>
   Effect.gen(function*() {
     const concurrency = options.concurrency ?? 32
@@ -180,7 +228,9 @@ export const run = (options: WorkerOptions = {}) =>
       if (deadlines.has(id)) noticedInStep.add(id)
       return id
     }
-    /** Tasks to make due again after a step's write (see {@link noticedInStep}), written with the upstream's changes. */
+    /**
+     * Tasks to make due again after a step's write (see {@link noticedInStep}), written with the upstream's changes.
+     */
     const dueAgain = yield* Queue.unbounded<string>()
 
     /**
@@ -425,13 +475,28 @@ export const run = (options: WorkerOptions = {}) =>
     yield* Effect.logDebug(`worker ${owner} started (concurrency ${concurrency})`)
   })
 
-/** What a worker needs: the storage ports it uses and the upstream. */
+/**
+ * What a worker needs: the storage ports it uses and the upstream.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Requirements = TaskLifecycle | TaskReads | NodeRegistry | TaskRetention | Upstream
 
-/** The worker with its settings from Effect `Config`. */
+/**
+ * The worker with its settings from Effect `Config`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig = (overrides: WorkerOptions = {}): Layer.Layer<never, ConfigError.ConfigError, Requirements> =>
   Layer.unwrapEffect(Effect.map(config, (options) => layer({ ...options, ...overrides })))
 
-/** The worker as a layer: it runs while the layer is alive. */
+/**
+ * The worker as a layer: it runs while the layer is alive.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: WorkerOptions = {}): Layer.Layer<never, never, Requirements> =>
   Layer.scopedDiscard(run(options))
