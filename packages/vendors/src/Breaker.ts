@@ -19,7 +19,12 @@
  */
 import * as Duration from "effect/Duration"
 
-/** Breaker settings. */
+/**
+ * Breaker settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BreakerOptions {
   /** Consecutive failures that open a closed breaker. Default 5. */
   readonly failures?: number
@@ -37,15 +42,30 @@ export interface BreakerOptions {
   readonly probeTimeout?: Duration.DurationInput
 }
 
-/** The state of a breaker. */
+/**
+ * The state of a breaker.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type BreakerState = "closed" | "open" | "half_open"
 
-/** What a breaker says about a call now. */
+/**
+ * What a breaker says about a call now.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Admission =
   | { readonly _tag: "Allowed"; readonly probe: boolean }
   | { readonly _tag: "Refused"; readonly retryAt: number }
 
-/** A breaker as the admin views show it. */
+/**
+ * A breaker as the admin views show it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BreakerView {
   readonly breaker: BreakerState
   readonly consecutiveFailures: number
@@ -53,7 +73,12 @@ export interface BreakerView {
   readonly lastError: string | null
 }
 
-/** A state change, for logs and metrics. */
+/**
+ * A state change, for logs and metrics.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Transition {
   readonly id: string
   readonly from: BreakerState
@@ -79,17 +104,34 @@ interface Entry {
   readonly slot: Array<number>
 }
 
-/** The breakers of every channel of one process. */
+/**
+ * The breakers of every channel of one process.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export class Breakers {
+  /** @internal */
   readonly #entries = new Map<string, Entry>()
+  /** @internal */
   readonly #failures: number
+  /** @internal */
   readonly #errorRate: number
+  /** @internal */
   readonly #minimumCalls: number
+  /** @internal */
   readonly #bucketMs: number
+  /** @internal */
   readonly #cooldownMs: number
+  /** @internal */
   readonly #maxCooldownMs: number
+  /** @internal */
   readonly #probeTimeoutMs: number
-  /** State changes not taken yet, oldest first. */
+  /**
+   * State changes not taken yet, oldest first.
+   *
+   * @internal
+   */
   #transitions: Array<Transition> = []
 
   constructor(options: BreakerOptions = {}) {
@@ -102,6 +144,7 @@ export class Breakers {
     this.#probeTimeoutMs = Duration.toMillis(options.probeTimeout ?? "2 minutes")
   }
 
+  /** @internal */
   #entry(id: string): Entry {
     let entry = this.#entries.get(id)
     if (entry === undefined) {
@@ -122,6 +165,7 @@ export class Breakers {
     return entry
   }
 
+  /** @internal */
   #move(id: string, entry: Entry, to: BreakerState, reason: string) {
     const from = entry.state
     if (from === to) return
@@ -129,6 +173,7 @@ export class Breakers {
     this.#transitions.push({ id, from, to, reason })
   }
 
+  /** @internal */
   #open(id: string, entry: Entry, now: number, cooldownMs: number, reason: string) {
     entry.openedAt = now
     entry.cooldownMs = cooldownMs
@@ -137,7 +182,11 @@ export class Breakers {
     this.#move(id, entry, "open", reason)
   }
 
-  /** Counts a call in the error-rate window; answers the window's calls and failures. */
+  /**
+   * Counts a call in the error-rate window; answers the window's calls and failures.
+   *
+   * @internal
+   */
   #count(entry: Entry, now: number, failed: boolean): { readonly calls: number; readonly failed: number } {
     const index = Math.floor(now / this.#bucketMs)
     const at = index % buckets
@@ -159,7 +208,11 @@ export class Breakers {
     return { calls, failed: failures }
   }
 
-  /** Whether a call to the channel may go now; a half-open breaker lets one probe through at a time. */
+  /**
+   * Whether a call to the channel may go now; a half-open breaker lets one probe through at a time.
+   *
+   * @since 0.1.0
+   */
   admit(id: string, now: number): Admission {
     const entry = this.#entry(id)
     switch (entry.state) {
@@ -181,7 +234,11 @@ export class Breakers {
     }
   }
 
-  /** Whether the channel would admit a call now, without taking a probe slot. */
+  /**
+   * Whether the channel would admit a call now, without taking a probe slot.
+   *
+   * @since 0.1.0
+   */
   available(id: string, now: number): boolean {
     const entry = this.#entries.get(id)
     if (entry === undefined || entry.state === "closed") return true
@@ -189,7 +246,11 @@ export class Breakers {
     return entry.probeSince === null || now - entry.probeSince >= this.#probeTimeoutMs
   }
 
-  /** When a refused channel admits a call again (now, for one that admits). */
+  /**
+   * When a refused channel admits a call again (now, for one that admits).
+   *
+   * @since 0.1.0
+   */
   retryAt(id: string, now: number): number {
     const entry = this.#entries.get(id)
     if (entry === undefined || entry.state === "closed") return now
@@ -197,7 +258,11 @@ export class Breakers {
     return entry.probeSince === null ? now : Math.max(now, entry.probeSince + this.#probeTimeoutMs)
   }
 
-  /** A call that got an answer. */
+  /**
+   * A call that got an answer.
+   *
+   * @since 0.1.0
+   */
   success(id: string, now: number): void {
     const entry = this.#entry(id)
     this.#count(entry, now, false)
@@ -210,7 +275,11 @@ export class Breakers {
     }
   }
 
-  /** A call that failed for a reason that counts against the channel's health. */
+  /**
+   * A call that failed for a reason that counts against the channel's health.
+   *
+   * @since 0.1.0
+   */
   failure(id: string, now: number, message: string): void {
     const entry = this.#entry(id)
     const window = this.#count(entry, now, true)
@@ -232,7 +301,11 @@ export class Breakers {
     }
   }
 
-  /** The breaker as the admin views show it (`closed` for a channel never called). */
+  /**
+   * The breaker as the admin views show it (`closed` for a channel never called).
+   *
+   * @since 0.1.0
+   */
   view(id: string): BreakerView {
     const entry = this.#entries.get(id)
     if (entry === undefined) return { breaker: "closed", consecutiveFailures: 0, openedAt: null, lastError: null }
@@ -247,6 +320,8 @@ export class Breakers {
   /**
    * The state changes since the last call, oldest first (for logs and metrics; take them after every `admit`,
    * `success` and `failure`, or they pile up).
+   *
+   * @since 0.1.0
    */
   transitions(): ReadonlyArray<Transition> {
     if (this.#transitions.length === 0) return []
@@ -255,7 +330,11 @@ export class Breakers {
     return taken
   }
 
-  /** Forgets a channel (deleted, or its settings changed: a new upstream starts closed). */
+  /**
+   * Forgets a channel (deleted, or its settings changed: a new upstream starts closed).
+   *
+   * @since 0.1.0
+   */
   reset(id: string): void {
     this.#entries.delete(id)
   }

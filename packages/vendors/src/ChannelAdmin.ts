@@ -46,7 +46,12 @@ import * as Mapping from "./Mapping.js"
 import * as Transport from "./Transport.js"
 import * as Transports from "./transports/index.js"
 
-/** The `disabled_reason` of a channel an operator disabled. */
+/**
+ * The `disabled_reason` of a channel an operator disabled.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const operatorReason = "disabled by an operator"
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -55,7 +60,12 @@ const unavailable = toUnavailable("channels: storage failure")
 
 const invalid = (message: string) => new Errors.ValidationError({ message })
 
-/** A channel as the admin API shows it: no credentials, only whether they are set and their hint. */
+/**
+ * A channel as the admin API shows it: no credentials, only whether they are set and their hint.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toChannel = (config: ChannelConfig, health: ChannelHealthView, inFlight: number): Channel.Channel => {
   const apiKey = config.credentials.apiKey
   const hint = config.credentialsHint !== undefined
@@ -89,7 +99,12 @@ export const toChannel = (config: ChannelConfig, health: ChannelHealthView, inFl
   }
 }
 
-/** A base URL as a relay channel takes it: absolute, http or https, without user or password. */
+/**
+ * A base URL as a relay channel takes it: absolute, http or https, without user or password.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const checkBaseUrl = (value: string): string | undefined => {
   let url: URL
   try {
@@ -119,7 +134,12 @@ interface Shape {
 const hostPattern =
   /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$/i
 
-/** The first rule `shape` breaks (see the module's comment), by the transports of `registry`. */
+/**
+ * The first rule `shape` breaks (see the module's comment), by the transports of `registry`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const checkShape = (shape: Shape, registry: Transport.Registry = Transports.registry): string | undefined => {
   const { settings, transport } = shape
   const definition = Transport.find(registry, transport)
@@ -175,7 +195,12 @@ const settingsOf = (settings: Channel.ChannelSettings | undefined): ChannelConfi
   ...(settings?.workflows === undefined ? {} : { workflows: settings.workflows })
 })
 
-/** The stored settings as the admin API shows them. */
+/**
+ * The stored settings as the admin API shows them.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const wireSettings = (settings: ChannelConfig["settings"]): Channel.ChannelSettings => ({
   ...(settings.baseUrl === undefined ? {} : { base_url: settings.baseUrl }),
   ...(settings.timeoutMs === undefined ? {} : { timeout_ms: settings.timeoutMs }),
@@ -193,16 +218,31 @@ const credentialsOf = (credentials: Channel.ChannelCredentials): ChannelConfig["
   apiKey: Redacted.make(credentials.api_key)
 })
 
-/** The message refusing a write to a default channel. */
+/**
+ * The message refusing a write to a default channel.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromEnvironment = (id: string, change: "changed" | "deleted") =>
   `channel ${id} comes from the environment (MEDIAGATE_UPSTREAM_<FAMILY>, MEDIAGATE_RELAY_URL, ` +
   `MEDIAGATE_RELAY_API_KEY) and cannot be ${change} here: change the environment, or add a channel that serves ` +
   `its models (docs/channels.md)`
 
-/** What the admin service is built on. */
+/**
+ * What the admin service is built on.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Requirements = ChannelStore | ChannelRuntime | ChannelSecrets | ChannelSlots | StorageClock
 
-/** Builds the admin service of channels. */
+/**
+ * Builds the admin service of channels.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirements> = Effect.gen(function*() {
   const store = yield* ChannelStore
   const runtime = yield* ChannelRuntime
@@ -354,7 +394,12 @@ export const make: Effect.Effect<Services.AdminChannels["Type"], never, Requirem
   return Services.AdminChannels.of({ list, get, create, update, remove, usage })
 })
 
-/** The admin service of channels as a layer. */
+/**
+ * The admin service of channels as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<Services.AdminChannels, never, Requirements> = Layer.effect(
   Services.AdminChannels,
   make

@@ -37,17 +37,32 @@ import type { ChannelConfig, ChannelInput, ChannelPatch } from "./ChannelStore.j
 // keys
 // -----------------------------------------------------------------------------------------------------------------
 
-/** The version tag of the stored format. */
+/**
+ * The version tag of the stored format.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const formatVersion = "v1"
 
 /** The salt of a passphrase's scrypt and the authenticated prefix of every ciphertext. */
 const label = "mediagate channel credentials"
 
-/** What a key setting must be, for error messages. */
+/**
+ * What a key setting must be, for error messages.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const keyRule =
   "must be 32 bytes as 64 hex characters or base64, or a passphrase of at least 16 characters (docs/channels.md)"
 
-/** An encryption key: its 32 bytes and its id. */
+/**
+ * An encryption key: its 32 bytes and its id.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ChannelKey {
   /** First 8 hex characters of the SHA-256 of the key bytes: names the key in stored values without revealing it. */
   readonly id: string
@@ -68,6 +83,9 @@ const base64Key = (text: string): Buffer | undefined => {
 /**
  * The key of a setting: 64 hex characters, 32 bytes of base64, or a passphrase of at least 16 characters (scrypt).
  * Fails with {@link keyRule} otherwise.
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const parseKey = (text: string): Either.Either<ChannelKey, string> => {
   const trimmed = text.trim()
@@ -84,23 +102,43 @@ export const parseKey = (text: string): Either.Either<ChannelKey, string> => {
 // sealing
 // -----------------------------------------------------------------------------------------------------------------
 
-/** Why credentials cannot be sealed or opened. */
+/**
+ * Why credentials cannot be sealed or opened.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ChannelSecretError extends Schema.TaggedError<ChannelSecretError>()("ChannelSecretError", {
   /** `no-key`: no (current) key configured; `unknown-key`: sealed by a key not configured; `corrupt`: does not open. */
   reason: Schema.Literal("no-key", "unknown-key", "corrupt"),
   message: Schema.String
 }) {}
 
-/** The message refusing credentials without a key (the admin API answers it as a `VALIDATION_ERROR`). */
+/**
+ * The message refusing credentials without a key (the admin API answers it as a `VALIDATION_ERROR`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const noKeyMessage = "channel credentials need MEDIAGATE_CHANNEL_KEY (docs/channels.md)"
 
-/** A sealed value opened: its plaintext and the id of the key that opened it. */
+/**
+ * A sealed value opened: its plaintext and the id of the key that opened it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Opened {
   readonly plaintext: string
   readonly keyId: string
 }
 
-/** Sealing and opening credentials with the configured keys. */
+/**
+ * Sealing and opening credentials with the configured keys.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Secrets {
   /** Id of the current key (writes use it); null without `MEDIAGATE_CHANNEL_KEY`. */
   readonly keyId: string | null
@@ -114,7 +152,12 @@ const b64 = (bytes: Buffer) => bytes.toString("base64url")
 
 const aad = (context: string) => Buffer.from(`${label} ${formatVersion} ${context}`, "utf8")
 
-/** The {@link Secrets} of a current key (none: nothing can be sealed) and older keys that still open values. */
+/**
+ * The {@link Secrets} of a current key (none: nothing can be sealed) and older keys that still open values.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeSecrets = (current: ChannelKey | undefined, previous: ReadonlyArray<ChannelKey> = []): Secrets => {
   const keys = new Map<string, ChannelKey>()
   for (const key of [...(current === undefined ? [] : [current]), ...previous]) {
@@ -162,13 +205,23 @@ export const makeSecrets = (current: ChannelKey | undefined, previous: ReadonlyA
   }
 }
 
-/** The key settings: `MEDIAGATE_CHANNEL_KEY` and `MEDIAGATE_CHANNEL_KEY_PREVIOUS` (blank counts as not set). */
+/**
+ * The key settings: `MEDIAGATE_CHANNEL_KEY` and `MEDIAGATE_CHANNEL_KEY_PREVIOUS` (blank counts as not set).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface KeySettings {
   readonly current: Option.Option<Redacted.Redacted<string>>
   readonly previous: Option.Option<Redacted.Redacted<string>>
 }
 
-/** {@link KeySettings} from Effect `Config`. */
+/**
+ * {@link KeySettings} from Effect `Config`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const config: Config.Config<KeySettings> = Config.all({
   current: Config.option(Config.redacted("MEDIAGATE_CHANNEL_KEY")),
   previous: Config.option(Config.redacted("MEDIAGATE_CHANNEL_KEY_PREVIOUS"))
@@ -183,7 +236,12 @@ const settingKey = (name: string, value: Option.Option<Redacted.Redacted<string>
     })
   })
 
-/** The {@link Secrets} of key settings; a key that is not a key fails with a `ConfigError` naming its variable. */
+/**
+ * The {@link Secrets} of key settings; a key that is not a key fails with a `ConfigError` naming its variable.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromSettings = (settings: KeySettings): Effect.Effect<Secrets, ConfigError.ConfigError> =>
   Effect.gen(function*() {
     const current = yield* settingKey("MEDIAGATE_CHANNEL_KEY", settings.current)
@@ -191,10 +249,20 @@ export const fromSettings = (settings: KeySettings): Effect.Effect<Secrets, Conf
     return makeSecrets(current, previous === undefined ? [] : [previous])
   })
 
-/** The configured {@link Secrets} of the channel stores. */
+/**
+ * The configured {@link Secrets} of the channel stores.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ChannelSecrets extends Context.Tag("@mediagate/vendors/ChannelSecrets")<ChannelSecrets, Secrets>() {}
 
-/** {@link ChannelSecrets} of the given keys (text as in the environment; absent: not set). */
+/**
+ * {@link ChannelSecrets} of the given keys (text as in the environment; absent: not set).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   keys: { readonly current?: string | undefined; readonly previous?: string | undefined } = {}
 ): Layer.Layer<
@@ -209,7 +277,12 @@ export const layer = (
     })
   )
 
-/** {@link ChannelSecrets} from `MEDIAGATE_CHANNEL_KEY` and `MEDIAGATE_CHANNEL_KEY_PREVIOUS`. */
+/**
+ * {@link ChannelSecrets} from `MEDIAGATE_CHANNEL_KEY` and `MEDIAGATE_CHANNEL_KEY_PREVIOUS`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<ChannelSecrets, ConfigError.ConfigError> = Layer.effect(
   ChannelSecrets,
   Effect.flatMap(config, fromSettings)
@@ -219,17 +292,32 @@ export const layerConfig: Layer.Layer<ChannelSecrets, ConfigError.ConfigError> =
 // stored channels
 // -----------------------------------------------------------------------------------------------------------------
 
-/** A channel as the stores keep it: its credentials sealed, and their hint in clear. */
+/**
+ * A channel as the stores keep it: its credentials sealed, and their hint in clear.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StoredChannel extends Omit<ChannelConfig, "credentials" | "credentialsHint"> {
   /** The sealed credentials ({@link Secrets.seal}), or null. */
   readonly credentials: string | null
   readonly credentialsHint: string | null
 }
 
-/** The hint of an API key: `…` and its last 4 characters (only `…` below 12 characters: too much of a short key). */
+/**
+ * The hint of an API key: `…` and its last 4 characters (only `…` below 12 characters: too much of a short key).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const hintOf = (apiKey: string): string => apiKey.length >= 12 ? `…${apiKey.slice(-4)}` : "…"
 
-/** Seals a channel's credentials (none: null) with their hint. */
+/**
+ * Seals a channel's credentials (none: null) with their hint.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const sealCredentials = (
   secrets: Secrets,
   id: string,
@@ -243,7 +331,12 @@ export const sealCredentials = (
   )
 }
 
-/** Opens sealed credentials (the JSON of {@link sealCredentials}). */
+/**
+ * Opens sealed credentials (the JSON of {@link sealCredentials}).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const openCredentials = (
   secrets: Secrets,
   id: string,
@@ -265,11 +358,21 @@ export const openCredentials = (
     return Either.left(new ChannelSecretError({ reason: "corrupt", message: "the stored value is not credentials" }))
   })
 
-/** A write a channel store refuses for the credentials (no key to seal them), as the failure of its `operation`. */
+/**
+ * A write a channel store refuses for the credentials (no key to seal them), as the failure of its `operation`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const refused = (operation: string) => (error: ChannelSecretError) =>
   new PersistenceError({ message: `channel storage: ${operation} failed: ${error.message}`, cause: error })
 
-/** The `disabledReason` of a channel whose credentials cannot be decrypted. */
+/**
+ * The `disabledReason` of a channel whose credentials cannot be decrypted.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const unreadableReason = (error: ChannelSecretError): string =>
   `its credentials cannot be decrypted: ${error.message}; set the key that wrote them, or write new credentials ` +
   `(docs/channels.md)`
@@ -277,6 +380,9 @@ export const unreadableReason = (error: ChannelSecretError): string =>
 /**
  * A stored channel as the router and the admin service read it: credentials opened; when they cannot be, empty
  * credentials, `enabled: false` and the reason (the stored row is left as it is).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const openStored = (secrets: Secrets, stored: StoredChannel): ChannelConfig => {
   const base = { ...stored }
@@ -287,7 +393,12 @@ export const openStored = (secrets: Secrets, stored: StoredChannel): ChannelConf
     : { ...base, credentials: {}, enabled: false, disabledReason: unreadableReason(opened.left) }
 }
 
-/** A new channel as stored (`id` and `now` given by the store). */
+/**
+ * A new channel as stored (`id` and `now` given by the store).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const storeInput = (
   secrets: Secrets,
   id: string,
@@ -317,6 +428,9 @@ export const storeInput = (
  * reason; credentials kept are re-encrypted with the current key when an older key sealed them (rotation), and
  * left as they are when they cannot be opened. `updatedAt` always moves forward (at least 1 ms), so that the
  * router sees every change.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const storePatch = (
   secrets: Secrets,

@@ -13,17 +13,32 @@ import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Stream from "effect/Stream"
 
-/** How a channel reaches its upstream: the contract's `channelTransports`, the names of the transport registry. */
+/**
+ * How a channel reaches its upstream: the contract's `channelTransports`, the names of the transport registry.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ChannelTransport = Channel.ChannelTransport
 
-/** How one of our models maps onto the upstream (the contract's `ModelMapping`). */
+/**
+ * How one of our models maps onto the upstream (the contract's `ModelMapping`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ModelMapping {
   readonly target: string
   readonly input?: string
   readonly output?: string
 }
 
-/** A channel as the router and the admin service use it (credentials decrypted). */
+/**
+ * A channel as the router and the admin service use it (credentials decrypted).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ChannelConfig {
   /** `ch_` + ULID; `default` for the channel built from the environment (never stored). */
   readonly id: string
@@ -80,7 +95,12 @@ export interface ChannelConfig {
   readonly updatedAt: number
 }
 
-/** What a new channel is made of. */
+/**
+ * What a new channel is made of.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ChannelInput {
   readonly name: string
   readonly transport: ChannelTransport
@@ -96,14 +116,24 @@ export interface ChannelInput {
   readonly disabledReason?: string | null
 }
 
-/** A change of a channel: the fields given are replaced (`credentials: null` removes them); never its transport. */
+/**
+ * A change of a channel: the fields given are replaced (`credentials: null` removes them); never its transport.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ChannelPatch extends Partial<Omit<ChannelInput, "transport" | "credentials" | "disabledReason">> {
   readonly credentials?: ChannelConfig["credentials"] | null
   /** Set with `enabled: false` by the router (auto-disable); cleared by `enabled: true`. */
   readonly disabledReason?: string | null
 }
 
-/** The channel storage port. */
+/**
+ * The channel storage port.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ChannelStore extends Context.Tag("@mediagate/vendors/ChannelStore")<ChannelStore, {
   /** Every stored channel, oldest first. */
   readonly list: Effect.Effect<ReadonlyArray<ChannelConfig>, PersistenceError>
@@ -120,7 +150,12 @@ export class ChannelStore extends Context.Tag("@mediagate/vendors/ChannelStore")
   readonly changes: Stream.Stream<void>
 }>() {}
 
-/** A channel's health as one node sees it (its circuit breaker). */
+/**
+ * A channel's health as one node sees it (its circuit breaker).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ChannelHealthView {
   readonly breaker: "closed" | "open" | "half_open"
   readonly consecutiveFailures: number
@@ -133,6 +168,9 @@ export interface ChannelHealthView {
 /**
  * The router's side that the admin views read (implemented by `Channels.layer`): the environment's default channels
  * and this node's breakers.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class ChannelRuntime extends Context.Tag("@mediagate/vendors/ChannelRuntime")<ChannelRuntime, {
   /**

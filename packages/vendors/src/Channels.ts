@@ -56,16 +56,69 @@ import * as Upstreams from "./Upstreams.js"
 import { UrlSigner } from "./UrlSigner.js"
 
 export {
+  /**
+   * The default channels of the environment's routing (see the module comment).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   defaultChannels,
+  /**
+   * The environment's default channel ids.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
   defaultIds,
+  /**
+   * Default polls per second of one channel from one node (set `poll_rate` to what the upstream allows).
+   *
+   * @since 0.1.0
+   * @category constants
+   */
   defaultPollRate,
+  /**
+   * A channel's poll rate on this node: at most `perSecond` polls in any second, all of them at once if they come at
+   * once (a sliding window: the times of the last `perSecond` polls, in a ring; a poll goes when the oldest of them is
+   * a second old). A poll that finds no room is put off to when there will be, spread over the time the rate needs for
+   * the polls put off in the last second (at least a second), instead of waiting in a worker slot.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   PollRate,
+  /**
+   * A job's end with its cost: the seconds the upstream reported priced at the channel's `cost_per_second` when the
+   * upstream reported no cost of its own.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   priced,
+  /**
+   * The order in which a task tries `channels`: priority first (higher first), then a weighted order per task
+   * (Efraimidis–Spirakis: key u^(1/weight), u drawn from the task and channel ids), so that the first choice among
+   * equals falls on each channel in proportion to its weight.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   routeOrder,
+  /**
+   * Whether a channel serves a task's model.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   serves
 } from "./internal/channels/routing.js"
 
-/** Router settings. */
+/**
+ * Router settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ChannelsOptions {
   /** The environment's routing per family (absent: simulated): the default channels. */
   readonly transports?: FamilyTransports
@@ -101,7 +154,12 @@ export interface ChannelsOptions {
   readonly adapters?: Partial<Record<ChannelTransport, (channel: ChannelConfig) => Effect.Effect<Upstream["Type"]>>>
 }
 
-/** Builds the routed upstream and its runtime (defaults and breakers for the admin views). */
+/**
+ * Builds the routed upstream and its runtime (defaults and breakers for the admin views).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: ChannelsOptions = {}) =>
   Effect.gen(function*() {
     const lifecycle = yield* TaskLifecycle
@@ -203,7 +261,12 @@ export const make = (options: ChannelsOptions = {}) =>
     })
     return { upstream, runtime, callbacks }
   })
-/** What the router needs. */
+/**
+ * What the router needs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Requirements =
   | SimulatedUpstream
   | Estimates
@@ -214,10 +277,20 @@ export type Requirements =
   | ResultCopier
   | UrlSigner
 
-/** What the router provides: the routed upstream, its runtime for the admin views, and the callbacks' port. */
+/**
+ * What the router provides: the routed upstream, its runtime for the admin views, and the callbacks' port.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Provided = Upstream | ChannelRuntime | Services.UpstreamCallbacks
 
-/** The routed upstream, its runtime and the upstream callbacks as a layer. */
+/**
+ * The routed upstream, its runtime and the upstream callbacks as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: ChannelsOptions = {}): Layer.Layer<Provided, never, Requirements> =>
   Layer.scopedContext(
     Effect.map(make(options), ({ callbacks, runtime, upstream }) =>
@@ -240,6 +313,9 @@ const atLeastOne = (name: string, fallback: number) =>
  * `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`), `MEDIAGATE_CHANNEL_BREAKER_FAILURES` (5),
  * `MEDIAGATE_CHANNEL_BREAKER_COOLDOWN` (`30s`), `MEDIAGATE_CHANNEL_AUTH_FAILURES` (3) and
  * `MEDIAGATE_CHANNEL_SUBMIT_WAIT` (`5m`: {@link ChannelsOptions.submitWait}).
+ *
+ * @since 0.1.0
+ * @category config
  */
 export const config: Effect.Effect<ChannelsOptions, ConfigError.ConfigError> = Effect.gen(function*() {
   const { allowPrivate, authFailures, cooldown, failures, submitWait, transports } = yield* Config.all({
@@ -261,7 +337,12 @@ export const config: Effect.Effect<ChannelsOptions, ConfigError.ConfigError> = E
   }
 })
 
-/** The router with its settings from Effect `Config`. */
+/**
+ * The router with its settings from Effect `Config`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Provided, ConfigError.ConfigError, Requirements> = Layer.unwrapEffect(
   Effect.map(config, (options) => layer(options))
 )

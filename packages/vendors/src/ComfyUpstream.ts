@@ -45,7 +45,12 @@ import * as ResultCopy from "./ResultCopy.js"
 
 const who = "comfyui"
 
-/** The `extra_data` field that holds a prompt's submit key (the task and channel: `Upstream.submitKey`). */
+/**
+ * The `extra_data` field that holds a prompt's submit key (the task and channel: `Upstream.submitKey`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const submitTag = "mediagate_submit"
 
 /** How many of the last finished prompts a lookup after an uncertain submit reads. */
@@ -54,7 +59,12 @@ const historyLookback = 256
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** Why a stored workflow cannot run, or `undefined`: nodes with a `class_type` and `inputs`; bindings to its nodes. */
+/**
+ * Why a stored workflow cannot run, or `undefined`: nodes with a `class_type` and `inputs`; bindings to its nodes.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const workflowProblem = (workflow: Channel.ComfyWorkflow): string | undefined => {
   const nodes = Object.entries(workflow.graph)
   if (nodes.length === 0) return "graph: must hold at least one node"
@@ -73,7 +83,12 @@ export const workflowProblem = (workflow: Channel.ComfyWorkflow): string | undef
   return undefined
 }
 
-/** The workflow's graph with the fields of `input` placed into its node inputs (see the module's comment). */
+/**
+ * The workflow's graph with the fields of `input` placed into its node inputs (see the module's comment).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const placeInputs = (workflow: Channel.ComfyWorkflow, input: Readonly<Record<string, unknown>>) => {
   const graph = structuredClone(workflow.graph) as Record<string, { inputs: Record<string, unknown> }>
   const place = (at: string, value: unknown) => {
@@ -163,6 +178,9 @@ const socketIdleMs = 60_000
  * `progress { value, max }` of each running prompt, as a percentage. The socket opens when a poll first asks, closes
  * after a minute without one, and opens again on the next; where it cannot open (an older server, a proxy that
  * refuses WebSockets), progress comes from the time the prompt ran.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const progressSocket = (baseUrl: string, clientId: string, headers: Readonly<Record<string, string>>) => {
   const progress = new Map<string, number>()
@@ -223,7 +241,12 @@ export const progressSocket = (baseUrl: string, clientId: string, headers: Reado
   }
 }
 
-/** Builds the ComfyUI transport of a channel. */
+/**
+ * Builds the ComfyUI transport of a channel.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (context: TransportContext): Transport => {
   const apiKey = context.channel.credentials.apiKey
   const auth: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${Redacted.value(apiKey)}` }

@@ -8,12 +8,27 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
-/** Samples kept per model. */
+/**
+ * Samples kept per model.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const window = 50
-/** Samples needed before the median replaces the default. */
+/**
+ * Samples needed before the median replaces the default.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const minimumSamples = 5
 
-/** Recent durations per model. */
+/**
+ * Recent durations per model.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Estimates extends Context.Tag("@mediagate/vendors/Estimates")<Estimates, {
   /** Records how long a finished task of `model` took, in seconds. */
   readonly observe: (model: string, seconds: number) => Effect.Effect<void>
@@ -27,7 +42,12 @@ const median = (values: ReadonlyArray<number>): number => {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
-/** Estimates kept in memory (per process; they start from the defaults again after a restart). */
+/**
+ * Estimates kept in memory (per process; they start from the defaults again after a restart).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.sync(() => {
   const samples = new Map<string, Array<number>>()
   return Estimates.of({
@@ -48,5 +68,10 @@ export const make = Effect.sync(() => {
   })
 })
 
-/** In-memory estimates. */
+/**
+ * In-memory estimates.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<Estimates> = Layer.effect(Estimates, make)

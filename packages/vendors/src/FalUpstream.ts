@@ -41,7 +41,12 @@ import * as ResultCopy from "./ResultCopy.js"
 
 const who = "fal"
 
-/** The app of a target without its subpath (`fal-ai/flux/dev` → `fal-ai/flux`): where its requests live. */
+/**
+ * The app of a target without its subpath (`fal-ai/flux/dev` → `fal-ai/flux`): where its requests live.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const appOf = (target: string): string => target.split("/").filter((part) => part !== "").slice(0, 2).join("/")
 
 /** The request URLs of a job id (`<app>|<request id>`). */
@@ -51,7 +56,12 @@ const requestPath = (jobId: string): string | undefined => {
   return `/${jobId.slice(0, bar)}/requests/${encodeURIComponent(jobId.slice(bar + 1))}`
 }
 
-/** Builds the fal transport of a channel. */
+/**
+ * Builds the fal transport of a channel.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (context: TransportContext): Transport => {
   const apiKey = context.channel.credentials.apiKey
   const api = call(context, who, apiKey === undefined ? {} : { authorization: `Key ${Redacted.value(apiKey)}` })

@@ -23,6 +23,9 @@ const toPosition = (digits: string): number | undefined => {
 /**
  * Parses a `Range` header. Only a single `bytes` range is understood; anything else (other units, several ranges,
  * bad syntax, `last < first`) gives `undefined`, and the whole file is served, as RFC 9110 allows.
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const parseRangeHeader = (header: string | undefined): RangeRequest | undefined => {
   if (header === undefined) return undefined
@@ -49,7 +52,12 @@ const denied: Record<Exclude<SignatureCheck, "valid">, string> = {
 const unavailable = (error: FileStoreError) =>
   new Errors.ServiceUnavailable({ message: `file storage is unavailable (${error.operation})` })
 
-/** The `FileService` port: signature check, then the file (or a range of it) with every response header. */
+/**
+ * The `FileService` port: signature check, then the file (or a range of it) with every response header.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.gen(function*() {
   const store = yield* FileStore
   const signer = yield* UrlSigner
@@ -88,7 +96,12 @@ export const make = Effect.gen(function*() {
   })
 })
 
-/** The `FileService` port over the {@link FileStore} and {@link UrlSigner} in context. */
+/**
+ * The `FileService` port over the {@link FileStore} and {@link UrlSigner} in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<Services.FileService, never, FileStore | UrlSigner> = Layer.effect(
   Services.FileService,
   make

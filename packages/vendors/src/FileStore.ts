@@ -31,13 +31,23 @@ import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import { rmdir } from "node:fs/promises"
 
-/** A key the store refuses: it could escape the root, or it breaks the key rules. */
+/**
+ * A key the store refuses: it could escape the root, or it breaks the key rules.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidFileKey extends Schema.TaggedError<InvalidFileKey>()("InvalidFileKey", {
   key: Schema.String,
   message: Schema.String
 }) {}
 
-/** The storage failed (disk full, permissions, I/O). */
+/**
+ * The storage failed (disk full, permissions, I/O).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class FileStoreError extends Schema.TaggedError<FileStoreError>()("FileStoreError", {
   operation: Schema.Literal("put", "copy", "open", "read", "remove"),
   key: Schema.String,
@@ -45,18 +55,33 @@ export class FileStoreError extends Schema.TaggedError<FileStoreError>()("FileSt
   cause: Schema.optional(Schema.Unknown)
 }) {}
 
-/** A byte range that no byte of the file satisfies (RFC 9110 §14.1.1). */
+/**
+ * A byte range that no byte of the file satisfies (RFC 9110 §14.1.1).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class UnsatisfiableRange extends Schema.TaggedError<UnsatisfiableRange>()("UnsatisfiableRange", {
   key: Schema.String,
   size: Schema.Number
 }) {}
 
-/** Longest key. */
+/**
+ * Longest key.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const maxKeyLength = 512
 
 const segmentPattern = /^[A-Za-z0-9_~-][A-Za-z0-9_.~-]*$/
 
-/** Why a key is refused, or `undefined` when it is valid. */
+/**
+ * Why a key is refused, or `undefined` when it is valid.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const keyProblem = (key: string): string | undefined => {
   if (key.length === 0) return "must not be empty"
   if (key.length > maxKeyLength) return `must be at most ${maxKeyLength} characters`
@@ -76,13 +101,21 @@ export const keyProblem = (key: string): string | undefined => {
  * created. One directory per minute of tasks, not one per task: on a local disk a task's files then cost no
  * directory of their own (an inode and a block each, and the slowest part of writing them), and an operator can see
  * and move results by date. The same task always gets the same key (a file written again replaces itself).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const resultKey = (task: { readonly id: string; readonly createdAt: number }, name: string): string => {
   const at = new Date(task.createdAt).toISOString() // 2026-11-25T13:05:09.123Z
   return `tasks/${at.slice(0, 10)}/${at.slice(11, 13)}${at.slice(14, 16)}/${task.id}-${name}`
 }
 
-/** Whether a key is valid (see {@link keyProblem}). */
+/**
+ * Whether a key is valid (see {@link keyProblem}).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isValidKey = (key: string): boolean => keyProblem(key) === undefined
 
 const contentTypes: Readonly<Record<string, string>> = {
@@ -101,7 +134,12 @@ const contentTypes: Readonly<Record<string, string>> = {
   txt: "text/plain; charset=utf-8"
 }
 
-/** The content type a key is served with, from its extension (`application/octet-stream` when unknown). */
+/**
+ * The content type a key is served with, from its extension (`application/octet-stream` when unknown).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const contentTypeOf = (key: string): string => {
   const name = key.slice(key.lastIndexOf("/") + 1)
   const dot = name.lastIndexOf(".")
@@ -110,18 +148,33 @@ export const contentTypeOf = (key: string): string => {
 
 const essence = (contentType: string) => contentType.split(";")[0]!.trim().toLowerCase()
 
-/** A `Range` request before the file size is known: `bytes=<start>-[<end>]` or `bytes=-<suffix length>`. */
+/**
+ * A `Range` request before the file size is known: `bytes=<start>-[<end>]` or `bytes=-<suffix length>`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type RangeRequest =
   | { readonly _tag: "FromTo"; readonly start: number; readonly end: number | undefined }
   | { readonly _tag: "Suffix"; readonly length: number }
 
-/** A byte range of a file, both ends included. */
+/**
+ * A byte range of a file, both ends included.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ByteRange {
   readonly start: number
   readonly end: number
 }
 
-/** The bytes a range request selects in a file of `size` bytes, or `undefined` when none. */
+/**
+ * The bytes a range request selects in a file of `size` bytes, or `undefined` when none.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const resolveRange = (request: RangeRequest, size: number): ByteRange | undefined => {
   if (size === 0) return undefined
   if (request._tag === "Suffix") {
@@ -131,14 +184,24 @@ export const resolveRange = (request: RangeRequest, size: number): ByteRange | u
   return { start: request.start, end: Math.min(request.end ?? size - 1, size - 1) }
 }
 
-/** What `put` stored. */
+/**
+ * What `put` stored.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StoredFile {
   readonly key: string
   readonly size: number
   readonly contentType: string
 }
 
-/** An opened file: its size, type and a lazy stream of the requested bytes (the file is read while streamed). */
+/**
+ * An opened file: its size, type and a lazy stream of the requested bytes (the file is read while streamed).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface OpenedFile {
   /** The whole file's size. */
   readonly size: number
@@ -149,7 +212,12 @@ export interface OpenedFile {
   readonly range?: ByteRange
 }
 
-/** Where result files live. */
+/**
+ * Where result files live.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class FileStore extends Context.Tag("@mediagate/vendors/FileStore")<FileStore, {
   /** Stores `bytes` under `key` atomically (replacing any previous file). */
   readonly put: (
@@ -180,7 +248,12 @@ export class FileStore extends Context.Tag("@mediagate/vendors/FileStore")<FileS
   readonly remove: (key: string) => Effect.Effect<void, InvalidFileKey | FileStoreError>
 }>() {}
 
-/** A valid key as it is, or why it is refused (every store's keys follow {@link keyProblem}). */
+/**
+ * A valid key as it is, or why it is refused (every store's keys follow {@link keyProblem}).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const validKey = (key: string): Effect.Effect<string, InvalidFileKey> => {
   const problem = keyProblem(key)
   return problem === undefined
@@ -191,6 +264,9 @@ export const validKey = (key: string): Effect.Effect<string, InvalidFileKey> => 
 /**
  * Checks that a `put` may store `contentType` under `key` (a valid key whose extension serves that content type)
  * and answers the content type the key serves.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const puttable = (key: string, contentType: string): Effect.Effect<string, InvalidFileKey> =>
   Effect.flatMap(validKey(key), () => {
@@ -215,7 +291,12 @@ const isNotFound = hasReason("NotFound")
 /** What the local-disk store needs from `@effect/platform`. */
 type Platform = FileSystem.FileSystem | Path.Path
 
-/** The store on a local directory (created when missing), through `@effect/platform`'s `FileSystem`. */
+/**
+ * The store on a local directory (created when missing), through `@effect/platform`'s `FileSystem`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeLocal = (options: { readonly directory: string }) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -356,11 +437,21 @@ export const makeLocal = (options: { readonly directory: string }) =>
     return FileStore.of({ put, putFile, copy, open, remove })
   })
 
-/** The local-disk store on `directory`. */
+/**
+ * The local-disk store on `directory`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerLocal = (options: { readonly directory: string }): Layer.Layer<FileStore, never, Platform> =>
   Layer.effect(FileStore, makeLocal(options))
 
-/** The local-disk store under `<MEDIAGATE_DATA_DIR>/files` (data directory default `./data`, decisions.md §10). */
+/**
+ * The local-disk store under `<MEDIAGATE_DATA_DIR>/files` (data directory default `./data`, decisions.md §10).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerLocalConfig: Layer.Layer<FileStore, ConfigError.ConfigError, Platform> = Layer.effect(
   FileStore,
   Effect.gen(function*() {

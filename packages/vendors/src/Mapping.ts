@@ -27,14 +27,24 @@ import type * as Jsonata from "jsonata"
 import { createRequire } from "node:module"
 import type { ModelMapping } from "./ChannelStore.js"
 
-/** JSONata: an optional peer dependency of `@mediagate/vendors`, needed by model mappings only. */
+/**
+ * JSONata: an optional peer dependency of `@mediagate/vendors`, needed by model mappings only.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const jsonataPackage: OptionalPackage.Spec = {
   feature: "A model mapping (settings.mapping)",
   name: "jsonata",
   range: "^2"
 }
 
-/** How JSONata is loaded (CommonJS: `require` loads it synchronously, as compiling needs); tests replace it. */
+/**
+ * How JSONata is loaded (CommonJS: `require` loads it synchronously, as compiling needs); tests replace it.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const loader = { require: (): unknown => createRequire(import.meta.url)("jsonata") }
 
 let jsonataModule: typeof Jsonata.default | undefined
@@ -48,12 +58,22 @@ const loadJsonata = (): typeof Jsonata.default => {
   }
 }
 
-/** A compiled expression. */
+/**
+ * A compiled expression.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Expression {
   readonly evaluate: (input: unknown, bindings?: Record<string, unknown>) => Promise<unknown>
 }
 
-/** A file the upstream produced, before it is copied into our store. */
+/**
+ * A file the upstream produced, before it is copied into our store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ResultSource {
   /** `http(s)` URL, or a `data:` URI. */
   readonly url: string
@@ -71,7 +91,12 @@ export interface ResultSource {
   readonly headers?: Readonly<Record<string, string>>
 }
 
-/** A model's mapping, compiled. */
+/**
+ * A model's mapping, compiled.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Compiled {
   readonly target: string
   readonly input: Expression | undefined
@@ -106,6 +131,9 @@ const messageOf = (error: unknown): string => {
 /**
  * The first problem of a channel's mapping, as `settings.mapping.<model>.<input|output>: ...`, or `undefined`.
  * `models`: the models the channel serves (an entry for another model is refused).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const problem = (
   mapping: Readonly<Record<string, ModelMapping>> | undefined,
@@ -129,6 +157,9 @@ export const problem = (
  * The compiled mapping of a channel: a function from our model id to its target and expressions (compiled once per
  * model; the channel's mapping was checked when it was saved, so a failure here is a channel that changed under us,
  * or JSONata not installed: the expression fails each evaluation with the compile error).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const compile = (mapping: Readonly<Record<string, ModelMapping>> | undefined): (model: string) => Compiled => {
   const cache = new Map<string, Compiled>()
@@ -156,7 +187,12 @@ export const compile = (mapping: Readonly<Record<string, ModelMapping>> | undefi
 
 const refused = (message: string) => new UpstreamError({ message, retryable: false, kind: "refused" })
 
-/** What an input mapping is evaluated with. */
+/**
+ * What an input mapping is evaluated with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface InputContext {
   readonly model: string
   readonly input: Readonly<Record<string, unknown>>
@@ -164,7 +200,12 @@ export interface InputContext {
   readonly metadata: Readonly<Record<string, unknown>>
 }
 
-/** Our input as the upstream takes it: the `input` expression's value, or the input itself. */
+/**
+ * Our input as the upstream takes it: the `input` expression's value, or the input itself.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const mapInput = (compiled: Compiled, context: InputContext): Effect.Effect<unknown, UpstreamError> =>
   compiled.input === undefined
     ? Effect.succeed(context.input)
@@ -179,7 +220,12 @@ export const mapInput = (compiled: Compiled, context: InputContext): Effect.Effe
       catch: (error) => refused(`the input mapping of model ${context.model} failed: ${messageOf(error)}`)
     }).pipe(Effect.map(plain))
 
-/** The result files of an upstream output: the `output` expression's items, or every file URL found in it. */
+/**
+ * The result files of an upstream output: the `output` expression's items, or every file URL found in it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const mapOutput = (
   compiled: Compiled,
   model: string,
@@ -251,6 +297,9 @@ const sourcesOf = (value: unknown): ReadonlyArray<ResultSource> | undefined => {
  * Every file URL in an upstream's output, in document order, each once: an object with a `url` (fal's `images[]`
  * and `video`, OpenAI's `data[]`) with what it says of the file (content type, size, width, height, duration); any
  * other string that is an http(s) URL or a base64 `data:` URI (Replicate's `output` string or array). At most 100.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const findFiles = (output: unknown): ReadonlyArray<ResultSource> => {
   const found: Array<ResultSource> = []

@@ -45,14 +45,24 @@ let jpegModule: typeof jpegJs | undefined
 const PNG = () => (pngModule ??= requireEncoder("pngjs") as typeof pngjs).PNG
 const jpeg = () => (jpegModule ??= requireEncoder("jpeg-js") as typeof jpegJs)
 
-/** An image to render. */
+/**
+ * An image to render.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ImageSpec {
   readonly width: number
   readonly height: number
   readonly format: "png" | "jpeg"
 }
 
-/** A video to render. */
+/**
+ * A video to render.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface VideoSpec {
   readonly width: number
   readonly height: number
@@ -62,10 +72,20 @@ export interface VideoSpec {
   readonly fps?: number | undefined
 }
 
-/** The default frame rate of rendered videos: low, because every frame costs encoding time. */
+/**
+ * The default frame rate of rendered videos: low, because every frame costs encoding time.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultFps = 2
 
-/** Limits of what a renderer accepts (beyond them: a defect). */
+/**
+ * Limits of what a renderer accepts (beyond them: a defect).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const limits = {
   /** Largest image side. */
   maxImageSide: 16384,
@@ -79,10 +99,20 @@ export const limits = {
   maxFps: 60
 } as const
 
-/** The MIME type of an image format. */
+/**
+ * The MIME type of an image format.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const imageContentType = (format: ImageSpec["format"]): string => format === "png" ? "image/png" : "image/jpeg"
 
-/** Counters of a renderer, for tests and metrics. */
+/**
+ * Counters of a renderer, for tests and metrics.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RendererStats {
   /** Videos actually encoded (cache misses). */
   readonly videoEncodes: number
@@ -98,7 +128,12 @@ export interface RendererStats {
   readonly cachedBytes: number
 }
 
-/** A media renderer with its own cache (images, clips of even sizes and their last frames: see the module). */
+/**
+ * A media renderer with its own cache (images, clips of even sizes and their last frames: see the module).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Renderer extends Context.Tag("@mediagate/vendors/Media/Renderer")<Renderer, {
   readonly renderImage: (spec: ImageSpec) => Effect.Effect<Uint8Array>
   readonly renderVideo: (spec: VideoSpec) => Effect.Effect<Uint8Array>
@@ -108,7 +143,12 @@ export class Renderer extends Context.Tag("@mediagate/vendors/Media/Renderer")<R
   readonly clear: () => void
 }>() {}
 
-/** Options of {@link make}. */
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RendererOptions {
   /** Bytes the cache may hold (least recently used entries go first). Default 64 MiB. */
   readonly maxCacheBytes?: number | undefined
@@ -249,7 +289,12 @@ interface Entry {
   done: boolean
 }
 
-/** A renderer with its own bounded cache; its renderings run in the current scope (closing it interrupts them). */
+/**
+ * A renderer with its own bounded cache; its renderings run in the current scope (closing it interrupts them).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: RendererOptions = {}): Effect.Effect<Renderer["Type"], never, Scope.Scope> =>
   Effect.map(Effect.scope, (scope) => makeIn(scope, options))
 
@@ -336,5 +381,10 @@ const makeIn = (scope: Scope.Scope, options: RendererOptions): Renderer["Type"] 
   }
 }
 
-/** A renderer as a layer: its renderings end with the layer. */
+/**
+ * A renderer as a layer: its renderings end with the layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: RendererOptions = {}): Layer.Layer<Renderer> => Layer.scoped(Renderer, make(options))

@@ -11,10 +11,20 @@ import { UpstreamError } from "@mediagate/engine/Upstream"
 import * as Effect from "effect/Effect"
 import { audioType, checkImage, fetchMedia, type FetchOptions, mp4DurationSeconds } from "./RemoteMedia.js"
 
-/** One input to check: a URL of a field (`path` names the list item) with the field's rules. */
+/**
+ * One input to check: a URL of a field (`path` names the list item) with the field's rules.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type MediaCheck = InputMedia.Field & { readonly path: string; readonly url: string }
 
-/** The URL inputs of a task and the rules each must meet: the endpoint's input media fields (see its family). */
+/**
+ * The URL inputs of a task and the rules each must meet: the endpoint's input media fields (see its family).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const mediaChecks = (
   endpoint: string,
   model: string,
@@ -37,6 +47,9 @@ const invalid = (path: string, message: string) =>
 /**
  * Fetches and checks one input: a breach is permanent (`INVALID_INPUT_MEDIA`), a network hiccup is retried.
  * Answers the duration of a video input, in seconds.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const runCheck = (check: MediaCheck, options: Omit<FetchOptions, "maxBytes">) =>
   Effect.gen(function*() {
@@ -69,7 +82,12 @@ export const runCheck = (check: MediaCheck, options: Omit<FetchOptions, "maxByte
     }
   })
 
-/** Checks every remote input of a task, in order, and answers what was measured (video seconds per field). */
+/**
+ * Checks every remote input of a task, in order, and answers what was measured (video seconds per field).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const checkTask = (
   task: TaskRecord,
   options: Omit<FetchOptions, "maxBytes">,

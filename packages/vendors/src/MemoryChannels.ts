@@ -16,7 +16,12 @@ import * as Stream from "effect/Stream"
 import { ChannelSecrets, openStored, refused, type StoredChannel, storeInput, storePatch } from "./ChannelSecrets.js"
 import { ChannelStore } from "./ChannelStore.js"
 
-/** Options of the memory store. */
+/**
+ * Options of the memory store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface MemoryOptions {
   /**
    * The table to keep the channels in (default: a new one). Two stores given one table see the same channels,
@@ -29,7 +34,12 @@ export interface MemoryOptions {
 const byAge = (a: StoredChannel, b: StoredChannel) =>
   a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-/** Builds a memory store on the {@link ChannelSecrets} in context. */
+/**
+ * Builds a memory store on the {@link ChannelSecrets} in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: MemoryOptions = {}): Effect.Effect<ChannelStore["Type"], never, ChannelSecrets> =>
   Effect.gen(function*() {
     const secrets = yield* ChannelSecrets
@@ -71,6 +81,11 @@ export const make = (options: MemoryOptions = {}): Effect.Effect<ChannelStore["T
     })
   })
 
-/** A memory store (a fresh table) as a layer. */
+/**
+ * A memory store (a fresh table) as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: MemoryOptions = {}): Layer.Layer<ChannelStore, never, ChannelSecrets> =>
   Layer.effect(ChannelStore, make(options))

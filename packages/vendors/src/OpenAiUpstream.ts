@@ -5,8 +5,8 @@
  * - Images (`POST /v1/images/generations { model, ...input }`) answer in the call itself: submit makes the call
  *   (within the channel's timeout) and hands its files (`data[].url`, or `b64_json` stored directly) to the result
  *   copy at once; the job id is `img_<task>.<random>`. A later poll answers the copy's state. The files of an image
- *   job exist only in this process until they are copied: a poll elsewhere finds the copy's manifest once it is stored, and
- *   an image job neither copied nor known here (the process ended) is submitted again (`Lost`).
+ *   job exist only in this process until they are copied: a poll elsewhere finds the copy's manifest once it is
+ *   stored, and an image job neither copied nor known here (the process ended) is submitted again (`Lost`).
  * - Videos: `POST /v1/videos { model, ...input }` (JSON; a mapping can shape what the gateway takes), poll `GET
  *   /v1/videos/{id}`: `queued` → queued, `in_progress` → running with its progress, `completed` → the file from
  *   `GET /v1/videos/{id}/content?variant=video` (with the channel's key: the channel's own host) copied, `failed` →
@@ -51,7 +51,12 @@ const imageSources = (answer: unknown, format: string): ReadonlyArray<Mapping.Re
   })
 }
 
-/** Builds the OpenAI-compatible transport of a channel. */
+/**
+ * Builds the OpenAI-compatible transport of a channel.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (context: TransportContext): Transport => {
   const apiKey = context.channel.credentials.apiKey
   const auth: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${Redacted.value(apiKey)}` }

@@ -18,19 +18,39 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
 
-/** The whole price table: one entry per model id of the registry. */
+/**
+ * The whole price table: one entry per model id of the registry.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const PriceTable = Schema.Struct(Pricing.fields(Families.registry)).annotations({
   title: "PriceTable",
   description: "Prices in USD by model id (decisions.md §4)"
 })
 
-/** The whole price table. */
+/**
+ * The whole price table.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type PriceTable = typeof PriceTable.Type
 
-/** `T` with every field at every depth optional (numbers stay numbers). */
+/**
+ * `T` with every field at every depth optional (numbers stay numbers).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type DeepPartial<T> = T extends number ? T : { readonly [K in keyof T]?: DeepPartial<T[K]> }
 
-/** An override: any part of the table (some models, some fields of a model, some prices of a field). */
+/**
+ * An override: any part of the table (some models, some fields of a model, some prices of a field).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type PriceOverride = DeepPartial<PriceTable>
 
 /** The same AST with every property at every depth optional (identifiers dropped: it is another Schema). */
@@ -52,7 +72,12 @@ const deepPartialAst = (ast: AST.AST): AST.AST => {
   )
 }
 
-/** The Schema of a price file: {@link PriceTable} with every field at every depth optional. */
+/**
+ * The Schema of a price file: {@link PriceTable} with every field at every depth optional.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const PriceOverride: Schema.Schema<PriceOverride> = Schema.make<PriceOverride, PriceOverride, never>(
   deepPartialAst(PriceTable.ast)
 ).annotations({
@@ -60,7 +85,12 @@ export const PriceOverride: Schema.Schema<PriceOverride> = Schema.make<PriceOver
   description: "Any part of the price table; what is absent keeps its default"
 })
 
-/** The project's default prices (decisions.md §4), in USD: every family's defaults. */
+/**
+ * The project's default prices (decisions.md §4), in USD: every family's defaults.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultPrices: PriceTable = Pricing.defaults(Families.registry)
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -85,6 +115,9 @@ const mergeDeep = (base: unknown, override: unknown): unknown => {
 /**
  * `override` over `base`, merged to the leaves: every number given in the override replaces the same number of the
  * base; objects (models, fields, resolution maps) merge key by key at every depth; anything absent keeps the base.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const mergePrices = (base: PriceTable, override: PriceOverride): PriceTable => {
   const merged = mergeDeep(base, override)
@@ -103,6 +136,9 @@ const priceOfRegistry = Pricing.priceOf(Families.registry)
  * the endpoint's family (`families/<family>/prices.ts`). The input's defaults are expected to be filled in; a model
  * the endpoint does not offer, or a value the table has no price for, throws `Pricing.UnpriceableRequestError` (a
  * defect: validation refuses such requests first).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const price = (
   endpoint: Catalog.EndpointKey,
@@ -114,7 +150,12 @@ export const price = (
 // The price file
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** A price file that cannot be used: missing or unreadable, not JSON, or not a valid (partial) price table. */
+/**
+ * A price file that cannot be used: missing or unreadable, not JSON, or not a valid (partial) price table.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class PriceFileError extends Schema.TaggedError<PriceFileError>()("PriceFileError", {
   /** The file. */
   file: Schema.String,
@@ -138,7 +179,12 @@ const fileError = (file: string, problems: ReadonlyArray<Pick<ParseResult.ArrayF
 
 const decodeOverride = Schema.decodeUnknown(PriceOverride, { errors: "all", onExcessProperty: "error" })
 
-/** Decodes the JSON text of a price file (`file` names it in errors) and merges it over `base`. */
+/**
+ * Decodes the JSON text of a price file (`file` names it in errors) and merges it over `base`.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const parsePriceFile = (
   file: string,
   text: string,
@@ -163,6 +209,9 @@ export const parsePriceFile = (
 /**
  * Reads a JSON price file and merges it over `base` (the defaults): a missing or unreadable file, bad JSON, an
  * unknown model or field, or an invalid (e.g. negative) price fails with {@link PriceFileError}.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const loadPriceFile = (
   file: string,
@@ -187,14 +236,29 @@ export const loadPriceFile = (
 // PriceBook
 // ---------------------------------------------------------------------------------------------------------------------
 
-/** Name of the setting that points at a price file (decisions.md §10). */
+/**
+ * Name of the setting that points at a price file (decisions.md §10).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const pricesFileVariable = "MEDIAGATE_PRICES_FILE"
 
-/** The setting: the price file, when set (a blank value counts as unset). */
+/**
+ * The setting: the price file, when set (a blank value counts as unset).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const pricesFileConfig: Config.Config<Option.Option<string>> = Config.option(Config.string(pricesFileVariable))
   .pipe(Config.map(Option.filter((file) => file.trim() !== "")))
 
-/** The effective price table of the process. */
+/**
+ * The effective price table of the process.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class PriceBook extends Context.Tag("@mediagate/vendors/PriceBook")<PriceBook, PriceTable>() {
   /** A fixed table: the defaults when none is given, or e.g. `Pricing.defaults(registry)` of another registry. */
   static readonly layer = (table: PriceTable = defaultPrices): Layer.Layer<PriceBook> => Layer.succeed(PriceBook, table)

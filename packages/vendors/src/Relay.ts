@@ -29,7 +29,12 @@ import type { ResultSource } from "./Mapping.js"
 import * as ResultCopy from "./ResultCopy.js"
 import { ResultCopier } from "./ResultCopy.js"
 
-/** Where the relay forwards to. */
+/**
+ * Where the relay forwards to.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RelayOptions {
   /** Base URL of the other service, e.g. `https://gateway.example.com`. */
   readonly baseUrl: string
@@ -73,7 +78,12 @@ const submitFailure = (error: UpstreamError, cause: unknown): UpstreamError =>
     ? error
     : new UpstreamError({ message: error.message, retryable: true, kind: "unavailable", uncertain: true })
 
-/** Builds the relay upstream. */
+/**
+ * Builds the relay upstream.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: RelayOptions) =>
   Effect.gen(function*() {
     const client = yield* Client.make({ baseUrl: options.baseUrl, apiKey: options.apiKey }).pipe(
@@ -184,19 +194,39 @@ export const make = (options: RelayOptions) =>
     })
   })
 
-/** The relay upstream as a transport of its own. */
+/**
+ * The relay upstream as a transport of its own.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class RelayUpstream extends Context.Tag("@mediagate/vendors/RelayUpstream")<RelayUpstream, Upstream["Type"]>() {}
 
-/** The relay with the given target. */
+/**
+ * The relay with the given target.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: RelayOptions): Layer.Layer<RelayUpstream, never, ResultCopier> =>
   Layer.effect(RelayUpstream, make(options))
 
-/** The relay's target from Effect `Config`: `MEDIAGATE_RELAY_URL`, `MEDIAGATE_RELAY_API_KEY`. */
+/**
+ * The relay's target from Effect `Config`: `MEDIAGATE_RELAY_URL`, `MEDIAGATE_RELAY_API_KEY`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const config: Config.Config<RelayOptions> = Config.all({
   baseUrl: Config.string("MEDIAGATE_RELAY_URL"),
   apiKey: Config.redacted("MEDIAGATE_RELAY_API_KEY")
 })
 
-/** The relay with its target from Effect `Config`. */
+/**
+ * The relay with its target from Effect `Config`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<RelayUpstream, ConfigError.ConfigError, ResultCopier> = Layer
   .unwrapEffect(Effect.map(config, layer))

@@ -19,20 +19,46 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { imageSize } from "image-size"
 
-/** Why a remote media file could not be used. */
+/**
+ * Why a remote media file could not be used.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const RemoteMediaReason = Schema.Literal("address", "status", "too_large", "timeout", "network", "format")
+/**
+ * Why a remote media file could not be used: one of the {@link RemoteMediaReason} literals.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export type RemoteMediaReason = typeof RemoteMediaReason.Type
 
-/** A remote media file could not be fetched or breaks a rule; `message` is safe to show to the client. */
+/**
+ * A remote media file could not be fetched or breaks a rule; `message` is safe to show to the client.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RemoteMediaError extends Schema.TaggedError<RemoteMediaError>()("RemoteMediaError", {
   reason: RemoteMediaReason,
   message: Schema.String
 }) {}
 
-/** Resolves a host name to all its addresses (tests). */
+/**
+ * Resolves a host name to all its addresses (tests).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Resolver = PinnedHttp.Resolver
 
-/** Options of {@link fetchMedia}. */
+/**
+ * Options of {@link fetchMedia}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FetchOptions extends PinnedHttp.TargetOptions {
   /** Largest body accepted, in bytes. */
   readonly maxBytes: number
@@ -42,7 +68,12 @@ export interface FetchOptions extends PinnedHttp.TargetOptions {
   readonly maxRedirects?: number | undefined
 }
 
-/** A fetched media file. */
+/**
+ * A fetched media file.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FetchedMedia {
   readonly bytes: Uint8Array
   readonly contentType: string | undefined
@@ -75,6 +106,9 @@ const toMediaError = (error: PinnedHttp.OutboundError) =>
 /**
  * Fetches a media URL under the address rules of decisions.md §2/§6, following at most `maxRedirects` redirects
  * (each re-checked) and reading at most `maxBytes` bytes within `timeout`.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const fetchMedia = Effect.fn("RemoteMedia.fetchMedia")(function*(url: string, options: FetchOptions) {
   const response = yield* PinnedHttp.request(url, {
@@ -88,10 +122,20 @@ export const fetchMedia = Effect.fn("RemoteMedia.fetchMedia")(function*(url: str
   return { bytes: response.body, contentType, finalUrl: response.url } satisfies FetchedMedia
 })
 
-/** What an image file is, read from its bytes. */
+/**
+ * What an image file is, read from its bytes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ImageInfo = Pick<DataUri.DataUriImage, "format" | "width" | "height">
 
-/** The format and pixel size of an image, or undefined when the bytes are not a readable image. */
+/**
+ * The format and pixel size of an image, or undefined when the bytes are not a readable image.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const inspectImage = (bytes: Uint8Array): ImageInfo | undefined => {
   try {
     const size = imageSize(bytes)
@@ -101,14 +145,24 @@ export const inspectImage = (bytes: Uint8Array): ImageInfo | undefined => {
   }
 }
 
-/** Why image bytes break the rules (format, bytes, sides, ratio), or undefined. */
+/**
+ * Why image bytes break the rules (format, bytes, sides, ratio), or undefined.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const checkImage = (bytes: Uint8Array, rules: Fields.ImageRules): string | undefined => {
   const info = inspectImage(bytes)
   if (info === undefined) return "the file is not a readable image"
   return Fields.imageProblem({ ...info, bytes: bytes.length }, rules)
 }
 
-/** Fetches an image URL and checks it against the rules; a breach is `reason: "format"` with the rule's message. */
+/**
+ * Fetches an image URL and checks it against the rules; a breach is `reason: "format"` with the rule's message.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const checkRemoteImage = (
   url: string,
   rules: Fields.ImageRules,
@@ -158,6 +212,9 @@ const boxes = (view: DataView, start: number, end: number): Array<Box> => {
 /**
  * The duration in seconds of an MP4/MOV file from its `moov/mvhd` box (versions 0 and 1), or undefined when the
  * bytes are not an MP4/MOV or carry no usable duration.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const mp4DurationSeconds = (bytes: Uint8Array): number | undefined => {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
@@ -185,10 +242,20 @@ export const mp4DurationSeconds = (bytes: Uint8Array): number | undefined => {
   return timescale === 0 ? undefined : duration / timescale
 }
 
-/** Audio types the spec names for reference audio. */
+/**
+ * Audio types the spec names for reference audio.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type AudioType = InputMedia.AudioType
 
-/** The type of an audio file from its magic bytes, or undefined. */
+/**
+ * The type of an audio file from its magic bytes, or undefined.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const audioType = (bytes: Uint8Array): AudioType | undefined => {
   if (ascii(bytes, 0, 3) === "ID3") return "mpeg"
   if (ascii(bytes, 0, 4) === "RIFF" && ascii(bytes, 8, 4) === "WAVE") return "wav"

@@ -49,6 +49,9 @@ const toleranceSeconds = 5 * 60
 /**
  * Whether a Standard Webhooks signature holds: `signatures` is the space-separated `v1,<base64>` list, the key the
  * base64 after `whsec_` of `secret`, the message `id.timestamp.body`; the timestamp within 5 minutes of `now`.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const verifyStandardWebhook = (
   secret: string,
@@ -91,7 +94,12 @@ const progressOfLogs = (logs: string | undefined): number | undefined => {
   return Number.isFinite(value) && value <= 100 ? Math.max(1, Math.min(99, value)) : undefined
 }
 
-/** Builds the Replicate transport of a channel. */
+/**
+ * Builds the Replicate transport of a channel.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (context: TransportContext): Transport => {
   const apiKey = context.channel.credentials.apiKey
   const api = call(context, who, apiKey === undefined ? {} : { authorization: `Bearer ${Redacted.value(apiKey)}` })

@@ -55,9 +55,22 @@ import { formatOfType, formatOfUrl, keyName, normalFormat, sniffFormat } from ".
 import type { ResultSource } from "./Mapping.js"
 import { UrlSigner } from "./UrlSigner.js"
 
-export { sniffFormat } from "./internal/resultCopy/formats.js"
+export {
+  /**
+   * The format of a file from its first bytes, when they say.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  sniffFormat
+} from "./internal/resultCopy/formats.js"
 
-/** The rules one channel's copies follow. */
+/**
+ * The rules one channel's copies follow.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface CopyPolicy {
   /** Host names (lower case) whose result URLs may be private addresses: the channel's own. */
   readonly trustedHosts: ReadonlyArray<string>
@@ -73,19 +86,34 @@ export interface CopyPolicy {
   readonly minBytesPerSecond?: number | undefined
 }
 
-/** What the upstream reported a job ran and cost, kept with its copy. */
+/**
+ * What the upstream reported a job ran and cost, kept with its copy.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface JobUsage {
   readonly seconds?: number | undefined
   readonly costMicros?: number | undefined
 }
 
-/** Where a copy stands. */
+/**
+ * Where a copy stands.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type CopyState =
   | { readonly _tag: "Copying" }
   | { readonly _tag: "Copied"; readonly items: ReadonlyArray<Task.ResultItem>; readonly usage: JobUsage }
   | { readonly _tag: "Failed"; readonly message: string; readonly usage: JobUsage }
 
-/** Copies job results into the file store, off the worker (see the module's comment). */
+/**
+ * Copies job results into the file store, off the worker (see the module's comment).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ResultCopier extends Context.Tag("@mediagate/vendors/ResultCopier")<ResultCopier, {
   /**
    * The copy of a job's results: `Copied` once done (here or, through the manifest, on another node), `Failed` when
@@ -116,7 +144,12 @@ const usageFields = (usage: JobUsage) => ({
   ...(usage.costMicros === undefined ? {} : { costMicros: usage.costMicros })
 })
 
-/** What a poll answers for a copy: `Running` at 99% while it runs; its end with the job's usage. */
+/**
+ * What a poll answers for a copy: `Running` at 99% while it runs; its end with the job's usage.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const jobState = (state: CopyState): JobState =>
   state._tag === "Copied"
     ? { _tag: "Succeeded", result: state.items, ...usageFields(state.usage) }
@@ -124,7 +157,12 @@ export const jobState = (state: CopyState): JobState =>
     ? { _tag: "Failed", code: "PROVIDER_ERROR", message: state.message, ...usageFields(state.usage) }
     : { _tag: "Running", progress: 99 }
 
-/** Settings of the copier. */
+/**
+ * Settings of the copier.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface CopierOptions {
   /** Downloads at once in this process. Default 16. */
   readonly concurrency?: number
@@ -159,7 +197,12 @@ const defaultRetryDelay = (attempt: number) => Duration.millis(Math.min(30_000, 
 
 const copying: CopyState = { _tag: "Copying" }
 
-/** Builds the copier; its fibers end with the scope. */
+/**
+ * Builds the copier; its fibers end with the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: CopierOptions = {}) =>
   Effect.gen(function*() {
     const store = yield* FileStore
@@ -400,7 +443,12 @@ export const make = (options: CopierOptions = {}) =>
     })
   })
 
-/** The copier as a layer. */
+/**
+ * The copier as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: CopierOptions = {}): Layer.Layer<ResultCopier, never, FileStore | UrlSigner> =>
   Layer.scoped(ResultCopier, make(options))
 
@@ -408,6 +456,9 @@ export const layer = (options: CopierOptions = {}): Layer.Layer<ResultCopier, ne
  * The copier from Effect `Config`: downloads under `<MEDIAGATE_DATA_DIR>/tmp/downloads` (the data directory's file
  * system, so a finished download is renamed into the local store), `MEDIAGATE_RESULT_COPY_CONCURRENCY` downloads at
  * once (default 16).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerConfig: Layer.Layer<ResultCopier, ConfigError.ConfigError, FileStore | UrlSigner> = Layer
   .unwrapEffect(

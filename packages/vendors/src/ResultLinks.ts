@@ -10,7 +10,12 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { UrlSigner } from "./UrlSigner.js"
 
-/** Every result URL that points at our `/files/` route is signed again for the signer's default lifetime. */
+/**
+ * Every result URL that points at our `/files/` route is signed again for the signer's default lifetime.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<ResultLinks, never, UrlSigner> = Layer.effect(
   ResultLinks,
   Effect.map(UrlSigner, (signer) => ({

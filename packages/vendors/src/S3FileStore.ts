@@ -38,7 +38,12 @@ import {
   validKey
 } from "./FileStore.js"
 
-/** Settings of the S3 store. */
+/**
+ * Settings of the S3 store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   readonly bucket: string
   /** Prepended to every key (e.g. `mediagate/`), to share a bucket; default none. */
@@ -56,7 +61,12 @@ export interface Options {
   } | undefined
 }
 
-/** The AWS SDK's S3 client: an optional peer dependency of `@mediagate/vendors`, needed by this store only. */
+/**
+ * The AWS SDK's S3 client: an optional peer dependency of `@mediagate/vendors`, needed by this store only.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const sdk: OptionalPackage.Spec = { feature: "MEDIAGATE_FILE_STORE=s3", name: "@aws-sdk/client-s3", range: "^3" }
 
 /** Whether an SDK error says that the object (or the bucket) does not exist. */
@@ -69,7 +79,12 @@ const isMissing = (error: unknown) => {
   return name === "NotFound" || name === "NoSuchKey" || status === 404
 }
 
-/** Builds the store on a client of its own (destroyed with the scope); checks that the bucket answers. */
+/**
+ * Builds the store on a client of its own (destroyed with the scope); checks that the bucket answers.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: Options) =>
   Effect.gen(function*() {
     const s3 = yield* OptionalPackage.load(sdk, () => import("@aws-sdk/client-s3"))
@@ -230,7 +245,12 @@ export const make = (options: Options) =>
     return FileStore.of({ put, putFile, copy, open, remove })
   })
 
-/** The S3 store with the given settings. */
+/**
+ * The S3 store with the given settings.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: Options): Layer.Layer<FileStore, FileStoreError | OptionalPackage.MissingPackage> =>
   Layer.scoped(FileStore, make(options))
 
@@ -242,6 +262,9 @@ const isPrefix = (prefix: string) =>
  * `MEDIAGATE_S3_REGION` (default `AWS_REGION`, then `us-east-1`), `MEDIAGATE_S3_ENDPOINT`,
  * `MEDIAGATE_S3_FORCE_PATH_STYLE` (default false), `MEDIAGATE_S3_ACCESS_KEY_ID` with
  * `MEDIAGATE_S3_SECRET_ACCESS_KEY` (default: the SDK's credential chain).
+ *
+ * @since 0.1.0
+ * @category config
  */
 export const config: Config.Config<Options> = Config.all({
   bucket: Config.nonEmptyString("MEDIAGATE_S3_BUCKET"),
@@ -264,7 +287,12 @@ export const config: Config.Config<Options> = Config.all({
   })).pipe(Config.map(Option.getOrUndefined))
 })
 
-/** The S3 store with its settings from Effect `Config` ({@link config}). */
+/**
+ * The S3 store with its settings from Effect `Config` ({@link config}).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<
   FileStore,
   ConfigError.ConfigError | FileStoreError | OptionalPackage.MissingPackage

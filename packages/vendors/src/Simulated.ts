@@ -29,7 +29,12 @@ import { contentTypeOf, FileStore, resultKey } from "./FileStore.js"
 import * as Media from "./Media.js"
 import { UrlSigner } from "./UrlSigner.js"
 
-/** Settings of the simulated upstream. */
+/**
+ * Settings of the simulated upstream.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SimulatedOptions {
   /** Multiplies every simulated duration (tests use a small value). Default 1. */
   readonly timeScale?: number
@@ -41,7 +46,12 @@ export interface SimulatedOptions {
   readonly families?: Family.Registry
 }
 
-/** What the prompt asks of the simulation. */
+/**
+ * What the prompt asks of the simulation.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Directives {
   readonly fail: boolean
   readonly contentPolicy: boolean
@@ -49,7 +59,12 @@ export interface Directives {
   readonly delaySeconds: number | undefined
 }
 
-/** Reads the `[sim:...]` directives of a prompt. */
+/**
+ * Reads the `[sim:...]` directives of a prompt.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const directives = (prompt: string): Directives => {
   const delay = /\[sim:delay=(\d+(?:\.\d+)?)\]/i.exec(prompt)
   return {
@@ -72,10 +87,18 @@ const extension = (spec: Outputs.OutputSpec) => spec.format === "jpeg" ? "jpg" :
  * Where the simulated upstream keeps one rendering of each distinct output (the renderer draws the same file for the
  * same kind, size and duration). The `r1` segment names the renderer's drawing: a change to what it draws takes a
  * new one, so a store filled by an older version is not copied from.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const renderingsPrefix = "simulated/r1/"
 
-/** The store key of the one rendering of an output. */
+/**
+ * The store key of the one rendering of an output.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const renderingKey = (spec: Outputs.OutputSpec): string =>
   spec.media === "video"
     ? `${renderingsPrefix}video-${spec.width}x${spec.height}-${spec.durationSeconds}s.${extension(spec)}`
@@ -132,7 +155,12 @@ const noticeHeap = () => {
   }
 }
 
-/** Builds the simulated upstream. */
+/**
+ * Builds the simulated upstream.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: SimulatedOptions = {}) =>
   Effect.gen(function*() {
     const store = yield* FileStore
@@ -262,7 +290,12 @@ export const make = (options: SimulatedOptions = {}) =>
     })
   })
 
-/** The simulated upstream's settings from Effect `Config`: `MEDIAGATE_SIM_TIME_SCALE` (default 1). */
+/**
+ * The simulated upstream's settings from Effect `Config`: `MEDIAGATE_SIM_TIME_SCALE` (default 1).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const config: Config.Config<SimulatedOptions> = Config.all({
   timeScale: Config.number("MEDIAGATE_SIM_TIME_SCALE").pipe(
     Config.withDefault(1),
@@ -270,16 +303,31 @@ export const config: Config.Config<SimulatedOptions> = Config.all({
   )
 })
 
-/** The simulated upstream as the engine's `Upstream`. */
+/**
+ * The simulated upstream as the engine's `Upstream`.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class SimulatedUpstream extends Context.Tag("@mediagate/vendors/SimulatedUpstream")<
   SimulatedUpstream,
   Upstream["Type"]
 >() {}
 
-/** The simulated upstream with the given settings, rendering with a renderer of its own (`Media.layer`). */
+/**
+ * The simulated upstream with the given settings, rendering with a renderer of its own (`Media.layer`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: SimulatedOptions = {}): Layer.Layer<SimulatedUpstream, never, FileStore | UrlSigner> =>
   Layer.scoped(SimulatedUpstream, make(options)).pipe(Layer.provide(Media.layer()))
 
-/** The simulated upstream with its settings from Effect `Config`. */
+/**
+ * The simulated upstream with its settings from Effect `Config`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<SimulatedUpstream, ConfigError.ConfigError, FileStore | UrlSigner> = Layer
   .unwrapEffect(Effect.map(config, layer))

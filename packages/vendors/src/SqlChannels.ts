@@ -41,10 +41,20 @@ import { ChannelStore } from "./ChannelStore.js"
 
 const storeName = "channel storage"
 
-/** The table of channels under `prefix`. */
+/**
+ * The table of channels under `prefix`.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
 export const tables = (prefix: string = SqlStore.defaultPrefix) => ({ channels: `${prefix}channels` }) as const
 
-/** The table the channel migrations are recorded in: `<prefix>channels_migrations`. */
+/**
+ * The table the channel migrations are recorded in: `<prefix>channels_migrations`.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
 export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}channels_migrations`
 
 const createChannels = (prefix: string) =>
@@ -75,6 +85,9 @@ const createChannels = (prefix: string) =>
 /**
  * The channel migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails
  * the loader with a `MigrationError`.
+ *
+ * @since 0.1.0
+ * @category migrations
  */
 export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
   SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
@@ -84,6 +97,9 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
 /**
  * Runs the channel migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
  * `PersistenceError`.
+ *
+ * @since 0.1.0
+ * @category migrations
  */
 export const migrate = SqlStore.migrateWith(storeName, migrations, migrationsTable)
 
@@ -129,15 +145,28 @@ const ChannelRow = Schema.Struct({
 /** Storage failures become `PersistenceError`. */
 const persistence = SqlStore.persistence(storeName)
 
-/** The PostgreSQL `NOTIFY` channel of channel changes: `<prefix>channels`. */
+/**
+ * The PostgreSQL `NOTIFY` channel of channel changes: `<prefix>channels`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const changesChannel = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}channels`
 
-/** Options of the SQL store. */
+/**
+ * Options of the SQL store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SqlOptions extends SqlStore.PrefixOptions {}
 
 /**
  * Builds the SQL store on the `SqlClient` and the {@link ChannelSecrets} in context (SQLite or PostgreSQL), after
  * running the channel migrations, with its table under `options.prefix` (default `mediagate_`).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: SqlOptions = {}): Effect.Effect<
   ChannelStore["Type"],
@@ -213,7 +242,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     })
   })
 
-/** The SQL store as a layer (runs the migrations), with its table under `options.prefix` (default `mediagate_`). */
+/**
+ * The SQL store as a layer (runs the migrations), with its table under `options.prefix` (default `mediagate_`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: SqlOptions = {}): Layer.Layer<
   ChannelStore,
   SqlError | Migrator.MigrationError | PersistenceError,

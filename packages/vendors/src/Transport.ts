@@ -18,10 +18,20 @@ import type { Transport as BuiltTransport, TransportContext } from "./internal/u
 import type { ResultCopier } from "./ResultCopy.js"
 import type { SimulatedUpstream } from "./Simulated.js"
 
-/** What a transport is built from: the channel, its base URL, compiled mapping, copier, copy policy, callback URL. */
+/**
+ * What a transport is built from: the channel, its base URL, compiled mapping, copier, copy policy, callback URL.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Context = TransportContext
 
-/** A built transport: the upstream port of one channel, and how it checks and reads its upstream's callbacks. */
+/**
+ * A built transport: the upstream port of one channel, and how it checks and reads its upstream's callbacks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Built = BuiltTransport
 
 /**
@@ -31,13 +41,26 @@ export type Built = BuiltTransport
  * repeated submit with the job it made), `lookup` (the transport's `find` looks the job up by our key), `callback`
  * (the upstream's callback names the job; without one the task waits `submitWait`), `wait` (no way: the task waits
  * `submitWait`, then is submitted again).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type SubmitRecovery = "in-process" | "idempotency-key" | "lookup" | "callback" | "wait"
 
-/** The services a transport's builder may use besides its context. */
+/**
+ * The services a transport's builder may use besides its context.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Services = SimulatedUpstream | ResultCopier
 
-/** A transport: the facts the router, the admin checks, the CLI and the docs read, and its builder. */
+/**
+ * A transport: the facts the router, the admin checks, the CLI and the docs read, and its builder.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Definition<Name extends string = string> {
   /** The channel's `transport`. */
   readonly name: Name
@@ -63,22 +86,52 @@ export interface Definition<Name extends string = string> {
   readonly build: (context: Context) => Effect.Effect<Option.Option<Built>, never, Services>
 }
 
-/** A transport of the registry, whatever its name. */
+/**
+ * A transport of the registry, whatever its name.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Any = Definition<string>
 
-/** Every transport a router knows, in the order the CLI and the docs show them. */
+/**
+ * Every transport a router knows, in the order the CLI and the docs show them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Registry = ReadonlyArray<Any>
 
-/** Defines a transport. */
+/**
+ * Defines a transport.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = <const Name extends string>(definition: Definition<Name>): Definition<Name> => definition
 
-/** The builder of a transport made by a plain function of its context (the HTTP transports: `FalUpstream.make`). */
+/**
+ * The builder of a transport made by a plain function of its context (the HTTP transports: `FalUpstream.make`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromContext = (make: (context: Context) => Built): Definition["build"] => (context) =>
   Effect.succeed(Option.some(make(context)))
 
-/** The transport of a name in a registry, if any. */
+/**
+ * The transport of a name in a registry, if any.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const find = (registry: Registry, name: string): Any | undefined =>
   registry.find((transport) => transport.name === name)
 
-/** "a relay channel", "an openai channel". */
+/**
+ * "a relay channel", "an openai channel".
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const aChannel = (name: string): string => `${/^[aeiou]/.test(name) ? "an" : "a"} ${name} channel`

@@ -28,16 +28,34 @@ import { SimulatedUpstream } from "./Simulated.js"
 /**
  * The transports the environment can route a family to (`MEDIAGATE_UPSTREAM_<FAMILY>`): the two of the transport
  * registry that need no channel store, and the channel router's default channels.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const environmentTransports = ["simulated", "relay"] as const
 
-/** A transport the environment can route a family to. */
+/**
+ * A transport the environment can route a family to.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Transport = (typeof environmentTransports)[number]
 
-/** The transport of each family (absent: simulated). */
+/**
+ * The transport of each family (absent: simulated).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Transports = Partial<Readonly<Record<Catalog.TaskFamily, Transport>>>
 
-/** Settings of the input-media checks run before a task is submitted (none: no checks). */
+/**
+ * Settings of the input-media checks run before a task is submitted (none: no checks).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface InputChecks {
   readonly allowPrivate: boolean
   readonly timeout?: Duration.DurationInput
@@ -45,7 +63,12 @@ export interface InputChecks {
   readonly lookup?: FetchOptions["lookup"]
 }
 
-/** A span of an upstream call (family, model, the channel when routed, transport), made only while the tracer is on. */
+/**
+ * A span of an upstream call (family, model, the channel when routed, transport), made only while the tracer is on.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const traced = (name: string, task: TaskRecord, transport: string, channel?: string) =>
   Tracing.spanWith(name, () => ({
     kind: "client",
@@ -63,6 +86,9 @@ export const traced = (name: string, task: TaskRecord, transport: string, channe
  * and checked before it is submitted (`INVALID_INPUT_MEDIA` on a breach) and the charges its family measures on them
  * (priced from the `PriceBook`) are returned with the submission; the durations of finished jobs feed `Estimates`
  * (the upstream's own measure when it gives one).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const measured = (
   routed: Upstream["Type"],
@@ -141,6 +167,9 @@ const make = (
  * {@link layerRelayed}). With `inputChecks`, a task's remote input media are fetched and checked before it is
  * submitted (`INVALID_INPUT_MEDIA` on a breach), and the charges its family measures on them (priced from the
  * `PriceBook`) are returned with the submission.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   transports: Transports = {},
@@ -149,7 +178,12 @@ export const layer = (
 ): Layer.Layer<Upstream, never, SimulatedUpstream | Estimates | PriceBook> =>
   Layer.effect(Upstream, make(transports, Option.none(), inputChecks, families))
 
-/** {@link layer} with the families of `transports` routed to the relay: `live` tasks go to the `RelayUpstream`. */
+/**
+ * {@link layer} with the families of `transports` routed to the relay: `live` tasks go to the `RelayUpstream`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerRelayed = (
   transports: Transports,
   inputChecks?: InputChecks,
@@ -160,7 +194,12 @@ export const layerRelayed = (
     Effect.flatMap(RelayUpstream, (relay) => make(transports, Option.some(relay), inputChecks, families))
   )
 
-/** The transports from Effect `Config` (`MEDIAGATE_UPSTREAM_VENDOR1` ...). */
+/**
+ * The transports from Effect `Config` (`MEDIAGATE_UPSTREAM_VENDOR1` ...).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const config: Config.Config<Transports> = Config.all(
   Rec.map(
     Catalog.models,

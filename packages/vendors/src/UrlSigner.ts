@@ -15,13 +15,28 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 
-/** Default lifetime of a signed URL: 7 days. */
+/**
+ * Default lifetime of a signed URL: 7 days.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultTtlSeconds = 7 * 24 * 60 * 60
 
-/** The outcome of checking a URL's signature. */
+/**
+ * The outcome of checking a URL's signature.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SignatureCheck = "valid" | "missing" | "invalid" | "expired"
 
-/** Signs and checks file URLs. */
+/**
+ * Signs and checks file URLs.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class UrlSigner extends Context.Tag("@mediagate/vendors/UrlSigner")<UrlSigner, {
   /** The absolute URL of `key`, valid for `ttlSeconds` (default: the signer's) from now (Effect `Clock`). */
   readonly sign: (key: string, ttlSeconds?: number) => Effect.Effect<string>
@@ -35,7 +50,12 @@ export class UrlSigner extends Context.Tag("@mediagate/vendors/UrlSigner")<UrlSi
   ) => Effect.Effect<SignatureCheck>
 }>() {}
 
-/** Settings of {@link layer}. */
+/**
+ * Settings of {@link layer}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** Absolute http(s) base of file URLs, e.g. `https://media.example.com` (a trailing `/` is dropped). */
   readonly publicBaseUrl: string
@@ -49,11 +69,21 @@ const isHttpUrl = (value: string) => {
   return (url?.protocol === "http:" || url?.protocol === "https:") && url.search === "" && url.hash === ""
 }
 
-/** The hex HMAC-SHA256 of `"<key>:<expires>"`. */
+/**
+ * The hex HMAC-SHA256 of `"<key>:<expires>"`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const signatureOf = (secret: Redacted.Redacted<string>, key: string, expires: number): string =>
   createHmac("sha256", Redacted.value(secret)).update(`${key}:${expires}`).digest("hex")
 
-/** Builds a signer (dies when the base URL is not an absolute http(s) URL or the TTL is not a positive integer). */
+/**
+ * Builds a signer (dies when the base URL is not an absolute http(s) URL or the TTL is not a positive integer).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: Options): UrlSigner["Type"] => {
   if (!isHttpUrl(options.publicBaseUrl)) {
     throw new Cause.IllegalArgumentException(`publicBaseUrl ${options.publicBaseUrl}: must be an absolute http(s) URL`)
@@ -86,7 +116,12 @@ export const make = (options: Options): UrlSigner["Type"] => {
   })
 }
 
-/** A signer with the given settings. */
+/**
+ * A signer with the given settings.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: Options): Layer.Layer<UrlSigner> => Layer.sync(UrlSigner, () => make(options))
 
 const noSecret =
@@ -97,6 +132,9 @@ const noSecret =
  * 3000) and `MEDIAGATE_FILE_SECRET`. Without a secret, a random one is generated when the layer is built: URLs then
  * stop working when the process exits, and processes sharing a database do not accept each other's URLs (a
  * warning is logged). URLs last 7 days.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerConfig: Layer.Layer<UrlSigner, ConfigError.ConfigError> = Layer.effect(
   UrlSigner,

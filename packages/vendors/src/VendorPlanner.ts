@@ -15,10 +15,20 @@ import { durationConfig } from "./Durations.js"
 import { Estimates } from "./Estimates.js"
 import { PriceBook } from "./Prices.js"
 
-/** Deadline of an `off_peak` task (decisions.md §3). */
+/**
+ * Deadline of an `off_peak` task (decisions.md §3).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const offPeakTimeoutMs = 48 * 60 * 60 * 1000
 
-/** The planner with a given task timeout (default 1 h), for the families of a registry (default: the registry). */
+/**
+ * The planner with a given task timeout (default 1 h), for the families of a registry (default: the registry).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   options: { readonly timeout?: Duration.DurationInput; readonly families?: Family.Registry } = {}
 ): Layer.Layer<Planner, never, PriceBook | Estimates> =>
@@ -49,7 +59,12 @@ export const layer = (
     })
   )
 
-/** The planner with `MEDIAGATE_TASK_TIMEOUT` (default `1h`). */
+/**
+ * The planner with `MEDIAGATE_TASK_TIMEOUT` (default `1h`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<Planner, ConfigError.ConfigError, PriceBook | Estimates> = Layer.unwrapEffect(
   Effect.map(durationConfig("MEDIAGATE_TASK_TIMEOUT", "1h"), (timeout) => layer({ timeout }))
 )

@@ -12,7 +12,12 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 
-/** The catalog that ships. */
+/**
+ * The catalog that ships.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultVoices: ReadonlyArray<Voice.Voice> = [
   { voice_id: "v9_alba", name: "Alba", description: "Warm female narrator, neutral accent" },
   { voice_id: "v9_bruno", name: "Bruno", description: "Deep male voice for trailers and documentaries" },
@@ -28,18 +33,33 @@ export const defaultVoices: ReadonlyArray<Voice.Voice> = [
   { voice_id: "v9_leon", name: "Léon", description: "Elegant male voice, French and English" }
 ]
 
-/** A voice file: a non-empty list of voices with unique ids. */
+/**
+ * A voice file: a non-empty list of voices with unique ids.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const VoiceFile = Schema.NonEmptyArray(Voice.Voice).pipe(
   Schema.filter((voices) => new Set(voices.map((v) => v.voice_id)).size === voices.length || "voice ids must be unique")
 )
 
-/** Why a voice file could not be used. */
+/**
+ * Why a voice file could not be used.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class VoiceFileError extends Schema.TaggedError<VoiceFileError>()("VoiceFileError", {
   file: Schema.String,
   message: Schema.String
 }) {}
 
-/** Lists a catalog: `name` filters by case-insensitive substring of the voice name. */
+/**
+ * Lists a catalog: `name` filters by case-insensitive substring of the voice name.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const list = (voices: ReadonlyArray<Voice.Voice>, name: string | undefined): Voice.VoiceList => {
   const needle = name?.trim().toLocaleLowerCase()
   const found = needle === undefined || needle === ""
@@ -48,11 +68,21 @@ export const list = (voices: ReadonlyArray<Voice.Voice>, name: string | undefine
   return { voices: found, total: found.length }
 }
 
-/** The voice service over a catalog. */
+/**
+ * The voice service over a catalog.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (voices: ReadonlyArray<Voice.Voice> = defaultVoices): Layer.Layer<Services.VoiceService> =>
   Layer.succeed(Services.VoiceService, { list: (name) => Effect.succeed(list(voices, name)) })
 
-/** Reads and checks a voice file. */
+/**
+ * Reads and checks a voice file.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const loadVoiceFile = (file: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -68,7 +98,12 @@ export const loadVoiceFile = (file: string) =>
     )
   })
 
-/** The voice service with `MEDIAGATE_VOICES_FILE` when set, else the default catalog. */
+/**
+ * The voice service with `MEDIAGATE_VOICES_FILE` when set, else the default catalog.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig = Layer.unwrapEffect(
   Effect.gen(function*() {
     const file = yield* Config.option(Config.string("MEDIAGATE_VOICES_FILE"))

@@ -15,7 +15,12 @@ import { relay } from "./relay/index.js"
 import { replicate } from "./replicate/index.js"
 import { simulated } from "./simulated/index.js"
 
-/** Every shipped transport, in the contract's order. */
+/**
+ * Every shipped transport, in the contract's order.
+ *
+ * @since 0.1.0
+ * @category transports
+ */
 export const registry = [
   simulated,
   relay,
@@ -25,10 +30,20 @@ export const registry = [
   openai
 ] as const satisfies Transport.Registry
 
-/** The names of the registry. */
+/**
+ * The names of the registry.
+ *
+ * @since 0.1.0
+ * @category transports
+ */
 export type Name = (typeof registry)[number]["name"]
 
 type Same<A, B> = [A] extends [B] ? [B] extends [A] ? true : false : false
 
-/** The compiler's check that the registry names exactly the contract's transports (their order: a test). */
+/**
+ * The compiler's check that the registry names exactly the contract's transports (their order: a test).
+ *
+ * @since 0.1.0
+ * @category transports
+ */
 export const namesTheContract: Same<Name, Channel.ChannelTransport> = true

@@ -8,7 +8,12 @@
 import * as Comfy from "../../ComfyUpstream.js"
 import * as Transport from "../../Transport.js"
 
-/** The ComfyUI transport. */
+/**
+ * The ComfyUI transport.
+ *
+ * @since 0.1.0
+ * @category transports
+ */
 export const comfyui = Transport.make({
   name: "comfyui",
   summary: "a self-hosted ComfyUI",

@@ -8,7 +8,12 @@
 import * as Fal from "../../FalUpstream.js"
 import * as Transport from "../../Transport.js"
 
-/** The fal transport. */
+/**
+ * The fal transport.
+ *
+ * @since 0.1.0
+ * @category transports
+ */
 export const fal = Transport.make({
   name: "fal",
   summary: "fal's queue",

@@ -8,7 +8,12 @@
 import * as OpenAi from "../../OpenAiUpstream.js"
 import * as Transport from "../../Transport.js"
 
-/** The OpenAI-compatible transport. */
+/**
+ * The OpenAI-compatible transport.
+ *
+ * @since 0.1.0
+ * @category transports
+ */
 export const openai = Transport.make({
   name: "openai",
   summary: "OpenAI-compatible image and video endpoints",

@@ -11,7 +11,12 @@ import * as Relay from "../../Relay.js"
 import { ResultCopier } from "../../ResultCopy.js"
 import * as Transport from "../../Transport.js"
 
-/** The relay transport. */
+/**
+ * The relay transport.
+ *
+ * @since 0.1.0
+ * @category transports
+ */
 export const relay = Transport.make({
   name: "relay",
   summary: "another service speaking this API",

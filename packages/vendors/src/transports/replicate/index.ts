@@ -8,7 +8,12 @@
 import * as Replicate from "../../ReplicateUpstream.js"
 import * as Transport from "../../Transport.js"
 
-/** The Replicate transport. */
+/**
+ * The Replicate transport.
+ *
+ * @since 0.1.0
+ * @category transports
+ */
 export const replicate = Transport.make({
   name: "replicate",
   summary: "Replicate's predictions",

@@ -9,7 +9,12 @@ import * as Option from "effect/Option"
 import { SimulatedUpstream } from "../../Simulated.js"
 import * as Transport from "../../Transport.js"
 
-/** The simulated transport. */
+/**
+ * The simulated transport.
+ *
+ * @since 0.1.0
+ * @category transports
+ */
 export const simulated = Transport.make({
   name: "simulated",
   summary: "the built-in simulator",
