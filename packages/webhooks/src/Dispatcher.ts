@@ -40,27 +40,173 @@ import { type DispatcherOptions } from "./internal/dispatcher/options.js"
 import { layerSender, type WebhookSender } from "./Outbound.js"
 import type { WebhookStore } from "./WebhookStore.js"
 
-export { attemptDelivery, type Attempting, deliverDue, retryDelayMs } from "./internal/dispatcher/attempt.js"
-export { config, parseDurationMs, parseSchedule, type WebhookSettings } from "./internal/dispatcher/config.js"
-export { fanOutOnce } from "./internal/dispatcher/fanOut.js"
-export { configuredHeaders, perJobHeaders } from "./internal/dispatcher/headers.js"
-export { run } from "./internal/dispatcher/loops.js"
 export {
+  /**
+   * Sends one claimed delivery and records the attempt (fenced): succeeded on 2xx; on a failure the next retry, or
+   * `failed` after the last; `410 Gone` fails it and disables its webhook. A delivery whose webhook was deleted or
+   * disabled is failed without a request. Answers whether the outcome was recorded (the fence still held).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  attemptDelivery,
+  /**
+   * A delivery to attempt: a claimed row, with its configured webhook as the claim read it (`webhook`, see
+   * `ClaimedDelivery`), or without it (then the attempt reads the webhook).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type Attempting,
+  /**
+   * Claims every due delivery (up to `limit`) and sends them concurrently; answers how many were claimed.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  deliverDue,
+  /**
+   * The delay before the next retry after `requests` requests, or undefined when none is left.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  retryDelayMs
+} from "./internal/dispatcher/attempt.js"
+export {
+  /**
+   * `MEDIAGATE_WEBHOOK_RETRY_SCHEDULE` (default `1m,5m,30m`), `MEDIAGATE_WEBHOOK_TIMEOUT` (default `10s`),
+   * `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE` (default false).
+   *
+   * @since 0.1.0
+   * @category config
+   */
+  config,
+  /**
+   * Parses `500ms`, `2s`, `1m`, `1h` (decisions.md §10) into ms, or undefined.
+   *
+   * @since 0.1.0
+   * @category encoding
+   */
+  parseDurationMs,
+  /**
+   * Parses a comma-separated retry schedule (`1m,5m,30m`; empty for no retries).
+   *
+   * @since 0.1.0
+   * @category encoding
+   */
+  parseSchedule,
+  /**
+   * Webhook settings from the environment.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type WebhookSettings
+} from "./internal/dispatcher/config.js"
+export {
+  /**
+   * Fans out one page of the outbox after the durable cursor; answers how many outbox entries it consumed (0 when there
+   * were none, or when another dispatcher moved the cursor first).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  fanOutOnce
+} from "./internal/dispatcher/fanOut.js"
+export {
+  /**
+   * Headers of a configured-webhook delivery: the spec's, signed with `sign`, plus Standard Webhooks headers.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  configuredHeaders,
+  /**
+   * Headers of a per-job (`webhookUrl`) delivery: no signature.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  perJobHeaders
+} from "./internal/dispatcher/headers.js"
+export {
+  /**
+   * Runs fan-out and delivery until the scope closes.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  run
+} from "./internal/dispatcher/loops.js"
+export {
+  /**
+   * Default fan-out backstop ({@link DispatcherOptions.idle}): 5 s.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
   defaultIdle,
+  /**
+   * Default jitter: each retry delay is lengthened by up to this fraction.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
   defaultJitter,
+  /**
+   * Default delays of the retries: 1, 5 and 30 minutes.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
   defaultRetryScheduleMs,
+  /**
+   * Default time limit of one attempt: 10 s.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
   defaultTimeoutMs,
+  /**
+   * Dispatcher settings.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type DispatcherOptions,
+  /**
+   * Applies the defaults.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   resolve,
+  /**
+   * Settings with defaults applied, in ms.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type Resolved
 } from "./internal/dispatcher/options.js"
 
-/** The dispatcher as a layer: it runs while the layer is alive. */
+/**
+ * The dispatcher as a layer: it runs while the layer is alive.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   options: DispatcherOptions = {}
 ): Layer.Layer<never, never, WebhookStore | WebhookSender | TaskOutbox> => Layer.scopedDiscard(run(options))
 
-/** The dispatcher with the real sender, its settings from Effect `Config` (overrides win). */
+/**
+ * The dispatcher with the real sender, its settings from Effect `Config` (overrides win).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig = (
   overrides: DispatcherOptions = {}
 ): Layer.Layer<never, ConfigError.ConfigError, WebhookStore | TaskOutbox> =>

@@ -20,13 +20,28 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { excerptBytes } from "./WebhookStore.js"
 
-/** Resolves a host name to all its addresses (tests). */
+/**
+ * Resolves a host name to all its addresses (tests).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Resolver = PinnedHttp.Resolver
 
-/** Why a request got no answer. */
+/**
+ * Why a request got no answer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type FailureReason = "address" | "timeout" | "refused" | "network"
 
-/** The outcome of one request. */
+/**
+ * The outcome of one request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PostResult {
   /** The HTTP status of the answer, or null when there was none. */
   readonly statusCode: number | null
@@ -39,7 +54,12 @@ export interface PostResult {
   readonly responseExcerpt: string | null
 }
 
-/** Options of {@link post}; `allowPrivate` is `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`, `lookup` a resolver (tests). */
+/**
+ * Options of {@link post}; `allowPrivate` is `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`, `lookup` a resolver (tests).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PostOptions extends SenderOptions {
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
@@ -64,7 +84,12 @@ const reasons: Record<PinnedHttp.Reason, FailureReason> = {
   too_large: "network"
 }
 
-/** POSTs a body to a webhook target under the address rules; never fails. */
+/**
+ * POSTs a body to a webhook target under the address rules; never fails.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const post = Effect.fn("Outbound.post")(function*(url: string, options: PostOptions) {
   const [elapsed, outcome] = yield* PinnedHttp.request(url, {
     ...options,
@@ -93,24 +118,49 @@ export const post = Effect.fn("Outbound.post")(function*(url: string, options: P
   return result
 })
 
-/** One request a sender makes. */
+/**
+ * One request a sender makes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface OutboundRequest extends Omit<PostOptions, keyof SenderOptions> {
   readonly url: string
 }
 
-/** The port every webhook request goes through (tests replace it). */
+/**
+ * The port every webhook request goes through (tests replace it).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class WebhookSender extends Context.Tag("@mediagate/webhooks/WebhookSender")<WebhookSender, {
   readonly send: (request: OutboundRequest) => Effect.Effect<PostResult>
 }>() {}
 
-/** Options of the real sender: `allowPrivate` (`MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`, default false), `lookup` (tests). */
+/**
+ * Options of the real sender: `allowPrivate` (`MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`, default false), `lookup` (tests).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SenderOptions = Pick<PinnedHttp.TargetOptions, "allowPrivate" | "lookup">
 
-/** The real sender: {@link post}. */
+/**
+ * The real sender: {@link post}.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeSender = (options: SenderOptions = {}): WebhookSender["Type"] => ({
   send: (request) => post(request.url, { ...request, ...options })
 })
 
-/** The real sender as a layer. */
+/**
+ * The real sender as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerSender = (options: SenderOptions = {}): Layer.Layer<WebhookSender> =>
   Layer.succeed(WebhookSender, makeSender(options))

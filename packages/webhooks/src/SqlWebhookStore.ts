@@ -25,12 +25,54 @@ import * as Settle from "./internal/sql/settle.js"
 import * as Webhooks from "./internal/sql/webhooks.js"
 import { WebhookStore } from "./WebhookStore.js"
 
-export type { SqlOptions } from "./internal/sql/rows.js"
-export { migrate, migrations, migrationsTable, tables } from "./internal/sql/schema.js"
+export type {
+  /**
+   * Options of the SQL storage: the table prefix and where "now" comes from (default: the database clock).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  SqlOptions
+} from "./internal/sql/rows.js"
+export {
+  /**
+   * Runs the webhook migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
+   * `PersistenceError`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  migrate,
+  /**
+   * The webhook migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails the
+   * loader with a `MigrationError`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  migrations,
+  /**
+   * The table the webhook migrations are recorded in: `<prefix>webhooks_migrations`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  migrationsTable,
+  /**
+   * The tables of the webhook storage under `prefix`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  tables
+} from "./internal/sql/schema.js"
 
 /**
  * Builds the SQL storage on the `SqlClient` in context, after running the migrations, with its tables under
  * `options.prefix` (default `mediagate_`; an invalid prefix fails with a `PersistenceError`).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: SqlOptions = {}): Effect.Effect<
   WebhookStore["Type"],
@@ -57,7 +99,12 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     return service
   })
 
-/** The SQL storage as a layer (runs the migrations). */
+/**
+ * The SQL storage as a layer (runs the migrations).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   options: SqlOptions = {}
 ): Layer.Layer<WebhookStore, SqlError | Migrator.MigrationError | PersistenceError, SqlClient.SqlClient> =>

@@ -17,15 +17,32 @@ import * as Layer from "effect/Layer"
 import { deliveryCursor, toAttempt, toDelivery } from "./WebhookService.js"
 import { type AttemptRow, byDelivery, type DeliveryRow, WebhookStore } from "./WebhookStore.js"
 
-/** The window of `failed_last_hour`. */
+/**
+ * The window of `failed_last_hour`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const failedWindowMs = 60 * 60 * 1000
 
 const unavailable = toUnavailable("webhook storage failure")
 
-/** A logged attempt as the operator API shows it (the account-side list's form). */
-export { toAttempt }
+export {
+  /**
+   * A logged attempt as the operator API shows it (the account-side list's form).
+   *
+   * @since 0.1.0
+   * @category encoding
+   */
+  toAttempt
+}
 
-/** A delivery and its attempt log as the operator API shows them. */
+/**
+ * A delivery and its attempt log as the operator API shows them.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toAdminDelivery = (row: DeliveryRow, attempts: ReadonlyArray<AttemptRow>): Admin.AdminDelivery => ({
   ...toDelivery(row),
   account_id: row.accountId,
@@ -34,7 +51,12 @@ export const toAdminDelivery = (row: DeliveryRow, attempts: ReadonlyArray<Attemp
   attempt_log: attempts.map(toAttempt)
 })
 
-/** Builds the webhooks' `AdminWebhooks`. */
+/**
+ * Builds the webhooks' `AdminWebhooks`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make: Effect.Effect<Services.AdminWebhooks["Type"], never, WebhookStore> = Effect.gen(function*() {
   const store = yield* WebhookStore
 
@@ -61,7 +83,12 @@ export const make: Effect.Effect<Services.AdminWebhooks["Type"], never, WebhookS
   return { deliveries, backlog }
 })
 
-/** The webhooks' `AdminWebhooks` as a layer. */
+/**
+ * The webhooks' `AdminWebhooks` as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<Services.AdminWebhooks, never, WebhookStore> = Layer.effect(
   Services.AdminWebhooks,
   make

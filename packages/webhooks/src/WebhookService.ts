@@ -43,10 +43,20 @@ import {
   WebhookStore
 } from "./WebhookStore.js"
 
-/** Deliveries per page. */
+/**
+ * Deliveries per page.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const deliveryPageSize = 20
 
-/** Options of the service. */
+/**
+ * Options of the service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ServiceOptions {
   /** Allow loopback and private targets (`MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`). Default false. */
   readonly allowPrivate?: boolean
@@ -58,15 +68,30 @@ export interface ServiceOptions {
   readonly resolveTimeout?: Duration.DurationInput
 }
 
-/** Default of {@link ServiceOptions.resolveTimeout}. */
+/**
+ * Default of {@link ServiceOptions.resolveTimeout}.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultResolveTimeout: Duration.DurationInput = "5 seconds"
 
-/** A new secret: `whsec_` + base64 of 32 random bytes. */
+/**
+ * A new secret: `whsec_` + base64 of 32 random bytes.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const newSecret = (): string => `whsec_${randomBytes(32).toString("base64")}`
 
 const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
 
-/** The public form of a registration (never its secret). */
+/**
+ * The public form of a registration (never its secret).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toRecord = (row: WebhookRow): Webhook.WebhookRecord => ({
   id: row.id,
   environment: row.environment,
@@ -77,7 +102,12 @@ export const toRecord = (row: WebhookRow): Webhook.WebhookRecord => ({
   createdAt: iso(row.createdAt)!
 })
 
-/** A logged attempt as the API shows it. */
+/**
+ * A logged attempt as the API shows it.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toAttempt = (row: AttemptRow): Webhook.DeliveryAttempt => ({
   attempt: row.attempt,
   status_code: row.statusCode,
@@ -87,7 +117,12 @@ export const toAttempt = (row: AttemptRow): Webhook.DeliveryAttempt => ({
   at: new Date(row.at).toISOString()
 })
 
-/** The public form of a delivery. */
+/**
+ * The public form of a delivery.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toDelivery = (row: DeliveryRow): Webhook.Delivery => ({
   id: row.id,
   event_id: row.eventId,
@@ -100,10 +135,20 @@ export const toDelivery = (row: DeliveryRow): Webhook.Delivery => ({
   created_at: iso(row.createdAt)!
 })
 
-/** The id a delivery list cursor holds (see `Envelope.decodeIdCursor`). */
+/**
+ * The id a delivery list cursor holds (see `Envelope.decodeIdCursor`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const deliveryCursor = (cursor: string | undefined) => Envelope.decodeIdCursor("dlv_", cursor)
 
-/** The sample event of a test delivery. */
+/**
+ * The sample event of a test delivery.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const sampleEvent = (now: number): Webhook.WebhookEvent => ({
   id: Ids.eventId(now),
   type: "task.completed",
@@ -133,7 +178,12 @@ const unavailable = toUnavailable("webhook storage failure")
 
 const webhookNotFound = (id: string) => new Errors.WebhookNotFound({ message: `webhook ${id} not found` })
 
-/** Builds the service on a {@link WebhookStore} and a {@link WebhookSender}. */
+/**
+ * Builds the service on a {@link WebhookStore} and a {@link WebhookSender}.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: ServiceOptions = {}) =>
   Effect.gen(function*() {
     const store = yield* WebhookStore
@@ -277,7 +327,12 @@ export const make = (options: ServiceOptions = {}) =>
     return service
   })
 
-/** The service as a layer. */
+/**
+ * The service as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   options: ServiceOptions = {}
 ): Layer.Layer<Services.WebhookService, never, WebhookStore | WebhookSender> =>

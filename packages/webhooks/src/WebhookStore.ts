@@ -43,40 +43,220 @@ import type {
   WebhookRow
 } from "./internal/store/records.js"
 
-export { makeMemory } from "./internal/memory/store.js"
 export {
+  /**
+   * Storage in memory; operations run one at a time (a semaphore plays the transaction). Clock: Effect `Clock`.
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  makeMemory
+} from "./internal/memory/store.js"
+export {
+  /**
+   * What one request achieved.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type AttemptResult,
+  /**
+   * One request of a delivery, as logged.
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
   AttemptRow,
+  /**
+   * The webhook backlog ({@link WebhookStore} `backlog`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type Backlog,
+  /**
+   * A claimed delivery, with its configured webhook as the claim found it (`webhook`: null for a per-job delivery,
+   * whose `webhookId` is null, or when the webhook no longer exists): the attempt needs no read of its own.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type ClaimedDelivery,
+  /**
+   * The answer of a registration.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type CreateResult,
+  /**
+   * A page of deliveries, newest first.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type DeliveryPage,
+  /**
+   * A stored delivery: one event to one target.
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
   DeliveryRow,
+  /**
+   * States of a delivery.
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
   type DeliveryStatus,
+  /**
+   * Longest response excerpt kept in the attempt log.
+   *
+   * @since 0.1.0
+   * @category constants
+   */
   excerptBytes,
+  /**
+   * What a fan-out created: how many deliveries, and those leased to the caller.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type FannedOut,
+  /**
+   * Who leases the deliveries a fan-out creates, for how long, and how many at most ({@link WebhookStore}
+   * `fanOutLeased`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type FanOutLease,
+  /**
+   * An `Idempotency-Key` claim of a registration, judged by the shared rule (`IdempotencyWindow`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type IdempotencyClaim,
+  /**
+   * A new delivery (due at once).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type NewDelivery,
+  /**
+   * One settle of a batch ({@link WebhookStore} `settleAll`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type Settle,
+  /**
+   * Where a delivery goes after a claim.
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type Settlement,
+  /**
+   * What an attempt needs of a delivery's configured webhook, read with its claim (`WebhookStore.claimDue`).
+   *
+   * @since 0.1.0
+   * @category models
+   */
   type Target,
+  /**
+   * A stored webhook registration; in SQL, `events` is a JSON list of event types.
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
   WebhookRow
 } from "./internal/store/records.js"
 export {
+  /**
+   * The logged row of the `attempt`-th request of a delivery (both implementations).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   attemptRow,
+  /**
+   * Attempt rows by delivery id, each delivery's first attempt first.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   byDelivery,
+  /**
+   * The deliveries an outbox entry fans out to, given the account's webhooks: those of the task's environment, and the
+   * task's own `webhookUrl`.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   deliveriesFor,
+  /**
+   * A new delivery id.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   deliveryId,
+  /**
+   * The rows a fan-out creates for `entries` given the accounts' `webhooks`, due at `now`; with a `lease`, the first
+   * `lease.limit` of them leased (as a claim leases: fence 1), answered apart with their webhooks (both
+   * implementations).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   fannedRows,
+  /**
+   * The row of a new delivery, due at `now` (both implementations).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   newRow,
+  /**
+   * The refusal of an `Idempotency-Key` reused with another request.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   reused,
+  /**
+   * A delivery after a settle: its attempt counted, moved on, its lease released (both implementations).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   settled,
+  /**
+   * Whether a webhook receives an event type.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   subscribes,
+  /**
+   * A new webhook id.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
   webhookId
 } from "./internal/store/rows.js"
 
-/** The storage port. */
+/**
+ * The storage port.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore")<WebhookStore, {
   /** The storage clock in epoch ms. */
   readonly now: Effect.Effect<number, PersistenceError>
@@ -198,5 +378,10 @@ export class WebhookStore extends Context.Tag("@mediagate/webhooks/WebhookStore"
   readonly backlog: (now: number, failedSince: number) => Effect.Effect<Backlog, PersistenceError>
 }>() {}
 
-/** The memory storage as a layer. */
+/**
+ * The memory storage as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerMemory: Layer.Layer<WebhookStore> = Layer.effect(WebhookStore, makeMemory)
