@@ -13,7 +13,12 @@ import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 
-/** Billing settings of an account (money in integer micro-dollars). */
+/**
+ * Billing settings of an account (money in integer micro-dollars).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BillingSettings {
   readonly billingMode: Account.BillingMode
   /** Calendar-month (UTC) spend limit; null: none. */
@@ -28,7 +33,12 @@ export interface BillingSettings {
   readonly creditLimitMicros: number | null
 }
 
-/** Default settings of a new account: prepaid, no limits, no auto top-up, the configured credit limit. */
+/**
+ * Default settings of a new account: prepaid, no limits, no auto top-up, the configured credit limit.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultSettings: BillingSettings = {
   billingMode: "prepaid",
   monthlySpendLimitMicros: null,
@@ -38,7 +48,12 @@ export const defaultSettings: BillingSettings = {
   creditLimitMicros: null
 }
 
-/** The billing state of an account. */
+/**
+ * The billing state of an account.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BillingState extends BillingSettings {
   readonly accountId: string
   /** The credit limit in force: the account's own, or billing's configured default. */
@@ -48,14 +63,24 @@ export interface BillingState extends BillingSettings {
   readonly monthToDateMicros: number
 }
 
-/** Key spend: its limit and what the key and its descendants have spent (net of refunds). */
+/**
+ * Key spend: its limit and what the key and its descendants have spent (net of refunds).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface KeySpend {
   readonly keyId: string
   readonly spendLimitMicros: number | null
   readonly spentMicros: number
 }
 
-/** The billing side of accounts and keys. */
+/**
+ * The billing side of accounts and keys.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class BillingAccounts extends Context.Tag("@mediagate/billing/BillingAccounts")<BillingAccounts, {
   /** Opens billing for a new account, with an opening credit (a ledger entry) when `openingMicros` > 0. */
   readonly open: (

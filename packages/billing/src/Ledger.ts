@@ -19,14 +19,29 @@ import * as Schema from "effect/Schema"
 import { BillingAccounts, type BillingSettings, type BillingState, defaultSettings } from "./BillingAccounts.js"
 import type { PaymentProvider, TopUpRequest } from "./PaymentProvider.js"
 
-/** Kinds of ledger entries. */
+/**
+ * Kinds of ledger entries.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const ledgerKinds = ["charge", "refund", "top_up", "adjustment"] as const
-/** A kind of ledger entry. */
+/**
+ * A kind of ledger entry.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type LedgerKind = typeof ledgerKinds[number]
 
 const { column } = SqlRows
 
-/** A ledger entry before it is appended (and given its id). */
+/**
+ * A ledger entry before it is appended (and given its id).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const NewEntry = Schema.Struct({
   accountId: column("account_id", Schema.String),
   kind: SqlRows.literal(...ledgerKinds),
@@ -42,27 +57,55 @@ export const NewEntry = Schema.Struct({
   /** Epoch ms (Effect `Clock`). */
   createdAt: column("created_at", SqlRows.Number)
 })
-/** A ledger entry before it is appended. */
+/**
+ * A ledger entry before it is appended.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export interface NewEntry extends Schema.Schema.Type<typeof NewEntry> {}
 
 /**
  * One entry of the append-only ledger (a row of `<prefix>billing_ledger` in SQL). `amountMicros` is signed: charges
  * are negative, refunds and top-ups positive, adjustments either. The sum of an account's entries is its balance.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const LedgerEntry = Schema.Struct({
   /** Increasing in insertion order. */
   id: SqlRows.Number,
   ...NewEntry.fields
 })
-/** One entry of the append-only ledger. */
+/**
+ * One entry of the append-only ledger.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export interface LedgerEntry extends Schema.Schema.Type<typeof LedgerEntry> {}
 
-/** Statuses of a recorded top-up request. */
+/**
+ * Statuses of a recorded top-up request.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const topUpStatuses = ["requested", "credited", "failed"] as const
-/** The status of a recorded top-up request. */
+/**
+ * The status of a recorded top-up request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type TopUpStatus = typeof topUpStatuses[number]
 
-/** A recorded auto top-up request (a row of `<prefix>billing_top_up_requests` in SQL). */
+/**
+ * A recorded auto top-up request (a row of `<prefix>billing_top_up_requests` in SQL).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TopUpRecord = Schema.Struct({
   id: SqlRows.Number,
   accountId: column("account_id", Schema.String),
@@ -72,10 +115,20 @@ export const TopUpRecord = Schema.Struct({
   status: SqlRows.literal(...topUpStatuses),
   createdAt: column("created_at", SqlRows.Number)
 })
-/** A recorded auto top-up request. */
+/**
+ * A recorded auto top-up request.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export interface TopUpRecord extends Schema.Schema.Type<typeof TopUpRecord> {}
 
-/** Reading the ledger and the top-up request log (admin, tests, reconciliation). */
+/**
+ * Reading the ledger and the top-up request log (admin, tests, reconciliation).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class BillingLedger extends Context.Tag("@mediagate/billing/BillingLedger")<BillingLedger, {
   /** An account's ledger entries, oldest first. */
   readonly entries: (accountId: string) => Effect.Effect<ReadonlyArray<LedgerEntry>, PersistenceError>
@@ -88,7 +141,12 @@ export class BillingLedger extends Context.Tag("@mediagate/billing/BillingLedger
   readonly page: (accountId: string, query: LedgerPageQuery) => Effect.Effect<LedgerPage, PersistenceError>
 }>() {}
 
-/** What {@link BillingLedger}'s `page` reads. */
+/**
+ * What {@link BillingLedger}'s `page` reads.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface LedgerPageQuery {
   readonly kind?: LedgerKind | undefined
   readonly limit: number
@@ -96,16 +154,31 @@ export interface LedgerPageQuery {
   readonly before?: number | undefined
 }
 
-/** A page of ledger entries, newest first, with the number of entries matching the kind. */
+/**
+ * A page of ledger entries, newest first, with the number of entries matching the kind.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface LedgerPage {
   readonly entries: ReadonlyArray<LedgerEntry>
   readonly total: number
 }
 
-/** Ledger cursors are opaque to clients: `ledger:<id>` of the page's last entry, base64url-encoded. */
+/**
+ * Ledger cursors are opaque to clients: `ledger:<id>` of the page's last entry, base64url-encoded.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const encodeLedgerCursor = (id: number): string => Encoding.encodeBase64Url(`ledger:${id}`)
 
-/** The id a ledger cursor holds, or `undefined` for anything that is not such a cursor. */
+/**
+ * The id a ledger cursor holds, or `undefined` for anything that is not such a cursor.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const decodeLedgerCursor = (cursor: string): number | undefined => {
   const decoded = Encoding.decodeBase64UrlString(cursor)
   if (Either.isLeft(decoded)) return undefined
@@ -113,7 +186,12 @@ export const decodeLedgerCursor = (cursor: string): number | undefined => {
   return match === null ? undefined : Number(match[1])
 }
 
-/** The API's form of a ledger entry (USD, ISO time). */
+/**
+ * The API's form of a ledger entry (USD, ISO time).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toApiEntry = (entry: LedgerEntry): Ledger.LedgerEntry => ({
   id: String(entry.id),
   kind: entry.kind,
@@ -125,7 +203,12 @@ export const toApiEntry = (entry: LedgerEntry): Ledger.LedgerEntry => ({
   created_at: new Date(entry.createdAt).toISOString()
 })
 
-/** The calendar month (UTC) of an epoch-ms time, as `YYYY-MM`. */
+/**
+ * The calendar month (UTC) of an epoch-ms time, as `YYYY-MM`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const monthOf = (epochMs: number): string => {
   const date = new Date(epochMs)
   return `${date.getUTCFullYear().toString().padStart(4, "0")}-${(date.getUTCMonth() + 1).toString().padStart(2, "0")}`
@@ -138,7 +221,12 @@ interface EntryOwner {
   readonly taskId?: string | null
 }
 
-/** A ledger entry made at `now` for an account (and key and task), counting in `month`. */
+/**
+ * A ledger entry made at `now` for an account (and key and task), counting in `month`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const entry = (
   kind: LedgerKind,
   { accountId, keyId = null, taskId = null }: EntryOwner,
@@ -151,6 +239,9 @@ export const entry = (
 /**
  * Asks the provider for an auto top-up and records the request by `record` with its status: `credited`,
  * `requested`, or `failed` (logged) when the provider fails.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const requestTopUp = <E, R>(
   provider: PaymentProvider["Type"],
@@ -165,7 +256,12 @@ export const requestTopUp = <E, R>(
 
 const usd = (micros: number): string => `${Money.fromMicros(micros)} USD`
 
-/** A prepaid charge above the balance (or an account without billing). */
+/**
+ * A prepaid charge above the balance (or an account without billing).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const insufficientBalance = (amountMicros: number, balanceMicros: number | undefined) =>
   new Errors.InsufficientBalance({
     message: balanceMicros === undefined
@@ -173,7 +269,12 @@ export const insufficientBalance = (amountMicros: number, balanceMicros: number 
       : `Insufficient balance: the charge is ${usd(amountMicros)} and the balance is ${usd(balanceMicros)}`
   })
 
-/** A postpaid charge that would take the balance below `-creditLimit`. */
+/**
+ * A postpaid charge that would take the balance below `-creditLimit`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const creditLimitExceeded = (amountMicros: number, balanceMicros: number, creditLimitMicros: number) =>
   new Errors.InsufficientBalance({
     message: `Insufficient balance: the charge is ${usd(amountMicros)}, the balance is ${
@@ -186,13 +287,26 @@ export const creditLimitExceeded = (amountMicros: number, balanceMicros: number,
 /**
  * The bound of balances, credits and limits: 1e9 USD (1e15 micro-dollars), where a micro-dollar amount, its USD
  * number and the sum of two of them stay exact in a JavaScript number (2^53 is about 9.007e15).
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const maxBalanceMicros = 1_000_000_000_000_000
 
-/** Whether a balance lies within the bound ({@link maxBalanceMicros}). */
+/**
+ * Whether a balance lies within the bound ({@link maxBalanceMicros}).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const inRange = (balanceMicros: number): boolean => Math.abs(balanceMicros) <= maxBalanceMicros
 
-/** A credit refused because the balance would pass the bound. */
+/**
+ * A credit refused because the balance would pass the bound.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const creditOutOfRange = (amountMicros: number, balanceMicros: number) =>
   new Errors.ValidationError({
     message: `amount: a credit of ${usd(amountMicros)} would take the balance of ${usd(balanceMicros)} above ${
@@ -200,12 +314,20 @@ export const creditOutOfRange = (amountMicros: number, balanceMicros: number) =>
     }, the most an account may hold`
   })
 
-/** The default credit limit of billing: 100 USD. */
+/**
+ * The default credit limit of billing: 100 USD.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultCreditLimitMicros = 100_000_000
 
 /**
  * The default credit limit of postpaid accounts from Effect `Config`: `MEDIAGATE_DEFAULT_CREDIT_LIMIT` in USD
  * (default 100; 0 to 1e9 with at most 6 decimals), in micro-dollars.
+ *
+ * @since 0.1.0
+ * @category config
  */
 export const defaultCreditLimitConfig: Config.Config<number> = Config.number("MEDIAGATE_DEFAULT_CREDIT_LIMIT").pipe(
   Config.withDefault(Money.fromMicros(defaultCreditLimitMicros)),
@@ -216,13 +338,23 @@ export const defaultCreditLimitConfig: Config.Config<number> = Config.number("ME
   Config.map(Money.toMicros)
 )
 
-/** Options every billing implementation takes. */
+/**
+ * Options every billing implementation takes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BillingOptions {
   /** The credit limit of postpaid accounts that set none (micro-dollars; default {@link defaultCreditLimitMicros}). */
   readonly defaultCreditLimitMicros?: number | undefined
 }
 
-/** A charge above the key's remaining spend limit. */
+/**
+ * A charge above the key's remaining spend limit.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const keyLimitExceeded = (amountMicros: number, limitMicros: number, spentMicros: number) =>
   new Errors.SpendLimitExceeded({
     message: `API key spend limit exceeded: the charge is ${usd(amountMicros)}, the key has spent ${
@@ -230,7 +362,12 @@ export const keyLimitExceeded = (amountMicros: number, limitMicros: number, spen
     } of its ${usd(limitMicros)} limit`
   })
 
-/** A charge above the account's remaining monthly spend limit. */
+/**
+ * A charge above the account's remaining monthly spend limit.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const monthlyLimitExceeded = (amountMicros: number, limitMicros: number, spentMicros: number) =>
   new Errors.SpendLimitExceeded({
     message: `Account monthly spend limit exceeded: the charge is ${usd(amountMicros)}, the account has spent ${
@@ -242,6 +379,9 @@ export const monthlyLimitExceeded = (amountMicros: number, limitMicros: number, 
  * How a refund of `amountMicros` splits over the months the task was charged in: `open` is what is left to refund
  * per month (its charges net of earlier refunds); the newest month is refunded first, and never beyond what is
  * left in it. The parts sum to at most `amountMicros`.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const refundParts = (
   amountMicros: number,
@@ -258,20 +398,40 @@ export const refundParts = (
   return parts
 }
 
-/** An amount of money the implementation takes: a non-negative safe integer (anything else is a caller bug). */
+/**
+ * An amount of money the implementation takes: a non-negative safe integer (anything else is a caller bug).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isAmount = (micros: number): boolean => Number.isSafeInteger(micros) && micros >= 0
 
-/** Dies (a caller bug) unless `micros` is an amount ({@link isAmount}); `what` names it. */
+/**
+ * Dies (a caller bug) unless `micros` is an amount ({@link isAmount}); `what` names it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const requireAmount = (what: string, micros: number): Effect.Effect<void> =>
   isAmount(micros)
     ? Effect.void
     : Effect.dieMessage(`billing: ${what} must be a non-negative integer of micro-dollars, got ${micros}`)
 
-/** The refusal of an account that billing was never opened for. */
+/**
+ * The refusal of an account that billing was never opened for.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const notFound = (accountId: string) =>
   new Errors.AccountNotFound({ message: `No billing account ${accountId}` })
 
-/** The contract's `Balance` (USD) of a billing state. */
+/**
+ * The contract's `Balance` (USD) of a billing state.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toBalance = (state: BillingState): Account.Balance => ({
   balance: Money.fromMicros(state.balanceMicros),
   billingMode: state.billingMode,
@@ -286,6 +446,9 @@ export const toBalance = (state: BillingState): Account.Balance => ({
 /**
  * Whether a charge that left `balanceMicros` asks for an auto top-up, and of how much. A top-up that would take the
  * balance past the bound ({@link maxBalanceMicros}) is not asked for (evaluated under the account's lock).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const topUpDue = (
   state: Omit<BillingSettings, "monthlySpendLimitMicros" | "creditLimitMicros">,
@@ -311,6 +474,9 @@ const unopened = (accountId: string): BillingState => ({
  * new prepaid account with a zero balance (it cannot be charged: see `SqlBilling`); storage failures are
  * `ServiceUnavailable`. Environments: the balance is the account's one balance (spec "Balance"), read alike by
  * live and test keys; the ledger is live money only, so a test key's ledger is empty.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const balanceService = (
   state: (accountId: string) => Effect.Effect<BillingState, Errors.AccountNotFound | PersistenceError>,
@@ -353,7 +519,12 @@ const unavailable = (what: string) => (e: PersistenceError) =>
     Effect.tap(() => Effect.logWarning(`billing: ${what} failed`, e))
   )
 
-/** The services every billing implementation provides. */
+/**
+ * The services every billing implementation provides.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface BillingServices {
   /** The engine's port (charge and refund). */
   readonly billing: Billing["Type"]
@@ -364,7 +535,12 @@ export interface BillingServices {
   readonly ledger: BillingLedger["Type"]
 }
 
-/** The layer of a built {@link BillingServices}. */
+/**
+ * The layer of a built {@link BillingServices}.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerOf = <E, R>(
   make: Effect.Effect<BillingServices, E, R>
 ): Layer.Layer<Billing | BillingAccounts | Services.BillingService | BillingLedger, E, R> =>

@@ -55,6 +55,9 @@ interface KeyRow {
 /**
  * Builds billing in memory with `options` (the default credit limit of postpaid accounts); the `PaymentProvider`
  * in context serves auto top-up.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeWith = (
   options: BillingOptions = {}
@@ -270,12 +273,20 @@ export const makeWith = (
     }
   })
 
-/** Builds billing in memory with the default credit limit (100 USD). */
+/**
+ * Builds billing in memory with the default credit limit (100 USD).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make: Effect.Effect<BillingServices, never, PaymentProvider> = makeWith()
 
 /**
  * Billing in memory with `options`: `Billing`, `BillingAccounts`, the contract's `BillingService` and
  * `BillingLedger`.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerWith = (options: BillingOptions = {}): Layer.Layer<
   Billing | BillingAccounts | Services.BillingService | BillingLedger,
@@ -283,7 +294,12 @@ export const layerWith = (options: BillingOptions = {}): Layer.Layer<
   PaymentProvider
 > => layerOf(makeWith(options))
 
-/** Billing in memory with the default credit limit (100 USD). */
+/**
+ * Billing in memory with the default credit limit (100 USD).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<
   Billing | BillingAccounts | Services.BillingService | BillingLedger,
   never,

@@ -52,14 +52,82 @@ import {
 } from "./Ledger.js"
 import type { PaymentProvider } from "./PaymentProvider.js"
 
-export { chargeFunction } from "./internal/sql/chargeFunction.js"
-export { DebitedRow, debitedRowFast, type SqlOptions } from "./internal/sql/rows.js"
-export { migrate, migrations } from "./internal/sql/schema.js"
-export { migrationsTable, tables } from "./internal/sql/tables.js"
+export {
+  /**
+   * PostgreSQL's charge function: `<prefix>billing_charge` (see {@link createChargeFunction}).
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  chargeFunction
+} from "./internal/sql/chargeFunction.js"
+export {
+  /**
+   * SQLite: the debited account row with the first limit of the key's chain the charge would pass, the key's ancestors
+   * (null: the key has no spend row) and the month's spend (see `charging`).
+   *
+   * @since 0.1.0
+   * @category schemas
+   */
+  DebitedRow,
+  /**
+   * The fast path of {@link DebitedRow} (`SqlRows.withFastPath`; the debit's row is decoded on every charge of a
+   * `POST`): a row whose numbers are plain finite numbers, whose flag is 0 or 1 and whose ancestors are null or a JSON
+   * array of strings, decoded as the Schema decodes it; any other row is left to the Schema.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  debitedRowFast,
+  /**
+   * Options of SQL billing: the tables' prefix, the default credit limit of postpaid accounts.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type SqlOptions
+} from "./internal/sql/rows.js"
+export {
+  /**
+   * Runs billing's migrations under `prefix` into {@link migrationsTable}; an invalid prefix fails with a
+   * `PersistenceError`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  migrate,
+  /**
+   * Billing's migrations (SQLite and PostgreSQL), creating every object under `prefix`; an invalid prefix fails the
+   * loader with a `MigrationError`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  migrations
+} from "./internal/sql/schema.js"
+export {
+  /**
+   * The table billing's migrations are recorded in: `<prefix>billing_migrations`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  migrationsTable,
+  /**
+   * The tables of billing under `prefix`.
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  tables
+} from "./internal/sql/tables.js"
 
 /**
  * Builds SQL billing on the `SqlClient` in context (SQLite or PostgreSQL), after running billing's migrations, with
  * its tables under `options.prefix` (default `mediagate_`). The `PaymentProvider` in context serves auto top-up.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: SqlOptions = {}): Effect.Effect<
   BillingServices,
@@ -80,6 +148,9 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
  * SQL billing: `Billing`, `BillingAccounts`, the contract's `BillingService` and `BillingLedger` on the
  * `SqlClient` in context, after migrating, with its tables under `options.prefix` (default `mediagate_`); auto
  * top-up through the `PaymentProvider` in context.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (options: SqlOptions = {}): Layer.Layer<
   Billing | BillingAccounts | Services.BillingService | BillingLedger,
@@ -90,6 +161,9 @@ export const layer = (options: SqlOptions = {}): Layer.Layer<
 /**
  * {@link layer} with the default credit limit of postpaid accounts from Effect `Config`
  * (`MEDIAGATE_DEFAULT_CREDIT_LIMIT`, USD, default 100), unless `options` gives one.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerConfig = (options: SqlOptions = {}): Layer.Layer<
   Billing | BillingAccounts | Services.BillingService | BillingLedger,
