@@ -19,6 +19,9 @@ import { ServerConfig } from "./ServerConfig.js"
 /**
  * API-key authentication: reads the raw header and the client address and asks the `KeyService`; then counts the
  * request against the key's and account's request rates (`RateLimit.ts`).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer: Layer.Layer<Security.Authentication, never, Services.KeyService | ServerConfig | RateLimiter> =
   Layer.effect(
@@ -57,6 +60,9 @@ const digest = (value: string) => createHash("sha256").update(value, "utf8").dig
  * Operator-token authentication of `/admin/v1`; without a configured token the admin API answers 404. Failed
  * attempts are counted per client address: past the limit every attempt from that address, right or wrong, is
  * answered `429 RATE_LIMITED` until the window ends (`RateLimit.ts`).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const adminLayer: Layer.Layer<Security.AdminAuthentication, never, ServerConfig | RateLimiter> = Layer.effect(
   Security.AdminAuthentication,

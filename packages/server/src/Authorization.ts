@@ -6,7 +6,12 @@
 import { ApiKey, type Catalog, Errors, Security } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 
-/** Fails with `KEY_PERMISSION_DENIED` unless the current key grants `permission` (and `provider`, when given). */
+/**
+ * Fails with `KEY_PERMISSION_DENIED` unless the current key grants `permission` (and `provider`, when given).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const require = (
   permission: ApiKey.PermissionName,
   provider?: string
@@ -21,6 +26,11 @@ export const require = (
     return Effect.succeed(principal)
   })
 
-/** The create permission of a media type. */
+/**
+ * The create permission of a media type.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const createPermission = (mediaType: Catalog.MediaType): ApiKey.PermissionName =>
   mediaType === "image" ? "image:create" : "video:create"

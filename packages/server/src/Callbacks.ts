@@ -19,16 +19,31 @@ import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { errorResponseFor, type ExtraRoute } from "./Envelope.js"
 
-/** The path of the route. */
+/**
+ * The path of the route.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const path = "/callbacks/v1/:channel/:task"
 
-/** The route's entries for the envelope middleware's 404/405 table. */
+/**
+ * The route's entries for the envelope middleware's 404/405 table.
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export const routes: ReadonlyArray<ExtraRoute> = [{ method: "POST", path }]
 
 /** Largest callback body read. */
 const maxBodyBytes = 1024 * 1024
 
-/** The handler of `POST /callbacks/v1/{channel}/{task}` (without the port: every callback answers 404). */
+/**
+ * The handler of `POST /callbacks/v1/{channel}/{task}` (without the port: every callback answers 404).
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export const handler = (callbacks: Option.Option<Services.UpstreamCallbacks["Type"]>) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -64,7 +79,12 @@ export const handler = (callbacks: Option.Option<Services.UpstreamCallbacks["Typ
     }
   })
 
-/** The route, added to the HttpApi's router (the port is optional: without it every callback answers 404). */
+/**
+ * The route, added to the HttpApi's router (the port is optional: without it every callback answers 404).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
   Effect.flatMap(Effect.serviceOption(Services.UpstreamCallbacks), (callbacks) => router.post(path, handler(callbacks)))
 )

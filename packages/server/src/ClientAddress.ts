@@ -25,13 +25,21 @@ import ipaddr from "ipaddr.js"
 /**
  * The socket address of a request served through a web handler (`Http.toWebHandler`), where the request itself
  * carries none: pass it in the handler's context, `handler(request, Context.make(RemoteAddress, address))`.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class RemoteAddress extends Context.Tag("@mediagate/server/RemoteAddress")<RemoteAddress, string>() {}
 
 /** The socket addresses given with web requests, by request (see {@link withRemoteAddress}). */
 const webAddresses = new WeakMap<Request, string>()
 
-/** A web handler whose requests come with their socket address in the handler's context ({@link RemoteAddress}). */
+/**
+ * A web handler whose requests come with their socket address in the handler's context ({@link RemoteAddress}).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const withRemoteAddress = (web: ReturnType<typeof HttpApiBuilder.toWebHandler>) => ({
   dispose: web.dispose,
   handler: (request: Request, context?: Context.Context<RemoteAddress>): Promise<Response> => {
@@ -40,11 +48,21 @@ export const withRemoteAddress = (web: ReturnType<typeof HttpApiBuilder.toWebHan
   }
 })
 
-/** The socket address of a request (read only here): the server's, or the one a web handler was given with it. */
+/**
+ * The socket address of a request (read only here): the server's, or the one a web handler was given with it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const socketAddress = ({ remoteAddress, source }: HttpServerRequest.HttpServerRequest): string | undefined =>
   Option.getOrElse(remoteAddress, () => source instanceof Request ? webAddresses.get(source) : undefined)
 
-/** A parsed list of trusted proxies (addresses and CIDR ranges). */
+/**
+ * A parsed list of trusted proxies (addresses and CIDR ranges).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TrustedProxies {
   readonly contains: (address: string) => boolean
 }
@@ -68,6 +86,9 @@ const normalized = new Map<string, string | null>()
 /**
  * Normalizes a socket address: IPv4-mapped IPv6 to IPv4, brackets and zone ids dropped; undefined when not an IP
  * address written strictly (see the contract's `Address.parseAddress`).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const normalizeAddress = (address: string): string | undefined => {
   const known = normalized.get(address)
@@ -84,6 +105,9 @@ const validPort = (port: string | undefined) => port === undefined || Number(por
  * One element of `X-Forwarded-For`, read strictly: `a.b.c.d`, `a.b.c.d:port`, an IPv6 address, `[v6]` or
  * `[v6]:port` (port: 1 to 5 digits, at most 65535; surrounding spaces and tabs ignored). The address, normalized like
  * {@link normalizeAddress}; undefined for anything else (`unknown`, `_hidden`, empty, names, zone ids, `127.1`).
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const parseForwardedHop = (hop: string): string | undefined => {
   const text = hop.replace(/^[ \t]+|[ \t]+$/g, "")
@@ -119,13 +143,23 @@ const proxyRange = (entry: string): Range | string => {
     : [address, bits]
 }
 
-/** Why a trusted-proxy entry is invalid (an address or CIDR range, written strictly), or undefined. */
+/**
+ * Why a trusted-proxy entry is invalid (an address or CIDR range, written strictly), or undefined.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const trustedProxyProblem = (entry: string): string | undefined => {
   const range = proxyRange(entry)
   return typeof range === "string" ? range : undefined
 }
 
-/** Parses trusted proxy entries; an invalid entry is a configuration error (thrown). */
+/**
+ * Parses trusted proxy entries; an invalid entry is a configuration error (thrown).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeTrustedProxies = (entries: ReadonlyArray<string>): TrustedProxies => {
   const ranges = entries.map((entry) => {
     const range = proxyRange(entry)
@@ -145,6 +179,9 @@ export const makeTrustedProxies = (entries: ReadonlyArray<string>): TrustedProxi
 /**
  * The client address of a request, judged by the socket address and the trusted proxies (see the module
  * description); undefined when unknown — no socket address, or an `X-Forwarded-For` hop that does not parse.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const resolveClientAddress = (
   socketAddress: string | undefined,

@@ -22,14 +22,34 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { ServerConfig } from "./ServerConfig.js"
 
-/** Where the public API's OpenAPI document is served. */
+/**
+ * Where the public API's OpenAPI document is served.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const openApiPath = "/api/v1/openapi.json"
-/** Where the operator API's OpenAPI document is served. */
+/**
+ * Where the operator API's OpenAPI document is served.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const adminOpenApiPath = "/admin/v1/openapi.json"
-/** Where the interactive documentation is served. */
+/**
+ * Where the interactive documentation is served.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const docsPath = "/docs"
 
-/** The documentation's routes. */
+/**
+ * The documentation's routes.
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export const routes = [
   { method: "GET", path: openApiPath },
   { method: "GET", path: adminOpenApiPath },
@@ -104,6 +124,9 @@ const platformPage = Effect.scoped(Effect.gen(function*() {
  * Serves the documents of the HttpApi in context and the docs page. The page is built on its first request: it
  * inlines Scalar's 6 MB bundle, which would otherwise sit in every server's memory from its start (≈ 13 MB of an
  * idle server's heap).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {

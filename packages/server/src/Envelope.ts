@@ -45,7 +45,12 @@ import * as RequestBody from "./internal/requestBody.js"
 import * as RequestContext from "./RequestContext.js"
 import { ServerConfig } from "./ServerConfig.js"
 
-/** An error response in the API envelope; with the request's id in `error.request_id` when given. */
+/**
+ * An error response in the API envelope; with the request's id in `error.request_id` when given.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const errorResponse = (
   status: number,
   code: string,
@@ -58,7 +63,12 @@ export const errorResponse = (
     headers === undefined ? { status } : { status, headers }
   )
 
-/** {@link errorResponse} for a request the envelope saw: with its id (see `RequestContext.ts`). */
+/**
+ * {@link errorResponse} for a request the envelope saw: with its id (see `RequestContext.ts`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const errorResponseFor = (
   request: object,
   status: number,
@@ -69,12 +79,16 @@ export const errorResponseFor = (
   errorResponse(status, code, message, headers, RequestContext.get(request)?.id)
 
 /**
- * The success answer of an endpoint whose success Schema is `schema`, for a value, encoded once per value (by identity) and answered as it is again
- * for the same value: for reads whose value is made once per state of what it shows (a polled task's API view,
- * which `TaskService` makes once per stored record), so that polling an unchanged task encodes nothing. The answer
+ * The success answer of an endpoint whose success Schema is `schema`, for a value, encoded once per value (by
+ * identity) and answered as it is again for the same value: for reads whose value is made once per state of what
+ * it shows (a polled task's API view, which `TaskService` makes once per stored record), so that polling an
+ * unchanged task encodes nothing. The answer
  * is what the HttpApi would encode (the endpoint's success Schema, its success status, JSON); a value that fails to
  * encode is answered as it is, for the HttpApi to encode and report as it reports every encoding failure. Answers
  * are held in a `WeakMap`: they live as long as their values.
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const encodedOnce = <Success extends object, I>(schema: Schema.Schema<Success, I>) => {
   const encode = Schema.encodeEither(schema)
@@ -91,7 +105,12 @@ export const encodedOnce = <Success extends object, I>(schema: Schema.Schema<Suc
   }
 }
 
-/** Routes outside the HttpApi groups that the server also answers (documentation). */
+/**
+ * Routes outside the HttpApi groups that the server also answers (documentation).
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export interface ExtraRoute {
   readonly method: string
   readonly path: `/${string}`
@@ -107,6 +126,9 @@ const pathOf = (url: string): string => {
  * Whether an answer to this request target is never to be stored by a cache: every answer under `/api/v1` and
  * `/admin/v1`, errors and the OpenAPI documents included (keys, webhook secrets, balances, tasks). Result files
  * (`/files/...`), the docs page and the dashboard set their own caching.
+ *
+ * @since 0.1.0
+ * @category guards
  */
 export const isNoStore = (url: string): boolean => {
   const path = pathOf(url)
@@ -132,6 +154,9 @@ const mustNotBeEncoded = (b: number) =>
  * (`//`, a trailing `/`), no `.` or `..` segment, no `;`, `#` or `\`, and percent-escapes only of characters that
  * need them (never of letters, digits, `-._~`, `/` or `\`, never `%00`; each escape well formed). One pass over
  * the path.
+ *
+ * @since 0.1.0
+ * @category guards
  */
 export const isCanonicalPath = (path: string): boolean => {
   const length = path.length
@@ -167,6 +192,9 @@ export const isCanonicalPath = (path: string): boolean => {
  * The route table of the API and the extra routes, matched exactly as written (`DirectPath.strictMatching`): the
  * envelope answers every path this table does not match itself, so a variant such as `/ADMIN/V1/...` or
  * `//admin/v1/...` never reaches the platform's lenient router.
+ *
+ * @since 0.1.0
+ * @category routing
  */
 export interface RouteTable {
   /** Whether a route matches the method (`HEAD` also by `GET`) and path exactly. */
@@ -183,7 +211,12 @@ export interface RouteTable {
   ) => HttpServerResponse.HttpServerResponse
 }
 
-/** The routes of an HttpApi's endpoints. */
+/**
+ * The routes of an HttpApi's endpoints.
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export const routesOf = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
   api: HttpApi.HttpApi<Id, Groups, E, R>
 ): ReadonlyArray<ExtraRoute> => {
@@ -197,7 +230,12 @@ export const routesOf = <Id extends string, Groups extends HttpApiGroup.HttpApiG
   return routes
 }
 
-/** The route table of the API's routes (default: the shipped API's) and `extra` (see {@link RouteTable}). */
+/**
+ * The route table of the API's routes (default: the shipped API's) and `extra` (see {@link RouteTable}).
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export const makeRouteTable = (
   extra: ReadonlyArray<ExtraRoute>,
   api: ReadonlyArray<ExtraRoute> = routesOf(Api.MediagateApi)
@@ -289,6 +327,9 @@ const marking = <H extends object>(handlers: H): H =>
  * once started, even when the client goes away ({@link runToEnd}). Built where a dispatch registry is provided
  * (`Http.apiFor`), its endpoints are registered there too, and the envelope dispatches their requests itself
  * (`internal/directPath.ts`).
+ *
+ * @since 0.1.0
+ * @category api
  */
 export const group: typeof HttpApiBuilder.group = (api, name, build) =>
   HttpApiBuilder.group(api, name, (handlers) => {
@@ -308,7 +349,12 @@ const isMaxBytesDefect = ({ cause }: HttpServerError.RequestError) =>
 const isJsonContentType = (value: string | undefined) =>
   value === undefined || /^application\/(?:[\w.+-]+\+)?json\b/i.test(value.trim())
 
-/** The envelope middleware as a layer for `HttpApiBuilder` (provide it to the served API). */
+/**
+ * The envelope middleware as a layer for `HttpApiBuilder` (provide it to the served API).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   options: {
     readonly extraRoutes?: ReadonlyArray<ExtraRoute>
@@ -379,7 +425,9 @@ export const layer = (
       /** Whether the fiber's address policy is already the server's (by default it is the strict one). */
       const policyIsSet = (fiber: { getFiberRef: <A>(ref: FiberRef.FiberRef<A>) => A }) =>
         fiber.getFiberRef(Address.currentAddressPolicy).allowPrivate === policy.allowPrivate
-      /** `self` under the server's address policy: a request whose fiber has it already changes no fiber-local value. */
+      /**
+       * `self` under the server's address policy: a request whose fiber has it already changes no fiber-local value.
+       */
       const withPolicy = (self: typeof app): typeof app => {
         const local = Effect.locally(self, Address.currentAddressPolicy, policy)
         return Effect.withFiberRuntime((fiber) => policyIsSet(fiber) ? self : local)

@@ -16,15 +16,30 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import { errorResponseFor, type ExtraRoute } from "./Envelope.js"
 
-/** The path of the route. */
+/**
+ * The path of the route.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const path = "/files/*"
 
-/** The route's entries for the envelope middleware's 404/405 table. */
+/**
+ * The route's entries for the envelope middleware's 404/405 table.
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export const routes: ReadonlyArray<ExtraRoute> = [{ method: "GET", path }, { method: "HEAD", path }]
 
 const queryValue = (params: URLSearchParams, name: string) => params.get(name) ?? undefined
 
-/** The handler of `GET|HEAD /files/*`. */
+/**
+ * The handler of `GET|HEAD /files/*`.
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export const handler = (files: Services.FileService["Type"]) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -56,7 +71,12 @@ export const handler = (files: Services.FileService["Type"]) =>
     )
   })
 
-/** The route, added to the HttpApi's router. */
+/**
+ * The route, added to the HttpApi's router.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<never, never, Services.FileService> = HttpApiBuilder.Router.use((router) =>
   Effect.flatMap(Services.FileService, (files) => router.get(path, handler(files)))
 )

@@ -14,18 +14,38 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { errorResponseFor } from "./Envelope.js"
 
-/** What `/readyz` checks (the composed stack: that the database answers). */
+/**
+ * What `/readyz` checks (the composed stack: that the database answers).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Readiness extends Context.Tag("@mediagate/server/Readiness")<Readiness, {
   readonly check: Effect.Effect<void, unknown>
 }>() {}
 
-/** A {@link Readiness} that is always ready: for an app whose dependencies need no check. */
+/**
+ * A {@link Readiness} that is always ready: for an app whose dependencies need no check.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerAlwaysReady: Layer.Layer<Readiness> = Layer.succeed(Readiness, { check: Effect.void })
 
-/** The health routes. */
+/**
+ * The health routes.
+ *
+ * @since 0.1.0
+ * @category routing
+ */
 export const routes = [{ method: "GET", path: "/healthz" }, { method: "GET", path: "/readyz" }] as const
 
-/** Serves `/healthz` and `/readyz` next to the API. */
+/**
+ * Serves `/healthz` and `/readyz` next to the API.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const readiness = yield* Readiness

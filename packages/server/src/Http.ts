@@ -42,14 +42,34 @@ import * as DirectPath from "./internal/directPath.js"
 import * as RateLimit from "./RateLimit.js"
 import type { ServerConfig } from "./ServerConfig.js"
 
-/** Where the public API's OpenAPI document is served (`Docs.ts`). */
+/**
+ * Where the public API's OpenAPI document is served (`Docs.ts`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const openApiPath = Docs.openApiPath
-/** Where the operator API's OpenAPI document is served (`Docs.ts`). */
+/**
+ * Where the operator API's OpenAPI document is served (`Docs.ts`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const adminOpenApiPath = Docs.adminOpenApiPath
-/** Where the interactive documentation is served (`Docs.ts`). */
+/**
+ * Where the interactive documentation is served (`Docs.ts`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const docsPath = Docs.docsPath
 
-/** Every port the HTTP layer calls, plus its settings. */
+/**
+ * Every port the HTTP layer calls, plus its settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Requirements =
   | Services.TaskService
   | Services.BillingService
@@ -64,7 +84,12 @@ export type Requirements =
   // the rate limits' counters: `RateLimit.layerMemory` for one process, a shared store for several nodes
   | Counters.RateWindows
 
-/** How the API is served. */
+/**
+ * How the API is served.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /**
    * Whether the envelope dispatches each request to its endpoint's handler itself (default), or every request goes
@@ -77,6 +102,9 @@ export interface Options {
 /**
  * The HttpApi of a registry (`Api.make(families)`) with every group implemented, and the registry of its endpoints
  * that the envelope dispatches itself (`internal/directPath.ts`; see {@link Options}).
+ *
+ * @since 0.1.0
+ * @category api
  */
 export const apiFor = (
   families: Family.Registry,
@@ -100,7 +128,12 @@ export const apiFor = (
     Layer.provideMerge(DirectPath.layer(options.dispatch !== false))
   )
 
-/** The HttpApi of the registry with every group implemented. */
+/**
+ * The HttpApi of the registry with every group implemented.
+ *
+ * @since 0.1.0
+ * @category api
+ */
 export const ApiLive = apiFor(Families.registry)
 
 /**
@@ -127,17 +160,32 @@ const extrasFor = (families: Family.Registry) =>
 /** The extras of the shipped registry. */
 const Extras = extrasFor(Families.registry)
 
-/** Serves the API of a registry on the `HttpServer` in context. */
+/**
+ * Serves the API of a registry on the `HttpServer` in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerFor = (families: Family.Registry, options: Options = {}): Layer.Layer<
   never,
   never,
   HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices | Requirements
 > => HttpApiBuilder.serve().pipe(Layer.provide(extrasFor(families)), Layer.provide(apiFor(families, options)))
 
-/** Serves the API on the `HttpServer` in context. */
+/**
+ * Serves the API on the `HttpServer` in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = layerFor(Families.registry)
 
-/** The API built as an `HttpApp` ({@link makeServed}). */
+/**
+ * The API built as an `HttpApp` ({@link makeServed}).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Served {
   /** The API, to mount or serve (see {@link makeHttpApp}). */
   readonly httpApp: HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>
@@ -156,6 +204,9 @@ export interface Served {
 /**
  * Builds the API as an `HttpApp`, with the envelope's direct answer to the requests it dispatches ({@link Served});
  * with `dispatch: false`, `dispatched` answers none and every request goes through `HttpApiBuilder`'s router.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeServedWith = (options: Options): Effect.Effect<Served, never, Scope.Scope | Requirements> =>
   Effect.gen(function*() {
@@ -179,6 +230,9 @@ export const makeServedWith = (options: Options): Effect.Effect<Served, never, S
  * answers directly ({@link Served.dispatched}) start their fiber in the listener and are written by it, with
  * `around` (the access log) around their answer; every other request, and every request while tracing is on, goes
  * to `platform`, the platform's listener (`NodeHttpServer.makeHandler`). Answers are alike either way.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const nodeListener: <R>(
   platform: (request: IncomingMessage, response: ServerResponse) => void,
@@ -190,12 +244,20 @@ export const nodeListener: <R>(
   Exclude<R, HttpServerRequest.HttpServerRequest | Scope.Scope>
 > = DirectPath.listener
 
-/** Builds the API as an `HttpApp`, with the envelope's direct answer to the requests it dispatches ({@link Served}). */
+/**
+ * Builds the API as an `HttpApp`, with the envelope's direct answer to the requests it dispatches ({@link Served}).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeServed: Effect.Effect<Served, never, Scope.Scope | Requirements> = makeServedWith({})
 
 /**
  * Builds the API as an `HttpApp`, to mount into another Effect HTTP app (its routes keep their absolute paths:
  * `/api/v1/...`, `/admin/v1/...`, `/docs`).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const makeHttpApp: Effect.Effect<
   HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>,
@@ -206,6 +268,9 @@ export const makeHttpApp: Effect.Effect<
 /**
  * A web handler (`(Request, Context.make(ClientAddress.RemoteAddress, socketAddress)?) => Promise<Response>`) over the
  * given ports, for plain Node or any fetch-style server. Call `dispose` on shutdown.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const toWebHandler = <E>(ports: Layer.Layer<Requirements, E>) =>
   withRemoteAddress(HttpApiBuilder.toWebHandler(

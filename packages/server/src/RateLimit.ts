@@ -31,13 +31,28 @@ import * as Layer from "effect/Layer"
 import ipaddr from "ipaddr.js"
 import { ServerConfig } from "./ServerConfig.js"
 
-/** The length of a request window. */
+/**
+ * The length of a request window.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const windowMs = 60_000
 
-/** The `Retry-After` of a refusal for tasks in flight (no window ends: a task must finish first). */
+/**
+ * The `Retry-After` of a refusal for tasks in flight (no window ends: a task must finish first).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const inFlightRetryAfterSeconds = 10
 
-/** One limit as the headers announce it. */
+/**
+ * One limit as the headers announce it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PolicyState {
   /** The policy's name: `key`, `account`, `key-tasks`, `account-tasks`, `webhook-actions`, `admin-auth`. */
   readonly name: string
@@ -49,7 +64,12 @@ export interface PolicyState {
   readonly reset?: number | undefined
 }
 
-/** `RateLimit-Policy`: `"key";q=600;w=60`, or `"key-tasks";q=10;qu="concurrent-requests"` for a concurrency quota. */
+/**
+ * `RateLimit-Policy`: `"key";q=600;w=60`, or `"key-tasks";q=10;qu="concurrent-requests"` for a concurrency quota.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const policyField = (states: ReadonlyArray<PolicyState>): string =>
   states.map((state) =>
     state.reset === undefined
@@ -57,7 +77,12 @@ export const policyField = (states: ReadonlyArray<PolicyState>): string =>
       : `"${state.name}";q=${state.quota};w=${windowMs / 1000}`
   ).join(", ")
 
-/** `RateLimit`: `"key";r=12;t=30`, or `"key-tasks";r=3` for a concurrency quota. */
+/**
+ * `RateLimit`: `"key";r=12;t=30`, or `"key-tasks";r=3` for a concurrency quota.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const stateField = (states: ReadonlyArray<PolicyState>): string =>
   states.map((state) =>
     state.reset === undefined
@@ -93,7 +118,12 @@ const announce = (states: ReadonlyArray<PolicyState>, retryAfter?: number): Effe
 const refuse = (message: string, states: ReadonlyArray<PolicyState>, retryAfter: number) =>
   Effect.zipRight(announce(states, retryAfter), Effect.fail(new Errors.RateLimited({ message })))
 
-/** The bucket of a client address: the address, an IPv6 address's /64, or `unknown`. */
+/**
+ * The bucket of a client address: the address, an IPv6 address's /64, or `unknown`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const addressBucket = (address: string | undefined): string => {
   if (address === undefined || address === "") return "unknown"
   const bare = address.replace(/%.*$/, "")
@@ -103,7 +133,12 @@ export const addressBucket = (address: string | undefined): string => {
   return `${parsed.toNormalizedString().split(":").slice(0, 4).join(":")}::/64`
 }
 
-/** The limiter of the HTTP layer (see the module's comment). */
+/**
+ * The limiter of the HTTP layer (see the module's comment).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class RateLimiter extends Context.Tag("@mediagate/server/RateLimiter")<RateLimiter, {
   /** Counts an authenticated request against its key's and account's limits (the principal, when it passes). */
   readonly request: (principal: Security.Principal) => Effect.Effect<Security.Principal, Errors.RateLimited>
@@ -125,7 +160,12 @@ interface Check {
   readonly noun: string
 }
 
-/** Builds the limiter on `ServerConfig`, the `TaskService` and the `RateWindows` in context. */
+/**
+ * Builds the limiter on `ServerConfig`, the `TaskService` and the `RateWindows` in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make: Effect.Effect<
   RateLimiter["Type"],
   never,
@@ -298,7 +338,12 @@ export const make: Effect.Effect<
   return { request, tasks, webhookAction, adminGate, adminFailure }
 })
 
-/** The limiter as a layer. */
+/**
+ * The limiter as a layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<
   RateLimiter,
   never,

@@ -16,10 +16,20 @@
  */
 import { randomUUID } from "node:crypto"
 
-/** The header of request ids (lower case, as Node hands headers over). */
+/**
+ * The header of request ids (lower case, as Node hands headers over).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const header = "x-request-id"
 
-/** The server's knowledge of one request. */
+/**
+ * The server's knowledge of one request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RequestInfo {
   /** The request id (see the module's comment). */
   readonly id: string
@@ -36,7 +46,12 @@ const allowed = (c: number) =>
   (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) ||
   c === 45 || c === 95 || c === 46 || c === 58 || c === 43 || c === 61 || c === 64 || c === 47
 
-/** Whether a client's `X-Request-Id` is taken as it is: 1–128 characters of the safe set. */
+/**
+ * Whether a client's `X-Request-Id` is taken as it is: 1–128 characters of the safe set.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isValidId = (value: string): boolean => {
   const length = value.length
   if (length === 0 || length > 128) return false
@@ -44,16 +59,31 @@ export const isValidId = (value: string): boolean => {
   return true
 }
 
-/** A new request id. */
+/**
+ * A new request id.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const makeId = (): string => randomUUID()
 
-/** The id of a request: its valid `X-Request-Id`, or a new one. */
+/**
+ * The id of a request: its valid `X-Request-Id`, or a new one.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const idOf = (headers: Readonly<Record<string, string | undefined>>): string => {
   const given = headers[header]
   return given !== undefined && isValidId(given) ? given : makeId()
 }
 
-/** Attaches what is known of a request as it arrives; answers it. */
+/**
+ * Attaches what is known of a request as it arrives; answers it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const attach = (
   request: { readonly headers: Readonly<Record<string, string | undefined>> },
   route: string
@@ -63,15 +93,30 @@ export const attach = (
   return info
 }
 
-/** Makes `view` (a request rebuilt from `request`, e.g. with its body read) share the information of `request`. */
+/**
+ * Makes `view` (a request rebuilt from `request`, e.g. with its body read) share the information of `request`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const alias = (view: object, info: RequestInfo): void => {
   byRequest.set(view, info)
 }
 
-/** What is known of a request, if the envelope saw it. */
+/**
+ * What is known of a request, if the envelope saw it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const get = (request: object): RequestInfo | undefined => byRequest.get(request)
 
-/** Records the account a request was authenticated for. */
+/**
+ * Records the account a request was authenticated for.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const setAccount = (request: object, accountId: string): void => {
   const info = byRequest.get(request)
   if (info !== undefined) info.accountId = accountId

@@ -15,6 +15,9 @@ import { trustedProxyProblem } from "./ClientAddress.js"
 /**
  * The rate limits (security.md "Rate limits"); 0 turns a limit off. Requests are counted in fixed one-minute
  * windows; in-flight tasks are the active (`pending`, `queued`, `running`) tasks.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface RateLimitSettings {
   /** Requests per minute of a key whose own limit is not set (`MEDIAGATE_RATE_LIMIT_RPM`, default 0: off). */
@@ -25,13 +28,20 @@ export interface RateLimitSettings {
   readonly keyMaxInFlightTasks: number
   /** Active tasks of an account (`MEDIAGATE_MAX_IN_FLIGHT_TASKS_ACCOUNT`, default 0: off). */
   readonly accountMaxInFlightTasks: number
-  /** Failed admin-token attempts per minute and client address (`MEDIAGATE_ADMIN_AUTH_FAILURES_PER_MINUTE`, default 10). */
+  /**
+   * Failed admin-token attempts per minute and client address (`MEDIAGATE_ADMIN_AUTH_FAILURES_PER_MINUTE`, default 10).
+   */
   readonly adminFailuresPerMinute: number
   /** Webhook `test` and `replay` calls per minute and account (`MEDIAGATE_WEBHOOK_ACTIONS_PER_MINUTE`, default 30). */
   readonly webhookActionsPerMinute: number
 }
 
-/** Default rate limits: request rates and in-flight tasks off, 10 admin-token failures and 30 webhook actions a minute. */
+/**
+ * Default rate limits: request rates and in-flight tasks off, 10 admin-token failures and 30 webhook actions a minute.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultRateLimits: RateLimitSettings = {
   keyRequestsPerMinute: 0,
   accountRequestsPerMinute: 0,
@@ -41,7 +51,12 @@ export const defaultRateLimits: RateLimitSettings = {
   webhookActionsPerMinute: 30
 }
 
-/** Settings of the HTTP layer. */
+/**
+ * Settings of the HTTP layer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ServerSettings {
   /** Largest request body in bytes (decisions.md §1: 1 MiB). */
   readonly maxBodyBytes: number
@@ -63,7 +78,12 @@ export interface ServerSettings {
   readonly publicBaseUrl?: string | undefined
 }
 
-/** Default settings: 1 MiB bodies, no trusted proxies, strict addresses, admin API off. */
+/**
+ * Default settings: 1 MiB bodies, no trusted proxies, strict addresses, admin API off.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaults: ServerSettings = {
   maxBodyBytes: 1024 * 1024,
   trustedProxies: [],
@@ -72,10 +92,20 @@ export const defaults: ServerSettings = {
   rateLimits: defaultRateLimits
 }
 
-/** The settings of the HTTP layer. */
+/**
+ * The settings of the HTTP layer.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ServerConfig extends Context.Tag("@mediagate/server/ServerConfig")<ServerConfig, ServerSettings>() {}
 
-/** Settings given directly (missing ones take {@link defaults}). */
+/**
+ * Settings given directly (missing ones take {@link defaults}).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (settings: Partial<ServerSettings> = {}): Layer.Layer<ServerConfig> =>
   Layer.succeed(ServerConfig, { ...defaults, ...settings })
 
@@ -94,7 +124,12 @@ const limit = (name: string, fallback: number) =>
     })
   )
 
-/** The rate limits as Effect `Config` (the `MEDIAGATE_*` variables of {@link RateLimitSettings}). */
+/**
+ * The rate limits as Effect `Config` (the `MEDIAGATE_*` variables of {@link RateLimitSettings}).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const rateLimitsConfig: Config.Config<RateLimitSettings> = Config.all({
   keyRequestsPerMinute: limit("MEDIAGATE_RATE_LIMIT_RPM", defaultRateLimits.keyRequestsPerMinute),
   accountRequestsPerMinute: limit("MEDIAGATE_RATE_LIMIT_ACCOUNT_RPM", defaultRateLimits.accountRequestsPerMinute),
@@ -104,7 +139,12 @@ export const rateLimitsConfig: Config.Config<RateLimitSettings> = Config.all({
   webhookActionsPerMinute: limit("MEDIAGATE_WEBHOOK_ACTIONS_PER_MINUTE", defaultRateLimits.webhookActionsPerMinute)
 })
 
-/** The settings as Effect `Config`: the environment variables of decisions.md §10. */
+/**
+ * The settings as Effect `Config`: the environment variables of decisions.md §10.
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const config: Config.Config<ServerSettings> = Config.all({
   maxBodyBytes: Config.integer("MEDIAGATE_MAX_BODY_BYTES").pipe(Config.withDefault(defaults.maxBodyBytes)),
   trustedProxies: list("MEDIAGATE_TRUSTED_PROXIES").pipe(Config.mapOrFail((entries) => {
@@ -119,7 +159,12 @@ export const config: Config.Config<ServerSettings> = Config.all({
   publicBaseUrl: Config.option(Config.string("MEDIAGATE_PUBLIC_BASE_URL")).pipe(Config.map(Option.getOrUndefined))
 })
 
-/** The settings read from Effect `Config`. */
+/**
+ * The settings read from Effect `Config`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<ServerConfig, ConfigError.ConfigError> = Layer.effect(
   ServerConfig,
   config

@@ -7,7 +7,12 @@ import { Api, Services, Tracing } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Envelope from "../Envelope.js"
 
-/** The admin group. */
+/**
+ * The admin group.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = Envelope.group(Api.MediagateApi, "admin", (handlers) =>
   Effect.gen(function*() {
     const admin = yield* Services.AdminService

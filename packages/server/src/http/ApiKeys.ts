@@ -10,7 +10,12 @@ import * as Envelope from "../Envelope.js"
 
 const authorized = Authorization.require("api-keys:write")
 
-/** The API-key group. */
+/**
+ * The API-key group.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = Envelope.group(Api.MediagateApi, "apiKeys", (handlers) =>
   Effect.gen(function*() {
     const keys = yield* Services.KeyService

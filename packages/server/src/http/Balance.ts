@@ -8,7 +8,12 @@ import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
 
-/** The balance group. */
+/**
+ * The balance group.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = Envelope.group(Api.MediagateApi, "balance", (handlers) =>
   Effect.gen(function*() {
     const billing = yield* Services.BillingService

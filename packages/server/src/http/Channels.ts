@@ -8,7 +8,12 @@ import { Api, Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Envelope from "../Envelope.js"
 
-/** The channels group. */
+/**
+ * The channels group.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = Envelope.group(Api.MediagateApi, "channels", (handlers) =>
   Effect.gen(function*() {
     const channels = yield* Services.AdminChannels

@@ -20,7 +20,12 @@ function portKey(info: Family.Endpoint): string {
   return info.key
 }
 
-/** The generation group of the API of `families` (served by `HttpApiBuilder.api(Api.make(families))`). */
+/**
+ * The generation group of the API of `families` (served by `HttpApiBuilder.api(Api.make(families))`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerFor = (families: Family.Registry) =>
   Envelope.group(Api.make(families), "generation", (handlers) =>
     Effect.gen(function*() {
@@ -48,5 +53,10 @@ export const layerFor = (families: Family.Registry) =>
       return others.reduce((all, info) => all.handle(info.name, create(info)), handlers).handle(last.name, create(last))
     }))
 
-/** The generation group of the registry. */
+/**
+ * The generation group of the registry.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = layerFor(Families.registry)

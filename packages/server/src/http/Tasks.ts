@@ -18,7 +18,12 @@ const spans = { list: Tracing.span("Tasks.list"), get: Tracing.span("Tasks.get")
 // a polled task's view is made once per stored state (TaskService): so is its answer
 const answerOf = Envelope.encodedOnce(Api.TaskResponse)
 
-/** The tasks group. */
+/**
+ * The tasks group.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
   Effect.gen(function*() {
     const tasks = yield* Services.TaskService

@@ -8,7 +8,12 @@ import * as Effect from "effect/Effect"
 import * as Authorization from "../Authorization.js"
 import * as Envelope from "../Envelope.js"
 
-/** The voices group. */
+/**
+ * The voices group.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = Envelope.group(Api.MediagateApi, "voices", (handlers) =>
   Effect.gen(function*() {
     const catalog = yield* Services.VoiceService

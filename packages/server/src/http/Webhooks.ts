@@ -11,7 +11,12 @@ import { RateLimiter } from "../RateLimit.js"
 
 const authorized = Authorization.require("webhooks:write")
 
-/** The webhooks group. */
+/**
+ * The webhooks group.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = Envelope.group(Api.MediagateApi, "webhooks", (handlers) =>
   Effect.gen(function*() {
     const webhooks = yield* Services.WebhookService
