@@ -25,10 +25,20 @@ import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 
-/** Whether the access log is on (`MEDIAGATE_ACCESS_LOG`; default off, the production server turns it on). */
+/**
+ * Whether the access log is on (`MEDIAGATE_ACCESS_LOG`; default off, the production server turns it on).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const enabled: Config.Config<boolean> = Config.boolean("MEDIAGATE_ACCESS_LOG").pipe(Config.withDefault(false))
 
-/** What the middleware does per request. */
+/**
+ * What the middleware does per request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** One log line per request. */
   readonly log: boolean
@@ -36,7 +46,12 @@ export interface Options {
   readonly metrics: boolean
 }
 
-/** Logs one line per request answered by `app` and/or records its metric (see the module's comment). */
+/**
+ * Logs one line per request answered by `app` and/or records its metric (see the module's comment).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const middleware = <E, R>(
   app: HttpApp.Default<E, R>,
   options: Options = { log: true, metrics: false }

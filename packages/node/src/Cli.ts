@@ -26,15 +26,30 @@ import * as Schema from "effect/Schema"
 import { readFileSync } from "node:fs"
 import * as Server from "./Server.js"
 
-/** The operator ports the admin commands call: accounts, keys, tasks, deliveries, status; and the channels. */
+/**
+ * The operator ports the admin commands call: accounts, keys, tasks, deliveries, status; and the channels.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type OperatorPorts = Services.AdminService | Services.AdminChannels
 
-/** How admin commands reach the operator ports: built only when such a command runs. */
+/**
+ * How admin commands reach the operator ports: built only when such a command runs.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class AdminAccess extends Context.Tag("@mediagate/node/Cli/AdminAccess")<AdminAccess, {
   readonly use: <A, E>(effect: Effect.Effect<A, E, OperatorPorts>) => Effect.Effect<A, E | Error>
 }>() {}
 
-/** {@link AdminAccess} through a layer of the operator ports, built for each command that needs it. */
+/**
+ * {@link AdminAccess} through a layer of the operator ports, built for each command that needs it.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerAdmin = <E>(admin: Layer.Layer<OperatorPorts, E>): Layer.Layer<AdminAccess> => {
   const opened = Layer.mapError(admin, (cause) => cause instanceof Error ? cause : new Error(String(cause)))
   return Layer.succeed(AdminAccess, { use: (effect) => Effect.provide(effect, opened) })
@@ -233,7 +248,12 @@ const systemStatus = Command.make("status", {}, () => reportAdmin((admin) => adm
 
 const channelId = Args.text({ name: "channel-id" }).pipe(Args.withDescription("ch_... (or default:* to show)"))
 
-/** The environment variable `--api-key` may be read from (kept out of shell history). */
+/**
+ * The environment variable `--api-key` may be read from (kept out of shell history).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const apiKeyVariable = "MEDIAGATE_CHANNEL_API_KEY"
 
 /** The transports of the registry that `take` says yes to, as `relay, comfyui, openai`. */
@@ -473,7 +493,12 @@ const serve = Command.make("serve", {}, () => Server.program).pipe(
   Command.withDescription("Run the server (HOST, PORT, DATABASE_URL or MEDIAGATE_DATA_DIR; see docs/configuration.md)")
 )
 
-/** The `mediagate` command. */
+/**
+ * The `mediagate` command.
+ *
+ * @since 0.1.0
+ * @category running
+ */
 export const command = Command.make("mediagate", {}, () => Server.program).pipe(
   Command.withDescription("Mediagate, the media generation gateway: runs the server when no command is given"),
   Command.withSubcommands([
@@ -501,5 +526,10 @@ export const command = Command.make("mediagate", {}, () => Server.program).pipe(
   ])
 )
 
-/** Runs the command line on `argv` (as `process.argv`). */
+/**
+ * Runs the command line on `argv` (as `process.argv`).
+ *
+ * @since 0.1.0
+ * @category running
+ */
 export const run = Command.run(command, { name: "mediagate", version: "0.1.0" })

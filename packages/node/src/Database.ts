@@ -36,7 +36,12 @@ import { dirname, join } from "node:path"
 import type * as Pg from "pg"
 import satisfies from "semver/functions/satisfies.js"
 
-/** The database of a Mediagate stack. */
+/**
+ * The database of a Mediagate stack.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Database =
   | {
     /** A SQLite file (created with its folder when missing); `":memory:"` for a throwaway database. */
@@ -66,6 +71,9 @@ export type Database =
 /**
  * A database driver could not be loaded (`retryable: false`: installing it is the fix) or the database could not be
  * opened (`retryable: true`: it may answer later).
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
   message: Schema.String,
@@ -73,7 +81,12 @@ export class DatabaseError extends Schema.TaggedError<DatabaseError>()("Database
   cause: Schema.optional(Schema.Unknown)
 }) {}
 
-/** This process's database connections at a moment (the `mediagate_db_pool_*` metrics). */
+/**
+ * This process's database connections at a moment (the `mediagate_db_pool_*` metrics).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface PoolStats {
   /** Connections a statement or transaction holds. */
   readonly inUse: number
@@ -88,6 +101,9 @@ export interface PoolStats {
 /**
  * The connections Mediagate opened ({@link layer} with a SQLite file or a PostgreSQL URL puts it in context beside
  * the `SqlClient`; read it with `Effect.serviceOption`: it is absent with a host app's `SqlClient`).
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class DatabasePool extends Context.Tag("@mediagate/node/Database/DatabasePool")<DatabasePool, {
   /** The connections now; cheap (counters of the pool; on SQLite a non-waiting look at its one connection). */
@@ -116,10 +132,20 @@ const sqliteStats = (sql: SqlClient.SqlClient): DatabasePool["Type"] => ({
   )
 })
 
-/** Default longest wait for a PostgreSQL connection: 5 s. */
+/**
+ * Default longest wait for a PostgreSQL connection: 5 s.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultConnectTimeout: Duration.Duration = Duration.seconds(5)
 
-/** A short description for logs (never the URL: it may hold a password). */
+/**
+ * A short description for logs (never the URL: it may hold a password).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const describe = (database: Database): string =>
   "sqlite" in database
     ? `SQLite at ${database.sqlite}`
@@ -127,7 +153,12 @@ export const describe = (database: Database): string =>
     ? "PostgreSQL"
     : "the host app's SqlClient"
 
-/** A database driver: an optional peer dependency, imported only when its database is chosen. */
+/**
+ * A database driver: an optional peer dependency, imported only when its database is chosen.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Driver {
   /** The package. */
   readonly name: string
@@ -137,7 +168,12 @@ export interface Driver {
   readonly install: string
 }
 
-/** The drivers of a PostgreSQL URL and of a SQLite file. */
+/**
+ * The drivers of a PostgreSQL URL and of a SQLite file.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const drivers = {
   postgres: {
     name: "@effect/sql-pg",
@@ -158,6 +194,9 @@ const olderEffect = " (with effect 3.22; the line of an older effect: docs/embed
  * What is wrong with the installed version of a driver (`undefined`: not installed), or `undefined` when it is
  * one Mediagate works with. The registry's latest drivers are Effect 4's (`@effect/sql-pg@4`), which cannot run
  * on Effect 3: that is said at start, not met as a crash deep in a layer.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const driverProblem = (driver: Driver, installed: string | undefined): string | undefined =>
   installed === undefined
@@ -200,6 +239,9 @@ const unreachable = (message: string) => (cause: unknown) => new DatabaseError({
  * The `SqlClient` of a {@link Database}; the driver module is imported only when it is used. With a SQLite file or
  * a PostgreSQL URL the layer also provides {@link DatabasePool} (not in its type: read it with
  * `Effect.serviceOption`).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   database: Database
@@ -285,6 +327,9 @@ export const layer = (
  * The database from Effect `Config` (decisions.md §10): PostgreSQL when `DATABASE_URL` is set, otherwise SQLite at
  * `MEDIAGATE_DATA_DIR/mediagate.db` (default `./data/mediagate.db`). On PostgreSQL, `MEDIAGATE_DB_CONNECT_TIMEOUT`
  * (default `5s`) and `MEDIAGATE_DB_IDLE_TIMEOUT` (default `10s`) set the pool's timeouts.
+ *
+ * @since 0.1.0
+ * @category config
  */
 export const config: Config.Config<Database> = Config.all({
   url: Config.option(Config.redacted("DATABASE_URL")),

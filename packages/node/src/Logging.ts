@@ -20,7 +20,12 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Tracer from "effect/Tracer"
 
-/** Log settings. */
+/**
+ * Log settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface LogSettings {
   readonly format: "text" | "json" | "pretty"
   readonly level: LogLevel.LogLevel
@@ -31,7 +36,13 @@ export interface LogSettings {
   readonly colors?: boolean | undefined
 }
 
-/** `MEDIAGATE_LOG_FORMAT` (`text` | `json` | `pretty`) and `MEDIAGATE_LOG_LEVEL` (`Debug`, `Info`, `Warning`, `Error`, ...). */
+/**
+ * `MEDIAGATE_LOG_FORMAT` (`text` | `json` | `pretty`) and `MEDIAGATE_LOG_LEVEL` (`Debug`, `Info`, `Warning`, `Error`,
+ * ...).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const config: Config.Config<LogSettings> = Config.all({
   format: Config.literal("text", "json", "pretty")("MEDIAGATE_LOG_FORMAT").pipe(Config.withDefault("text" as const)),
   level: Config.logLevel("MEDIAGATE_LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
@@ -40,6 +51,9 @@ export const config: Config.Config<LogSettings> = Config.all({
 /**
  * `logger` with the `trace_id` and `span_id` of the current span added to a line's annotations, when a span is
  * current and recorded (not the no-op span of a disabled tracer). Without a span a line costs one context lookup more.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const withTraceIds = <Message, Output>(logger: Logger.Logger<Message, Output>): Logger.Logger<Message, Output> =>
   Logger.mapInputOptions(logger, (options: Logger.Logger.Options<Message>) => {
@@ -59,6 +73,9 @@ export const withTraceIds = <Message, Output>(logger: Logger.Logger<Message, Out
 /**
  * Replaces the default logger (the only one: run the program with `NodeRuntime.runMain(..., { disablePrettyLogger:
  * true })` so that no second logger prints every line again).
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (settings: LogSettings): Layer.Layer<never> =>
   Layer.merge(
@@ -75,5 +92,10 @@ export const layer = (settings: LogSettings): Layer.Layer<never> =>
     Logger.minimumLogLevel(settings.level)
   )
 
-/** {@link layer} from {@link config}. */
+/**
+ * {@link layer} from {@link config}.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerConfig: Layer.Layer<never, ConfigError.ConfigError> = Layer.unwrapEffect(Effect.map(config, layer))

@@ -48,7 +48,12 @@ import * as NodeAdapters from "./NodeAdapters.js"
 // options
 // -----------------------------------------------------------------------------------------------------------------
 
-/** Settings of an embedded Mediagate; what is not given takes the defaults of docs/configuration.md. */
+/**
+ * Settings of an embedded Mediagate; what is not given takes the defaults of docs/configuration.md.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** Where the data lives (default: SQLite at `<dataDir>/mediagate.db`). */
   readonly database?: Database.Database
@@ -73,7 +78,9 @@ export interface Options {
   readonly maxBodyBytes?: number
   /** Allow loopback/private webhook and media targets (development and tests only). */
   readonly allowPrivateAddresses?: boolean
-  /** One log line per request (method, route, path, status, duration, account, request id). Default off when embedded. */
+  /**
+   * One log line per request (method, route, path, status, duration, account, request id). Default off when embedded.
+   */
   readonly accessLog?: boolean
   /**
    * Prometheus metrics at `GET /metrics` (admin token required unless `MEDIAGATE_METRICS_OPEN`), and the HTTP request
@@ -92,7 +99,12 @@ export interface Options {
 
 const secret = (value: string | Redacted.Redacted<string>) => typeof value === "string" ? value : Redacted.value(value)
 
-/** The options as the settings of docs/configuration.md (variable name to text). */
+/**
+ * The options as the settings of docs/configuration.md (variable name to text).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toSettings = (options: Options): Map<string, string> => {
   const map = new Map<string, string>()
   for (const [key, value] of Object.entries(options.settings ?? {})) if (value !== undefined) map.set(key, value)
@@ -123,7 +135,12 @@ export const toSettings = (options: Options): Map<string, string> => {
 // the service
 // -----------------------------------------------------------------------------------------------------------------
 
-/** Why a stack did not start; `retryable` failures (the database does not answer) are tried again by {@link start}. */
+/**
+ * Why a stack did not start; `retryable` failures (the database does not answer) are tried again by {@link start}.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class StartError extends Schema.TaggedError<StartError>()("StartError", {
   message: Schema.String,
   retryable: Schema.Boolean,
@@ -147,7 +164,12 @@ const toStartError = (cause: unknown): StartError => {
   return new StartError({ message: `could not start: ${message}`, retryable: true, cause })
 }
 
-/** A started Mediagate. */
+/**
+ * A started Mediagate.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Service {
   /**
    * The API (`/api/v1`, `/admin/v1`), result files (`/files`), `/docs`, `/healthz`, `/readyz` and (unless
@@ -180,12 +202,20 @@ export interface Service {
   readonly metrics: { readonly settings: Metrics.Settings; readonly exporter: Metrics.Exporter } | undefined
 }
 
-/** The started Mediagate of a {@link layer}. */
+/**
+ * The started Mediagate of a {@link layer}.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Mediagate extends Context.Tag("@mediagate/node/Mediagate")<Mediagate, Service>() {}
 
 /**
  * What a Mediagate layer provides: the {@link Mediagate} service, every port the HTTP layer calls
  * (`@mediagate/contract/Services`) and the services behind them (task storage, ledger, stores, ...).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Provides = Mediagate | Http.Requirements | Layer.Layer.Success<typeof Stack.Ports>
 
@@ -256,6 +286,9 @@ const compose = (
 /**
  * The whole stack with its settings from Effect `Config` (decisions.md §10; by default the environment):
  * `DATABASE_URL` or SQLite in `MEDIAGATE_DATA_DIR`, `MEDIAGATE_TABLE_PREFIX`, `MEDIAGATE_WORKERS`, ...
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerConfig: Layer.Layer<Provides, StartError> = Layer.unwrapEffect(Effect.map(
   Effect.mapError(Database.config, toStartError),
@@ -265,6 +298,9 @@ export const layerConfig: Layer.Layer<Provides, StartError> = Layer.unwrapEffect
 /**
  * Only accounts, billing and the channels (what the admin commands need), with the database, table prefix and
  * channel keys from `Config`.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerAdminConfig: Layer.Layer<Services.AdminService | Services.AdminChannels, StartError> = Layer
   .unwrapEffect(Effect.map(
@@ -272,7 +308,12 @@ export const layerAdminConfig: Layer.Layer<Services.AdminService | Services.Admi
     (database) => Stack.AdminPorts.pipe(Layer.provide(Database.layer(database)), Layer.mapError(toStartError))
   ))
 
-/** The whole stack from explicit options; nothing is read from the environment unless `settings` passes it. */
+/**
+ * The whole stack from explicit options; nothing is read from the environment unless `settings` passes it.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: Options = {}): Layer.Layer<Provides, StartError> => {
   const provider = ConfigProvider.fromMap(toSettings(options))
   const stack = options.database === undefined
@@ -288,12 +329,20 @@ export const layer = (options: Options = {}): Layer.Layer<Provides, StartError> 
 /**
  * How often a failed start is tried again: from 0.5 s, doubling, at most every 30 s, until it starts. Whatever
  * the schedule, failures that retrying cannot fix (`retryable: false`: invalid settings, a missing driver) end it.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const defaultRetry: Schedule.Schedule<unknown, StartError> = Schedule.exponential("500 millis").pipe(
   Schedule.union(Schedule.spaced("30 seconds"))
 )
 
-/** A stack starting in the background. */
+/**
+ * A stack starting in the background.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Starting {
   /** A `node:http` listener: `503` (with `Retry-After`) until the stack is ready and after it is closed. */
   readonly listener: (request: IncomingMessage, response: ServerResponse) => void
@@ -305,6 +354,9 @@ export interface Starting {
  * Starts a stack in the background: attempts that fail with a retryable {@link StartError} are logged and tried
  * again on `retry`. The start and the stack belong to the scope: closing it stops a start under way, or releases
  * the stack (workers hand back their leases).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const start = (
   stack: Layer.Layer<Mediagate, StartError>,
@@ -379,7 +431,12 @@ export const start = (
 // plain Node
 // -----------------------------------------------------------------------------------------------------------------
 
-/** A Mediagate embedded in a plain Node app (see {@link make}). */
+/**
+ * A Mediagate embedded in a plain Node app (see {@link make}).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Handle {
   /** Resolves once the stack is ready; rejects if it cannot start or is closed first. */
   readonly ready: Promise<void>
@@ -387,8 +444,8 @@ export interface Handle {
   readonly handler: (request: IncomingMessage, response: ServerResponse) => void
   /**
    * An Express/Connect middleware: serves Mediagate's paths (`/api/v1`, `/admin/v1`, `/files`, `/docs`,
-   * `/dashboard`, `/healthz`, `/readyz`) below wherever it is mounted and calls `next()` for every other path. Works before or
-   * after `express.json()`.
+   * `/dashboard`, `/healthz`, `/readyz`) below wherever it is mounted and calls `next()` for every other path. Works
+   * before or after `express.json()`.
    */
   readonly middleware: NodeAdapters.Middleware
   /** {@link Service.bootstrap}: the first account and its keys, or `undefined` when accounts exist. */
@@ -420,11 +477,17 @@ const toPromise = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
  * ```js
  * import express from "express"
  * import { Mediagate } from "@mediagate/node"
- * const mediagate = Mediagate.make({ database: { sqlite: "./data/mediagate.db" }, publicBaseUrl: "http://localhost:3000" })
+ * const mediagate = Mediagate.make({
+ *   database: { sqlite: "./data/mediagate.db" },
+ *   publicBaseUrl: "http://localhost:3000"
+ * })
  * const app = express()
  * app.use(mediagate.middleware)
  * app.listen(3000)
  * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (
   options: Options & { readonly retry?: Schedule.Schedule<unknown, StartError> } = {}

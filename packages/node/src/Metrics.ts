@@ -45,13 +45,28 @@ import { createHash, timingSafeEqual } from "node:crypto"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { DatabasePool } from "./Database.js"
 
-/** Where the metrics are served. */
+/**
+ * Where the metrics are served.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const path = "/metrics"
 
-/** The content type of the Prometheus text format. */
+/**
+ * The content type of the Prometheus text format.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-/** Metrics settings. */
+/**
+ * Metrics settings.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Settings {
   /** Whether `/metrics` is served (and HTTP requests are measured). */
   readonly enabled: boolean
@@ -61,7 +76,13 @@ export interface Settings {
   readonly open: boolean
 }
 
-/** `MEDIAGATE_METRICS` (default off), `MEDIAGATE_METRICS_PORT`, `MEDIAGATE_METRICS_OPEN` (default: open on a port of its own). */
+/**
+ * `MEDIAGATE_METRICS` (default off), `MEDIAGATE_METRICS_PORT`, `MEDIAGATE_METRICS_OPEN` (default: open on a port of its
+ * own).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const config: Config.Config<Settings> = Config.all({
   enabled: Config.boolean("MEDIAGATE_METRICS").pipe(Config.withDefault(false)),
   port: Config.option(Config.port("MEDIAGATE_METRICS_PORT")),
@@ -72,7 +93,12 @@ export const config: Config.Config<Settings> = Config.all({
   open: Option.getOrElse(open, () => Option.isSome(port))
 })))
 
-/** A metrics exporter: renders the exposition of the moment. */
+/**
+ * A metrics exporter: renders the exposition of the moment.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Exporter {
   /** The Prometheus text exposition (the database's gauges read first). */
   readonly scrape: Effect.Effect<string>
@@ -87,6 +113,9 @@ const lagSeconds = (nanos: number) => Math.max(0, nanos / 1e6 - loopResolutionMs
 /**
  * The exporter of this process: reads the queue gauges from the task storage at each scrape, watches the event
  * loop while the scope is open.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskReads | ChannelSlots> = Effect.gen(function*() {
   const reads = yield* TaskReads
@@ -173,6 +202,9 @@ const sampleLine = (name: string, labels: ReadonlyArray<readonly [string, string
 /**
  * Effect metrics (`Metric.unsafeSnapshot()`) in the Prometheus text format, one family per metric name (the label
  * combinations of a name are its series), in the order of the snapshot.
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const render = (snapshot: ReadonlyArray<MetricPair.MetricPair.Untyped>): string => {
   const families = new Map<string, { readonly head: string; text: string }>()
@@ -224,6 +256,9 @@ const digest = (value: string) => createHash("sha256").update(value, "utf8").dig
 /**
  * The answer to `GET /metrics`: the exposition, or (unless `open`) 401 without the admin token, 404 when no admin
  * token is configured (as `/admin/v1`).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const respond = (
   exporter: Exporter,
@@ -269,7 +304,12 @@ export const respond = (
   }
 }
 
-/** `app` with `/metrics` answered by `metrics` in front of it (the API's port). */
+/**
+ * `app` with `/metrics` answered by `metrics` in front of it (the API's port).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const route = <E, R>(
   app: HttpApp.Default<E, R>,
   metrics: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>

@@ -17,13 +17,28 @@ import * as Schema from "effect/Schema"
 import { IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 
-/** A `node:http` request listener. */
+/**
+ * A `node:http` request listener.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Listener = (request: IncomingMessage, response: ServerResponse) => void
 
-/** An Express/Connect middleware. */
+/**
+ * An Express/Connect middleware.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Middleware = (request: IncomingMessage, response: ServerResponse, next: (error?: unknown) => void) => void
 
-/** The paths Mediagate serves (each with everything below it). */
+/**
+ * The paths Mediagate serves (each with everything below it).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const paths: ReadonlyArray<string> = [
   "/api/v1",
   "/admin/v1",
@@ -34,7 +49,12 @@ export const paths: ReadonlyArray<string> = [
   "/dashboard"
 ]
 
-/** Whether a request path (without query) is one of Mediagate's. */
+/**
+ * Whether a request path (without query) is one of Mediagate's.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isMediagatePath = (path: string): boolean =>
   paths.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))
 
@@ -43,6 +63,9 @@ export const isMediagatePath = (path: string): boolean =>
  * (`node:http`, Fastify, Hono): below `/media`, `/media/api/v1/tasks?limit=5` is `/api/v1/tasks?limit=5`.
  * `undefined` when the request is not below `prefix` or not one of Mediagate's {@link paths}. `prefix` is a path
  * (`/media`; `""` for none).
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const urlBelow = (prefix: string, url: string): string | undefined => {
   const mount = prefix.replace(/\/+$/, "")
@@ -55,7 +78,12 @@ export const urlBelow = (prefix: string, url: string): string | undefined => {
 /** The contract's envelope of `SERVICE_UNAVAILABLE`. */
 const encodeUnavailable = Schema.encodeSync(Errors.ServiceUnavailable.wire)
 
-/** Answers `503 SERVICE_UNAVAILABLE` in the error envelope with `Retry-After`, and discards the request body. */
+/**
+ * Answers `503 SERVICE_UNAVAILABLE` in the error envelope with `Retry-After`, and discards the request body.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const unavailable = (request: IncomingMessage, response: ServerResponse, message: string): void => {
   const body = JSON.stringify(encodeUnavailable(new Errors.ServiceUnavailable({ message })))
   response.writeHead(Errors.ServiceUnavailable.status, {
@@ -88,6 +116,9 @@ const clientErrorAnswer = (code: string | undefined): readonly [number, string, 
  * took too long) is answered in the error envelope — 431 `REQUEST_HEADERS_TOO_LARGE`, 400 `VALIDATION_ERROR`,
  * 408 `REQUEST_TIMEOUT` — instead of Node's bare status line, then the connection is closed. A socket that is gone,
  * or already carries a response, is only closed.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const clientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
   const inFlight: unknown = Reflect.get(socket, "_httpMessage")
@@ -137,7 +168,12 @@ const replay = (request: IncomingMessage, url: string, body: Buffer): IncomingMe
   return copy
 }
 
-/** Serves Mediagate's paths with `listener` and passes every other request to `next()`. */
+/**
+ * Serves Mediagate's paths with `listener` and passes every other request to `next()`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const middleware = (listener: Listener): Middleware => (request, response, next) => {
   const full = text(field(request, "originalUrl")) ?? request.url ?? "/"
   const base = text(field(request, "baseUrl")) ?? ""

@@ -55,7 +55,12 @@ import * as Schema from "effect/Schema"
 // settings
 // -----------------------------------------------------------------------------------------------------------------
 
-/** Retention settings; a retention or quota of `undefined` is off (kept forever, no quota). Durations in ms. */
+/**
+ * Retention settings; a retention or quota of `undefined` is off (kept forever, no quota). Durations in ms.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Settings {
   readonly results: number | undefined
   readonly testResults: number | undefined
@@ -67,7 +72,12 @@ export interface Settings {
   readonly testStorageQuota: number | undefined
 }
 
-/** The defaults of docs/configuration.md. */
+/**
+ * The defaults of docs/configuration.md.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaults: Settings = {
   results: 30 * 86_400_000,
   testResults: 86_400_000,
@@ -102,7 +112,12 @@ const units: Readonly<Record<string, number>> = {
   gib: 1024 ** 3
 }
 
-/** A size in bytes: `268435456`, `256MiB`, `1GB`; `undefined` for `0`/`off`. */
+/**
+ * A size in bytes: `268435456`, `256MiB`, `1GB`; `undefined` for `0`/`off`.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const parseSize = (text: string): Either.Either<number | undefined, string> => {
   if (isOff(text)) return Either.right(undefined)
   const match = /^\s*(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?\s*$/i.exec(text)
@@ -112,7 +127,12 @@ export const parseSize = (text: string): Either.Either<number | undefined, strin
     : Either.left(`"${text}" is not a size (write e.g. 268435456, 256MiB, 1GB, or 0/off for no quota)`)
 }
 
-/** {@link Settings} from Effect `Config` (the `MEDIAGATE_RETENTION_*` and `MEDIAGATE_TEST_STORAGE_QUOTA` variables). */
+/**
+ * {@link Settings} from Effect `Config` (the `MEDIAGATE_RETENTION_*` and `MEDIAGATE_TEST_STORAGE_QUOTA` variables).
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const config: Config.Config<Settings> = Config.all({
   results: retention("MEDIAGATE_RETENTION_RESULTS", defaults.results),
   testResults: retention("MEDIAGATE_RETENTION_TEST_RESULTS", defaults.testResults),
@@ -131,7 +151,12 @@ export const config: Config.Config<Settings> = Config.all({
 // cursors
 // -----------------------------------------------------------------------------------------------------------------
 
-/** How far the result-file pruning has walked the tasks of each environment (the last task id handled). */
+/**
+ * How far the result-file pruning has walked the tasks of each environment (the last task id handled).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class RetentionCursors extends Context.Tag("@mediagate/node/RetentionCursors")<RetentionCursors, {
   /** The cursor `name`, if it was ever written. */
   readonly read: (name: string) => Effect.Effect<string | undefined, PersistenceError>
@@ -139,7 +164,12 @@ export class RetentionCursors extends Context.Tag("@mediagate/node/RetentionCurs
   readonly advance: (name: string, position: string) => Effect.Effect<void, PersistenceError>
 }>() {}
 
-/** Cursors in memory (one process). */
+/**
+ * Cursors in memory (one process).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerCursorsMemory: Layer.Layer<RetentionCursors> = Layer.sync(RetentionCursors, () => {
   const cursors = new Map<string, string>()
   return {
@@ -154,13 +184,28 @@ export const layerCursorsMemory: Layer.Layer<RetentionCursors> = Layer.sync(Rete
 
 const storeName = "retention storage"
 
-/** The table of the cursors under `prefix`. */
+/**
+ * The table of the cursors under `prefix`.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
 export const tables = (prefix: string = SqlStore.defaultPrefix) => ({ cursors: `${prefix}retention_cursors` }) as const
 
-/** The table the retention migrations are recorded in: `<prefix>retention_migrations`. */
+/**
+ * The table the retention migrations are recorded in: `<prefix>retention_migrations`.
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
 export const migrationsTable = (prefix: string = SqlStore.defaultPrefix): string => `${prefix}retention_migrations`
 
-/** The retention migrations (SQLite and PostgreSQL). */
+/**
+ * The retention migrations (SQLite and PostgreSQL).
+ *
+ * @since 0.1.0
+ * @category migrations
+ */
 export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Loader =>
   SqlStore.prefixedMigrations(storeName, prefix, (prefix) => ({
     "0001_retention_cursors": Effect.flatMap(
@@ -173,7 +218,12 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
     )
   }))
 
-/** Cursors on SQL (`<prefix>retention_cursors`), shared by every node of the database. */
+/**
+ * Cursors on SQL (`<prefix>retention_cursors`), shared by every node of the database.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerCursorsSql = (
   options: { readonly prefix?: string | undefined } = {}
 ): Layer.Layer<RetentionCursors, SqlError | Migrator.MigrationError | PersistenceError, SqlClient.SqlClient> =>
@@ -202,7 +252,12 @@ export const layerCursorsSql = (
 // pruning
 // -----------------------------------------------------------------------------------------------------------------
 
-/** What one pruning run deleted. */
+/**
+ * What one pruning run deleted.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Report {
   /** Tasks whose result files were deleted, and the files. */
   readonly resultTasks: number
@@ -212,7 +267,12 @@ export interface Report {
   readonly idempotency: number
 }
 
-/** The file-store key of a result URL of ours (`.../files/<key>?expires&signature`), or `undefined`. */
+/**
+ * The file-store key of a result URL of ours (`.../files/<key>?expires&signature`), or `undefined`.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const fileKeyOf = (url: string): string | undefined => {
   if (!URL.canParse(url)) return undefined
   const parsed = new URL(url)
@@ -228,13 +288,23 @@ export const fileKeyOf = (url: string): string | undefined => {
 /** Tasks read per page of the result walk. */
 const pageSize = 200
 
-/** The pruner's service: one run of every pruning (the scheduled fiber is {@link layerPruner}). */
+/**
+ * The pruner's service: one run of every pruning (the scheduled fiber is {@link layerPruner}).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Pruner extends Context.Tag("@mediagate/node/Pruner")<Pruner, {
   /** Runs every pruning once, with "now" from Effect's `Clock`. */
   readonly run: Effect.Effect<Report, PersistenceError | FileStoreError>
 }>() {}
 
-/** Builds the pruner on the stores in context. */
+/**
+ * Builds the pruner on the stores in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (settings: Settings) =>
   Effect.gen(function*() {
     const tasks = yield* TaskRetention
@@ -309,7 +379,12 @@ export const make = (settings: Settings) =>
     return Pruner.of({ run })
   })
 
-/** The {@link Pruner} with the given settings (no fiber: run it yourself, e.g. in tests). */
+/**
+ * The {@link Pruner} with the given settings (no fiber: run it yourself, e.g. in tests).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   settings: Settings
 ): Layer.Layer<
@@ -321,6 +396,9 @@ export const layer = (
 /**
  * The pruner running every `settings.interval` from its start, for the life of the layer's scope; a failed run is
  * logged and the next one tries again.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerPruner = (
   settings: Settings
@@ -343,13 +421,21 @@ export const layerPruner = (
 // test storage quota
 // -----------------------------------------------------------------------------------------------------------------
 
-/** How long a measured usage is reused (bursts of test generations cost one query a second per account). */
+/**
+ * How long a measured usage is reused (bursts of test generations cost one query a second per account).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const usageTtl = "1 second"
 
 /**
  * The `TaskService` with the test storage quota in front of the one in context: a test-key `create` or `retry`
  * is refused with `429 RATE_LIMITED` (and `Retry-After`: the pruner's interval) while the account's test-key
  * result files hold `settings.testStorageQuota` bytes or more. Live keys are never refused by it.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerQuota = (
   settings: Settings

@@ -39,7 +39,12 @@ import * as Mediagate from "./Mediagate.js"
 import * as Metrics from "./Metrics.js"
 import * as NodeAdapters from "./NodeAdapters.js"
 
-/** Where the server listens. */
+/**
+ * Where the server listens.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ListenOptions {
   /** Interface to bind (`HOST`; default: every interface). */
   readonly host?: string | undefined
@@ -49,13 +54,23 @@ export interface ListenOptions {
   readonly shutdownGrace?: Duration.DurationInput
 }
 
-/** {@link ListenOptions} from Effect `Config`: `HOST`, `PORT`. */
+/**
+ * {@link ListenOptions} from Effect `Config`: `HOST`, `PORT`.
+ *
+ * @since 0.1.0
+ * @category config
+ */
 export const config: Config.Config<ListenOptions> = Config.all({
   host: Config.option(Config.string("HOST")).pipe(Config.map(Option.getOrUndefined)),
   port: Config.port("PORT").pipe(Config.withDefault(3000))
 })
 
-/** The address a server listens on, as a URL (`http://127.0.0.1:3000`). */
+/**
+ * The address a server listens on, as a URL (`http://127.0.0.1:3000`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
 export const urlOf = (server: NodeServer): string => {
   const address: AddressInfo | string | null = server.address()
   if (address === null || typeof address === "string") return String(address)
@@ -77,7 +92,12 @@ const closeServer = (server: NodeServer, grace: Duration.DurationInput) =>
     server.closeIdleConnections()
   })
 
-/** Opens the port with `listener`; closes it (letting requests in flight finish) when the scope closes. */
+/**
+ * Opens the port with `listener`; closes it (letting requests in flight finish) when the scope closes.
+ *
+ * @since 0.1.0
+ * @category running
+ */
 export const listen = (
   listener: NodeAdapters.Listener,
   options: ListenOptions
@@ -100,7 +120,9 @@ export const listen = (
     (server) => closeServer(server, options.shutdownGrace ?? "10 seconds")
   )
 
-/** The operator token (`MEDIAGATE_ADMIN_TOKEN`), when set: `/metrics` asks for it; with it, no first account is made. */
+/**
+ * The operator token (`MEDIAGATE_ADMIN_TOKEN`), when set: `/metrics` asks for it; with it, no first account is made.
+ */
 const adminToken = Effect.orElseSucceed(Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN")), () => Option.none())
 
 /** The listener of the metrics port (`MEDIAGATE_METRICS_PORT`): `/metrics`, and 404 for every other path. */
@@ -160,6 +182,9 @@ const warnIfFirstKeysLeft = Effect.flatMap(firstKeysFile, (file) =>
 /**
  * Serves a stack: builds it (retrying while the database does not answer), bootstraps a first account unless an
  * admin token is set, then opens the port. Answers the server and the started service.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const serve = (
   stack: Layer.Layer<Mediagate.Mediagate, Mediagate.StartError>,
@@ -195,7 +220,12 @@ export const serve = (
     return { server, service }
   })
 
-/** The server program: {@link serve} of `Mediagate.layerConfig` on {@link config}, until interrupted. */
+/**
+ * The server program: {@link serve} of `Mediagate.layerConfig` on {@link config}, until interrupted.
+ *
+ * @since 0.1.0
+ * @category running
+ */
 export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect.gen(function*() {
   const listenOptions = yield* Effect.mapError(
     config,
@@ -208,6 +238,9 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
 /**
  * The server's settings: the environment, with the access log and the metrics on unless `MEDIAGATE_ACCESS_LOG=false`,
  * `MEDIAGATE_METRICS=false`.
+ *
+ * @since 0.1.0
+ * @category config
  */
 export const configProvider: ConfigProvider.ConfigProvider = ConfigProvider.fromEnv().pipe(
   ConfigProvider.orElse(() =>
@@ -237,6 +270,9 @@ const report = <E>(cause: Cause.Cause<E>): Effect.Effect<void> => {
  * requests that objects of a hot allocation site live long and allocate them in the old generation from then on:
  * the process then spends 2–4× more time in garbage collection for the rest of its life (docs/performance.md,
  * "Allocation-site pretenuring"). The flag cannot be given in `NODE_OPTIONS`, hence set here.
+ *
+ * @since 0.1.0
+ * @category utils
  */
 export const v8Flags = (execArgv: ReadonlyArray<string>): ReadonlyArray<string> =>
   execArgv.some((arg) => /^--(no-)?allocation[-_]site[-_]pretenuring$/.test(arg))
@@ -249,6 +285,9 @@ export const v8Flags = (execArgv: ReadonlyArray<string>): ReadonlyArray<string> 
  * a trace exporter is configured (`internal/tracing.ts`), a failure reported once (invalid log settings by the
  * default logger), exit code 1 on failure and 0 after SIGTERM/SIGINT. Colour (the CLI's help and errors, the
  * `pretty` logger) only where `internal/terminal.ts` allows it: `NO_COLOR`, `FORCE_COLOR`, a TTY.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
   for (const flag of v8Flags(process.execArgv)) setFlagsFromString(flag)
@@ -273,5 +312,10 @@ export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
   )
 }
 
-/** Runs {@link program}: the production server (`npm start`, `examples/server`). */
+/**
+ * Runs {@link program}: the production server (`npm start`, `examples/server`).
+ *
+ * @since 0.1.0
+ * @category running
+ */
 export const main = (): void => runMain(program)

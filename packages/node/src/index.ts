@@ -7,17 +7,45 @@
 
 /** Access log lines and the HTTP request metric. */
 export * as AccessLog from "./AccessLog.js"
-/** The database: SQLite file, PostgreSQL URL or the host app's `SqlClient`. */
+/**
+ * The database: SQLite file, PostgreSQL URL or the host app's `SqlClient`.
+ *
+ * @since 0.1.0
+ */
 export * as Database from "./Database.js"
-/** Log output: pretty or JSON, one line per event. */
+/**
+ * Log output: pretty or JSON, one line per event.
+ *
+ * @since 0.1.0
+ */
 export * as Logging from "./Logging.js"
-/** The whole stack: layers, background start, the plain Node handle. */
+/**
+ * The whole stack: layers, background start, the plain Node handle.
+ *
+ * @since 0.1.0
+ */
 export * as Mediagate from "./Mediagate.js"
-/** Prometheus metrics at `/metrics`. */
+/**
+ * Prometheus metrics at `/metrics`.
+ *
+ * @since 0.1.0
+ */
 export * as Metrics from "./Metrics.js"
-/** `node:http` and Express/Connect adapters. */
+/**
+ * `node:http` and Express/Connect adapters.
+ *
+ * @since 0.1.0
+ */
 export * as NodeAdapters from "./NodeAdapters.js"
-/** The production server. */
+/**
+ * The production server.
+ *
+ * @since 0.1.0
+ */
 export * as Server from "./Server.js"
-/** Retention: pruning of result files, deliveries, outbox rows and idempotency records; the test storage quota. */
+/**
+ * Retention: pruning of result files, deliveries, outbox rows and idempotency records; the test storage quota.
+ *
+ * @since 0.1.0
+ */
 export * as Retention from "./Retention.js"
