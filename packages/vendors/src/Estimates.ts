@@ -1,6 +1,6 @@
 /**
  * `estimated_seconds`: a per-model default until the model has finished a few tasks, then the median of its
- * recent actual durations (decisions.md §3 / issue 4).
+ * recent actual durations (decisions.md §3).
  *
  * @since 0.1.0
  */

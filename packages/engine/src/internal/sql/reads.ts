@@ -80,7 +80,7 @@ export const make = (context: SqlContext) =>
       )
 
     /**
-     * Operators (issue 14): every account's tasks per state from the counters (summed over accounts and shards) and
+     * Operators: every account's tasks per state from the counters (summed over accounts and shards) and
      * the active tasks due now and not leased (the due index).
      */
     const overview: TaskReads["Type"]["overview"] = Effect.gen(function*() {

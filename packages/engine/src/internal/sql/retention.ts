@@ -17,7 +17,7 @@ export const make = (context: SqlContext) =>
         sql`DELETE FROM ${t.idempotency} WHERE created_at < ${Math.floor(before)} RETURNING account_id`
       ).pipe(Effect.map((pruned) => pruned.length), persistence("pruneIdempotency"))
 
-    // retention (added for issue 13): outbox entries behind the dispatcher's cursor, result scans and sizes
+    // retention: outbox entries behind the dispatcher's cursor, result scans and sizes
     const retentionRows = SqlRows.decoder(tables(prefix).tasks, TaskRow.pick("id", "accountId", "status", "result"))
 
     const scanResults: TaskRetention["Type"]["scanResults"] = (environment, afterId, beforeId, limit) =>

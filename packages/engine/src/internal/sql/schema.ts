@@ -338,7 +338,7 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_seconds DOUBLE PRECISION`),
           sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_cost_micros BIGINT`)
         )),
-      // test and live tasks apart (decisions.md §accounts): list totals and the list index per environment
+      // test and live tasks apart (decisions.md §5): list totals and the list index per environment
       "0009_task_counts_environment": countByEnvironment(prefix),
       // the node that accepted a task (claims of nodes apart from it skip it) and the nodes a node is apart from
       "0010_task_node": Effect.flatMap(SqlClient.SqlClient, (sql) =>
