@@ -1,7 +1,43 @@
+import { availableParallelism } from "node:os"
+import { relative } from "node:path"
 import { defineConfig } from "vitest/config"
+import { BaseSequencer, type TestSpecification } from "vitest/node"
+
+/**
+ * The files that take minutes (end-to-end runs of server processes, npm installs, Chromium), started first so that
+ * the run does not end waiting on one of them alone. vitest orders by the durations of the last run when it has them,
+ * and otherwise by file size, which puts a small file that runs a long suite (`channels-sqlite.test.ts`) last.
+ */
+const slowest = [
+  "test/consumer.test.ts",
+  "test/channels-postgres.test.ts",
+  "test/channels-sqlite.test.ts",
+  "test/transports-results.test.ts",
+  "packages/dashboard/test/Browser.test.ts",
+  "test/client-sdk.test.ts",
+  "test/chaos-transports.test.ts"
+]
+
+class SlowestFirst extends BaseSequencer {
+  override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {
+    const sorted = await super.sort(files)
+    const rank = (file: TestSpecification) => {
+      const index = slowest.indexOf(relative(import.meta.dirname, file.moduleId).replaceAll("\\", "/"))
+      return index === -1 ? slowest.length : index
+    }
+    return sorted.map((file, order) => ({ file, order })).sort((a, b) =>
+      rank(a.file) - rank(b.file) || a.order - b.order
+    ).map(({ file }) => file)
+  }
+}
 
 export default defineConfig({
   test: {
-    projects: ["packages/*", "!packages/testing", "examples/*", "test"]
+    projects: ["packages/*", "!packages/testing", "examples/*", "test"],
+    // Most suites wait on servers, databases, child processes and timers more than they compute: two workers per
+    // core keep the cores busy (vitest's default is one fewer than the cores, a single worker on two cores).
+    // `VITEST_MAX_WORKERS` overrides it.
+    maxWorkers: Number(process.env["VITEST_MAX_WORKERS"] ?? Math.max(2, availableParallelism() * 2)),
+    sequence: { sequencer: SlowestFirst }
   }
 })

@@ -15,15 +15,26 @@
  *   `exactOptionalPropertyTypes`, `skipLibCheck: false`): `tsc --noEmit` passes, and `better-sqlite3` is not even
  *   installed (the drivers are optional peers).
  *
- * Installing needs the npm registry (its cache makes later runs quick; `better-sqlite3` compiles on each install
- * when no prebuilt binary can be fetched).
+ * Installing needs the npm registry (its cache makes later runs quick). `better-sqlite3` of the workspace's version is
+ * served as a prebuilt binary ({@link prebuiltMirror}); another version compiles on install.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Chromium from "@mediagate/testing/chromium"
 import { expectAssetsBelow, expectSignIn } from "@mediagate/testing/dashboard"
-import { spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { spawn, spawnSync } from "node:child_process"
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync
+} from "node:fs"
+import { createServer } from "node:http"
 import { createRequire } from "node:module"
+import { type AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -76,9 +87,9 @@ const at = (end: "lowest" | "newest", names: ReadonlyArray<string>): Record<stri
   }))
 
 /** Runs a command without blocking the test runner (npm install takes a while). */
-const run = (command: string, args: ReadonlyArray<string>, cwd: string) =>
+const run = (command: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = process.env) =>
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (c: Buffer) => (stdout += c.toString()))
@@ -100,12 +111,14 @@ const pack = async (destination: string): Promise<Record<string, string>> => {
   const entries = JSON.parse(packed.stdout) as Array<{ name: string; filename: string; files: Array<{ path: string }> }>
   expect(entries.map((e) => e.name).sort()).toEqual([...published].sort())
   for (const entry of entries) {
-    // a tarball ships the build, its declaration maps and the sources they point to, nothing else of the tree
+    // a tarball ships the build, its declaration maps, the sources they point to and the changelog, nothing else of
+    // the tree
     const paths = entry.files.map((f) => f.path)
     expect(paths).toContain("dist/index.js")
     expect(paths).toContain("dist/index.d.ts")
     expect(paths).toContain("dist/index.d.ts.map")
     expect(paths).toContain("src/index.ts")
+    expect(paths).toContain("CHANGELOG.md")
     expect(paths.filter((p) => p.startsWith("test/") || p.startsWith("build/") || p.includes("tsbuildinfo")))
       .toEqual([])
   }
@@ -124,8 +137,44 @@ const tarballs = (): Promise<Record<string, string>> => {
   return packed
 }
 
+/**
+ * A release mirror for `better-sqlite3`'s prebuilt binaries (`prebuild-install` reads its host from
+ * `npm_config_better_sqlite3_binary_host`): it serves the workspace's own build of its version as that version's
+ * release asset for this Node and platform, so an app installing that version downloads a binary, as users do from
+ * the project's releases, instead of compiling it (this machine may not reach those releases). Any other version
+ * is not found there, and its install compiles it as before.
+ */
+const prebuiltMirror = (() => {
+  let started: Promise<string> | undefined
+  const start = () =>
+    new Promise<string>((resolve, reject) => {
+      const dir = join(root, "node_modules", "better-sqlite3")
+      const version = (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { version: string }).version
+      const asset =
+        `/v${version}/better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
+      const tarball = join(mkdtempSync(join(tmpdir(), "mg-prebuilt-")), "asset.tar.gz")
+      const packed = spawnSync("tar", ["-czf", tarball, "build/Release/better_sqlite3.node"], { cwd: dir })
+      if (packed.status !== 0) return reject(new Error(`tar failed: ${packed.stderr}`))
+      const server = createServer((request, response) => {
+        if (request.url !== asset) return void response.writeHead(404).end()
+        response.writeHead(200, { "content-type": "application/gzip" })
+        createReadStream(tarball).pipe(response)
+      })
+      server.unref()
+      server.once("error", reject)
+      server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))
+    })
+  return () => (started ??= start())
+})()
+
 const install = async (dir: string) => {
-  const result = await run(npm, ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], dir)
+  const env = { ...process.env, npm_config_better_sqlite3_binary_host: await prebuiltMirror() }
+  const result = await run(
+    npm,
+    ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"],
+    dir,
+    env
+  )
   if (result.status !== 0) throw new Error(`npm install failed in ${dir}:\n${result.stdout}\n${result.stderr}`)
 }
 

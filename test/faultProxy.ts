@@ -1,5 +1,5 @@
 /**
- * A small HTTP fault proxy for the end-to-end channel tests (test/channels.test.ts): put in front of an upstream
+ * A small HTTP fault proxy for the end-to-end channel tests (test/channels.ts): put in front of an upstream
  * server, it passes requests through, answers `500` with the API's error envelope, or hangs (reads the request and
  * never answers), switchable at any time. It counts what it did, per mode and per method, so a test can tell how
  * many submits (`POST`) reached the upstream behind it.

@@ -1,5 +1,5 @@
 /**
- * What the end-to-end suites that drive built server processes over HTTP share (`channels.test.ts`,
+ * What the end-to-end suites that drive built server processes over HTTP share (`channels.ts`,
  * `transports.test.ts`): JSON requests and envelopes, the operator API, paged lists, a bounded pool, polling with a
  * deadline, scenarios that keep their servers' logs when they fail, accounts made through the admin API, a fresh
  * database per gateway (SQLite data dir or PostgreSQL database), a server's common environment, and reads of

@@ -55,8 +55,11 @@ export const models = {
 } as const
 type ModelName = keyof typeof models
 
-/** The gateway's task deadline (`MEDIAGATE_TASK_TIMEOUT`). */
-export const deadlineMs = 30_000
+/**
+ * The gateway's task deadline (`MEDIAGATE_TASK_TIMEOUT`): long enough for the slow-result scenario to start its four
+ * downloads and run a task of every transport before it, also while other suites load the machine.
+ */
+export const deadlineMs = 45_000
 /** The most the gateway's RSS may rise while it copies and serves the large result. */
 export const rssHeadroom = 64 * 1024 * 1024
 /** What an account is credited with. */

@@ -138,7 +138,7 @@ describeTransports((database, step) => {
           createTask(gw.base, keys, "guarded", `[fake:video][fake:output=${up.slow.url}${path}] slow ${i}`)
         )
       )
-      await waitFor("4 slow downloads", 15_000, async () => (up.slow.opened(path) >= 4 ? true : undefined), 100)
+      await waitFor("4 slow downloads", 30_000, async () => (up.slow.opened(path) >= 4 ? true : undefined), 100)
       expect(up.slow.opened(path), "slow downloads").toBe(4)
       expect(up.slow.closed(path), "slow downloads closed").toBe(0)
 
@@ -146,7 +146,7 @@ describeTransports((database, step) => {
       const names = ["fal", "replicate", "comfyui", "openaiImage", "falPolling", "replicatePolling"] as const
       const began = Date.now()
       const others = await Promise.all(names.map((name) => createTask(gw.base, keys, name, `meanwhile on ${name}`)))
-      const done = await ended(gw.base, others, 10_000)
+      const done = await ended(gw.base, others, 20_000)
       console.info(`slow result (${database.name}): ${names.length} other tasks ended in ${Date.now() - began} ms`)
       expect(unsucceeded(done), "other tasks that did not succeed").toEqual([])
       const slow = await readTasks(gw.base, slowIds)
@@ -168,6 +168,6 @@ describeTransports((database, step) => {
       })
       expect(up.slow.opened(path), "slow downloads, in all").toBe(4)
     }),
-    90_000
+    150_000
   )
 })

@@ -42,30 +42,16 @@ import { PriceBook } from "../src/Prices.js"
 import * as ResultCopy from "../src/ResultCopy.js"
 import * as Simulated from "../src/Simulated.js"
 import * as UrlSigner from "../src/UrlSigner.js"
+import { channel } from "./supportTransports.js"
 
 const model = "vendor4-3-0-t2i"
 
-/** A stored channel of a transport for vendor4. */
+/** A stored channel of a transport for vendor4, with a short call timeout. */
 const channelOf = (
   transport: ChannelConfig["transport"],
   settings: ChannelConfig["settings"],
   apiKey: string | undefined
-): ChannelConfig => ({
-  id: `ch_${transport}`,
-  name: transport,
-  transport,
-  settings: { timeoutMs: 400, ...settings },
-  credentials: apiKey === undefined ? {} : { apiKey: Redacted.make(apiKey) },
-  families: ["vendor4"],
-  models: [],
-  priority: 0,
-  weight: 1,
-  concurrency: 0,
-  enabled: true,
-  disabledReason: null,
-  createdAt: 0,
-  updatedAt: 0
-})
+): ChannelConfig => channel(transport, { timeoutMs: 400, ...settings }, apiKey)
 
 /** A channel store holding the given channels. */
 const storeOf = (channels: ReadonlyArray<ChannelConfig>) =>

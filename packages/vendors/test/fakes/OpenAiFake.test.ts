@@ -294,7 +294,8 @@ describe("OpenAI fake: videos", () => {
     }))
 
   it("remixes a completed video only", () =>
-    withFake({ plan: () => ({ durationMs: 20 }) }, async (fake) => {
+    // long enough that the early remix arrives before the source completes, even on a busy machine
+    withFake({ plan: () => ({ durationMs: 600 }) }, async (fake) => {
       const source = await createJsonVideo(fake, { prompt: "a cat", seconds: "8", size: "1280x720" })
       const early = await postJson(fake, `/v1/videos/${source.id}/remix`, { prompt: "a dog" })
       expect(early.status).toBe(400)
