@@ -128,12 +128,17 @@ export const runStepWith = (
               ...usageOf(state)
             })
           case "Lost": {
-            // the job's channel failed: let the job go, submit the task again at once (on another channel)
-            yield* Effect.logWarning(
-              `task ${task.id}: upstream job ${jobId} given up, submitting again: ${state.message}`
-            )
-            yield* upstream.cancel(on, jobId)
-            return yield* storage.step(task.id, task.fence, { resubmit: true, nextRunAt: now, polled: true })
+            // the job's channel failed: let the job go, submit the task again at once (on another channel). The job
+            // is cancelled and the give-up logged once the task records it: a write lost to a database outage, or a
+            // fence lost to another node, leaves the task on its job, polled again, and the job running
+            const moved = yield* storage.step(task.id, task.fence, { resubmit: true, nextRunAt: now, polled: true })
+            if (moved) {
+              yield* Effect.logWarning(
+                `task ${task.id}: upstream job ${jobId} given up, submitting again: ${state.message}`
+              )
+              yield* upstream.cancel(on, jobId)
+            }
+            return moved
           }
         }
       })
