@@ -34,10 +34,11 @@ class SlowestFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     projects: ["packages/*", "!packages/testing", "examples/*", "test"],
-    // Most suites wait on servers, databases, child processes and timers more than they compute: two workers per
-    // core keep the cores busy (vitest's default is one fewer than the cores, a single worker on two cores).
-    // `VITEST_MAX_WORKERS` overrides it.
-    maxWorkers: Number(process.env["VITEST_MAX_WORKERS"] ?? Math.max(2, availableParallelism() * 2)),
+    // Most suites wait on servers, databases, child processes and timers more than they compute: one worker more
+    // than the cores keeps them busy (vitest's default is one fewer than the cores: a single worker on two cores).
+    // Two per core was faster still, but loaded the machine so that end-to-end waits ran out. `VITEST_MAX_WORKERS`
+    // overrides it.
+    maxWorkers: Number(process.env["VITEST_MAX_WORKERS"] ?? Math.max(2, availableParallelism() + 1)),
     sequence: { sequencer: SlowestFirst }
   }
 })
