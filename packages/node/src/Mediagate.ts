@@ -158,11 +158,16 @@ const toStartError = (cause: unknown): StartError => {
   if (cause instanceof Database.DatabaseError) {
     return new StartError({ message: cause.message, retryable: cause.retryable, cause })
   }
-  const message = typeof cause === "object" && cause !== null && "message" in cause
-    ? String(cause.message)
-    : String(cause)
-  return new StartError({ message: `could not start: ${message}`, retryable: true, cause })
+  return new StartError({ message: `could not start: ${messageOf(cause)}`, retryable: true, cause })
 }
+
+/** Whether a defect is a database failure: an `SqlError`, or an error caused by one (a `MigrationError`). */
+const databaseFailure = (defect: unknown, depth = 0): boolean =>
+  typeof defect === "object" && defect !== null && depth < 5 &&
+  ("_tag" in defect && defect._tag === "SqlError" || "cause" in defect && databaseFailure(defect.cause, depth + 1))
+
+const messageOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
 
 /**
  * A started Mediagate.
@@ -374,7 +379,15 @@ export const start = (
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.sync(() => (built = scope)) : Scope.close(scope, exit))
       )
       return Context.get(context, Mediagate)
-    })
+    }).pipe(
+      // `@effect/sql` makes a defect of a failed COMMIT or ROLLBACK and of a failed migration: a connection the
+      // database dropped while the stack was starting is a database outage like any other, so it is tried again
+      Effect.catchAllDefect((defect) =>
+        databaseFailure(defect)
+          ? Effect.fail(new StartError({ message: `database: ${messageOf(defect)}`, retryable: true, cause: defect }))
+          : Effect.die(defect)
+      )
+    )
     const boot = attempt.pipe(
       Effect.tapError((error) =>
         Effect.logWarning(

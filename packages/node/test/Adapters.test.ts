@@ -5,6 +5,7 @@
  * start retried; a start that cannot succeed reported.
  */
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlError from "@effect/sql/SqlError"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -242,6 +243,34 @@ describe("Mediagate.make while starting and after closing", () => {
       await close(server)
       await mediagate.close()
     }
+  })
+
+  it("tries again after a connection dropped while starting (a defect of @effect/sql); a bug still ends the start", async () => {
+    // @effect/sql makes a defect of a failed ROLLBACK or COMMIT and of a failed migration
+    let attempts = 0
+    const dropped = Layer.unwrapEffect(Effect.suspend(() =>
+      ++attempts === 1
+        ? Effect.die(new SqlError.SqlError({ message: "Failed to execute statement", cause: new Error("terminated") }))
+        : Effect.succeed(SqliteClient.layer({ filename: ":memory:" }))
+    ))
+    const mediagate = Mediagate.make({
+      database: { layer: dropped },
+      dataDir: dataDir(),
+      retry: Schedule.spaced("20 millis")
+    })
+    await mediagate.ready
+    expect(attempts).toBe(2)
+    await mediagate.close()
+
+    let bugs = 0
+    const bug = Layer.unwrapEffect(Effect.suspend(() => {
+      bugs++
+      return Effect.die(new TypeError("undefined is not a function"))
+    }))
+    const broken = Mediagate.make({ database: { layer: bug }, dataDir: dataDir(), retry: Schedule.spaced("20 millis") })
+    await expect(broken.ready).rejects.toThrow(/undefined is not a function/)
+    expect(bugs).toBe(1)
+    await broken.close()
   })
 
   it("closing before the start finished rejects ready", async () => {
