@@ -265,7 +265,10 @@ describe("Mediagate.make while starting and after closing", () => {
     let bugs = 0
     const bug = Layer.unwrapEffect(Effect.suspend(() => {
       bugs++
-      return Effect.die(new TypeError("undefined is not a function"))
+      return Effect.as(
+        Effect.die(new TypeError("undefined is not a function")),
+        SqliteClient.layer({ filename: ":memory:" })
+      )
     }))
     const broken = Mediagate.make({ database: { layer: bug }, dataDir: dataDir(), retry: Schedule.spaced("20 millis") })
     await expect(broken.ready).rejects.toThrow(/undefined is not a function/)
