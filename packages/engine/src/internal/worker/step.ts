@@ -103,12 +103,19 @@ export const runStepWith = (
         const polled = yield* Effect.either(
           EngineMetrics.timed(task, "poll", upstream.poll(on, jobId)).pipe(stepSpan("Worker.poll", task))
         )
+        const next = now + Duration.toMillis(options.pollDelay(task.polls + 1, on))
         if (polled._tag === "Left") {
           const error = polled.left
-          return yield* error.retryable ? step({ nextRunAt: retryAt(error), polled: true }) : finish(refused(error))
+          if (!error.retryable) return yield* finish(refused(error))
+          // the backoff counts the job's good polls too: it waits no longer than the schedule's next poll (at least
+          // the backoff's first step), so a job polled often is not left a minute after one failed poll
+          const firstBackoff = now + Duration.toMillis(options.retryDelay(0))
+          const nextRunAt = error.retryAfterMs === undefined
+            ? Math.min(retryAt(error), Math.max(next, firstBackoff))
+            : retryAt(error)
+          return yield* step({ nextRunAt, polled: true })
         }
         const state: JobState = polled.right
-        const next = now + Duration.toMillis(options.pollDelay(task.polls + 1, on))
         switch (state._tag) {
           case "Queued":
             return yield* step({ nextRunAt: next, polled: true })
