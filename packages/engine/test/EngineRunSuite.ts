@@ -8,6 +8,7 @@ import { Services } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { TaskStorage } from "../src/TaskStorage.js"
+import { readOutboxAtLeast } from "./support.js"
 import { awaitTerminal, type EngineBackend, engineSetup, principal, request } from "./supportEngine.js"
 
 /** Registers the suite for one backend. */
@@ -31,7 +32,7 @@ export const runSuite = (name: string, backend: EngineBackend) =>
         expect(acks.every((a) => log.submits.get(a.id) === 1)).toBe(true)
         expect(ledger.charges).toHaveLength(40)
         expect(ledger.refunds).toHaveLength(0)
-        const { entries: events } = yield* storage.readOutbox(undefined, 100)
+        const { entries: events } = yield* readOutboxAtLeast(storage, 40)
         expect(events.filter((e) => e.event.type === "task.completed")).toHaveLength(40)
         const read = yield* tasks.get(principal(), acks[0]!.id)
         expect(read).toMatchObject({ status: "succeeded", cost: 1, progress: 100 })

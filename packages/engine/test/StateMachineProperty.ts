@@ -13,7 +13,7 @@ import * as TestClock from "effect/TestClock"
 import * as TestContext from "effect/TestContext"
 import { canMove, isRefunded, isTerminal, type TaskRecord } from "../src/TaskRecord.js"
 import { TaskStorage } from "../src/TaskStorage.js"
-import { chargeOf, makeRecordingBilling, newTask, start } from "./support.js"
+import { chargeOf, makeRecordingBilling, newTask, readOutboxAtLeast, start } from "./support.js"
 import type { Backend } from "./TaskStorageSuite.js"
 
 type Action =
@@ -176,8 +176,9 @@ const check = (
         expect(now.refundedMicros).toBeLessThanOrEqual(now.chargedMicros)
         seen.set(id, now)
       }
-      const { entries: events } = yield* storage.readOutbox(undefined, 10_000)
       const terminal = [...seen.values()].filter((t) => isTerminal(t.status)).map((t) => t.id).sort()
+      // one outbox entry per terminal task (read until they show: other suites' writes delay a PostgreSQL reader)
+      const { entries: events } = yield* readOutboxAtLeast(storage, terminal.length, undefined, 10_000)
       expect(events.map((e) => e.taskId).sort()).toEqual(terminal)
     }
     expect(billing.ledger.charges.length).toBe(ids.length)
