@@ -122,16 +122,19 @@ const firstGateway = async (scope: Scope, name: string, database: Record<string,
 // Channels, tasks, billing
 // -----------------------------------------------------------------------------------------------------------------
 
-/** A relay channel to `base` with the upstream's live key. */
+/**
+ * A relay channel to `base` with the upstream's live key, its jobs polled every 500 ms (the default schedule's first
+ * poll comes at 80% of the model's estimate, many times the scaled jobs of these upstreams).
+ */
 const relay = (
   name: string,
   base: string,
   upstream: Upstream,
-  routing: Partial<ChannelCreate> = {}
+  { settings, ...routing }: Partial<ChannelCreate> = {}
 ): ChannelCreate => ({
   name,
   transport: "relay",
-  settings: { base_url: base },
+  settings: { base_url: base, poll_interval_ms: 500, ...settings },
   credentials: { api_key: upstream.keys.live },
   families: ["vendor4"],
   ...routing
@@ -259,7 +262,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
           const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
           const a = await createChannel(
             gateway.base,
-            relay("A", proxy.url, upstream1, { priority: 10, settings: { base_url: proxy.url, timeout_ms: 1500 } })
+            relay("A", proxy.url, upstream1, { priority: 10, settings: { timeout_ms: 1500 } })
           )
           const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
           expect(a).toMatchObject({ credentials_set: true, priority: 10, health: { breaker: "closed" } })
@@ -375,10 +378,10 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
       "kill mid-load: upstream 1 SIGKILLed with 100 tasks on it; every task succeeds on B, charged once",
       () =>
         scenario(`kill (${database.name})`, async (scope) => {
-          // an image job takes 3 s × 4 = 12 s on the upstreams: every job is still running on upstream 1 when it is
-          // killed, even where creating the 100 tasks takes several seconds (a busy machine)
-          const upstream1 = await startUpstream(scope, "upstream-1", 4)
-          const upstream2 = await startUpstream(scope, "upstream-2", 4)
+          // an image job takes 3 s × 20 = 60 s on upstream 1: every job is still running there when it is killed,
+          // even where creating the 100 tasks takes many seconds (a busy machine); 1.5 s on upstream 2
+          const upstream1 = await startUpstream(scope, "upstream-1", 20)
+          const upstream2 = await startUpstream(scope, "upstream-2", 0.5)
           const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
           const a = await createChannel(gateway.base, relay("A", upstream1.base, upstream1, { priority: 10 }))
           const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
