@@ -135,7 +135,9 @@ const withWorker = <A, E>(
       concurrency: 4,
       idle: "50 millis",
       pollDelay: () => 40,
-      retryDelay: () => 50
+      // an uncertain submit's marker stays this long before the lookup: long enough for `ended`, which samples the
+      // task every 20 ms, to see it on a loaded machine
+      retryDelay: () => 250
     }).pipe(Effect.provide(built))
     return yield* body(yield* Effect.provide(TaskStorage.TaskStorage, built))
   }).pipe(Effect.scoped)
