@@ -136,8 +136,8 @@ const withWorker = <A, E>(
       idle: "50 millis",
       pollDelay: () => 40,
       // an uncertain submit's marker stays this long before the lookup: long enough for `ended`, which samples the
-      // task every 20 ms, to see it on a loaded machine
-      retryDelay: () => 250
+      // task every 20 ms, to see it on a loaded machine (250 ms was missed twice while the whole test run ran)
+      retryDelay: () => 1000
     }).pipe(Effect.provide(built))
     return yield* body(yield* Effect.provide(TaskStorage.TaskStorage, built))
   }).pipe(Effect.scoped)
