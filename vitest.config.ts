@@ -5,17 +5,36 @@ import { BaseSequencer, type TestSpecification } from "vitest/node"
 
 /**
  * The files that take minutes (end-to-end runs of server processes, npm installs, Chromium), started first so that
- * the run does not end waiting on one of them alone. vitest orders by the durations of the last run when it has them,
- * and otherwise by file size, which puts a small file that runs a long suite (`channels-sqlite.test.ts`) last.
+ * the run does not end waiting on one of them alone, then those that take 10 to 30 s, slowest first. vitest orders by
+ * the durations of the last run when it has them (a fresh clone has none), and otherwise by file size, which puts a
+ * small file that runs a long suite (`channels-sqlite.test.ts`, `SqlEngine.test.ts`) last.
  */
 const slowest = [
-  "test/consumer.test.ts",
   "test/channels-postgres.test.ts",
   "test/channels-sqlite.test.ts",
   "test/transports-results.test.ts",
   "packages/dashboard/test/Browser.test.ts",
+  "test/consumer.test.ts",
   "test/client-sdk.test.ts",
-  "test/chaos-transports.test.ts"
+  "test/chaos-transports.test.ts",
+  // 10 to 30 s
+  "packages/engine/test/SqlStorage.test.ts",
+  "packages/engine/test/MultiProcess.test.ts",
+  "packages/engine/test/ReadConnection.test.ts",
+  "test/chaos.test.ts",
+  "test/e2e.test.ts",
+  "test/transports.test.ts",
+  "packages/engine/test/SqlEngine.test.ts",
+  "packages/billing/test/TablePrefix.test.ts",
+  "examples/server/test/Embedding.test.ts",
+  "packages/node/test/FilePlacement.test.ts",
+  "packages/vendors/test/SubmitRecovery.test.ts",
+  "packages/engine/test/TablePrefix.test.ts",
+  "packages/accounts/test/TablePrefix.test.ts",
+  "packages/vendors/test/Media.test.ts",
+  "packages/billing/test/SqlBilling.test.ts",
+  "test/cli-output.test.ts",
+  "test/transports-routing.test.ts"
 ]
 
 class SlowestFirst extends BaseSequencer {
