@@ -19,6 +19,7 @@ import type { BillingAccounts } from "@mediagate/billing/BillingAccounts"
 import { Account, ApiKey, type Errors, OptionalPackage, Services } from "@mediagate/contract"
 import { Dashboard } from "@mediagate/dashboard"
 import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
 import type * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import { Http } from "@mediagate/server"
 import * as Cause from "effect/Cause"
@@ -161,10 +162,11 @@ const toStartError = (cause: unknown): StartError => {
   return new StartError({ message: `could not start: ${messageOf(cause)}`, retryable: true, cause })
 }
 
-/** Whether a defect is a database failure: an `SqlError`, or an error caused by one (a `MigrationError`). */
+/** Whether a defect is a storage failure, or an error caused by one (a `MigrationError`). */
 const databaseFailure = (defect: unknown, depth = 0): boolean =>
-  typeof defect === "object" && defect !== null && depth < 5 &&
-  ("_tag" in defect && defect._tag === "SqlError" || "cause" in defect && databaseFailure(defect.cause, depth + 1))
+  SqlStore.isStorageFailure(defect) ||
+  (typeof defect === "object" && defect !== null && depth < 5 && "cause" in defect &&
+    databaseFailure(defect.cause, depth + 1))
 
 const messageOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)

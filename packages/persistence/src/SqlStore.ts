@@ -235,7 +235,14 @@ export const storageNow = (
  */
 export type StorageFailure = SqlError | ResultLengthMismatch | SqlRows.RowError
 
-const isStorageFailure = (u: unknown): u is StorageFailure =>
+/**
+ * Whether a value (a failure, or a defect: `@effect/sql` raises a failed COMMIT/ROLLBACK as one) is a
+ * {@link StorageFailure}.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const isStorageFailure = (u: unknown): u is StorageFailure =>
   u instanceof SqlError || u instanceof ResultLengthMismatch || u instanceof SqlRows.RowError
 
 /**
