@@ -13,6 +13,7 @@ import * as KeyService from "../src/KeyService.js"
 import {
   type Backend,
   bearer,
+  calledTimes,
   Calls,
   codeOf,
   Dump,
@@ -193,8 +194,7 @@ export const accountsAuthenticationSuite = (backend: Backend) => {
         assert.isTrue(before.every((k) => k.lastUsedAt === null))
         // the periodic flush (every hour in these tests; 10 s by default) writes both keys in one batch
         yield* TestClock.adjust("1 hour")
-        yield* Effect.yieldNow()
-        assert.strictEqual(calls.get("touchKeys"), 1)
+        assert.strictEqual(yield* calledTimes(calls, "touchKeys", 1), 1)
         assert.strictEqual(yield* usage.pending, 0)
         const after = yield* store.listKeys(account.id)
         assert.deepStrictEqual(after.map((k) => k.lastUsedAt), [T0 + 400, T0 + 400])
