@@ -22,7 +22,7 @@ import { createTask, credit, describeTransports, ended, expectBilled, expectCopi
 
 describeTransports((database, step) => {
   it(
-    "callbacks finish tasks (fal, replicate), polling does without; wrong signatures 401, unknown channel 404",
+    "callbacks finish tasks (fal, replicate), polling does without; wrong signatures 401, unknown channel 404, a large body 413",
     step("callbacks", async (gw, up) => {
       const keys = await makeAccount(gw.base, "callbacks", credit)
       const falHooks = up.fal.counts().webhooks
@@ -82,6 +82,10 @@ describeTransports((database, step) => {
       })
       expect(unknown.status, unknown.text).toBe(404)
       expect(unknown.body.error?.code).toBe("CHANNEL_NOT_FOUND")
+      // a body over 1 MiB, on a well-signed URL
+      const large = await http<Envelope<unknown>>(falUrl, "", { json: { ...body, logs: "x".repeat(1024 * 1024) } })
+      expect(large.status, large.text).toBe(413)
+      expect(large.body.error?.code).toBe("PAYLOAD_TOO_LARGE")
       expect((await readTask(gw.base, falTask!.id)).status, "the task after the forged callbacks").toBe("succeeded")
     }),
     60_000

@@ -1,6 +1,7 @@
 /**
  * `POST /callbacks/v1/{channel}/{task}`: upstream completion callbacks (fal's `fal_webhook`, Replicate's `webhook`;
- * docs/channels.md, "Callbacks"). A raw route next to the HttpApi: the body is read raw (an upstream's signature is
+ * docs/channels.md, "Callbacks"). A raw route next to the HttpApi, registered on the direct path too (one callback
+ * per finished job; `internal/directPath.ts`): the body is read raw (an upstream's signature is
  * over its exact bytes, at most 1 MiB) and handed with the headers to the `UpstreamCallbacks` port, which checks the
  * callback URL's signature and the upstream's own and wakes the task for a poll. Answers: 200 when accepted, 401
  * `AUTH_INVALID_TOKEN` for a signature that does not hold, 404 `CHANNEL_NOT_FOUND` for an unknown channel (or when
@@ -18,6 +19,7 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { errorResponseFor, type ExtraRoute } from "./Envelope.js"
+import * as DirectPath from "./internal/directPath.js"
 
 /**
  * The path of the route.
@@ -45,9 +47,18 @@ const maxBodyBytes = 1024 * 1024
  * @category routing
  */
 export const handler = (callbacks: Option.Option<Services.UpstreamCallbacks["Type"]>) =>
+  Effect.flatMap(
+    Effect.zip(HttpServerRequest.HttpServerRequest, HttpRouter.params),
+    ([request, params]) => answer(callbacks, request, params)
+  )
+
+/** The answer to one callback request, given its path parameters. */
+const answer = (
+  callbacks: Option.Option<Services.UpstreamCallbacks["Type"]>,
+  request: HttpServerRequest.HttpServerRequest,
+  params: Readonly<Record<string, string | undefined>>
+) =>
   Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const params = yield* HttpRouter.params
     const channelId = params["channel"] ?? ""
     if (Option.isNone(callbacks)) {
       return errorResponseFor(request, 404, "CHANNEL_NOT_FOUND", `channel ${channelId} not found`)
@@ -86,5 +97,13 @@ export const handler = (callbacks: Option.Option<Services.UpstreamCallbacks["Typ
  * @category layers
  */
 export const layer: Layer.Layer<never> = HttpApiBuilder.Router.use((router) =>
-  Effect.flatMap(Effect.serviceOption(Services.UpstreamCallbacks), (callbacks) => router.post(path, handler(callbacks)))
+  Effect.gen(function*() {
+    const callbacks = yield* Effect.serviceOption(Services.UpstreamCallbacks)
+    // served on the direct path too (a callback per finished job: the platform's router costs it twice the work)
+    const registry = yield* Effect.serviceOption(DirectPath.Dispatcher)
+    if (Option.isSome(registry)) {
+      registry.value.add("POST", path, (request, params) => answer(callbacks, request, params))
+    }
+    yield* router.post(path, handler(callbacks))
+  })
 )

@@ -232,7 +232,9 @@ export class FileStore extends Context.Tag("@mediagate/vendors/FileStore")<FileS
   readonly putFile: (
     key: string,
     file: string,
-    contentType: string
+    contentType: string,
+    /** The file's size when the caller knows it (a download it just wrote): the store need not look. */
+    size?: number
   ) => Effect.Effect<StoredFile, InvalidFileKey | FileStoreError>
   /**
    * Stores the file of `from` under `to` too (replacing any file there), without sending its bytes again; `false`
@@ -291,6 +293,18 @@ const isNotFound = hasReason("NotFound")
 /** What the local-disk store needs from `@effect/platform`. */
 type Platform = FileSystem.FileSystem | Path.Path
 
+/** This process's prefix of temporary names (random once), then a counter: unique without a random read each. */
+const temporaryPrefix = randomBytes(6).toString("hex")
+let temporaryCount = 0
+
+/**
+ * A name no other temporary file has: this process's random prefix and a counter.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const temporaryName = (): string => `${temporaryPrefix}${(temporaryCount++).toString(36)}`
+
 /**
  * The store on a local directory (created when missing), through `@effect/platform`'s `FileSystem`.
  *
@@ -321,7 +335,7 @@ export const makeLocal = (options: { readonly directory: string }) =>
       write: (temporary: string) => Effect.Effect<void, PlatformError>,
       linked = false
     ) => {
-      const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(8).toString("hex")}.tmp`)
+      const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${temporaryName()}.tmp`)
       const removed = Effect.ignore(fs.remove(temporary))
       return write(temporary).pipe(
         Effect.zipRight(fs.rename(temporary, file)),
@@ -351,21 +365,28 @@ export const makeLocal = (options: { readonly directory: string }) =>
         return { key, size: bytes.byteLength, contentType: served }
       })
 
-    // a rename into place when the file is on the store's file system, else a copy on a temporary name renamed
-    const putFile = (key: string, source: string, contentType: string) =>
-      Effect.gen(function*() {
-        const served = yield* puttable(key, contentType)
-        const file = fileOf(key)
-        const moved = fs.rename(source, file).pipe(
-          Effect.catchIf(
-            (error) => !isNotFound(error),
-            () => replace(file, (temporary) => fs.copyFile(source, temporary))
+    // a rename into place when the file is on the store's file system, else a copy on a temporary name renamed; the
+    // source is removed unless the rename took it
+    const putFile = (key: string, source: string, contentType: string, size?: number) =>
+      Effect.suspend(() => {
+        let renamed = false
+        return Effect.gen(function*() {
+          const served = yield* puttable(key, contentType)
+          const file = fileOf(key)
+          const moved = fs.rename(source, file).pipe(
+            Effect.map(() => {
+              renamed = true
+            }),
+            Effect.catchIf(
+              (error) => !isNotFound(error),
+              () => replace(file, (temporary) => fs.copyFile(source, temporary))
+            )
           )
-        )
-        yield* inDirectory(file, moved).pipe(Effect.mapError(failure("put", key)))
-        const info = yield* fs.stat(file).pipe(Effect.mapError(failure("put", key)))
-        return { key, size: Number(info.size), contentType: served }
-      }).pipe(Effect.ensuring(Effect.ignore(fs.remove(source))))
+          yield* inDirectory(file, moved).pipe(Effect.mapError(failure("put", key)))
+          const stored = size ?? Number((yield* fs.stat(file).pipe(Effect.mapError(failure("put", key)))).size)
+          return { key, size: stored, contentType: served }
+        }).pipe(Effect.ensuring(Effect.suspend(() => renamed ? Effect.void : Effect.ignore(fs.remove(source)))))
+      })
 
     // a hard link straight to the new name (one system call); over an existing file, a link on a temporary name
     // renamed into place; where the file system refuses hard links, a copy of the bytes on the temporary name. A

@@ -45,11 +45,11 @@ import * as PubSub from "effect/PubSub"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { createHash, randomBytes } from "node:crypto"
+import { createHash } from "node:crypto"
 import { mkdir, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { contentTypeOf, FileStore, resultKey } from "./FileStore.js"
+import { contentTypeOf, FileStore, resultKey, temporaryName } from "./FileStore.js"
 import { CopyFailure, decodeDataUri, download } from "./internal/resultCopy/download.js"
 import { formatOfType, formatOfUrl, keyName, normalFormat, sniffFormat } from "./internal/resultCopy/formats.js"
 import type { ResultSource } from "./Mapping.js"
@@ -248,10 +248,10 @@ export const make = (options: CopierOptions = {}) =>
     const copyOne = (task: TaskRecord, source: ResultSource, index: number, policy: CopyPolicy) =>
       Effect.gen(function*() {
         const isData = source.url.startsWith("data:")
-        const temporary = join(tempDirectory, `${task.id}-${index}-${randomBytes(6).toString("hex")}.part`)
+        const temporary = join(tempDirectory, `${task.id}-${index}-${temporaryName()}.part`)
         const got = isData
           ? yield* decodeDataUri(source.url, policy.maxBytes)
-          : yield* downloads.withPermits(1)(download(source, temporary, policy)).pipe(
+          : yield* downloads.withPermits(1)(download(source, temporary, policy, task.deadlineAt)).pipe(
             // failed or interrupted (the task's deadline): the partial file goes
             Effect.onError(() => Effect.promise(() => rm(temporary, { force: true })))
           )
@@ -263,7 +263,7 @@ export const make = (options: CopierOptions = {}) =>
         const contentType = contentTypeOf(key)
         const stored = yield* ("data" in got
           ? store.put(key, got.data as Uint8Array, contentType)
-          : store.putFile(key, temporary, contentType)).pipe(
+          : store.putFile(key, temporary, contentType, got.bytes)).pipe(
             Effect.mapError((error) =>
               new CopyFailure({ message: `storing a result failed: ${error.message}`, final: false })
             )
@@ -291,16 +291,8 @@ export const make = (options: CopierOptions = {}) =>
           return yield* new CopyFailure({ message: "the upstream answered no result file", final: true })
         }
         // an attempt ends by the task's deadline however slowly its bytes come (each read only has to come within
-        // the channel's timeout)
-        const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.forEach(sources, (source, index) =>
-            copyOne(task, source, index, policy)).pipe(
-              Effect.timeoutFail({
-                duration: Duration.millis(Math.max(0, task.deadlineAt - now)),
-                onTimeout: () =>
-                  new CopyFailure({ message: "the task's deadline came while copying its result", final: true })
-              })
-            ))
+        // the channel's timeout): the download's own watch ends it (no timer fiber per copy)
+        const attempt = Effect.forEach(sources, (source, index) => copyOne(task, source, index, policy))
         let tries = 0
         for (;;) {
           const result = yield* Effect.either(attempt)

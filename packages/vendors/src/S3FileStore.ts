@@ -155,10 +155,10 @@ export const make = (options: Options) =>
       })
 
     // the file's bytes streamed from the disk, with their length known: one PutObject, nothing held in memory
-    const putFile = (key: string, file: string, contentType: string) =>
+    const putFile = (key: string, file: string, contentType: string, known?: number) =>
       Effect.gen(function*() {
         const served = yield* puttable(key, contentType)
-        const size = yield* send("put", key, () => stat(file).then((info) => info.size))
+        const size = known ?? (yield* send("put", key, () => stat(file).then((info) => info.size)))
         yield* send("put", key, (abortSignal) =>
           client.send(
             new s3.PutObjectCommand({

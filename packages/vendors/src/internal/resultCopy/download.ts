@@ -27,20 +27,30 @@ export interface Downloaded {
   readonly contentType: string | undefined
 }
 
-/** Downloads `url` to `file` under the policy: streamed, capped, each read within the timeout. */
-export const download = (source: ResultSource, file: string, policy: CopyPolicy) =>
+/** The failure of a download the task's deadline ended. */
+const pastDeadline = () =>
+  new CopyFailure({ message: "the task's deadline came while copying its result", final: true })
+
+/**
+ * Downloads `url` to `file` under the policy: streamed, capped, each read within the timeout, the whole download by
+ * `deadlineAt` (epoch ms, the task's deadline).
+ */
+export const download = (source: ResultSource, file: string, policy: CopyPolicy, deadlineAt: number) =>
   Effect.scoped(Effect.gen(function*() {
+    const left = deadlineAt - Date.now()
+    if (left <= 0) return yield* pastDeadline()
     const response = yield* PinnedHttp.stream(source.url, {
       trustedHosts: policy.trustedHosts,
       allowPrivate: policy.allowPrivate,
       lookup: policy.lookup,
-      timeout: Duration.millis(policy.timeoutMs),
+      timeout: Duration.millis(Math.min(policy.timeoutMs, left)),
       maxBytes: policy.maxBytes,
       maxRedirects: 3,
       headers: source.headers,
       // an upstream's files come from a few hosts again and again (its own, its CDN's)
       keepAlive: true
     }).pipe(Effect.mapError((error) => {
+      if (error.reason === "timeout" && Date.now() >= deadlineAt) return pastDeadline()
       const status = error.status
       // an address refused, too large, not a URL: the same next time; a 4xx other than 404/408/429 too
       const final = error.reason === "address" || error.reason === "url" || error.reason === "too_large" ||
@@ -71,6 +81,7 @@ export const download = (source: ResultSource, file: string, policy: CopyPolicy)
       // the download gives its slot up and is tried again later
       const watch = setInterval(() => {
         const now = Date.now()
+        if (now >= deadlineAt) return fail(pastDeadline().message, true)
         if (now - lastData >= policy.timeoutMs) {
           return fail(`no data for ${Math.round(policy.timeoutMs / 100) / 10} s while downloading`)
         }
