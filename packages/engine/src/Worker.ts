@@ -85,6 +85,14 @@ export {
    * @since 0.1.0
    * @category utils
    */
+  /**
+   * Poll schedule of a job whose upstream retries its callback until it is answered (fal, Replicate, a relay): the
+   * first poll at twice the task's estimate (60 s to 10 min), then every 60 s.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  retriedCallbackPollDelayMs,
   safetyNetPollDelayMs
 } from "./internal/worker/schedule.js"
 export {
@@ -263,22 +271,28 @@ export const run = (options: WorkerOptions = {}) =>
     yield* Effect.forkScoped(Stream.runForEach(lifecycle.wakeups, () => poke))
     // upstream callbacks, batched: a burst of finished jobs costs one storage write; with them the tasks a step wrote
     // after their change came (`dueAgain`: their steps are still running, but they are not noticed again)
+    // the changes go into the queue of tasks to make due (noticed on the way); one fiber writes them: what came in the
+    // 5 ms after the first, and while the last write ran, goes in one write (a timer per write, not per change)
     yield* Effect.forkScoped(
-      Stream.merge(
-        Stream.map(upstream.changes, (id) => ({ id, change: true })),
-        Stream.map(Stream.fromQueue(dueAgain), (id) => ({ id, change: false }))
-      ).pipe(
-        Stream.groupedWithin(512, Duration.millis(5)),
-        Stream.runForEach((due) =>
-          // a change is not dropped for an outage (the task would wait for its safety-net poll): tried again with
-          // backoff for up to 5 minutes, then left to that poll
-          lifecycle.markDue(Chunk.toReadonlyArray(due).map(({ change, id }) => change ? noticeDuring(id) : id)).pipe(
-            Effect.retry(Backoff.schedule(options.backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
-            Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause))
-          )
-        )
-      )
+      Stream.runForEachChunk(upstream.changes, (ids) => Queue.offerAll(dueAgain, Chunk.map(ids, noticeDuring)))
     )
+    const nextDue = Effect.flatMap(Queue.takeBetween(dueAgain, 1, 512), (first) =>
+      first.length >= 512 ? Effect.succeed(first) : Effect.zipRight(
+        Effect.sleep(Duration.millis(5)),
+        Effect.map(Queue.takeUpTo(dueAgain, 512 - first.length), (more) =>
+          Chunk.appendAll(first, more))
+      ))
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.flatMap(nextDue, (due) =>
+        // a change is not dropped for an outage (the task would wait for its safety-net poll): tried again with
+        // backoff for up to 5 minutes, then left to that poll
+        lifecycle.markDue(Chunk.toReadonlyArray(due)).pipe(
+          Effect.retry(Backoff.schedule(options.backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
+          Effect.catchAllCause((cause) =>
+            Effect.logWarning("markDue failed", cause)
+          )
+        ))
+    ))
     const heartbeatMs = Math.max(100, Math.floor(leaseMs / 3))
     // each beat also registers this process in the node registry (one upsert: the operators' system status); the
     // first one before the worker starts, so that a node is registered (and has looked at its Placement) before it

@@ -30,6 +30,7 @@ import { Catalog, Families, type Family, Services } from "@mediagate/contract"
 import type { ChannelSlots } from "@mediagate/engine/ChannelSlots"
 import { TaskLifecycle } from "@mediagate/engine/TaskLifecycle"
 import { markedAt, Upstream } from "@mediagate/engine/Upstream"
+import { retriedCallbackPollDelayMs } from "@mediagate/engine/Worker"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -179,8 +180,15 @@ export const make = (options: ChannelsOptions = {}) =>
           const live = find(task.channelId)
           return live !== undefined ? live.notifies : (legacy(task) ?? simulated).notifiesChanges
         },
-        pollDelay: (_polls, task) =>
-          task.environment === "test" ? undefined : find(task.channelId)?.config.settings.pollIntervalMs,
+        // a stored channel's own interval; else, when its upstream calls back (and retries its callbacks), the slower
+        // safety net of such upstreams; else the engine's schedule
+        pollDelay: (polls, task) => {
+          if (task.environment === "test") return undefined
+          const live = find(task.channelId)
+          if (live === undefined) return undefined
+          return live.config.settings.pollIntervalMs ??
+            (live.callsBack ? retriedCallbackPollDelayMs(polls, task) : undefined)
+        },
         changes: Stream.mergeAll([simulated.changes, copier.changes, Stream.fromPubSub(woken)], {
           concurrency: "unbounded"
         }),

@@ -248,6 +248,38 @@ describe("PollRate", () => {
 })
 
 describe("the channel router", () => {
+  it.effect("polls a job whose upstream calls back first at twice its estimate (60 s to 10 min), then every 60 s", () =>
+    withRouter(({ runtime, storage, store, upstream }) =>
+      Effect.gen(function*() {
+        const fal = (name: string, settings: Partial<ChannelInput["settings"]> = {}) =>
+          store.create({
+            name,
+            transport: "fal",
+            settings: { baseUrl: `http://${name}.example`, ...settings },
+            credentials: { apiKey: Redacted.make("key") },
+            families: ["vendor3"]
+          })
+        const calling = yield* fal("calling")
+        const quiet = yield* fal("quiet", { callbacks: false })
+        const fixed = yield* fal("fixed", { pollIntervalMs: 5000 })
+        const relayed = yield* store.create(relay("relayed"))
+        yield* runtime.refresh
+        const [task] = yield* claimTasks(storage, 1)
+        const delay = (channelId: string, polls: number, estimatedSeconds: number) =>
+          upstream.pollDelay!(polls, { ...task!, channelId, estimatedSeconds })
+        expect(delay(calling.id, 0, 10)).toBe(60_000)
+        expect(delay(calling.id, 0, 100)).toBe(200_000)
+        expect(delay(calling.id, 0, 3600)).toBe(600_000)
+        expect(delay(calling.id, 3, 100)).toBe(60_000)
+        // no callbacks, a channel's own interval, a transport that never calls back: the engine's schedules
+        expect(delay(quiet.id, 0, 10)).toBeUndefined()
+        expect(delay(fixed.id, 0, 10)).toBe(5000)
+        expect(delay(relayed.id, 0, 10)).toBeUndefined()
+        // test tasks run on the simulator
+        expect(upstream.pollDelay!(0, { ...task!, channelId: calling.id, environment: "test" })).toBeUndefined()
+      })
+    ))
+
   it.effect("fails a submit over to the next channel with its own idempotency key; a refusal does not fail over", () =>
     withRouter(({ fakes, runtime, storage, store, upstream }) =>
       Effect.gen(function*() {

@@ -29,6 +29,11 @@ export interface Live {
   readonly jobOfCallback?: Transport.Built["jobOfCallback"]
   /** Whether the channel's upstream reports the end of every job (callbacks): polls are then a safety net. */
   readonly notifies: boolean
+  /**
+   * Whether the upstream calls back over HTTP (fal, Replicate: on unless the channel turns callbacks off), retrying
+   * a callback until it is answered: polls are then a slower safety net.
+   */
+  readonly callsBack: boolean
   /** How the job of an uncertain submit is found on the channel (its transport's). */
   readonly submitRecovery: Transport.SubmitRecovery
   /**
@@ -119,6 +124,7 @@ export const makeBuild = ({ copier, options, signer, simulated }: BuildContext) 
         ...(built.jobOfCallback === undefined ? {} : { jobOfCallback: built.jobOfCallback }),
         notifies: built.upstream.notifiesChanges ||
           (definition?.callbacks === true && config.settings.callbacks !== false),
+        callsBack: adapter === undefined && definition?.callbacks === true && config.settings.callbacks !== false,
         submitRecovery: definition?.submitRecovery ?? "wait",
         // a transport in this process has no upstream API to spare: its polls are limited only when asked
         pollRate: inProcess && config.settings.pollRate === undefined
