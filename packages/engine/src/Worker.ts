@@ -79,20 +79,20 @@ export {
    */
   defaultRetryDelayMs,
   /**
+   * Poll schedule of a job whose upstream retries its callback until it is answered (fal, Replicate): the first poll
+   * at twice the task's estimate (60 s to 10 min), then every 60 s.
+   *
+   * @since 0.1.0
+   * @category utils
+   */
+  retriedCallbackPollDelayMs,
+  /**
    * Poll schedule when the upstream reports every change, a safety net for lost callbacks (a restart): the first poll
    * once the job should be done (1.25 × the task's estimate, from 10 s to 60 s), then 20 s, 40 s, ... at most 60 s.
    *
    * @since 0.1.0
    * @category utils
    */
-  /**
-   * Poll schedule of a job whose upstream retries its callback until it is answered (fal, Replicate, a relay): the
-   * first poll at twice the task's estimate (60 s to 10 min), then every 60 s.
-   *
-   * @since 0.1.0
-   * @category utils
-   */
-  retriedCallbackPollDelayMs,
   safetyNetPollDelayMs
 } from "./internal/worker/schedule.js"
 export {

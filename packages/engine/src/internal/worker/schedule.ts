@@ -25,10 +25,10 @@ export const safetyNetPollDelayMs = (polls: number, task?: TaskRecord): number =
     : Math.min(60_000, 10_000 * 2 ** polls)
 
 /**
- * Poll schedule of a job whose upstream delivers its end by a callback it retries until we answer (fal, Replicate,
- * a relay's webhooks): a slower safety net, for a callback lost with a process that was killed or never delivered.
- * The first poll at twice the task's estimate (from 60 s to 10 min), then every 60 s: a job that ends on time costs
- * no poll before its callback, even when the estimate is short (a model's first tasks use its default).
+ * Poll schedule of a job whose upstream delivers its end by a callback it retries until we answer (fal,
+ * Replicate): a slower safety net, for a callback lost with a process that was killed or never delivered. The first
+ * poll at twice the task's estimate (from 60 s to 10 min), then every 60 s: a job that ends on time costs no poll
+ * before its callback, even when the estimate is short (a model's first tasks use its default).
  */
 export const retriedCallbackPollDelayMs = (polls: number, task: TaskRecord): number =>
   polls === 0 ? Math.min(600_000, Math.max(60_000, Math.round(task.estimatedSeconds * 2000))) : 60_000
