@@ -165,10 +165,16 @@ export const make = (options: ChannelsOptions = {}) =>
   Effect.gen(function*() {
     const lifecycle = yield* TaskLifecycle
     const signer = yield* UrlSigner
-    /** Tasks an upstream's callback woke. */
+    /**
+     * Tasks whose job changed: an upstream's callback woke them, the simulated upstream ended their job, or their copy
+     * ended. One hub that the others are forwarded into: a callback costs one publish, not a stage of a merged stream.
+     */
     const woken = yield* PubSub.unbounded<string>()
     const state = yield* ChannelState.make(options)
     const { breakers, copier, defaults, find, refresh, simulated } = state
+    for (const source of [simulated.changes, copier.changes]) {
+      yield* Effect.forkScoped(Stream.runForEachChunk(source, (ids) => PubSub.publishAll(woken, ids)))
+    }
     const { called } = ChannelCalls.make(state)
     const { findRouted, legacy, pollRouted, submitRouted } = yield* ChannelRoutes.make(state, called)
 
@@ -189,9 +195,7 @@ export const make = (options: ChannelsOptions = {}) =>
           return live.config.settings.pollIntervalMs ??
             (live.callsBack ? retriedCallbackPollDelayMs(polls, task) : undefined)
         },
-        changes: Stream.mergeAll([simulated.changes, copier.changes, Stream.fromPubSub(woken)], {
-          concurrency: "unbounded"
-        }),
+        changes: Stream.fromPubSub(woken),
         submit: (task) =>
           task.environment === "test"
             ? simulated.submit(task).pipe(Upstreams.traced("Upstream.submit", task, "simulated"))
