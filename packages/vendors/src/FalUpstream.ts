@@ -4,10 +4,11 @@
  * - submit: `POST {base_url}/{app}` with the (mapped) input, `Authorization: Key <api_key>`, and, with callbacks on,
  *   `?fal_webhook=<our callback URL>`; the job id is `<app without its subpath>|<request_id>` (status, result and
  *   cancel URLs leave the subpath out, so the job id keeps what they need even if the mapping changes later).
- * - poll: `GET .../requests/{id}/status?logs=1`: `IN_QUEUE` → queued, `IN_PROGRESS` → running, `COMPLETED` → the
- *   result (`GET .../requests/{id}`): a model error (an error status with fal's `detail`) fails the task; otherwise
- *   the files (the output mapping, or every file URL: `images[]`, `video`, ...) are copied (`ResultCopy`) and the
- *   task succeeds, with `metrics.inference_time` as the seconds it ran.
+ * - poll: `GET .../requests/{id}/status` (without the runner's logs: nothing here reads them): `IN_QUEUE` → queued,
+ *   `IN_PROGRESS` → running, `COMPLETED` → the result (`GET .../requests/{id}`): a model error (an error status
+ *   with fal's `detail`) fails the task; otherwise the files (the output mapping, or every file URL: `images[]`,
+ *   `video`, ...) are copied (`ResultCopy`) and the task succeeds, with `metrics.inference_time` as the seconds it
+ *   ran.
  * - cancel: `PUT .../requests/{id}/cancel`, best effort.
  * - find (after an uncertain submit): fal's queue honours no idempotency key and lists no requests by our id; the job
  *   is known once its callback names its `request_id`, else the task waits the router's `submitWait`.
@@ -108,7 +109,7 @@ export const make = (context: TransportContext): Transport => {
     Effect.gen(function*() {
       const path = requestPath(jobId)
       if (path === undefined) return yield* refused(`${who}: job id ${jobId} is not a fal request`)
-      const status = yield* api({ path: `${path}/status?logs=1` })
+      const status = yield* api({ path: `${path}/status` })
       switch (stringField(status.json, "status")) {
         case "IN_QUEUE":
           return { _tag: "Queued" } as const
