@@ -19,6 +19,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Tracer from "effect/Tracer"
+import { strip } from "./internal/terminal.js"
 
 /**
  * Log settings.
@@ -70,15 +71,57 @@ export const withTraceIds = <Message, Output>(logger: Logger.Logger<Message, Out
     }
   })
 
+/** The lines not written yet, and whether a write of them is scheduled. */
+let pending: Array<string> = []
+let pendingBytes = 0
+let scheduled = false
+let exitHooked = false
+
+/** Writes the pending lines to stdout in one call (synchronous on a pipe or a file, as Node writes stdout there). */
+const flushLines = () => {
+  scheduled = false
+  if (pending.length === 0) return
+  const text = pending.join("")
+  pending = []
+  pendingBytes = 0
+  process.stdout.write(text)
+}
+
+/**
+ * A line writer for {@link layer}: whole lines to stdout, those of one turn of the event loop written together (one
+ * system call for a burst of access-log lines instead of one each; at most 64 KiB wait), and whatever is left when
+ * the process exits. ANSI escape sequences are taken out unless stdout is a terminal. Lines of the last turn before a
+ * process is killed (`SIGKILL`) are lost; an exit, also on a signal the server handles, writes them.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const stdoutLines = (line: string): void => {
+  const text = process.stdout.isTTY === true ? line : strip(line)
+  pending.push(text, "\n")
+  pendingBytes += text.length + 1
+  if (pendingBytes >= 64 * 1024) return flushLines()
+  if (!scheduled) {
+    scheduled = true
+    setImmediate(flushLines)
+  }
+  if (!exitHooked) {
+    exitHooked = true
+    process.on("exit", flushLines)
+  }
+}
+
 /**
  * Replaces the default logger (the only one: run the program with `NodeRuntime.runMain(..., { disablePrettyLogger:
- * true })` so that no second logger prints every line again).
+ * true })` so that no second logger prints every line again). A `text` or `json` line goes to `write` when given
+ * (the production server's is {@link stdoutLines}), else to the fiber's `Console`.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (settings: LogSettings): Layer.Layer<never> =>
-  Layer.merge(
+export const layer = (settings: LogSettings, write?: (line: string) => void): Layer.Layer<never> => {
+  const lines = settings.format === "json" ? Logger.jsonLogger : Logger.logfmtLogger
+  return Layer.merge(
     Logger.replace(
       Logger.defaultLogger,
       withTraceIds(
@@ -86,11 +129,14 @@ export const layer = (settings: LogSettings): Layer.Layer<never> =>
           ? settings.colors === undefined
             ? Logger.prettyLoggerDefault
             : Logger.prettyLogger({ colors: settings.colors })
-          : Logger.withConsoleLog(settings.format === "json" ? Logger.jsonLogger : Logger.logfmtLogger)
+          : write === undefined
+          ? Logger.withConsoleLog(lines)
+          : Logger.map(lines, write)
       )
     ),
     Logger.minimumLogLevel(settings.level)
   )
+}
 
 /**
  * {@link layer} from {@link config}.

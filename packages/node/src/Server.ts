@@ -303,7 +303,11 @@ export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
           onSuccess: (settings) =>
             Effect.provide(
               Effect.tapErrorCause(Tracing.apply(program), report),
-              Logging.layer({ ...settings, colors: colour.stdout })
+              // a terminal gets each line at once (and the first start's banner in order with them)
+              Logging.layer(
+                { ...settings, colors: colour.stdout },
+                process.stdout.isTTY === true ? undefined : Logging.stdoutLines
+              )
             )
         }).pipe(Effect.withConsole(Terminal.plainConsole(base, colour)))
       )
