@@ -106,10 +106,17 @@ export const routeOrder = <C>(
 export const defaultPollRate = 100
 
 /**
- * A channel's poll rate on this node: at most `perSecond` polls in any second, all of them at once if they come at
- * once (a sliding window: the times of the last `perSecond` polls, in a ring; a poll goes when the oldest of them is
- * a second old). A poll that finds no room is put off to when there will be, spread over the time the rate needs for
- * the polls put off in the last second (at least a second), instead of waiting in a worker slot.
+ * How long a poll counts against its channel's rate, ms: a second, and 100 ms for the time between the count and the
+ * upstream's receipt (a busy event loop, a connection opened), which would otherwise let more than the rate reach
+ * the upstream within one of its seconds.
+ */
+export const pollRateWindowMs = 1100
+
+/**
+ * A channel's poll rate on this node: at most `perSecond` polls in any {@link pollRateWindowMs}, all of them at once
+ * if they come at once (a sliding window: the times of the last `perSecond` polls, in a ring; a poll goes when the
+ * oldest of them is that old). A poll that finds no room is put off to when there will be, spread over the time the
+ * rate needs for the polls put off in the last second (at least a second), instead of waiting in a worker slot.
  */
 export class PollRate {
   /** When the last `perSecond` polls went (epoch ms), oldest at `oldest`. */
@@ -123,7 +130,7 @@ export class PollRate {
   }
   /** 0 when a poll may go now (and counts it), else how long to wait, ms. */
   take(now: number): number {
-    const free = this.times[this.oldest]! + 1000
+    const free = this.times[this.oldest]! + pollRateWindowMs
     if (free > now) {
       if (now - this.refusedSince >= 1000) {
         this.refusedSince = now
