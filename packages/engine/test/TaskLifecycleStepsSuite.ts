@@ -392,11 +392,11 @@ export const stepsSuite = (name: string, backend: Backend) =>
       run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
-          const [a, b, c, d] = [0, 1, 2, 3].map(() => newTask({ createdAt: 0 }))
-          for (const t of [a!, b!, c!, d!]) {
+          const [a, b, c, d, e] = [0, 1, 2, 3, 4].map(() => newTask({ createdAt: 0 }))
+          for (const t of [a!, b!, c!, d!, e!]) {
             yield* storage.accept({ task: { ...t, createdAt: yield* now }, charge: undefined, idempotency: undefined })
           }
-          const claimed = yield* storage.claim("w1", 4, 30_000)
+          const claimed = yield* storage.claim("w1", 5, 30_000)
           const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
           const jobOf = (model: string) => `${model}|req-1`
           // none recorded (the submit's answer still on its way): recorded, with the channel
@@ -429,6 +429,18 @@ export const stepsSuite = (name: string, backend: Backend) =>
           })
           assert.isFalse(yield* storage.noteJob(d!.id, "ch_x", jobOf))
           assert.isFalse(yield* storage.noteJob("task_none", "ch_x", jobOf))
+          // callbacks at once (written together where the storage batches them): the first of a task's records it
+          const together = yield* Effect.all([
+            storage.noteJob(e!.id, "ch_y", jobOf),
+            storage.noteJob(e!.id, "ch_y", (model) => `${model}|req-2`),
+            storage.noteJob(c!.id, "ch_x", jobOf),
+            storage.noteJob("task_none", "ch_x", jobOf)
+          ], { concurrency: "unbounded" })
+          expect(together).toEqual([true, false, false, false])
+          expect(Option.getOrThrow(yield* storage.getById(e!.id))).toMatchObject({
+            upstreamJobId: `${e!.model}|req-1`,
+            channelId: "ch_y"
+          })
         })
       ))
 

@@ -393,25 +393,43 @@ export const make = (context: SqlContext) =>
         persistence("nextDueAt")
       )
 
-    const noteJob: TaskLifecycle["Type"]["noteJob"] = (id, channelId, jobOf) =>
+    type Noting = { readonly id: string; readonly channelId: string; readonly jobOf: (model: string) => string }
+    /**
+     * The notes of a batch of callbacks: one read of their tasks; a task whose job is already recorded (nearly every
+     * callback's) is left as it is, the others get the job each callback names.
+     */
+    const noteBatch = (batch: ReadonlyArray<Noting>) =>
       Effect.gen(function*() {
-        if (hasNul(id, channelId)) return false
-        const [known] = yield* sql`SELECT model, upstream_job_id FROM ${t.tasks} WHERE id = ${id} AND ${ACTIVE}`.pipe(
-          Effect.flatMap(rows.noted.all)
+        const known = new Map(
+          (yield* sql`SELECT id, model, upstream_job_id FROM ${t.tasks} WHERE ${
+            sql.in("id", [...new Set(batch.map((note) => note.id))])
+          } AND ${ACTIVE}`.pipe(Effect.flatMap(rows.noted.all))).map((row) => [row.id, row])
         )
-        if (known === undefined || (known.upstreamJobId !== null && markedAt(known.upstreamJobId) === undefined)) {
-          return false
+        const noted: Array<Exit.Exit<boolean, PersistenceError>> = []
+        for (const { channelId, id, jobOf } of batch) {
+          const task = known.get(id)
+          if (task === undefined || (task.upstreamJobId !== null && markedAt(task.upstreamJobId) === undefined)) {
+            noted.push(Exit.succeed(false))
+            continue
+          }
+          // written only over what was read: a job recorded meanwhile (the submit's own step) is kept
+          const same = task.upstreamJobId === null
+            ? sql`upstream_job_id IS NULL`
+            : sql`upstream_job_id = ${task.upstreamJobId}`
+          const written = yield* sql`UPDATE ${t.tasks} SET upstream_job_id = ${
+            jobOf(task.model)
+          }, channel_id = ${channelId}
+            WHERE id = ${id} AND ${ACTIVE} AND ${same} RETURNING id`
+          noted.push(Exit.succeed(written.length > 0))
         }
-        // written only over what was read: a job recorded meanwhile (the submit's own step) is kept
-        const same = known.upstreamJobId === null
-          ? sql`upstream_job_id IS NULL`
-          : sql`upstream_job_id = ${known.upstreamJobId}`
-        const written = yield* sql`UPDATE ${t.tasks} SET upstream_job_id = ${
-          jobOf(known.model)
-        }, channel_id = ${channelId}
-          WHERE id = ${id} AND ${ACTIVE} AND ${same} RETURNING id`
-        return written.length > 0
-      }).pipe(persistence("noteJob"))
+        return noted
+      }).pipe(
+        persistence("noteJob"),
+        Effect.catchAll((error) => Effect.succeed(batch.map(() => Exit.fail(error))))
+      )
+    const noting = yield* GroupCommit.make(maxBatch, noteBatch, sqliteBatches)
+    const noteJob: TaskLifecycle["Type"]["noteJob"] = (id, channelId, jobOf) =>
+      hasNul(id, channelId) ? Effect.succeed(false) : noting({ id, channelId, jobOf })
 
     return TaskLifecycle.of({
       accept: yield* Accept.make(context),

@@ -227,7 +227,7 @@ export const decoders = (prefix: string) => {
     task: SqlRows.decoder(names.tasks, TaskRow),
     owner: SqlRows.decoder(names.tasks, TaskRow.pick("accountId", "keyId", "environment")),
     status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
-    noted: SqlRows.decoder(names.tasks, TaskRow.pick("model", "upstreamJobId")),
+    noted: SqlRows.decoder(names.tasks, TaskRow.pick("id", "model", "upstreamJobId")),
     count: SqlRows.decoder(names.tasks, Schema.Struct({ n: SqlRows.Number })),
     channelLoad: SqlRows.decoder(
       names.tasks,
