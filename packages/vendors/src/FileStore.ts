@@ -29,7 +29,9 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { rmdir } from "node:fs/promises"
+import { basename, dirname, join } from "node:path"
 
 /**
  * A key the store refuses: it could escape the root, or it breaks the key rules.
@@ -293,6 +295,30 @@ const isNotFound = hasReason("NotFound")
 /** What the local-disk store needs from `@effect/platform`. */
 type Platform = FileSystem.FileSystem | Path.Path
 
+/**
+ * The largest file the local store writes with synchronous calls (a temporary name, then a rename): a few system
+ * calls into the page cache, cheaper than handing four to the thread pool; larger ones are written asynchronously.
+ */
+const smallFileBytes = 256 * 1024
+
+/** Writes a small file on a temporary name in its directory (made when missing) and renames it into place. */
+const putSmall = (file: string, bytes: Uint8Array): void => {
+  const temporary = join(dirname(file), `.${basename(file)}.${temporaryName()}.tmp`)
+  try {
+    writeFileSync(temporary, bytes, { flag: "wx" })
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== "ENOENT") throw error
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(temporary, bytes, { flag: "wx" })
+  }
+  try {
+    renameSync(temporary, file)
+  } catch (error) {
+    rmSync(temporary, { force: true })
+    throw error
+  }
+}
+
 /** This process's prefix of temporary names (random once), then a counter: unique without a random read each. */
 const temporaryPrefix = randomBytes(6).toString("hex")
 let temporaryCount = 0
@@ -359,9 +385,11 @@ export const makeLocal = (options: { readonly directory: string }) =>
       Effect.gen(function*() {
         const served = yield* puttable(key, contentType)
         const file = fileOf(key)
-        yield* inDirectory(file, replace(file, (temporary) => fs.writeFile(temporary, bytes))).pipe(
-          Effect.mapError(failure("put", key))
-        )
+        yield* (bytes.byteLength <= smallFileBytes
+          ? Effect.try({ try: () => putSmall(file, bytes), catch: failure("put", key) })
+          : inDirectory(file, replace(file, (temporary) => fs.writeFile(temporary, bytes))).pipe(
+            Effect.mapError(failure("put", key))
+          ))
         return { key, size: bytes.byteLength, contentType: served }
       })
 

@@ -6,8 +6,9 @@
  *   when the name is resolved, the connection pinned to the checked address, every redirect checked again. The
  *   channel's own hosts (its `base_url`'s, and the operator's `result_hosts`) are trusted as they are; any other host
  *   must resolve to public addresses. The upstream's credentials (`headers`) are only sent to the first host.
- * - **Streamed**: a download goes to a temporary file on the disk and is moved into the store (`FileStore.putFile`),
- *   never held in memory, within the size cap whether or not the upstream sends `Content-Length`.
+ * - **Streamed**: a download past 256 KiB goes on into a temporary file on the disk as it comes and is moved into
+ *   the store (`FileStore.putFile`), never held in memory, within the size cap whether or not the upstream sends
+ *   `Content-Length`; a smaller one (an image, most often) is held and stored in one write (`FileStore.put`).
  * - **Off the worker**: a poll that finds a job done asks {@link ResultCopier.collect}: the copy runs on the copier's
  *   own fibers (at most `concurrency` downloads per process). The poll waits for it one short step (`inlineWait`,
  *   default 1 s): a copy done by then is the poll's answer, and the task ends in the same step. A longer copy goes
@@ -261,8 +262,8 @@ export const make = (options: CopierOptions = {}) =>
         const key = resultKey(task, keyName(index, source.kind, format))
         // the store serves by the key's extension
         const contentType = contentTypeOf(key)
-        const stored = yield* ("data" in got
-          ? store.put(key, got.data as Uint8Array, contentType)
+        const stored = yield* (got.data !== undefined
+          ? store.put(key, got.data, contentType)
           : store.putFile(key, temporary, contentType, got.bytes)).pipe(
             Effect.mapError((error) =>
               new CopyFailure({ message: `storing a result failed: ${error.message}`, final: false })

@@ -6,7 +6,7 @@ import * as PinnedHttp from "@mediagate/outbound/PinnedHttp"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { createWriteStream } from "node:fs"
+import { createWriteStream, type WriteStream } from "node:fs"
 import type { ResultSource } from "../../Mapping.js"
 import type { CopyPolicy } from "../../ResultCopy.js"
 
@@ -19,13 +19,17 @@ export class CopyFailure extends Schema.TaggedError<CopyFailure>()("CopyFailure"
   final: Schema.Boolean
 }) {}
 
-/** A file downloaded to the disk. */
+/** A file downloaded: to the disk (`file`), or, up to {@link inMemoryBytes}, in memory (`data`). */
 export interface Downloaded {
   readonly file: string
   readonly bytes: number
   readonly head: Uint8Array
   readonly contentType: string | undefined
+  readonly data?: Uint8Array
 }
+
+/** The largest download kept in memory (then stored in one write): a larger one goes to its file as it comes. */
+export const inMemoryBytes = 256 * 1024
 
 /** The failure of a download the task's deadline ended. */
 const pastDeadline = () =>
@@ -58,9 +62,14 @@ export const download = (source: ResultSource, file: string, policy: CopyPolicy,
       return new CopyFailure({ message: `${error.message} (${error.host ?? "?"})`, final })
     }))
     const contentType = response.headers["content-type"]
-    const written = yield* Effect.async<{ bytes: number; head: Uint8Array }, CopyFailure>((resume) => {
+    const written = yield* Effect.async<
+      { bytes: number; head: Uint8Array; data: Uint8Array | undefined },
+      CopyFailure
+    >((resume) => {
       const body = response.body
-      const out = createWriteStream(file, { flags: "wx" })
+      // the bytes so far while they fit in memory; past that, the file they go on into
+      let held: Array<Buffer> | undefined = []
+      let out: WriteStream | undefined
       const head: Array<Buffer> = []
       let headBytes = 0
       let bytes = 0
@@ -74,7 +83,7 @@ export const download = (source: ResultSource, file: string, policy: CopyPolicy,
         done = true
         clearInterval(watch)
         body.destroy()
-        out.destroy()
+        out?.destroy()
         resume(Effect.fail(new CopyFailure({ message, final })))
       }
       // no byte for the channel's timeout, or (once it has run that long) slower on average than the minimum rate:
@@ -99,6 +108,13 @@ export const download = (source: ResultSource, file: string, policy: CopyPolicy,
           headBytes += Math.min(16, chunk.length)
         }
         lastData = Date.now()
+        if (held !== undefined && bytes <= inMemoryBytes) return void held.push(chunk)
+        if (out === undefined) {
+          out = createWriteStream(file, { flags: "wx" })
+          out.on("error", (error) => fail(`writing the download failed: ${error.message}`))
+          for (const part of held ?? []) out.write(part)
+          held = undefined
+        }
         if (!out.write(chunk)) {
           body.pause()
           out.once("drain", () => body.resume())
@@ -107,22 +123,26 @@ export const download = (source: ResultSource, file: string, policy: CopyPolicy,
       body.on("end", () => {
         if (done) return
         clearInterval(watch)
+        if (out === undefined) {
+          done = true
+          return resume(Effect.succeed({ bytes, head: Buffer.concat(head), data: Buffer.concat(held ?? []) }))
+        }
         out.end(() => {
           if (done) return
           done = true
-          resume(Effect.succeed({ bytes, head: Buffer.concat(head) }))
+          resume(Effect.succeed({ bytes, head: Buffer.concat(head), data: undefined }))
         })
       })
       body.on("error", () => fail("the connection broke while downloading"))
       body.on("aborted", () => fail("the connection broke while downloading"))
-      out.on("error", (error) => fail(`writing the download failed: ${error.message}`))
       return Effect.sync(() => fail("interrupted"))
     })
     return {
       file,
       bytes: written.bytes,
       head: written.head,
-      contentType: Array.isArray(contentType) ? contentType[0] : contentType
+      contentType: Array.isArray(contentType) ? contentType[0] : contentType,
+      ...(written.data === undefined ? {} : { data: written.data })
     } satisfies Downloaded
   }))
 
