@@ -22,6 +22,7 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { performance } from "node:perf_hooks"
 
 /**
  * Admission settings.
@@ -36,6 +37,28 @@ export interface AdmissionOptions {
   readonly openMs?: number
   /** The longest a request waits at the shut gate (ms); `0` turns admission off. Default 5000. */
   readonly maxWaitMs?: number
+  /**
+   * The busiest the event loop may be (a share of its time, 0 to 1) for new tasks to go on at once: above it they
+   * wait as at a shut gate, so that the node keeps room for the steps its tasks in flight will need (a burst's jobs
+   * end together later, and finishing one costs more than accepting it). Default 1 (no limit); the server's 0.75.
+   */
+  readonly maxUtilization?: number
+  /**
+   * The event loop's utilization since the last call (0 to 1); default Node's `performance.eventLoopUtilization`.
+   * Read at most every 100 ms, when a request comes to the gate and when a claim reports; smoothed.
+   */
+  readonly utilization?: () => number
+}
+
+/** The event loop's utilization since the last call (Node's measure). */
+const eventLoopUtilization = (): () => number => {
+  let last = performance.eventLoopUtilization()
+  return () => {
+    const now = performance.eventLoopUtilization()
+    const window = performance.eventLoopUtilization(now, last)
+    last = now
+    return window.utilization
+  }
 }
 
 /**
@@ -73,7 +96,21 @@ export const make = (options: AdmissionOptions = {}): Gate => {
   const closeMs = options.closeMs ?? 200
   const openMs = Math.min(options.openMs ?? 50, closeMs)
   const maxWaitMs = options.maxWaitMs ?? 5000
+  const maxUtilization = options.maxUtilization ?? 1
+  const measure = maxUtilization < 1 ? options.utilization ?? eventLoopUtilization() : undefined
   let open = true
+  /** Whether the event loop was busier than `maxUtilization` at the last reading (smoothed over two readings). */
+  let busy = false
+  let smoothed = 0
+  let readAt = 0
+  const read = () => {
+    if (measure === undefined) return
+    const now = Date.now()
+    if (now - readAt < 100) return
+    readAt = now
+    smoothed = (smoothed + measure()) / 2
+    busy = smoothed > maxUtilization
+  }
   // each waiting request's wake-up; it removes itself when it runs (opened, timed out or interrupted)
   const waiters = new Set<() => void>()
   const wait = Effect.async<void>((resume) => {
@@ -89,14 +126,38 @@ export const make = (options: AdmissionOptions = {}): Gate => {
       clearTimeout(timer)
     })
   })
+  const release = () => {
+    for (const go of [...waiters]) go()
+  }
+  /**
+   * While requests wait only because the event loop is busy, it is read again every 100 ms (one timer for them all,
+   * not kept alive for the process): they go on once it is not.
+   */
+  let recheck: ReturnType<typeof setTimeout> | undefined
+  const watchLoad = () => {
+    if (recheck !== undefined || measure === undefined) return
+    recheck = setTimeout(() => {
+      recheck = undefined
+      if (waiters.size === 0) return
+      read()
+      if (open && !busy) return release()
+      watchLoad()
+    }, 100)
+    recheck.unref?.()
+  }
   return {
-    admit: Effect.suspend(() => open || maxWaitMs <= 0 ? Effect.void : wait),
+    admit: Effect.suspend(() => {
+      read()
+      if ((open && !busy) || maxWaitMs <= 0) return Effect.void
+      if (open) watchLoad()
+      return wait
+    }),
     report: (lateMs) => {
+      read()
       if (lateMs > closeMs) open = false
-      else if (lateMs <= openMs && !open) {
-        open = true
-        for (const go of [...waiters]) go()
-      }
+      else if (lateMs <= openMs) open = true
+      if (open && !busy && waiters.size > 0) release()
+      else if (open && waiters.size > 0) watchLoad()
     },
     isOpen: () => open,
     waiting: () => waiters.size
@@ -113,9 +174,10 @@ export const layer = (options: AdmissionOptions = {}): Layer.Layer<Admission> =>
   Layer.sync(Admission, () => make(options))
 
 /**
- * Admission settings from Effect `Config`: `MEDIAGATE_ADMISSION_MAX_WAIT_MS` (default 5000; `0` turns admission off)
- * and `MEDIAGATE_ADMISSION_LATE_MS` (default 200: the claim lateness that shuts the gate; it opens again at a
- * quarter of it).
+ * Admission settings from Effect `Config`: `MEDIAGATE_ADMISSION_MAX_WAIT_MS` (default 5000; `0` turns admission off),
+ * `MEDIAGATE_ADMISSION_LATE_MS` (default 200: the claim lateness that shuts the gate; it opens again at a quarter of
+ * it) and `MEDIAGATE_ADMISSION_MAX_UTILIZATION` (default 0.75: the event loop's busiest share for new tasks to go on
+ * at once; `1`: no limit).
  *
  * @since 0.1.0
  * @category config
@@ -128,8 +190,17 @@ export const config: Config.Config<AdmissionOptions> = Config.all({
   closeMs: Config.integer("MEDIAGATE_ADMISSION_LATE_MS").pipe(
     Config.withDefault(200),
     Config.validate({ message: "must be from 1 to 60000", validation: (n) => n >= 1 && n <= 60_000 })
+  ),
+  maxUtilization: Config.number("MEDIAGATE_ADMISSION_MAX_UTILIZATION").pipe(
+    Config.withDefault(0.75),
+    Config.validate({ message: "must be from 0.1 to 1", validation: (n) => n >= 0.1 && n <= 1 })
   )
-}).pipe(Config.map(({ closeMs, maxWaitMs }) => ({ closeMs, maxWaitMs, openMs: Math.floor(closeMs / 4) })))
+}).pipe(Config.map(({ closeMs, maxUtilization, maxWaitMs }) => ({
+  closeMs,
+  maxWaitMs,
+  maxUtilization,
+  openMs: Math.floor(closeMs / 4)
+})))
 
 /**
  * The gate with its settings from Effect `Config`.

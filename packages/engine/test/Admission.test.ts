@@ -1,7 +1,7 @@
 /**
  * Admission (`Admission.ts`): the gate shuts when a claim reports a late task and opens when one finds the queue
- * caught up; a new task waits at a shut gate before it is created, at most `maxWaitMs`; the worker reports after
- * every claim.
+ * caught up, and new tasks also wait while the event loop is busier than `maxUtilization`; a new task waits before
+ * it is created, at most `maxWaitMs`; the worker reports after every claim.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Services } from "@mediagate/contract"
@@ -62,6 +62,41 @@ describe("Admission gate", () => {
       assert.strictEqual(long.waiting(), 1)
       yield* Fiber.interrupt(waiting)
       assert.strictEqual(long.waiting(), 0)
+    }))
+
+  it.live("above maxUtilization new tasks wait, read again every 100 ms until the event loop is quieter", () =>
+    Effect.gen(function*() {
+      let utilization = 0.9
+      let reads = 0
+      const gate = Admission.make({
+        maxWaitMs: 60_000,
+        maxUtilization: 0.5,
+        utilization: () => {
+          reads++
+          return utilization
+        }
+      })
+      // smoothed over two readings at least 100 ms apart: 0.45 first (goes on), then 0.675 (waits)
+      yield* gate.admit
+      yield* Effect.sleep("110 millis")
+      const waiting = yield* Effect.fork(gate.admit)
+      yield* settle
+      assert.strictEqual(gate.waiting(), 1)
+      assert.isTrue(gate.isOpen())
+      // still busy at the next readings: still waiting
+      yield* Effect.sleep("250 millis")
+      assert.isNull(waiting.unsafePoll())
+      utilization = 0.05
+      yield* Fiber.join(waiting).pipe(Effect.timeoutFail({ duration: "1 second", onTimeout: () => "still waiting" }))
+      assert.strictEqual(gate.waiting(), 0)
+      assert.isAtLeast(reads, 4)
+      // the default takes no readings
+      let defaultReads = 0
+      const unlimited = Admission.make({ utilization: () => ++defaultReads })
+      yield* gate.admit
+      yield* unlimited.admit
+      unlimited.report(0)
+      assert.strictEqual(defaultReads, 0)
     }))
 
   it.live("maxWaitMs 0 turns it off", () =>
