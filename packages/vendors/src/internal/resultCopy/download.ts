@@ -31,9 +31,10 @@ export interface Downloaded {
 /** The largest download kept in memory (then stored in one write): a larger one goes to its file as it comes. */
 export const inMemoryBytes = 256 * 1024
 
+/** Why a download the task's deadline ended failed. */
+const pastDeadlineMessage = "the task's deadline came while copying its result"
 /** The failure of a download the task's deadline ended. */
-const pastDeadline = () =>
-  new CopyFailure({ message: "the task's deadline came while copying its result", final: true })
+const pastDeadline = () => new CopyFailure({ message: pastDeadlineMessage, final: true })
 
 /**
  * Downloads `url` to `file` under the policy: streamed, capped, each read within the timeout, the whole download by
@@ -90,7 +91,7 @@ export const download = (source: ResultSource, file: string, policy: CopyPolicy,
       // the download gives its slot up and is tried again later
       const watch = setInterval(() => {
         const now = Date.now()
-        if (now >= deadlineAt) return fail(pastDeadline().message, true)
+        if (now >= deadlineAt) return fail(pastDeadlineMessage, true)
         if (now - lastData >= policy.timeoutMs) {
           return fail(`no data for ${Math.round(policy.timeoutMs / 100) / 10} s while downloading`)
         }
