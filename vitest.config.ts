@@ -2,6 +2,7 @@ import { availableParallelism } from "node:os"
 import { relative } from "node:path"
 import { defineConfig } from "vitest/config"
 import { BaseSequencer, type TestSpecification } from "vitest/node"
+import { project } from "./vitest.shared.js"
 
 /**
  * The files that take minutes (end-to-end runs of server processes, npm installs, Chromium), started first so that
@@ -50,14 +51,45 @@ class SlowestFirst extends BaseSequencer {
   }
 }
 
+/**
+ * Two pools run side by side (`vitest.shared.ts` puts each project in one):
+ * - `forks`, each file in a process of its own: the end-to-end suites (`test/`) and the dashboard's browser suite,
+ *   which start servers, child processes and Chromium and mostly wait on them;
+ * - `threads`, not isolated: the package suites. A worker imports Effect and the sources once for every file it
+ *   runs, where a process per file spent about 0.75 s of CPU importing them again (more than most of these files
+ *   take to run). `vitest.setup.ts` puts back what `@effect/vitest` changes on the shared `it`.
+ *
+ * Each pool keeps its workers for the whole run (minimum = maximum): vitest 3.2 stops idle workers of a pool that
+ * does not isolate while files are still queued ("Terminating worker thread"). `forks` has one worker more than the
+ * cores (its files wait more than they compute), `threads` one fewer than that; `VITEST_MAX_WORKERS` sets the first.
+ */
+const workers = Number(process.env["VITEST_MAX_WORKERS"] ?? Math.max(2, availableParallelism() + 1))
+
 export default defineConfig({
   test: {
-    projects: ["packages/*", "!packages/testing", "examples/*", "test"],
-    // Most suites wait on servers, databases, child processes and timers more than they compute: one worker more
-    // than the cores keeps them busy (vitest's default is one fewer than the cores: a single worker on two cores).
-    // Two per core was faster still, but loaded the machine so that end-to-end waits ran out. `VITEST_MAX_WORKERS`
-    // overrides it.
-    maxWorkers: Number(process.env["VITEST_MAX_WORKERS"] ?? Math.max(2, availableParallelism() + 1)),
+    projects: [
+      // the package suites as one project: vitest runs the projects of a pool that does not isolate one after
+      // another, each to its last file, so per-package projects left workers idle at every package's end
+      project({
+        test: {
+          name: "packages",
+          include: [
+            "packages/!(dashboard|testing)/test/**/*.test.ts",
+            "examples/webhook-receiver/test/**/*.test.ts"
+          ],
+          testTimeout: 60_000
+        }
+      }),
+      "packages/dashboard",
+      "examples/server",
+      "test"
+    ],
+    maxWorkers: workers,
+    minWorkers: workers,
+    poolOptions: {
+      forks: { isolate: true, maxForks: workers, minForks: workers },
+      threads: { isolate: false, maxThreads: Math.max(1, workers - 1), minThreads: Math.max(1, workers - 1) }
+    },
     sequence: { sequencer: SlowestFirst }
   }
 })

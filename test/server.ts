@@ -60,15 +60,27 @@ export const bootstrapKeys = (output: string) => {
   return { account: keys.account, live: keys.live, test: keys.test }
 }
 
-/** A free port. */
+/** The ports {@link freePort} answered in this process: each is handed out once. */
+const handedOut = new Set<number>()
+
+/** A free port, outside the ephemeral range (see below). */
 export const freePort = async (): Promise<string> => {
   const { createServer } = await import("node:net")
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(String(port)))
+  for (;;) {
+    // below Linux's ephemeral range (32768–60999), where outgoing connections take their local ports: a port found
+    // free there can be taken by a connection before the server binds it
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    if (handedOut.has(port)) continue
+    const free = await new Promise<boolean>((resolve) => {
+      const probe = createServer()
+      probe.once("error", () => resolve(false))
+      probe.listen(port, () => probe.close(() => resolve(true)))
     })
-  })
+    if (free) {
+      handedOut.add(port)
+      return String(port)
+    }
+  }
 }
 
 /** Whether to run the PostgreSQL end-to-end tests: when it answers, and always under `CI=true` (where it must). */

@@ -76,11 +76,17 @@ const startWorker = (
     return scope
   })
 
-/** Stops a worker: its shutdown grace (10 s) may wait for a running step, so the clock moves on meanwhile. */
+/**
+ * Stops a worker: its shutdown grace (10 s) may wait for a running step, so the clock moves on meanwhile, 10 s at a
+ * time until the scope is closed (on a busy machine the grace's sleep may start after the first move).
+ */
 const stop = (scope: Scope.CloseableScope) =>
   Effect.gen(function*() {
     const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-    yield* TestClock.adjust("10 seconds")
+    for (let i = 0; i < 100 && Option.isNone(yield* Fiber.poll(closing)); i++) {
+      yield* TestClock.adjust("10 seconds")
+      yield* TestServices.provideLive(Effect.sleep("10 millis"))
+    }
     yield* Fiber.join(closing)
   })
 

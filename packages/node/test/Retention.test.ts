@@ -13,6 +13,7 @@ import { layerUnmetered } from "@mediagate/engine/Billing"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import type { NewTask } from "@mediagate/engine/TaskRecord"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import * as Ids from "@mediagate/persistence/Ids"
 import { postgres, runPostgres, sqlite } from "@mediagate/testing/databases"
 import * as Fixtures from "@mediagate/testing/fixtures"
 import * as FileStore from "@mediagate/vendors/FileStore"
@@ -44,8 +45,18 @@ let epoch = 1_700_000_000_000
 const freshStart = Effect.suspend(() => TestClock.setTime(epoch += 100 * day))
 const settings: Retention.Settings = { ...Retention.defaults, interval: 60 * 60_000, testStorageQuota: 1000 }
 
+/**
+ * Task ids of the test's own time: the process's monotonic generator never goes back to an earlier time once
+ * another suite in the same worker has drawn ids at the real time, and retention finds tasks by the time in the id.
+ */
+let drawn = 0
 const newTask = (createdAt: number, environment: "live" | "test", accountId = "acct_a"): NewTask =>
-  Fixtures.newTask({ createdAt, environment, accountId })
+  Fixtures.newTask({
+    id: Ids.taskIdFloor(createdAt).slice(0, -16) + String(++drawn).padStart(16, "0"),
+    createdAt,
+    environment,
+    accountId
+  })
 
 const keyOf = (id: string) => `tasks/${id}/video-0.mp4`
 

@@ -47,12 +47,16 @@ export const jsonataPackage: OptionalPackage.Spec = {
  */
 export const loader = { require: (): unknown => createRequire(import.meta.url)("jsonata") }
 
-let jsonataModule: typeof Jsonata.default | undefined
+/** The module `loader.require` answered, kept with that function: replacing the loader loads again. */
+let loaded: { readonly require: () => unknown; readonly module: typeof Jsonata.default } | undefined
 /** JSONata, loaded on first use; a `MissingPackage` (thrown) when it is not installed. */
 const loadJsonata = (): typeof Jsonata.default => {
-  if (jsonataModule !== undefined) return jsonataModule
+  const require = loader.require
+  if (loaded?.require === require) return loaded.module
   try {
-    return jsonataModule = loader.require() as typeof Jsonata.default
+    const module = require() as typeof Jsonata.default
+    loaded = { require, module }
+    return module
   } catch (cause) {
     throw OptionalPackage.missing(jsonataPackage, cause)
   }

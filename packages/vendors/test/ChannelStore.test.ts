@@ -38,8 +38,8 @@ interface Keys {
 
 /** Storage shared by the stores a test opens (a restart with other keys is another store on the same storage). */
 interface Backend {
-  /** A store on the storage with these keys. */
-  readonly open: (keys: Keys) => Effect.Effect<ChannelStore["Type"], unknown>
+  /** A store on the storage with these keys (SQL: its tables under `prefix`, default `mediagate_`). */
+  readonly open: (keys: Keys, prefix?: string) => Effect.Effect<ChannelStore["Type"], unknown>
   /** A channel as stored (SQL: its row), for what must and must not be there. */
   readonly raw: (id: string) => Effect.Effect<Record<string, unknown>, unknown>
 }
@@ -58,7 +58,8 @@ const onSql = (
   database: () => Layer.Layer<SqlClient.SqlClient, unknown>
 ): Effect.Effect<Backend, unknown, Scope.Scope> =>
   Effect.map(Layer.build(database()), (context) => ({
-    open: (keys) => SqlChannels.make().pipe(Effect.provide(secretsLayer(keys)), Effect.provide(context)),
+    open: (keys, prefix) =>
+      SqlChannels.make({ prefix }).pipe(Effect.provide(secretsLayer(keys)), Effect.provide(context)),
     raw: (id) =>
       Effect.flatMap(SqlClient.SqlClient, (sql) =>
         sql`SELECT * FROM ${sql(SqlChannels.tables().channels)} WHERE id = ${id}`).pipe(
@@ -175,7 +176,10 @@ for (const [name, backend] of backends) {
 
     it.scopedLive("signals every committed write, and none for a write that found nothing", () =>
       Effect.gen(function*() {
-        const store = yield* Effect.flatMap(backend, (b) => b.open({ current: keyA }))
+        // a prefix of its own: PostgreSQL's NOTIFY channels (`<prefix>channels`) are the database's, and another
+        // suite's schema in the same database signals `mediagate_channels`
+        const prefix = `signals_${Math.random().toString(36).slice(2, 8)}_`
+        const store = yield* Effect.flatMap(backend, (b) => b.open({ current: keyA }, prefix))
         const count = yield* Ref.make(0)
         yield* store.changes.pipe(Stream.runForEach(() => Ref.update(count, (n) => n + 1)), Effect.forkScoped)
         /** Waits (up to 2 s) until the count is above `n`. */

@@ -2,7 +2,7 @@
  * JSONata is an optional package of model mappings (docs/configuration.md "Optional packages"): without it a
  * mapping does not compile, saving one is refused with the install line, and a stored one fails its tasks with the
  * same message instead of being left out; with it, mappings compile and run. JSONata is made "not installed" by
- * replacing `Mapping.loader` before the first compile.
+ * replacing `Mapping.loader.require` (a replaced loader is used at the next compile).
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
