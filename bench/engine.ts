@@ -31,7 +31,7 @@ import * as Stream from "effect/Stream"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Pool } from "pg"
+import { graphileThroughput } from "./graphile.js"
 
 const args = process.argv.slice(2)
 const arg = (name: string, fallback: string) => {
@@ -234,67 +234,6 @@ const inflight = (backend: string) =>
       }% of one core over ${(wall / 1000).toFixed(1)} s`
     }))
 
-/**
- * The same throughput shape on graphile-worker, same PostgreSQL server, same run: jobs added one per transaction
- * (16 at a time), a no-op task, concurrency 32, from the first add to the last job completed.
- */
-const graphileThroughput = async () => {
-  const { makeWorkerUtils, run } = await import("graphile-worker")
-  const name = `mg_bench_gw_${Date.now()}`
-  const admin = (statement: string) =>
-    Effect.runPromise(
-      Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement)).pipe(
-        Effect.provide(PgClient.layer({ url: Redacted.make("postgres://postgres@127.0.0.1:5432/postgres") }))
-      )
-    )
-  await admin(`CREATE DATABASE ${name}`)
-  const connectionString = `postgres://postgres@127.0.0.1:5432/${name}`
-  const silent = { logger: new (await import("graphile-worker")).Logger(() => () => {}) }
-  // our own pool, ended (awaited) before the database is dropped: graphile-worker ends the pools it makes without
-  // waiting, and a forced DROP DATABASE would then kill their idle connections (an unhandled pool error)
-  const pgPool = new Pool({ connectionString, max: 40 })
-  // connections lost while graphile-worker stops (it installs these handlers only on the pools it makes)
-  pgPool.on("error", () => {})
-  pgPool.on("connect", (client) => client.on("error", () => {}))
-  try {
-    const utils = await makeWorkerUtils({ pgPool, ...silent })
-    await utils.migrate()
-    let done = 0
-    let finished: () => void = () => {}
-    const allDone = new Promise<void>((resolve) => (finished = resolve))
-    const runner = await run({
-      pgPool,
-      concurrency: 32,
-      noHandleSignals: true,
-      pollInterval: 1000,
-      ...silent,
-      taskList: {
-        noop: async () => {
-          if (++done === throughputTasks) finished()
-        }
-      }
-    })
-    const started = Date.now()
-    for (let i = 0; i < throughputTasks; i += 16) {
-      await Promise.all(
-        Array.from({ length: Math.min(16, throughputTasks - i) }, (_, j) => utils.addJob("noop", { i: i + j }))
-      )
-    }
-    await allDone
-    const seconds = (Date.now() - started) / 1000
-    await runner.stop()
-    await utils.release()
-    await pgPool.end()
-    return {
-      perSecond: throughputTasks / seconds,
-      text: `${(throughputTasks / seconds).toFixed(0)} jobs/s (${throughputTasks} jobs in ${seconds.toFixed(2)} s)`
-    }
-  } finally {
-    if (!pgPool.ended) await pgPool.end()
-    await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-  }
-}
-
 const main = Effect.gen(function*() {
   console.log(`engine benchmarks (node ${process.version}, ${new Date().toISOString()})`)
   for (const backend of backends) {
@@ -302,7 +241,7 @@ const main = Effect.gen(function*() {
     const own = yield* throughput(backend)
     console.log(`  throughput:           ${own.text}`)
     if (backend === "pg") {
-      const graphile = yield* Effect.promise(graphileThroughput)
+      const graphile = yield* Effect.promise(() => graphileThroughput(throughputTasks))
       console.log(
         `  graphile-worker:      ${graphile.text}; Mediagate / graphile-worker ${
           (own.perSecond / graphile.perSecond).toFixed(2)

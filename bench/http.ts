@@ -1,8 +1,12 @@
 /**
- * HTTP benchmark, measured from outside: the built example server (plain `node`, workers off: an API node),
- * beside a bare `node:http` server doing the same SQL on the same tables (bench/servers/raw.mjs) and the
- * framework floor, a bare Effect `HttpApi` server with the same middleware shape and Schemas but no SQL
- * (bench/servers/floor.mjs), driven one at a time by the same autocannon load. Prints req/s, p50/p99 and ratios.
+ * HTTP benchmark, measured from outside: the built example server as `npm start` runs it (its V8 flags and
+ * defaults: workers on, access log on, its stdout read from a pipe by this process as a log shipper would), beside a
+ * bare `node:http` server doing the same SQL on the same tables (bench/servers/raw.mjs) and the framework floor, a
+ * bare Effect `HttpApi` server with the same middleware shape and Schemas but no SQL (bench/servers/floor.mjs),
+ * driven one at a time by the same autocannon load. Prints req/s, p50/p99 and ratios.
+ *
+ * Special modes, shown beside the default when named in `--targets`: `log-off` (the same server with
+ * `MEDIAGATE_ACCESS_LOG=false`: the access log's cost), `api-node` (`MEDIAGATE_WORKERS=0`: no worker in the process).
  *
  *   npm run bench:http -- [--db sqlite,pg] [--seconds 10] [--connections 32] [--targets mediagate,raw,floor]
  *     [--paths get,post] [--profile main.js]   (CPU profiles of the servers whose script matches, in bench/profiles)
@@ -112,16 +116,18 @@ for (const db of databases) {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-http-"))
   const pg = db === "pg" ? pgDatabase("http") : undefined
   try {
-    // Mediagate first: it migrates the database and makes the account, key and task the others read too
-    // an API node (workers off); the build of `--before` runs the same way on the same database
-    const apiNode = serverEnv(dir, pg?.url, { MEDIAGATE_WORKERS: "0" })
-    const mediagate = await launch(mainScript, apiNode)
+    // Mediagate first: it migrates the database and makes the account, key and task the others read too; the
+    // build of `--before` runs the same way on the same database
+    const defaults = serverEnv(dir, pg?.url)
+    const mediagate = await launch(mainScript, defaults)
     const { taskId, token } = await setup(mediagate.base)
     const servers: Record<string, () => Promise<Running>> = {
       mediagate: async () => mediagate,
-      before: () => launch(join(before, mainScript), apiNode, beforeNodeOptions),
+      "log-off": () => launch(mainScript, { ...defaults, MEDIAGATE_ACCESS_LOG: "false" }),
+      "api-node": () => launch(mainScript, { ...defaults, MEDIAGATE_WORKERS: "0" }),
+      before: () => launch(join(before, mainScript), defaults, beforeNodeOptions),
       // the same build with every request through the platform's HttpApiBuilder router (no dispatch of its own)
-      platform: () => launch(mainScript, { ...apiNode, MEDIAGATE_HTTP_DISPATCH: "false" }),
+      platform: () => launch(mainScript, { ...defaults, MEDIAGATE_HTTP_DISPATCH: "false" }),
       raw: () =>
         launch(
           "bench/servers/raw.mjs",
@@ -216,6 +222,17 @@ for (const db of databases) {
           m ? `${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs CPU, p99 ${m.p99} ms (${ratio(m, b)})` : "–"
         }`
       )
+    }
+    for (const mode of ["log-off", "api-node"]) {
+      const special = find(db, path, mode)
+      if (special !== undefined && m !== undefined) {
+        comparisons.push(
+          `${db} ${path.toUpperCase()}: ${mode} ${special.rps.toFixed(0)} req/s, ${
+            special.cpuPerRequest.toFixed(0)
+          } µs CPU, p99 ${special.p99} ms; the default / ${mode} ${ratio(m, special)}` +
+            (mode === "log-off" ? ` (goal ≥ 0.90×: ${m.rps / special.rps >= 0.9 ? "PASS" : "FAIL"})` : "")
+        )
+      }
     }
     const r = find(db, path, "raw")
     const f = find(db, path, "floor")

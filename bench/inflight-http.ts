@@ -1,17 +1,19 @@
 /**
- * Tasks in flight through the HTTP server, measured from outside: the built example server (plain `node`, workers
- * on, the simulated upstream calling back when a job is done), N tasks posted through the API, each with a
- * simulated job of `job-seconds` (`[sim:delay=N]`). Prints how late each task finished after its job's expected end
- * (p50/p99/max) and the server's CPU (from `/proc/<pid>/stat`) while the jobs run and while they finish.
+ * Tasks in flight through the HTTP server, measured from outside: the built example server as `npm start` runs it
+ * (its V8 flags and defaults: workers on, access log on, its stdout read from a pipe by this process as a log
+ * shipper would; the simulated upstream calling back when a job is done), N tasks posted through the API, each with a
+ * simulated job of `job-seconds` (`[sim:delay=N]`). Prints how late each task finished (p50/p99/max) and the
+ * server's CPU (from `/proc/<pid>/stat`) while the jobs run and while they finish.
  *
  *   npm run build && tsx bench/inflight-http.ts -- [--db sqlite,pg] [--tasks 10000] [--job-seconds 30]
  *     [--connections 32] [--profile]   (a CPU profile of the server, in bench/profiles)
  *
- * A task's job starts when a worker submits it, right after claiming it: its expected end is `started_at` (the
- * first claim) + the job's length, and its lag is `completed_at` minus that (both read from the API). "Waiting" is
- * from the last answered POST to the first expected end (no job can finish yet: the server only holds tasks);
- * "finishing" from then to the last completion. PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user
- * postgres), dropped afterwards; SQLite in a temporary folder. Asserts nothing.
+ * A task's lag is what its client sees: `completed_at − created_at − job-seconds` (`created_at` is when the client
+ * got its id; the claim and the submit are part of the lag). Accept → submit (`started_at − created_at`) and the
+ * lag after the job's end (`completed_at − started_at − job-seconds`) are printed beside it. "Waiting" is from the
+ * last answered POST to the first expected end (no job can finish yet: the server only holds tasks); "finishing"
+ * from then to the last completion. PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user postgres), dropped
+ * afterwards; SQLite in a temporary folder. Asserts nothing.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -113,15 +115,17 @@ for (const db of databases) {
       const queuedFinished = runQueueMs(pid)
       const tasks = (await allTasks(server.base, token)).filter((task) => task["id"] !== warm["id"])
       const lags: Array<number> = []
+      const afterJob: Array<number> = []
       let notSucceeded = 0
       for (const task of tasks) {
         if (task["status"] !== "succeeded") {
           notSucceeded++
           continue
         }
-        const startedAt = Date.parse(String(task["started_at"]))
-        const completedAt = Date.parse(String(task["completed_at"]))
-        lags.push(completedAt - (startedAt + jobSeconds * 1000))
+        const [createdAt, startedAt, completedAt] = [task["created_at"], task["started_at"], task["completed_at"]]
+          .map((value) => Date.parse(String(value)))
+        lags.push(completedAt! - (createdAt! + jobSeconds * 1000))
+        afterJob.push(completedAt! - (startedAt! + jobSeconds * 1000))
       }
       const lastCompleted = Math.max(...tasks.map((t) => Date.parse(String(t["completed_at"] ?? "")) || 0))
       const waitingMs = waited - posted
@@ -148,11 +152,16 @@ for (const db of databases) {
         } core${starved(queuedFinished - queuedWaited, finished - waited)}`
       )
       console.log(
-        `  finish lag p50 ${percentile(lags, 50)} ms, p99 ${percentile(lags, 99)} ms, max ${percentile(lags, 100)} ms`
+        `  lag from created_at p50 ${percentile(lags, 50)} ms, p99 ${percentile(lags, 99)} ms, max ${
+          percentile(lags, 100)
+        } ms (goal: p99 ≤ 1 s: ${percentile(lags, 99) <= 1000 ? "PASS" : "FAIL"})`
+      )
+      console.log(
+        `  of which after the job's end p50 ${percentile(afterJob, 50)} ms, p99 ${percentile(afterJob, 99)} ms`
       )
       // the lag over time: in tenths of the tasks, by expected end
       const byEnd = tasks.filter((t) => t["status"] === "succeeded").map((t) => {
-        const end = Date.parse(String(t["started_at"])) + jobSeconds * 1000
+        const end = Date.parse(String(t["created_at"])) + jobSeconds * 1000
         return { end, lag: Date.parse(String(t["completed_at"])) - end }
       }).sort((a, b) => a.end - b.end)
       const tenth = Math.max(1, Math.ceil(byEnd.length / 10))

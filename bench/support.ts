@@ -58,6 +58,8 @@ export const serverEnv = (dir: string, databaseUrl: string | undefined, extra: R
 export interface Running {
   readonly base: string
   readonly child: ChildProcess
+  /** The lines read from its stdout (none with the access log off). */
+  readonly logLines: () => number
   readonly stop: () => Promise<void>
 }
 
@@ -93,6 +95,12 @@ export const start = async (
     readonly port?: number
     /** Reads the process's stdout, line by line (its access log left at the server's default). */
     readonly log?: (line: string) => void
+    /**
+     * Without `log`: `true` (the default, as `npm start` runs) leaves the access log on and reads stdout from a pipe
+     * as a log shipper would, counting the lines; `false` turns it off (`MEDIAGATE_ACCESS_LOG=false`), a special
+     * mode to show beside the default.
+     */
+    readonly accessLog?: boolean
   } = {}
 ): Promise<Running> => {
   const port = options.port ?? await freePort()
@@ -106,21 +114,26 @@ export const start = async (
   const serverFlags = script.endsWith(mainScript)
     ? (options.nodeOptions ?? startFlags()).split(/\s+/).filter((f) => f !== "")
     : []
+  const logOff = options.log === undefined && options.accessLog === false
   const child = spawn(process.execPath, [...flags, ...serverFlags, script], {
     cwd: root,
     env: {
       ...process.env,
       PORT: String(port),
       HOST: "127.0.0.1",
-      ...(options.log === undefined ? { MEDIAGATE_ACCESS_LOG: "false" } : {}),
+      ...(logOff ? { MEDIAGATE_ACCESS_LOG: "false" } : {}),
       ...(options.profile === "heap" ? { HEAP_PROFILE_DIR: profiles } : {}),
       ...env
     },
-    stdio: ["ignore", options.log === undefined ? "ignore" : "pipe", "inherit"]
+    stdio: ["ignore", logOff ? "ignore" : "pipe", "inherit"]
   })
-  const log = options.log
-  if (log !== undefined && child.stdout !== null) {
-    createInterface({ input: child.stdout, crlfDelay: Infinity }).on("line", (line) => log(line))
+  let logLines = 0
+  if (!logOff && child.stdout !== null) {
+    const log = options.log
+    createInterface({ input: child.stdout, crlfDelay: Infinity }).on("line", (line) => {
+      logLines++
+      log?.(line)
+    })
   }
   const base = `http://127.0.0.1:${port}`
   for (let i = 0;; i++) {
@@ -136,6 +149,7 @@ export const start = async (
   return {
     base,
     child,
+    logLines: () => logLines,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve()

@@ -1,0 +1,134 @@
+/**
+ * The whole server's throughput, measured from outside: the built example server as `npm start` runs it (its V8
+ * flags and defaults: workers on with 32 slots, access log and metrics on, its stdout read from a pipe by this
+ * process as a log shipper would), N image tasks with instant simulated jobs (`[sim:delay=0]`) posted over HTTP,
+ * `connections` at a time, until every one has succeeded. Beside it, in the same run, graphile-worker's jobs/s on the
+ * same PostgreSQL server (`graphile.ts`): the goal is ≥ 1.0× on PostgreSQL and ≥ 2× on SQLite.
+ *
+ *   npm run build && tsx bench/throughput.ts -- [--db sqlite,pg] [--tasks 5000] [--connections 32] [--rounds 1]
+ *     [--profile]   (a CPU profile of each server, in bench/profiles)
+ *
+ * - **Tasks/s**: N / (the last task's `completed_at` − the first task's `created_at`), from the API's own
+ *   timestamps: posting and finishing overlap, as they do on a busy server.
+ * - **Accepted/s**: N / the time from the first POST sent to the last answered, at the client.
+ * - **CPU**: the server's user + system time from `/proc/<pid>/stat` per task.
+ *
+ * Each round runs graphile-worker first, then each database on a fresh server and database. Asserts nothing.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { graphileThroughput } from "./graphile.js"
+import {
+  account,
+  allTasks,
+  arg,
+  call,
+  countOf,
+  cpuMs,
+  flag,
+  mainScript,
+  pgDatabase,
+  record,
+  serverEnv,
+  sleep,
+  start
+} from "./support.js"
+
+const databases = arg("db", "sqlite,pg").split(",")
+const taskCount = Number(arg("tasks", "5000"))
+const connections = Number(arg("connections", "32"))
+const rounds = Number(arg("rounds", "1"))
+const profile = flag("profile")
+/** `--env NAME=value,...`: settings added to the defaults (a special mode, to show beside them). */
+const extraEnv: Record<string, string> = Object.fromEntries(
+  arg("env", "").split(",").filter((pair) => pair.includes("=")).map((pair) => {
+    const at = pair.indexOf("=")
+    return [pair.slice(0, at), pair.slice(at + 1)]
+  })
+)
+
+/** One run of the server on `db`: tasks/s (API timestamps), accepted/s and CPU per task. */
+const serverThroughput = async (db: string) => {
+  const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-throughput-"))
+  const pg = db === "pg" ? pgDatabase("throughput") : undefined
+  let logLines = 0
+  try {
+    const server = await start(mainScript, serverEnv(dir, pg?.url, extraEnv), { profile, log: () => logLines++ })
+    try {
+      const { token } = await account(server.base, 100_000_000)
+      const post = (prompt: string) =>
+        fetch(`${server.base}/api/v1/vendor4/text-to-image`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "vendor4-3-0-t2i", input: { prompt } })
+        })
+      // warm-up: one task to its end (the simulated upstream renders its first image once)
+      const warm = record((await (await post("warm-up [sim:delay=0]")).json() as { data?: unknown }).data)
+      for (let i = 0; i < 300; i++) {
+        const task = record((await call(server.base, `/api/v1/tasks/${String(warm["id"])}`, { token })).data)
+        if (task["status"] === "succeeded") break
+        await sleep(100)
+      }
+      const cpuStart = cpuMs(server.child.pid)
+      const postStart = Date.now()
+      let next = 0
+      let refused = 0
+      await Promise.all(Array.from({ length: connections }, async () => {
+        while (next < taskCount) {
+          const i = next++
+          const response = await post(`throughput ${i} [sim:delay=0]`)
+          if (response.status !== 201 && response.status !== 200) refused++
+          await response.arrayBuffer()
+        }
+      }))
+      const postSeconds = (Date.now() - postStart) / 1000
+      // every task ended (the warm-up's included), read by the list's totals
+      for (let i = 0; i < 6000; i++) {
+        const ended = await countOf(server.base, token, "succeeded") + await countOf(server.base, token, "failed")
+        if (ended >= taskCount + 1 - refused) break
+        await sleep(100)
+      }
+      const cpu = cpuMs(server.child.pid) - cpuStart
+      const tasks = (await allTasks(server.base, token)).filter((t) => t["id"] !== warm["id"])
+      const times = (field: string) => tasks.map((t) => Date.parse(String(t[field] ?? ""))).filter(Number.isFinite)
+      const first = Math.min(...times("created_at"))
+      const last = Math.max(...times("completed_at"))
+      const succeeded = tasks.filter((t) => t["status"] === "succeeded").length
+      return {
+        perSecond: succeeded / ((last - first) / 1000),
+        acceptedPerSecond: (taskCount - refused) / postSeconds,
+        cpuPerTaskMs: cpu / taskCount,
+        succeeded,
+        refused,
+        logLines
+      }
+    } finally {
+      await server.stop()
+    }
+  } finally {
+    pg?.drop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+console.log(
+  `whole-server throughput (node ${process.version}, ${new Date().toISOString()}): ${taskCount} tasks of 0 s, ` +
+    `${connections} connections, npm start's defaults, log read from a pipe`
+)
+for (let round = 1; round <= rounds; round++) {
+  console.log(`\nround ${round}`)
+  const graphile = await graphileThroughput(taskCount)
+  console.log(`  graphile-worker (PostgreSQL): ${graphile.text}`)
+  for (const db of databases) {
+    const own = await serverThroughput(db)
+    const ratio = own.perSecond / graphile.perSecond
+    const goal = db === "pg" ? 1 : 2
+    console.log(
+      `  Mediagate on ${db === "pg" ? "PostgreSQL" : "SQLite"}: ${own.perSecond.toFixed(0)} tasks/s ` +
+        `(${own.succeeded} succeeded, ${own.refused} refused; accepted ${own.acceptedPerSecond.toFixed(0)}/s; ` +
+        `${own.cpuPerTaskMs.toFixed(2)} ms CPU a task; ${own.logLines} log lines read); ` +
+        `${ratio.toFixed(2)}× graphile-worker (goal ≥ ${goal}×: ${ratio >= goal ? "PASS" : "FAIL"})`
+    )
+  }
+}
