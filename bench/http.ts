@@ -7,12 +7,14 @@
  *
  * Special modes, shown beside the default when named in `--targets`: `log-off` (the same server with
  * `MEDIAGATE_ACCESS_LOG=false`: the access log's cost), `api-node` (`MEDIAGATE_WORKERS=0`: no worker in the process).
+ * Each build of Mediagate but the first (`mediagate`) runs on a database of its own: with workers on, a server runs
+ * the tasks its `POST` runs made.
  *
  *   npm run bench:http -- [--db sqlite,pg] [--seconds 10] [--connections 32] [--targets mediagate,raw,floor]
  *     [--paths get,post] [--profile main.js]   (CPU profiles of the servers whose script matches, in bench/profiles)
  *     [--profile-heap]   (with --profile: allocation profiles instead, every allocation sampled)
  *     [--rounds 1] [--warmup <seconds>] [--key live|test]   (test: the sandbox key, no charge in the accept)
- *     [--before <checkout>]   (adds the target "before": that checkout's built server, on the same database)
+ *     [--before <checkout>]   (adds the target "before": that checkout's built server)
  *     [--before-node-options "<V8 flags>"]   (the "before" server's flags instead of `npm start`'s: with
  *     `--before .` the same build under other flags)
  *     (target `platform`: this build with `MEDIAGATE_HTTP_DISPATCH=false`, every request through the platform's
@@ -75,6 +77,13 @@ const setup = async (base: string) => {
 
 const postBody = { model: "vendor3-3", input: { prompt: "a paper boat on a pond" } }
 
+/** A server under load, with the key and the task its requests use. */
+interface Target {
+  readonly server: Running
+  readonly token: string
+  readonly taskId: string
+}
+
 interface Figures {
   /** Server CPU per answered request (µs): steadier than req/s on a shared machine. */
   readonly cpuPerRequest: number
@@ -115,27 +124,44 @@ const rows: Array<{ db: string; path: string; target: string; figures: Figures }
 for (const db of databases) {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-http-"))
   const pg = db === "pg" ? pgDatabase("http") : undefined
+  const cleanups: Array<() => void> = []
   try {
-    // Mediagate first: it migrates the database and makes the account, key and task the others read too; the
-    // build of `--before` runs the same way on the same database
+    // Mediagate first: it migrates the database and makes the account, key and task that raw and the floor read
     const defaults = serverEnv(dir, pg?.url)
     const mediagate = await launch(mainScript, defaults)
     const { taskId, token } = await setup(mediagate.base)
-    const servers: Record<string, () => Promise<Running>> = {
-      mediagate: async () => mediagate,
-      "log-off": () => launch(mainScript, { ...defaults, MEDIAGATE_ACCESS_LOG: "false" }),
-      "api-node": () => launch(mainScript, { ...defaults, MEDIAGATE_WORKERS: "0" }),
-      before: () => launch(join(before, mainScript), defaults, beforeNodeOptions),
-      // the same build with every request through the platform's HttpApiBuilder router (no dispatch of its own)
-      platform: () => launch(mainScript, { ...defaults, MEDIAGATE_HTTP_DISPATCH: "false" }),
-      raw: () =>
-        launch(
-          "bench/servers/raw.mjs",
-          pg !== undefined ? { DATABASE_URL: pg.url } : { SQLITE_FILE: join(dir, "mediagate.db") }
-        ),
-      floor: () => launch("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId })
+    /**
+     * A build of Mediagate on a database of its own, with its own account, key and task: with workers on, a server
+     * runs the tasks its `POST` runs made, and on a shared database the next server would run them too.
+     */
+    const own = async (script: string, extra: Record<string, string>, nodeOptions = ""): Promise<Target> => {
+      const ownDir = mkdtempSync(join(tmpdir(), "mediagate-bench-http-"))
+      const ownPg = db === "pg" ? pgDatabase("http") : undefined
+      cleanups.push(() => {
+        ownPg?.drop()
+        rmSync(ownDir, { recursive: true, force: true })
+      })
+      const server = await launch(script, { ...serverEnv(ownDir, ownPg?.url), ...extra }, nodeOptions)
+      return { server, ...await setup(server.base) }
     }
-    const measure = async (target: string, server: Running, path: "get" | "post", round: number) => {
+    const shared = (server: Running): Target => ({ server, token, taskId })
+    const servers: Record<string, () => Promise<Target>> = {
+      mediagate: async () => shared(mediagate),
+      "log-off": () => own(mainScript, { MEDIAGATE_ACCESS_LOG: "false" }),
+      "api-node": () => own(mainScript, { MEDIAGATE_WORKERS: "0" }),
+      before: () => own(join(before, mainScript), {}, beforeNodeOptions),
+      // the same build with every request through the platform's HttpApiBuilder router (no dispatch of its own)
+      platform: () => own(mainScript, { MEDIAGATE_HTTP_DISPATCH: "false" }),
+      raw: async () =>
+        shared(
+          await launch(
+            "bench/servers/raw.mjs",
+            pg !== undefined ? { DATABASE_URL: pg.url } : { SQLITE_FILE: join(dir, "mediagate.db") }
+          )
+        ),
+      floor: async () => shared(await launch("bench/servers/floor.mjs", { KEY: token, TASK_ID: taskId }))
+    }
+    const measure = async (target: string, { server, taskId, token }: Target, path: "get" | "post", round: number) => {
       await load(server, token, path, taskId, warmup) // warm-up run, not recorded
         .catch(() => undefined)
       const figures = await load(server, token, path, taskId)
@@ -150,13 +176,13 @@ for (const db of databases) {
     }
     if (rounds === 1) {
       for (const target of targets) {
-        const server = await servers[target]!()
-        for (const path of paths) await measure(target, server, path, 0)
-        await server.stop()
+        const up = await servers[target]!()
+        for (const path of paths) await measure(target, up, path, 0)
+        await up.server.stop()
       }
     } else {
       // every server up at once; each round runs them in turn
-      const up: Array<readonly [string, Running]> = []
+      const up: Array<readonly [string, Target]> = []
       try {
         for (const target of targets) up.push([target, await servers[target]!()])
         for (const path of paths) {
@@ -165,11 +191,12 @@ for (const db of databases) {
           }
         }
       } finally {
-        for (const [, server] of up) await server.stop()
+        for (const [, { server }] of up) await server.stop()
       }
     }
     await mediagate.stop()
   } finally {
+    for (const cleanup of cleanups) cleanup()
     pg?.drop()
     rmSync(dir, { recursive: true, force: true })
   }
