@@ -33,7 +33,8 @@ import {
   runQueueMs,
   serverEnv,
   sleep,
-  start
+  start,
+  untilSucceeded
 } from "./support.js"
 
 const databases = arg("db", "sqlite,pg").split(",")
@@ -61,11 +62,7 @@ for (const db of databases) {
           body: { model: "vendor3-3", input: { prompt: "warm-up [sim:delay=0]" } }
         })).data
       )
-      for (let i = 0; i < 600; i++) {
-        const task = record((await call(server.base, `/api/v1/tasks/${String(warm["id"])}`, { token })).data)
-        if (task["status"] === "succeeded") break
-        await sleep(100)
-      }
+      await untilSucceeded(server.base, token, String(warm["id"]), 60)
       // post every task, `connections` at a time
       const postStart = Date.now()
       const cpuPostStart = cpuMs(pid)

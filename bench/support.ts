@@ -220,6 +220,15 @@ export const pgDatabase = (kind: string) => {
   }
 }
 
+/** Waits until the task `id` has succeeded, reading it every 100 ms, at most `seconds`. */
+export const untilSucceeded = async (base: string, token: string, id: string, seconds = 60) => {
+  for (let i = 0; i < seconds * 10; i++) {
+    const task = record((await call(base, `/api/v1/tasks/${id}`, { token })).data)
+    if (task["status"] === "succeeded") return
+    await sleep(100)
+  }
+}
+
 /** How many of the account's tasks have `status` (the list's total). */
 export const countOf = async (base: string, token: string, status: string) =>
   Number((await call(base, `/api/v1/tasks?status=${status}&limit=1`, { token })).pagination?.["total"] ?? 0)

@@ -23,7 +23,6 @@ import {
   account,
   allTasks,
   arg,
-  call,
   countOf,
   cpuMs,
   flag,
@@ -32,7 +31,8 @@ import {
   record,
   serverEnv,
   sleep,
-  start
+  start,
+  untilSucceeded
 } from "./support.js"
 
 const databases = arg("db", "sqlite,pg").split(",")
@@ -65,11 +65,7 @@ const serverThroughput = async (db: string) => {
         })
       // warm-up: one task to its end (the simulated upstream renders its first image once)
       const warm = record((await (await post("warm-up [sim:delay=0]")).json() as { data?: unknown }).data)
-      for (let i = 0; i < 300; i++) {
-        const task = record((await call(server.base, `/api/v1/tasks/${String(warm["id"])}`, { token })).data)
-        if (task["status"] === "succeeded") break
-        await sleep(100)
-      }
+      await untilSucceeded(server.base, token, String(warm["id"]), 30)
       const cpuStart = cpuMs(server.child.pid)
       const postStart = Date.now()
       let next = 0
