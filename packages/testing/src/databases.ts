@@ -67,14 +67,18 @@ export const pgSchema: Effect.Effect<string, unknown, Scope.Scope> = Effect.acqu
   (name) => Effect.ignore(admin(`DROP SCHEMA IF EXISTS ${name} CASCADE`))
 )
 
-/** A client whose connections (the LISTEN one included) work in `schema` (through `search_path`). */
+/**
+ * A client whose connections (the LISTEN one included) work in `schema` (through `search_path`). Its connect
+ * timeout also bounds the wait for a free connection of the pool (node-postgres): the concurrency suites queue
+ * hundreds of statements on it, which on a fully loaded 2-core machine waited longer than 3 s.
+ */
 export const pgClient = (
   schema: string,
   maxConnections = 10
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, unknown> =>
   PgClient.layer({
     url: Redacted.make(`${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`),
-    connectTimeout: "3 seconds",
+    connectTimeout: "30 seconds",
     maxConnections
   })
 
