@@ -53,8 +53,8 @@ class SlowestFirst extends BaseSequencer {
 
 /**
  * Two pools run side by side (`vitest.shared.ts` puts each project in one):
- * - `forks`, each file in a process of its own: the end-to-end suites (`test/`) and the dashboard's browser suite,
- *   which start servers, child processes and Chromium and mostly wait on them;
+ * - `forks`, each file in a process of its own: the end-to-end suites (`test/`), the dashboard's and the example
+ *   server's, which start servers, child processes and Chromium and mostly wait on them;
  * - `threads`, not isolated: the package suites. A worker imports Effect and the sources once for every file it
  *   runs, where a process per file spent about 0.75 s of CPU importing them again (more than most of these files
  *   take to run). `vitest.setup.ts` puts back what `@effect/vitest` changes on the shared `it`.
@@ -69,7 +69,8 @@ export default defineConfig({
   test: {
     projects: [
       // the package suites as one project: vitest runs the projects of a pool that does not isolate one after
-      // another, each to its last file, so per-package projects left workers idle at every package's end
+      // another, each to its last file, so per-package projects left workers idle at every package's end (each
+      // package's own vitest.config.ts runs its suites alone, from its folder)
       project({
         test: {
           name: "packages",
