@@ -5,37 +5,52 @@ import { BaseSequencer, type TestSpecification } from "vitest/node"
 import { project } from "./vitest.shared.js"
 
 /**
- * The files that take minutes (end-to-end runs of server processes, npm installs, Chromium), started first so that
- * the run does not end waiting on one of them alone, then those that take 10 to 30 s, slowest first. vitest orders by
+ * The files that take minutes (servers, npm installs, Chromium as child processes: mostly waiting) and the package
+ * suites that take half a minute or more, started first and mixed so that the waiting ones run beside ones that
+ * compute, then the others down to about 8 s, slowest first; the rest fill the gaps at the end. vitest orders by
  * the durations of the last run when it has them (a fresh clone has none), and otherwise by file size, which puts a
  * small file that runs a long suite (`channels-sqlite.test.ts`, `SqlEngine.test.ts`) last.
  */
 const slowest = [
   "test/channels-postgres.test.ts",
   "test/channels-sqlite.test.ts",
+  "test/consumer.test.ts",
   "test/transports-results.test.ts",
   "packages/dashboard/test/Browser.test.ts",
-  "test/consumer.test.ts",
-  "test/client-sdk.test.ts",
-  "test/chaos-transports.test.ts",
-  // 10 to 30 s
   "packages/engine/test/SqlStorage.test.ts",
+  "test/client-sdk.test.ts",
   "packages/engine/test/MultiProcess.test.ts",
+  "test/chaos-transports.test.ts",
   "packages/engine/test/ReadConnection.test.ts",
-  "test/chaos.test.ts",
   "test/e2e.test.ts",
-  "test/transports.test.ts",
   "packages/engine/test/SqlEngine.test.ts",
-  "packages/billing/test/TablePrefix.test.ts",
+  "test/chaos.test.ts",
+  "packages/billing/test/SqlBilling.test.ts",
+  // 8 to 30 s
+  "packages/vendors/test/Media.test.ts",
+  "test/transports.test.ts",
   "examples/server/test/Embedding.test.ts",
+  "packages/billing/test/TablePrefix.test.ts",
+  "test/cli-output.test.ts",
+  "test/startup.test.ts",
+  "packages/engine/test/TablePrefix.test.ts",
   "packages/node/test/FilePlacement.test.ts",
   "packages/vendors/test/SubmitRecovery.test.ts",
-  "packages/engine/test/TablePrefix.test.ts",
+  "packages/node/test/Hardening.test.ts",
+  "packages/accounts/test/SqlAccounts.test.ts",
   "packages/accounts/test/TablePrefix.test.ts",
-  "packages/vendors/test/Media.test.ts",
-  "packages/billing/test/SqlBilling.test.ts",
-  "test/cli-output.test.ts",
-  "test/transports-routing.test.ts"
+  "packages/vendors/test/Simulated.test.ts",
+  "test/transports-routing.test.ts",
+  "packages/engine/test/NodeRegistry.test.ts",
+  "packages/server/test/Property.test.ts",
+  "packages/webhooks/test/Crash.test.ts",
+  "test/ratelimit.test.ts",
+  "packages/vendors/test/fakes/OpenAiFake.test.ts",
+  "packages/engine/test/MemoryEngine.test.ts",
+  "packages/node/test/Metrics.test.ts",
+  "packages/engine/test/SqlStoragePostgres.test.ts",
+  "packages/node/test/Operator.test.ts",
+  "packages/node/test/Stack.test.ts"
 ]
 
 class SlowestFirst extends BaseSequencer {
@@ -52,45 +67,41 @@ class SlowestFirst extends BaseSequencer {
 }
 
 /**
- * Two pools run side by side (`vitest.shared.ts` puts each project in one):
- * - `forks`, each file in a process of its own: the end-to-end suites (`test/`), the dashboard's and the example
- *   server's, which start servers, child processes and Chromium and mostly wait on them;
- * - `threads`, not isolated: the package suites. A worker imports Effect and the sources once for every file it
- *   runs, where a process per file spent about 0.75 s of CPU importing them again (more than most of these files
- *   take to run). `vitest.setup.ts` puts back what `@effect/vitest` changes on the shared `it`.
+ * Every suite runs in one project, in one pool of worker threads that do not isolate files: a worker imports Effect,
+ * the sources and vitest's own runtime once for all the files it runs, where a process per file spent about 0.75 s of
+ * CPU importing them again (more than most files take to run). `vitest.setup.ts` puts back what `@effect/vitest`
+ * changes on the shared `it`, and the end-to-end suites claim their ports across workers (`test/server.ts`).
  *
- * Each pool keeps its workers for the whole run (minimum = maximum): vitest 3.2 stops idle workers of a pool that
- * does not isolate while files are still queued ("Terminating worker thread"). `forks` has one worker more than the
- * cores (its files wait more than they compute), `threads` one fewer than that; `VITEST_MAX_WORKERS` sets the first.
+ * The pool has three workers per core: the end-to-end files (servers, npm, Chromium as child processes) mostly
+ * wait, and the package suites fill the cores meanwhile. It keeps its workers for the whole run (minimum =
+ * maximum): vitest 3.2 stops idle workers of a pool that does not isolate while files are still queued
+ * ("Terminating worker thread"). `VITEST_MAX_WORKERS` sets the count. One project, because vitest runs the projects
+ * of a pool that does not isolate one after another, each to its last file. Each package's own `vitest.config.ts`
+ * runs its suites alone, from its folder.
  */
-const workers = Number(process.env["VITEST_MAX_WORKERS"] ?? Math.max(2, availableParallelism() + 1))
+const workers = Number(process.env["VITEST_MAX_WORKERS"] ?? Math.max(3, availableParallelism() * 3))
 
 export default defineConfig({
   test: {
     projects: [
-      // the package suites as one project: vitest runs the projects of a pool that does not isolate one after
-      // another, each to its last file, so per-package projects left workers idle at every package's end (each
-      // package's own vitest.config.ts runs its suites alone, from its folder)
       project({
         test: {
-          name: "packages",
+          name: "mediagate",
           include: [
-            "packages/!(dashboard|testing)/test/**/*.test.ts",
-            "examples/webhook-receiver/test/**/*.test.ts"
+            "packages/!(testing)/test/**/*.test.ts",
+            "examples/*/test/**/*.test.ts",
+            "test/**/*.test.ts"
           ],
-          testTimeout: 60_000
+          // the end-to-end suites run the built packages and serve the built dashboard
+          globalSetup: ["test/global-setup.ts", "packages/dashboard/test/global-setup.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 120_000
         }
-      }),
-      "packages/dashboard",
-      "examples/server",
-      "test"
+      })
     ],
     maxWorkers: workers,
     minWorkers: workers,
-    poolOptions: {
-      forks: { isolate: true, maxForks: workers, minForks: workers },
-      threads: { isolate: false, maxThreads: Math.max(1, workers - 1), minThreads: Math.max(1, workers - 1) }
-    },
+    poolOptions: { threads: { isolate: false, maxThreads: workers, minThreads: workers } },
     sequence: { sequencer: SlowestFirst }
   }
 })

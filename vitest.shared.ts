@@ -16,14 +16,13 @@ const conditions = [sourceCondition, ...defaultServerConditions]
 const setup = fileURLToPath(new URL("./vitest.setup.ts", import.meta.url))
 
 /**
- * A vitest project resolving workspace packages to their sources. Its files run in the shared pool (`threads`,
- * not isolated: a worker imports Effect and the sources once for all the files it runs; see `vitest.config.ts`),
- * unless `isolated`: then each file gets a process of its own (`forks`), for suites that start servers and
- * browsers or read state a previous file could leave in a module.
+ * A vitest project resolving workspace packages to their sources. Its files run in worker threads that do not
+ * isolate files (a worker imports Effect and the sources once for all the files it runs; see `vitest.config.ts`),
+ * with `vitest.setup.ts` run before each.
  */
-export const project = (config: UserWorkspaceConfig, options: { readonly isolated?: boolean } = {}) =>
+export const project = (config: UserWorkspaceConfig) =>
   defineProject(mergeConfig<UserWorkspaceConfig, UserWorkspaceConfig>({
     resolve: { conditions },
     ssr: { resolve: { conditions, externalConditions: [sourceCondition] } },
-    test: options.isolated === true ? { pool: "forks" } : { pool: "threads", setupFiles: [setup] }
+    test: { pool: "threads", setupFiles: [setup] }
   }, config))

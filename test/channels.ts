@@ -260,9 +260,11 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
           const proxy: FaultProxy = await startFaultProxy(upstream1.base)
           scope.defer(() => proxy.close())
           const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
+          // A's submits time out after 5 s: long enough for an upstream just started on a machine at full load (the
+          // healthy phase fails over on five submits late in a row), short enough for the hang phase
           const a = await createChannel(
             gateway.base,
-            relay("A", proxy.url, upstream1, { priority: 10, settings: { timeout_ms: 1500 } })
+            relay("A", proxy.url, upstream1, { priority: 10, settings: { timeout_ms: 5000 } })
           )
           const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
           expect(a).toMatchObject({ credentials_set: true, priority: 10, health: { breaker: "closed" } })
@@ -334,7 +336,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
           // the proxy passes through again: after the cooldown A takes the tasks again, its breaker closed
           await recover("after 500")
 
-          // A hangs (never answers): each submit times out after A's timeout_ms (1.5 s), uncertain as a 500; the tasks
+          // A hangs (never answers): each submit times out after A's timeout_ms (5 s), uncertain as a 500; the tasks
           // go on to B once A's breaker is open
           proxy.setMode("hang")
           await phase("hang", 20, b)

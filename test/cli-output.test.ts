@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { built } from "./build.js"
 import { bootstrapKeys, freePort, startServer } from "./server.js"
 
 /** The built `mediagate` command. */
@@ -25,14 +26,19 @@ const mediagate = (args: ReadonlyArray<string>, env: Record<string, string | und
 }
 
 describe("mediagate into a pipe", () => {
-  it("writes its help and its errors without colour, with colour under FORCE_COLOR, without under NO_COLOR", () => {
-    const plain = mediagate(["--help"], {})
-    expect(plain).toContain("USAGE")
-    expect(plain).not.toContain(escape)
-    expect(mediagate(["--no-such-option"], {})).not.toContain(escape)
-    expect(mediagate(["--help"], { FORCE_COLOR: "1" })).toContain(escape)
-    expect(mediagate(["--help"], { NO_COLOR: "1" })).not.toContain(escape)
-  }, 60_000)
+  it(
+    "writes its help and its errors without colour, with colour under FORCE_COLOR, without under NO_COLOR",
+    async () => {
+      await built()
+      const plain = mediagate(["--help"], {})
+      expect(plain).toContain("USAGE")
+      expect(plain).not.toContain(escape)
+      expect(mediagate(["--no-such-option"], {})).not.toContain(escape)
+      expect(mediagate(["--help"], { FORCE_COLOR: "1" })).toContain(escape)
+      expect(mediagate(["--help"], { NO_COLOR: "1" })).not.toContain(escape)
+    },
+    60_000
+  )
 
   it("first start with JSON logs: one JSON line per event, key hints and a mode-600 keys file", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "mg-first-keys-"))

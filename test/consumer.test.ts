@@ -41,6 +41,7 @@ import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import satisfies from "semver/functions/satisfies.js"
 import minVersion from "semver/ranges/min-version.js"
+import { built } from "./build.js"
 import { freePort } from "./server.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
@@ -101,6 +102,8 @@ const run = (command: string, args: ReadonlyArray<string>, cwd: string, env: Nod
 
 /** Packs every published package (once per run; `prepack` builds each) and answers their `file:` specs. */
 const pack = async (destination: string): Promise<Record<string, string>> => {
+  // after the run's build: `prepack` builds too, into the same folders
+  await built()
   const packed = await run(npm, [
     "pack",
     "--json",

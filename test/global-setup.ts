@@ -1,14 +1,36 @@
 /**
- * Before the end-to-end suites: build every package and the example server (`npm run build`, `tsc -b`; quick
- * when nothing changed), so that they run the JavaScript a user runs, once, before any suite starts.
+ * Before the end-to-end suites: build every package and the example server (`tsc -b tsconfig.build.json`, what
+ * `npm run build` runs after the dashboard; quick when nothing changed), so that they run the JavaScript a user
+ * runs. The build runs beside the suites rather than before them: the package suites run from the sources and fill
+ * the cores meanwhile, and what needs the build waits for it (`built` in `build.ts`).
  */
-import { spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
+import { mkdtempSync, renameSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import type { TestProject } from "vitest/node"
+// the key it provides, `mediagateBuild`, is declared with the reader (vitest itself cannot be imported here)
+import type {} from "./build.js"
 
-export default function setup() {
+export default function setup(project: TestProject) {
   const root = fileURLToPath(new URL("..", import.meta.url))
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
-  const result = spawnSync(process.execPath, [tsc, "-b", "tsconfig.build.json"], { cwd: root, encoding: "utf8" })
-  if (result.status !== 0) throw new Error(`npm run build failed:\n${result.stdout}${result.stderr}`)
+  const status = join(mkdtempSync(join(tmpdir(), "mediagate-build-")), "status.json")
+  project.provide("mediagateBuild", status)
+  const child = spawn(process.execPath, [tsc, "-b", "tsconfig.build.json"], { cwd: root, stdio: "pipe" })
+  let output = ""
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  // written whole, then renamed into place: a reader never sees half of it
+  const done = (code: number | null, text: string) => {
+    writeFileSync(`${status}.part`, JSON.stringify({ code, output: text }))
+    renameSync(`${status}.part`, status)
+  }
+  child.on("error", (error) => done(null, String(error)))
+  child.on("exit", (code) => done(code, output))
+  return () => {
+    if (child.exitCode === null) child.kill("SIGTERM")
+  }
 }

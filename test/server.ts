@@ -4,8 +4,11 @@
  * file of the bootstrap keys).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { built } from "./build.js"
 
 /** The built server entry point. */
 export const main = fileURLToPath(new URL("../examples/server/dist/main.js", import.meta.url))
@@ -21,6 +24,7 @@ export interface RunningServer {
 
 /** Starts the server with the given environment and waits until it listens. */
 export const startServer = async (env: Record<string, string>): Promise<RunningServer> => {
+  await built()
   const child = spawn(process.execPath, [main], {
     env: { ...process.env, MEDIAGATE_SIM_TIME_SCALE: "0.01", ...env },
     stdio: ["ignore", "pipe", "pipe"]
@@ -60,26 +64,49 @@ export const bootstrapKeys = (output: string) => {
   return { account: keys.account, live: keys.live, test: keys.test }
 }
 
-/** The ports {@link freePort} answered in this process: each is handed out once. */
-const handedOut = new Set<number>()
+/** Where {@link freePort} claims its ports: a file per port, shared by every worker of every run on the machine. */
+const claims = join(tmpdir(), "mediagate-test-ports")
 
-/** A free port, outside the ephemeral range (see below). */
+/** A claim older than this is left over from an earlier run and may be taken again. */
+const claimLifetimeMs = 2 * 60 * 60 * 1000
+
+/**
+ * Claims `port` for this run: creates its claim file, or takes over one left over from an earlier run. A port
+ * found free by probing is not enough on its own: a file in another worker (a thread of the same process or
+ * another process) can find the same port free before either server binds it.
+ */
+const claim = (port: number): boolean => {
+  const file = join(claims, String(port))
+  try {
+    closeSync(openSync(file, "wx"))
+    return true
+  } catch {
+    try {
+      if (Date.now() - statSync(file).mtimeMs < claimLifetimeMs) return false
+      unlinkSync(file)
+      closeSync(openSync(file, "wx"))
+      return true
+    } catch {
+      return false
+    }
+  }
+}
+
+/** A free port, outside the ephemeral range, claimed for this run (see `claim`). */
 export const freePort = async (): Promise<string> => {
   const { createServer } = await import("node:net")
+  mkdirSync(claims, { recursive: true })
   for (;;) {
     // below Linux's ephemeral range (32768–60999), where outgoing connections take their local ports: a port found
     // free there can be taken by a connection before the server binds it
     const port = 20_000 + Math.floor(Math.random() * 12_000)
-    if (handedOut.has(port)) continue
+    if (!claim(port)) continue
     const free = await new Promise<boolean>((resolve) => {
       const probe = createServer()
       probe.once("error", () => resolve(false))
       probe.listen(port, () => probe.close(() => resolve(true)))
     })
-    if (free) {
-      handedOut.add(port)
-      return String(port)
-    }
+    if (free) return String(port)
   }
 }
 

@@ -9,6 +9,7 @@ import { spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { built } from "./build.js"
 import { freePort, main, psql, runPostgres } from "./server.js"
 
 if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the PostgreSQL start-up test is skipped")
@@ -51,6 +52,7 @@ const request = async (base: string, path: string, headers: Record<string, strin
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const probeStartup = async (env: Record<string, string>) => {
+  await built()
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const child = spawn(process.execPath, [main], {

@@ -1,5 +1,6 @@
 import { project } from "../vitest.shared.js"
 
+// the end-to-end suites alone, from this folder (the root configuration runs them with every other suite)
 export default project({
   test: {
     name: "e2e",
@@ -8,4 +9,4 @@ export default project({
     testTimeout: 120_000,
     hookTimeout: 60_000
   }
-}, { isolated: true })
+})

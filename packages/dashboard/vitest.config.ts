@@ -8,4 +8,4 @@ export default project({
     testTimeout: 120_000,
     hookTimeout: 120_000
   }
-}, { isolated: true })
+})
