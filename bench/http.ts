@@ -7,8 +7,9 @@
  *
  * Special modes, shown beside the default when named in `--targets`: `log-off` (the same server with
  * `MEDIAGATE_ACCESS_LOG=false`: the access log's cost), `api-node` (`MEDIAGATE_WORKERS=0`: no worker in the process).
- * Each build of Mediagate but the first (`mediagate`) runs on a database of its own: with workers on, a server runs
- * the tasks its `POST` runs made.
+ * Every build of Mediagate measured runs on a database of its own, started for its turn and stopped after it: with
+ * workers on, a server runs the tasks its `POST` runs made, which would otherwise fall on the turns after it. A first
+ * server, not measured, makes the database that raw and the floor read.
  *
  *   npm run bench:http -- [--db sqlite,pg] [--seconds 10] [--connections 32] [--targets mediagate,raw,floor]
  *     [--paths get,post] [--profile main.js]   (CPU profiles of the servers whose script matches, in bench/profiles)
@@ -20,9 +21,9 @@
  *     (target `platform`: this build with `MEDIAGATE_HTTP_DISPATCH=false`, every request through the platform's
  *     `HttpApiBuilder` router: the A/B of the envelope's own dispatch and the listener's path for it)
  *
- * With `--rounds N`, every server runs once per round in turn (each after a warm-up of `--warmup` seconds, default
- * `--seconds`) and the table shows the medians: on a shared machine the background load then falls on all of them
- * alike.
+ * With `--rounds N`, every server runs once per round in turn (started afresh, each path after a warm-up of
+ * `--warmup` seconds, default `--seconds`) and the table shows the medians: on a shared machine the background load
+ * then falls on all of them alike.
  *
  * PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user postgres), dropped afterwards; SQLite in a
  * temporary folder. Asserts nothing.
@@ -126,14 +127,12 @@ for (const db of databases) {
   const pg = db === "pg" ? pgDatabase("http") : undefined
   const cleanups: Array<() => void> = []
   try {
-    // Mediagate first: it migrates the database and makes the account, key and task that raw and the floor read
+    // a first server, not measured: it migrates the database and makes the account, key and task that raw and the
+    // floor read
     const defaults = serverEnv(dir, pg?.url)
     const mediagate = await launch(mainScript, defaults)
     const { taskId, token } = await setup(mediagate.base)
-    /**
-     * A build of Mediagate on a database of its own, with its own account, key and task: with workers on, a server
-     * runs the tasks its `POST` runs made, and on a shared database the next server would run them too.
-     */
+    /** A build of Mediagate on a database of its own, with its own account, key and task. */
     const own = async (script: string, extra: Record<string, string>, nodeOptions = ""): Promise<Target> => {
       const ownDir = mkdtempSync(join(tmpdir(), "mediagate-bench-http-"))
       const ownPg = db === "pg" ? pgDatabase("http") : undefined
@@ -146,7 +145,7 @@ for (const db of databases) {
     }
     const shared = (server: Running): Target => ({ server, token, taskId })
     const servers: Record<string, () => Promise<Target>> = {
-      mediagate: async () => shared(mediagate),
+      mediagate: () => own(mainScript, {}),
       "log-off": () => own(mainScript, { MEDIAGATE_ACCESS_LOG: "false" }),
       "api-node": () => own(mainScript, { MEDIAGATE_WORKERS: "0" }),
       before: () => own(join(before, mainScript), {}, beforeNodeOptions),
@@ -171,27 +170,17 @@ for (const db of databases) {
           figures.rps.toFixed(0)
         } req/s, ${figures.cpuPerRequest.toFixed(0)} µs CPU/request, p50 ${figures.p50} ms, p99 ${figures.p99} ms${
           figures.non2xx > 0 ? `, ${figures.non2xx} not 2xx` : ""
-        }`
+        }${server.logLines() > 0 ? `, ${server.logLines()} log lines read` : ""}`
       )
     }
-    if (rounds === 1) {
+    for (let round = 0; round < rounds; round++) {
       for (const target of targets) {
         const up = await servers[target]!()
-        for (const path of paths) await measure(target, up, path, 0)
-        await up.server.stop()
-      }
-    } else {
-      // every server up at once; each round runs them in turn
-      const up: Array<readonly [string, Target]> = []
-      try {
-        for (const target of targets) up.push([target, await servers[target]!()])
-        for (const path of paths) {
-          for (let round = 0; round < rounds; round++) {
-            for (const [target, server] of up) await measure(target, server, path, round)
-          }
+        try {
+          for (const path of paths) await measure(target, up, path, round)
+        } finally {
+          await up.server.stop()
         }
-      } finally {
-        for (const [, { server }] of up) await server.stop()
       }
     }
     await mediagate.stop()

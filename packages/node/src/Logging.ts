@@ -12,12 +12,16 @@ import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
+import type * as HashSet from "effect/HashSet"
 import * as Layer from "effect/Layer"
+import * as List from "effect/List"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import * as LogSpan from "effect/LogSpan"
 import * as Tracer from "effect/Tracer"
 import { strip } from "./internal/terminal.js"
 
@@ -71,6 +75,129 @@ export const withTraceIds = <Message, Output>(logger: Logger.Logger<Message, Out
     }
   })
 
+/**
+ * A message with fields of its own, for lines logged often (the access log's, one per request): the `text` and
+ * `json` loggers of {@link layer} write its fields as annotations, after the fiber's, without building an
+ * annotation map per line (what `Effect.annotateLogs` does). Any other logger sees the text.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class FieldsMessage {
+  constructor(
+    /** The message. */
+    readonly text: string,
+    /** The fields, in the order they are written; a field of the fiber's annotations with the same name yields. */
+    readonly fields: ReadonlyArray<readonly [name: string, value: string | number]>
+  ) {}
+  /**
+   * The text.
+   *
+   * @since 0.1.0
+   */
+  toString(): string {
+    return this.text
+  }
+  /**
+   * The text.
+   *
+   * @since 0.1.0
+   */
+  toJSON(): string {
+    return this.text
+  }
+}
+
+/** The message of a line when it is one {@link FieldsMessage}. */
+const fieldsMessage = (message: unknown): FieldsMessage | undefined => {
+  const single = Array.isArray(message) && message.length === 1 ? message[0] : message
+  return single instanceof FieldsMessage ? single : undefined
+}
+
+/** A logfmt value as Effect's `logfmtLogger` writes it: as is without whitespace, quotes or `=`, else quoted. */
+const logfmtValue = (value: string) => /^[^\s"=]*$/.test(value) ? value : JSON.stringify(value)
+
+/** An annotation's value as text, as Effect's `logfmtLogger` renders it. */
+const logfmtText = (value: unknown): string =>
+  typeof value === "string"
+    ? value
+    : typeof value === "object" && value !== null
+    ? JSON.stringify(value)
+    : String(value)
+
+/** What marks a logger that writes a {@link FieldsMessage}'s fields (the loggers of {@link layer}). */
+const fieldsAware = Symbol.for("@mediagate/node/Logging/fieldsAware")
+
+/** `logger`, marked as writing a {@link FieldsMessage}'s fields. */
+const markFieldsAware = <Message, Output>(logger: Logger.Logger<Message, Output>): Logger.Logger<Message, Output> =>
+  Object.assign(logger, { [fieldsAware]: true })
+
+/**
+ * Whether every one of `loggers` (a fiber's `FiberRef.currentLoggers`) writes a {@link FieldsMessage}'s fields:
+ * the loggers of {@link layer} do; a logger of an embedding app's own would see the message object without them, so
+ * a line for it is logged with the fields as annotations instead.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const writesFields = (loggers: HashSet.HashSet<Logger.Logger<unknown, any>>): boolean => {
+  for (const logger of loggers) if (!(fieldsAware in logger)) return false
+  return true
+}
+
+/** `options` with a {@link FieldsMessage} as its text, its fields set as annotations over the fiber's. */
+const asAnnotations = <Message>(options: Logger.Logger.Options<Message>, message: FieldsMessage) => {
+  let annotations = options.annotations
+  for (const [name, value] of message.fields) annotations = HashMap.set(annotations, name, value)
+  return { ...options, message: message.text as Message, annotations }
+}
+
+/**
+ * `logger` for lines of a {@link FieldsMessage}: with `format` (the logger is Effect's `logfmtLogger` or
+ * `jsonLogger`) such a line is formatted here, the same line the logger writes for the text with the fields as
+ * annotations; without (any other logger: `pretty`, the tracer's span events) the logger gets that text and those
+ * annotations. A line with a cause always goes to the logger.
+ */
+const withFieldsMessages = <Output>(
+  logger: Logger.Logger<unknown, Output>,
+  format?: "text" | "json"
+): Logger.Logger<unknown, Output> =>
+  Logger.make((options) => {
+    const message = fieldsMessage(options.message)
+    if (message === undefined) return logger.log(options)
+    if (format === undefined || options.cause._tag !== "Empty") return logger.log(asAnnotations(options, message))
+    // the fiber's annotations and spans, read only where there are any (an access-log line usually has none)
+    const annotated = HashMap.size(options.annotations) > 0
+    const own = (name: string) => message.fields.some(([field]) => field === name)
+    const now = options.date.getTime()
+    if (format === "json") {
+      const annotations: Record<string, unknown> = {}
+      if (annotated) { for (const [name, value] of options.annotations) if (!own(name)) annotations[name] = value }
+      for (const [name, value] of message.fields) annotations[name] = value
+      const spans: Record<string, number> = {}
+      if (List.isCons(options.spans)) { for (const span of options.spans) spans[span.label] = now - span.startTime }
+      return JSON.stringify({
+        message: message.text,
+        logLevel: options.logLevel.label,
+        timestamp: options.date.toISOString(),
+        annotations,
+        spans,
+        fiberId: FiberId.threadName(options.fiberId)
+      }) as Output
+    }
+    let line = `timestamp=${options.date.toISOString()} level=${options.logLevel.label} fiber=${
+      FiberId.threadName(options.fiberId)
+    } message=${logfmtValue(message.text)}`
+    if (List.isCons(options.spans)) { for (const span of options.spans) line += " " + LogSpan.render(now)(span) }
+    if (annotated) {
+      for (const [name, value] of options.annotations) {
+        if (!own(name)) line += ` ${name.replace(/[\s="]/g, "_")}=${logfmtValue(logfmtText(value))}`
+      }
+    }
+    for (const [name, value] of message.fields) line += ` ${name}=${logfmtValue(String(value))}`
+    return line as Output
+  })
+
 /** The lines not written yet, and whether a write of them is scheduled. */
 let pending: Array<string> = []
 let pendingBytes = 0
@@ -87,11 +214,15 @@ const flushLines = () => {
   process.stdout.write(text)
 }
 
+/** How long a line waits at most before it is written (with fewer than 64 KiB waiting). */
+const flushAfterMs = 20
+
 /**
- * A line writer for {@link layer}: whole lines to stdout, those of one turn of the event loop written together (one
- * system call for a burst of access-log lines instead of one each; at most 64 KiB wait), and whatever is left when
- * the process exits. ANSI escape sequences are taken out unless stdout is a terminal. Lines of the last turn before a
- * process is killed (`SIGKILL`) are lost; an exit, also on a signal the server handles, writes them.
+ * A line writer for {@link layer}: whole lines to stdout, written together every 20 ms (one system call, and one
+ * wake-up of the process reading the pipe, for all the access-log lines of a busy moment instead of one per turn
+ * of the event loop; at most 64 KiB wait), and whatever is left when the process exits. ANSI escape sequences are
+ * taken out unless stdout is a terminal. Lines of the last 20 ms before a process is killed (`SIGKILL`) are lost;
+ * an exit, also on a signal the server handles, writes them.
  *
  * @since 0.1.0
  * @category utils
@@ -103,13 +234,27 @@ export const stdoutLines = (line: string): void => {
   if (pendingBytes >= 64 * 1024) return flushLines()
   if (!scheduled) {
     scheduled = true
-    setImmediate(flushLines)
+    // unref'd: waiting lines do not keep the process alive; its exit writes them
+    setTimeout(flushLines, flushAfterMs).unref()
   }
   if (!exitHooked) {
     exitHooked = true
     process.on("exit", flushLines)
   }
 }
+
+/**
+ * Effect's tracer logger (a line logged while a span is current becomes an event of the span), with a
+ * {@link FieldsMessage}'s text as the event and its fields as attributes; without a current span nothing is done,
+ * as the tracer logger does.
+ */
+const spanEvents: Logger.Logger<unknown, void> = Logger.make((options) => {
+  const message = fieldsMessage(options.message)
+  if (message === undefined) return Logger.tracerLogger.log(options)
+  const span = Context.getOption(FiberRefs.getOrDefault(options.context, FiberRef.currentContext), Tracer.ParentSpan)
+  if (span._tag === "None" || span.value._tag === "ExternalSpan") return
+  return Logger.tracerLogger.log(asAnnotations(options, message))
+})
 
 /**
  * Replaces the default logger (the only one: run the program with `NodeRuntime.runMain(..., { disablePrettyLogger:
@@ -120,20 +265,26 @@ export const stdoutLines = (line: string): void => {
  * @category layers
  */
 export const layer = (settings: LogSettings, write?: (line: string) => void): Layer.Layer<never> => {
-  const lines = settings.format === "json" ? Logger.jsonLogger : Logger.logfmtLogger
-  return Layer.merge(
+  const lines = settings.format === "json"
+    ? withFieldsMessages(Logger.jsonLogger, "json")
+    : withFieldsMessages(Logger.logfmtLogger, "text")
+  return Layer.mergeAll(
     Logger.replace(
       Logger.defaultLogger,
-      withTraceIds(
+      markFieldsAware(withTraceIds(
         settings.format === "pretty"
-          ? settings.colors === undefined
-            ? Logger.prettyLoggerDefault
-            : Logger.prettyLogger({ colors: settings.colors })
+          ? withFieldsMessages(
+            settings.colors === undefined
+              ? Logger.prettyLoggerDefault
+              : Logger.prettyLogger({ colors: settings.colors })
+          )
           : write === undefined
           ? Logger.withConsoleLog(lines)
           : Logger.map(lines, write)
-      )
+      ))
     ),
+    // span events of lines logged while a span is current: the text, the fields as attributes
+    Logger.replace(Logger.tracerLogger, markFieldsAware(spanEvents)),
     Logger.minimumLogLevel(settings.level)
   )
 }

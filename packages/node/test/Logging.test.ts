@@ -1,9 +1,10 @@
 /**
- * The production server's log writer (`Logging.stdoutLines`): the lines of one turn of the event loop go to stdout in
+ * The production server's log writer (`Logging.stdoutLines`): the lines of 20 ms go to stdout in
  * one write (at most 64 KiB wait), in order, without ANSI escape sequences when stdout is not a terminal, and what
  * is left is written when the process exits.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as LogLevel from "effect/LogLevel"
 import { spawnSync } from "node:child_process"
@@ -20,7 +21,7 @@ const recording = async (body: () => Promise<void>) => {
   }) as typeof process.stdout.write
   try {
     await body()
-    await new Promise((resolve) => setImmediate(resolve))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   } finally {
     process.stdout.write = original
   }
@@ -30,7 +31,7 @@ const recording = async (body: () => Promise<void>) => {
 const text = Logging.layer({ format: "text", level: LogLevel.Info }, Logging.stdoutLines)
 
 describe("Logging.stdoutLines", () => {
-  it("writes the lines of one turn together, in order, without escape sequences", async () => {
+  it("writes the lines of a moment together, in order, without escape sequences", async () => {
     const writes = await recording(() =>
       Effect.runPromise(
         Effect.forEach(
@@ -84,4 +85,93 @@ describe("Logging.stdoutLines", () => {
     expect(run.status, run.stderr).toBe(3)
     expect(JSON.parse(run.stdout.trim())).toMatchObject({ message: "before exit", logLevel: "INFO" })
   })
+})
+
+describe("Logging.FieldsMessage", () => {
+  /** The lines `effect` writes through `Logging.layer` in `format`. */
+  const written = async (format: "text" | "json", effect: Effect.Effect<void>) => {
+    const lines: Array<string> = []
+    await Effect.runPromise(
+      effect.pipe(Effect.provide(Logging.layer({ format, level: LogLevel.Info }, (line) => lines.push(line))))
+    )
+    return lines
+  }
+  /** A logfmt line's fields but the timestamp, the fiber and the span's time, which differ between two lines. */
+  const logfmtFields = (line: string) =>
+    Object.fromEntries(
+      [...line.matchAll(/(\S+?)=("(?:[^"\\]|\\.)*"|\S*)/g)]
+        .map(([, name, value]) => [name!, value!] as const)
+        .filter(([name]) => name !== "timestamp" && name !== "fiber" && name !== "handler")
+    )
+  const fields = [["http.method", "GET"], ["http.path", "/a b=\"c\""], ["http.status", 200], [
+    "request_id",
+    "r1"
+  ]] as const
+  /** The line of a `FieldsMessage`, and the same message logged with its fields as annotations. */
+  const both = (format: "text" | "json") =>
+    Effect.all([
+      Effect.promise(() =>
+        written(
+          format,
+          Effect.logInfo(new Logging.FieldsMessage("GET /a 200 1.5ms", fields)).pipe(
+            Effect.annotateLogs({ tenant: "t 1", request_id: "from the fiber" }),
+            Effect.withLogSpan("handler")
+          )
+        )
+      ),
+      Effect.promise(() =>
+        written(
+          format,
+          // the inner annotations (the fields) win over the outer ones (the fiber's)
+          Effect.logInfo("GET /a 200 1.5ms").pipe(
+            Effect.annotateLogs(Object.fromEntries(fields)),
+            Effect.annotateLogs({ tenant: "t 1", request_id: "from the fiber" }),
+            Effect.withLogSpan("handler")
+          )
+        )
+      )
+    ])
+
+  it.effect("writes in logfmt what the logger writes for the text with the fields as annotations", () =>
+    Effect.gen(function*() {
+      const [[fast], [plain]] = yield* both("text")
+      expect(fast).toMatch(/^timestamp=\S+ level=INFO fiber=#\d+ message="GET \/a 200 1.5ms" handler=\d+ms /)
+      expect(logfmtFields(fast!)).toEqual(logfmtFields(plain!))
+      // the message's field wins over the fiber's annotation of the same name
+      expect(logfmtFields(fast!)["request_id"]).toBe("r1")
+      expect(logfmtFields(fast!)["http.path"]).toBe(JSON.stringify("/a b=\"c\""))
+    }))
+
+  it.effect("writes in JSON what the logger writes for the text with the fields as annotations", () =>
+    Effect.gen(function*() {
+      const [[fast], [plain]] = yield* both("json")
+      const { fiberId: _f, spans: spansA, timestamp: _t, ...a } = JSON.parse(fast!) as Record<string, object>
+      const { fiberId: _g, spans: spansB, timestamp: _u, ...b } = JSON.parse(plain!) as Record<string, object>
+      expect(a).toEqual(b)
+      expect(Object.keys(spansA!)).toEqual(Object.keys(spansB!))
+      expect(a).toMatchObject({ message: "GET /a 200 1.5ms", annotations: { request_id: "r1", tenant: "t 1" } })
+    }))
+
+  it.effect("a line with a cause is the logger's own, the fields left to the text", () =>
+    Effect.gen(function*() {
+      const [line] = yield* Effect.promise(() =>
+        written("text", Effect.logError(new Logging.FieldsMessage("failed", fields), Cause.fail("boom")))
+      )
+      expect(line).toMatch(/message=failed cause=/)
+    }))
+
+  it.effect("a line logged in a span is an event of it: the text, the fields as attributes", () =>
+    Effect.gen(function*() {
+      const span = yield* Effect.gen(function*() {
+        yield* Effect.logInfo(new Logging.FieldsMessage("GET /a 200 1.5ms", fields))
+        return yield* Effect.currentSpan
+      }).pipe(
+        Effect.withSpan("request"),
+        Effect.provide(Logging.layer({ format: "text", level: LogLevel.Info }, () => undefined))
+      )
+      const events = (span as unknown as { events: Array<[string, bigint, Record<string, unknown>]> }).events
+      expect(events).toHaveLength(1)
+      expect(events[0]![0]).toBe("GET /a 200 1.5ms")
+      expect(events[0]![2]).toMatchObject({ "http.method": "GET", "http.status": 200, request_id: "r1" })
+    }))
 })
