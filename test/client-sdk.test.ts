@@ -26,6 +26,7 @@ import { budget, measure } from "../scripts/client-size.js"
 import { render, target } from "../scripts/client-types.js"
 import { freshDatabase, makeAccount, scenario, serverEnv } from "./harness.js"
 import { bootstrapKeys, freePort, psql, type RunningServer, runPostgres, startServer } from "./server.js"
+import { strictCompilerOptions } from "./typescript.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
@@ -186,13 +187,7 @@ const compileOpenapiFetch = async (document: string, name: string): Promise<stri
     join(dir, "tsconfig.json"),
     JSON.stringify({
       compilerOptions: {
-        target: "ES2022",
-        module: "NodeNext",
-        moduleResolution: "NodeNext",
-        strict: true,
-        noUncheckedIndexedAccess: true,
-        exactOptionalPropertyTypes: true,
-        skipLibCheck: false,
+        ...strictCompilerOptions,
         types: ["node"],
         outDir: "out"
       },
@@ -404,14 +399,8 @@ for (const backend of backends) {
             join(app, "tsconfig.json"),
             JSON.stringify({
               compilerOptions: {
-                target: "ES2022",
+                ...strictCompilerOptions,
                 lib: ["ES2022", "DOM"],
-                module: "NodeNext",
-                moduleResolution: "NodeNext",
-                strict: true,
-                noUncheckedIndexedAccess: true,
-                exactOptionalPropertyTypes: true,
-                skipLibCheck: false,
                 noEmit: true,
                 types: []
               },

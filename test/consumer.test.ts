@@ -43,6 +43,7 @@ import satisfies from "semver/functions/satisfies.js"
 import minVersion from "semver/ranges/min-version.js"
 import { built } from "./build.js"
 import { freePort } from "./server.js"
+import { strictCompilerOptions } from "./typescript.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const npm = process.platform === "win32" ? "npm.cmd" : "npm"
@@ -476,13 +477,7 @@ describe("the packages in a consumer's project", () => {
         JSON.stringify(
           {
             compilerOptions: {
-              target: "ES2022",
-              module: "NodeNext",
-              moduleResolution: "NodeNext",
-              strict: true,
-              noUncheckedIndexedAccess: true,
-              exactOptionalPropertyTypes: true,
-              skipLibCheck: false,
+              ...strictCompilerOptions,
               noEmit: true,
               types: ["node"]
             },
