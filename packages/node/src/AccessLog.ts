@@ -24,8 +24,7 @@ import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as FiberRef from "effect/FiberRef"
-import { FieldsMessage, writesFields } from "./Logging.js"
+import { logInfoWithFields } from "./Logging.js"
 
 /**
  * Whether the access log is on (`MEDIAGATE_ACCESS_LOG`; default off, the production server turns it on).
@@ -73,7 +72,6 @@ export const middleware = <E, R>(
       if (!options.log) return Effect.void
       const path = request.url.split("?", 1)[0] ?? "/"
       const ms = Number(elapsed / 100_000n) / 10
-      // the fields as the message's own where the loggers write them (Logging's): no annotation map built per line
       const fields: Array<readonly [string, string | number]> = [
         ["http.method", request.method],
         ["http.route", route],
@@ -84,10 +82,7 @@ export const middleware = <E, R>(
       ]
       // requests without an account (admin, health, metrics, refused keys) leave the field out
       if (info?.accountId !== undefined && info.accountId !== "") fields.push(["account_id", info.accountId])
-      const text = `${request.method} ${path} ${status} ${ms}ms`
-      return writesFields(fiber.getFiberRef(FiberRef.currentLoggers))
-        ? Effect.logInfo(new FieldsMessage(text, fields))
-        : Effect.logInfo(text).pipe(Effect.annotateLogs(Object.fromEntries(fields)))
+      return logInfoWithFields(`${request.method} ${path} ${status} ${ms}ms`, fields)
     })
   })
 }

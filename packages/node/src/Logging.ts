@@ -76,9 +76,9 @@ export const withTraceIds = <Message, Output>(logger: Logger.Logger<Message, Out
   })
 
 /**
- * A message with fields of its own, for lines logged often (the access log's, one per request): the `text` and
- * `json` loggers of {@link layer} write its fields as annotations, after the fiber's, without building an
- * annotation map per line (what `Effect.annotateLogs` does). Any other logger sees the text.
+ * A message with fields of its own, for lines logged often (the access log's, one per request; log them with
+ * {@link logInfoWithFields}): the `text` and `json` loggers of {@link layer} write its fields as annotations, after
+ * the fiber's, without building an annotation map per line (what `Effect.annotateLogs` does).
  *
  * @since 0.1.0
  * @category models
@@ -134,16 +134,29 @@ const markFieldsAware = <Message, Output>(logger: Logger.Logger<Message, Output>
 
 /**
  * Whether every one of `loggers` (a fiber's `FiberRef.currentLoggers`) writes a {@link FieldsMessage}'s fields:
- * the loggers of {@link layer} do; a logger of an embedding app's own would see the message object without them, so
- * a line for it is logged with the fields as annotations instead.
+ * the loggers of {@link layer} do; a logger of an embedding app's own would see the message object without them.
+ */
+const writesFields = (loggers: HashSet.HashSet<Logger.Logger<unknown, unknown>>): boolean => {
+  for (const logger of loggers) if (!(fieldsAware in logger)) return false
+  return true
+}
+
+/**
+ * Logs `text` at `Info` with `fields` as its annotations: as a {@link FieldsMessage} where every logger of the
+ * fiber writes its fields (no annotation map per line), else with `Effect.annotateLogs`.
  *
  * @since 0.1.0
  * @category utils
  */
-export const writesFields = (loggers: HashSet.HashSet<Logger.Logger<unknown, any>>): boolean => {
-  for (const logger of loggers) if (!(fieldsAware in logger)) return false
-  return true
-}
+export const logInfoWithFields = (
+  text: string,
+  fields: ReadonlyArray<readonly [name: string, value: string | number]>
+): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) =>
+    writesFields(fiber.getFiberRef(FiberRef.currentLoggers))
+      ? Effect.logInfo(new FieldsMessage(text, fields))
+      : Effect.logInfo(text).pipe(Effect.annotateLogs(Object.fromEntries(fields)))
+  )
 
 /** `options` with a {@link FieldsMessage} as its text, its fields set as annotations over the fiber's. */
 const asAnnotations = <Message>(options: Logger.Logger.Options<Message>, message: FieldsMessage) => {
