@@ -65,7 +65,43 @@ const fromApiError = (error: unknown): UpstreamError => {
     }
     return permanent(`relay: ${error.code}: ${error.message}`)
   }
-  return retryable(`relay: ${error instanceof Error ? error.message : String(error)}`)
+  return retryable(`relay: ${error instanceof Error ? error.message : String(error)}${becauseOf(error)}`)
+}
+
+/** The innermost cause of a failed call that is an `Error` (`fetch failed` says nothing; its cause says why). */
+const innermost = (error: unknown): { readonly message: string; readonly code: string | undefined } | undefined => {
+  let found: { readonly message: string; readonly code: string | undefined } | undefined
+  let current: unknown = error
+  for (let depth = 0; depth < 4 && typeof current === "object" && current !== null && "cause" in current; depth++) {
+    current = current.cause
+    if (current instanceof Error) {
+      const code: unknown = Reflect.get(current, "code")
+      found = { message: current.message, code: typeof code === "string" ? code : undefined }
+    }
+  }
+  return found
+}
+
+/**
+ * Why a call failed below HTTP, as `: <reason>` (`: other side closed (UND_ERR_SOCKET)`, `: connect ECONNREFUSED
+ * 127.0.0.1:9`); empty when no cause says.
+ */
+const becauseOf = (error: unknown): string => {
+  const cause = innermost(error)
+  if (cause === undefined) return ""
+  return cause.code === undefined || cause.message.includes(cause.code)
+    ? `: ${cause.message}`
+    : `: ${cause.message} (${cause.code})`
+}
+
+/**
+ * Whether a call failed because the connection was closed before any answer came: what a kept-alive connection gives
+ * when the other side closed it as the request went out (its idle timeout; a busy machine's timers are late to
+ * notice). A refused connection or a timeout is not this.
+ */
+const closedUnanswered = (error: unknown): boolean => {
+  const code = innermost(error)?.code
+  return code === "UND_ERR_SOCKET" || code === "ECONNRESET"
 }
 
 /**
@@ -93,6 +129,9 @@ export const make = (options: RelayOptions) =>
     const maxFileBytes = options.maxFileBytes ?? 2 * 1024 ** 3
     const call = <A, E>(effect: Effect.Effect<A, E>, submit = false) =>
       effect.pipe(
+        // a kept-alive connection that the other side closed as the request went out: once more on a new one (every
+        // call of the relay may be repeated: reads, cancels, and submits under their Idempotency-Key)
+        Effect.retry({ times: 1, while: closedUnanswered }),
         Effect.timeoutFail({
           duration: timeout,
           onTimeout: () => retryable("relay: the other service did not answer in time")

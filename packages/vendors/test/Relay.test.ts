@@ -21,6 +21,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { createServer } from "node:http"
+import { connect, createServer as createTcpServer, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Estimates from "../src/Estimates.js"
@@ -178,5 +179,80 @@ describe("relay upstream", () => {
       )
       expect(refused).toMatchObject({ _tag: "UpstreamError", retryable: false })
       expect(refused.message).toContain("AUTH_INVALID_TOKEN")
+    }).pipe(Effect.scoped), { timeout: 60_000 })
+
+  it.live(
+    "a connection closed before any answer is tried once more on a new one, then the call fails saying so",
+    () =>
+      Effect.gen(function*() {
+        const remoteUrl = yield* startRemote
+        const remote = new URL(remoteUrl)
+        // in front of the remote: the first `closing` connections are closed once their request arrives (what a
+        // kept-alive connection meets when the other side's idle timeout closed it), the others pass through
+        let closing = 1
+        let connections = 0
+        const open = new Set<Socket>()
+        const proxy = createTcpServer((socket) => {
+          connections++
+          if (closing > 0) {
+            closing--
+            socket.once("data", () => socket.destroy())
+            return
+          }
+          const upstream = connect(Number(remote.port), remote.hostname)
+          open.add(socket)
+          socket.once("close", () => open.delete(socket))
+          socket.pipe(upstream).pipe(socket)
+          socket.on("error", () => upstream.destroy())
+          upstream.on("error", () => socket.destroy())
+        })
+        yield* Effect.acquireRelease(
+          Effect.promise(() => new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))),
+          () => Effect.promise(() => new Promise<void>((resolve) => proxy.close(() => resolve())))
+        )
+        const { port } = proxy.address() as { port: number }
+        const relay = yield* Layer.build(
+          Relay.layer({ baseUrl: `http://127.0.0.1:${port}`, apiKey: Redacted.make(remoteKey) }).pipe(
+            Layer.provide(withCopier(files("http://local.example").layer))
+          )
+        )
+        const upstream = yield* Effect.provide(Relay.RelayUpstream, relay)
+        const submitted = yield* upstream.submit(Fixtures.taskRecord({ id: "task_01JZZZZZZZZZZZZZZZZZZZZZZX" }))
+        expect(submitted.jobId).toMatch(/^task_/)
+        expect(connections).toBe(2)
+
+        // closed twice in a row: a failure that says why, after two connections (the kept-alive one closed first)
+        for (const socket of open) socket.destroy()
+        yield* Effect.sleep("100 millis")
+        closing = 2
+        connections = 0
+        const failed = yield* Effect.flip(upstream.poll(Fixtures.taskRecord({}), submitted.jobId))
+        expect(failed).toMatchObject({ _tag: "UpstreamError", retryable: true })
+        expect(failed.message).toMatch(/other side closed|ECONNRESET|socket hang up/)
+        expect(connections).toBe(2)
+      }).pipe(Effect.scoped),
+    { timeout: 60_000 }
+  )
+
+  it.live("a call that gets no answer says why: the cause below HTTP is in the message", () =>
+    Effect.gen(function*() {
+      // a port that nothing listens on any more
+      const closed = yield* Effect.promise(() =>
+        new Promise<number>((resolve) => {
+          const server = createServer().listen(0, "127.0.0.1", () => {
+            const { port } = server.address() as { port: number }
+            server.close(() => resolve(port))
+          })
+        })
+      )
+      const relay = yield* Layer.build(
+        Relay.layer({ baseUrl: `http://127.0.0.1:${closed}`, apiKey: Redacted.make(remoteKey) }).pipe(
+          Layer.provide(withCopier(files("http://local.example").layer))
+        )
+      )
+      const upstream = yield* Effect.provide(Relay.RelayUpstream, relay)
+      const failed = yield* Effect.flip(upstream.submit(Fixtures.taskRecord({ id: "task_01JZZZZZZZZZZZZZZZZZZZZZZY" })))
+      expect(failed).toMatchObject({ _tag: "UpstreamError", retryable: true })
+      expect(failed.message).toMatch(/^relay: Transport error \(POST http:\/\/127\.0\.0\.1:\d+\/.*\): .*ECONNREFUSED/)
     }).pipe(Effect.scoped), { timeout: 60_000 })
 })
