@@ -34,6 +34,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { awaitBuild } from "./build.js"
 import { type FaultProxy, startFaultProxy } from "./faultProxy.js"
 import {
   admin,
@@ -155,7 +156,7 @@ const createTasks = (gateway: string, key: string, n: number, prompt: (i: number
 /** Whether an upstream job id names a job (not an uncertain submit's marker, docs/channels.md). */
 const isJob = (id: string | null) => id !== null && !id.startsWith("submit?")
 
-const submitted = (gateway: string, ids: ReadonlyArray<string>, timeoutMs = 30_000) =>
+const submitted = (gateway: string, ids: ReadonlyArray<string>, timeoutMs = 120_000) =>
   waitFor(`${ids.length} tasks to be submitted`, timeoutMs, async () => {
     const tasks = await readTasks(gateway, ids)
     // a submit marker (`submit?<at>`: an uncertain submit, its job looked for later) is not a submitted job
@@ -207,6 +208,7 @@ const jobIds = (tasks: ReadonlyArray<TaskView>) =>
  * vitest runs the two side by side: `channels-sqlite.test.ts`, `channels-postgres.test.ts`).
  */
 export const channelScenarios = (database: { readonly name: string; readonly postgres: boolean }) => {
+  awaitBuild()
   describe.skipIf(database.postgres && !runPostgres)(`upstream channels, the gateway on ${database.name}`, () => {
     it(
       "weights: channels of weights 3 and 1 run 75% ± 5 points of 1,000 tasks",
@@ -228,7 +230,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
           expect([heavy.priority, heavy.weight, light.priority, light.weight]).toEqual([0, 3, 0, 1])
 
           const ids = await createTasks(gateway.base, gateway.keys.live, 1000, (i) => `weights ${i}`)
-          await settle(gateway.base, 60_000)
+          await settle(gateway.base, 300_000)
           const tasks = await readTasks(gateway.base, ids)
           expect(unsucceeded(tasks).slice(0, 5), "tasks that did not succeed").toEqual([])
           const onHeavy = tasks.filter((task) => task.channel_id === heavy.id).length
@@ -248,7 +250,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
             .toBe(onLight)
           await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
         }),
-      150_000
+      480_000
     )
 
     it(
@@ -293,14 +295,14 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
           const recover = async (label: string) => {
             proxy.setMode("pass")
             await sleep(cooldownMs + 500)
-            await waitFor(`${label}: a task on A again`, 20_000, async () => {
+            await waitFor(`${label}: a task on A again`, 60_000, async () => {
               const [probe] = await phase(`${label}: probe`, 1)
               return probe!.channel_id === a.id ? true : undefined
             }, 1000)
             expect((await healthOf(a)).breaker, `${label}: A's breaker after the probe`).toBe("closed")
             expect(await breakerGauge(a)).toBe(0)
             await phase(label, 10, a)
-            await settle(gateway.base, 40_000)
+            await settle(gateway.base, 120_000)
           }
           /** A is failing: its breaker is open (or probing) with the failures and the last error in view. */
           const expectOpen = async (label: string, error: RegExp) => {
@@ -316,7 +318,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
 
           // healthy: A (priority 10) takes everything
           await phase("healthy", 10, a)
-          await settle(gateway.base, 40_000)
+          await settle(gateway.base, 120_000)
 
           // A answers 500 with the error envelope: a submit answered 500 may have made a job (uncertain), so it is
           // looked for on A first; once A's breaker opens, every task goes on to B (docs/channels.md)
@@ -349,7 +351,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
           await phase("refused", 20, b)
           await expectOpen("refused", /Transport error|ECONNREFUSED|fetch failed|connect/i)
 
-          await settle(gateway.base, 40_000)
+          await settle(gateway.base, 120_000)
           const tasks = await readTasks(gateway.base, [...routed.keys()])
           expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
           // every task ran where it was submitted (the fault phases' tasks on B)
@@ -373,19 +375,24 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
           expect(await upstreamTaskIds(upstream2), "upstream 2's tasks").toEqual(jobIds(onB))
           await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
         }),
-      180_000
+      480_000
     )
 
     it(
       "kill mid-load: upstream 1 SIGKILLed with 100 tasks on it; every task succeeds on B, charged once",
       () =>
         scenario(`kill (${database.name})`, async (scope) => {
-          // an image job takes 3 s × 20 = 60 s on upstream 1: every job is still running there when it is killed,
-          // even where creating the 100 tasks takes many seconds (a busy machine); 1.5 s on upstream 2
-          const upstream1 = await startUpstream(scope, "upstream-1", 20)
+          // an image job takes 3 s × 60 = 3 min on upstream 1: every job is still running there when it is killed,
+          // even where creating the 100 tasks takes a minute or two (a slow, busy machine); 1.5 s on upstream 2
+          const upstream1 = await startUpstream(scope, "upstream-1", 60)
           const upstream2 = await startUpstream(scope, "upstream-2", 0.5)
           const gateway = await firstGateway(scope, "gateway", freshDatabase(scope, database.postgres))
-          const a = await createChannel(gateway.base, relay("A", upstream1.base, upstream1, { priority: 10 }))
+          // A's 100 jobs polled every 2 s rather than 500 ms: 50 reads a second, which a busy machine's upstream
+          // answers without a failed read (five in a row open A's breaker and move its jobs before the kill)
+          const a = await createChannel(
+            gateway.base,
+            relay("A", upstream1.base, upstream1, { priority: 10, settings: { poll_interval_ms: 2000 } })
+          )
           const b = await createChannel(gateway.base, relay("B", upstream2.base, upstream2, { priority: 0 }))
 
           const ids = await createTasks(gateway.base, gateway.keys.live, 100, (i) => `kill ${i}`)
@@ -399,7 +406,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
           expect(running, "tasks in flight on upstream 1 at the kill").toBeGreaterThan(0)
           upstream1.server.child.kill("SIGKILL")
 
-          await settle(gateway.base, 90_000)
+          await settle(gateway.base, 240_000)
           const tasks = await readTasks(gateway.base, ids)
           expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
           expect(offChannel(tasks, b.id), "tasks not moved to B").toEqual([])
@@ -413,7 +420,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
           )
           await expectChargedOnce(gateway.base, gateway.keys, tasks, 100)
         }),
-      150_000
+      480_000
     )
 
     it(
@@ -457,7 +464,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
               ...await createTasks(first.base, first.keys.live, 8, (i) => `node 1 task ${i}`),
               ...await createTasks(second.base, first.keys.live, 8, (i) => `node 2 task ${i}`)
             ]
-            await settle(first.base, 150_000)
+            await settle(first.base, 300_000)
             const tasks = await readTasks(first.base, ids)
             expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
             expect(offChannel(tasks, channel.id)).toEqual([])
@@ -485,7 +492,7 @@ export const channelScenarios = (database: { readonly name: string; readonly pos
               .toBeGreaterThan(0)
           }
         }),
-      240_000
+      480_000
     )
   })
 }

@@ -31,6 +31,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { type FalFake, startFalFake } from "@mediagate/testing/fakes/fal"
 import { type ReplicateFake, startReplicateFake } from "@mediagate/testing/fakes/replicate"
 import { rmSync } from "node:fs"
+import { awaitBuild } from "./build.js"
 import {
   activeTasks,
   expectBilledOnce,
@@ -66,6 +67,8 @@ const N = 200
 const model = "vendor4-3-0-t2i"
 /** How long the fal fake is down. */
 const upstreamOutageMs = 10_000
+
+awaitBuild()
 
 describe.skipIf(!runPostgres)("outages on every transport", () => {
   it("relay, fal and replicate channels under load survive a SIGKILL, a database restart and an upstream down", () => {
@@ -160,7 +163,7 @@ describe.skipIf(!runPostgres)("outages on every transport", () => {
         keyPrefix: "chaos-transports",
         began,
         paceMs: 50,
-        deadline: began + 90_000,
+        deadline: began + 150_000,
         clients: 8,
         request: (i) => ({
           path: "/api/v1/vendor4/text-to-image",
@@ -196,7 +199,7 @@ describe.skipIf(!runPostgres)("outages on every transport", () => {
       expect(taskOf.size, "requests that got their task").toBe(N)
 
       // every task ends (bounded)
-      const done = await settled(Date.now() + 90_000, () => activeTasks(database) === 0)
+      const done = await settled(Date.now() + 180_000, () => activeTasks(database) === 0)
       const active = query(
         database,
         `SELECT id, status, channel_id, upstream_job_id, polls FROM mediagate_tasks
@@ -290,5 +293,5 @@ describe.skipIf(!runPostgres)("outages on every transport", () => {
       await scope.close()
       await Promise.all([fal?.close(), replicate?.close()])
     })
-  }, 180_000)
+  }, 420_000)
 })

@@ -23,6 +23,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { awaitBuild } from "./build.js"
 import {
   type Answer,
   call,
@@ -44,6 +45,8 @@ const N = 200
 /** The longest any one request may take: the pool's connect timeout (2 s here) plus a loaded machine's slack. */
 const answerBound = 12_000
 const adminToken = "chaos-admin-token-0123456789abcdef"
+
+awaitBuild()
 
 describe.skipIf(!runPostgres)("outages", () => {
   it("two nodes under load survive killed connections, a SIGKILL and a database restart", async () => {
@@ -108,7 +111,7 @@ describe.skipIf(!runPostgres)("outages", () => {
         keyPrefix: "chaos",
         began,
         paceMs: 30,
-        deadline: began + 40_000,
+        deadline: began + 120_000,
         clients: 8,
         request: (i) => ({
           path: "/api/v1/vendor4/text-to-image",
@@ -168,7 +171,7 @@ describe.skipIf(!runPostgres)("outages", () => {
       const ledger = "mediagate_billing_ledger"
       const deliveries = "mediagate_webhook_deliveries"
       let settled = false
-      while (!settled && Date.now() < began + 55_000) {
+      while (!settled && Date.now() < began + 240_000) {
         const [active, fannedOut] = query(
           database,
           `SELECT (SELECT count(*) FROM ${tasks} WHERE status NOT IN (${terminalList})),
@@ -214,7 +217,7 @@ describe.skipIf(!runPostgres)("outages", () => {
 
       // both nodes listen for wakeups again (each has one LISTEN connection; a lost one is found by its probe)
       let listening = ""
-      for (const until = Date.now() + 15_000; listening !== "2" && Date.now() < until; await sleep(250)) {
+      for (const until = Date.now() + 45_000; listening !== "2" && Date.now() < until; await sleep(250)) {
         listening = query(
           database,
           `SELECT count(*) FROM pg_stat_activity WHERE datname = '${database}' AND query LIKE 'LISTEN %'`
@@ -232,5 +235,5 @@ describe.skipIf(!runPostgres)("outages", () => {
       receiver?.close()
       psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
     }
-  }, 90_000)
+  }, 420_000)
 })

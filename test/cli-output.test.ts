@@ -5,12 +5,12 @@
  * in packages/node/test/Terminal.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { spawnSync } from "node:child_process"
+import { run } from "@mediagate/testing/processes"
 import { mkdtempSync, readFileSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { built } from "./build.js"
+import { awaitBuild } from "./build.js"
 import { bootstrapKeys, freePort, startServer } from "./server.js"
 
 /** The built `mediagate` command. */
@@ -19,25 +19,31 @@ const bin = fileURLToPath(new URL("../packages/node/dist/bin.js", import.meta.ur
 const escape = "\x1b["
 
 /** `mediagate <args>` with output to pipes; its stdout and stderr together. */
-const mediagate = (args: ReadonlyArray<string>, env: Record<string, string | undefined>) => {
+const mediagate = async (args: ReadonlyArray<string>, env: Record<string, string | undefined>) => {
   const { FORCE_COLOR: _force, NO_COLOR: _no, ...inherited } = process.env
-  const result = spawnSync(process.execPath, [bin, ...args], { env: { ...inherited, ...env }, encoding: "utf8" })
+  const result = await run(process.execPath, [bin, ...args], { env: { ...inherited, ...env } })
   return `${result.stdout}${result.stderr}`
 }
+
+awaitBuild()
 
 describe("mediagate into a pipe", () => {
   it(
     "writes its help and its errors without colour, with colour under FORCE_COLOR, without under NO_COLOR",
     async () => {
-      await built()
-      const plain = mediagate(["--help"], {})
+      const [plain, refused, forced, no] = await Promise.all([
+        mediagate(["--help"], {}),
+        mediagate(["--no-such-option"], {}),
+        mediagate(["--help"], { FORCE_COLOR: "1" }),
+        mediagate(["--help"], { NO_COLOR: "1" })
+      ])
       expect(plain).toContain("USAGE")
       expect(plain).not.toContain(escape)
-      expect(mediagate(["--no-such-option"], {})).not.toContain(escape)
-      expect(mediagate(["--help"], { FORCE_COLOR: "1" })).toContain(escape)
-      expect(mediagate(["--help"], { NO_COLOR: "1" })).not.toContain(escape)
+      expect(refused).not.toContain(escape)
+      expect(forced).toContain(escape)
+      expect(no).not.toContain(escape)
     },
-    60_000
+    180_000
   )
 
   it("first start with JSON logs: one JSON line per event, key hints and a mode-600 keys file", async () => {

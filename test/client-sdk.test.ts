@@ -14,7 +14,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Mediagate, MediagateError, verifyWebhook, type WebhookEvent } from "@mediagate/client"
-import { spawn } from "node:child_process"
+import { run as runProcess } from "@mediagate/testing/processes"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import { createRequire } from "node:module"
@@ -24,6 +24,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { budget, measure } from "../scripts/client-size.js"
 import { render, target } from "../scripts/client-types.js"
+import { awaitBuild } from "./build.js"
 import { freshDatabase, makeAccount, scenario, serverEnv } from "./harness.js"
 import { bootstrapKeys, freePort, psql, type RunningServer, runPostgres, startServer } from "./server.js"
 import { strictCompilerOptions } from "./typescript.js"
@@ -33,17 +34,9 @@ const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
 const openapiTypescript = join(root, "node_modules", "openapi-typescript", "bin", "cli.js")
 const npm = process.platform === "win32" ? "npm.cmd" : "npm"
 
-/** Runs a command without blocking the test runner. */
+/** Runs a command in `cwd` with `env` added to the test's environment. */
 const run = (command: string, args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) =>
-  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()))
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()))
-    child.once("error", reject)
-    child.once("close", (status) => resolve({ status, stdout, stderr }))
-  })
+  runProcess(command, args, { cwd, env: { ...process.env, ...env } })
 
 /** A local webhook receiver keeping the raw bodies and headers. */
 const receiver = async () => {
@@ -108,6 +101,8 @@ if (runPostgres) {
 } else {
   console.warn("PostgreSQL is not running at 127.0.0.1:5432: the client's PostgreSQL run is skipped")
 }
+
+awaitBuild()
 
 for (const postgres of runPostgres ? [false, true] : [false]) {
   const database = postgres ? "PostgreSQL" : "SQLite"

@@ -22,6 +22,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Chromium from "@mediagate/testing/chromium"
 import { expectAssetsBelow, expectSignIn } from "@mediagate/testing/dashboard"
+import { run as runProcess } from "@mediagate/testing/processes"
 import { spawn, spawnSync } from "node:child_process"
 import {
   createReadStream,
@@ -41,7 +42,7 @@ import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import satisfies from "semver/functions/satisfies.js"
 import minVersion from "semver/ranges/min-version.js"
-import { built } from "./build.js"
+import { awaitBuild, built } from "./build.js"
 import { freePort } from "./server.js"
 import { strictCompilerOptions } from "./typescript.js"
 
@@ -89,17 +90,9 @@ const at = (end: "lowest" | "newest", names: ReadonlyArray<string>): Record<stri
     return [name, end === "newest" ? range : `~${minVersion(range)!.version}`]
   }))
 
-/** Runs a command without blocking the test runner (npm install takes a while). */
+/** Runs a command in `cwd`. */
 const run = (command: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = process.env) =>
-  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()))
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()))
-    child.once("error", reject)
-    child.once("close", (status) => resolve({ status, stdout, stderr }))
-  })
+  runProcess(command, args, { cwd, env })
 
 /** Packs every published package (once per run; `prepack` builds each) and answers their `file:` specs. */
 const pack = async (destination: string): Promise<Record<string, string>> => {
@@ -411,6 +404,8 @@ const expectTasksSucceed = async (app: string, dataDir: string) => {
     expect(exit, output).toBe(0)
   }
 }
+
+awaitBuild()
 
 describe("the packages in a consumer's project", () => {
   // the two ends install side by side (each mostly waits on npm)

@@ -13,6 +13,7 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { awaitBuild } from "./build.js"
 import { bootstrapKeys, freePort, psql, runPostgres, startServer } from "./server.js"
 
 if (!runPostgres) console.warn("PostgreSQL is not running at 127.0.0.1:5432: the PostgreSQL end-to-end run is skipped")
@@ -174,6 +175,8 @@ const scenario = (env: Record<string, string>) =>
     expect(paid.status).toBe("pending")
     expect((yield* admin.admin.getAccount({ path: { id: keys!.account } })).balance).toBe(3.8)
   }).pipe(Effect.provide(FetchHttpClient.layer), Effect.scoped)
+
+awaitBuild()
 
 describe("the example server end to end", () => {
   it.live("on SQLite", () => scenario({ MEDIAGATE_DATA_DIR: mkdtempSync(join(tmpdir(), "mg-e2e-")) }), {

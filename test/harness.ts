@@ -168,18 +168,27 @@ export interface OpenScope extends Scope {
   readonly close: () => Promise<void>
 }
 
-/** Opens a scope; {@link OpenScope.close} releases it. */
+/**
+ * Opens a scope; {@link OpenScope.close} releases it. What is added after the close (a start that was still under
+ * way when a timed-out hook or test closed the scope) is released at once, so that no server outlives its test.
+ */
 export const openScope = (): OpenScope => {
   const servers: Array<NamedServer> = []
   const cleanups: Array<() => unknown> = []
+  let closed = false
   return {
     servers,
     server: (name, server) => {
       servers.push([name, server])
+      if (closed) server.child.kill("SIGKILL")
       return server
     },
-    defer: (cleanup) => cleanups.push(cleanup),
+    defer: (cleanup) => {
+      if (closed) void Promise.resolve().then(cleanup)
+      else cleanups.push(cleanup)
+    },
     close: async () => {
+      closed = true
       await Promise.all(servers.map(([, server]) =>
         new Promise<void>((resolve) => {
           if (server.child.exitCode !== null || server.child.signalCode !== null) return resolve()

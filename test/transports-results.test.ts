@@ -51,7 +51,7 @@ describeTransports((database, step) => {
       const ids = await Promise.all(
         outputs.map(({ url }) => createTask(gw.base, keys, "guarded", `[fake:output=${url}] ssrf`))
       )
-      const tasks = await ended(gw.base, ids, 20_000)
+      const tasks = await ended(gw.base, ids, 60_000)
       for (const [i, task] of tasks.entries()) {
         expectProviderError(task, /copying the upstream's result failed: .*not a public/)
         expect(task.error?.message, `${task.id}: the address refused`).toMatch(outputs[i]!.refused)
@@ -63,11 +63,11 @@ describeTransports((database, step) => {
       // the operator's result host: the same URL is copied
       const other = await makeAccount(gw.base, "result hosts", credit)
       const id = await createTask(gw.base, other, "resultHosts", `[fake:output=${outputs[0]!.url}] allowed`)
-      const [task] = await ended(gw.base, [id], 20_000)
+      const [task] = await ended(gw.base, [id], 60_000)
       await expectCopied(gw.base, task!, pngBytes, "image/png")
       expect(up.internal.hits(secret), "requests that reached 127.0.0.2").toBe(1)
     }),
-    60_000
+    180_000
   )
 
   it(
@@ -89,7 +89,7 @@ describeTransports((database, step) => {
       const head: Array<Buffer> = []
       try {
         const id = await createTask(gw.base, keys, "guarded", `[fake:video][fake:output=${up.big.url}${path}] large`)
-        const [task] = await ended(gw.base, [id], 60_000)
+        const [task] = await ended(gw.base, [id], 150_000)
         copied = samples.length
         expect(task!.status, JSON.stringify(task!.error ?? null)).toBe("succeeded")
         const item = task!.result![0]!
@@ -124,7 +124,7 @@ describeTransports((database, step) => {
       expect(serving - baseline, `RSS rise while serving: ${mb(serving - baseline)}`)
         .toBeLessThanOrEqual(2 * rssHeadroom)
     }),
-    120_000
+    240_000
   )
 
   it(
@@ -146,7 +146,7 @@ describeTransports((database, step) => {
       const names = ["fal", "replicate", "comfyui", "openaiImage", "falPolling", "replicatePolling"] as const
       const began = Date.now()
       const others = await Promise.all(names.map((name) => createTask(gw.base, keys, name, `meanwhile on ${name}`)))
-      const done = await ended(gw.base, others, 20_000)
+      const done = await ended(gw.base, others, 60_000)
       console.info(`slow result (${database.name}): ${names.length} other tasks ended in ${Date.now() - began} ms`)
       expect(unsucceeded(done), "other tasks that did not succeed").toEqual([])
       const slow = await readTasks(gw.base, slowIds)
@@ -168,6 +168,6 @@ describeTransports((database, step) => {
       })
       expect(up.slow.opened(path), "slow downloads, in all").toBe(4)
     }),
-    150_000
+    300_000
   )
 })

@@ -32,7 +32,7 @@ describeTransports((database, step) => {
         names.map((name) => createTask(gw.base, keys, name, `[fake:video][fake:delay=1500] ${name}`))
       )
       // the callback channels poll every 10 minutes: only the callbacks can end their tasks this soon
-      const tasks = await ended(gw.base, ids, 5000)
+      const tasks = await ended(gw.base, ids, 60_000)
       console.info(`callbacks (${database.name}): 4 jobs of 1.5 s ended in ${Date.now() - began} ms`)
       for (const task of tasks) await expectCopied(gw.base, task, mp4Bytes, "video/mp4")
       const [falTask, replicateTask, falPolled, replicatePolled] = tasks
@@ -88,7 +88,7 @@ describeTransports((database, step) => {
       expect(large.body.error?.code).toBe("PAYLOAD_TOO_LARGE")
       expect((await readTask(gw.base, falTask!.id)).status, "the task after the forged callbacks").toBe("succeeded")
     }),
-    60_000
+    180_000
   )
 
   it(
@@ -97,7 +97,7 @@ describeTransports((database, step) => {
       const keys = await makeAccount(gw.base, "failover", credit)
       const refusedBefore = up.falDown.requests.length
       const ids = await Promise.all([0, 1, 2, 3].map((i) => createTask(gw.base, keys, "failover", `failover ${i}`)))
-      const tasks = await ended(gw.base, ids, 20_000)
+      const tasks = await ended(gw.base, ids, 60_000)
       expect(unsucceeded(tasks), "tasks that did not succeed").toEqual([])
       for (const task of tasks) {
         expect(task.channel_id, task.id).toBe(gw.channels.failoverReplicate.id)
@@ -107,6 +107,6 @@ describeTransports((database, step) => {
       expect(up.falDown.jobs.size, "jobs on the fal fake that is down").toBe(0)
       await expectBilled(gw.base, keys, tasks, false)
     }),
-    60_000
+    180_000
   )
 })

@@ -55,7 +55,7 @@ describeTransports((_database, step) => {
         { name: "openaiVideo", channel: "openai", bytes: mp4Bytes, type: "video/mp4" }
       ] as const
       const ids = await Promise.all(cases.map((c) => createTask(gw.base, keys, c.name, `success on ${c.name}`)))
-      const tasks = await ended(gw.base, ids, 20_000)
+      const tasks = await ended(gw.base, ids, 60_000)
       for (const [i, c] of cases.entries()) {
         expect(tasks[i]!.channel_id, c.name).toBe(gw.channels[c.channel].id)
         await expectCopied(gw.base, tasks[i]!, c.bytes, c.type)
@@ -71,7 +71,7 @@ describeTransports((_database, step) => {
       expect(up.openai.images.at(-1)?.input["model"]).toBe("gpt-image-1")
       expect(up.openai.videos.get(video!)?.model).toBe("sora-2")
     }),
-    60_000
+    180_000
   )
 
   it(
@@ -80,11 +80,11 @@ describeTransports((_database, step) => {
       const keys = await makeAccount(gw.base, "failure", credit)
       const names = ["fal", "replicate", "comfyui", "openaiVideo"] as const
       const ids = await Promise.all(names.map((name) => createTask(gw.base, keys, name, `[fake:fail=boom] ${name}`)))
-      const tasks = await ended(gw.base, ids, 30_000)
+      const tasks = await ended(gw.base, ids, 60_000)
       for (const task of tasks) expectProviderError(task, /boom/)
       await expectBilled(gw.base, keys, tasks, true)
     }),
-    60_000
+    180_000
   )
 
   it(
@@ -124,9 +124,9 @@ describeTransports((_database, step) => {
       const tasks = await readTasks(gw.base, ids)
       expect(tasks.map((task) => task.status)).toEqual(names.map(() => "cancelled"))
       await expectBilled(gw.base, keys, tasks, true)
-      const [first] = await ended(gw.base, [blocker], 20_000)
+      const [first] = await ended(gw.base, [blocker], 60_000)
       expect(first!.status, "the blocker").toBe("succeeded")
     }),
-    60_000
+    180_000
   )
 })

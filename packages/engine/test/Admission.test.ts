@@ -167,5 +167,5 @@ describe("Admission gate", () => {
         [task.id, ...listed.items.map((i) => i.id)].sort()
       )
     }).pipe(Effect.provide(layer), Effect.scoped)
-  }, 20_000)
+  }, 60_000)
 })

@@ -4,10 +4,10 @@
  * is left is written when the process exits.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { run } from "@mediagate/testing/processes"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as LogLevel from "effect/LogLevel"
-import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import * as Logging from "../src/Logging.js"
 
@@ -68,7 +68,7 @@ describe("Logging.stdoutLines", () => {
     }
   })
 
-  it("writes what is left when the process exits", () => {
+  it("writes what is left when the process exits", async () => {
     const module = fileURLToPath(new URL("../src/Logging.ts", import.meta.url))
     const script = [
       `import * as Effect from "effect/Effect"`,
@@ -78,13 +78,12 @@ describe("Logging.stdoutLines", () => {
       `Effect.runSync(Effect.logInfo("before exit").pipe(Effect.provide(layer)))`,
       `process.exit(3)`
     ].join("\n")
-    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-      encoding: "utf8",
-      timeout: 60_000
+    const ran = await run(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      timeoutMs: 60_000
     })
-    expect(run.status, run.stderr).toBe(3)
-    expect(JSON.parse(run.stdout.trim())).toMatchObject({ message: "before exit", logLevel: "INFO" })
-  })
+    expect(ran.status, ran.stderr).toBe(3)
+    expect(JSON.parse(ran.stdout.trim())).toMatchObject({ message: "before exit", logLevel: "INFO" })
+  }, 90_000)
 })
 
 describe("Logging.FieldsMessage", () => {

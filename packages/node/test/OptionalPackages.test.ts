@@ -8,12 +8,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { OptionalPackage } from "@mediagate/contract"
+import { run } from "@mediagate/testing/processes"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
-import { spawnSync } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -92,7 +92,7 @@ describe("optional packages", () => {
       expect(yield* Tracing.applyScoped(tracerEnabled, otlp)).toBe(true)
     }))
 
-  it("the mediagate command without @effect/cli: exit code 1 and the install line", () => {
+  it("the mediagate command without @effect/cli: exit code 1 and the install line", async () => {
     // the command's own process, with a resolve hook that finds no @effect/cli (as in an app that did not install it)
     const dir = mkdtempSync(join(tmpdir(), "mg-optional-"))
     writeFileSync(
@@ -113,7 +113,7 @@ describe("optional packages", () => {
       })\n`
     )
     const bin = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
-    const run = spawnSync(process.execPath, [
+    const ran = await run(process.execPath, [
       "--conditions=@mediagate/source",
       "--import",
       "tsx",
@@ -123,10 +123,10 @@ describe("optional packages", () => {
       "accounts",
       "show",
       "acct_1"
-    ], { encoding: "utf8", env: { ...process.env, MEDIAGATE_DATA_DIR: dir }, timeout: 60_000 })
-    expect(run.status, run.stdout + run.stderr).toBe(1)
-    expect(run.stdout + run.stderr).toContain(
+    ], { env: { ...process.env, MEDIAGATE_DATA_DIR: dir }, timeoutMs: 60_000 })
+    expect(ran.status, ran.stdout + ran.stderr).toBe(1)
+    expect(ran.stdout + ran.stderr).toContain(
       "The mediagate command needs the package @effect/cli, which is not installed: npm install @effect/cli@^0.77"
     )
-  })
+  }, 90_000)
 })

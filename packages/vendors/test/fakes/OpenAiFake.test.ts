@@ -60,7 +60,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Polls a video until `done` holds of it (or two seconds pass). */
 const pollUntil = async (fake: OpenAiFake, id: string, done: (video: VideoJson) => boolean) => {
-  const deadline = Date.now() + 2000
+  const deadline = Date.now() + 20_000
   for (;;) {
     const video = (await (await get(fake, `/v1/videos/${id}`)).json()) as VideoJson
     if (done(video) || Date.now() > deadline) return video
@@ -240,7 +240,8 @@ describe("OpenAI fake: videos", () => {
     }))
 
   it("downloads content only once completed and only with auth", () =>
-    withFake({ plan: () => ({ durationMs: 60 }) }, async (fake) => {
+    // 2 s: the early download comes before the video completes, also on a slow, busy machine
+    withFake({ plan: () => ({ durationMs: 2000 }) }, async (fake) => {
       const { id } = await createJsonVideo(fake, { prompt: "a cat" })
       const early = await get(fake, `/v1/videos/${id}/content?variant=video`)
       expect([400, 404]).toContain(early.status)
@@ -274,12 +275,13 @@ describe("OpenAI fake: videos", () => {
     }))
 
   it("deletes a video in flight: it never completes and disappears", () =>
-    withFake({ plan: () => ({ durationMs: 40 }) }, async (fake) => {
+    // 1 s: the delete comes while the video is in flight, also on a slow, busy machine
+    withFake({ plan: () => ({ durationMs: 1000 }) }, async (fake) => {
       const { id } = await createJsonVideo(fake, { prompt: "a cat" })
       const deleted = await fetch(`${fake.url}/v1/videos/${id}`, { method: "DELETE", headers: auth(fake) })
       expect(deleted.status).toBe(200)
       expect(await deleted.json()).toEqual({ id, object: "video.deleted", deleted: true })
-      await sleep(80)
+      await sleep(1100)
       expect(fake.videos.get(id)!.deleted).toBe(true)
       const read = await get(fake, `/v1/videos/${id}`)
       expect(read.status).toBe(404)
@@ -337,7 +339,8 @@ describe("OpenAI fake: videos", () => {
   it(
     "keeps ten thousand videos in flight without timers",
     () =>
-      withFake({ plan: () => ({ durationMs: 60_000 }) }, async (fake) => {
+      // jobs of 10 minutes: every video is still queued when the last is created, even on a slow, busy machine
+      withFake({ plan: () => ({ durationMs: 600_000 }) }, async (fake) => {
         // node:http with keep-alive: fetch's per-request overhead would dominate the test's time
         const agent = new Agent({ keepAlive: true, maxSockets: 50 })
         const create = (prompt: string) =>
@@ -370,7 +373,7 @@ describe("OpenAI fake: videos", () => {
         expect(list.data.every((video) => video.status === "queued")).toBe(true)
         expect(fake.requests).toHaveLength(10_001)
       }),
-    30_000
+    120_000
   )
 })
 

@@ -169,7 +169,10 @@ export const makeCreate = (state: ReplicateState, webhooks: Webhooks) => {
     if (!answer) return true
     if (wait !== undefined) await settle(state, entry, wait * 1000)
     if (response.destroyed) return true
-    sendJson(response, 201, viewOf(p, state.base, Date.now()), { location: `${state.base}/v1/predictions/${id}` })
+    // without `Prefer: wait` the answer is the prediction as created (`starting`), as Replicate answers, however long
+    // this process took to write it
+    const at = wait === undefined ? createdAt : Date.now()
+    sendJson(response, 201, viewOf(p, state.base, at), { location: `${state.base}/v1/predictions/${id}` })
     return true
   }
 
