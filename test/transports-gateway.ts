@@ -91,12 +91,25 @@ export const createTask = async (base: string, keys: Keys, name: ModelName, prom
   return ok(reply, `create a ${model} task`).id
 }
 
-/** Waits until every task ended; answers them. */
-export const ended = (base: string, ids: ReadonlyArray<string>, timeoutMs: number) =>
-  waitFor(`${ids.length} task(s) to end`, timeoutMs, async () => {
-    const tasks = await readTasks(base, ids)
-    return tasks.every((task) => terminal.has(task.status)) ? tasks : undefined
-  }, 100)
+/** Waits until every task ended; answers them. A timeout names the tasks still open, where they are. */
+export const ended = async (base: string, ids: ReadonlyArray<string>, timeoutMs: number) => {
+  let open: ReadonlyArray<unknown> = []
+  try {
+    return await waitFor(`${ids.length} task(s) to end`, timeoutMs, async () => {
+      const tasks = await readTasks(base, ids)
+      open = tasks.filter((task) => !terminal.has(task.status)).map((task) => ({
+        id: task.id,
+        status: task.status,
+        channel: task.channel_id,
+        job: task.upstream_job_id,
+        polls: task.polls
+      }))
+      return open.length === 0 ? tasks : undefined
+    }, 100)
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; still open: ${JSON.stringify(open)}`)
+  }
+}
 
 /** Waits until the task's job is on its upstream (or it ended); answers the task. */
 export const submitted = (base: string, id: string) =>
