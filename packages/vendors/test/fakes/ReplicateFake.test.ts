@@ -218,9 +218,11 @@ describe("Replicate fake, driven by the official SDK", () => {
   })
 
   it("cancels a running prediction, which never succeeds later; a finished one stays as it was", async () => {
+    // 3 s jobs (processing after 0.6 s), 20 s for the one cancelled while queued (starting for 4 s): the cancels
+    // come in time also on a slow, busy machine
     const running = await replicate.predictions.create({
       model: "acme/painter",
-      input: { prompt: "[fake:delay=300]" },
+      input: { prompt: "[fake:delay=3000]" },
       webhook: receiver.url("cancel"),
       webhook_events_filter: ["completed"]
     })
@@ -231,12 +233,15 @@ describe("Replicate fake, driven by the official SDK", () => {
     expect(typeof canceled.started_at).toBe("string")
     expect(typeof canceled.completed_at).toBe("string")
 
-    const queued = await replicate.predictions.create({ model: "acme/painter", input: { prompt: "[fake:delay=300]" } })
+    const queued = await replicate.predictions.create({
+      model: "acme/painter",
+      input: { prompt: "[fake:delay=20000]" }
+    })
     const canceledQueued = await replicate.predictions.cancel(queued.id)
     expect(canceledQueued.status).toBe("canceled")
     expect(canceledQueued.started_at).toBeNull()
 
-    await sleep(400)
+    await sleep(3100)
     const later = await replicate.predictions.get(running.id)
     expect(later.status).toBe("canceled")
     expect(later.output).toBeNull()
