@@ -30,7 +30,7 @@ export const run = (command: string, args: ReadonlyArray<string>, options: RunOp
   new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd,
-      env: options.env ?? process.env,
+      ...(options.env === undefined ? {} : { env: options.env }),
       stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"]
     })
     let stdout = ""
