@@ -64,9 +64,10 @@ describe("Worker claim interval", () => {
       Effect.gen(function*() {
         const { accepting, claims: spaced } = yield* claimsOf("50 millis")
         assert.strictEqual(spaced.reduce((n, c) => n + c.tasks, 0), 40)
-        // at least the interval apart (timers may fire a millisecond early)
+        // about the interval apart: the worker reads the clock (whole milliseconds) before it claims, and on a busy
+        // machine the claim starts a few milliseconds after that read, more for one claim than the next
         for (let i = 1; i < spaced.length; i++) {
-          assert.isAtLeast(spaced[i]!.at - spaced[i - 1]!.at, 48, JSON.stringify(spaced))
+          assert.isAtLeast(spaced[i]!.at - spaced[i - 1]!.at, 40, JSON.stringify(spaced))
         }
         // so the accepts share a claim per interval (however long accepting took on a busy machine)
         assert.isAtMost(spaced.length, Math.ceil(accepting / 50) + 2, `${accepting} ms: ${JSON.stringify(spaced)}`)

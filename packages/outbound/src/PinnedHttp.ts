@@ -11,6 +11,9 @@
  *   read up to `maxBytes` (refused or cut beyond), and the whole exchange (DNS, redirects, body) has one deadline, in
  *   real time: a timer of the exchange itself, not a racing fiber (a request costs no fiber of its own). Interruption
  *   destroys the connection.
+ * - `keepAlive`: connections pooled per host and checked address, closed after 30 s idle or a second before the
+ *   server's announced `Keep-Alive: timeout`; a repeatable request (`repeatable`, by default the idempotent methods)
+ *   whose reused connection closed before any answer goes once more on a new connection.
  * - Spans (`PinnedHttp.request`, `PinnedHttp.stream`) only while the tracer is enabled (`Tracing.span`).
  *
  * Every failure is an {@link OutboundError} whose `reason` says what went wrong; callers word it for their users.
@@ -149,6 +152,12 @@ export interface RequestOptions extends TargetOptions {
    * upstream's own API, called again and again); default: a connection per request.
    */
   readonly keepAlive?: boolean | undefined
+  /**
+   * Whether the request may be sent again, once, on a new connection when the kept-alive connection it went out on
+   * closed before any answer (the server closed it as idle while it was being reused). Default: for the idempotent
+   * methods (GET, HEAD, OPTIONS, PUT, DELETE); a POST only when the caller knows sending it twice is harmless.
+   */
+  readonly repeatable?: boolean | undefined
 }
 
 /** Most kept-alive connection pools at once (one per host and checked address); the oldest is closed beyond. */
@@ -157,12 +166,31 @@ const maxPools = 256
 /** The kept-alive connection pools, by protocol, host and checked address. */
 const pools = new Map<string, http.Agent>()
 
+/**
+ * How long a kept-alive connection may stay idle in its pool. Node's agent closes it sooner, a second before the
+ * server's own limit, when the server announces one (`Keep-Alive: timeout=5` closes it after 4 s), but only under an
+ * idle limit of the agent's own: without one a connection would be reused just as the server closes it.
+ */
+const idleMs = 30_000
+
+/** Methods a server may be sent twice (RFC 9110 §9.2.2). */
+const idempotentMethods = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"])
+
+/** Whether a request may go out again on a new connection (see {@link RequestOptions.repeatable}). */
+const repeatableRequest = (
+  options: { readonly method?: string | undefined; readonly repeatable?: boolean | undefined }
+) => options.repeatable ?? idempotentMethods.has((options.method ?? "GET").toUpperCase())
+
+/** A connection error that says the other side closed it before answering. */
+const closedUnanswered = (error: NodeJS.ErrnoException) =>
+  error.code === "ECONNRESET" || error.code === "EPIPE" || error.message === "socket hang up"
+
 /** The pool of a host at a checked address: its connections only ever go to that address. */
 const poolFor = (url: URL, target: ResolvedAddress): http.Agent => {
   const key = `${url.protocol}//${url.host}|${target.address}`
   const known = pools.get(key)
   if (known !== undefined) return known
-  const options = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, lookup: pinnedLookup(target) }
+  const options = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: idleMs, lookup: pinnedLookup(target) }
   const agent = url.protocol === "https:" ? new https.Agent(options) : new http.Agent(options)
   if (pools.size >= maxPools) {
     const [oldestKey, oldest] = pools.entries().next().value as [string, http.Agent]
@@ -329,6 +357,10 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, de
     const method = options.method ?? "GET"
     const keepAlive = options.keepAlive === true
     const agent = keepAlive ? poolFor(url, target) : false
+    // a reused connection the server closed as idle: the request never reached it, so it goes again on a new one
+    const again = keepAlive && repeatableRequest(options)
+      ? Effect.suspend(() => exchange(url, target, { ...options, keepAlive: false }, deadline))
+      : undefined
     const request = send(url, { method, agent, lookup: pinnedLookup(target), headers }, (response) => {
       const status = response.statusCode ?? 0
       if (options.maxRedirects !== undefined && redirectStatuses.has(status)) {
@@ -367,8 +399,9 @@ const exchange = (url: URL, target: ResolvedAddress, options: RequestOptions, de
     })
     request.on("error", (error: NodeJS.ErrnoException) => {
       if (answered !== undefined) return broken()
+      if (again !== undefined && request.reusedSocket && closedUnanswered(error)) return settle(again)
       if (error.code === "ECONNREFUSED") return failWith("refused", "connection refused")
-      if (error.code === "ECONNRESET" || error.message === "socket hang up") {
+      if (closedUnanswered(error)) {
         return failWith("network", "connection closed without an answer")
       }
       failWith("network", `connection failed${error.code === undefined ? "" : ` (${error.code})`}`)
@@ -465,6 +498,8 @@ export interface StreamOptions extends TargetOptions {
    * was read whole (a body not read to its end closes its connection). Default: a connection per request.
    */
   readonly keepAlive?: boolean | undefined
+  /** As {@link RequestOptions.repeatable}. */
+  readonly repeatable?: boolean | undefined
 }
 
 /**
@@ -528,9 +563,13 @@ const open = (url: URL, target: ResolvedAddress, options: StreamOptions, deadlin
         request.destroy()
         resume(Effect.fail(deadline.timedOut()))
       }, Math.max(0, deadline.at - Date.now()))
+      const keepAlive = options.keepAlive === true
+      const again = keepAlive && repeatableRequest(options)
+        ? Effect.suspend(() => open(url, target, { ...options, keepAlive: false }, deadline))
+        : undefined
       const request = (url.protocol === "https:" ? https.request : http.request)(url, {
         method: options.method ?? "GET",
-        agent: options.keepAlive === true ? poolFor(url, target) : false,
+        agent: keepAlive ? poolFor(url, target) : false,
         lookup: pinnedLookup(target),
         headers: { ...options.headers }
       }, (response) => {
@@ -558,6 +597,12 @@ const open = (url: URL, target: ResolvedAddress, options: StreamOptions, deadlin
         resume(Effect.succeed({ status, headers: response.headers, body: response, url: url.href }))
       })
       request.on("error", (error: NodeJS.ErrnoException) => {
+        if (!settled && again !== undefined && request.reusedSocket && closedUnanswered(error)) {
+          settled = true
+          clearTimeout(timer)
+          request.destroy()
+          return resume(again)
+        }
         if (error.code === "ECONNREFUSED") return fail("refused", "connection refused")
         fail("network", `connection failed${error.code === undefined ? "" : ` (${error.code})`}`)
       })

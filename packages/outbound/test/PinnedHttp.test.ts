@@ -43,6 +43,11 @@ const server = Effect.acquireRelease(
         "/hang": () => undefined,
         "/hang-body": (res) => void res.writeHead(200).write("partial"),
         "/close": (res) => res.socket?.destroy(),
+        // answers on a new connection only: on a reused one it does as a server closing it as idle just then
+        "/fresh-only": (res) => {
+          if (reused.has(res.socket!)) res.socket!.destroy()
+          else res.writeHead(200).end("fresh")
+        },
         "/r1": (res) => res.writeHead(302, { location: "/r2" }).end(),
         "/r2": (res) => res.writeHead(301, { location: `http://127.0.0.1:${port}/ok` }).end(),
         "/loop": (res) => res.writeHead(302, { location: "/loop" }).end(),
@@ -50,7 +55,11 @@ const server = Effect.acquireRelease(
         "/to-file": (res) => res.writeHead(302, { location: "file:///etc/passwd" }).end(),
         "/no-location": (res) => res.writeHead(302).end()
       }
+      const served = new WeakSet<object>()
+      const reused = new WeakSet<object>()
       const listener = http.createServer((req, res) => {
+        if (served.has(req.socket)) reused.add(req.socket)
+        served.add(req.socket)
         const chunks: Array<Buffer> = []
         req.on("data", (chunk: Buffer) => chunks.push(chunk))
         req.on("end", () => {
@@ -390,6 +399,55 @@ describe("PinnedHttp transfers", () => {
       const after = yield* PinnedHttp.request(`http://127.0.0.1:${port}/ok`, { ...dev, keepAlive: true })
       expect(text(after)).toBe("hello")
     }).pipe(Effect.scoped))
+
+  it.live("a reused connection closed before any answer: a repeatable request goes again on a new one", () =>
+    Effect.gen(function*() {
+      const { port, server: listener } = yield* server
+      let connections = 0
+      listener.on("connection", () => connections++)
+      const keep = { ...dev, keepAlive: true }
+      const url = `http://127.0.0.1:${port}/fresh-only`
+      const warm = () => PinnedHttp.request(`http://127.0.0.1:${port}/ok`, keep)
+      // a GET (idempotent) goes again
+      yield* warm()
+      expect(text(yield* PinnedHttp.request(url, keep))).toBe("fresh")
+      expect(connections).toBe(2)
+      // so does a stream's GET
+      yield* warm()
+      const streamed = yield* Effect.scoped(Effect.flatMap(
+        PinnedHttp.stream(url, keep),
+        (response) => Effect.promise(async () => (await response.body.toArray()).join(""))
+      ))
+      expect(streamed).toBe("fresh")
+      // a POST only when the caller says it is repeatable; otherwise the loss is the caller's to handle
+      yield* warm()
+      const post = yield* failure(PinnedHttp.request(url, { ...keep, method: "POST", body: "x" }))
+      expect(post).toMatchObject({ reason: "network", message: "connection closed without an answer" })
+      yield* warm()
+      const repeated = yield* PinnedHttp.request(url, { ...keep, method: "POST", body: "x", repeatable: true })
+      expect(text(repeated)).toBe("fresh")
+      // a new connection that closes is not sent again
+      const before = connections
+      yield* failure(PinnedHttp.request(`http://127.0.0.1:${port}/close`, dev))
+      expect(connections).toBe(before + 1)
+    }).pipe(Effect.scoped))
+
+  it.live(
+    "a kept-alive connection is closed before the server's announced keep-alive runs out",
+    () =>
+      Effect.gen(function*() {
+        // the server keeps connections a minute but announces 2 s: the pool must close the connection itself
+        const { port, server: listener } = yield* server
+        listener.keepAliveTimeout = 60_000
+        const sockets: Array<{ readonly closed: boolean }> = []
+        listener.on("connection", (socket) => sockets.push(socket))
+        listener.on("request", (_req, res: http.ServerResponse) => res.setHeader("keep-alive", "timeout=2"))
+        yield* PinnedHttp.request(`http://127.0.0.1:${port}/ok`, { ...dev, keepAlive: true })
+        for (let i = 0; i < 600 && !sockets[0]!.closed; i++) yield* Effect.sleep("50 millis")
+        expect(sockets.map((socket) => socket.closed)).toEqual([true])
+      }).pipe(Effect.scoped),
+    60_000
+  )
 
   it.live("a streamed body read whole leaves its kept-alive connection for the next; one left unread closes it", () =>
     Effect.gen(function*() {

@@ -362,10 +362,16 @@ export const make = (context: TransportContext): Transport => {
 
   const cancel = (_task: TaskRecord, jobId: string) =>
     Effect.all([
-      api({ method: "POST", path: "/queue", json: { delete: [jobId] }, accept: () => true }),
+      api({ method: "POST", path: "/queue", json: { delete: [jobId] }, accept: () => true, repeatable: true }),
       Effect.flatMap(inQueue(jobId), (where) =>
         where === "running"
-          ? api({ method: "POST", path: "/interrupt", json: { prompt_id: jobId }, accept: () => true })
+          ? api({
+            method: "POST",
+            path: "/interrupt",
+            json: { prompt_id: jobId },
+            accept: () => true,
+            repeatable: true
+          })
           : Effect.void)
     ], { discard: true }).pipe(Effect.ignore)
 

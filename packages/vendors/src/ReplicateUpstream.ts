@@ -167,7 +167,12 @@ export const make = (context: TransportContext): Transport => {
 
   const cancel = (_task: TaskRecord, jobId: string) =>
     Effect.ignore(
-      api({ method: "POST", path: `/v1/predictions/${encodeURIComponent(jobId)}/cancel`, accept: () => true })
+      api({
+        method: "POST",
+        path: `/v1/predictions/${encodeURIComponent(jobId)}/cancel`,
+        accept: () => true,
+        repeatable: true
+      })
     )
 
   /** The account's signing secret, read once (a failed read is tried again at the next callback). */

@@ -143,6 +143,11 @@ export interface CallOptions {
    * submitting again).
    */
   readonly creates?: boolean
+  /**
+   * A POST that may be sent twice (a cancel, a delete): sent again on a new connection when a kept-alive one closed
+   * before any answer, as GET, PUT and DELETE always are ({@link PinnedHttp.RequestOptions.repeatable}).
+   */
+  readonly repeatable?: boolean
 }
 
 /** A failure of a creating call marked uncertain when the request may have made a job (see {@link CallOptions}). */
@@ -179,7 +184,8 @@ export const call =
         timeout: Duration.millis(context.channel.settings.timeoutMs ?? 30_000),
         maxBytes: 16 * 1024 * 1024,
         // the channel's API is called again and again: its connections are kept open
-        keepAlive: true
+        keepAlive: true,
+        ...(options.repeatable === undefined ? {} : { repeatable: options.repeatable })
       }).pipe(Effect.mapError((error) =>
         uncertainIf(
           options.creates,
