@@ -325,13 +325,17 @@ export type Database = (typeof databases)[number]
 export type Step = (label: string, body: (gw: Gateway, up: Upstreams) => Promise<void>) => () => Promise<void>
 
 /**
- * Registers `scenarios` once per database, each time in a describe block with a gateway of its own (started before
- * them on a fresh database, with every channel above); the fakes are started once for the file.
+ * Registers `scenarios` once per database (or on `only` that one), each time in a describe block with a gateway of
+ * its own (started before them on a fresh database, with every channel above); the fakes are started once for the
+ * file.
  */
-export const describeTransports = (scenarios: (database: Database, step: Step) => void) => {
+export const describeTransports = (
+  scenarios: (database: Database, step: Step) => void,
+  only?: Database["name"]
+) => {
   awaitBuild()
   const fakes = useUpstreams()
-  for (const database of databases) {
+  for (const database of databases.filter((database) => only === undefined || database.name === only)) {
     describe.skipIf(database.postgres && !runPostgres)(`channel transports, the gateway on ${database.name}`, () => {
       const scope = openScope()
       let started: Gateway | undefined

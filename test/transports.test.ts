@@ -12,7 +12,7 @@
  * of its own.
  *
  * This file: the lifecycle of a task on every transport. `transports-routing.test.ts` has the callbacks and the
- * failover, `transports-results.test.ts` the results the gateway copies; `transports-gateway.ts` and
+ * failover, `transports-results.ts` the results the gateway copies; `transports-gateway.ts` and
  * `transports-upstreams.ts` hold the setup they share.
  *
  * 1. **Success**, every transport (openai: image and video): the task succeeds; its result is our signed `/files/`
