@@ -15,7 +15,7 @@ import * as TestClock from "effect/TestClock"
 import * as Dispatcher from "../src/Dispatcher.js"
 import * as WebhookService from "../src/WebhookService.js"
 import { type AttemptResult, byDelivery, WebhookStore } from "../src/WebhookStore.js"
-import { backends, entry, principal, scriptedSender } from "./support.js"
+import { backends, entry, noDns, principal, scriptedSender } from "./support.js"
 
 const alice = principal("acct_alice")
 const events = ["task.completed"] as const
@@ -31,7 +31,7 @@ const answer = (statusCode: number | null, at: number): AttemptResult => ({
 for (const [name, backend] of backends) {
   describe(`batched claims and settles (${name})`, () => {
     const layer = () =>
-      WebhookService.layer().pipe(Layer.provideMerge(Layer.merge(backend(), scriptedSender([200]).layer)))
+      WebhookService.layer(noDns).pipe(Layer.provideMerge(Layer.merge(backend(), scriptedSender([200]).layer)))
 
     it.scoped("a claim carries each delivery's webhook as it is now: live, disabled, deleted, per-job", () =>
       Effect.gen(function*() {
@@ -254,7 +254,7 @@ for (const [name, backend] of backends) {
 
     it.live("the background dispatcher delivers a burst: every delivery once, each attempt logged", () => {
       const sender = scriptedSender([200])
-      const stack = WebhookService.layer().pipe(
+      const stack = WebhookService.layer(noDns).pipe(
         Layer.provideMerge(
           Layer.mergeAll(backend(), sender.layer, taskStorageMemory().pipe(Layer.provide(layerUnmetered)))
         )

@@ -18,7 +18,7 @@ import * as WebhookService from "../src/WebhookService.js"
 import * as Store from "../src/WebhookStore.js"
 import { WebhookStore } from "../src/WebhookStore.js"
 import { sqlite } from "./databases.js"
-import { backends, closedPort, entry, principal, receiver, scriptedSender } from "./support.js"
+import { backends, closedPort, entry, noDns, principal, receiver, scriptedSender } from "./support.js"
 
 const alice = principal("acct_alice")
 const noJitter = { jitter: 0 } as const
@@ -27,7 +27,7 @@ for (const [name, backend] of backends) {
   describe(`delivery schedule (${name}, TestClock)`, () => {
     const setup = (answers: ReadonlyArray<number | null>) => {
       const sender = scriptedSender(answers)
-      const layer = WebhookService.layer().pipe(Layer.provideMerge(Layer.merge(backend(), sender.layer)))
+      const layer = WebhookService.layer(noDns).pipe(Layer.provideMerge(Layer.merge(backend(), sender.layer)))
       return { sender, layer }
     }
 
@@ -212,7 +212,7 @@ describe("fan-out from the engine outbox", () => {
 
   it.scoped("memory", () =>
     check.pipe(Effect.provide(
-      WebhookService.layer().pipe(
+      WebhookService.layer(noDns).pipe(
         Layer.provideMerge(Layer.mergeAll(
           taskStorageMemory().pipe(Layer.provide(layerUnmetered)),
           backends[0]![1](),
@@ -223,7 +223,7 @@ describe("fan-out from the engine outbox", () => {
 
   it.scoped("sqlite: engine and webhook tables in one database", () =>
     check.pipe(Effect.provide(
-      WebhookService.layer().pipe(
+      WebhookService.layer(noDns).pipe(
         Layer.provideMerge(Layer.mergeAll(
           Layer.merge(SqlTaskStorage.layer(), SqlWebhookStore.layer()).pipe(
             Layer.provide(Layer.merge(sqlite(), layerUnmetered))

@@ -7,7 +7,7 @@ import * as Option from "effect/Option"
 import * as WebhookService from "../src/WebhookService.js"
 import { WebhookStore } from "../src/WebhookStore.js"
 import { pgNotRunning, runPostgres } from "./databases.js"
-import { backends, entry, principal, scriptedSender } from "./support.js"
+import { backends, entry, noDns, principal, scriptedSender } from "./support.js"
 
 if (!runPostgres) console.warn(`${pgNotRunning}: its tests are skipped`)
 
@@ -18,7 +18,7 @@ for (const [name, backend] of backends) {
   describe(`WebhookService (${name})`, () => {
     const setup = (answers: ReadonlyArray<number | null> = [200]) => {
       const sender = scriptedSender(answers)
-      const layer = WebhookService.layer({ allowPrivate: false }).pipe(
+      const layer = WebhookService.layer({ allowPrivate: false, ...noDns }).pipe(
         Layer.provideMerge(Layer.merge(backend(), sender.layer))
       )
       return { sender, layer }

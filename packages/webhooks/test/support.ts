@@ -32,6 +32,13 @@ export const backends: ReadonlyArray<readonly [string, Backend]> = [
   ...(runPostgres ? [["postgres", sqlStore(postgres)] as const] : [])
 ]
 
+/**
+ * The service's options for names that do not resolve, without asking DNS: a registration under the address rules
+ * resolves the target's name, and a real lookup (a libuv thread of the busy test process, up to the 5 s deadline)
+ * would make a test depend on the machine's DNS.
+ */
+export const noDns = { lookup: () => Promise.reject(new Error("ENOTFOUND (no DNS in the tests)")) } as const
+
 /** A sender that records requests and answers from a script (the last answer repeats). */
 export const scriptedSender = (answers: ReadonlyArray<number | null>) => {
   const requests: Array<OutboundRequest> = []
