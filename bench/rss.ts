@@ -1,6 +1,6 @@
 /**
  * Memory of the production server, measured from outside: the built example server (`node
- * examples/server/dist/main.js`, built by `npm run build`) on a fresh database, beside a bare `node:http` server
+ * examples/server/dist/server.js`, built by `npm run build`) on a fresh database, beside a bare `node:http` server
  * (bench/servers/bare.mjs) in the same run as the baseline. Both are sampled (resident set size, `/proc/<pid>/status`):
  *
  * 1. idle: after a few requests, for `--seconds` (mean of the last 5 samples);

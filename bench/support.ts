@@ -28,8 +28,8 @@ export const root = fileURLToPath(new URL("..", import.meta.url))
 /** The admin token the benchmarked servers run with. */
 export const adminToken = "bench-admin-token-0123456789abcdef"
 
-/** The built example server. */
-export const mainScript = "examples/server/dist/main.js"
+/** The built example server, bundled (what `npm start` runs). */
+export const mainScript = "examples/server/dist/server.js"
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -69,7 +69,7 @@ export interface Running {
  */
 export const startFlags = (): string => {
   const scripts = JSON.parse(readFileSync(join(root, "examples", "server", "package.json"), "utf8")).scripts
-  return /^node\s+(.*?)\s*dist\/main\.js$/.exec(String(scripts?.start ?? ""))?.[1] ?? ""
+  return /^node\s+(.*?)\s*dist\/server\.js$/.exec(String(scripts?.start ?? ""))?.[1] ?? ""
 }
 
 /**
@@ -79,7 +79,7 @@ export const startFlags = (): string => {
  * pipe, and handed to `log` (another process shipping the log, as in production). With `profile`, the
  * process writes a CPU profile (`true`, `"cpu"`) or an allocation profile (`"heap"`: every allocation sampled,
  * bench/lib/heapSampling.mjs) to bench/profiles when it exits; `nodeArgs` go before the script (e.g. `--import
- * tsx` to run a source file). The example server (any checkout's `examples/server/dist/main.js`) gets the V8 flags
+ * tsx` to run a source file). The example server (any checkout's `examples/server/dist/server.js`) gets the V8 flags
  * of `npm start` ({@link startFlags}) on its command line, as `npm start` gives them (`NODE_OPTIONS` refuses some of
  * them), or `nodeOptions` instead when given.
  */

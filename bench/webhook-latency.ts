@@ -5,7 +5,7 @@
  *   tsx bench/webhook-latency.ts -- [--db sqlite,pg] [--rate 50] [--seconds 20] [--built] [--detail]
  *
  * The server runs as a child process: the source stack (`node --import tsx --conditions=@mediagate/source
- * examples/server/src/main.ts`), or with `--built` the built one (`examples/server/dist/main.js`, after `npm run
+ * examples/server/src/main.ts`), or with `--built` the built one (`examples/server/dist/server.js`, after `npm run
  * build`). A local receiver (node:http, 127.0.0.1, `MEDIAGATE_WEBHOOK_ALLOW_PRIVATE=true`) answers 200 at once.
  * The bench posts `rate` tasks a second for `seconds` seconds, each a zero-latency simulated job
  * (`[sim:delay=0]`) with a per-task `webhookUrl`, and the account has a webhook subscribed to `task.completed`:

@@ -1,10 +1,10 @@
 /**
- * Before the end-to-end suites: build every package and the example server (`tsc -b tsconfig.build.json`, what
- * `npm run build` runs after the dashboard; quick when nothing changed), so that they run the JavaScript a user
- * runs. The build runs beside the suites rather than before them: the package suites run from the sources and fill
+ * Before the end-to-end suites: build every package and the example server (`tsc -b tsconfig.build.json` and the
+ * server's bundle, what `npm run build` runs after the dashboard; quick when nothing changed), so that they run the
+ * JavaScript a user runs. The build runs beside the suites rather than before them: the package suites run from the sources and fill
  * the cores meanwhile, and what needs the build waits for it (`built` in `build.ts`).
  */
-import { spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, renameSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
@@ -19,17 +19,23 @@ export default function setup(project: TestProject) {
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
   const status = join(mkdtempSync(join(tmpdir(), "mediagate-build-")), "status.json")
   project.provide("mediagateBuild", status)
-  const child = spawn(process.execPath, [tsc, "-b", "tsconfig.build.json"], { cwd: root, stdio: "pipe" })
   let output = ""
-  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()))
   // written whole, then renamed into place: a reader never sees half of it
   const done = (code: number | null, text: string) => {
     writeFileSync(`${status}.part`, JSON.stringify({ code, output: text }))
     renameSync(`${status}.part`, status)
   }
-  child.on("error", (error) => done(null, String(error)))
-  child.on("exit", (code) => done(code, output))
+  let child: ChildProcess
+  /** Runs one step of the build; `next` once it succeeded. */
+  const step = (args: ReadonlyArray<string>, next: () => void) => {
+    child = spawn(process.execPath, args, { cwd: root, stdio: "pipe" })
+    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    child.on("error", (error) => done(null, String(error)))
+    child.on("exit", (code) => code === 0 ? next() : done(code, output))
+  }
+  // the packages and the example server, then the server's bundle (`npm start` runs it)
+  step([tsc, "-b", "tsconfig.build.json"], () => step(["examples/server/scripts/bundle.mjs"], () => done(0, output)))
   return () => {
     if (child.exitCode === null) child.kill("SIGTERM")
   }

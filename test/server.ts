@@ -1,6 +1,6 @@
 /**
- * Starts the example server as a child process for end-to-end tests, the way production runs it (`node
- * examples/server/dist/main.js`, built by the global setup), and reads what it prints (the listening address, the
+ * Starts the example server as a child process for end-to-end tests, the way `npm start` runs it (`node
+ * examples/server/dist/server.js`, the bundle built by the global setup), and reads what it prints (the listening address, the
  * file of the bootstrap keys).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
@@ -10,8 +10,8 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { built } from "./build.js"
 
-/** The built server entry point. */
-export const main = fileURLToPath(new URL("../examples/server/dist/main.js", import.meta.url))
+/** The built server, bundled (what `npm start` runs). */
+export const main = fileURLToPath(new URL("../examples/server/dist/server.js", import.meta.url))
 
 /** A running server process. */
 export interface RunningServer {
