@@ -12,7 +12,7 @@
  * server, not measured, makes the database that raw and the floor read.
  *
  *   npm run bench:http -- [--db sqlite,pg] [--seconds 10] [--connections 32] [--targets mediagate,raw,floor]
- *     [--paths get,post] [--profile main.js]   (CPU profiles of the servers whose script matches, in bench/profiles)
+ *     [--paths get,post] [--profile server.js]   (CPU profiles of the servers whose script matches, in bench/profiles)
  *     [--profile-heap]   (with --profile: allocation profiles instead, every allocation sampled)
  *     [--rounds 1] [--warmup <seconds>] [--key live|test]   (test: the sandbox key, no charge in the accept)
  *     [--before <checkout>]   (adds the target "before": that checkout's built server)
