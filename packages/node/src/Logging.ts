@@ -117,6 +117,12 @@ const fieldsMessage = (message: unknown): FieldsMessage | undefined => {
 /** A logfmt value as Effect's `logfmtLogger` writes it: as is without whitespace, quotes or `=`, else quoted. */
 const logfmtValue = (value: string) => /^[^\s"=]*$/.test(value) ? value : JSON.stringify(value)
 
+/** A field's value as Effect's `logfmtLogger` writes it; a number never needs quotes. */
+const logfmtField = (value: string | number) => typeof value === "number" ? String(value) : logfmtValue(value)
+
+/** A fiber's name in a line (`#12`), as `FiberId.threadName` gives it, without its general case for a fiber's own. */
+const threadName = (id: FiberId.FiberId) => id._tag === "Runtime" ? `#${id.id}` : FiberId.threadName(id)
+
 /** An annotation's value as text, as Effect's `logfmtLogger` renders it. */
 const logfmtText = (value: unknown): string =>
   typeof value === "string"
@@ -132,13 +138,22 @@ const fieldsAware = Symbol.for("@mediagate/node/Logging/fieldsAware")
 const markFieldsAware = <Message, Output>(logger: Logger.Logger<Message, Output>): Logger.Logger<Message, Output> =>
   Object.assign(logger, { [fieldsAware]: true })
 
+/** The logger set {@link writesFields} answered last, and its answer. */
+let lastLoggers: HashSet.HashSet<Logger.Logger<unknown, unknown>> | undefined
+let lastWritesFields = false
+
 /**
  * Whether every one of `loggers` (a fiber's `FiberRef.currentLoggers`) writes a {@link FieldsMessage}'s fields:
  * the loggers of {@link layer} do; a logger of an embedding app's own would see the message object without them.
  */
 const writesFields = (loggers: HashSet.HashSet<Logger.Logger<unknown, unknown>>): boolean => {
-  for (const logger of loggers) if (!(fieldsAware in logger)) return false
-  return true
+  // the set is the same from one line to the next (it changes only with a layer): the answer is kept for it
+  if (loggers === lastLoggers) return lastWritesFields
+  let all = true
+  for (const logger of loggers) if (!(fieldsAware in logger)) all = false
+  lastLoggers = loggers
+  lastWritesFields = all
+  return all
 }
 
 /**
@@ -195,11 +210,11 @@ const withFieldsMessages = <Output>(
         timestamp: options.date.toISOString(),
         annotations,
         spans,
-        fiberId: FiberId.threadName(options.fiberId)
+        fiberId: threadName(options.fiberId)
       }) as Output
     }
     let line = `timestamp=${options.date.toISOString()} level=${options.logLevel.label} fiber=${
-      FiberId.threadName(options.fiberId)
+      threadName(options.fiberId)
     } message=${logfmtValue(message.text)}`
     if (List.isCons(options.spans)) { for (const span of options.spans) line += " " + LogSpan.render(now)(span) }
     if (annotated) {
@@ -207,7 +222,7 @@ const withFieldsMessages = <Output>(
         if (!own(name)) line += ` ${name.replace(/[\s="]/g, "_")}=${logfmtValue(logfmtText(value))}`
       }
     }
-    for (const [name, value] of message.fields) line += ` ${name}=${logfmtValue(String(value))}`
+    for (const [name, value] of message.fields) line += ` ${name}=${logfmtField(value)}`
     return line as Output
   })
 

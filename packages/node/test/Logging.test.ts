@@ -102,10 +102,13 @@ describe("Logging.FieldsMessage", () => {
         .map(([, name, value]) => [name!, value!] as const)
         .filter(([name]) => name !== "timestamp" && name !== "fiber" && name !== "handler")
     )
-  const fields = [["http.method", "GET"], ["http.path", "/a b=\"c\""], ["http.status", 200], [
-    "request_id",
-    "r1"
-  ]] as const
+  const fields = [
+    ["http.method", "GET"],
+    ["http.path", "/a b=\"c\""],
+    ["http.status", 200],
+    ["http.ms", 1.5],
+    ["request_id", "r1"]
+  ] as const
   /** The line of a `FieldsMessage`, and the same message logged with its fields as annotations. */
   const both = (format: "text" | "json") =>
     Effect.all([
