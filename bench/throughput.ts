@@ -7,6 +7,9 @@
  *
  *   npm run build && tsx bench/throughput.ts -- [--db sqlite,pg] [--tasks 5000] [--connections 32] [--rounds 1]
  *     [--profile]   (a CPU profile of each server, in bench/profiles)
+ *     [--split]     (a special mode, beside the default: on PostgreSQL, the tasks posted to an API node
+ *                    (`MEDIAGATE_WORKERS=0`) and run by a second node with the defaults, on the same database:
+ *                    what a second core running the workers would give)
  *
  * - **Tasks/s**: N / (the last task's `completed_at` − the first task's `created_at`), from the API's own
  *   timestamps: posting and finishing overlap, as they do on a busy server.
@@ -40,6 +43,7 @@ const taskCount = Number(arg("tasks", "5000"))
 const connections = Number(arg("connections", "32"))
 const rounds = Number(arg("rounds", "1"))
 const profile = flag("profile")
+const split = flag("split")
 /** `--env NAME=value,...`: settings added to the defaults (a special mode, to show beside them). */
 const extraEnv: Record<string, string> = Object.fromEntries(
   arg("env", "").split(",").filter((pair) => pair.includes("=")).map((pair) => {
@@ -48,13 +52,24 @@ const extraEnv: Record<string, string> = Object.fromEntries(
   })
 )
 
-/** One run of the server on `db`: tasks/s (API timestamps), accepted/s and CPU per task. */
-const serverThroughput = async (db: string) => {
+/**
+ * One run of the server on `db`: tasks/s (API timestamps), accepted/s and CPU per task (of both nodes under
+ * `twoNodes`: the tasks posted to an API node, run by a worker node on the same PostgreSQL database).
+ */
+const serverThroughput = async (db: string, twoNodes = false) => {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-throughput-"))
   const pg = db === "pg" ? pgDatabase("throughput") : undefined
   let logLines = 0
   try {
-    const server = await start(mainScript, serverEnv(dir, pg?.url, extraEnv), { profile, log: () => logLines++ })
+    const server = await start(
+      mainScript,
+      serverEnv(dir, pg?.url, { ...extraEnv, ...(twoNodes ? { MEDIAGATE_WORKERS: "0" } : {}) }),
+      { profile, log: () => logLines++ }
+    )
+    const workerNode = twoNodes
+      ? await start(mainScript, serverEnv(join(dir, "worker"), pg?.url, extraEnv), { profile, log: () => logLines++ })
+      : undefined
+    const cpuOfNodes = () => cpuMs(server.child.pid) + (workerNode === undefined ? 0 : cpuMs(workerNode.child.pid))
     try {
       const { token } = await account(server.base, 100_000_000)
       const post = (prompt: string) =>
@@ -66,7 +81,7 @@ const serverThroughput = async (db: string) => {
       // warm-up: one task to its end (the simulated upstream renders its first image once)
       const warm = record((await (await post("warm-up [sim:delay=0]")).json() as { data?: unknown }).data)
       await untilSucceeded(server.base, token, String(warm["id"]), 30)
-      const cpuStart = cpuMs(server.child.pid)
+      const cpuStart = cpuOfNodes()
       const postStart = Date.now()
       let next = 0
       let refused = 0
@@ -85,7 +100,7 @@ const serverThroughput = async (db: string) => {
         if (ended >= taskCount + 1 - refused) break
         await sleep(100)
       }
-      const cpu = cpuMs(server.child.pid) - cpuStart
+      const cpu = cpuOfNodes() - cpuStart
       const tasks = (await allTasks(server.base, token)).filter((t) => t["id"] !== warm["id"])
       const times = (field: string) => tasks.map((t) => Date.parse(String(t[field] ?? ""))).filter(Number.isFinite)
       const first = Math.min(...times("created_at"))
@@ -100,6 +115,7 @@ const serverThroughput = async (db: string) => {
         logLines
       }
     } finally {
+      await workerNode?.stop()
       await server.stop()
     }
   } finally {
@@ -125,6 +141,15 @@ for (let round = 1; round <= rounds; round++) {
         `(${own.succeeded} succeeded, ${own.refused} refused; accepted ${own.acceptedPerSecond.toFixed(0)}/s; ` +
         `${own.cpuPerTaskMs.toFixed(2)} ms CPU a task; ${own.logLines} log lines read); ` +
         `${ratio.toFixed(2)}× graphile-worker (goal ≥ ${goal}×: ${ratio >= goal ? "PASS" : "FAIL"})`
+    )
+  }
+  if (split) {
+    const two = await serverThroughput("pg", true)
+    console.log(
+      `  special mode, an API node and a worker node on PostgreSQL: ${two.perSecond.toFixed(0)} tasks/s ` +
+        `(${two.succeeded} succeeded, ${two.refused} refused; accepted ${two.acceptedPerSecond.toFixed(0)}/s; ` +
+        `${two.cpuPerTaskMs.toFixed(2)} ms CPU a task, both nodes); ` +
+        `${(two.perSecond / graphile.perSecond).toFixed(2)}× graphile-worker`
     )
   }
 }
