@@ -152,7 +152,9 @@ export const runSuite = (name: string, backend: EngineBackend) =>
     })
 
     it.live("expires a task at its deadline, refunds it and cancels its upstream job", () => {
-      const { layer, ledger, log } = setup({ timeout: "400 millis" })
+      // a deadline that the submit comes well before, also on a busy machine (with 400 ms a loaded run's first claim
+      // and submit came after it: a task without a job has nothing to cancel)
+      const { layer, ledger, log } = setup({ timeout: "3 seconds" })
       return Effect.gen(function*() {
         const tasks = yield* Services.TaskService
         const ack = yield* tasks.create(principal(), {
@@ -161,6 +163,7 @@ export const runSuite = (name: string, backend: EngineBackend) =>
           idempotencyKey: undefined
         })
         const [task] = yield* awaitTerminal([ack.id])
+        expect(log.submits.get(ack.id), "submitted before the deadline").toBe(1)
         expect(task).toMatchObject({ status: "expired", error: { code: "TASK_EXPIRED" }, refundedMicros: 1_000_000 })
         expect(ledger.refunds.map((r) => r.taskId)).toEqual([ack.id])
         expect(log.cancels).toEqual([ack.id])
