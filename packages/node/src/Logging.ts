@@ -12,6 +12,7 @@ import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
@@ -194,37 +195,105 @@ const withFieldsMessages = <Output>(
     const message = fieldsMessage(options.message)
     if (message === undefined) return logger.log(options)
     if (format === undefined || options.cause._tag !== "Empty") return logger.log(asAnnotations(options, message))
-    // the fiber's annotations and spans, read only where there are any (an access-log line usually has none)
-    const annotated = HashMap.size(options.annotations) > 0
-    const own = (name: string) => message.fields.some(([field]) => field === name)
-    const now = options.date.getTime()
-    if (format === "json") {
-      const annotations: Record<string, unknown> = {}
-      if (annotated) { for (const [name, value] of options.annotations) if (!own(name)) annotations[name] = value }
-      for (const [name, value] of message.fields) annotations[name] = value
-      const spans: Record<string, number> = {}
-      if (List.isCons(options.spans)) { for (const span of options.spans) spans[span.label] = now - span.startTime }
-      return JSON.stringify({
-        message: message.text,
-        logLevel: options.logLevel.label,
-        timestamp: options.date.toISOString(),
-        annotations,
-        spans,
-        fiberId: threadName(options.fiberId)
-      }) as Output
-    }
-    let line = `timestamp=${options.date.toISOString()} level=${options.logLevel.label} fiber=${
-      threadName(options.fiberId)
-    } message=${logfmtValue(message.text)}`
-    if (List.isCons(options.spans)) { for (const span of options.spans) line += " " + LogSpan.render(now)(span) }
-    if (annotated) {
-      for (const [name, value] of options.annotations) {
-        if (!own(name)) line += ` ${name.replace(/[\s="]/g, "_")}=${logfmtValue(logfmtText(value))}`
-      }
-    }
-    for (const [name, value] of message.fields) line += ` ${name}=${logfmtField(value)}`
-    return line as Output
+    return fieldsLine(format, options, message) as Output
   })
+
+/** What a line of a {@link FieldsMessage} is written from. */
+type LineOptions = Pick<Logger.Logger.Options<unknown>, "date" | "logLevel" | "fiberId" | "spans" | "annotations">
+
+/**
+ * The line of a {@link FieldsMessage} in `format`: the line Effect's `logfmtLogger` or `jsonLogger` writes for its
+ * text with its fields as annotations after the fiber's.
+ */
+const fieldsLine = (format: "text" | "json", options: LineOptions, message: FieldsMessage): string => {
+  // the fiber's annotations and spans, read only where there are any (an access-log line usually has none)
+  const annotated = HashMap.size(options.annotations) > 0
+  const own = (name: string) => message.fields.some(([field]) => field === name)
+  const now = options.date.getTime()
+  if (format === "json") {
+    const annotations: Record<string, unknown> = {}
+    if (annotated) { for (const [name, value] of options.annotations) if (!own(name)) annotations[name] = value }
+    for (const [name, value] of message.fields) annotations[name] = value
+    const spans: Record<string, number> = {}
+    if (List.isCons(options.spans)) { for (const span of options.spans) spans[span.label] = now - span.startTime }
+    return JSON.stringify({
+      message: message.text,
+      logLevel: options.logLevel.label,
+      timestamp: options.date.toISOString(),
+      annotations,
+      spans,
+      fiberId: threadName(options.fiberId)
+    })
+  }
+  let line = `timestamp=${options.date.toISOString()} level=${options.logLevel.label} fiber=${
+    threadName(options.fiberId)
+  } message=${logfmtValue(message.text)}`
+  if (List.isCons(options.spans)) { for (const span of options.spans) line += " " + LogSpan.render(now)(span) }
+  if (annotated) {
+    for (const [name, value] of options.annotations) {
+      if (!own(name)) line += ` ${name.replace(/[\s="]/g, "_")}=${logfmtValue(logfmtText(value))}`
+    }
+  }
+  for (const [name, value] of message.fields) line += ` ${name}=${logfmtField(value)}`
+  return line
+}
+
+/** What marks {@link layer}'s default logger when it writes `text` or `json` lines to a writer of its own. */
+const directLines = Symbol.for("@mediagate/node/Logging/directLines")
+
+/** The format and writer of {@link layer}'s default logger (see {@link directLines}). */
+interface DirectLines {
+  readonly format: "text" | "json"
+  readonly write: (line: string) => void
+}
+
+/** The logger set {@link directOf} answered last, and its answer. */
+let lastDirectSet: HashSet.HashSet<Logger.Logger<unknown, unknown>> | undefined
+let lastDirect: DirectLines | undefined
+
+/** The format and writer of `loggers` when they are exactly {@link layer}'s two (lines to a writer, span events). */
+const directOf = (loggers: HashSet.HashSet<Logger.Logger<unknown, unknown>>): DirectLines | undefined => {
+  if (loggers === lastDirectSet) return lastDirect
+  let direct: DirectLines | undefined
+  let others = false
+  for (const logger of loggers) {
+    if (directLines in logger) direct = (logger as unknown as Record<typeof directLines, DirectLines>)[directLines]
+    else if (logger !== spanEvents) others = true
+  }
+  lastDirectSet = loggers
+  lastDirect = others ? undefined : direct
+  return lastDirect
+}
+
+/**
+ * Writes an `Info` line of `text` with `fields` at once, on the fiber that would log it, when that gives the line
+ * Effect's logging would: the fiber's loggers are exactly {@link layer}'s with a writer, `Info` passes the minimum
+ * level, and the fiber has no log annotations, no log spans and no recorded span (whose ids and events the loggers
+ * would add). Answers whether the line was dealt with (written, or below the minimum level); when not, log it with
+ * {@link logInfoWithFields}. The access log's path: one line per request without an effect, a fiber log and the
+ * loggers' wrappers.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const writeInfoLine = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  date: Date,
+  text: string,
+  fields: ReadonlyArray<readonly [name: string, value: string | number]>
+): boolean => {
+  const direct = directOf(fiber.getFiberRef(FiberRef.currentLoggers))
+  if (direct === undefined) return false
+  if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return true
+  const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
+  const spans = fiber.getFiberRef(FiberRef.currentLogSpan)
+  if (HashMap.size(annotations) > 0 || List.isCons(spans)) return false
+  const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
+  if (span._tag === "Some" && span.value.traceId !== "noop" && span.value.traceId !== "") return false
+  const options = { date, logLevel: LogLevel.Info, fiberId: fiber.id(), spans, annotations }
+  direct.write(fieldsLine(direct.format, options, new FieldsMessage(text, fields)))
+  return true
+}
 
 /** The lines not written yet, and whether a write of them is scheduled. */
 let pending: Array<string> = []
@@ -296,21 +365,22 @@ export const layer = (settings: LogSettings, write?: (line: string) => void): La
   const lines = settings.format === "json"
     ? withFieldsMessages(Logger.jsonLogger, "json")
     : withFieldsMessages(Logger.logfmtLogger, "text")
+  const main = markFieldsAware(withTraceIds(
+    settings.format === "pretty"
+      ? withFieldsMessages(
+        settings.colors === undefined
+          ? Logger.prettyLoggerDefault
+          : Logger.prettyLogger({ colors: settings.colors })
+      )
+      : write === undefined
+      ? Logger.withConsoleLog(lines)
+      : Logger.map(lines, write)
+  ))
+  const direct: DirectLines | undefined = settings.format === "pretty" || write === undefined
+    ? undefined
+    : { format: settings.format, write }
   return Layer.mergeAll(
-    Logger.replace(
-      Logger.defaultLogger,
-      markFieldsAware(withTraceIds(
-        settings.format === "pretty"
-          ? withFieldsMessages(
-            settings.colors === undefined
-              ? Logger.prettyLoggerDefault
-              : Logger.prettyLogger({ colors: settings.colors })
-          )
-          : write === undefined
-          ? Logger.withConsoleLog(lines)
-          : Logger.map(lines, write)
-      ))
-    ),
+    Logger.replace(Logger.defaultLogger, direct === undefined ? main : Object.assign(main, { [directLines]: direct })),
     // span events of lines logged while a span is current: the text, the fields as attributes
     Logger.replace(Logger.tracerLogger, markFieldsAware(spanEvents)),
     Logger.minimumLogLevel(settings.level)

@@ -7,6 +7,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { run } from "@mediagate/testing/processes"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import { fileURLToPath } from "node:url"
 import * as Logging from "../src/Logging.js"
@@ -175,5 +177,63 @@ describe("Logging.FieldsMessage", () => {
       expect(events).toHaveLength(1)
       expect(events[0]![0]).toBe("GET /a 200 1.5ms")
       expect(events[0]![2]).toMatchObject({ "http.method": "GET", "http.status": 200, request_id: "r1" })
+    }))
+
+  /** What `writeInfoLine` does on a fiber under `layer`, and the line it wrote, if any. */
+  const direct = (
+    layer: (write: (line: string) => void) => Layer.Layer<never>,
+    wrap: (effect: Effect.Effect<boolean>) => Effect.Effect<boolean> = (effect) => effect
+  ) =>
+    Effect.promise(async () => {
+      const lines: Array<string> = []
+      const wrote = await Effect.runPromise(
+        wrap(Effect.withFiberRuntime((fiber) =>
+          Effect.succeed(Logging.writeInfoLine(fiber, new Date(), "GET /a 200 1.5ms", fields))
+        )).pipe(Effect.provide(layer((line) =>
+          lines.push(line)
+        )))
+      )
+      return { wrote, lines }
+    })
+
+  it.effect("writeInfoLine writes the line logging it would, or leaves it to the logging where that differs", () =>
+    Effect.gen(function*() {
+      for (const format of ["text", "json"] as const) {
+        const layer = (write: (line: string) => void) => Logging.layer({ format, level: LogLevel.Info }, write)
+        const [plain] = yield* Effect.promise(() =>
+          written(format, Logging.logInfoWithFields("GET /a 200 1.5ms", fields))
+        )
+        const { lines, wrote } = yield* direct(layer)
+        expect(wrote).toBe(true)
+        expect(lines).toHaveLength(1)
+        if (format === "text") expect(logfmtFields(lines[0]!)).toEqual(logfmtFields(plain!))
+        else {
+          const { fiberId: _f, timestamp: _t, ...a } = JSON.parse(lines[0]!) as Record<string, unknown>
+          const { fiberId: _g, timestamp: _u, ...b } = JSON.parse(plain!) as Record<string, unknown>
+          expect(a).toEqual(b)
+        }
+        // what the loggers would add (annotations, log spans, a span's ids and event): left to the logging
+        for (
+          const wrap of [
+            Effect.annotateLogs({ tenant: "t" }),
+            Effect.withLogSpan("handler"),
+            Effect.withSpan("request")
+          ] as const
+        ) {
+          expect(yield* direct(layer, wrap)).toEqual({ wrote: false, lines: [] })
+        }
+        // under a minimum level above Info: dealt with, nothing written
+        const quiet = (write: (line: string) => void) => Logging.layer({ format, level: LogLevel.Warning }, write)
+        expect(yield* direct(quiet)).toEqual({ wrote: true, lines: [] })
+      }
+      // without a writer of its own (the console, pretty lines), or beside a logger of the app's: left to the logging
+      expect((yield* direct(() => Logging.layer({ format: "text", level: LogLevel.Info }))).wrote).toBe(false)
+      expect((yield* direct(() => Logging.layer({ format: "pretty", level: LogLevel.Info }))).wrote).toBe(false)
+      const beside = (write: (line: string) => void) =>
+        Layer.merge(
+          Logging.layer({ format: "text", level: LogLevel.Info }, write),
+          Logger.add(Logger.make(() => undefined))
+        )
+      expect(yield* direct(beside)).toEqual({ wrote: false, lines: [] })
     }))
 })
