@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * Before `npm start`: builds the server with `tsc -b <project>` when TypeScript is installed (incremental: quick
- * when nothing changed), and the dashboard's assets (packages/dashboard/scripts/build.mjs, esbuild) when they are
- * missing and esbuild is installed. Without TypeScript (`npm ci --omit=dev`) it checks that the build is there and
+ * when nothing changed; again with `--force` when the output file is missing though its build info is there), and
+ * the dashboard's assets (packages/dashboard/scripts/build.mjs, esbuild) when they are missing and esbuild is
+ * installed. Without TypeScript (`npm ci --omit=dev`) it checks that the build is there and
  * says how to make it otherwise.
  *
  *   node scripts/ensure-built.mjs <tsconfig> <file the build must produce>
@@ -43,7 +44,11 @@ if (existsSync(`${dashboard}scripts/build.mjs`) && !existsSync(`${dashboard}dist
 }
 if (tsc !== undefined) {
   const result = spawnSync(process.execPath, [tsc, "-b", project], { stdio: "inherit" })
-  process.exit(result.status ?? 1)
+  if (result.status !== 0 || existsSync(output)) process.exit(result.status ?? 1)
+  // the output was deleted but the build info still says it is built (tsc -b then does nothing): build it afresh
+  console.error(`${output} is missing though its build is recorded as up to date: building again (tsc -b --force)`)
+  const forced = spawnSync(process.execPath, [tsc, "-b", "--force", project], { stdio: "inherit" })
+  process.exit(forced.status ?? 1)
 }
 if (!existsSync(output)) {
   console.error(`${output} is missing and TypeScript is not installed: run "npm ci && npm run build" first`)
