@@ -139,22 +139,44 @@ const fieldsAware = Symbol.for("@mediagate/node/Logging/fieldsAware")
 const markFieldsAware = <Message, Output>(logger: Logger.Logger<Message, Output>): Logger.Logger<Message, Output> =>
   Object.assign(logger, { [fieldsAware]: true })
 
-/** The logger set {@link writesFields} answered last, and its answer. */
-let lastLoggers: HashSet.HashSet<Logger.Logger<unknown, unknown>> | undefined
-let lastWritesFields = false
+/** What marks {@link layer}'s default logger when it writes `text` or `json` lines to a writer of its own. */
+const directLines = Symbol.for("@mediagate/node/Logging/directLines")
 
-/**
- * Whether every one of `loggers` (a fiber's `FiberRef.currentLoggers`) writes a {@link FieldsMessage}'s fields:
- * the loggers of {@link layer} do; a logger of an embedding app's own would see the message object without them.
- */
-const writesFields = (loggers: HashSet.HashSet<Logger.Logger<unknown, unknown>>): boolean => {
-  // the set is the same from one line to the next (it changes only with a layer): the answer is kept for it
-  if (loggers === lastLoggers) return lastWritesFields
-  let all = true
-  for (const logger of loggers) if (!(fieldsAware in logger)) all = false
+/** The format and writer of {@link layer}'s default logger (see {@link directLines}). */
+interface DirectLines {
+  readonly format: "text" | "json"
+  readonly write: (line: string) => void
+}
+
+/** What a fiber's logger set (`FiberRef.currentLoggers`) allows a line of a {@link FieldsMessage}. */
+interface LoggerSet {
+  /**
+   * Whether every logger writes a {@link FieldsMessage}'s fields: the loggers of {@link layer} do; a logger of an
+   * embedding app's own would see the message object without them.
+   */
+  readonly writesFields: boolean
+  /** The lines' format and writer, when the loggers are exactly {@link layer}'s (lines to a writer, span events). */
+  readonly direct: DirectLines | undefined
+}
+
+/** The logger set read last, and what it allows: the set is the same from one line to the next (a layer changes it). */
+let lastLoggers: HashSet.HashSet<Logger.Logger<unknown, unknown>> | undefined
+let lastSet: LoggerSet = { writesFields: false, direct: undefined }
+
+/** What `loggers` allow (see {@link LoggerSet}), read once per set. */
+const loggerSet = (loggers: HashSet.HashSet<Logger.Logger<unknown, unknown>>): LoggerSet => {
+  if (loggers === lastLoggers) return lastSet
+  let writesFields = true
+  let direct: DirectLines | undefined
+  let others = false
+  for (const logger of loggers) {
+    if (!(fieldsAware in logger)) writesFields = false
+    if (directLines in logger) direct = (logger as unknown as Record<typeof directLines, DirectLines>)[directLines]
+    else if (logger !== spanEvents) others = true
+  }
   lastLoggers = loggers
-  lastWritesFields = all
-  return all
+  lastSet = { writesFields, direct: others ? undefined : direct }
+  return lastSet
 }
 
 /**
@@ -169,7 +191,7 @@ export const logInfoWithFields = (
   fields: ReadonlyArray<readonly [name: string, value: string | number]>
 ): Effect.Effect<void> =>
   Effect.withFiberRuntime((fiber) =>
-    writesFields(fiber.getFiberRef(FiberRef.currentLoggers))
+    loggerSet(fiber.getFiberRef(FiberRef.currentLoggers)).writesFields
       ? Effect.logInfo(new FieldsMessage(text, fields))
       : Effect.logInfo(text).pipe(Effect.annotateLogs(Object.fromEntries(fields)))
   )
@@ -238,33 +260,6 @@ const fieldsLine = (format: "text" | "json", options: LineOptions, message: Fiel
   return line
 }
 
-/** What marks {@link layer}'s default logger when it writes `text` or `json` lines to a writer of its own. */
-const directLines = Symbol.for("@mediagate/node/Logging/directLines")
-
-/** The format and writer of {@link layer}'s default logger (see {@link directLines}). */
-interface DirectLines {
-  readonly format: "text" | "json"
-  readonly write: (line: string) => void
-}
-
-/** The logger set {@link directOf} answered last, and its answer. */
-let lastDirectSet: HashSet.HashSet<Logger.Logger<unknown, unknown>> | undefined
-let lastDirect: DirectLines | undefined
-
-/** The format and writer of `loggers` when they are exactly {@link layer}'s two (lines to a writer, span events). */
-const directOf = (loggers: HashSet.HashSet<Logger.Logger<unknown, unknown>>): DirectLines | undefined => {
-  if (loggers === lastDirectSet) return lastDirect
-  let direct: DirectLines | undefined
-  let others = false
-  for (const logger of loggers) {
-    if (directLines in logger) direct = (logger as unknown as Record<typeof directLines, DirectLines>)[directLines]
-    else if (logger !== spanEvents) others = true
-  }
-  lastDirectSet = loggers
-  lastDirect = others ? undefined : direct
-  return lastDirect
-}
-
 /**
  * Writes an `Info` line of `text` with `fields` at once, on the fiber that would log it, when that gives the line
  * Effect's logging would: the fiber's loggers are exactly {@link layer}'s with a writer, `Info` passes the minimum
@@ -282,7 +277,7 @@ export const writeInfoLine = (
   text: string,
   fields: ReadonlyArray<readonly [name: string, value: string | number]>
 ): boolean => {
-  const direct = directOf(fiber.getFiberRef(FiberRef.currentLoggers))
+  const direct = loggerSet(fiber.getFiberRef(FiberRef.currentLoggers)).direct
   if (direct === undefined) return false
   if (LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Info)) return true
   const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)

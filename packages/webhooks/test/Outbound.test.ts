@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { post, type Resolver } from "../src/Outbound.js"
-import { receiver } from "./support.js"
+import { noDns, receiver } from "./support.js"
 
 const base = { headers: { "content-type": "application/json" }, body: "{}", timeoutMs: 2000 }
 const resolveTo = (...addresses: Array<string>): Resolver => () =>
@@ -54,8 +54,7 @@ describe("Outbound.post address rules", () => {
 
   it.live("an unresolvable name and a non-http URL are failures, not defects", () =>
     Effect.gen(function*() {
-      const failing: Resolver = () => Promise.reject(new Error("ENOTFOUND"))
-      expect(yield* post("https://nope.example.test/", { ...base, lookup: failing })).toMatchObject({
+      expect(yield* post("https://nope.example.test/", { ...base, ...noDns })).toMatchObject({
         reason: "network"
       })
       expect(yield* post("ftp://example.com/", base)).toMatchObject({ reason: "address" })
