@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * Before `npm start`: builds the server with `tsc -b <project>` when TypeScript is installed (incremental: quick
- * when nothing changed; again with `--force` when the output file is missing though its build info is there), and
+ * Before `npm start`: builds the server with `tsc -b <project>` (the compiler `tsc.mjs` names) when TypeScript is
+ * installed (incremental: quick when nothing changed; again with `--force` when the output file is missing though its
+ * build info is there), and
  * the dashboard's assets (packages/dashboard/scripts/build.mjs, esbuild) when they are missing and esbuild is
  * installed. Without TypeScript (`npm ci --omit=dev`) it checks that the build is there and
  * says how to make it otherwise.
@@ -12,18 +13,14 @@ import { spawnSync } from "node:child_process"
 import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
+import { compiler } from "./tsc.mjs"
 
 const [project, output] = process.argv.slice(2)
 if (project === undefined || output === undefined) {
   console.error("usage: ensure-built.mjs <tsconfig> <output file>")
   process.exit(2)
 }
-let tsc
-try {
-  tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
-} catch {
-  tsc = undefined
-}
+const tsc = compiler()
 // the dashboard's assets (the server answers /dashboard with 503 and how to build them while they are missing)
 const dashboard = fileURLToPath(new URL("../packages/dashboard/", import.meta.url))
 if (existsSync(`${dashboard}scripts/build.mjs`) && !existsSync(`${dashboard}dist/assets/index.html`)) {

@@ -17,7 +17,6 @@ import { Mediagate, MediagateError, verifyWebhook, type WebhookEvent } from "@me
 import { run as runProcess } from "@mediagate/testing/processes"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
-import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -27,10 +26,10 @@ import { render, target } from "../scripts/client-types.js"
 import { awaitBuild } from "./build.js"
 import { freshDatabase, makeAccount, scenario, serverEnv } from "./harness.js"
 import { bootstrapKeys, freePort, psql, type RunningServer, runPostgres, startServer } from "./server.js"
-import { strictCompilerOptions } from "./typescript.js"
+import { compilers, strictCompilerOptions } from "./typescript.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
-const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
+const tsc = compilers.typescript7
 const openapiTypescript = join(root, "node_modules", "openapi-typescript", "bin", "cli.js")
 const npm = process.platform === "win32" ? "npm.cmd" : "npm"
 

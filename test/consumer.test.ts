@@ -12,8 +12,8 @@
  *   Chromium; `effect` is installed once (peer dependencies, no nested copies); SIGTERM
  *   stops it cleanly; every tarball ships its declaration maps and the sources they point to;
  * - a strict TypeScript project on PostgreSQL only (`NodeNext`, `strict`, `noUncheckedIndexedAccess`,
- *   `exactOptionalPropertyTypes`, `skipLibCheck: false`): `tsc --noEmit` passes, and `better-sqlite3` is not even
- *   installed (the drivers are optional peers).
+ *   `exactOptionalPropertyTypes`, `skipLibCheck: false`): `tsc --noEmit` passes (TypeScript 5.9 at the lowest end,
+ *   TypeScript 7 at the newest), and `better-sqlite3` is not even installed (the drivers are optional peers).
  *
  * Installing needs the npm registry (its cache makes later runs quick). `better-sqlite3` of the workspace's version is
  * served as a prebuilt binary ({@link prebuiltMirror}), and the Express app takes that version at both ends (an npm
@@ -35,7 +35,6 @@ import {
   writeFileSync
 } from "node:fs"
 import { createServer } from "node:http"
-import { createRequire } from "node:module"
 import { type AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, relative } from "node:path"
@@ -44,11 +43,10 @@ import satisfies from "semver/functions/satisfies.js"
 import minVersion from "semver/ranges/min-version.js"
 import { awaitBuild, built } from "./build.js"
 import { freePort } from "./server.js"
-import { strictCompilerOptions } from "./typescript.js"
+import { compilers, strictCompilerOptions } from "./typescript.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const npm = process.platform === "win32" ? "npm.cmd" : "npm"
-const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
 
 interface Manifest {
   readonly name: string
@@ -487,6 +485,8 @@ describe("the packages in a consumer's project", () => {
       expect(existsSync(join(typed, "node_modules", "better-sqlite3"))).toBe(false)
       expect(existsSync(join(typed, "node_modules", "@effect", "sql-sqlite-node"))).toBe(false)
       expect(effectCopies(typed)).toBe(1)
+      // each end with its compiler: TypeScript 5.9 with the lowest peers, TypeScript 7 with the newest
+      const tsc = end === "lowest" ? compilers.typescript5 : compilers.typescript7
       const compiled = await run(process.execPath, [tsc, "-p", typed], typed)
       expect(compiled.stdout + compiled.stderr).toBe("")
       expect(compiled.status).toBe(0)

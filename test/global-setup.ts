@@ -1,12 +1,12 @@
 /**
- * Before the end-to-end suites: build every package and the example server (`tsc -b tsconfig.build.json` and the
- * server's bundle, what `npm run build` runs after the dashboard; quick when nothing changed), so that they run the
- * JavaScript a user runs. The build runs beside the suites rather than before them: the package suites run from the sources and fill
- * the cores meanwhile, and what needs the build waits for it (`built` in `build.ts`).
+ * Before the end-to-end suites: build every package and the example server (`tsc -b tsconfig.build.json` with the
+ * compiler of `scripts/tsc.mjs`, and the server's bundle: what `npm run build` runs after the dashboard; quick when
+ * nothing changed), so that they run the JavaScript a user runs. The build runs beside the suites rather than before
+ * them: the package suites run from the sources and fill the cores meanwhile, and what needs the build waits for it
+ * (`built` in `build.ts`).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, renameSync, writeFileSync } from "node:fs"
-import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -16,7 +16,6 @@ import type {} from "./build.js"
 
 export default function setup(project: TestProject) {
   const root = fileURLToPath(new URL("..", import.meta.url))
-  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
   const status = join(mkdtempSync(join(tmpdir(), "mediagate-build-")), "status.json")
   project.provide("mediagateBuild", status)
   let output = ""
@@ -35,7 +34,10 @@ export default function setup(project: TestProject) {
     child.on("exit", (code) => code === 0 ? next() : done(code, output))
   }
   // the packages and the example server, then the server's bundle (`npm start` runs it)
-  step([tsc, "-b", "tsconfig.build.json"], () => step(["examples/server/scripts/bundle.mjs"], () => done(0, output)))
+  step(
+    ["scripts/tsc.mjs", "-b", "tsconfig.build.json"],
+    () => step(["examples/server/scripts/bundle.mjs"], () => done(0, output))
+  )
   return () => {
     if (child.exitCode === null) child.kill("SIGTERM")
   }
