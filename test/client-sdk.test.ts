@@ -298,6 +298,27 @@ for (const backend of backends) {
         const replayed = await mg.webhooks.replay(hook.id, deliveries.data[0]!.id)
         expect(replayed.id).not.toBe(deliveries.data[0]!.id)
         expect(await mg.webhooks.delete(hook.id)).toEqual({ id: hook.id, deleted: true })
+
+        // run waits on the task's event stream: one request for the whole wait, no polling
+        const urls: Array<string> = []
+        const counted = new Mediagate({
+          apiKey: key,
+          baseUrl: server.baseUrl,
+          fetch: (input, init) => {
+            urls.push(String(input).replace(server.baseUrl, ""))
+            return fetch(input, init)
+          }
+        })
+        const streamed = await counted.run("vendor3/text-to-video", {
+          model: "vendor3-3_fast",
+          input: { prompt: "[sim:delay=1] a harbour" }
+        }, { timeout: 30_000 })
+        expect(streamed.status).toBe("succeeded")
+        expect(urls).toEqual(["/api/v1/vendor3/text-to-video", `/api/v1/tasks/${streamed.id}/events`])
+        // the stream of a finished task: its final state, then the end
+        const states: Array<string> = []
+        for await (const state of mg.tasks.stream(streamed.id)) states.push(state.status)
+        expect(states).toEqual(["succeeded"])
       } finally {
         await hooks.close()
       }

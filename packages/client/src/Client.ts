@@ -6,7 +6,8 @@
  * @since 0.1.0
  */
 import { generationEndpoints, operationTable } from "./generated/api.js"
-import { type CallOptions, deadline, errorOf, send, sleep, type Transport } from "./internal/http.js"
+import { readEvents } from "./internal/events.js"
+import { type CallOptions, deadline, errorOf, send, sleep, type Transport, urlOf } from "./internal/http.js"
 import { defaultPollInterval, nextDelay, type PollInterval, terminal } from "./internal/poll.js"
 import { MediagateError } from "./MediagateError.js"
 import type {
@@ -82,8 +83,28 @@ export interface WaitOptions {
   readonly timeout?: number | undefined
   /** Called with the task on the first poll and whenever its status or progress changes. */
   readonly onProgress?: ((task: Task) => void) | undefined
-  /** Bounds of the polling interval in ms (default 250 to 5,000). */
+  /** Bounds of the polling interval in ms (default 250 to 5,000), when polling. */
   readonly pollInterval?: Partial<PollInterval> | undefined
+  /**
+   * Wait on the task's event stream (`tasks.stream`; default `true`). Without streaming (a `fetch` without
+   * response streams, a server without the endpoint, every stream slot of the key taken) the wait polls instead.
+   */
+  readonly stream?: boolean | undefined
+}
+
+/**
+ * Options of `tasks.stream`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StreamOptions {
+  /** Stops the stream (the iteration ends with an `ABORTED` error). */
+  readonly signal?: AbortSignal | undefined
+  /** Milliseconds the whole stream may take (default: no limit). */
+  readonly timeout?: number | undefined
+  /** Resume after this event id (a state's version): that state is not sent again. */
+  readonly lastEventId?: string | undefined
 }
 
 /**
@@ -111,6 +132,16 @@ export interface DownloadOptions {
   /** Milliseconds for the download (default: the client's `timeout`). */
   readonly timeout?: number | undefined
 }
+
+/** The code of the error of a stream that cannot be read (no response streams, or not an event stream). */
+const streamUnsupported = "STREAM_UNSUPPORTED"
+
+/**
+ * Whether a wait falls back to polling after `error` of the stream: streams unsupported here or by the server (its
+ * route unknown: `NOT_FOUND`, not `TASK_NOT_FOUND`), or every stream slot of the key taken.
+ */
+const streamless = (error: MediagateError) =>
+  error.code === streamUnsupported || error.code === "NOT_FOUND" || error.code === "RATE_LIMITED"
 
 /**
  * The default base URL (the example server).
@@ -248,25 +279,92 @@ export class Mediagate {
     let estimated = typeof task === "string" ? 0 : task.estimated_seconds
     let delay: number | undefined = undefined
     let seen: string | undefined = undefined
+    /** Reports a state that differs from the last one; whether it is terminal. */
+    const report = (current: Task) => {
+      const state = `${current.status}:${current.progress}`
+      if (state !== seen) {
+        seen = state
+        options.onProgress?.(current)
+      }
+      return terminal.has(current.status)
+    }
     try {
-      if (typeof task !== "string") {
+      if (options.stream !== false) {
+        try {
+          for await (const current of this.#stream(id, { signal: limit.signal })) {
+            if (report(current)) return current
+          }
+        } catch (error) {
+          // without a stream to read: poll
+          if (!MediagateError.is(error) || !streamless(error)) throw error
+        }
+      } else if (typeof task !== "string") {
         delay = nextDelay(undefined, 0, estimated, bounds)
         await sleep(delay, limit.signal)
       }
       for (;;) {
         const current = await this.tasks.get(id, { signal: limit.signal })
-        const state = `${current.status}:${current.progress}`
-        if (state !== seen) {
-          seen = state
-          options.onProgress?.(current)
-        }
-        if (terminal.has(current.status)) return current
+        if (report(current)) return current
         estimated = current.estimated_seconds
         delay = nextDelay(delay, Date.now() - started, estimated, bounds)
         await sleep(delay, limit.signal)
       }
     } catch (error) {
       throw limit.signal.aborted ? limit.error() : error
+    } finally {
+      limit.clear()
+    }
+  }
+
+  /**
+   * A task's states from its event stream (`GET /api/v1/tasks/{id}/events`), reconnecting with `Last-Event-ID`
+   * after a dropped connection (up to `maxRetries` times in a row).
+   *
+   * @internal
+   */
+  async *#stream(id: string, options: StreamOptions): AsyncGenerator<Task, void, undefined> {
+    const transport = this.#transport
+    const url = urlOf(transport.baseUrl, { method: "GET", path: operationTable["tasks.events"].path, params: { id } })
+    const limit = deadline(options.signal, options.timeout ?? Infinity)
+    let lastEventId = options.lastEventId
+    let wait = 2_000
+    let failures = 0
+    try {
+      for (;;) {
+        const headers: Record<string, string> = { accept: "text/event-stream", ...transport.headers }
+        if (transport.apiKey !== undefined) headers["authorization"] = `Bearer ${transport.apiKey}`
+        if (lastEventId !== undefined) headers["last-event-id"] = lastEventId
+        try {
+          const response = await transport.fetch(url, { headers, signal: limit.signal })
+          // the client has the final state already
+          if (response.status === 204) return
+          if (!response.ok) throw errorOf(response, await response.json().catch(() => undefined))
+          if (response.body == null || !response.headers.get("content-type")?.startsWith("text/event-stream")) {
+            await response.body?.cancel()
+            throw new MediagateError({ code: streamUnsupported, message: "no event stream", status: response.status })
+          }
+          for await (const event of readEvents(response.body)) {
+            if (event.retry !== undefined && Number(event.retry) >= 0) wait = Number(event.retry)
+            if (event.event === "end") return
+            if (event.event === "task" && event.data !== undefined) {
+              failures = 0
+              lastEventId = event.id ?? lastEventId
+              const task = JSON.parse(event.data) as Task
+              yield task
+              if (terminal.has(task.status)) return
+            }
+          }
+        } catch (cause) {
+          if (limit.signal.aborted) throw limit.error()
+          if (MediagateError.is(cause)) throw cause
+          if (failures >= transport.maxRetries) {
+            throw new MediagateError({ code: "NETWORK_ERROR", message: String(cause), status: 0, cause })
+          }
+        }
+        // the stream closed before the end, or the connection failed: again after the server's delay
+        failures += 1
+        await sleep(wait, limit.signal).catch(() => Promise.reject(limit.error()))
+      }
     } finally {
       limit.clear()
     }
@@ -286,6 +384,12 @@ export class Mediagate {
       this.#pages("tasks.list", { query }, options),
     /** Reads a task. */
     get: (id: string, options?: RequestOptions): Promise<Task> => this.#data("tasks.get", { params: { id } }, options),
+    /**
+     * The task's states as they change, from its event stream: the current one, then each change, until a terminal
+     * state (`for await (const task of client.tasks.stream(id))`). A dropped connection is resumed where it left
+     * off. Needs a `fetch` with response streams (Node 18+, browsers); fails with `STREAM_UNSUPPORTED` otherwise.
+     */
+    stream: (id: string, options: StreamOptions = {}): AsyncIterable<Task> => this.#stream(id, options),
     /**
      * Retries a failed or expired task as a new task, charged again. Each call is one retry: its automatic retries
      * and a repeat with the same `idempotencyKey` (within 24 h) answer the same new task.
@@ -445,6 +549,7 @@ export const methodOf: { readonly [K in OperationId]: (client: Mediagate) => Met
   ) as { readonly [K in (typeof generationEndpoints)[Endpoint]]: (client: Mediagate) => Method }),
   "tasks.list": (c) => c.tasks.list,
   "tasks.get": (c) => c.tasks.get,
+  "tasks.events": (c) => c.tasks.stream,
   "tasks.retry": (c) => c.tasks.retry,
   "tasks.cancel": (c) => c.tasks.cancel,
   "voices.list": (c) => c.voices.list,

@@ -21,6 +21,8 @@ export type ClientErrorCode =
   | "ABORTED"
   /** An answer that is not the API's envelope (e.g. a proxy's HTML error page). */
   | "INVALID_RESPONSE"
+  /** `tasks.stream`: no event stream to read (a `fetch` without response streams, or an answer of another type). */
+  | "STREAM_UNSUPPORTED"
   /** A download answered fewer or more bytes than the result item's `size_bytes`. */
   | "DOWNLOAD_SIZE_MISMATCH"
   /** `webhooks.verify`: a signature or timestamp header is missing. */

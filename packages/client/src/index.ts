@@ -55,6 +55,13 @@ export {
    */
   type RunOptions,
   /**
+   * Options of `tasks.stream`: `signal`, `timeout` (ms) and `lastEventId` (resume after that state).
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type StreamOptions,
+  /**
    * Options of {@link Mediagate.waitFor}.
    *
    * @since 0.1.0

@@ -44,6 +44,24 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
 
 const ok = (data: unknown, status = 200) => json(status, { success: true, data })
 
+/** An event stream answer whose body arrives in the given chunks, then ends. */
+const events = (...chunks: Array<string>) => () =>
+  new Response(
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk))
+        controller.close()
+      }
+    }),
+    { status: 200, headers: { "content-type": "text/event-stream" } }
+  )
+
+/** The first item of an async iterable (rejects as its iteration does). */
+const first = async <A>(items: AsyncIterable<A>): Promise<A | undefined> => {
+  for await (const item of items) return item
+  return undefined
+}
+
 const task = (status: string, progress = 0, extra: object = {}): Task => ({
   id: "task_1",
   type: "video",
@@ -256,7 +274,8 @@ describe("Mediagate (client)", () => {
     const progress: Array<string> = []
     const done = await client.run("vendor3/text-to-video", { model: "vendor3-3_fast", input: { prompt: "p" } }, {
       onProgress: (t) => progress.push(`${t.status}:${t.progress}`),
-      pollInterval: { min: 10, max: 50 }
+      pollInterval: { min: 10, max: 50 },
+      stream: false
     })
     expect(done.status).toBe("succeeded")
     expect(progress).toEqual(["running:0.2", "running:0.7", "succeeded:1"])
@@ -271,12 +290,87 @@ describe("Mediagate (client)", () => {
         input: { prompt: "p" }
       }, {
         timeout: 300,
-        pollInterval: { min: 20, max: 50 }
+        pollInterval: { min: 20, max: 50 },
+        stream: false
       })
     ).rejects.toMatchObject({ code: "TIMEOUT" })
     const failed = scripted(ok(task("failed", 0, { error: { code: "GENERATION_FAILED", message: "upstream" } })))
-    const result = await new Mediagate({ fetch: failed.fetch }).waitFor("task_1")
+    const result = await new Mediagate({ fetch: failed.fetch }).waitFor("task_1", { stream: false })
     expect(result).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
+  })
+
+  it("stream: the states of the event stream; resumes with Last-Event-ID after a drop; ends at end or 204", async () => {
+    const { fetch, seen } = scripted(
+      // split mid-event, CRLF lines, a comment, a multi-line data field
+      events("retry: 5\r\n\r\n: keep-alive\n\nid: v1\nevent: task\ndata: ", `${JSON.stringify(task("queued"))}\n\n`),
+      // dropped before the end: the next connection resumes after v2
+      events(`id: v2\nevent: task\ndata: ${JSON.stringify(task("running", 40))}\n\n`),
+      events(
+        `id: v3\nevent: task\ndata: ${JSON.stringify(task("succeeded", 100)).replace("{", "{\ndata: ")}\n\n`,
+        "event: end\ndata: {}\n\n"
+      )
+    )
+    const client = new Mediagate({ fetch, apiKey: "mg_test_k" })
+    const states: Array<string> = []
+    for await (const state of client.tasks.stream("task_1")) states.push(`${state.status}:${state.progress}`)
+    expect(states).toEqual(["queued:0", "running:40", "succeeded:100"])
+    expect(seen.map((s) => s.url)).toEqual(Array(3).fill("http://localhost:3000/api/v1/tasks/task_1/events"))
+    expect(seen.map((s) => s.headers["last-event-id"])).toEqual([undefined, "v1", "v2"])
+    expect(seen[0]!.headers).toMatchObject({ accept: "text/event-stream", authorization: "Bearer mg_test_k" })
+
+    // the final state known already: 204 ends the stream without a state
+    const done = scripted(() => new Response(null, { status: 204 }))
+    const none: Array<Task> = []
+    for await (const state of new Mediagate({ fetch: done.fetch }).tasks.stream("task_1", { lastEventId: "v3" })) {
+      none.push(state)
+    }
+    expect(none).toEqual([])
+    expect(done.seen[0]!.headers["last-event-id"]).toBe("v3")
+    // an error answer is the API's error; an answer that is no event stream is STREAM_UNSUPPORTED
+    const missing = scripted(json(404, { success: false, error: { code: "TASK_NOT_FOUND", message: "task gone" } }))
+    await expect(first(new Mediagate({ fetch: missing.fetch }).tasks.stream("task_1"))).rejects.toMatchObject({
+      code: "TASK_NOT_FOUND",
+      status: 404
+    })
+    const plain = scripted(ok(task("running")))
+    await expect(first(new Mediagate({ fetch: plain.fetch }).tasks.stream("task_1"))).rejects.toMatchObject({
+      code: "STREAM_UNSUPPORTED"
+    })
+  })
+
+  it("waitFor: waits on the stream, reporting each state; polls where the server has no stream", async () => {
+    const { fetch, seen } = scripted(events(
+      `id: v1\nevent: task\ndata: ${JSON.stringify(task("running", 10))}\n\n`,
+      `id: v2\nevent: task\ndata: ${JSON.stringify(task("running", 60))}\n\n`,
+      `id: v3\nevent: task\ndata: ${JSON.stringify(task("succeeded", 100))}\n\nevent: end\ndata: {}\n\n`
+    ))
+    const progress: Array<string> = []
+    const done = await new Mediagate({ fetch }).waitFor("task_1", {
+      onProgress: (t) => progress.push(`${t.status}:${t.progress}`)
+    })
+    expect(done.status).toBe("succeeded")
+    expect(progress).toEqual(["running:10", "running:60", "succeeded:100"])
+    expect(seen).toHaveLength(1)
+
+    // an older server: no such route; then polls
+    const older = scripted(
+      json(404, { success: false, error: { code: "NOT_FOUND", message: "no route" } }),
+      ok(task("running", 5)),
+      ok(task("succeeded", 100))
+    )
+    const polled = await new Mediagate({ fetch: older.fetch }).waitFor("task_1", { pollInterval: { min: 5, max: 10 } })
+    expect(polled.status).toBe("succeeded")
+    expect(older.seen.map((s) => s.url.replace("http://localhost:3000/api/v1/tasks/", ""))).toEqual([
+      "task_1/events",
+      "task_1",
+      "task_1"
+    ])
+    // a task that does not exist: the stream's 404 is the answer, no poll
+    const unknown = scripted(json(404, { success: false, error: { code: "TASK_NOT_FOUND", message: "no task" } }))
+    await expect(new Mediagate({ fetch: unknown.fetch }).waitFor("task_1")).rejects.toMatchObject({
+      code: "TASK_NOT_FOUND"
+    })
+    expect(unknown.seen).toHaveLength(1)
   })
 
   it("paces polls by the estimate: quick first looks, about ten looks during the estimate, slower after", () => {

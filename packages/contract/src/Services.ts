@@ -54,6 +54,38 @@ type CreationRefused =
   | Errors.RateLimited
 
 /**
+ * A state of a task as its event stream sends it (`GET /api/v1/tasks/{id}/events`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TaskVersion {
+  /**
+   * The state's version: a fingerprint of the stored state that every node computes alike (the event's id, which a
+   * client sends back as `Last-Event-ID`). Links signed anew do not change it.
+   */
+  readonly version: string
+  readonly task: Task
+  /** `succeeded`, `failed`, `cancelled` or `expired`: no later state follows. */
+  readonly terminal: boolean
+}
+
+/**
+ * A task being watched: its current state, and the states that follow it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TaskWatch {
+  readonly current: TaskVersion
+  /**
+   * Each new state after `after`, read from the storage every `every` ms (every node reads the same states),
+   * until a terminal one (sent, then the stream ends) or until the task is gone (retention: the stream ends).
+   */
+  readonly changes: (after: TaskVersion, every: number) => Stream.Stream<TaskVersion, Unavailable>
+}
+
+/**
  * Accepting, reading, listing, retrying and cancelling tasks.
  *
  * @since 0.1.0
@@ -67,6 +99,8 @@ export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<
   ) => Effect.Effect<CreationAck, CreationRefused | Errors.ValidationError | Unavailable>
   /** Reads a task of the principal's account. */
   readonly get: (principal: Principal, id: string) => Effect.Effect<Task, Errors.TaskNotFound | Unavailable>
+  /** Watches a task of the principal's account: its state now, and the states that follow. */
+  readonly watch: (principal: Principal, id: string) => Effect.Effect<TaskWatch, Errors.TaskNotFound | Unavailable>
   /** Lists tasks of the principal's account, newest first. */
   readonly list: (
     principal: Principal,

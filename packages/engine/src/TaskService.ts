@@ -9,11 +9,14 @@ import { Catalog, Envelope, Errors, type Generation, type Security, Services, Ta
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import { type PersistenceError, toUnavailable } from "@mediagate/persistence/PersistenceError"
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import { Admission } from "./Admission.js"
 import * as EngineMetrics from "./internal/metrics.js"
 import { Placement } from "./Placement.js"
@@ -33,6 +36,18 @@ import { Upstream } from "./Upstream.js"
 export const idempotencyWindowMs = IdempotencyWindow.millis
 
 const unavailable = toUnavailable("storage failure")
+
+/** FNV-1a (32 bits) of a text, twice with different seeds: a 16-digit hex fingerprint. */
+const fingerprint = (text: string): string => {
+  let a = 0x811c9dc5
+  let b = 0x01000193 ^ 0x5bd1e995
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    a = Math.imul(a ^ code, 0x01000193)
+    b = Math.imul(b ^ code, 0x01000193) ^ (b >>> 15)
+  }
+  return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0")
+}
 
 /**
  * One page of a task list query (`GET /api/v1/tasks`, and across accounts for operators when `accountId` is
@@ -105,6 +120,47 @@ export const make = Effect.gen(function*() {
       ? Effect.succeed(read)
       : Effect.map(links.refresh(read.result), (result) => ({ ...read, result }))
   }
+
+  /** A stored state's version: the fingerprint of its view (made before links are signed, so alike on every node). */
+  const versions = new WeakMap<TaskRecord, string>()
+  const versionOf = (task: TaskRecord) => {
+    let version = versions.get(task)
+    if (version === undefined) {
+      version = fingerprint(JSON.stringify(view(task)))
+      versions.set(task, version)
+    }
+    return version
+  }
+  const versioned = (task: TaskRecord): Effect.Effect<Services.TaskVersion> =>
+    Effect.map(present(task), (read) => ({
+      version: versionOf(task),
+      task: read,
+      terminal: Task.terminalStatuses.includes(task.status)
+    }))
+
+  /** The states after `after`, read every `every` ms, until a terminal one or until the task is gone. */
+  const changes =
+    (accountId: string, id: string, environment: Security.Principal["environment"]) =>
+    (after: Services.TaskVersion, every: number): Stream.Stream<Services.TaskVersion, Errors.ServiceUnavailable> =>
+      Stream.unfoldChunkEffect(after, (
+        last
+      ): Effect.Effect<
+        Option.Option<readonly [Chunk.Chunk<Services.TaskVersion>, Services.TaskVersion]>,
+        Errors.ServiceUnavailable
+      > =>
+        last.terminal
+          ? Effect.succeed(Option.none())
+          : Effect.sleep(Duration.millis(every)).pipe(
+            Effect.zipRight(reads.get(accountId, id, environment)),
+            Effect.flatMap(Option.match({
+              onNone: () => Effect.succeed(Option.none()),
+              onSome: (task) =>
+                versionOf(task) === last.version
+                  ? Effect.succeed(Option.some([Chunk.empty<Services.TaskVersion>(), last] as const))
+                  : Effect.map(versioned(task), (next) => Option.some([Chunk.of(next), next] as const))
+            })),
+            Effect.catchTag("PersistenceError", unavailable)
+          ))
 
   const accept = (
     principal: Security.Principal,
@@ -183,6 +239,16 @@ export const make = Effect.gen(function*() {
 
     get: (principal, id) =>
       Effect.flatMap(findTask(principal, id), present).pipe(Effect.catchTag("PersistenceError", unavailable), getSpan),
+
+    watch: (principal, id) =>
+      Effect.flatMap(findTask(principal, id), versioned).pipe(
+        Effect.map((current) => ({
+          current,
+          changes: changes(principal.accountId, id, principal.environment)
+        })),
+        Effect.catchTag("PersistenceError", unavailable),
+        Tracing.span("TaskService.watch")
+      ),
 
     list: (principal, query) =>
       listPage(principal.accountId, { ...query, environment: principal.environment }, toSummary).pipe(

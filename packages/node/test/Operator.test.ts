@@ -38,6 +38,7 @@ const Unused = Layer.mergeAll(
   Layer.succeed(Services.TaskService, {
     create: unused("TaskService"),
     get: unused("TaskService"),
+    watch: unused("TaskService"),
     list: unused("TaskService"),
     retry: unused("TaskService"),
     cancel: unused("TaskService"),

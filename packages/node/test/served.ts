@@ -12,6 +12,16 @@ import * as Scope from "effect/Scope"
 import * as Mediagate from "../src/Mediagate.js"
 import * as Server from "../src/Server.js"
 
+/** The stack with `options`, served on a free port until the scope closes: its port. */
+export const serveScoped = (options: Mediagate.Options) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(Mediagate.layer(options))
+    const service = Context.get(context, Mediagate.Mediagate)
+    const handler = yield* NodeHttpServer.makeHandler(service.httpApp)
+    const server = yield* Server.listen(handler, { port: 0, host: "127.0.0.1", shutdownGrace: "1 second" })
+    return (server.address() as { port: number }).port
+  })
+
 /** A `serve` whose servers close when the calling test file ends (call it at the file's top level). */
 export const servedStacks = () => {
   const scopes: Array<Scope.CloseableScope> = []
@@ -21,14 +31,7 @@ export const servedStacks = () => {
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       scopes.push(scope)
-      const context = yield* Layer.buildWithScope(Mediagate.layer(options), scope)
-      const service = Context.get(context, Mediagate.Mediagate)
-      const handler = yield* NodeHttpServer.makeHandler(service.httpApp)
-      const server = yield* Scope.extend(
-        Server.listen(handler, { port: 0, host: "127.0.0.1", shutdownGrace: "1 second" }),
-        scope
-      )
-      return (server.address() as { port: number }).port
+      return yield* Scope.extend(serveScoped(options), scope)
     })
 }
 

@@ -150,7 +150,36 @@ export class RateLimiter extends Context.Tag("@mediagate/server/RateLimiter")<Ra
   readonly adminGate: (address: string | undefined) => Effect.Effect<void, Errors.RateLimited>
   /** Counts a failed admin-token attempt; fails when it is one too many (the caller answers 401 otherwise). */
   readonly adminFailure: (address: string | undefined) => Effect.Effect<void, Errors.RateLimited>
+  /**
+   * Takes a slot for an event stream of the key (this node's count): refused while the key or the node has as many
+   * open as it may. The slot is given back by `release` (once; later calls do nothing), and by itself when the
+   * stream has not `start`ed within 30 s (an answer never written).
+   */
+  readonly eventStream: (principal: Security.Principal) => Effect.Effect<EventStreamSlot, Errors.RateLimited>
 }>() {}
+
+/**
+ * An open event stream's place in the limits (see {@link RateLimiter}).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface EventStreamSlot {
+  /** The stream is being written: the slot is kept until {@link release}. */
+  readonly start: () => void
+  readonly release: () => void
+}
+
+/**
+ * The `Retry-After` of a refusal for open event streams (a stream must end first).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const eventStreamRetryAfterSeconds = 5
+
+/** How long a slot whose stream never started is kept (ms). */
+const unstartedSlotMs = 30_000
 
 /** A counter to check: its scope in the store, its limit, and how the fields and message name it. */
 interface Check {
@@ -335,7 +364,49 @@ export const make: Effect.Effect<
   const adminFailure: RateLimiter["Type"]["adminFailure"] = (address) =>
     adminLimit <= 0 ? Effect.void : count([adminCheck(address)])
 
-  return { request, tasks, webhookAction, adminGate, adminFailure }
+  // open event streams: this node's counts (a stream holds a connection of this node)
+  const streamsByKey = new Map<string, number>()
+  let streamsOfNode = 0
+  const eventStream: RateLimiter["Type"]["eventStream"] = (principal) =>
+    Effect.suspend(() => {
+      const ofKey = streamsByKey.get(principal.keyId) ?? 0
+      const keyLimit = settings.keyMaxEventStreams
+      const nodeLimit = settings.nodeMaxEventStreams
+      const states: Array<PolicyState> = []
+      if (keyLimit > 0) states.push({ name: "key-streams", quota: keyLimit, remaining: keyLimit - ofKey })
+      if (nodeLimit > 0) states.push({ name: "node-streams", quota: nodeLimit, remaining: nodeLimit - streamsOfNode })
+      const over = states.find((state) => state.remaining <= 0)
+      if (over !== undefined) {
+        const whose = over.name === "key-streams" ? "this key" : "this server"
+        return refuse(
+          `too many open event streams of ${whose} (${over.quota}); close one or poll GET /tasks/{id} instead`,
+          states.map((state) => ({ ...state, remaining: Math.max(0, state.remaining) })),
+          eventStreamRetryAfterSeconds
+        )
+      }
+      streamsByKey.set(principal.keyId, ofKey + 1)
+      streamsOfNode += 1
+      let held = true
+      const release = () => {
+        if (!held) return
+        held = false
+        clearTimeout(unstarted)
+        streamsOfNode -= 1
+        const left = (streamsByKey.get(principal.keyId) ?? 1) - 1
+        if (left <= 0) streamsByKey.delete(principal.keyId)
+        else streamsByKey.set(principal.keyId, left)
+      }
+      const unstarted = setTimeout(release, unstartedSlotMs)
+      unstarted.unref()
+      return Effect.as(
+        states.length === 0
+          ? Effect.void
+          : announce(states.map((state) => ({ ...state, remaining: state.remaining - 1 }))),
+        { start: () => clearTimeout(unstarted), release }
+      )
+    })
+
+  return { request, tasks, webhookAction, adminGate, adminFailure, eventStream }
 })
 
 /**

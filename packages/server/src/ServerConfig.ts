@@ -34,10 +34,15 @@ export interface RateLimitSettings {
   readonly adminFailuresPerMinute: number
   /** Webhook `test` and `replay` calls per minute and account (`MEDIAGATE_WEBHOOK_ACTIONS_PER_MINUTE`, default 30). */
   readonly webhookActionsPerMinute: number
+  /** Open task event streams of a key on this node (`MEDIAGATE_MAX_EVENT_STREAMS`, default 32; 0: off). */
+  readonly keyMaxEventStreams: number
+  /** Open task event streams of this node, all keys (`MEDIAGATE_MAX_EVENT_STREAMS_NODE`, default 1000; 0: off). */
+  readonly nodeMaxEventStreams: number
 }
 
 /**
- * Default rate limits: request rates and in-flight tasks off, 10 admin-token failures and 30 webhook actions a minute.
+ * Default rate limits: request rates and in-flight tasks off, 10 admin-token failures and 30 webhook actions a minute,
+ * 32 open event streams per key and 1000 per node.
  *
  * @since 0.1.0
  * @category constants
@@ -48,7 +53,9 @@ export const defaultRateLimits: RateLimitSettings = {
   keyMaxInFlightTasks: 0,
   accountMaxInFlightTasks: 0,
   adminFailuresPerMinute: 10,
-  webhookActionsPerMinute: 30
+  webhookActionsPerMinute: 30,
+  keyMaxEventStreams: 32,
+  nodeMaxEventStreams: 1000
 }
 
 /**
@@ -76,7 +83,30 @@ export interface ServerSettings {
    * under one): the `servers` entry of the OpenAPI documents (`Docs.ts`). None: `/`, the host serving them.
    */
   readonly publicBaseUrl?: string | undefined
+  /** Task event streams: how often a stream reads its task, and the longest silence before a comment line. */
+  readonly eventStreams?: EventStreamSettings | undefined
 }
+
+/**
+ * The timing of task event streams (`GET /api/v1/tasks/{id}/events`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface EventStreamSettings {
+  /** How often a stream reads its task from the database (`MEDIAGATE_EVENT_POLL_MS`, default 500). */
+  readonly pollMs: number
+  /** The longest silence before a `: keep-alive` line (`MEDIAGATE_EVENT_HEARTBEAT_MS`, default 15000). */
+  readonly heartbeatMs: number
+}
+
+/**
+ * Default event stream timing: the task read every 500 ms, a keep-alive line after 15 s of silence.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultEventStreams: EventStreamSettings = { pollMs: 500, heartbeatMs: 15_000 }
 
 /**
  * Default settings: 1 MiB bodies, no trusted proxies, strict addresses, admin API off.
@@ -124,6 +154,15 @@ const limit = (name: string, fallback: number) =>
     })
   )
 
+const interval = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({
+      message: "must be an integer number of milliseconds from 50 to 600000",
+      validation: (n) => n >= 50 && n <= 600_000
+    })
+  )
+
 /**
  * The rate limits as Effect `Config` (the `MEDIAGATE_*` variables of {@link RateLimitSettings}).
  *
@@ -136,7 +175,9 @@ export const rateLimitsConfig: Config.Config<RateLimitSettings> = Config.all({
   keyMaxInFlightTasks: limit("MEDIAGATE_MAX_IN_FLIGHT_TASKS", defaultRateLimits.keyMaxInFlightTasks),
   accountMaxInFlightTasks: limit("MEDIAGATE_MAX_IN_FLIGHT_TASKS_ACCOUNT", defaultRateLimits.accountMaxInFlightTasks),
   adminFailuresPerMinute: limit("MEDIAGATE_ADMIN_AUTH_FAILURES_PER_MINUTE", defaultRateLimits.adminFailuresPerMinute),
-  webhookActionsPerMinute: limit("MEDIAGATE_WEBHOOK_ACTIONS_PER_MINUTE", defaultRateLimits.webhookActionsPerMinute)
+  webhookActionsPerMinute: limit("MEDIAGATE_WEBHOOK_ACTIONS_PER_MINUTE", defaultRateLimits.webhookActionsPerMinute),
+  keyMaxEventStreams: limit("MEDIAGATE_MAX_EVENT_STREAMS", defaultRateLimits.keyMaxEventStreams),
+  nodeMaxEventStreams: limit("MEDIAGATE_MAX_EVENT_STREAMS_NODE", defaultRateLimits.nodeMaxEventStreams)
 })
 
 /**
@@ -156,7 +197,11 @@ export const config: Config.Config<ServerSettings> = Config.all({
   allowPrivateAddresses: Config.boolean("MEDIAGATE_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
   adminToken: Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN")),
   rateLimits: rateLimitsConfig,
-  publicBaseUrl: Config.option(Config.string("MEDIAGATE_PUBLIC_BASE_URL")).pipe(Config.map(Option.getOrUndefined))
+  publicBaseUrl: Config.option(Config.string("MEDIAGATE_PUBLIC_BASE_URL")).pipe(Config.map(Option.getOrUndefined)),
+  eventStreams: Config.all({
+    pollMs: interval("MEDIAGATE_EVENT_POLL_MS", defaultEventStreams.pollMs),
+    heartbeatMs: interval("MEDIAGATE_EVENT_HEARTBEAT_MS", defaultEventStreams.heartbeatMs)
+  })
 })
 
 /**

@@ -2,8 +2,9 @@
  * In-test implementations of the application ports: small, honest in-memory services with just enough behaviour
  * to drive every HTTP outcome (account scoping, balance refusals, idempotency, retry/cancel states, auth order).
  */
-import { ApiKey, Errors, type Generation, RateLimit, type Security, Services, type Task } from "@mediagate/contract"
+import { ApiKey, Errors, type Generation, RateLimit, type Security, Services, Task } from "@mediagate/contract"
 import { Health } from "@mediagate/server"
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -254,6 +255,31 @@ export const makeTaskServiceFake = Effect.sync(() => {
   const service: Services.TaskService["Type"] = {
     create,
     get: (principal, id) => Effect.map(find(principal, id), (e) => e.task),
+    // a version is the task's JSON; the changes are read from the fake's store every `every` ms
+    watch: (principal, id) => {
+      const versionOf = (task: Task.Task): Services.TaskVersion => ({
+        version: JSON.stringify(task),
+        task,
+        terminal: Task.terminalStatuses.includes(task.status)
+      })
+      return Effect.map(find(principal, id), (entry) => ({
+        current: versionOf(entry.task),
+        changes: (after, every) =>
+          Stream.unfoldChunkEffect(
+            after,
+            (last) =>
+              last.terminal ? Effect.succeed(Option.none()) : Effect.sleep(every).pipe(
+                Effect.zipRight(Effect.option(find(principal, id))),
+                Effect.map(Option.map((found) => {
+                  const next = versionOf(found.task)
+                  return next.version === last.version
+                    ? [Chunk.empty<Services.TaskVersion>(), last] as const
+                    : [Chunk.of(next), next] as const
+                }))
+              )
+          )
+      }))
+    },
     list: (principal, query) =>
       Effect.sync(() => {
         const all = [...tasks.values()]

@@ -339,6 +339,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream a task's changes as server-sent events until it ends (extension; resumes with Last-Event-ID)
+         * @description The same permission (`tasks:read`) and environment rules as `GET /tasks/{id}`. The first event is the task as it is now, unless `Last-Event-ID` names that state already; each change follows, read from the database (any node serves any task's stream). A terminal state is followed by `event: end` and the end of the stream; a reconnect with `Last-Event-ID` naming that final state answers `204` (an `EventSource` stops reconnecting). Comment lines keep idle streams open through proxies. Open streams are bounded per key and per node: beyond them `429 RATE_LIMITED` with `Retry-After`.
+         */
+        get: operations["tasks.events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks/{id}/retry": {
         parameters: {
             query?: never;
@@ -1585,6 +1605,8 @@ export interface components {
                 request_id?: string;
             };
         };
+        /** @description Server-sent events: `event: task` with the task as `data` (the `data` of `GET /tasks/{id}`) and its version as `id`, for the current state and each change; comment lines (`: keep-alive`) while nothing changes; `event: end` after a terminal state, then the stream closes. */
+        TaskEventStream: string;
         RetryAck: {
             id: string;
             original_task_id: string;
@@ -3693,6 +3715,101 @@ export interface operations {
             };
         };
     };
+    "tasks.events": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `id` of the last event received: the stream resumes after it */
+                "last-event-id"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-sent events: `event: task` with the task as `data` (the `data` of `GET /tasks/{id}`) and its version as `id`, for the current state and each change; comment lines (`: keep-alive`) while nothing changes; `event: end` after a terminal state, then the stream closes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["TaskEventStream"];
+                };
+            };
+            /** @description Success */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description TASK_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TASK_NOT_FOUND"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
     "tasks.retry": {
         parameters: {
             query?: never;
@@ -4915,6 +5032,7 @@ export const operationTable = {
   "generation.vendor8VideoToVideo": { method: "POST", path: "/api/v1/vendor8/video-to-video" },
   "tasks.list": { method: "GET", path: "/api/v1/tasks" },
   "tasks.get": { method: "GET", path: "/api/v1/tasks/{id}" },
+  "tasks.events": { method: "GET", path: "/api/v1/tasks/{id}/events" },
   "tasks.retry": { method: "POST", path: "/api/v1/tasks/{id}/retry" },
   "tasks.cancel": { method: "POST", path: "/api/v1/tasks/{id}/cancel" },
   "voices.list": { method: "GET", path: "/api/v1/vendor9/voices" },

@@ -5,6 +5,7 @@
  */
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { page, success } from "../Envelope.js"
@@ -28,6 +29,19 @@ import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
  * @category schemas
  */
 export const TaskResponse = success(Task, "TaskResponse")
+
+/**
+ * The body of `GET /api/v1/tasks/{id}/events`: server-sent events (`text/event-stream`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TaskEventStream = HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({
+  identifier: "TaskEventStream",
+  description: "Server-sent events: `event: task` with the task as `data` (the `data` of `GET /tasks/{id}`) and " +
+    "its version as `id`, for the current state and each change; comment lines (`: keep-alive`) while nothing " +
+    "changes; `event: end` after a terminal state, then the stream closes."
+})
 
 /**
  * The task endpoints.
@@ -54,6 +68,31 @@ export class TasksApi extends HttpApiGroup.make("tasks")
       .annotate(
         OpenApi.Summary,
         "Read a task of the calling key's environment (another environment's task: 404 as an unknown id)"
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("events", "/tasks/:id/events")
+      .setPath(PathId)
+      .setHeaders(Schema.Struct({
+        "last-event-id": Schema.optional(Schema.String.annotations({
+          description: "The `id` of the last event received: the stream resumes after it"
+        }))
+      }))
+      .addSuccess(TaskEventStream)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(Schema.Union(TaskNotFound.wire, RateLimited.wire))
+      .annotate(
+        OpenApi.Summary,
+        "Stream a task's changes as server-sent events until it ends (extension; resumes with Last-Event-ID)"
+      )
+      .annotate(
+        OpenApi.Description,
+        "The same permission (`tasks:read`) and environment rules as `GET /tasks/{id}`. The first event is the " +
+          "task as it is now, unless `Last-Event-ID` names that state already; each change follows, read from " +
+          "the database (any node serves any task's stream). A terminal state is followed by `event: end` and " +
+          "the end of the stream; a reconnect with `Last-Event-ID` naming that final state answers `204` (an " +
+          "`EventSource` stops reconnecting). Comment lines keep idle streams open through proxies. Open streams " +
+          "are bounded per key and per node: beyond them `429 RATE_LIMITED` with `Retry-After`."
       )
   )
   .add(

@@ -1,0 +1,313 @@
+/**
+ * A task's event stream (`GET /api/v1/tasks/{id}/events`) through the production server on SQLite and
+ * PostgreSQL: the current state, each change read from the database, `end` after the terminal state and the end of
+ * the stream; `Last-Event-ID` resumes without repeating a state (on another node of the same database too) and
+ * answers 204 once the client has the final state; keep-alive lines while nothing changes; the same key, permission
+ * and environment rules as `GET /tasks/{id}`; and the bound on open streams per key (429, then room again once a
+ * stream closes).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Databases from "@mediagate/testing/databases"
+import * as Effect from "effect/Effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type * as Database from "../src/Database.js"
+import type * as Mediagate from "../src/Mediagate.js"
+import { call, servedStacks, serveScoped } from "./served.js"
+
+const { postgres, runPostgres, sqlite } = Databases
+if (!runPostgres) console.warn(`${Databases.pgNotRunning}: its tests are skipped`)
+
+const adminToken = "task-events-test-admin-token"
+const serve = servedStacks()
+
+/** An event of the stream: its fields as sent (`id`, `event`, `data`), or a comment line's text. */
+interface Event {
+  readonly id?: string
+  readonly event?: string
+  readonly data?: string
+  readonly comment?: string
+}
+
+/** An open stream: its answer, the events read so far, and reading on until a condition holds. */
+interface Opened {
+  readonly status: number
+  readonly headers: Headers
+  /** The body of an answer other than 200 (an error envelope), else undefined. */
+  readonly body: any
+  readonly events: Array<Event>
+  /** Reads until `done(events)` holds or the stream ends (true) or `deadlineMs` passes (false). */
+  readonly readUntil: (done: (events: ReadonlyArray<Event>) => boolean, deadlineMs: number) => Promise<boolean>
+  readonly ended: () => boolean
+  readonly close: () => void
+}
+
+/** Opens a task's stream with `key` (and `Last-Event-ID` when given). */
+const open = (base: string, id: string, key: string | undefined, lastEventId?: string): Promise<Opened> =>
+  (async () => {
+    const controller = new AbortController()
+    const response = await fetch(`${base}/api/v1/tasks/${id}/events`, {
+      headers: {
+        ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+        ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId })
+      },
+      signal: controller.signal
+    })
+    const body = response.status === 200
+      ? undefined
+      : await response.text().then((text) => text === "" ? null : JSON.parse(text))
+    const events: Array<Event> = []
+    let ended = false
+    let buffer = ""
+    const reader = response.status === 200 ? response.body?.getReader() : undefined
+    const decoder = new TextDecoder()
+    const parse = () => {
+      let end = buffer.indexOf("\n\n")
+      while (end !== -1) {
+        const block = buffer.slice(0, end)
+        buffer = buffer.slice(end + 2)
+        const fields: Record<string, string> = {}
+        for (const line of block.split("\n")) {
+          if (line.startsWith(":")) fields["comment"] = line.slice(1).trim()
+          else {
+            const colon = line.indexOf(":")
+            fields[line.slice(0, colon)] = line.slice(colon + 1).trimStart()
+          }
+        }
+        events.push(fields)
+        end = buffer.indexOf("\n\n")
+      }
+    }
+    const readUntil = async (done: (events: ReadonlyArray<Event>) => boolean, deadlineMs: number) => {
+      const deadline = Date.now() + deadlineMs
+      while (!done(events)) {
+        if (ended || reader === undefined) return true
+        const left = deadline - Date.now()
+        if (left <= 0) return false
+        let timer: NodeJS.Timeout | undefined
+        const next = await Promise.race([
+          reader.read(),
+          new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), left)))
+        ])
+        clearTimeout(timer)
+        if (next === "late") return false
+        if (next.done) ended = true
+        else {
+          buffer += decoder.decode(next.value, { stream: true })
+          parse()
+        }
+      }
+      return true
+    }
+    return {
+      status: response.status,
+      headers: response.headers,
+      body,
+      events,
+      readUntil,
+      ended: () => ended,
+      close: () => controller.abort()
+    }
+  })()
+
+const tasksOf = (events: ReadonlyArray<Event>) =>
+  events.filter((event) => event.event === "task").map((event) => ({
+    id: event.id!,
+    task: JSON.parse(event.data!) as { id: string; status: string; progress: number }
+  }))
+
+const databases: ReadonlyArray<readonly [string, () => Database.Database]> = [
+  ["SQLite", () => ({ layer: sqlite() })],
+  ...(runPostgres ? [["PostgreSQL", () => ({ layer: postgres() })] as const] : [])
+]
+
+/** The options of a stack of these tests (events read every 100 ms). */
+const options = (settings: { workers: boolean; settings?: Record<string, string> }): Mediagate.Options => ({
+  dataDir: mkdtempSync(join(tmpdir(), "mg-task-events-")),
+  adminToken,
+  fileSecret: "task-events-test-secret",
+  workers: settings.workers,
+  settings: { MEDIAGATE_EVENT_POLL_MS: "100", ...settings.settings }
+})
+
+/** Starts a stack on `database` until the file ends: its base URL. */
+const start = (database: Database.Database, settings: { workers: boolean; settings?: Record<string, string> }) =>
+  Effect.map(serve({ ...options(settings), database }), (port) => `http://127.0.0.1:${port}`)
+
+/** An account with a key of each environment (all permissions) and a test key without `tasks:read`. */
+const accountOn = (base: string) =>
+  Effect.gen(function*() {
+    const admin = (method: string, path: string, body?: unknown) => call(base, method, path, adminToken, body)
+    const account = (yield* admin("POST", "/admin/v1/accounts", { name: "events", balance: 100 })).body.data.id
+    const keyOf = (body: Record<string, unknown>) =>
+      Effect.map(
+        admin("POST", `/admin/v1/accounts/${account}/api-keys`, body),
+        (answer) => answer.body.data.key as string
+      )
+    return {
+      test: yield* keyOf({ name: "test", environment: "test" }),
+      live: yield* keyOf({ name: "live", environment: "live" }),
+      noRead: yield* keyOf({
+        name: "no-read",
+        environment: "test",
+        permissions: { "video:create": true, "image:create": true, "tasks:read": false }
+      })
+    }
+  })
+
+/** Creates a video task with `key`: its id. */
+const createTask = (base: string, key: string, prompt: string) =>
+  Effect.map(
+    call(base, "POST", "/api/v1/vendor3/text-to-video", key, { model: "vendor3-3", input: { prompt } }),
+    (answer) => {
+      expect(answer.status).toBe(201)
+      return answer.body.data.id as string
+    }
+  )
+
+describe.each(databases)("task event streams on %s", (_name, database) => {
+  it.live(
+    "the current state, each change, end after the terminal state; Last-Event-ID resumes",
+    () =>
+      Effect.gen(function*() {
+        const base = yield* start(database(), { workers: true })
+        const keys = yield* accountOn(base)
+        const id = yield* createTask(base, keys.test, "a lighthouse at dusk [sim:delay=2]")
+
+        const stream = yield* Effect.promise(() => open(base, id, keys.test))
+        expect(stream.status).toBe(200)
+        expect(stream.headers.get("content-type")).toBe("text/event-stream")
+        // the reconnection delay comes first
+        yield* Effect.promise(() => stream.readUntil((events) => events.length > 0, 10_000))
+        expect(stream.events[0]).toEqual({ retry: "2000" })
+        expect(yield* Effect.promise(() => stream.readUntil((events) => events.some((e) => e.event === "end"), 60_000)))
+          .toBe(true)
+        // the stream closes after `end`
+        expect(yield* Effect.promise(() => stream.readUntil(() => false, 10_000))).toBe(true)
+        expect(stream.ended()).toBe(true)
+
+        const states = tasksOf(stream.events)
+        expect(states[0]!.task.id).toBe(id)
+        expect(["pending", "queued", "running"]).toContain(states[0]!.task.status)
+        const last = states[states.length - 1]!
+        expect(last.task.status).toBe("succeeded")
+        expect(last.task.progress).toBe(100)
+        // every state once: no two events in a row with the same version
+        expect(new Set(states.map((state) => state.id)).size).toBe(states.length)
+        expect(stream.events[stream.events.length - 1]!.event).toBe("end")
+        // the final state is what GET /tasks/{id} answers (links aside: they are signed anew at each read)
+        const read = (yield* call(base, "GET", `/api/v1/tasks/${id}`, keys.test)).body.data
+        const withoutLinks = (task: Record<string, unknown>) => ({ ...task, result: undefined })
+        expect(withoutLinks(last.task)).toEqual(withoutLinks(read))
+
+        // reconnecting with the final state's id: 204, an EventSource stops
+        const again = yield* Effect.promise(() => open(base, id, keys.test, last.id))
+        expect(again.status).toBe(204)
+        // with an earlier state's id: the final state at once, then end
+        const behind = yield* Effect.promise(() => open(base, id, keys.test, states[0]!.id))
+        expect(behind.status).toBe(200)
+        yield* Effect.promise(() => behind.readUntil(() => false, 10_000))
+        expect(tasksOf(behind.events).map((state) => state.id)).toEqual([last.id])
+        expect(behind.events[behind.events.length - 1]!.event).toBe("end")
+      }),
+    120_000
+  )
+
+  it.live(
+    "keep-alive lines while nothing changes; the same rules as GET /tasks/{id}; a bound per key",
+    () =>
+      Effect.gen(function*() {
+        // no workers: tasks stay pending
+        const base = yield* start(database(), {
+          workers: false,
+          settings: { MEDIAGATE_EVENT_HEARTBEAT_MS: "100", MEDIAGATE_MAX_EVENT_STREAMS: "2" }
+        })
+        const keys = yield* accountOn(base)
+        const id = yield* createTask(base, keys.test, "a quiet harbour")
+
+        const first = yield* Effect.promise(() => open(base, id, keys.test))
+        expect(first.status).toBe(200)
+        expect(first.headers.get("ratelimit-policy")).toBe(
+          `"key-streams";q=2;qu="concurrent-requests", ` +
+            `"node-streams";q=1000;qu="concurrent-requests"`
+        )
+        const comments = (events: ReadonlyArray<Event>) => events.filter((e) => e.comment === "keep-alive").length
+        expect(yield* Effect.promise(() => first.readUntil((events) => comments(events) >= 3, 20_000))).toBe(true)
+        const [pending] = tasksOf(first.events)
+        expect(pending!.task.status).toBe("pending")
+        expect(tasksOf(first.events)).toHaveLength(1)
+
+        // resuming at the current state: keep-alive lines only, no state repeated
+        const resumed = yield* Effect.promise(() => open(base, id, keys.test, pending!.id))
+        expect(resumed.status).toBe(200)
+        expect(yield* Effect.promise(() => resumed.readUntil((events) => comments(events) >= 2, 20_000))).toBe(true)
+        expect(tasksOf(resumed.events)).toEqual([])
+
+        // two streams open: the key's third is refused
+        const third = yield* Effect.promise(() => open(base, id, keys.test))
+        expect(third.status).toBe(429)
+        expect(third.headers.get("retry-after")).toBe("5")
+        expect(third.body.error.code).toBe("RATE_LIMITED")
+        expect(third.body.error.message).toBe(
+          "too many open event streams of this key (2); close one or poll GET /tasks/{id} instead"
+        )
+        // a stream closed by its client gives its slot back
+        first.close()
+        const deadline = Date.now() + 20_000
+        let reopened = yield* Effect.promise(() => open(base, id, keys.test))
+        while (reopened.status === 429 && Date.now() < deadline) {
+          yield* Effect.sleep("100 millis")
+          reopened = yield* Effect.promise(() => open(base, id, keys.test))
+        }
+        expect(reopened.status).toBe(200)
+        resumed.close()
+        reopened.close()
+
+        // the rules of GET /tasks/{id}: no key, a key without tasks:read, another environment, an unknown id
+        const refusal = (key: string | undefined, task = id) =>
+          Effect.map(Effect.promise(() => open(base, task, key)), (answer) => [answer.status, answer.body.error.code])
+        expect(yield* refusal(undefined)).toEqual([401, "AUTH_REQUIRED"])
+        expect(yield* refusal(keys.noRead)).toEqual([403, "KEY_PERMISSION_DENIED"])
+        expect(yield* refusal(keys.live)).toEqual([404, "TASK_NOT_FOUND"])
+        expect(yield* refusal(keys.test, "task_01JX00000000000000000000ZZ")).toEqual([404, "TASK_NOT_FOUND"])
+      }),
+    120_000
+  )
+})
+
+describe.skipIf(!runPostgres)("task event streams across nodes of one PostgreSQL database", () => {
+  it.scopedLive(
+    "a stream resumed on another node with Last-Event-ID repeats no state and sees the end",
+    () =>
+      Effect.gen(function*() {
+        // one schema for both nodes, dropped after they closed
+        const schema = yield* Databases.pgSchema
+        const node = (workers: boolean) =>
+          Effect.map(
+            serveScoped({ ...options({ workers }), database: { layer: Databases.pgClient(schema) } }),
+            (port) => `http://127.0.0.1:${port}`
+          )
+        // node A runs no workers; node B runs them
+        const a = yield* node(false)
+        const keys = yield* accountOn(a)
+        const id = yield* createTask(a, keys.test, "a ferry crossing [sim:delay=2]")
+        const onA = yield* Effect.promise(() => open(a, id, keys.test))
+        yield* Effect.promise(() => onA.readUntil((events) => tasksOf(events).length > 0, 20_000))
+        const [pending] = tasksOf(onA.events)
+        expect(pending!.task.status).toBe("pending")
+        onA.close()
+
+        const b = yield* node(true)
+        const onB = yield* Effect.promise(() => open(b, id, keys.test, pending!.id))
+        expect(onB.status).toBe(200)
+        expect(yield* Effect.promise(() => onB.readUntil((events) => events.some((e) => e.event === "end"), 60_000)))
+          .toBe(true)
+        const states = tasksOf(onB.events)
+        // not the state A sent, whatever came after it, and the end
+        expect(states.map((state) => state.id)).not.toContain(pending!.id)
+        expect(states[states.length - 1]!.task.status).toBe("succeeded")
+      }),
+    120_000
+  )
+})
