@@ -81,8 +81,10 @@ export interface WaitOptions {
   readonly signal?: AbortSignal | undefined
   /** Milliseconds to wait at most (default: no limit). */
   readonly timeout?: number | undefined
-  /** Called with the task on the first poll and whenever its status or progress changes. */
+  /** Called with the task's first state and whenever its status or progress changes. */
   readonly onProgress?: ((task: Task) => void) | undefined
+  /** Called with the task whenever where it waits (`queue_position`) or its upstream log lines (`logs`) change. */
+  readonly onQueueUpdate?: ((task: Task) => void) | undefined
   /** Bounds of the polling interval in ms (default 250 to 5,000), when polling. */
   readonly pollInterval?: Partial<PollInterval> | undefined
   /**
@@ -279,12 +281,20 @@ export class Mediagate {
     let estimated = typeof task === "string" ? 0 : task.estimated_seconds
     let delay: number | undefined = undefined
     let seen: string | undefined = undefined
+    let queue: string | undefined = undefined
     /** Reports a state that differs from the last one; whether it is terminal. */
     const report = (current: Task) => {
       const state = `${current.status}:${current.progress}`
       if (state !== seen) {
         seen = state
         options.onProgress?.(current)
+      }
+      const waiting = JSON.stringify([current.queue_position, current.logs])
+      if (waiting !== queue) {
+        if (queue !== undefined || current.queue_position !== undefined || current.logs !== undefined) {
+          options.onQueueUpdate?.(current)
+        }
+        queue = waiting
       }
       return terminal.has(current.status)
     }

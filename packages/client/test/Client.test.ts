@@ -340,16 +340,26 @@ describe("Mediagate (client)", () => {
 
   it("waitFor: waits on the stream, reporting each state; polls where the server has no stream", async () => {
     const { fetch, seen } = scripted(events(
-      `id: v1\nevent: task\ndata: ${JSON.stringify(task("running", 10))}\n\n`,
+      `id: v0\nevent: task\ndata: ${
+        JSON.stringify(task("pending", 0, { queue_position: { account: 2, upstream: null } }))
+      }\n\n`,
+      `id: v0b\nevent: task\ndata: ${
+        JSON.stringify(task("pending", 0, { queue_position: { account: 1, upstream: null } }))
+      }\n\n`,
+      `id: v1\nevent: task\ndata: ${JSON.stringify(task("running", 10, { logs: ["started"] }))}\n\n`,
       `id: v2\nevent: task\ndata: ${JSON.stringify(task("running", 60))}\n\n`,
       `id: v3\nevent: task\ndata: ${JSON.stringify(task("succeeded", 100))}\n\nevent: end\ndata: {}\n\n`
     ))
     const progress: Array<string> = []
+    const queue: Array<unknown> = []
     const done = await new Mediagate({ fetch }).waitFor("task_1", {
-      onProgress: (t) => progress.push(`${t.status}:${t.progress}`)
+      onProgress: (t) => progress.push(`${t.status}:${t.progress}`),
+      onQueueUpdate: (t) => queue.push([t.queue_position?.account ?? null, t.logs ?? null])
     })
     expect(done.status).toBe("succeeded")
-    expect(progress).toEqual(["running:10", "running:60", "succeeded:100"])
+    expect(progress).toEqual(["pending:0", "running:10", "running:60", "succeeded:100"])
+    // where it waits, and its log lines: each change (the state without either, once they were there, too)
+    expect(queue).toEqual([[2, null], [1, null], [null, ["started"]], [null, null]])
     expect(seen).toHaveLength(1)
 
     // an older server: no such route; then polls

@@ -133,6 +133,40 @@ const times = {
 }
 
 /**
+ * Where a task waits (an extension): present while it is `pending` or `queued`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const QueuePosition = Schema.Struct({
+  account: Schema.NullOr(Schema.Int).annotations({
+    description: "While pending: its place among the account's pending tasks of its environment, oldest first " +
+      "(1: the next to start); null once it waits at the upstream"
+  }),
+  upstream: Schema.NullOr(Schema.Int).annotations({
+    description: "While queued: its place in the upstream's queue, when the upstream reports it (1: next); " +
+      "null otherwise"
+  })
+}).annotations({ identifier: "QueuePosition" })
+/**
+ * Where a task waits.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export type QueuePosition = typeof QueuePosition.Type
+
+/** The waiting place and the upstream's log lines (extensions; see `QueuePosition`). */
+const live = {
+  queue_position: optional(QueuePosition),
+  logs: optional(
+    Schema.Array(Schema.String).annotations({
+      description: "The latest log lines of the upstream job (at most 20, oldest first), for upstreams that give them"
+    })
+  )
+}
+
+/**
  * The full task read (`GET /tasks/{id}`), with the extensions of decisions.md §3.
  *
  * @since 0.1.0
@@ -152,7 +186,8 @@ export const Task = Schema.Struct({
   webhookUrl: Schema.NullOr(Schema.String),
   original_task_id: Schema.NullOr(Schema.String),
   estimated_seconds: Schema.Number,
-  ...times
+  ...times,
+  ...live
 }).annotations({ identifier: "Task" })
 /**
  * The full task read.
@@ -176,7 +211,8 @@ export const TaskSummary = Schema.Struct({
   error: optional(TaskError),
   original_task_id: Schema.NullOr(Schema.String),
   ...times,
-  metadata: Metadata
+  metadata: Metadata,
+  queue_position: live.queue_position
 }).annotations({ identifier: "TaskSummary" })
 /**
  * An item of the task list.

@@ -18,7 +18,7 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
 import type { Charge } from "./Billing.js"
-import type { NewTask, Outcome, TaskRecord } from "./TaskRecord.js"
+import type { NewTask, Outcome, TaskRecord, UpstreamReport } from "./TaskRecord.js"
 /**
  * An `Idempotency-Key` claim of a task, judged by the shared rule (`IdempotencyWindow`).
  *
@@ -75,6 +75,8 @@ export interface StepUpdate {
    * records nothing.
    */
   readonly charges?: ReadonlyArray<ExtraCharge>
+  /** What the upstream reported besides the state; null clears the recorded one (undefined keeps it). */
+  readonly report?: UpstreamReport | null
 }
 
 /**

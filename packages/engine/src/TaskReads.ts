@@ -94,6 +94,13 @@ export class TaskReads extends Context.Tag("@mediagate/engine/TaskReads")<TaskRe
     keyId: string
   ) => Effect.Effect<{ readonly account: number; readonly key: number }, PersistenceError>
   /**
+   * A pending task's place among its account's pending tasks of its environment, oldest first (1: the next to
+   * start).
+   */
+  readonly pendingPosition: (
+    task: Pick<TaskRecord, "id" | "accountId" | "environment">
+  ) => Effect.Effect<number, PersistenceError>
+  /**
    * Operators: every account's tasks per state (SQL: exact, from the counters) and how many active tasks are due
    * now and not leased (work waiting for a worker).
    */

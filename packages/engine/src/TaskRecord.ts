@@ -80,6 +80,50 @@ export interface TaskRecord {
    * recorded, so it is looked for before the task is submitted again.
    */
   readonly submitFence?: number | null | undefined
+  /** What the upstream last reported of the job besides its state: its queue position and log lines. */
+  readonly upstreamReport?: UpstreamReport | null | undefined
+}
+
+/**
+ * What an upstream reported of a job besides its state (the task read shows it: `queue_position`, `logs`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface UpstreamReport {
+  /** The job's place in the upstream's queue while it waits there (1: next). */
+  readonly position?: number | undefined
+  /** The job's latest log lines (at most {@link reportLogLines}), oldest first. */
+  readonly logs?: ReadonlyArray<string> | undefined
+}
+
+/**
+ * How many of a job's log lines a task keeps (the latest), and how long each may be (characters).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const reportLogLines = 20
+
+/** The longest log line a task keeps (longer ones are cut). */
+const reportLineLength = 500
+
+/**
+ * The report a worker records of a job's state: its queue position (while queued) and latest log lines, cut to
+ * size; undefined when the upstream reported neither.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const reportOf = (
+  state: { readonly position?: number | undefined; readonly logs?: ReadonlyArray<string> | undefined }
+): UpstreamReport | undefined => {
+  const position = state.position !== undefined && Number.isSafeInteger(state.position) && state.position > 0
+    ? state.position
+    : undefined
+  const logs = state.logs?.slice(-reportLogLines).map((line) => line.slice(0, reportLineLength))
+  if (position === undefined && (logs === undefined || logs.length === 0)) return undefined
+  return { ...(position === undefined ? {} : { position }), ...(logs === undefined ? {} : { logs }) }
 }
 
 /**
@@ -307,7 +351,10 @@ export const toTask = (task: TaskRecord): Task.Task => ({
   estimated_seconds: task.estimatedSeconds,
   created_at: iso(task.createdAt),
   started_at: isoOrNull(task.startedAt),
-  completed_at: isoOrNull(task.completedAt)
+  completed_at: isoOrNull(task.completedAt),
+  ...(task.upstreamReport?.logs === undefined || task.upstreamReport.logs.length === 0
+    ? {}
+    : { logs: task.upstreamReport.logs })
 })
 
 /**

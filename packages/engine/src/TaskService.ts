@@ -113,27 +113,61 @@ export const make = Effect.gen(function*() {
     return read
   }
 
-  /** The full read, with result links signed anew. */
-  const present = (task: TaskRecord) => {
-    const read = view(task)
-    return read.result === undefined
-      ? Effect.succeed(read)
-      : Effect.map(links.refresh(read.result), (result) => ({ ...read, result }))
+  /**
+   * Where a task waits: a pending one in its account's pending tasks (read now: it moves as others start), a queued
+   * one in the upstream's queue (as last reported).
+   */
+  const positionOf = (
+    task: Pick<TaskRecord, "id" | "accountId" | "environment" | "status" | "upstreamReport">
+  ): Effect.Effect<Task.QueuePosition | undefined, PersistenceError> =>
+    task.status === "pending"
+      ? Effect.map(reads.pendingPosition(task), (account) => ({ account, upstream: null }))
+      : Effect.succeed(
+        task.status === "queued" ? { account: null, upstream: task.upstreamReport?.position ?? null } : undefined
+      )
+
+  const refreshed = (result: Task.Task["result"]) =>
+    result === undefined ? Effect.succeed(undefined) : links.refresh(result)
+
+  /** The full read, with result links signed anew and where the task waits. */
+  const present = (task: TaskRecord) =>
+    Effect.map(Effect.zip(refreshed(view(task).result), positionOf(task)), ([result, position]) => ({
+      read: result === undefined ? waiting(task, position) : {
+        ...view(task),
+        result,
+        ...(position === undefined ? {} : { queue_position: position })
+      },
+      position
+    }))
+
+  /** A read without result links: one object per stored state and place (the server encodes its answer once). */
+  const placed = new WeakMap<TaskRecord, { readonly place: string; readonly read: Task.Task }>()
+  const waiting = (task: TaskRecord, position: Task.QueuePosition | undefined) => {
+    if (position === undefined) return view(task)
+    const place = `${position.account}.${position.upstream}`
+    const known = placed.get(task)
+    if (known?.place === place) return known.read
+    const read = { ...view(task), queue_position: position }
+    placed.set(task, { place, read })
+    return read
   }
 
-  /** A stored state's version: the fingerprint of its view (made before links are signed, so alike on every node). */
+  /**
+   * A state's version: the fingerprint of its view (made before links are signed, so alike on every node) and of
+   * where it waits.
+   */
   const versions = new WeakMap<TaskRecord, string>()
-  const versionOf = (task: TaskRecord) => {
+  const versionOf = (task: TaskRecord, position: Task.QueuePosition | undefined) => {
     let version = versions.get(task)
     if (version === undefined) {
       version = fingerprint(JSON.stringify(view(task)))
       versions.set(task, version)
     }
-    return version
+    return position === undefined ? version : `${version}.${position.account ?? 0}.${position.upstream ?? 0}`
   }
-  const versioned = (task: TaskRecord): Effect.Effect<Services.TaskVersion> =>
-    Effect.map(present(task), (read) => ({
-      version: versionOf(task),
+  const versioned = (task: TaskRecord): Effect.Effect<Services.TaskVersion, PersistenceError> =>
+    Effect.map(present(task), ({ position, read }) => ({
+      version: versionOf(task, position),
       task: read,
       terminal: Task.terminalStatuses.includes(task.status)
     }))
@@ -155,9 +189,10 @@ export const make = Effect.gen(function*() {
             Effect.flatMap(Option.match({
               onNone: () => Effect.succeed(Option.none()),
               onSome: (task) =>
-                versionOf(task) === last.version
-                  ? Effect.succeed(Option.some([Chunk.empty<Services.TaskVersion>(), last] as const))
-                  : Effect.map(versioned(task), (next) => Option.some([Chunk.of(next), next] as const))
+                Effect.map(versioned(task), (next) =>
+                  next.version === last.version
+                    ? Option.some([Chunk.empty<Services.TaskVersion>(), last] as const)
+                    : Option.some([Chunk.of(next), next] as const))
             })),
             Effect.catchTag("PersistenceError", unavailable)
           ))
@@ -238,7 +273,11 @@ export const make = Effect.gen(function*() {
       ).pipe(Effect.catchTag("PersistenceError", unavailable), createSpan),
 
     get: (principal, id) =>
-      Effect.flatMap(findTask(principal, id), present).pipe(Effect.catchTag("PersistenceError", unavailable), getSpan),
+      Effect.flatMap(findTask(principal, id), present).pipe(
+        Effect.map(({ read }) => read),
+        Effect.catchTag("PersistenceError", unavailable),
+        getSpan
+      ),
 
     watch: (principal, id) =>
       Effect.flatMap(findTask(principal, id), versioned).pipe(
@@ -251,7 +290,18 @@ export const make = Effect.gen(function*() {
       ),
 
     list: (principal, query) =>
-      listPage(principal.accountId, { ...query, environment: principal.environment }, toSummary).pipe(
+      listPage(principal.accountId, { ...query, environment: principal.environment }, (task) => task).pipe(
+        // each item with where it waits (a read per pending item)
+        Effect.flatMap((page) =>
+          Effect.map(
+            Effect.forEach(page.data, (task) =>
+              Effect.map(positionOf(task), (position) => {
+                const summary = toSummary(task)
+                return position === undefined ? summary : { ...summary, queue_position: position }
+              })),
+            (data) => ({ ...page, data })
+          )
+        ),
         Effect.provideService(TaskReads, reads),
         Effect.catchTag("PersistenceError", unavailable),
         Tracing.span("TaskService.list")

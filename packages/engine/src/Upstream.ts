@@ -19,8 +19,14 @@ import type { TaskRecord } from "./TaskRecord.js"
  * @category models
  */
 export type JobState =
-  | { readonly _tag: "Queued" }
-  | { readonly _tag: "Running"; readonly progress: number }
+  | {
+    readonly _tag: "Queued"
+    /** The job's place in the upstream's queue (1: next), when the upstream says. */
+    readonly position?: number | undefined
+    /** The job's latest log lines, when the upstream gives them. */
+    readonly logs?: ReadonlyArray<string> | undefined
+  }
+  | { readonly _tag: "Running"; readonly progress: number; readonly logs?: ReadonlyArray<string> | undefined }
   | {
     readonly _tag: "Succeeded"
     readonly result: ReadonlyArray<Task.ResultItem>

@@ -121,6 +121,33 @@ export const stepsSuite = (name: string, backend: Backend) =>
         })
       ))
 
+    it.effect("a step records the upstream's report (queue position, log lines): kept, replaced or cleared", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const task = newTask({ createdAt: yield* now })
+          yield* storage.accept({ task, charge: chargeOf(task), idempotency: undefined })
+          const reportAfter = (update: Omit<Parameters<typeof storage.step>[2], "nextRunAt">) =>
+            Effect.gen(function*() {
+              const [claimed] = yield* storage.claim("w1", 1, 30_000)
+              assert.isTrue(yield* storage.step(task.id, claimed!.fence, { ...update, nextRunAt: yield* now }))
+              return Option.getOrThrow(yield* storage.getById(task.id)).upstreamReport ?? null
+            })
+          expect(yield* reportAfter({ upstreamJobId: "job-1" })).toBeNull()
+          const queued = { position: 3, logs: ["queued", "line with \"quotes\" and ünïcode"] }
+          expect(yield* reportAfter({ report: queued })).toEqual(queued)
+          // a step without a report keeps the recorded one
+          expect(yield* reportAfter({ polled: true })).toEqual(queued)
+          const running = { logs: ["queued", "started"] }
+          expect(yield* reportAfter({ status: "running", progress: 10, report: running })).toEqual(running)
+          // with extra charges too (the other write path)
+          const charged = { logs: ["queued", "started", "half"] }
+          const charges = [{ amountMicros: 1_000, description: "extra" }]
+          expect(yield* reportAfter({ report: charged, charges })).toEqual(charged)
+          expect(yield* reportAfter({ report: null })).toBeNull()
+        })
+      ))
+
     it.effect("a step may add charges: charged with the step, refused ones record nothing, test tasks are free", () =>
       run(({ ledger }) =>
         Effect.gen(function*() {

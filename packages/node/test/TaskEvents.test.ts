@@ -114,7 +114,13 @@ const open = (base: string, id: string, key: string | undefined, lastEventId?: s
 const tasksOf = (events: ReadonlyArray<Event>) =>
   events.filter((event) => event.event === "task").map((event) => ({
     id: event.id!,
-    task: JSON.parse(event.data!) as { id: string; status: string; progress: number }
+    task: JSON.parse(event.data!) as {
+      id: string
+      status: string
+      progress: number
+      logs?: Array<string>
+      queue_position?: { account: number | null; upstream: number | null }
+    }
   }))
 
 const databases: ReadonlyArray<readonly [string, () => Database.Database]> = [
@@ -193,6 +199,16 @@ describe.each(databases)("task event streams on %s", (_name, database) => {
         const last = states[states.length - 1]!
         expect(last.task.status).toBe("succeeded")
         expect(last.task.progress).toBe(100)
+        // the simulated upstream tells its quarters: the stream sends the running states with their log lines
+        const running = states.filter((state) => state.task.status === "running")
+        expect(running.length).toBeGreaterThan(0)
+        for (const state of running) {
+          expect(state.task.progress).toBeGreaterThan(0)
+          expect(state.task.progress).toBeLessThan(100)
+          expect(state.task.logs?.slice(0, 2)).toEqual(["vendor3-3: queued", "vendor3-3: started text-to-video"])
+          expect(state.task.queue_position).toBeUndefined()
+        }
+        expect(last.task.logs).toContain("vendor3-3: started text-to-video")
         // every state once: no two events in a row with the same version
         expect(new Set(states.map((state) => state.id)).size).toBe(states.length)
         expect(stream.events[stream.events.length - 1]!.event).toBe("end")
@@ -271,6 +287,65 @@ describe.each(databases)("task event streams on %s", (_name, database) => {
         expect(yield* refusal(keys.noRead)).toEqual([403, "KEY_PERMISSION_DENIED"])
         expect(yield* refusal(keys.live)).toEqual([404, "TASK_NOT_FOUND"])
         expect(yield* refusal(keys.test, "task_01JX00000000000000000000ZZ")).toEqual([404, "TASK_NOT_FOUND"])
+
+        // where pending tasks wait: their place among the account's pending tasks, in reads, lists and the stream
+
+        const second = yield* createTask(base, keys.test, "a second harbour")
+
+        const later = yield* createTask(base, keys.test, "a third harbour")
+
+        const positionOf = (task: string) =>
+          Effect.map(call(base, "GET", `/api/v1/tasks/${task}`, keys.test), (answer) => answer.body.data.queue_position)
+
+        expect(pending!.task.queue_position).toEqual({ account: 1, upstream: null })
+
+        expect(yield* positionOf(second)).toEqual({ account: 2, upstream: null })
+
+        expect(yield* positionOf(later)).toEqual({ account: 3, upstream: null })
+
+        const listed = (yield* call(base, "GET", "/api/v1/tasks?status=pending", keys.test)).body.data as Array<
+          { id: string; queue_position: unknown }
+        >
+
+        expect(listed.map((item) => [item.id, item.queue_position])).toEqual([
+          [later, { account: 3, upstream: null }],
+
+          [second, { account: 2, upstream: null }],
+
+          [id, { account: 1, upstream: null }]
+        ])
+
+        // a live task is in a line of its own environment
+
+        const live = yield* createTask(base, keys.live, "a live harbour")
+
+        expect((yield* call(base, "GET", `/api/v1/tasks/${live}`, keys.live)).body.data.queue_position).toEqual({
+          account: 1,
+
+          upstream: null
+        })
+
+        // (the streams above closed) the second moves up when the first is cancelled: its stream sends the new place
+
+        const onSecond = yield* Effect.promise(() => open(base, second, keys.test))
+
+        yield* Effect.promise(() => onSecond.readUntil((events) => tasksOf(events).length > 0, 20_000))
+
+        expect((yield* call(base, "POST", `/api/v1/tasks/${later}/cancel`, keys.test)).status).toBe(200)
+
+        expect((yield* call(base, "POST", `/api/v1/tasks/${id}/cancel`, keys.test)).status).toBe(200)
+
+        expect(yield* Effect.promise(() => onSecond.readUntil((events) => tasksOf(events).length > 1, 20_000))).toBe(
+          true
+        )
+
+        expect(tasksOf(onSecond.events).map((state) => state.task.queue_position)).toEqual([
+          { account: 2, upstream: null },
+
+          { account: 1, upstream: null }
+        ])
+
+        onSecond.close()
       }),
     120_000
   )

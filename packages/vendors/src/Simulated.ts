@@ -7,6 +7,10 @@
  * Prompt directives steer it (and only it): `[sim:fail]`, `[sim:content-policy]`, `[sim:hang]`,
  * `[sim:delay=N]` (seconds). Durations are multiplied by `MEDIAGATE_SIM_TIME_SCALE`.
  *
+ * A job reports its place in a queue while queued (its first 5%, counting down to 1) and log lines (`queued`,
+ * `started`, each quarter rendered); a job of 2 s or more also notifies the engine at each quarter, so that its
+ * progress and log lines are recorded while it runs, not only when it ends.
+ *
  * The job id carries the submit time, so a job's state survives a restart of the process: after a restart the
  * completion callback is lost, and the engine's safety-net poll finds the job done.
  *
@@ -168,6 +172,8 @@ export const make = (options: SimulatedOptions = {}) =>
     const media = yield* Media.Renderer
     const changes = yield* PubSub.unbounded<string>()
     const scale = options.timeScale ?? 1
+    /** The shortest job that also tells its quarters (ms). */
+    const progressNoticeMs = 2_000
     // the "job finished" notices: one fiber, owned by the layer's scope, sleeps until the earliest is due and
     // publishes every notice that is due; a submit with an earlier notice wakes it
     const notices = noticeHeap()
@@ -236,6 +242,14 @@ export const make = (options: SimulatedOptions = {}) =>
           return item
         }))
 
+    /** The job's log lines at `progress` (%): queued, started, each quarter rendered. */
+    const logLines = (task: TaskRecord, progress: number) => {
+      const lines = [`${task.model}: queued`]
+      if (progress >= 5) lines.push(`${task.model}: started ${task.operation}`)
+      for (let part = 25; part <= progress && part < 100; part += 25) lines.push(`${task.model}: ${part}% rendered`)
+      return lines
+    }
+
     return Upstream.of({
       notifiesChanges: true,
       changes: Stream.fromPubSub(changes),
@@ -247,7 +261,15 @@ export const make = (options: SimulatedOptions = {}) =>
             const at = submittedAt + durationMs
             const first = notices.peek()
             notices.push({ at, taskId: task.id })
-            if (first === undefined || at < first.at) yield* Queue.offer(earlier, undefined)
+            // a job of 2 s or more also tells at a quarter, half and three quarters, when its progress and log
+            // lines are worth a look
+            if (durationMs >= progressNoticeMs) {
+              for (const part of [1, 2, 3]) notices.push({ at: submittedAt + (durationMs * part) / 4, taskId: task.id })
+            }
+            const earliest = notices.peek()
+            if (first === undefined || (earliest !== undefined && earliest.at < first.at)) {
+              yield* Queue.offer(earlier, undefined)
+            }
           }
           return { jobId: jobIdOf(task, submittedAt) }
         }),
@@ -261,9 +283,10 @@ export const make = (options: SimulatedOptions = {}) =>
           const elapsed = (yield* Clock.currentTimeMillis) - submittedAt
           if (steer.hang || elapsed < durationMs) {
             const progress = steer.hang ? Math.min(95, elapsed / 1000) : (100 * elapsed) / Math.max(1, durationMs)
+            const logs = logLines(task, progress)
             return progress < 5
-              ? { _tag: "Queued" as const }
-              : { _tag: "Running" as const, progress: Math.floor(progress) }
+              ? { _tag: "Queued" as const, position: Math.max(1, Math.ceil(5 - progress)), logs }
+              : { _tag: "Running" as const, progress: Math.floor(progress), logs }
           }
           if (steer.contentPolicy) {
             return {

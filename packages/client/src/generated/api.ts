@@ -1528,6 +1528,7 @@ export interface components {
             started_at: string | null;
             completed_at: string | null;
             metadata: components["schemas"]["Metadata"];
+            queue_position?: components["schemas"]["QueuePosition"];
         };
         /** @enum {string} */
         MediaType: "video" | "image" | "audio" | "music";
@@ -1536,6 +1537,12 @@ export interface components {
         TaskError: {
             code: string;
             message: string;
+        };
+        QueuePosition: {
+            /** @description While pending: its place among the account's pending tasks of its environment, oldest first (1: the next to start); null once it waits at the upstream */
+            account: components["schemas"]["Int"] | null;
+            /** @description While queued: its place in the upstream's queue, when the upstream reports it (1: next); null otherwise */
+            upstream: components["schemas"]["Int"] | null;
         };
         Pagination: {
             /** @description Opaque cursor of the next page; null when there is none */
@@ -1575,6 +1582,9 @@ export interface components {
             created_at: string;
             started_at: string | null;
             completed_at: string | null;
+            queue_position?: components["schemas"]["QueuePosition"];
+            /** @description The latest log lines of the upstream job (at most 20, oldest first), for upstreams that give them */
+            logs?: string[];
         };
         ResultItem: {
             /** @description Signed, expiring URL of the file */

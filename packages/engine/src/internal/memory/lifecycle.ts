@@ -87,6 +87,7 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
         tasks.set(task.id, {
           ...task,
           ...MemoryStore.given(update, ["status", "progress", "upstreamJobId", "channelId"]),
+          ...(update.report === undefined ? {} : { upstreamReport: update.report }),
           ...(update.resubmit === true ? { upstreamJobId: null, channelId: null, submitFence: null } : {}),
           // a marker never replaces a job recorded meanwhile (a callback named it: noteJob)
           ...(markedAt(update.upstreamJobId) !== undefined && task.upstreamJobId !== null &&

@@ -49,6 +49,15 @@ export const make = (state: MemoryState): TaskReads["Type"] => {
         }
         return { account, key }
       }),
+    pendingPosition: (task) =>
+      Effect.sync(() => {
+        let position = 0
+        for (const id of byAccount.get(task.accountId) ?? []) {
+          const other = tasks.get(id)
+          if (other?.status === "pending" && other.environment === task.environment && other.id <= task.id) position++
+        }
+        return Math.max(1, position)
+      }),
     overview: Effect.map(Clock.currentTimeMillis, (now) => {
       const byStatus = Object.fromEntries(Task.taskStatuses.map((status) => [status, 0])) as Record<
         Task.TaskStatus,

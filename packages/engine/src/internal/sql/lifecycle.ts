@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type CancelResult, extraCharges } from "../../TaskLifecycle.js"
+import { type CancelResult, extraCharges, type StepUpdate } from "../../TaskLifecycle.js"
 import { TaskLifecycle } from "../../TaskLifecycle.js"
 import { statusOfOutcome, type TaskRecord, toEvent, toUntimedEvent, usageColumns } from "../../TaskRecord.js"
 import { markedAt, markerPattern } from "../../Upstream.js"
@@ -92,6 +92,10 @@ export const make = (context: SqlContext) =>
         )
       }).pipe(persistence("claim"))
 
+    /** A step's report as the batch carries it: NULL keeps the recorded one, '' clears it, else its JSON. */
+    const reportText = (update: StepUpdate): string | null =>
+      update.report === undefined ? null : update.report === null ? "" : json(update.report)
+
     /**
      * Applies a batch of steps (none with extra charges) in one statement: a fenced `UPDATE ... FROM` the batch's
      * values. Answers the ids written.
@@ -102,12 +106,14 @@ export const make = (context: SqlContext) =>
           update.upstreamJobId ?? null
         }, ${update.channelId ?? null}, CAST(${update.resubmit === true ? 1 : 0} AS INTEGER), CAST(${
           update.polled === true ? 1 : 0
-        } AS INTEGER), CAST(${ms(update.nextRunAt)} AS BIGINT))`
+        } AS INTEGER), CAST(${ms(update.nextRunAt)} AS BIGINT), CAST(${reportText(update)} AS TEXT))`
       )
-      return sql`WITH stepped (s_id, s_fence, s_status, s_progress, s_job, s_channel, s_resubmit, s_polled, s_next) AS (
-          VALUES ${sql.csv(values)})
+      return sql`WITH stepped (s_id, s_fence, s_status, s_progress, s_job, s_channel, s_resubmit, s_polled, s_next,
+          s_report) AS (VALUES ${sql.csv(values)})
         UPDATE ${t.tasks} SET status = COALESCE(stepped.s_status, status),
           progress = COALESCE(stepped.s_progress, progress),
+          upstream_report = CASE WHEN stepped.s_report IS NULL THEN upstream_report
+            WHEN stepped.s_report = '' THEN NULL ELSE stepped.s_report END,
           upstream_job_id = CASE WHEN stepped.s_resubmit = 1 THEN NULL
             WHEN stepped.s_job LIKE ${markerPattern} AND upstream_job_id NOT LIKE ${markerPattern} THEN upstream_job_id
             ELSE COALESCE(stepped.s_job, upstream_job_id) END,
@@ -160,6 +166,9 @@ export const make = (context: SqlContext) =>
         const set: Array<Fragment> = []
         if (update.status !== undefined) set.push(sql`status = ${update.status}`)
         if (update.progress !== undefined) set.push(sql`progress = ${update.progress}`)
+        if (update.report !== undefined) {
+          set.push(sql`upstream_report = ${update.report === null ? null : json(update.report)}`)
+        }
         if (update.upstreamJobId !== undefined) set.push(sql`upstream_job_id = ${update.upstreamJobId}`)
         if (update.channelId !== undefined) set.push(sql`channel_id = ${update.channelId}`)
         if (update.resubmit === true) {

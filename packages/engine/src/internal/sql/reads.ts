@@ -79,6 +79,15 @@ export const make = (context: SqlContext) =>
         persistence("activeCounts")
       )
 
+    // the account's pending tasks by the status index, up to this one (ids grow with time)
+    const pendingPosition: TaskReads["Type"]["pendingPosition"] = (task) =>
+      sql`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE account_id = ${task.accountId} AND status = 'pending'
+        AND id <= ${task.id} AND environment = ${task.environment}`.pipe(
+        Effect.flatMap(rows.count.all),
+        Effect.map(([row]) => Math.max(1, row?.n ?? 1)),
+        persistence("pendingPosition")
+      )
+
     /**
      * Operators: every account's tasks per state from the counters (summed over accounts and shards) and
      * the active tasks due now and not leased (the due index).
@@ -112,6 +121,7 @@ export const make = (context: SqlContext) =>
       getById: (id) => hasNul(id) ? Effect.succeedNone : getByIdOperation(readTask(id)),
       list,
       activeCounts,
+      pendingPosition,
       overview
     })
   })

@@ -71,7 +71,11 @@ export const TaskRow = Schema.Struct({
   upstreamSeconds: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_seconds")),
   upstreamCostMicros: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_cost_micros")),
   nodeId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("node_id")),
-  submitFence: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("submit_fence"))
+  submitFence: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("submit_fence")),
+  upstreamReport: Schema.optional(nullable(Schema.parseJson(Schema.Struct({
+    position: Schema.optional(Schema.Number),
+    logs: Schema.optional(Schema.Array(Schema.String))
+  })))).pipe(Schema.fromKey("upstream_report"))
 })
 
 /** The columns of a task's row, in the order {@link taskRowOf} writes them. */

@@ -350,6 +350,11 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
       "0011_task_submit_fence": Effect.flatMap(
         SqlClient.SqlClient,
         (sql) => sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN submit_fence BIGINT`)
+      ),
+      // what the upstream reported of a task's job besides its state (queue position, log lines; JSON)
+      "0012_task_upstream_report": Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_report TEXT`)
       )
     }
   })

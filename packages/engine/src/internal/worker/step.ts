@@ -9,7 +9,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type { FinishOptions, StepUpdate, TaskLifecycle } from "../../TaskLifecycle.js"
 import type { TaskReads } from "../../TaskReads.js"
-import type { Outcome, TaskRecord } from "../../TaskRecord.js"
+import { type Outcome, reportOf, type TaskRecord, type UpstreamReport } from "../../TaskRecord.js"
 import {
   type FindResult,
   type JobState,
@@ -116,15 +116,23 @@ export const runStepWith = (
           return yield* step({ nextRunAt, polled: true })
         }
         const state: JobState = polled.right
+        // the upstream's report (queue position, log lines), written when it changed
+        const reported = (report: UpstreamReport | undefined) => {
+          const known = task.upstreamReport ?? null
+          const next = report ?? null
+          return JSON.stringify(known) === JSON.stringify(next) ? {} : { report: next }
+        }
         switch (state._tag) {
           case "Queued":
-            return yield* step({ nextRunAt: next, polled: true })
+            return yield* step({ nextRunAt: next, polled: true, ...reported(reportOf(state)) })
           case "Running":
             return yield* step({
               status: "running",
               progress: Math.max(0, Math.min(99, state.progress)),
               nextRunAt: next,
-              polled: true
+              polled: true,
+              // the queue is behind it: its log lines only
+              ...reported(reportOf({ logs: state.logs }))
             })
           case "Succeeded":
             return yield* finish({ _tag: "Succeeded", result: state.result, ...usageOf(state) })
