@@ -8,7 +8,9 @@
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as Client from "@mediagate/contract/Client"
+import * as ValidationMessage from "@mediagate/contract/ValidationMessage"
 import * as Effect from "effect/Effect"
+import type * as ParseResult from "effect/ParseResult"
 
 const meta = (name: string): string | undefined =>
   document.querySelector<HTMLMetaElement>(`meta[name=${name}]`)?.content || undefined
@@ -94,6 +96,14 @@ export const toFailure = (error: unknown): ApiFailure => {
   if (hasString(error, "code") && hasString(error, "message")) {
     const status = (error as { status?: unknown }).status
     return new ApiFailure(error.message, error.code, typeof status === "number" ? status : undefined)
+  }
+  // a form's value refused by the contract's Schema before it was sent: the message the API gives for it
+  if (hasString(error, "_tag") && error._tag === "ParseError") {
+    return new ApiFailure(
+      ValidationMessage.formatParseError(error as unknown as ParseResult.ParseError),
+      "VALIDATION_ERROR",
+      undefined
+    )
   }
   if (hasString(error, "_tag") && error._tag === "ResponseError") {
     const response = (error as unknown as { response: { status: number } }).response
