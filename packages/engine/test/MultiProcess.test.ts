@@ -7,6 +7,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Ids from "@mediagate/persistence/Ids"
+import { bundled } from "@mediagate/testing/bundle"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -40,12 +41,11 @@ const freshDatabase = Effect.acquireRelease(
 
 const startWorker = (database: string, env: Record<string, string>) =>
   Effect.acquireRelease(
-    Effect.sync(() =>
-      spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", workerScript], {
+    Effect.map(Effect.promise(() => bundled(workerScript)), (bundle) =>
+      spawn(process.execPath, [bundle], {
         env: { ...process.env, DATABASE_URL: pgUrl(database), ...env },
         stdio: ["ignore", "ignore", "inherit"]
-      })
-    ),
+      })),
     (child: ChildProcess) => Effect.sync(() => child.exitCode === null && child.kill("SIGKILL"))
   )
 

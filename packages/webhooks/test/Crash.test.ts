@@ -8,6 +8,7 @@ import { Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import { TaskStorage } from "@mediagate/engine/TaskStorage"
+import { bundled } from "@mediagate/testing/bundle"
 import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -27,12 +28,11 @@ const script = fileURLToPath(new URL("./fixtures/dispatcher-process.ts", import.
 
 const startDispatcher = (file: string, owner: string) =>
   Effect.acquireRelease(
-    Effect.sync(() =>
-      spawn(process.execPath, ["--conditions=@mediagate/source", "--import", "tsx", script], {
+    Effect.map(Effect.promise(() => bundled(script)), (bundle) =>
+      spawn(process.execPath, [bundle], {
         env: { ...process.env, DATABASE_FILE: file, OWNER: owner },
         stdio: ["ignore", "ignore", "inherit"]
-      })
-    ),
+      })),
     (child: ChildProcess) => Effect.sync(() => child.exitCode === null && child.kill("SIGKILL"))
   )
 
