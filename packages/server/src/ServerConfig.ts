@@ -145,23 +145,18 @@ const list = (name: string) =>
     Config.map((text) => text.split(",").map((s) => s.trim()).filter((s) => s.length > 0))
   )
 
-const limit = (name: string, fallback: number) =>
+/** An integer setting from `min` to `max` (`message` says so when it is not). */
+const integerIn = (name: string, fallback: number, min: number, max: number, message: string) =>
   Config.integer(name).pipe(
     Config.withDefault(fallback),
-    Config.validate({
-      message: "must be an integer from 0 (off) to 1000000",
-      validation: (n) => n >= 0 && n <= 1_000_000
-    })
+    Config.validate({ message, validation: (n) => n >= min && n <= max })
   )
 
+const limit = (name: string, fallback: number) =>
+  integerIn(name, fallback, 0, 1_000_000, "must be an integer from 0 (off) to 1000000")
+
 const interval = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({
-      message: "must be an integer number of milliseconds from 50 to 600000",
-      validation: (n) => n >= 50 && n <= 600_000
-    })
-  )
+  integerIn(name, fallback, 50, 600_000, "must be an integer number of milliseconds from 50 to 600000")
 
 /**
  * The rate limits as Effect `Config` (the `MEDIAGATE_*` variables of {@link RateLimitSettings}).
