@@ -4,8 +4,8 @@
  * - submit: `POST {base_url}/{app}` with the (mapped) input, `Authorization: Key <api_key>`, and, with callbacks on,
  *   `?fal_webhook=<our callback URL>`; the job id is `<app without its subpath>|<request_id>` (status, result and
  *   cancel URLs leave the subpath out, so the job id keeps what they need even if the mapping changes later).
- * - poll: `GET .../requests/{id}/status` (without the runner's logs: nothing here reads them): `IN_QUEUE` → queued,
- *   `IN_PROGRESS` → running, `COMPLETED` → the result (`GET .../requests/{id}`): a model error (an error status
+ * - poll: `GET .../requests/{id}/status?logs=1`: `IN_QUEUE` → queued (with fal's `queue_position`, the jobs ahead,
+ *   as the place: + 1), `IN_PROGRESS` → running, each with the runner's log lines; `COMPLETED` → the result (`GET .../requests/{id}`): a model error (an error status
  *   with fal's `detail`) fails the task; otherwise the files (the output mapping, or every file URL: `images[]`,
  *   `video`, ...) are copied (`ResultCopy`) and the task succeeds, with `metrics.inference_time` as the seconds it
  *   ran.
@@ -30,6 +30,7 @@ import {
   failureOf,
   field,
   jsonField,
+  logLines,
   mappedInput,
   numberField,
   refused,
@@ -109,12 +110,15 @@ export const make = (context: TransportContext): Transport => {
     Effect.gen(function*() {
       const path = requestPath(jobId)
       if (path === undefined) return yield* refused(`${who}: job id ${jobId} is not a fal request`)
-      const status = yield* api({ path: `${path}/status` })
+      const status = yield* api({ path: `${path}/status?logs=1` })
+      const logs = logLines(field(status.json, "logs"))
       switch (stringField(status.json, "status")) {
-        case "IN_QUEUE":
-          return { _tag: "Queued" } as const
+        case "IN_QUEUE": {
+          const ahead = numberField(status.json, "queue_position")
+          return { _tag: "Queued", position: ahead === undefined ? undefined : ahead + 1, logs } as const
+        }
         case "IN_PROGRESS":
-          return { _tag: "Running", progress: elapsedProgress(task, yield* Clock.currentTimeMillis) } as const
+          return { _tag: "Running", progress: elapsedProgress(task, yield* Clock.currentTimeMillis), logs } as const
         case "COMPLETED":
           return yield* result(task, jobId, path, numberField(field(status.json, "metrics"), "inference_time"))
         default:

@@ -30,6 +30,7 @@ import {
   elapsedProgress,
   field,
   jsonField,
+  logLines,
   mappedInput,
   messageIn,
   numberField,
@@ -135,13 +136,14 @@ export const make = (context: TransportContext): Transport => {
       const answer = yield* api({ path: `/v1/predictions/${encodeURIComponent(jobId)}` })
       const prediction = answer.json
       const status = stringField(prediction, "status")
+      const logs = logLines(field(prediction, "logs"))
       switch (status) {
         case "starting":
-          return { _tag: "Queued" } as const
+          return { _tag: "Queued", logs } as const
         case "processing": {
           const progress = progressOfLogs(stringField(prediction, "logs")) ??
             elapsedProgress(task, yield* Clock.currentTimeMillis)
-          return { _tag: "Running", progress } as const
+          return { _tag: "Running", progress, logs } as const
         }
         case "succeeded": {
           const seconds = numberField(field(prediction, "metrics"), "predict_time")

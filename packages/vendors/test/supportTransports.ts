@@ -114,10 +114,12 @@ export const build = (
 export const pollToEnd = (transport: Transport, record: TaskRecord, jobId: string) =>
   Effect.gen(function*() {
     const seen: Array<JobState["_tag"]> = []
+    const states: Array<JobState> = []
     for (let i = 0; i < 400; i++) {
       const state = yield* transport.upstream.poll(record, jobId)
       seen.push(state._tag)
-      if (state._tag === "Succeeded" || state._tag === "Failed" || state._tag === "Lost") return { state, seen }
+      states.push(state)
+      if (state._tag === "Succeeded" || state._tag === "Failed" || state._tag === "Lost") return { state, seen, states }
       yield* Effect.sleep("15 millis")
     }
     return yield* Effect.dieMessage(`job ${jobId} did not end`)

@@ -243,6 +243,20 @@ export const mappedInput = (who: string, compiled: Mapping.Compiled, task: TaskR
         : Effect.fail(refused(`${who}: the input mapping of model ${task.model} must give a JSON object`))
   )
 
+/**
+ * An upstream's log lines as text: a string split at line ends (Replicate's `logs`), or each entry's `message` of an
+ * array (fal's `logs`); blank lines left out; undefined when there are none.
+ */
+export const logLines = (value: unknown): ReadonlyArray<string> | undefined => {
+  const lines = typeof value === "string"
+    ? value.split(/\r?\n|\r/)
+    : Array.isArray(value)
+    ? value.map((entry) => stringField(entry, "message") ?? (typeof entry === "string" ? entry : ""))
+    : []
+  const kept = lines.map((line) => line.trimEnd()).filter((line) => line.trim() !== "")
+  return kept.length === 0 ? undefined : kept
+}
+
 /** Progress while a job runs, from how long it has run against its estimate (5 to 95). */
 export const elapsedProgress = (task: TaskRecord, now: number): number => {
   const started = task.startedAt ?? task.createdAt
