@@ -212,7 +212,13 @@ export const TaskSummary = Schema.Struct({
   original_task_id: Schema.NullOr(Schema.String),
   ...times,
   metadata: Metadata,
-  queue_position: live.queue_position
+  queue_position: live.queue_position,
+  prompt: optional(Schema.String.annotations({
+    description: "The start of the task's prompt (at most 200 characters; extension), when it has one"
+  })),
+  thumbnail_url: optional(Schema.String.annotations({
+    description: "A finished image task's first image (a signed link, as in the task read; extension)"
+  }))
 }).annotations({ identifier: "TaskSummary" })
 /**
  * An item of the task list.

@@ -372,8 +372,30 @@ export const toSummary = (task: TaskRecord): Task.TaskSummary => ({
   created_at: iso(task.createdAt),
   started_at: isoOrNull(task.startedAt),
   completed_at: isoOrNull(task.completedAt),
-  metadata: task.metadata
+  metadata: task.metadata,
+  ...promptExcerpt(task)
 })
+
+/** The longest prompt excerpt of a list item (characters). */
+const excerptLength = 200
+
+/** The start of a task's prompt, for its list item; nothing without a text prompt. */
+const promptExcerpt = (task: TaskRecord): { readonly prompt?: string } => {
+  const prompt = task.input["prompt"]
+  if (typeof prompt !== "string" || prompt === "") return {}
+  return { prompt: prompt.length <= excerptLength ? prompt : `${prompt.slice(0, excerptLength - 1)}…` }
+}
+
+/**
+ * The result item a finished image task's list item shows (its first image), if any.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const thumbnailOf = (task: TaskRecord): Task.ResultItem | undefined =>
+  task.status === "succeeded" && task.mediaType === "image"
+    ? task.result?.find((item) => item.kind !== "last_frame")
+    : undefined
 
 /** What both acknowledgements end with. */
 const ackTail = (task: TaskRecord) => ({

@@ -24,7 +24,15 @@ import { Planner } from "./Planner.js"
 import { ResultLinks } from "./ResultLinks.js"
 import { type IdempotencyClaim, TaskLifecycle } from "./TaskLifecycle.js"
 import { TaskReads } from "./TaskReads.js"
-import { type NewTask, type TaskRecord, toCreationAck, toRetryAck, toSummary, toTask } from "./TaskRecord.js"
+import {
+  type NewTask,
+  type TaskRecord,
+  thumbnailOf,
+  toCreationAck,
+  toRetryAck,
+  toSummary,
+  toTask
+} from "./TaskRecord.js"
 import { Upstream } from "./Upstream.js"
 
 /**
@@ -128,6 +136,14 @@ export const make = Effect.gen(function*() {
 
   const refreshed = (result: Task.Task["result"]) =>
     result === undefined ? Effect.succeed(undefined) : links.refresh(result)
+
+  /** A finished image task's first image, its link signed anew (a list item's thumbnail). */
+  const thumbnail = (task: TaskRecord) => {
+    const item = thumbnailOf(task)
+    return item === undefined
+      ? Effect.succeed(undefined)
+      : Effect.map(links.refresh([item]), (items) => items[0]?.url)
+  }
 
   /** The full read, with result links signed anew and where the task waits. */
   const present = (task: TaskRecord) =>
@@ -295,10 +311,11 @@ export const make = Effect.gen(function*() {
         Effect.flatMap((page) =>
           Effect.map(
             Effect.forEach(page.data, (task) =>
-              Effect.map(positionOf(task), (position) => {
-                const summary = toSummary(task)
-                return position === undefined ? summary : { ...summary, queue_position: position }
-              })),
+              Effect.map(Effect.zip(positionOf(task), thumbnail(task)), ([position, thumbnailUrl]) => ({
+                ...toSummary(task),
+                ...(position === undefined ? {} : { queue_position: position }),
+                ...(thumbnailUrl === undefined ? {} : { thumbnail_url: thumbnailUrl })
+              }))),
             (data) => ({ ...page, data })
           )
         ),

@@ -1529,6 +1529,10 @@ export interface components {
             completed_at: string | null;
             metadata: components["schemas"]["Metadata"];
             queue_position?: components["schemas"]["QueuePosition"];
+            /** @description The start of the task's prompt (at most 200 characters; extension), when it has one */
+            prompt?: string;
+            /** @description A finished image task's first image (a signed link, as in the task read; extension) */
+            thumbnail_url?: string;
         };
         /** @enum {string} */
         MediaType: "video" | "image" | "audio" | "music";

@@ -58,7 +58,14 @@ export const customerJourneys = (session: Session) => {
     const row = page.locator(`tr[data-task="${id}"]`)
     await row.waitFor({ timeout: 10_000 })
     expect(await row.locator("[data-status]").getAttribute("data-status")).not.toBe("succeeded")
+    // the row says what the task is: its prompt's start, and once finished its image
+    expect(await row.locator(".prompt").textContent()).toBe("a red kite over the sea [sim:delay=300]")
     await row.locator("[data-status=\"succeeded\"]").waitFor({ timeout: 20_000 })
+    await row.locator("img.thumb").waitFor({ timeout: 10_000 })
+    await page.waitForFunction((task) => {
+      const img = document.querySelector<HTMLImageElement>(`tr[data-task="${task}"] img.thumb`)
+      return img !== null && img.complete && img.naturalWidth > 0
+    }, id)
     await shot("03-task-finished-in-list")
     await row.getByRole("link", { name: id }).click()
     await page.getByRole("heading", { name: "Result" }).waitFor()

@@ -124,7 +124,11 @@ export const TaskList = () => {
             {tasks.map((task) => (
               <tr key={task.id} data-task={task.id}>
                 <td>
+                  {task.thumbnail_url === undefined
+                    ? null
+                    : <img class="thumb" src={task.thumbnail_url} alt="" loading="lazy" width={40} height={40} />}
                   <Link to={`/tasks/${task.id}`} class="mono">{task.id}</Link>
+                  {task.prompt === undefined ? null : <div class="prompt small">{task.prompt}</div>}
                   {task.metadata !== undefined && Object.keys(task.metadata).length > 0
                     ? <div class="muted small">{JSON.stringify(task.metadata).slice(0, 80)}</div>
                     : null}
