@@ -470,6 +470,9 @@ export class Mediagate {
     /** Deletes a webhook. */
     delete: (id: string, options?: RequestOptions): Promise<Deleted> =>
       this.#data("webhooks.delete", { params: { id } }, options),
+    /** Enables a webhook that a `410 Gone` disabled (`disabledReason` says why it is). */
+    enable: (id: string, options?: RequestOptions): Promise<Webhook> =>
+      this.#data("webhooks.enable", { params: { id } }, options),
     /** Sends one signed test event now and reports the outcome. */
     test: (id: string, options?: RequestOptions): Promise<WebhookTestResult> =>
       this.#data("webhooks.test", { params: { id } }, options),
@@ -572,6 +575,7 @@ export const methodOf: { readonly [K in OperationId]: (client: Mediagate) => Met
   "webhooks.list": (c) => c.webhooks.list,
   "webhooks.delete": (c) => c.webhooks.delete,
   "webhooks.test": (c) => c.webhooks.test,
+  "webhooks.enable": (c) => c.webhooks.enable,
   "webhooks.deliveries": (c) => c.webhooks.deliveries,
   "webhooks.replay": (c) => c.webhooks.replay
 }

@@ -212,6 +212,11 @@ export class WebhookService extends Context.Tag("@mediagate/contract/WebhookServ
   ) => Effect.Effect<WebhookCreated, Errors.ValidationError | Errors.IdempotencyKeyReused | Unavailable>
   readonly list: (principal: Principal) => Effect.Effect<ReadonlyArray<WebhookRecord>, Unavailable>
   readonly remove: (principal: Principal, id: string) => Effect.Effect<Deleted, Errors.WebhookNotFound | Unavailable>
+  /** Enables a webhook again (one that a `410 Gone` disabled); answers its record. */
+  readonly enable: (
+    principal: Principal,
+    id: string
+  ) => Effect.Effect<WebhookRecord, Errors.WebhookNotFound | Unavailable>
   readonly test: (
     principal: Principal,
     id: string

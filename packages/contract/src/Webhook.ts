@@ -70,6 +70,10 @@ export const WebhookRecord = Schema.Struct({
   events: Schema.Array(EventType),
   description: Schema.NullOr(Schema.String),
   enabled: Schema.Boolean,
+  disabledReason: Schema.NullOr(Schema.String).annotations({
+    description: "Why a disabled webhook receives nothing (a `410 Gone` from its receiver); null while enabled. " +
+      "`POST /webhooks/{id}/enable` (or a replay) enables it again"
+  }),
   createdAt: Timestamp
 }).annotations({ identifier: "WebhookRecord" })
 /**

@@ -59,6 +59,7 @@ const Unused = Layer.mergeAll(
     create: unused("WebhookService"),
     list: unused("WebhookService"),
     remove: unused("WebhookService"),
+    enable: unused("WebhookService"),
     test: unused("WebhookService"),
     deliveries: unused("WebhookService"),
     replay: unused("WebhookService")

@@ -417,6 +417,7 @@ export const OtherServicesFake = Layer.mergeAll(
         events: body.events,
         description: body.description ?? null,
         enabled: true,
+        disabledReason: null,
         createdAt: "2026-11-21T00:00:00.000Z",
         secret: "whsec_c2VjcmV0"
       }),
@@ -424,6 +425,19 @@ export const OtherServicesFake = Layer.mergeAll(
     remove: (_p, id) =>
       id === "wh_1"
         ? Effect.succeed({ id, deleted: true as const })
+        : Effect.fail(new Errors.WebhookNotFound({ message: `webhook ${id} not found` })),
+    enable: (p, id) =>
+      id === "wh_1"
+        ? Effect.succeed({
+          id,
+          environment: p.environment,
+          url: "https://hooks.example.com/in",
+          events: ["task.completed" as const],
+          description: null,
+          enabled: true,
+          disabledReason: null,
+          createdAt: "2026-11-21T00:00:00.000Z"
+        })
         : Effect.fail(new Errors.WebhookNotFound({ message: `webhook ${id} not found` })),
     test: (_p, id) =>
       id === "wh_1"

@@ -35,6 +35,7 @@ export const withKey = (key: string, accountId: string) =>
       create: () => unused("webhooks"),
       list: () => unused("webhooks"),
       remove: () => unused("webhooks"),
+      enable: () => unused("webhooks"),
       test: () => unused("webhooks"),
       deliveries: () => unused("webhooks"),
       replay: () => unused("webhooks")

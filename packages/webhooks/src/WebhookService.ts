@@ -99,8 +99,13 @@ export const toRecord = (row: WebhookRow): Webhook.WebhookRecord => ({
   events: row.events,
   description: row.description,
   enabled: row.enabled,
+  // a 410 Gone from the receiver is what disables a webhook (a deleted one is not listed)
+  disabledReason: row.enabled ? null : disabledByGone,
   createdAt: iso(row.createdAt)!
 })
+
+/** Why a disabled webhook receives nothing: its receiver answered `410 Gone` (the one cause of a disable). */
+const disabledByGone = "the receiver answered 410 Gone: no event is sent to it until it is enabled again"
 
 /**
  * A logged attempt as the API shows it.
@@ -266,6 +271,13 @@ export const make = (options: ServiceOptions = {}) =>
           if (!removed) return yield* webhookNotFound(id)
           return { id, deleted: true as const }
         }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.remove")),
+
+      enable: (principal, id) =>
+        Effect.gen(function*() {
+          const webhook = yield* findWebhook(principal, id)
+          if (!webhook.enabled) yield* store.setEnabled(webhook.id, true)
+          return toRecord({ ...webhook, enabled: true })
+        }).pipe(Effect.catchTag("PersistenceError", unavailable), Tracing.span("WebhookService.enable")),
 
       deliveries: (principal, id, query) =>
         Effect.gen(function*() {

@@ -21,6 +21,7 @@ import { sqlite } from "./databases.js"
 import { backends, closedPort, entry, noDns, principal, receiver, scriptedSender } from "./support.js"
 
 const alice = principal("acct_alice")
+const bob = principal("acct_bob")
 const noJitter = { jitter: 0 } as const
 
 for (const [name, backend] of backends) {
@@ -111,9 +112,20 @@ for (const [name, backend] of backends) {
         expect(yield* Dispatcher.deliverDue(options)).toBe(1)
         ;[delivery] = (yield* service.deliveries(alice, hook.id, {})).data
         expect(delivery).toMatchObject({ status: "failed", attempts: 1, last_status_code: 410 })
-        expect((yield* service.list(alice))[0]!.enabled).toBe(false)
+        expect((yield* service.list(alice))[0]).toMatchObject({
+          enabled: false,
+          disabledReason: "the receiver answered 410 Gone: no event is sent to it until it is enabled again"
+        })
         yield* store.fanOut("2", "3", [entry("acct_alice", "task.completed", null, 3)], yield* store.now)
         expect((yield* service.deliveries(alice, hook.id, {})).pagination.total).toBe(2)
+        // enabled again by its owner only (another account's key: not found)
+        expect(yield* Effect.flip(service.enable(bob, hook.id))).toMatchObject({ _tag: "WebhookNotFound" })
+        expect(yield* service.enable(alice, hook.id)).toMatchObject({
+          id: hook.id,
+          enabled: true,
+          disabledReason: null
+        })
+        expect((yield* service.list(alice))[0]).toMatchObject({ enabled: true, disabledReason: null })
         const replayed = yield* service.replay(alice, hook.id, delivery!.id)
         expect((yield* service.list(alice))[0]!.enabled).toBe(true)
         expect(yield* Dispatcher.deliverDue(options)).toBe(1)

@@ -69,6 +69,7 @@ for (const [name, backend] of backends) {
           events: [...body.events],
           description: "main",
           enabled: true,
+          disabledReason: null,
           createdAt: created.createdAt
         })
         expect(yield* service.list(bob)).toEqual([])

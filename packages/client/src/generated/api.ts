@@ -531,6 +531,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/{id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Enable a webhook that a 410 Gone disabled: later events are delivered (extension) */
+        post: operations["webhooks.enable"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/{id}/deliveries": {
         parameters: {
             query?: never;
@@ -1862,6 +1879,8 @@ export interface components {
             events: components["schemas"]["EventType"][];
             description: string | null;
             enabled: boolean;
+            /** @description Why a disabled webhook receives nothing (a `410 Gone` from its receiver); null while enabled. `POST /webhooks/{id}/enable` (or a replay) enables it again */
+            disabledReason: string | null;
             /** Format: date-time */
             createdAt: string;
             /** @description `whsec_` + base64 of 32 random bytes; shown only here */
@@ -1884,6 +1903,8 @@ export interface components {
             events: components["schemas"]["EventType"][];
             description: string | null;
             enabled: boolean;
+            /** @description Why a disabled webhook receives nothing (a `410 Gone` from its receiver); null while enabled. `POST /webhooks/{id}/enable` (or a replay) enables it again */
+            disabledReason: string | null;
             /** Format: date-time */
             createdAt: string;
         };
@@ -1913,6 +1934,11 @@ export interface components {
             statusCode: number | null;
             durationMs: number;
             error: string | null;
+        };
+        WebhookEnableResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookRecord"];
         };
         DeliveryListResponse: {
             /** @enum {boolean} */
@@ -4851,6 +4877,91 @@ export interface operations {
             };
         };
     };
+    "webhooks.enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description WebhookEnableResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEnableResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description WEBHOOK_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WEBHOOK_NOT_FOUND"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
     "webhooks.deliveries": {
         parameters: {
             query?: {
@@ -5059,6 +5170,7 @@ export const operationTable = {
   "webhooks.create": { method: "POST", path: "/api/v1/webhooks" },
   "webhooks.delete": { method: "DELETE", path: "/api/v1/webhooks/{id}" },
   "webhooks.test": { method: "POST", path: "/api/v1/webhooks/{id}/test" },
+  "webhooks.enable": { method: "POST", path: "/api/v1/webhooks/{id}/enable" },
   "webhooks.deliveries": { method: "GET", path: "/api/v1/webhooks/{id}/deliveries" },
   "webhooks.replay": { method: "POST", path: "/api/v1/webhooks/{id}/deliveries/{deliveryId}/replay" },
 } as const

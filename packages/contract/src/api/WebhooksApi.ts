@@ -55,6 +55,13 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .annotate(OpenApi.Summary, "Send one signed test event synchronously and report the outcome")
   )
   .add(
+    HttpApiEndpoint.post("enable", "/webhooks/:id/enable")
+      .setPath(PathId)
+      .addSuccess(success(WebhookRecord, "WebhookEnableResponse"))
+      .addError(WebhookNotFound.wire)
+      .annotate(OpenApi.Summary, "Enable a webhook that a 410 Gone disabled: later events are delivered (extension)")
+  )
+  .add(
     HttpApiEndpoint.get("deliveries", "/webhooks/:id/deliveries")
       .setPath(PathId)
       .setUrlParams(DeliveryListQuery)

@@ -172,6 +172,20 @@ export const customerJourneys = (session: Session) => {
       await failed.first().waitFor({ timeout: 20_000 })
       expect(await failed.first().locator("table.attempts").textContent()).toContain("410")
       await shot("08-delivery-failed")
+      // the 410 disabled the webhook: its row says so and why, and enables it again
+      await page.getByRole("link", { name: "← Webhooks" }).click()
+      const disabled = page.locator("tr[data-webhook] [data-disabled]")
+      await disabled.waitFor()
+      expect(await disabled.textContent()).toContain("disabled")
+      expect(await disabled.textContent()).toContain("410 Gone")
+      await page.locator("tr[data-webhook]").getByRole("button", { name: "Enable" }).click()
+      await disabled.waitFor({ state: "detached" })
+      expect((await api(running, "GET", "/api/v1/webhooks")).body.data[0]).toMatchObject({
+        enabled: true,
+        disabledReason: null
+      })
+      await page.getByRole("link", { name: "Deliveries" }).click()
+      await failed.first().waitFor({ timeout: 20_000 })
       status = 200
       const before = hook.received.length
       await failed.first().getByRole("button", { name: "Replay" }).click()

@@ -75,10 +75,23 @@ export const WebhookList = () => {
                 <td>
                   <Link to={`/webhooks/${hook.id}`} class="break">{hook.url}</Link>
                   {hook.description === null ? null : <div class="muted small">{hook.description}</div>}
+                  {hook.enabled ? null : (
+                    <div class="disabled-hook" data-disabled>
+                      <span class="status status-failed">disabled</span> <span class="small">{hook.disabledReason}</span>
+                    </div>
+                  )}
                 </td>
                 <td>{hook.events.join(", ")}</td>
                 <td>{time(hook.createdAt)}</td>
                 <td class="actions">
+                  {hook.enabled ? null : (
+                    <ActionButton
+                      submission={action}
+                      run={() => call("key", (api) => api.webhooks.enable({ path: { id: hook.id } })).then(loaded.reload)}
+                    >
+                      Enable
+                    </ActionButton>
+                  )}
                   <ActionButton
                     submission={action}
                     run={() =>

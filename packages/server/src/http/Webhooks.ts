@@ -37,6 +37,10 @@ export const layer = Envelope.group(Api.MediagateApi, "webhooks", (handlers) =>
         Effect.flatMap(authorized, (principal) =>
           Effect.zipRight(limiter.webhookAction(principal), webhooks.test(principal, path.id)))
           .pipe(Tracing.span("Webhooks.test")))
+      .handle("enable", ({ path }) =>
+        Effect.flatMap(authorized, (principal) =>
+          webhooks.enable(principal, path.id))
+          .pipe(Tracing.span("Webhooks.enable")))
       .handle("deliveries", ({ path, urlParams }) =>
         Effect.flatMap(authorized, (principal) =>
           webhooks.deliveries(principal, path.id, urlParams))
