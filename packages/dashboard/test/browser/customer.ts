@@ -160,9 +160,13 @@ export const customerJourneys = (session: Session) => {
       await shot("07-webhook-secret-once")
       await page.getByRole("button", { name: "I have copied it" }).click()
       expect(await page.getByTestId("secret").count()).toBe(0)
+      // the test result reads as one sentence, refused or delivered
+      await page.getByRole("button", { name: "Send test event" }).click()
+      await page.getByText(/^The test event was not delivered: the endpoint answered HTTP 410, after \d+ ms\.$/)
+        .waitFor()
       status = 200
       await page.getByRole("button", { name: "Send test event" }).click()
-      await page.getByText(/Delivered · HTTP 200/).waitFor()
+      await page.getByText(/^The test event was delivered: the endpoint answered HTTP 200 in \d+ ms\.$/).waitFor()
       // a task's event meets a receiver that is gone (410): the delivery fails at once
       status = 410
       const id = await createImage(running, "a kite for the webhook")

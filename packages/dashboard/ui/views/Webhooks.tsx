@@ -45,13 +45,21 @@ const CreateForm = (props: { readonly onCreated: (created: Webhook.WebhookCreate
 }
 
 /** What a test event got: delivered or not, the receiver's status, how long it took, the error. */
+/** A test event's outcome in one sentence: delivered or not, what the endpoint answered, how long it took. */
+const testSentence = (result: Webhook.WebhookTestResult): string => {
+  const answered = result.statusCode === null ? undefined : `the endpoint answered HTTP ${result.statusCode}`
+  if (result.delivered) return `The test event was delivered: ${answered ?? "the endpoint answered"} in ${result.durationMs} ms.`
+  // the error of an answer that was not 2xx only repeats its status
+  const why = answered === undefined
+    ? result.error ?? "the endpoint did not answer"
+    : result.error === null || result.error === `HTTP ${result.statusCode}`
+    ? answered
+    : `${answered} (${result.error})`
+  return `The test event was not delivered: ${why}, after ${result.durationMs} ms.`
+}
+
 const TestResult = ({ result }: { readonly result: Webhook.WebhookTestResult }) => (
-  <div class={`test-result ${result.delivered ? "ok" : "bad"}`} role="status">
-    {result.delivered ? "Delivered" : "Not delivered"}
-    {result.statusCode === null ? "" : ` · HTTP ${result.statusCode}`}
-    {` · ${result.durationMs} ms`}
-    {result.error === null ? "" : ` · ${result.error}`}
-  </div>
+  <div class={`test-result ${result.delivered ? "ok" : "bad"}`} role="status">{testSentence(result)}</div>
 )
 
 /** The webhook list. */
