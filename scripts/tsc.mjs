@@ -17,18 +17,20 @@ import { fileURLToPath } from "node:url"
 
 const require = createRequire(import.meta.url)
 
-/** The compiler's `bin/tsc`: TypeScript 7's, else TypeScript 5's; undefined when neither is installed. */
-export const compiler = () => {
-  for (const name of ["typescript-7", "typescript"]) {
-    try {
-      // through package.json: TypeScript 7's exports map does not list bin/tsc
-      return join(dirname(require.resolve(`${name}/package.json`)), "bin", "tsc")
-    } catch {
-      // not installed: the next one
-    }
+/**
+ * The `bin/tsc` of one of the two TypeScript packages (`typescript-7` or `typescript`); undefined when it is not
+ * installed. Resolved through its package.json: TypeScript 7's exports map does not list bin/tsc.
+ */
+export const compilerOf = (name) => {
+  try {
+    return join(dirname(require.resolve(`${name}/package.json`)), "bin", "tsc")
+  } catch {
+    return undefined
   }
-  return undefined
 }
+
+/** The compiler's `bin/tsc`: TypeScript 7's, else TypeScript 5's; undefined when neither is installed. */
+export const compiler = () => compilerOf("typescript-7") ?? compilerOf("typescript")
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const tsc = compiler()

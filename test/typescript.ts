@@ -1,5 +1,4 @@
-import { createRequire } from "node:module"
-import { dirname, join } from "node:path"
+import { compilerOf } from "../scripts/tsc.mjs"
 
 /**
  * The compiler options of the strict TypeScript projects the end-to-end suites write as a user would
@@ -15,14 +14,16 @@ export const strictCompilerOptions = {
   skipLibCheck: false
 } as const
 
-const require = createRequire(import.meta.url)
-/** A TypeScript package's `bin/tsc` (through its package.json: TypeScript 7's exports map does not list it). */
-const compilerOf = (name: "typescript" | "typescript-7") =>
-  join(dirname(require.resolve(`${name}/package.json`)), "bin", "tsc")
+/** A TypeScript package's `bin/tsc` (`scripts/tsc.mjs`); the suites that use it need it installed. */
+const installed = (name: "typescript" | "typescript-7") => {
+  const path = compilerOf(name)
+  if (path === undefined) throw new Error(`${name} is not installed: run "npm ci"`)
+  return path
+}
 
 /**
  * The compilers the users' projects are checked with: TypeScript 7 (the native compiler, the one the repository
  * builds with: `scripts/tsc.mjs`) and TypeScript 5.9 (the line typescript-eslint still needs; users have projects on
  * it too).
  */
-export const compilers = { typescript7: compilerOf("typescript-7"), typescript5: compilerOf("typescript") } as const
+export const compilers = { typescript7: installed("typescript-7"), typescript5: installed("typescript") } as const

@@ -7,7 +7,7 @@
  */
 import { generationEndpoints, operationTable } from "./generated/api.js"
 import { readEvents } from "./internal/events.js"
-import { type CallOptions, deadline, errorOf, send, sleep, type Transport, urlOf } from "./internal/http.js"
+import { type CallOptions, deadline, errorOf, headersOf, send, sleep, type Transport, urlOf } from "./internal/http.js"
 import { defaultPollInterval, nextDelay, type PollInterval, terminal } from "./internal/poll.js"
 import { MediagateError } from "./MediagateError.js"
 import type {
@@ -341,8 +341,7 @@ export class Mediagate {
     let failures = 0
     try {
       for (;;) {
-        const headers: Record<string, string> = { accept: "text/event-stream", ...transport.headers }
-        if (transport.apiKey !== undefined) headers["authorization"] = `Bearer ${transport.apiKey}`
+        const headers = headersOf(transport, "text/event-stream")
         if (lastEventId !== undefined) headers["last-event-id"] = lastEventId
         try {
           const response = await transport.fetch(url, { headers, signal: limit.signal })

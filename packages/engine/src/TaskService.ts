@@ -17,6 +17,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import { createHash } from "node:crypto"
 import { Admission } from "./Admission.js"
 import * as EngineMetrics from "./internal/metrics.js"
 import { Placement } from "./Placement.js"
@@ -45,17 +46,8 @@ export const idempotencyWindowMs = IdempotencyWindow.millis
 
 const unavailable = toUnavailable("storage failure")
 
-/** FNV-1a (32 bits) of a text, twice with different seeds: a 16-digit hex fingerprint. */
-const fingerprint = (text: string): string => {
-  let a = 0x811c9dc5
-  let b = 0x01000193 ^ 0x5bd1e995
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    a = Math.imul(a ^ code, 0x01000193)
-    b = Math.imul(b ^ code, 0x01000193) ^ (b >>> 15)
-  }
-  return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0")
-}
+/** A short fingerprint of a text (SHA-256, 16 characters of base64url). */
+const fingerprint = (text: string): string => createHash("sha256").update(text, "utf8").digest("base64url").slice(0, 16)
 
 /**
  * One page of a task list query (`GET /api/v1/tasks`, and across accounts for operators when `accountId` is

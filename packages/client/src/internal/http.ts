@@ -159,14 +159,20 @@ export const errorOf = (response: Response, body: unknown): MediagateError => {
   })
 }
 
+/** The headers of every request: `accept`, the client's own headers, and its API key. */
+export const headersOf = (transport: Transport, accept: string): Record<string, string> => {
+  const headers: Record<string, string> = { accept, ...transport.headers }
+  if (transport.apiKey !== undefined) headers["authorization"] = `Bearer ${transport.apiKey}`
+  return headers
+}
+
 /**
  * Sends a call and answers the success envelope. Retries (up to `maxRetries`) when the call is idempotent (GET,
  * DELETE, or with an idempotency key: every creating call) and the answer is 429 or 503 or the connection failed.
  */
 export const send = async (transport: Transport, call: Call, options: CallOptions = {}): Promise<unknown> => {
   const url = urlOf(transport.baseUrl, call)
-  const headers: Record<string, string> = { accept: "application/json", ...transport.headers }
-  if (transport.apiKey !== undefined) headers["authorization"] = `Bearer ${transport.apiKey}`
+  const headers = headersOf(transport, "application/json")
   if (call.body !== undefined) headers["content-type"] = "application/json"
   // one key per call, kept by its retries: a retry after a lost answer is the same request, not a second one
   const key = options.idempotencyKey ?? (call.creates === true ? newIdempotencyKey() : undefined)
