@@ -1,12 +1,15 @@
 /**
  * The SQL task storage (SQLite, and PostgreSQL when it runs): the conformance suite of its ports and the state
- * machine property registered on each, its row encoding (`taskRowOf`), and whether PostgreSQL answers. The SQL-only
+ * machine property registered on each, its row encoding (`taskRowOf`) and decoding's fast path, and whether PostgreSQL
+ * answers. The SQL-only
  * behaviour is in `SqlStorageBackends`, `SqlStorageMigrations` and `SqlStoragePostgres`.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import { taskRowFast } from "../src/internal/sql/rows.js"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
 import { fromNew, type TaskRecord } from "../src/TaskRecord.js"
 import { pgAvailable, pgNotRunning, postgres, runPostgres, sqlite } from "./databases.js"
@@ -91,6 +94,74 @@ describe("taskRowOf", () => {
       assert.isTrue(Either.isLeft(SqlTaskStorage.taskRowOf(record)))
       assert.isTrue(Either.isLeft(Schema.encodeEither(SqlTaskStorage.TaskRow)(record)))
     }
+  })
+})
+
+describe("taskRowFast", () => {
+  const decode = Schema.decodeUnknownEither(SqlTaskStorage.TaskRow)
+  const record = fromNew(newTask({ createdAt: 1_764_000_000_000, metadata: { order: 7, vip: true, note: null } }))
+  const row = Either.getOrThrow(SqlTaskStorage.taskRowOf(record)) as Record<string, unknown>
+  const succeeded = Either.getOrThrow(SqlTaskStorage.taskRowOf({
+    ...record,
+    status: "succeeded",
+    result: [{ url: "https://files.example/a.png", format: "png", size_bytes: 1_024, width: 64, kind: "output" }],
+    startedAt: 1_764_000_001_000,
+    completedAt: 1_764_000_002_000
+  })) as Record<string, unknown>
+  const taken: ReadonlyArray<Record<string, unknown>> = [
+    row,
+    succeeded,
+    { ...row, status: "failed", error: JSON.stringify({ code: "UPSTREAM_ERROR", message: "no", extra: 1 }) },
+    { ...row, upstream_seconds: 4.5, upstream_cost_micros: null, submit_fence: 2, node_id: "node_1" },
+    { ...row, upstream_report: JSON.stringify({ position: 3, logs: ["queued"] }) },
+    { ...row, upstream_report: null, trace_context: null, channel_id: "chan_a" },
+    { ...succeeded, result: JSON.stringify([{ url: "u", format: "mp4", size_bytes: 1, ignored: true }]) },
+    { ...row, input: JSON.stringify({ prompt: "a", nested: { list: [1, 2] } }), metadata: "{}" }
+  ]
+
+  it("decodes the rows it takes as the TaskRow Schema does", () => {
+    for (const candidate of taken) {
+      const fast = taskRowFast(candidate)
+      assert.isDefined(fast)
+      expect(fast).toStrictEqual(Either.getOrThrow(decode(candidate)))
+    }
+  })
+
+  it("leaves every other row to the Schema: converted, or refused with its message", () => {
+    const left: ReadonlyArray<Record<string, unknown>> = [
+      { ...row, charged_micros: "500" }, // PostgreSQL BIGINT text: the Schema converts it
+      { ...row, fence: 3n },
+      { ...row, status: "bogus" },
+      { ...row, endpoint: "vendor0/none" },
+      { ...row, input: "[1]" },
+      { ...row, input: "{not json" },
+      { ...row, input: "{\"__proto__\":{\"x\":1}}" },
+      { ...row, metadata: JSON.stringify({ nested: { no: 1 } }) },
+      { ...row, progress: Number.NaN },
+      { ...row, webhook_url: 7 },
+      { ...succeeded, result: JSON.stringify([{ url: "u" }]) },
+      { ...row, error: JSON.stringify({ code: "X" }) },
+      { ...row, upstream_report: JSON.stringify({ position: "first" }) },
+      { ...row, submit_fence: undefined }
+    ]
+    const schemaOnly = SqlRows.decoder("tasks", SqlTaskStorage.TaskRow)
+    const withFast = SqlRows.withFastPath(schemaOnly, taskRowFast)
+    let converted = 0
+    for (const candidate of left) {
+      assert.isUndefined(
+        taskRowFast(candidate),
+        JSON.stringify(candidate, (_, v) => typeof v === "bigint" ? `${v}n` : v)
+      )
+      // what the storage answers for such a row is the Schema's own answer: the value converted, or its RowError
+      const answer = withFast.all([candidate])
+      expect(answer).toStrictEqual(schemaOnly.all([candidate]))
+      if (Either.isRight(answer)) converted++
+    }
+    // the numbers as text or bigint, the input with a `__proto__` key and a submit fence present as undefined are
+    // decoded by the Schema; the rest refused
+    expect(converted).toBe(4)
+    assert.isUndefined(taskRowFast(null))
+    assert.isUndefined(taskRowFast("row"))
   })
 })
 

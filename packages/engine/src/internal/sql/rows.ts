@@ -21,6 +21,7 @@ import type { OutboxEntry } from "../../TaskOutbox.js"
 import type { ListQuery } from "../../TaskReads.js"
 import { type Outcome, type TaskRecord, timedEvent } from "../../TaskRecord.js"
 import { storeName, tables } from "./schema.js"
+import { makeTaskRowFast } from "./taskRowFast.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // rows
@@ -30,6 +31,12 @@ export const { column } = SqlRows
 export const json = (value: unknown): string => JSON.stringify(value)
 export const { hasNul } = SqlStore
 export const nullable = <A, I>(schema: Schema.Schema<A, I>) => Schema.NullOr(schema)
+
+/** The upstream's last report on a task (`upstream_report`): its place in the upstream's queue, its log lines. */
+const UpstreamReportColumn = nullable(Schema.parseJson(Schema.Struct({
+  position: Schema.optional(Schema.Number),
+  logs: Schema.optional(Schema.Array(Schema.String))
+})))
 
 /** A row of `<prefix>tasks`: a {@link TaskRecord}; enum columns follow the contract's lists. */
 export const TaskRow = Schema.Struct({
@@ -72,10 +79,14 @@ export const TaskRow = Schema.Struct({
   upstreamCostMicros: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_cost_micros")),
   nodeId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("node_id")),
   submitFence: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("submit_fence")),
-  upstreamReport: Schema.optional(nullable(Schema.parseJson(Schema.Struct({
-    position: Schema.optional(Schema.Number),
-    logs: Schema.optional(Schema.Array(Schema.String))
-  })))).pipe(Schema.fromKey("upstream_report"))
+  upstreamReport: Schema.optional(UpstreamReportColumn).pipe(Schema.fromKey("upstream_report"))
+})
+
+/** The decoder of task rows: the {@link TaskRow} Schema, with its fast path for rows of the decoded types. */
+export const taskRowFast = makeTaskRowFast({
+  result: TaskRow.fields.result,
+  error: TaskRow.fields.error,
+  upstreamReport: UpstreamReportColumn
 })
 
 /** The columns of a task's row, in the order {@link taskRowOf} writes them. */
@@ -228,7 +239,7 @@ export const NodeRow = Schema.Struct({
 export const decoders = (prefix: string) => {
   const names = tables(prefix)
   return {
-    task: SqlRows.decoder(names.tasks, TaskRow),
+    task: SqlRows.withFastPath(SqlRows.decoder(names.tasks, TaskRow), taskRowFast),
     owner: SqlRows.decoder(names.tasks, TaskRow.pick("accountId", "keyId", "environment")),
     status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
     noted: SqlRows.decoder(names.tasks, TaskRow.pick("id", "model", "upstreamJobId")),
