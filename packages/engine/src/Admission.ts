@@ -23,6 +23,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { performance } from "node:perf_hooks"
+import { TaskReads } from "./TaskReads.js"
 
 /**
  * Admission settings.
@@ -43,6 +44,13 @@ export interface AdmissionOptions {
    * end together later, and finishing one costs more than accepting it). Default 1 (no limit); the server's 0.75.
    */
   readonly maxUtilization?: number
+  /**
+   * The utilization limit holds only while more tasks than this wait on their upstreams (`queued` or `running`, as
+   * reported to {@link Gate.upstream}): only then will their ends come due together and need the room kept for
+   * them; with fewer, a burst's finishes take less than the lateness that shuts the gate. Default: always (no
+   * count needed); the server's 128.
+   */
+  readonly reserveAbove?: number
   /**
    * The event loop's utilization since the last call (0 to 1); default Node's `performance.eventLoopUtilization`.
    * Read at most every 100 ms, when a request comes to the gate and when a claim reports; smoothed.
@@ -76,6 +84,10 @@ export interface Gate {
   readonly isOpen: () => boolean
   /** Requests waiting at the gate now. */
   readonly waiting: () => number
+  /** How many tasks wait on their upstreams now (see {@link AdmissionOptions.reserveAbove}). */
+  readonly upstream: (tasks: number) => void
+  /** Whether a request came to the gate since the last call (the count of tasks upstream is read only then). */
+  readonly used: () => boolean
 }
 
 /**
@@ -97,8 +109,11 @@ export const make = (options: AdmissionOptions = {}): Gate => {
   const openMs = Math.min(options.openMs ?? 50, closeMs)
   const maxWaitMs = options.maxWaitMs ?? 5000
   const maxUtilization = options.maxUtilization ?? 1
+  const reserveAbove = options.reserveAbove ?? -1
   const measure = maxUtilization < 1 ? options.utilization ?? eventLoopUtilization() : undefined
   let open = true
+  let upstream = 0
+  let used = false
   /** Whether the event loop was busier than `maxUtilization` at the last reading (smoothed over two readings). */
   let busy = false
   let smoothed = 0
@@ -109,7 +124,7 @@ export const make = (options: AdmissionOptions = {}): Gate => {
     if (now - readAt < 100) return
     readAt = now
     smoothed = (smoothed + measure()) / 2
-    busy = smoothed > maxUtilization
+    busy = smoothed > maxUtilization && upstream > reserveAbove
   }
   // each waiting request's wake-up; it removes itself when it runs (opened, timed out or interrupted)
   const waiters = new Set<() => void>()
@@ -147,6 +162,7 @@ export const make = (options: AdmissionOptions = {}): Gate => {
   }
   return {
     admit: Effect.suspend(() => {
+      used = true
       read()
       if ((open && !busy) || maxWaitMs <= 0) return Effect.void
       if (open) watchLoad()
@@ -160,7 +176,17 @@ export const make = (options: AdmissionOptions = {}): Gate => {
       else if (open && waiters.size > 0) watchLoad()
     },
     isOpen: () => open,
-    waiting: () => waiters.size
+    waiting: () => waiters.size,
+    upstream: (tasks) => {
+      upstream = tasks
+      if (upstream <= reserveAbove) busy = false
+      if (open && !busy && waiters.size > 0) release()
+    },
+    used: () => {
+      const answer = used
+      used = false
+      return answer
+    }
   }
 }
 
@@ -174,10 +200,39 @@ export const layer = (options: AdmissionOptions = {}): Layer.Layer<Admission> =>
   Layer.sync(Admission, () => make(options))
 
 /**
+ * A gate with `options` whose count of tasks waiting on their upstreams ({@link AdmissionOptions.reserveAbove}) is
+ * read from the task storage (`TaskReads.overview`: every account's tasks `queued` or `running`) every 500 ms while
+ * requests come to the gate. A read that fails keeps the last count.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerCounted = (options: AdmissionOptions = {}): Layer.Layer<Admission, never, TaskReads> =>
+  Layer.scoped(
+    Admission,
+    Effect.gen(function*() {
+      const gate = make(options)
+      const counted = options.reserveAbove !== undefined && (options.maxUtilization ?? 1) < 1 &&
+        (options.maxWaitMs ?? 5000) > 0
+      if (!counted) return gate
+      const reads = yield* TaskReads
+      const count = reads.overview.pipe(
+        Effect.map(({ byStatus }) => gate.upstream(byStatus.queued + byStatus.running)),
+        Effect.ignore
+      )
+      yield* Effect.forkScoped(Effect.forever(
+        Effect.zipRight(Effect.sleep("500 millis"), Effect.suspend(() => gate.used() ? count : Effect.void))
+      ))
+      return gate
+    })
+  )
+
+/**
  * Admission settings from Effect `Config`: `MEDIAGATE_ADMISSION_MAX_WAIT_MS` (default 5000; `0` turns admission off),
  * `MEDIAGATE_ADMISSION_LATE_MS` (default 200: the claim lateness that shuts the gate; it opens again at a quarter of
- * it) and `MEDIAGATE_ADMISSION_MAX_UTILIZATION` (default 0.75: the event loop's busiest share for new tasks to go on
- * at once; `1`: no limit).
+ * it), `MEDIAGATE_ADMISSION_MAX_UTILIZATION` (default 0.75: the event loop's busiest share for new tasks to go on
+ * at once; `1`: no limit) and `MEDIAGATE_ADMISSION_RESERVE_ABOVE` (default 128: that limit holds while more tasks
+ * than this wait on their upstreams).
  *
  * @since 0.1.0
  * @category config
@@ -194,20 +249,26 @@ export const config: Config.Config<AdmissionOptions> = Config.all({
   maxUtilization: Config.number("MEDIAGATE_ADMISSION_MAX_UTILIZATION").pipe(
     Config.withDefault(0.75),
     Config.validate({ message: "must be from 0.1 to 1", validation: (n) => n >= 0.1 && n <= 1 })
+  ),
+  reserveAbove: Config.integer("MEDIAGATE_ADMISSION_RESERVE_ABOVE").pipe(
+    Config.withDefault(128),
+    Config.validate({ message: "must be from 0 to 1000000", validation: (n) => n >= 0 && n <= 1_000_000 })
   )
-}).pipe(Config.map(({ closeMs, maxUtilization, maxWaitMs }) => ({
+}).pipe(Config.map(({ closeMs, maxUtilization, maxWaitMs, reserveAbove }) => ({
   closeMs,
   maxWaitMs,
   maxUtilization,
+  reserveAbove,
   openMs: Math.floor(closeMs / 4)
 })))
 
 /**
- * The gate with its settings from Effect `Config`.
+ * The gate with its settings from Effect `Config`, counting the tasks upstream from the task storage
+ * ({@link layerCounted}).
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerConfig: Layer.Layer<Admission, ConfigError.ConfigError> = Layer.unwrapEffect(
-  Effect.map(config, layer)
+export const layerConfig: Layer.Layer<Admission, ConfigError.ConfigError, TaskReads> = Layer.unwrapEffect(
+  Effect.map(config, layerCounted)
 )

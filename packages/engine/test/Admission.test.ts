@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Admission from "../src/Admission.js"
 import * as Planner from "../src/Planner.js"
 import * as ResultLinks from "../src/ResultLinks.js"
+import { TaskReads } from "../src/TaskReads.js"
 import * as TaskService from "../src/TaskService.js"
 import { layerMemory, TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
@@ -97,6 +98,72 @@ describe("Admission gate", () => {
       yield* unlimited.admit
       unlimited.report(0)
       assert.strictEqual(defaultReads, 0)
+    }))
+
+  it.live("with reserveAbove, the utilization limit holds only while more tasks than that wait upstream", () =>
+    Effect.gen(function*() {
+      const gate = Admission.make({ maxWaitMs: 60_000, maxUtilization: 0.5, reserveAbove: 10, utilization: () => 1 })
+      // busy, but no task upstream: new tasks go on (the burst's finishes would come due now, not later)
+      yield* gate.admit
+      yield* Effect.sleep("110 millis")
+      yield* gate.admit
+      assert.strictEqual(gate.waiting(), 0)
+      // 11 tasks upstream: the room is kept, the next request waits
+      gate.upstream(11)
+      yield* Effect.sleep("110 millis")
+      const waiting = yield* Effect.fork(gate.admit)
+      yield* settle
+      assert.strictEqual(gate.waiting(), 1)
+      // back to 10: it goes on at once
+      gate.upstream(10)
+      yield* Fiber.join(waiting).pipe(Effect.timeoutFail({ duration: "1 second", onTimeout: () => "still waiting" }))
+      assert.strictEqual(gate.waiting(), 0)
+    }))
+
+  it.live("layerCounted reads the tasks upstream from the storage while requests come to the gate", () =>
+    Effect.gen(function*() {
+      const counts = { queued: 0, running: 0 }
+      let overviews = 0
+      const reads = Layer.succeed(
+        TaskReads,
+        {
+          overview: Effect.sync(() => {
+            overviews++
+            return {
+              byStatus: { pending: 0, succeeded: 0, failed: 0, cancelled: 0, expired: 0, ...counts },
+              due: 0
+            }
+          })
+        } as unknown as TaskReads["Type"]
+      )
+      yield* Effect.gen(function*() {
+        const gate = yield* Admission.Admission
+        yield* Effect.sleep("600 millis")
+        // nobody came to the gate: nothing read
+        assert.strictEqual(overviews, 0)
+        counts.queued = 3
+        counts.running = 2
+        yield* gate.admit
+        yield* Effect.sleep("1100 millis")
+        assert.isAtLeast(overviews, 1)
+        // 5 upstream, above 4, and the loop busy: the next request waits until a read finds them gone
+        yield* Effect.sleep("110 millis")
+        const waiting = yield* Effect.fork(gate.admit)
+        yield* settle
+        assert.strictEqual(gate.waiting(), 1)
+        counts.queued = 0
+        counts.running = 0
+        yield* Fiber.join(waiting).pipe(Effect.timeoutFail({ duration: "2 seconds", onTimeout: () => "still waiting" }))
+      }).pipe(
+        Effect.provide(
+          Admission.layerCounted({
+            maxWaitMs: 60_000,
+            maxUtilization: 0.5,
+            reserveAbove: 4,
+            utilization: () => 1
+          }).pipe(Layer.provide(reads))
+        )
+      )
     }))
 
   it.live("maxWaitMs 0 turns it off", () =>
