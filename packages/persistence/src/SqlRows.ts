@@ -32,6 +32,20 @@ export class RowError extends Schema.TaggedError<RowError>()("RowError", {
 const show = (u: unknown): string => (typeof u === "string" ? JSON.stringify(u) : String(u))
 
 /**
+ * The value {@link Number} decodes a column to: a finite number, or a string or bigint holding one (a blank string
+ * is none); `undefined` for anything else. For the fast paths of decoders (`withFastPath`).
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const numberOf = (u: unknown): number | undefined => {
+  if (typeof u === "number") return globalThis.Number.isFinite(u) ? u : undefined
+  if (typeof u !== "string" && typeof u !== "bigint") return undefined
+  const n = typeof u === "string" && u.trim() === "" ? NaN : globalThis.Number(u)
+  return globalThis.Number.isFinite(n) ? n : undefined
+}
+
+/**
  * A numeric column: a finite number from a number, a bigint or a numeric string (how PostgreSQL answers `BIGINT`
  * and `COUNT(*)`). Encodes to a number.
  *
@@ -50,8 +64,8 @@ export const Number: Schema.Schema<number, number | string | bigint> = Schema.tr
   {
     strict: true,
     decode: (value, _, ast) => {
-      const n = typeof value === "string" && value.trim() === "" ? NaN : globalThis.Number(value)
-      return globalThis.Number.isFinite(n)
+      const n = numberOf(value)
+      return n !== undefined
         ? ParseResult.succeed(n)
         : ParseResult.fail(new ParseResult.Type(ast, value, `Expected a finite number, actual ${show(value)}`))
     },

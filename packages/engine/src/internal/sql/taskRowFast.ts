@@ -1,8 +1,9 @@
 /**
  * The fast path of the tasks table's row decoder (`SqlRows.withFastPath`). Task rows are decoded by every claim,
  * step batch and read of a changed task; the `TaskRow` Schema's parser cost ~50 µs a row (36 columns, renamed keys,
- * JSON columns), a tenth of the server's CPU in a task's life. This decodes a row whose columns already hold the
- * decoded types (plain finite numbers, known enum values, JSON text of the expected shapes) as the Schema does, and
+ * JSON columns), a tenth of the server's CPU in a task's life. This decodes a row whose columns hold what the Schema
+ * takes without converting anything but numbers (numbers as PostgreSQL's text or bigints, known enum values, JSON
+ * text of the expected shapes) as the Schema does, and
  * answers `undefined` for any other row, which the Schema then decodes, converts or reports as always. The result,
  * error and upstream report columns (null on most rows) go through their own Schemas. The engine's tests hold it
  * equal to the Schema's decoding.
@@ -10,6 +11,7 @@
  * @internal
  */
 import { Catalog, Task } from "@mediagate/contract"
+import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { TaskRecord } from "../../TaskRecord.js"
@@ -23,8 +25,9 @@ const operations: ReadonlySet<unknown> = new Set(Catalog.operations)
 const mediaTypes: ReadonlySet<unknown> = new Set(Catalog.mediaTypes)
 const statuses: ReadonlySet<unknown> = new Set(Task.taskStatuses)
 
-const finite = (u: unknown): u is number => typeof u === "number" && Number.isFinite(u)
-const finiteOrNull = (u: unknown): u is number | null => u === null || finite(u)
+const { numberOf } = SqlRows
+/** A nullable number column's value: null, the number, or `undefined` when it holds neither. */
+const numberOrNull = (u: unknown): number | null | undefined => u === null ? null : numberOf(u)
 const stringOrNull = (u: unknown): u is string | null => u === null || typeof u === "string"
 
 /** JSON text of an object (not an array) without a `__proto__` key, or `undefined`. */
@@ -70,7 +73,6 @@ const optional = (
 }
 
 const nullableString = (u: unknown) => stringOrNull(u) ? u : undefined
-const nullableFinite = (u: unknown) => finiteOrNull(u) ? u : undefined
 
 /**
  * The fast path for the `TaskRow` Schema whose JSON columns `result`, `error` and `upstream_report` (each nullable)
@@ -104,20 +106,23 @@ export const makeTaskRowFast = <R, E, U>(columns: {
       !stringOrNull(webhookUrl) || !stringOrNull(originalTaskId) || !stringOrNull(upstreamJobId) ||
       !stringOrNull(leaseOwner)
     ) return undefined
-    const { fence, polls, progress } = r
-    const chargedMicros = r["charged_micros"]
-    const refundedMicros = r["refunded_micros"]
-    const estimatedSeconds = r["estimated_seconds"]
-    const deadlineAt = r["deadline_at"]
-    const createdAt = r["created_at"]
-    const leaseExpiresAt = r["lease_expires_at"]
-    const nextRunAt = r["next_run_at"]
-    const startedAt = r["started_at"]
-    const completedAt = r["completed_at"]
+    const chargedMicros = numberOf(r["charged_micros"])
+    const refundedMicros = numberOf(r["refunded_micros"])
+    const estimatedSeconds = numberOf(r["estimated_seconds"])
+    const progress = numberOf(r["progress"])
+    const fence = numberOf(r["fence"])
+    const polls = numberOf(r["polls"])
+    const deadlineAt = numberOf(r["deadline_at"])
+    const createdAt = numberOf(r["created_at"])
+    const leaseExpiresAt = numberOrNull(r["lease_expires_at"])
+    const nextRunAt = numberOrNull(r["next_run_at"])
+    const startedAt = numberOrNull(r["started_at"])
+    const completedAt = numberOrNull(r["completed_at"])
     if (
-      !finite(chargedMicros) || !finite(refundedMicros) || !finite(estimatedSeconds) || !finite(progress) ||
-      !finite(fence) || !finite(polls) || !finite(deadlineAt) || !finite(createdAt) || !finiteOrNull(leaseExpiresAt) ||
-      !finiteOrNull(nextRunAt) || !finiteOrNull(startedAt) || !finiteOrNull(completedAt)
+      chargedMicros === undefined || refundedMicros === undefined || estimatedSeconds === undefined ||
+      progress === undefined || fence === undefined || polls === undefined || deadlineAt === undefined ||
+      createdAt === undefined || leaseExpiresAt === undefined || nextRunAt === undefined || startedAt === undefined ||
+      completedAt === undefined
     ) return undefined
     const input = objectOf(r["input"])
     const metadata = objectOf(r["metadata"])
@@ -160,10 +165,10 @@ export const makeTaskRowFast = <R, E, U>(columns: {
     }
     const complete = optional(r, "trace_context", record, "traceContext", nullableString) &&
       optional(r, "channel_id", record, "channelId", nullableString) &&
-      optional(r, "upstream_seconds", record, "upstreamSeconds", nullableFinite) &&
-      optional(r, "upstream_cost_micros", record, "upstreamCostMicros", nullableFinite) &&
+      optional(r, "upstream_seconds", record, "upstreamSeconds", numberOrNull) &&
+      optional(r, "upstream_cost_micros", record, "upstreamCostMicros", numberOrNull) &&
       optional(r, "node_id", record, "nodeId", nullableString) &&
-      optional(r, "submit_fence", record, "submitFence", nullableFinite) &&
+      optional(r, "submit_fence", record, "submitFence", numberOrNull) &&
       optional(r, "upstream_report", record, "upstreamReport", report)
     return complete ? record as unknown as TaskRecord : undefined
   }
