@@ -57,22 +57,18 @@ const jsonColumn = <A, I>(schema: Schema.Schema<A, I>) => {
   }
 }
 
-/** An optional column: absent stays absent; present, it is decoded by `value` (`undefined`: not decoded). */
-const optional = (
-  r: Row,
-  column: string,
-  into: Record<string, unknown>,
-  field: string,
-  value: (u: unknown) => unknown
-): boolean => {
-  if (!(column in r)) return true
-  const decoded = value(r[column])
-  if (decoded === undefined) return false
-  into[field] = decoded
-  return true
-}
+/** A column's reader: its decoded value, or `undefined` when the column holds what the fast path does not take. */
+type Reader = (u: unknown) => unknown
 
-const nullableString = (u: unknown) => stringOrNull(u) ? u : undefined
+const string: Reader = (u) => typeof u === "string" ? u : undefined
+const nullableString: Reader = (u) => stringOrNull(u) ? u : undefined
+const oneOf = (values: ReadonlySet<unknown>): Reader => (u) => values.has(u) ? u : undefined
+const metadataOf: Reader = (u) => {
+  const metadata = objectOf(u)
+  if (metadata === undefined) return undefined
+  for (const key in metadata) if (!metadataValue(metadata[key])) return undefined
+  return metadata
+}
 
 /**
  * The fast path for the `TaskRow` Schema whose JSON columns `result`, `error` and `upstream_report` (each nullable)
@@ -83,93 +79,64 @@ export const makeTaskRowFast = <R, E, U>(columns: {
   readonly error: Schema.Schema<E, string | null>
   readonly upstreamReport: Schema.Schema<U, string | null>
 }) => {
-  const result = jsonColumn(columns.result)
-  const error = jsonColumn(columns.error)
-  const report = jsonColumn(columns.upstreamReport)
+  /** Every column of the record: its field, its column, its reader. */
+  const required: ReadonlyArray<readonly [string, string, Reader]> = [
+    ["id", "id", string],
+    ["accountId", "account_id", string],
+    ["keyId", "key_id", string],
+    ["environment", "environment", oneOf(environments)],
+    ["endpoint", "endpoint", oneOf(endpoints)],
+    ["provider", "provider", oneOf(providers)],
+    ["operation", "operation", oneOf(operations)],
+    ["mediaType", "media_type", oneOf(mediaTypes)],
+    ["model", "model", string],
+    ["status", "status", oneOf(statuses)],
+    ["input", "input", objectOf],
+    ["metadata", "metadata", metadataOf],
+    ["webhookUrl", "webhook_url", nullableString],
+    ["originalTaskId", "original_task_id", nullableString],
+    ["chargedMicros", "charged_micros", numberOf],
+    ["refundedMicros", "refunded_micros", numberOf],
+    ["estimatedSeconds", "estimated_seconds", numberOf],
+    ["progress", "progress", numberOf],
+    ["result", "result", jsonColumn(columns.result)],
+    ["error", "error", jsonColumn(columns.error)],
+    ["upstreamJobId", "upstream_job_id", nullableString],
+    ["fence", "fence", numberOf],
+    ["leaseOwner", "lease_owner", nullableString],
+    ["leaseExpiresAt", "lease_expires_at", numberOrNull],
+    ["nextRunAt", "next_run_at", numberOrNull],
+    ["deadlineAt", "deadline_at", numberOf],
+    ["polls", "polls", numberOf],
+    ["createdAt", "created_at", numberOf],
+    ["startedAt", "started_at", numberOrNull],
+    ["completedAt", "completed_at", numberOrNull]
+  ]
+  /** The columns added later: a row without one decodes without the field. */
+  const optional: ReadonlyArray<readonly [string, string, Reader]> = [
+    ["traceContext", "trace_context", nullableString],
+    ["channelId", "channel_id", nullableString],
+    ["upstreamSeconds", "upstream_seconds", numberOrNull],
+    ["upstreamCostMicros", "upstream_cost_micros", numberOrNull],
+    ["nodeId", "node_id", nullableString],
+    ["submitFence", "submit_fence", numberOrNull],
+    ["upstreamReport", "upstream_report", jsonColumn(columns.upstreamReport)]
+  ]
   return (row: unknown): TaskRecord | undefined => {
     if (typeof row !== "object" || row === null) return undefined
     const r = row as Row
-    const { endpoint, environment, id, model, operation, provider, status } = r
-    const accountId = r["account_id"]
-    const keyId = r["key_id"]
-    const mediaType = r["media_type"]
-    if (
-      typeof id !== "string" || typeof accountId !== "string" || typeof keyId !== "string" ||
-      typeof model !== "string" || !environments.has(environment) || !endpoints.has(endpoint) ||
-      !providers.has(provider) || !operations.has(operation) || !mediaTypes.has(mediaType) || !statuses.has(status)
-    ) return undefined
-    const webhookUrl = r["webhook_url"]
-    const originalTaskId = r["original_task_id"]
-    const upstreamJobId = r["upstream_job_id"]
-    const leaseOwner = r["lease_owner"]
-    if (
-      !stringOrNull(webhookUrl) || !stringOrNull(originalTaskId) || !stringOrNull(upstreamJobId) ||
-      !stringOrNull(leaseOwner)
-    ) return undefined
-    const chargedMicros = numberOf(r["charged_micros"])
-    const refundedMicros = numberOf(r["refunded_micros"])
-    const estimatedSeconds = numberOf(r["estimated_seconds"])
-    const progress = numberOf(r["progress"])
-    const fence = numberOf(r["fence"])
-    const polls = numberOf(r["polls"])
-    const deadlineAt = numberOf(r["deadline_at"])
-    const createdAt = numberOf(r["created_at"])
-    const leaseExpiresAt = numberOrNull(r["lease_expires_at"])
-    const nextRunAt = numberOrNull(r["next_run_at"])
-    const startedAt = numberOrNull(r["started_at"])
-    const completedAt = numberOrNull(r["completed_at"])
-    if (
-      chargedMicros === undefined || refundedMicros === undefined || estimatedSeconds === undefined ||
-      progress === undefined || fence === undefined || polls === undefined || deadlineAt === undefined ||
-      createdAt === undefined || leaseExpiresAt === undefined || nextRunAt === undefined || startedAt === undefined ||
-      completedAt === undefined
-    ) return undefined
-    const input = objectOf(r["input"])
-    const metadata = objectOf(r["metadata"])
-    if (input === undefined || metadata === undefined) return undefined
-    for (const key in metadata) if (!metadataValue(metadata[key])) return undefined
-    const decodedResult = result(r["result"])
-    const decodedError = error(r["error"])
-    if (decodedResult === undefined || decodedError === undefined) return undefined
-    const record: Record<string, unknown> = {
-      id,
-      accountId,
-      keyId,
-      environment,
-      endpoint,
-      provider,
-      operation,
-      mediaType,
-      model,
-      status,
-      input,
-      metadata,
-      webhookUrl,
-      originalTaskId,
-      chargedMicros,
-      refundedMicros,
-      estimatedSeconds,
-      progress,
-      result: decodedResult,
-      error: decodedError,
-      upstreamJobId,
-      fence,
-      leaseOwner,
-      leaseExpiresAt,
-      nextRunAt,
-      deadlineAt,
-      polls,
-      createdAt,
-      startedAt,
-      completedAt
+    const record: Record<string, unknown> = {}
+    for (const [field, column, read] of required) {
+      const value = read(r[column])
+      if (value === undefined) return undefined
+      record[field] = value
     }
-    const complete = optional(r, "trace_context", record, "traceContext", nullableString) &&
-      optional(r, "channel_id", record, "channelId", nullableString) &&
-      optional(r, "upstream_seconds", record, "upstreamSeconds", numberOrNull) &&
-      optional(r, "upstream_cost_micros", record, "upstreamCostMicros", numberOrNull) &&
-      optional(r, "node_id", record, "nodeId", nullableString) &&
-      optional(r, "submit_fence", record, "submitFence", numberOrNull) &&
-      optional(r, "upstream_report", record, "upstreamReport", report)
-    return complete ? record as unknown as TaskRecord : undefined
+    for (const [field, column, read] of optional) {
+      if (!(column in r)) continue
+      const value = read(r[column])
+      if (value === undefined) return undefined
+      record[field] = value
+    }
+    return record as unknown as TaskRecord
   }
 }
