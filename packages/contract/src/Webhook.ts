@@ -162,13 +162,17 @@ export const DeliveryAttempt = Schema.Struct({
 export type DeliveryAttempt = typeof DeliveryAttempt.Type
 
 /**
- * An item of the delivery list: the delivery and its attempt log (extension; the dashboard shows it).
+ * An item of the delivery list: the delivery, the task its event is about and its attempt log (extensions; the
+ * dashboard shows them).
  *
  * @since 0.1.0
  * @category schemas
  */
 export const DeliveryWithAttempts = Schema.Struct({
   ...Delivery.fields,
+  task_id: Schema.NullOr(Schema.String).annotations({
+    description: "The task the event is about (extension; null for a body that names none)"
+  }),
   attempt_log: Schema.Array(DeliveryAttempt).annotations({ description: "Every request made so far, oldest first" })
 }).annotations({ identifier: "DeliveryWithAttempts" })
 /**
@@ -186,7 +190,10 @@ export type DeliveryWithAttempts = typeof DeliveryWithAttempts.Type
  * @category schemas
  */
 export const DeliveryListQuery = Schema.Struct({
-  cursor: optional(text(512, 1))
+  cursor: optional(text(512, 1)),
+  status: optional(
+    oneOf(...DeliveryStatus.literals).annotations({ description: "Only the deliveries in this state (extension)" })
+  )
 }).annotations({ identifier: "DeliveryListQuery" })
 /**
  * Query of the delivery list.

@@ -141,6 +141,21 @@ export const toDelivery = (row: DeliveryRow): Webhook.Delivery => ({
 })
 
 /**
+ * The id of the task a delivery's body is about (`data.task.id` of the event), or null for a body that names none.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const taskIdOf = (payload: string): string | null => {
+  try {
+    const id = JSON.parse(payload)?.data?.task?.id
+    return typeof id === "string" ? id : null
+  } catch {
+    return null
+  }
+}
+
+/**
  * The id a delivery list cursor holds (see `Envelope.decodeIdCursor`).
  *
  * @since 0.1.0
@@ -283,11 +298,16 @@ export const make = (options: ServiceOptions = {}) =>
         Effect.gen(function*() {
           const beforeId = yield* deliveryCursor(query.cursor)
           yield* findWebhook(principal, id)
-          const page = yield* store.listDeliveries(principal.accountId, id, { beforeId, limit: deliveryPageSize })
+          const page = yield* store.listDeliveries(principal.accountId, id, {
+            beforeId,
+            limit: deliveryPageSize,
+            status: query.status
+          })
           // the page's attempt logs in one read
           const logs = byDelivery(yield* store.attemptsOf(page.items.map((row) => row.id)))
           const data = page.items.map((row) => ({
             ...toDelivery(row),
+            task_id: taskIdOf(row.payload),
             attempt_log: (logs.get(row.id) ?? []).map(toAttempt)
           }))
           return Envelope.idPage(page, data)

@@ -118,6 +118,16 @@ for (const [name, backend] of backends) {
         })
         yield* store.fanOut("2", "3", [entry("acct_alice", "task.completed", null, 3)], yield* store.now)
         expect((yield* service.deliveries(alice, hook.id, {})).pagination.total).toBe(2)
+        // filtered by state, each naming the task its event is about
+        const failed = yield* service.deliveries(alice, hook.id, { status: "failed" })
+        expect(failed.data.map((d) => [d.event_id, d.task_id])).toEqual([[
+          "evt_01JX0000000000000000000002",
+          "task_01JX0000000000000000000002"
+        ]])
+        expect(failed.pagination.total).toBe(1)
+        const succeeded = yield* service.deliveries(alice, hook.id, { status: "succeeded" })
+        expect(succeeded.data.map((d) => d.task_id)).toEqual(["task_01JX0000000000000000000001"])
+        expect((yield* service.deliveries(alice, hook.id, { status: "pending" })).data).toEqual([])
         // enabled again by its owner only (another account's key: not found)
         expect(yield* Effect.flip(service.enable(bob, hook.id))).toMatchObject({ _tag: "WebhookNotFound" })
         expect(yield* service.enable(alice, hook.id)).toMatchObject({

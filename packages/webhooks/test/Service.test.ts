@@ -324,3 +324,13 @@ for (const [name, backend] of backends) {
     })
   })
 }
+
+describe("taskIdOf", () => {
+  it("reads the task id of an event body, null for one that names none", () => {
+    const body = JSON.stringify(entry("acct_alice", "task.completed", null, 7).event)
+    assert.strictEqual(WebhookService.taskIdOf(body), "task_01JX0000000000000000000007")
+    for (const other of ["not json", "null", "[]", JSON.stringify({ data: { task: { id: 7 } } }), "{}"]) {
+      assert.isNull(WebhookService.taskIdOf(other), other)
+    }
+  })
+})

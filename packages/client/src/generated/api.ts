@@ -1959,6 +1959,8 @@ export interface components {
             next_attempt_at: string | null;
             /** Format: date-time */
             created_at: string;
+            /** @description The task the event is about (extension; null for a body that names none) */
+            task_id: string | null;
             /** @description Every request made so far, oldest first */
             attempt_log: components["schemas"]["DeliveryAttempt"][];
         };
@@ -4967,6 +4969,8 @@ export interface operations {
             query?: {
                 /** @description a string at most 512 character(s) long */
                 cursor?: string;
+                /** @description Only the deliveries in this state (extension) */
+                status?: "pending" | "succeeded" | "failed";
             };
             header?: never;
             path: {

@@ -172,10 +172,27 @@ export const customerJourneys = (session: Session) => {
       const id = await createImage(running, "a kite for the webhook")
       await waitForStatus(running, id, ["succeeded"])
       await page.getByRole("link", { name: "Deliveries" }).click()
-      const failed = page.locator("li[data-delivery]").filter({ has: page.locator("[data-status=\"failed\"]") })
+      const failed = page.locator("tr[data-delivery]").filter({ has: page.locator("[data-status=\"failed\"]") })
       await failed.first().waitFor({ timeout: 20_000 })
-      expect(await failed.first().locator("table.attempts").textContent()).toContain("410")
+      // a compact row: the state, the event, a link to its task, the last answer; the attempts open below it
+      expect(await failed.first().locator("td[data-label=\"Last answer\"]").textContent()).toContain("HTTP 410")
+      expect(await failed.first().getByRole("link", { name: id }).getAttribute("href")).toBe(`/dashboard/tasks/${id}`)
+      await failed.first().locator("td[data-label=\"Attempts\"] button").click()
+      expect(await page.locator("table.attempts").first().textContent()).toContain("410")
       await shot("08-delivery-failed")
+      // the state filter narrows the table and stays in the page's address
+      await page.getByLabel("State").selectOption("succeeded")
+      await page.getByText("No succeeded deliveries.").waitFor()
+      expect(new URL(page.url()).searchParams.get("status")).toBe("succeeded")
+      await page.getByLabel("State").selectOption("failed")
+      await failed.first().waitFor()
+      expect(await page.locator("tr[data-delivery]").count()).toBe(await failed.count())
+      await page.getByLabel("State").selectOption("")
+      // its task link opens the task
+      await failed.first().getByRole("link", { name: id }).click()
+      await page.getByText(id).first().waitFor()
+      expect(new URL(page.url()).pathname).toBe(`/dashboard/tasks/${id}`)
+      await page.goBack()
       // the 410 disabled the webhook: its row says so and why, and enables it again
       await page.getByRole("link", { name: "← Webhooks" }).click()
       const disabled = page.locator("tr[data-webhook] [data-disabled]")
@@ -194,10 +211,29 @@ export const customerJourneys = (session: Session) => {
       const before = hook.received.length
       await failed.first().getByRole("button", { name: "Replay" }).click()
       await page.getByText(/Replayed as a new delivery/).waitFor()
-      await page.locator("li[data-delivery] [data-status=\"succeeded\"]").first().waitFor({ timeout: 20_000 })
+      await page.locator("tr[data-delivery] [data-status=\"succeeded\"]").first().waitFor({ timeout: 20_000 })
       expect(hook.received.length).toBeGreaterThan(before)
       await shot("09-delivery-replayed")
       expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined()
+      // at 390 px each delivery is a card: nothing overflows, Replay is on the screen
+      const phone = await session.context.browser()!.newContext({
+        viewport: { width: 390, height: 844 },
+        isMobile: true
+      })
+      try {
+        const small = await phone.newPage()
+        await small.goto(page.url())
+        await small.getByLabel("API key").fill(running.keys.live)
+        await small.getByRole("button", { name: "Sign in" }).click()
+        await small.locator("tr[data-delivery]").first().waitFor()
+        expect(await small.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+        const replay = await small.locator("tr[data-delivery]").first().getByRole("button", { name: "Replay" })
+          .boundingBox()
+        expect(replay!.x + replay!.width).toBeLessThanOrEqual(390)
+        await small.screenshot({ path: `${shots}${session.database}-09b-phone-deliveries.png`, fullPage: false })
+      } finally {
+        await phone.close()
+      }
       await page.getByRole("link", { name: "← Webhooks" }).click()
       const row = page.locator("tr[data-webhook]")
       await row.getByRole("button", { name: "Delete" }).click()

@@ -5,8 +5,9 @@
 import { Webhook } from "@mediagate/contract"
 import { useState } from "preact/hooks"
 import { call } from "../api.js"
-import { ActionButton, Checks, ConfirmButton, ErrorBox, Field, FormCard, Link, SecretOnce, ShowList, ShowPage, Status, Table, useFields, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
+import { ActionButton, Checks, ConfirmButton, ErrorBox, Field, FormCard, Link, SecretOnce, Select, ShowList, ShowPage, Status, Table, useFields, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { time } from "../format.js"
+import { current, navigate } from "../router.js"
 
 const CreateForm = (props: { readonly onCreated: (created: Webhook.WebhookCreated) => void }) => {
   const fields = useFields({ url: "", description: "" })
@@ -132,12 +133,34 @@ export const WebhookList = () => {
   )
 }
 
-/** One webhook's deliveries, with their attempts and replay. */
+/** The delivery states the list can be narrowed to (`?status=` of the page's address, as the API takes it). */
+const readState = (): typeof Webhook.DeliveryStatus.Type | undefined => {
+  const value = current().query.get("status")
+  return Webhook.DeliveryStatus.literals.find((state) => state === value)
+}
+
+/**
+ * One webhook's deliveries: a compact table (state, event, task, attempts, last answer, created) with a state filter
+ * and replay; each row's attempts open below it.
+ */
 export const WebhookDeliveries = (props: { readonly id: string }) => {
   const pager = usePager()
+  const [state, setState] = useState(readState)
+  const choose = (event: Event) => {
+    const value = (event.currentTarget as HTMLSelectElement).value
+    const next = Webhook.DeliveryStatus.literals.find((s) => s === value)
+    setState(next)
+    pager.reset()
+    navigate(`/webhooks/${encodeURIComponent(props.id)}${next === undefined ? "" : `?status=${next}`}`, { replace: true })
+  }
   const loaded = useLoad(
-    () => call("key", (api) => api.webhooks.deliveries({ path: { id: props.id }, urlParams: pager.params })),
-    [props.id, pager.cursor],
+    () =>
+      call("key", (api) =>
+        api.webhooks.deliveries({
+          path: { id: props.id },
+          urlParams: { ...pager.params, ...(state === undefined ? {} : { status: state }) }
+        })),
+    [props.id, pager.cursor, state],
     { pollMs: 3000, poll: (page) => page.data.some((d) => d.status === "pending") }
   )
   const action = useSubmit()
@@ -146,58 +169,108 @@ export const WebhookDeliveries = (props: { readonly id: string }) => {
     <section>
       <ViewHeader title="Deliveries"><Link to="/webhooks">← Webhooks</Link></ViewHeader>
       <p class="muted mono">{props.id}</p>
+      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
+        <Field label="State">
+          <Select name="status" value={state ?? ""} none="Any" options={Webhook.DeliveryStatus.literals} onChange={choose} />
+        </Field>
+      </form>
       {replayed === undefined ? null : <div class="notice" role="status">Replayed as a new delivery {replayed}.</div>}
       {action.error === undefined ? null : <ErrorBox error={action.error} />}
       <ShowPage
         loaded={loaded}
         pager={pager}
-        empty="No deliveries yet: they appear when a task of this account finishes (or after a test event)."
+        empty={state === undefined
+          ? "No deliveries yet: they appear when a task of this account finishes (or after a test event)."
+          : `No ${state} deliveries.`}
       >
         {(deliveries) => (
-          <ul class="deliveries">
+          <Table
+            class="deliveries"
+            columns={["State", "Event", "Task", ["Attempts", "num"], "Last answer", "Created", ""]}
+          >
             {deliveries.map((delivery) => (
-              <li key={delivery.id} class="card" data-delivery={delivery.id}>
-                <div class="row spread">
-                  <div>
-                    <Status status={delivery.status} /> <strong>{delivery.event_type}</strong>{" "}
-                    <span class="muted mono small">{delivery.event_id}</span>
-                  </div>
-                  <ActionButton
-                    submission={action}
-                    run={() =>
-                      call("key", (api) => api.webhooks.replay({ path: { id: props.id, deliveryId: delivery.id } })).then((next) => {
-                        setReplayed(next.id)
-                        pager.reset()
-                        loaded.reload()
-                      })}
-                  >
-                    Replay
-                  </ActionButton>
-                </div>
-                <div class="muted small">
-                  Created {time(delivery.created_at)} · {delivery.attempts} attempt{delivery.attempts === 1 ? "" : "s"}
-                  {delivery.last_status_code === null ? "" : ` · last HTTP ${delivery.last_status_code}`}
-                  {delivery.next_attempt_at === null ? "" : ` · next attempt ${time(delivery.next_attempt_at)}`}
-                </div>
-                {delivery.last_error === null ? null : <div class="muted small">Last error: {delivery.last_error}</div>}
-                {delivery.attempt_log.length === 0 ? null : (
-                  <Table class="attempts" columns={["#", "At", "Status", ["Duration", "num"], "Answer (excerpt)"]}>
-                    {delivery.attempt_log.map((a) => (
-                      <tr key={a.attempt}>
-                        <td>{a.attempt}</td>
-                        <td>{time(a.at)}</td>
-                        <td>{a.status_code ?? a.error ?? "—"}</td>
-                        <td class="num">{a.duration_ms} ms</td>
-                        <td><code class="excerpt">{a.response_excerpt ?? ""}</code></td>
-                      </tr>
-                    ))}
-                  </Table>
-                )}
-              </li>
+              <DeliveryRow
+                key={delivery.id}
+                delivery={delivery}
+                replay={() =>
+                  call("key", (api) => api.webhooks.replay({ path: { id: props.id, deliveryId: delivery.id } })).then((next) => {
+                    setReplayed(next.id)
+                    pager.reset()
+                    loaded.reload()
+                  })}
+                action={action}
+              />
             ))}
-          </ul>
+          </Table>
         )}
       </ShowPage>
     </section>
+  )
+}
+
+/** A delivery's row, its last error and its attempts (a row below it, opened on demand). */
+const DeliveryRow = (props: {
+  readonly delivery: Webhook.DeliveryWithAttempts
+  readonly replay: () => Promise<void>
+  readonly action: ReturnType<typeof useSubmit>
+}) => {
+  const { delivery } = props
+  const [open, setOpen] = useState(false)
+  const answer = delivery.last_status_code === null ? delivery.last_error ?? "—" : `HTTP ${delivery.last_status_code}`
+  return (
+    <>
+      <tr data-delivery={delivery.id}>
+        {/* each cell's content in one element: on a narrow screen a cell is a grid of its label and its content */}
+        <td data-label="State"><div><Status status={delivery.status} /></div></td>
+        <td data-label="Event">
+          <div>{delivery.event_type} <span class="muted mono small">{delivery.event_id}</span></div>
+        </td>
+        <td data-label="Task" class="mono">
+          <div>
+            {delivery.task_id === null
+              ? "—"
+              : <Link to={`/tasks/${encodeURIComponent(delivery.task_id)}`}>{delivery.task_id}</Link>}
+          </div>
+        </td>
+        <td data-label="Attempts" class="num">
+          <div>
+            {delivery.attempt_log.length === 0 ? delivery.attempts : (
+              <button type="button" class="link" aria-expanded={open} onClick={() => setOpen(!open)}>
+                {delivery.attempts}
+              </button>
+            )}
+          </div>
+        </td>
+        <td data-label="Last answer" title={delivery.last_error ?? undefined}>
+          <div>
+            {answer}
+            {delivery.next_attempt_at === null ? null : <div class="muted small">next {time(delivery.next_attempt_at)}</div>}
+          </div>
+        </td>
+        <td data-label="Created"><div>{time(delivery.created_at)}</div></td>
+        <td>
+          <ActionButton submission={props.action} run={props.replay}>Replay</ActionButton>
+        </td>
+      </tr>
+      {open
+        ? (
+          <tr class="attempts-row">
+            <td colSpan={7}>
+              <Table class="attempts" columns={["#", "At", "Status", ["Duration", "num"], "Answer (excerpt)"]}>
+                {delivery.attempt_log.map((a) => (
+                  <tr key={a.attempt}>
+                    <td>{a.attempt}</td>
+                    <td>{time(a.at)}</td>
+                    <td>{a.status_code ?? a.error ?? "—"}</td>
+                    <td class="num">{a.duration_ms} ms</td>
+                    <td><code class="excerpt">{a.response_excerpt ?? ""}</code></td>
+                  </tr>
+                ))}
+              </Table>
+            </td>
+          </tr>
+        )
+        : null}
+    </>
   )
 }
