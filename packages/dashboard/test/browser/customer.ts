@@ -325,9 +325,23 @@ export const customerJourneys = (session: Session) => {
       await small.getByRole("heading", { name: "Tasks" }).waitFor()
       await small.locator("tr[data-task]").first().waitFor()
       expect(await small.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375)
+      // each row a card: its cost (and every other cell) on the screen, not scrolled off to the right
+      const onScreen = async (locator: ReturnType<typeof small.locator>) => {
+        const box = await locator.boundingBox()
+        expect(box).not.toBeNull()
+        expect(box!.x).toBeGreaterThanOrEqual(0)
+        expect(box!.x + box!.width).toBeLessThanOrEqual(375)
+      }
+      await onScreen(small.locator("tr[data-task]").first().locator("td[data-label=\"Cost\"]"))
+      await onScreen(small.locator("tr[data-task]").first().locator("td[data-label=\"Model\"]"))
       const background = await small.evaluate(() => getComputedStyle(document.body).backgroundColor)
       expect(background).toBe("rgb(15, 18, 23)")
       await small.screenshot({ path: `${shots}${database}-13-phone-dark.png`, fullPage: false })
+      await small.goto(`${running.baseUrl}/dashboard/keys`)
+      await small.locator("tr[data-key]").first().waitFor()
+      expect(await small.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375)
+      await onScreen(small.locator("tr[data-key]").first().getByRole("button", { name: "Revoke" }))
+      await small.screenshot({ path: `${shots}${database}-13b-phone-keys.png`, fullPage: false })
       await small.goto(`${running.baseUrl}/dashboard/balance`)
       await small.getByTestId("balance").waitFor()
       expect(await small.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375)

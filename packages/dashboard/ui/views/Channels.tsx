@@ -429,7 +429,7 @@ export const ChannelList = () => {
               {stored.length === 0 ? <Empty>No channels: every family runs on its default upstream.</Empty> : null}
               {channels.length === 0 ? null : (
                 <Table
-                  class="channels"
+                  class="channels cards"
                   columns={[
                     "Channel",
                     "Transport",

@@ -154,18 +154,28 @@ export const KeyList = () => {
         hint={(error) => error.code === "KEY_PERMISSION_DENIED" ? "Listing keys needs a key with api-keys:write." : undefined}
       >
         {(keys) => (
-          <Table columns={["Name", "Key", "Permissions", ["Spent / limit", "num"], "Expires", "Last used", "Actions"]}>
+          <Table
+            class="keys cards"
+            columns={["Name", "Key", "Permissions", ["Spent / limit", "num"], "Expires", "Last used", "Actions"]}
+          >
             {keys.map((key) => (
               <tr key={key.id} data-key={key.id}>
-                <td>{key.name}<div class="muted small">{key.environment} · created {time(key.createdAt)}</div></td>
-                <td class="mono">{key.maskedKey}</td>
-                <td>
-                  {describePermissions(key.permissions)}
-                  {key.ipWhitelist.length === 0 ? null : <div class="muted small">IPs: {key.ipWhitelist.join(", ")}</div>}
+                {/* each cell's content in one element: on a narrow screen a cell is a grid of its label and content */}
+                <td data-label="Name">
+                  <div>{key.name}<div class="muted small">{key.environment} · created {time(key.createdAt)}</div></div>
                 </td>
-                <td class="num">{money(key.spent)} / {key.spendLimit === null ? "no limit" : money(key.spendLimit)}</td>
-                <td>{key.expiresAt === null ? "never" : time(key.expiresAt)}</td>
-                <td>{time(key.lastUsedAt)}</td>
+                <td data-label="Key" class="mono"><div>{key.maskedKey}</div></td>
+                <td data-label="Permissions">
+                  <div>
+                    {describePermissions(key.permissions)}
+                    {key.ipWhitelist.length === 0 ? null : <div class="muted small">IPs: {key.ipWhitelist.join(", ")}</div>}
+                  </div>
+                </td>
+                <td data-label="Spent / limit" class="num">
+                  <div>{money(key.spent)} / {key.spendLimit === null ? "no limit" : money(key.spendLimit)}</div>
+                </td>
+                <td data-label="Expires"><div>{key.expiresAt === null ? "never" : time(key.expiresAt)}</div></td>
+                <td data-label="Last used"><div>{time(key.lastUsedAt)}</div></td>
                 <td>
                   <ConfirmButton
                     label="Revoke"

@@ -118,30 +118,35 @@ export const TaskList = () => {
       >
         {(tasks) => (
           <Table
-            class="tasks"
-            columns={["Task", "Status", ["Provider · model", "hide-narrow"], ["Operation", "hide-narrow"], `Created (${timeZone})`, ["Cost", "num"]]}
+            class="tasks cards"
+            columns={["Task", "Status", "Provider · model", "Operation", `Created (${timeZone})`, ["Cost", "num"]]}
           >
             {tasks.map((task) => (
               <tr key={task.id} data-task={task.id}>
-                <td>
-                  {task.thumbnail_url === undefined
-                    ? null
-                    : <img class="thumb" src={task.thumbnail_url} alt="" loading="lazy" width={40} height={40} />}
-                  <Link to={`/tasks/${task.id}`} class="mono">{task.id}</Link>
-                  {task.prompt === undefined ? null : <div class="prompt small">{task.prompt}</div>}
-                  {task.metadata !== undefined && Object.keys(task.metadata).length > 0
-                    ? <div class="muted small">{JSON.stringify(task.metadata).slice(0, 80)}</div>
-                    : null}
+                {/* each cell's content in one element: on a narrow screen a cell is a grid of its label and content */}
+                <td data-label="Task">
+                  <div>
+                    {task.thumbnail_url === undefined
+                      ? null
+                      : <img class="thumb" src={task.thumbnail_url} alt="" loading="lazy" width={40} height={40} />}
+                    <Link to={`/tasks/${task.id}`} class="mono">{task.id}</Link>
+                    {task.prompt === undefined ? null : <div class="prompt small">{task.prompt}</div>}
+                    {task.metadata !== undefined && Object.keys(task.metadata).length > 0
+                      ? <div class="muted small">{JSON.stringify(task.metadata).slice(0, 80)}</div>
+                      : null}
+                  </div>
                 </td>
-                <td>
-                  <Status status={task.status} />
-                  {isActive(task.status) && task.progress > 0 ? <span class="muted small"> {task.progress}%</span> : null}
-                  {task.error === undefined ? null : <div class="muted small">{task.error.code}</div>}
+                <td data-label="Status">
+                  <div>
+                    <Status status={task.status} />
+                    {isActive(task.status) && task.progress > 0 ? <span class="muted small"> {task.progress}%</span> : null}
+                    {task.error === undefined ? null : <div class="muted small">{task.error.code}</div>}
+                  </div>
                 </td>
-                <td class="hide-narrow">{task.provider} · {task.model}</td>
-                <td class="hide-narrow">{task.operation}</td>
-                <td>{time(task.created_at)}</td>
-                <td class="num" title={moneyExact(task.cost)}>{money(task.cost)}</td>
+                <td data-label="Model"><div>{task.provider} · {task.model}</div></td>
+                <td data-label="Operation"><div>{task.operation}</div></td>
+                <td data-label="Created"><div>{time(task.created_at)}</div></td>
+                <td data-label="Cost" class="num" title={moneyExact(task.cost)}><div>{money(task.cost)}</div></td>
               </tr>
             ))}
           </Table>

@@ -185,7 +185,7 @@ export const WebhookDeliveries = (props: { readonly id: string }) => {
       >
         {(deliveries) => (
           <Table
-            class="deliveries"
+            class="deliveries cards"
             columns={["State", "Event", "Task", ["Attempts", "num"], "Last answer", "Created", ""]}
           >
             {deliveries.map((delivery) => (
