@@ -9,7 +9,7 @@
 import type { ComponentChildren, JSX } from "preact"
 import { useCallback, useEffect, useRef, useState } from "preact/hooks"
 import { type ApiFailure, idempotencyKey, toFailure } from "./api.js"
-import { href, onLink } from "./router.js"
+import { current, href, navigate, onLink, useRoute } from "./router.js"
 
 /** A link to a route of the dashboard. */
 export const Link = (props: { readonly to: string; readonly children: ComponentChildren; readonly class?: string }) => (
@@ -281,18 +281,37 @@ export const SecretOnce = (props: { readonly title: string; readonly value: stri
   )
 }
 
-/** Keyset paging: the cursors of the pages seen so far, next and back. */
+/**
+ * Keyset paging kept in the page's address: `page` (its number, for people) and one `cursor` per page before it
+ * (the keyset cursors that led there, oldest first), so a reload, the browser's Back and Forward and a shared link
+ * show the same page. Other query parameters (a list's filters) are kept.
+ */
 export const usePager = () => {
-  const [cursors, setCursors] = useState<ReadonlyArray<string>>([])
+  const route = useRoute()
+  const cursors = route.query.getAll("cursor").filter((c) => c !== "")
   const cursor = cursors[cursors.length - 1]
+  const go = (next: ReadonlyArray<string>, replace: boolean) => {
+    const { path, query } = current()
+    query.delete("cursor")
+    query.delete("page")
+    if (next.length > 0) {
+      query.set("page", String(next.length + 1))
+      for (const c of next) query.append("cursor", c)
+    }
+    const search = query.toString()
+    navigate(`${path}${search === "" ? "" : `?${search}`}`, { replace })
+  }
   return {
     cursor,
     /** The cursor as URL parameters of the list call: none on the first page. */
     params: cursor === undefined ? {} : { cursor },
     page: cursors.length + 1,
-    next: (next: string) => setCursors((c) => [...c, next]),
-    back: () => setCursors((c) => c.slice(0, -1)),
-    reset: () => setCursors([])
+    next: (next: string) => go([...cursors, next], false),
+    back: () => go(cursors.slice(0, -1), false),
+    /** Back to the first page (a filter changed): replaces the address rather than adding a step. */
+    reset: () => {
+      if (cursors.length > 0) go([], true)
+    }
   }
 }
 

@@ -311,6 +311,43 @@ export const operatorJourneys = (session: Session) => {
     expect(environments.length).toBeGreaterThan(0)
     expect(new Set(environments)).toEqual(new Set(["Test"]))
     await shot("20-operator-tasks-test")
+
+    // the page is in the address: 21 newer test tasks push this one to page 2; reload and Back keep their page
+    for (let i = 0; i < 21; i++) {
+      const more = await api(running, "POST", "/api/v1/vendor4/text-to-image", {
+        model: "vendor4-4-0",
+        input: { prompt: `a test heron, page ${i}`, size: "1K" }
+      }, running.keys.test)
+      expect(more.status).toBe(201)
+    }
+    await page.goto(`${running.baseUrl}/dashboard/tasks`)
+    await page.getByRole("button", { name: "Sign out" }).click()
+    await page.getByLabel("API key").fill(running.keys.test)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByText(/^Page 1 · 20 shown of 22$/).waitFor()
+    expect(await page.locator(`tr[data-task="${testId}"]`).count()).toBe(0)
+    await page.getByRole("button", { name: "Older →" }).click()
+    await page.locator(`tr[data-task="${testId}"]`).waitFor()
+    const second = new URL(page.url())
+    expect(second.searchParams.get("page")).toBe("2")
+    expect(second.searchParams.getAll("cursor")).toHaveLength(1)
+    await page.reload()
+    await page.getByText(/^Page 2 · 2 shown of 22$/).waitFor()
+    await page.locator(`tr[data-task="${testId}"]`).waitFor()
+    await page.goBack()
+    await page.getByText(/^Page 1 · 20 shown of 22$/).waitFor()
+    expect(new URL(page.url()).searchParams.has("page")).toBe(false)
+    await page.goForward()
+    await page.locator(`tr[data-task="${testId}"]`).waitFor()
+    await page.getByRole("button", { name: "← Newer" }).click()
+    await page.getByText(/^Page 1 · 20 shown of 22$/).waitFor()
+    // the live key's console again, as the next journey expects
+    await page.getByRole("button", { name: "Sign out" }).click()
+    await page.getByLabel("API key").fill(running.keys.live)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.locator(`tr[data-task="${live}"]`).waitFor()
+    await page.goto(`${running.baseUrl}/dashboard/admin/tasks`)
+    await page.getByRole("heading", { name: "Task inspector" }).waitFor()
   })
 
   it("signs out: the credentials are forgotten; no CSP violation was reported", async () => {
