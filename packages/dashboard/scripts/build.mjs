@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Builds the dashboard's static assets with esbuild: `ui/main.tsx` (Preact, TSX) and its CSS bundled, minified and
- * content-hashed into `dist/assets`, `index.html` written with their names (under `%ASSETS%`, which the server
+ * content-hashed into `dist/assets` (the operator console, imported dynamically, in chunks of its own), `index.html` written with their names (under `%ASSETS%`, which the server
  * replaces per request with a URL relative to the page), a gzip twin of each asset, and a size
  * report printed. Workspace packages are bundled from their TypeScript sources (the `@mediagate/source`
  * condition), so the build needs no other package built first. `node:net` and `node:crypto`, which two contract
@@ -28,6 +28,9 @@ const result = await esbuild.build({
   outdir,
   entryNames: "[name]-[hash]",
   assetNames: "[name]-[hash]",
+  // the operator console (views/Operator.tsx, imported dynamically) is a chunk of its own, as is what it shares
+  chunkNames: "chunk-[hash]",
+  splitting: true,
   bundle: true,
   minify: true,
   format: "esm",
@@ -44,17 +47,24 @@ const result = await esbuild.build({
 })
 
 const outputs = Object.keys(result.metafile.outputs).map((file) => basename(file))
-const script = outputs.find((name) => name.endsWith(".js"))
-const style = outputs.find((name) => name.endsWith(".css"))
+const entry = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint === "ui/main.tsx")
+const script = entry === undefined ? undefined : basename(entry[0])
+const style = entry?.[1].cssBundle === undefined ? undefined : basename(entry[1].cssBundle)
 if (script === undefined || style === undefined) {
   throw new Error(`dashboard build: missing outputs in ${outputs.join(", ")}`)
 }
 
+// the chunks the entry imports statically load with it (preloaded: no second round trip); the others on demand
+const statics = entry[1].imports.filter((i) => i.kind === "import-statement").map((i) => basename(i.path))
+const preloads = statics.map((name) => `<link rel="modulepreload" href="%ASSETS%/${name}">\n    `).join("")
 const template = await readFile(join(root, "ui", "index.html"), "utf8")
 await writeFile(
   join(outdir, "index.html"),
   // `%ASSETS%` is filled in per request with a URL relative to the page (src/Dashboard.ts: any mount path works)
-  template.replace("%SCRIPT%", `%ASSETS%/${script}`).replace("%STYLE%", `%ASSETS%/${style}`)
+  template.replace("%STYLE%", `%ASSETS%/${style}`).replace(
+    "<script type=\"module\" src=\"%SCRIPT%\"></script>",
+    `${preloads}<script type="module" src="%ASSETS%/${script}"></script>`
+  )
 )
 
 const report = []
@@ -70,10 +80,14 @@ if (!quiet) {
   for (const { bytes, gzip, name } of report) {
     console.log(`  ${name.padEnd(36)} ${kb(bytes).padStart(10)}  gzip ${kb(gzip).padStart(9)}`)
   }
-  const total = report.filter((r) => r.name !== "index.html" && !r.name.endsWith(".txt"))
-  console.log(
-    `  ${"total (js + css)".padEnd(36)} ${kb(total.reduce((s, r) => s + r.bytes, 0)).padStart(10)}  gzip ${
-      kb(total.reduce((s, r) => s + r.gzip, 0)).padStart(9)
-    }`
-  )
+  const line = (label, rows) =>
+    console.log(
+      `  ${label.padEnd(36)} ${kb(rows.reduce((s, r) => s + r.bytes, 0)).padStart(10)}  gzip ${
+        kb(rows.reduce((s, r) => s + r.gzip, 0)).padStart(9)
+      }`
+    )
+  const code = report.filter((r) => r.name !== "index.html" && !r.name.endsWith(".txt"))
+  line("total (js + css)", code)
+  // what an account's key holder loads: the entry, its static chunks and the CSS (not the operator console)
+  line("account console (js + css)", code.filter((r) => [script, style, ...statics].includes(r.name)))
 }

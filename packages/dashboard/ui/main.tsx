@@ -9,10 +9,9 @@ import { useEffect, useState } from "preact/hooks"
 import { call, type CredentialKind, credential, onUnauthorized, signIn, signOut, toFailure, tryStorage } from "./api.js"
 import { EnvironmentBadge, ErrorBox, Link, useSubmit } from "./components.js"
 import { navigate, useRoute } from "./router.js"
+import type * as Operator from "./views/Operator.js"
 import "./styles.css"
-import { AccountDetail, AccountList, AdminTaskDetail, AdminTasks, SystemView } from "./views/Admin.js"
 import { BalanceView } from "./views/Balance.js"
-import { ChannelList } from "./views/Channels.js"
 import { KeyList } from "./views/Keys.js"
 import { TaskDetail, TaskList } from "./views/Tasks.js"
 import { WebhookDeliveries, WebhookList } from "./views/Webhooks.js"
@@ -160,16 +159,23 @@ const accountRoute = (path: string) => {
   return <NotFound />
 }
 
-const adminRoute = (path: string) => {
-  const parts = path.split("/").filter((p) => p !== "").slice(1)
-  const [section, id] = parts
-  if (parts.length === 0 || (section === "accounts" && id === undefined)) return <AccountList />
-  if (section === "accounts" && id !== undefined) return <AccountDetail id={decodeURIComponent(id)} />
-  if (section === "system") return <SystemView />
-  if (section === "channels" && id === undefined) return <ChannelList />
-  if (section === "tasks" && id === undefined) return <AdminTasks />
-  if (section === "tasks" && id !== undefined) return <AdminTaskDetail id={decodeURIComponent(id)} />
-  return <NotFound />
+/** The operator console's module, loaded once on its first use (a chunk of its own: see `views/Operator.tsx`). */
+type OperatorModule = typeof Operator
+let operatorModule: Promise<OperatorModule> | undefined
+const loadOperator = () => (operatorModule ??= import("./views/Operator.js"))
+
+/** The operator view of `path`, once its chunk is loaded. */
+const OperatorRoute = (props: { readonly path: string }) => {
+  const [loaded, setLoaded] = useState<OperatorModule | undefined>(undefined)
+  const [failed, setFailed] = useState<unknown>(undefined)
+  useEffect(() => {
+    loadOperator().then(setLoaded, (error) => {
+      operatorModule = undefined
+      setFailed(error)
+    })
+  }, [])
+  if (failed !== undefined) return <ErrorBox error={toFailure(failed)} />
+  return loaded === undefined ? <p class="boot">Loading the operator console…</p> : loaded.adminRoute(props.path)
 }
 
 const App = () => {
@@ -203,7 +209,7 @@ const App = () => {
         refresh()
       }}
     >
-      {kind === "admin" ? adminRoute(route.path) : accountRoute(route.path)}
+      {kind === "admin" ? <OperatorRoute path={route.path} /> : accountRoute(route.path)}
     </Shell>
   )
 }

@@ -5,7 +5,18 @@
  */
 import { expect, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
-import { api, createImage, receiver, type Session, shots, waitForStatus, xssImage, xssScript } from "./support.js"
+import {
+  api,
+  builtIndex,
+  createImage,
+  receiver,
+  scriptsLoaded,
+  type Session,
+  shots,
+  waitForStatus,
+  xssImage,
+  xssScript
+} from "./support.js"
 
 /** Registers the customer journeys on `session` (they sign in first, and leave the page signed in). */
 export const customerJourneys = (session: Session) => {
@@ -36,8 +47,16 @@ export const customerJourneys = (session: Session) => {
     await page.keyboard.press("Tab")
     expect(await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 120))).toMatch(/name="apiKey"/)
     await page.keyboard.type(running.keys.live)
-    await page.keyboard.press("Enter")
-    await page.getByRole("heading", { name: "Tasks" }).waitFor()
+    // the account console loads its own scripts only: the entry and the chunks the page preloads, never the
+    // operator console's chunk
+    const scripts = await scriptsLoaded(page, async () => {
+      await page.keyboard.press("Enter")
+      await page.getByRole("heading", { name: "Tasks" }).waitFor()
+      await page.reload()
+      await page.getByRole("heading", { name: "Tasks" }).waitFor()
+    })
+    expect(scripts.size).toBeGreaterThan(0)
+    for (const name of scripts) expect(builtIndex()).toContain(name)
     expect(page.url()).not.toContain(running.keys.live)
     // a live key's console: the live view, marked so, no test-mode banner
     expect(await page.locator("header.top [data-environment]").textContent()).toBe("Live")

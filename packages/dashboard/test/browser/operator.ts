@@ -5,7 +5,7 @@
  */
 import { expect, it } from "@effect/vitest"
 import { adminToken } from "../server.js"
-import { api, createImage, type Session, shots, waitForStatus } from "./support.js"
+import { api, builtIndex, createImage, scriptsLoaded, type Session, shots, waitForStatus } from "./support.js"
 
 /** Registers the operator journeys on `session` (after the customer journeys, whose tasks they inspect). */
 export const operatorJourneys = (session: Session) => {
@@ -14,8 +14,12 @@ export const operatorJourneys = (session: Session) => {
     await page.goto(`${running.baseUrl}/dashboard/admin`)
     await page.getByRole("form", { name: "Operator sign-in" }).waitFor()
     await page.getByLabel("Admin token").fill(adminToken)
-    await page.getByRole("button", { name: "Sign in" }).click()
-    await page.getByRole("heading", { name: "Accounts" }).waitFor()
+    // the operator console is a chunk of its own, loaded once the admin token is in use
+    const scripts = await scriptsLoaded(page, async () => {
+      await page.getByRole("button", { name: "Sign in" }).click()
+      await page.getByRole("heading", { name: "Accounts" }).waitFor()
+    })
+    expect([...scripts].filter((name) => !builtIndex().includes(name))).toHaveLength(1)
     const create = page.getByRole("form", { name: "Create an account" })
     await create.getByLabel("Name").fill("Acme Studio")
     await create.getByLabel(/Opening credit/).fill("3")

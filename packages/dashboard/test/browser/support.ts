@@ -4,7 +4,7 @@
  * suite (its server, browser context and page) that every journey drives.
  */
 import { expect } from "@effect/vitest"
-import { mkdirSync } from "node:fs"
+import { mkdirSync, readFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import { fileURLToPath } from "node:url"
 import type { BrowserContext, Page } from "playwright-core"
@@ -78,3 +78,23 @@ export interface Session {
   /** Saves a screenshot of `target` (default: the page) as `<database>-<name>.png`. */
   readonly shot: (name: string, target?: Page) => Promise<Buffer>
 }
+
+/** The scripts a page loads from the dashboard's assets while `run` runs (their file names). */
+export const scriptsLoaded = async (page: Page, run: () => Promise<void>): Promise<ReadonlySet<string>> => {
+  const names = new Set<string>()
+  const track = (response: { url: () => string }) => {
+    const path = new URL(response.url()).pathname
+    if (path.includes("/dashboard/assets/") && path.endsWith(".js")) names.add(path.slice(path.lastIndexOf("/") + 1))
+  }
+  page.on("response", track)
+  try {
+    await run()
+  } finally {
+    page.off("response", track)
+  }
+  return names
+}
+
+/** The built page: the scripts it names (its entry and the chunks it preloads) are the account console's. */
+export const builtIndex = (): string =>
+  readFileSync(fileURLToPath(new URL("../../dist/assets/index.html", import.meta.url)), "utf8")
