@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /**
- * Builds the dashboard's static assets with esbuild: `ui/main.tsx` (Preact, TSX) and its CSS bundled, minified and
- * content-hashed into `dist/assets` (the operator console, imported dynamically, in chunks of its own), `index.html` written with their names (under `%ASSETS%`, which the server
- * replaces per request with a URL relative to the page), a gzip twin of each asset, and a size
- * report printed. Workspace packages are bundled from their TypeScript sources (the `@mediagate/source`
- * condition), so the build needs no other package built first. `node:net` and `node:crypto`, which two contract
- * modules import for the server side, are replaced by small browser shims (`ui/shims`).
+ * Builds the dashboard's static assets with esbuild into `dist/assets`, minified and content-hashed: the entry
+ * `ui/boot.tsx` (Preact, TSX: the sign-in form, drawn at once) with its CSS, the app it loads (`ui/app.tsx`: the
+ * typed client, Effect, the views) and the operator console (`ui/views/Operator.tsx`), each imported dynamically
+ * and so split into chunks of their own; `index.html` written with their names (under `%ASSETS%`, which the server
+ * replaces per request with a URL relative to the page; the entry's static chunks preloaded), a gzip twin of each
+ * asset, and a size report printed. Workspace packages are bundled from their TypeScript sources (the
+ * `@mediagate/source` condition), so the build needs no other package built first. `node:net` and `node:crypto`,
+ * which two contract modules import for the server side, are replaced by small browser shims (`ui/shims`).
  *
  * Usage: node packages/dashboard/scripts/build.mjs [--quiet]
  */
@@ -24,7 +26,7 @@ await mkdir(outdir, { recursive: true })
 
 const result = await esbuild.build({
   absWorkingDir: root,
-  entryPoints: { app: "ui/main.tsx" },
+  entryPoints: { app: "ui/boot.tsx" },
   outdir,
   entryNames: "[name]-[hash]",
   assetNames: "[name]-[hash]",
@@ -47,7 +49,7 @@ const result = await esbuild.build({
 })
 
 const outputs = Object.keys(result.metafile.outputs).map((file) => basename(file))
-const entry = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint === "ui/main.tsx")
+const entry = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint === "ui/boot.tsx")
 const script = entry === undefined ? undefined : basename(entry[0])
 const style = entry?.[1].cssBundle === undefined ? undefined : basename(entry[1].cssBundle)
 if (script === undefined || style === undefined) {
@@ -57,6 +59,14 @@ if (script === undefined || style === undefined) {
 // the chunks the entry imports statically load with it (preloaded: no second round trip); the others on demand
 const statics = entry[1].imports.filter((i) => i.kind === "import-statement").map((i) => basename(i.path))
 const preloads = statics.map((name) => `<link rel="modulepreload" href="%ASSETS%/${name}">\n    `).join("")
+const operatorOutput = Object.entries(result.metafile.outputs)
+  .find(([, output]) => output.entryPoint === "ui/views/Operator.tsx")
+const operator = operatorOutput === undefined ? undefined : basename(operatorOutput[0])
+// what was built, for the browser suite (not served: outside dist/assets)
+await writeFile(
+  join(root, "dist", "build.json"),
+  JSON.stringify({ entry: script, style, preloaded: statics, operator }, null, 2)
+)
 const template = await readFile(join(root, "ui", "index.html"), "utf8")
 await writeFile(
   join(outdir, "index.html"),
@@ -88,6 +98,7 @@ if (!quiet) {
     )
   const code = report.filter((r) => r.name !== "index.html" && !r.name.endsWith(".txt"))
   line("total (js + css)", code)
-  // what an account's key holder loads: the entry, its static chunks and the CSS (not the operator console)
-  line("account console (js + css)", code.filter((r) => [script, style, ...statics].includes(r.name)))
+  // the sign-in form: the entry, its static chunks and the CSS; an account's console: all but the operator's chunk
+  line("sign-in form (js + css)", code.filter((r) => [script, style, ...statics].includes(r.name)))
+  line("account console (js + css)", code.filter((r) => r.name !== operator))
 }

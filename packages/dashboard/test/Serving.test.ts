@@ -60,8 +60,20 @@ for (const database of databases) {
         expect(await answer.text(), route).toBe(index.replaceAll("\"./", `"${root}`))
       }
       expect(index).toContain(`<meta name="mediagate-root" content="./">`)
-      const script = new URL(/src="([^"]+)"/.exec(index)![1]!, `${running.baseUrl}/dashboard`).pathname
-      expect(script).toMatch(/^\/dashboard\/assets\/app-[A-Z0-9]{8}\.js$/)
+      const pathOf = (url: string) => new URL(url, `${running.baseUrl}/dashboard`).pathname
+      const entry = pathOf(/src="([^"]+)"/.exec(index)![1]!)
+      expect(entry).toMatch(/^\/dashboard\/assets\/app-[A-Z0-9]{8}\.js$/)
+      expect((await get(running, entry)).headers.get("cache-control")).toBe("public, max-age=31536000, immutable")
+      // the entry's chunks, preloaded by the page; the largest is checked with its gzip twin
+      const preloaded = [...index.matchAll(/rel="modulepreload" href="([^"]+)"/g)].map((match) => pathOf(match[1]!))
+      expect(preloaded.length).toBeGreaterThan(0)
+      const sizes = await Promise.all(preloaded.map(async (path) => {
+        const answer = await get(running, path, { headers: { "accept-encoding": "identity" } })
+        expect(answer.status, path).toBe(200)
+        return [path, (await answer.arrayBuffer()).byteLength] as const
+      }))
+      const [script] = [...sizes].sort((a, b) => b[1] - a[1])[0]!
+      expect(script).toMatch(/^\/dashboard\/assets\/chunk-[A-Z0-9]{8}\.js$/)
       const js = await get(running, script, { headers: { "accept-encoding": "identity" } })
       expect(js.status).toBe(200)
       expect(js.headers.get("content-type")).toBe("text/javascript; charset=utf-8")

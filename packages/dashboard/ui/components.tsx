@@ -8,7 +8,7 @@
  */
 import type { ComponentChildren, JSX } from "preact"
 import { useCallback, useEffect, useRef, useState } from "preact/hooks"
-import { type ApiFailure, idempotencyKey, toFailure } from "./api.js"
+import { type ApiFailure, idempotencyKey, toFailure } from "./requests.js"
 import { current, href, navigate, onLink, useRoute } from "./router.js"
 
 /** A link to a route of the dashboard. */

@@ -3,7 +3,7 @@
  * without a reload, and the current path as a Preact hook. The server answers every such path with index.html.
  */
 import { useEffect, useState } from "preact/hooks"
-import { base } from "./api.js"
+import { base, type CredentialKind } from "./session.js"
 
 const listeners = new Set<() => void>()
 
@@ -36,6 +36,10 @@ export const useRoute = () => {
   }, [])
   return route
 }
+
+/** The console a path belongs to: the operator's under `/admin`, else the account's. */
+export const consoleOf = (path: string): CredentialKind =>
+  path === "/admin" || path.startsWith("/admin/") ? "admin" : "key"
 
 /** The href of a route (for real links: open in a new tab works). */
 export const href = (to: string): string => base + to

@@ -95,6 +95,9 @@ export const scriptsLoaded = async (page: Page, run: () => Promise<void>): Promi
   return names
 }
 
-/** The built page: the scripts it names (its entry and the chunks it preloads) are the account console's. */
-export const builtIndex = (): string =>
-  readFileSync(fileURLToPath(new URL("../../dist/assets/index.html", import.meta.url)), "utf8")
+/** What the dashboard's build made (`dist/build.json`): the entry, the chunks it preloads, the operator's chunk. */
+export const built = (): {
+  readonly entry: string
+  readonly preloaded: ReadonlyArray<string>
+  readonly operator: string
+} => JSON.parse(readFileSync(fileURLToPath(new URL("../../dist/build.json", import.meta.url)), "utf8"))

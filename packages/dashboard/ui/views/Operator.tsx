@@ -1,5 +1,5 @@
 /**
- * The operator console's routes: a chunk of its own, loaded by `main.tsx` only once the admin token is in use, so
+ * The operator console's routes: a chunk of its own, loaded by the app (`app.tsx`) only once the admin token is in use, so
  * an account's key holders never download the operator views.
  */
 import { Link } from "../components.js"

@@ -1,102 +1,21 @@
 /**
- * The dashboard app: sign-in (an API key for the account console, the admin token for the operator console),
- * the navigation, the light/dark theme and the routes.
+ * The dashboard app, a chunk loaded by `boot.tsx`: the consoles' navigation and routes on the typed client (the
+ * operator console's views a chunk of their own again).
  */
 import { ApiKey } from "@mediagate/contract"
 import type { ComponentChildren } from "preact"
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { call, type CredentialKind, credential, onUnauthorized, signIn, signOut, toFailure, tryStorage } from "./api.js"
-import { EnvironmentBadge, ErrorBox, Link, useSubmit } from "./components.js"
-import { navigate, useRoute } from "./router.js"
+import { call, type CredentialKind, credential, onUnauthorized, signOut, toFailure } from "./api.js"
+import { EnvironmentBadge, ErrorBox, Link } from "./components.js"
+import { consoleOf, navigate, useRoute } from "./router.js"
+import { SignIn } from "./signin.js"
+import { ThemeToggle } from "./theme.js"
 import type * as Operator from "./views/Operator.js"
-import "./styles.css"
 import { BalanceView } from "./views/Balance.js"
 import { KeyList } from "./views/Keys.js"
 import { TaskDetail, TaskList } from "./views/Tasks.js"
 import { WebhookDeliveries, WebhookList } from "./views/Webhooks.js"
-
-type Theme = "light" | "dark" | "system"
-
-const themeKey = "mediagate.theme"
-
-const applyTheme = (theme: Theme) => {
-  if (theme === "system") delete document.documentElement.dataset["theme"]
-  else document.documentElement.dataset["theme"] = theme
-}
-
-const storedTheme = (): Theme => {
-  const value = tryStorage(() => localStorage.getItem(themeKey))
-  return value === "light" || value === "dark" ? value : "system"
-}
-
-const ThemeToggle = () => {
-  const [theme, setTheme] = useState<Theme>(storedTheme)
-  useEffect(() => {
-    applyTheme(theme)
-    // without storage: this page only
-    tryStorage(() => theme === "system" ? localStorage.removeItem(themeKey) : localStorage.setItem(themeKey, theme))
-  }, [theme])
-  const next: Record<Theme, Theme> = { system: "dark", dark: "light", light: "system" }
-  return (
-    <button type="button" class="theme" onClick={() => setTheme(next[theme])} aria-label={`Theme: ${theme}. Switch to ${next[theme]}`}>
-      {theme === "system" ? "◐ Auto" : theme === "dark" ? "☾ Dark" : "☀ Light"}
-    </button>
-  )
-}
-
-const SignIn = (props: { readonly kind: CredentialKind; readonly onSignedIn: () => void }) => {
-  const [value, setValue] = useState("")
-  const { busy, error, submit } = useSubmit()
-  const admin = props.kind === "admin"
-  return (
-    <main class="signin">
-      <form
-        class="card form"
-        aria-label={admin ? "Operator sign-in" : "Sign in"}
-        onSubmit={(e) => {
-          e.preventDefault()
-          submit(() => {
-            signIn(props.kind, value.trim())
-            // one cheap call checks the credential: the key's own permissions may refuse the balance (403), which
-            // still proves the key
-            const check = admin ? call("admin", (api) => api.admin.system()) : call("key", (api) => api.tasks.list({ urlParams: { limit: 1 } }))
-            return check.then(props.onSignedIn, (failure: unknown) => {
-              const f = toFailure(failure)
-              if (f.status === 403 && f.code === "KEY_PERMISSION_DENIED") return props.onSignedIn()
-              signOut(props.kind)
-              throw f
-            })
-          })
-        }}
-      >
-        <h1>{admin ? "Mediagate operator console" : "Mediagate dashboard"}</h1>
-        <p class="muted">
-          {admin
-            ? "Sign in with the admin token (MEDIAGATE_ADMIN_TOKEN)."
-            : "Sign in with an API key (mg_live_… or mg_test_…). It stays in this tab only and is forgotten when you sign out or close it."}
-        </p>
-        <label class="field">
-          <span class="label">{admin ? "Admin token" : "API key"}</span>
-          <input
-            type="password"
-            name={admin ? "token" : "apiKey"}
-            autoComplete="off"
-            spellcheck={false}
-            required
-            value={value}
-            onInput={(e) => setValue(e.currentTarget.value)}
-          />
-        </label>
-        {error === undefined ? null : <ErrorBox error={error} />}
-        <button type="submit" class="primary" disabled={busy || value.trim() === ""}>Sign in</button>
-        <p class="small">
-          {admin ? <Link to="/tasks">Account console →</Link> : <Link to="/admin">Operator console →</Link>}
-        </p>
-      </form>
-    </main>
-  )
-}
 
 const Shell = (props: {
   readonly kind: CredentialKind
@@ -180,7 +99,7 @@ const OperatorRoute = (props: { readonly path: string }) => {
 
 const App = () => {
   const route = useRoute()
-  const kind: CredentialKind = route.path === "/admin" || route.path.startsWith("/admin/") ? "admin" : "key"
+  const kind = consoleOf(route.path)
   const [, setVersion] = useState(0)
   const refresh = () => setVersion((v) => v + 1)
   useEffect(() => {
@@ -214,7 +133,23 @@ const App = () => {
   )
 }
 
-applyTheme(storedTheme())
-const root = document.getElementById("app")!
-root.textContent = ""
-render(<App />, root)
+/** Draws the app in `root` (in place of the boot view). */
+export const start = (root: HTMLElement): void => {
+  render(<App />, root)
+}
+
+/**
+ * Checks the credential of `kind` signed in a moment ago with one cheap call: the key's own permissions may refuse
+ * the list (403), which still proves the key. Rejects with the API's refusal.
+ */
+export const checkCredential = (kind: CredentialKind): Promise<void> =>
+  (kind === "admin"
+    ? call("admin", (api) => api.admin.system())
+    : call("key", (api) => api.tasks.list({ urlParams: { limit: 1 } }))).then(
+      () => undefined,
+      (failure: unknown) => {
+        const f = toFailure(failure)
+        if (f.status === 403 && f.code === "KEY_PERMISSION_DENIED") return
+        throw f
+      }
+    )
