@@ -1,6 +1,6 @@
 /**
- * The operator console's routes: a chunk of its own, loaded by the app (`app.tsx`) only once the admin token is in use, so
- * an account's key holders never download the operator views.
+ * The operator console's routes: a chunk of its own, loaded by the app (`app.tsx`) only once the admin token is in
+ * use, so an account's key holders never download the operator views.
  */
 import { Link } from "../components.js"
 import { AccountDetail, AccountList, AdminTaskDetail, AdminTasks, SystemView } from "./Admin.js"
