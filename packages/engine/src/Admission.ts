@@ -98,6 +98,9 @@ export interface Gate {
  */
 export class Admission extends Context.Tag("@mediagate/engine/Admission")<Admission, Gate>() {}
 
+/** The settings a gate takes when `options` leave them out (see {@link AdmissionOptions}). */
+const defaults = { closeMs: 200, openMs: 50, maxWaitMs: 5000, maxUtilization: 1 } as const
+
 /**
  * A gate with `options`.
  *
@@ -105,10 +108,10 @@ export class Admission extends Context.Tag("@mediagate/engine/Admission")<Admiss
  * @category constructors
  */
 export const make = (options: AdmissionOptions = {}): Gate => {
-  const closeMs = options.closeMs ?? 200
-  const openMs = Math.min(options.openMs ?? 50, closeMs)
-  const maxWaitMs = options.maxWaitMs ?? 5000
-  const maxUtilization = options.maxUtilization ?? 1
+  const closeMs = options.closeMs ?? defaults.closeMs
+  const openMs = Math.min(options.openMs ?? defaults.openMs, closeMs)
+  const maxWaitMs = options.maxWaitMs ?? defaults.maxWaitMs
+  const maxUtilization = options.maxUtilization ?? defaults.maxUtilization
   const reserveAbove = options.reserveAbove ?? -1
   const measure = maxUtilization < 1 ? options.utilization ?? eventLoopUtilization() : undefined
   let open = true
@@ -212,8 +215,9 @@ export const layerCounted = (options: AdmissionOptions = {}): Layer.Layer<Admiss
     Admission,
     Effect.gen(function*() {
       const gate = make(options)
-      const counted = options.reserveAbove !== undefined && (options.maxUtilization ?? 1) < 1 &&
-        (options.maxWaitMs ?? 5000) > 0
+      // the count matters only to a gate that waits and limits the loop's utilization above a reserve
+      const counted = options.reserveAbove !== undefined &&
+        (options.maxUtilization ?? defaults.maxUtilization) < 1 && (options.maxWaitMs ?? defaults.maxWaitMs) > 0
       if (!counted) return gate
       const reads = yield* TaskReads
       const count = reads.overview.pipe(

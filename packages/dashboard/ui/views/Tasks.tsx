@@ -53,7 +53,7 @@ export const TaskList = () => {
   const pager = usePager()
   const apply = (next: Filters) => {
     setFilters(next)
-    pager.reset()
+    // the address without the pager's page and cursors: the first page
     const params = new URLSearchParams(Object.entries(next).filter(([, v]) => v !== undefined && v !== ""))
     navigate(`/tasks${params.size > 0 ? `?${params}` : ""}`, { replace: true })
   }

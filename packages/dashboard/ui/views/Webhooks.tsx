@@ -133,11 +133,9 @@ export const WebhookList = () => {
   )
 }
 
-/** The delivery states the list can be narrowed to (`?status=` of the page's address, as the API takes it). */
-const readState = (): typeof Webhook.DeliveryStatus.Type | undefined => {
-  const value = current().query.get("status")
-  return Webhook.DeliveryStatus.literals.find((state) => state === value)
-}
+/** The delivery state a value names (`?status=` of the page's address, a choice of the filter), if any. */
+const stateOf = (value: string | null): typeof Webhook.DeliveryStatus.Type | undefined =>
+  Webhook.DeliveryStatus.literals.find((state) => state === value)
 
 /**
  * One webhook's deliveries: a compact table (state, event, task, attempts, last answer, created) with a state filter
@@ -145,12 +143,12 @@ const readState = (): typeof Webhook.DeliveryStatus.Type | undefined => {
  */
 export const WebhookDeliveries = (props: { readonly id: string }) => {
   const pager = usePager()
-  const [state, setState] = useState(readState)
+  const [state, setState] = useState(() => stateOf(current().query.get("status")))
   const choose = (event: Event) => {
     const value = (event.currentTarget as HTMLSelectElement).value
-    const next = Webhook.DeliveryStatus.literals.find((s) => s === value)
+    const next = stateOf(value)
     setState(next)
-    pager.reset()
+    // the address without the pager's page and cursors: the first page
     navigate(`/webhooks/${encodeURIComponent(props.id)}${next === undefined ? "" : `?status=${next}`}`, { replace: true })
   }
   const loaded = useLoad(
