@@ -189,10 +189,13 @@ export const make = (options: ChannelsOptions = {}) =>
         // a stored channel's own interval; else, when its upstream calls back (and retries its callbacks), the slower
         // safety net of such upstreams; else the engine's schedule
         pollDelay: (polls, task) => {
-          if (task.environment === "test") return undefined
+          if (task.environment === "test") return simulated.pollDelay?.(polls, task)
           const live = find(task.channelId)
-          if (live === undefined) return undefined
-          return live.config.settings.pollIntervalMs ??
+          if (live === undefined) {
+            // submitted before channels existed: its family's transport of the environment
+            return task.channelId == null && legacy(task) === undefined ? simulated.pollDelay?.(polls, task) : undefined
+          }
+          return live.transport.pollDelay?.(polls, task) ?? live.config.settings.pollIntervalMs ??
             (live.callsBack ? retriedCallbackPollDelayMs(polls, task) : undefined)
         },
         changes: Stream.fromPubSub(woken),

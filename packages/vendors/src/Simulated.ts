@@ -201,6 +201,12 @@ export const make = (options: SimulatedOptions = {}) =>
       return { outputs, steer, durationMs: Math.max(0, Math.round(base * 1000 * scale)) }
     }
 
+    /** Whether the task's job ends as it is submitted (no length, not told to hang). */
+    const isInstant = (task: TaskRecord) => {
+      const { durationMs, steer } = plan(task)
+      return durationMs === 0 && !steer.hang
+    }
+
     // every distinct rendering is stored once, under renderingKey, and copied to each task's key (a hard link on
     // the local disk, a server-side copy on S3): a task's files cost no rendering and no bytes written
     const storedSizes = new Map<string, number>()
@@ -253,11 +259,14 @@ export const make = (options: SimulatedOptions = {}) =>
     return Upstream.of({
       notifiesChanges: true,
       changes: Stream.fromPubSub(changes),
+      // a job of no length is done when it is submitted: polled at once, under the submit's claim (the task ends in
+      // one step: no notice, no second claim)
+      pollDelay: (polls, task) => polls === 0 && isInstant(task) ? 0 : undefined,
       submit: (task) =>
         Effect.gen(function*() {
           const { durationMs, steer } = plan(task)
           const submittedAt = yield* Clock.currentTimeMillis
-          if (!steer.hang) {
+          if (!steer.hang && durationMs > 0) {
             const at = submittedAt + durationMs
             const first = notices.peek()
             notices.push({ at, taskId: task.id })

@@ -153,6 +153,7 @@ const make = (
       Upstream.of({
         notifiesChanges: all.every((transport) => transport.notifiesChanges),
         changes: Stream.mergeAll(all.map((transport) => transport.changes), { concurrency: "unbounded" }),
+        pollDelay: (polls, task) => transportOf(task).pollDelay?.(polls, task),
         submit: (task) => transportOf(task).submit(task).pipe(spanned("Upstream.submit", task)),
         poll: (task, jobId) => transportOf(task).poll(task, jobId).pipe(spanned("Upstream.poll", task)),
         cancel: (task, jobId) => transportOf(task).cancel(task, jobId).pipe(spanned("Upstream.cancel", task))

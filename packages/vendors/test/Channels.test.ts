@@ -279,6 +279,13 @@ describe("the channel router", () => {
         expect(delay(relayed.id, 0, 10)).toBeUndefined()
         // test tasks run on the simulator
         expect(upstream.pollDelay!(0, { ...task!, channelId: calling.id, environment: "test" })).toBeUndefined()
+        // a simulated job of no length is done when submitted: polled at once (a test task; a task submitted to
+        // the simulator before channels existed); a channel's transport without a delay of its own keeps the rest
+        const instant = { ...task!, input: { ...task!.input, prompt: "a lighthouse [sim:delay=0]" } }
+        expect(upstream.pollDelay!(0, { ...instant, environment: "test" })).toBe(0)
+        expect(upstream.pollDelay!(0, { ...instant, channelId: null })).toBe(0)
+        expect(upstream.pollDelay!(1, { ...instant, channelId: null })).toBeUndefined()
+        expect(upstream.pollDelay!(0, { ...instant, channelId: quiet.id })).toBeUndefined()
       })
     ))
 

@@ -17,6 +17,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -34,13 +36,20 @@ import { decodeImage, probeVideoBytes } from "./probe.js"
 
 const principal = Fixtures.principal({ accountId: "acct_sim", keyId: "key_sim" })
 
-const setup = (options: { readonly timeout?: Duration.DurationInput } = {}) => {
+const setup = (
+  options: { readonly timeout?: Duration.DurationInput; readonly upstreamPollDelay?: boolean } = {}
+) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-sim-"))
   const files = Layer.mergeAll(
     FileStore.layerLocal({ directory }).pipe(Layer.provide(NodeContext.layer)),
     UrlSigner.layer({ publicBaseUrl: "http://localhost:3000", secret: Redacted.make("test-secret") })
   )
-  const layer = Worker.layer({ concurrency: 8, idle: "100 millis", lease: "60 seconds", pollDelay: () => "25 millis" })
+  const layer = Worker.layer({
+    concurrency: 8,
+    idle: "100 millis",
+    lease: "60 seconds",
+    ...(options.upstreamPollDelay === true ? {} : { pollDelay: () => "25 millis" })
+  })
     .pipe(
       Layer.provideMerge(TaskService.layer),
       Layer.provideMerge(ResultLinks.layer),
@@ -259,6 +268,38 @@ describe("simulated upstream", () => {
       expect(d!.completedAt! - d!.createdAt).toBeGreaterThanOrEqual(500)
       expect(h).toMatchObject({ status: "expired", error: { code: "TASK_EXPIRED" } })
       expect((yield* Clock.currentTimeMillis) - started).toBeGreaterThanOrEqual(1000)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 60_000 })
+
+  it.effect("a job of no length ends under its submit's claim: polled at once, no notice, no second claim", () => {
+    const { layer } = setup({ upstreamPollDelay: true })
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const simulated = yield* Simulated.SimulatedUpstream
+      const noticed = yield* Ref.make<ReadonlyArray<string>>([])
+      yield* Effect.forkScoped(
+        Stream.runForEach(simulated.changes, (id) => Ref.update(noticed, (ids) => [...ids, id]))
+      )
+      const create = (prompt: string) =>
+        tasks.create(principal, {
+          endpoint: "vendor4/text-to-image",
+          request: { model: "vendor4-3-0-t2i", input: { prompt } },
+          idempotencyKey: undefined
+        })
+      const instant = yield* create("a lighthouse [sim:delay=0]")
+      const timed = yield* create("a lighthouse [sim:delay=0.2]")
+      const [i, t] = yield* awaitTerminal([instant.id, timed.id])
+      expect(i!.status).toBe("succeeded")
+      expect(t!.status).toBe("succeeded")
+      // one claim (fence 1), no poll recorded apart from the submit's own
+      expect(i!.fence).toBe(1)
+      expect(i!.polls).toBe(0)
+      // a job with a length: submitted, then claimed again when the upstream tells it ended
+      expect(t!.fence).toBeGreaterThanOrEqual(2)
+      expect(yield* Ref.get(noticed)).toEqual([timed.id])
+      expect(simulated.pollDelay?.(0, i!)).toBe(0)
+      expect(simulated.pollDelay?.(0, t!)).toBeUndefined()
+      expect(simulated.pollDelay?.(1, i!)).toBeUndefined()
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 60_000 })
 
