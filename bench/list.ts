@@ -5,7 +5,7 @@
  * size to the smallest, and checks that every answer's `pagination.total` is the exact count of matching tasks.
  *
  *   npm run build && tsx bench/list.ts -- [--db sqlite,pg] [--sizes 1000,100000] [--seconds 5] [--rounds 3]
- *     [--connections 10] [--filters none,status,provider,model]
+ *     [--connections 10] [--filters none,status,provider,model,rare,common,everywhere]
  *
  * The figures in docs/performance.md ("Task list at 1,000,000 tasks") are from `--sizes 1000,1000000`. Every size
  * gets a database and
@@ -16,11 +16,13 @@
  * connections for `--seconds`), filter by filter, for `--rounds` rounds; a size's p50 and p99 are those of every
  * response of its rounds.
  * PostgreSQL runs in fresh databases at 127.0.0.1:5432 (user postgres), dropped afterwards, VACUUM ANALYZEd after
- * the fill (as autovacuum would); SQLite in temporary folders.
+ * the fill (the tasks, their counts and their search table, as autovacuum would); SQLite in temporary folders.
  *
  * Task i is of the catalog's (endpoint, model) pair number i % 31 (the benchmarked provider, vendor1, holds 9 of
  * them: 29% of the tasks; the benchmarked model 3%) and, from a hash of i, is 85% succeeded, 8% failed, 3%
- * cancelled, 2% expired, 1% running, 1% pending.
+ * cancelled, 2% expired, 1% running, 1% pending. Its prompt is "a paper boat on a pond, <word> <hue>": the word one
+ * of 1,000 (from a hash of i: 0.1% of the tasks each), the hue one of 50 (2% each). The prompt searches (`search=`,
+ * goal p99 ≤ 50 ms at 1,000,000 tasks): `rare` a word, `common` a hue, `everywhere` "boat" (every task).
  */
 import { Catalog } from "@mediagate/contract"
 import autocannon from "autocannon"
@@ -35,7 +37,7 @@ const databases = arg("db", "sqlite,pg").split(",")
 const sizes = arg("sizes", "1000,100000").split(",").map(Number).sort((a, b) => a - b)
 const seconds = Number(arg("seconds", "5"))
 const connections = Number(arg("connections", "10"))
-const filterNames = arg("filters", "none,status,provider,model").split(",")
+const filterNames = arg("filters", "none,status,provider,model,rare,common,everywhere").split(",")
 const rounds = Number(arg("rounds", "3"))
 const prefix = "mediagate_"
 const batch = 100_000
@@ -67,6 +69,17 @@ const kinds = Catalog.endpointList.flatMap((endpoint) =>
 )
 const kindsValues = kinds.map((k, i) => `(${i}, ${k.map((v) => `'${v}'`).join(", ")})`).join(", ")
 
+/** The prompts' words: 1,000 of three syllables (none the start of another), 50 hues ("hue" and two letters). */
+const syllables = ["ka", "lo", "mi", "ne", "ru", "ta", "vi", "zo", "be", "da"]
+const word = (n: number) => syllables[n % 10]! + syllables[Math.floor(n / 10) % 10]! + syllables[Math.floor(n / 100)]!
+const hue = (n: number) => `hue${"abcdefghij"[n % 10]}${"abcde"[Math.floor(n / 10)]}`
+const wordsValues = Array.from({ length: 1000 }, (_, n) => `(${n}, '${word(n)}')`).join(", ")
+const huesValues = Array.from({ length: 50 }, (_, n) => `(${n}, '${hue(n)}')`).join(", ")
+/** The word tables of the fill (`w`, `h`), after the catalog's kinds (`k`). */
+const wordTables = `, w(n, word) AS (VALUES ${wordsValues}), h(n, hue) AS (VALUES ${huesValues})`
+/** The joins that give task i its word and hue. */
+const wordJoins = (i: string) => `JOIN w ON w.n = (${i} * 104729) % 1000 JOIN h ON h.n = (${i} * 15485863) % 50`
+
 /**
  * The status of task i (from a hash of i, so that it does not follow the kind): 85% succeeded, 8% failed, 3%
  * cancelled, 2% expired, 1% running, 1% pending.
@@ -83,7 +96,9 @@ const statusCase = (i: string) =>
 /** The SELECT list of task i (an integer expression) of `account`, in the column order of {@link columns}. */
 const taskSelect = (i: string, pad: string, account: string, keyId: string) => `
   ${pad} AS id, '${account}', '${keyId}', 'live', k.endpoint, k.provider, k.operation, k.media_type, k.model,
-  ${statusCase(i)}, '{"prompt":"a paper boat on a pond"}', '{}', NULL, NULL, 3200000, 0, 60, 100,
+  ${
+  statusCase(i)
+}, '{"prompt":"a paper boat on a pond, ' || w.word || ' ' || h.hue || '"}', '{}', NULL, NULL, 3200000, 0, 60, 100,
   NULL, NULL, 'job-' || ${i}, 1, NULL, NULL, NULL, ${start0} + ${i} * 1000 + 3600000, 1,
   ${start0} + ${i} * 1000, ${start0} + ${i} * 1000 + 10, ${start0} + ${i} * 1000 + 20000`
 
@@ -95,8 +110,8 @@ const columns = "id, account_id, key_id, environment, endpoint, provider, operat
 interface Store {
   /** Adds tasks [from, to) to the account. */
   readonly fill: (from: number, to: number) => void
-  /** The exact number of the account's tasks matching a filter (column, value), by COUNT(*). */
-  readonly count: (filter: readonly [string, string] | undefined) => number
+  /** The exact number of the account's tasks matching a filter (an SQL condition), by COUNT(*). */
+  readonly count: (filter: string | undefined) => number
   readonly close: () => void
 }
 
@@ -114,18 +129,16 @@ const sqliteStore = (file: string, account: string, keyId: string): Store => {
       for (let lo = from; lo < to; lo += batch) {
         const hi = Math.min(to, lo + batch)
         db.exec(`BEGIN; WITH RECURSIVE seq(i) AS (SELECT ${lo} UNION ALL SELECT i + 1 FROM seq WHERE i < ${hi - 1}),
-          k(n, endpoint, provider, operation, media_type, model) AS (VALUES ${kindsValues})
+          k(n, endpoint, provider, operation, media_type, model) AS (VALUES ${kindsValues})${wordTables}
           INSERT INTO ${prefix}tasks (${columns})
           SELECT ${taskSelect("seq.i", `'task_0' || printf('%025d', seq.i)`, account, keyId)}
-          FROM seq JOIN k ON k.n = seq.i % ${kinds.length} WHERE true; COMMIT`)
+          FROM seq JOIN k ON k.n = seq.i % ${kinds.length} ${wordJoins("seq.i")} WHERE true; COMMIT`)
       }
     },
     count: (filter) =>
       Number(
-        db.prepare(
-          `SELECT COUNT(*) AS n FROM ${prefix}tasks WHERE account_id = ?${filter ? ` AND ${filter[0]} = ?` : ""}`
-        )
-          .get(account, ...(filter ? [filter[1]] : []))["n"]
+        db.prepare(`SELECT COUNT(*) AS n FROM ${prefix}tasks WHERE account_id = ?${filter ? ` AND ${filter}` : ""}`)
+          .get(account)["n"]
       ),
     close: () => db.close()
   }
@@ -143,24 +156,25 @@ const pgStore = (url: string, account: string, keyId: string): Store => ({
       const hi = Math.min(to, lo + batch)
       psql(
         url,
-        `WITH k(n, endpoint, provider, operation, media_type, model) AS (VALUES ${kindsValues})
+        `WITH k(n, endpoint, provider, operation, media_type, model) AS (VALUES ${kindsValues})${wordTables}
         INSERT INTO ${prefix}tasks (${columns})
         SELECT ${taskSelect("g.i", `'task_0' || lpad(g.i::text, 25, '0')`, account, keyId)}
-        FROM generate_series(${lo}::bigint, ${hi - 1}::bigint) AS g(i) JOIN k ON k.n = g.i % ${kinds.length}`
+        FROM generate_series(${lo}::bigint, ${hi - 1}::bigint) AS g(i) JOIN k ON k.n = g.i % ${kinds.length}
+        ${wordJoins("g.i")}`
       )
     }
     psql(url, `VACUUM ANALYZE ${prefix}tasks`)
-    if (psql(url, `SELECT to_regclass('${prefix}task_counts') IS NOT NULL`) === "t") {
-      psql(url, `VACUUM ANALYZE ${prefix}task_counts`)
+    for (const table of ["task_counts", "task_search"]) {
+      if (psql(url, `SELECT to_regclass('${prefix}${table}') IS NOT NULL`) === "t") {
+        psql(url, `VACUUM ANALYZE ${prefix}${table}`)
+      }
     }
   },
   count: (filter) =>
     Number(
       psql(
         url,
-        `SELECT COUNT(*) FROM ${prefix}tasks WHERE account_id = '${account}'${
-          filter ? ` AND ${filter[0]} = '${filter[1]}'` : ""
-        }`
+        `SELECT COUNT(*) FROM ${prefix}tasks WHERE account_id = '${account}'${filter ? ` AND ${filter}` : ""}`
       )
     ),
   close: () => undefined
@@ -170,12 +184,15 @@ const pgStore = (url: string, account: string, keyId: string): Store => ({
 // the load
 // -----------------------------------------------------------------------------------------------------------------
 
-/** The filters: query string and the (column, value) it selects. */
-const filters: Record<string, readonly [string, readonly [string, string] | undefined]> = {
+/** The filters: query string and the SQL condition it selects. */
+const filters: Record<string, readonly [string, string | undefined]> = {
   none: ["", undefined],
-  status: ["&status=succeeded", ["status", "succeeded"]],
-  provider: [`&provider=${kinds[0]![1]}`, ["provider", kinds[0]![1]]],
-  model: [`&model=${kinds[0]![4]}`, ["model", kinds[0]![4]]]
+  status: ["&status=succeeded", "status = 'succeeded'"],
+  provider: [`&provider=${kinds[0]![1]}`, `provider = '${kinds[0]![1]}'`],
+  model: [`&model=${kinds[0]![4]}`, `model = '${kinds[0]![4]}'`],
+  rare: [`&search=${word(123)}`, `input LIKE '%${word(123)}%'`],
+  common: [`&search=${hue(7)}`, `input LIKE '%${hue(7)}%'`],
+  everywhere: ["&search=boat", "input LIKE '%boat%'"]
 }
 
 interface Figures {

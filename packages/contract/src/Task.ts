@@ -288,7 +288,13 @@ export const TaskListQuery = Schema.Struct({
   model: optional(oneOf(...modelIds)),
   created_after: optional(IsoDate),
   created_before: optional(IsoDate),
-  search: optional(text(64, 1).annotations({ description: "Task id prefix" })),
+  search: optional(
+    text(64, 1).annotations({
+      description:
+        "A task id prefix (`task_...`); any other text finds the tasks whose prompt has each of its words, as the start " +
+        "of a word, in any case (extension)"
+    })
+  ),
   limit: pageLimit,
   cursor: pageCursor
 }).annotations({ identifier: "TaskListQuery" })

@@ -28,11 +28,50 @@ export interface ListQuery {
   readonly createdBefore?: number | undefined
   /** Task id prefix. */
   readonly idPrefix?: string | undefined
+  /**
+   * Words of the prompt ({@link searchWords}): a task matches when each is the start of a word of its prompt
+   * (case and, on SQLite and in memory, accents ignored).
+   */
+  readonly words?: ReadonlyArray<string> | undefined
   /** Only the tasks of this environment (a key's view); undefined: both (operators). */
   readonly environment?: TaskRecord["environment"] | undefined
   /** Only tasks with an id below this one (the keyset of the next page). */
   readonly beforeId?: string | undefined
   readonly limit: number
+}
+
+/** The most words a prompt search matches on (the rest of the text is ignored). */
+const maxSearchWords = 8
+
+/**
+ * The words a prompt search looks for: the runs of letters and digits of `text`, lower-cased, each once, at most 8.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const searchWords = (text: string): ReadonlyArray<string> =>
+  [
+    ...new Set(text.normalize("NFKC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])
+  ].slice(0, maxSearchWords)
+
+/** A prompt's words as the memory storage matches them: lower-cased, accents removed. */
+const folded = (text: string): ReadonlyArray<string> =>
+  text.normalize("NFKD").replace(/\p{M}/gu, "").normalize("NFKC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+
+/**
+ * Whether each of `words` is the start of a word of the task's prompt (the memory storage's prompt search).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const promptMatches = (task: TaskRecord, words: ReadonlyArray<string>): boolean => {
+  const prompt = task.input["prompt"]
+  if (typeof prompt !== "string") return false
+  const own = folded(prompt)
+  return words.every((word) => {
+    const [sought] = folded(word)
+    return sought !== undefined && own.some((w) => w.startsWith(sought))
+  })
 }
 
 /**

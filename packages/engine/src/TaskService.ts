@@ -24,7 +24,7 @@ import { Placement } from "./Placement.js"
 import { Planner } from "./Planner.js"
 import { ResultLinks } from "./ResultLinks.js"
 import { type IdempotencyClaim, TaskLifecycle } from "./TaskLifecycle.js"
-import { TaskReads } from "./TaskReads.js"
+import { type ListQuery, searchWords, TaskReads } from "./TaskReads.js"
 import {
   type NewTask,
   type TaskRecord,
@@ -70,13 +70,27 @@ export const listPage = <A>(
       model: query.model,
       createdAfter: query.created_after?.getTime(),
       createdBefore: query.created_before?.getTime(),
-      idPrefix: query.search,
+      ...searchOf(query.search),
       environment: query.environment,
       beforeId,
       limit: query.limit ?? Task.defaultPageSize
     })
     return Envelope.idPage(page, page.items.map(item))
   })
+
+/**
+ * What a list's `search` looks for: a task id prefix when it could start an id (`t`, `ta`, ... `task_...`), else the
+ * words of the prompt (none: nothing matches, as an id prefix would not).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const searchOf = (search: string | undefined): Pick<ListQuery, "idPrefix" | "words"> => {
+  if (search === undefined || search === "") return {}
+  if (/^t(?:a(?:s(?:k(?:_[0-9A-Za-z]*)?)?)?)?$/.test(search)) return { idPrefix: search }
+  const words = searchWords(search)
+  return words.length === 0 ? { idPrefix: search } : { words }
+}
 
 const notFound = (id: string) => new Errors.TaskNotFound({ message: `task ${id} not found` })
 

@@ -121,6 +121,12 @@ for (const [name, database] of databases) {
           }
         })
         yield* expectTotals
+        // the tasks written before the search's migration are found by it (every prompt is "a cat")
+        for (const accountId of ["acct_a", "acct_b"]) {
+          expect((yield* storage.list(accountId, { limit: 100, words: ["cat"] })).total).toBe(
+            records.filter((r) => r.accountId === accountId).length
+          )
+        }
         // later writes keep them exact
         const [claimed] = yield* storage.claim("w1", 1, 60_000)
         assert.isTrue(
@@ -184,6 +190,16 @@ for (const [name, database] of databases) {
                   ).toBe(
                     yield* count(where)
                   )
+                }
+                // the prompt search follows the rows too (every prompt is "a cat")
+                for (const environment of ["live", "test"] as const) {
+                  const found = yield* storage.list(accountId, { limit: 10, environment, words: ["cat"] })
+                  const ids = yield* sql<{ id: string }>`SELECT id FROM ${tasks}
+                    WHERE account_id = ${accountId} AND environment = ${environment} ORDER BY id DESC`
+                  expect(found.items.map((t) => t.id), `${label}: ${accountId} ${environment} search`).toEqual(
+                    ids.map((row) => row.id)
+                  )
+                  expect(found.total).toBe(ids.length)
                 }
               }
             })

@@ -67,8 +67,12 @@ for (const [name, database] of databases) {
         const objects = yield* schemaObjects
         expect(outsidePrefix(objects, prefix)).toEqual([])
         const tables = objects.filter((o) => o.kind === "table").map((o) => o.name).sort()
+        // on SQLite the search table is FTS5's, with its shadow tables
+        const shadows = name === "sqlite"
+          ? ["config", "data", "docsize", "idx"].map((shadow) => `${SqlTaskStorage.tables(prefix).search}_${shadow}`)
+          : []
         expect(tables).toEqual(
-          [...Object.values(SqlTaskStorage.tables(prefix)), SqlTaskStorage.migrationsTable(prefix)].sort()
+          [...Object.values(SqlTaskStorage.tables(prefix)), SqlTaskStorage.migrationsTable(prefix), ...shadows].sort()
         )
         expect(SqlTaskStorage.migrationsTable(prefix)).toBe("acme_mg_engine_migrations")
         const indexes = objects.filter((o) => o.kind === "index").map((o) => o.name)
@@ -95,9 +99,16 @@ for (const [name, database] of databases) {
           "task_counts_environment"
         ])
         expect(applied.map((r) => r.name)).toEqual(names)
-        // the counts' triggers (and, on PostgreSQL, their functions) carry the prefix too
+        // the counts' and the search's triggers (and, on PostgreSQL, their functions) carry the prefix too
         const triggers = objects.filter((o) => o.kind === "trigger").map((o) => o.name)
-        expect(triggers).toEqual(expect.arrayContaining(["acme_mg_tasks_count_insert", "acme_mg_tasks_count_delete"]))
+        expect(triggers).toEqual(
+          expect.arrayContaining([
+            "acme_mg_tasks_count_insert",
+            "acme_mg_tasks_count_delete",
+            "acme_mg_tasks_search_insert",
+            "acme_mg_tasks_search_delete"
+          ])
+        )
         expect(objects.filter((o) => o.kind === "trigger").every((o) => o.table === "acme_mg_tasks")).toBe(true)
       }).pipe(Effect.provide(database()), Effect.scoped))
 
@@ -126,6 +137,10 @@ for (const [name, database] of databases) {
           "task_counts",
           "task_idempotency",
           "task_outbox",
+          "task_search",
+          ...(name === "sqlite"
+            ? ["task_search_config", "task_search_data", "task_search_docsize", "task_search_idx"]
+            : []),
           "tasks"
         ])
       }).pipe(Effect.provide(database()), Effect.scoped))

@@ -140,6 +140,73 @@ export const readsSuite = (name: string, backend: Backend) =>
         })
       ))
 
+    it.effect("searches the words of the prompt: starts of words, any case, per account and environment", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const accept = (prompt: string | undefined, extra: Partial<NewTask> = {}) =>
+            Effect.gen(function*() {
+              yield* TestClock.adjust(1000)
+              const task = newTask({
+                createdAt: yield* now,
+                accountId: "acct_search",
+                input: prompt === undefined ? { image_url: "https://example.com/a.png" } : { prompt },
+                ...extra
+              })
+              yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+              return task.id
+            })
+          const dusk = yield* accept("A lighthouse at dusk")
+          const keeper = yield* accept("The lighthouse keeper's café", { model: "m2" })
+          const sea = yield* accept("sunset over the sea")
+          yield* accept(undefined)
+          const fog = yield* accept("LIGHTHOUSE in fog, 4K")
+          const test = yield* accept("a lighthouse for testing", { environment: "test" })
+          const other = yield* accept("a lighthouse of another account", { accountId: "acct_other" })
+          const live = { limit: 10, environment: "live" } as const
+          /** The matching ids and total of the account's live tasks (`null`: every account's, as operators see). */
+          const found = (query: Omit<ListQuery, "limit">, accountId: string | null = "acct_search") =>
+            Effect.map(storage.list(accountId ?? undefined, { ...live, ...query }), (page) => ({
+              ids: page.items.map((t) => t.id),
+              total: page.total
+            }))
+          expect(yield* found({ words: ["lighthouse"] })).toEqual({ ids: [fog, keeper, dusk], total: 3 })
+          // the start of a word; every word must be there
+          expect(yield* found({ words: ["lightho"] })).toEqual({ ids: [fog, keeper, dusk], total: 3 })
+          expect(yield* found({ words: ["lighthouse", "fog"] })).toEqual({ ids: [fog], total: 1 })
+          expect(yield* found({ words: ["4k"] })).toEqual({ ids: [fog], total: 1 })
+          expect(yield* found({ words: ["keeper", "café"] })).toEqual({ ids: [keeper], total: 1 })
+          expect(yield* found({ words: ["sea"] })).toEqual({ ids: [sea], total: 1 })
+          expect(yield* found({ words: ["ighthouse"] })).toEqual({ ids: [], total: 0 })
+          expect(yield* found({ words: ["lighthouse", "sea"] })).toEqual({ ids: [], total: 0 })
+          // with the other filters, and a cursor
+          expect(yield* found({ words: ["lighthouse"], model: "m2" })).toEqual({ ids: [keeper], total: 1 })
+          expect(yield* found({ words: ["lighthouse"], status: "pending" })).toEqual({
+            ids: [fog, keeper, dusk],
+            total: 3
+          })
+          const first = yield* storage.list("acct_search", { ...live, limit: 2, words: ["lighthouse"] })
+          expect(first).toMatchObject({ hasMore: true, total: 3 })
+          expect(first.items.map((t) => t.id)).toEqual([fog, keeper])
+          const rest = yield* storage.list("acct_search", {
+            ...live,
+            limit: 2,
+            words: ["lighthouse"],
+            beforeId: first.items[1]!.id
+          })
+          expect(rest).toMatchObject({ hasMore: false, total: 3 })
+          expect(rest.items.map((t) => t.id)).toEqual([dusk])
+          // environments and accounts apart; operators (no account) see every account's
+          expect(yield* found({ words: ["lighthouse"], environment: "test" })).toEqual({ ids: [test], total: 1 })
+          expect((yield* found({ words: ["lighthouse"], environment: undefined })).total).toBe(4)
+          expect(yield* found({ words: ["lighthouse"] }, "acct_other")).toEqual({ ids: [other], total: 1 })
+          expect(yield* found({ words: ["lighthouse"] }, null)).toEqual({
+            ids: [other, fog, keeper, dusk],
+            total: 4
+          })
+        })
+      ))
+
     it.effect(
       "list totals stay exact through accepts and every transition, with no filter, one filter or several",
       () =>

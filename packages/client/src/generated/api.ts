@@ -3594,7 +3594,7 @@ export interface operations {
                 created_after?: string;
                 /** @description ISO 8601 date or date-time */
                 created_before?: string;
-                /** @description Task id prefix */
+                /** @description A task id prefix (`task_...`); any other text finds the tasks whose prompt has each of its words, as the start of a word, in any case (extension) */
                 search?: string;
                 /** @description Items per page, 1 to 100 (default 20) */
                 limit?: number;

@@ -109,6 +109,21 @@ export const customerJourneys = (session: Session) => {
     expect(await download.getAttribute("href")).toMatch(/\/files\//)
     expect(await page.getByTestId("task-input").textContent()).toContain("a red kite over the sea")
     await shot("04-task-preview")
+    // found by words of its prompt (the start of a word, any case), not by words it does not have
+    await page.goto(`${running.baseUrl}/dashboard/tasks`)
+    const search = page.getByLabel("Search prompts or ids")
+    await search.fill("KITE ove")
+    await search.press("Enter")
+    await page.waitForURL((url) => url.searchParams.get("search") === "KITE ove")
+    await row.waitFor()
+    expect(await page.locator("tr[data-task]").count()).toBe(1)
+    await search.fill("lighthouse")
+    await search.press("Enter")
+    await page.getByText("No task matches these filters.").waitFor()
+    await search.fill(id.slice(0, 20))
+    await search.press("Enter")
+    await row.waitFor()
+    await page.getByRole("button", { name: "Clear filters" }).click()
   })
 
   it("retries a failed task from its page, linked to the original: one task and one charge per intent", async () => {

@@ -1,5 +1,5 @@
 /**
- * Tasks: the list with every filter of `GET /api/v1/tasks` (status, provider, model, dates, id search), keyset
+ * Tasks: the list with every filter of `GET /api/v1/tasks` (status, provider, model, dates, prompt or id search), keyset
  * paging and live states (polled every 3 s while the tab is visible), and a task's detail: input, timings, cost,
  * error, the retry chain, the result previewed in place with a download link, retry and cancel.
  */
@@ -97,11 +97,11 @@ export const TaskList = () => {
         <Field label="Created to">
           <input type="date" name="to" value={filters.to ?? ""} onChange={set("to")} />
         </Field>
-        <Field label="Task id starts with">
+        <Field label="Search prompts or ids">
           <input
             type="search"
             name="search"
-            placeholder="task_01…"
+            placeholder="lighthouse, task_01…"
             maxLength={64}
             value={filters.search ?? ""}
             onChange={set("search")}

@@ -7,7 +7,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { TaskReads } from "../../TaskReads.js"
-import { ownedBy } from "../../TaskReads.js"
+import { ownedBy, promptMatches } from "../../TaskReads.js"
 import { isTerminal, type TaskRecord } from "../../TaskRecord.js"
 import type { MemoryState } from "./state.js"
 
@@ -33,6 +33,7 @@ export const make = (state: MemoryState): TaskReads["Type"] => {
           if (query.createdAfter !== undefined && task.createdAt < query.createdAfter) continue
           if (query.createdBefore !== undefined && task.createdAt >= query.createdBefore) continue
           if (query.idPrefix !== undefined && !task.id.startsWith(query.idPrefix)) continue
+          if (query.words !== undefined && !promptMatches(task, query.words)) continue
           matches.push(task)
         }
         return MemoryStore.page(matches, query.beforeId, query.limit)

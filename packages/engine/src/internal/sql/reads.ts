@@ -7,21 +7,92 @@ import { Task } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Record from "effect/Record"
-import { type ListPage, ownedBy } from "../../TaskReads.js"
+import { type ListPage, type ListQuery, ownedBy } from "../../TaskReads.js"
 import { TaskReads } from "../../TaskReads.js"
 import type { SqlContext } from "./context.js"
 import { countedBy, hasNul, persistence, prefixEnd } from "./rows.js"
 import { activeList } from "./schema.js"
+import * as Search from "./search.js"
 
 /** Builds the port on the storage's context. */
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
-    const { ACTIVE, NOW, readTask, rows, sql, t, withClock } = context
+    const { ACTIVE, NOW, pg, readTask, rows, sql, t, withClock } = context
+    /** Matches of a prompt search that PostgreSQL takes from its index and sorts (see `searched`). */
+    const fewMatches = 5_000
+    /**
+     * A page of the tasks whose prompt has `words` (and that pass `filters`), with its total: the search table's
+     * matches joined to their tasks, newest first. PostgreSQL: by id. SQLite: by rowid (the order tasks were stored
+     * in), the page after a cursor from the rowid of its task (or of the next task stored, if it is gone). With no
+     * filter but the account and environment (terms of the match), the total counts the search table alone.
+     */
+    const searched = (
+      accountId: string | undefined,
+      query: ListQuery,
+      words: ReadonlyArray<string>,
+      filters: ReadonlyArray<Fragment>,
+      limit: number
+    ) =>
+      Effect.gen(function*() {
+        const beforeId = query.beforeId
+        const search = t.search
+        const match = pg
+          ? sql`${search}.document @@ CAST(${Search.tsQuery(words, accountId, query.environment)} AS tsquery)`
+          : sql`${search} MATCH ${Search.ftsQuery(words, accountId, query.environment)}`
+        const key = pg ? sql`${search}.task_id` : sql`${search}.rowid`
+        const joined = sql`${search} JOIN ${t.tasks} ON ${t.tasks}.${sql(pg ? "id" : "rowid")} = ${key}`
+        // the account and its environment(s) are terms of the match: the tasks' rows are read only for the other
+        // filters, and for the page itself
+        const rest = accountId === undefined ? filters : filters.slice(query.environment === undefined ? 1 : 2)
+        const page = [...rest, match]
+        if (beforeId !== undefined) {
+          // ids hold no NUL: a cursor "ab\0..." stands just above "ab"
+          const nul = beforeId.indexOf("\u0000")
+          if (pg) {
+            page.push(nul < 0 ? sql`${key} < ${beforeId}` : sql`${key} <= ${beforeId.slice(0, nul)}`)
+          } else {
+            const from = nul < 0 ? sql`id >= ${beforeId}` : sql`id > ${beforeId.slice(0, nul)}`
+            page.push(sql`${key} < COALESCE((SELECT rowid FROM ${t.tasks} WHERE ${from} ORDER BY id LIMIT 1),
+              9223372036854775807)`)
+          }
+        }
+        const total = (rest.length === 0
+          ? sql`SELECT COUNT(*) AS n FROM ${search} WHERE ${match}`
+          : sql`SELECT COUNT(*) AS n FROM ${joined} WHERE ${sql.and([...rest, match])}`).pipe(
+            Effect.flatMap(rows.count.all),
+            Effect.map(([counted]) => counted?.n ?? 0)
+          )
+        const newest = sql`SELECT ${t.tasks}.* FROM ${joined} WHERE ${sql.and(page)} ORDER BY ${key} DESC
+          LIMIT ${limit + 1}`
+        // PostgreSQL walks the search table's ids from the newest, testing each document: quick when matches are
+        // common, slow when they are few (a rare word: thousands of rows for a page); up to `fewMatches` (and no
+        // filter but the scope) the matches are taken from the index (a materialized CTE: the planner cannot walk the
+        // ids instead) and the newest joined to their tasks
+        const few = sql`WITH matched AS MATERIALIZED (SELECT ${key} AS matched_id FROM ${search} WHERE ${sql.and(page)})
+          SELECT ${t.tasks}.* FROM (SELECT matched_id FROM matched ORDER BY matched_id DESC LIMIT ${
+          limit + 1
+        }) AS newest
+          JOIN ${t.tasks} ON ${t.tasks}.id = newest.matched_id ORDER BY newest.matched_id DESC`
+        const [items, n] = pg
+          ? yield* Effect.flatMap(
+            total,
+            (n) =>
+              Effect.map(
+                Effect.flatMap(n <= fewMatches && rest.length === 0 ? few : newest, rows.task.all),
+                (items) => [items, n] as const
+              )
+          )
+          : yield* Effect.all([Effect.flatMap(newest, rows.task.all), total], { concurrency: 2 })
+        return { items: items.slice(0, limit), hasMore: items.length > limit, total: n }
+      })
+
     const list: TaskReads["Type"]["list"] = (accountId, query) =>
       Effect.gen(function*() {
         const limit = Math.max(0, Math.floor(query.limit))
         const empty: ListPage = { items: [], hasMore: false, total: 0 }
-        if (hasNul(accountId, query.status, query.provider, query.model, query.idPrefix)) return empty
+        if (hasNul(accountId, query.status, query.provider, query.model, query.idPrefix, ...(query.words ?? []))) {
+          return empty
+        }
         // no account: every account's tasks (operators); the totals then sum every account's counts (and no
         // environment: both environments')
         const filters: Array<Fragment> = accountId === undefined ? [] : [sql`account_id = ${accountId}`]
@@ -39,6 +110,8 @@ export const make = (context: SqlContext) =>
           const end = prefixEnd(query.idPrefix)
           if (end !== undefined) filters.push(sql`id < ${end}`)
         }
+        const words = query.words ?? []
+        if (words.length > 0) return yield* searched(accountId, query, words, filters, limit)
         const page = [...filters]
         if (query.beforeId !== undefined) {
           // ids hold no NUL: `id < "ab\0..."` is `id <= "ab"`

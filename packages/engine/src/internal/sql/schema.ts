@@ -6,6 +6,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Task } from "@mediagate/contract"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Effect from "effect/Effect"
+import { createSearch } from "./search.js"
 
 /** The tables of the storage under `prefix`. */
 export const tables = (prefix: string = SqlStore.defaultPrefix) =>
@@ -14,6 +15,8 @@ export const tables = (prefix: string = SqlStore.defaultPrefix) =>
     idempotency: `${prefix}task_idempotency`,
     outbox: `${prefix}task_outbox`,
     counts: `${prefix}task_counts`,
+    /** SQLite: the FTS5 table of the prompts (search.ts). */
+    search: `${prefix}task_search`,
     nodes: `${prefix}nodes`
   }) as const
 
@@ -355,7 +358,9 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
       "0012_task_upstream_report": Effect.flatMap(
         SqlClient.SqlClient,
         (sql) => sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_report TEXT`)
-      )
+      ),
+      // the list's search by the words of the prompt (search.ts)
+      "0013_task_search": createSearch(t)
     }
   })
 

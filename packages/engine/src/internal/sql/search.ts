@@ -1,0 +1,134 @@
+/**
+ * Prompt search of the task list: the words of a task's prompt indexed with its account and environment, and the
+ * match of a list's words, in `<prefix>task_search` kept by triggers on the tasks table. SQLite: an FTS5 table
+ * (contentless, its rows the tasks' rowids); PostgreSQL: a table of task ids and `tsvector` documents with a GIN
+ * index. A word matches the start of a word of the prompt; the account and environment are one more term of the
+ * document, so a count reads only the postings of the caller's scope.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlStore from "@mediagate/persistence/SqlStore"
+import * as Effect from "effect/Effect"
+import type { TaskRecord } from "../../TaskRecord.js"
+
+/** The indexed document of a task row on PostgreSQL: its scope as one lexeme, then its prompt's words. */
+const pgDocument = (row: string) =>
+  `array_to_tsvector(ARRAY[${row}.account_id || ' ' || ${row}.environment]) || to_tsvector('simple'::regconfig, ${row}.input::jsonb ->> 'prompt')`
+
+/** A task's scope on SQLite: one token of letters and digits (the account id in hex, then the environment). */
+const sqliteScope = (row: string) => `'s' || hex(${row}.account_id) || 'x' || ${row}.environment`
+
+const hex = (text: string) => Buffer.from(text, "utf8").toString("hex")
+
+/** The environments a search covers: the one given, or both. */
+const environmentsOf = (environment: TaskRecord["environment"] | undefined) =>
+  environment === undefined ? ["live", "test"] : [environment]
+
+/** `terms` joined by `or`, in parentheses when there are several. */
+const anyOf = (terms: ReadonlyArray<string>, or: string) =>
+  terms.length === 1 ? terms[0]! : `(${terms.join(` ${or} `)})`
+
+/** An FTS5 string (double quotes doubled). */
+const ftsString = (text: string) => `"${text.replaceAll("\"", "\"\"")}"`
+
+/**
+ * The FTS5 query of `words` in the scope (none: every account's tasks): `scope : "s<hex>x<env>" AND prompt :
+ * "word"* AND ...`.
+ */
+export const ftsQuery = (
+  words: ReadonlyArray<string>,
+  accountId: string | undefined,
+  environment: TaskRecord["environment"] | undefined
+): string => {
+  const terms = words.map((word) => `prompt : ${ftsString(word)}*`)
+  if (accountId === undefined) return terms.join(" AND ")
+  const scope = environmentsOf(environment).map((env) => `scope : ${ftsString(`s${hex(accountId)}x${env}`)}`)
+  return [anyOf(scope, "OR"), ...terms].join(" AND ")
+}
+
+/** A `tsquery` lexeme, quoted (quotes doubled, backslashes escaped). */
+const lexeme = (text: string) => `'${text.replaceAll("\\", "\\\\").replaceAll("'", "''")}'`
+
+/** The `tsquery` text of `words` (each a prefix) in the scope (none: every account's tasks). */
+export const tsQuery = (
+  words: ReadonlyArray<string>,
+  accountId: string | undefined,
+  environment: TaskRecord["environment"] | undefined
+): string => {
+  const terms = words.map((word) => `${lexeme(word)}:*`)
+  if (accountId === undefined) return terms.join(" & ")
+  const scope = environmentsOf(environment).map((env) => lexeme(`${accountId} ${env}`))
+  return [anyOf(scope, "|"), ...terms].join(" & ")
+}
+
+/**
+ * The migration (`t`: the tables' names): the search table filled from the stored tasks, and the triggers that keep
+ * it (an insert adds a task, a delete removes it; the storage never changes a task's account, environment or input,
+ * hand-written SQL that does indexes it again).
+ */
+export const createSearch = (t: { readonly tasks: string; readonly search: string }) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { id, pg } = SqlStore.columns(sql)
+    const search = t.search
+    if (pg) {
+      // a narrow table of its own (a count reads few pages), kept by statement triggers (one insert per batch)
+      const prompted = (row: string) => `jsonb_typeof(${row}.input::jsonb -> 'prompt') = 'string'`
+      yield* sql.unsafe(`CREATE TABLE ${search} (task_id ${id} PRIMARY KEY NOT NULL, document tsvector NOT NULL)`)
+      yield* sql.unsafe(`CREATE INDEX ${search}_document_idx ON ${search} USING GIN (document)`)
+      yield* sql.unsafe(`INSERT INTO ${search} (task_id, document)
+  SELECT tasks.id, ${pgDocument("tasks")} FROM ${t.tasks} AS tasks WHERE ${prompted("tasks")}`)
+      const fn = (name: string, body: string) =>
+        sql.unsafe(`CREATE FUNCTION ${t.tasks}_search_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  ${body}
+  RETURN NULL;
+END
+$$`)
+      yield* fn(
+        "insert",
+        `INSERT INTO ${search} (task_id, document) SELECT n.id, ${pgDocument("n")} FROM new_rows AS n WHERE ${
+          prompted("n")
+        };`
+      )
+      yield* fn("delete", `DELETE FROM ${search} WHERE task_id IN (SELECT id FROM old_rows);`)
+      yield* fn(
+        "update",
+        `DELETE FROM ${search} WHERE task_id = OLD.id;
+  IF ${prompted("NEW")} THEN
+    INSERT INTO ${search} (task_id, document) VALUES (NEW.id, ${pgDocument("NEW")});
+  END IF;`
+      )
+      yield* fn("truncate", `DELETE FROM ${search};`)
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_search_insert AFTER INSERT ON ${t.tasks}
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${t.tasks}_search_insert()`)
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_search_delete AFTER DELETE ON ${t.tasks}
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${t.tasks}_search_delete()`)
+      // columns the storage never changes (hand-written SQL): the task indexed again; no cost for the storage's own
+      // updates, which never set them
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_search_update AFTER UPDATE OF id, account_id, environment, input
+  ON ${t.tasks} FOR EACH ROW EXECUTE FUNCTION ${t.tasks}_search_update()`)
+      yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_search_truncate AFTER TRUNCATE ON ${t.tasks}
+  FOR EACH STATEMENT EXECUTE FUNCTION ${t.tasks}_search_truncate()`)
+      return
+    }
+    const prompted = (row: string) => `json_type(${row}.input, '$.prompt') = 'text'`
+    yield* sql.unsafe(`CREATE VIRTUAL TABLE ${search} USING fts5(scope, prompt, content = '', contentless_delete = 1,
+  tokenize = 'unicode61 remove_diacritics 2')`)
+    yield* sql.unsafe(`INSERT INTO ${search} (rowid, scope, prompt)
+  SELECT rowid, ${sqliteScope(t.tasks)}, json_extract(input, '$.prompt') FROM ${t.tasks} WHERE ${prompted(t.tasks)}`)
+    yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_search_insert AFTER INSERT ON ${t.tasks} WHEN ${prompted("NEW")} BEGIN
+  INSERT INTO ${search} (rowid, scope, prompt) VALUES (NEW.rowid, ${
+      sqliteScope("NEW")
+    }, json_extract(NEW.input, '$.prompt'));
+END`)
+    yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_search_delete AFTER DELETE ON ${t.tasks} WHEN ${prompted("OLD")} BEGIN
+  DELETE FROM ${search} WHERE rowid = OLD.rowid;
+END`)
+    // columns the storage never changes (hand-written SQL): the task indexed again
+    yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_search_update AFTER UPDATE OF account_id, environment, input
+  ON ${t.tasks} BEGIN
+  DELETE FROM ${search} WHERE rowid = OLD.rowid;
+  INSERT INTO ${search} (rowid, scope, prompt)
+    SELECT NEW.rowid, ${sqliteScope("NEW")}, json_extract(NEW.input, '$.prompt') WHERE ${prompted("NEW")};
+END`)
+  })
