@@ -91,12 +91,17 @@ $$`)
         };`
       )
       yield* fn("delete", `DELETE FROM ${search} WHERE task_id IN (SELECT id FROM old_rows);`)
+      // an input that is not JSON (hand-written SQL) leaves the task out of the index, the update goes through
       yield* fn(
         "update",
         `DELETE FROM ${search} WHERE task_id = OLD.id;
-  IF ${prompted("NEW")} THEN
-    INSERT INTO ${search} (task_id, document) VALUES (NEW.id, ${pgDocument("NEW")});
-  END IF;`
+  BEGIN
+    IF ${prompted("NEW")} THEN
+      INSERT INTO ${search} (task_id, document) VALUES (NEW.id, ${pgDocument("NEW")});
+    END IF;
+  EXCEPTION WHEN invalid_text_representation THEN
+    NULL;
+  END;`
       )
       yield* fn("truncate", `DELETE FROM ${search};`)
       yield* sql.unsafe(`CREATE TRIGGER ${t.tasks}_search_insert AFTER INSERT ON ${t.tasks}
@@ -111,7 +116,9 @@ $$`)
   FOR EACH STATEMENT EXECUTE FUNCTION ${t.tasks}_search_truncate()`)
       return
     }
-    const prompted = (row: string) => `json_type(${row}.input, '$.prompt') = 'text'`
+    // a task whose input is not JSON (hand-written SQL) is not indexed, and not refused
+    const prompted = (row: string) =>
+      `(CASE WHEN json_valid(${row}.input) THEN json_type(${row}.input, '$.prompt') END) = 'text'`
     yield* sql.unsafe(`CREATE VIRTUAL TABLE ${search} USING fts5(scope, prompt, content = '', contentless_delete = 1,
   tokenize = 'unicode61 remove_diacritics 2')`)
     yield* sql.unsafe(`INSERT INTO ${search} (rowid, scope, prompt)
