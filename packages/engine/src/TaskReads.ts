@@ -43,35 +43,36 @@ export interface ListQuery {
 /** The most words a prompt search matches on (the rest of the text is ignored). */
 const maxSearchWords = 8
 
+/** The runs of letters and digits of `text` (NFKC-normalized, lower-cased). */
+const wordsOf = (text: string): ReadonlyArray<string> =>
+  text.normalize("NFKC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+
 /**
  * The words a prompt search looks for: the runs of letters and digits of `text`, lower-cased, each once, at most 8.
  *
  * @since 0.1.0
  * @category utils
  */
-export const searchWords = (text: string): ReadonlyArray<string> =>
-  [
-    ...new Set(text.normalize("NFKC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [])
-  ].slice(0, maxSearchWords)
+export const searchWords = (text: string): ReadonlyArray<string> => [...new Set(wordsOf(text))].slice(0, maxSearchWords)
 
-/** A prompt's words as the memory storage matches them: lower-cased, accents removed. */
-const folded = (text: string): ReadonlyArray<string> =>
-  text.normalize("NFKD").replace(/\p{M}/gu, "").normalize("NFKC").toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+/** Words as the memory storage matches them: lower-cased, accents removed. */
+const folded = (text: string): ReadonlyArray<string> => wordsOf(text.normalize("NFKD").replace(/\p{M}/gu, ""))
 
 /**
- * Whether each of `words` is the start of a word of the task's prompt (the memory storage's prompt search).
+ * The memory storage's prompt search: whether each of `words` is the start of a word of a task's prompt (the words
+ * folded once, each task's prompt on its test).
  *
  * @since 0.1.0
  * @category utils
  */
-export const promptMatches = (task: TaskRecord, words: ReadonlyArray<string>): boolean => {
-  const prompt = task.input["prompt"]
-  if (typeof prompt !== "string") return false
-  const own = folded(prompt)
-  return words.every((word) => {
-    const [sought] = folded(word)
-    return sought !== undefined && own.some((w) => w.startsWith(sought))
-  })
+export const promptMatcher = (words: ReadonlyArray<string>): (task: TaskRecord) => boolean => {
+  const sought = words.map((word) => folded(word)[0])
+  return (task) => {
+    const prompt = task.input["prompt"]
+    if (typeof prompt !== "string") return false
+    const own = folded(prompt)
+    return sought.every((start) => start !== undefined && own.some((word) => word.startsWith(start)))
+  }
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Examples, Services } from "@mediagate/contract"
+import { Examples, type Generation, Services } from "@mediagate/contract"
 import * as Billing from "@mediagate/engine/Billing"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as TaskStorage from "@mediagate/engine/TaskStorage"
@@ -80,6 +80,15 @@ const awaitTerminal = (ids: ReadonlyArray<string>, limit: Duration.DurationInput
       yield* TestClock.adjust("10 millis")
     }
   })
+
+/** Creates a task of `endpoint` and `model` with a prompt (and nothing else in its input). */
+const createPrompted = (endpoint: Generation.GenerationCommand["endpoint"], model: string) => (prompt: string) =>
+  Effect.flatMap(Services.TaskService, (tasks) =>
+    tasks.create(principal, {
+      endpoint,
+      request: { model, input: { prompt } },
+      idempotencyKey: undefined
+    }))
 
 describe("simulated upstream", () => {
   it.effect("every endpoint and model succeeds with result items that describe the stored files", () => {
@@ -248,13 +257,7 @@ describe("simulated upstream", () => {
   it.effect("directives: fail, content policy, delay and hang", () => {
     const { layer } = setup({ timeout: "1500 millis" })
     return Effect.gen(function*() {
-      const tasks = yield* Services.TaskService
-      const create = (prompt: string) =>
-        tasks.create(principal, {
-          endpoint: "vendor3/text-to-video",
-          request: { model: "vendor3-3_fast", input: { prompt } },
-          idempotencyKey: undefined
-        })
+      const create = createPrompted("vendor3/text-to-video", "vendor3-3_fast")
       const fail = yield* create("a cat [sim:fail]")
       const policy = yield* create("a cat [sim:content-policy]")
       const delayed = yield* create("a cat [sim:delay=0.5]")
@@ -274,18 +277,12 @@ describe("simulated upstream", () => {
   it.effect("a job of no length ends under its submit's claim: polled at once, no notice, no second claim", () => {
     const { layer } = setup({ upstreamPollDelay: true })
     return Effect.gen(function*() {
-      const tasks = yield* Services.TaskService
       const simulated = yield* Simulated.SimulatedUpstream
       const noticed = yield* Ref.make<ReadonlyArray<string>>([])
       yield* Effect.forkScoped(
         Stream.runForEach(simulated.changes, (id) => Ref.update(noticed, (ids) => [...ids, id]))
       )
-      const create = (prompt: string) =>
-        tasks.create(principal, {
-          endpoint: "vendor4/text-to-image",
-          request: { model: "vendor4-3-0-t2i", input: { prompt } },
-          idempotencyKey: undefined
-        })
+      const create = createPrompted("vendor4/text-to-image", "vendor4-3-0-t2i")
       const instant = yield* create("a lighthouse [sim:delay=0]")
       const timed = yield* create("a lighthouse [sim:delay=0.2]")
       const [i, t] = yield* awaitTerminal([instant.id, timed.id])

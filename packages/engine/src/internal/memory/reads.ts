@@ -7,7 +7,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { TaskReads } from "../../TaskReads.js"
-import { ownedBy, promptMatches } from "../../TaskReads.js"
+import { ownedBy, promptMatcher } from "../../TaskReads.js"
 import { isTerminal, type TaskRecord } from "../../TaskRecord.js"
 import type { MemoryState } from "./state.js"
 
@@ -24,6 +24,7 @@ export const make = (state: MemoryState): TaskReads["Type"] => {
           ? [...tasks.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
           : byAccount.get(accountId) ?? []
         const matches: Array<TaskRecord> = []
+        const hasWords = query.words === undefined ? undefined : promptMatcher(query.words)
         for (let i = ids.length - 1; i >= 0; i--) {
           const task = tasks.get(ids[i]!)!
           if (query.environment !== undefined && task.environment !== query.environment) continue
@@ -33,7 +34,7 @@ export const make = (state: MemoryState): TaskReads["Type"] => {
           if (query.createdAfter !== undefined && task.createdAt < query.createdAfter) continue
           if (query.createdBefore !== undefined && task.createdAt >= query.createdBefore) continue
           if (query.idPrefix !== undefined && !task.id.startsWith(query.idPrefix)) continue
-          if (query.words !== undefined && !promptMatches(task, query.words)) continue
+          if (hasWords !== undefined && !hasWords(task)) continue
           matches.push(task)
         }
         return MemoryStore.page(matches, query.beforeId, query.limit)

@@ -18,6 +18,11 @@ import * as Search from "./search.js"
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
     const { ACTIVE, NOW, pg, readTask, rows, sql, t, withClock } = context
+    /** `key` below the cursor's id (ids hold no NUL: a cursor "ab\0..." stands just above "ab": `key <= "ab"`). */
+    const below = (key: Fragment, beforeId: string) => {
+      const nul = beforeId.indexOf("\u0000")
+      return nul < 0 ? sql`${key} < ${beforeId}` : sql`${key} <= ${beforeId.slice(0, nul)}`
+    }
     /** Matches of a prompt search that PostgreSQL takes from its index and sorts (see `searched`). */
     const fewMatches = 5_000
     /**
@@ -30,7 +35,7 @@ export const make = (context: SqlContext) =>
       accountId: string | undefined,
       query: ListQuery,
       words: ReadonlyArray<string>,
-      filters: ReadonlyArray<Fragment>,
+      filters: { readonly scope: ReadonlyArray<Fragment>; readonly others: ReadonlyArray<Fragment> },
       limit: number
     ) =>
       Effect.gen(function*() {
@@ -41,20 +46,14 @@ export const make = (context: SqlContext) =>
           : sql`${search} MATCH ${Search.ftsQuery(words, accountId, query.environment)}`
         const key = pg ? sql`${search}.task_id` : sql`${search}.rowid`
         const joined = sql`${search} JOIN ${t.tasks} ON ${t.tasks}.${sql(pg ? "id" : "rowid")} = ${key}`
-        // the account and its environment(s) are terms of the match: the tasks' rows are read only for the other
-        // filters, and for the page itself
-        const rest = accountId === undefined ? filters : filters.slice(query.environment === undefined ? 1 : 2)
+        // an account's scope (it and its environment, or both) is a term of the match: the tasks' rows are read only
+        // for the other filters, and for the page itself; without an account the environment stays a filter
+        const rest = accountId === undefined ? [...filters.scope, ...filters.others] : filters.others
         const page = [...rest, match]
         if (beforeId !== undefined) {
-          // ids hold no NUL: a cursor "ab\0..." stands just above "ab"
-          const nul = beforeId.indexOf("\u0000")
-          if (pg) {
-            page.push(nul < 0 ? sql`${key} < ${beforeId}` : sql`${key} <= ${beforeId.slice(0, nul)}`)
-          } else {
-            const from = nul < 0 ? sql`id >= ${beforeId}` : sql`id > ${beforeId.slice(0, nul)}`
-            page.push(sql`${key} < COALESCE((SELECT rowid FROM ${t.tasks} WHERE ${from} ORDER BY id LIMIT 1),
-              9223372036854775807)`)
-          }
+          // SQLite: below the rowid of the cursor's task, or of the next one stored if it is gone
+          const atCursor = sql`SELECT rowid FROM ${t.tasks} WHERE NOT (${below(sql`id`, beforeId)}) ORDER BY id LIMIT 1`
+          page.push(pg ? below(key, beforeId) : sql`${key} < COALESCE((${atCursor}), 9223372036854775807)`)
         }
         const total = (rest.length === 0
           ? sql`SELECT COUNT(*) AS n FROM ${search} WHERE ${match}`
@@ -68,11 +67,10 @@ export const make = (context: SqlContext) =>
         // common, slow when they are few (a rare word: thousands of rows for a page); up to `fewMatches` (and no
         // filter but the scope) the matches are taken from the index (a materialized CTE: the planner cannot walk the
         // ids instead) and the newest joined to their tasks
+        const newestMatched = sql`SELECT matched_id FROM matched ORDER BY matched_id DESC LIMIT ${limit + 1}`
         const few = sql`WITH matched AS MATERIALIZED (SELECT ${key} AS matched_id FROM ${search} WHERE ${sql.and(page)})
-          SELECT ${t.tasks}.* FROM (SELECT matched_id FROM matched ORDER BY matched_id DESC LIMIT ${
-          limit + 1
-        }) AS newest
-          JOIN ${t.tasks} ON ${t.tasks}.id = newest.matched_id ORDER BY newest.matched_id DESC`
+          SELECT ${t.tasks}.* FROM (${newestMatched}) AS newest JOIN ${t.tasks} ON ${t.tasks}.id = newest.matched_id
+          ORDER BY newest.matched_id DESC`
         const [items, n] = pg
           ? yield* Effect.flatMap(
             total,
@@ -111,13 +109,11 @@ export const make = (context: SqlContext) =>
           if (end !== undefined) filters.push(sql`id < ${end}`)
         }
         const words = query.words ?? []
-        if (words.length > 0) return yield* searched(accountId, query, words, filters, limit)
-        const page = [...filters]
-        if (query.beforeId !== undefined) {
-          // ids hold no NUL: `id < "ab\0..."` is `id <= "ab"`
-          const nul = query.beforeId.indexOf("\u0000")
-          page.push(nul < 0 ? sql`id < ${query.beforeId}` : sql`id <= ${query.beforeId.slice(0, nul)}`)
+        if (words.length > 0) {
+          return yield* searched(accountId, query, words, { scope, others: filters.slice(scope.length) }, limit)
         }
+        const page = [...filters]
+        if (query.beforeId !== undefined) page.push(below(sql`id`, query.beforeId))
         // the total: from the counts (a few rows, whatever the account's size) or by counting the matching rows
         const counted = countedBy(query)
         const total = counted === undefined
