@@ -31,6 +31,7 @@
  * @since 0.1.0
  */
 import { describe, expect, it } from "@effect/vitest"
+import { randomUUID } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -145,9 +146,11 @@ const relay = (
 const createTasks = (gateway: string, key: string, n: number, prompt: (i: number) => string) =>
   pool(range(n), 20, async (i) => {
     const body = { model, input: { prompt: prompt(i), size: "512x512" } }
+    // keyed: a request sent again after no answer makes no second task (nor a second charge)
     const reply = await http<Envelope<{ readonly id: string }>>(gateway, "/api/v1/vendor4/text-to-image", {
       token: key,
-      json: body
+      json: body,
+      headers: { "idempotency-key": randomUUID() }
     })
     return ok(reply, `task ${i}`).id
   })

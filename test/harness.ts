@@ -49,7 +49,16 @@ export interface Reply<A> {
   readonly text: string
 }
 
-/** One request; JSON in and out (a body that is not JSON is kept as text). */
+/** How long a request waits for its answer. */
+const requestTimeoutMs = 30_000
+/** Attempts of a request that may be sent again (see {@link http}). */
+const attempts = 3
+
+/**
+ * One request; JSON in and out (a body that is not JSON is kept as text). A request that may be sent again — a `GET`,
+ * or one with an `Idempotency-Key` — is sent again when no answer came within 30 s, as a client would (at most 3
+ * times): while the whole suite runs, a server on this 2-core machine can be starved that long (load average 14).
+ */
 export const http = async <A>(
   base: string,
   path: string,
@@ -63,12 +72,25 @@ export const http = async <A>(
   const headers: Record<string, string> = { ...options.headers }
   if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`
   if (options.json !== undefined) headers["content-type"] = "application/json"
-  const response = await fetch(`${base}${path}`, {
-    method: options.method ?? (options.json === undefined ? "GET" : "POST"),
-    headers,
-    ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }),
-    signal: AbortSignal.timeout(30_000)
-  })
+  const method = options.method ?? (options.json === undefined ? "GET" : "POST")
+  const repeatable = method === "GET" ||
+    Object.keys(headers).some((name) => name.toLowerCase() === "idempotency-key")
+  const send = async (attempt: number): Promise<Response> => {
+    try {
+      return await fetch(`${base}${path}`, {
+        method,
+        headers,
+        ...(options.json === undefined ? {} : { body: JSON.stringify(options.json) }),
+        signal: AbortSignal.timeout(requestTimeoutMs)
+      })
+    } catch (error) {
+      const timedOut = error instanceof Error && error.name === "TimeoutError"
+      if (!timedOut || !repeatable || attempt >= attempts) throw error
+      console.warn(`${method} ${path}: no answer in ${requestTimeoutMs / 1000} s, sent again (attempt ${attempt + 1})`)
+      return send(attempt + 1)
+    }
+  }
+  const response = await send(1)
   const text = await response.text()
   let body: unknown = text
   try {
