@@ -28,6 +28,7 @@ import type {
   RetryAck,
   SuccessEnvelope,
   Task,
+  TaskEventsQuery,
   TaskListQuery,
   TaskSummary,
   Webhook,
@@ -105,7 +106,7 @@ export interface StreamOptions {
   readonly signal?: AbortSignal | undefined
   /** Milliseconds the whole stream may take (default: no limit). */
   readonly timeout?: number | undefined
-  /** Resume after this event id (a state's version): that state is not sent again. */
+  /** Resume after this event id (`tasks.stream`: a state's version; `tasks.changes`: a change's place). */
   readonly lastEventId?: string | undefined
 }
 
@@ -327,14 +328,24 @@ export class Mediagate {
   }
 
   /**
-   * A task's states from its event stream (`GET /api/v1/tasks/{id}/events`), reconnecting with `Last-Event-ID`
-   * after a dropped connection (up to `maxRetries` times in a row).
+   * A task's states from its event stream (`GET /api/v1/tasks/{id}/events`).
    *
    * @internal
    */
-  async *#stream(id: string, options: StreamOptions): AsyncGenerator<Task, void, undefined> {
+  #stream(id: string, options: StreamOptions): AsyncGenerator<Task, void, undefined> {
+    const path = operationTable["tasks.events"].path
+    return this.#events(urlOf(this.#transport.baseUrl, { method: "GET", path, params: { id } }), options, true)
+  }
+
+  /**
+   * The tasks of an event stream (`GET /api/v1/tasks/{id}/events`, `GET /api/v1/tasks/events`) until its end (a
+   * task's: `end`, 204, a terminal state), reconnecting with `Last-Event-ID` after a dropped connection (up to
+   * `maxRetries` times in a row).
+   *
+   * @internal
+   */
+  async *#events(url: string, options: StreamOptions, endsAt: boolean): AsyncGenerator<Task, void, undefined> {
     const transport = this.#transport
-    const url = urlOf(transport.baseUrl, { method: "GET", path: operationTable["tasks.events"].path, params: { id } })
     const limit = deadline(options.signal, options.timeout ?? Infinity)
     let lastEventId = options.lastEventId
     let wait = 2_000
@@ -360,7 +371,7 @@ export class Mediagate {
               lastEventId = event.id ?? lastEventId
               const task = JSON.parse(event.data) as Task
               yield task
-              if (terminal.has(task.status)) return
+              if (endsAt && terminal.has(task.status)) return
             }
           }
         } catch (cause) {
@@ -399,6 +410,17 @@ export class Mediagate {
      * off. Needs a `fetch` with response streams (Node 18+, browsers); fails with `STREAM_UNSUPPORTED` otherwise.
      */
     stream: (id: string, options: StreamOptions = {}): AsyncIterable<Task> => this.#stream(id, options),
+    /**
+     * Every change of the key's tasks that passes the filters (the list's), oldest first, as the task after it
+     * (`for await (const task of client.tasks.changes({ status: "succeeded" }))`): from now on, or after
+     * `lastEventId`. It does not end by itself: stop it with `signal` or `break`. A dropped connection is resumed.
+     */
+    changes: (query: TaskEventsQuery = {}, options: StreamOptions = {}): AsyncIterable<Task> =>
+      this.#events(
+        urlOf(this.#transport.baseUrl, { method: "GET", path: operationTable["tasks.accountEvents"].path, query }),
+        options,
+        false
+      ),
     /**
      * Retries a failed or expired task as a new task, charged again. Each call is one retry: its automatic retries
      * and a repeat with the same `idempotencyKey` (within 24 h) answer the same new task.
@@ -562,6 +584,7 @@ export const methodOf: { readonly [K in OperationId]: (client: Mediagate) => Met
   "tasks.list": (c) => c.tasks.list,
   "tasks.get": (c) => c.tasks.get,
   "tasks.events": (c) => c.tasks.stream,
+  "tasks.accountEvents": (c) => c.tasks.changes,
   "tasks.retry": (c) => c.tasks.retry,
   "tasks.cancel": (c) => c.tasks.cancel,
   "voices.list": (c) => c.voices.list,

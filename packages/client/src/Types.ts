@@ -144,6 +144,13 @@ export type ResultItem = Schemas["ResultItem"]
  */
 export type TaskListQuery = Query<"tasks.list">
 /**
+ * The filters of an account's event stream (`tasks.changes`): the list's, without its page.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TaskEventsQuery = Query<"tasks.accountEvents">
+/**
  * A page's paging fields.
  *
  * @since 0.1.0

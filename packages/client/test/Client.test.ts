@@ -338,6 +338,35 @@ describe("Mediagate (client)", () => {
     })
   })
 
+  it("changes: every change of the filtered stream, past terminal states; resumes with Last-Event-ID", async () => {
+    const other = { ...task("queued"), id: "task_2" }
+    const { fetch, seen } = scripted(
+      events(
+        "retry: 5\n\n",
+        `id: 1764000000000.task_1\nevent: task\ndata: ${JSON.stringify(task("succeeded", 100))}\n\n`
+      ),
+      // dropped: the next connection resumes after the last change
+      events(`id: 1764000000100.task_2\nevent: task\ndata: ${JSON.stringify(other)}\n\n`),
+      events(`id: 1764000000200.task_2\nevent: task\ndata: ${JSON.stringify({ ...other, status: "running" })}\n\n`)
+    )
+    const client = new Mediagate({ fetch, apiKey: "mg_test_k" })
+    const changes: Array<string> = []
+    for await (const changed of client.tasks.changes({ status: "succeeded", search: "kite boat" })) {
+      changes.push(`${changed.id}:${changed.status}`)
+      // it does not end by itself: the caller stops it
+      if (changes.length === 3) break
+    }
+    expect(changes).toEqual(["task_1:succeeded", "task_2:queued", "task_2:running"])
+    expect(seen.map((s) => s.url)).toEqual(
+      Array(3).fill("http://localhost:3000/api/v1/tasks/events?status=succeeded&search=kite+boat")
+    )
+    expect(seen.map((s) => s.headers["last-event-id"])).toEqual([
+      undefined,
+      "1764000000000.task_1",
+      "1764000000100.task_2"
+    ])
+  })
+
   it("waitFor: waits on the stream, reporting each state; polls where the server has no stream", async () => {
     const { fetch, seen } = scripted(events(
       `id: v0\nevent: task\ndata: ${

@@ -30,7 +30,7 @@ import type * as Errors from "./Errors.js"
 import type { GenerationCommand } from "./Generation.js"
 import type { LedgerEntry, LedgerListQuery } from "./Ledger.js"
 import type { Principal } from "./Security.js"
-import type { CreationAck, RetryAck, Task, TaskListQuery, TaskSummary } from "./Task.js"
+import type { CreationAck, RetryAck, Task, TaskEventsQuery, TaskListQuery, TaskSummary } from "./Task.js"
 import type { VoiceList } from "./Voice.js"
 import type {
   Delivery,
@@ -86,6 +86,19 @@ export interface TaskWatch {
 }
 
 /**
+ * A change of an account's task as its account's event stream sends it (`GET /api/v1/tasks/events`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TaskChange {
+  /** The change's place: its time (epoch ms, the storage clock), `.`, the task id (the event's id). */
+  readonly id: string
+  /** The task as it is after the change. */
+  readonly task: Task
+}
+
+/**
  * Accepting, reading, listing, retrying and cancelling tasks.
  *
  * @since 0.1.0
@@ -101,6 +114,16 @@ export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<
   readonly get: (principal: Principal, id: string) => Effect.Effect<Task, Errors.TaskNotFound | Unavailable>
   /** Watches a task of the principal's account: its state now, and the states that follow. */
   readonly watch: (principal: Principal, id: string) => Effect.Effect<TaskWatch, Errors.TaskNotFound | Unavailable>
+  /**
+   * The changes of the tasks of the principal's account and environment that pass `query`'s filters, oldest first,
+   * read from the storage every `every` ms: from now on, or after the change `after` names (a `TaskChange` id).
+   * The stream does not end by itself.
+   */
+  readonly changes: (
+    principal: Principal,
+    query: TaskEventsQuery,
+    options: { readonly after?: string | undefined; readonly every: number }
+  ) => Stream.Stream<TaskChange, Unavailable>
   /** Lists tasks of the principal's account, newest first. */
   readonly list: (
     principal: Principal,

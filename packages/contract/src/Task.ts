@@ -307,6 +307,21 @@ export const TaskListQuery = Schema.Struct({
 export type TaskListQuery = typeof TaskListQuery.Type
 
 /**
+ * Query of `GET /api/v1/tasks/events` (extension): the list's filters, without its page.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TaskEventsQuery = TaskListQuery.omit("limit", "cursor").annotations({ identifier: "TaskEventsQuery" })
+/**
+ * Query of `GET /api/v1/tasks/events`, decoded.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export type TaskEventsQuery = typeof TaskEventsQuery.Type
+
+/**
  * Default page size of lists.
  *
  * @since 0.1.0

@@ -40,6 +40,52 @@ export interface ListQuery {
   readonly limit: number
 }
 
+/**
+ * Filters and keyset position of an account's changes (oldest change first): the list's filters, in one environment.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChangeQuery extends Omit<ListQuery, "beforeId" | "limit" | "environment"> {
+  readonly environment: TaskRecord["environment"]
+  /** Only tasks changed at or after this time (epoch ms, the storage clock: `TaskRecord.changedAt`). */
+  readonly since: number
+  /** Only changes after this one (the keyset of the next page). */
+  readonly after?: ChangeKey | undefined
+  /**
+   * Changes the reader has already (a stream reading again what it read before): left out of the page's items
+   * before their rows are read (SQL: only their index entries are).
+   */
+  readonly known?: ((change: ChangeKey) => boolean) | undefined
+  /** The most changes a page covers (known ones and those the filters leave out included). */
+  readonly limit: number
+}
+
+/**
+ * Where a change stands in an account's changes: its time, then its task's id.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChangeKey {
+  readonly changedAt: number
+  readonly id: string
+}
+
+/**
+ * A page of changes: the tasks that pass the filters and that the reader does not know, oldest change first, the
+ * keys of every change covered, and the key after the page's last change when more may follow.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChangePage {
+  readonly items: ReadonlyArray<TaskRecord>
+  /** Every change the page covers, known ones and those the filters leave out included. */
+  readonly keys: ReadonlyArray<ChangeKey>
+  readonly next: ChangeKey | undefined
+}
+
 /** The most words a prompt search matches on (the rest of the text is ignored). */
 const maxSearchWords = 8
 
@@ -73,6 +119,26 @@ export const promptMatcher = (words: ReadonlyArray<string>): (task: TaskRecord) 
     const own = folded(prompt)
     return sought.every((start) => start !== undefined && own.some((word) => word.startsWith(start)))
   }
+}
+
+/**
+ * Whether a task passes a list's filters besides its account (the memory storage; both storages' prompt words on a
+ * change page).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const listFilter = (query: Omit<ListQuery, "beforeId" | "limit">): (task: TaskRecord) => boolean => {
+  const hasWords = query.words === undefined || query.words.length === 0 ? undefined : promptMatcher(query.words)
+  return (task) =>
+    (query.environment === undefined || task.environment === query.environment) &&
+    (query.status === undefined || task.status === query.status) &&
+    (query.provider === undefined || task.provider === query.provider) &&
+    (query.model === undefined || task.model === query.model) &&
+    (query.createdAfter === undefined || task.createdAt >= query.createdAfter) &&
+    (query.createdBefore === undefined || task.createdAt < query.createdBefore) &&
+    (query.idPrefix === undefined || task.id.startsWith(query.idPrefix)) &&
+    (hasWords === undefined || hasWords(task))
 }
 
 /**
@@ -125,6 +191,11 @@ export class TaskReads extends Context.Tag("@mediagate/engine/TaskReads")<TaskRe
   readonly getById: (id: string) => Effect.Effect<Option.Option<TaskRecord>, PersistenceError>
   /** A page of an account's tasks (of every account's when `accountId` is undefined: operators), newest first. */
   readonly list: (accountId: string | undefined, query: ListQuery) => Effect.Effect<ListPage, PersistenceError>
+  /**
+   * A page of an account's changes: its tasks whose visible state changed at or after `since` (and after `after`),
+   * oldest change first, that pass the filters (the account's event stream).
+   */
+  readonly changes: (accountId: string, query: ChangeQuery) => Effect.Effect<ChangePage, PersistenceError>
   /**
    * How many tasks are active (`pending`, `queued`, `running`) in an account and, of those, for one key (the
    * in-flight limits). SQL: the account's from the counters, the key's from the account's active tasks.

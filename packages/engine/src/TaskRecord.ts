@@ -82,6 +82,12 @@ export interface TaskRecord {
   readonly submitFence?: number | null | undefined
   /** What the upstream last reported of the job besides its state: its queue position and log lines. */
   readonly upstreamReport?: UpstreamReport | null | undefined
+  /**
+   * When the task's visible state last changed (epoch ms, the storage clock): set by every write that changes what a
+   * read shows (accept, start, a step's status, progress or report, the end, a refund). The account's event stream
+   * reads changes in this order. Null for a task stored before the column existed and not changed since.
+   */
+  readonly changedAt?: number | null | undefined
 }
 
 /**
@@ -207,6 +213,7 @@ export const fromNew = (task: NewTask, createdAt = task.createdAt, deadlineAt = 
   createdAt,
   startedAt: null,
   completedAt: null,
+  changedAt: createdAt,
   traceContext: task.traceContext ?? null,
   nodeId: task.nodeId ?? null
 })

@@ -19,6 +19,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { createHash } from "node:crypto"
 import { Admission } from "./Admission.js"
+import * as Changes from "./internal/changes.js"
 import * as EngineMetrics from "./internal/metrics.js"
 import { Placement } from "./Placement.js"
 import { Planner } from "./Planner.js"
@@ -194,6 +195,23 @@ export const make = Effect.gen(function*() {
       terminal: Task.terminalStatuses.includes(task.status)
     }))
 
+  /**
+   * A change as the account's stream sends it: the read with result links signed anew and, while queued, the
+   * upstream's place (a pending task's place among the account's moves with every start: it is on its own read and
+   * stream, not sent to every stream of the account at each start).
+   */
+  const presentChange = (task: TaskRecord) =>
+    Effect.map(refreshed(view(task).result), (result) => {
+      const position = task.status === "queued"
+        ? { account: null, upstream: task.upstreamReport?.position ?? null }
+        : undefined
+      return {
+        ...view(task),
+        ...(result === undefined ? {} : { result }),
+        ...(position === undefined ? {} : { queue_position: position })
+      }
+    })
+
   /** The states after `after`, read every `every` ms, until a terminal one or until the task is gone. */
   const changes =
     (accountId: string, id: string, environment: Security.Principal["environment"]) =>
@@ -310,6 +328,24 @@ export const make = Effect.gen(function*() {
         Effect.catchTag("PersistenceError", unavailable),
         Tracing.span("TaskService.watch")
       ),
+
+    changes: (principal, query, options) =>
+      Changes.stream({
+        read: (page) =>
+          reads.changes(principal.accountId, {
+            status: query.status,
+            provider: query.provider,
+            model: query.model,
+            createdAfter: query.created_after?.getTime(),
+            createdBefore: query.created_before?.getTime(),
+            ...searchOf(query.search),
+            environment: principal.environment,
+            ...page
+          }),
+        present: presentChange,
+        after: Changes.changeTimeOf(options.after),
+        every: options.every
+      }).pipe(Stream.catchTag("PersistenceError", (error) => Stream.fromEffect(unavailable(error)))),
 
     list: (principal, query) =>
       listPage(principal.accountId, { ...query, environment: principal.environment }, (task) => task).pipe(

@@ -73,7 +73,14 @@ for (const [name, database] of databases) {
         const encode = SqlRows.decoder(tasks, SqlTaskStorage.TaskRow).encode
         for (const record of records) {
           // rows of that schema: without the columns of later migrations (trace context, channel, node, ...)
-          const later = new Set(["channel_id", "trace_context", "upstream_seconds", "upstream_cost_micros", "node_id"])
+          const later = new Set([
+            "channel_id",
+            "trace_context",
+            "upstream_seconds",
+            "upstream_cost_micros",
+            "node_id",
+            "changed_at"
+          ])
           const row = Object.fromEntries(Object.entries(yield* encode(record)).filter(([column]) => !later.has(column)))
           yield* sql`INSERT INTO ${sql(tasks)} ${sql.insert(row)}`
         }
@@ -134,9 +141,18 @@ for (const [name, database] of databases) {
             yield* storage.finish(claimed!.id, claimed!.fence, { _tag: "Failed", error: { code: "X", message: "x" } })
           )
         )
+        // tasks written before the changes migration have no change time until they change: of the claimed task's
+        // account and environment, only it is an account's change
+        const changesOf = (task: TaskRecord) =>
+          Effect.map(
+            storage.changes(task.accountId, { environment: task.environment, since: 0, limit: 100 }),
+            (page) => page.items.map((t) => t.id)
+          )
+        expect(yield* changesOf(claimed!)).toEqual([claimed!.id])
         const added = newTask({ createdAt: yield* storage.now, accountId: "acct_c" })
         yield* storage.accept({ task: added, charge: undefined, idempotency: undefined })
         records.push(fromNew(added))
+        expect(yield* changesOf(fromNew(added))).toEqual([added.id])
         yield* expectTotals
       }).pipe(Effect.provide(database()), Effect.scoped))
 

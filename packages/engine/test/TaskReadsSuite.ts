@@ -208,6 +208,93 @@ export const readsSuite = (name: string, backend: Backend) =>
       ))
 
     it.effect(
+      "reads an account's changes oldest first: each visible change moves its task, with filters, a keyset and known keys",
+      () =>
+        run(() =>
+          Effect.gen(function*() {
+            const storage = yield* TaskStorage
+            const accept = (extra: Partial<NewTask>) =>
+              Effect.gen(function*() {
+                yield* TestClock.adjust(1000)
+                const task = newTask({ createdAt: yield* now, accountId: "acct_changes", ...extra })
+                yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+                return task.id
+              })
+            const kite = yield* accept({ input: { prompt: "a red kite" } })
+            const boat = yield* accept({ input: { prompt: "a paper boat" }, model: "m2" })
+            yield* accept({ input: { prompt: "a test kite" }, environment: "test" })
+            yield* accept({ input: { prompt: "another account's kite" }, accountId: "acct_elsewhere" })
+            const live = { environment: "live", since: 0, limit: 10 } as const
+            const changed = (query: Partial<Parameters<typeof storage.changes>[1]> = {}) =>
+              Effect.map(storage.changes("acct_changes", { ...live, ...query }), (page) => page.items.map((t) => t.id))
+            const changedAt = (id: string) =>
+              Effect.map(storage.getById(id), (task) => Option.getOrThrow(task).changedAt!)
+
+            // new tasks: changed when accepted, in that order; the other environment and account apart
+            expect(yield* changed()).toEqual([kite, boat])
+            expect(yield* changedAt(kite)).toBeLessThan(yield* changedAt(boat))
+            // the list's filters: model, prompt words, status
+            expect(yield* changed({ model: "m2" })).toEqual([boat])
+            expect(yield* changed({ words: ["kit"] })).toEqual([kite])
+            expect(yield* changed({ status: "succeeded" })).toEqual([])
+            // a keyset: a full page names the key after it
+            const first = yield* storage.changes("acct_changes", { ...live, limit: 1 })
+            expect(first.items.map((t) => t.id)).toEqual([kite])
+            expect(first.next).toEqual({ changedAt: yield* changedAt(kite), id: kite })
+            const second = yield* storage.changes("acct_changes", { ...live, limit: 1, after: first.next })
+            expect(second.items.map((t) => t.id)).toEqual([boat])
+            // the keys cover the account's other environment too (the filters apply to the rows read)
+            const third = yield* storage.changes("acct_changes", { ...live, limit: 1, after: second.next })
+            expect(third.items).toEqual([])
+            expect(third.keys).toHaveLength(1)
+            const fourth = yield* storage.changes("acct_changes", { ...live, limit: 1, after: third.next })
+            expect(fourth).toEqual({ items: [], keys: [], next: undefined })
+            // known changes are covered (their keys) but not read
+            const known = yield* storage.changes("acct_changes", { ...live, known: (key) => key.id === kite })
+            expect(known.items.map((t) => t.id)).toEqual([boat])
+            expect(known.keys.map((key) => key.id).slice(0, 2)).toEqual([kite, boat])
+
+            // time moves on: the test clock (memory) and the database clock (SQL storages read theirs)
+            const tick = Effect.zipRight(
+              TestClock.adjust(1000),
+              Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 3)))
+            )
+            // a cancel moves the boat: its change is now the latest
+            yield* tick
+            expect((yield* storage.cancel("acct_changes", boat, "live"))._tag).toBe("Cancelled")
+            expect(yield* changed()).toEqual([kite, boat])
+            expect(yield* changed({ status: "cancelled" })).toEqual([boat])
+            // a claim starts the kite (pending -> queued)
+            yield* tick
+            const cancelledAt = yield* changedAt(boat)
+            const [claimed] = (yield* storage.claim("w1", 8, 30_000)).filter((task) => task.id === kite)
+            expect(yield* changed()).toEqual([boat, kite])
+            expect(yield* changed({ since: cancelledAt + 1 })).toEqual([kite])
+            // a step that changes nothing a read shows (a poll) leaves it; progress moves it
+            const started = yield* changedAt(kite)
+            yield* tick
+            assert.isTrue(yield* storage.step(kite, claimed!.fence, { polled: true, nextRunAt: yield* now }))
+            expect(yield* changedAt(kite)).toBe(started)
+            const [again] = (yield* storage.claim("w1", 8, 30_000)).filter((task) => task.id === kite)
+            expect(yield* changedAt(kite)).toBe(started)
+            assert.isTrue(yield* storage.step(kite, again!.fence, { status: "running", progress: 40, nextRunAt: 0 }))
+            expect(yield* changedAt(kite)).toBeGreaterThan(started)
+            expect(
+              (yield* storage.changes("acct_changes", { ...live, since: started + 1 })).items.map((t) => t.progress)
+            )
+              .toEqual([40])
+            // the end moves it
+            yield* tick
+            const [last] = (yield* storage.claim("w1", 8, 30_000)).filter((task) => task.id === kite)
+            assert.isTrue(Option.isSome(yield* storage.finish(kite, last!.fence, { _tag: "Succeeded", result: [] })))
+            expect(yield* changed({ status: "succeeded" })).toEqual([kite])
+            const ended = yield* storage.changes("acct_changes", live)
+            expect(ended.items.map((t) => [t.id, t.status])).toEqual([[boat, "cancelled"], [kite, "succeeded"]])
+          })
+        )
+    )
+
+    it.effect(
       "list totals stay exact through accepts and every transition, with no filter, one filter or several",
       () =>
         run(() =>

@@ -103,6 +103,11 @@ const send = (
     const req = httpRequest(
       { host: "127.0.0.1", port, method: options.method, path: options.path, headers, agent },
       (res) => {
+        // an event stream answers at once and may not end (an account's): its head is the answer
+        if (res.headers["content-type"] === "text/event-stream") {
+          res.destroy()
+          return resolve({ status: res.statusCode ?? 0, headers: res.headers, text: "" })
+        }
         let text = ""
         res.setEncoding("utf8")
         res.on("data", (chunk: string) => (text += chunk))

@@ -26,6 +26,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import * as Stack from "../src/internal/stack.js"
 
 const { postgres, runPostgres, sqlite } = Databases
@@ -39,6 +40,7 @@ const Unused = Layer.mergeAll(
     create: unused("TaskService"),
     get: unused("TaskService"),
     watch: unused("TaskService"),
+    changes: () => Stream.dieMessage("TaskService is not used by these tests"),
     list: unused("TaskService"),
     retry: unused("TaskService"),
     cancel: unused("TaskService"),

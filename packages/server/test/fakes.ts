@@ -280,6 +280,8 @@ export const makeTaskServiceFake = Effect.sync(() => {
           )
       }))
     },
+    // the account's change stream is the engine's (tested on the production server: node/test/TaskEvents.test.ts)
+    changes: () => Stream.never,
     list: (principal, query) =>
       Effect.sync(() => {
         const all = [...tasks.values()]

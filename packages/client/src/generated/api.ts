@@ -322,6 +322,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream every change of the calling key's environment's tasks as server-sent events, filtered like the list (extension; resumes with Last-Event-ID)
+         * @description Needs `tasks:read`. Each change of a task of the calling key's account and environment that passes the filters (the list's, without its page) is sent as the task as it is after the change, oldest change first: new tasks, starts, progress, upstream reports, ends. Changes are read from the database (any node serves any stream); a task that changed twice between two reads is sent once, as it is now. Without `Last-Event-ID` the stream starts with the changes from now on; with it, after the change it names (changes of the few seconds before it may come again). Comment lines keep idle streams open through proxies. Open streams are bounded per key and per node, as task streams: beyond them `429 RATE_LIMITED` with `Retry-After`.
+         */
+        get: operations["tasks.accountEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks/{id}": {
         parameters: {
             query?: never;
@@ -1572,6 +1592,8 @@ export interface components {
             /** @description Number of items matching the filters */
             total: number;
         };
+        /** @description Server-sent events: `event: task` with a changed task as `data` (the `data` of `GET /tasks/{id}`) and the change's place as `id` (its time in epoch ms, `.`, the task id), oldest change first; comment lines (`: keep-alive`) while nothing changes. The stream does not end by itself. */
+        AccountEventStream: string;
         TaskResponse: {
             /** @enum {boolean} */
             success: true;
@@ -3672,6 +3694,93 @@ export interface operations {
             };
         };
     };
+    "tasks.accountEvents": {
+        parameters: {
+            query?: {
+                status?: "pending" | "queued" | "running" | "succeeded" | "failed" | "cancelled" | "expired";
+                provider?: "vendor1" | "vendor2" | "vendor3" | "vendor4" | "vendor5" | "vendor6" | "vendor7" | "vendor8";
+                model?: "vendor1-2" | "vendor1-1-5-pro" | "vendor1-1-0-pro" | "vendor1-1-0-pro-fast" | "vendor1-1-0-lite-i2v" | "vendor1-1-0-lite-t2v" | "vendor2-v3" | "vendor2-v2-6" | "vendor3-3" | "vendor3-3_fast" | "vendor4-5-0-lite" | "vendor4-4-5" | "vendor4-4-0" | "vendor4-3-0-t2i" | "vendor5q3-pro" | "vendor5q3-turbo" | "vendor6-2" | "vendor7-imagine/text-to-video" | "vendor8/2-6-text-to-video" | "vendor8/2-6-image-to-video" | "vendor8/2-6-video-to-video";
+                /** @description ISO 8601 date or date-time */
+                created_after?: string;
+                /** @description ISO 8601 date or date-time */
+                created_before?: string;
+                /** @description A task id prefix (`task_...`); any other text finds the tasks whose prompt has each of its words, as the start of a word, in any case (extension) */
+                search?: string;
+            };
+            header?: {
+                /** @description The `id` of the last event received: the stream resumes after it */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-sent events: `event: task` with a changed task as `data` (the `data` of `GET /tasks/{id}`) and the change's place as `id` (its time in epoch ms, `.`, the task id), oldest change first; comment lines (`: keep-alive`) while nothing changes. The stream does not end by itself. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["AccountEventStream"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
     "tasks.get": {
         parameters: {
             query?: never;
@@ -5160,6 +5269,7 @@ export const operationTable = {
   "generation.vendor8ImageToVideo": { method: "POST", path: "/api/v1/vendor8/image-to-video" },
   "generation.vendor8VideoToVideo": { method: "POST", path: "/api/v1/vendor8/video-to-video" },
   "tasks.list": { method: "GET", path: "/api/v1/tasks" },
+  "tasks.accountEvents": { method: "GET", path: "/api/v1/tasks/events" },
   "tasks.get": { method: "GET", path: "/api/v1/tasks/{id}" },
   "tasks.events": { method: "GET", path: "/api/v1/tasks/{id}/events" },
   "tasks.retry": { method: "POST", path: "/api/v1/tasks/{id}/retry" },

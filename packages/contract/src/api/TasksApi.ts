@@ -19,7 +19,7 @@ import {
   TaskNotRetryable,
   ValidationError
 } from "../Errors.js"
-import { RetryAck, Task, TaskListQuery, TaskSummary } from "../Task.js"
+import { RetryAck, Task, TaskEventsQuery, TaskListQuery, TaskSummary } from "../Task.js"
 import { authenticated, IdempotencyHeaders, PathId } from "./Common.js"
 
 /**
@@ -44,6 +44,31 @@ export const TaskEventStream = HttpApiSchema.Text({ contentType: "text/event-str
 })
 
 /**
+ * The body of `GET /api/v1/tasks/events`: server-sent events (`text/event-stream`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const AccountEventStream = HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({
+  identifier: "AccountEventStream",
+  description: "Server-sent events: `event: task` with a changed task as `data` (the `data` of `GET /tasks/{id}`) " +
+    "and the change's place as `id` (its time in epoch ms, `.`, the task id), oldest change first; comment lines " +
+    "(`: keep-alive`) while nothing changes. The stream does not end by itself."
+})
+
+/**
+ * The last event id of an event stream (`Last-Event-ID`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+const LastEventId = Schema.Struct({
+  "last-event-id": Schema.optional(Schema.String.annotations({
+    description: "The `id` of the last event received: the stream resumes after it"
+  }))
+})
+
+/**
  * The task endpoints.
  *
  * @since 0.1.0
@@ -61,6 +86,29 @@ export class TasksApi extends HttpApiGroup.make("tasks")
       )
   )
   .add(
+    HttpApiEndpoint.get("accountEvents", "/tasks/events")
+      .setUrlParams(TaskEventsQuery)
+      .setHeaders(LastEventId)
+      .addSuccess(AccountEventStream)
+      .addError(Schema.Union(ValidationError.wire, RateLimited.wire))
+      .annotate(
+        OpenApi.Summary,
+        "Stream every change of the calling key's environment's tasks as server-sent events, filtered like the list " +
+          "(extension; resumes with Last-Event-ID)"
+      )
+      .annotate(
+        OpenApi.Description,
+        "Needs `tasks:read`. Each change of a task of the calling key's account and environment that passes the " +
+          "filters (the list's, without its page) is sent as the task as it is after the change, oldest change " +
+          "first: new tasks, starts, progress, upstream reports, ends. Changes are read from the database (any " +
+          "node serves any stream); a task that changed twice between two reads is sent once, as it is now. " +
+          "Without `Last-Event-ID` the stream starts with the changes from now on; with it, after the change it " +
+          "names (changes of the few seconds before it may come again). Comment lines keep idle streams open " +
+          "through proxies. Open streams are bounded per key and per node, as task streams: beyond them `429 " +
+          "RATE_LIMITED` with `Retry-After`."
+      )
+  )
+  .add(
     HttpApiEndpoint.get("get", "/tasks/:id")
       .setPath(PathId)
       .addSuccess(TaskResponse)
@@ -73,11 +121,7 @@ export class TasksApi extends HttpApiGroup.make("tasks")
   .add(
     HttpApiEndpoint.get("events", "/tasks/:id/events")
       .setPath(PathId)
-      .setHeaders(Schema.Struct({
-        "last-event-id": Schema.optional(Schema.String.annotations({
-          description: "The `id` of the last event received: the stream resumes after it"
-        }))
-      }))
+      .setHeaders(LastEventId)
       .addSuccess(TaskEventStream)
       .addSuccess(HttpApiSchema.NoContent)
       .addError(Schema.Union(TaskNotFound.wire, RateLimited.wire))

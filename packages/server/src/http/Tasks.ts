@@ -31,22 +31,29 @@ const eventOf = (state: Services.TaskVersion) =>
   `id: ${state.version}\nevent: task\ndata: ${JSON.stringify(encodeTask(state.task))}\n\n` +
   (state.terminal ? "event: end\ndata: {}\n\n" : "")
 
+/** One event of an account's stream: the changed task as `data`, the change's place as `id`. */
+const changeEventOf = (change: Services.TaskChange) =>
+  `id: ${change.id}\nevent: task\ndata: ${JSON.stringify(encodeTask(change.task))}\n\n`
+
 /**
- * A task's event stream (`GET /tasks/{id}/events`): the reconnection delay, the current state unless `after` names
- * it, then each change until a terminal one; a comment line every `heartbeatMs` meanwhile. The slot is held while
- * the stream is written.
+ * A task's event stream (`GET /tasks/{id}/events`): the current state unless `after` names it, then each change
+ * until a terminal one.
  */
-const eventStream = (
-  watch: Services.TaskWatch,
-  after: string | undefined,
-  slot: EventStreamSlot,
-  timing: EventStreamSettings
-) => {
-  const states = Stream.concat(
-    after === watch.current.version ? Stream.empty : Stream.make(watch.current),
-    watch.changes(watch.current, timing.pollMs)
+const taskEvents = (watch: Services.TaskWatch, after: string | undefined, timing: EventStreamSettings) =>
+  Stream.map(
+    Stream.concat(
+      after === watch.current.version ? Stream.empty : Stream.make(watch.current),
+      watch.changes(watch.current, timing.pollMs)
+    ),
+    eventOf
   )
-  const events = Stream.concat(Stream.make("retry: 2000\n\n"), Stream.map(states, eventOf))
+
+/**
+ * An event stream's answer: the reconnection delay, the events, a comment line every `heartbeatMs` meanwhile. The
+ * slot is held while the stream is written.
+ */
+const eventStream = <E>(stream: Stream.Stream<string, E>, slot: EventStreamSlot, timing: EventStreamSettings) => {
+  const events = Stream.concat(Stream.make("retry: 2000\n\n"), stream)
   const keepAlive = Stream.repeatValue(": keep-alive\n\n").pipe(Stream.schedule(Schedule.spaced(timing.heartbeatMs)))
   const body = Stream.merge(events, keepAlive, { haltStrategy: "left" }).pipe(
     Stream.catchAll(() => Stream.empty),
@@ -87,8 +94,15 @@ export const layer = Envelope.group(Api.MediagateApi, "tasks", (handlers) =>
             return HttpServerResponse.empty({ status: 204 })
           }
           const slot = yield* limiter.eventStream(principal)
-          return eventStream(watch, after, slot, timing)
+          return eventStream(taskEvents(watch, after, timing), slot, timing)
         }).pipe(Tracing.span("Tasks.events")))
+      .handle("accountEvents", ({ headers, urlParams }) =>
+        Effect.gen(function*() {
+          const principal = yield* reader
+          const slot = yield* limiter.eventStream(principal)
+          const changes = tasks.changes(principal, urlParams, { after: headers["last-event-id"], every: timing.pollMs })
+          return eventStream(Stream.map(changes, changeEventOf), slot, timing)
+        }).pipe(Tracing.span("Tasks.accountEvents")))
       .handle("retry", ({ headers, path }) =>
         Effect.gen(function*() {
           const principal = yield* writer

@@ -64,6 +64,7 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
           const claimed: TaskRecord = {
             ...task,
             status: task.status === "pending" ? "queued" : task.status,
+            changedAt: task.status === "pending" ? now : task.changedAt,
             fence: task.fence + 1,
             leaseOwner: owner,
             leaseExpiresAt: now + leaseMs,
@@ -84,6 +85,10 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
         for (const charge of extra) {
           yield* billing.charge({ accountId: task.accountId, keyId: task.keyId, taskId: task.id, ...charge })
         }
+        // what a read shows changed: its status, progress or upstream report, or a charge
+        const changed = (update.status !== undefined && update.status !== task.status) ||
+          (update.progress !== undefined && update.progress !== task.progress) || update.report !== undefined ||
+          extra.length > 0
         tasks.set(task.id, {
           ...task,
           ...MemoryStore.given(update, ["status", "progress", "upstreamJobId", "channelId"]),
@@ -98,7 +103,8 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
           chargedMicros: task.chargedMicros + extra.reduce((sum, charge) => sum + charge.amountMicros, 0),
           nextRunAt: Math.min(update.nextRunAt, task.deadlineAt),
           leaseOwner: null,
-          leaseExpiresAt: null
+          leaseExpiresAt: null,
+          changedAt: changed ? yield* Clock.currentTimeMillis : task.changedAt
         })
         return true
       })),

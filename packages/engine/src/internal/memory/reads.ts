@@ -7,7 +7,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { TaskReads } from "../../TaskReads.js"
-import { ownedBy, promptMatcher } from "../../TaskReads.js"
+import { listFilter, ownedBy } from "../../TaskReads.js"
 import { isTerminal, type TaskRecord } from "../../TaskRecord.js"
 import type { MemoryState } from "./state.js"
 
@@ -24,20 +24,34 @@ export const make = (state: MemoryState): TaskReads["Type"] => {
           ? [...tasks.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
           : byAccount.get(accountId) ?? []
         const matches: Array<TaskRecord> = []
-        const hasWords = query.words === undefined ? undefined : promptMatcher(query.words)
+        const passes = listFilter(query)
         for (let i = ids.length - 1; i >= 0; i--) {
           const task = tasks.get(ids[i]!)!
-          if (query.environment !== undefined && task.environment !== query.environment) continue
-          if (query.status !== undefined && task.status !== query.status) continue
-          if (query.provider !== undefined && task.provider !== query.provider) continue
-          if (query.model !== undefined && task.model !== query.model) continue
-          if (query.createdAfter !== undefined && task.createdAt < query.createdAfter) continue
-          if (query.createdBefore !== undefined && task.createdAt >= query.createdBefore) continue
-          if (query.idPrefix !== undefined && !task.id.startsWith(query.idPrefix)) continue
-          if (hasWords !== undefined && !hasWords(task)) continue
-          matches.push(task)
+          if (passes(task)) matches.push(task)
         }
         return MemoryStore.page(matches, query.beforeId, query.limit)
+      }),
+    changes: (accountId, query) =>
+      Effect.sync(() => {
+        const passes = listFilter(query)
+        const after = query.after
+        const changed: Array<TaskRecord> = []
+        for (const id of byAccount.get(accountId) ?? []) {
+          const task = tasks.get(id)
+          const at = task?.changedAt
+          if (task === undefined || at == null || at < query.since) continue
+          if (after !== undefined && (at < after.changedAt || (at === after.changedAt && task.id <= after.id))) continue
+          changed.push(task)
+        }
+        changed.sort((a, b) => a.changedAt! - b.changedAt! || (a.id < b.id ? -1 : 1))
+        const rows = changed.slice(0, Math.max(0, Math.floor(query.limit)))
+        const last = rows.length === query.limit ? rows.at(-1) : undefined
+        const known = query.known
+        return {
+          items: rows.filter((task) => passes(task) && known?.({ changedAt: task.changedAt!, id: task.id }) !== true),
+          keys: rows.map((task) => ({ changedAt: task.changedAt!, id: task.id })),
+          next: last === undefined ? undefined : { changedAt: last.changedAt!, id: last.id }
+        }
       }),
     activeCounts: (accountId, keyId) =>
       Effect.sync(() => {

@@ -69,7 +69,8 @@ export const make = Effect.gen(function*() {
         leaseOwner: null,
         leaseExpiresAt: null,
         nextRunAt: null,
-        completedAt: now
+        completedAt: now,
+        changedAt: now
       }
       tasks.set(ended.id, ended)
       appendEvent(ended, now)

@@ -42,6 +42,7 @@ export const make = (context: SqlContext) =>
       billing,
       currentTime,
       notifying,
+      nowSql,
       outboxLock,
       outboxLockCte,
       outboxLocked,
@@ -75,6 +76,7 @@ export const make = (context: SqlContext) =>
             lease_owner = ${owner},
             lease_expires_at = ${NOW} + ${ms(leaseMs)},
             status = CASE WHEN status = 'pending' THEN 'queued' ELSE status END,
+            changed_at = CASE WHEN status = 'pending' THEN ${NOW} ELSE changed_at END,
             started_at = COALESCE(started_at, ${NOW}),
             submit_fence = CASE WHEN upstream_job_id IS NULL THEN COALESCE(submit_fence, fence + 1) ELSE submit_fence END
           WHERE id IN (
@@ -100,17 +102,22 @@ export const make = (context: SqlContext) =>
      * Applies a batch of steps (none with extra charges) in one statement: a fenced `UPDATE ... FROM` the batch's
      * values. Answers the ids written.
      */
-    const stepAll = (batch: ReadonlyArray<Stepping>) => {
-      const values = batch.map(({ fence, id, update }) =>
-        sql`(${id}, CAST(${fence} AS BIGINT), ${update.status ?? null}, CAST(${update.progress ?? null} AS ${REAL}), ${
-          update.upstreamJobId ?? null
-        }, ${update.channelId ?? null}, CAST(${update.resubmit === true ? 1 : 0} AS INTEGER), CAST(${
-          update.polled === true ? 1 : 0
-        } AS INTEGER), CAST(${ms(update.nextRunAt)} AS BIGINT), CAST(${reportText(update)} AS TEXT))`
-      )
-      return sql`WITH stepped (s_id, s_fence, s_status, s_progress, s_job, s_channel, s_resubmit, s_polled, s_next,
-          s_report) AS (VALUES ${sql.csv(values)})
+    const stepAll = (batch: ReadonlyArray<Stepping>) =>
+      Effect.flatMap(withClock, (clock) => {
+        const values = batch.map(({ fence, id, update }) =>
+          sql`(${id}, CAST(${fence} AS BIGINT), ${update.status ?? null}, CAST(${
+            update.progress ?? null
+          } AS ${REAL}), ${update.upstreamJobId ?? null}, ${update.channelId ?? null}, CAST(${
+            update.resubmit === true ? 1 : 0
+          } AS INTEGER), CAST(${update.polled === true ? 1 : 0} AS INTEGER), CAST(${
+            ms(update.nextRunAt)
+          } AS BIGINT), CAST(${reportText(update)} AS TEXT))`
+        )
+        return sql`${clock}, stepped (s_id, s_fence, s_status, s_progress, s_job, s_channel, s_resubmit, s_polled,
+          s_next, s_report) AS (VALUES ${sql.csv(values)})
         UPDATE ${t.tasks} SET status = COALESCE(stepped.s_status, status),
+          changed_at = CASE WHEN stepped.s_status <> status OR stepped.s_progress <> progress
+            OR stepped.s_report IS NOT NULL THEN ${NOW} ELSE changed_at END,
           progress = COALESCE(stepped.s_progress, progress),
           upstream_report = CASE WHEN stepped.s_report IS NULL THEN upstream_report
             WHEN stepped.s_report = '' THEN NULL ELSE stepped.s_report END,
@@ -127,11 +134,11 @@ export const make = (context: SqlContext) =>
         WHERE ${t.tasks}.id = stepped.s_id AND ${t.tasks}.fence = stepped.s_fence AND lease_owner IS NOT NULL
           AND ${ACTIVE}
           AND (stepped.s_status IS NULL OR stepped.s_status <> 'queued' OR status IN ('pending', 'queued'))
-        RETURNING ${t.tasks}.id`.pipe(
+        RETURNING ${t.tasks}.id`
+      }).pipe(
         Effect.map((written) => new Set(written.map((row) => String(row["id"])))),
         persistence("step")
       )
-    }
 
     /**
      * Steps without extra charges, batched: the steps made while a write is under way are applied together (a
@@ -185,7 +192,8 @@ export const make = (context: SqlContext) =>
         // running never goes back to queued
         const guard = update.status === "queued" ? sql.literal(`status IN ('pending', 'queued')`) : ACTIVE
         return sql.withTransaction(Effect.gen(function*() {
-          const written = yield* sql`UPDATE ${t.tasks} SET ${sql.csv(set)}
+          const changed = sql`changed_at = ${yield* nowSql}`
+          const written = yield* sql`UPDATE ${t.tasks} SET ${sql.csv([...set, changed])}
             WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${guard}
             RETURNING account_id, key_id, environment`.pipe(Effect.flatMap(rows.owner.first))
           if (Option.isNone(written)) return false
@@ -230,7 +238,7 @@ export const make = (context: SqlContext) =>
         })
         const update =
           sql`UPDATE ${t.tasks} SET status = finished.f_status, lease_owner = NULL, lease_expires_at = NULL,
-            next_run_at = NULL, completed_at = ${NOW},
+            next_run_at = NULL, completed_at = ${NOW}, changed_at = ${NOW},
             result = COALESCE(finished.f_result, result),
             error = COALESCE(finished.f_error, error),
             progress = CASE WHEN finished.f_status = 'succeeded' THEN 100 ELSE progress END,
@@ -353,7 +361,7 @@ export const make = (context: SqlContext) =>
           const now = yield* currentTime
           const cancelled =
             yield* sql`UPDATE ${t.tasks} SET status = 'cancelled', fence = fence + 1, lease_owner = NULL,
-              lease_expires_at = NULL, next_run_at = NULL, completed_at = ${now}
+              lease_expires_at = NULL, next_run_at = NULL, completed_at = ${now}, changed_at = ${now}
             WHERE id = ${id} AND account_id = ${accountId} AND ${ofEnvironment(environment)}
               AND status IN ('pending', 'queued')
             RETURNING *`.pipe(Effect.flatMap(rows.task.first))

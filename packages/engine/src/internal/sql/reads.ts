@@ -7,7 +7,7 @@ import { Task } from "@mediagate/contract"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Record from "effect/Record"
-import { type ListPage, type ListQuery, ownedBy } from "../../TaskReads.js"
+import { listFilter, type ListPage, type ListQuery, ownedBy } from "../../TaskReads.js"
 import { TaskReads } from "../../TaskReads.js"
 import type { SqlContext } from "./context.js"
 import { countedBy, hasNul, persistence, prefixEnd } from "./rows.js"
@@ -84,6 +84,61 @@ export const make = (context: SqlContext) =>
         return { items: items.slice(0, limit), hasMore: items.length > limit, total: n }
       })
 
+    /** A list's filters besides its scope (account, environment) and words. */
+    const filtersOf = (query: Omit<ListQuery, "beforeId" | "limit">) => {
+      const filters: Array<Fragment> = []
+      if (query.status !== undefined) filters.push(sql`status = ${query.status}`)
+      if (query.provider !== undefined) filters.push(sql`provider = ${query.provider}`)
+      if (query.model !== undefined) filters.push(sql`model = ${query.model}`)
+      // created_at holds whole milliseconds: `>= 1.5` is `>= 2`, `< 1.5` is `< 2`
+      if (query.createdAfter !== undefined) filters.push(sql`created_at >= ${Math.ceil(query.createdAfter)}`)
+      if (query.createdBefore !== undefined) filters.push(sql`created_at < ${Math.ceil(query.createdBefore)}`)
+      if (query.idPrefix !== undefined && query.idPrefix !== "") {
+        filters.push(sql`id >= ${query.idPrefix}`)
+        const end = prefixEnd(query.idPrefix)
+        if (end !== undefined) filters.push(sql`id < ${end}`)
+      }
+      return filters
+    }
+
+    /**
+     * A page of an account's changes: their keys from the changes index (account, `changed_at`, id; read from the
+     * index alone), then the rows of those the reader does not know, with the filters; the prompt words are tested
+     * on the rows read (a stream reads a few changes at a time: no search table needed).
+     */
+    const changes: TaskReads["Type"]["changes"] = (accountId, query) =>
+      Effect.gen(function*() {
+        const limit = Math.max(0, Math.floor(query.limit))
+        if (limit === 0 || hasNul(accountId, query.status, query.provider, query.model, query.idPrefix)) {
+          return { items: [], keys: [], next: undefined }
+        }
+        const range = [sql`account_id = ${accountId}`, sql`changed_at >= ${Math.floor(query.since)}`]
+        const after = query.after
+        if (after !== undefined && !hasNul(after.id)) {
+          range.push(sql`(changed_at > ${after.changedAt} OR (changed_at = ${after.changedAt} AND id > ${after.id}))`)
+        }
+        const keys = yield* sql`SELECT changed_at, id FROM ${t.tasks} WHERE ${sql.and(range)}
+          ORDER BY changed_at, id LIMIT ${limit}`.pipe(Effect.flatMap(rows.changeKey.all))
+        const last = keys.length === limit ? keys.at(-1) : undefined
+        const next = last === undefined ? undefined : { changedAt: last.changedAt, id: last.id }
+        const wanted = query.known === undefined ? keys : keys.filter((key) => !query.known!(key))
+        if (wanted.length === 0) return { items: [], keys, next }
+        const where = [
+          sql.in("id", wanted.map((key) => key.id)),
+          sql`environment = ${query.environment}`,
+          ...filtersOf(query)
+        ]
+        const read = yield* sql`SELECT * FROM ${t.tasks} WHERE ${sql.and(where)}`.pipe(Effect.flatMap(rows.task.all))
+        // in the keys' order; a task changed again since its key was read is left to the next read
+        const byId = new Map(read.map((task) => [task.id, task]))
+        const passes = listFilter({ words: query.words })
+        const items = wanted.flatMap(({ changedAt, id }) => {
+          const task = byId.get(id)
+          return task !== undefined && task.changedAt === changedAt && passes(task) ? [task] : []
+        })
+        return { items, keys, next }
+      }).pipe(persistence("changes"))
+
     const list: TaskReads["Type"]["list"] = (accountId, query) =>
       Effect.gen(function*() {
         const limit = Math.max(0, Math.floor(query.limit))
@@ -93,21 +148,10 @@ export const make = (context: SqlContext) =>
         }
         // no account: every account's tasks (operators); the totals then sum every account's counts (and no
         // environment: both environments')
-        const filters: Array<Fragment> = accountId === undefined ? [] : [sql`account_id = ${accountId}`]
-        if (query.environment !== undefined) filters.push(sql`environment = ${query.environment}`)
+        const scope: Array<Fragment> = accountId === undefined ? [] : [sql`account_id = ${accountId}`]
+        if (query.environment !== undefined) scope.push(sql`environment = ${query.environment}`)
         // the count rows of the scope: the account's (or all), of the environment (or both)
-        const scope = [...filters]
-        if (query.status !== undefined) filters.push(sql`status = ${query.status}`)
-        if (query.provider !== undefined) filters.push(sql`provider = ${query.provider}`)
-        if (query.model !== undefined) filters.push(sql`model = ${query.model}`)
-        // created_at holds whole milliseconds: `>= 1.5` is `>= 2`, `< 1.5` is `< 2`
-        if (query.createdAfter !== undefined) filters.push(sql`created_at >= ${Math.ceil(query.createdAfter)}`)
-        if (query.createdBefore !== undefined) filters.push(sql`created_at < ${Math.ceil(query.createdBefore)}`)
-        if (query.idPrefix !== undefined && query.idPrefix !== "") {
-          filters.push(sql`id >= ${query.idPrefix}`)
-          const end = prefixEnd(query.idPrefix)
-          if (end !== undefined) filters.push(sql`id < ${end}`)
-        }
+        const filters = [...scope, ...filtersOf(query)]
         const words = query.words ?? []
         if (words.length > 0) {
           return yield* searched(accountId, query, words, { scope, others: filters.slice(scope.length) }, limit)
@@ -189,6 +233,7 @@ export const make = (context: SqlContext) =>
           : readTask(id).pipe(Effect.map(Option.filter((task) => ownedBy(task, accountId, environment))), getOperation),
       getById: (id) => hasNul(id) ? Effect.succeedNone : getByIdOperation(readTask(id)),
       list,
+      changes,
       activeCounts,
       pendingPosition,
       overview

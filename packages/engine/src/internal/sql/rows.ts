@@ -79,7 +79,8 @@ export const TaskRow = Schema.Struct({
   upstreamCostMicros: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("upstream_cost_micros")),
   nodeId: Schema.optional(nullable(Schema.String)).pipe(Schema.fromKey("node_id")),
   submitFence: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("submit_fence")),
-  upstreamReport: Schema.optional(UpstreamReportColumn).pipe(Schema.fromKey("upstream_report"))
+  upstreamReport: Schema.optional(UpstreamReportColumn).pipe(Schema.fromKey("upstream_report")),
+  changedAt: Schema.optional(nullable(SqlRows.Number)).pipe(Schema.fromKey("changed_at"))
 })
 
 /** The decoder of task rows: the {@link TaskRow} Schema, with its fast path for rows of the decoded types. */
@@ -123,7 +124,8 @@ export const taskColumns = [
   "completed_at",
   "trace_context",
   "channel_id",
-  "node_id"
+  "node_id",
+  "changed_at"
 ] as const
 
 export const encodeResult = Schema.encodeEither(TaskRow.fields.result)
@@ -180,7 +182,8 @@ export const taskRowOf = (
     completed_at: record.completedAt,
     trace_context: record.traceContext ?? null,
     channel_id: record.channelId ?? null,
-    node_id: record.nodeId ?? null
+    node_id: record.nodeId ?? null,
+    changed_at: record.changedAt ?? record.createdAt
   })
 }
 
@@ -244,6 +247,10 @@ export const decoders = (prefix: string) => {
     status: SqlRows.decoder(names.tasks, TaskRow.pick("status")),
     noted: SqlRows.decoder(names.tasks, TaskRow.pick("id", "model", "upstreamJobId")),
     count: SqlRows.decoder(names.tasks, Schema.Struct({ n: SqlRows.Number })),
+    changeKey: SqlRows.decoder(
+      names.tasks,
+      Schema.Struct({ changedAt: column("changed_at", SqlRows.Number), id: Schema.String })
+    ),
     channelLoad: SqlRows.decoder(
       names.tasks,
       Schema.Struct({ channelId: column("channel_id", Schema.String), n: SqlRows.Number })

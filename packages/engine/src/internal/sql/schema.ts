@@ -360,7 +360,16 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
         (sql) => sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN upstream_report TEXT`)
       ),
       // the list's search by the words of the prompt (search.ts)
-      "0013_task_search": createSearch(t)
+      "0013_task_search": createSearch(t),
+      // when a task's visible state last changed (the account's event stream reads the changes in that order);
+      // tasks written before it keep NULL until their next change
+      "0014_task_changed_at": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.zipRight(
+          sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN changed_at BIGINT`),
+          sql.unsafe(
+            `CREATE INDEX ${t.tasks}_changes_idx ON ${t.tasks} (account_id, changed_at, id) WHERE changed_at IS NOT NULL`
+          )
+        ))
     }
   })
 

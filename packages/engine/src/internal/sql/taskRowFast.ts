@@ -120,7 +120,8 @@ export const makeTaskRowFast = <R, E, U>(columns: {
     ["upstreamCostMicros", "upstream_cost_micros", numberOrNull],
     ["nodeId", "node_id", nullableString],
     ["submitFence", "submit_fence", numberOrNull],
-    ["upstreamReport", "upstream_report", jsonColumn(columns.upstreamReport)]
+    ["upstreamReport", "upstream_report", jsonColumn(columns.upstreamReport)],
+    ["changedAt", "changed_at", numberOrNull]
   ]
   return (row: unknown): TaskRecord | undefined => {
     if (typeof row !== "object" || row === null) return undefined
