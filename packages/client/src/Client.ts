@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { generationEndpoints, operationTable } from "./generated/api.js"
+import { estimateEndpoints, generationEndpoints, operationTable } from "./generated/api.js"
 import { readEvents } from "./internal/events.js"
 import { type CallOptions, deadline, errorOf, headersOf, send, sleep, type Transport, urlOf } from "./internal/http.js"
 import { defaultPollInterval, nextDelay, type PollInterval, terminal } from "./internal/poll.js"
@@ -19,6 +19,7 @@ import type {
   Deleted,
   Delivery,
   Endpoint,
+  Estimate,
   GenerationRequest,
   OperationId,
   Page,
@@ -246,6 +247,19 @@ export class Mediagate {
     const id = generationEndpoints[endpoint]
     if (id === undefined) return Promise.reject(new TypeError(`unknown endpoint ${String(endpoint)}`))
     return this.#data(id, { body, creates: true }, options) as Promise<CreationAck>
+  }
+
+  /**
+   * The price of a generation request for this key, without making a task
+   * (`POST /api/v1/<endpoint>/estimate`): checked as `create` checks it; resolves with the price, the live price,
+   * the expected run time and the input the task would run with (the model's defaults filled in).
+   *
+   * @since 0.1.0
+   */
+  estimate<E extends Endpoint>(endpoint: E, body: GenerationRequest<E>, options?: RequestOptions): Promise<Estimate> {
+    const id = estimateEndpoints[endpoint]
+    if (id === undefined) return Promise.reject(new TypeError(`unknown endpoint ${String(endpoint)}`))
+    return this.#data(id, { body }, options) as Promise<Estimate>
   }
 
   /**
@@ -581,6 +595,9 @@ export const methodOf: { readonly [K in OperationId]: (client: Mediagate) => Met
   ...(Object.fromEntries(
     Object.values(generationEndpoints).map((id) => [id, (client: Mediagate) => client.create.bind(client)])
   ) as { readonly [K in (typeof generationEndpoints)[Endpoint]]: (client: Mediagate) => Method }),
+  ...(Object.fromEntries(
+    Object.values(estimateEndpoints).map((id) => [id, (client: Mediagate) => client.estimate.bind(client)])
+  ) as { readonly [K in (typeof estimateEndpoints)[Endpoint]]: (client: Mediagate) => Method }),
   "tasks.list": (c) => c.tasks.list,
   "tasks.get": (c) => c.tasks.get,
   "tasks.events": (c) => c.tasks.stream,

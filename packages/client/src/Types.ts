@@ -123,6 +123,14 @@ export type TaskSummary = Schemas["TaskSummary"]
  */
 export type CreationAck = Schemas["CreationAck"]
 /**
+ * The estimate of a generation request: its price for the key, its live price, its expected run time and the input
+ * the task would run with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Estimate = Schemas["Estimate"]
+/**
  * The answer of a retry: the new task.
  *
  * @since 0.1.0

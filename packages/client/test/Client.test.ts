@@ -104,6 +104,18 @@ describe("Mediagate (client)", () => {
     })
   })
 
+  it("estimate: the endpoint's estimate path, the body, no idempotency key; answers the estimate", async () => {
+    const estimate = { model: "vendor3-3", price: 0, live_price: 0.4, estimated_seconds: 60, input: { prompt: "p" } }
+    const { fetch, seen } = scripted(ok(estimate))
+    const client = new Mediagate({ apiKey: "mg_test_x", baseUrl: "http://api.test", fetch })
+    expect(await client.estimate("vendor3/text-to-video", { model: "vendor3-3", input: { prompt: "p" } })).toEqual(
+      estimate
+    )
+    expect(seen[0]).toMatchObject({ url: "http://api.test/api/v1/vendor3/text-to-video/estimate", method: "POST" })
+    expect(seen[0]!.headers["idempotency-key"]).toBeUndefined()
+    await expect(client.estimate("vendor0/nothing" as never, {} as never)).rejects.toThrow("unknown endpoint")
+  })
+
   it("puts path parameters (escaped) and the query (undefined left out) into the URL", async () => {
     const { fetch, seen } = scripted(
       ok([]),

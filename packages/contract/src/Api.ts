@@ -74,6 +74,7 @@ const errorEnvelopeJson = OpenApiJsonSchema.makeWithDefs(ErrorEnvelope, { defs: 
 export const make = <const R extends Family.Registry>(registry: R) => {
   const api = HttpApi.make("mediagate")
     .add(GenerationApi.make(registry))
+    .add(GenerationApi.estimates(registry))
     .add(TasksApi)
     .add(VoicesApi)
     .add(BalanceApi)

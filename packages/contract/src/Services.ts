@@ -30,7 +30,7 @@ import type * as Errors from "./Errors.js"
 import type { GenerationCommand } from "./Generation.js"
 import type { LedgerEntry, LedgerListQuery } from "./Ledger.js"
 import type { Principal } from "./Security.js"
-import type { CreationAck, RetryAck, Task, TaskEventsQuery, TaskListQuery, TaskSummary } from "./Task.js"
+import type { CreationAck, Estimate, RetryAck, Task, TaskEventsQuery, TaskListQuery, TaskSummary } from "./Task.js"
 import type { VoiceList } from "./Voice.js"
 import type {
   Delivery,
@@ -110,6 +110,14 @@ export class TaskService extends Context.Tag("@mediagate/contract/TaskService")<
     principal: Principal,
     command: GenerationCommand
   ) => Effect.Effect<CreationAck, CreationRefused | Errors.ValidationError | Unavailable>
+  /**
+   * What a validated generation request would cost the principal and the input it would run with, without making
+   * a task (nothing charged or stored).
+   */
+  readonly estimate: (
+    principal: Principal,
+    command: Pick<GenerationCommand, "endpoint" | "request">
+  ) => Effect.Effect<Estimate, Unavailable>
   /** Reads a task of the principal's account. */
   readonly get: (principal: Principal, id: string) => Effect.Effect<Task, Errors.TaskNotFound | Unavailable>
   /** Watches a task of the principal's account: its state now, and the states that follow. */

@@ -252,6 +252,34 @@ export const CreationAck = Schema.Struct({
 export type CreationAck = typeof CreationAck.Type
 
 /**
+ * `data` of a generation endpoint's estimate (`POST /api/v1/<family>/<operation>/estimate`, extension): what the
+ * request would cost and run as, without making a task.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Estimate = Schema.Struct({
+  type: Operation.annotations({ description: "Operation name, e.g. text-to-video" }),
+  provider: Provider,
+  model: Schema.String,
+  price: Schema.Number.annotations({
+    description: "What the calling key would be charged in USD (0 for a test key: test tasks are free)"
+  }),
+  live_price: Schema.Number.annotations({ description: "The request's price in USD for a live key" }),
+  estimated_seconds: Schema.Number,
+  input: Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+    description: "The input as the task would run it: the request's fields and the model's defaults for the others"
+  })
+}).annotations({ identifier: "Estimate" })
+/**
+ * `data` of a generation endpoint's estimate.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export type Estimate = typeof Estimate.Type
+
+/**
  * `data` of a retry response.
  *
  * @since 0.1.0

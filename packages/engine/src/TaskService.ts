@@ -5,7 +5,17 @@
  *
  * @since 0.1.0
  */
-import { Catalog, Envelope, Errors, type Generation, type Security, Services, Task, Tracing } from "@mediagate/contract"
+import {
+  Catalog,
+  Envelope,
+  Errors,
+  type Generation,
+  Money,
+  type Security,
+  Services,
+  Task,
+  Tracing
+} from "@mediagate/contract"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
 import { type PersistenceError, toUnavailable } from "@mediagate/persistence/PersistenceError"
@@ -328,6 +338,21 @@ export const make = Effect.gen(function*() {
         Effect.catchTag("PersistenceError", unavailable),
         Tracing.span("TaskService.watch")
       ),
+
+    estimate: (principal, { endpoint, request }) =>
+      Effect.map(planner.plan(endpoint, request), (plan) => {
+        const [provider, operation] = Catalog.partsOf(endpoint)
+        const livePrice = Money.fromMicros(plan.priceMicros)
+        return {
+          type: operation,
+          provider,
+          model: request.model,
+          price: principal.environment === "test" ? 0 : livePrice,
+          live_price: livePrice,
+          estimated_seconds: plan.estimatedSeconds,
+          input: request.input
+        }
+      }).pipe(Tracing.span("TaskService.estimate")),
 
     changes: (principal, query, options) =>
       Changes.stream({

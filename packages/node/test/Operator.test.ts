@@ -38,6 +38,7 @@ const unused = (name: string) => () => Effect.dieMessage(`${name} is not used by
 const Unused = Layer.mergeAll(
   Layer.succeed(Services.TaskService, {
     create: unused("TaskService"),
+    estimate: unused("TaskService"),
     get: unused("TaskService"),
     watch: unused("TaskService"),
     changes: () => Stream.dieMessage("TaskService is not used by these tests"),

@@ -113,6 +113,7 @@ export const apiFor = (
   HttpApiBuilder.api(Api.make(families)).pipe(
     Layer.provide([
       GenerationHttp.layerFor(families),
+      GenerationHttp.estimatesFor(families),
       TasksHttp.layer,
       BalanceHttp.layer,
       VoicesHttp.layer,

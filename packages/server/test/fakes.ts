@@ -280,6 +280,17 @@ export const makeTaskServiceFake = Effect.sync(() => {
           )
       }))
     },
+    // a fake price, as the fake's tasks cost (1 USD live, 0 test)
+    estimate: (principal, command) =>
+      Effect.succeed({
+        type: command.endpoint.split("/")[1] as Task.Task["operation"],
+        provider: command.endpoint.split("/")[0]!,
+        model: command.request.model,
+        price: principal.environment === "test" ? 0 : 1,
+        live_price: 1,
+        estimated_seconds: 60,
+        input: command.request.input
+      }),
     // the account's change stream is the engine's (tested on the production server: node/test/TaskEvents.test.ts)
     changes: () => Stream.never,
     list: (principal, query) =>

@@ -305,6 +305,306 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/vendor1/multimodal-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor1 multimodal-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor1/multimodal-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor1MultimodalVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor1/image-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor1 image-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor1/image-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor1ImageToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor1/text-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor1 text-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor1/text-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor1TextToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor2/image-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor2 image-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor2/image-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor2ImageToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor2/text-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor2 text-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor2/text-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor2TextToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor3/text-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor3 text-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor3/text-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor3TextToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor4/text-to-image/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor4 text-to-image request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor4/text-to-image` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor4TextToImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor4/image-to-image/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor4 image-to-image request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor4/image-to-image` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor4ImageToImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor5/image-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor5 image-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor5/image-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor5ImageToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor5/text-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor5 text-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor5/text-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor5TextToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor6/image-to-image/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor6 image-to-image request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor6/image-to-image` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor6ImageToImage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor7/text-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor7 text-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor7/text-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor7TextToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor8/text-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor8 text-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor8/text-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor8TextToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor8/image-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor8 image-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor8/image-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor8ImageToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/vendor8/video-to-video/estimate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Price of a vendor8 video-to-video request, without making a task (extension)
+         * @description Checks the request as `POST /api/v1/vendor8/video-to-video` does and answers what it would cost the calling key and the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs the same permission as the request itself.
+         */
+        post: operations["estimates.vendor8VideoToVideo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks": {
         parameters: {
             query?: never;
@@ -1542,6 +1842,29 @@ export interface components {
              * @enum {string}
              */
             resolution?: "720p" | "1080p";
+        };
+        EstimateResponse: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Estimate"];
+        };
+        Estimate: {
+            /**
+             * @description Operation name, e.g. text-to-video
+             * @enum {string}
+             */
+            type: "multimodal-video" | "image-to-video" | "text-to-video" | "video-to-video" | "text-to-image" | "image-to-image";
+            provider: components["schemas"]["Provider"];
+            model: string;
+            /** @description What the calling key would be charged in USD (0 for a test key: test tasks are free) */
+            price: number;
+            /** @description The request's price in USD for a live key */
+            live_price: number;
+            estimated_seconds: number;
+            /** @description The input as the task would run it: the request's fields and the model's defaults for the others */
+            input: {
+                [key: string]: unknown;
+            };
         };
         TaskListResponse: {
             /** @enum {boolean} */
@@ -3606,6 +3929,1176 @@ export interface operations {
             };
         };
     };
+    "estimates.vendor1MultimodalVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor1MultimodalVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor1ImageToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor1ImageToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor1TextToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor1TextToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor2ImageToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor2ImageToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor2TextToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor2TextToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor3TextToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor3TextToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor4TextToImage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor4TextToImageRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor4ImageToImage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor4ImageToImageRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor5ImageToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor5ImageToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor5TextToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor5TextToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor6ImageToImage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor6ImageToImageRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor7TextToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor7TextToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor8TextToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor8TextToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor8ImageToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor8ImageToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
+    "estimates.vendor8VideoToVideo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Vendor8VideoToVideoRequest"];
+            };
+        };
+        responses: {
+            /** @description EstimateResponse */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimateResponse"];
+                };
+            };
+            /** @description The request did not match the expected schema */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpApiDecodeError"] | components["schemas"]["VALIDATION_ERROR"];
+                };
+            };
+            /** @description AUTH_REQUIRED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AUTH_REQUIRED"] | components["schemas"]["AUTH_INVALID_TOKEN"] | components["schemas"]["AUTH_TOKEN_EXPIRED"];
+                };
+            };
+            /** @description KEY_PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KEY_PERMISSION_DENIED"] | components["schemas"]["KEY_REVOKED"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RATE_LIMITED"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["INTERNAL_ERROR"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SERVICE_UNAVAILABLE"];
+                };
+            };
+        };
+    };
     "tasks.list": {
         parameters: {
             query?: {
@@ -5268,6 +6761,21 @@ export const operationTable = {
   "generation.vendor8TextToVideo": { method: "POST", path: "/api/v1/vendor8/text-to-video" },
   "generation.vendor8ImageToVideo": { method: "POST", path: "/api/v1/vendor8/image-to-video" },
   "generation.vendor8VideoToVideo": { method: "POST", path: "/api/v1/vendor8/video-to-video" },
+  "estimates.vendor1MultimodalVideo": { method: "POST", path: "/api/v1/vendor1/multimodal-video/estimate" },
+  "estimates.vendor1ImageToVideo": { method: "POST", path: "/api/v1/vendor1/image-to-video/estimate" },
+  "estimates.vendor1TextToVideo": { method: "POST", path: "/api/v1/vendor1/text-to-video/estimate" },
+  "estimates.vendor2ImageToVideo": { method: "POST", path: "/api/v1/vendor2/image-to-video/estimate" },
+  "estimates.vendor2TextToVideo": { method: "POST", path: "/api/v1/vendor2/text-to-video/estimate" },
+  "estimates.vendor3TextToVideo": { method: "POST", path: "/api/v1/vendor3/text-to-video/estimate" },
+  "estimates.vendor4TextToImage": { method: "POST", path: "/api/v1/vendor4/text-to-image/estimate" },
+  "estimates.vendor4ImageToImage": { method: "POST", path: "/api/v1/vendor4/image-to-image/estimate" },
+  "estimates.vendor5ImageToVideo": { method: "POST", path: "/api/v1/vendor5/image-to-video/estimate" },
+  "estimates.vendor5TextToVideo": { method: "POST", path: "/api/v1/vendor5/text-to-video/estimate" },
+  "estimates.vendor6ImageToImage": { method: "POST", path: "/api/v1/vendor6/image-to-image/estimate" },
+  "estimates.vendor7TextToVideo": { method: "POST", path: "/api/v1/vendor7/text-to-video/estimate" },
+  "estimates.vendor8TextToVideo": { method: "POST", path: "/api/v1/vendor8/text-to-video/estimate" },
+  "estimates.vendor8ImageToVideo": { method: "POST", path: "/api/v1/vendor8/image-to-video/estimate" },
+  "estimates.vendor8VideoToVideo": { method: "POST", path: "/api/v1/vendor8/video-to-video/estimate" },
   "tasks.list": { method: "GET", path: "/api/v1/tasks" },
   "tasks.accountEvents": { method: "GET", path: "/api/v1/tasks/events" },
   "tasks.get": { method: "GET", path: "/api/v1/tasks/{id}" },
@@ -5306,4 +6814,23 @@ export const generationEndpoints = {
   "vendor8/text-to-video": "generation.vendor8TextToVideo",
   "vendor8/image-to-video": "generation.vendor8ImageToVideo",
   "vendor8/video-to-video": "generation.vendor8VideoToVideo",
+} as const
+
+/** The estimate of each generation endpoint (what `estimate` takes), with its operation id. */
+export const estimateEndpoints = {
+  "vendor1/multimodal-video": "estimates.vendor1MultimodalVideo",
+  "vendor1/image-to-video": "estimates.vendor1ImageToVideo",
+  "vendor1/text-to-video": "estimates.vendor1TextToVideo",
+  "vendor2/image-to-video": "estimates.vendor2ImageToVideo",
+  "vendor2/text-to-video": "estimates.vendor2TextToVideo",
+  "vendor3/text-to-video": "estimates.vendor3TextToVideo",
+  "vendor4/text-to-image": "estimates.vendor4TextToImage",
+  "vendor4/image-to-image": "estimates.vendor4ImageToImage",
+  "vendor5/image-to-video": "estimates.vendor5ImageToVideo",
+  "vendor5/text-to-video": "estimates.vendor5TextToVideo",
+  "vendor6/image-to-image": "estimates.vendor6ImageToImage",
+  "vendor7/text-to-video": "estimates.vendor7TextToVideo",
+  "vendor8/text-to-video": "estimates.vendor8TextToVideo",
+  "vendor8/image-to-video": "estimates.vendor8ImageToVideo",
+  "vendor8/video-to-video": "estimates.vendor8VideoToVideo",
 } as const

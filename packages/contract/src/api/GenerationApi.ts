@@ -17,7 +17,7 @@ import {
 } from "../Errors.js"
 import { registry } from "../families/index.js"
 import * as Family from "../Family.js"
-import { CreationAck } from "../Task.js"
+import { CreationAck, Estimate } from "../Task.js"
 import { authenticated, IdempotencyHeaders } from "./Common.js"
 
 /**
@@ -118,3 +118,61 @@ export const make = <const R extends Family.Registry>(registry: R): Group<R> => 
  * @category api
  */
 export class GenerationApi extends make(registry) {}
+
+/**
+ * `{ success: true, data: <estimate> }`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const EstimateResponse = success(Estimate, "EstimateResponse")
+
+/**
+ * The estimate endpoint of one generation endpoint (`POST <path>/estimate`): the same request, checked the same way,
+ * answered with its price and defaults instead of a task.
+ *
+ * @since 0.1.0
+ * @category api
+ */
+export const estimateEndpoint = <const E extends Family.Endpoint>(info: E) => {
+  const name: E["name"] = info.name
+  const request: E["request"] = info.request
+  return HttpApiEndpoint.post(name, `${info.path}/estimate`)
+    .setPayload(request)
+    .addSuccess(EstimateResponse)
+    .addError(ValidationError.wire)
+    .annotate(OpenApi.Summary, `Price of a ${info.family} ${info.operation} request, without making a task (extension)`)
+    .annotate(
+      OpenApi.Description,
+      `Checks the request as \`POST /api/v1${info.path}\` does and answers what it would cost the calling key and ` +
+        "the input the task would run with (the model's defaults filled in). Nothing is charged or stored. Needs " +
+        "the same permission as the request itself."
+    )
+}
+
+/**
+ * The HttpApi estimate endpoints of a union of generation endpoints, one per member.
+ *
+ * @since 0.1.0
+ * @category api
+ */
+export type EstimateEndpointOf<E> = E extends Family.Endpoint ? ReturnType<typeof estimateEndpoint<E>> : never
+
+/**
+ * The estimate group of a registry: one `POST <path>/estimate` per generation endpoint.
+ *
+ * @since 0.1.0
+ * @category api
+ */
+export const estimates = (registry: Family.Registry) =>
+  Family.endpointsOf(registry).reduce(
+    (group: HttpApiGroup.HttpApiGroup<"estimates", EstimateEndpointOf<Family.Endpoint>, never>, info) =>
+      group.add(estimateEndpoint(info)),
+    HttpApiGroup.make("estimates")
+  )
+    .pipe(authenticated)
+    .annotate(OpenApi.Title, "Estimates")
+    .annotate(
+      OpenApi.Description,
+      "The price of a generation request before it is made, and the input it would run with (extension)"
+    )

@@ -1,6 +1,6 @@
 /**
  * Handlers of the generation endpoints, one per endpoint of the registry: permission check, then
- * `TaskService.create` with the validated, normalized request.
+ * `TaskService.create` with the validated, normalized request; and of their estimates (`TaskService.estimate`).
  *
  * @since 0.1.0
  */
@@ -60,3 +60,29 @@ export const layerFor = (families: Family.Registry) =>
  * @category layers
  */
 export const layer = layerFor(Families.registry)
+
+/**
+ * The estimate group of the API of `families`: the permission of the request itself, then `TaskService.estimate`
+ * with the validated, normalized request.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const estimatesFor = (families: Family.Registry) =>
+  Envelope.group(Api.make(families), "estimates", (handlers) =>
+    Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const estimate = (info: Family.Endpoint) => {
+        const permitted = Authorization.require(Authorization.createPermission(info.mediaType), info.family)
+        const span = Tracing.span(`Estimates.${info.name}`)
+        return (request: { readonly payload: Generation.AnyGenerationRequest }) =>
+          span(Effect.flatMap(permitted, (principal) =>
+            tasks.estimate(principal, { endpoint: portKey(info), request: request.payload })))
+      }
+      const [last, ...others] = Family.endpointsOf(families)
+      return others.reduce((all, info) =>
+        all.handle(info.name, estimate(info)), handlers).handle(
+          last.name,
+          estimate(last)
+        )
+    }))
