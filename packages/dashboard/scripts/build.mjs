@@ -100,5 +100,34 @@ if (!quiet) {
   line("total (js + css)", code)
   // the sign-in form: the entry, its static chunks and the CSS; an account's console: all but the operator's chunk
   line("sign-in form (js + css)", code.filter((r) => [script, style, ...statics].includes(r.name)))
-  line("account console (js + css)", code.filter((r) => r.name !== operator))
+  // an account's console: what the entry loads, statically and dynamically, but the chunks loaded on first use only
+  // (the operator console's, the playground's) and what only they import
+  const outputs = result.metafile.outputs
+  const onFirstUse = new Set(["ui/views/Operator.tsx", "ui/views/Playground.tsx"])
+  const reached = (from) => {
+    const seen = new Set()
+    const walk = (path) => {
+      if (seen.has(path)) return
+      seen.add(path)
+      const output = outputs[path]
+      if (output?.cssBundle !== undefined) seen.add(output.cssBundle)
+      for (const next of output?.imports ?? []) {
+        if (next.external === true) continue
+        if (next.kind === "dynamic-import" && onFirstUse.has(outputs[next.path]?.entryPoint) && !from.includes(next.path)) {
+          continue
+        }
+        walk(next.path)
+      }
+    }
+    for (const path of from) walk(path)
+    return new Set([...seen].map((path) => basename(path)))
+  }
+  const entryPath = entry[0]
+  const account = reached([entryPath])
+  line("account console (js + css)", code.filter((r) => account.has(r.name)))
+  const playgroundPath = Object.keys(outputs).find((path) => outputs[path].entryPoint === "ui/views/Playground.tsx")
+  if (playgroundPath !== undefined) {
+    const extra = reached([entryPath, playgroundPath])
+    line("playground, on first use (js)", code.filter((r) => extra.has(r.name) && !account.has(r.name)))
+  }
 }

@@ -12,7 +12,10 @@
  * channel, the relay's key never shown again, edit, disable/enable, delete; light, dark and 375 px); 375 px width,
  * dark mode; sign out. Each journey saves a screenshot to `test-results/dashboard/`.
  *
- * The journeys live in `browser/customer.ts` and `browser/operator.ts` (in this order, one page per database: each
+ * The playground (issue 38): an image and a video task started from it and watched live, a double click that is one
+ * task, a field's rule, an upload, "Run again", markup shown as text.
+ *
+ * The journeys live in `browser/customer.ts`, `browser/playground.ts` and `browser/operator.ts` (in this order, one page per database: each
  * goes on from where the one before left the page); `browser/support.ts` holds what they share.
  */
 import { afterAll, beforeAll, describe } from "@effect/vitest"
@@ -20,6 +23,7 @@ import * as Chromium from "@mediagate/testing/chromium"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { customerJourneys } from "./browser/customer.js"
 import { operatorJourneys } from "./browser/operator.js"
+import { playgroundJourneys } from "./browser/playground.js"
 import { type Session, shots } from "./browser/support.js"
 import { databases, type Running, start } from "./server.js"
 
@@ -71,6 +75,7 @@ for (const database of databases) {
       shot
     }
     customerJourneys(session)
+    playgroundJourneys(session)
     operatorJourneys(session)
   })
 }

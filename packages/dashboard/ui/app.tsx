@@ -12,6 +12,7 @@ import { consoleOf, navigate, useRoute } from "./router.js"
 import { SignIn } from "./signin.js"
 import { ThemeToggle } from "./theme.js"
 import type * as Operator from "./views/Operator.js"
+import type * as Playground from "./views/Playground.js"
 import { BalanceView } from "./views/Balance.js"
 import { KeyList } from "./views/Keys.js"
 import { TaskDetail, TaskList } from "./views/Tasks.js"
@@ -26,7 +27,10 @@ const Shell = (props: {
   // the account console is the view of one environment, the signed-in key's: its tasks, webhooks and ledger only
   const environment = props.kind === "key" ? ApiKey.environmentOfKey(credential("key") ?? "") : undefined
   const links: ReadonlyArray<readonly [string, string]> = props.kind === "key"
-    ? [["/tasks", "Tasks"], ["/webhooks", "Webhooks"], ["/keys", "API keys"], ["/balance", "Balance"]]
+    ? [["/tasks", "Tasks"], ["/playground", "Playground"], ["/webhooks", "Webhooks"], ["/keys", "API keys"], [
+      "/balance",
+      "Balance"
+    ]]
     : [["/admin/accounts", "Accounts"], ["/admin/system", "System"], ["/admin/channels", "Channels"], ["/admin/tasks", "Tasks"]]
   return (
     <>
@@ -75,26 +79,39 @@ const accountRoute = (path: string) => {
   if (section === "webhooks" && id !== undefined) return <WebhookDeliveries id={decodeURIComponent(id)} />
   if (section === "keys") return <KeyList />
   if (section === "balance") return <BalanceView />
+  if (section === "playground") {
+    return <Lazy load={loadPlayground} waiting="Loading the playground…" draw={(m) => <m.Playground />} />
+  }
   return <NotFound />
 }
 
-/** The operator console's module, loaded once on its first use (a chunk of its own: see `views/Operator.tsx`). */
-type OperatorModule = typeof Operator
-let operatorModule: Promise<OperatorModule> | undefined
-const loadOperator = () => (operatorModule ??= import("./views/Operator.js"))
+/** A module loaded once on its first use (a chunk of its own), and loaded again after a failed load. */
+const lazily = <A,>(load: () => Promise<A>) => {
+  let loading: Promise<A> | undefined
+  return () =>
+    loading ??= load().catch((error: unknown) => {
+      loading = undefined
+      throw error
+    })
+}
 
-/** The operator view of `path`, once its chunk is loaded. */
-const OperatorRoute = (props: { readonly path: string }) => {
-  const [loaded, setLoaded] = useState<OperatorModule | undefined>(undefined)
+/** The operator console (`views/Operator.tsx`) and the playground (`views/Playground.tsx`): chunks of their own. */
+const loadOperator = lazily((): Promise<typeof Operator> => import("./views/Operator.js"))
+const loadPlayground = lazily((): Promise<typeof Playground> => import("./views/Playground.js"))
+
+/** What `draw` makes of a lazily loaded module, once it is loaded (`waiting` meanwhile). */
+const Lazy = <A,>(props: {
+  readonly load: () => Promise<A>
+  readonly waiting: string
+  readonly draw: (module: A) => ComponentChildren
+}) => {
+  const [loaded, setLoaded] = useState<{ readonly module: A } | undefined>(undefined)
   const [failed, setFailed] = useState<unknown>(undefined)
   useEffect(() => {
-    loadOperator().then(setLoaded, (error) => {
-      operatorModule = undefined
-      setFailed(error)
-    })
+    props.load().then((module) => setLoaded({ module }), setFailed)
   }, [])
   if (failed !== undefined) return <ErrorBox error={toFailure(failed)} />
-  return loaded === undefined ? <p class="boot">Loading the operator console…</p> : loaded.adminRoute(props.path)
+  return loaded === undefined ? <p class="boot">{props.waiting}</p> : <>{props.draw(loaded.module)}</>
 }
 
 const App = () => {
@@ -128,7 +145,9 @@ const App = () => {
         refresh()
       }}
     >
-      {kind === "admin" ? <OperatorRoute path={route.path} /> : accountRoute(route.path)}
+      {kind === "admin"
+        ? <Lazy load={loadOperator} waiting="Loading the operator console…" draw={(m) => m.adminRoute(route.path)} />
+        : accountRoute(route.path)}
     </Shell>
   )
 }

@@ -7,8 +7,9 @@ import { Catalog, Task } from "@mediagate/contract"
 import { useState } from "preact/hooks"
 import { call } from "../api.js"
 import { ActionButton, Card, ConfirmButton, ErrorBox, Fact, Field, Link, Select, Show, ShowPage, Status, Table, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
-import { bytes, duration, money, moneyExact, time, timeZone } from "../format.js"
+import { duration, money, moneyExact, time, timeZone } from "../format.js"
 import { current, navigate } from "../router.js"
+import { Preview } from "./Preview.js"
 
 type Query = typeof Task.TaskListQuery.Type
 
@@ -114,7 +115,7 @@ export const TaskList = () => {
         pager={pager}
         empty={Object.keys(filters).length > 0
           ? "No task matches these filters."
-          : "No tasks yet. Create one through the API (POST /api/v1/…) and it appears here within seconds."}
+          : "No tasks yet. Start one in the playground, or through the API (POST /api/v1/…): it appears here within seconds."}
       >
         {(tasks) => (
           <Table
@@ -153,36 +154,6 @@ export const TaskList = () => {
         )}
       </ShowPage>
     </section>
-  )
-}
-
-const imageFormats = new Set(["png", "jpg", "jpeg", "webp", "gif", "avif"])
-const videoFormats = new Set(["mp4", "webm", "mov", "m4v"])
-const audioFormats = new Set(["mp3", "wav", "ogg", "m4a", "aac", "flac", "opus"])
-
-/** One result file, previewed by its kind, with a download link. */
-const Preview = (props: { readonly item: Task.ResultItem; readonly type: string; readonly index: number }) => {
-  const { item } = props
-  const format = item.format.toLowerCase()
-  const label = `Result ${props.index + 1}${item.kind === "last_frame" ? " (last frame)" : ""}`
-  const media = imageFormats.has(format) || (props.type === "image" && !videoFormats.has(format))
-    ? <img src={item.url} alt={label} loading="lazy" />
-    : videoFormats.has(format) || props.type === "video"
-    ? <video src={item.url} controls preload="metadata" aria-label={label} />
-    : audioFormats.has(format) || props.type === "audio" || props.type === "music"
-    ? <audio src={item.url} controls preload="metadata" aria-label={label} />
-    : null
-  return (
-    <figure class="preview" data-format={format}>
-      {media}
-      <figcaption>
-        {label}: {format}, {bytes(item.size_bytes)}
-        {item.width !== undefined && item.height !== undefined ? `, ${item.width}×${item.height}` : ""}
-        {item.duration !== undefined ? `, ${item.duration} s` : ""}
-        {" · "}
-        <a href={item.url} download rel="noreferrer">Download</a>
-      </figcaption>
-    </figure>
   )
 }
 
