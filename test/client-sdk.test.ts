@@ -23,6 +23,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { budget, measure } from "../scripts/client-size.js"
 import { render, target } from "../scripts/client-types.js"
+import * as DashboardCatalog from "../scripts/dashboard-catalog.js"
 import { awaitBuild } from "./build.js"
 import { freshDatabase, makeAccount, scenario, serverEnv } from "./harness.js"
 import { bootstrapKeys, freePort, psql, type RunningServer, runPostgres, startServer } from "./server.js"
@@ -71,6 +72,12 @@ describe("the client's generated types", () => {
     expect(rendered).toContain("export interface paths")
     expect(rendered).toContain(`"tasks.list": { method: "GET", path: "/api/v1/tasks" }`)
     expect(readFileSync(target, "utf8")).toBe(rendered)
+  })
+
+  it("and the dashboard's catalog are what `npm run dashboard:generate` renders from the contract", () => {
+    const rendered = DashboardCatalog.render()
+    expect(rendered).toContain(`export const taskStatuses = [`)
+    expect(readFileSync(DashboardCatalog.target, "utf8")).toBe(rendered)
   })
 
   it(`bundle into at most ${budget / 1024} KiB minified+gzipped (esbuild)`, async () => {

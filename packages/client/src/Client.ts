@@ -18,6 +18,7 @@ import type {
   Data,
   Deleted,
   Delivery,
+  DeliveryWithAttempts,
   Endpoint,
   Estimate,
   GenerationRequest,
@@ -516,13 +517,14 @@ export class Mediagate {
       id: string,
       query: Query<"webhooks.deliveries"> = {},
       options?: RequestOptions
-    ): Promise<Page<Delivery>> => this.#page("webhooks.deliveries", { params: { id }, query }, options),
+    ): Promise<Page<DeliveryWithAttempts>> => this.#page("webhooks.deliveries", { params: { id }, query }, options),
     /** Every page of a webhook's deliveries from `query` on. */
     deliveryPages: (
       id: string,
       query: Query<"webhooks.deliveries"> = {},
       options?: RequestOptions
-    ): AsyncIterable<Page<Delivery>> => this.#pages("webhooks.deliveries", { params: { id }, query }, options),
+    ): AsyncIterable<Page<DeliveryWithAttempts>> =>
+      this.#pages("webhooks.deliveries", { params: { id }, query }, options),
     /** Replays a delivery: a new attempt series of the same event. */
     replay: (id: string, deliveryId: string, options?: RequestOptions): Promise<Delivery> =>
       this.#data("webhooks.replay", { params: { id, deliveryId } }, options),

@@ -225,6 +225,14 @@ export type WebhookCreated = Schemas["WebhookCreated"]
  */
 export type Delivery = Schemas["Delivery"]
 /**
+ * A delivery as a webhook's delivery list gives it: with its attempts (status, duration, the start of each answer)
+ * and its task.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DeliveryWithAttempts = Schemas["DeliveryWithAttempts"]
+/**
  * The outcome of a test event.
  *
  * @since 0.1.0

@@ -101,9 +101,10 @@ if (!quiet) {
   // the sign-in form: the entry, its static chunks and the CSS; an account's console: all but the operator's chunk
   line("sign-in form (js + css)", code.filter((r) => [script, style, ...statics].includes(r.name)))
   // an account's console: what the entry loads, statically and dynamically, but the chunks loaded on first use only
-  // (the operator console's, the playground's) and what only they import
+  // (the operator console's, the playground's, the typed client that checks an operator's token) and what only
+  // they import
   const outputs = result.metafile.outputs
-  const onFirstUse = new Set(["ui/views/Operator.tsx", "ui/views/Playground.tsx"])
+  const onFirstUse = new Set(["ui/views/Operator.tsx", "ui/views/Playground.tsx", "ui/api.ts"])
   const reached = (from) => {
     const seen = new Set()
     const walk = (path) => {
@@ -113,7 +114,9 @@ if (!quiet) {
       if (output?.cssBundle !== undefined) seen.add(output.cssBundle)
       for (const next of output?.imports ?? []) {
         if (next.external === true) continue
-        if (next.kind === "dynamic-import" && onFirstUse.has(outputs[next.path]?.entryPoint) && !from.includes(next.path)) {
+        if (
+          next.kind === "dynamic-import" && onFirstUse.has(outputs[next.path]?.entryPoint) && !from.includes(next.path)
+        ) {
           continue
         }
         walk(next.path)

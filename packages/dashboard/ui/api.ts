@@ -11,7 +11,7 @@ import * as Client from "@mediagate/contract/Client"
 import * as ValidationMessage from "@mediagate/contract/ValidationMessage"
 import * as Effect from "effect/Effect"
 import type * as ParseResult from "effect/ParseResult"
-import { ApiFailure, setParseErrorMessage, toFailure } from "./requests.js"
+import { ApiFailure, onUnauthorized, setParseErrorMessage, toFailure } from "./requests.js"
 import { apiBaseUrl, credential, type CredentialKind } from "./session.js"
 
 export * from "./requests.js"
@@ -27,9 +27,6 @@ const clients: Partial<Record<CredentialKind, { readonly credential: string; rea
 
 const makeClient = (apiKey: string) =>
   Effect.runSync(Effect.provide(Client.make({ baseUrl: apiBaseUrl, apiKey }), FetchHttpClient.layer))
-
-/** Fired when the server refuses a credential (401): the app signs out of that kind. */
-export const onUnauthorized = new EventTarget()
 
 /**
  * Runs one call of the typed client with the credential of `kind`: resolves with the decoded answer, rejects with

@@ -1,12 +1,14 @@
 /**
- * The dashboard app, a chunk loaded by `boot.tsx`: the consoles' navigation and routes on the typed client (the
- * operator console's views a chunk of their own again).
+ * The dashboard app, a chunk loaded by `boot.tsx`: the consoles' navigation and routes. The account console calls
+ * the API through `@mediagate/client` (`client.ts`); the operator console (a chunk of its own, with the contract's
+ * typed client and Effect) and the playground are loaded on their first use.
  */
-import { ApiKey } from "@mediagate/contract"
 import type { ComponentChildren } from "preact"
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { call, type CredentialKind, credential, onUnauthorized, signOut, toFailure } from "./api.js"
+import { keyCall } from "./client.js"
+import { onUnauthorized, toFailure } from "./requests.js"
+import { type CredentialKind, credential, signOut } from "./session.js"
 import { EnvironmentBadge, ErrorBox, Link } from "./components.js"
 import { consoleOf, navigate, useRoute } from "./router.js"
 import { SignIn } from "./signin.js"
@@ -18,6 +20,10 @@ import { KeyList } from "./views/Keys.js"
 import { TaskDetail, TaskList } from "./views/Tasks.js"
 import { WebhookDeliveries, WebhookList } from "./views/Webhooks.js"
 
+/** The environment a key's prefix names (`mg_live_…`, `mg_test_…`). */
+const environmentOfKey = (key: string): "live" | "test" | undefined =>
+  key.startsWith("mg_live_") ? "live" : key.startsWith("mg_test_") ? "test" : undefined
+
 const Shell = (props: {
   readonly kind: CredentialKind
   readonly path: string
@@ -25,7 +31,7 @@ const Shell = (props: {
   readonly children: ComponentChildren
 }) => {
   // the account console is the view of one environment, the signed-in key's: its tasks, webhooks and ledger only
-  const environment = props.kind === "key" ? ApiKey.environmentOfKey(credential("key") ?? "") : undefined
+  const environment = props.kind === "key" ? environmentOfKey(credential("key") ?? "") : undefined
   const links: ReadonlyArray<readonly [string, string]> = props.kind === "key"
     ? [["/tasks", "Tasks"], ["/playground", "Playground"], ["/webhooks", "Webhooks"], ["/keys", "API keys"], [
       "/balance",
@@ -163,8 +169,8 @@ export const start = (root: HTMLElement): void => {
  */
 export const checkCredential = (kind: CredentialKind): Promise<void> =>
   (kind === "admin"
-    ? call("admin", (api) => api.admin.system())
-    : call("key", (api) => api.tasks.list({ urlParams: { limit: 1 } }))).then(
+    ? import("./api.js").then(({ call }) => call("admin", (api) => api.admin.system()))
+    : keyCall((client) => client.tasks.list({ limit: 1 }))).then(
       () => undefined,
       (failure: unknown) => {
         const f = toFailure(failure)

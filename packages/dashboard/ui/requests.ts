@@ -10,6 +10,9 @@ export const setParseErrorMessage = (f: (error: unknown) => string): void => {
   parseErrorMessage = f
 }
 
+/** Fired when the server refuses a credential (401): the app signs out of that kind. */
+export const onUnauthorized = new EventTarget()
+
 /** An API failure as the views show it. */
 export class ApiFailure extends Error {
   constructor(message: string, readonly code: string, readonly status: number | undefined) {

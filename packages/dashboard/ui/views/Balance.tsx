@@ -3,11 +3,15 @@
  * (`GET /api/v1/balance/ledger`: charges, refunds, top-ups) with paging and a CSV export, and charts of spend and
  * tasks per day and per model over the last 30 days (from the task list; plain SVG).
  */
-import { Ledger } from "@mediagate/contract"
+import type { Data } from "@mediagate/client"
 import { useState } from "preact/hooks"
-import { call } from "../api.js"
+import { keyCall } from "../client.js"
 import { ActionButton, Empty, ErrorBox, Field, Link, Select, Show, ShowPage, Stat, Table, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { download, localDay, money, moneyExact, time, timeZone, toCsv } from "../format.js"
+import { ledgerKinds } from "../generated/catalog.js"
+
+type LedgerKind = typeof ledgerKinds[number]
+type LedgerEntry = Data<"balance.ledger">[number]
 
 /** The days of the usage window. */
 const windowDays = 30
@@ -37,10 +41,9 @@ const loadUsage = async (): Promise<Usage> => {
   let pages = 0
   let partial = false
   do {
-    const page = await call("key", (api) =>
-      api.tasks.list({
-        urlParams: { created_after: start, limit: 100, ...(cursor === undefined ? {} : { cursor }) }
-      }))
+    const page = await keyCall((client) =>
+      client.tasks.list({ created_after: start.toISOString(), limit: 100, ...(cursor === undefined ? {} : { cursor }) })
+    )
     for (const task of page.data) {
       const day = days.get(localDay(new Date(task.created_at)))
       if (day !== undefined) {
@@ -159,7 +162,7 @@ const UsageCharts = () => {
   )
 }
 
-const kindLabel: Record<Ledger.LedgerKind, string> = {
+const kindLabel: Record<LedgerKind, string> = {
   charge: "Charge",
   refund: "Refund",
   top_up: "Top-up",
@@ -167,12 +170,13 @@ const kindLabel: Record<Ledger.LedgerKind, string> = {
 }
 
 /** Every entry of the ledger (of a kind), for the CSV export. */
-const allEntries = async (kind: Ledger.LedgerKind | undefined) => {
-  const entries: Array<Ledger.LedgerEntry> = []
+const allEntries = async (kind: LedgerKind | undefined) => {
+  const entries: Array<LedgerEntry> = []
   let cursor: string | undefined
   do {
-    const page = await call("key", (api) =>
-      api.balance.ledger({ urlParams: { limit: 100, ...(kind === undefined ? {} : { kind }), ...(cursor === undefined ? {} : { cursor }) } }))
+    const page = await keyCall((client) =>
+      client.balance.ledger({ limit: 100, ...(kind === undefined ? {} : { kind }), ...(cursor === undefined ? {} : { cursor }) })
+    )
     for (const entry of page.data) entries.push(entry)
     cursor = page.pagination.hasMore && page.pagination.cursor !== null ? page.pagination.cursor : undefined
   } while (cursor !== undefined)
@@ -181,14 +185,11 @@ const allEntries = async (kind: Ledger.LedgerKind | undefined) => {
 
 /** The ledger with paging, a kind filter and a CSV export. */
 const LedgerTable = () => {
-  const [kind, setKind] = useState<Ledger.LedgerKind | undefined>(undefined)
+  const [kind, setKind] = useState<LedgerKind | undefined>(undefined)
   const pager = usePager()
   const loaded = useLoad(
     () =>
-      call("key", (api) =>
-        api.balance.ledger({
-          urlParams: { limit: 20, ...(kind === undefined ? {} : { kind }), ...pager.params }
-        })),
+      keyCall((client) => client.balance.ledger({ limit: 20, ...(kind === undefined ? {} : { kind }), ...pager.params })),
     [kind, pager.cursor]
   )
   const exporting = useSubmit()
@@ -202,11 +203,11 @@ const LedgerTable = () => {
               name="kind"
               value={kind ?? ""}
               none="All"
-              options={Ledger.ledgerKinds}
+              options={ledgerKinds}
               label={(k) => kindLabel[k]}
               onChange={(e) => {
                 const value = e.currentTarget.value
-                setKind(value === "" ? undefined : value as Ledger.LedgerKind)
+                setKind(value === "" ? undefined : value as LedgerKind)
                 pager.reset()
               }}
             />
@@ -250,7 +251,7 @@ const LedgerTable = () => {
 
 /** The balance view. */
 export const BalanceView = () => {
-  const loaded = useLoad(() => call("key", (api) => api.balance.get()), [])
+  const loaded = useLoad(() => keyCall((client) => client.balance.get()), [])
   return (
     <section>
       <ViewHeader title="Balance and usage" />

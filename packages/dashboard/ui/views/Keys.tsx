@@ -3,13 +3,17 @@
  * whitelist, spend limit, expiry, environment, rate limits) with the full key shown once, and revocation. What a
  * key cannot do is explained next to the form, and a refusal says why.
  */
-import { ApiKey, Catalog } from "@mediagate/contract"
+import type { ApiKey, ApiKeyCreated, RequestBody } from "@mediagate/client"
 import { useState } from "preact/hooks"
-import { call } from "../api.js"
+import { keyCall } from "../client.js"
 import { Check, Checks, ConfirmButton, ErrorBox, Field, FormCard, SecretOnce, ShowList, Table, useFields, useLoad, useSubmit, ViewHeader } from "../components.js"
 import { money, time } from "../format.js"
+import { permissionNames, taskFamilies } from "../generated/catalog.js"
 
-const permissionHelp: Record<ApiKey.PermissionName, string> = {
+type PermissionName = typeof permissionNames[number]
+type Permissions = ApiKey["permissions"]
+
+const permissionHelp: Record<PermissionName, string> = {
   "video:create": "create video tasks",
   "image:create": "create image, audio and music tasks",
   "tasks:read": "read and list tasks",
@@ -21,9 +25,12 @@ const permissionHelp: Record<ApiKey.PermissionName, string> = {
 }
 
 /** What the permissions of a key grant, in words. */
-const describePermissions = (permissions: ApiKey.Permissions): string => {
-  if (ApiKey.isFullAccess(permissions)) return "Full access"
-  const names = ApiKey.permissionNames.filter((n) => permissions[n] === true)
+const describePermissions = (permissions: Permissions): string => {
+  // full access: no permission named and no provider list (the contract's `ApiKey.isFullAccess`)
+  if (permissionNames.every((name) => permissions[name] === undefined) && permissions.providers === undefined) {
+    return "Full access"
+  }
+  const names = permissionNames.filter((n) => permissions[n] === true)
   const providers = permissions.providers === undefined ? "" : ` · providers: ${permissions.providers.join(", ") || "none"}`
   return `${names.length === 0 ? "every permission" : names.join(", ")}${providers}`
 }
@@ -43,38 +50,38 @@ export const KeyRules = () => (
   </aside>
 )
 
-const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated) => void }) => {
+const CreateForm = (props: { readonly onCreated: (created: ApiKeyCreated) => void }) => {
   const fields = useFields({ name: "", ipWhitelist: "", spendLimit: "", expiresAt: "", requestsPerMinute: "", maxInFlightTasks: "" })
   const { expiresAt, ipWhitelist, maxInFlightTasks, name, requestsPerMinute, spendLimit } = fields.values
   const [environment, setEnvironment] = useState<"" | "live" | "test">("")
   const [full, setFull] = useState(true)
-  const [permissions, setPermissions] = useState<ReadonlyArray<ApiKey.PermissionName>>(["tasks:read"])
-  const [providers, setProviders] = useState<ReadonlyArray<Catalog.TaskFamily>>([])
+  const [permissions, setPermissions] = useState<ReadonlyArray<PermissionName>>(["tasks:read"])
+  const [providers, setProviders] = useState<ReadonlyArray<typeof taskFamilies[number]>>([])
   const [restrictProviders, setRestrictProviders] = useState(false)
   const submit = (_: HTMLFormElement, key: string) => {
-    const payload: { -readonly [K in keyof typeof ApiKey.ApiKeyCreate.Type]?: (typeof ApiKey.ApiKeyCreate.Type)[K] } = { name }
+    const payload: { -readonly [K in keyof RequestBody<"apiKeys.create">]: RequestBody<"apiKeys.create">[K] } = { name }
     if (environment !== "") payload.environment = environment
     if (!full || restrictProviders) {
       const granted: Record<string, unknown> = {}
       if (!full) for (const p of permissions) granted[p] = true
       if (restrictProviders) granted["providers"] = providers
-      payload.permissions = granted as ApiKey.Permissions
+      payload.permissions = granted as Permissions
     }
     const whitelist = ipWhitelist.split(/[\s,]+/).filter((s) => s !== "")
     if (whitelist.length > 0) payload.ipWhitelist = whitelist
     if (spendLimit !== "") payload.spendLimit = Number(spendLimit)
-    if (expiresAt !== "") payload.expiresAt = new Date(expiresAt)
+    // a local time as typed, sent as the instant it is here (an unreadable one goes as typed: the API says why)
+    if (expiresAt !== "") {
+      const instant = new Date(expiresAt)
+      payload.expiresAt = Number.isNaN(instant.getTime()) ? expiresAt : instant.toISOString()
+    }
     if (requestsPerMinute !== "" || maxInFlightTasks !== "") {
       payload.rateLimit = {
         ...(requestsPerMinute === "" ? {} : { requestsPerMinute: Number(requestsPerMinute) }),
         ...(maxInFlightTasks === "" ? {} : { maxInFlightTasks: Number(maxInFlightTasks) })
       }
     }
-    return call("key", (api) =>
-      api.apiKeys.create({
-        payload: payload as typeof ApiKey.ApiKeyCreate.Type,
-        headers: { "idempotency-key": key }
-      })).then((created) => {
+    return keyCall((client) => client.apiKeys.create(payload, { idempotencyKey: key })).then((created) => {
         fields.set({ name: "" })
         props.onCreated(created)
       })
@@ -105,7 +112,7 @@ const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated)
         {full ? null : (
           <Checks
             name="permission"
-            options={ApiKey.permissionNames}
+            options={permissionNames}
             chosen={permissions}
             onChange={setPermissions}
             label={(p) => <><code>{p}</code> <span class="muted small">{permissionHelp[p]}</span></>}
@@ -115,7 +122,7 @@ const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated)
       <fieldset>
         <legend>Providers</legend>
         <Check name="restrictProviders" checked={restrictProviders} onChange={setRestrictProviders}>Only some providers</Check>
-        {restrictProviders ? <Checks name="provider" options={Catalog.taskFamilies} chosen={providers} onChange={setProviders} /> : null}
+        {restrictProviders ? <Checks name="provider" options={taskFamilies} chosen={providers} onChange={setProviders} /> : null}
       </fieldset>
       <Field label="IP whitelist (optional)" help="Addresses or CIDR ranges, separated by spaces or commas">
         <textarea rows={2} {...fields.bind("ipWhitelist")} />
@@ -140,8 +147,8 @@ const CreateForm = (props: { readonly onCreated: (created: ApiKey.ApiKeyCreated)
 
 /** The key list. */
 export const KeyList = () => {
-  const loaded = useLoad(() => call("key", (api) => api.apiKeys.list()), [])
-  const [created, setCreated] = useState<ApiKey.ApiKeyCreated | undefined>(undefined)
+  const loaded = useLoad(() => keyCall((client) => client.apiKeys.list()), [])
+  const [created, setCreated] = useState<ApiKeyCreated | undefined>(undefined)
   const action = useSubmit()
   return (
     <section>
@@ -180,7 +187,7 @@ export const KeyList = () => {
                   <ConfirmButton
                     label="Revoke"
                     confirm="Confirm revoke"
-                    onConfirm={() => action.submit(() => call("key", (api) => api.apiKeys.delete({ path: { id: key.id } })).then(loaded.reload))}
+                    onConfirm={() => action.submit(() => keyCall((client) => client.apiKeys.delete(key.id)).then(loaded.reload))}
                   />
                 </td>
               </tr>

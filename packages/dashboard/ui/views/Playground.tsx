@@ -6,12 +6,13 @@
  * does (a double click, or a retry of a lost answer, is one task and one charge); the task is then watched live on
  * its event stream, its result previewed, and it can be run again (a new key) or retried.
  *
- * The requests go through `@mediagate/client`, the dependency-free client, with the signed-in key.
+ * The requests go through `@mediagate/client`, the dependency-free client, with the signed-in key (`client.ts`).
  */
-import { Mediagate, type Task } from "@mediagate/client"
+import type { Mediagate, Task } from "@mediagate/client"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiFailure, idempotencyKey, toFailure } from "../requests.js"
-import { apiBaseUrl, credential } from "../session.js"
+import { keyCall } from "../client.js"
+import { apiBaseUrl } from "../session.js"
 import { Card, ErrorBox, Field, Link, Status, ViewHeader } from "../components.js"
 import { bytes, money } from "../format.js"
 import {
@@ -26,8 +27,6 @@ import {
 import { current, navigate } from "../router.js"
 import { Preview } from "./Preview.js"
 
-/** The client of the signed-in key (a new one per call: the key may change between calls). */
-const client = () => new Mediagate({ apiKey: credential("key"), baseUrl: apiBaseUrl })
 
 /** The forms of the API's endpoints: its OpenAPI document, read once. */
 let forms: Promise<ReadonlyArray<EndpointForm>> | undefined
@@ -102,7 +101,7 @@ const PlaygroundForm = (props: { readonly forms: ReadonlyArray<EndpointForm> }) 
     }
     let current = true
     const timer = setTimeout(() => {
-      client().estimate(endpoint as never, body.body as never).then(
+      keyCall((client) => client.estimate(endpoint as never, body.body as never)).then(
         (estimate) => current && setPricing({ _tag: "Priced", estimate }),
         (error: unknown) => current && setPricing({ _tag: "Refused", failure: toFailure(error) })
       )
@@ -135,7 +134,7 @@ const PlaygroundForm = (props: { readonly forms: ReadonlyArray<EndpointForm> }) 
     const key = intent.current ??= idempotencyKey()
     setBusy(true)
     setFailure(undefined)
-    client().create(endpoint as never, body.body as never, { idempotencyKey: key }).then(
+    keyCall((client) => client.create(endpoint as never, body.body as never, { idempotencyKey: key })).then(
       (ack) => setRun(ack.id),
       (error: unknown) => {
         const failed = toFailure(error)
@@ -350,7 +349,9 @@ const LiveTask = (props: { readonly id: string; readonly onRetried: (id: string)
   const retryIntent = useRef<string | undefined>(undefined)
   useEffect(() => {
     const controller = new AbortController()
-    client().waitFor(props.id, { signal: controller.signal, onProgress: setTask, onQueueUpdate: setTask }).then(
+    keyCall((client) =>
+      client.waitFor(props.id, { signal: controller.signal, onProgress: setTask, onQueueUpdate: setTask })
+    ).then(
       setTask,
       (error: unknown) => {
         if (!controller.signal.aborted) setFailure(toFailure(error))
@@ -362,7 +363,7 @@ const LiveTask = (props: { readonly id: string; readonly onRetried: (id: string)
     if (retrying) return
     const key = retryIntent.current ??= idempotencyKey()
     setRetrying(true)
-    client().tasks.retry(props.id, { idempotencyKey: key }).then(
+    keyCall((client) => client.tasks.retry(props.id, { idempotencyKey: key })).then(
       (ack) => props.onRetried(ack.id),
       (error: unknown) => {
         const failed = toFailure(error)

@@ -3,15 +3,16 @@
  * paging and live states (polled every 3 s while the tab is visible), and a task's detail: input, timings, cost,
  * error, the retry chain, the result previewed in place with a download link, retry and cancel.
  */
-import { Catalog, Task } from "@mediagate/contract"
+import type { TaskListQuery } from "@mediagate/client"
 import { useState } from "preact/hooks"
-import { call } from "../api.js"
+import { keyCall } from "../client.js"
 import { ActionButton, Card, ConfirmButton, ErrorBox, Fact, Field, Link, Select, Show, ShowPage, Status, Table, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { duration, money, moneyExact, time, timeZone } from "../format.js"
+import { cancellableStatuses, modelIds, models as modelsOf, retryableStatuses, taskFamilies, taskStatuses, terminalStatuses } from "../generated/catalog.js"
 import { current, navigate } from "../router.js"
 import { Preview } from "./Preview.js"
 
-type Query = typeof Task.TaskListQuery.Type
+type Query = TaskListQuery
 
 const filterNames = ["status", "provider", "model", "from", "to", "search"] as const
 type Filters = Partial<Record<typeof filterNames[number], string>>
@@ -30,8 +31,8 @@ const toQuery = (filters: Filters): Query => {
   if (filters.model) query.model = filters.model as Query["model"] & string
   const after = filters.from ? dayBoundary(filters.from, false) : undefined
   const before = filters.to ? dayBoundary(filters.to, true) : undefined
-  if (after !== undefined) query.created_after = after
-  if (before !== undefined) query.created_before = before
+  if (after !== undefined) query.created_after = after.toISOString()
+  if (before !== undefined) query.created_before = before.toISOString()
   if (filters.search) query.search = filters.search
   return query
 }
@@ -46,7 +47,7 @@ const readFilters = (): Filters => {
   return filters
 }
 
-const isActive = (status: string) => !Task.terminalStatuses.includes(status as Task.TaskStatus)
+const isActive = (status: string) => !(terminalStatuses as ReadonlyArray<string>).includes(status)
 
 /** The task list. */
 export const TaskList = () => {
@@ -66,17 +67,14 @@ export const TaskList = () => {
   }
   const loaded = useLoad(
     () =>
-      call("key", (api) =>
-        api.tasks.list({
-          urlParams: { ...toQuery(filters), limit: 20, ...pager.params }
-        })),
+      keyCall((client) => client.tasks.list({ ...toQuery(filters), limit: 20, ...pager.params })),
     [JSON.stringify(filters), pager.cursor],
     // the first page is polled for new tasks; later pages while a task on them is active
     { pollMs: 3000, poll: (page) => pager.cursor === undefined || page.data.some((t) => isActive(t.status)) }
   )
   const models = filters.provider
-    ? (Catalog.models as Record<string, ReadonlyArray<string>>)[filters.provider] ?? []
-    : Catalog.modelIds
+    ? (modelsOf as Record<string, ReadonlyArray<string>>)[filters.provider] ?? []
+    : modelIds
   return (
     <section>
       <ViewHeader title="Tasks">
@@ -84,10 +82,10 @@ export const TaskList = () => {
       </ViewHeader>
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
         <Field label="Status">
-          <Select name="status" value={filters.status ?? ""} none="Any" options={Task.taskStatuses} onChange={set("status")} />
+          <Select name="status" value={filters.status ?? ""} none="Any" options={taskStatuses} onChange={set("status")} />
         </Field>
         <Field label="Provider">
-          <Select name="provider" value={filters.provider ?? ""} none="Any" options={Catalog.taskFamilies} onChange={set("provider")} />
+          <Select name="provider" value={filters.provider ?? ""} none="Any" options={taskFamilies} onChange={set("provider")} />
         </Field>
         <Field label="Model">
           <Select name="model" value={filters.model ?? ""} none="Any" options={models} onChange={set("model")} />
@@ -160,7 +158,7 @@ export const TaskList = () => {
 /** A task's detail. */
 export const TaskDetail = (props: { readonly id: string }) => {
   const loaded = useLoad(
-    () => call("key", (api) => api.tasks.get({ path: { id: props.id } })),
+    () => keyCall((client) => client.tasks.get(props.id)),
     [props.id],
     { pollMs: 2000, poll: (task) => isActive(task.status) }
   )
@@ -191,24 +189,24 @@ export const TaskDetail = (props: { readonly id: string }) => {
                 <Fact label="Webhook URL" class="break">{task.webhookUrl ?? "—"}</Fact>
               </dl>
               <div class="row">
-                {Task.retryableStatuses.includes(task.status)
+                {(retryableStatuses as ReadonlyArray<string>).includes(task.status)
                   ? (
                     <ActionButton
                       submission={action}
                       run={(key) =>
-                        call("key", (api) => api.tasks.retry({ path: { id: task.id }, headers: { "idempotency-key": key } }))
+                        keyCall((client) => client.tasks.retry(task.id, { idempotencyKey: key }))
                           .then((ack) => navigate(`/tasks/${ack.id}`))}
                     >
                       Retry (charged again)
                     </ActionButton>
                   )
                   : null}
-                {Task.cancellableStatuses.includes(task.status)
+                {(cancellableStatuses as ReadonlyArray<string>).includes(task.status)
                   ? (
                     <ConfirmButton
                       label="Cancel"
                       confirm="Confirm cancel (refunded)"
-                      onConfirm={() => action.submit(() => call("key", (api) => api.tasks.cancel({ path: { id: task.id } })).then(loaded.reload))}
+                      onConfirm={() => action.submit(() => keyCall((client) => client.tasks.cancel(task.id)).then(loaded.reload))}
                     />
                   )
                   : null}

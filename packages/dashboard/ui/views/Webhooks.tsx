@@ -2,30 +2,31 @@
  * Webhooks: register (the signing secret shown once), delete, send a signed test event, and each webhook's
  * deliveries with their attempts (status, duration, the start of the receiver's answer) and **replay**.
  */
-import { Webhook } from "@mediagate/contract"
+import type { DeliveryWithAttempts, WebhookCreated, WebhookTestResult } from "@mediagate/client"
 import { useState } from "preact/hooks"
-import { call } from "../api.js"
+import { keyCall } from "../client.js"
 import { ActionButton, Checks, ConfirmButton, ErrorBox, Field, FormCard, Link, SecretOnce, Select, ShowList, ShowPage, Status, Table, useFields, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { time } from "../format.js"
+import { deliveryStatuses, eventTypes } from "../generated/catalog.js"
 import { current, navigate } from "../router.js"
 
-const CreateForm = (props: { readonly onCreated: (created: Webhook.WebhookCreated) => void }) => {
+type EventType = typeof eventTypes[number]
+
+const CreateForm = (props: { readonly onCreated: (created: WebhookCreated) => void }) => {
   const fields = useFields({ url: "", description: "" })
   const { description, url } = fields.values
-  const [events, setEvents] = useState<ReadonlyArray<Webhook.EventType>>(["task.completed", "task.failed"])
+  const [events, setEvents] = useState<ReadonlyArray<EventType>>(["task.completed", "task.failed"])
   return (
     <FormCard
       label="Register a webhook"
       onSubmit={(_, key) =>
-        call("key", (api) =>
-          api.webhooks.create({
-            payload: {
-              url,
-              events: events as [Webhook.EventType, ...Array<Webhook.EventType>],
-              ...(description === "" ? {} : { description })
-            },
-            headers: { "idempotency-key": key }
-          })).then((created) => {
+        keyCall((client) =>
+          client.webhooks.create({
+            url,
+            events: [...events],
+            ...(description === "" ? {} : { description })
+          }, { idempotencyKey: key })
+        ).then((created) => {
             fields.reset()
             props.onCreated(created)
           })}
@@ -36,7 +37,7 @@ const CreateForm = (props: { readonly onCreated: (created: Webhook.WebhookCreate
       </Field>
       <fieldset>
         <legend>Events</legend>
-        <Checks name="events" options={Webhook.eventTypes} chosen={events} onChange={setEvents} />
+        <Checks name="events" options={eventTypes} chosen={events} onChange={setEvents} />
       </fieldset>
       <Field label="Description (optional)">
         <input type="text" maxLength={500} {...fields.bind("description")} />
@@ -47,7 +48,7 @@ const CreateForm = (props: { readonly onCreated: (created: Webhook.WebhookCreate
 
 /** What a test event got: delivered or not, the receiver's status, how long it took, the error. */
 /** A test event's outcome in one sentence: delivered or not, what the endpoint answered, how long it took. */
-const testSentence = (result: Webhook.WebhookTestResult): string => {
+const testSentence = (result: WebhookTestResult): string => {
   const answered = result.statusCode === null ? undefined : `the endpoint answered HTTP ${result.statusCode}`
   if (result.delivered) return `The test event was delivered: ${answered ?? "the endpoint answered"} in ${result.durationMs} ms.`
   // the error of an answer that was not 2xx only repeats its status
@@ -59,15 +60,15 @@ const testSentence = (result: Webhook.WebhookTestResult): string => {
   return `The test event was not delivered: ${why}, after ${result.durationMs} ms.`
 }
 
-const TestResult = ({ result }: { readonly result: Webhook.WebhookTestResult }) => (
+const TestResult = ({ result }: { readonly result: WebhookTestResult }) => (
   <div class={`test-result ${result.delivered ? "ok" : "bad"}`} role="status">{testSentence(result)}</div>
 )
 
 /** The webhook list. */
 export const WebhookList = () => {
-  const loaded = useLoad(() => call("key", (api) => api.webhooks.list()), [])
-  const [secret, setSecret] = useState<Webhook.WebhookCreated | undefined>(undefined)
-  const [tested, setTested] = useState<Record<string, Webhook.WebhookTestResult>>({})
+  const loaded = useLoad(() => keyCall((client) => client.webhooks.list()), [])
+  const [secret, setSecret] = useState<WebhookCreated | undefined>(undefined)
+  const [tested, setTested] = useState<Record<string, WebhookTestResult>>({})
   const action = useSubmit()
   return (
     <section>
@@ -96,7 +97,7 @@ export const WebhookList = () => {
                   {hook.enabled ? null : (
                     <ActionButton
                       submission={action}
-                      run={() => call("key", (api) => api.webhooks.enable({ path: { id: hook.id } })).then(loaded.reload)}
+                      run={() => keyCall((client) => client.webhooks.enable(hook.id)).then(loaded.reload)}
                     >
                       Enable
                     </ActionButton>
@@ -104,7 +105,7 @@ export const WebhookList = () => {
                   <ActionButton
                     submission={action}
                     run={() =>
-                      call("key", (api) => api.webhooks.test({ path: { id: hook.id } })).then((result) =>
+                      keyCall((client) => client.webhooks.test(hook.id)).then((result) =>
                         setTested((t) => ({ ...t, [hook.id]: result }))
                       )}
                   >
@@ -114,7 +115,7 @@ export const WebhookList = () => {
                   <ConfirmButton
                     label="Delete"
                     confirm="Confirm delete"
-                    onConfirm={() => action.submit(() => call("key", (api) => api.webhooks.delete({ path: { id: hook.id } })).then(loaded.reload))}
+                    onConfirm={() => action.submit(() => keyCall((client) => client.webhooks.delete(hook.id)).then(loaded.reload))}
                   />
                   {tested[hook.id] === undefined ? null : <TestResult result={tested[hook.id]!} />}
                 </td>
@@ -134,8 +135,8 @@ export const WebhookList = () => {
 }
 
 /** The delivery state a value names (`?status=` of the page's address, a choice of the filter), if any. */
-const stateOf = (value: string | null): typeof Webhook.DeliveryStatus.Type | undefined =>
-  Webhook.DeliveryStatus.literals.find((state) => state === value)
+const stateOf = (value: string | null): typeof deliveryStatuses[number] | undefined =>
+  deliveryStatuses.find((state) => state === value)
 
 /**
  * One webhook's deliveries: a compact table (state, event, task, attempts, last answer, created) with a state filter
@@ -153,11 +154,9 @@ export const WebhookDeliveries = (props: { readonly id: string }) => {
   }
   const loaded = useLoad(
     () =>
-      call("key", (api) =>
-        api.webhooks.deliveries({
-          path: { id: props.id },
-          urlParams: { ...pager.params, ...(state === undefined ? {} : { status: state }) }
-        })),
+      keyCall((client) =>
+        client.webhooks.deliveries(props.id, { ...pager.params, ...(state === undefined ? {} : { status: state }) })
+      ),
     [props.id, pager.cursor, state],
     { pollMs: 3000, poll: (page) => page.data.some((d) => d.status === "pending") }
   )
@@ -169,7 +168,7 @@ export const WebhookDeliveries = (props: { readonly id: string }) => {
       <p class="muted mono">{props.id}</p>
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Filters">
         <Field label="State">
-          <Select name="status" value={state ?? ""} none="Any" options={Webhook.DeliveryStatus.literals} onChange={choose} />
+          <Select name="status" value={state ?? ""} none="Any" options={deliveryStatuses} onChange={choose} />
         </Field>
       </form>
       {replayed === undefined ? null : <div class="notice" role="status">Replayed as a new delivery {replayed}.</div>}
@@ -191,7 +190,7 @@ export const WebhookDeliveries = (props: { readonly id: string }) => {
                 key={delivery.id}
                 delivery={delivery}
                 replay={() =>
-                  call("key", (api) => api.webhooks.replay({ path: { id: props.id, deliveryId: delivery.id } })).then((next) => {
+                  keyCall((client) => client.webhooks.replay(props.id, delivery.id)).then((next) => {
                     setReplayed(next.id)
                     pager.reset()
                     loaded.reload()
@@ -208,7 +207,7 @@ export const WebhookDeliveries = (props: { readonly id: string }) => {
 
 /** A delivery's row, its last error and its attempts (a row below it, opened on demand). */
 const DeliveryRow = (props: {
-  readonly delivery: Webhook.DeliveryWithAttempts
+  readonly delivery: DeliveryWithAttempts
   readonly replay: () => Promise<void>
   readonly action: ReturnType<typeof useSubmit>
 }) => {
