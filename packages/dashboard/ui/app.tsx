@@ -6,10 +6,20 @@
 import type { ComponentChildren } from "preact"
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
+import { Mediagate } from "@mediagate/client"
 import { keyCall } from "./client.js"
-import { onUnauthorized, toFailure } from "./requests.js"
-import { type CredentialKind, credential, signOut } from "./session.js"
-import { EnvironmentBadge, ErrorBox, Link } from "./components.js"
+import { ApiFailure, onUnauthorized, toFailure } from "./requests.js"
+import {
+  apiBaseUrl,
+  type CredentialKind,
+  credential,
+  environmentOfKey,
+  keepOther,
+  otherCredential,
+  signOut,
+  switchEnvironment
+} from "./session.js"
+import { EnvironmentBadge, ErrorBox, Link, useSubmit } from "./components.js"
 import { consoleOf, navigate, useRoute } from "./router.js"
 import { SignIn } from "./signin.js"
 import { ThemeToggle } from "./theme.js"
@@ -20,14 +30,113 @@ import { KeyList } from "./views/Keys.js"
 import { TaskDetail, TaskList } from "./views/Tasks.js"
 import { WebhookDeliveries, WebhookList } from "./views/Webhooks.js"
 
-/** The environment a key's prefix names (`mg_live_…`, `mg_test_…`). */
-const environmentOfKey = (key: string): "live" | "test" | undefined =>
-  key.startsWith("mg_live_") ? "live" : key.startsWith("mg_test_") ? "test" : undefined
+/**
+ * The test/live switch of the account console (as Stripe's "Test mode"): the console shows one environment's data,
+ * the signed-in key's; with a key of the other environment kept in this tab, the switch turns the console to it at
+ * once. Without one, it asks for one: a key to sign in with, or (from a live key allowed to make keys) a new test
+ * key made for this tab. Signing out forgets both.
+ */
+const EnvironmentSwitch = (props: { readonly environment: "live" | "test"; readonly onSwitched: () => void }) => {
+  const [asking, setAsking] = useState(false)
+  const [value, setValue] = useState("")
+  const submission = useSubmit()
+  const other = props.environment === "live" ? "test" : "live"
+  const use = (key: string) => {
+    keepOther(key)
+    switchEnvironment()
+    setAsking(false)
+    setValue("")
+    props.onSwitched()
+  }
+  return (
+    <>
+      <button
+        type="button"
+        role="switch"
+        class="env-switch"
+        aria-checked={props.environment === "test"}
+        onClick={() => {
+          if (otherCredential() === undefined) return setAsking(!asking)
+          switchEnvironment()
+          props.onSwitched()
+        }}
+      >
+        Test data
+      </button>
+      {asking
+        ? (
+          <form
+            class="card form env-ask"
+            aria-label={`View ${other} data`}
+            onSubmit={(e) => {
+              e.preventDefault()
+              submission.submit(() => {
+                const key = value.trim()
+                if (environmentOfKey(key) !== other) {
+                  return Promise.reject(
+                    new ApiFailure(`That is not a ${other} key (mg_${other}_…)`, "VALIDATION_ERROR", undefined)
+                  )
+                }
+                return checkKey(key).then(() => use(key))
+              })
+            }}
+          >
+            <p>
+              {`To view ${other} data, sign in with a ${other} key of this account as well. It stays in this tab only; the switch then goes
+              back and forth.`}
+            </p>
+            <label class="field">
+              <span class="label">{`A ${other} API key`}</span>
+              <input
+                type="password"
+                name="otherKey"
+                autoComplete="off"
+                spellcheck={false}
+                value={value}
+                onInput={(e) => setValue(e.currentTarget.value)}
+              />
+            </label>
+            {submission.error === undefined ? null : <ErrorBox error={submission.error} />}
+            <div class="row">
+              <button type="submit" class="primary" disabled={submission.busy || value.trim() === ""}>Use this key</button>
+              {other === "test"
+                ? (
+                  <button
+                    type="button"
+                    disabled={submission.busy}
+                    onClick={() =>
+                      submission.submit((idempotencyKey) =>
+                        keyCall((client) =>
+                          client.apiKeys.create({ name: "dashboard test view", environment: "test" }, { idempotencyKey })
+                        ).then((created) => use(created.key))
+                      )}
+                  >
+                    Make a test key for this tab
+                  </button>
+                )
+                : null}
+              <button type="button" onClick={() => setAsking(false)}>Cancel</button>
+            </div>
+          </form>
+        )
+        : null}
+    </>
+  )
+}
+
+/** Whether a key is accepted: one cheap call (a key that may not list tasks is still a key). */
+const checkKey = (key: string): Promise<void> =>
+  new Mediagate({ apiKey: key, baseUrl: apiBaseUrl }).tasks.list({ limit: 1 }).then(() => undefined, (error: unknown) => {
+    const failure = toFailure(error)
+    if (failure.status === 403 && failure.code === "KEY_PERMISSION_DENIED") return
+    throw failure
+  })
 
 const Shell = (props: {
   readonly kind: CredentialKind
   readonly path: string
   readonly onSignOut: () => void
+  readonly onSwitched: () => void
   readonly children: ComponentChildren
 }) => {
   // the account console is the view of one environment, the signed-in key's: its tasks, webhooks and ledger only
@@ -46,6 +155,7 @@ const Shell = (props: {
           Mediagate{props.kind === "admin" ? " · operator" : ""}
         </Link>
         {environment === undefined ? null : <EnvironmentBadge environment={environment} />}
+        {environment === undefined ? null : <EnvironmentSwitch environment={environment} onSwitched={props.onSwitched} />}
         <nav aria-label="Main">
           {links.map(([to, label]) => (
             <Link key={to} to={to} class={props.path.startsWith(to) ? "active" : ""}>{label}</Link>
@@ -59,12 +169,13 @@ const Shell = (props: {
       {environment === "test"
         ? (
           <div class="test-mode" role="status" aria-label="Test mode">
-            <strong>Test mode</strong> — signed in with a test key: you see only test data (test tasks, test webhooks;
-            test tasks are never charged, so the ledger is empty). Sign in with a live key for live data.
+            <strong>Test mode</strong> — you see only test data (test tasks, test webhooks; test tasks are never charged, so
+            the ledger is empty). Switch <em>Test data</em> off for live data.
           </div>
         )
         : null}
-      <main id="main" tabIndex={-1}>{props.children}</main>
+      {/* a switch of environment draws the views again, with the other key */}
+      <main id="main" tabIndex={-1} key={environment}>{props.children}</main>
     </>
   )
 }
@@ -148,6 +259,11 @@ const App = () => {
       onSignOut={() => {
         signOut(kind)
         navigate(kind === "admin" ? "/admin" : "/")
+        refresh()
+      }}
+      onSwitched={() => {
+        // the other environment's data: the same section, from its list (a task or webhook page is of one environment)
+        navigate(`/${route.path.split("/").filter((part) => part !== "")[0] ?? "tasks"}`)
         refresh()
       }}
     >

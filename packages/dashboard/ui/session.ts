@@ -56,8 +56,41 @@ export const signIn = (kind: CredentialKind, value: string): void => {
   tryStorage(() => sessionStorage.setItem(storageKeys[kind], value)) // refused: memory only
 }
 
-/** Signs out: forgets the credential (the client built on it is not used again: `api.ts`). */
+/** The account console's key of the other environment, kept beside the signed-in one (the test/live switch). */
+const otherStorageKey = "mediagate.apiKey.other"
+let otherKey: string | undefined
+
+/** The environment a key's prefix names (`mg_live_…`, `mg_test_…`). */
+export const environmentOfKey = (key: string): "live" | "test" | undefined =>
+  key.startsWith("mg_live_") ? "live" : key.startsWith("mg_test_") ? "test" : undefined
+
+/** The kept key of the other environment than the signed-in key's, if any. */
+export const otherCredential = (): string | undefined => {
+  otherKey ??= tryStorage(() => sessionStorage.getItem(otherStorageKey) ?? undefined)
+  return otherKey
+}
+
+/** Keeps a key of the other environment for this tab (the switch uses it). */
+export const keepOther = (key: string): void => {
+  otherKey = key
+  tryStorage(() => sessionStorage.setItem(otherStorageKey, key))
+}
+
+/** Switches the account console to the kept key of the other environment (the signed-in one is kept in turn). */
+export const switchEnvironment = (): void => {
+  const other = otherCredential()
+  const current = credential("key")
+  if (other === undefined || current === undefined) return
+  signIn("key", other)
+  keepOther(current)
+}
+
+/** Signs out: forgets the credential (the client built on it is not used again), and the account's other key. */
 export const signOut = (kind: CredentialKind): void => {
   delete memory[kind]
   tryStorage(() => sessionStorage.removeItem(storageKeys[kind]))
+  if (kind === "key") {
+    otherKey = undefined
+    tryStorage(() => sessionStorage.removeItem(otherStorageKey))
+  }
 }

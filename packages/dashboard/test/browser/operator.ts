@@ -301,6 +301,38 @@ export const operatorJourneys = (session: Session) => {
     expect(await page.locator(`tr[data-task="${testId}"]`).count()).toBe(0)
     expect(await page.getByRole("status", { name: "Test mode" }).count()).toBe(0)
 
+    // the test/live switch (as Stripe's test mode), within one sign-in: without a test key it asks for one
+    const toggle = page.getByRole("switch", { name: "Test data" })
+    expect(await toggle.getAttribute("aria-checked")).toBe("false")
+    await toggle.click()
+    const ask = page.getByRole("form", { name: "View test data" })
+    await ask.getByLabel("A test API key").fill(running.keys.live)
+    await ask.getByRole("button", { name: "Use this key" }).click()
+    expect(await ask.getByRole("alert").textContent()).toContain("That is not a test key")
+    // a test key made for this tab, from the live key
+    await ask.getByRole("button", { name: "Make a test key for this tab" }).click()
+    await banner.waitFor()
+    expect(await page.locator("header.top [data-environment]").textContent()).toBe("Test")
+    expect(await toggle.getAttribute("aria-checked")).toBe("true")
+    await page.locator(`tr[data-task="${testId}"]`).waitFor()
+    expect(await page.locator(`tr[data-task="${live}"]`).count()).toBe(0)
+    const kept = await page.evaluate(
+      () => [sessionStorage.getItem("mediagate.apiKey"), sessionStorage.getItem("mediagate.apiKey.other")]
+    )
+    expect(kept[0]).toMatch(/^mg_test_/)
+    expect(kept[1]).toBe(running.keys.live)
+    // back and forth at once: both keys are kept in the tab
+    await toggle.click()
+    await page.locator(`tr[data-task="${live}"]`).waitFor()
+    expect(await page.locator("header.top [data-environment]").textContent()).toBe("Live")
+    expect(await page.getByRole("status", { name: "Test mode" }).count()).toBe(0)
+    await toggle.click()
+    await page.locator(`tr[data-task="${testId}"]`).waitFor()
+    await shot("19b-test-switch")
+    await toggle.click()
+    await page.locator(`tr[data-task="${live}"]`).waitFor()
+    expect(await page.evaluate(() => sessionStorage.getItem("mediagate.apiKey"))).toBe(running.keys.live)
+
     // the operator's task inspector: both environments, a column and a filter
     await page.goto(`${running.baseUrl}/dashboard/admin/tasks`)
     await page.getByRole("heading", { name: "Task inspector" }).waitFor()
@@ -364,6 +396,7 @@ export const operatorJourneys = (session: Session) => {
     await page.getByRole("button", { name: "Sign out" }).click()
     await page.getByRole("form", { name: "Sign in" }).waitFor()
     expect(await page.evaluate(() => sessionStorage.getItem("mediagate.apiKey"))).toBeNull()
+    expect(await page.evaluate(() => sessionStorage.getItem("mediagate.apiKey.other"))).toBeNull()
     expect(cspViolations).toEqual([])
   })
 }

@@ -27,6 +27,7 @@ export const playgroundJourneys = (session: Session) => {
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Playground" }).click()
     await page.getByRole("heading", { name: "Playground" }).waitFor()
     const form = page.getByRole("form", { name: "Generation" })
+    await form.getByLabel("Endpoint").locator("option").first().waitFor({ state: "attached" })
     // every generation endpoint of the API, from its schema
     const endpoints = await form.getByLabel("Endpoint").locator("option").allTextContents()
     expect(endpoints).toContain("vendor4/text-to-image")
