@@ -76,18 +76,23 @@ export const listPage = <A>(
     const storage = yield* TaskReads
     const beforeId = yield* Envelope.decodeIdCursor("task_", query.cursor)
     const page = yield* storage.list(accountId, {
-      status: query.status,
-      provider: query.provider,
-      model: query.model,
-      createdAfter: query.created_after?.getTime(),
-      createdBefore: query.created_before?.getTime(),
-      ...searchOf(query.search),
+      ...filtersOf(query),
       environment: query.environment,
       beforeId,
       limit: query.limit ?? Task.defaultPageSize
     })
     return Envelope.idPage(page, page.items.map(item))
   })
+
+/** The filters of a list's query (or an event stream's) as the storage takes them. */
+const filtersOf = (query: Task.TaskEventsQuery): Omit<ListQuery, "environment" | "beforeId" | "limit"> => ({
+  status: query.status,
+  provider: query.provider,
+  model: query.model,
+  createdAfter: query.created_after?.getTime(),
+  createdBefore: query.created_before?.getTime(),
+  ...searchOf(query.search)
+})
 
 /**
  * What a list's `search` looks for: a task id prefix when it could start an id (`t`, `ta`, ... `task_...`), else the
@@ -358,12 +363,7 @@ export const make = Effect.gen(function*() {
       Changes.stream({
         read: (page) =>
           reads.changes(principal.accountId, {
-            status: query.status,
-            provider: query.provider,
-            model: query.model,
-            createdAfter: query.created_after?.getTime(),
-            createdBefore: query.created_before?.getTime(),
-            ...searchOf(query.search),
+            ...filtersOf(query),
             environment: principal.environment,
             ...page
           }),

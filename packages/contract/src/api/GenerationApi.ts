@@ -64,6 +64,17 @@ export const endpoint = <const E extends Family.Endpoint>(info: E) => {
  */
 export type EndpointOf<E> = E extends Family.Endpoint ? ReturnType<typeof endpoint<E>> : never
 
+/** A group of one endpoint per generation endpoint of a registry (authenticated), each made by `make`. */
+const perEndpoint = <const Id extends string, E extends HttpApiEndpoint.HttpApiEndpoint.Any>(
+  id: Id,
+  registry: Family.Registry,
+  make: (info: Family.Endpoint) => E
+) =>
+  Family.endpointsOf(registry).reduce(
+    (group: HttpApiGroup.HttpApiGroup<Id, E, never>, info) => group.add(make(info)),
+    HttpApiGroup.make(id)
+  ).pipe(authenticated)
+
 /**
  * The generation group of a registry, its endpoints typed alike (as code that handles every one alike sees them).
  *
@@ -71,12 +82,7 @@ export type EndpointOf<E> = E extends Family.Endpoint ? ReturnType<typeof endpoi
  * @category api
  */
 export const group = (registry: Family.Registry) =>
-  Family.endpointsOf(registry).reduce(
-    (group: HttpApiGroup.HttpApiGroup<"generation", EndpointOf<Family.Endpoint>, never>, info) =>
-      group.add(endpoint(info)),
-    HttpApiGroup.make("generation")
-  )
-    .pipe(authenticated)
+  perEndpoint("generation", registry, (info): EndpointOf<Family.Endpoint> => endpoint(info))
     .annotate(OpenApi.Title, "Generation")
     .annotate(OpenApi.Description, "Video and image generation requests, one endpoint per family and operation")
 
@@ -165,12 +171,7 @@ export type EstimateEndpointOf<E> = E extends Family.Endpoint ? ReturnType<typeo
  * @category api
  */
 export const estimates = (registry: Family.Registry) =>
-  Family.endpointsOf(registry).reduce(
-    (group: HttpApiGroup.HttpApiGroup<"estimates", EstimateEndpointOf<Family.Endpoint>, never>, info) =>
-      group.add(estimateEndpoint(info)),
-    HttpApiGroup.make("estimates")
-  )
-    .pipe(authenticated)
+  perEndpoint("estimates", registry, (info): EstimateEndpointOf<Family.Endpoint> => estimateEndpoint(info))
     .annotate(OpenApi.Title, "Estimates")
     .annotate(
       OpenApi.Description,
