@@ -158,10 +158,15 @@ describe.each(storages)("an account's event stream on %s", (_name, storageOf) =>
           expect(yield* Effect.promise(() => stream.readUntil((events) => comments(events) >= 5, 20_000))).toBe(true)
           expect(tasksOf(stream.events)).toEqual([])
         }
+        // an id of a change in the future resumes from now
+        const future = yield* streamOf(again, keys.test, "", `9999999999999.${kite}`)
+        expect(yield* Effect.promise(() => future.readUntil((events) => comments(events) >= 2, 20_000))).toBe(true)
         const later = yield* createTask(again, keys.test, "a lantern on the quay [sim:delay=0]")
-        expect(yield* Effect.promise(() => fresh.readUntil(finished([later]), 30_000))).toBe(true)
-        expect(new Set(tasksOf(fresh.events).map((state) => state.task.id))).toEqual(new Set([later]))
-        for (const stream of [resumed, fresh, odd]) stream.close()
+        for (const stream of [fresh, future]) {
+          expect(yield* Effect.promise(() => stream.readUntil(finished([later]), 30_000))).toBe(true)
+          expect(new Set(tasksOf(stream.events).map((state) => state.task.id))).toEqual(new Set([later]))
+        }
+        for (const stream of [resumed, fresh, odd, future]) stream.close()
         yield* Scope.close(second, Exit.void)
       }),
     120_000

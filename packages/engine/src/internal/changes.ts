@@ -51,7 +51,8 @@ interface Round {
 
 /**
  * The stream of an account's changes: after `after` (a change time: a resumed stream sends the changes from
- * {@link lookbackMs} before it on, some of which its client may have), or from now on.
+ * {@link lookbackMs} before it on, some of which its client may have), or from now on (without one, or with one
+ * later than now).
  */
 export const stream = <E>(options: {
   readonly read: (page: Pick<ChangeQuery, "since" | "after" | "known" | "limit">) => Effect.Effect<ChangePage, E>
@@ -63,13 +64,9 @@ export const stream = <E>(options: {
     // each task's change time already sent or passed over (by id); entries older than the look-back are dropped
     const known = new Map<string, number>()
     const isKnown = (key: ChangeKey) => known.get(key.id) === key.changedAt
-    const start: Round = {
-      since: 0,
-      latest: options.after ?? now,
-      next: undefined,
-      first: true,
-      silent: options.after === undefined
-    }
+    // a change time from the future (a made-up id) starts from now, as no id does
+    const after = options.after !== undefined && options.after <= now ? options.after : undefined
+    const start: Round = { since: 0, latest: after ?? now, next: undefined, first: true, silent: after === undefined }
     const wait = Effect.sleep(Duration.millis(options.every))
     return Stream.unfoldChunkEffect(start, (round) => {
       const since = round.next === undefined ? Math.max(0, round.latest - lookbackMs) : round.since

@@ -112,9 +112,11 @@ export const make = (context: SqlContext) =>
         if (limit === 0 || hasNul(accountId, query.status, query.provider, query.model, query.idPrefix)) {
           return { items: [], keys: [], next: undefined }
         }
-        const range = [sql`account_id = ${accountId}`, sql`changed_at >= ${Math.floor(query.since)}`]
-        const after = query.after
-        if (after !== undefined && !hasNul(after.id)) {
+        // the index range starts at the later of `since` and the keyset: a long catch-up reads each key once
+        const after = query.after !== undefined && !hasNul(query.after.id) ? query.after : undefined
+        const from = Math.floor(Math.max(query.since, after?.changedAt ?? query.since))
+        const range = [sql`account_id = ${accountId}`, sql`changed_at >= ${from}`]
+        if (after !== undefined) {
           range.push(sql`(changed_at > ${after.changedAt} OR (changed_at = ${after.changedAt} AND id > ${after.id}))`)
         }
         const keys = yield* sql`SELECT changed_at, id FROM ${t.tasks} WHERE ${sql.and(range)}
