@@ -220,29 +220,36 @@ export const make = (context: SqlContext) =>
           ? Effect.as(acceptingCharged({ record, charge }), created).pipe(persistAccept)
           : Effect.as(inserting(record), created).pipe(acceptSpan)
       }
+      // the key taken by a write first: the transaction holds the write lock before it reads (SQLite: another
+      // process's commit between a read and the first write of a deferred transaction fails it, SQLITE_BUSY, where a
+      // first write waits for the other writer as the driver's busy timeout allows)
       const attempt = sql.withTransaction(Effect.gen(function*() {
-        if (claim !== undefined) {
+        const createdAt = yield* nowSql
+        const inserted = yield* sql`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, task_id, created_at)
+          VALUES (${task.accountId}, ${claim.key}, ${claim.fingerprint}, ${task.id}, ${createdAt})
+          ON CONFLICT (account_id, "key") DO NOTHING
+          RETURNING task_id`
+        if (inserted.length === 0) {
           const previous = yield* sql`SELECT fingerprint, task_id, created_at FROM ${t.idempotency}
             WHERE account_id = ${task.accountId} AND "key" = ${claim.key}`.pipe(
             Effect.flatMap(rows.idempotency.first),
             Effect.map(Option.getOrUndefined)
           )
+          // gone meanwhile (pruned): the whole accept runs again
+          if (previous === undefined) return yield* new IdempotencyRace()
           const verdict = IdempotencyWindow.judge(previous, claim)
           if (verdict === "Reused") {
             return yield* new Errors.IdempotencyKeyReused({ message: IdempotencyWindow.reusedMessage })
           }
-          if (verdict === "Replay" && previous !== undefined) {
+          if (verdict === "Replay") {
             const original = yield* selectTask(previous.taskId)
             if (Option.isSome(original)) return { _tag: "Replayed", task: original.value } as const
           }
-          // take the key: insert it, or replace exactly the row read above (expired, or its task gone); a
-          // concurrent accept that took it first leaves nothing to return, and the whole accept runs again
-          const createdAt = yield* nowSql
-          const taken = yield* sql`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, task_id, created_at)
-            VALUES (${task.accountId}, ${claim.key}, ${claim.fingerprint}, ${task.id}, ${createdAt})
-            ON CONFLICT (account_id, "key") DO UPDATE SET fingerprint = excluded.fingerprint,
-              task_id = excluded.task_id, created_at = excluded.created_at
-            WHERE ${t.idempotency}.task_id = ${previous?.taskId ?? null}
+          // expired, or its task gone: take the key over, replacing exactly the row read above; a concurrent
+          // accept that took it first leaves nothing to return, and the whole accept runs again
+          const taken = yield* sql`UPDATE ${t.idempotency} SET fingerprint = ${claim.fingerprint}, task_id = ${task.id},
+              created_at = ${createdAt}
+            WHERE account_id = ${task.accountId} AND "key" = ${claim.key} AND task_id = ${previous.taskId}
             RETURNING task_id`
           if (taken.length === 0) return yield* new IdempotencyRace()
         }
