@@ -83,10 +83,11 @@ export const make = (context: SqlContext) =>
       settle: (id, fence, attempt, settlement) =>
         sql.withTransaction(Effect.gen(function*() {
           if (!Number.isSafeInteger(fence) || hasNul(id)) return false
-          const current = yield* sql`SELECT * FROM ${t.deliveries}
-            WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND status = 'pending'`.pipe(
-            Effect.flatMap(rows.delivery.first)
-          )
+          // read by a write that changes nothing: the transaction holds the row (PostgreSQL) or the write lock
+          // (SQLite: a read first would fail the later write at once if another process committed in between)
+          const current = yield* sql`UPDATE ${t.deliveries} SET fence = fence
+            WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND status = 'pending'
+            RETURNING *`.pipe(Effect.flatMap(rows.delivery.first))
           if (Option.isNone(current)) return false
           const row = current.value
           const next = settled(row, attempt, settlement)

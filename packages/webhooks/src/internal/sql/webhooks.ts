@@ -24,24 +24,31 @@ export const make = (context: SqlContext) =>
       createWebhook: (webhook, claim) =>
         sql.withTransaction(Effect.gen(function*() {
           if (claim !== undefined) {
-            const previous = yield* sql`SELECT fingerprint, webhook_id, created_at FROM ${t.idempotency}
-              WHERE account_id = ${webhook.accountId} AND "key" = ${claim.key}${sql.literal(pg ? " FOR UPDATE" : "")}`
-              .pipe(
-                Effect.flatMap(rows.idempotency.first),
-                Effect.map(Option.getOrUndefined)
-              )
-            const verdict = IdempotencyWindow.judge(previous, claim)
-            if (verdict === "Reused") return yield* Effect.fail(reused())
-            if (verdict === "Replay" && previous !== undefined) {
-              const original = yield* selectWebhook(previous.webhookId)
-              if (Option.isSome(original)) return { _tag: "Replayed", webhook: original.value } as const
+            // the key taken by a write first (SQLite: a read first would fail the later write at once if another
+            // process committed in between); an existing key read under that write's lock
+            const createdAt = Math.floor(webhook.createdAt)
+            const inserted =
+              yield* sql`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, webhook_id, created_at)
+              VALUES (${webhook.accountId}, ${claim.key}, ${claim.fingerprint}, ${webhook.id}, ${createdAt})
+              ON CONFLICT (account_id, "key") DO NOTHING RETURNING webhook_id`
+            if (inserted.length === 0) {
+              const previous = yield* sql`SELECT fingerprint, webhook_id, created_at FROM ${t.idempotency}
+                WHERE account_id = ${webhook.accountId} AND "key" = ${claim.key}${sql.literal(pg ? " FOR UPDATE" : "")}`
+                .pipe(
+                  Effect.flatMap(rows.idempotency.first),
+                  Effect.map(Option.getOrUndefined)
+                )
+              const verdict = IdempotencyWindow.judge(previous, claim)
+              if (verdict === "Reused") return yield* Effect.fail(reused())
+              if (verdict === "Replay" && previous !== undefined) {
+                const original = yield* selectWebhook(previous.webhookId)
+                if (Option.isSome(original)) return { _tag: "Replayed", webhook: original.value } as const
+              }
+              // expired, or its webhook gone: the key is this webhook's now
+              yield* sql`UPDATE ${t.idempotency} SET fingerprint = ${claim.fingerprint}, webhook_id = ${webhook.id},
+                  created_at = ${createdAt}
+                WHERE account_id = ${webhook.accountId} AND "key" = ${claim.key}`
             }
-            yield* sql`INSERT INTO ${t.idempotency} (account_id, "key", fingerprint, webhook_id, created_at)
-              VALUES (${webhook.accountId}, ${claim.key}, ${claim.fingerprint}, ${webhook.id}, ${
-              Math.floor(webhook.createdAt)
-            })
-              ON CONFLICT (account_id, "key") DO UPDATE SET fingerprint = excluded.fingerprint,
-                webhook_id = excluded.webhook_id, created_at = excluded.created_at`
           }
           const encoded = yield* rows.webhook.encode({ ...webhook, createdAt: Math.floor(webhook.createdAt) })
           yield* sql`INSERT INTO ${t.webhooks} ${sql.insert(encoded)}`
