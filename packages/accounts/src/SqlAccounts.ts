@@ -205,9 +205,11 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
 
     const store: AccountStore["Type"] = {
       transaction: (self) => persistence("transaction")(sql.withTransaction(self)),
-      lockBootstrap: pg
-        ? sql`SELECT pg_advisory_xact_lock(${bootstrapLock})`.pipe(Effect.asVoid, persistence("bootstrap lock"))
-        : Effect.void,
+      // PostgreSQL: an advisory lock; SQLite: its one write lock, taken by a write of no row (the check that follows
+      // then reads what every other process committed, and the inserts cannot fail for a commit in between)
+      lockBootstrap: (pg
+        ? sql`SELECT pg_advisory_xact_lock(${bootstrapLock})`
+        : sql`UPDATE ${t.accounts} SET name = name WHERE 0 = 1`).pipe(Effect.asVoid, persistence("bootstrap lock")),
       hasAccounts: sql`SELECT 1 AS one FROM ${t.accounts} LIMIT 1`.pipe(
         Effect.map((found) => found.length > 0),
         persistence("account count")
@@ -265,11 +267,16 @@ export const makeStore = (options: SqlOptions = {}): Effect.Effect<
       lockAncestors: (accountId, ids) =>
         ids.length === 0
           ? Effect.succeed(true)
-          : sql`SELECT id FROM ${t.keys} WHERE ${sql.in("id", ids)} AND account_id = ${accountId}
-            AND revoked_at IS NULL${sql.literal(pg ? " FOR SHARE" : "")}`.pipe(
-            Effect.map((live) => live.length === new Set(ids).size),
-            persistence("key ancestors")
-          ),
+          // PostgreSQL: a shared row lock; SQLite has one writer: a write that changes nothing takes the write lock at
+          // once (a read first would fail the transaction's insert if another process committed in between)
+          : (pg
+            ? sql`SELECT id FROM ${t.keys} WHERE ${sql.in("id", ids)} AND account_id = ${accountId}
+              AND revoked_at IS NULL FOR SHARE`
+            : sql`UPDATE ${t.keys} SET revoked_at = revoked_at WHERE ${sql.in("id", ids)} AND account_id = ${accountId}
+              AND revoked_at IS NULL RETURNING id`).pipe(
+              Effect.map((live) => live.length === new Set(ids).size),
+              persistence("key ancestors")
+            ),
       listKeys: (accountId) =>
         sql`SELECT * FROM ${t.keys} WHERE account_id = ${accountId} AND revoked_at IS NULL ORDER BY id`.pipe(
           Effect.flatMap(rows.key.all),
