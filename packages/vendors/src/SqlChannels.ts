@@ -190,12 +190,16 @@ export const make = (options: SqlOptions = {}): Effect.Effect<
     const open = (stored: StoredChannel) => openStored(secrets, stored)
     const encode = (stored: StoredChannel) => rows.encode(stored)
 
+    // locked: PostgreSQL's row lock; on SQLite a write that changes nothing, which takes the write lock before the
+    // transaction reads (a read first would fail its update at once if another process committed in between)
     const find = (id: string, lock: boolean) =>
       SqlStore.hasNul(id)
         ? Effect.succeed(Option.none<StoredChannel>())
-        : sql`SELECT * FROM ${t.channels} WHERE id = ${id}${sql.literal(lock && pg ? " FOR UPDATE" : "")}`.pipe(
-          Effect.flatMap(rows.first)
-        )
+        : (lock && !pg
+          ? sql`UPDATE ${t.channels} SET id = id WHERE id = ${id} RETURNING *`
+          : sql`SELECT * FROM ${t.channels} WHERE id = ${id}${sql.literal(lock ? " FOR UPDATE" : "")}`).pipe(
+            Effect.flatMap(rows.first)
+          )
 
     return ChannelStore.of({
       list: sql`SELECT * FROM ${t.channels} ORDER BY created_at, id`.pipe(
