@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Api, Catalog, Examples } from "@mediagate/contract"
-import { bodyOf, endpointsOf, type FormValues, type OpenApiDocument, shown } from "../ui/playground/schema.js"
+import { bodyOf, endpointsOf, type FormValues, type OpenApiDocument, probeOf, shown } from "../ui/playground/schema.js"
 
 const document = Api.documents(Api.MediagateApi).public as unknown as OpenApiDocument
 const forms = endpointsOf(document)
@@ -93,5 +93,25 @@ describe("the playground's forms", () => {
         }
       }
     })
+  })
+
+  it("fills the required fields with stand-ins that pass their rules, to ask for a model's defaults", () => {
+    for (const form of forms) {
+      const probe = probeOf(form, form.models[0]!, {})
+      const required = form.fields.filter((field) => field.required)
+      if (required.some((field) => field.kind === "json")) {
+        expect(probe, form.endpoint).toBeUndefined()
+        continue
+      }
+      expect(probe, form.endpoint).toBeDefined()
+      expect(Object.keys(probe!.input).sort(), form.endpoint).toEqual(required.map((field) => field.name).sort())
+    }
+    // what is filled stays as typed
+    expect(probeOf(formOf("vendor3/text-to-video"), "vendor3-3", { seed: "12345" })).toEqual({
+      model: "vendor3-3",
+      input: { prompt: "a", seed: 12345 }
+    })
+    // a filled field its rules refuse: no probe
+    expect(probeOf(formOf("vendor3/text-to-video"), "vendor3-3", { seed: "5" })).toBeUndefined()
   })
 })

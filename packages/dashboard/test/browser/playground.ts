@@ -39,6 +39,10 @@ export const playgroundJourneys = (session: Session) => {
     await form.getByLabel("Model").selectOption("vendor4-4-0")
     expect(page.url()).toContain("endpoint=vendor4%2Ftext-to-image")
     await page.getByText("Fill in the required fields to see the price.").waitFor()
+    // the model's defaults before a required field is filled (an estimate with stand-ins for them)
+    await page.waitForFunction(() =>
+      document.querySelector("[data-field=\"watermark\"] option")?.textContent === "Default (true)"
+    )
     await form.getByLabel("prompt (required)").fill("a paper lantern on a lake [sim:delay=2]")
     await form.getByLabel("size").fill("1K")
     const price = page.getByTestId("price")

@@ -286,3 +286,55 @@ export const shown = (value: unknown): string =>
     Array.isArray(value) && value.every((v) => typeof v === "string")
     ? value.join("\n")
     : JSON.stringify(value)
+
+/** A placeholder input file for a stand-in (never fetched: an estimate does not read its inputs). */
+const standInUrl = "https://example.com/input.png"
+
+/**
+ * A value for a required field that the form does not have yet, such that its rules hold, or undefined when none
+ * is known (JSON): the form asks the estimate with them for the model's defaults of the other fields.
+ */
+export const standIn = (field: FormField): string | undefined => {
+  const schema = field.schema
+  switch (field.kind) {
+    case "select":
+    case "choice":
+      return field.options[0]
+    case "number": {
+      const step = schema.multipleOf ?? 1
+      return String(Math.ceil((schema.minimum ?? step) / step) * step)
+    }
+    case "boolean":
+      return "false"
+    case "media":
+      return standInUrl
+    case "list":
+    case "media-list":
+      return Array.from({ length: Math.max(1, schema.minItems ?? 1) }, () => standInUrl).join("\n")
+    case "json":
+      return undefined
+    default:
+      return "a".repeat(Math.max(1, schema.minLength ?? 1))
+  }
+}
+
+/**
+ * The body of a form whose required fields are not all filled yet, with stand-ins for them ({@link standIn}): to
+ * ask the estimate for the model's defaults of the fields left unset. Undefined when a field has no stand-in or a
+ * filled field is refused.
+ */
+export const probeOf = (
+  form: EndpointForm,
+  model: string,
+  values: FormValues
+): { readonly model: string; readonly input: Record<string, unknown> } | undefined => {
+  const filled: Record<string, string> = { ...values }
+  for (const field of form.fields) {
+    if (!field.required || (values[field.name] ?? "").trim() !== "") continue
+    const value = standIn(field)
+    if (value === undefined) return undefined
+    filled[field.name] = value
+  }
+  const body = bodyOf(form, model, filled)
+  return body._tag === "Body" ? body.body : undefined
+}

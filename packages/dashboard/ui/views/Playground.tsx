@@ -22,6 +22,7 @@ import {
   type FormField,
   type FormValues,
   type OpenApiDocument,
+  probeOf,
   shown
 } from "../playground/schema.js"
 import { current, navigate } from "../router.js"
@@ -64,7 +65,12 @@ type Estimate = Awaited<ReturnType<Mediagate["estimate"]>>
 /** What the price box says: nothing yet, the fields to fill, the estimate, or the API's refusal. */
 type Pricing =
   | { readonly _tag: "Waiting" }
-  | { readonly _tag: "Incomplete"; readonly messages: Readonly<Record<string, string>> }
+  | {
+    readonly _tag: "Incomplete"
+    readonly messages: Readonly<Record<string, string>>
+    /** The model's defaults of the unset fields, from an estimate with stand-ins for the missing required ones. */
+    readonly defaults?: Readonly<Record<string, unknown>> | undefined
+  }
   | { readonly _tag: "Priced"; readonly estimate: Estimate }
   | { readonly _tag: "Refused"; readonly failure: ApiFailure }
 
@@ -95,17 +101,30 @@ const PlaygroundForm = (props: { readonly forms: ReadonlyArray<EndpointForm> }) 
   useEffect(() => {
     if (form === undefined) return
     const body = bodyOf(form, model, values)
-    if (body._tag === "Invalid") {
-      setPricing({ _tag: "Incomplete", messages: body.messages })
-      return
-    }
     let current = true
-    const timer = setTimeout(() => {
-      keyCall((client) => client.estimate(endpoint as never, body.body as never)).then(
-        (estimate) => current && setPricing({ _tag: "Priced", estimate }),
-        (error: unknown) => current && setPricing({ _tag: "Refused", failure: toFailure(error) })
+    const ask = (f: () => void) => setTimeout(f, 250)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    if (body._tag === "Invalid") {
+      const messages = body.messages
+      setPricing({ _tag: "Incomplete", messages })
+      // the model's defaults before the required fields are filled: an estimate with stand-ins for them
+      const probe = probeOf(form, model, values)
+      if (probe !== undefined) {
+        timer = ask(() =>
+          keyCall((client) => client.estimate(endpoint as never, probe as never)).then(
+            (estimate) => current && setPricing({ _tag: "Incomplete", messages, defaults: estimate.input }),
+            () => undefined
+          )
+        )
+      }
+    } else {
+      timer = ask(() =>
+        keyCall((client) => client.estimate(endpoint as never, body.body as never)).then(
+          (estimate) => current && setPricing({ _tag: "Priced", estimate }),
+          (error: unknown) => current && setPricing({ _tag: "Refused", failure: toFailure(error) })
+        )
       )
-    }, 250)
+    }
     return () => {
       current = false
       clearTimeout(timer)
@@ -146,6 +165,14 @@ const PlaygroundForm = (props: { readonly forms: ReadonlyArray<EndpointForm> }) 
   }
   const estimate = pricing._tag === "Priced" ? pricing.estimate : undefined
   const messages = pricing._tag === "Incomplete" ? pricing.messages : {}
+  // each unset field's effective default: from the estimate, or from the stand-in estimate (the fields it filled
+  // in excepted)
+  const effective = (field: FormField): unknown =>
+    estimate !== undefined
+      ? estimate.input[field.name]
+      : pricing._tag === "Incomplete" && !field.required
+      ? pricing.defaults?.[field.name]
+      : undefined
   return (
     <div class="playground">
       <form
@@ -183,7 +210,7 @@ const PlaygroundForm = (props: { readonly forms: ReadonlyArray<EndpointForm> }) 
             key={`${endpoint}:${field.name}`}
             field={field}
             value={values[field.name] ?? ""}
-            effective={estimate?.input[field.name]}
+            effective={effective(field)}
             message={messages[field.name] !== undefined && (showAll || (values[field.name] ?? "") !== "")
               ? messages[field.name]
               : undefined}
