@@ -314,7 +314,10 @@ export const standIn = (field: FormField): string | undefined => {
     case "json":
       return undefined
     default:
-      return "a".repeat(Math.max(1, schema.minLength ?? 1))
+      // a field of a file by its format or name (a URL only, no upload): the placeholder URL
+      return schema.format === "uri" || /url|image|video|audio|mask|frame/i.test(field.name)
+        ? standInUrl
+        : "a".repeat(Math.max(1, schema.minLength ?? 1))
   }
 }
 
