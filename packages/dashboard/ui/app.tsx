@@ -6,11 +6,9 @@
 import type { ComponentChildren } from "preact"
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { Mediagate } from "@mediagate/client"
-import { keyCall } from "./client.js"
+import { keyCall, otherKeyCall } from "./client.js"
 import { ApiFailure, onUnauthorized, toFailure } from "./requests.js"
 import {
-  apiBaseUrl,
   type CredentialKind,
   credential,
   environmentOfKey,
@@ -124,13 +122,19 @@ const EnvironmentSwitch = (props: { readonly environment: "live" | "test"; reado
   )
 }
 
-/** Whether a key is accepted: one cheap call (a key that may not list tasks is still a key). */
-const checkKey = (key: string): Promise<void> =>
-  new Mediagate({ apiKey: key, baseUrl: apiBaseUrl }).tasks.list({ limit: 1 }).then(() => undefined, (error: unknown) => {
+/**
+ * Whether a credential is accepted, by one cheap call's answer: a refusal of the call for the credential's own
+ * permissions (403) still proves it.
+ */
+const proven = (answer: Promise<unknown>): Promise<void> =>
+  answer.then(() => undefined, (error: unknown) => {
     const failure = toFailure(error)
     if (failure.status === 403 && failure.code === "KEY_PERMISSION_DENIED") return
     throw failure
   })
+
+/** Whether a key of the other environment is accepted. */
+const checkKey = (key: string): Promise<void> => proven(otherKeyCall(key, (client) => client.tasks.list({ limit: 1 })))
 
 const Shell = (props: {
   readonly kind: CredentialKind
@@ -284,13 +288,8 @@ export const start = (root: HTMLElement): void => {
  * the list (403), which still proves the key. Rejects with the API's refusal.
  */
 export const checkCredential = (kind: CredentialKind): Promise<void> =>
-  (kind === "admin"
-    ? import("./api.js").then(({ call }) => call("admin", (api) => api.admin.system()))
-    : keyCall((client) => client.tasks.list({ limit: 1 }))).then(
-      () => undefined,
-      (failure: unknown) => {
-        const f = toFailure(failure)
-        if (f.status === 403 && f.code === "KEY_PERMISSION_DENIED") return
-        throw f
-      }
-    )
+  proven(
+    kind === "admin"
+      ? import("./api.js").then(({ call }) => call("admin", (api) => api.admin.system()))
+      : keyCall((client) => client.tasks.list({ limit: 1 }))
+  )

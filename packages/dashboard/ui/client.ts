@@ -26,13 +26,20 @@ const inWords = (error: unknown): ApiFailure => {
   return failure
 }
 
+/** Runs one call of the client `made` gives, its failure in the console's words. */
+const run = <A>(made: () => Mediagate, f: (client: Mediagate) => Promise<A>): Promise<A> =>
+  Promise.resolve().then(() => f(made())).catch((error: unknown) => Promise.reject(inWords(error)))
+
 /**
  * Runs one call of the client with the signed-in key. The client sends a read or a call with an `Idempotency-Key`
  * again by itself after a lost answer (up to twice); a failure after that is the call's.
  */
 export const keyCall = <A>(f: (client: Mediagate) => Promise<A>): Promise<A> =>
-  Promise.resolve().then(() => f(client())).catch((error: unknown) => {
-    const failure = inWords(error)
+  run(client, f).catch((failure: ApiFailure) => {
     if (failure.status === 401 || failure.code === "KEY_REVOKED") onUnauthorized.dispatchEvent(new CustomEvent("key"))
     throw failure
   })
+
+/** Runs one call with another key than the signed-in one (a refusal of it signs nothing out). */
+export const otherKeyCall = <A>(key: string, f: (client: Mediagate) => Promise<A>): Promise<A> =>
+  run(() => new Mediagate({ apiKey: key, baseUrl: apiBaseUrl }), f)

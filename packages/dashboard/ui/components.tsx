@@ -8,7 +8,7 @@
  */
 import type { ComponentChildren, JSX } from "preact"
 import { useCallback, useEffect, useRef, useState } from "preact/hooks"
-import { type ApiFailure, idempotencyKey, toFailure } from "./requests.js"
+import { answerLost, type ApiFailure, idempotencyKey, toFailure } from "./requests.js"
 import { current, href, navigate, onLink, useRoute } from "./router.js"
 
 /** A link to a route of the dashboard. */
@@ -369,7 +369,7 @@ export const useSubmit = () => {
       },
       (e: unknown) => {
         const failure = toFailure(e)
-        if (failure.code !== "NETWORK_ERROR") intent.current = undefined
+        if (!answerLost(failure)) intent.current = undefined
         setError(failure)
       }
     ).finally(() => {

@@ -46,6 +46,13 @@ export const toFailure = (error: unknown): ApiFailure => {
 }
 
 /**
+ * Whether a request's answer was lost on the way (the network failed, or no answer in time): the server may have
+ * done it, so the next attempt of the same intent sends the same `Idempotency-Key`.
+ */
+export const answerLost = (failure: ApiFailure): boolean =>
+  failure.code === "NETWORK_ERROR" || failure.code === "TIMEOUT"
+
+/**
  * A fresh `Idempotency-Key` for one intent (`useSubmit` keeps it for the intent's attempts): a random UUID, from
  * `crypto.getRandomValues` where `crypto.randomUUID` is missing (a page served over plain HTTP, not from localhost).
  */

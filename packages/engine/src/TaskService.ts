@@ -152,9 +152,11 @@ export const make = Effect.gen(function*() {
   ): Effect.Effect<Task.QueuePosition | undefined, PersistenceError> =>
     task.status === "pending"
       ? Effect.map(reads.pendingPosition(task), (account) => ({ account, upstream: null }))
-      : Effect.succeed(
-        task.status === "queued" ? { account: null, upstream: task.upstreamReport?.position ?? null } : undefined
-      )
+      : Effect.succeed(upstreamPosition(task))
+
+  /** A queued task's place in the upstream's queue (as last reported); nothing for any other state. */
+  const upstreamPosition = (task: Pick<TaskRecord, "status" | "upstreamReport">): Task.QueuePosition | undefined =>
+    task.status === "queued" ? { account: null, upstream: task.upstreamReport?.position ?? null } : undefined
 
   const refreshed = (result: Task.Task["result"]) =>
     result === undefined ? Effect.succeed(undefined) : links.refresh(result)
@@ -168,8 +170,11 @@ export const make = Effect.gen(function*() {
   }
 
   /** The full read, with result links signed anew and where the task waits. */
-  const present = (task: TaskRecord) =>
-    Effect.map(Effect.zip(refreshed(view(task).result), positionOf(task)), ([result, position]) => ({
+  const present = (task: TaskRecord) => presentAt(task, positionOf(task))
+
+  /** The full read, with result links signed anew and `where` the task waits. */
+  const presentAt = <E>(task: TaskRecord, where: Effect.Effect<Task.QueuePosition | undefined, E>) =>
+    Effect.map(Effect.zip(refreshed(view(task).result), where), ([result, position]) => ({
       read: result === undefined ? waiting(task, position) : {
         ...view(task),
         result,
@@ -216,16 +221,7 @@ export const make = Effect.gen(function*() {
    * stream, not sent to every stream of the account at each start).
    */
   const presentChange = (task: TaskRecord) =>
-    Effect.map(refreshed(view(task).result), (result) => {
-      const position = task.status === "queued"
-        ? { account: null, upstream: task.upstreamReport?.position ?? null }
-        : undefined
-      return {
-        ...view(task),
-        ...(result === undefined ? {} : { result }),
-        ...(position === undefined ? {} : { queue_position: position })
-      }
-    })
+    Effect.map(presentAt(task, Effect.succeed(upstreamPosition(task))), ({ read }) => read)
 
   /** The states after `after`, read every `every` ms, until a terminal one or until the task is gone. */
   const changes =

@@ -10,11 +10,12 @@
  */
 import type { Mediagate, Task } from "@mediagate/client"
 import { useEffect, useRef, useState } from "preact/hooks"
-import { ApiFailure, idempotencyKey, toFailure } from "../requests.js"
+import { answerLost, ApiFailure, idempotencyKey, toFailure } from "../requests.js"
 import { keyCall } from "../client.js"
 import { apiBaseUrl } from "../session.js"
-import { Card, ErrorBox, Field, Link, Status, ViewHeader } from "../components.js"
+import { ActionButton, Card, ErrorBox, Field, Link, Status, useSubmit, ViewHeader } from "../components.js"
 import { bytes, money } from "../format.js"
+import { retryableStatuses, terminalStatuses } from "../generated/catalog.js"
 import {
   bodyOf,
   type EndpointForm,
@@ -158,7 +159,7 @@ const PlaygroundForm = (props: { readonly forms: ReadonlyArray<EndpointForm> }) 
       (error: unknown) => {
         const failed = toFailure(error)
         // an answer lost on the way: the next click asks for the same task
-        if (failed.code !== "NETWORK_ERROR" && failed.code !== "TIMEOUT") intent.current = undefined
+        if (!answerLost(failed)) intent.current = undefined
         setFailure(failed)
       }
     ).finally(() => setBusy(false))
@@ -366,14 +367,11 @@ const InputField = (props: {
   )
 }
 
-const terminal = new Set(["succeeded", "failed", "cancelled", "expired"])
-
 /** A task started here, watched live: its state, progress, place and log lines, then its result or error. */
 const LiveTask = (props: { readonly id: string; readonly onRetried: (id: string) => void }) => {
   const [task, setTask] = useState<Task | undefined>(undefined)
   const [failure, setFailure] = useState<ApiFailure | undefined>(undefined)
-  const [retrying, setRetrying] = useState(false)
-  const retryIntent = useRef<string | undefined>(undefined)
+  const retry = useSubmit()
   useEffect(() => {
     const controller = new AbortController()
     keyCall((client) =>
@@ -386,19 +384,6 @@ const LiveTask = (props: { readonly id: string; readonly onRetried: (id: string)
     )
     return () => controller.abort()
   }, [props.id])
-  const retry = () => {
-    if (retrying) return
-    const key = retryIntent.current ??= idempotencyKey()
-    setRetrying(true)
-    keyCall((client) => client.tasks.retry(props.id, { idempotencyKey: key })).then(
-      (ack) => props.onRetried(ack.id),
-      (error: unknown) => {
-        const failed = toFailure(error)
-        if (failed.code !== "NETWORK_ERROR" && failed.code !== "TIMEOUT") retryIntent.current = undefined
-        setFailure(failed)
-      }
-    ).finally(() => setRetrying(false))
-  }
   const place = task?.queue_position
   return (
     <Card title="Task" class="live-task">
@@ -406,7 +391,7 @@ const LiveTask = (props: { readonly id: string; readonly onRetried: (id: string)
         <Link to={`/tasks/${props.id}`} class="mono">{props.id}</Link>{" "}
         {task === undefined ? <span class="muted">connecting…</span> : <Status status={task.status} />}
       </p>
-      {task === undefined || terminal.has(task.status) ? null : (
+      {task === undefined || (terminalStatuses as ReadonlyArray<string>).includes(task.status) ? null : (
         <>
           <progress max={100} value={task.progress} aria-label="Progress">{task.progress}%</progress>
           <span class="muted small" data-testid="live-state">
@@ -429,10 +414,21 @@ const LiveTask = (props: { readonly id: string; readonly onRetried: (id: string)
           {task.result.map((item, index) => <Preview key={item.url} item={item} type={task.type} index={index} />)}
         </div>
       )}
-      {task !== undefined && (task.status === "failed" || task.status === "expired")
-        ? <button type="button" disabled={retrying} onClick={retry}>Retry (charged again)</button>
+      {task !== undefined && (retryableStatuses as ReadonlyArray<string>).includes(task.status)
+        ? (
+          <ActionButton
+            submission={retry}
+            run={(key) =>
+              keyCall((client) => client.tasks.retry(props.id, { idempotencyKey: key })).then((ack) =>
+                props.onRetried(ack.id)
+              )}
+          >
+            Retry (charged again)
+          </ActionButton>
+        )
         : null}
       {failure === undefined ? null : <ErrorBox error={failure} />}
+      {retry.error === undefined ? null : <ErrorBox error={retry.error} />}
     </Card>
   )
 }

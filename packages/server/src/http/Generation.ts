@@ -20,6 +20,10 @@ function portKey(info: Family.Endpoint): string {
   return info.key
 }
 
+/** The principal of a request to `info` (or its estimate): the key may create its media, of its family. */
+const permittedFor = (info: Family.Endpoint) =>
+  Authorization.require(Authorization.createPermission(info.mediaType), info.family)
+
 /**
  * The generation group of the API of `families` (served by `HttpApiBuilder.api(Api.make(families))`).
  *
@@ -32,7 +36,7 @@ export const layerFor = (families: Family.Registry) =>
       const tasks = yield* Services.TaskService
       const limiter = yield* RateLimiter
       const create = (info: Family.Endpoint) => {
-        const permitted = Authorization.require(Authorization.createPermission(info.mediaType), info.family)
+        const permitted = permittedFor(info)
         const span = Tracing.span(`Generation.${info.name}`)
         return (request: {
           readonly payload: Generation.AnyGenerationRequest
@@ -73,12 +77,13 @@ export const estimatesFor = (families: Family.Registry) =>
     Effect.gen(function*() {
       const tasks = yield* Services.TaskService
       const estimate = (info: Family.Endpoint) => {
-        const permitted = Authorization.require(Authorization.createPermission(info.mediaType), info.family)
+        const permitted = permittedFor(info)
         const span = Tracing.span(`Estimates.${info.name}`)
         return (request: { readonly payload: Generation.AnyGenerationRequest }) =>
           span(Effect.flatMap(permitted, (principal) =>
             tasks.estimate(principal, { endpoint: portKey(info), request: request.payload })))
       }
+      // as the generation group: the last `handle`, outside the fold, proves every one handled
       const [last, ...others] = Family.endpointsOf(families)
       return others.reduce((all, info) =>
         all.handle(info.name, estimate(info)), handlers).handle(

@@ -28,12 +28,14 @@ const encodeTask = Schema.encodeSync(Task.Task)
 
 /** One event of a task's stream: its state as `data`, its version as `id`; after a terminal state, `end`. */
 const eventOf = (state: Services.TaskVersion) =>
-  `id: ${state.version}\nevent: task\ndata: ${JSON.stringify(encodeTask(state.task))}\n\n` +
-  (state.terminal ? "event: end\ndata: {}\n\n" : "")
+  taskEvent(state.version, state.task) + (state.terminal ? "event: end\ndata: {}\n\n" : "")
+
+/** An `event: task` with `task` as `data` (as `GET /tasks/{id}` answers it) and `id`. */
+const taskEvent = (id: string, task: Task.Task) =>
+  `id: ${id}\nevent: task\ndata: ${JSON.stringify(encodeTask(task))}\n\n`
 
 /** One event of an account's stream: the changed task as `data`, the change's place as `id`. */
-const changeEventOf = (change: Services.TaskChange) =>
-  `id: ${change.id}\nevent: task\ndata: ${JSON.stringify(encodeTask(change.task))}\n\n`
+const changeEventOf = (change: Services.TaskChange) => taskEvent(change.id, change.task)
 
 /**
  * A task's event stream (`GET /tasks/{id}/events`): the current state unless `after` names it, then each change

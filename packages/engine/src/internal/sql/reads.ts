@@ -153,11 +153,10 @@ export const make = (context: SqlContext) =>
         const scope: Array<Fragment> = accountId === undefined ? [] : [sql`account_id = ${accountId}`]
         if (query.environment !== undefined) scope.push(sql`environment = ${query.environment}`)
         // the count rows of the scope: the account's (or all), of the environment (or both)
-        const filters = [...scope, ...filtersOf(query)]
+        const others = filtersOf(query)
+        const filters = [...scope, ...others]
         const words = query.words ?? []
-        if (words.length > 0) {
-          return yield* searched(accountId, query, words, { scope, others: filters.slice(scope.length) }, limit)
-        }
+        if (words.length > 0) return yield* searched(accountId, query, words, { scope, others }, limit)
         const page = [...filters]
         if (query.beforeId !== undefined) page.push(below(sql`id`, query.beforeId))
         // the total: from the counts (a few rows, whatever the account's size) or by counting the matching rows
