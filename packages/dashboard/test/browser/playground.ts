@@ -94,7 +94,12 @@ export const playgroundJourneys = (session: Session) => {
 
     // a video: watched live, then played in place
     await price.waitFor()
+    const imageTask = await card.locator("a.mono").textContent()
     await form.getByRole("button", { name: "Generate" }).click()
+    await page.waitForFunction(
+      (before) => document.querySelector(".live-task a.mono")?.textContent !== before,
+      imageTask
+    )
     // live: while it waits or runs, its state and progress (from its event stream)
     await card.getByLabel("Progress").waitFor({ timeout: 10_000 })
     expect(await card.getByTestId("live-state").textContent()).toMatch(/^\d+%/)
@@ -125,10 +130,17 @@ export const playgroundJourneys = (session: Session) => {
     await page.getByTestId("image-file").waitFor()
     await form.getByLabel("size").fill("1K")
     await price.waitFor()
+    const videoTask = await card.locator("a.mono").textContent()
     await form.getByRole("button", { name: "Generate" }).click()
-    await page.waitForFunction(() => document.querySelector(".live-task [data-status=\"succeeded\"]") !== null, null, {
-      timeout: 30_000
-    })
+    // the card shows the new task (not the video's, which had succeeded), then its end
+    await page.waitForFunction(
+      (before) => {
+        const shown = document.querySelector(".live-task a.mono")?.textContent
+        return shown !== before && document.querySelector(".live-task [data-status=\"succeeded\"]") !== null
+      },
+      videoTask,
+      { timeout: 30_000 }
+    )
     const uploadedTask = (await card.locator("a.mono").textContent())!
     const read = await api(running, "GET", `/api/v1/tasks/${uploadedTask}`)
     expect(read.body.data.input.image).toMatch(/^data:image\/png;base64,/)
