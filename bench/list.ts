@@ -16,7 +16,7 @@
  * connections for `--seconds`), filter by filter, for `--rounds` rounds; a size's p50 and p99 are those of every
  * response of its rounds.
  * PostgreSQL runs in fresh databases at 127.0.0.1:5432 (user postgres), dropped afterwards, VACUUM ANALYZEd after
- * the fill (the tasks, their counts and their search table, as autovacuum would); SQLite in temporary folders.
+ * the fill (the tasks, their counts and their search tables, as autovacuum would); SQLite in temporary folders.
  *
  * Task i is of the catalog's (endpoint, model) pair number i % 31 (the benchmarked provider, vendor1, holds 9 of
  * them: 29% of the tasks; the benchmarked model 3%) and, from a hash of i, is 85% succeeded, 8% failed, 3%
@@ -164,7 +164,7 @@ const pgStore = (url: string, account: string, keyId: string): Store => ({
       )
     }
     psql(url, `VACUUM ANALYZE ${prefix}tasks`)
-    for (const table of ["task_counts", "task_search"]) {
+    for (const table of ["task_counts", "task_search", "task_search_counts"]) {
       if (psql(url, `SELECT to_regclass('${prefix}${table}') IS NOT NULL`) === "t") {
         psql(url, `VACUUM ANALYZE ${prefix}${table}`)
       }

@@ -229,6 +229,10 @@ for (const [name, database] of databases) {
           yield* sql`UPDATE ${tasks} SET account_id = 'acct_b', status = 'expired' WHERE id = ${accepted[2]!.id}`
           yield* sql`UPDATE ${tasks} SET environment = 'test' WHERE id = ${accepted[3]!.id}`
           yield* expectTotals("moved")
+          // a new prompt with two words that start with "cat": indexed again, counted once
+          yield* sql`UPDATE ${tasks} SET input = ${JSON.stringify({ prompt: "A catalogue of cats" })}
+            WHERE id = ${accepted[1]!.id}`
+          yield* expectTotals("prompt changed")
           yield* sql`DELETE FROM ${tasks} WHERE id = ${accepted[0]!.id}`
           yield* expectTotals("deleted")
           yield* sql.onDialectOrElse({ pg: () => sql`TRUNCATE ${tasks}`, orElse: () => sql`DELETE FROM ${tasks}` })

@@ -207,6 +207,44 @@ export const readsSuite = (name: string, backend: Backend) =>
         })
       ))
 
+    it.effect("counts a task once when several words of its prompt start with the word searched", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const accept = (prompt: string, environment: "live" | "test" = "live") =>
+            Effect.gen(function*() {
+              yield* TestClock.adjust(1000)
+              const task = newTask({ createdAt: yield* now, accountId: "acct_words", environment, input: { prompt } })
+              yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+              return task.id
+            })
+          const lights = yield* accept("Lights, a lighthouse and a light, lightly lit")
+          const alight = yield* accept("alight at night")
+          const cafe = yield* accept("Café CAFÉS and a cafe")
+          const first = yield* accept("aardvark")
+          const test = yield* accept("light tests", "test")
+          const found = (word: string, environment?: "live" | "test") =>
+            Effect.map(
+              storage.list("acct_words", { limit: 10, environment, words: [word] }),
+              (page) => ({ ids: page.items.map((t) => t.id), total: page.total })
+            )
+          expect(yield* found("light", "live")).toEqual({ ids: [lights], total: 1 })
+          expect(yield* found("lights", "live")).toEqual({ ids: [lights], total: 1 })
+          expect(yield* found("l", "live")).toEqual({ ids: [lights], total: 1 })
+          expect(yield* found("night", "live")).toEqual({ ids: [alight], total: 1 })
+          // the first word of a prompt, and the last in byte order
+          expect(yield* found("a", "live")).toEqual({ ids: [first, cafe, alight, lights], total: 4 })
+          expect(yield* found("aardvark", "live")).toEqual({ ids: [first], total: 1 })
+          expect(yield* found("lit", "live")).toEqual({ ids: [lights], total: 1 })
+          expect(yield* found("caf", "live")).toEqual({ ids: [cafe], total: 1 })
+          expect((yield* found("café", "live")).ids).toEqual([cafe])
+          // both environments, or one
+          expect(yield* found("light")).toEqual({ ids: [test, lights], total: 2 })
+          expect(yield* found("light", "test")).toEqual({ ids: [test], total: 1 })
+          expect(yield* found("zebra")).toEqual({ ids: [], total: 0 })
+        })
+      ))
+
     it.effect(
       "reads an account's changes oldest first: each visible change moves its task, with filters, a keyset and known keys",
       () =>

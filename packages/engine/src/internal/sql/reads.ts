@@ -23,6 +23,22 @@ export const make = (context: SqlContext) =>
       const nul = beforeId.indexOf("\u0000")
       return nul < 0 ? sql`${key} < ${beforeId}` : sql`${key} <= ${beforeId.slice(0, nul)}`
     }
+    /**
+     * PostgreSQL: the number of an account's tasks with a word starting with `word`, from the word counts (a count
+     * in the search table reads a page of it per match): the counts of the words of the range whose previous word
+     * is below it, one a task (search.ts).
+     */
+    const wordCount = (accountId: string, environment: ListQuery["environment"], word: string) => {
+      const end = Search.codePointsAfter(word)
+      const where = [
+        sql`account_id = ${accountId}`,
+        sql.in("environment", Search.environmentsOf(environment)),
+        sql`word >= ${word}`,
+        sql`prev < ${word}`
+      ]
+      if (end !== undefined) where.push(sql`word < ${end}`)
+      return sql`SELECT COALESCE(SUM(n), 0) AS n FROM ${t.searchCounts} WHERE ${sql.and(where)}`
+    }
     /** Matches of a prompt search that PostgreSQL takes from its index and sorts (see `searched`). */
     const fewMatches = 5_000
     /**
@@ -56,7 +72,9 @@ export const make = (context: SqlContext) =>
           page.push(pg ? below(key, beforeId) : sql`${key} < COALESCE((${atCursor}), 9223372036854775807)`)
         }
         const total = (rest.length === 0
-          ? sql`SELECT COUNT(*) AS n FROM ${search} WHERE ${match}`
+          ? (pg && accountId !== undefined && words.length === 1
+            ? wordCount(accountId, query.environment, words[0]!)
+            : sql`SELECT COUNT(*) AS n FROM ${search} WHERE ${match}`)
           : sql`SELECT COUNT(*) AS n FROM ${joined} WHERE ${sql.and([...rest, match])}`).pipe(
             Effect.flatMap(rows.count.all),
             Effect.map(([counted]) => counted?.n ?? 0)

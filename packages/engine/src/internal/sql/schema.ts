@@ -6,7 +6,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Task } from "@mediagate/contract"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Effect from "effect/Effect"
-import { createSearch } from "./search.js"
+import { createSearch, createSearchCounts } from "./search.js"
 
 /** The tables of the storage under `prefix`. */
 export const tables = (prefix: string = SqlStore.defaultPrefix) =>
@@ -15,8 +15,10 @@ export const tables = (prefix: string = SqlStore.defaultPrefix) =>
     idempotency: `${prefix}task_idempotency`,
     outbox: `${prefix}task_outbox`,
     counts: `${prefix}task_counts`,
-    /** SQLite: the FTS5 table of the prompts (search.ts). */
+    /** The prompts' search table (search.ts): SQLite's FTS5 table, PostgreSQL's documents. */
     search: `${prefix}task_search`,
+    /** PostgreSQL only: the counts of the prompts' words (search.ts). */
+    searchCounts: `${prefix}task_search_counts`,
     nodes: `${prefix}nodes`
   }) as const
 
@@ -369,7 +371,9 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           sql.unsafe(
             `CREATE INDEX ${t.tasks}_changes_idx ON ${t.tasks} (account_id, changed_at, id) WHERE changed_at IS NOT NULL`
           )
-        ))
+        )),
+      // PostgreSQL: the counts of the prompts' words, for the total of a search for one word (search.ts)
+      "0015_task_search_counts": createSearchCounts({ ...t, counts: t.searchCounts })
     }
   })
 

@@ -20,7 +20,7 @@ const sqliteScope = (row: string) => `'s' || hex(${row}.account_id) || 'x' || ${
 const hex = (text: string) => Buffer.from(text, "utf8").toString("hex")
 
 /** The environments a search covers: the one given, or both. */
-const environmentsOf = (environment: TaskRecord["environment"] | undefined) =>
+export const environmentsOf = (environment: TaskRecord["environment"] | undefined) =>
   environment === undefined ? ["live", "test"] : [environment]
 
 /** `terms` joined by `or`, in parentheses when there are several. */
@@ -138,4 +138,108 @@ END`)
   INSERT INTO ${search} (rowid, scope, prompt)
     SELECT NEW.rowid, ${sqliteScope("NEW")}, json_extract(NEW.input, '$.prompt') WHERE ${prompted("NEW")};
 END`)
+  })
+
+/** A task's scope on PostgreSQL, as its document's first lexeme holds it: the account id, a space, the environment. */
+const pgScope = (row: string) => `${row}.account_id || ' ' || ${row}.environment`
+
+/**
+ * The smallest string above every string that starts with `prefix`, in code point order (PostgreSQL's `"C"`
+ * collation of UTF-8 text), if any.
+ */
+export const codePointsAfter = (prefix: string): string | undefined => {
+  const points = [...prefix]
+  while (points.length > 0) {
+    const last = points.pop()!.codePointAt(0)!
+    if (last < 0x10ffff) return points.join("") + String.fromCodePoint(last + 1 === 0xd800 ? 0xe000 : last + 1)
+  }
+  return undefined
+}
+
+/**
+ * The word counts' changes of tasks' prompts: `docs` names rows of `account_id`, `environment` and `words` (a
+ * `tsvector` of the prompt's words only); each word with the word before it among the task's own words (byte order;
+ * `''` for the first), counted `sign` times per (account, environment, word, previous word).
+ */
+const wordDeltas = (docs: string, sign: 1 | -1) =>
+  `SELECT account_id, environment, word, prev, ${sign} * COUNT(*) AS n FROM (
+    SELECT docs.account_id, docs.environment, l.lexeme AS word,
+      COALESCE(lag(l.lexeme) OVER (PARTITION BY docs.task_id ORDER BY l.lexeme COLLATE "C"), '') AS prev
+    FROM ${docs} CROSS JOIN LATERAL unnest(docs.words) AS l
+  ) AS each_word GROUP BY account_id, environment, word, prev`
+
+/** The documents of stored tasks (`rows`, aliased `o`: `id`, `account_id`, `environment`), without their scopes. */
+const storedDocs = (search: string, rows: string) =>
+  `(SELECT d.task_id, o.account_id, o.environment, ts_delete(d.document, ${pgScope("o")}) AS words
+    FROM ${rows} JOIN ${search} AS d ON d.task_id = o.id) AS docs`
+
+/**
+ * PostgreSQL: the migration of the word counts (`t.counts`, search.ts's `<prefix>task_search_counts`): how many
+ * of an account's tasks (per environment) have each word with each previous word among their prompt's words (byte
+ * order), kept as the list totals are (engine.md): by the trigger functions of the search table, replaced here, in
+ * the writing transaction, one shard per connection, each row written once per statement in key order. A count of
+ * the tasks with a word starting with `w` is the sum of the rows of `[w, w')` whose previous word is below `w`: one
+ * a task (a prompt's words that start with `w` are adjacent in byte order; only the first has a previous word
+ * outside the range). Filled from the search table while writes to the tasks table wait. SQLite (FTS5 counts from
+ * its index alone) has none.
+ */
+export const createSearchCounts = (
+  t: { readonly tasks: string; readonly search: string; readonly counts: string }
+) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { big, pg } = SqlStore.columns(sql)
+    if (!pg) return
+    const { counts, search, tasks } = t
+    yield* sql.unsafe(`LOCK TABLE ${tasks} IN SHARE ROW EXCLUSIVE MODE`)
+    yield* sql.unsafe(`CREATE TABLE ${counts} (account_id TEXT NOT NULL, environment TEXT NOT NULL,
+  word TEXT COLLATE "C" NOT NULL, prev TEXT COLLATE "C" NOT NULL, shard INTEGER NOT NULL, n ${big} NOT NULL,
+  PRIMARY KEY (account_id, environment, word, prev, shard)) WITH (fillfactor = 50)`)
+    yield* sql.unsafe(`INSERT INTO ${counts} (account_id, environment, word, prev, shard, n)
+  SELECT account_id, environment, word, prev, 0, n FROM (${
+      wordDeltas(storedDocs(search, `${tasks} AS o`), 1)
+    }) AS counted`)
+    /** Adds the net change of `deltas` (`wordDeltas`) to the counts, in key order, on the connection's shard. */
+    const count = (deltas: string) =>
+      `INSERT INTO ${counts} AS c (account_id, environment, word, prev, shard, n)
+    SELECT account_id, environment, word, prev, pg_backend_pid() % 8, n FROM (${deltas}) AS delta
+    ORDER BY account_id, environment, word, prev
+    ON CONFLICT (account_id, environment, word, prev, shard) DO UPDATE SET n = c.n + excluded.n;`
+    /** Indexes the tasks of `rows` (`id`, `account_id`, `environment`, `input` as `n`) with a prompt. */
+    const index = (rows: string) =>
+      `WITH docs AS MATERIALIZED (
+    SELECT n.id AS task_id, n.account_id, n.environment, to_tsvector('simple'::regconfig, n.input::jsonb ->> 'prompt') AS words
+    FROM ${rows} WHERE jsonb_typeof(n.input::jsonb -> 'prompt') = 'string'
+  ), stored AS (
+    INSERT INTO ${search} (task_id, document)
+    SELECT task_id, array_to_tsvector(ARRAY[${pgScope("docs")}]) || words FROM docs
+  )
+  ${count(wordDeltas("docs", 1))}`
+    /** Drops the tasks of `rows` (`id`, `account_id`, `environment` as `o`) from the search table and the counts. */
+    const drop = (rows: string) =>
+      `${count(wordDeltas(storedDocs(search, rows), -1))}
+  DELETE FROM ${search} WHERE task_id IN (SELECT o.id FROM ${rows});`
+    const fn = (name: string, body: string) =>
+      sql.unsafe(`CREATE OR REPLACE FUNCTION ${tasks}_search_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  ${body}
+  RETURN NULL;
+END
+$$`)
+    /** A trigger's record as a one-row table `alias (columns)`. */
+    const row = (record: string, alias: string, columns: ReadonlyArray<string>) =>
+      `(SELECT ${columns.map((column) => `${record}.${column}`).join(", ")}) AS ${alias} (${columns.join(", ")})`
+    yield* fn("insert", index("new_rows AS n"))
+    yield* fn("delete", drop("old_rows AS o"))
+    // an input that is not JSON (hand-written SQL) leaves the task out of the index, the update goes through
+    yield* fn(
+      "update",
+      `${drop(row("OLD", "o", ["id", "account_id", "environment"]))}
+  BEGIN
+    ${index(row("NEW", "n", ["id", "account_id", "environment", "input"]))}
+  EXCEPTION WHEN invalid_text_representation THEN
+    NULL;
+  END;`
+    )
+    yield* fn("truncate", `TRUNCATE ${search}, ${counts};`)
   })
