@@ -152,6 +152,13 @@ export {
    */
   outboxChannel,
   /**
+   * The tables of the storage under `prefix` that only PostgreSQL has (the counts of the prompts' words).
+   *
+   * @since 0.1.0
+   * @category migrations
+   */
+  pgTables,
+  /**
    * The tables of the storage under `prefix`.
    *
    * @since 0.1.0

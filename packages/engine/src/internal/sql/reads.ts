@@ -11,13 +11,14 @@ import { listFilter, type ListPage, type ListQuery, ownedBy } from "../../TaskRe
 import { TaskReads } from "../../TaskReads.js"
 import type { SqlContext } from "./context.js"
 import { countedBy, hasNul, persistence, prefixEnd } from "./rows.js"
-import { activeList } from "./schema.js"
+import { activeList, pgTables } from "./schema.js"
 import * as Search from "./search.js"
 
 /** Builds the port on the storage's context. */
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
-    const { ACTIVE, NOW, pg, readTask, rows, sql, t, withClock } = context
+    const { ACTIVE, NOW, pg, prefix, readTask, rows, sql, t, withClock } = context
+    const searchCounts = sql(pgTables(prefix).searchCounts)
     /** `key` below the cursor's id (ids hold no NUL: a cursor "ab\0..." stands just above "ab": `key <= "ab"`). */
     const below = (key: Fragment, beforeId: string) => {
       const nul = beforeId.indexOf("\u0000")
@@ -37,7 +38,7 @@ export const make = (context: SqlContext) =>
         sql`prev < ${word}`
       ]
       if (end !== undefined) where.push(sql`word < ${end}`)
-      return sql`SELECT COALESCE(SUM(n), 0) AS n FROM ${t.searchCounts} WHERE ${sql.and(where)}`
+      return sql`SELECT COALESCE(SUM(n), 0) AS n FROM ${searchCounts} WHERE ${sql.and(where)}`
     }
     /** Matches of a prompt search that PostgreSQL takes from its index and sorts (see `searched`). */
     const fewMatches = 5_000

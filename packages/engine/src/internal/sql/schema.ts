@@ -17,9 +17,13 @@ export const tables = (prefix: string = SqlStore.defaultPrefix) =>
     counts: `${prefix}task_counts`,
     /** The prompts' search table (search.ts): SQLite's FTS5 table, PostgreSQL's documents. */
     search: `${prefix}task_search`,
-    /** PostgreSQL only: the counts of the prompts' words (search.ts). */
-    searchCounts: `${prefix}task_search_counts`,
     nodes: `${prefix}nodes`
+  }) as const
+
+/** The tables of the storage under `prefix` that only PostgreSQL has: the counts of the prompts' words (search.ts). */
+export const pgTables = (prefix: string = SqlStore.defaultPrefix) =>
+  ({
+    searchCounts: `${prefix}task_search_counts`
   }) as const
 
 /** The table the engine's migrations are recorded in: `<prefix>engine_migrations`. */
@@ -373,7 +377,7 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           )
         )),
       // PostgreSQL: the counts of the prompts' words, for the total of a search for one word (search.ts)
-      "0015_task_search_counts": createSearchCounts({ ...t, counts: t.searchCounts })
+      "0015_task_search_counts": createSearchCounts({ ...t, counts: pgTables(prefix).searchCounts })
     }
   })
 
