@@ -377,7 +377,7 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           )
         )),
       // PostgreSQL: the counts of the prompts' words, for the total of a search for one word (search.ts)
-      "0015_task_search_counts": createSearchCounts({ ...t, counts: pgTables(prefix).searchCounts })
+      "0015_task_search_counts": createSearchCounts({ ...t, counts: pgTables(prefix).searchCounts }, countShards)
     }
   })
 

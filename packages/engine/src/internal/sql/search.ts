@@ -174,17 +174,18 @@ const storedDocs = (search: string, rows: string) =>
     FROM ${rows} JOIN ${search} AS d ON d.task_id = o.id) AS docs`
 
 /**
- * PostgreSQL: the migration of the word counts (`t.counts`, search.ts's `<prefix>task_search_counts`): how many
+ * PostgreSQL: the migration of the word counts (`t.counts`: `<prefix>task_search_counts`): how many
  * of an account's tasks (per environment) have each word with each previous word among their prompt's words (byte
  * order), kept as the list totals are (engine.md): by the trigger functions of the search table, replaced here, in
- * the writing transaction, one shard per connection, each row written once per statement in key order. A count of
+ * the writing transaction, one of `shards` shards per connection, each row written once per statement in key order. A count of
  * the tasks with a word starting with `w` is the sum of the rows of `[w, w')` whose previous word is below `w`: one
  * a task (a prompt's words that start with `w` are adjacent in byte order; only the first has a previous word
  * outside the range). Filled from the search table while writes to the tasks table wait. SQLite (FTS5 counts from
  * its index alone) has none.
  */
 export const createSearchCounts = (
-  t: { readonly tasks: string; readonly search: string; readonly counts: string }
+  t: { readonly tasks: string; readonly search: string; readonly counts: string },
+  shards: number
 ) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -202,7 +203,7 @@ export const createSearchCounts = (
     /** Adds the net change of `deltas` (`wordDeltas`) to the counts, in key order, on the connection's shard. */
     const count = (deltas: string) =>
       `INSERT INTO ${counts} AS c (account_id, environment, word, prev, shard, n)
-    SELECT account_id, environment, word, prev, pg_backend_pid() % 8, n FROM (${deltas}) AS delta
+    SELECT account_id, environment, word, prev, pg_backend_pid() % ${shards}, n FROM (${deltas}) AS delta
     ORDER BY account_id, environment, word, prev
     ON CONFLICT (account_id, environment, word, prev, shard) DO UPDATE SET n = c.n + excluded.n;`
     /** Indexes the tasks of `rows` (`id`, `account_id`, `environment`, `input` as `n`) with a prompt. */
