@@ -4,9 +4,12 @@
  * from the first add to the last job completed, in a fresh database dropped afterwards.
  */
 import { Pool } from "pg"
-import { pgDatabase } from "./support.js"
+import { pgDatabase, postgresCpuMs } from "./support.js"
 
-/** graphile-worker's jobs per second, and a line that says so. */
+/**
+ * graphile-worker's jobs per second, and a line that says so with the CPU of a job: this process's (graphile-worker
+ * runs in it, adding the jobs too) and the PostgreSQL server's.
+ */
 export const graphileThroughput = async (jobs: number): Promise<{ perSecond: number; text: string }> => {
   const { Logger, makeWorkerUtils, run } = await import("graphile-worker")
   const database = pgDatabase("gw")
@@ -36,17 +39,24 @@ export const graphileThroughput = async (jobs: number): Promise<{ perSecond: num
       }
     })
     const started = Date.now()
+    const cpuStart = process.cpuUsage()
+    const postgresStart = postgresCpuMs()
     for (let i = 0; i < jobs; i += 16) {
       await Promise.all(Array.from({ length: Math.min(16, jobs - i) }, (_, j) => utils.addJob("noop", { i: i + j })))
     }
     await allDone
     const seconds = (Date.now() - started) / 1000
+    const cpu = process.cpuUsage(cpuStart)
+    const nodeMs = (cpu.user + cpu.system) / 1000 / jobs
+    const postgresMs = (postgresCpuMs() - postgresStart) / jobs
     await runner.stop()
     await utils.release()
     await pgPool.end()
     return {
       perSecond: jobs / seconds,
-      text: `${(jobs / seconds).toFixed(0)} jobs/s (${jobs} jobs in ${seconds.toFixed(2)} s)`
+      text: `${(jobs / seconds).toFixed(0)} jobs/s (${jobs} jobs in ${seconds.toFixed(2)} s; CPU a job: node ${
+        nodeMs.toFixed(2)
+      } ms, PostgreSQL ${postgresMs.toFixed(2)} ms)`
     }
   } finally {
     if (!pgPool.ended) await pgPool.end()

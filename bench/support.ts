@@ -275,3 +275,12 @@ export const cpuMs = (pid: number | undefined) => {
     return 0
   }
 }
+
+/**
+ * The CPU time (ms, user + system) of every PostgreSQL server process on this machine (the local server's
+ * backends, background workers and postmaster): read before and after a run, the database's share of its work.
+ */
+export const postgresCpuMs = () => {
+  const found = spawnSync("pgrep", ["-u", "postgres", "postgres"], { encoding: "utf8" }).stdout ?? ""
+  return found.split("\n").filter((pid) => pid !== "").reduce((sum, pid) => sum + cpuMs(Number(pid)), 0)
+}

@@ -14,7 +14,8 @@
  * - **Tasks/s**: N / (the last task's `completed_at` − the first task's `created_at`), from the API's own
  *   timestamps: posting and finishing overlap, as they do on a busy server.
  * - **Accepted/s**: N / the time from the first POST sent to the last answered, at the client.
- * - **CPU**: the server's user + system time from `/proc/<pid>/stat` per task.
+ * - **CPU**: the server's user + system time from `/proc/<pid>/stat` per task, and on PostgreSQL the database
+ *   server's (every `postgres` process of the machine), as graphile-worker's line shows its own.
  *
  * Each round runs graphile-worker first, then each database on a fresh server and database. Asserts nothing.
  */
@@ -31,6 +32,7 @@ import {
   flag,
   mainScript,
   pgDatabase,
+  postgresCpuMs,
   record,
   serverEnv,
   sleep,
@@ -82,6 +84,7 @@ const serverThroughput = async (db: string, twoNodes = false) => {
       const warm = record((await (await post("warm-up [sim:delay=0]")).json() as { data?: unknown }).data)
       await untilSucceeded(server.base, token, String(warm["id"]), 30)
       const cpuStart = cpuOfNodes()
+      const postgresStart = postgresCpuMs()
       const postStart = Date.now()
       let next = 0
       let refused = 0
@@ -101,6 +104,7 @@ const serverThroughput = async (db: string, twoNodes = false) => {
         await sleep(100)
       }
       const cpu = cpuOfNodes() - cpuStart
+      const postgres = postgresCpuMs() - postgresStart
       const tasks = (await allTasks(server.base, token)).filter((t) => t["id"] !== warm["id"])
       const times = (field: string) => tasks.map((t) => Date.parse(String(t[field] ?? ""))).filter(Number.isFinite)
       const first = Math.min(...times("created_at"))
@@ -110,6 +114,7 @@ const serverThroughput = async (db: string, twoNodes = false) => {
         perSecond: succeeded / ((last - first) / 1000),
         acceptedPerSecond: (taskCount - refused) / postSeconds,
         cpuPerTaskMs: cpu / taskCount,
+        postgresPerTaskMs: pg === undefined ? undefined : postgres / taskCount,
         succeeded,
         refused,
         logLines
@@ -123,6 +128,9 @@ const serverThroughput = async (db: string, twoNodes = false) => {
     rmSync(dir, { recursive: true, force: true })
   }
 }
+
+/** The database server's CPU a task, where there is one. */
+const postgresPart = (ms: number | undefined) => ms === undefined ? "" : ` + ${ms.toFixed(2)} ms of PostgreSQL's`
 
 console.log(
   `whole-server throughput (node ${process.version}, ${new Date().toISOString()}): ${taskCount} tasks of 0 s, ` +
@@ -139,7 +147,9 @@ for (let round = 1; round <= rounds; round++) {
     console.log(
       `  Mediagate on ${db === "pg" ? "PostgreSQL" : "SQLite"}: ${own.perSecond.toFixed(0)} tasks/s ` +
         `(${own.succeeded} succeeded, ${own.refused} refused; accepted ${own.acceptedPerSecond.toFixed(0)}/s; ` +
-        `${own.cpuPerTaskMs.toFixed(2)} ms CPU a task; ${own.logLines} log lines read); ` +
+        `${own.cpuPerTaskMs.toFixed(2)} ms CPU a task${
+          postgresPart(own.postgresPerTaskMs)
+        }; ${own.logLines} log lines read); ` +
         `${ratio.toFixed(2)}× graphile-worker (goal ≥ ${goal}×: ${ratio >= goal ? "PASS" : "FAIL"})`
     )
   }
@@ -148,7 +158,7 @@ for (let round = 1; round <= rounds; round++) {
     console.log(
       `  special mode, an API node and a worker node on PostgreSQL: ${two.perSecond.toFixed(0)} tasks/s ` +
         `(${two.succeeded} succeeded, ${two.refused} refused; accepted ${two.acceptedPerSecond.toFixed(0)}/s; ` +
-        `${two.cpuPerTaskMs.toFixed(2)} ms CPU a task, both nodes); ` +
+        `${two.cpuPerTaskMs.toFixed(2)} ms CPU a task, both nodes${postgresPart(two.postgresPerTaskMs)}); ` +
         `${(two.perSecond / graphile.perSecond).toFixed(2)}× graphile-worker`
     )
   }
