@@ -7,9 +7,9 @@
  *
  *   npm run build && tsx bench/throughput.ts -- [--db sqlite,pg] [--tasks 5000] [--connections 32] [--rounds 1]
  *     [--profile]   (a CPU profile of each server, in bench/profiles)
- *     [--split]     (a special mode, beside the default: on PostgreSQL, the tasks posted to an API node
- *                    (`MEDIAGATE_WORKERS=0`) and run by a second node with the defaults, on the same database:
- *                    what a second core running the workers would give)
+ *     [--split]     (a special mode, beside the default: the tasks posted to an API node (`MEDIAGATE_WORKERS=0`)
+ *                    and run by a second node with the defaults, on the same database (SQLite: the same data
+ *                    folder): what a second core running the workers would give)
  *
  * - **Tasks/s**: N / (the last task's `completed_at` − the first task's `created_at`), from the API's own
  *   timestamps: posting and finishing overlap, as they do on a busy server.
@@ -56,7 +56,7 @@ const extraEnv: Record<string, string> = Object.fromEntries(
 
 /**
  * One run of the server on `db`: tasks/s (API timestamps), accepted/s and CPU per task (of both nodes under
- * `twoNodes`: the tasks posted to an API node, run by a worker node on the same PostgreSQL database).
+ * `twoNodes`: the tasks posted to an API node, run by a worker node on the same database).
  */
 const serverThroughput = async (db: string, twoNodes = false) => {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-throughput-"))
@@ -69,7 +69,10 @@ const serverThroughput = async (db: string, twoNodes = false) => {
       { profile, log: () => logLines++ }
     )
     const workerNode = twoNodes
-      ? await start(mainScript, serverEnv(join(dir, "worker"), pg?.url, extraEnv), { profile, log: () => logLines++ })
+      ? await start(mainScript, serverEnv(pg === undefined ? dir : join(dir, "worker"), pg?.url, extraEnv), {
+        profile,
+        log: () => logLines++
+      })
       : undefined
     const cpuOfNodes = () => cpuMs(server.child.pid) + (workerNode === undefined ? 0 : cpuMs(workerNode.child.pid))
     try {
@@ -153,10 +156,12 @@ for (let round = 1; round <= rounds; round++) {
         `${ratio.toFixed(2)}× graphile-worker (goal ≥ ${goal}×: ${ratio >= goal ? "PASS" : "FAIL"})`
     )
   }
-  if (split) {
-    const two = await serverThroughput("pg", true)
+  for (const db of split ? databases : []) {
+    const two = await serverThroughput(db, true)
     console.log(
-      `  special mode, an API node and a worker node on PostgreSQL: ${two.perSecond.toFixed(0)} tasks/s ` +
+      `  special mode, an API node and a worker node on ${db === "pg" ? "PostgreSQL" : "SQLite"}: ${
+        two.perSecond.toFixed(0)
+      } tasks/s ` +
         `(${two.succeeded} succeeded, ${two.refused} refused; accepted ${two.acceptedPerSecond.toFixed(0)}/s; ` +
         `${two.cpuPerTaskMs.toFixed(2)} ms CPU a task, both nodes${postgresPart(two.postgresPerTaskMs)}); ` +
         `${(two.perSecond / graphile.perSecond).toFixed(2)}× graphile-worker`
