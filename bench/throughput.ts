@@ -87,6 +87,7 @@ const serverThroughput = async (db: string, twoNodes = false) => {
       const warm = record((await (await post("warm-up [sim:delay=0]")).json() as { data?: unknown }).data)
       await untilSucceeded(server.base, token, String(warm["id"]), 30)
       const cpuStart = cpuOfNodes()
+      const workerCpuStart = cpuMs(workerNode?.child.pid)
       const postgresStart = postgresCpuMs()
       const postStart = Date.now()
       let next = 0
@@ -107,6 +108,7 @@ const serverThroughput = async (db: string, twoNodes = false) => {
         await sleep(100)
       }
       const cpu = cpuOfNodes() - cpuStart
+      const workerCpu = workerNode === undefined ? 0 : cpuMs(workerNode.child.pid) - workerCpuStart
       const postgres = postgresCpuMs() - postgresStart
       const tasks = (await allTasks(server.base, token)).filter((t) => t["id"] !== warm["id"])
       const times = (field: string) => tasks.map((t) => Date.parse(String(t[field] ?? ""))).filter(Number.isFinite)
@@ -117,6 +119,7 @@ const serverThroughput = async (db: string, twoNodes = false) => {
         perSecond: succeeded / ((last - first) / 1000),
         acceptedPerSecond: (taskCount - refused) / postSeconds,
         cpuPerTaskMs: cpu / taskCount,
+        workerPerTaskMs: workerCpu / taskCount,
         postgresPerTaskMs: pg === undefined ? undefined : postgres / taskCount,
         succeeded,
         refused,
@@ -163,7 +166,9 @@ for (let round = 1; round <= rounds; round++) {
         two.perSecond.toFixed(0)
       } tasks/s ` +
         `(${two.succeeded} succeeded, ${two.refused} refused; accepted ${two.acceptedPerSecond.toFixed(0)}/s; ` +
-        `${two.cpuPerTaskMs.toFixed(2)} ms CPU a task, both nodes${postgresPart(two.postgresPerTaskMs)}); ` +
+        `${two.cpuPerTaskMs.toFixed(2)} ms CPU a task, both nodes (the worker node's ${
+          two.workerPerTaskMs.toFixed(2)
+        })${postgresPart(two.postgresPerTaskMs)}); ` +
         `${(two.perSecond / graphile.perSecond).toFixed(2)}× graphile-worker`
     )
   }
