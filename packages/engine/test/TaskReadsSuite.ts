@@ -26,6 +26,14 @@ import {
 export const readsSuite = (name: string, backend: Backend) =>
   describe(`TaskReads conformance: ${name}`, () => {
     const run = runOn(backend)
+    /** Accepts a new task (`extra` over the defaults) a second after the last, without a charge; its id. */
+    const acceptLater = (extra: Partial<NewTask>) =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust(1000)
+        const task = newTask({ createdAt: yield* now, ...extra })
+        yield* (yield* TaskStorage).accept({ task, charge: undefined, idempotency: undefined })
+        return task.id
+      })
 
     it.effect("keeps test and live tasks apart: get, list (items, totals, cursors), cancel and outbox events", () =>
       run(() =>
@@ -145,16 +153,10 @@ export const readsSuite = (name: string, backend: Backend) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
           const accept = (prompt: string | undefined, extra: Partial<NewTask> = {}) =>
-            Effect.gen(function*() {
-              yield* TestClock.adjust(1000)
-              const task = newTask({
-                createdAt: yield* now,
-                accountId: "acct_search",
-                input: prompt === undefined ? { image_url: "https://example.com/a.png" } : { prompt },
-                ...extra
-              })
-              yield* storage.accept({ task, charge: undefined, idempotency: undefined })
-              return task.id
+            acceptLater({
+              accountId: "acct_search",
+              input: prompt === undefined ? { image_url: "https://example.com/a.png" } : { prompt },
+              ...extra
             })
           const dusk = yield* accept("A lighthouse at dusk")
           const keeper = yield* accept("The lighthouse keeper's café", { model: "m2" })
@@ -212,12 +214,7 @@ export const readsSuite = (name: string, backend: Backend) =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
           const accept = (prompt: string, environment: "live" | "test" = "live") =>
-            Effect.gen(function*() {
-              yield* TestClock.adjust(1000)
-              const task = newTask({ createdAt: yield* now, accountId: "acct_words", environment, input: { prompt } })
-              yield* storage.accept({ task, charge: undefined, idempotency: undefined })
-              return task.id
-            })
+            acceptLater({ accountId: "acct_words", environment, input: { prompt } })
           const lights = yield* accept("Lights, a lighthouse and a light, lightly lit")
           const alight = yield* accept("alight at night")
           const cafe = yield* accept("Café CAFÉS and a cafe")
@@ -251,13 +248,7 @@ export const readsSuite = (name: string, backend: Backend) =>
         run(() =>
           Effect.gen(function*() {
             const storage = yield* TaskStorage
-            const accept = (extra: Partial<NewTask>) =>
-              Effect.gen(function*() {
-                yield* TestClock.adjust(1000)
-                const task = newTask({ createdAt: yield* now, accountId: "acct_changes", ...extra })
-                yield* storage.accept({ task, charge: undefined, idempotency: undefined })
-                return task.id
-              })
+            const accept = (extra: Partial<NewTask>) => acceptLater({ accountId: "acct_changes", ...extra })
             const kite = yield* accept({ input: { prompt: "a red kite" } })
             const boat = yield* accept({ input: { prompt: "a paper boat" }, model: "m2" })
             yield* accept({ input: { prompt: "a test kite" }, environment: "test" })
