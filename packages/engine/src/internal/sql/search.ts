@@ -10,9 +10,29 @@ import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Effect from "effect/Effect"
 import type { TaskRecord } from "../../TaskRecord.js"
 
-/** The indexed document of a task row on PostgreSQL: its scope as one lexeme, then its prompt's words. */
-const pgDocument = (row: string) =>
-  `array_to_tsvector(ARRAY[${row}.account_id || ' ' || ${row}.environment]) || to_tsvector('simple'::regconfig, ${row}.input::jsonb ->> 'prompt')`
+/** A task row's scope on PostgreSQL, its document's first lexeme: the account id, a space, the environment. */
+const pgScope = (row: string) => `${row}.account_id || ' ' || ${row}.environment`
+
+/** Whether a task row has a prompt, on PostgreSQL (an input that is not JSON raises `invalid_text_representation`). */
+const pgPrompted = (row: string) => `jsonb_typeof(${row}.input::jsonb -> 'prompt') = 'string'`
+
+/** A task row's prompt words on PostgreSQL (the `simple` configuration). */
+const pgWords = (row: string) => `to_tsvector('simple'::regconfig, ${row}.input::jsonb ->> 'prompt')`
+
+/** The indexed document on PostgreSQL: the scope (`pgScope`) as one lexeme, then the prompt's `words`. */
+const pgDocumentOf = (scope: string, words: string) => `array_to_tsvector(ARRAY[${scope}]) || ${words}`
+
+/** The indexed document of a task row on PostgreSQL. */
+const pgDocument = (row: string) => pgDocumentOf(pgScope(row), pgWords(row))
+
+/** PostgreSQL: the statement making (or replacing) the search trigger function `<tasks>_search_<name>`. */
+const pgTriggerFunction = (tasks: string, name: string, body: string) =>
+  `CREATE OR REPLACE FUNCTION ${tasks}_search_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  ${body}
+  RETURN NULL;
+END
+$$`
 
 /** A task's scope on SQLite: one token of letters and digits (the account id in hex, then the environment). */
 const sqliteScope = (row: string) => `'s' || hex(${row}.account_id) || 'x' || ${row}.environment`
@@ -72,22 +92,15 @@ export const createSearch = (t: { readonly tasks: string; readonly search: strin
     const search = t.search
     if (pg) {
       // a narrow table of its own (a count reads few pages), kept by statement triggers (one insert per batch)
-      const prompted = (row: string) => `jsonb_typeof(${row}.input::jsonb -> 'prompt') = 'string'`
       yield* sql.unsafe(`CREATE TABLE ${search} (task_id ${id} PRIMARY KEY NOT NULL, document tsvector NOT NULL)`)
       yield* sql.unsafe(`CREATE INDEX ${search}_document_idx ON ${search} USING GIN (document)`)
       yield* sql.unsafe(`INSERT INTO ${search} (task_id, document)
-  SELECT tasks.id, ${pgDocument("tasks")} FROM ${t.tasks} AS tasks WHERE ${prompted("tasks")}`)
-      const fn = (name: string, body: string) =>
-        sql.unsafe(`CREATE FUNCTION ${t.tasks}_search_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  ${body}
-  RETURN NULL;
-END
-$$`)
+  SELECT tasks.id, ${pgDocument("tasks")} FROM ${t.tasks} AS tasks WHERE ${pgPrompted("tasks")}`)
+      const fn = (name: string, body: string) => sql.unsafe(pgTriggerFunction(t.tasks, name, body))
       yield* fn(
         "insert",
         `INSERT INTO ${search} (task_id, document) SELECT n.id, ${pgDocument("n")} FROM new_rows AS n WHERE ${
-          prompted("n")
+          pgPrompted("n")
         };`
       )
       yield* fn("delete", `DELETE FROM ${search} WHERE task_id IN (SELECT id FROM old_rows);`)
@@ -96,7 +109,7 @@ $$`)
         "update",
         `DELETE FROM ${search} WHERE task_id = OLD.id;
   BEGIN
-    IF ${prompted("NEW")} THEN
+    IF ${pgPrompted("NEW")} THEN
       INSERT INTO ${search} (task_id, document) VALUES (NEW.id, ${pgDocument("NEW")});
     END IF;
   EXCEPTION WHEN invalid_text_representation THEN
@@ -139,9 +152,6 @@ END`)
     SELECT NEW.rowid, ${sqliteScope("NEW")}, json_extract(NEW.input, '$.prompt') WHERE ${prompted("NEW")};
 END`)
   })
-
-/** A task's scope on PostgreSQL, as its document's first lexeme holds it: the account id, a space, the environment. */
-const pgScope = (row: string) => `${row}.account_id || ' ' || ${row}.environment`
 
 /**
  * The smallest string above every string that starts with `prefix`, in code point order (PostgreSQL's `"C"`
@@ -209,24 +219,16 @@ export const createSearchCounts = (
     /** Indexes the tasks of `rows` (`id`, `account_id`, `environment`, `input` as `n`) with a prompt. */
     const index = (rows: string) =>
       `WITH docs AS MATERIALIZED (
-    SELECT n.id AS task_id, n.account_id, n.environment, to_tsvector('simple'::regconfig, n.input::jsonb ->> 'prompt') AS words
-    FROM ${rows} WHERE jsonb_typeof(n.input::jsonb -> 'prompt') = 'string'
+    SELECT n.id AS task_id, n.account_id, n.environment, ${pgWords("n")} AS words FROM ${rows} WHERE ${pgPrompted("n")}
   ), stored AS (
-    INSERT INTO ${search} (task_id, document)
-    SELECT task_id, array_to_tsvector(ARRAY[${pgScope("docs")}]) || words FROM docs
+    INSERT INTO ${search} (task_id, document) SELECT task_id, ${pgDocumentOf(pgScope("docs"), "words")} FROM docs
   )
   ${count(wordDeltas("docs", 1))}`
     /** Drops the tasks of `rows` (`id`, `account_id`, `environment` as `o`) from the search table and the counts. */
     const drop = (rows: string) =>
       `${count(wordDeltas(storedDocs(search, rows), -1))}
   DELETE FROM ${search} WHERE task_id IN (SELECT o.id FROM ${rows});`
-    const fn = (name: string, body: string) =>
-      sql.unsafe(`CREATE OR REPLACE FUNCTION ${tasks}_search_${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  ${body}
-  RETURN NULL;
-END
-$$`)
+    const fn = (name: string, body: string) => sql.unsafe(pgTriggerFunction(tasks, name, body))
     /** A trigger's record as a one-row table `alias (columns)`. */
     const row = (record: string, alias: string, columns: ReadonlyArray<string>) =>
       `(SELECT ${columns.map((column) => `${record}.${column}`).join(", ")}) AS ${alias} (${columns.join(", ")})`
