@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync } from "node:fs"
+import { Agent, request } from "node:http"
 import { createServer } from "node:net"
 import { join } from "node:path"
 import { createInterface } from "node:readline"
@@ -157,6 +158,39 @@ export const start = async (
         child.kill("SIGTERM")
       })
   }
+}
+
+/**
+ * A load generator's POST of JSON: `node:http` on kept-alive connections (at most `connections` to the server), as
+ * load tools do. It costs the bench process about a quarter of what `fetch` does (0.19 against 0.77 ms of CPU a
+ * request, 2026-12-01), CPU the server would otherwise lose on a 2-core machine. Answers the status and the body.
+ */
+export const poster = (base: string, connections: number) => {
+  const url = new URL(base)
+  const agent = new Agent({ keepAlive: true, maxSockets: connections })
+  return (path: string, token: string, body: unknown) =>
+    new Promise<{ readonly status: number; readonly body: string }>((resolve, reject) => {
+      const text = JSON.stringify(body)
+      const sent = request({
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: "POST",
+        agent,
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(text)
+        }
+      }, (response) => {
+        const chunks: Array<Buffer> = []
+        response.on("data", (chunk: Buffer) => chunks.push(chunk))
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() }))
+        response.on("error", reject)
+      })
+      sent.on("error", reject)
+      sent.end(text)
+    })
 }
 
 /** A successful answer's envelope. */

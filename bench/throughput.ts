@@ -1,8 +1,8 @@
 /**
  * The whole server's throughput, measured from outside: the built example server as `npm start` runs it (its V8
  * flags and defaults: workers on with 32 slots, access log and metrics on, its stdout read from a pipe by this
- * process as a log shipper would), N image tasks with instant simulated jobs (`[sim:delay=0]`) posted over HTTP,
- * `connections` at a time, until every one has succeeded. Beside it, in the same run, graphile-worker's jobs/s on the
+ * process as a log shipper would), N image tasks with instant simulated jobs (`[sim:delay=0]`) posted over HTTP
+ * (`node:http` on kept-alive connections, support.ts `poster`), `connections` at a time, until every one has succeeded. Beside it, in the same run, graphile-worker's jobs/s on the
  * same PostgreSQL server (`graphile.ts`): the goal is ≥ 1.0× on PostgreSQL and ≥ 2× on SQLite.
  *
  *   npm run build && tsx bench/throughput.ts -- [--db sqlite,pg] [--tasks 5000] [--connections 32] [--rounds 1]
@@ -32,6 +32,7 @@ import {
   flag,
   mainScript,
   pgDatabase,
+  poster,
   postgresCpuMs,
   record,
   serverEnv,
@@ -77,14 +78,11 @@ const serverThroughput = async (db: string, twoNodes = false) => {
     const cpuOfNodes = () => cpuMs(server.child.pid) + (workerNode === undefined ? 0 : cpuMs(workerNode.child.pid))
     try {
       const { token } = await account(server.base, 100_000_000)
+      const send = poster(server.base, connections)
       const post = (prompt: string) =>
-        fetch(`${server.base}/api/v1/vendor4/text-to-image`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: JSON.stringify({ model: "vendor4-3-0-t2i", input: { prompt } })
-        })
+        send("/api/v1/vendor4/text-to-image", token, { model: "vendor4-3-0-t2i", input: { prompt } })
       // warm-up: one task to its end (the simulated upstream renders its first image once)
-      const warm = record((await (await post("warm-up [sim:delay=0]")).json() as { data?: unknown }).data)
+      const warm = record((JSON.parse((await post("warm-up [sim:delay=0]")).body) as { data?: unknown }).data)
       await untilSucceeded(server.base, token, String(warm["id"]), 30)
       const cpuStart = cpuOfNodes()
       const workerCpuStart = cpuMs(workerNode?.child.pid)
@@ -97,7 +95,6 @@ const serverThroughput = async (db: string, twoNodes = false) => {
           const i = next++
           const response = await post(`throughput ${i} [sim:delay=0]`)
           if (response.status !== 201 && response.status !== 200) refused++
-          await response.arrayBuffer()
         }
       }))
       const postSeconds = (Date.now() - postStart) / 1000

@@ -194,6 +194,22 @@ export const make = (options: AdmissionOptions = {}): Gate => {
 }
 
 /**
+ * A gate that never holds a request and passes each claim's report on to `report`: the workers' side of a gate kept
+ * elsewhere (the production server on two threads: its worker thread's claims open and shut the API thread's gate).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const reporting = (report: (lateMs: number) => void): Gate => ({
+  admit: Effect.void,
+  report,
+  isOpen: () => true,
+  waiting: () => 0,
+  upstream: () => {},
+  used: () => false
+})
+
+/**
  * A gate with `options` as a layer.
  *
  * @since 0.1.0

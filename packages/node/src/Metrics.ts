@@ -44,6 +44,7 @@ import type * as Scope from "effect/Scope"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { DatabasePool } from "./Database.js"
+import * as ThreadRole from "./internal/threadRole.js"
 
 /**
  * Where the metrics are served.
@@ -180,7 +181,14 @@ export const make: Effect.Effect<Exporter, never, Scope.Scope | TaskReads | Chan
     }
     loop.reset()
   })
-  const exposition = Effect.sync(() => render(Metric.unsafeSnapshot()))
+  // on the API thread of a server on two threads, the worker thread's metrics join this thread's
+  const role = yield* ThreadRole.ThreadRole
+  const exposition = role._tag === "Api"
+    ? Effect.map(
+      Effect.suspend(() => role.bridge.metrics),
+      (remote) => renderSeries(merge(seriesOf(Metric.unsafeSnapshot()), remote))
+    )
+    : Effect.sync(() => render(Metric.unsafeSnapshot()))
   return { scrape: Effect.zipRight(Effect.zipRight(Effect.zipRight(database, connections), process_), exposition) }
 })
 
@@ -200,19 +208,39 @@ const sampleLine = (name: string, labels: ReadonlyArray<readonly [string, string
   }\n`
 
 /**
- * Effect metrics (`Metric.unsafeSnapshot()`) in the Prometheus text format, one family per metric name (the label
- * combinations of a name are its series), in the order of the snapshot.
+ * One series of a metric as plain data (structured-cloneable: what a worker thread sends of its own metrics), with
+ * the name and labels already reduced to Prometheus' characters.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Series =
+  | SeriesBase & { readonly kind: "counter" | "gauge"; readonly value: number }
+  | SeriesBase & {
+    readonly kind: "histogram" | "summary"
+    /** Histogram: cumulative `[bound, count]`, the last bound +Inf; summary: `[quantile, value]`. */
+    readonly points: ReadonlyArray<readonly [number, number]>
+    readonly count: number
+    readonly sum: number
+  }
+  | SeriesBase & { readonly kind: "frequency"; readonly occurrences: ReadonlyArray<readonly [string, number]> }
+
+interface SeriesBase {
+  /** The family's name (a monotonic counter's with `_total`). */
+  readonly name: string
+  readonly help: string
+  readonly labels: ReadonlyArray<readonly [string, string]>
+}
+
+/**
+ * Effect metrics (`Metric.unsafeSnapshot()`) as {@link Series}: counters as `counter` (`_total` appended to a name
+ * without it), non-incremental counters and gauges as `gauge`.
  *
  * @since 0.1.0
  * @category encoding
  */
-export const render = (snapshot: ReadonlyArray<MetricPair.MetricPair.Untyped>): string => {
-  const families = new Map<string, { readonly head: string; text: string }>()
-  const add = (name: string, help: string, type: string, text: string) => {
-    const family = families.get(name)
-    if (family !== undefined) family.text += text
-    else families.set(name, { head: `# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`, text })
-  }
+export const seriesOf = (snapshot: ReadonlyArray<MetricPair.MetricPair.Untyped>): Array<Series> => {
+  const series: Array<Series> = []
   for (const { metricKey: key, metricState: state } of snapshot) {
     const base = sanitize(key.name)
     const help = Option.getOrElse(key.description, () => key.name)
@@ -220,36 +248,110 @@ export const render = (snapshot: ReadonlyArray<MetricPair.MetricPair.Untyped>): 
     const counterName = base.endsWith("_total") ? base : `${base}_total`
     if (MetricState.isCounterState(state)) {
       const monotonic = MetricKeyType.isCounterKey(key.keyType) && key.keyType.incremental
-      const name = monotonic ? counterName : base
-      add(name, help, monotonic ? "counter" : "gauge", sampleLine(name, labels, Number(state.count)))
+      series.push({
+        kind: monotonic ? "counter" : "gauge",
+        name: monotonic ? counterName : base,
+        help,
+        labels,
+        value: Number(state.count)
+      })
     } else if (MetricState.isGaugeState(state)) {
-      add(base, help, "gauge", sampleLine(base, labels, Number(state.value)))
+      series.push({ kind: "gauge", name: base, help, labels, value: Number(state.value) })
     } else if (MetricState.isHistogramState(state)) {
       // Effect's buckets are cumulative already, the last one's bound +Inf
-      let text = sampleLine(`${base}_count`, labels, state.count) + sampleLine(`${base}_sum`, labels, state.sum)
-      for (const [bound, count] of state.buckets) {
-        text += sampleLine(`${base}_bucket`, [...labels, ["le", valueText(bound)]], count)
-      }
-      add(base, help, "histogram", text)
+      series.push({ kind: "histogram", name: base, help, labels, points: [...state.buckets], ...totals(state) })
     } else if (MetricState.isSummaryState(state)) {
-      let text = ""
-      for (const [quantile, value] of state.quantiles) {
-        text += sampleLine(base, [...labels, ["quantile", String(quantile)]], Option.getOrElse(value, () => NaN))
-      }
-      text += sampleLine(`${base}_sum`, labels, state.sum) + sampleLine(`${base}_count`, labels, state.count)
-      add(base, help, "summary", text)
+      const points = state.quantiles.map(([quantile, value]) => [quantile, Option.getOrElse(value, () => NaN)] as const)
+      series.push({ kind: "summary", name: base, help, labels, points, ...totals(state) })
     } else if (MetricState.isFrequencyState(state)) {
-      let text = ""
-      for (const [value, count] of state.occurrences) {
-        text += sampleLine(counterName, [...labels, ["key", value]], count)
-      }
-      add(counterName, help, "counter", text)
+      series.push({ kind: "frequency", name: counterName, help, labels, occurrences: [...state.occurrences] })
     }
+  }
+  return series
+}
+
+const totals = (state: { readonly count: number; readonly sum: number }) => ({ count: state.count, sum: state.sum })
+
+/** Two series of one name and labels as one: counts added, a gauge's highest value, a summary's first. */
+const combine = (a: Series, b: Series): Series => {
+  if (a.kind !== b.kind) return a
+  if (a.kind === "counter" && b.kind === "counter") return { ...a, value: a.value + b.value }
+  if (a.kind === "gauge" && b.kind === "gauge") return { ...a, value: Math.max(a.value, b.value) }
+  if (a.kind === "histogram" && b.kind === "histogram" && a.points.length === b.points.length) {
+    const points = a.points.map(([bound, count], i) => [bound, count + b.points[i]![1]] as const)
+    return { ...a, points, count: a.count + b.count, sum: a.sum + b.sum }
+  }
+  if (a.kind === "frequency" && b.kind === "frequency") {
+    const occurrences = new Map(a.occurrences)
+    for (const [value, count] of b.occurrences) occurrences.set(value, (occurrences.get(value) ?? 0) + count)
+    return { ...a, occurrences: [...occurrences] }
+  }
+  return a
+}
+
+/**
+ * Series of several sources (the threads of one process) as one list: series of the same name and labels combined
+ * (counters and histograms added, the highest of gauges), in the order first seen.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const merge = (...sources: ReadonlyArray<ReadonlyArray<Series>>): Array<Series> => {
+  const byKey = new Map<string, Series>()
+  for (const source of sources) {
+    for (const series of source) {
+      const key = JSON.stringify([series.name, series.labels])
+      const seen = byKey.get(key)
+      byKey.set(key, seen === undefined ? series : combine(seen, series))
+    }
+  }
+  return [...byKey.values()]
+}
+
+/**
+ * {@link Series} in the Prometheus text format, one family per name (the label combinations of a name are its
+ * series), in the order first seen.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const renderSeries = (all: ReadonlyArray<Series>): string => {
+  const families = new Map<string, { readonly head: string; text: string }>()
+  for (const series of all) {
+    const { help, labels, name } = series
+    let text = ""
+    if (series.kind === "counter" || series.kind === "gauge") text = sampleLine(name, labels, series.value)
+    else if (series.kind === "histogram") {
+      text = sampleLine(`${name}_count`, labels, series.count) + sampleLine(`${name}_sum`, labels, series.sum)
+      for (const [bound, count] of series.points) {
+        text += sampleLine(`${name}_bucket`, [...labels, ["le", valueText(bound)]], count)
+      }
+    } else if (series.kind === "summary") {
+      for (const [quantile, value] of series.points) {
+        text += sampleLine(name, [...labels, ["quantile", String(quantile)]], value)
+      }
+      text += sampleLine(`${name}_sum`, labels, series.sum) + sampleLine(`${name}_count`, labels, series.count)
+    } else if (series.kind === "frequency") {
+      for (const [value, count] of series.occurrences) text += sampleLine(name, [...labels, ["key", value]], count)
+    }
+    const family = families.get(name)
+    const type = series.kind === "frequency" ? "counter" : series.kind
+    if (family !== undefined) family.text += text
+    else families.set(name, { head: `# HELP ${name} ${escapeHelp(help)}\n# TYPE ${name} ${type}\n`, text })
   }
   let out = ""
   for (const { head, text } of families.values()) out += head + text
   return out
 }
+
+/**
+ * Effect metrics (`Metric.unsafeSnapshot()`) in the Prometheus text format ({@link seriesOf}, {@link renderSeries}).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const render = (snapshot: ReadonlyArray<MetricPair.MetricPair.Untyped>): string =>
+  renderSeries(seriesOf(snapshot))
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
 

@@ -13,6 +13,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as Bootstrap from "@mediagate/accounts/Bootstrap"
 import { Errors, OptionalPackage } from "@mediagate/contract"
 import { Envelope } from "@mediagate/server"
+import * as UrlSigner from "@mediagate/vendors/UrlSigner"
 import * as Cause from "effect/Cause"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
@@ -20,11 +21,12 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as Layer from "effect/Layer"
+import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -33,7 +35,9 @@ import { setFlagsFromString } from "node:v8"
 import * as AccessLog from "./AccessLog.js"
 import * as FirstKeys from "./internal/firstKeys.js"
 import * as Terminal from "./internal/terminal.js"
+import * as ThreadRole from "./internal/threadRole.js"
 import * as Tracing from "./internal/tracing.js"
+import * as WorkerThread from "./internal/workerThread.js"
 import * as Logging from "./Logging.js"
 import * as Mediagate from "./Mediagate.js"
 import * as Metrics from "./Metrics.js"
@@ -231,9 +235,45 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
     config,
     (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
   )
-  yield* serve(Mediagate.layerConfig, { ...listenOptions, bootstrap: Option.isNone(yield* adminToken) })
-  return yield* Effect.never
+  const serveOptions = { ...listenOptions, bootstrap: Option.isNone(yield* adminToken) }
+  if (!(runByRunMain && (yield* onTwoThreads))) {
+    yield* serve(Mediagate.layerConfig, serveOptions)
+    return yield* Effect.never
+  }
+  // the API here, the workers on a worker thread (internal/workerThread.ts), started once migrations have run;
+  // without a file secret, both threads sign file URLs with one random secret of the process
+  const secret = yield* Effect.orElseSucceed(Config.string("MEDIAGATE_FILE_SECRET"), () => "")
+  const shared = secret.length > 0 ? {} : { MEDIAGATE_FILE_SECRET: randomBytes(32).toString("hex") }
+  if (secret.length === 0) yield* Effect.logWarning(UrlSigner.noSecret)
+  const bridge = WorkerThread.makeBridge()
+  const role: ThreadRole.Role = { _tag: "Api", bridge }
+  yield* Effect.configProviderWith((current) =>
+    Effect.withConfigProvider(
+      serve(Mediagate.layerConfig.pipe(Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role))), serveOptions),
+      ConfigProvider.fromJson(shared).pipe(ConfigProvider.orElse(() => current))
+    )
+  )
+  const ended = yield* WorkerThread.spawn(bridge, { env: { ...process.env, ...shared } })
+  return yield* ended
 }).pipe(Effect.scoped)
+
+/**
+ * Whether the server runs its workers on a worker thread: `MEDIAGATE_WORKER_THREAD` (default true) with
+ * `MEDIAGATE_WORKERS` (default true).
+ */
+const onTwoThreads = Effect.mapError(
+  Config.all([
+    Config.boolean("MEDIAGATE_WORKERS").pipe(Config.withDefault(true)),
+    Config.boolean("MEDIAGATE_WORKER_THREAD").pipe(Config.withDefault(true))
+  ]),
+  (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
+).pipe(Effect.map(([workers, thread]) => workers && thread))
+
+/**
+ * Whether {@link runMain} runs the process: only then is the worker thread started, since it runs the process's main
+ * script, where `runMain` runs the workers instead.
+ */
+let runByRunMain = false
 
 /**
  * The server's settings: the environment, with the access log and the metrics on unless `MEDIAGATE_ACCESS_LOG=false`,
@@ -291,6 +331,9 @@ export const v8Flags = (execArgv: ReadonlyArray<string>): ReadonlyArray<string> 
  */
 export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
   for (const flag of v8Flags(process.execArgv)) setFlagsFromString(flag)
+  runByRunMain = true
+  // in the server's worker thread, the process's main script runs the workers (internal/workerThread.ts)
+  const run: Effect.Effect<unknown, unknown> = WorkerThread.isWorkerThread() ? WorkerThread.workerProgram : program
   NodeRuntime.runMain(
     Effect.flatMap(Effect.orElseSucceed(Terminal.config, () => Terminal.noEnvironment), (environment) => {
       const colour = {
@@ -302,7 +345,7 @@ export const runMain = <A, E>(program: Effect.Effect<A, E>): void => {
           onFailure: (error) => Effect.zipRight(report(Cause.fail(error)), Effect.fail(error)),
           onSuccess: (settings) =>
             Effect.provide(
-              Effect.tapErrorCause(Tracing.apply(program), report),
+              Effect.tapErrorCause(Tracing.apply(run), report),
               // a terminal gets each line at once (and the first start's banner in order with them)
               Logging.layer(
                 { ...settings, colors: colour.stdout },

@@ -23,6 +23,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 
 /**
@@ -121,3 +122,41 @@ export const notifications = (
   canListen(client)
     ? wakeups((name) => client.listen(name), client`SELECT pg_notify(${channel}, ${probePayload})`, channel, options)
     : Stream.empty
+
+/**
+ * Wakeups between the threads of one process, for a database that cannot LISTEN (SQLite: the production server
+ * runs its workers on a worker thread, `@mediagate/node`'s `Server`): `post` reaches the {@link threadNotifications}
+ * of `channel` on every other thread of the process (a `BroadcastChannel`; none in the posting thread itself, whose
+ * wakeups are local). Posting when no thread listens costs a message to nobody. The channel is closed with the scope.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const threadPoster = (channel: string): Effect.Effect<Effect.Effect<void>, never, Scope.Scope> =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => unref(new BroadcastChannel(channel))),
+      (broadcast) => Effect.sync(() => broadcast.close())
+    ),
+    (broadcast) => Effect.sync(() => broadcast.postMessage(0))
+  )
+
+/**
+ * The wakeups other threads of the process post on `channel` ({@link threadPoster}), as a stream that never fails;
+ * its `BroadcastChannel` keeps no process alive and is closed when the stream ends.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const threadNotifications = (channel: string): Stream.Stream<void> =>
+  Stream.async<void>((emit) => {
+    const broadcast = unref(new BroadcastChannel(channel))
+    broadcast.onmessage = () => void emit.single(undefined)
+    return Effect.sync(() => broadcast.close())
+  }, { bufferSize: 1, strategy: "sliding" })
+
+/** A channel that keeps no process alive (Node's `BroadcastChannel.unref`, missing from the DOM type). */
+const unref = (broadcast: BroadcastChannel): BroadcastChannel => {
+  ;(broadcast as BroadcastChannel & { unref?: () => void }).unref?.()
+  return broadcast
+}

@@ -124,7 +124,13 @@ export const make = (options: Options): UrlSigner["Type"] => {
  */
 export const layer = (options: Options): Layer.Layer<UrlSigner> => Layer.sync(UrlSigner, () => make(options))
 
-const noSecret =
+/**
+ * The warning of a signer without `MEDIAGATE_FILE_SECRET`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const noSecret =
   "MEDIAGATE_FILE_SECRET is not set: file URLs are signed with a random per-process secret and stop working when this process exits"
 
 /**

@@ -16,6 +16,7 @@ import * as Admission from "@mediagate/engine/Admission"
 import * as EngineResultLinks from "@mediagate/engine/ResultLinks"
 import * as SqlTaskStorage from "@mediagate/engine/SqlTaskStorage"
 import * as TaskAdmin from "@mediagate/engine/TaskAdmin"
+import type { TaskReads } from "@mediagate/engine/TaskReads"
 import * as TaskService from "@mediagate/engine/TaskService"
 import * as Worker from "@mediagate/engine/Worker"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
@@ -47,11 +48,13 @@ import * as WebhookService from "@mediagate/webhooks/WebhookService"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Retention from "../Retention.js"
 import * as FilePlacement from "./filePlacement.js"
+import * as ThreadRole from "./threadRole.js"
 
 /** Settings of the composition itself (the packages read their own). */
 export interface StackSettings {
@@ -64,6 +67,11 @@ export interface StackSettings {
    * for none; default 5 s): the longest another process may take to see a revocation (docs/security.md).
    */
   readonly keyCacheTtl: number
+  /**
+   * The part of a server on two threads this stack is (`internal/threadRole.ts`): the API thread runs no workers,
+   * and its admission gate follows the worker thread's claims; default the whole server.
+   */
+  readonly role: ThreadRole.Role
 }
 
 const keyCacheTtl: Config.Config<number> = Config.string("MEDIAGATE_KEY_CACHE_TTL").pipe(
@@ -86,7 +94,15 @@ export const settings: Config.Config<StackSettings> = Config.all({
     Config.withDefault(SqlStore.defaultPrefix)
   ),
   workers: Config.boolean("MEDIAGATE_WORKERS").pipe(Config.withDefault(true)),
-  keyCacheTtl
+  keyCacheTtl,
+  role: Config.succeed(ThreadRole.whole)
+})
+
+/** The settings of a stack with `role`: the API thread of a server on two threads runs no workers. */
+export const withRole = (stack: StackSettings, role: ThreadRole.Role): StackSettings => ({
+  ...stack,
+  role,
+  workers: role._tag === "Api" ? false : stack.workers
 })
 
 /**
@@ -103,7 +119,7 @@ export const Files = (stack: StackSettings) =>
     ({ dataDir, store }) =>
       store === "s3"
         ? S3FileStore.layerConfig
-        : stack.workers
+        : stack.workers || stack.role._tag === "Api"
         ? FileStore.layerLocalConfig
         : Layer.merge(
           FileStore.layerLocalConfig,
@@ -173,14 +189,33 @@ export const Vendors = (stack: StackSettings) =>
   )
 
 /**
+ * The admission gate of a stack: with its workers, `MEDIAGATE_ADMISSION_*`; on the API thread of a server on two
+ * threads the same gate, measuring the worker thread's event loop and registered with the bridge for the worker
+ * thread's claim reports; on the worker thread a gate that only passes its claims' reports on.
+ */
+const admission = (
+  stack: StackSettings
+): Layer.Layer<Admission.Admission, ConfigError.ConfigError, TaskReads> | Layer.Layer<never> => {
+  const role = stack.role
+  if (role._tag === "Workers") return Layer.succeed(Admission.Admission, Admission.reporting(role.report))
+  if (role._tag === "Whole") return stack.workers ? Admission.layerConfig : Layer.empty
+  return Layer.unwrapEffect(Effect.map(Admission.config, (options) =>
+    Layer.tap(
+      Admission.layerCounted({ ...options, utilization: role.bridge.utilization }),
+      (context) => Effect.sync(() => (role.bridge.gate = Context.get(context, Admission.Admission)))
+    )))
+}
+
+/**
  * The engine: SQL task storage, the upstream routed over channels, the task service and (when this process runs them)
  * workers, placed by the markers of the local file store (`FilePlacement`: nodes apart claim no task of each other).
  */
 export const Engine = (stack: StackSettings) =>
   (stack.workers ? Worker.layerConfig() : Layer.empty).pipe(
     Layer.provideMerge(TaskService.layer),
-    // with workers here, new tasks wait while they are behind (MEDIAGATE_ADMISSION_*)
-    Layer.provideMerge(stack.workers ? Admission.layerConfig : Layer.empty),
+    // with workers here, new tasks wait while they are behind (MEDIAGATE_ADMISSION_*); on a server on two threads
+    // the API thread's gate follows the worker thread's claims and event loop
+    Layer.provideMerge(admission(stack)),
     // the upstream routed over channels (docs/channels.md), with its runtime for the admin views
     Layer.provideMerge(Channels.layerConfig),
     Layer.provideMerge(FilePlacement.layerConfig(stack.workers)),
@@ -266,8 +301,9 @@ export const ChannelsAdmin = ChannelAdmin.layer
 
 /** Every port the HTTP layer needs and the background processes, on the `SqlClient` in context. */
 export const Ports = Layer.unwrapEffect(
-  Effect.map(Config.all([settings, Retention.config]), ([stack, retention]) =>
-    Layer.mergeAll(
+  Effect.map(Effect.all([settings, Retention.config, ThreadRole.ThreadRole]), ([config, retention, role]) => {
+    const stack = withRole(config, role)
+    return Layer.mergeAll(
       ServerConfig.layerConfig,
       DatabaseReadiness,
       Retain(stack, retention),
@@ -279,7 +315,8 @@ export const Ports = Layer.unwrapEffect(
       Layer.provideMerge(Engine(stack)),
       Layer.provideMerge(Vendors(stack)),
       Layer.provideMerge(Accounts(stack))
-    ))
+    )
+  })
 )
 
 /**

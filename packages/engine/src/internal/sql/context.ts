@@ -16,6 +16,13 @@ import { refundFor, type TaskRecord, toEvent } from "../../TaskRecord.js"
 import { decoders, json, ms, outboxLockKeys, rememberedTasks, type SqlOptions } from "./rows.js"
 import { activeList, migrations, migrationsTable, outboxChannel, storeName, tables, wakeupChannel } from "./schema.js"
 
+/** The file of a SQLite client (`@effect/sql-sqlite-node`'s config), or "" when it does not say. */
+const sqliteFile = (client: SqlClient.SqlClient): string => {
+  const config: unknown = (client as { readonly config?: unknown }).config
+  const filename = typeof config === "object" && config !== null ? (config as { filename?: unknown }).filename : ""
+  return typeof filename === "string" ? filename : ""
+}
+
 /** Builds the context (runs the migrations). */
 export const make = (options: SqlOptions) =>
   Effect.gen(function*() {
@@ -25,15 +32,20 @@ export const make = (options: SqlOptions) =>
     const time = options.time ?? "database"
     const rows = decoders(prefix)
     const channel = wakeupChannel(prefix)
+    // SQLite cannot LISTEN: the wakeups of other threads of this process (a server's worker thread) go on
+    // BroadcastChannels named after the database file
+    const threads = pg ? undefined : `${sqliteFile(client)}\u0000`
+    const threadWake = threads === undefined ? Effect.void : yield* Listen.threadPoster(threads + channel)
     const signals = yield* PubSub.sliding<void>(1)
-    const wake = PubSub.publish(signals, undefined)
-    const notify = pg ? sql`SELECT pg_notify(${channel}, ${"wake"})`.pipe(Effect.asVoid) : Effect.void
+    const wake = Effect.zipRight(PubSub.publish(signals, undefined), threadWake)
+    const notify = pg ? sql`SELECT pg_notify(${channel}, ${"wake"})`.pipe(Effect.asVoid) : threadWake
     /** The wakeup of other processes as part of a write (PostgreSQL: `RETURNING (SELECT pg_notify(...))`, sent on commit). */
     const notifying = pg ? sql` RETURNING (SELECT pg_notify(${channel}, ${"wake"})) AS woke` : sql.literal("")
     const outboxName = outboxChannel(prefix)
     const outboxSignals = yield* PubSub.sliding<void>(1)
+    const threadOutboxWake = threads === undefined ? Effect.void : yield* Listen.threadPoster(threads + outboxName)
     /** Wakes this process's outbox readers (after the commit). */
-    const outboxWake = PubSub.publish(outboxSignals, undefined)
+    const outboxWake = Effect.zipRight(PubSub.publish(outboxSignals, undefined), threadOutboxWake)
     /** The wakeup of other processes' outbox readers as part of the outbox insert (PostgreSQL; sent on commit). */
     const outboxNotifying = pg ? sql` RETURNING (SELECT pg_notify(${outboxName}, ${"wake"})) AS woke` : sql.literal("")
     /** The first statement of a transaction that writes the outbox (PostgreSQL; see {@link outboxLockKeys}). */
@@ -106,10 +118,14 @@ export const make = (options: SqlOptions) =>
 
     // SQLite's statements are synchronous: its batches gather the calls of requests that arrived together
     const sqliteBatches = { gather: !pg }
-    // without a client that can LISTEN (SQLite), wakeups are local only (workers still poll)
-    // a lost LISTEN connection (restart, killed backend) is found by a probe and opened again; wakeups never fail
-    const remote = Listen.notifications(client, channel)
-    const remoteOutbox = Listen.notifications(client, outboxName)
+    // PostgreSQL: a lost LISTEN connection (restart, killed backend) is found by a probe and opened again; wakeups
+    // never fail. SQLite: the other threads of this process only (other processes' tasks are found by polling)
+    const remote = threads === undefined
+      ? Listen.notifications(client, channel)
+      : Listen.threadNotifications(threads + channel)
+    const remoteOutbox = threads === undefined
+      ? Listen.notifications(client, outboxName)
+      : Listen.threadNotifications(threads + outboxName)
     return {
       options,
       client,
