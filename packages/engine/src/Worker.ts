@@ -514,3 +514,25 @@ export const layerConfig = (overrides: WorkerOptions = {}): Layer.Layer<never, C
  */
 export const layer = (options: WorkerOptions = {}): Layer.Layer<never, never, Requirements> =>
   Layer.scopedDiscard(run(options))
+
+/**
+ * A node without workers (an API-only node, the API thread of the production server): the upstream's changes it
+ * hears (the callbacks that reach its HTTP port) are written as due tasks (`TaskLifecycle.markDue`, which wakes the
+ * workers of the other processes and threads), what came in the same 5 ms in one write, tried again with backoff
+ * for up to 5 minutes. Without it such a callback would wait for its task's safety-net poll.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerForwardChanges = (
+  options: Pick<WorkerOptions, "backoff"> = {}
+): Layer.Layer<never, never, TaskLifecycle | Upstream> =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const [lifecycle, upstream] = yield* Effect.all([TaskLifecycle, Upstream])
+    const changes = upstream.changes.pipe(Stream.groupedWithin(512, Duration.millis(5)))
+    yield* Effect.forkScoped(Stream.runForEach(changes, (ids) =>
+      lifecycle.markDue(Chunk.toReadonlyArray(ids)).pipe(
+        Effect.retry(Backoff.schedule(options.backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
+        Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause))
+      )))
+  }))

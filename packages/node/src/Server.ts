@@ -192,7 +192,11 @@ const warnIfFirstKeysLeft = Effect.flatMap(firstKeysFile, (file) =>
  */
 export const serve = (
   stack: Layer.Layer<Mediagate.Mediagate, Mediagate.StartError>,
-  options: ListenOptions & { readonly bootstrap?: boolean }
+  options: ListenOptions & {
+    readonly bootstrap?: boolean
+    /** Runs once the stack is built and bootstrapped, before the port opens (the worker thread starts there). */
+    readonly beforeListen?: Effect.Effect<void, Mediagate.StartError, Scope.Scope>
+  }
 ): Effect.Effect<
   { readonly server: NodeServer; readonly service: Mediagate.Service },
   Mediagate.StartError,
@@ -211,6 +215,7 @@ export const serve = (
       if (Option.isSome(created)) yield* announceBootstrapped(created.value)
       else yield* warnIfFirstKeysLeft
     }
+    if (options.beforeListen !== undefined) yield* options.beforeListen
     const server = yield* listen(starting.listener, options)
     yield* Effect.logInfo(`Listening on ${urlOf(server)}`)
     const metrics = service.metrics
@@ -247,13 +252,21 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
   if (secret.length === 0) yield* Effect.logWarning(UrlSigner.noSecret)
   const bridge = WorkerThread.makeBridge()
   const role: ThreadRole.Role = { _tag: "Api", bridge }
+  // the thread is ready before the port opens: every task accepted has its workers, every channel write reaches it
+  let ended: Effect.Effect<never, Mediagate.StartError> = Effect.never
+  const beforeListen = Effect.map(
+    WorkerThread.spawn(bridge, { env: { ...process.env, ...shared } }),
+    (thread) => void (ended = thread)
+  )
   yield* Effect.configProviderWith((current) =>
     Effect.withConfigProvider(
-      serve(Mediagate.layerConfig.pipe(Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role))), serveOptions),
+      serve(
+        Mediagate.layerConfig.pipe(Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role))),
+        { ...serveOptions, beforeListen }
+      ),
       ConfigProvider.fromJson(shared).pipe(ConfigProvider.orElse(() => current))
     )
   )
-  const ended = yield* WorkerThread.spawn(bridge, { env: { ...process.env, ...shared } })
   return yield* ended
 }).pipe(Effect.scoped)
 

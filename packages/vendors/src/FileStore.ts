@@ -29,7 +29,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
-import { linkSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { rmdir } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
 
@@ -307,7 +307,7 @@ const putSmall = (file: string, bytes: Uint8Array): void => {
   try {
     writeFileSync(temporary, bytes, { flag: "wx" })
   } catch (error) {
-    if (codeOf(error) !== "ENOENT") throw error
+    if ((error as { code?: unknown }).code !== "ENOENT") throw error
     mkdirSync(dirname(file), { recursive: true })
     writeFileSync(temporary, bytes, { flag: "wx" })
   }
@@ -316,30 +316,6 @@ const putSmall = (file: string, bytes: Uint8Array): void => {
   } catch (error) {
     rmSync(temporary, { force: true })
     throw error
-  }
-}
-
-/** The `code` of a Node system error. */
-const codeOf = (error: unknown): unknown => (error as { code?: unknown } | undefined)?.code
-
-/**
- * A hard link to `source` at `file` with synchronous calls, as {@link putSmall} writes (one system call into the
- * page cache, cheaper than a turn through the thread pool), its directory made when missing: `linked`, `missing` (no
- * source), or `other` (the name is taken, the file system refuses links, ...), for the general path.
- */
-const linkSmall = (source: string, file: string): "linked" | "missing" | "other" => {
-  try {
-    linkSync(source, file)
-    return "linked"
-  } catch (error) {
-    if (codeOf(error) !== "ENOENT") return "other"
-  }
-  try {
-    mkdirSync(dirname(file), { recursive: true })
-    linkSync(source, file)
-    return "linked"
-  } catch (error) {
-    return codeOf(error) === "ENOENT" ? "missing" : "other"
   }
 }
 
@@ -440,7 +416,7 @@ export const makeLocal = (options: { readonly directory: string }) =>
         }).pipe(Effect.ensuring(Effect.suspend(() => renamed ? Effect.void : Effect.ignore(fs.remove(source)))))
       })
 
-    // a hard link straight to the new name (synchronous calls: linkSmall); over an existing file, a link on a temporary name
+    // a hard link straight to the new name (one system call); over an existing file, a link on a temporary name
     // renamed into place; where the file system refuses hard links, a copy of the bytes on the temporary name. A
     // missing source is NotFound even once the directory is made: `false`.
     const copy = (from: string, to: string) =>
@@ -448,8 +424,6 @@ export const makeLocal = (options: { readonly directory: string }) =>
         const source = yield* locate(from)
         yield* puttable(to, contentTypeOf(from))
         const file = fileOf(to)
-        const fast = linkSmall(source, file)
-        if (fast !== "other") return fast === "linked"
         const linked = fs.link(source, file).pipe(
           Effect.catchIf(
             hasReason("AlreadyExists"),

@@ -207,17 +207,52 @@ const admission = (
 }
 
 /**
+ * The upstream routed over channels (docs/channels.md) with its runtime for the admin views. On a server on two
+ * threads the worker thread's routes the tasks: it hands its runtime to the thread's link, and the API thread's
+ * runtime shows that thread's breakers and makes it read the channels again after a write.
+ */
+const channels = (stack: StackSettings) => {
+  const role = stack.role
+  if (role._tag === "Whole") return Channels.layerConfig
+  if (role._tag === "Workers") {
+    return Layer.tap(
+      Channels.layerConfig,
+      (context) => Effect.sync(() => role.channels(Context.get(context, ChannelRuntime)))
+    )
+  }
+  const bridged = Layer.effect(
+    ChannelRuntime,
+    Effect.map(ChannelRuntime, (local) =>
+      ChannelRuntime.of({
+        defaults: local.defaults,
+        health: (id) =>
+          Effect.flatMap(role.bridge.channelHealth(id), (remote) =>
+            remote === undefined ? local.health(id) : Effect.succeed(remote)),
+        // read when called: the thread is started after this layer is built
+        refresh: Effect.zipRight(
+          local.refresh,
+          Effect.suspend(() =>
+            role.bridge.refreshChannels
+          )
+        )
+      }))
+  )
+  return Layer.provideMerge(bridged, Channels.layerConfig)
+}
+
+/**
  * The engine: SQL task storage, the upstream routed over channels, the task service and (when this process runs them)
  * workers, placed by the markers of the local file store (`FilePlacement`: nodes apart claim no task of each other).
  */
 export const Engine = (stack: StackSettings) =>
-  (stack.workers ? Worker.layerConfig() : Layer.empty).pipe(
+  // without workers, the upstream callbacks this node hears are written as due tasks for the workers elsewhere
+  (stack.workers ? Worker.layerConfig() : Worker.layerForwardChanges()).pipe(
     Layer.provideMerge(TaskService.layer),
     // with workers here, new tasks wait while they are behind (MEDIAGATE_ADMISSION_*); on a server on two threads
     // the API thread's gate follows the worker thread's claims and event loop
     Layer.provideMerge(admission(stack)),
     // the upstream routed over channels (docs/channels.md), with its runtime for the admin views
-    Layer.provideMerge(Channels.layerConfig),
+    Layer.provideMerge(channels(stack)),
     Layer.provideMerge(FilePlacement.layerConfig(stack.workers)),
     // a task read by id goes through the database's read connection when it has one, a batch of charged accepts
     // through its write connection (SQLite files)

@@ -5,6 +5,7 @@
  * thread's gate).
  */
 import type * as Admission from "@mediagate/engine/Admission"
+import type { ChannelHealthView, ChannelRuntime } from "@mediagate/vendors/ChannelStore"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Metrics from "../Metrics.js"
@@ -19,6 +20,10 @@ export interface ApiBridge {
   gate: Admission.Gate | undefined
   /** The worker thread's metrics (none before it runs, or when it does not answer in time). */
   metrics: Effect.Effect<ReadonlyArray<Metrics.Series>>
+  /** The worker thread's breaker of a channel, the one that routes tasks (undefined before it runs, or late). */
+  channelHealth: (id: string) => Effect.Effect<ChannelHealthView | undefined>
+  /** Makes the worker thread read the stored channels again now (after an operator's write here). */
+  refreshChannels: Effect.Effect<void>
 }
 
 /**
@@ -27,7 +32,13 @@ export interface ApiBridge {
 export type Role =
   | { readonly _tag: "Whole" }
   | { readonly _tag: "Api"; readonly bridge: ApiBridge }
-  | { readonly _tag: "Workers"; readonly report: (lateMs: number) => void }
+  | {
+    readonly _tag: "Workers"
+    /** A claim's lateness, for the API thread's gate. */
+    readonly report: (lateMs: number) => void
+    /** Called with the thread's channel runtime once built (the API thread asks it for breakers and reloads). */
+    readonly channels: (runtime: ChannelRuntime["Type"]) => void
+  }
 
 /** The whole server on one thread: the default. */
 export const whole: Role = { _tag: "Whole" }

@@ -8,16 +8,19 @@
  *   `mediagate` command); `Server.runMain` sees the thread's marker ({@link isWorkerThread}) and runs
  *   {@link workerProgram} there instead of the program it was given.
  * - The main thread builds its stack first (migrations, the first start's keys), then starts the thread and waits for
- *   its stack to be ready. Its stop (SIGTERM, SIGINT) asks the thread to stop (its workers hand back their leases)
+ *   its stack to be ready before it opens the port. Its stop (SIGTERM, SIGINT) asks the thread to stop (its workers hand back their leases)
  *   and waits for it; a thread that ends on its own stops the server with an error, for its supervisor to restart.
  * - Admission (engine.md "Workers"): the API thread keeps the gate; it measures the worker thread's event loop, and
  *   the worker thread's claims open and shut it (a message when a claim's lateness crosses a threshold).
  * - Wake-ups: an accepted task wakes the worker thread at once (PostgreSQL `NOTIFY`; SQLite a `BroadcastChannel`,
  *   `@mediagate/persistence/Listen`).
- * - `/metrics` on the main thread adds the worker thread's own metrics (asked for at each scrape).
+ * - `/metrics` on the main thread adds the worker thread's own metrics (asked for at each scrape); the operators'
+ *   channel views show the worker thread's breakers, and a write of a channel makes it read the channels at once.
+ * - Upstream callbacks reach the main thread's port: it writes their tasks due (`Worker.layerForwardChanges`).
  * - The thread's log lines go to the process's stdout through the main thread (Node's worker stdio).
  */
 import * as Admission from "@mediagate/engine/Admission"
+import type { ChannelHealthView, ChannelRuntime } from "@mediagate/vendors/ChannelStore"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -31,8 +34,8 @@ import * as ThreadRole from "./threadRole.js"
 /** The `workerData` key that marks Mediagate's worker thread. */
 const marker = "@mediagate/node/worker-thread"
 
-/** How long a scrape waits for the worker thread's metrics. */
-const metricsTimeoutMs = 2_000
+/** How long the API thread waits for the worker thread's answer (metrics, a breaker, a reload of the channels). */
+const answerTimeoutMs = 2_000
 
 /** How long a stop waits for the worker thread to hand back its leases and close before it is terminated. */
 const stopTimeoutMs = 30_000
@@ -42,10 +45,16 @@ type FromWorker =
   | { readonly type: "ready" }
   | { readonly type: "failed"; readonly message: string }
   | { readonly type: "late"; readonly ms: number }
-  | { readonly type: "metrics"; readonly id: number; readonly series: ReadonlyArray<Metrics.Series> }
+  | { readonly type: "answer"; readonly id: number; readonly answer: unknown }
+
+/** The questions the API thread asks the worker thread. */
+type Question =
+  | { readonly type: "metrics" }
+  | { readonly type: "health"; readonly channel: string }
+  | { readonly type: "refresh" }
 
 /** Messages to the worker thread. */
-type ToWorker = { readonly type: "stop" } | { readonly type: "metrics"; readonly id: number }
+type ToWorker = { readonly type: "stop" } | { readonly type: "ask"; readonly id: number; readonly question: Question }
 
 /**
  * Whether this thread is Mediagate's worker thread.
@@ -60,7 +69,9 @@ export const isWorkerThread = (): boolean =>
 export const makeBridge = (): ThreadRole.ApiBridge => ({
   utilization: () => 0,
   gate: undefined,
-  metrics: Effect.succeed([])
+  metrics: Effect.succeed([]),
+  channelHealth: () => Effect.succeed(undefined),
+  refreshChannels: Effect.void
 })
 
 /**
@@ -96,17 +107,34 @@ export const spawn = (
           worker.postMessage({ type: "stop" } satisfies ToWorker)
         })
     )
-    const pending = new Map<number, (series: ReadonlyArray<Metrics.Series>) => void>()
+    const pending = new Map<number, (answer: unknown) => void>()
     let nextId = 0
     worker.on("message", (message: FromWorker) => {
       if (message.type === "late") bridge.gate?.report(message.ms)
-      else if (message.type === "metrics") pending.get(message.id)?.(message.series)
+      else if (message.type === "answer") pending.get(message.id)?.(message.answer)
       else if (message.type === "ready") Deferred.unsafeDone(ready, Effect.void)
       else {
         const error = new Mediagate.StartError({ message: `worker thread: ${message.message}`, retryable: false })
         Deferred.unsafeDone(ready, Effect.fail(error))
       }
     })
+    /** The worker thread's answer to `question`, or undefined when none came within {@link answerTimeoutMs}. */
+    const ask = (question: Question) =>
+      Effect.async<unknown>((resume) => {
+        const id = nextId++
+        const done = (answer: unknown) => {
+          pending.delete(id)
+          clearTimeout(timer)
+          resume(Effect.succeed(answer))
+        }
+        const timer = setTimeout(() => done(undefined), answerTimeoutMs)
+        pending.set(id, done)
+        worker.postMessage({ type: "ask", id, question } satisfies ToWorker)
+        return Effect.sync(() => {
+          pending.delete(id)
+          clearTimeout(timer)
+        })
+      })
     worker.on("error", (cause) => {
       const error = new Mediagate.StartError({ message: `worker thread failed: ${cause.message}`, retryable: false })
       Deferred.unsafeDone(ready, Effect.fail(error))
@@ -128,21 +156,10 @@ export const spawn = (
       last = now
       return window.utilization
     }
-    bridge.metrics = Effect.async<ReadonlyArray<Metrics.Series>>((resume) => {
-      const id = nextId++
-      const done = (series: ReadonlyArray<Metrics.Series>) => {
-        pending.delete(id)
-        clearTimeout(timer)
-        resume(Effect.succeed(series))
-      }
-      const timer = setTimeout(() => done([]), metricsTimeoutMs)
-      pending.set(id, done)
-      worker.postMessage({ type: "metrics", id } satisfies ToWorker)
-      return Effect.sync(() => {
-        pending.delete(id)
-        clearTimeout(timer)
-      })
-    })
+    bridge.metrics = Effect.map(ask({ type: "metrics" }), (answer) => (answer ?? []) as ReadonlyArray<Metrics.Series>)
+    bridge.channelHealth = (channel) =>
+      Effect.map(ask({ type: "health", channel }), (answer) => answer as ChannelHealthView | undefined)
+    bridge.refreshChannels = Effect.asVoid(ask({ type: "refresh" }))
     yield* Deferred.await(ready)
     yield* Effect.logInfo("workers: on a worker thread (MEDIAGATE_WORKER_THREAD)")
     return Deferred.await(ended)
@@ -167,11 +184,19 @@ export const workerProgram: Effect.Effect<void, Mediagate.StartError> = Effect.g
     lastClass = kind
   }
   const stopped = yield* Deferred.make<void>()
+  let channels: ChannelRuntime["Type"] | undefined
+  const answer = (question: Question): Effect.Effect<unknown> => {
+    if (question.type === "metrics") return Effect.sync(() => Metrics.seriesOf(Metric.unsafeSnapshot()))
+    if (channels === undefined) return Effect.succeed(undefined)
+    return question.type === "health" ? channels.health(question.channel) : Effect.as(channels.refresh, true)
+  }
   port.on("message", (message: ToWorker) => {
-    if (message.type === "stop") Deferred.unsafeDone(stopped, Effect.void)
-    else post({ type: "metrics", id: message.id, series: Metrics.seriesOf(Metric.unsafeSnapshot()) })
+    if (message.type === "stop") return Deferred.unsafeDone(stopped, Effect.void)
+    Effect.runFork(
+      Effect.map(answer(message.question), (value) => post({ type: "answer", id: message.id, answer: value }))
+    )
   })
-  const role: ThreadRole.Role = { _tag: "Workers", report }
+  const role: ThreadRole.Role = { _tag: "Workers", report, channels: (runtime) => (channels = runtime) }
   const starting = yield* Mediagate.start(
     Mediagate.layerConfig.pipe(Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role)))
   )
