@@ -1,9 +1,9 @@
 /**
- * The production server on two threads (`MEDIAGATE_WORKER_THREAD`, the default; packages/node
- * `internal/workerThread.ts`): the built server runs its workers on a worker thread, which runs an accepted task at
+ * The production server on two threads (`MEDIAGATE_WORKER_THREAD=true`; packages/node `internal/workerThread.ts`):
+ * the built server runs its workers on a worker thread, which runs an accepted task at
  * once, signs the result URLs of its webhook events with the process's file secret (a random one when none is set:
  * the API thread's `/files` serves them), shows its metrics in the API thread's `/metrics`, and stops with the
- * process (SIGTERM: exit code 0). With `MEDIAGATE_WORKER_THREAD=false` the workers run on the main thread.
+ * process (SIGTERM: exit code 0). By default the workers run on the main thread.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
@@ -72,7 +72,7 @@ const runTask = async (base: string, token: string, hookUrl: string) => {
 describe("the production server on two threads", () => {
   it("runs tasks on its worker thread, shares the file secret, merges /metrics and stops on SIGTERM", async () => {
     const hooks = await receiver()
-    const server = await start({})
+    const server = await start({ MEDIAGATE_WORKER_THREAD: "true" })
     try {
       await waitFor(
         "the worker thread",
@@ -112,9 +112,9 @@ describe("the production server on two threads", () => {
     }
   }, 180_000)
 
-  it("runs the workers on the main thread with MEDIAGATE_WORKER_THREAD=false", async () => {
+  it("runs the workers on the main thread by default", async () => {
     const hooks = await receiver()
-    const server = await start({ MEDIAGATE_WORKER_THREAD: "false" })
+    const server = await start({})
     try {
       const keys = await makeAccount(server.baseUrl, "one thread", 10)
       await runTask(server.baseUrl, keys.live, hooks.url)

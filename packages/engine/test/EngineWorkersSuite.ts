@@ -1,6 +1,7 @@
 /**
  * The engine end to end, its workers: a dead worker's task finished by another, callbacks and jobs done before their
- * submit is recorded, tasks waiting on their upstream without a worker, shutdown, and an API-only node. Registered
+ * submit is recorded, tasks waiting on their upstream without a worker, shutdown, and an API-only node (no worker;
+ * the callbacks it hears written as due tasks). Registered
  * per storage backend by `EngineSuite.ts`.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -9,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { TaskStorage } from "../src/TaskStorage.js"
+import { Upstream } from "../src/Upstream.js"
 import * as Worker from "../src/Worker.js"
 import { withStorage } from "./support.js"
 import { awaitTerminal, type EngineBackend, engineSetup, principal, request } from "./supportEngine.js"
@@ -159,6 +161,38 @@ export const workersSuite = (name: string, backend: EngineBackend) =>
         expect(again?.id).toBe(stuck.id)
       }).pipe(Effect.provide(layer), Effect.scoped)
     })
+    it.live("an API-only node writes the tasks of the callbacks it hears due (Worker.layerForwardChanges)", () => {
+      // the task waits on its upstream until its deadline; the callback reaches a node without workers, which must make the
+      // task due for the workers of other nodes (without it, the change would wait for the safety-net poll)
+      const { layer } = setup({ concurrency: 0, durationMs: 300, callbacks: true })
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const storage = yield* TaskStorage
+        const upstream = yield* Upstream
+        yield* Layer.build(Worker.layerForwardChanges())
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: request("callback elsewhere"),
+          idempotencyKey: undefined
+        })
+        const [claimed] = yield* storage.claim("other-node", 1, 60_000)
+        const { jobId } = yield* upstream.submit(claimed!)
+        yield* storage.step(ack.id, claimed!.fence, { upstreamJobId: jobId, nextRunAt: Date.now() + 3_600_000 })
+        // the storage keeps it until at most the task's deadline: still far beyond this test
+        const waiting = Option.getOrThrow(yield* storage.getById(ack.id)).nextRunAt ?? 0
+        expect(waiting).toBeGreaterThan(Date.now() + 30_000)
+        // the job's callback comes 300 ms after the submit
+        let due = waiting
+        for (let i = 0; i < 100 && due >= waiting; i++) {
+          yield* Effect.sleep(50)
+          due = Option.getOrThrow(yield* storage.getById(ack.id)).nextRunAt ?? waiting
+        }
+        expect(due).toBeLessThanOrEqual(Date.now())
+        const [again] = yield* storage.claim("other-node", 1, 60_000)
+        expect(again?.id).toBe(ack.id)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    })
+
     it.live("concurrency 0 runs no worker (an API-only node)", () => {
       const { layer, log } = setup({ concurrency: 0 })
       return Effect.gen(function*() {

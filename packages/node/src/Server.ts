@@ -271,13 +271,13 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
 }).pipe(Effect.scoped)
 
 /**
- * Whether the server runs its workers on a worker thread: `MEDIAGATE_WORKER_THREAD` (default true) with
+ * Whether the server runs its workers on a worker thread: `MEDIAGATE_WORKER_THREAD` (default false) with
  * `MEDIAGATE_WORKERS` (default true).
  */
 const onTwoThreads = Effect.mapError(
   Config.all([
     Config.boolean("MEDIAGATE_WORKERS").pipe(Config.withDefault(true)),
-    Config.boolean("MEDIAGATE_WORKER_THREAD").pipe(Config.withDefault(true))
+    Config.boolean("MEDIAGATE_WORKER_THREAD").pipe(Config.withDefault(false))
   ]),
   (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
 ).pipe(Effect.map(([workers, thread]) => workers && thread))

@@ -1,5 +1,5 @@
 /**
- * The production server on two threads (`MEDIAGATE_WORKER_THREAD`, on by default with workers): the main thread
+ * The production server on two threads (`MEDIAGATE_WORKER_THREAD=true`, with workers): the main thread
  * serves HTTP (an API node: it accepts and reads tasks, runs no workers), a worker thread of the same process runs
  * the task workers, the webhook dispatcher and the retention pruner, each on a database connection of its own. A
  * Node process runs its JavaScript on one thread; this puts a second core to work on the tasks.
