@@ -6,7 +6,8 @@
  * driven one at a time by the same autocannon load. Prints req/s, p50/p99 and ratios.
  *
  * Special modes, shown beside the default when named in `--targets`: `log-off` (the same server with
- * `MEDIAGATE_ACCESS_LOG=false`: the access log's cost), `api-node` (`MEDIAGATE_WORKERS=0`: no worker in the process).
+ * `MEDIAGATE_ACCESS_LOG=false`: the access log's cost), `api-node` (`MEDIAGATE_WORKERS=0`: no worker in the process),
+ * `two-threads` (`MEDIAGATE_WORKER_THREAD=true`: the workers on a worker thread).
  * Every build of Mediagate measured runs on a database of its own, started for its turn and stopped after it: with
  * workers on, a server runs the tasks its `POST` runs made, which would otherwise fall on the turns after it. A first
  * server, not measured, makes the database that raw and the floor read.
@@ -148,6 +149,7 @@ for (const db of databases) {
       mediagate: () => own(mainScript, {}),
       "log-off": () => own(mainScript, { MEDIAGATE_ACCESS_LOG: "false" }),
       "api-node": () => own(mainScript, { MEDIAGATE_WORKERS: "0" }),
+      "two-threads": () => own(mainScript, { MEDIAGATE_WORKER_THREAD: "true" }),
       before: () => own(join(before, mainScript), {}, beforeNodeOptions),
       // the same build with every request through the platform's HttpApiBuilder router (no dispatch of its own)
       platform: () => own(mainScript, { MEDIAGATE_HTTP_DISPATCH: "false" }),
@@ -239,7 +241,7 @@ for (const db of databases) {
         }`
       )
     }
-    for (const mode of ["log-off", "api-node"]) {
+    for (const mode of ["log-off", "api-node", "two-threads"]) {
       const special = find(db, path, mode)
       if (special !== undefined && m !== undefined) {
         comparisons.push(

@@ -6,7 +6,7 @@
  * same PostgreSQL server (`graphile.ts`): the goal is ≥ 1.0× on PostgreSQL and ≥ 2× on SQLite.
  *
  *   npm run build && tsx bench/throughput.ts -- [--db sqlite,pg] [--tasks 5000] [--connections 32] [--rounds 1]
- *     [--profile]   (a CPU profile of each server, in bench/profiles)
+ *     [--profile]   (a CPU profile of each server, in bench/profiles; with --profile-heap an allocation profile)
  *     [--split]     (a special mode, beside the default: the tasks posted to an API node (`MEDIAGATE_WORKERS=0`)
  *                    and run by a second node with the defaults, on the same database (SQLite: the same data
  *                    folder): what a second core running the workers would give)
@@ -45,7 +45,8 @@ const databases = arg("db", "sqlite,pg").split(",")
 const taskCount = Number(arg("tasks", "5000"))
 const connections = Number(arg("connections", "32"))
 const rounds = Number(arg("rounds", "1"))
-const profile = flag("profile")
+/** `--profile`: CPU profiles; with `--profile-heap`, allocation profiles (every allocation sampled) instead. */
+const profile = flag("profile") ? (flag("profile-heap") ? "heap" : "cpu") : false
 const split = flag("split")
 /** `--env NAME=value,...`: settings added to the defaults (a special mode, to show beside them). */
 const extraEnv: Record<string, string> = Object.fromEntries(

@@ -258,7 +258,8 @@ export const Engine = (stack: StackSettings) =>
     // through its write connection (SQLite files)
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(
       Effect.all([ReadConnection.ReadConnection, WriteConnection.WriteConnection]),
-      ([reader, writer]) => SqlTaskStorage.layer({ prefix: stack.tablePrefix, reader, writer })
+      ([reader, writer]) =>
+        SqlTaskStorage.layer({ prefix: stack.tablePrefix, reader, writer, threads: stack.role._tag !== "Whole" })
     )))
   )
 

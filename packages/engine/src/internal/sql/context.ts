@@ -32,9 +32,9 @@ export const make = (options: SqlOptions) =>
     const time = options.time ?? "database"
     const rows = decoders(prefix)
     const channel = wakeupChannel(prefix)
-    // SQLite cannot LISTEN: the wakeups of other threads of this process (a server's worker thread) go on
-    // BroadcastChannels named after the database file
-    const threads = pg ? undefined : `${sqliteFile(client)}\u0000`
+    // SQLite cannot LISTEN: with other threads of this process on the file (`threads`: a server's worker thread),
+    // wakeups go to them on BroadcastChannels named after the database file
+    const threads = pg || options.threads !== true ? undefined : `${sqliteFile(client)}\u0000`
     const threadWake = threads === undefined ? Effect.void : yield* Listen.threadPoster(threads + channel)
     const signals = yield* PubSub.sliding<void>(1)
     const wake = Effect.zipRight(PubSub.publish(signals, undefined), threadWake)
@@ -119,7 +119,8 @@ export const make = (options: SqlOptions) =>
     // SQLite's statements are synchronous: its batches gather the calls of requests that arrived together
     const sqliteBatches = { gather: !pg }
     // PostgreSQL: a lost LISTEN connection (restart, killed backend) is found by a probe and opened again; wakeups
-    // never fail. SQLite: the other threads of this process only (other processes' tasks are found by polling)
+    // never fail. SQLite: the other threads of this process only, if any (another process's tasks are found by
+    // polling)
     const remote = threads === undefined
       ? Listen.notifications(client, channel)
       : Listen.threadNotifications(threads + channel)

@@ -441,6 +441,12 @@ export interface SqlOptions extends SqlStore.PrefixOptions, SqlStore.TimeOptions
    * synchronous transaction, when billing gives its charge's statements (`Billing.chargeStatements`).
    */
   readonly writer?: WriteConnection.Writer | undefined
+  /**
+   * SQLite: whether other threads of this process run workers or a dispatcher on the same file (the production
+   * server's worker thread): its wakeups then reach them on `BroadcastChannel`s (`@mediagate/persistence/Listen`).
+   * Default false: a SQLite file has one process and one thread running workers.
+   */
+  readonly threads?: boolean | undefined
 }
 
 /** Whether an accept's exit is final: a success, or a refusal of its charge (a storage failure is not). */
