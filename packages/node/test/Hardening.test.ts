@@ -30,7 +30,8 @@ const { postgres, runPostgres, sqlite } = Databases
 if (!runPostgres) console.warn(`${Databases.pgNotRunning}: its tests are skipped`)
 
 const adminToken = "hardening-test-admin-token"
-const seed = Date.now()
+/** The fuzz's seed: a new one each run (printed in the test's name); `FUZZ_SEED` runs a failing one again. */
+const seed = Number(process.env["FUZZ_SEED"] ?? Date.now())
 
 // -----------------------------------------------------------------------------------------------------------------
 // a production server on a database, and raw HTTP

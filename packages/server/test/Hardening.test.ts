@@ -34,6 +34,23 @@ describe("inspectJson", () => {
     expect(JSON.parse(`{"name":"\\u00001"}`).name).toContain("\u0000")
   })
 
+  it("refuses an unpaired surrogate escape in any string, and accepts pairs and raw astral characters", () => {
+    const message = (escape: string) => RequestBody.surrogateMessage(escape)
+    expect(RequestBody.inspectJson(`{"prompt":"\\ud800"}`)).toBe(message("\\ud800"))
+    expect(RequestBody.inspectJson(`{"prompt":"a\\uDBFFb"}`)).toBe(message("\\uDBFF"))
+    expect(RequestBody.inspectJson(`{"prompt":"\\udc00"}`)).toBe(message("\\udc00"))
+    expect(RequestBody.inspectJson(`{"\\ud83d":1}`)).toBe(message("\\ud83d"))
+    // a high half followed by a raw character, or by another high half, is unpaired too
+    expect(RequestBody.inspectJson(`{"p":"\\ud83d😀"}`)).toBe(message("\\ud83d"))
+    expect(RequestBody.inspectJson(`{"p":"\\ud83d\\ud83d\\ude00"}`)).toBe(message("\\ud83d"))
+    // pairs, escaped or raw, are text; an escaped backslash before u-d-8-0-0 is text too
+    expect(RequestBody.inspectJson(`{"p":"\\ud83d\\ude00 and 😀 and \\uD83D\\uDE00"}`)).toBeUndefined()
+    expect(RequestBody.inspectJson(`{"p":"\\\\ud800"}`)).toBeUndefined()
+    // what JSON.parse makes of them agrees: a lone surrogate is no well-formed text
+    expect(JSON.parse(`{"p":"\\ud800"}`).p.isWellFormed()).toBe(false)
+    expect(JSON.parse(`{"p":"\\ud83d\\ude00"}`).p.isWellFormed()).toBe(true)
+  })
+
   it("leaves syntax errors to JSON.parse", () => {
     for (const text of ["", "{", "\"unterminated", "]]]", "{\"a\":\"\\"]) {
       expect(RequestBody.inspectJson(text)).toBeUndefined()

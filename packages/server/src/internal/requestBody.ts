@@ -27,10 +27,23 @@ export const tooDeepMessage = `body: arrays and objects must not nest deeper tha
 export const nulMessage = "body: strings must not contain the NUL character (\\u0000)"
 
 /**
+ * The message for an unpaired surrogate (`\ud800` without its low half, or a low half alone) in a string of the body:
+ * such a string is no Unicode text, and neither UTF-8 nor PostgreSQL's `jsonb` can hold it.
+ */
+export const surrogateMessage = (escape: string) =>
+  `body: strings must be valid Unicode text: ${escape} is an unpaired surrogate`
+
+/** The code unit of the 4 hex digits at `at`, or -1 when they are not 4 hex digits. */
+const hexUnit = (text: string, at: number): number => {
+  const digits = text.slice(at, at + 4)
+  return /^[0-9a-fA-F]{4}$/.test(digits) ? parseInt(digits, 16) : -1
+}
+
+/**
  * Checks a JSON text in one pass without parsing it: `undefined` when fine, else the `VALIDATION_ERROR` message —
- * arrays and objects nested deeper than `maxDepth`, or a NUL character (`\u0000`) in any string, keys included.
- * A NUL can only be written as that escape: JSON forbids raw control characters in strings. Syntax errors are left
- * to `JSON.parse`.
+ * arrays and objects nested deeper than `maxDepth`, a NUL character (`\u0000`) or an unpaired surrogate escape
+ * (`\ud800`) in any string, keys included. Both can only be written as escapes: JSON forbids raw control characters
+ * in strings, and UTF-8 holds no surrogates. Syntax errors are left to `JSON.parse`.
  */
 export const inspectJson = (text: string, maxDepth: number = maxJsonDepth): string | undefined => {
   const length = text.length
@@ -53,11 +66,20 @@ export const inspectJson = (text: string, maxDepth: number = maxJsonDepth): stri
           i = quote
           break
         }
-        if (
-          text.charCodeAt(backslash + 1) === 117 && text.charCodeAt(backslash + 2) === 48 &&
-          text.charCodeAt(backslash + 3) === 48 && text.charCodeAt(backslash + 4) === 48 &&
-          text.charCodeAt(backslash + 5) === 48
-        ) return nulMessage
+        if (text.charCodeAt(backslash + 1) === 117) { // \uXXXX
+          const unit = hexUnit(text, backslash + 2)
+          if (unit === 0) return nulMessage
+          if (unit >= 0xdc00 && unit <= 0xdfff) return surrogateMessage(text.slice(backslash, backslash + 6))
+          if (unit >= 0xd800 && unit <= 0xdbff) {
+            // a high surrogate must be followed by a low one, escaped too (raw text holds no lone surrogates)
+            const low = text.charCodeAt(backslash + 6) === 92 && text.charCodeAt(backslash + 7) === 117
+              ? hexUnit(text, backslash + 8)
+              : -1
+            if (low < 0xdc00 || low > 0xdfff) return surrogateMessage(text.slice(backslash, backslash + 6))
+            from = backslash + 12
+            continue
+          }
+        }
         from = backslash + 2 // the escaped character (a quote or a backslash included) is skipped
       }
     } else if (c === 91 || c === 123) {
