@@ -35,14 +35,15 @@ export const deliveriesFor = (
   entry: OutboxEntry,
   webhooks: ReadonlyArray<WebhookRow>
 ): ReadonlyArray<NewDelivery> => {
+  const receivers = webhooks.filter((webhook) =>
+    webhook.accountId === entry.accountId && webhook.environment === entry.environment &&
+    subscribes(webhook, entry.event.type)
+  )
+  // most tasks have no receiver: their event is not written out
+  if (receivers.length === 0 && entry.webhookUrl === null) return []
   const payload = JSON.stringify(entry.event)
   const base = { accountId: entry.accountId, eventId: entry.event.id, eventType: entry.event.type, payload }
-  const configured = webhooks
-    .filter((webhook) =>
-      webhook.accountId === entry.accountId && webhook.environment === entry.environment &&
-      subscribes(webhook, entry.event.type)
-    )
-    .map((webhook): NewDelivery => ({ ...base, webhookId: webhook.id, url: webhook.url }))
+  const configured = receivers.map((webhook): NewDelivery => ({ ...base, webhookId: webhook.id, url: webhook.url }))
   return entry.webhookUrl === null ? configured : [...configured, { ...base, webhookId: null, url: entry.webhookUrl }]
 }
 
