@@ -255,7 +255,7 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
   // the thread is ready before the port opens: every task accepted has its workers, every channel write reaches it
   let ended: Effect.Effect<never, Mediagate.StartError> = Effect.never
   const beforeListen = Effect.map(
-    WorkerThread.spawn(bridge, { env: { ...process.env, ...shared } }),
+    WorkerThread.spawn(bridge, { settings: shared }),
     (thread) => void (ended = thread)
   )
   yield* Effect.configProviderWith((current) =>

@@ -21,6 +21,7 @@
  */
 import * as Admission from "@mediagate/engine/Admission"
 import type { ChannelHealthView, ChannelRuntime } from "@mediagate/vendors/ChannelStore"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -75,12 +76,12 @@ export const makeBridge = (): ThreadRole.ApiBridge => ({
 })
 
 /**
- * Starts the worker thread on `entry` (default the process's main script) with `env` (default a copy of the process's) and waits until its stack is ready;
+ * Starts the worker thread on `entry` (default the process's main script), its `settings` in front of the environment and waits until its stack is ready;
  * answers an effect that fails when the thread ends on its own. Closing the scope stops the thread.
  */
 export const spawn = (
   bridge: ThreadRole.ApiBridge,
-  options: { readonly entry?: string; readonly env?: NodeJS.ProcessEnv } = {}
+  options: { readonly entry?: string; readonly settings?: Readonly<Record<string, string>> } = {}
 ): Effect.Effect<Effect.Effect<never, Mediagate.StartError>, Mediagate.StartError, Scope.Scope> =>
   Effect.gen(function*() {
     const ended = yield* Deferred.make<never, Mediagate.StartError>()
@@ -90,8 +91,7 @@ export const spawn = (
       Effect.try({
         try: () =>
           new Worker(options.entry ?? process.argv[1] ?? "", {
-            workerData: { [marker]: true },
-            ...(options.env === undefined ? {} : { env: options.env })
+            workerData: { [marker]: true, settings: options.settings ?? {} }
           }),
         catch: (cause) =>
           new Mediagate.StartError({ message: `cannot start the worker thread: ${String(cause)}`, retryable: false })
@@ -197,8 +197,17 @@ export const workerProgram: Effect.Effect<void, Mediagate.StartError> = Effect.g
     )
   })
   const role: ThreadRole.Role = { _tag: "Workers", report, channels: (runtime) => (channels = runtime) }
+  // the settings the main thread passed (a generated file secret) in front of the environment
+  const settings = (workerData as { readonly settings?: Record<string, string> }).settings ?? {}
   const starting = yield* Mediagate.start(
-    Mediagate.layerConfig.pipe(Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role)))
+    Mediagate.layerConfig.pipe(
+      Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role)),
+      Layer.provide(Layer.unwrapEffect(Effect.configProviderWith((current) =>
+        Effect.succeed(
+          Layer.setConfigProvider(ConfigProvider.fromJson(settings).pipe(ConfigProvider.orElse(() => current)))
+        )
+      )))
+    )
   )
   yield* Effect.raceFirst(
     Effect.flatMap(starting.ready, () => Effect.zipRight(Effect.sync(() => post({ type: "ready" })), Effect.never)),
