@@ -284,14 +284,7 @@ export const run = (options: WorkerOptions = {}) =>
       ))
     yield* Effect.forkScoped(Effect.forever(
       Effect.flatMap(nextDue, (due) =>
-        // a change is not dropped for an outage (the task would wait for its safety-net poll): tried again with
-        // backoff for up to 5 minutes, then left to that poll
-        lifecycle.markDue(Chunk.toReadonlyArray(due)).pipe(
-          Effect.retry(Backoff.schedule(options.backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
-          Effect.catchAllCause((cause) =>
-            Effect.logWarning("markDue failed", cause)
-          )
-        ))
+        markDueRetried(lifecycle, options.backoff, due))
     ))
     const heartbeatMs = Math.max(100, Math.floor(leaseMs / 3))
     // each beat also registers this process in the node registry (one upsert: the operators' system status); the
@@ -431,7 +424,9 @@ export const run = (options: WorkerOptions = {}) =>
           // nothing known of the queue: new tasks are not held (their accept fails on its own while storage is down)
           admission?.report(0)
           // the claim may have committed: claim under a new name from now on (see `owner`)
-          const steps = [...ownerOf.values()].filter((name) => name === owner).length
+          const steps = [...ownerOf.values()].filter((name) =>
+            name === owner
+          ).length
           if (steps > 0) formerOwners.set(owner, steps)
           owner = `${baseOwner}:${++generation}`
         })
@@ -456,11 +451,10 @@ export const run = (options: WorkerOptions = {}) =>
 
     // housekeeping: forget idempotency records past their window
     yield* Effect.forkScoped(
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        retention.pruneIdempotency(now - idempotencyWindowMs)).pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("idempotency pruning failed", cause)),
-          Effect.repeat(Schedule.spaced(Duration.minutes(10)))
-        )
+      Effect.flatMap(Clock.currentTimeMillis, (now) => retention.pruneIdempotency(now - idempotencyWindowMs)).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("idempotency pruning failed", cause)),
+        Effect.repeat(Schedule.spaced(Duration.minutes(10)))
+      )
     )
 
     // never ends on a failure or defect: logs it and tries again after a capped backoff
@@ -518,8 +512,8 @@ export const layer = (options: WorkerOptions = {}): Layer.Layer<never, never, Re
 /**
  * A node without workers (an API-only node, the API thread of the production server): the upstream's changes it
  * hears (the callbacks that reach its HTTP port) are written as due tasks (`TaskLifecycle.markDue`, which wakes the
- * workers of the other processes and threads), what came in the same 5 ms in one write, tried again with backoff
- * for up to 5 minutes. Without it such a callback would wait for its task's safety-net poll.
+ * workers of the other processes and threads), what came in the same 5 ms in one write, retried as the worker
+ * retries its own. Without it such a callback would wait for its task's safety-net poll.
  *
  * @since 0.1.0
  * @category layers
@@ -530,9 +524,19 @@ export const layerForwardChanges = (
   Layer.scopedDiscard(Effect.gen(function*() {
     const [lifecycle, upstream] = yield* Effect.all([TaskLifecycle, Upstream])
     const changes = upstream.changes.pipe(Stream.groupedWithin(512, Duration.millis(5)))
-    yield* Effect.forkScoped(Stream.runForEach(changes, (ids) =>
-      lifecycle.markDue(Chunk.toReadonlyArray(ids)).pipe(
-        Effect.retry(Backoff.schedule(options.backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
-        Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause))
-      )))
+    yield* Effect.forkScoped(Stream.runForEach(changes, (ids) => markDueRetried(lifecycle, options.backoff, ids)))
   }))
+
+/**
+ * Upstream changes written as due tasks. A change is not dropped for an outage (the task would wait for its
+ * safety-net poll): tried again with backoff for up to 5 minutes, then left to that poll.
+ */
+const markDueRetried = (
+  lifecycle: TaskLifecycle["Type"],
+  backoff: WorkerOptions["backoff"],
+  ids: Chunk.Chunk<string>
+): Effect.Effect<void> =>
+  lifecycle.markDue(Chunk.toReadonlyArray(ids)).pipe(
+    Effect.retry(Backoff.schedule(backoff).pipe(Schedule.upTo(Duration.minutes(5)))),
+    Effect.catchAllCause((cause) => Effect.logWarning("markDue failed", cause))
+  )

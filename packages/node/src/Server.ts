@@ -34,6 +34,7 @@ import { dirname, resolve } from "node:path"
 import { setFlagsFromString } from "node:v8"
 import * as AccessLog from "./AccessLog.js"
 import * as FirstKeys from "./internal/firstKeys.js"
+import * as Stack from "./internal/stack.js"
 import * as Terminal from "./internal/terminal.js"
 import * as ThreadRole from "./internal/threadRole.js"
 import * as Tracing from "./internal/tracing.js"
@@ -258,14 +259,12 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
     WorkerThread.spawn(bridge, { settings: shared }),
     (thread) => void (ended = thread)
   )
-  yield* Effect.configProviderWith((current) =>
-    Effect.withConfigProvider(
-      serve(
-        Mediagate.layerConfig.pipe(Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role))),
-        { ...serveOptions, beforeListen }
-      ),
-      ConfigProvider.fromJson(shared).pipe(ConfigProvider.orElse(() => current))
-    )
+  yield* serve(
+    Mediagate.layerConfig.pipe(
+      Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role)),
+      Layer.provide(WorkerThread.withSettings(shared))
+    ),
+    { ...serveOptions, beforeListen }
   )
   return yield* ended
 }).pipe(Effect.scoped)
@@ -275,12 +274,9 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
  * `MEDIAGATE_WORKERS` (default true).
  */
 const onTwoThreads = Effect.mapError(
-  Config.all([
-    Config.boolean("MEDIAGATE_WORKERS").pipe(Config.withDefault(true)),
-    Config.boolean("MEDIAGATE_WORKER_THREAD").pipe(Config.withDefault(false))
-  ]),
+  Config.all([Stack.settings, Config.boolean("MEDIAGATE_WORKER_THREAD").pipe(Config.withDefault(false))]),
   (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
-).pipe(Effect.map(([workers, thread]) => workers && thread))
+).pipe(Effect.map(([stack, thread]) => stack.workers && thread))
 
 /**
  * Whether {@link runMain} runs the process: only then is the worker thread started, since it runs the process's main

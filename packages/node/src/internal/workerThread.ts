@@ -58,6 +58,19 @@ type Question =
 type ToWorker = { readonly type: "stop" } | { readonly type: "ask"; readonly id: number; readonly question: Question }
 
 /**
+ * `settings` in front of the config provider in place (both threads' stacks: the file secret the main thread
+ * generated).
+ */
+export const withSettings = (settings: Readonly<Record<string, string>>): Layer.Layer<never> =>
+  Layer.unwrapEffect(
+    Effect.configProviderWith((current) =>
+      Effect.succeed(Layer.setConfigProvider(
+        ConfigProvider.fromJson(settings).pipe(ConfigProvider.orElse(() => current))
+      ))
+    )
+  )
+
+/**
  * Whether this thread is Mediagate's worker thread.
  */
 export const isWorkerThread = (): boolean =>
@@ -202,11 +215,7 @@ export const workerProgram: Effect.Effect<void, Mediagate.StartError> = Effect.g
   const starting = yield* Mediagate.start(
     Mediagate.layerConfig.pipe(
       Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role)),
-      Layer.provide(Layer.unwrapEffect(Effect.configProviderWith((current) =>
-        Effect.succeed(
-          Layer.setConfigProvider(ConfigProvider.fromJson(settings).pipe(ConfigProvider.orElse(() => current)))
-        )
-      )))
+      Layer.provide(withSettings(settings))
     )
   )
   yield* Effect.raceFirst(
