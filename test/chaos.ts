@@ -58,32 +58,48 @@ export interface Answer {
   readonly body?: unknown
 }
 
-/** A request with a bound; a timeout is recorded as such (a hang), a dropped connection as its error. */
-export const call = async (
+/**
+ * One request, bounded at 20 s, on a connection of its own (`Connection: close`): a kept-alive connection can be
+ * closed by the server's idle timeout just as a client whose event loop was busy (the synchronous `psql` calls here)
+ * reuses it, and that drop would be the client's, not the server's. Answers how it ended: the status and body, or the
+ * connection error's code (`timeout` for no answer).
+ */
+export const call = (
   node: Node,
   base: string,
   what: string,
   path: string,
-  init: RequestInit = {}
+  init: { readonly method?: string; readonly headers?: Record<string, string>; readonly body?: string } = {}
 ): Promise<Answer> => {
   const at = Date.now()
-  try {
-    const response = await fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(20_000) })
-    const text = await response.text()
-    let body: unknown
-    try {
-      body = JSON.parse(text)
-    } catch {
-      body = text
-    }
-    const code = (body as { error?: { code?: string } } | undefined)?.error?.code
-    const status = response.status
-    return { node, what, at, ms: Date.now() - at, status, ...(code === undefined ? {} : { code }), body }
-  } catch (error) {
-    const e = error as Error & { cause?: { code?: string; message?: string } }
-    const reason = e.name === "TimeoutError" ? "timeout" : String(e.cause?.code ?? e.cause?.message ?? e.message)
-    return { node, what, at, ms: Date.now() - at, error: reason }
-  }
+  return new Promise((resolve) => {
+    const done = (answer: Omit<Answer, "node" | "what" | "at" | "ms">) =>
+      resolve({ node, what, at, ms: Date.now() - at, ...answer })
+    const sent = httpRequest(new URL(path, base), {
+      method: init.method ?? "GET",
+      headers: { ...init.headers, connection: "close" },
+      agent: false,
+      timeout: 20_000
+    }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("error", (error: NodeJS.ErrnoException) => done({ error: error.code ?? error.message }))
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        let body: unknown
+        try {
+          body = JSON.parse(text)
+        } catch {
+          body = text
+        }
+        const code = (body as { error?: { code?: string } } | undefined)?.error?.code
+        done({ status: response.statusCode!, ...(code === undefined ? {} : { code }), body })
+      })
+    })
+    sent.on("timeout", () => sent.destroy(Object.assign(new Error("timeout"), { code: "timeout" })))
+    sent.on("error", (error: NodeJS.ErrnoException) => done({ error: error.code ?? error.message }))
+    sent.end(init.body)
+  })
 }
 
 /** A generation request: its path and JSON body. */

@@ -56,8 +56,10 @@ const attempts = 3
 
 /**
  * One request; JSON in and out (a body that is not JSON is kept as text). A request that may be sent again — a `GET`,
- * or one with an `Idempotency-Key` — is sent again when no answer came within 30 s, as a client would (at most 3
- * times): while the whole suite runs, a server on this 2-core machine can be starved that long (load average 14).
+ * or one with an `Idempotency-Key` — is sent again, as a client would (at most 3 times), when no answer came within
+ * 30 s (while the whole suite runs, a server on this 2-core machine can be starved that long: load average 14), or
+ * when its kept-alive connection was closed under it (the server's idle timeout ran out while this process was busy
+ * and had not yet seen the close).
  */
 export const http = async <A>(
   base: string,
@@ -85,8 +87,11 @@ export const http = async <A>(
       })
     } catch (error) {
       const timedOut = error instanceof Error && error.name === "TimeoutError"
-      if (!timedOut || !repeatable || attempt >= attempts) throw error
-      console.warn(`${method} ${path}: no answer in ${requestTimeoutMs / 1000} s, sent again (attempt ${attempt + 1})`)
+      const cause = String((error as { cause?: { code?: unknown } }).cause?.code)
+      const closed = ["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"].includes(cause)
+      if (!(timedOut || closed) || !repeatable || attempt >= attempts) throw error
+      const why = timedOut ? `no answer in ${requestTimeoutMs / 1000} s` : `connection closed (${cause})`
+      console.warn(`${method} ${path}: ${why}, sent again (attempt ${attempt + 1})`)
       return send(attempt + 1)
     }
   }
