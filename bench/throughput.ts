@@ -7,6 +7,7 @@
  *
  *   npm run build && tsx bench/throughput.ts -- [--db sqlite,pg] [--tasks 5000] [--connections 32] [--rounds 1]
  *     [--profile]   (a CPU profile of each server, in bench/profiles; with --profile-heap an allocation profile)
+ *     [--node-options "<V8 flags>"]   (the server's V8 flags instead of `npm start`'s)
  *     [--split]     (a special mode, beside the default: the tasks posted to an API node (`MEDIAGATE_WORKERS=0`)
  *                    and run by a second node with the defaults, on the same database (SQLite: the same data
  *                    folder): what a second core running the workers would give)
@@ -48,6 +49,8 @@ const rounds = Number(arg("rounds", "1"))
 /** `--profile`: CPU profiles; with `--profile-heap`, allocation profiles (every allocation sampled) instead. */
 const profile = flag("profile") ? (flag("profile-heap") ? "heap" : "cpu") : false
 const split = flag("split")
+/** `--node-options "<V8 flags>"`: the server's flags instead of `npm start`'s (a special mode, to show beside them). */
+const nodeOptions = arg("node-options", "")
 /** `--env NAME=value,...`: settings added to the defaults (a special mode, to show beside them). */
 const extraEnv: Record<string, string> = Object.fromEntries(
   arg("env", "").split(",").filter((pair) => pair.includes("=")).map((pair) => {
@@ -68,7 +71,7 @@ const serverThroughput = async (db: string, twoNodes = false) => {
     const server = await start(
       mainScript,
       serverEnv(dir, pg?.url, { ...extraEnv, ...(twoNodes ? { MEDIAGATE_WORKERS: "0" } : {}) }),
-      { profile, log: () => logLines++ }
+      { profile, log: () => logLines++, ...(nodeOptions === "" ? {} : { nodeOptions }) }
     )
     const workerNode = twoNodes
       ? await start(mainScript, serverEnv(pg === undefined ? dir : join(dir, "worker"), pg?.url, extraEnv), {

@@ -25,7 +25,15 @@ export interface OutboxEntry {
   /** The environment of the task: its events go to the webhooks of that environment only. */
   readonly environment: TaskRecord["environment"]
   readonly webhookUrl: string | null
-  readonly event: Webhook.WebhookEvent
+  /** The event's id. */
+  readonly eventId: string
+  /** The event's type: what a webhook subscribes to. */
+  readonly eventType: Webhook.EventType
+  /**
+   * The event. The SQL storage decodes it when this runs (a corrupt row fails it with a `PersistenceError`): a
+   * fan-out runs it only for an entry with a receiver, and most have none.
+   */
+  readonly event: Effect.Effect<Webhook.WebhookEvent, PersistenceError>
 }
 
 /**

@@ -33,7 +33,7 @@ export const runSuite = (name: string, backend: EngineBackend) =>
         expect(ledger.charges).toHaveLength(40)
         expect(ledger.refunds).toHaveLength(0)
         const { entries: events } = yield* readOutboxAtLeast(storage, 40)
-        expect(events.filter((e) => e.event.type === "task.completed")).toHaveLength(40)
+        expect(events.filter((e) => e.eventType === "task.completed")).toHaveLength(40)
         const read = yield* tasks.get(principal(), acks[0]!.id)
         expect(read).toMatchObject({ status: "succeeded", cost: 1, progress: 100 })
         expect(read.started_at).not.toBeNull()

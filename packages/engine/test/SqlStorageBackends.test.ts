@@ -14,7 +14,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as SqlTaskStorage from "../src/SqlTaskStorage.js"
 import { TaskStorage } from "../src/TaskStorage.js"
-import { chargeOf, newTask } from "./support.js"
+import { chargeOf, newTask, readOutboxAtLeast } from "./support.js"
 import { databases, ledgerOf, sqlBilling, storageOn } from "./supportSql.js"
 
 for (const [name, database] of databases) {
@@ -42,7 +42,7 @@ for (const [name, database] of databases) {
         expect(done.status).toBe("succeeded")
         expect(done.completedAt!).toBeGreaterThanOrEqual(taken!.startedAt!)
         const [event] = (yield* storage.readOutbox(undefined, 10)).entries
-        expect(event!.event.created_at).toBe(new Date(done.completedAt!).toISOString())
+        expect((yield* event!.event).created_at).toBe(new Date(done.completedAt!).toISOString())
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
 
     it.live("an SQL billing on the same client commits and rolls back with the storage", () =>
@@ -130,6 +130,25 @@ for (const [name, database] of databases) {
         const result = yield* Effect.flip(storage.claim("w1", 5, 1000))
         expect(result.message).toBe(`task storage: claim failed: ${tasks}.result[0].url: Expected string, actual 3`)
         expect(result.cause).toMatchObject({ _tag: "RowError", table: tasks, column: "result" })
+
+        // an outbox event: its id and type are read with the entry, the rest when the entry's event runs
+        const outbox = SqlTaskStorage.tables().outbox
+        yield* sql`UPDATE ${sql(tasks)} SET result = NULL WHERE id = ${task.id}`
+        yield* storage.cancel(task.accountId, task.id)
+        const event = (yield* readOutboxAtLeast(storage, 1)).entries[0]!
+        expect([event.eventType, (yield* event.event).type]).toEqual(["task.cancelled", "task.cancelled"])
+        const stored = JSON.parse(
+          (yield* sql<{ event: string }>`SELECT event FROM ${sql(outbox)}`)[0]!.event
+        ) as Record<string, unknown>
+        yield* sql`UPDATE ${sql(outbox)} SET event = ${JSON.stringify({ ...stored, data: { task: 3 } })}`
+        const [entry] = (yield* storage.readOutbox(undefined, 10)).entries
+        expect([entry!.eventId, entry!.eventType]).toEqual([event.eventId, "task.cancelled"])
+        const data = yield* Effect.flip(entry!.event)
+        assert.instanceOf(data, PersistenceError)
+        expect(data.message).toMatch(new RegExp(`^task storage: readOutbox failed: ${outbox}\\.event\\.data\\.task: `))
+        yield* sql`UPDATE ${sql(outbox)} SET event = ${JSON.stringify({ ...stored, type: "task.bogus" })}`
+        const type = yield* Effect.flip(storage.readOutbox(undefined, 10))
+        expect(type.message).toMatch(new RegExp(`^task storage: readOutbox failed: ${outbox}\\.event\\.type: `))
       }).pipe(Effect.provide(withStorage()), Effect.scoped))
 
     it.live("ids with NUL match nothing (no database error)", () =>

@@ -210,8 +210,8 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
           const entry = read.entries.find((e) => e.taskId === task.id)!
           expect([entry.accountId, entry.webhookUrl]).toEqual([task.accountId, task.webhookUrl])
           // the event is the one the row gives, with the row's completion time, key for key and in the same order
-          const expected = toEvent(task, entry.event.id, task.completedAt!)
-          expect(JSON.stringify(entry.event)).toBe(JSON.stringify(expected))
+          const expected = toEvent(task, entry.eventId, task.completedAt!)
+          expect(JSON.stringify(yield* entry.event)).toBe(JSON.stringify(expected))
         }
         // the lost fence ended nothing
         expect(Option.getOrThrow(yield* storage.get(d!.accountId, d!.id)).completedAt).toBeNull()

@@ -53,7 +53,7 @@ describe.each(backends)("the task storage's ports (%s)", (_, backend) => {
       const ended = yield* lifecycle.finish(task.id, claimed!.fence, { _tag: "Succeeded", result: [] })
       expect(Option.map(ended, (done) => done.status)).toStrictEqual(Option.some("succeeded"))
       const page = yield* outbox.readOutbox(undefined, 10)
-      expect(page.entries.map((entry) => [entry.taskId, entry.event.type])).toStrictEqual([[task.id, "task.completed"]])
+      expect(page.entries.map((entry) => [entry.taskId, entry.eventType])).toStrictEqual([[task.id, "task.completed"]])
       const scanned = yield* retention.scanResults("live", undefined, "task_~", 10)
       expect(scanned.map((row) => [row.id, row.status])).toStrictEqual([[task.id, "succeeded"]])
 

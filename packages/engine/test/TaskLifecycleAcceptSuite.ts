@@ -173,7 +173,7 @@ export const acceptSuite = (name: string, backend: Backend) =>
           expect(yield* storage.cancel("acct_a", running.id)).toEqual({ _tag: "NotCancellable", status: "running" })
           expect(ledger.refunds.map((x) => x.taskId)).toEqual([pending.id, queued.id])
           const { entries: events } = yield* readOutboxAtLeast(storage, 2, undefined, 10)
-          expect(events.map((e) => e.event.type)).toEqual(["task.cancelled", "task.cancelled"])
+          expect(events.map((e) => e.eventType)).toEqual(["task.cancelled", "task.cancelled"])
         })
       ))
 

@@ -244,7 +244,7 @@ export const stepsSuite = (name: string, backend: Backend) =>
             3_200_000
           ]])
           const { cursor, entries: events } = yield* readOutboxAtLeast(storage, 3, undefined, 10)
-          expect(events.map((e) => [e.taskId, e.event.type])).toEqual([[ok.id, "task.completed"], [
+          expect(events.map((e) => [e.taskId, e.eventType])).toEqual([[ok.id, "task.completed"], [
             bad.id,
             "task.failed"
           ], [late.id, "task.expired"]])
@@ -254,14 +254,14 @@ export const stepsSuite = (name: string, backend: Backend) =>
           expect((yield* storage.readOutbox(first.cursor, 10)).entries.map((e) => e.taskId)).toEqual([late.id])
           expect((yield* storage.readOutbox(cursor, 10)).entries).toEqual([])
           expect(events[0]!.webhookUrl).toBe("https://hooks.example.com/x")
-          expect(events[0]!.event.data.task).toMatchObject({
+          expect((yield* events[0]!.event).data.task).toMatchObject({
             id: ok.id,
             status: "succeeded",
             result,
             metadata: { ref: 1 }
           })
-          expect(events[0]!.event.id).toMatch(/^evt_[0-9A-Z]{26}$/)
-          expect(events[1]!.event.data.task.error).toEqual({ code: "PROVIDER_ERROR", message: "boom" })
+          expect(events[0]!.eventId).toMatch(/^evt_[0-9A-Z]{26}$/)
+          expect((yield* events[1]!.event).data.task.error).toEqual({ code: "PROVIDER_ERROR", message: "boom" })
           assert.isTrue(Option.isNone(yield* storage.nextDueAt))
         })
       ))

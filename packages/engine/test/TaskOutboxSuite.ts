@@ -51,7 +51,7 @@ export const outboxSuite = (name: string, backend: Backend) =>
             yield* ended("test", [file(2)])
           ]
           const all = yield* readOutboxAtLeast(outbox, 3)
-          expect(all.entries.map((entry) => [entry.taskId, entry.event.type, entry.environment])).toStrictEqual([
+          expect(all.entries.map((entry) => [entry.taskId, entry.eventType, entry.environment])).toStrictEqual([
             [ids[0], "task.completed", "live"],
             [ids[1], "task.failed", "live"],
             [ids[2], "task.completed", "test"]

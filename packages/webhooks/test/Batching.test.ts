@@ -8,6 +8,7 @@ import { assert, describe, expect, it } from "@effect/vitest"
 import { Services } from "@mediagate/contract"
 import { layerUnmetered } from "@mediagate/engine/Billing"
 import { layerMemory as taskStorageMemory } from "@mediagate/engine/TaskStorage"
+import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -64,6 +65,31 @@ for (const [name, backend] of backends) {
         )
       }).pipe(Effect.provide(layer())))
 
+    it.scoped("a fan-out reads the event of an entry with a receiver only; one it cannot read moves nothing", () =>
+      Effect.gen(function*() {
+        const service = yield* Services.WebhookService
+        const store = yield* WebhookStore
+        yield* service.create(alice, { url: "https://hooks.example.com/", events }, undefined)
+        const now = yield* store.now
+        const unreadable = (base: ReturnType<typeof entry>) => ({
+          ...base,
+          event: Effect.fail(new PersistenceError({ message: "task storage: readOutbox failed: outbox.event: bad" }))
+        })
+        // bob has no webhook and the entry no URL: its event is never read, and the cursor moves
+        expect(yield* store.fanOut(undefined, "1", [unreadable(entry("acct_bob", "task.completed", null, 1))], now))
+          .toEqual(Option.some(0))
+        // alice's webhook receives it: the fan-out fails, nothing is created and the cursor stays
+        const failed = yield* Effect.flip(
+          store.fanOut("1", "2", [
+            entry("acct_alice", "task.failed", null, 2),
+            unreadable(entry("acct_alice", "task.completed", null, 3))
+          ], now)
+        )
+        expect(failed.message).toBe("task storage: readOutbox failed: outbox.event: bad")
+        expect(yield* store.readCursor).toBe("1")
+        expect(yield* store.claimDue("w1", 10, 60_000, now)).toEqual([])
+      }).pipe(Effect.provide(layer())))
+
     it.scoped("settleAll: one batch, each fenced on its own; attempts logged; 410 disables; a delivery given twice holds once", () =>
       Effect.gen(function*() {
         const service = yield* Services.WebhookService
@@ -108,8 +134,8 @@ for (const [name, backend] of backends) {
         expect(answers).toEqual([true, true, true, false, true, false])
         const all = new Map(
           [
-            ...(yield* store.deliveriesOfEvent(page[0]!.event.id)),
-            ...(yield* store.deliveriesOfEvent(page[1]!.event.id))
+            ...(yield* store.deliveriesOfEvent(page[0]!.eventId)),
+            ...(yield* store.deliveriesOfEvent(page[1]!.eventId))
           ].map((d) => [d.id, d])
         )
         expect(all.get(succeeded.id)).toMatchObject({
@@ -206,9 +232,9 @@ for (const [name, backend] of backends) {
         expect(created).toBe(4)
         // in the order of the page: the first event's two deliveries, then the second's configured one
         expect(leased.map((d) => [d.eventId, d.url])).toEqual([
-          [page[0]!.event.id, "https://hooks.example.com/"],
-          [page[0]!.event.id, "https://job.example.com/1"],
-          [page[1]!.event.id, "https://hooks.example.com/"]
+          [page[0]!.eventId, "https://hooks.example.com/"],
+          [page[0]!.eventId, "https://job.example.com/1"],
+          [page[1]!.eventId, "https://hooks.example.com/"]
         ])
         expect(leased.every((d) => d.fence === 1 && d.leaseOwner === "w1" && d.leaseExpiresAt === now + 60_000)).toBe(
           true
@@ -220,8 +246,8 @@ for (const [name, backend] of backends) {
         ])
         // stored as leased: another dispatcher's claim takes only the one left over
         const stored = [
-          ...(yield* store.deliveriesOfEvent(page[0]!.event.id)),
-          ...(yield* store.deliveriesOfEvent(page[1]!.event.id))
+          ...(yield* store.deliveriesOfEvent(page[0]!.eventId)),
+          ...(yield* store.deliveriesOfEvent(page[1]!.eventId))
         ]
         expect(stored.filter((d) => d.leaseOwner === "w1").map((d) => d.id).sort()).toEqual(
           leased.map((d) => d.id).sort()
@@ -281,7 +307,7 @@ for (const [name, backend] of backends) {
         expect(sender.requests).toHaveLength(120)
         expect(new Set(sender.requests.map((r) => `${r.url} ${r.headers["x-webhook-id"]}`)).size).toBe(120)
         for (const item of burst) {
-          const deliveries = yield* store.deliveriesOfEvent(item.event.id)
+          const deliveries = yield* store.deliveriesOfEvent(item.eventId)
           expect(deliveries.map((d) => [d.status, d.attempts])).toEqual([["succeeded", 1], ["succeeded", 1]])
           for (const delivery of deliveries) {
             expect((yield* store.attempts(delivery.id)).map((a) => a.statusCode)).toEqual([200])

@@ -90,7 +90,7 @@ describe("webhook delivery across a crash", () => {
           const [claimed] = yield* storage.claim("w", 1, 60_000)
           yield* storage.finish(claimed!.id, claimed!.fence, { _tag: "Succeeded", result: [] })
           const { entries } = yield* storage.readOutbox(undefined, 10)
-          return entries[0]!.event.id
+          return entries[0]!.eventId
         }).pipe(Effect.provide(Setup), Effect.scoped)
 
         const first = yield* startDispatcher(file, "doomed")

@@ -55,8 +55,8 @@ for (const [name, backend] of backends) {
         expect(yield* Dispatcher.deliverDue(noJitter)).toBe(0)
         expect(sender.requests).toHaveLength(8)
         for (const request of sender.requests) {
-          expect(request.headers["x-webhook-id"]).toBe(event.event.id)
-          expect(JSON.parse(request.body).id).toBe(event.event.id)
+          expect(request.headers["x-webhook-id"]).toBe(event.eventId)
+          expect(JSON.parse(request.body).id).toBe(event.eventId)
           expect(request.timeoutMs).toBe(10_000)
         }
         const configured = sender.requests.filter((r) => r.url === "https://hooks.example.com/")
@@ -73,7 +73,7 @@ for (const [name, backend] of backends) {
           last_error: "HTTP 500",
           next_attempt_at: null
         })
-        const deliveries = yield* store.deliveriesOfEvent(event.event.id)
+        const deliveries = yield* store.deliveriesOfEvent(event.eventId)
         for (const delivery of deliveries) {
           const log = yield* store.attempts(delivery.id)
           expect(log.map((a) => [a.attempt, a.statusCode])).toEqual([[1, 500], [2, 500], [3, 500], [4, 500]])
@@ -291,8 +291,8 @@ describe("real receivers (127.0.0.1, allowPrivate)", () => {
           request.body,
           request.headers as Record<string, string>
         )
-        expect((standard as { id: string }).id).toBe(event.event.id)
-        expect(request.headers["x-webhook-id"]).toBe(event.event.id)
+        expect((standard as { id: string }).id).toBe(event.eventId)
+        expect(request.headers["x-webhook-id"]).toBe(event.eventId)
         expect(request.headers["content-type"]).toBe("application/json")
       }
       expect(perJob[0]!.headers["x-webhook-signature"]).toBeUndefined()

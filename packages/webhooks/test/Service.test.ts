@@ -195,7 +195,7 @@ for (const [name, backend] of backends) {
         const first = yield* service.deliveries(alice, created.id, {})
         expect(first.data).toHaveLength(20)
         expect(first.pagination).toMatchObject({ hasMore: true, total: 25 })
-        expect(first.data[0]!.event_id).toBe(entries[24]!.event.id)
+        expect(first.data[0]!.event_id).toBe(entries[24]!.eventId)
         expect(first.data[0]).toMatchObject({
           status: "pending",
           attempts: 0,
@@ -207,7 +207,7 @@ for (const [name, backend] of backends) {
         const second = yield* service.deliveries(alice, created.id, { cursor: first.pagination.cursor! })
         expect(second.data).toHaveLength(5)
         expect(second.pagination).toEqual({ cursor: null, hasMore: false, total: 25 })
-        expect(second.data[4]!.event_id).toBe(entries[0]!.event.id)
+        expect(second.data[4]!.event_id).toBe(entries[0]!.eventId)
         const bad = yield* Effect.flip(service.deliveries(alice, created.id, { cursor: "nope" }))
         assert.instanceOf(bad, Errors.ValidationError)
         assert.instanceOf(yield* Effect.flip(service.deliveries(bob, created.id, {})), Errors.WebhookNotFound)
@@ -261,9 +261,9 @@ for (const [name, backend] of backends) {
         expect(yield* store.fanOut(undefined, "2", page, now)).toEqual(Option.none())
         expect(yield* store.fanOut("1", "2", page, now)).toEqual(Option.none())
         expect(yield* store.readCursor).toBe("2")
-        const one = yield* store.deliveriesOfEvent(page[0]!.event.id)
+        const one = yield* store.deliveriesOfEvent(page[0]!.eventId)
         expect(one.map((d) => d.webhookId).sort()).toEqual([completed.id, all.id].sort())
-        const two = yield* store.deliveriesOfEvent(page[1]!.event.id)
+        const two = yield* store.deliveriesOfEvent(page[1]!.eventId)
         expect(two.map((d) => [d.webhookId, d.url])).toEqual(
           expect.arrayContaining([[all.id, "https://b.example.com/"], [null, "https://job.example.com/cb"]])
         )
@@ -312,9 +312,9 @@ for (const [name, backend] of backends) {
           entry("acct_alice", "task.completed", "https://job.example.com/cb", 2, "test")
         ]
         expect(yield* store.fanOut(undefined, "2", page, now)).toEqual(Option.some(4))
-        const ofLive = yield* store.deliveriesOfEvent(page[0]!.event.id)
+        const ofLive = yield* store.deliveriesOfEvent(page[0]!.eventId)
         expect(ofLive.map((d) => d.webhookId)).toEqual([live.id])
-        const ofTest = yield* store.deliveriesOfEvent(page[1]!.event.id)
+        const ofTest = yield* store.deliveriesOfEvent(page[1]!.eventId)
         expect(ofTest.map((d) => d.url).sort())
           .toEqual([body.url, "https://job.example.com/cb", "https://test.example.com/"].sort())
         // both still there for their own key
@@ -327,7 +327,7 @@ for (const [name, backend] of backends) {
 
 describe("taskIdOf", () => {
   it("reads the task id of an event body, null for one that names none", () => {
-    const body = JSON.stringify(entry("acct_alice", "task.completed", null, 7).event)
+    const body = JSON.stringify(entry("acct_alice", "task.completed", null, 7).decoded)
     assert.strictEqual(WebhookService.taskIdOf(body), "task_01JX0000000000000000000007")
     for (const other of ["not json", "null", "[]", JSON.stringify({ data: { task: { id: 7 } } }), "{}"]) {
       assert.isNull(WebhookService.taskIdOf(other), other)

@@ -2,7 +2,7 @@
  * Test helpers: principals, store backends, a scripted sender and local HTTP receivers.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { Security } from "@mediagate/contract"
+import type { Security, Webhook } from "@mediagate/contract"
 import type { OutboxEntry } from "@mediagate/engine/TaskStorage"
 import * as Fixtures from "@mediagate/testing/fixtures"
 import * as Effect from "effect/Effect"
@@ -131,14 +131,10 @@ export const entry = (
   webhookUrl: string | null = null,
   seq = 1,
   environment: "live" | "test" = "live"
-): OutboxEntry => ({
-  seq,
-  accountId,
-  environment,
-  taskId: `task_01JX0000000000000000000${seq.toString().padStart(3, "0")}`,
-  webhookUrl,
-  event: {
-    id: `evt_01JX0000000000000000000${seq.toString().padStart(3, "0")}`,
+): OutboxEntry & { readonly decoded: Webhook.WebhookEvent } => {
+  const id = `evt_01JX0000000000000000000${seq.toString().padStart(3, "0")}`
+  const event: Webhook.WebhookEvent = {
+    id,
     type,
     created_at: "2026-11-21T12:00:00.000Z",
     data: {
@@ -159,4 +155,15 @@ export const entry = (
       }
     }
   }
-})
+  return {
+    seq,
+    accountId,
+    environment,
+    taskId: `task_01JX0000000000000000000${seq.toString().padStart(3, "0")}`,
+    webhookUrl,
+    eventId: id,
+    eventType: type,
+    event: Effect.succeed(event),
+    decoded: event
+  }
+}

@@ -46,13 +46,16 @@ export const make = Effect.gen(function*() {
 
   const appendEvent = (task: TaskRecord, now: number) => {
     outboxWritten.set(nextSeq, now)
+    const event = toEvent(task, Ids.eventId(now), now)
     outbox.push({
       seq: nextSeq++,
       accountId: task.accountId,
       taskId: task.id,
       environment: task.environment,
       webhookUrl: task.webhookUrl,
-      event: toEvent(task, Ids.eventId(now), now)
+      eventId: event.id,
+      eventType: event.type,
+      event: Effect.succeed(event)
     })
   }
 

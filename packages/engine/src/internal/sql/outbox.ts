@@ -2,10 +2,11 @@
  * `TaskOutbox` on SQL (SQLite, PostgreSQL): the outbox read gap-free in commit order, its wake-ups, its pruning.
  */
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
 import { TaskOutbox } from "../../TaskOutbox.js"
 import type { SqlContext } from "./context.js"
-import { outboxEntry, outboxHorizon, persistence } from "./rows.js"
+import { outboxHorizon, persistence } from "./rows.js"
 import { tables } from "./schema.js"
 
 /** Builds the port on the storage's context. */
@@ -24,7 +25,8 @@ export const make = (context: SqlContext) =>
           const after = Math.max(0, Math.floor(Number(cursor ?? "0") || 0))
           const read = yield* sql`SELECT ${outboxColumns} FROM ${t.outbox} o LEFT JOIN ${t.tasks} t ON t.id = o.task_id
             WHERE o.seq > ${after} ORDER BY o.seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
-          return { entries: read.map(outboxEntry), cursor: String(read.at(-1)?.seq ?? after) }
+          const entries = yield* Either.all(read.map(rows.outboxEntry))
+          return { entries, cursor: String(read.at(-1)?.seq ?? after) }
         }
         // PostgreSQL: concurrent transactions commit out of sequence order, so a reader walks (txid, seq) and only
         // up to the oldest transaction still running: nothing can appear behind such a cursor later
@@ -43,7 +45,7 @@ export const make = (context: SqlContext) =>
           ORDER BY o.txid, o.seq LIMIT ${size}`.pipe(Effect.flatMap(rows.outbox.all))
         const last = read.at(-1)
         return {
-          entries: read.map(outboxEntry),
+          entries: yield* Either.all(read.map(rows.outboxEntry)),
           cursor: last === undefined ? `${lastTxid}:${lastSeq}` : `${last.txid ?? lastTxid}:${last.seq}`,
           heldBack
         }

@@ -8,6 +8,7 @@ import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import type * as WriteConnection from "@mediagate/persistence/WriteConnection"
 import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Hash from "effect/Hash"
@@ -193,29 +194,57 @@ export const StoredEvent = Schema.Struct({
   created_at: Schema.NullOr(Webhook.WebhookEvent.fields.created_at)
 })
 
-/** A row of `<prefix>task_outbox`: an outbox entry (on PostgreSQL with its `txid`). */
+/**
+ * A row of `<prefix>task_outbox`: an outbox entry (on PostgreSQL with its `txid`). Its event is kept as the stored
+ * JSON: a read decodes only its id and type ({@link outboxEntry}), the rest when a fan-out delivers it.
+ */
 export const OutboxRow = Schema.Struct({
   seq: SqlRows.Number,
   accountId: column("account_id", Schema.String),
   taskId: column("task_id", Schema.String),
   webhookUrl: column("webhook_url", nullable(Schema.String)),
-  /** The event; without its time when the write did not know it yet (`UntimedEvent`): the row's `created_at`. */
-  event: Schema.parseJson(StoredEvent),
+  /** The event's JSON; without its time when the write did not know it yet (`UntimedEvent`): the row's `created_at`. */
+  event: Schema.String,
   createdAt: column("created_at", SqlRows.Number),
   txid: Schema.optional(SqlRows.Number),
   /** The environment of the entry's task (read with the entry). */
   environment: SqlRows.literal("live", "test")
 })
 
-/** An outbox entry of a row: the event with its time ({@link timedEvent}). */
-export const outboxEntry = (row: typeof OutboxRow.Type): OutboxEntry => ({
-  seq: row.seq,
-  accountId: row.accountId,
-  taskId: row.taskId,
-  environment: row.environment,
-  webhookUrl: row.webhookUrl,
-  event: timedEvent(row.event, row.createdAt)
+/** What a read decodes of an outbox row's event at once. */
+const OutboxEventHead = Schema.Struct({
+  event: Schema.parseJson(Schema.Struct({ id: Schema.String, type: Webhook.EventType }))
 })
+/** An outbox row's event in full. */
+const OutboxEvent = Schema.Struct({ event: Schema.parseJson(StoredEvent) })
+
+/**
+ * The outbox entry of a row of `table`: its event's id and type decoded, the event itself decoded (and timed by the
+ * row, {@link timedEvent}) when the entry's `event` is run: a fan-out runs it only for an entry that has a receiver.
+ */
+export const outboxEntry = (table: string) => {
+  const head = Schema.decodeUnknownEither(OutboxEventHead)
+  const full = Schema.decodeUnknownEither(OutboxEvent)
+  const failed = (error: ParseResult.ParseError) => SqlRows.rowError(table, error)
+  const event = (row: typeof OutboxRow.Type) =>
+    Effect.suspend(() =>
+      Either.match(full(row), {
+        onLeft: (error) => Effect.fail(failed(error)),
+        onRight: (decoded) => Effect.succeed(timedEvent(decoded.event, row.createdAt))
+      })
+    ).pipe(persistence("readOutbox"))
+  return (row: typeof OutboxRow.Type): Either.Either<OutboxEntry, SqlRows.RowError> =>
+    Either.map(Either.mapLeft(head(row), failed), (decoded): OutboxEntry => ({
+      seq: row.seq,
+      accountId: row.accountId,
+      taskId: row.taskId,
+      environment: row.environment,
+      webhookUrl: row.webhookUrl,
+      eventId: decoded.event.id,
+      eventType: decoded.event.type,
+      event: event(row)
+    }))
+}
 
 /** A row of `<prefix>nodes`: a registered node. */
 export const NodeRow = Schema.Struct({
@@ -277,6 +306,7 @@ export const decoders = (prefix: string) => {
       Schema.Struct({ unleased: nullable(SqlRows.Number), leased: nullable(SqlRows.Number) })
     ),
     outbox: SqlRows.decoder(names.outbox, OutboxRow),
+    outboxEntry: outboxEntry(names.outbox),
     horizon: SqlRows.decoder(
       "pg_stat_activity",
       Schema.Struct({

@@ -6,6 +6,7 @@ import type { Errors } from "@mediagate/contract"
 import type { OutboxEntry } from "@mediagate/engine/TaskOutbox"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as MemoryStore from "@mediagate/persistence/MemoryStore"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -62,13 +63,15 @@ export const makeMemory: Effect.Effect<WebhookStore["Type"]> = Effect.gen(functi
     now: number,
     lease?: FanOutLease
   ) =>
-    sync((): Option.Option<FannedOut> => {
-      if (cursor !== expected) return Option.none()
-      cursor = next
-      const { leased, rows } = fannedRows(entries, [...webhooks.values()], now, lease)
-      for (const row of rows) deliveries.set(row.id, row)
-      return Option.some({ created: rows.length, leased })
-    })
+    tx(Effect.suspend((): Effect.Effect<Option.Option<FannedOut>, PersistenceError> => {
+      if (cursor !== expected) return Effect.succeedNone
+      // the events are read before the cursor moves: one that cannot be read moves nothing
+      return Effect.map(fannedRows(entries, [...webhooks.values()], now, lease), ({ leased, rows }) => {
+        cursor = next
+        for (const row of rows) deliveries.set(row.id, row)
+        return Option.some({ created: rows.length, leased })
+      })
+    }))
 
   const attemptsOf = (deliveryIds: ReadonlyArray<string>) =>
     sync((): ReadonlyArray<AttemptRow> => {

@@ -88,7 +88,7 @@ export const make = (context: SqlContext) =>
             Effect.flatMap(rows.webhook.all)
           )
         const build = (webhooks: ReadonlyArray<WebhookRow>) => fannedRows(entries, webhooks, Math.floor(at), lease)
-        const answer = (fanned: ReturnType<typeof build>): FannedOut => ({
+        const answer = (fanned: Effect.Effect.Success<ReturnType<typeof build>>): FannedOut => ({
           created: fanned.rows.length,
           leased: fanned.leased
         })
@@ -104,14 +104,12 @@ export const make = (context: SqlContext) =>
           // deliveries only if it moved (atomic by itself: two round trips, no transaction). A webhook changed
           // between the two is as if the fan-out had run a moment earlier (as with a claim, the attempt uses the
           // webhook as read here).
-          return Effect.flatMap(liveWebhooks, (webhooks) => {
-            const fanned = build(webhooks)
-            return fanned.rows.length > maxFanOutStatement
+          return Effect.flatMap(Effect.flatMap(liveWebhooks, build), (fanned) =>
+            fanned.rows.length > maxFanOutStatement
               ? Effect.map(fanOutInTransaction(compareAndSet, Effect.succeed(fanned)), Option.map(answer))
-              : Effect.map(fanOutStatement(compareAndSet, fanned.rows), Option.as(answer(fanned)))
-          })
+              : Effect.map(fanOutStatement(compareAndSet, fanned.rows), Option.as(answer(fanned))))
         }
-        return Effect.map(fanOutInTransaction(compareAndSet, Effect.map(liveWebhooks, build)), Option.map(answer))
+        return Effect.map(fanOutInTransaction(compareAndSet, Effect.flatMap(liveWebhooks, build)), Option.map(answer))
       }).pipe(persistence("fanOut"))
 
     const service: Pick<WebhookStore["Type"], "readCursor" | "fanOut" | "fanOutLeased"> = {

@@ -7,6 +7,8 @@ import { Errors, type Webhook } from "@mediagate/contract"
 import type { OutboxEntry } from "@mediagate/engine/TaskOutbox"
 import * as IdempotencyWindow from "@mediagate/persistence/IdempotencyWindow"
 import * as Ids from "@mediagate/persistence/Ids"
+import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
+import * as Effect from "effect/Effect"
 import type {
   AttemptResult,
   AttemptRow,
@@ -29,23 +31,26 @@ export const subscribes = (webhook: WebhookRow, type: Webhook.EventType): boolea
 
 /**
  * The deliveries an outbox entry fans out to, given the account's webhooks: those of the task's environment, and
- * the task's own `webhookUrl`.
+ * the task's own `webhookUrl`. Most tasks have no receiver: their event is not decoded nor written out.
  */
 export const deliveriesFor = (
   entry: OutboxEntry,
   webhooks: ReadonlyArray<WebhookRow>
-): ReadonlyArray<NewDelivery> => {
+): Effect.Effect<ReadonlyArray<NewDelivery>, PersistenceError> => {
   const receivers = webhooks.filter((webhook) =>
     webhook.accountId === entry.accountId && webhook.environment === entry.environment &&
-    subscribes(webhook, entry.event.type)
+    subscribes(webhook, entry.eventType)
   )
-  // most tasks have no receiver: their event is not written out
-  if (receivers.length === 0 && entry.webhookUrl === null) return []
-  const payload = JSON.stringify(entry.event)
-  const base = { accountId: entry.accountId, eventId: entry.event.id, eventType: entry.event.type, payload }
-  const configured = receivers.map((webhook): NewDelivery => ({ ...base, webhookId: webhook.id, url: webhook.url }))
-  return entry.webhookUrl === null ? configured : [...configured, { ...base, webhookId: null, url: entry.webhookUrl }]
+  if (receivers.length === 0 && entry.webhookUrl === null) return none
+  return Effect.map(entry.event, (event) => {
+    const payload = JSON.stringify(event)
+    const base = { accountId: entry.accountId, eventId: event.id, eventType: event.type, payload }
+    const configured = receivers.map((webhook): NewDelivery => ({ ...base, webhookId: webhook.id, url: webhook.url }))
+    return entry.webhookUrl === null ? configured : [...configured, { ...base, webhookId: null, url: entry.webhookUrl }]
+  })
 }
+
+const none: Effect.Effect<ReadonlyArray<NewDelivery>> = Effect.succeed([])
 
 /** The row of a new delivery, due at `now` (both implementations). */
 export const newRow = (delivery: NewDelivery, now: number): DeliveryRow => ({
@@ -65,37 +70,41 @@ export const newRow = (delivery: NewDelivery, now: number): DeliveryRow => ({
 /**
  * The rows a fan-out creates for `entries` given the accounts' `webhooks`, due at `now`; with a `lease`, the first
  * `lease.limit` of them leased (as a claim leases: fence 1), answered apart with their webhooks (both
- * implementations).
+ * implementations). Fails when the event of an entry with a receiver cannot be read.
  */
 export const fannedRows = (
   entries: ReadonlyArray<OutboxEntry>,
   webhooks: ReadonlyArray<WebhookRow>,
   now: number,
   lease?: FanOutLease
-): { readonly rows: ReadonlyArray<DeliveryRow>; readonly leased: ReadonlyArray<ClaimedDelivery> } => {
-  const rows: Array<DeliveryRow> = []
-  const leased: Array<ClaimedDelivery> = []
-  const byId = new Map(webhooks.map((webhook) => [webhook.id, webhook]))
-  for (const entry of entries) {
-    for (const delivery of deliveriesFor(entry, webhooks)) {
-      const row = newRow(delivery, now)
-      if (lease === undefined || leased.length >= lease.limit) {
-        rows.push(row)
-        continue
+): Effect.Effect<
+  { readonly rows: ReadonlyArray<DeliveryRow>; readonly leased: ReadonlyArray<ClaimedDelivery> },
+  PersistenceError
+> =>
+  Effect.map(Effect.forEach(entries, (entry) => deliveriesFor(entry, webhooks)), (perEntry) => {
+    const rows: Array<DeliveryRow> = []
+    const leased: Array<ClaimedDelivery> = []
+    const byId = new Map(webhooks.map((webhook) => [webhook.id, webhook]))
+    for (const deliveries of perEntry) {
+      for (const delivery of deliveries) {
+        const row = newRow(delivery, now)
+        if (lease === undefined || leased.length >= lease.limit) {
+          rows.push(row)
+          continue
+        }
+        const claimed = { ...row, fence: 1, leaseOwner: lease.owner, leaseExpiresAt: now + Math.floor(lease.leaseMs) }
+        const webhook = delivery.webhookId === null ? undefined : byId.get(delivery.webhookId)
+        rows.push(claimed)
+        leased.push({
+          ...claimed,
+          webhook: webhook === undefined
+            ? null
+            : { secret: webhook.secret, enabled: webhook.enabled, deletedAt: webhook.deletedAt }
+        })
       }
-      const claimed = { ...row, fence: 1, leaseOwner: lease.owner, leaseExpiresAt: now + Math.floor(lease.leaseMs) }
-      const webhook = delivery.webhookId === null ? undefined : byId.get(delivery.webhookId)
-      rows.push(claimed)
-      leased.push({
-        ...claimed,
-        webhook: webhook === undefined
-          ? null
-          : { secret: webhook.secret, enabled: webhook.enabled, deletedAt: webhook.deletedAt }
-      })
     }
-  }
-  return { rows, leased }
-}
+    return { rows, leased }
+  })
 
 /** A delivery after a settle: its attempt counted, moved on, its lease released (both implementations). */
 export const settled = (row: DeliveryRow, attempt: AttemptResult | undefined, settlement: Settlement): DeliveryRow => ({
