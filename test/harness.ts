@@ -59,7 +59,8 @@ const attempts = 3
  * or one with an `Idempotency-Key` — is sent again, as a client would (at most 3 times), when no answer came within
  * 30 s (while the whole suite runs, a server on this 2-core machine can be starved that long: load average 14), or
  * when its kept-alive connection was closed under it (the server's idle timeout ran out while this process was busy
- * and had not yet seen the close).
+ * and had not yet seen the close), or after its `Retry-After` (at most 2 s) when the answer was a 503 (a database
+ * that could not give a connection within its timeout while every suite runs).
  */
 export const http = async <A>(
   base: string,
@@ -78,6 +79,15 @@ export const http = async <A>(
   const repeatable = method === "GET" ||
     Object.keys(headers).some((name) => name.toLowerCase() === "idempotency-key")
   const send = async (attempt: number): Promise<Response> => {
+    const response = await fetched(attempt)
+    if (response.status !== 503 || !repeatable || attempt >= attempts) return response
+    // a server short of its database for a moment (a busy machine): after its Retry-After, as clients are told
+    const pause = Math.min(2, Number(response.headers.get("retry-after") ?? "1") || 1)
+    console.warn(`${method} ${path}: 503 ${(await response.text()).slice(0, 200)}, sent again in ${pause} s`)
+    await sleep(pause * 1000)
+    return send(attempt + 1)
+  }
+  const fetched = async (attempt: number): Promise<Response> => {
     try {
       return await fetch(`${base}${path}`, {
         method,

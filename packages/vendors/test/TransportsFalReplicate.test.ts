@@ -99,7 +99,8 @@ describe("transports against their protocol fakes", () => {
         }
       }, fake.token)
       const replicate = yield* build(Replicate.make, config, fake.url)
-      const record = task()
+      // long enough to be seen running by polls 15 ms apart on a busy machine (the fake's default is 50 ms)
+      const record = task({ input: { prompt: "a paper boat [fake:delay=1000]", size: "512x512" } })
       const { jobId } = yield* replicate.upstream.submit(record)
       const prediction = fake.predictions.get(jobId)!
       expect(prediction.model).toBe("black-forest-labs/flux-schnell")
