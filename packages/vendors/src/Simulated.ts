@@ -192,26 +192,13 @@ export const make = (options: SimulatedOptions = {}) =>
     })))
 
     const families = options.families ?? Families.registry
-    /** A task's job as its request describes it, kept for the request's input object (with its endpoint and model). */
-    const planned = new WeakMap<
-      TaskRecord["input"],
-      { readonly endpoint: string; readonly model: string; readonly plan: ReturnType<typeof planOf> }
-    >()
-    const planOf = (task: TaskRecord) => {
+    const plan = (task: TaskRecord) => {
       const outputs = Family.findEndpoint(families, task.endpoint)?.outputs({ model: task.model, input: task.input }) ??
         []
       const steer = directives(String(task.input["prompt"] ?? ""))
       const base = steer.delaySeconds ??
         (outputs.some((o) => o.media === "video") ? options.videoSeconds ?? 10 : options.imageSeconds ?? 3)
       return { outputs, steer, durationMs: Math.max(0, Math.round(base * 1000 * scale)) }
-    }
-    // a step asks up to three times (its poll delay, the submit, the poll) with the same record or a copy of it
-    const plan = (task: TaskRecord) => {
-      const known = planned.get(task.input)
-      if (known !== undefined && known.endpoint === task.endpoint && known.model === task.model) return known.plan
-      const made = planOf(task)
-      planned.set(task.input, { endpoint: task.endpoint, model: task.model, plan: made })
-      return made
     }
 
     /** Whether the task's job ends as it is submitted (no length, not told to hang). */

@@ -226,13 +226,12 @@ export const outboxEntry = (table: string) => {
   const head = Schema.decodeUnknownEither(OutboxEventHead)
   const full = Schema.decodeUnknownEither(OutboxEvent)
   const failed = (error: ParseResult.ParseError) => SqlRows.rowError(table, error)
+  const asRead = persistence("readOutbox")
+  // one effect a row; the decode and its error's wrapping are built only when it runs
   const event = (row: typeof OutboxRow.Type) =>
     Effect.suspend(() =>
-      Either.match(full(row), {
-        onLeft: (error) => Effect.fail(failed(error)),
-        onRight: (decoded) => Effect.succeed(timedEvent(decoded.event, row.createdAt))
-      })
-    ).pipe(persistence("readOutbox"))
+      asRead(Either.map(Either.mapLeft(full(row), failed), (decoded) => timedEvent(decoded.event, row.createdAt)))
+    )
   return (row: typeof OutboxRow.Type): Either.Either<OutboxEntry, SqlRows.RowError> =>
     Either.map(Either.mapLeft(head(row), failed), (decoded): OutboxEntry => ({
       seq: row.seq,

@@ -29,6 +29,26 @@ export const deliveryId = (now?: number): string => `dlv_${Ids.ulid(now)}`
 export const subscribes = (webhook: WebhookRow, type: Webhook.EventType): boolean =>
   webhook.enabled && webhook.deletedAt === null && webhook.events.includes(type)
 
+/** The account's webhooks that receive an outbox entry: those of its task's environment subscribed to its type. */
+const receiversOf = (entry: OutboxEntry, webhooks: ReadonlyArray<WebhookRow>): ReadonlyArray<WebhookRow> =>
+  webhooks.filter((webhook) =>
+    webhook.accountId === entry.accountId && webhook.environment === entry.environment &&
+    subscribes(webhook, entry.eventType)
+  )
+
+/** Whether an entry goes anywhere: to a webhook or to its task's own `webhookUrl`. */
+const isDelivered = (entry: OutboxEntry, receivers: ReadonlyArray<WebhookRow>) =>
+  receivers.length > 0 || entry.webhookUrl !== null
+
+/** The deliveries of an entry to its `receivers` and its task's own `webhookUrl`: its event read and written out. */
+const deliveriesTo = (entry: OutboxEntry, receivers: ReadonlyArray<WebhookRow>) =>
+  Effect.map(entry.event, (event) => {
+    const payload = JSON.stringify(event)
+    const base = { accountId: entry.accountId, eventId: event.id, eventType: event.type, payload }
+    const configured = receivers.map((webhook): NewDelivery => ({ ...base, webhookId: webhook.id, url: webhook.url }))
+    return entry.webhookUrl === null ? configured : [...configured, { ...base, webhookId: null, url: entry.webhookUrl }]
+  })
+
 /**
  * The deliveries an outbox entry fans out to, given the account's webhooks: those of the task's environment, and
  * the task's own `webhookUrl`. Most tasks have no receiver: their event is not decoded nor written out.
@@ -37,20 +57,9 @@ export const deliveriesFor = (
   entry: OutboxEntry,
   webhooks: ReadonlyArray<WebhookRow>
 ): Effect.Effect<ReadonlyArray<NewDelivery>, PersistenceError> => {
-  const receivers = webhooks.filter((webhook) =>
-    webhook.accountId === entry.accountId && webhook.environment === entry.environment &&
-    subscribes(webhook, entry.eventType)
-  )
-  if (receivers.length === 0 && entry.webhookUrl === null) return none
-  return Effect.map(entry.event, (event) => {
-    const payload = JSON.stringify(event)
-    const base = { accountId: entry.accountId, eventId: event.id, eventType: event.type, payload }
-    const configured = receivers.map((webhook): NewDelivery => ({ ...base, webhookId: webhook.id, url: webhook.url }))
-    return entry.webhookUrl === null ? configured : [...configured, { ...base, webhookId: null, url: entry.webhookUrl }]
-  })
+  const receivers = receiversOf(entry, webhooks)
+  return isDelivered(entry, receivers) ? deliveriesTo(entry, receivers) : Effect.succeed([])
 }
-
-const none: Effect.Effect<ReadonlyArray<NewDelivery>> = Effect.succeed([])
 
 /** The row of a new delivery, due at `now` (both implementations). */
 export const newRow = (delivery: NewDelivery, now: number): DeliveryRow => ({
@@ -81,30 +90,37 @@ export const fannedRows = (
   { readonly rows: ReadonlyArray<DeliveryRow>; readonly leased: ReadonlyArray<ClaimedDelivery> },
   PersistenceError
 > =>
-  Effect.map(Effect.forEach(entries, (entry) => deliveriesFor(entry, webhooks)), (perEntry) => {
-    const rows: Array<DeliveryRow> = []
-    const leased: Array<ClaimedDelivery> = []
-    const byId = new Map(webhooks.map((webhook) => [webhook.id, webhook]))
-    for (const deliveries of perEntry) {
-      for (const delivery of deliveries) {
-        const row = newRow(delivery, now)
-        if (lease === undefined || leased.length >= lease.limit) {
-          rows.push(row)
-          continue
+  Effect.map(
+    // only the entries that go somewhere have their event read
+    Effect.all(entries.flatMap((entry) => {
+      const receivers = receiversOf(entry, webhooks)
+      return isDelivered(entry, receivers) ? [deliveriesTo(entry, receivers)] : []
+    })),
+    (perEntry) => {
+      const rows: Array<DeliveryRow> = []
+      const leased: Array<ClaimedDelivery> = []
+      const byId = new Map(webhooks.map((webhook) => [webhook.id, webhook]))
+      for (const deliveries of perEntry) {
+        for (const delivery of deliveries) {
+          const row = newRow(delivery, now)
+          if (lease === undefined || leased.length >= lease.limit) {
+            rows.push(row)
+            continue
+          }
+          const claimed = { ...row, fence: 1, leaseOwner: lease.owner, leaseExpiresAt: now + Math.floor(lease.leaseMs) }
+          const webhook = delivery.webhookId === null ? undefined : byId.get(delivery.webhookId)
+          rows.push(claimed)
+          leased.push({
+            ...claimed,
+            webhook: webhook === undefined
+              ? null
+              : { secret: webhook.secret, enabled: webhook.enabled, deletedAt: webhook.deletedAt }
+          })
         }
-        const claimed = { ...row, fence: 1, leaseOwner: lease.owner, leaseExpiresAt: now + Math.floor(lease.leaseMs) }
-        const webhook = delivery.webhookId === null ? undefined : byId.get(delivery.webhookId)
-        rows.push(claimed)
-        leased.push({
-          ...claimed,
-          webhook: webhook === undefined
-            ? null
-            : { secret: webhook.secret, enabled: webhook.enabled, deletedAt: webhook.deletedAt }
-        })
       }
+      return { rows, leased }
     }
-    return { rows, leased }
-  })
+  )
 
 /** A delivery after a settle: its attempt counted, moved on, its lease released (both implementations). */
 export const settled = (row: DeliveryRow, attempt: AttemptResult | undefined, settlement: Settlement): DeliveryRow => ({
