@@ -7,6 +7,7 @@
  */
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
 import { assert, describe, expect, it } from "@effect/vitest"
 import { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
@@ -67,7 +68,10 @@ taskStorageSuite("sqlite file with a read connection", readerBackend)
 stateMachineProperty("sqlite file with a read connection", readerBackend, 50)
 
 /** PostgreSQL on a fresh schema, task reads by id straight on a `pg` pool of its own (`ReadConnection.fromPool`). */
-const pgReader = (billing: Layer.Layer<Billing>) =>
+const pgReader = (
+  billing: Layer.Layer<Billing>,
+  wrap: (reader: ReadConnection.Reader) => ReadConnection.Reader = (reader) => reader
+) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const schema = yield* pgSchema
     const pool = yield* Effect.acquireRelease(
@@ -79,12 +83,12 @@ const pgReader = (billing: Layer.Layer<Billing>) =>
       ),
       (made) => Effect.promise(() => made.end())
     )
-    return SqlTaskStorage.layer({ time: "clock", reader: ReadConnection.fromPool(pool) }).pipe(
+    return SqlTaskStorage.layer({ time: "clock", reader: wrap(ReadConnection.fromPool(pool)) }).pipe(
       Layer.provideMerge(Layer.merge(pgClient(schema), billing))
     )
   }))
 
-const pgReaderBackend: Backend = pgReader
+const pgReaderBackend: Backend = (billing) => pgReader(billing)
 
 if (runPostgres) {
   taskStorageSuite("postgres with reads on the pool", pgReaderBackend)
@@ -164,6 +168,50 @@ describe("reads through the read connection", () => {
         const failure = yield* Effect.flip(storage.get(task.accountId, task.id))
         expect(failure.message).toContain("mediagate_tasks.metadata")
       }).pipe(Effect.provide(layer()), Effect.scoped))
+  }
+
+  if (runPostgres) {
+    it.live("on PostgreSQL, reads asked for together share a statement, each answered with its own task", () => {
+      const statements: Array<ReadonlyArray<unknown>> = []
+      let failing = false
+      const counted = (reader: ReadConnection.Reader): ReadConnection.Reader => ({
+        all: (query, params) =>
+          Effect.suspend(() => {
+            statements.push(params)
+            return failing
+              ? Effect.fail(new SqlError({ cause: new Error("connection lost") }))
+              : reader.all(query, params)
+          })
+      })
+      return Effect.gen(function*() {
+        const storage = yield* TaskStorage
+        const now = yield* storage.now
+        const tasks = Array.from({ length: 12 }, (_, i) => newTask({ createdAt: now, id: `task_batched_${i}` }))
+        for (const task of tasks) yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+        // each task twice, and an id that is not there, all at once
+        const ids = [...tasks.map((task) => task.id), ...tasks.map((task) => task.id), "task_missing"]
+        const answers = yield* Effect.all(ids.map((id) => storage.getById(id)), { concurrency: "unbounded" })
+        expect(answers.map((answer) => Option.map(answer, (task) => task.id))).toEqual(
+          ids.map((id) => id === "task_missing" ? Option.none() : Option.some(id))
+        )
+        // at most 4 reads go at once; what is asked meanwhile waits for the next, one statement for all of it
+        assert.isBelow(statements.length, ids.length)
+        assert.isTrue(statements.some((params) => Array.isArray(params[0]) && params[0].length > 1))
+        // another account's read of a task in a batch finds nothing
+        const [own, other] = yield* Effect.all([
+          storage.get(tasks[0]!.accountId, tasks[0]!.id),
+          storage.get("acct_other", tasks[0]!.id)
+        ], { concurrency: "unbounded" })
+        assert.isTrue(Option.isSome(own))
+        assert.isTrue(Option.isNone(other))
+        // a statement that fails fails every read it held, as a PersistenceError
+        failing = true
+        const failures = yield* Effect.all(ids.slice(0, 6).map((id) => Effect.flip(storage.getById(id))), {
+          concurrency: "unbounded"
+        })
+        for (const failure of failures) assert.instanceOf(failure, PersistenceError)
+      }).pipe(Effect.provide(pgReader(layerUnmetered, counted)), Effect.scoped)
+    })
   }
 
   it.live("a table prefix reads its own table", () =>

@@ -4,16 +4,19 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Fragment } from "@effect/sql/Statement"
+import * as GroupCommit from "@mediagate/persistence/GroupCommit"
 import * as Ids from "@mediagate/persistence/Ids"
 import * as Listen from "@mediagate/persistence/Listen"
+import type * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as PubSub from "effect/PubSub"
 import { Billing } from "../../Billing.js"
 import { refundFor, type TaskRecord, toEvent } from "../../TaskRecord.js"
-import { decoders, json, ms, outboxLockKeys, rememberedTasks, type SqlOptions } from "./rows.js"
+import { decoders, json, maxBatch, ms, outboxLockKeys, readBatchers, rememberedTasks, type SqlOptions } from "./rows.js"
 import { activeList, migrations, migrationsTable, outboxChannel, storeName, tables, wakeupChannel } from "./schema.js"
 
 /** The file of a SQLite client (`@effect/sql-sqlite-node`'s config), or "" when it does not say. */
@@ -22,6 +25,28 @@ const sqliteFile = (client: SqlClient.SqlClient): string => {
   const filename = typeof config === "object" && config !== null ? (config as { filename?: unknown }).filename : ""
   return typeof filename === "string" ? filename : ""
 }
+
+/**
+ * Reads of a row by id on PostgreSQL's pool, batched: an id asked for while {@link readBatchers} reads are under way
+ * waits for the next, which reads every id waiting in one statement (`many`, `$1` the distinct ids); an id alone is
+ * read with `one`. Answers the id's rows (none or one). A read still starts after its caller asked, so it sees every
+ * commit that came before.
+ */
+const readTogether = (reader: ReadConnection.Reader, one: string, many: string) =>
+  GroupCommit.make(maxBatch, (ids: ReadonlyArray<string>) => {
+    const distinct = [...new Set(ids)]
+    return Effect.match(distinct.length === 1 ? reader.all(one, distinct) : reader.all(many, [distinct]), {
+      onFailure: (error) => ids.map(() => Exit.fail(error)),
+      onSuccess: (rows) => {
+        const byId = new Map<unknown, unknown>()
+        for (const row of rows) byId.set((row as { readonly id?: unknown }).id, row)
+        return ids.map((id) => {
+          const row = byId.get(id)
+          return Exit.succeed(row === undefined ? [] : [row])
+        })
+      }
+    })
+  }, { fibers: readBatchers })
 
 /** Builds the context (runs the migrations). */
 export const make = (options: SqlOptions) =>
@@ -88,6 +113,9 @@ export const make = (options: SqlOptions) =>
     const readRows = SqlRows.remembering(rows.task, "id", rememberedTasks)
     const readTask = reader === undefined
       ? (id: string) => Effect.flatMap(taskById(id), readRows.first)
+      : pg
+      ? yield* readTogether(reader, readTaskQuery, `SELECT * FROM "${tables(prefix).tasks}" WHERE id = ANY($1::text[])`)
+        .pipe(Effect.map((read) => (id: string) => Effect.flatMap(read(id), readRows.first)))
       : (id: string) => Effect.flatMap(reader.all(readTaskQuery, [id]), readRows.first)
 
     /** The refund a task that just became terminal is owed (failed, expired, cancelled), recorded; the task after it. */

@@ -448,6 +448,13 @@ export const chargedBatchers = 4
  */
 export const finishBatchers = 2
 
+/**
+ * Reads of a task by id that may run at once on PostgreSQL (`GET /api/v1/tasks/{id}`): the reads asked for while
+ * these are under way go together in the next one, a statement for many `GET`s (a statement costs the process and
+ * the database more than the rows it answers). One alone goes at once.
+ */
+export const readBatchers = 4
+
 /** The batcher of an account's charged accepts (a hash of its id). */
 export const accountPartition = (accountId: string): number => Hash.string(accountId)
 
