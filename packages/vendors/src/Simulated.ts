@@ -9,7 +9,9 @@
  *
  * A job reports its place in a queue while queued (its first 5%, counting down to 1) and log lines (`queued`,
  * `started`, each quarter rendered); a job of 2 s or more also notifies the engine at each quarter, so that its
- * progress and log lines are recorded while it runs, not only when it ends.
+ * progress and log lines are recorded while it runs, not only when it ends, while the process runs at most
+ * `progressJobs` jobs (`MEDIAGATE_SIM_PROGRESS_JOBS`, default 64): a notice costs the engine a step (a claim, a poll,
+ * a write), so a busy node's jobs notify only their ends, as a real upstream with completion callbacks does.
  *
  * The job id carries the submit time, so a job's state survives a restart of the process: after a restart the
  * completion callback is lost, and the engine's safety-net poll finds the job done.
@@ -48,6 +50,11 @@ export interface SimulatedOptions {
   readonly imageSeconds?: number
   /** The families whose outputs it renders (default: the registry). */
   readonly families?: Family.Registry
+  /**
+   * A job submitted while at most this many others are in flight also notifies its quarters (progress and log
+   * lines recorded while it runs); beyond, only its end. Default 64; `0`: never.
+   */
+  readonly progressJobs?: number
 }
 
 /**
@@ -114,6 +121,8 @@ export const renderingKey = (spec: Outputs.OutputSpec): string =>
 interface Notice {
   readonly at: number
   readonly taskId: string
+  /** Whether it is the job's end (not a quarter). */
+  readonly end: boolean
 }
 
 /**
@@ -174,6 +183,9 @@ export const make = (options: SimulatedOptions = {}) =>
     const scale = options.timeScale ?? 1
     /** The shortest job that also tells its quarters (ms). */
     const progressNoticeMs = 2_000
+    const progressJobs = options.progressJobs ?? defaultProgressJobs
+    /** Jobs of this process whose end notice is pending. */
+    let inFlight = 0
     // the "job finished" notices: one fiber, owned by the layer's scope, sleeps until the earliest is due and
     // publishes every notice that is due; a submit with an earlier notice wakes it
     const notices = noticeHeap()
@@ -182,7 +194,9 @@ export const make = (options: SimulatedOptions = {}) =>
       const now = yield* Clock.currentTimeMillis
       const due: Array<string> = []
       for (let next = notices.peek(); next !== undefined && next.at <= now; next = notices.peek()) {
-        due.push(notices.pop()!.taskId)
+        const notice = notices.pop()!
+        if (notice.end) inFlight--
+        due.push(notice.taskId)
       }
       if (due.length > 0) yield* PubSub.publishAll(changes, due)
       const next = notices.peek()
@@ -269,12 +283,15 @@ export const make = (options: SimulatedOptions = {}) =>
           if (!steer.hang && durationMs > 0) {
             const at = submittedAt + durationMs
             const first = notices.peek()
-            notices.push({ at, taskId: task.id })
+            notices.push({ at, taskId: task.id, end: true })
             // a job of 2 s or more also tells at a quarter, half and three quarters, when its progress and log
-            // lines are worth a look
-            if (durationMs >= progressNoticeMs) {
-              for (const part of [1, 2, 3]) notices.push({ at: submittedAt + (durationMs * part) / 4, taskId: task.id })
+            // lines are worth a look, unless the process runs more than progressJobs others
+            if (durationMs >= progressNoticeMs && inFlight < progressJobs) {
+              for (const part of [1, 2, 3]) {
+                notices.push({ at: submittedAt + (durationMs * part) / 4, taskId: task.id, end: false })
+              }
             }
+            inFlight++
             const earliest = notices.peek()
             if (first === undefined || (earliest !== undefined && earliest.at < first.at)) {
               yield* Queue.offer(earlier, undefined)
@@ -322,16 +339,24 @@ export const make = (options: SimulatedOptions = {}) =>
     })
   })
 
+/** The jobs in flight up to which a job also notifies its quarters (see {@link SimulatedOptions.progressJobs}). */
+const defaultProgressJobs = 64
+
 /**
- * The simulated upstream's settings from Effect `Config`: `MEDIAGATE_SIM_TIME_SCALE` (default 1).
+ * The simulated upstream's settings from Effect `Config`: `MEDIAGATE_SIM_TIME_SCALE` (default 1),
+ * `MEDIAGATE_SIM_PROGRESS_JOBS` (default 64).
  *
  * @since 0.1.0
  * @category config
  */
 export const config: Config.Config<SimulatedOptions> = Config.all({
   timeScale: Config.number("MEDIAGATE_SIM_TIME_SCALE").pipe(
-    Config.withDefault(1),
-    Config.validate({ message: "must be more than 0", validation: (n) => n > 0 })
+    Config.validate({ message: "must be more than 0", validation: (n) => n > 0 }),
+    Config.withDefault(1)
+  ),
+  progressJobs: Config.integer("MEDIAGATE_SIM_PROGRESS_JOBS").pipe(
+    Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
+    Config.withDefault(defaultProgressJobs)
   )
 })
 

@@ -37,7 +37,11 @@ import { decodeImage, probeVideoBytes } from "./probe.js"
 const principal = Fixtures.principal({ accountId: "acct_sim", keyId: "key_sim" })
 
 const setup = (
-  options: { readonly timeout?: Duration.DurationInput; readonly upstreamPollDelay?: boolean } = {}
+  options: {
+    readonly timeout?: Duration.DurationInput
+    readonly upstreamPollDelay?: boolean
+    readonly progressJobs?: number
+  } = {}
 ) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-sim-"))
   const files = Layer.mergeAll(
@@ -55,7 +59,13 @@ const setup = (
       Layer.provideMerge(ResultLinks.layer),
       Layer.provideMerge(TaskStorage.layerMemory()),
       Layer.provideMerge(Upstreams.layer()),
-      Layer.provideMerge(Simulated.layer({ videoSeconds: 0.05, imageSeconds: 0.05 })),
+      Layer.provideMerge(
+        Simulated.layer({
+          videoSeconds: 0.05,
+          imageSeconds: 0.05,
+          ...(options.progressJobs === undefined ? {} : { progressJobs: options.progressJobs })
+        })
+      ),
       Layer.provideMerge(VendorPlanner.layer({ timeout: options.timeout ?? "120 seconds" })),
       Layer.provideMerge(PriceBook.layer()),
       Layer.provideMerge(Estimates.layer),
@@ -297,6 +307,27 @@ describe("simulated upstream", () => {
       expect(simulated.pollDelay?.(0, i!)).toBe(0)
       expect(simulated.pollDelay?.(0, t!)).toBeUndefined()
       expect(simulated.pollDelay?.(1, i!)).toBeUndefined()
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 60_000 })
+
+  it.effect("a job of 2 s notifies its quarters while at most progressJobs others run; beyond, only its end", () => {
+    const { layer } = setup({ upstreamPollDelay: true, progressJobs: 1 })
+    return Effect.gen(function*() {
+      const simulated = yield* Simulated.SimulatedUpstream
+      const noticed = yield* Ref.make<ReadonlyArray<string>>([])
+      yield* Effect.forkScoped(
+        Stream.runForEach(simulated.changes, (id) => Ref.update(noticed, (ids) => [...ids, id]))
+      )
+      const create = createPrompted("vendor4/text-to-image", "vendor4-3-0-t2i")
+      const ids = (yield* Effect.forEach(["a", "b", "c"], (name) => create(`a lighthouse ${name} [sim:delay=2]`)))
+        .map((task) => task.id)
+      const tasks = yield* awaitTerminal(ids)
+      expect(tasks.map((task) => task.status)).toEqual(["succeeded", "succeeded", "succeeded"])
+      const counts = ids.map((id) => Ref.get(noticed).pipe(Effect.map((all) => all.filter((n) => n === id).length)))
+      // the first submitted ran alone: its quarters and its end; the two after it only their ends
+      expect((yield* Effect.all(counts)).sort()).toEqual([1, 1, 4])
+      // the quarters were polled: the one job's progress was recorded while it ran (more polls than the others')
+      expect(Math.max(...tasks.map((task) => task.polls))).toBeGreaterThan(Math.min(...tasks.map((task) => task.polls)))
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 60_000 })
 
