@@ -100,6 +100,14 @@ const createPrompted = (endpoint: Generation.GenerationCommand["endpoint"], mode
       idempotencyKey: undefined
     }))
 
+/** The simulated upstream and the ids of its notices (`changes`) from now on, in order. */
+const recordNotices = Effect.gen(function*() {
+  const simulated = yield* Simulated.SimulatedUpstream
+  const noticed = yield* Ref.make<ReadonlyArray<string>>([])
+  yield* Effect.forkScoped(Stream.runForEach(simulated.changes, (id) => Ref.update(noticed, (ids) => [...ids, id])))
+  return { noticed, simulated }
+})
+
 describe("simulated upstream", () => {
   it.effect("every endpoint and model succeeds with result items that describe the stored files", () => {
     const { directory, layer } = setup()
@@ -287,11 +295,7 @@ describe("simulated upstream", () => {
   it.effect("a job of no length ends under its submit's claim: polled at once, no notice, no second claim", () => {
     const { layer } = setup({ upstreamPollDelay: true })
     return Effect.gen(function*() {
-      const simulated = yield* Simulated.SimulatedUpstream
-      const noticed = yield* Ref.make<ReadonlyArray<string>>([])
-      yield* Effect.forkScoped(
-        Stream.runForEach(simulated.changes, (id) => Ref.update(noticed, (ids) => [...ids, id]))
-      )
+      const { noticed, simulated } = yield* recordNotices
       const create = createPrompted("vendor4/text-to-image", "vendor4-3-0-t2i")
       const instant = yield* create("a lighthouse [sim:delay=0]")
       const timed = yield* create("a lighthouse [sim:delay=0.2]")
@@ -313,11 +317,7 @@ describe("simulated upstream", () => {
   it.effect("a job of 2 s notifies its quarters while at most progressJobs others run; beyond, only its end", () => {
     const { layer } = setup({ upstreamPollDelay: true, progressJobs: 1 })
     return Effect.gen(function*() {
-      const simulated = yield* Simulated.SimulatedUpstream
-      const noticed = yield* Ref.make<ReadonlyArray<string>>([])
-      yield* Effect.forkScoped(
-        Stream.runForEach(simulated.changes, (id) => Ref.update(noticed, (ids) => [...ids, id]))
-      )
+      const { noticed } = yield* recordNotices
       const create = createPrompted("vendor4/text-to-image", "vendor4-3-0-t2i")
       const ids = (yield* Effect.forEach(["a", "b", "c"], (name) => create(`a lighthouse ${name} [sim:delay=2]`)))
         .map((task) => task.id)
