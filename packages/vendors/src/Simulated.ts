@@ -9,8 +9,8 @@
  *
  * A job reports its place in a queue while queued (its first 5%, counting down to 1) and log lines (`queued`,
  * `started`, each quarter rendered); a job of 2 s or more also notifies the engine at each quarter, so that its
- * progress and log lines are recorded while it runs, not only when it ends, while the process runs at most
- * `progressJobs` jobs (`MEDIAGATE_SIM_PROGRESS_JOBS`, default 64): a notice costs the engine a step (a claim, a poll,
+ * progress and log lines are recorded while it runs, not only when it ends, while the process runs fewer than
+ * `progressJobs` other jobs (`MEDIAGATE_SIM_PROGRESS_JOBS`, default 64): a notice costs the engine a step (a claim, a poll,
  * a write), so a busy node's jobs notify only their ends, as a real upstream with completion callbacks does.
  *
  * The job id carries the submit time, so a job's state survives a restart of the process: after a restart the
@@ -51,8 +51,8 @@ export interface SimulatedOptions {
   /** The families whose outputs it renders (default: the registry). */
   readonly families?: Family.Registry
   /**
-   * A job submitted while at most this many others are in flight also notifies its quarters (progress and log
-   * lines recorded while it runs); beyond, only its end. Default 64; `0`: never.
+   * A job submitted while fewer than this many others are in flight also notifies its quarters (progress and log
+   * lines recorded while it runs); otherwise only its end. Default 64; `0`: never.
    */
   readonly progressJobs?: number
 }
@@ -285,7 +285,7 @@ export const make = (options: SimulatedOptions = {}) =>
             const first = notices.peek()
             notices.push({ at, taskId: task.id, end: true })
             // a job of 2 s or more also tells at a quarter, half and three quarters, when its progress and log
-            // lines are worth a look, unless the process runs more than progressJobs others
+            // lines are worth a look, unless the process runs progressJobs others or more
             if (durationMs >= progressNoticeMs && inFlight < progressJobs) {
               for (const part of [1, 2, 3]) {
                 notices.push({ at: submittedAt + (durationMs * part) / 4, taskId: task.id, end: false })
