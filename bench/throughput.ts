@@ -8,6 +8,8 @@
  *   npm run build && tsx bench/throughput.ts -- [--db sqlite,pg] [--tasks 5000] [--connections 32] [--rounds 1]
  *     [--profile]   (a CPU profile of each server, in bench/profiles; with --profile-heap an allocation profile)
  *     [--node-options "<V8 flags>"]   (the server's V8 flags instead of `npm start`'s)
+ *     [--before <checkout>]   (also runs that checkout's built server, after this build's, each database: an A/B in
+ *                    one run)
  *     [--split]     (a special mode, beside the default: the tasks posted to an API node (`MEDIAGATE_WORKERS=0`)
  *                    and run by a second node with the defaults, on the same database (SQLite: the same data
  *                    folder): what a second core running the workers would give)
@@ -49,6 +51,8 @@ const rounds = Number(arg("rounds", "1"))
 /** `--profile`: CPU profiles; with `--profile-heap`, allocation profiles (every allocation sampled) instead. */
 const profile = flag("profile") ? (flag("profile-heap") ? "heap" : "cpu") : false
 const split = flag("split")
+/** `--before <checkout>`: another build's server, run beside this one's (its `examples/server/dist/server.js`). */
+const before = arg("before", "")
 /** `--node-options "<V8 flags>"`: the server's flags instead of `npm start`'s (a special mode, to show beside them). */
 const nodeOptions = arg("node-options", "")
 /** `--env NAME=value,...`: settings added to the defaults (a special mode, to show beside them). */
@@ -63,13 +67,13 @@ const extraEnv: Record<string, string> = Object.fromEntries(
  * One run of the server on `db`: tasks/s (API timestamps), accepted/s and CPU per task (of both nodes under
  * `twoNodes`: the tasks posted to an API node, run by a worker node on the same database).
  */
-const serverThroughput = async (db: string, twoNodes = false) => {
+const serverThroughput = async (db: string, twoNodes = false, script = mainScript) => {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-throughput-"))
   const pg = db === "pg" ? pgDatabase("throughput") : undefined
   let logLines = 0
   try {
     const server = await start(
-      mainScript,
+      script,
       serverEnv(dir, pg?.url, { ...extraEnv, ...(twoNodes ? { MEDIAGATE_WORKERS: "0" } : {}) }),
       { profile, log: () => logLines++, ...(nodeOptions === "" ? {} : { nodeOptions }) }
     )
@@ -147,12 +151,14 @@ for (let round = 1; round <= rounds; round++) {
   console.log(`\nround ${round}`)
   const graphile = await graphileThroughput(taskCount)
   console.log(`  graphile-worker (PostgreSQL): ${graphile.text}`)
-  for (const db of databases) {
-    const own = await serverThroughput(db)
+  for (const [db, build] of databases.flatMap((db) => before === "" ? [[db, ""]] : [[db, ""], [db, before]])) {
+    const own = await serverThroughput(db!, false, build === "" ? mainScript : join(build!, mainScript))
     const ratio = own.perSecond / graphile.perSecond
     const goal = db === "pg" ? 1 : 2
     console.log(
-      `  Mediagate on ${db === "pg" ? "PostgreSQL" : "SQLite"}: ${own.perSecond.toFixed(0)} tasks/s ` +
+      `  Mediagate${build === "" ? "" : ` (${build})`} on ${db === "pg" ? "PostgreSQL" : "SQLite"}: ${
+        own.perSecond.toFixed(0)
+      } tasks/s ` +
         `(${own.succeeded} succeeded, ${own.refused} refused; accepted ${own.acceptedPerSecond.toFixed(0)}/s; ` +
         `${own.cpuPerTaskMs.toFixed(2)} ms CPU a task${
           postgresPart(own.postgresPerTaskMs)

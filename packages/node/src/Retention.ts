@@ -38,7 +38,7 @@ import type { PersistenceError } from "@mediagate/persistence/PersistenceError"
 import * as SqlRows from "@mediagate/persistence/SqlRows"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Durations from "@mediagate/vendors/Durations"
-import { FileStore, type FileStoreError } from "@mediagate/vendors/FileStore"
+import { FileStore, type FileStoreError, isSharedKey } from "@mediagate/vendors/FileStore"
 import { WebhookStore } from "@mediagate/webhooks/WebhookStore"
 import * as Cache from "effect/Cache"
 import * as Clock from "effect/Clock"
@@ -333,9 +333,10 @@ export const make = (settings: Settings) =>
               waiting = true
               break
             }
+            // a file that other tasks' results name too (a simulated rendering) stays
             const keys = (task.result ?? []).flatMap((item) => {
               const key = fileKeyOf(item.url)
-              return key === undefined ? [] : [key]
+              return key === undefined || isSharedKey(key) ? [] : [key]
             })
             for (const key of keys) {
               yield* files.remove(key).pipe(Effect.catchTag("InvalidFileKey", () => Effect.void))

@@ -93,12 +93,13 @@ const waitFor = <A>(effect: Effect.Effect<A>, done: (a: A) => boolean) =>
     return yield* Effect.dieMessage("the condition was not reached")
   })
 
-const createTask = (baseUrl: string, key: string) =>
+/** Creates an image task of `size` on `baseUrl`; its id. */
+const createTask = (baseUrl: string, key: string, size = "1K") =>
   Effect.map(
     request(baseUrl, "/api/v1/vendor4/text-to-image", {
       method: "POST",
       token: key,
-      body: JSON.stringify({ model: "vendor4-4-0", input: { prompt: "a red kite", size: "1K" } })
+      body: JSON.stringify({ model: "vendor4-4-0", input: { prompt: "a red kite", size } })
     }),
     (answer) => {
       expect(answer.status, answer.text).toBe(201)
@@ -160,30 +161,24 @@ describe.skipIf(!runPostgres)("the local file store on two nodes of one PostgreS
         expect(yield* unsharedGauge(a.baseUrl)).toBe(1)
         expect(yield* unsharedGauge(b.baseUrl)).toBe(1)
 
-        // tasks accepted by each node: each result URL answers 200 on the node that accepted the task
-        const onA = yield* Effect.forEach(Array.from({ length: 8 }), () => createTask(a.baseUrl, key))
-        const onB = yield* Effect.forEach(Array.from({ length: 8 }), () => createTask(b.baseUrl, key))
-        for (const [node, ids] of [[a, onA], [b, onB]] as const) {
+        // tasks accepted by each node (each node's of a size of its own): each result URL answers 200 on the node
+        // that accepted the task
+        const onA = yield* Effect.forEach(Array.from({ length: 8 }), () => createTask(a.baseUrl, key, "1K"))
+        const onB = yield* Effect.forEach(Array.from({ length: 8 }), () => createTask(b.baseUrl, key, "1280x768"))
+        for (const [node, ids, dir, other] of [[a, onA, dirA, dirB], [b, onB, dirB, dirA]] as const) {
           for (const id of ids) {
             const paths = yield* resultPaths(node.baseUrl, key, id)
             expect(paths.length).toBeGreaterThan(0)
             for (const path of paths) {
               const file = yield* request(node.baseUrl, path)
               expect(file.status, `${path} on the node that accepted ${id}`).toBe(200)
+              // and the task was run by the node that accepted it: the file its result names (the simulated
+              // upstream's rendering of its size) was stored in that node's directory only
+              const stored = decodeURIComponent(path.slice("/files/".length, path.indexOf("?")))
+              expect(existsSync(join(dir, "files", stored)), `${stored} of ${id}`).toBe(true)
+              expect(existsSync(join(other, "files", stored)), `${stored} of ${id} elsewhere`).toBe(false)
             }
           }
-        }
-        // and each task was run by the node that accepted it: its files are in that node's directory only
-        const filesOf = (dir: string) => readdirSync(join(dir, "files", "tasks"), { recursive: true }).map(String)
-        const inA = filesOf(dirA)
-        const inB = filesOf(dirB)
-        for (const id of onA) {
-          expect(inA.some((name) => name.includes(id))).toBe(true)
-          expect(inB.some((name) => name.includes(id))).toBe(false)
-        }
-        for (const id of onB) {
-          expect(inB.some((name) => name.includes(id))).toBe(true)
-          expect(inA.some((name) => name.includes(id))).toBe(false)
         }
       }),
     { timeout: 90_000 }
@@ -216,7 +211,7 @@ describe.skipIf(!runPostgres)("the local file store on two nodes of one PostgreS
             for (const node of [a, b]) expect((yield* request(node.baseUrl, path)).status).toBe(200)
           }
         }
-        expect(existsSync(join(dir, "files", "tasks"))).toBe(true)
+        expect(readdirSync(join(dir, "files", "simulated", "r1"))).toEqual(["image-1024x1024.png"])
       }),
     { timeout: 90_000 }
   )

@@ -65,7 +65,8 @@ const run = (
   environments: ReadonlyArray<"live" | "test">,
   finish: (index: number) => boolean,
   size = 100,
-  accountId?: string
+  accountId?: string,
+  key: (id: string) => string = keyOf
 ) =>
   Effect.gen(function*() {
     const storage = yield* TaskStorage
@@ -81,11 +82,11 @@ const run = (
     for (const task of claimed) {
       const index = accepted.indexOf(task.id)
       if (index < 0 || !finish(index)) continue
-      yield* files.put(keyOf(task.id), new Uint8Array(size), "video/mp4")
+      yield* files.put(key(task.id), new Uint8Array(size), "video/mp4")
       yield* storage.finish(task.id, task.fence, {
         _tag: "Succeeded",
         result: [{
-          url: `https://media.example.com/files/${keyOf(task.id)}?expires=1&signature=${"a".repeat(64)}`,
+          url: `https://media.example.com/files/${key(task.id)}?expires=1&signature=${"a".repeat(64)}`,
           format: "mp4",
           size_bytes: size,
           width: 64,
@@ -162,6 +163,22 @@ for (const [name, db] of databases) {
             assert.isFalse(yield* exists(l))
             // the task keeps its result
             expect(Option.getOrThrow(yield* storage.getById(l)).result?.[0]?.size_bytes).toBe(100)
+          }))
+
+        it.effect("result files that many tasks name (simulated renderings) stay when their tasks expire", () =>
+          Effect.gen(function*() {
+            yield* freshStart
+            const pruner = yield* Retention.Pruner
+            const files = yield* FileStore.FileStore
+            const shared = `${FileStore.sharedPrefix}r1/video-64x64-1s.mp4`
+            const own = yield* run(["test"], () => true)
+            yield* run(["test", "test"], () => true, 100, undefined, () => shared)
+            yield* TestClock.adjust(2 * day)
+            const report = yield* pruner.run
+            // the task's own file is removed; the shared one is not counted and stays
+            expect([report.resultTasks, report.resultFiles]).toEqual([1, 1])
+            assert.isFalse(yield* exists(own.ids[0]!))
+            assert.isTrue(Option.isSome(yield* files.open(shared)))
           }))
 
         it.effect("outbox rows: only behind the dispatcher's cursor, after 7 days", () =>

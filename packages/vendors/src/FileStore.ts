@@ -10,9 +10,8 @@
  *   the extension would not give back, so what is served is always what was stored (no metadata next to the files).
  * - Writes are atomic: a temporary file in the same directory, then a rename. Keys are meant to be written once;
  *   writing a key again replaces the file atomically.
- * - `copy` stores a stored file under a second key without sending its bytes again: a hard link on the local disk
- *   (files are never changed in place — a write replaces the name — so the two keys can share the file), a
- *   server-side copy on S3. The simulated upstream stores each distinct rendering once and copies it per task.
+ * - Keys under {@link sharedPrefix} name files that many tasks' results share (the simulated upstream's renderings):
+ *   the retention pruner leaves them.
  * - `open` reads a byte range ({@link RangeRequest}, parsed from the `Range` header by `FileService`) lazily.
  *
  * @since 0.1.0
@@ -51,7 +50,7 @@ export class InvalidFileKey extends Schema.TaggedError<InvalidFileKey>()("Invali
  * @category errors
  */
 export class FileStoreError extends Schema.TaggedError<FileStoreError>()("FileStoreError", {
-  operation: Schema.Literal("put", "copy", "open", "read", "remove"),
+  operation: Schema.Literal("put", "open", "read", "remove"),
   key: Schema.String,
   message: Schema.String,
   cause: Schema.optional(Schema.Unknown)
@@ -111,6 +110,23 @@ export const resultKey = (task: { readonly id: string; readonly createdAt: numbe
   const at = new Date(task.createdAt).toISOString() // 2026-11-25T13:05:09.123Z
   return `tasks/${at.slice(0, 10)}/${at.slice(11, 13)}${at.slice(14, 16)}/${task.id}-${name}`
 }
+
+/**
+ * The folder of files that many tasks' results name (the simulated upstream's renderings, `Simulated.renderingKey`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const sharedPrefix = "simulated/"
+
+/**
+ * Whether a key names a file that many tasks' results share (under {@link sharedPrefix}): the retention pruner
+ * never removes one with a task's results.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isSharedKey = (key: string): boolean => key.startsWith(sharedPrefix)
 
 /**
  * Whether a key is valid (see {@link keyProblem}).
@@ -238,11 +254,6 @@ export class FileStore extends Context.Tag("@mediagate/vendors/FileStore")<FileS
     /** The file's size when the caller knows it (a download it just wrote): the store need not look. */
     size?: number
   ) => Effect.Effect<StoredFile, InvalidFileKey | FileStoreError>
-  /**
-   * Stores the file of `from` under `to` too (replacing any file there), without sending its bytes again; `false`
-   * when there is no file `from`. `to`'s extension must serve the content type `from`'s serves.
-   */
-  readonly copy: (from: string, to: string) => Effect.Effect<boolean, InvalidFileKey | FileStoreError>
   /** Opens a file, optionally a byte range of it; `None` when there is no such file. */
   readonly open: (
     key: string,
@@ -352,20 +363,12 @@ export const makeLocal = (options: { readonly directory: string }) =>
     /** The file of a valid key, or why the key is refused. */
     const locate = (key: string) => Effect.map(validKey(key), fileOf)
 
-    /**
-     * Makes `file` with `write` on a temporary name in its directory, then renames it into place. A link to the file
-     * that is there already renames to nothing (POSIX): `linked` removes the temporary name after the rename too.
-     */
-    const replace = (
-      file: string,
-      write: (temporary: string) => Effect.Effect<void, PlatformError>,
-      linked = false
-    ) => {
+    /** Makes `file` with `write` on a temporary name in its directory, then renames it into place. */
+    const replace = (file: string, write: (temporary: string) => Effect.Effect<void, PlatformError>) => {
       const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${temporaryName()}.tmp`)
-      const removed = Effect.ignore(fs.remove(temporary))
       return write(temporary).pipe(
         Effect.zipRight(fs.rename(temporary, file)),
-        linked ? Effect.ensuring(removed) : Effect.tapError(() => removed)
+        Effect.tapError(() => Effect.ignore(fs.remove(temporary)))
       )
     }
 
@@ -416,31 +419,6 @@ export const makeLocal = (options: { readonly directory: string }) =>
         }).pipe(Effect.ensuring(Effect.suspend(() => renamed ? Effect.void : Effect.ignore(fs.remove(source)))))
       })
 
-    // a hard link straight to the new name (one system call); over an existing file, a link on a temporary name
-    // renamed into place; where the file system refuses hard links, a copy of the bytes on the temporary name. A
-    // missing source is NotFound even once the directory is made: `false`.
-    const copy = (from: string, to: string) =>
-      Effect.gen(function*() {
-        const source = yield* locate(from)
-        yield* puttable(to, contentTypeOf(from))
-        const file = fileOf(to)
-        const linked = fs.link(source, file).pipe(
-          Effect.catchIf(
-            hasReason("AlreadyExists"),
-            () => replace(file, (temporary) => fs.link(source, temporary), true)
-          ),
-          Effect.catchIf(
-            (error) => !isNotFound(error),
-            () => replace(file, (temporary) => fs.copyFile(source, temporary))
-          )
-        )
-        return yield* inDirectory(file, linked).pipe(
-          Effect.as(true),
-          Effect.catchIf(isNotFound, () => Effect.succeed(false)),
-          Effect.mapError(failure("copy", to))
-        )
-      })
-
     const open = (key: string, range?: RangeRequest) =>
       Effect.gen(function*() {
         const file = yield* locate(key)
@@ -483,7 +461,7 @@ export const makeLocal = (options: { readonly directory: string }) =>
           Effect.zipRight(removeIfEmpty(path.dirname(file)))
         ))
 
-    return FileStore.of({ put, putFile, copy, open, remove })
+    return FileStore.of({ put, putFile, open, remove })
   })
 
 /**

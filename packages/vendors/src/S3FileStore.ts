@@ -6,8 +6,7 @@
  *   the object `<prefix><key>` with the content type its extension gives; `open` reads the object's size
  *   (`HeadObject`), resolves the range with `resolveRange` and streams exactly those bytes with a ranged
  *   `GetObject` once the stream runs (the object is not downloaded first; an interrupted stream closes its socket).
- * - Objects are written in one `PutObject` (S3 writes are atomic: a reader sees the old or the new object);
- *   `copy` is one server-side `CopyObject` (the bytes do not pass through this process).
+ * - Objects are written in one `PutObject` (S3 writes are atomic: a reader sees the old or the new object).
  * - The SDK is an optional peer dependency ({@link sdk}), loaded and its client constructed only when this store is
  *   built (the local store never loads it); without it the build fails with a `MissingPackage` naming the install line.
  *   Credentials: `MEDIAGATE_S3_ACCESS_KEY_ID`/`MEDIAGATE_S3_SECRET_ACCESS_KEY` when given, otherwise the SDK's own
@@ -173,27 +172,6 @@ export const make = (options: Options) =>
         return { key, size, contentType: served }
       }).pipe(Effect.ensuring(Effect.promise(() => rm(file, { force: true }))))
 
-    const copy = (from: string, to: string) =>
-      Effect.gen(function*() {
-        const source = yield* locate(from)
-        const served = yield* puttable(to, contentTypeOf(from))
-        // keys and the prefix are made of URL-safe characters (keyProblem): only the bucket's name is escaped
-        return yield* send("copy", to, (abortSignal) =>
-          client.send(
-            new s3.CopyObjectCommand({
-              Bucket: bucket,
-              Key: `${prefix}${to}`,
-              CopySource: `${encodeURIComponent(bucket)}/${source}`,
-              ContentType: served,
-              MetadataDirective: "REPLACE"
-            }),
-            { abortSignal }
-          )).pipe(
-            Effect.as(true),
-            Effect.catchIf((error) => isMissing(error.cause), () => Effect.succeed(false))
-          )
-      })
-
     /** The bytes `start..end` of an object, requested when the stream runs; the response is closed with it. */
     const read = (key: string, object: string, start: number, end: number): Stream.Stream<Uint8Array, FileStoreError> =>
       Stream.unwrapScoped(Effect.gen(function*() {
@@ -242,7 +220,7 @@ export const make = (options: Options) =>
           Effect.catchIf((error) => isMissing(error.cause), () => Effect.void)
         ))
 
-    return FileStore.of({ put, putFile, copy, open, remove })
+    return FileStore.of({ put, putFile, open, remove })
   })
 
 /**

@@ -20,7 +20,7 @@
  */
 import { Families, Family, type Outputs, type Task } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
-import { Upstream, UpstreamError } from "@mediagate/engine/Upstream"
+import { type JobState, Upstream, UpstreamError } from "@mediagate/engine/Upstream"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -31,7 +31,7 @@ import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import { contentTypeOf, FileStore, resultKey } from "./FileStore.js"
+import { contentTypeOf, FileStore, sharedPrefix } from "./FileStore.js"
 import * as Media from "./Media.js"
 import { UrlSigner } from "./UrlSigner.js"
 
@@ -97,12 +97,12 @@ const extension = (spec: Outputs.OutputSpec) => spec.format === "jpeg" ? "jpg" :
 /**
  * Where the simulated upstream keeps one rendering of each distinct output (the renderer draws the same file for the
  * same kind, size and duration). The `r1` segment names the renderer's drawing: a change to what it draws takes a
- * new one, so a store filled by an older version is not copied from.
+ * new one, so no task names a file an older version drew.
  *
  * @since 0.1.0
  * @category constants
  */
-export const renderingsPrefix = "simulated/r1/"
+export const renderingsPrefix = `${sharedPrefix}r1/`
 
 /**
  * The store key of the one rendering of an output.
@@ -221,52 +221,56 @@ export const make = (options: SimulatedOptions = {}) =>
       return durationMs === 0 && !steer.hang
     }
 
-    // every distinct rendering is stored once, under renderingKey, and copied to each task's key (a hard link on
-    // the local disk, a server-side copy on S3): a task's files cost no rendering and no bytes written
-    const storedSizes = new Map<string, number>()
+    // every distinct rendering is stored once, under renderingKey, and each task's result names it: a task's files
+    // cost no rendering, no bytes and no file operation. The store is looked at again for a rendering after
+    // renderingCheckMs (an operator may have removed it): one that is gone is stored again.
+    const stored = new Map<string, { readonly size: number; checkedAt: number }>()
     const render = (spec: Outputs.OutputSpec) =>
       spec.media === "video"
         ? media.renderVideo({ width: spec.width, height: spec.height, durationSeconds: spec.durationSeconds })
         : spec.kind === "last_frame"
         ? media.renderLastFrame({ width: spec.width, height: spec.height, durationSeconds: 1 })
         : media.renderImage({ width: spec.width, height: spec.height, format: spec.format })
-    const store1 = (spec: Outputs.OutputSpec, key: string) =>
-      Effect.flatMap(render(spec), (bytes) => store.put(key, bytes, contentTypeOf(key)))
-    /** Stores the file of `spec` under `key`; its size. */
-    const storeOutput = (spec: Outputs.OutputSpec, key: string) =>
-      Effect.gen(function*() {
-        const rendering = renderingKey(spec)
-        const size = storedSizes.get(rendering)
-        if (size !== undefined && (yield* store.copy(rendering, key))) return size
-        // not stored yet by this process, or removed since: stored again
-        const stored = yield* store1(spec, rendering)
-        storedSizes.set(rendering, stored.size)
-        return (yield* store.copy(rendering, key)) ? stored.size : (yield* store1(spec, key)).size
-      })
-
-    /** Stores the files of a finished job (idempotent: the same keys are written again). */
-    const produce = (task: TaskRecord, outputs: ReadonlyArray<Outputs.OutputSpec>) =>
-      Effect.forEach(outputs, (spec, i) =>
-        Effect.gen(function*() {
-          const key = resultKey(task, `${spec.kind}-${i}.${extension(spec)}`)
-          const size = yield* storeOutput(spec, key)
-          const item: Task.ResultItem = {
-            url: yield* signer.sign(key),
-            ...(spec.media === "video" ? { duration: spec.durationSeconds } : {}),
-            format: spec.format,
-            size_bytes: size,
-            width: spec.width,
-            height: spec.height,
-            kind: spec.kind
-          }
-          return item
+    const storeRendering = (spec: Outputs.OutputSpec, key: string, now: number) =>
+      Effect.flatMap(render(spec), (bytes) =>
+        Effect.map(store.put(key, bytes, contentTypeOf(key)), ({ size }) => {
+          stored.set(key, { size, checkedAt: now })
+          return size
         }))
+    /** Makes sure the rendering of `spec` is stored under `key`; its size. */
+    const rendering = (spec: Outputs.OutputSpec, key: string, now: number) => {
+      const known = stored.get(key)
+      if (known === undefined) return storeRendering(spec, key, now)
+      if (now - known.checkedAt < renderingCheckMs) return Effect.succeed(known.size)
+      known.checkedAt = now
+      return Effect.flatMap(store.open(key), (opened) =>
+        opened._tag === "Some" ? Effect.succeed(opened.value.size) : storeRendering(spec, key, now))
+    }
+
+    /** The result items of a finished job, its renderings stored (idempotent). */
+    const produce = (outputs: ReadonlyArray<Outputs.OutputSpec>, now: number) =>
+      Effect.forEach(outputs, (spec) => {
+        const key = renderingKey(spec)
+        return Effect.zipWith(rendering(spec, key, now), signer.sign(key), (size, url): Task.ResultItem => ({
+          url,
+          ...(spec.media === "video" ? { duration: spec.durationSeconds } : {}),
+          format: spec.format,
+          size_bytes: size,
+          width: spec.width,
+          height: spec.height,
+          kind: spec.kind
+        }))
+      })
 
     /** The job's log lines at `progress` (%): queued, started, each quarter rendered. */
     const logLines = (task: TaskRecord, progress: number) => {
       const lines = [`${task.model}: queued`]
-      if (progress >= 5) lines.push(`${task.model}: started ${task.operation}`)
-      for (let part = 25; part <= progress && part < 100; part += 25) lines.push(`${task.model}: ${part}% rendered`)
+      if (progress >= 5) {
+        lines.push(`${task.model}: started ${task.operation}`)
+      }
+      for (let part = 25; part <= progress && part < 100; part += 25) {
+        lines.push(`${task.model}: ${part}% rendered`)
+      }
       return lines
     }
 
@@ -275,69 +279,73 @@ export const make = (options: SimulatedOptions = {}) =>
       changes: Stream.fromPubSub(changes),
       // a job of no length is done when it is submitted: polled at once, under the submit's claim (the task ends in
       // one step: no notice, no second claim)
-      pollDelay: (polls, task) => polls === 0 && isInstant(task) ? 0 : undefined,
+      pollDelay: (polls, task) =>
+        polls === 0 && isInstant(task) ? 0 : undefined,
       submit: (task) =>
-        Effect.gen(function*() {
+        Effect.flatMap(Clock.currentTimeMillis, (submittedAt) => {
           const { durationMs, steer } = plan(task)
-          const submittedAt = yield* Clock.currentTimeMillis
-          if (!steer.hang && durationMs > 0) {
-            const at = submittedAt + durationMs
-            const first = notices.peek()
-            notices.push({ at, taskId: task.id, end: true })
-            // a job of 2 s or more also tells at a quarter, half and three quarters, when its progress and log
-            // lines are worth a look, unless the process runs progressJobs others or more
-            if (durationMs >= progressNoticeMs && inFlight < progressJobs) {
-              for (const part of [1, 2, 3]) {
-                notices.push({ at: submittedAt + (durationMs * part) / 4, taskId: task.id, end: false })
-              }
-            }
-            inFlight++
-            const earliest = notices.peek()
-            if (first === undefined || (earliest !== undefined && earliest.at < first.at)) {
-              yield* Queue.offer(earlier, undefined)
+          const submitted = Effect.succeed({ jobId: jobIdOf(task, submittedAt) })
+          if (steer.hang || durationMs <= 0) return submitted
+          const at = submittedAt + durationMs
+          const first = notices.peek()
+          notices.push({ at, taskId: task.id, end: true })
+          // a job of 2 s or more also tells at a quarter, half and three quarters, when its progress and log
+          // lines are worth a look, unless the process runs progressJobs others or more
+          if (durationMs >= progressNoticeMs && inFlight < progressJobs) {
+            for (const part of [1, 2, 3]) {
+              notices.push({ at: submittedAt + (durationMs * part) / 4, taskId: task.id, end: false })
             }
           }
-          return { jobId: jobIdOf(task, submittedAt) }
+          inFlight++
+          const earliest = notices.peek()
+          return first === undefined || (earliest !== undefined && earliest.at < first.at)
+            ? Effect.zipRight(Queue.offer(earlier, undefined), submitted)
+            : submitted
         }),
       poll: (task, jobId) =>
-        Effect.gen(function*() {
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const submittedAt = submittedAtOf(jobId)
           if (submittedAt === undefined) {
-            return yield* new UpstreamError({ message: `unknown simulated job ${jobId}`, retryable: false })
+            return Effect.fail(new UpstreamError({ message: `unknown simulated job ${jobId}`, retryable: false }))
           }
           const { durationMs, outputs, steer } = plan(task)
-          const elapsed = (yield* Clock.currentTimeMillis) - submittedAt
+          const elapsed = now - submittedAt
           if (steer.hang || elapsed < durationMs) {
             const progress = steer.hang ? Math.min(95, elapsed / 1000) : (100 * elapsed) / Math.max(1, durationMs)
             const logs = logLines(task, progress)
-            return progress < 5
-              ? { _tag: "Queued" as const, position: Math.max(1, Math.ceil(5 - progress)), logs }
-              : { _tag: "Running" as const, progress: Math.floor(progress), logs }
+            return Effect.succeed<JobState>(
+              progress < 5
+                ? { _tag: "Queued", position: Math.max(1, Math.ceil(5 - progress)), logs }
+                : { _tag: "Running", progress: Math.floor(progress), logs }
+            )
           }
           if (steer.contentPolicy) {
-            return {
-              _tag: "Failed" as const,
+            return Effect.succeed<JobState>({
+              _tag: "Failed",
               code: "PROVIDER_ERROR",
               message: "content policy violation: the upstream refused the prompt"
-            }
+            })
           }
           if (steer.fail) {
-            return {
-              _tag: "Failed" as const,
+            return Effect.succeed<JobState>({
+              _tag: "Failed",
               code: "PROVIDER_ERROR",
               message: "the upstream failed to generate the output"
-            }
+            })
           }
-          const result = yield* produce(task, outputs).pipe(
+          return produce(outputs, now).pipe(
+            Effect.map((result): JobState => ({ _tag: "Succeeded", result })),
             Effect.mapError((error) =>
               new UpstreamError({ message: `storing the output failed: ${String(error)}`, retryable: true })
             )
           )
-          return { _tag: "Succeeded" as const, result }
         }),
       cancel: () => Effect.void
     })
   })
+
+/** How long (ms) a rendering this process stored is taken to be in the store before it is looked for again. */
+const renderingCheckMs = 60_000
 
 /** The jobs in flight up to which a job also notifies its quarters (see {@link SimulatedOptions.progressJobs}). */
 const defaultProgressJobs = 64

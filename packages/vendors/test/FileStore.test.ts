@@ -1,6 +1,4 @@
-import { NodeContext, NodePath } from "@effect/platform-node"
-import * as PlatformError from "@effect/platform/Error"
-import * as FileSystem from "@effect/platform/FileSystem"
+import { NodeContext } from "@effect/platform-node"
 import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Errors, Services } from "@mediagate/contract"
 import * as Chunk from "effect/Chunk"
@@ -13,7 +11,7 @@ import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { createHmac } from "node:crypto"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
@@ -228,56 +226,6 @@ describe("FileStore: local disk", () => {
         expect(mismatch.message).toContain("image/png")
       }))
   })
-})
-
-describe("FileStore: local disk copies", () => {
-  it.effect("a copy is a hard link to the stored file, with no temporary file left", () =>
-    Effect.gen(function*() {
-      const store = yield* FileStore.FileStore
-      yield* store.put("renderings/a.png", bytesOf(500), "image/png")
-      assert.isTrue(yield* store.copy("renderings/a.png", "tasks/task_l/image-0.png"))
-      assert.isTrue(yield* store.copy("renderings/a.png", "tasks/task_l/image-0.png")) // over itself: linked again
-      const source = statSync(join(directory, "store", "renderings", "a.png"))
-      const copied = statSync(join(directory, "store", "tasks", "task_l", "image-0.png"))
-      expect([copied.ino, source.nlink]).toEqual([source.ino, 2])
-      expect(listFiles(join(directory, "store", "tasks", "task_l"))).toEqual(["image-0.png"])
-    }).pipe(Effect.provide(LocalStore)))
-
-  it.effect("where the file system refuses hard links, the bytes are copied", () =>
-    Effect.gen(function*() {
-      const refusing = Layer.effect(
-        FileSystem.FileSystem,
-        Effect.map(FileSystem.FileSystem, (fs) => ({
-          ...fs,
-          link: (from: string, to: string) =>
-            Effect.fail(
-              new PlatformError.SystemError({
-                reason: "PermissionDenied",
-                module: "FileSystem",
-                method: "link",
-                pathOrDescriptor: `${from} -> ${to}`
-              })
-            )
-        }))
-      ).pipe(Layer.provide(NodeContext.layer))
-      const root = join(directory, "refusing")
-      const store = FileStore.layerLocal({ directory: root }).pipe(Layer.provide(Layer.merge(refusing, NodePath.layer)))
-      yield* Effect.gen(function*() {
-        const files = yield* FileStore.FileStore
-        yield* files.put("renderings/b.mp4", bytesOf(700, 3), "video/mp4")
-        yield* files.put("tasks/task_r/video-0.mp4", bytesOf(5), "video/mp4")
-        assert.isTrue(yield* files.copy("renderings/b.mp4", "tasks/task_r/video-0.mp4"))
-        assert.isTrue(yield* files.copy("renderings/b.mp4", "tasks/task_s/video-0.mp4"))
-        assert.isFalse(yield* files.copy("renderings/none.mp4", "tasks/task_t/video-0.mp4"))
-      }).pipe(Effect.provide(store))
-      for (const task of ["task_r", "task_s"]) {
-        const file = join(root, "tasks", task, "video-0.mp4")
-        assert.isTrue(same(readFileSync(file), bytesOf(700, 3)))
-        expect(statSync(file).nlink).toBe(1)
-        expect(listFiles(join(root, "tasks", task))).toEqual(["video-0.mp4"])
-      }
-      expect(existsSync(join(root, "tasks", "task_t", "video-0.mp4"))).toBe(false)
-    }))
 })
 
 const secret = Redacted.make("test-secret")

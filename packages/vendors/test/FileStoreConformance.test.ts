@@ -129,56 +129,6 @@ for (const [name, store] of backends) {
           expect([empty.size, (yield* collect(empty.stream)).length]).toEqual([0, 0])
         }))
 
-      it.effect("copy: the same bytes under a second key, over a file already there; a copy outlives changes to its source", () =>
-        Effect.gen(function*() {
-          const files = yield* FileStore.FileStore
-          const read = (key: string) =>
-            Effect.flatMap(
-              Effect.map(files.open(key), Option.getOrThrow),
-              (file) =>
-                Effect.map(collect(file.stream), (got) => ({ size: file.size, contentType: file.contentType, got }))
-            )
-          const bytes = bytesOf(3000, 11)
-          yield* files.put("renderings/clip.mp4", bytes, "video/mp4")
-          assert.isTrue(yield* files.copy("renderings/clip.mp4", "tasks/c1/video-0.mp4"))
-          const copied = yield* read("tasks/c1/video-0.mp4")
-          expect([copied.size, copied.contentType]).toEqual([3000, "video/mp4"])
-          assert.isTrue(same(copied.got, bytes))
-
-          // over a file already there (another content): replaced
-          yield* files.put("tasks/c2/video-0.mp4", bytesOf(10, 3), "video/mp4")
-          assert.isTrue(yield* files.copy("renderings/clip.mp4", "tasks/c2/video-0.mp4"))
-          assert.isTrue(same((yield* read("tasks/c2/video-0.mp4")).got, bytes))
-          // copying again onto itself's copy, and a key onto itself, leave the bytes as they are
-          assert.isTrue(yield* files.copy("renderings/clip.mp4", "tasks/c1/video-0.mp4"))
-          assert.isTrue(yield* files.copy("tasks/c1/video-0.mp4", "tasks/c1/video-0.mp4"))
-          assert.isTrue(same((yield* read("tasks/c1/video-0.mp4")).got, bytes))
-
-          // the source written again or removed: the copies keep what they were given
-          yield* files.put("renderings/clip.mp4", bytesOf(50, 9), "video/mp4")
-          assert.isTrue(same((yield* read("tasks/c1/video-0.mp4")).got, bytes))
-          yield* files.remove("tasks/c2/video-0.mp4")
-          assert.isTrue(same((yield* read("tasks/c1/video-0.mp4")).got, bytes))
-          yield* files.remove("renderings/clip.mp4")
-          assert.isTrue(same((yield* read("tasks/c1/video-0.mp4")).got, bytes))
-          expect(yield* files.open("tasks/c2/video-0.mp4")).toEqual(Option.none())
-
-          // no source: false, and nothing is made
-          assert.isFalse(yield* files.copy("renderings/clip.mp4", "tasks/c3/video-0.mp4"))
-          expect(yield* files.open("tasks/c3/video-0.mp4")).toEqual(Option.none())
-          // invalid keys, and a target whose extension serves another content type, are refused
-          expect(yield* Effect.flip(files.copy("../x.mp4", "tasks/c4/video-0.mp4"))).toMatchObject({
-            _tag: "InvalidFileKey"
-          })
-          expect(yield* Effect.flip(files.copy("tasks/c1/video-0.mp4", "tasks/../c4.mp4"))).toMatchObject({
-            _tag: "InvalidFileKey"
-          })
-          expect(yield* Effect.flip(files.copy("tasks/c1/video-0.mp4", "tasks/c4/video-0.png"))).toMatchObject({
-            _tag: "InvalidFileKey"
-          })
-          expect(yield* files.open("tasks/c4/video-0.png")).toEqual(Option.none())
-        }))
-
       it.effect("refuses invalid keys and a content type the extension contradicts", () =>
         Effect.gen(function*() {
           const files = yield* FileStore.FileStore
