@@ -97,7 +97,7 @@ const extension = (spec: Outputs.OutputSpec) => spec.format === "jpeg" ? "jpg" :
 /**
  * Where the simulated upstream keeps one rendering of each distinct output (the renderer draws the same file for the
  * same kind, size and duration). The `r1` segment names the renderer's drawing: a change to what it draws takes a
- * new one, so no task names a file an older version drew.
+ * new one, so a new task never names a file an older version drew.
  *
  * @since 0.1.0
  * @category constants
