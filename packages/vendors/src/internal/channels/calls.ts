@@ -5,8 +5,10 @@
 import { Metrics } from "@mediagate/contract"
 import type { TaskRecord } from "@mediagate/engine/TaskRecord"
 import { UpstreamError } from "@mediagate/engine/Upstream"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { performance } from "node:perf_hooks"
 import * as Upstreams from "../../Upstreams.js"
 import type { Live } from "./live.js"
@@ -29,7 +31,7 @@ export const make = (state: State) => {
   const { authFailures, breakers, reload, reportTransitions, store } = state
   const authLimit = Math.max(1, state.options.authFailures ?? 3)
 
-  /** Times a call to a channel, counts its outcome and tells the breaker. */
+  /** Times a call to a channel, counts its outcome and tells the breaker (an interruption or defect only times it). */
   const called = <A>(
     live: Live,
     task: TaskRecord,
@@ -39,33 +41,34 @@ export const make = (state: State) => {
     Effect.suspend(() => {
       const started = performance.now()
       const id = live.config.id
+      /** A call that failed with `error` (a typed failure). */
+      const failed = (error: UpstreamError, now: number) => {
+        const kind = failureKind(error)
+        if (kind === "refused") {
+          breakers.success(id, now)
+          Metrics.channelRequests.record(1, id, call, "ok")
+          return reportTransitions
+        }
+        breakers.failure(id, now, error.message)
+        Metrics.channelRequests.record(1, id, call, kind)
+        return kind === "auth" ? Effect.zipRight(reportTransitions, authFailed(live, error.message)) : reportTransitions
+      }
       return effect.pipe(
-        Effect.tapBoth({
-          onSuccess: () =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        Effect.onExit((exit) => {
+          Metrics.channelDuration.record((performance.now() - started) / 1000, id, call)
+          if (Exit.isSuccess(exit)) {
+            return Effect.flatMap(Clock.currentTimeMillis, (now) => {
               breakers.success(id, now)
               authFailures.delete(id)
               Metrics.channelRequests.record(1, id, call, "ok")
               return reportTransitions
-            }),
-          onFailure: (error) =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) => {
-              const kind = failureKind(error)
-              if (kind === "refused") {
-                breakers.success(id, now)
-                Metrics.channelRequests.record(1, id, call, "ok")
-                return reportTransitions
-              }
-              breakers.failure(id, now, error.message)
-              Metrics.channelRequests.record(1, id, call, kind)
-              return kind === "auth"
-                ? Effect.zipRight(reportTransitions, authFailed(live, error.message))
-                : reportTransitions
             })
+          }
+          const failure = Cause.failureOption(exit.cause)
+          return failure._tag === "None"
+            ? Effect.void
+            : Effect.flatMap(Clock.currentTimeMillis, (now) => failed(failure.value, now))
         }),
-        Effect.ensuring(
-          Effect.sync(() => Metrics.channelDuration.record((performance.now() - started) / 1000, id, call))
-        ),
         Upstreams.traced(`Upstream.${call}`, task, live.config.transport, id)
       )
     })

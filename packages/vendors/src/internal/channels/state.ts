@@ -32,13 +32,15 @@ export const make = (options: ChannelsOptions) =>
      * The breakers' state changes, as gauge values and log lines (through the program's logger), reported by the fiber
      * whose call caused them, right after it told or asked the breaker.
      */
-    const reportTransitions = Effect.suspend(() =>
-      Effect.forEach(breakers.transitions(), (transition) => {
+    const reportTransitions = Effect.suspend(() => {
+      const transitions = breakers.transitions()
+      // every routed call reports: most have nothing to report
+      return transitions.length === 0 ? Effect.void : Effect.forEach(transitions, (transition) => {
         Metrics.channelBreakerState.record(breakerGauge[transition.to], transition.id)
         const line = `channel ${transition.id}: circuit ${transition.from} -> ${transition.to} (${transition.reason})`
         return transition.to === "open" ? Effect.logWarning(line) : Effect.logInfo(line)
       }, { discard: true })
-    )
+    })
     /** Authentication failures in a row per channel. */
     const authFailures = new Map<string, number>()
     const build = makeBuild({ options, simulated, copier, signer })
