@@ -31,7 +31,25 @@ export const make = (state: State) => {
   const { authFailures, breakers, reload, reportTransitions, store } = state
   const authLimit = Math.max(1, state.options.authFailures ?? 3)
 
-  /** Times a call to a channel, counts its outcome and tells the breaker (an interruption or defect only times it). */
+  /**
+   * Counts a call's outcome on its channel and tells the breaker: a success (`error` undefined), a refusal of the
+   * request (an answer: counted as ok), or a failure of the channel.
+   */
+  const counted = (live: Live, call: "submit" | "poll", error: UpstreamError | undefined, now: number) => {
+    const id = live.config.id
+    const kind = error === undefined ? "ok" : failureKind(error)
+    if (error === undefined || kind === "refused") {
+      breakers.success(id, now)
+      if (error === undefined) authFailures.delete(id)
+      Metrics.channelRequests.record(1, id, call, "ok")
+      return reportTransitions
+    }
+    breakers.failure(id, now, error.message)
+    Metrics.channelRequests.record(1, id, call, kind)
+    return kind === "auth" ? Effect.zipRight(reportTransitions, authFailed(live, error.message)) : reportTransitions
+  }
+
+  /** Times a call to a channel and counts its outcome (an interruption or defect is only timed). */
   const called = <A>(
     live: Live,
     task: TaskRecord,
@@ -41,33 +59,12 @@ export const make = (state: State) => {
     Effect.suspend(() => {
       const started = performance.now()
       const id = live.config.id
-      /** A call that failed with `error` (a typed failure). */
-      const failed = (error: UpstreamError, now: number) => {
-        const kind = failureKind(error)
-        if (kind === "refused") {
-          breakers.success(id, now)
-          Metrics.channelRequests.record(1, id, call, "ok")
-          return reportTransitions
-        }
-        breakers.failure(id, now, error.message)
-        Metrics.channelRequests.record(1, id, call, kind)
-        return kind === "auth" ? Effect.zipRight(reportTransitions, authFailed(live, error.message)) : reportTransitions
-      }
       return effect.pipe(
         Effect.onExit((exit) => {
           Metrics.channelDuration.record((performance.now() - started) / 1000, id, call)
-          if (Exit.isSuccess(exit)) {
-            return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-              breakers.success(id, now)
-              authFailures.delete(id)
-              Metrics.channelRequests.record(1, id, call, "ok")
-              return reportTransitions
-            })
-          }
-          const failure = Cause.failureOption(exit.cause)
-          return failure._tag === "None"
-            ? Effect.void
-            : Effect.flatMap(Clock.currentTimeMillis, (now) => failed(failure.value, now))
+          const failure = Exit.isSuccess(exit) ? undefined : Cause.failureOption(exit.cause)
+          if (failure?._tag === "None") return Effect.void
+          return Effect.flatMap(Clock.currentTimeMillis, (now) => counted(live, call, failure?.value, now))
         }),
         Upstreams.traced(`Upstream.${call}`, task, live.config.transport, id)
       )
