@@ -496,3 +496,30 @@ export const Select = <A extends string>(props: {
     {props.options.map((option) => <option key={option} value={option}>{props.label === undefined ? option : props.label(option)}</option>)}
   </select>
 )
+
+/**
+ * A search box applied on Enter or when it loses focus (`onCommit`, with its text trimmed). What is typed is its own
+ * state until then, so a view that renders again meanwhile (a poll) does not put the applied `value` back over it;
+ * a new applied value (filters cleared) replaces it.
+ */
+export const SearchInput = (props: {
+  readonly name: string
+  readonly value: string
+  readonly onCommit: (value: string) => void
+  readonly placeholder?: string
+  readonly maxLength?: number
+}) => {
+  const [draft, setDraft] = useState(props.value)
+  useEffect(() => setDraft(props.value), [props.value])
+  return (
+    <input
+      type="search"
+      name={props.name}
+      placeholder={props.placeholder}
+      maxLength={props.maxLength}
+      value={draft}
+      onInput={(event) => setDraft(event.currentTarget.value)}
+      onChange={(event) => props.onCommit(event.currentTarget.value.trim())}
+    />
+  )
+}

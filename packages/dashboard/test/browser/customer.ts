@@ -132,7 +132,12 @@ export const customerJourneys = (session: Session) => {
     await row.waitFor()
     // the other rows go as the filtered page replaces the list
     await page.waitForFunction(() => document.querySelectorAll("tr[data-task]").length === 1)
+    // what is typed stays while the list is polled again, until Enter applies it
     await search.fill("lighthouse")
+    await page.waitForResponse((response) => new URL(response.url()).pathname === "/api/v1/tasks")
+    await page.getByText("Live: refreshed every 3 s").waitFor()
+    expect(await search.inputValue()).toBe("lighthouse")
+    expect(new URL(page.url()).searchParams.get("search")).toBe("KITE ove")
     await search.press("Enter")
     await page.getByText("No task matches these filters.").waitFor()
     await search.fill(id.slice(0, 20))

@@ -73,6 +73,12 @@ export const operatorJourneys = (session: Session) => {
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Tasks" }).click()
     await page.getByRole("heading", { name: "Task inspector" }).waitFor()
     const taskLink = page.locator("a[href^=\"/dashboard/admin/tasks/task_\"]").first()
+    // found by the start of its id, applied on Enter
+    const taskId = (await taskLink.textContent())!
+    await page.getByLabel("Task id starts with").fill(taskId.slice(0, 22))
+    await page.getByLabel("Task id starts with").press("Enter")
+    await page.waitForFunction(() => document.querySelectorAll("tr[data-task]").length === 1)
+    expect(await page.locator("tr[data-task]").getAttribute("data-task")).toBe(taskId)
     await taskLink.click()
     await page.getByText("Claims · polls").waitFor()
     // the channel a task ran on is the operators' to see (issue 17); a live task of these journeys ran on the

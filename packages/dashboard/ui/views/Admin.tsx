@@ -7,7 +7,7 @@ import { type Account, Task } from "@mediagate/contract"
 import { Fragment } from "preact"
 import { useState } from "preact/hooks"
 import { call } from "../api.js"
-import { Card, ConfirmButton, Empty, EnvironmentBadge, ErrorBox, Fact, Field, FormCard, Link, Select, Show, ShowList, ShowPage, Stat, Status, Table, useFields, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
+import { Card, ConfirmButton, Empty, EnvironmentBadge, ErrorBox, Fact, Field, FormCard, Link, SearchInput, Select, Show, ShowList, ShowPage, Stat, Status, Table, useFields, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { duration, money, moneyExact, time, timeZone } from "../format.js"
 
 const CreateAccount = (props: { readonly onCreated: (account: Account.Account) => void }) => {
@@ -346,11 +346,11 @@ export const AdminTasks = (props: { readonly accountId?: string }) => {
         </Field>
         {props.accountId === undefined ? (
           <Field label="Account id">
-            <input type="search" name="account_id" value={accountId} onChange={(e) => { pager.reset(); setAccountId(e.currentTarget.value.trim()) }} />
+            <SearchInput name="account_id" value={accountId} onCommit={(value) => { pager.reset(); setAccountId(value) }} />
           </Field>
         ) : null}
         <Field label="Task id starts with">
-          <input type="search" name="search" value={search} onChange={(e) => { pager.reset(); setSearch(e.currentTarget.value.trim()) }} />
+          <SearchInput name="search" value={search} onCommit={(value) => { pager.reset(); setSearch(value) }} />
         </Field>
       </form>
       <ShowPage loaded={loaded} pager={pager} empty="No tasks.">

@@ -6,7 +6,7 @@
 import type { TaskListQuery } from "@mediagate/client"
 import { useState } from "preact/hooks"
 import { keyCall } from "../client.js"
-import { ActionButton, Card, ConfirmButton, ErrorBox, Fact, Field, Link, Select, Show, ShowPage, Status, Table, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
+import { ActionButton, Card, ConfirmButton, ErrorBox, Fact, Field, Link, SearchInput, Select, Show, ShowPage, Status, Table, useLoad, usePager, useSubmit, ViewHeader } from "../components.js"
 import { duration, money, moneyExact, time, timeZone } from "../format.js"
 import { cancellableStatuses, modelIds, models as modelsOf, retryableStatuses, taskFamilies, taskStatuses, terminalStatuses } from "../generated/catalog.js"
 import { current, navigate } from "../router.js"
@@ -53,10 +53,12 @@ const isActive = (status: string) => !(terminalStatuses as ReadonlyArray<string>
 export const TaskList = () => {
   const [filters, setFilters] = useState<Filters>(readFilters)
   const pager = usePager()
-  const apply = (next: Filters) => {
+  const apply = (chosen: Filters) => {
+    // a filter set to "Any" or emptied is no filter
+    const next: Filters = Object.fromEntries(Object.entries(chosen).filter(([, v]) => v !== undefined && v !== ""))
     setFilters(next)
     // the address without the pager's page and cursors: the first page
-    const params = new URLSearchParams(Object.entries(next).filter(([, v]) => v !== undefined && v !== ""))
+    const params = new URLSearchParams(next as Record<string, string>)
     navigate(`/tasks${params.size > 0 ? `?${params}` : ""}`, { replace: true })
   }
   const set = (name: typeof filterNames[number]) => (event: Event) => {
@@ -97,13 +99,12 @@ export const TaskList = () => {
           <input type="date" name="to" value={filters.to ?? ""} onChange={set("to")} />
         </Field>
         <Field label="Search prompts or ids">
-          <input
-            type="search"
+          <SearchInput
             name="search"
             placeholder="lighthouse, task_01…"
             maxLength={64}
             value={filters.search ?? ""}
-            onChange={set("search")}
+            onCommit={(search) => apply({ ...filters, search })}
           />
         </Field>
         {Object.keys(filters).length > 0 ? <button type="button" onClick={() => apply({})}>Clear filters</button> : null}
