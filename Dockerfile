@@ -22,6 +22,7 @@ ENV NODE_ENV=production \
     PORT=3000 \
     MEDIAGATE_DATA_DIR=/data \
     MEDIAGATE_LOG_FORMAT=json \
+    MALLOC_ARENA_MAX=2 \
     NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8"
 WORKDIR /app
 COPY --from=build /app /app

@@ -64,14 +64,32 @@ export interface Running {
   readonly stop: () => Promise<void>
 }
 
+/** `npm start`'s command (the `start` script of examples/server/package.json): its variables, then node's flags. */
+const startScript = () => {
+  const scripts = JSON.parse(readFileSync(join(root, "examples", "server", "package.json"), "utf8")).scripts
+  const match = /^((?:[A-Z_]+=\S+\s+)*)node\s+(.*?)\s*dist\/server\.js$/.exec(String(scripts?.start ?? ""))
+  if (match === null) {
+    throw new Error(
+      "examples/server/package.json: the start script is not `[VAR=value ...] node [flags] dist/server.js`"
+    )
+  }
+  return { env: match[1]!, flags: match[2]! }
+}
+
 /**
  * The V8 flags `npm start` runs the example server with (its `start` script in examples/server/package.json), so
  * that benchmarks measure the server as it is run.
  */
-export const startFlags = (): string => {
-  const scripts = JSON.parse(readFileSync(join(root, "examples", "server", "package.json"), "utf8")).scripts
-  return /^node\s+(.*?)\s*dist\/server\.js$/.exec(String(scripts?.start ?? ""))?.[1] ?? ""
-}
+export const startFlags = (): string => startScript().flags
+
+/** The environment variables `npm start`'s command sets (e.g. `MALLOC_ARENA_MAX`), given to the example server too. */
+export const startEnv = (): Record<string, string> =>
+  Object.fromEntries(
+    startScript().env.split(/\s+/).filter((pair) => pair.includes("=")).map((pair) => {
+      const at = pair.indexOf("=")
+      return [pair.slice(0, at), pair.slice(at + 1)]
+    })
+  )
 
 /**
  * Starts `node <script>` on a free port (or `port`) and waits until it answers HTTP. Its stdout is not read and its
@@ -82,7 +100,7 @@ export const startFlags = (): string => {
  * bench/lib/heapSampling.mjs) to bench/profiles when it exits; `nodeArgs` go before the script (e.g. `--import
  * tsx` to run a source file). The example server (any checkout's `examples/server/dist/server.js`) gets the V8 flags
  * of `npm start` ({@link startFlags}) on its command line, as `npm start` gives them (`NODE_OPTIONS` refuses some of
- * them), or `nodeOptions` instead when given.
+ * them), or `nodeOptions` instead when given, and the variables `npm start`'s command sets ({@link startEnv}).
  */
 export const start = async (
   script: string,
@@ -122,6 +140,7 @@ export const start = async (
       ...process.env,
       PORT: String(port),
       HOST: "127.0.0.1",
+      ...(script.endsWith(mainScript) ? startEnv() : {}),
       ...(logOff ? { MEDIAGATE_ACCESS_LOG: "false" } : {}),
       ...(options.profile === "heap" ? { HEAP_PROFILE_DIR: profiles } : {}),
       ...env

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { awaitBuild } from "./build.js"
@@ -142,6 +142,15 @@ const check = async (env: Record<string, string>) => {
 awaitBuild()
 
 describe("start-up", () => {
+  it("loads a bundle of ASCII text only (V8 then holds its source in each thread at one byte a character)", () => {
+    const source = readFileSync(main, "utf8")
+    expect(source.length).toBeGreaterThan(1_000_000)
+    const wide = [...source.matchAll(/[\u0080-\uffff]/g)].map((match) =>
+      source.slice(match.index - 40, match.index + 1)
+    )
+    expect(wide).toEqual([])
+  })
+
   it("on SQLite every request from the first accepted connection is answered within 10 s", async () => {
     await check({ MEDIAGATE_DATA_DIR: mkdtempSync(join(tmpdir(), "mg-startup-")) })
   }, 120_000)
