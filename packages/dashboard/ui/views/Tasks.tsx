@@ -63,7 +63,7 @@ export const TaskList = () => {
   }
   const set = (name: typeof filterNames[number]) => (event: Event) => {
     const value = (event.currentTarget as HTMLInputElement | HTMLSelectElement).value
-    const next = { ...filters, [name]: value || undefined }
+    const next: Filters = { ...filters, [name]: value }
     if (name === "provider") delete next.model
     apply(next)
   }
