@@ -23,6 +23,7 @@ ENV NODE_ENV=production \
     MEDIAGATE_DATA_DIR=/data \
     MEDIAGATE_LOG_FORMAT=json \
     MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072 \
     NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8"
 WORKDIR /app
 COPY --from=build /app /app

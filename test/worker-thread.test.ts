@@ -1,15 +1,16 @@
 /**
- * The production server on two threads (`MEDIAGATE_WORKER_THREAD=true`; packages/node `internal/workerThread.ts`):
+ * The production server on two threads (`MEDIAGATE_WORKER_THREAD`; packages/node `internal/workerThread.ts`):
  * the built server runs its workers on a worker thread, which runs an accepted task at
  * once, signs the result URLs of its webhook events with the process's file secret (a random one when none is set:
  * the API thread's `/files` serves them), shows its metrics in the API thread's `/metrics`, and stops with the
- * process (SIGTERM: exit code 0). By default the workers run on the main thread.
+ * process (SIGTERM: exit code 0). By default (`auto`) the server runs on two threads where the process may run on two
+ * or more CPUs; `false` runs the workers on the main thread.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { createServer, type Server } from "node:http"
-import { tmpdir } from "node:os"
+import { availableParallelism, tmpdir } from "node:os"
 import { join } from "node:path"
 import { adminToken, type Envelope, http, makeAccount, ok, waitFor } from "./harness.js"
 import { freePort, startServer } from "./server.js"
@@ -112,16 +113,19 @@ describe("the production server on two threads", () => {
     }
   }, 180_000)
 
-  it("runs the workers on the main thread by default", async () => {
+  it("runs two threads by default on two or more CPUs, and the workers on the main thread when told", async () => {
     const hooks = await receiver()
-    const server = await start({})
-    try {
-      const keys = await makeAccount(server.baseUrl, "one thread", 10)
-      await runTask(server.baseUrl, keys.live, hooks.url)
-      expect(server.output()).not.toContain("workers: on a worker thread")
-    } finally {
-      hooks.server.close()
-      expect(await server.stop(), server.output().slice(-2000)).toBe(0)
+    const twoCpus = availableParallelism() >= 2
+    for (const [env, twoThreads] of [[{}, twoCpus], [{ MEDIAGATE_WORKER_THREAD: "false" }, false]] as const) {
+      const server = await start(env)
+      try {
+        const keys = await makeAccount(server.baseUrl, "default threads", 10)
+        await runTask(server.baseUrl, keys.live, hooks.url)
+        expect(server.output().includes("workers: on a worker thread"), JSON.stringify(env)).toBe(twoThreads)
+      } finally {
+        expect(await server.stop(), server.output().slice(-2000)).toBe(0)
+      }
     }
+    hooks.server.close()
   }, 180_000)
 })

@@ -303,6 +303,19 @@ export const layerConfig: Layer.Layer<Provides, StartError> = Layer.unwrapEffect
 ))
 
 /**
+ * The stack's ports and background processes (workers, webhook dispatcher, pruner) without the HTTP service, with its
+ * settings from `Config` as {@link layerConfig}: what the production server's worker thread runs.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerPortsConfig: Layer.Layer<Layer.Layer.Success<typeof Stack.Ports>, StartError> = Layer
+  .unwrapEffect(Effect.map(
+    Effect.mapError(Database.config, toStartError),
+    (database) => Stack.Ports.pipe(Layer.provide(Database.layer(database)), Layer.mapError(toStartError))
+  ))
+
+/**
  * Only accounts, billing and the channels (what the admin commands need), with the database, table prefix and
  * channel keys from `Config`.
  *

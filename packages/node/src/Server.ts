@@ -21,6 +21,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
@@ -30,10 +31,12 @@ import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import { availableParallelism } from "node:os"
 import { dirname, resolve } from "node:path"
 import { setFlagsFromString } from "node:v8"
 import * as AccessLog from "./AccessLog.js"
 import * as FirstKeys from "./internal/firstKeys.js"
+import * as IdleCollection from "./internal/idleCollection.js"
 import * as Stack from "./internal/stack.js"
 import * as Terminal from "./internal/terminal.js"
 import * as ThreadRole from "./internal/threadRole.js"
@@ -231,6 +234,36 @@ export const serve = (
   })
 
 /**
+ * `MEDIAGATE_WORKER_THREAD`: `auto` (the default), or a boolean (`true`, `false`, `yes`, `no`, `on`, `off`, `1`, `0`).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const workerThreadSetting: Config.Config<"auto" | boolean> = Config.string("MEDIAGATE_WORKER_THREAD").pipe(
+  Config.withDefault("auto"),
+  Config.mapOrFail((text): Either.Either<"auto" | boolean, ConfigError.ConfigError> => {
+    const value = text.trim().toLowerCase()
+    if (value === "auto") return Either.right("auto" as const)
+    if (["true", "yes", "on", "1"].includes(value)) return Either.right(true)
+    if (["false", "no", "off", "0"].includes(value)) return Either.right(false)
+    return Either.left(
+      ConfigError.InvalidData(["MEDIAGATE_WORKER_THREAD"], `expected auto, true or false, got "${text}"`)
+    )
+  })
+)
+
+/**
+ * Whether a server with workers runs them on a worker thread, given {@link workerThreadSetting} and the CPUs the
+ * process may run on (`os.availableParallelism()`): `auto` does with two or more, where the second thread has a core
+ * of its own (docs/operations.md "Two threads").
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const runsOnTwoThreads = (setting: "auto" | boolean, cpus: number): boolean =>
+  setting === "auto" ? cpus >= 2 : setting
+
+/**
  * The server program: {@link serve} of `Mediagate.layerConfig` on {@link config}, until interrupted.
  *
  * @since 0.1.0
@@ -242,6 +275,10 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
     (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
   )
   const serveOptions = { ...listenOptions, bootstrap: Option.isNone(yield* adminToken) }
+  yield* Effect.mapError(
+    IdleCollection.scoped,
+    (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
+  )
   if (!(runByRunMain && (yield* onTwoThreads))) {
     yield* serve(Mediagate.layerConfig, serveOptions)
     return yield* Effect.never
@@ -270,13 +307,13 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
 }).pipe(Effect.scoped)
 
 /**
- * Whether the server runs its workers on a worker thread: `MEDIAGATE_WORKER_THREAD` (default false) with
- * `MEDIAGATE_WORKERS` (default true).
+ * Whether the server runs its workers on a worker thread: {@link workerThreadSetting} with `MEDIAGATE_WORKERS` (default
+ * true).
  */
 const onTwoThreads = Effect.mapError(
-  Config.all([Stack.settings, Config.boolean("MEDIAGATE_WORKER_THREAD").pipe(Config.withDefault(false))]),
+  Config.all([Stack.settings, workerThreadSetting]),
   (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
-).pipe(Effect.map(([stack, thread]) => stack.workers && thread))
+).pipe(Effect.map(([stack, thread]) => stack.workers && runsOnTwoThreads(thread, availableParallelism())))
 
 /**
  * Whether {@link runMain} runs the process: only then is the worker thread started, since it runs the process's main

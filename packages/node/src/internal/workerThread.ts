@@ -26,10 +26,12 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
 import * as Mediagate from "../Mediagate.js"
 import * as Metrics from "../Metrics.js"
+import * as IdleCollection from "./idleCollection.js"
 import * as ThreadRole from "./threadRole.js"
 
 /** The `workerData` key that marks Mediagate's worker thread. */
@@ -189,7 +191,8 @@ export const spawn = (
   })
 
 /**
- * The worker thread's program: the stack with its workers (no HTTP server), ready once built; it reports its claims
+ * The worker thread's program: the stack's ports with its workers (`Mediagate.layerPortsConfig`: no HTTP service, no
+ * dashboard), ready once built; it reports its claims
  * to the API thread's gate when their lateness crosses a threshold, answers metrics requests, and stops when asked.
  */
 export const workerProgram: Effect.Effect<void, Mediagate.StartError> = Effect.gen(function*() {
@@ -206,6 +209,7 @@ export const workerProgram: Effect.Effect<void, Mediagate.StartError> = Effect.g
     if (kind !== lastClass) post({ type: "late", ms })
     lastClass = kind
   }
+  yield* Effect.orElse(IdleCollection.scoped, () => Effect.void)
   const stopped = yield* Deferred.make<void>()
   let channels: ChannelRuntime["Type"] | undefined
   const answer = (question: Question): Effect.Effect<unknown> => {
@@ -222,14 +226,22 @@ export const workerProgram: Effect.Effect<void, Mediagate.StartError> = Effect.g
   const role: ThreadRole.Role = { _tag: "Workers", report, channels: (runtime) => (channels = runtime) }
   // the settings the main thread passed (a generated file secret) in front of the environment
   const settings = (workerData as { readonly settings?: Record<string, string> }).settings ?? {}
-  const starting = yield* Mediagate.start(
-    Mediagate.layerConfig.pipe(
-      Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role)),
-      Layer.provide(withSettings(settings))
-    )
+  // the stack's ports and background processes, without the HTTP service the API thread serves; a start that fails
+  // on a database outage is tried again as the server's own start is
+  const stack = Mediagate.layerPortsConfig.pipe(
+    Layer.provide(Layer.succeed(ThreadRole.ThreadRole, role)),
+    Layer.provide(withSettings(settings))
+  )
+  const built = Layer.build(stack).pipe(
+    Effect.tapError((error) =>
+      error.retryable
+        ? Effect.logWarning(`worker thread: could not start (${error.message}); trying again`)
+        : Effect.void
+    ),
+    Effect.retry(Schedule.whileInput(Mediagate.defaultRetry, (error: Mediagate.StartError) => error.retryable))
   )
   yield* Effect.raceFirst(
-    Effect.flatMap(starting.ready, () => Effect.zipRight(Effect.sync(() => post({ type: "ready" })), Effect.never)),
+    Effect.flatMap(built, () => Effect.zipRight(Effect.sync(() => post({ type: "ready" })), Effect.never)),
     Deferred.await(stopped)
   ).pipe(Effect.tapError((error) => Effect.sync(() => post({ type: "failed", message: error.message }))))
   port.removeAllListeners("message")
