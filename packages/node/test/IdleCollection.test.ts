@@ -10,70 +10,82 @@ import * as IdleCollection from "../src/internal/idleCollection.js"
 const MB = 1024 * 1024
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** A watcher on a scripted heap and loop, counting its collections. */
-const scripted = () => {
-  const state = { heap: 40 * MB, busy: 0, collections: 0, afterCollection: 30 * MB }
+/** Runs `body` with a watcher on a scripted heap and loop. */
+interface State {
+  heap: number
+  busy: number
+  collections: number
+  /** Resolves once the watcher has looked `n` more times (its windows, whatever the machine's load). */
+  windows: (n: number) => Promise<void>
+}
+
+const scripted = async (body: (state: State) => Promise<void>) => {
+  let looked = 0
+  const state: State = {
+    heap: 40 * MB,
+    busy: 0,
+    collections: 0,
+    windows: async (n) => {
+      const until = looked + n
+      while (looked < until) await sleep(5)
+    }
+  }
   const stop = IdleCollection.start({
     windowMs: 5,
     quietWindows: 2,
     growthBytes: 16 * MB,
     heapBytes: () => state.heap,
-    utilization: () => state.busy,
+    utilization: () => {
+      looked++
+      return state.busy
+    },
     collect: async () => {
       state.collections++
-      state.heap = state.afterCollection
+      state.heap = 30 * MB
     }
   })
-  return { state, stop }
+  try {
+    await body(state)
+  } finally {
+    stop()
+  }
 }
 
 describe("idle collection", () => {
-  it("collects once the loop is quiet after the start, then only after the heap grew by the threshold", async () => {
-    const { state, stop } = scripted()
-    try {
-      await sleep(60)
+  it("collects once the loop is quiet after the start, then only after the heap grew by the threshold", () =>
+    scripted(async (state) => {
+      await state.windows(6)
       expect(state.collections).toBe(1)
       // grown, but less than the threshold past the collection's 30 MB
       state.heap = 45 * MB
-      await sleep(60)
+      await state.windows(6)
       expect(state.collections).toBe(1)
       state.heap = 47 * MB
-      await sleep(60)
+      await state.windows(6)
       expect(state.collections).toBe(2)
-    } finally {
-      stop()
-    }
-  })
+    }))
 
-  it("waits while the loop is busy, and collects once it has been quiet for the windows asked", async () => {
-    const { state, stop } = scripted()
-    state.busy = 0.5
-    try {
-      await sleep(60)
+  it("waits while the loop is busy, and collects once it has been quiet for the windows asked", () =>
+    scripted(async (state) => {
+      state.busy = 0.5
+      await state.windows(6)
       expect(state.collections).toBe(0)
       state.busy = 0.01
-      await sleep(60)
+      await state.windows(6)
       expect(state.collections).toBe(1)
-    } finally {
-      stop()
-    }
-  })
+    }))
 
-  it("counts from the smaller size when V8 shrank the heap itself", async () => {
-    const { state, stop } = scripted()
-    try {
-      await sleep(60)
+  it("counts from the smaller size when V8 shrank the heap itself", () =>
+    scripted(async (state) => {
+      await state.windows(6)
       expect(state.collections).toBe(1)
       // V8's own memory reducer took the heap to 20 MB: 16 MB more than that is growth
       state.heap = 20 * MB
-      await sleep(30)
+      await state.windows(3)
       state.heap = 37 * MB
-      await sleep(60)
+      await state.windows(6)
       expect(state.collections).toBe(2)
-    } finally {
-      stop()
-    }
-  })
+    }))
 
   it("gives a burst's garbage back to the system", async () => {
     let kept: Array<unknown> = []
