@@ -23,7 +23,8 @@
  *     `HttpApiBuilder` router: the A/B of the envelope's own dispatch and the listener's path for it)
  *
  * With `--rounds N`, every server runs once per round in turn (started afresh, each path after a warm-up of
- * `--warmup` seconds, default `--seconds`) and the table shows the medians: on a shared machine the background load
+ * `--warmup` seconds, default `--seconds`; each round starts one target later than the one before, and on PostgreSQL
+ * a `CHECKPOINT` precedes each turn) and the table shows the medians: on a shared machine the background load
  * then falls on all of them alike.
  *
  * PostgreSQL runs in a fresh database at 127.0.0.1:5432 (user postgres), dropped afterwards; SQLite in a
@@ -40,6 +41,7 @@ import {
   cpuMs,
   flag,
   mainScript,
+  pgCheckpoint,
   pgDatabase,
   record,
   type Running,
@@ -176,7 +178,10 @@ for (const db of databases) {
       )
     }
     for (let round = 0; round < rounds; round++) {
-      for (const target of targets) {
+      // each round starts one target later, so that over the rounds each takes each place in the order (a place
+      // after another's writes, or while the machine's background load rises, falls on all of them alike)
+      for (const target of targets.map((_, i) => targets[(i + round) % targets.length]!)) {
+        if (pg !== undefined) pgCheckpoint()
         const up = await servers[target]!()
         try {
           for (const path of paths) await measure(target, up, path, round)

@@ -5,7 +5,7 @@
  * process's CPU time and run-queue wait from `/proc`, and percentiles.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { mkdirSync, readFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { createServer } from "node:net"
 import { join } from "node:path"
@@ -273,6 +273,14 @@ export const pgDatabase = (kind: string) => {
   }
 }
 
+/**
+ * Has the local PostgreSQL server write its dirty pages now (`CHECKPOINT`), so that what one measured turn wrote is
+ * not flushed during the next one's.
+ */
+export const pgCheckpoint = () => {
+  spawnSync("psql", ["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc", "CHECKPOINT"])
+}
+
 /** Waits until the task `id` has succeeded, reading it every 100 ms, at most `seconds`. */
 export const untilSucceeded = async (base: string, token: string, id: string, seconds = 60) => {
   for (let i = 0; i < seconds * 10; i++) {
@@ -319,14 +327,33 @@ export const runQueueMs = (pid: number | undefined) => {
   }
 }
 
-/** The CPU time (user + system) a process has used so far, in milliseconds (Linux `/proc`; 0 elsewhere). */
-export const cpuMs = (pid: number | undefined) => {
+/** The CPU time (user + system, ms) in a `/proc` `stat` file: a process's or a thread's; 0 if it cannot be read. */
+const statCpuMs = (path: string) => {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    const fields = readFileSync(path, "utf8").split(") ")[1]!.split(" ")
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100 // utime + stime in clock ticks (USER_HZ = 100)
   } catch {
     return 0
   }
+}
+
+/** The CPU time (user + system) a process has used so far, in milliseconds (Linux `/proc`; 0 elsewhere). */
+export const cpuMs = (pid: number | undefined) => statCpuMs(`/proc/${pid}/stat`)
+
+/**
+ * The CPU time (ms, user + system) each thread of a process has used so far, by thread id (Linux
+ * `/proc/<pid>/task`; empty elsewhere). The main thread's id is the process's.
+ */
+export const threadCpuMs = (pid: number | undefined): Map<number, number> => {
+  const threads = new Map<number, number>()
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      threads.set(Number(tid), statCpuMs(`/proc/${pid}/task/${tid}/stat`))
+    }
+  } catch {
+    // not Linux, or the process has gone
+  }
+  return threads
 }
 
 /**

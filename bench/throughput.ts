@@ -17,8 +17,10 @@
  * - **Tasks/s**: N / (the last task's `completed_at` − the first task's `created_at`), from the API's own
  *   timestamps: posting and finishing overlap, as they do on a busy server.
  * - **Accepted/s**: N / the time from the first POST sent to the last answered, at the client.
- * - **CPU**: the server's user + system time from `/proc/<pid>/stat` per task, and on PostgreSQL the database
- *   server's (every `postgres` process of the machine), as graphile-worker's line shows its own.
+ * - **CPU**: the server's user + system time from `/proc/<pid>/stat` per task, by thread (`/proc/<pid>/task`: the
+ *   main thread, the busiest other one, which is the worker thread on two threads, and the rest: V8's and libuv's
+ *   helper threads), and on PostgreSQL the database server's (every `postgres` process of the machine), as
+ *   graphile-worker's line shows its own.
  *
  * Each round runs graphile-worker first, then each database on a fresh server and database. Asserts nothing.
  */
@@ -41,6 +43,7 @@ import {
   serverEnv,
   sleep,
   start,
+  threadCpuMs,
   untilSucceeded
 } from "./support.js"
 
@@ -93,6 +96,7 @@ const serverThroughput = async (db: string, twoNodes = false, script = mainScrip
       const warm = record((JSON.parse((await post("warm-up [sim:delay=0]")).body) as { data?: unknown }).data)
       await untilSucceeded(server.base, token, String(warm["id"]), 30)
       const cpuStart = cpuOfNodes()
+      const threadsStart = threadCpuMs(server.child.pid)
       const workerCpuStart = cpuMs(workerNode?.child.pid)
       const postgresStart = postgresCpuMs()
       const postStart = Date.now()
@@ -113,6 +117,7 @@ const serverThroughput = async (db: string, twoNodes = false, script = mainScrip
         await sleep(100)
       }
       const cpu = cpuOfNodes() - cpuStart
+      const threads = byThread(server.child.pid, threadsStart, taskCount)
       const workerCpu = workerNode === undefined ? 0 : cpuMs(workerNode.child.pid) - workerCpuStart
       const postgres = postgresCpuMs() - postgresStart
       const tasks = (await allTasks(server.base, token)).filter((t) => t["id"] !== warm["id"])
@@ -126,6 +131,7 @@ const serverThroughput = async (db: string, twoNodes = false, script = mainScrip
         cpuPerTaskMs: cpu / taskCount,
         workerPerTaskMs: workerCpu / taskCount,
         postgresPerTaskMs: pg === undefined ? undefined : postgres / taskCount,
+        threads,
         succeeded,
         refused,
         logLines
@@ -138,6 +144,22 @@ const serverThroughput = async (db: string, twoNodes = false, script = mainScrip
     pg?.drop()
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * A server's CPU a task by thread since `start` (Linux): its main thread (HTTP); the busiest other thread, the worker
+ * thread when the server runs on two threads; and the rest together (V8's helper threads: compilation, concurrent
+ * marking, parallel scavenges; libuv's pool).
+ */
+const byThread = (pid: number | undefined, start: Map<number, number>, tasks: number) => {
+  const used = [...threadCpuMs(pid)].map(([tid, ms]) => ({ tid, ms: ms - (start.get(tid) ?? 0) }))
+  const main = used.find((t) => t.tid === pid)?.ms ?? 0
+  const others = used.filter((t) => t.tid !== pid).map((t) => t.ms).sort((a, b) => b - a)
+  const busiest = others[0] ?? 0
+  const rest = others.slice(1).reduce((sum, ms) => sum + ms, 0)
+  return `main thread ${(main / tasks).toFixed(2)}, busiest other ${(busiest / tasks).toFixed(2)}, the rest ${
+    (rest / tasks).toFixed(2)
+  } ms`
 }
 
 /** The database server's CPU a task, where there is one. */
@@ -160,7 +182,7 @@ for (let round = 1; round <= rounds; round++) {
         own.perSecond.toFixed(0)
       } tasks/s ` +
         `(${own.succeeded} succeeded, ${own.refused} refused; accepted ${own.acceptedPerSecond.toFixed(0)}/s; ` +
-        `${own.cpuPerTaskMs.toFixed(2)} ms CPU a task${
+        `${own.cpuPerTaskMs.toFixed(2)} ms CPU a task (${own.threads})${
           postgresPart(own.postgresPerTaskMs)
         }; ${own.logLines} log lines read); ` +
         `${ratio.toFixed(2)}× graphile-worker (goal ≥ ${goal}×: ${ratio >= goal ? "PASS" : "FAIL"})`

@@ -51,18 +51,20 @@ const scripted = async (body: (state: State) => Promise<void>) => {
   }
 }
 
+/** Sets the heap to `heap` (when given), waits six of the watcher's windows and checks the collections so far. */
+const afterSixWindows = async (state: State, heap: number | undefined, collections: number) => {
+  if (heap !== undefined) state.heap = heap
+  await state.windows(6)
+  expect(state.collections).toBe(collections)
+}
+
 describe("idle collection", () => {
   it("collects once the loop is quiet after the start, then only after the heap grew by the threshold", () =>
     scripted(async (state) => {
-      await state.windows(6)
-      expect(state.collections).toBe(1)
+      await afterSixWindows(state, undefined, 1)
       // grown, but less than the threshold past the collection's 30 MB
-      state.heap = 45 * MB
-      await state.windows(6)
-      expect(state.collections).toBe(1)
-      state.heap = 47 * MB
-      await state.windows(6)
-      expect(state.collections).toBe(2)
+      await afterSixWindows(state, 45 * MB, 1)
+      await afterSixWindows(state, 47 * MB, 2)
     }))
 
   it("waits while the loop is busy, and collects once it has been quiet for the windows asked", () =>
@@ -77,14 +79,11 @@ describe("idle collection", () => {
 
   it("counts from the smaller size when V8 shrank the heap itself", () =>
     scripted(async (state) => {
-      await state.windows(6)
-      expect(state.collections).toBe(1)
+      await afterSixWindows(state, undefined, 1)
       // V8's own memory reducer took the heap to 20 MB: 16 MB more than that is growth
       state.heap = 20 * MB
       await state.windows(3)
-      state.heap = 37 * MB
-      await state.windows(6)
-      expect(state.collections).toBe(2)
+      await afterSixWindows(state, 37 * MB, 2)
     }))
 
   it("gives a burst's garbage back to the system", async () => {
