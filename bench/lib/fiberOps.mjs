@@ -5,12 +5,13 @@
  * 1. `node bench/lib/fiberOps.mjs patch` copies the built server (`examples/server/dist`, its `package.json`) to
  *    `bench/profiles/fiber-ops/examples/server` (inside the repository, so that `node_modules` resolves) and patches
  *    the copy's `FiberRuntime.runLoop` to count each operation it runs. It writes the counts to
- *    `/tmp/fiber-ops-<pid>.json` every 2 s and at exit.
+ *    `/tmp/fiber-ops-<pid>-<thread>.json` every 2 s and at exit, a file per thread (`0`: the main thread, which
+ *    answers HTTP; `1`: the worker thread of a server on two threads).
  * 2. Run any benchmark on that copy with `--allow-natives-syntax` (the patch reads V8's source positions), e.g.
  *    `npx tsx bench/throughput.ts --db sqlite --before bench/profiles/fiber-ops --node-options
  *    "--max-old-space-size=256 --max-semi-space-size=8 --allow-natives-syntax"` (the copy is the `--before` server).
- * 3. `node bench/lib/fiberOps.mjs report /tmp/fiber-ops-<pid>.json <tasks> [--top 60] [--by file]` prints the
- *    operations a task, by source line (or file) of their owner.
+ * 3. `node bench/lib/fiberOps.mjs report /tmp/fiber-ops-<pid>-<thread>.json <tasks> [--top 60] [--by file]` prints
+ *    the operations a task, by source line (or file) of their owner.
  *
  * An operation's owner is the function it runs (a continuation, a `sync` body, a generator's own function) when that
  * lies outside `effect` and `@effect/*`. Otherwise it is the nearest such function on the fiber's stack of
@@ -69,7 +70,8 @@ const header = `{
     }
     counts.set(pos, (counts.get(pos) || 0) + 1);
   };
-  const dump = () => fs.writeFileSync("/tmp/fiber-ops-" + process.pid + ".json", JSON.stringify([...counts]));
+  const file = "/tmp/fiber-ops-" + process.pid + "-" + require("node:worker_threads").threadId + ".json";
+  const dump = () => fs.writeFileSync(file, JSON.stringify([...counts]));
   setInterval(dump, 2000).unref();
   process.on("exit", dump);
 }
