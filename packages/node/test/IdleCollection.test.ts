@@ -10,7 +10,7 @@ import * as IdleCollection from "../src/internal/idleCollection.js"
 const MB = 1024 * 1024
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Runs `body` with a watcher on a scripted heap and loop. */
+/** A scripted heap and loop, and the collections the watcher made. */
 interface State {
   heap: number
   busy: number
@@ -19,6 +19,7 @@ interface State {
   windows: (n: number) => Promise<void>
 }
 
+/** Runs `body` with a watcher on a scripted heap and loop, stopped afterwards. */
 const scripted = async (body: (state: State) => Promise<void>) => {
   let looked = 0
   const state: State = {
