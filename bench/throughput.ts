@@ -54,6 +54,8 @@ const rounds = Number(arg("rounds", "1"))
 /** `--profile`: CPU profiles; with `--profile-heap`, allocation profiles (every allocation sampled) instead. */
 const profile = flag("profile") ? (flag("profile-heap") ? "heap" : "cpu") : false
 const split = flag("split")
+/** The allocation profiles cover the load only: the bench starts and ends them with a signal each. */
+const profileEnv: Record<string, string> = profile === "heap" ? { HEAP_PROFILE_START: "signal" } : {}
 /** `--before <checkout>`: another build's server, run beside this one's (its `examples/server/dist/server.js`). */
 const before = arg("before", "")
 /** `--node-options "<V8 flags>"`: the server's flags instead of `npm start`'s (a special mode, to show beside them). */
@@ -77,14 +79,18 @@ const serverThroughput = async (db: string, twoNodes = false, script = mainScrip
   try {
     const server = await start(
       script,
-      serverEnv(dir, pg?.url, { ...extraEnv, ...(twoNodes ? { MEDIAGATE_WORKERS: "0" } : {}) }),
+      serverEnv(dir, pg?.url, { ...extraEnv, ...profileEnv, ...(twoNodes ? { MEDIAGATE_WORKERS: "0" } : {}) }),
       { profile, log: () => logLines++, ...(nodeOptions === "" ? {} : { nodeOptions }) }
     )
     const workerNode = twoNodes
-      ? await start(mainScript, serverEnv(pg === undefined ? dir : join(dir, "worker"), pg?.url, extraEnv), {
-        profile,
-        log: () => logLines++
-      })
+      ? await start(
+        mainScript,
+        serverEnv(pg === undefined ? dir : join(dir, "worker"), pg?.url, { ...extraEnv, ...profileEnv }),
+        {
+          profile,
+          log: () => logLines++
+        }
+      )
       : undefined
     const cpuOfNodes = () => cpuMs(server.child.pid) + (workerNode === undefined ? 0 : cpuMs(workerNode.child.pid))
     try {
@@ -95,6 +101,13 @@ const serverThroughput = async (db: string, twoNodes = false, script = mainScrip
       // warm-up: one task to its end (the simulated upstream renders its first image once)
       const warm = record((JSON.parse((await post("warm-up [sim:delay=0]")).body) as { data?: unknown }).data)
       await untilSucceeded(server.base, token, String(warm["id"]), 30)
+      /** Starts, then ends, the servers' allocation profiles (`HEAP_PROFILE_START=signal`): they cover the load. */
+      const heapProfileMark = () => {
+        if (profile !== "heap") return
+        server.child.kill("SIGUSR2")
+        workerNode?.child.kill("SIGUSR2")
+      }
+      heapProfileMark()
       const cpuStart = cpuOfNodes()
       const threadsStart = threadCpuMs(server.child.pid)
       const workerCpuStart = cpuMs(workerNode?.child.pid)
@@ -116,6 +129,8 @@ const serverThroughput = async (db: string, twoNodes = false, script = mainScrip
         if (ended >= taskCount + 1 - refused) break
         await sleep(100)
       }
+      // the allocation profiles end with the load (the reads below are the bench's, not the load's)
+      heapProfileMark()
       const cpu = cpuOfNodes() - cpuStart
       const threads = byThread(server.child.pid, threadsStart, taskCount)
       const workerCpu = workerNode === undefined ? 0 : cpuMs(workerNode.child.pid) - workerCpuStart

@@ -11,7 +11,9 @@
  *    `npx tsx bench/throughput.ts --db sqlite --before bench/profiles/fiber-ops --node-options
  *    "--max-old-space-size=256 --max-semi-space-size=8 --allow-natives-syntax"` (the copy is the `--before` server).
  * 3. `node bench/lib/fiberOps.mjs report /tmp/fiber-ops-<pid>-<thread>.json <tasks> [--top 60] [--by file]` prints
- *    the operations a task, by source line (or file) of their owner.
+ *    the operations a task, by source line (or file) of their owner (with `--via`, and the Effect function each
+ *    runs, when it is one), then the fibers forked a task, by the owner on
+ *    the parent's stack and the nearest of Effect's combinators there (what forked it).
  *
  * An operation's owner is the function it runs (a continuation, a `sync` body, a generator's own function) when that
  * lies outside `effect` and `@effect/*`. Otherwise it is the nearest such function on the fiber's stack of
@@ -60,6 +62,8 @@ const header = `{
       case "Iterator": fn = generator(op.effect_instruction_i0); break;
     }
     let pos = position(fn);
+    // the library function the operation runs, if it is one of Effect's (its combinator)
+    const via = pos >= 0 && inLibrary(pos) ? pos : -1;
     if (pos < 0 || inLibrary(pos)) {
       pos = -1;
       const stack = fiber._stack;
@@ -68,7 +72,25 @@ const header = `{
         if (p >= 0 && !inLibrary(p)) { pos = p; break; }
       }
     }
-    counts.set(pos, (counts.get(pos) || 0) + 1);
+    // an operation of a fiber without code outside Effect on its stack counts for where the fiber was forked
+    const key = pos < 0 && fiber.__origin !== undefined ? "in:" + fiber.__origin + ":" + via : pos + ":" + via;
+    counts.set(key, (counts.get(key) || 0) + 1);
+  };
+  // a fiber forked: keyed by the nearest code outside Effect on the parent's stack and the nearest combinator of
+  // Effect's that forks it (its continuation on the parent's stack), "fork:<owner>:<combinator>"
+  globalThis.__fiberFork = (parent) => {
+    const stack = parent._stack;
+    let own = -1, via = -1;
+    for (let i = stack.length - 1; i >= 0 && i >= stack.length - 60; i--) {
+      const p = position(frame(stack[i]));
+      if (p < 0) continue;
+      if (!inLibrary(p)) { own = p; break; }
+      if (via < 0) via = p;
+    }
+    const key = "fork:" + own + ":" + via;
+    counts.set(key, (counts.get(key) || 0) + 1);
+    // the origin of the child: where it was forked, or, for a fiber forked by Effect's own code, its parent's origin
+    return own < 0 && parent.__origin !== undefined ? parent.__origin : own + ":" + via;
   };
   const file = "/tmp/fiber-ops-" + process.pid + "-" + require("node:worker_threads").threadId + ".json";
   const dump = () => fs.writeFileSync(file, JSON.stringify([...counts]));
@@ -87,12 +109,18 @@ const patch = () => {
   const source = readFileSync(file, "utf8")
   const at = source.indexOf(loopMarker, source.indexOf("runLoop(effect0) {"))
   if (!source.includes(headerMarker) || at < 0) throw new Error(`${file}: the banner or runLoop was not found`)
-  const patched = source.slice(0, at).replace(headerMarker, headerMarker + header) + call + source.slice(at)
+  const fork =
+    /\n(\s*)unsafeMakeChildFiber = \((\w+), (\w+), (\w+), overrideScope = null\) => \{\n(?:.*\n){2}.*\n(\s*)const (\w+) = new FiberRuntime\(.*\n/
+      .exec(source)
+  if (fork === null || fork.index < at) throw new Error(`${file}: unsafeMakeChildFiber was not found after runLoop`)
+  const forkAt = fork.index + fork[0].length
+  const patched = source.slice(0, at).replace(headerMarker, headerMarker + header) + call + source.slice(at, forkAt) +
+    `${fork[5]}${fork[6]}.__origin = globalThis.__fiberFork(${fork[3]});\n` + source.slice(forkAt)
   writeFileSync(file, patched)
   console.log(`patched copy: ${copy} (run it with --allow-natives-syntax)`)
 }
 
-const report = (json, tasks, top, byFile) => {
+const report = (json, tasks, top, byFile, withVia) => {
   const require = createRequire(import.meta.url)
   const { SourceMapConsumer } = require("source-map-js")
   const file = join(copy, "dist", "server.js")
@@ -109,28 +137,53 @@ const report = (json, tasks, top, byFile) => {
     return [lo + 1, pos - lineStarts[lo]]
   }
   const headerLines = header.split("\n").length - 1
-  const callLine = source.split("\n").indexOf(call.slice(0, -1)) + 1
+  const lines = source.split("\n")
+  const callLine = lines.indexOf(call.slice(0, -1)) + 1
+  const forkLine = lines.findIndex((line) => /^\s*\w+\.__origin = globalThis\.__fiberFork\(\w+\);$/.test(line)) + 1
   const map = new SourceMapConsumer(JSON.parse(readFileSync(`${file}.map`, "utf8")))
+  /** The source line of a position in the patched bundle, or `fallback` for none (-1). */
+  const ownerOf = (pos, fallback) => {
+    if (pos < 0) return fallback
+    const [line, column] = lineOf(pos)
+    const original = map.originalPositionFor({
+      line: line - headerLines - (line > forkLine ? 1 : 0) - (line > callLine ? 1 : 0),
+      column
+    })
+    const path = (original.source ?? "?").replace(/.*node_modules\//, "").replace(/.*\/packages\//, "")
+    return byFile ? path : `${path}:${original.line}`
+  }
   const owners = new Map()
+  const forks = new Map()
   let total = 0
-  for (const [pos, n] of JSON.parse(readFileSync(json, "utf8"))) {
-    total += n
-    let owner = "(Effect's own fibers)"
-    if (pos >= 0) {
-      const [line, column] = lineOf(pos)
-      const original = map.originalPositionFor({
-        line: line - headerLines - (line > callLine ? 1 : 0),
-        column
-      })
-      const path = (original.source ?? "?").replace(/.*node_modules\//, "").replace(/.*\/packages\//, "")
-      owner = byFile ? path : `${path}:${original.line}`
+  let forked = 0
+  for (const [key, n] of JSON.parse(readFileSync(json, "utf8"))) {
+    if (typeof key === "string" && key.startsWith("fork:")) {
+      const [, own, via] = key.split(":").map(Number)
+      const owner = `${ownerOf(own, "(Effect's own fibers)")} via ${ownerOf(via, "?")}`
+      forked += n
+      forks.set(owner, (forks.get(owner) ?? 0) + n)
+      continue
     }
+    total += n
+    const inFork = String(key).startsWith("in:")
+    const [pos, forkVia, via] = inFork
+      ? String(key).slice(3).split(":").map(Number)
+      : [...String(key).split(":").map(Number), -1]
+    const owner = inFork
+      ? `(a fiber forked at ${ownerOf(pos, "(Effect's own fibers)")} via ${ownerOf(forkVia, "?")})` +
+        (withVia && via >= 0 ? ` via ${ownerOf(via, "?")}` : "")
+      : ownerOf(pos, "(Effect's own fibers)") + (withVia && forkVia >= 0 ? ` via ${ownerOf(forkVia, "?")}` : "")
     owners.set(owner, (owners.get(owner) ?? 0) + n)
   }
-  console.log(`${total} fiber operations, ${(total / tasks).toFixed(1)} a task`)
-  for (const [owner, n] of [...owners].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-    console.log(`${(n / tasks).toFixed(2).padStart(8)}  ${owner}`)
+  const print = (counts) => {
+    for (const [owner, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+      console.log(`${(n / tasks).toFixed(2).padStart(8)}  ${owner}`)
+    }
   }
+  console.log(`${total} fiber operations, ${(total / tasks).toFixed(1)} a task`)
+  print(owners)
+  console.log(`${forked} fibers forked, ${(forked / tasks).toFixed(1)} a task (by owner, via Effect's combinator)`)
+  print(forks)
 }
 
 const [command, ...rest] = process.argv.slice(2)
@@ -140,8 +193,10 @@ const option = (name, fallback) => {
 }
 if (command === "patch") patch()
 else if (command === "report" && rest.length >= 2) {
-  report(rest[0], Number(rest[1]), Number(option("top", "60")), option("by", "line") === "file")
+  report(rest[0], Number(rest[1]), Number(option("top", "60")), option("by", "line") === "file", rest.includes("--via"))
 } else {
-  console.error("usage: node bench/lib/fiberOps.mjs patch | report <counts.json> <tasks> [--top N] [--by line|file]")
+  console.error(
+    "usage: node bench/lib/fiberOps.mjs patch | report <counts.json> <tasks> [--top N] [--by line|file] [--via]"
+  )
   process.exit(1)
 }
