@@ -48,8 +48,22 @@ const recordRetry = Schedule.exponential("200 millis").pipe(
  */
 const kept = <A, E extends { readonly _tag: string }>(submitted: boolean, write: Effect.Effect<A, E>) =>
   submitted
-    ? Effect.retry(write, { schedule: recordRetry, while: (error) => error._tag === "PersistenceError" })
+    // the retry's schedule is only set up once the write has failed (nearly every write succeeds at once): the first
+    // failure is handed to it as the first attempt's, so the attempts and their delays are those of retrying `write`
+    ? Effect.catchIf(write, isUnavailable, (failure) => {
+      let first = true
+      return Effect.retry(
+        Effect.suspend(() => {
+          if (!first) return write
+          first = false
+          return Effect.fail(failure)
+        }),
+        { schedule: recordRetry, while: isUnavailable }
+      )
+    })
     : write
+/** A storage failure (retried for a job just submitted); other failures are the write's answer. */
+const isUnavailable = (error: { readonly _tag: string }) => error._tag === "PersistenceError"
 /** What a step writes and reads of the storage. */
 export type StepStorage =
   & Pick<TaskLifecycle["Type"], "step" | "finish">
