@@ -15,7 +15,7 @@ import { layerMemory } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import { awaitTerminal, principal } from "./EngineSuite.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
-import { makeRecordingBilling, withClaim } from "./support.js"
+import { makeRecordingBilling, withClaim, withStorage } from "./support.js"
 
 /** Claims: `lost` commit and then fail (the answer lost), the `failing` ones after that fail outright. */
 const flaky = (plan: { lost: number; failing: number }) =>
@@ -77,6 +77,49 @@ describe("Worker through outages", () => {
         // and the worker still runs
         const later = yield* create("four")
         expect((yield* awaitTerminal([later.id], 5_000))[0]!.status).toBe("succeeded")
+      }).pipe(Effect.provide(layer), Effect.scoped)
+    },
+    20_000
+  )
+
+  it.live(
+    "a job just submitted is recorded through a storage outage: the write is retried, the job submitted once",
+    () => {
+      const billing = makeRecordingBilling()
+      const upstream = makeFakeUpstream({ durationMs: 20 })
+      // the writes that record a submitted job: the first two fail as if the database were down
+      const recording = { failing: 2, attempts: 0 }
+      const outage = withStorage((storage) => ({
+        ...storage,
+        step: (id, fence, update) =>
+          Effect.suspend(() => {
+            if (update.upstreamJobId === undefined) return storage.step(id, fence, update)
+            recording.attempts++
+            if (recording.failing === 0) return storage.step(id, fence, update)
+            recording.failing--
+            return Effect.fail(new PersistenceError({ message: "task storage: step failed (database down)" }))
+          })
+      }))
+      const layer = Worker.layer({ concurrency: 4, idle: "100 millis" }).pipe(
+        Layer.provideMerge(TaskService.layer),
+        Layer.provide(ResultLinks.layerAsStored),
+        Layer.provideMerge(Planner.layerFixed({ priceMicros: 1_000_000, estimatedSeconds: 1, timeout: "1 minute" })),
+        Layer.provideMerge(outage),
+        Layer.provideMerge(layerMemory().pipe(Layer.provide(billing.layer))),
+        Layer.provideMerge(upstream.layer)
+      )
+      return Effect.gen(function*() {
+        const tasks = yield* Services.TaskService
+        const ack = yield* tasks.create(principal(), {
+          endpoint: "vendor3/text-to-video",
+          request: { model: "vendor3-3", input: { prompt: "recorded" } },
+          idempotencyKey: undefined
+        })
+        const [done] = yield* awaitTerminal([ack.id], 8_000)
+        expect(done!.status).toBe("succeeded")
+        // the write tried three times (0.2 s, then 0.4 s apart), and the job it recorded polled to its end: one submit
+        expect(recording).toEqual({ failing: 0, attempts: 3 })
+        expect(upstream.log.submits.get(ack.id)).toBe(1)
       }).pipe(Effect.provide(layer), Effect.scoped)
     },
     20_000
