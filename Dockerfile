@@ -24,7 +24,7 @@ ENV NODE_ENV=production \
     MEDIAGATE_LOG_FORMAT=json \
     MALLOC_ARENA_MAX=2 \
     MALLOC_MMAP_THRESHOLD_=131072 \
-    NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=8"
+    NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=16"
 WORKDIR /app
 COPY --from=build /app /app
 RUN mkdir -p /data && chown node:node /data

@@ -9,7 +9,7 @@
  *    answers HTTP; `1`: the worker thread of a server on two threads).
  * 2. Run any benchmark on that copy with `--allow-natives-syntax` (the patch reads V8's source positions), e.g.
  *    `npx tsx bench/throughput.ts --db sqlite --before bench/profiles/fiber-ops --node-options
- *    "--max-old-space-size=256 --max-semi-space-size=8 --allow-natives-syntax"` (the copy is the `--before` server).
+ *    "--max-old-space-size=256 --max-semi-space-size=16 --allow-natives-syntax"` (the copy is the `--before` server).
  * 3. `node bench/lib/fiberOps.mjs report /tmp/fiber-ops-<pid>-<thread>.json <tasks> [--top 60] [--by file]` prints
  *    the operations a task, by source line (or file) of their owner (with `--via`, and the Effect function each
  *    runs, when it is one), then the fibers forked a task, by the owner on

@@ -351,19 +351,27 @@ const report = <E>(cause: Cause.Cause<E>): Effect.Effect<void> => {
 }
 
 /**
- * The V8 flags {@link runMain} sets for the process, given its command line (`process.execArgv`): allocation-site
- * pretenuring off, unless the command line sets it either way. With it on, V8 may decide during the first
- * requests that objects of a hot allocation site live long and allocate them in the old generation from then on:
- * the process then spends 2–4× more time in garbage collection for the rest of its life (docs/performance.md,
- * "Allocation-site pretenuring"). The flag cannot be given in `NODE_OPTIONS`, hence set here.
+ * The V8 flags {@link runMain} sets for the process, given its command line (`process.execArgv`); each unless the
+ * command line sets it (either way). Neither can be given in `NODE_OPTIONS`, hence set here.
+ *
+ * - Allocation-site pretenuring off: with it on, V8 may decide during the first requests that objects of a hot
+ *   allocation site live long and allocate them in the old generation from then on, and the process then spends
+ *   2–4× more time in garbage collection for the rest of its life.
+ * - `--heap-growing-percent=100`: after a mark-compact the old generation may grow to twice its live size before
+ *   the next, rather than the ~1.1–1.4× V8 picks under a 256 MB limit. A request's or a step's objects that outlive a
+ *   scavenge make the old generation grow under load; with the smaller factor the concurrent marking of mark-compacts
+ *   was a tenth of the process's CPU. The cost is memory at the peak of a burst (docs/performance-notes.md, "The V8
+ *   flags of the server").
  *
  * @since 0.1.0
  * @category utils
  */
-export const v8Flags = (execArgv: ReadonlyArray<string>): ReadonlyArray<string> =>
-  execArgv.some((arg) => /^--(no-)?allocation[-_]site[-_]pretenuring$/.test(arg))
+export const v8Flags = (execArgv: ReadonlyArray<string>): ReadonlyArray<string> => [
+  ...(execArgv.some((arg) => /^--(no-)?allocation[-_]site[-_]pretenuring$/.test(arg))
     ? []
-    : ["--no-allocation-site-pretenuring"]
+    : ["--no-allocation-site-pretenuring"]),
+  ...(execArgv.some((arg) => /^--heap[-_]growing[-_]percent(=|$)/.test(arg)) ? [] : ["--heap-growing-percent=100"])
+]
 
 /**
  * Runs a program as the process's main: the process's V8 flags ({@link v8Flags}), settings from the environment

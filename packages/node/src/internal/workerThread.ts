@@ -38,11 +38,10 @@ import * as ThreadRole from "./threadRole.js"
 const marker = "@mediagate/node/worker-thread"
 
 /**
- * The worker thread's young generation, in MB (V8's, all its semi-spaces): a third of what the process's
- * `--max-semi-space-size=8` gives the API thread. Its steps allocate little per task and that little dies young; a
- * larger young generation only keeps more garbage resident after a burst (bench:rss on SQLite with
- * `MALLOC_ARENA_MAX=2`, RSS 10 s after 100,000 tasks: 212 MB with V8's size, 204 MB with this one; tasks/s the same
- * within the machine's noise).
+ * The worker thread's young generation, in MB (V8's, all its semi-spaces): a sixth of what `npm start`'s
+ * `--max-semi-space-size=16` gives the API thread. Its steps' objects die young; a larger young generation only
+ * kept more garbage resident after a burst (bench:rss on SQLite with `MALLOC_ARENA_MAX=2`, RSS 10 s after 100,000
+ * tasks: 212 MB with V8's size, 204 MB with this one; tasks/s the same within the machine's noise).
  */
 const workerYoungGenerationMb = 8
 
