@@ -232,7 +232,7 @@ const adminToken = Config.option(Config.redacted("MEDIAGATE_ADMIN_TOKEN"))
 /**
  * Whether the envelope dispatches the requests of its endpoints itself and the listener starts their fibers
  * (`MEDIAGATE_HTTP_DISPATCH`, default on), or every request goes through `HttpApiBuilder`'s router: the same
- * answers, for comparing the two paths (docs/performance.md).
+ * answers, for comparing the two paths (docs/performance-notes.md).
  */
 const httpDispatch = Config.boolean("MEDIAGATE_HTTP_DISPATCH").pipe(Config.withDefault(true))
 

@@ -8,7 +8,8 @@
  * summaries as `summary` (`quantile` labels), frequencies as a counter per value (`key` label); names and label
  * names reduced to `[a-zA-Z0-9_]`. The units are in the names, as Prometheus wants them. The output passes
  * `promtool check metrics` (tested). It is written here rather than through the OpenTelemetry SDK's Prometheus
- * serializer: that SDK is 25 MB of install for ~80 lines of a stable text format (docs/performance.md).
+ * serializer: that SDK is 25 MB of install for ~80 lines of a stable text format (docs/performance-notes.md,
+ * "Install size and import time").
  *
  * At each scrape, before rendering, the gauges that are not counted as things happen are set: the queue gauges from
  * the database (`TaskReads.overview`: tasks by state from the counters, tasks due and unclaimed; the same figures on

@@ -93,8 +93,8 @@ export type Requirements =
 export interface Options {
   /**
    * Whether the envelope dispatches each request to its endpoint's handler itself (default), or every request goes
-   * through `HttpApiBuilder`'s router (`false`; the same answers, more work per request: docs/performance.md). For
-   * comparisons, e.g. the dispatch's tests and benchmarks.
+   * through `HttpApiBuilder`'s router (`false`; the same answers, more work per request:
+   * docs/performance-notes.md). For comparisons, e.g. the dispatch's tests and benchmarks.
    */
   readonly dispatch?: boolean | undefined
 }

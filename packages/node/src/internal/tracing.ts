@@ -5,7 +5,7 @@
  * - **Off** (the default: no OTLP endpoint configured, or `OTEL_SDK_DISABLED=true`, or `OTEL_TRACES_EXPORTER=none`):
  *   the tracer is disabled, so the spans of Mediagate's operations (`Tracing.span` of the contract, the store
  *   operations, `@effect/sql`'s statements) cost nothing — not even no-op spans — and the HTTP server's request
- *   spans are off too. This is the path measured in docs/performance.md.
+ *   spans are off too. This is the path measured in docs/performance-notes.md ("HTTP hot paths").
  * - **On** when `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT` is set: spans are exported
  *   over OTLP/HTTP by `@effect/opentelemetry`'s `OtlpTracer` (batched, every `OTEL_BSP_SCHEDULE_DELAY`, flushed at
  *   shutdown) through the platform's fetch `HttpClient`, JSON by default (`http/protobuf` on request). No

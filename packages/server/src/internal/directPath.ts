@@ -1,7 +1,7 @@
 /**
  * The direct path: requests of the API's plain JSON endpoints answered without `HttpApiBuilder`'s router and, on
  * Node, without the platform's per-request listener work; 1.54× the requests per second of the platform's path on
- * SQLite `GET` (docs/performance.md "The direct path"), because a request waiting for its commit keeps every
+ * SQLite `GET` (docs/performance-notes.md "The direct path"), because a request waiting for its commit keeps every
  * per-request wrapper alive into the old generation. One switch turns it off (`Http.Options.dispatch`,
  * `MEDIAGATE_HTTP_DISPATCH=false`); one conformance corpus checks both answer alike (node/test/Listener.test.ts).
  *
