@@ -19,6 +19,7 @@ import type * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
 import type { Charge } from "./Billing.js"
 import type { NewTask, Outcome, TaskRecord, UpstreamReport } from "./TaskRecord.js"
+import { markedAt } from "./Upstream.js"
 /**
  * An `Idempotency-Key` claim of a task, judged by the shared rule (`IdempotencyWindow`).
  *
@@ -65,7 +66,10 @@ export interface StepUpdate {
    * the task again, on another channel; or a submit failed on every channel and the reservation is let go.
    */
   readonly resubmit?: boolean
-  /** When the task is next due; the lease is released with it. */
+  /**
+   * When the task is next due; the lease is released with it. A step that records the job a callback already noted
+   * for the task ({@link notedBefore}) leaves it due at once instead.
+   */
   readonly nextRunAt: number
   /** Count this step as an upstream poll. */
   readonly polled?: boolean
@@ -117,6 +121,28 @@ export interface ExtraCharge {
  */
 export const extraCharges = (update: StepUpdate): ReadonlyArray<ExtraCharge> =>
   (update.charges ?? []).filter((charge) => charge.amountMicros > 0)
+
+/**
+ * Whether a step records the job that an upstream's callback already noted for its task (`noteJob`: the callback
+ * came while the submit's answer was on its way, and reached a process or thread other than the step's). The
+ * callback told that the job changed, so the task is due at once: the step's later `nextRunAt` (for a channel that
+ * calls back, its slow safety-net poll) would otherwise hide it.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const notedBefore = (task: Pick<TaskRecord, "upstreamJobId">, update: StepUpdate): boolean =>
+  recordsJob(update) && task.upstreamJobId === update.upstreamJobId
+
+/**
+ * Whether a step records a job (an id the upstream gave, not a marker of an uncertain submit, not forgotten by a
+ * resubmit): the update's half of {@link notedBefore}.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const recordsJob = (update: StepUpdate): update is StepUpdate & { readonly upstreamJobId: string } =>
+  update.resubmit !== true && update.upstreamJobId !== undefined && markedAt(update.upstreamJobId) === undefined
 
 /**
  * The task lifecycle.

@@ -471,6 +471,54 @@ export const stepsSuite = (name: string, backend: Backend) =>
         })
       ))
 
+    it.effect("a step that records the job a callback noted before it leaves the task due at once", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const start = yield* now
+          // deadlines past the next polls
+          const [a, b, c] = [0, 1, 2].map(() => newTask({ createdAt: start, deadlineAt: start + 2 * hour }))
+          for (const t of [a!, b!, c!]) yield* storage.accept({ task: t, charge: undefined, idempotency: undefined })
+          const claimed = yield* storage.claim("w1", 3, 30_000)
+          const fenceOf = (id: string) => claimed.find((t) => t.id === id)!.fence
+          const jobOf = (model: string) => `${model}|req-1`
+          const later = start + hour
+          // the callbacks of a and c came while their submits' answers were on their way (heard by another thread
+          // or process than the worker's): noted
+          assert.isTrue(yield* storage.noteJob(a!.id, "ch_x", jobOf))
+          assert.isTrue(yield* storage.noteJob(c!.id, "ch_x", jobOf))
+          // each submit's step records its job with the next poll an hour away (c's with a measured charge)
+          for (const t of [a!, b!]) {
+            assert.isTrue(
+              yield* storage.step(t.id, fenceOf(t.id), {
+                upstreamJobId: jobOf(t.model),
+                channelId: "ch_x",
+                nextRunAt: later
+              })
+            )
+          }
+          assert.isTrue(
+            yield* storage.step(c!.id, fenceOf(c!.id), {
+              upstreamJobId: jobOf(c!.model),
+              channelId: "ch_x",
+              nextRunAt: later,
+              charges: [{ amountMicros: 1_000, description: "measured input" }]
+            })
+          )
+          // a and c are due now (their jobs told of a change), b waits for its poll
+          const again = yield* storage.claim("w2", 3, 30_000)
+          expect(again.map((t) => t.id).sort()).toEqual([a!.id, c!.id].sort())
+          for (const t of again) {
+            expect(t).toMatchObject({ upstreamJobId: jobOf(t.model), channelId: "ch_x" })
+            // polled: a step that records no job keeps its own next poll
+            assert.isTrue(yield* storage.step(t.id, t.fence, { nextRunAt: start + 90 * 60_000, polled: true }))
+          }
+          expect(yield* storage.claim("w2", 3, 30_000)).toEqual([])
+          yield* TestClock.adjust(hour)
+          expect((yield* storage.claim("w2", 3, 30_000)).map((t) => t.id)).toEqual([b!.id])
+        })
+      ))
+
     it.effect("concurrent claimers never lease the same task twice", () =>
       run(() =>
         Effect.gen(function*() {

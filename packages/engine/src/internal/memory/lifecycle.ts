@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { TaskLifecycle } from "../../TaskLifecycle.js"
-import { extraCharges } from "../../TaskLifecycle.js"
+import { extraCharges, notedBefore } from "../../TaskLifecycle.js"
 import { ownedBy } from "../../TaskReads.js"
 import {
   activeStatuses,
@@ -89,6 +89,7 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
         const changed = (update.status !== undefined && update.status !== task.status) ||
           (update.progress !== undefined && update.progress !== task.progress) || update.report !== undefined ||
           extra.length > 0
+        const now = yield* Clock.currentTimeMillis
         tasks.set(task.id, {
           ...task,
           ...MemoryStore.given(update, ["status", "progress", "upstreamJobId", "channelId"]),
@@ -101,10 +102,10 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
             : {}),
           polls: update.polled === true ? task.polls + 1 : task.polls,
           chargedMicros: task.chargedMicros + extra.reduce((sum, charge) => sum + charge.amountMicros, 0),
-          nextRunAt: Math.min(update.nextRunAt, task.deadlineAt),
+          nextRunAt: Math.min(update.nextRunAt, task.deadlineAt, notedBefore(task, update) ? now : Infinity),
           leaseOwner: null,
           leaseExpiresAt: null,
-          changedAt: changed ? yield* Clock.currentTimeMillis : task.changedAt
+          changedAt: changed ? now : task.changedAt
         })
         return true
       })),

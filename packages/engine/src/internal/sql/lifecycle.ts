@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type CancelResult, extraCharges, type StepUpdate } from "../../TaskLifecycle.js"
+import { type CancelResult, extraCharges, recordsJob, type StepUpdate } from "../../TaskLifecycle.js"
 import { TaskLifecycle } from "../../TaskLifecycle.js"
 import { statusOfOutcome, type TaskRecord, toEvent, toUntimedEvent, usageColumns } from "../../TaskRecord.js"
 import { markedAt, markerPattern } from "../../Upstream.js"
@@ -100,7 +100,8 @@ export const make = (context: SqlContext) =>
 
     /**
      * Applies a batch of steps (none with extra charges) in one statement: a fenced `UPDATE ... FROM` the batch's
-     * values. Answers the ids written.
+     * values; a step recording the job a callback noted already leaves its task due now (`notedBefore`). Answers the
+     * ids written.
      */
     const stepAll = (batch: ReadonlyArray<Stepping>) =>
       Effect.flatMap(withClock, (clock) => {
@@ -127,7 +128,10 @@ export const make = (context: SqlContext) =>
           channel_id = CASE WHEN stepped.s_resubmit = 1 THEN NULL ELSE COALESCE(stepped.s_channel, channel_id) END,
           submit_fence = CASE WHEN stepped.s_resubmit = 1 THEN NULL ELSE submit_fence END,
           polls = polls + stepped.s_polled,
-          next_run_at = CASE WHEN deadline_at < stepped.s_next THEN deadline_at ELSE stepped.s_next END,
+          next_run_at = CASE WHEN stepped.s_resubmit = 0 AND stepped.s_job IS NOT NULL
+              AND stepped.s_job NOT LIKE ${markerPattern} AND upstream_job_id = stepped.s_job
+              AND ${NOW} < stepped.s_next AND ${NOW} < deadline_at THEN ${NOW}
+            WHEN deadline_at < stepped.s_next THEN deadline_at ELSE stepped.s_next END,
           lease_owner = NULL,
           lease_expires_at = NULL
         FROM stepped
@@ -184,16 +188,23 @@ export const make = (context: SqlContext) =>
         if (update.polled === true) {
           set.push(sql`polls = polls + 1`)
         }
-        set.push(
-          sql`next_run_at = CASE WHEN deadline_at < ${nextRunAt} THEN deadline_at ELSE ${nextRunAt} END`,
-          sql`lease_owner = NULL`,
-          sql`lease_expires_at = NULL`
-        )
         // running never goes back to queued
         const guard = update.status === "queued" ? sql.literal(`status IN ('pending', 'queued')`) : ACTIVE
         return sql.withTransaction(Effect.gen(function*() {
-          const changed = sql`changed_at = ${yield* nowSql}`
-          const written = yield* sql`UPDATE ${t.tasks} SET ${sql.csv([...set, changed])}
+          const now = yield* nowSql
+          // a job a callback noted already: due now (`notedBefore`)
+          const noted = recordsJob(update)
+            ? sql`WHEN upstream_job_id = ${update.upstreamJobId} AND ${now} < ${nextRunAt} AND ${now} < deadline_at
+              THEN ${now} `
+            : sql.literal("")
+          const columns = [
+            ...set,
+            sql`next_run_at = CASE ${noted}WHEN deadline_at < ${nextRunAt} THEN deadline_at ELSE ${nextRunAt} END`,
+            sql`lease_owner = NULL`,
+            sql`lease_expires_at = NULL`,
+            sql`changed_at = ${now}`
+          ]
+          const written = yield* sql`UPDATE ${t.tasks} SET ${sql.csv(columns)}
             WHERE id = ${id} AND fence = ${fence} AND lease_owner IS NOT NULL AND ${guard}
             RETURNING account_id, key_id, environment`.pipe(Effect.flatMap(rows.owner.first))
           if (Option.isNone(written)) return false
