@@ -19,7 +19,7 @@ import type * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
 import type { Charge } from "./Billing.js"
 import type { NewTask, Outcome, TaskRecord, UpstreamReport } from "./TaskRecord.js"
-import { markedAt } from "./Upstream.js"
+
 /**
  * An `Idempotency-Key` claim of a task, judged by the shared rule (`IdempotencyWindow`).
  *
@@ -67,8 +67,8 @@ export interface StepUpdate {
    */
   readonly resubmit?: boolean
   /**
-   * When the task is next due; the lease is released with it. A step that records the job a callback already noted
-   * for the task ({@link notedBefore}) leaves it due at once instead.
+   * When the task is next due; the lease is released with it. A task an upstream's change made due during this claim
+   * (`markDue`) stays due instead.
    */
   readonly nextRunAt: number
   /** Count this step as an upstream poll. */
@@ -121,28 +121,6 @@ export interface ExtraCharge {
  */
 export const extraCharges = (update: StepUpdate): ReadonlyArray<ExtraCharge> =>
   (update.charges ?? []).filter((charge) => charge.amountMicros > 0)
-
-/**
- * Whether a step records the job that an upstream's callback already noted for its task (`noteJob`: the callback
- * came while the submit's answer was on its way, and reached a process or thread other than the step's). The
- * callback told that the job changed, so the task is due at once: the step's later `nextRunAt` (for a channel that
- * calls back, its slow safety-net poll) would otherwise hide it.
- *
- * @since 0.1.0
- * @category utils
- */
-export const notedBefore = (task: Pick<TaskRecord, "upstreamJobId">, update: StepUpdate): boolean =>
-  recordsJob(update) && task.upstreamJobId === update.upstreamJobId
-
-/**
- * Whether a step records a job (an id the upstream gave, not a marker of an uncertain submit, not forgotten by a
- * resubmit): the update's half of {@link notedBefore}.
- *
- * @since 0.1.0
- * @category utils
- */
-export const recordsJob = (update: StepUpdate): update is StepUpdate & { readonly upstreamJobId: string } =>
-  update.resubmit !== true && update.upstreamJobId !== undefined && markedAt(update.upstreamJobId) === undefined
 
 /**
  * The task lifecycle.
@@ -206,7 +184,9 @@ export class TaskLifecycle extends Context.Tag("@mediagate/engine/TaskLifecycle"
   ) => Effect.Effect<CancelResult, PersistenceError>
   /**
    * Makes active tasks due now (their upstream reported a change), in creation order: `nextRunAt` becomes the
-   * task's `createdAt` (now, if that is later), so that claims take them before the tasks accepted after them.
+   * task's `createdAt` (now, if that is later), so that claims take them before the tasks accepted after them. A
+   * leased task stays due through its claim's step: the step's write does not put it off to its own next run (the
+   * change may have come while the step ran, on another thread or node than the step's).
    */
   readonly markDue: (ids: ReadonlyArray<string>) => Effect.Effect<void, PersistenceError>
   /**

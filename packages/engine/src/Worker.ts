@@ -227,19 +227,10 @@ export const run = (options: WorkerOptions = {}) =>
     let lastClaimAt = -Infinity
 
     /**
-     * Tasks whose upstream reported a change while one of this worker's steps ran on them. The step may write the
-     * task's next run (the job recorded with its safety-net poll) after the change made it due, and the change would
-     * wait for that poll: a step that schedules such a task later than now makes it due again.
+     * The tasks the upstream reported a change of, to make due (`markDue`; a task whose step is running stays due
+     * through that step's write).
      */
-    const noticedInStep = new Set<string>()
-    const noticeDuring = (id: string): string => {
-      if (deadlines.has(id)) noticedInStep.add(id)
-      return id
-    }
-    /**
-     * Tasks to make due again after a step's write (see {@link noticedInStep}), written with the upstream's changes.
-     */
-    const dueAgain = yield* Queue.unbounded<string>()
+    const changedTasks = yield* Queue.unbounded<string>()
 
     /**
      * The storage as steps see it: a step that schedules its task before the idle dispatcher's next look wakes it;
@@ -251,14 +242,11 @@ export const run = (options: WorkerOptions = {}) =>
         Effect.tap(lifecycle.step(id, fence, update), (written) =>
           Effect.suspend(() => {
             if (!written) return Effect.void
-            // the upstream's change came while this step ran: this write may have put it off, so it is made due
-            // again, with the upstream's changes (one `markDue` for a burst; it wakes the dispatcher once written)
-            const again = noticedInStep.delete(id) ? Queue.offer(dueAgain, id) : Effect.void
             const at = Math.min(update.nextRunAt, deadlines.get(id) ?? Infinity)
             stepsDue = Math.min(stepsDue, at)
             dueSinceClaim = Math.min(dueSinceClaim, at)
             if (known !== undefined) known.due = Math.min(known.due, at)
-            return Effect.zipRight(again, at < wakeAt ? poke : Effect.void)
+            return at < wakeAt ? poke : Effect.void
           })),
       // every end of a task a step writes (succeeded, failed, expired) counts in the metrics once committed
       finish: (id, fence, outcome, finishOptions) =>
@@ -269,17 +257,14 @@ export const run = (options: WorkerOptions = {}) =>
     }
 
     yield* Effect.forkScoped(Stream.runForEach(lifecycle.wakeups, () => poke))
-    // upstream callbacks, batched: a burst of finished jobs costs one storage write; with them the tasks a step wrote
-    // after their change came (`dueAgain`: their steps are still running, but they are not noticed again)
-    // the changes go into the queue of tasks to make due (noticed on the way); one fiber writes them: what came in the
-    // 5 ms after the first, and while the last write ran, goes in one write (a timer per write, not per change)
-    yield* Effect.forkScoped(
-      Stream.runForEachChunk(upstream.changes, (ids) => Queue.offerAll(dueAgain, Chunk.map(ids, noticeDuring)))
-    )
-    const nextDue = Effect.flatMap(Queue.takeBetween(dueAgain, 1, 512), (first) =>
+    // upstream callbacks, batched: a burst of finished jobs costs one storage write; the changes go into the queue of
+    // tasks to make due; one fiber writes them: what came in the 5 ms after the first, and while the last write ran,
+    // goes in one write (a timer per write, not per change)
+    yield* Effect.forkScoped(Stream.runForEachChunk(upstream.changes, (ids) => Queue.offerAll(changedTasks, ids)))
+    const nextDue = Effect.flatMap(Queue.takeBetween(changedTasks, 1, 512), (first) =>
       first.length >= 512 ? Effect.succeed(first) : Effect.zipRight(
         Effect.sleep(Duration.millis(5)),
-        Effect.map(Queue.takeUpTo(dueAgain, 512 - first.length), (more) =>
+        Effect.map(Queue.takeUpTo(changedTasks, 512 - first.length), (more) =>
           Chunk.appendAll(first, more))
       ))
     yield* Effect.forkScoped(Effect.forever(
@@ -368,7 +353,6 @@ export const run = (options: WorkerOptions = {}) =>
                 formerOwners.delete(claimedBy)
               } else formerOwners.set(claimedBy, left - 1)
             }
-            noticedInStep.delete(task.id)
             return full ? poke : Effect.void
           }))
         )

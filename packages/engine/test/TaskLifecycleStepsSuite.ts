@@ -471,7 +471,7 @@ export const stepsSuite = (name: string, backend: Backend) =>
         })
       ))
 
-    it.effect("a step that records the job a callback noted before it leaves the task due at once", () =>
+    it.effect("a change that wakes a task during a claim keeps it due through that claim's step", () =>
       run(() =>
         Effect.gen(function*() {
           const storage = yield* TaskStorage
@@ -484,9 +484,10 @@ export const stepsSuite = (name: string, backend: Backend) =>
           const jobOf = (model: string) => `${model}|req-1`
           const later = start + hour
           // the callbacks of a and c came while their submits' answers were on their way (heard by another thread
-          // or process than the worker's): noted
+          // or process than the worker's): their jobs noted, the tasks made due
           assert.isTrue(yield* storage.noteJob(a!.id, "ch_x", jobOf))
           assert.isTrue(yield* storage.noteJob(c!.id, "ch_x", jobOf))
+          yield* storage.markDue([a!.id, c!.id])
           // each submit's step records its job with the next poll an hour away (c's with a measured charge)
           for (const t of [a!, b!]) {
             assert.isTrue(
@@ -508,11 +509,16 @@ export const stepsSuite = (name: string, backend: Backend) =>
           // a and c are due now (their jobs told of a change), b waits for its poll
           const again = yield* storage.claim("w2", 3, 30_000)
           expect(again.map((t) => t.id).sort()).toEqual([a!.id, c!.id].sort())
+          for (const t of again) expect(t).toMatchObject({ upstreamJobId: jobOf(t.model), channelId: "ch_x" })
+          // a poll step: a's job changes again while its poll runs (the change heard elsewhere); c's does not
+          yield* storage.markDue([a!.id])
           for (const t of again) {
-            expect(t).toMatchObject({ upstreamJobId: jobOf(t.model), channelId: "ch_x" })
-            // polled: a step that records no job keeps its own next poll
             assert.isTrue(yield* storage.step(t.id, t.fence, { nextRunAt: start + 90 * 60_000, polled: true }))
           }
+          const third = yield* storage.claim("w2", 3, 30_000)
+          expect(third.map((t) => t.id)).toEqual([a!.id])
+          // the wake-up was that claim's: the next claim's step keeps its own next poll
+          assert.isTrue(yield* storage.step(a!.id, third[0]!.fence, { nextRunAt: start + 90 * 60_000, polled: true }))
           expect(yield* storage.claim("w2", 3, 30_000)).toEqual([])
           yield* TestClock.adjust(hour)
           expect((yield* storage.claim("w2", 3, 30_000)).map((t) => t.id)).toEqual([b!.id])

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { TaskLifecycle } from "../../TaskLifecycle.js"
-import { extraCharges, notedBefore } from "../../TaskLifecycle.js"
+import { extraCharges } from "../../TaskLifecycle.js"
 import { ownedBy } from "../../TaskReads.js"
 import {
   activeStatuses,
@@ -25,6 +25,8 @@ import type { MemoryState } from "./state.js"
 /** The port on the storage's state. */
 export const make = (state: MemoryState): TaskLifecycle["Type"] => {
   const { billing, byAccount, holds, idempotency, signals, tasks, terminate, transaction, waitingAt, wake } = state
+  /** The claim (fence) during which an upstream's change made a leased task due: that claim's step keeps it due. */
+  const wokenFence = new Map<string, number>()
   return {
     accept: ({ charge, idempotency: claim, task }) =>
       transaction(Effect.gen(function*() {
@@ -90,6 +92,8 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
           (update.progress !== undefined && update.progress !== task.progress) || update.report !== undefined ||
           extra.length > 0
         const now = yield* Clock.currentTimeMillis
+        const woken = wokenFence.get(id) === fence
+        wokenFence.delete(id)
         tasks.set(task.id, {
           ...task,
           ...MemoryStore.given(update, ["status", "progress", "upstreamJobId", "channelId"]),
@@ -102,7 +106,7 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
             : {}),
           polls: update.polled === true ? task.polls + 1 : task.polls,
           chargedMicros: task.chargedMicros + extra.reduce((sum, charge) => sum + charge.amountMicros, 0),
-          nextRunAt: Math.min(update.nextRunAt, task.deadlineAt, notedBefore(task, update) ? now : Infinity),
+          nextRunAt: Math.min(update.nextRunAt, task.deadlineAt, woken ? task.nextRunAt ?? now : Infinity),
           leaseOwner: null,
           leaseExpiresAt: null,
           changedAt: changed ? now : task.changedAt
@@ -113,6 +117,7 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
       transaction(Effect.gen(function*() {
         const task = tasks.get(id)
         if (!holds(task, fence)) return Option.none()
+        wokenFence.delete(id)
         const now = yield* Clock.currentTimeMillis
         const patch: Partial<TaskRecord> = outcome._tag === "Succeeded"
           ? { result: outcome.result, progress: 100, ...usageColumns(outcome.usage) }
@@ -129,6 +134,7 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
         if (!Task.cancellableStatuses.includes(task.status)) {
           return { _tag: "NotCancellable", status: task.status } as const
         }
+        wokenFence.delete(id)
         const cancelled = yield* terminate(
           task,
           "cancelled",
@@ -142,7 +148,8 @@ export const make = (state: MemoryState): TaskLifecycle["Type"] => {
         for (const id of ids) {
           const task = tasks.get(id)
           if (task === undefined || isTerminal(task.status)) continue
-          // due in creation order: before the tasks accepted after it
+          // due in creation order: before the tasks accepted after it; a leased task's claim is recorded
+          if (task.leaseOwner !== null) wokenFence.set(id, task.fence)
           tasks.set(task.id, { ...task, nextRunAt: Math.min(task.nextRunAt ?? now, task.createdAt, now) })
         }
       })).pipe(Effect.zipRight(wake)),

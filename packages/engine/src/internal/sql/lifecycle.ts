@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type CancelResult, extraCharges, recordsJob, type StepUpdate } from "../../TaskLifecycle.js"
+import { type CancelResult, extraCharges, type StepUpdate } from "../../TaskLifecycle.js"
 import { TaskLifecycle } from "../../TaskLifecycle.js"
 import { statusOfOutcome, type TaskRecord, toEvent, toUntimedEvent, usageColumns } from "../../TaskRecord.js"
 import { markedAt, markerPattern } from "../../Upstream.js"
@@ -100,8 +100,8 @@ export const make = (context: SqlContext) =>
 
     /**
      * Applies a batch of steps (none with extra charges) in one statement: a fenced `UPDATE ... FROM` the batch's
-     * values; a step recording the job a callback noted already leaves its task due now (`notedBefore`). Answers the
-     * ids written.
+     * values; a task an upstream's change made due during the step's claim (`woken_fence`) stays due. Answers the ids
+     * written.
      */
     const stepAll = (batch: ReadonlyArray<Stepping>) =>
       Effect.flatMap(withClock, (clock) => {
@@ -128,9 +128,7 @@ export const make = (context: SqlContext) =>
           channel_id = CASE WHEN stepped.s_resubmit = 1 THEN NULL ELSE COALESCE(stepped.s_channel, channel_id) END,
           submit_fence = CASE WHEN stepped.s_resubmit = 1 THEN NULL ELSE submit_fence END,
           polls = polls + stepped.s_polled,
-          next_run_at = CASE WHEN stepped.s_resubmit = 0 AND stepped.s_job IS NOT NULL
-              AND stepped.s_job NOT LIKE ${markerPattern} AND upstream_job_id = stepped.s_job
-              AND ${NOW} < stepped.s_next AND ${NOW} < deadline_at THEN ${NOW}
+          next_run_at = CASE WHEN woken_fence = stepped.s_fence AND next_run_at < stepped.s_next THEN next_run_at
             WHEN deadline_at < stepped.s_next THEN deadline_at ELSE stepped.s_next END,
           lease_owner = NULL,
           lease_expires_at = NULL
@@ -192,14 +190,11 @@ export const make = (context: SqlContext) =>
         const guard = update.status === "queued" ? sql.literal(`status IN ('pending', 'queued')`) : ACTIVE
         return sql.withTransaction(Effect.gen(function*() {
           const now = yield* nowSql
-          // a job a callback noted already: due now (`notedBefore`)
-          const noted = recordsJob(update)
-            ? sql`WHEN upstream_job_id = ${update.upstreamJobId} AND ${now} < ${nextRunAt} AND ${now} < deadline_at
-              THEN ${now} `
-            : sql.literal("")
           const columns = [
             ...set,
-            sql`next_run_at = CASE ${noted}WHEN deadline_at < ${nextRunAt} THEN deadline_at ELSE ${nextRunAt} END`,
+            // woken during this claim (markDue): stays due
+            sql`next_run_at = CASE WHEN woken_fence = ${fence} AND next_run_at < ${nextRunAt} THEN next_run_at
+              WHEN deadline_at < ${nextRunAt} THEN deadline_at ELSE ${nextRunAt} END`,
             sql`lease_owner = NULL`,
             sql`lease_expires_at = NULL`,
             sql`changed_at = ${now}`
@@ -393,13 +388,15 @@ export const make = (context: SqlContext) =>
         const valid = ids.filter((id) => !hasNul(id))
         // due in creation order (`created_at`, or now if that is later): a task whose job is done goes before the
         // tasks accepted after it, so that finishing keeps up while new tasks pour in; one statement, the wakeup of
-        // other processes on it (PostgreSQL: sent only when a task was made due)
+        // other processes on it (PostgreSQL: sent only when a task was made due). A leased task records the claim it
+        // was woken in (`woken_fence`): that claim's step, written after, keeps it due rather than at its own next run
         const due = sql.literal(
           `CASE WHEN created_at < (SELECT now FROM clock) THEN created_at ELSE (SELECT now FROM clock) END`
         )
         return valid.length === 0 ? Effect.void : Effect.flatMap(withClock, (clock) =>
           sql`${clock} UPDATE ${t.tasks}
-            SET next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${due} THEN ${due} ELSE next_run_at END
+            SET next_run_at = CASE WHEN next_run_at IS NULL OR next_run_at > ${due} THEN ${due} ELSE next_run_at END,
+              woken_fence = CASE WHEN lease_owner IS NULL THEN woken_fence ELSE fence END
             WHERE ${sql.in("id", valid)} AND ${ACTIVE}${notifying}`)
       }).pipe(persistence("markDue"), Effect.zipRight(wake), Effect.asVoid)
 

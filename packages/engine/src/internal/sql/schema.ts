@@ -377,7 +377,12 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
           )
         )),
       // PostgreSQL: the counts of the prompts' words, for the total of a search for one word (search.ts)
-      "0015_task_search_counts": createSearchCounts({ ...t, counts: pgTables(prefix).searchCounts }, countShards)
+      "0015_task_search_counts": createSearchCounts({ ...t, counts: pgTables(prefix).searchCounts }, countShards),
+      // the claim (its fence) during which an upstream's change made a leased task due: that claim's step keeps it due
+      "0016_task_woken_fence": Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN woken_fence BIGINT`)
+      )
     }
   })
 
