@@ -82,6 +82,15 @@ class SlowestFirst extends BaseSequencer {
  */
 const workers = Number(process.env["VITEST_MAX_WORKERS"] ?? Math.max(3, availableParallelism() * 3))
 
+/**
+ * The servers the end-to-end suites start inherit this environment: on PostgreSQL each of a server's two threads
+ * opens a pool of 6 connections (not the default 10) and closes a connection unused for 2 s, so that the servers
+ * of the files running beside each other stay well inside a fresh PostgreSQL's 100 connections (the suites need a
+ * few at a time; at 10 a thread a run reached 96).
+ */
+process.env["MEDIAGATE_DB_MAX_CONNECTIONS"] ??= "6"
+process.env["MEDIAGATE_DB_IDLE_TIMEOUT"] ??= "2s"
+
 export default defineConfig({
   test: {
     projects: [

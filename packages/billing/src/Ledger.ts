@@ -330,11 +330,11 @@ export const defaultCreditLimitMicros = 100_000_000
  * @category config
  */
 export const defaultCreditLimitConfig: Config.Config<number> = Config.number("MEDIAGATE_DEFAULT_CREDIT_LIMIT").pipe(
-  Config.withDefault(Money.fromMicros(defaultCreditLimitMicros)),
   Config.validate({
     message: "must be an amount in USD from 0 to 1000000000 with at most 6 decimals",
     validation: (usd) => Schema.is(Money.Usd)(usd)
   }),
+  Config.withDefault(Money.fromMicros(defaultCreditLimitMicros)),
   Config.map(Money.toMicros)
 )
 

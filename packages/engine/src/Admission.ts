@@ -259,20 +259,20 @@ export const layerCounted = (options: AdmissionOptions = {}): Layer.Layer<Admiss
  */
 export const config: Config.Config<AdmissionOptions> = Config.all({
   maxWaitMs: Config.integer("MEDIAGATE_ADMISSION_MAX_WAIT_MS").pipe(
-    Config.withDefault(5000),
-    Config.validate({ message: "must be from 0 to 60000", validation: (n) => n >= 0 && n <= 60_000 })
+    Config.validate({ message: "must be from 0 to 60000", validation: (n) => n >= 0 && n <= 60_000 }),
+    Config.withDefault(5000)
   ),
   closeMs: Config.integer("MEDIAGATE_ADMISSION_LATE_MS").pipe(
-    Config.withDefault(200),
-    Config.validate({ message: "must be from 1 to 60000", validation: (n) => n >= 1 && n <= 60_000 })
+    Config.validate({ message: "must be from 1 to 60000", validation: (n) => n >= 1 && n <= 60_000 }),
+    Config.withDefault(200)
   ),
   maxUtilization: Config.number("MEDIAGATE_ADMISSION_MAX_UTILIZATION").pipe(
-    Config.withDefault(0.75),
-    Config.validate({ message: "must be from 0.1 to 1", validation: (n) => n >= 0.1 && n <= 1 })
+    Config.validate({ message: "must be from 0.1 to 1", validation: (n) => n >= 0.1 && n <= 1 }),
+    Config.withDefault(0.75)
   ),
   reserveAbove: Config.integer("MEDIAGATE_ADMISSION_RESERVE_ABOVE").pipe(
-    Config.withDefault(128),
-    Config.validate({ message: "must be from 0 to 1000000", validation: (n) => n >= 0 && n <= 1_000_000 })
+    Config.validate({ message: "must be from 0 to 1000000", validation: (n) => n >= 0 && n <= 1_000_000 }),
+    Config.withDefault(128)
   )
 }).pipe(Config.map(({ closeMs, maxUtilization, maxWaitMs, reserveAbove }) => ({
   closeMs,

@@ -50,7 +50,7 @@ export type Database =
   | {
     /** A PostgreSQL connection URL (`postgres://user@host:5432/db`). */
     readonly postgres: string | Redacted.Redacted<string>
-    /** Pool size (default 10). */
+    /** Pool size (default 10; the production server's two threads each have a pool of their own). */
     readonly maxConnections?: number
     /**
      * Longest wait for a connection: opening one, or for a free one when the pool is busy (default
@@ -325,8 +325,9 @@ export const layer = (
 
 /**
  * The database from Effect `Config` (decisions.md §10): PostgreSQL when `DATABASE_URL` is set, otherwise SQLite at
- * `MEDIAGATE_DATA_DIR/mediagate.db` (default `./data/mediagate.db`). On PostgreSQL, `MEDIAGATE_DB_CONNECT_TIMEOUT`
- * (default `5s`) and `MEDIAGATE_DB_IDLE_TIMEOUT` (default `10s`) set the pool's timeouts.
+ * `MEDIAGATE_DATA_DIR/mediagate.db` (default `./data/mediagate.db`). On PostgreSQL, `MEDIAGATE_DB_MAX_CONNECTIONS`
+ * (default 10, from 2 to 1000) sets the pool's size, `MEDIAGATE_DB_CONNECT_TIMEOUT` (default `5s`) and
+ * `MEDIAGATE_DB_IDLE_TIMEOUT` (default `10s`) its timeouts.
  *
  * @since 0.1.0
  * @category config
@@ -335,12 +336,17 @@ export const config: Config.Config<Database> = Config.all({
   url: Config.option(Config.redacted("DATABASE_URL")),
   dataDir: Config.string("MEDIAGATE_DATA_DIR").pipe(Config.withDefault("./data")),
   connectTimeout: Durations.durationConfig("MEDIAGATE_DB_CONNECT_TIMEOUT", "5s"),
-  idleTimeout: Durations.durationConfig("MEDIAGATE_DB_IDLE_TIMEOUT", "10s")
+  idleTimeout: Durations.durationConfig("MEDIAGATE_DB_IDLE_TIMEOUT", "10s"),
+  maxConnections: Config.integer("MEDIAGATE_DB_MAX_CONNECTIONS").pipe(
+    Config.validate({ message: "must be a whole number from 2 to 1000", validation: (n) => n >= 2 && n <= 1000 }),
+    Config.withDefault(10)
+  )
 }).pipe(
-  Config.map(({ connectTimeout, dataDir, idleTimeout, url }): Database =>
+  Config.map(({ connectTimeout, dataDir, idleTimeout, maxConnections, url }): Database =>
     Option.isSome(url) && Redacted.value(url.value).trim() !== ""
       ? {
         postgres: url.value,
+        maxConnections,
         connectTimeout: Duration.millis(connectTimeout),
         idleTimeout: Duration.millis(idleTimeout)
       }

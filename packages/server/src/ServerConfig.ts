@@ -148,8 +148,8 @@ const list = (name: string) =>
 /** An integer setting from `min` to `max` (`message` says so when it is not). */
 const integerIn = (name: string, fallback: number, min: number, max: number, message: string) =>
   Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message, validation: (n) => n >= min && n <= max })
+    Config.validate({ message, validation: (n) => n >= min && n <= max }),
+    Config.withDefault(fallback)
   )
 
 const limit = (name: string, fallback: number) =>

@@ -79,6 +79,8 @@ export const pgClient = (
   PgClient.layer({
     url: Redacted.make(`${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`),
     connectTimeout: "30 seconds",
+    // the files running beside each other share the server's connections: an unused one is given back soon
+    idleTimeout: "2 seconds",
     maxConnections
   })
 

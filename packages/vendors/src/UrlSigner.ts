@@ -147,8 +147,8 @@ export const layerConfig: Layer.Layer<UrlSigner, ConfigError.ConfigError> = Laye
   Effect.gen(function*() {
     const port = yield* Config.integer("PORT").pipe(Config.withDefault(3000))
     const publicBaseUrl = yield* Config.string("MEDIAGATE_PUBLIC_BASE_URL").pipe(
-      Config.withDefault(`http://localhost:${port}`),
-      Config.validate({ message: "must be an absolute http(s) URL without query", validation: isHttpUrl })
+      Config.validate({ message: "must be an absolute http(s) URL without query", validation: isHttpUrl }),
+      Config.withDefault(`http://localhost:${port}`)
     )
     const configured = yield* Config.option(Config.redacted("MEDIAGATE_FILE_SECRET"))
     const secret = Option.isSome(configured) && Redacted.value(configured.value).length > 0

@@ -95,9 +95,13 @@ const pairs = (name: string): Config.Config<Record<string, string>> =>
 
 const positiveInteger = (name: string, fallback: number) =>
   Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 })
+    Config.validate({ message: "must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(fallback)
   )
+
+/** The exporters `OTEL_TRACES_EXPORTER` names (a comma-separated list). */
+const exporterNames = (text: string): ReadonlyArray<string> =>
+  text.split(",").map((part) => part.trim().toLowerCase()).filter((part) => part !== "")
 
 /** The URL of the traces endpoint: the signal-specific one as given, else the base one + `/v1/traces`. */
 export const tracesUrl = (traces: Option.Option<string>, base: Option.Option<string>): Option.Option<string> =>
@@ -116,12 +120,12 @@ export const tracesUrl = (traces: Option.Option<string>, base: Option.Option<str
 export const config: Config.Config<Option.Option<Settings>> = Config.all({
   disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
   exporter: Config.string("OTEL_TRACES_EXPORTER").pipe(
-    Config.withDefault("otlp"),
-    Config.map((text) => text.split(",").map((part) => part.trim().toLowerCase()).filter((part) => part !== "")),
     Config.validate({
       message: "must be otlp or none (only OTLP export is built in)",
-      validation: (names) => names.every((n) => n === "otlp" || n === "none")
-    })
+      validation: (text) => exporterNames(text).every((n) => n === "otlp" || n === "none")
+    }),
+    Config.withDefault("otlp"),
+    Config.map(exporterNames)
   ),
   traces: optional("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
   base: optional("OTEL_EXPORTER_OTLP_ENDPOINT"),

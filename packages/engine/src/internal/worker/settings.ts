@@ -16,7 +16,6 @@ const parseMs = (text: string): number | undefined => {
 /** A duration setting (`10ms`, `30s`, `1m`) with a default, valid when it parses and `valid` accepts its milliseconds. */
 const durationSetting = (name: string, fallback: string, message: string, valid: (ms: number) => boolean) =>
   Config.string(name).pipe(
-    Config.withDefault(fallback),
     Config.validate({
       message,
       validation: (text) => {
@@ -24,6 +23,7 @@ const durationSetting = (name: string, fallback: string, message: string, valid:
         return ms !== undefined && valid(ms)
       }
     }),
+    Config.withDefault(fallback),
     Config.map((text) => Duration.millis(parseMs(text)!))
   )
 
@@ -34,8 +34,8 @@ const durationSetting = (name: string, fallback: string, message: string, valid:
  */
 export const config: Config.Config<WorkerOptions> = Config.all({
   concurrency: Config.integer("MEDIAGATE_WORKER_CONCURRENCY").pipe(
-    Config.withDefault(32),
-    Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 })
+    Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
+    Config.withDefault(32)
   ),
   lease: durationSetting(
     "MEDIAGATE_WORKER_LEASE",

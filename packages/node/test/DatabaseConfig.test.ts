@@ -1,0 +1,72 @@
+/**
+ * The database from the environment: `MEDIAGATE_DB_MAX_CONNECTIONS` sizes the PostgreSQL pool (an operator's
+ * connection budget: each thread of the production server opens its own pool), checked at start.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, expect, it } from "@effect/vitest"
+import * as Databases from "@mediagate/testing/databases"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Database from "../src/Database.js"
+
+const { runPostgres } = Databases
+if (!runPostgres) console.warn(`${Databases.pgNotRunning}: its tests are skipped`)
+
+const configFrom = (variables: Record<string, string>) =>
+  Effect.withConfigProvider(Database.config, ConfigProvider.fromMap(new Map(Object.entries(variables))))
+
+describe("the database from the environment", () => {
+  it.effect("a PostgreSQL pool of 10 unless MEDIAGATE_DB_MAX_CONNECTIONS sets it", () =>
+    Effect.gen(function*() {
+      const url = Databases.pgUrl()
+      expect(yield* configFrom({ DATABASE_URL: url })).toMatchObject({ maxConnections: 10 })
+      expect(yield* configFrom({ DATABASE_URL: url, MEDIAGATE_DB_MAX_CONNECTIONS: "4" })).toMatchObject({
+        maxConnections: 4
+      })
+      // SQLite has one connection: the variable is not used
+      expect(yield* configFrom({ MEDIAGATE_DATA_DIR: "/tmp/x", MEDIAGATE_DB_MAX_CONNECTIONS: "4" })).toEqual({
+        sqlite: "/tmp/x/mediagate.db"
+      })
+    }))
+
+  it.effect("a pool size that is not a whole number from 2 to 1000 is refused with the variable's name", () =>
+    Effect.gen(function*() {
+      for (const value of ["1", "0", "1001", "ten", "2.5"]) {
+        const error = yield* Effect.flip(
+          configFrom({ DATABASE_URL: Databases.pgUrl(), MEDIAGATE_DB_MAX_CONNECTIONS: value })
+        )
+        assert.include(String(error), "MEDIAGATE_DB_MAX_CONNECTIONS", value)
+      }
+    }))
+
+  it.live.skipIf(!runPostgres)(
+    "the pool opens at most that many connections; more queries wait for one",
+    () =>
+      Effect.gen(function*() {
+        const database = yield* configFrom({ DATABASE_URL: Databases.pgUrl(), MEDIAGATE_DB_MAX_CONNECTIONS: "3" })
+        const layer = Database.layer(database)
+        const observed = yield* Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          // beside the client, not in the layer's type
+          const pool = Option.getOrThrow(yield* Effect.serviceOption(Database.DatabasePool))
+          let inUse = 0
+          let waiting = 0
+          const sleeps = Effect.all(
+            Array.from({ length: 6 }, () => sql`SELECT pg_sleep(0.2)`),
+            { concurrency: "unbounded" }
+          )
+          const sample = Effect.flatMap(pool.stats, (stats) =>
+            Effect.sync(() => {
+              inUse = Math.max(inUse, stats.inUse)
+              waiting = Math.max(waiting, stats.waiting ?? 0)
+            }))
+          const watch = Effect.repeat(Effect.zipLeft(sample, Effect.sleep("10 millis")), { times: 30 })
+          yield* Effect.all([sleeps, watch], { concurrency: "unbounded" })
+          return { inUse, waiting, max: (yield* pool.stats).max }
+        }).pipe(Effect.provide(Layer.fresh(layer)))
+        expect(observed).toEqual({ inUse: 3, waiting: 3, max: 3 })
+      })
+  )
+})
