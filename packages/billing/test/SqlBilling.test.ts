@@ -240,7 +240,13 @@ for (const [name, database] of databases) {
         const again = yield* SqlBilling.migrate()
         expect(again).toEqual([])
         const rows = yield* sql<{ name: string }>`SELECT name FROM ${sql(SqlBilling.migrationsTable())}`
-        expect(rows.map((r) => r.name)).toEqual(["billing", "key_spend_ancestors", "charge_function", "credit_limit"])
+        expect(rows.map((r) => r.name)).toEqual([
+          "billing",
+          "key_spend_ancestors",
+          "charge_function",
+          "credit_limit",
+          "charge_batched"
+        ])
       })))
 
     // PostgreSQL's batch of charges (SQLite's batches run on the write connection)
@@ -325,6 +331,90 @@ for (const [name, database] of databases) {
           assert.strictEqual((yield* accounts.state("acct_t")).balanceMicros, 1 * usd)
           expect((yield* (yield* BillingLedger).topUpRequests("acct_t")).map((r) => r.status)).toEqual(["requested"])
         })))
+
+      it.effect("chargeBatch: a batch answers and writes what its charges made one at a time would", () =>
+        Effect.gen(function*() {
+          // accounts of each kind, a key tree with limits at every level, a key without a spend row; charges drawn
+          // from a fixed seed, passing the balances, credit limits, monthly limits and key limits along the way
+          const setup = Effect.gen(function*() {
+            const { accounts } = yield* batchServices
+            yield* accounts.open("acct_pre", { ...defaultSettings, monthlySpendLimitMicros: 30 * usd }, 40 * usd)
+            yield* accounts.open("acct_post", {
+              ...defaultSettings,
+              billingMode: "postpaid",
+              creditLimitMicros: 12 * usd
+            }, 0)
+            yield* accounts.open("acct_low", defaultSettings, 3 * usd)
+            yield* accounts.registerKey("acct_pre", "key_root", 25 * usd)
+            yield* accounts.registerKey("acct_pre", "key_team", 12 * usd, ["key_root"])
+            yield* accounts.registerKey("acct_pre", "key_dev", 6 * usd, ["key_team", "key_root"])
+            yield* accounts.registerKey("acct_pre", "key_free", null, ["key_root"])
+            yield* accounts.registerKey("acct_post", "key_post", 9 * usd)
+          })
+          const keysOf: Readonly<Record<string, ReadonlyArray<string>>> = {
+            acct_pre: ["key_root", "key_team", "key_dev", "key_free", "key_unregistered"],
+            acct_post: ["key_post", "key_post_new"],
+            acct_low: ["key_low"],
+            acct_none: ["key_none"]
+          }
+          let seed = 7
+          const next = (n: number) => {
+            seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0
+            return (seed >>> 16) % n
+          }
+          const names = Object.keys(keysOf)
+          const charges = Array.from({ length: 160 }, (_, i) => {
+            const accountId = names[next(names.length)]!
+            const keys = keysOf[accountId]!
+            return batchCharge(
+              accountId,
+              next(5) === 0 ? 0 : (1 + next(4)) * usd / 2,
+              `task_${i}`,
+              keys[next(keys.length)]
+            )
+          })
+          /** Every row billing wrote, in a comparable order. */
+          const state = Effect.gen(function*() {
+            const { sql } = yield* batchServices
+            const t = SqlBilling.tables()
+            return {
+              accounts: yield* sql`SELECT account_id, balance_micros FROM ${sql(t.accounts)} ORDER BY account_id`,
+              keys: yield* sql`SELECT key_id, account_id, spend_limit_micros, spent_micros FROM ${sql(t.keySpend)}
+                ORDER BY key_id`,
+              months: yield* sql`SELECT account_id, month, spent_micros FROM ${sql(t.monthSpend)} ORDER BY account_id`,
+              ledger: yield* sql`SELECT account_id, key_id, task_id, amount_micros FROM ${sql(t.ledger)}
+                WHERE kind = 'charge' ORDER BY id`
+            }
+          })
+          const answer = (outcome: Either.Either<string, { readonly _tag: string; readonly message: string }>) =>
+            Either.isRight(outcome) ? outcome.right : `${outcome.left._tag}: ${outcome.left.message}`
+          const together = yield* run(Effect.gen(function*() {
+            yield* setup
+            const { billing } = yield* batchServices
+            const outcomes = yield* billing.chargeBatch!(charges)
+            return { outcomes: outcomes.map(answer), state: yield* state }
+          }))
+          const alone = yield* run(Effect.gen(function*() {
+            yield* setup
+            const { billing } = yield* batchServices
+            const outcomes = yield* Effect.forEach(
+              charges,
+              (charge) => Effect.map(billing.chargeBatch!([charge]), ([outcome]) => answer(outcome!))
+            )
+            return { outcomes, state: yield* state }
+          }))
+          expect(together).toEqual(alone)
+          // the draw reaches every rule: the balance, the credit limit, a key's limit, the monthly limit
+          const refusals = together.outcomes.filter((outcome) => outcome !== "charged")
+          const reached = (pattern: RegExp) => refusals.some((outcome) => pattern.test(outcome))
+          expect({
+            charged: together.outcomes.includes("charged"),
+            balance: reached(/^InsufficientBalance: (?!.*credit limit)/),
+            creditLimit: reached(/^InsufficientBalance: .*credit limit/),
+            keyLimit: reached(/^SpendLimitExceeded: (?!Account monthly)/),
+            monthlyLimit: reached(/^SpendLimitExceeded: Account monthly/)
+          }).toEqual({ charged: true, balance: true, creditLimit: true, keyLimit: true, monthlyLimit: true })
+        }))
 
       it.effect("chargeBatch: a refused charge whose row cannot be read is deferred; the others stand", () =>
         run(Effect.gen(function*() {

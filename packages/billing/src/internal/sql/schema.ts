@@ -7,7 +7,11 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as Effect from "effect/Effect"
 import { ledgerKinds, topUpStatuses } from "../../Ledger.js"
-import { createChargeFunction, createChargeFunctionWithCreditLimit } from "./chargeFunction.js"
+import {
+  createBatchedChargeFunction,
+  createChargeFunction,
+  createChargeFunctionWithCreditLimit
+} from "./chargeFunction.js"
 import { migrationsTable, storeName, tables } from "./tables.js"
 
 const createTables = (prefix: string) =>
@@ -110,7 +114,8 @@ export const migrations = (prefix: string = SqlStore.defaultPrefix): Migrator.Lo
     "0001_billing": createTables(prefix),
     "0002_key_spend_ancestors": addAncestors(prefix),
     "0003_charge_function": createChargeFunction(prefix),
-    "0004_credit_limit": Effect.zipRight(addCreditLimit(prefix), createChargeFunctionWithCreditLimit(prefix))
+    "0004_credit_limit": Effect.zipRight(addCreditLimit(prefix), createChargeFunctionWithCreditLimit(prefix)),
+    "0005_charge_batched": createBatchedChargeFunction(prefix)
   }))
 
 /**
