@@ -120,35 +120,22 @@ END
 $$`)
   })
 
-/**
- * PostgreSQL: the charge function of {@link createChargeFunction} replaced by one that also takes the default credit
- * limit (`default_credit_limit`) and answers the account's `credit_limit_micros`: a postpaid charge is `funded` only
- * when the balance after it stays at or above `-COALESCE(credit_limit_micros, default_credit_limit)`.
- */
-export const createChargeFunctionWithCreditLimit = (prefix: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    if (!SqlStore.columns(sql).pg) return
-    const t = tables(prefix)
-    yield* sql.unsafe(`DROP FUNCTION ${chargeFunction(prefix)}(jsonb, bigint, text, boolean)`)
-    yield* sql.unsafe(`CREATE FUNCTION ${chargeFunction(prefix)}(charges jsonb, now_ms bigint, month_text text,
+/** The arguments, answers and language of the charge function since the credit limit (`0004_credit_limit`). */
+const creditLimitSignature = `(charges jsonb, now_ms bigint, month_text text,
   defer_top_ups boolean, default_credit_limit bigint)
 RETURNS TABLE (made boolean, deferred boolean, present boolean, funded boolean, allowed boolean, billing_mode text,
   balance_micros bigint, monthly_spend_limit_micros bigint, auto_top_up_enabled integer,
   auto_top_up_threshold_micros bigint, auto_top_up_amount_micros bigint, credit_limit_micros bigint,
   key_limit bigint, key_spent bigint, month_spent bigint)
 LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-  c jsonb;
-  acct ${t.accounts}%ROWTYPE;
-  amount bigint;
-  k_id text;
-  k_ancestors text;
-  k_present boolean;
-  k_chain text[];
-BEGIN
-  PERFORM 1 FROM ${t.accounts} WHERE account_id IN (SELECT e->>'account_id' FROM jsonb_array_elements(charges) AS e)
+#variable_conflict use_column`
+
+/**
+ * The charge function's start since the credit limit: the accounts' rows locked in account order, then each charge in
+ * turn with its answer's columns cleared; a charge of 0 is made and writes nothing.
+ */
+const eachCharge = (accounts: string) =>
+  `  PERFORM 1 FROM ${accounts} WHERE account_id IN (SELECT e->>'account_id' FROM jsonb_array_elements(charges) AS e)
     ORDER BY account_id FOR UPDATE;
   FOR c IN SELECT e FROM jsonb_array_elements(charges) WITH ORDINALITY AS x(e, n) ORDER BY n LOOP
     amount := (c->>'amount')::bigint;
@@ -160,7 +147,30 @@ BEGIN
       made := true;
       RETURN NEXT;
       CONTINUE;
-    END IF;
+    END IF;`
+
+/**
+ * PostgreSQL: the charge function of {@link createChargeFunction} replaced by one that also takes the default credit
+ * limit (`default_credit_limit`) and answers the account's `credit_limit_micros`: a postpaid charge is `funded` only
+ * when the balance after it stays at or above `-COALESCE(credit_limit_micros, default_credit_limit)`.
+ */
+export const createChargeFunctionWithCreditLimit = (prefix: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (!SqlStore.columns(sql).pg) return
+    const t = tables(prefix)
+    yield* sql.unsafe(`DROP FUNCTION ${chargeFunction(prefix)}(jsonb, bigint, text, boolean)`)
+    yield* sql.unsafe(`CREATE FUNCTION ${chargeFunction(prefix)}${creditLimitSignature}
+DECLARE
+  c jsonb;
+  acct ${t.accounts}%ROWTYPE;
+  amount bigint;
+  k_id text;
+  k_ancestors text;
+  k_present boolean;
+  k_chain text[];
+BEGIN
+${eachCharge(t.accounts)}
     k_id := c->>'key_id';
     SELECT * INTO acct FROM ${t.accounts} WHERE account_id = c->>'account_id';
     present := FOUND;
@@ -235,14 +245,7 @@ export const createBatchedChargeFunction = (prefix: string) =>
     const sql = yield* SqlClient.SqlClient
     if (!SqlStore.columns(sql).pg) return
     const t = tables(prefix)
-    yield* sql.unsafe(`CREATE OR REPLACE FUNCTION ${chargeFunction(prefix)}(charges jsonb, now_ms bigint,
-  month_text text, defer_top_ups boolean, default_credit_limit bigint)
-RETURNS TABLE (made boolean, deferred boolean, present boolean, funded boolean, allowed boolean, billing_mode text,
-  balance_micros bigint, monthly_spend_limit_micros bigint, auto_top_up_enabled integer,
-  auto_top_up_threshold_micros bigint, auto_top_up_amount_micros bigint, credit_limit_micros bigint,
-  key_limit bigint, key_spent bigint, month_spent bigint)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
+    yield* sql.unsafe(`CREATE OR REPLACE FUNCTION ${chargeFunction(prefix)}${creditLimitSignature}
 DECLARE
   c jsonb;
   amount bigint;
@@ -265,19 +268,7 @@ DECLARE
   m_anc text;
   ledger jsonb := '[]';
 BEGIN
-  PERFORM 1 FROM ${t.accounts} WHERE account_id IN (SELECT e->>'account_id' FROM jsonb_array_elements(charges) AS e)
-    ORDER BY account_id FOR UPDATE;
-  FOR c IN SELECT e FROM jsonb_array_elements(charges) WITH ORDINALITY AS x(e, n) ORDER BY n LOOP
-    amount := (c->>'amount')::bigint;
-    made := false; deferred := false; present := NULL; funded := NULL; allowed := NULL; billing_mode := NULL;
-    balance_micros := NULL; monthly_spend_limit_micros := NULL; auto_top_up_enabled := NULL;
-    auto_top_up_threshold_micros := NULL; auto_top_up_amount_micros := NULL; credit_limit_micros := NULL;
-    key_limit := NULL; key_spent := NULL; month_spent := NULL;
-    IF amount = 0 THEN
-      made := true;
-      RETURN NEXT;
-      CONTINUE;
-    END IF;
+${eachCharge(t.accounts)}
     a_id := c->>'account_id';
     k_id := c->>'key_id';
     IF NOT accts ? a_id THEN
