@@ -58,21 +58,22 @@ const endTask = (writer: TaskStorage["Type"], url: string, how: "finish" | "fini
   })
 
 /**
- * Ends three tasks one after another (one finished as a worker does, one cancelled, one finished) and checks that each one's per-job webhook
- * arrives within a second of its terminal write.
+ * Ends three tasks one after another (one finished as a worker does, one cancelled, one finished) and checks that each
+ * one's per-job webhook arrives within 3 s of its terminal write: woken by the write, not by the dispatcher's backstop
+ * of an hour (the bound leaves room for a loaded machine's scheduling; the writes themselves are not counted).
  */
 const deliveredPromptly = (writer: TaskStorage["Type"]) =>
   Effect.gen(function*() {
     const server = yield* receiver
     for (const how of ["finish-claimed", "cancel", "finish"] as const) {
       const before = server.received.length
-      const started = Date.now()
       const taskId = yield* endTask(writer, `${server.url}?n=${before}`, how)
-      while (server.received.length === before && Date.now() - started < 1000) yield* Effect.sleep("5 millis")
-      const elapsed = Date.now() - started
-      expect(server.received.length, `${how}: delivered within a second`).toBe(before + 1)
+      const written = Date.now()
+      while (server.received.length === before && Date.now() - written < 3_000) yield* Effect.sleep("5 millis")
+      const elapsed = Date.now() - written
+      expect(server.received.length, `${how}: delivered within 3 s`).toBe(before + 1)
       expect(server.received[before]!.headers["x-job-id"]).toBe(taskId)
-      expect(elapsed).toBeLessThan(1000)
+      expect(elapsed).toBeLessThan(3_000)
     }
   })
 
