@@ -1,8 +1,9 @@
 /**
  * List benchmark: `GET /api/v1/tasks?limit=20` of one account holding N tasks, measured from outside through the
- * built example server (plain `node`, workers off: an API node), for no filter and for each single filter of
- * status, provider and model, at every size, on SQLite and PostgreSQL. Prints p50/p99 and the ratio of the largest
- * size to the smallest, and checks that every answer's `pagination.total` is the exact count of matching tasks.
+ * built example server as `npm start` runs it (workers on, access log read from a pipe), for no filter and for each
+ * single filter of status, provider and model, at every size, on SQLite and PostgreSQL. Prints p50/p99 and the ratio
+ * of the largest size to the smallest, and checks that every answer's `pagination.total` is the exact count of
+ * matching tasks.
  *
  *   npm run build && tsx bench/list.ts -- [--db sqlite,pg] [--sizes 1000,100000] [--seconds 5] [--rounds 3]
  *     [--connections 10] [--filters none,status,provider,model,rare,common,everywhere]
@@ -41,21 +42,22 @@ const filterNames = arg("filters", "none,status,provider,model,rare,common,every
 const rounds = Number(arg("rounds", "3"))
 const prefix = "mediagate_"
 const batch = 100_000
-const start0 = Date.UTC(2026, 0, 1)
+/**
+ * Task i was created at `start0 + i` seconds: the last of 1,000,000 tasks 2.4 days ago, so the pruner (results kept
+ * 30 days) has nothing of them to do while the load runs.
+ */
+const start0 = Date.now() - 14 * 86_400_000
 
 // -----------------------------------------------------------------------------------------------------------------
 // the server
 // -----------------------------------------------------------------------------------------------------------------
 
-/** The built server as an API node (workers off). */
+/**
+ * The built server with `npm start`'s defaults, workers on. The written tasks stay as written: the running and pending
+ * ones have no next run (`next_run_at` NULL), so no worker claims them.
+ */
 const startServer = (env: Record<string, string>) =>
-  start(mainScript, {
-    MEDIAGATE_ADMIN_TOKEN: adminToken,
-    MEDIAGATE_WORKERS: "false",
-    MEDIAGATE_WORKER_CONCURRENCY: "0",
-    MEDIAGATE_FILE_SECRET: "bench-file-secret",
-    ...env
-  })
+  start(mainScript, { MEDIAGATE_ADMIN_TOKEN: adminToken, MEDIAGATE_FILE_SECRET: "bench-file-secret", ...env })
 
 // -----------------------------------------------------------------------------------------------------------------
 // the tasks, written with SQL

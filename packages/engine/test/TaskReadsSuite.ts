@@ -35,6 +35,38 @@ export const readsSuite = (name: string, backend: Backend) =>
         return task.id
       })
 
+    it.effect("a pending task's place counts the account's pending tasks of its environment up to it", () =>
+      run(() =>
+        Effect.gen(function*() {
+          const storage = yield* TaskStorage
+          const accountId = "acct_queue"
+          // live and test tasks interleaved, another account's between them; every third live task claimed (queued)
+          const tasks: Array<NewTask> = []
+          for (let i = 0; i < 12; i++) {
+            yield* TestClock.adjust(1)
+            const task = newTask({
+              createdAt: yield* now,
+              accountId: i === 5 ? "acct_other" : accountId,
+              environment: i % 2 === 0 ? "live" : "test",
+              chargedMicros: 0
+            })
+            tasks.push(task)
+            yield* storage.accept({ task, charge: undefined, idempotency: undefined })
+          }
+          const claimed = yield* storage.claim("w1", 2, 30_000)
+          const queued = new Set(claimed.map((task) => task.id))
+          expect(queued.size).toBe(2)
+          for (const task of tasks) {
+            if (queued.has(task.id)) continue
+            const ahead = tasks.filter((other) =>
+              other.accountId === task.accountId && other.environment === task.environment &&
+              !queued.has(other.id) && other.id <= task.id
+            )
+            expect(yield* storage.pendingPosition(task), task.id).toBe(ahead.length)
+          }
+        })
+      ))
+
     it.effect("keeps test and live tasks apart: get, list (items, totals, cursors), cancel and outbox events", () =>
       run(() =>
         Effect.gen(function*() {
