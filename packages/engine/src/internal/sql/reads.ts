@@ -173,7 +173,15 @@ export const make = (context: SqlContext) =>
         if (query.environment !== undefined) scope.push(sql`environment = ${query.environment}`)
         // the count rows of the scope: the account's (or all), of the environment (or both)
         const others = filtersOf(query)
-        const filters = [...scope, ...others]
+        // the tasks' rows: with a status, provider or model filter, SQLite (no statistics) would walk the (account,
+        // environment, id) index and test the filter row by row, over every task of the account when few match (90 ms
+        // at 100,000 tasks for a status none has); the unary `+` leaves it the filter's own (account, ..., id) index
+        const indexed = !pg && accountId !== undefined && query.environment !== undefined &&
+          (query.status !== undefined || query.provider !== undefined || query.model !== undefined)
+        const filters = [
+          ...(indexed ? [sql`account_id = ${accountId}`, sql`+environment = ${query.environment}`] : scope),
+          ...others
+        ]
         const words = query.words ?? []
         if (words.length > 0) return yield* searched(accountId, query, words, { scope, others }, limit)
         const page = [...filters]
