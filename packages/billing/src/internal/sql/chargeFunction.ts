@@ -236,9 +236,9 @@ $$`)
  * PostgreSQL: the charge function of {@link createChargeFunctionWithCreditLimit} replaced by one that answers the
  * same rows but writes a batch's charges together: each account, key and month row is read (and locked) once, the
  * charges are judged in order on what the charges before them made, and the writes go out at the end, one statement
- * each (the debits, the months' spend, the keys' spend, the ledger entries in the charges' order). Charge by charge,
- * a burst of one account's tasks wrote its account, key and month rows once a charge (a new row version each, which
- * every later statement of the batch walked past) and re-planned the chain's statements every time.
+ * each (the debits, the months' spend, the keys' spend, the ledger entries in the charges' order): a burst of one
+ * account's tasks makes one new version of each of its rows, not one a charge that every later statement of the batch
+ * walks past, and plans no statement per charge.
  */
 export const createBatchedChargeFunction = (prefix: string) =>
   Effect.gen(function*() {

@@ -18,6 +18,13 @@ import * as Search from "./search.js"
 export const make = (context: SqlContext) =>
   Effect.gen(function*() {
     const { ACTIVE, NOW, pg, prefix, readTask, rows, sql, t, withClock } = context
+    /**
+     * The environment's column in a query of the tasks that has a narrower index to read than (account, environment,
+     * id): a status, provider or model filter. SQLite, without statistics, would walk that index and test the filter
+     * on every row, over every task of the account when few match; the unary `+` keeps the column out of its choice
+     * of index, and the environment is checked on the rows the narrower index finds. PostgreSQL plans on statistics.
+     */
+    const environmentBeside = sql.literal(pg ? "environment" : "+environment")
     const searchCounts = sql(pgTables(prefix).searchCounts)
     /** `key` below the cursor's id (ids hold no NUL: a cursor "ab\0..." stands just above "ab": `key <= "ab"`). */
     const below = (key: Fragment, beforeId: string) => {
@@ -169,19 +176,16 @@ export const make = (context: SqlContext) =>
         }
         // no account: every account's tasks (operators); the totals then sum every account's counts (and no
         // environment: both environments')
-        const scope: Array<Fragment> = accountId === undefined ? [] : [sql`account_id = ${accountId}`]
-        if (query.environment !== undefined) scope.push(sql`environment = ${query.environment}`)
-        // the count rows of the scope: the account's (or all), of the environment (or both)
-        const others = filtersOf(query)
-        // the tasks' rows: with a status, provider or model filter, SQLite (no statistics) would walk the (account,
-        // environment, id) index and test the filter row by row, over every task of the account when few match (90 ms
-        // at 100,000 tasks for a status none has); the unary `+` leaves it the filter's own (account, ..., id) index
-        const indexed = !pg && accountId !== undefined && query.environment !== undefined &&
-          (query.status !== undefined || query.provider !== undefined || query.model !== undefined)
-        const filters = [
-          ...(indexed ? [sql`account_id = ${accountId}`, sql`+environment = ${query.environment}`] : scope),
-          ...others
+        const scopeWith = (environment: Fragment): Array<Fragment> => [
+          ...(accountId === undefined ? [] : [sql`account_id = ${accountId}`]),
+          ...(query.environment === undefined ? [] : [sql`${environment} = ${query.environment}`])
         ]
+        // the count rows of the scope: the account's (or all), of the environment (or both)
+        const scope = scopeWith(sql.literal("environment"))
+        const others = filtersOf(query)
+        // the tasks' rows: a status, provider or model filter has an (account, ..., id) index of its own to read
+        const filtered = query.status !== undefined || query.provider !== undefined || query.model !== undefined
+        const filters = filtered ? [...scopeWith(environmentBeside), ...others] : [...scope, ...others]
         const words = query.words ?? []
         if (words.length > 0) return yield* searched(accountId, query, words, { scope, others }, limit)
         const page = [...filters]
@@ -221,16 +225,10 @@ export const make = (context: SqlContext) =>
       )
 
     // the account's pending tasks by the status index, up to this one (ids grow with time)
-    /**
-     * The pending tasks at or before `task`: a range of the (account, status, id) index, the environment checked on
-     * the rows it finds. SQLite, without statistics, would rather walk the (account, environment, id) index over every
-     * task of the account below the id (40 ms at 100,000 tasks, for each pending item of a list page); the unary `+`
-     * keeps the environment out of its choice of index.
-     */
-    const environmentTerm = sql.literal(pg ? "environment" : "+environment")
+    /** The pending tasks at or before `task`: a range of the (account, status, id) index ({@link environmentBeside}). */
     const pendingPosition: TaskReads["Type"]["pendingPosition"] = (task) =>
       sql`SELECT COUNT(*) AS n FROM ${t.tasks} WHERE account_id = ${task.accountId} AND status = 'pending'
-        AND id <= ${task.id} AND ${environmentTerm} = ${task.environment}`.pipe(
+        AND id <= ${task.id} AND ${environmentBeside} = ${task.environment}`.pipe(
         Effect.flatMap(rows.count.all),
         Effect.map(([row]) => Math.max(1, row?.n ?? 1)),
         persistence("pendingPosition")
