@@ -43,6 +43,7 @@ import {
   mainScript,
   pgCheckpoint,
   pgDatabase,
+  postgresCpuMs,
   record,
   type Running,
   serverEnv,
@@ -91,6 +92,8 @@ interface Target {
 interface Figures {
   /** Server CPU per answered request (µs): steadier than req/s on a shared machine. */
   readonly cpuPerRequest: number
+  /** On PostgreSQL, the database server's CPU per answered request (µs: every `postgres` process's). */
+  readonly postgresPerRequest: number | undefined
   readonly rps: number
   readonly p50: number
   readonly p99: number
@@ -102,10 +105,12 @@ const load = async (
   token: string,
   path: "get" | "post",
   taskId: string,
-  duration = seconds
+  duration = seconds,
+  onPostgres = false
 ): Promise<Figures> => {
   const base = server.base
   const cpuBefore = cpuMs(server.child.pid)
+  const postgresBefore = onPostgres ? postgresCpuMs() : 0
   const result = await autocannon({
     url: path === "get" ? `${base}/api/v1/tasks/${taskId}` : `${base}/api/v1/vendor3/text-to-video`,
     method: path === "get" ? "GET" : "POST",
@@ -116,6 +121,9 @@ const load = async (
   })
   return {
     cpuPerRequest: ((cpuMs(server.child.pid) - cpuBefore) * 1000) / Math.max(1, result.requests.total),
+    postgresPerRequest: onPostgres
+      ? ((postgresCpuMs() - postgresBefore) * 1000) / Math.max(1, result.requests.total)
+      : undefined,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -167,14 +175,18 @@ for (const db of databases) {
     const measure = async (target: string, { server, taskId, token }: Target, path: "get" | "post", round: number) => {
       await load(server, token, path, taskId, warmup) // warm-up run, not recorded
         .catch(() => undefined)
-      const figures = await load(server, token, path, taskId)
+      const figures = await load(server, token, path, taskId, seconds, pg !== undefined)
       rows.push({ db, path, target, figures })
       console.log(
         `${db} ${path.toUpperCase()} ${target}${rounds > 1 ? ` (round ${round + 1})` : ""}: ${
           figures.rps.toFixed(0)
-        } req/s, ${figures.cpuPerRequest.toFixed(0)} µs CPU/request, p50 ${figures.p50} ms, p99 ${figures.p99} ms${
-          figures.non2xx > 0 ? `, ${figures.non2xx} not 2xx` : ""
-        }${server.logLines() > 0 ? `, ${server.logLines()} log lines read` : ""}`
+        } req/s, ${figures.cpuPerRequest.toFixed(0)} µs CPU/request${
+          figures.postgresPerRequest === undefined
+            ? ""
+            : ` + ${figures.postgresPerRequest.toFixed(0)} µs of PostgreSQL's`
+        }, p50 ${figures.p50} ms, p99 ${figures.p99} ms${figures.non2xx > 0 ? `, ${figures.non2xx} not 2xx` : ""}${
+          server.logLines() > 0 ? `, ${server.logLines()} log lines read` : ""
+        }`
       )
     }
     for (let round = 0; round < rounds; round++) {
@@ -205,12 +217,18 @@ const find = (db: string, path: string, target: string): Figures | undefined => 
   if (runs.length === 0) return undefined
   return {
     cpuPerRequest: median(runs.map((f) => f.cpuPerRequest)),
+    postgresPerRequest: runs[0]!.postgresPerRequest === undefined
+      ? undefined
+      : median(runs.map((f) => f.postgresPerRequest ?? 0)),
     rps: median(runs.map((f) => f.rps)),
     p50: median(runs.map((f) => f.p50)),
     p99: median(runs.map((f) => f.p99)),
     non2xx: runs.reduce((sum, f) => sum + f.non2xx, 0)
   }
 }
+/** The database server's CPU a request, where there is one. */
+const postgresPart = (f: Figures) =>
+  f.postgresPerRequest === undefined ? "" : ` + ${f.postgresPerRequest.toFixed(0)} µs of PostgreSQL's`
 const ratio = (a: Figures | undefined, b: Figures | undefined) => (a && b ? `${(a.rps / b.rps).toFixed(2)}×` : "–")
 
 console.log(
@@ -239,10 +257,14 @@ for (const db of databases) {
     }
     if (b !== undefined) {
       comparisons.push(
-        `${db} ${path.toUpperCase()}: before ${b.rps.toFixed(0)} req/s, ${
-          b.cpuPerRequest.toFixed(0)
-        } µs CPU, p99 ${b.p99} ms → now ${
-          m ? `${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs CPU, p99 ${m.p99} ms (${ratio(m, b)})` : "–"
+        `${db} ${path.toUpperCase()}: before ${b.rps.toFixed(0)} req/s, ${b.cpuPerRequest.toFixed(0)} µs CPU${
+          postgresPart(b)
+        }, p99 ${b.p99} ms → now ${
+          m
+            ? `${m.rps.toFixed(0)} req/s, ${m.cpuPerRequest.toFixed(0)} µs CPU${postgresPart(m)}, p99 ${m.p99} ms (${
+              ratio(m, b)
+            })`
+            : "–"
         }`
       )
     }

@@ -11,13 +11,15 @@
  * Connection metrics (`mediagate_db_pool_*`, docs/operations.md): the layers of a SQLite file and of a PostgreSQL
  * URL also put {@link DatabasePool} in context. On PostgreSQL the `pg` pool is made here, with the settings
  * `PgClient.layer` would give it (URL, pool size, timeouts, application name `@effect/sql-pg`, SSL from the URL),
- * and handed to `PgClient.layerFromPool`: `@effect/sql-pg` does not expose the pool it makes itself. So `pg` (a
+ * its connections naming their hot statements (`@mediagate/persistence/PreparedStatements`, unless
+ * `preparedStatements: false`), and handed to `PgClient.layerFromPool`: `@effect/sql-pg` does not expose the pool it makes itself. So `pg` (a
  * dependency of `@effect/sql-pg`) is imported too, only when PostgreSQL is chosen. A host app's `SqlClient`
  * (`{ layer }`) has no such view: no pool metrics then.
  *
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as PreparedStatements from "@mediagate/persistence/PreparedStatements"
 import * as ReadConnection from "@mediagate/persistence/ReadConnection"
 import * as SqlStore from "@mediagate/persistence/SqlStore"
 import * as WriteConnection from "@mediagate/persistence/WriteConnection"
@@ -59,6 +61,12 @@ export type Database =
     readonly connectTimeout?: Duration.DurationInput
     /** How long an unused pooled connection stays open (default 10 s). */
     readonly idleTimeout?: Duration.DurationInput
+    /**
+     * Whether statements a connection runs again and again are sent as named prepared statements, parsed and
+     * planned once per connection (default `true`). Off for a pooler that cannot keep them (PgBouncer before 1.21
+     * in transaction mode, or without `max_prepared_statements`).
+     */
+    readonly preparedStatements?: boolean
   }
   | {
     /**
@@ -269,6 +277,10 @@ export const layer = (
           new DatabaseError({ message: `pg does not load (npm install pg): ${cause}`, retryable: false, cause })
       })
       const Pool = (pg.default ?? pg).Pool
+      // the hot statements named, so that PostgreSQL parses and plans them once per connection
+      const Client = database.preparedStatements === false
+        ? (pg.default ?? pg).Client
+        : PreparedStatements.preparing((pg.default ?? pg).Client)
       // the pool as `PgClient.make` builds it, the same first query and the same end
       const pool = yield* Effect.acquireRelease(
         Effect.sync(() => {
@@ -277,7 +289,8 @@ export const layer = (
             connectionTimeoutMillis: Duration.toMillis(connectTimeout),
             ...(idleTimeout === undefined ? {} : { idleTimeoutMillis: Duration.toMillis(idleTimeout) }),
             max,
-            application_name: "@effect/sql-pg"
+            application_name: "@effect/sql-pg",
+            Client
           })
           // errors of idle connections (a restarted server): the pool drops them and opens new ones
           made.on("error", () => {})
@@ -327,7 +340,8 @@ export const layer = (
  * The database from Effect `Config` (decisions.md §10): PostgreSQL when `DATABASE_URL` is set, otherwise SQLite at
  * `MEDIAGATE_DATA_DIR/mediagate.db` (default `./data/mediagate.db`). On PostgreSQL, `MEDIAGATE_DB_MAX_CONNECTIONS`
  * (default 10, from 2 to 1000) sets the pool's size, `MEDIAGATE_DB_CONNECT_TIMEOUT` (default `5s`) and
- * `MEDIAGATE_DB_IDLE_TIMEOUT` (default `10s`) its timeouts.
+ * `MEDIAGATE_DB_IDLE_TIMEOUT` (default `10s`) its timeouts, `MEDIAGATE_DB_PREPARED_STATEMENTS` (default `true`)
+ * whether hot statements are prepared on each connection.
  *
  * @since 0.1.0
  * @category config
@@ -340,15 +354,17 @@ export const config: Config.Config<Database> = Config.all({
   maxConnections: Config.integer("MEDIAGATE_DB_MAX_CONNECTIONS").pipe(
     Config.validate({ message: "must be a whole number from 2 to 1000", validation: (n) => n >= 2 && n <= 1000 }),
     Config.withDefault(10)
-  )
+  ),
+  preparedStatements: Config.boolean("MEDIAGATE_DB_PREPARED_STATEMENTS").pipe(Config.withDefault(true))
 }).pipe(
-  Config.map(({ connectTimeout, dataDir, idleTimeout, maxConnections, url }): Database =>
+  Config.map(({ connectTimeout, dataDir, idleTimeout, maxConnections, preparedStatements, url }): Database =>
     Option.isSome(url) && Redacted.value(url.value).trim() !== ""
       ? {
         postgres: url.value,
         maxConnections,
         connectTimeout: Duration.millis(connectTimeout),
-        idleTimeout: Duration.millis(idleTimeout)
+        idleTimeout: Duration.millis(idleTimeout),
+        preparedStatements
       }
       : { sqlite: join(dataDir, "mediagate.db") }
   )

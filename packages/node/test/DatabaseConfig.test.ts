@@ -1,6 +1,7 @@
 /**
  * The database from the environment: `MEDIAGATE_DB_MAX_CONNECTIONS` sizes the PostgreSQL pool (an operator's
- * connection budget: each thread of the production server opens its own pool), checked at start.
+ * connection budget: each thread of the production server opens its own pool), checked at start;
+ * `MEDIAGATE_DB_PREPARED_STATEMENTS` turns the prepared hot statements off (a pooler that cannot keep them).
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, expect, it } from "@effect/vitest"
@@ -39,6 +40,17 @@ describe("the database from the environment", () => {
         )
         assert.include(String(error), "MEDIAGATE_DB_MAX_CONNECTIONS", value)
       }
+    }))
+
+  it.effect("hot statements are prepared unless MEDIAGATE_DB_PREPARED_STATEMENTS is false", () =>
+    Effect.gen(function*() {
+      const url = Databases.pgUrl()
+      expect(yield* configFrom({ DATABASE_URL: url })).toMatchObject({ preparedStatements: true })
+      expect(yield* configFrom({ DATABASE_URL: url, MEDIAGATE_DB_PREPARED_STATEMENTS: "false" })).toMatchObject({
+        preparedStatements: false
+      })
+      const error = yield* Effect.flip(configFrom({ DATABASE_URL: url, MEDIAGATE_DB_PREPARED_STATEMENTS: "maybe" }))
+      assert.include(String(error), "MEDIAGATE_DB_PREPARED_STATEMENTS")
     }))
 
   it.live.skipIf(!runPostgres)(

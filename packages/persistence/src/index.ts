@@ -28,6 +28,12 @@ export * as IdempotencyWindow from "./IdempotencyWindow.js"
  */
 export * as Listen from "./Listen.js"
 /**
+ * Named prepared statements on PostgreSQL, for the statements a connection runs again and again.
+ *
+ * @since 0.1.0
+ */
+export * as PreparedStatements from "./PreparedStatements.js"
+/**
  * ULID identifiers.
  *
  * @since 0.1.0

@@ -5,6 +5,7 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as PreparedStatements from "@mediagate/persistence/PreparedStatements"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -13,6 +14,7 @@ import type * as Scope from "effect/Scope"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import Pg from "pg"
 
 /** The URL of a database on the local PostgreSQL server (`test` by default). */
 export const pgUrl = (database = "test"): string => `postgres://postgres@127.0.0.1:5432/${database}`
@@ -68,20 +70,34 @@ export const pgSchema: Effect.Effect<string, unknown, Scope.Scope> = Effect.acqu
 )
 
 /**
- * A client whose connections (the LISTEN one included) work in `schema` (through `search_path`). Its connect
- * timeout also bounds the wait for a free connection of the pool (node-postgres): the concurrency suites queue
- * hundreds of statements on it, which on a fully loaded 2-core machine waited longer than 3 s.
+ * A client whose connections (the LISTEN one included) work in `schema` (through `search_path`), on a `pg` pool
+ * made as the server makes it: its connections name their hot statements (`@mediagate/persistence`
+ * `PreparedStatements`), so the suites run the statements as production sends them. Its connect timeout also
+ * bounds the wait for a free connection of the pool (node-postgres): the concurrency suites queue hundreds of
+ * statements on it, which on a fully loaded 2-core machine waited longer than 3 s.
  */
 export const pgClient = (
   schema: string,
   maxConnections = 10
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, unknown> =>
-  PgClient.layer({
-    url: Redacted.make(`${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`),
-    connectTimeout: "30 seconds",
-    // the files running beside each other share the server's connections: an unused one is given back soon
-    idleTimeout: "2 seconds",
-    maxConnections
+  PgClient.layerFromPool({
+    acquire: Effect.acquireRelease(
+      Effect.sync(() => {
+        const pool = new Pg.Pool({
+          connectionString: `${pgUrl()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+          connectionTimeoutMillis: 30_000,
+          // the files running beside each other share the server's connections: an unused one is given back soon
+          idleTimeoutMillis: 2_000,
+          max: maxConnections,
+          application_name: "@effect/sql-pg",
+          Client: PreparedStatements.preparing(Pg.Client)
+        })
+        // errors of idle connections (a dropped schema's, a restarted server's): the pool opens new ones
+        pool.on("error", () => {})
+        return pool
+      }),
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+    )
   })
 
 /** A client on a fresh schema of its own. */
