@@ -225,26 +225,55 @@ export const make = (options: SimulatedOptions = {}) =>
     // cost no rendering, no bytes and no file operation. The store is looked at again for a rendering after
     // renderingCheckMs (an operator may have removed it): one that is gone is stored again.
     const stored = new Map<string, { readonly size: number; checkedAt: number }>()
+    /**
+     * One lock per rendering: the jobs that end together before it is stored wait for the first one's rendering
+     * instead of each rendering it (a burst of video jobs ending at once queued hundreds of encodes).
+     */
+    const renderingLocks = new Map<string, Effect.Semaphore>()
+    const lockOf = (key: string) => {
+      const known = renderingLocks.get(key)
+      if (known !== undefined) return known
+      const made = Effect.unsafeMakeSemaphore(1)
+      renderingLocks.set(key, made)
+      return made
+    }
     const render = (spec: Outputs.OutputSpec) =>
       spec.media === "video"
         ? media.renderVideo({ width: spec.width, height: spec.height, durationSeconds: spec.durationSeconds })
         : spec.kind === "last_frame"
         ? media.renderLastFrame({ width: spec.width, height: spec.height, durationSeconds: 1 })
         : media.renderImage({ width: spec.width, height: spec.height, format: spec.format })
+    /** Renders and stores `spec` under `key` unless a job that held the lock before did; its size. */
     const storeRendering = (spec: Outputs.OutputSpec, key: string, now: number) =>
-      Effect.flatMap(render(spec), (bytes) =>
-        Effect.map(store.put(key, bytes, contentTypeOf(key)), ({ size }) => {
-          stored.set(key, { size, checkedAt: now })
-          return size
-        }))
+      lockOf(key).withPermits(1)(Effect.suspend(() => {
+        const done = stored.get(key)
+        if (done !== undefined) return Effect.succeed(done.size)
+        return Effect.flatMap(render(spec), (bytes) =>
+          Effect.map(store.put(key, bytes, contentTypeOf(key)), ({ size }) => {
+            stored.set(key, { size, checkedAt: now })
+            return size
+          }))
+      }))
     /** Makes sure the rendering of `spec` is stored under `key`; its size. */
     const rendering = (spec: Outputs.OutputSpec, key: string, now: number) => {
       const known = stored.get(key)
-      if (known === undefined) return storeRendering(spec, key, now)
-      if (now - known.checkedAt < renderingCheckMs) return Effect.succeed(known.size)
+      if (known === undefined) {
+        return storeRendering(spec, key, now)
+      }
+      if (now - known.checkedAt < renderingCheckMs) {
+        return Effect.succeed(known.size)
+      }
       known.checkedAt = now
-      return Effect.flatMap(store.open(key), (opened) =>
-        opened._tag === "Some" ? Effect.succeed(opened.value.size) : storeRendering(spec, key, now))
+      return Effect.flatMap(store.open(key), (opened) => {
+        if (opened._tag === "Some") {
+          return Effect.succeed(opened.value.size)
+        }
+        // gone from the store: forgotten, so that the first job to get the lock stores it again
+        if (stored.get(key) === known) {
+          stored.delete(key)
+        }
+        return storeRendering(spec, key, now)
+      })
     }
 
     /** The result items of a finished job, its renderings stored (idempotent). */
@@ -285,7 +314,9 @@ export const make = (options: SimulatedOptions = {}) =>
         Effect.flatMap(Clock.currentTimeMillis, (submittedAt) => {
           const { durationMs, steer } = plan(task)
           const submitted = Effect.succeed({ jobId: jobIdOf(task, submittedAt) })
-          if (steer.hang || durationMs <= 0) return submitted
+          if (steer.hang || durationMs <= 0) {
+            return submitted
+          }
           const at = submittedAt + durationMs
           const first = notices.peek()
           notices.push({ at, taskId: task.id, end: true })
@@ -340,7 +371,8 @@ export const make = (options: SimulatedOptions = {}) =>
             )
           )
         }),
-      cancel: () => Effect.void
+      cancel: () =>
+        Effect.void
     })
   })
 

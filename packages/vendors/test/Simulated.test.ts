@@ -41,6 +41,8 @@ const setup = (
     readonly timeout?: Duration.DurationInput
     readonly upstreamPollDelay?: boolean
     readonly progressJobs?: number
+    /** The renderer instead of a real one of its own (`Media.layer`). */
+    readonly media?: Layer.Layer<Media.Renderer>
   } = {}
 ) => {
   const directory = mkdtempSync(join(tmpdir(), "mg-sim-"))
@@ -60,11 +62,14 @@ const setup = (
       Layer.provideMerge(TaskStorage.layerMemory()),
       Layer.provideMerge(Upstreams.layer()),
       Layer.provideMerge(
-        Simulated.layer({
-          videoSeconds: 0.05,
-          imageSeconds: 0.05,
-          ...(options.progressJobs === undefined ? {} : { progressJobs: options.progressJobs })
-        })
+        Layer.scoped(
+          Simulated.SimulatedUpstream,
+          Simulated.make({
+            videoSeconds: 0.05,
+            imageSeconds: 0.05,
+            ...(options.progressJobs === undefined ? {} : { progressJobs: options.progressJobs })
+          })
+        ).pipe(Layer.provide(options.media ?? Media.layer()))
       ),
       Layer.provideMerge(VendorPlanner.layer({ timeout: options.timeout ?? "120 seconds" })),
       Layer.provideMerge(PriceBook.layer()),
@@ -248,6 +253,41 @@ describe("simulated upstream", () => {
       expect(d.key).toBe(a!.key)
       expect(decodeImage(readFileSync(join(directory, d.key)), "png")).toEqual({ width: 1280, height: 768 })
       expect(statSync(join(directory, d.key)).size).toBe(d.size)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, { timeout: 60_000 })
+
+  it.effect("jobs that end together before their output is stored render it once", () => {
+    let renders = 0
+    // a real renderer whose images take 50 ms of the clock: every job of the burst ends within that time
+    const media = Layer.effect(
+      Media.Renderer,
+      Effect.map(Media.Renderer, (real) => ({
+        ...real,
+        renderImage: (spec: Media.ImageSpec) =>
+          Effect.zipRight(
+            Effect.sync(() => renders++),
+            Effect.zipRight(Effect.sleep("50 millis"), real.renderImage(spec))
+          )
+      }))
+    ).pipe(Layer.provide(Media.layer()))
+    const { directory, layer } = setup({ media })
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const created = yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), () =>
+        tasks.create(principal, {
+          endpoint: "vendor4/text-to-image",
+          request: {
+            model: "vendor4-5-0-lite",
+            input: { prompt: "p", size: "1280x768", output_format: "png" }
+          } as never,
+          idempotencyKey: undefined
+        }))
+      const ended = yield* awaitTerminal(created.map((a) => a.id))
+      expect(ended.map((t) => t.status)).toEqual(created.map(() => "succeeded"))
+      expect(renders).toBe(1)
+      const urls = new Set(ended.map((t) => new URL(t.result![0]!.url).pathname))
+      expect([...urls]).toEqual([`/files/${Simulated.renderingsPrefix}image-1280x768.png`])
+      expect(readdirSync(join(directory, Simulated.renderingsPrefix))).toEqual(["image-1280x768.png"])
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, { timeout: 60_000 })
 
