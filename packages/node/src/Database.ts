@@ -8,13 +8,13 @@
  * the database restarts requests fail fast (503 `SERVICE_UNAVAILABLE`) instead of queueing; connections the server
  * killed are dropped from the pool and new ones are opened as soon as it answers again.
  *
- * Connection metrics (`mediagate_db_pool_*`, docs/operations.md): the layers of a SQLite file and of a PostgreSQL
- * URL also put {@link DatabasePool} in context. On PostgreSQL the `pg` pool is made here, with the settings
- * `PgClient.layer` would give it (URL, pool size, timeouts, application name `@effect/sql-pg`, SSL from the URL),
- * its connections naming their hot statements (`@mediagate/persistence/PreparedStatements`, unless
- * `preparedStatements: false`), and handed to `PgClient.layerFromPool`: `@effect/sql-pg` does not expose the pool it makes itself. So `pg` (a
- * dependency of `@effect/sql-pg`) is imported too, only when PostgreSQL is chosen. A host app's `SqlClient`
- * (`{ layer }`) has no such view: no pool metrics then.
+ * Connection metrics (`mediagate_db_pool_*`, docs/operations.md): the layers of a SQLite file and of a PostgreSQL URL
+ * also put {@link DatabasePool} in context. On PostgreSQL the `pg` pool is made here, with the settings
+ * `PgClient.layer` would give it (URL, pool size, timeouts, application name `@effect/sql-pg`, SSL from the URL), its
+ * connections naming their hot statements (`@mediagate/persistence/PreparedStatements`, unless
+ * `preparedStatements: false`), and handed to `PgClient.layerFromPool`: `@effect/sql-pg` does not expose the pool it
+ * makes itself. So `pg` (a dependency of `@effect/sql-pg`) is imported too, only when PostgreSQL is chosen. A host
+ * app's `SqlClient` (`{ layer }`) has no such view: no pool metrics then.
  *
  * @since 0.1.0
  */
@@ -276,11 +276,9 @@ export const layer = (
         catch: (cause) =>
           new DatabaseError({ message: `pg does not load (npm install pg): ${cause}`, retryable: false, cause })
       })
-      const Pool = (pg.default ?? pg).Pool
+      const { Client: PlainClient, Pool } = pg.default ?? pg
       // the hot statements named, so that PostgreSQL parses and plans them once per connection
-      const Client = database.preparedStatements === false
-        ? (pg.default ?? pg).Client
-        : PreparedStatements.preparing((pg.default ?? pg).Client)
+      const Client = database.preparedStatements === false ? PlainClient : PreparedStatements.preparing(PlainClient)
       // the pool as `PgClient.make` builds it, the same first query and the same end
       const pool = yield* Effect.acquireRelease(
         Effect.sync(() => {
