@@ -7,7 +7,8 @@
  *
  * Special modes, shown beside the default when named in `--targets`: `log-off` (the same server with
  * `MEDIAGATE_ACCESS_LOG=false`: the access log's cost), `api-node` (`MEDIAGATE_WORKERS=0`: no worker in the process),
- * `two-threads` (`MEDIAGATE_WORKER_THREAD=true`: the workers on a worker thread).
+ * `two-threads` (`MEDIAGATE_WORKER_THREAD=true`: the workers on a worker thread), `admission-off`
+ * (`MEDIAGATE_ADMISSION_MAX_WAIT_MS=0`: no request waits at the Admission gate, engine.md "Workers").
  * Every build of Mediagate measured runs on a database of its own, started for its turn and stopped after it: with
  * workers on, a server runs the tasks its `POST` runs made, which would otherwise fall on the turns after it. A first
  * server, not measured, makes the database that raw and the floor read.
@@ -160,6 +161,7 @@ for (const db of databases) {
       "log-off": () => own(mainScript, { MEDIAGATE_ACCESS_LOG: "false" }),
       "api-node": () => own(mainScript, { MEDIAGATE_WORKERS: "0" }),
       "two-threads": () => own(mainScript, { MEDIAGATE_WORKER_THREAD: "true" }),
+      "admission-off": () => own(mainScript, { MEDIAGATE_ADMISSION_MAX_WAIT_MS: "0" }),
       before: () => own(join(before, mainScript), {}, beforeNodeOptions),
       // the same build with every request through the platform's HttpApiBuilder router (no dispatch of its own)
       platform: () => own(mainScript, { MEDIAGATE_HTTP_DISPATCH: "false" }),

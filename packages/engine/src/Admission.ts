@@ -6,7 +6,8 @@
  * CPU is taken, accepting requests and running steps compete: left alone, a burst of requests is accepted faster
  * than its tasks are submitted, and every accepted task waits in the queue (and the jobs of the tasks already
  * running finish late: their polls wait too). The worker reports after each claim how late the oldest task it took
- * was (`claimed at − due at`, or 0 when it found nothing due). Once that passes {@link AdmissionOptions.closeMs} the
+ * was (`claimed at − due at`, or 0 when it found nothing due; a task woken by its job's change is due from when the
+ * worker heard it: `claimLateness` of the worker's schedule). Once that passes {@link AdmissionOptions.closeMs} the
  * gate shuts: a request that is about to create a task (generation or retry) waits, before its task is created,
  * until a claim finds the queue caught up again (late ≤ {@link AdmissionOptions.openMs}), or at most
  * {@link AdmissionOptions.maxWaitMs}. The waiting is back-pressure on the clients: their answers come later, the

@@ -49,7 +49,7 @@ import * as Stream from "effect/Stream"
 import { hostname } from "node:os"
 import { Admission } from "./Admission.js"
 import * as EngineMetrics from "./internal/metrics.js"
-import { stepDelays } from "./internal/worker/schedule.js"
+import { claimLateness, stepDelays } from "./internal/worker/schedule.js"
 import { config } from "./internal/worker/settings.js"
 import { claimSpan, stepAttributes } from "./internal/worker/spans.js"
 import { runStepWith, type StepStorage } from "./internal/worker/step.js"
@@ -159,6 +159,9 @@ export const runStep = (task: TaskRecord, options: Required<Pick<WorkerOptions, 
       runStepWith({ step: lifecycle.step, finish: lifecycle.finish, getById: reads.getById }, upstream, task, options)
   )
 
+/** The most tasks whose change a worker remembers hearing (see `heard` in {@link run}). */
+const heardLimit = 65_536
+
 /**
  * Runs the worker until the scope closes. Needs the storage ports it uses and the upstream.
  *
@@ -231,6 +234,21 @@ export const run = (options: WorkerOptions = {}) =>
      * through that step's write).
      */
     const changedTasks = yield* Queue.unbounded<string>()
+    /**
+     * When this worker heard the change of each task woken since (epoch ms, the first one until its claim): the
+     * lateness its claim reports counts from there (`claimLateness`). A task another process claims leaves its
+     * entry behind: the oldest are dropped past `heardLimit`.
+     */
+    const heard = new Map<string, number>()
+    const hear = (ids: Chunk.Chunk<string>) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        for (const id of ids) if (!heard.has(id)) heard.set(id, now)
+        for (const id of heard.keys()) {
+          if (heard.size <= heardLimit) break
+          heard.delete(id)
+        }
+        return Queue.offerAll(changedTasks, ids)
+      })
 
     /**
      * The storage as steps see it: a step that schedules its task before the idle dispatcher's next look wakes it;
@@ -260,7 +278,7 @@ export const run = (options: WorkerOptions = {}) =>
     // upstream callbacks, batched: a burst of finished jobs costs one storage write; the changes go into the queue of
     // tasks to make due; one fiber writes them: what came in the 5 ms after the first, and while the last write ran,
     // goes in one write (a timer per write, not per change)
-    yield* Effect.forkScoped(Stream.runForEachChunk(upstream.changes, (ids) => Queue.offerAll(changedTasks, ids)))
+    yield* Effect.forkScoped(Stream.runForEachChunk(upstream.changes, hear))
     const nextDue = Effect.flatMap(Queue.takeBetween(changedTasks, 1, 512), (first) =>
       first.length >= 512 ? Effect.succeed(first) : Effect.zipRight(
         Effect.sleep(Duration.millis(5)),
@@ -419,8 +437,10 @@ export const run = (options: WorkerOptions = {}) =>
       const claimEnded = yield* Clock.currentTimeNanos
       const claimedAt = Number(claimEnded / 1_000_000n)
       const taken = yield* placed(claimed, claimedAt)
-      // claimed oldest due first: the first is the latest (none due: the queue is caught up)
-      admission?.report(claimed.length === 0 ? 0 : claimedAt - (claimed[0]!.nextRunAt ?? claimedAt))
+      // none due: the queue is caught up (0); a claim of woken tasks whose changes were heard elsewhere tells nothing
+      const late = claimLateness(claimed, claimedAt, (id) => heard.get(id))
+      for (const task of claimed) heard.delete(task.id)
+      if (late !== undefined) admission?.report(late)
       for (const task of taken) {
         EngineMetrics.claimed(task, claimedAt)
         running++

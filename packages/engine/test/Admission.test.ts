@@ -9,15 +9,17 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Admission from "../src/Admission.js"
+import { claimLateness } from "../src/internal/worker/schedule.js"
 import * as Planner from "../src/Planner.js"
 import * as ResultLinks from "../src/ResultLinks.js"
 import { TaskReads } from "../src/TaskReads.js"
+import { fromNew } from "../src/TaskRecord.js"
 import * as TaskService from "../src/TaskService.js"
 import { layerMemory, TaskStorage } from "../src/TaskStorage.js"
 import * as Worker from "../src/Worker.js"
 import { principal } from "./EngineSuite.js"
 import { makeFakeUpstream } from "./FakeUpstream.js"
-import { makeRecordingBilling, withStorage } from "./support.js"
+import { makeRecordingBilling, newTask, start, withStorage } from "./support.js"
 
 /** Lets other fibers and timers run for a moment. */
 const settle = Effect.sleep("20 millis")
@@ -238,4 +240,63 @@ describe("Admission gate", () => {
       )
     }).pipe(Effect.provide(layer), Effect.scoped)
   }, 60_000)
+})
+
+describe("Admission: the lateness a claim reports", () => {
+  it("counts from a task's next run, or from when a woken task's change was heard; 0 for an empty claim", () => {
+    const task = (id: string, nextRunAt: number, upstreamJobId: string | null) => ({
+      ...fromNew(newTask({ id, createdAt: start, deadlineAt: start + 3_600_000 })),
+      nextRunAt,
+      upstreamJobId
+    })
+    const heard = new Map([["t_woken", start + 9_000]])
+    const at = start + 10_000
+    assert.strictEqual(claimLateness([], at, (id) => heard.get(id)), 0)
+    // new (due at creation) and polled (due at its next run) tasks: from their next run, the latest-waiting counts
+    assert.strictEqual(claimLateness([task("t_new", start, null)], at, (id) => heard.get(id)), 10_000)
+    assert.strictEqual(claimLateness([task("t_polled", start + 9_900, "job")], at, (id) => heard.get(id)), 100)
+    // woken (due in creation order): from the change heard, or nothing known when another process heard it
+    assert.strictEqual(claimLateness([task("t_woken", start, "job")], at, (id) => heard.get(id)), 1_000)
+    assert.isUndefined(claimLateness([task("t_other", start, "job")], at, (id) => heard.get(id)))
+    assert.strictEqual(
+      claimLateness([task("t_other", start, "job"), task("t_polled", start + 9_900, "job")], at, (id) => heard.get(id)),
+      100
+    )
+  })
+
+  it.live("a task woken by its job's change is late from when the change was heard, not by the job's length", () => {
+    const reports: Array<number> = []
+    const gate = Admission.make({ closeMs: 200, openMs: 50, maxWaitMs: 60_000 })
+    const spy: Admission.Gate = { ...gate, report: (late) => void reports.push(late) }
+    const upstream = makeFakeUpstream({ durationMs: 600, callbacks: true })
+    const layer = Worker.layer({ concurrency: 4, idle: "50 millis", claimInterval: "0 millis" }).pipe(
+      Layer.provideMerge(TaskService.layer),
+      Layer.provideMerge(Layer.succeed(Admission.Admission, spy)),
+      Layer.provide(ResultLinks.layerAsStored),
+      Layer.provideMerge(Planner.layerFixed({ priceMicros: 0, estimatedSeconds: 60, timeout: "5 minutes" })),
+      Layer.provideMerge(layerMemory().pipe(Layer.provide(makeRecordingBilling().layer))),
+      Layer.provideMerge(upstream.layer)
+    )
+    return Effect.gen(function*() {
+      const tasks = yield* Services.TaskService
+      const created = yield* tasks.create(principal(), {
+        endpoint: "vendor3/text-to-video",
+        request: { model: "vendor3-3", input: { prompt: "a woken task" } },
+        idempotencyKey: undefined
+      })
+      const storage = yield* TaskStorage
+      // the job's change (after 600 ms) makes the task due in creation order: its claim finishes it
+      for (let i = 0; i < 300; i++) {
+        const task = yield* storage.getById(created.id)
+        if (task._tag === "Some" && task.value.status === "succeeded") break
+        yield* settle
+      }
+      const task = yield* storage.getById(created.id)
+      assert.strictEqual(task._tag === "Some" ? task.value.status : "none", "succeeded")
+      // the claim of the woken task found it due at its creation; counted from there it is 600 ms late and shuts
+      // the gate of a node that is idle
+      assert.isAbove(reports.length, 1)
+      assert.isBelow(Math.max(...reports), 200)
+    }).pipe(Effect.provide(layer), Effect.scoped)
+  }, 30_000)
 })

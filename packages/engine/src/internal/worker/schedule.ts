@@ -54,3 +54,25 @@ export const stepDelays = (options: Pick<WorkerOptions, "pollDelay" | "retryDela
   }
   return stepOptions
 }
+
+/**
+ * How late a claim took its tasks (ms): `claimedAt` − when the longest-waiting of them became due, what the worker
+ * reports to the Admission gate; 0 for a claim that found nothing due, `undefined` when no task it took tells.
+ * A task is due at its `nextRunAt`, except one whose job's change woke it: `markDue` puts such a task in creation
+ * order (`nextRunAt` at or before its `createdAt`, which would count the job's whole length as lateness), so it
+ * became due when its change was heard (`heardAt`), and one whose change another process heard tells nothing.
+ */
+export const claimLateness = (
+  claimed: ReadonlyArray<TaskRecord>,
+  claimedAt: number,
+  heardAt: (taskId: string) => number | undefined
+): number | undefined => {
+  if (claimed.length === 0) return 0
+  let late: number | undefined
+  for (const task of claimed) {
+    const woken = task.upstreamJobId !== null && task.nextRunAt !== null && task.nextRunAt <= task.createdAt
+    const due = woken ? heardAt(task.id) : task.nextRunAt ?? undefined
+    if (due !== undefined) late = Math.max(late ?? 0, claimedAt - due)
+  }
+  return late
+}
