@@ -48,6 +48,12 @@ export type Database =
   | {
     /** A SQLite file (created with its folder when missing); `":memory:"` for a throwaway database. */
     readonly sqlite: string
+    /**
+     * How commits are made durable (default `"normal"`): `"normal"` syncs the write-ahead log at checkpoints (a
+     * commit survives a crash of the process; a power loss or a crash of the machine may undo the last commits, the
+     * database staying consistent), `"full"` at every commit (nothing committed is lost; fewer tasks a second).
+     */
+    readonly synchronous?: SqlStore.SqliteSynchronous
   }
   | {
     /** A PostgreSQL connection URL (`postgres://user@host:5432/db`). */
@@ -319,15 +325,20 @@ export const layer = (
         catch: unreachable(`cannot create the folder of ${file}`)
       })
     }
+    const synchronous = database.synchronous ?? "normal"
     const client = Layer.mapError(
-      Layer.tap(SqliteClient.layer({ filename: file }), (opened) => Effect.provide(SqlStore.sqliteSettings, opened)),
+      Layer.tap(
+        SqliteClient.layer({ filename: file }),
+        (opened) =>
+          Effect.provide(Effect.zipRight(SqlStore.sqliteSettings, SqlStore.sqliteSynchronous(synchronous)), opened)
+      ),
       unreachable(`cannot open the SQLite database ${file}`)
     )
     // a file gets a second, read-only connection for the hot reads (@mediagate/persistence/ReadConnection) and a
     // second read-write one for the charged accepts' transactions (@mediagate/persistence/WriteConnection)
     const memory = file === ":memory:"
     const reads = memory ? ReadConnection.layerNone : ReadConnection.layer(file)
-    const writes = memory ? WriteConnection.layerNone : WriteConnection.layer(file)
+    const writes = memory ? WriteConnection.layerNone : WriteConnection.layer(file, { synchronous })
     return Layer.mergeAll(Layer.effect(DatabasePool, Effect.map(SqlClient.SqlClient, sqliteStats)), reads, writes).pipe(
       Layer.provideMerge(client)
     )
@@ -339,7 +350,8 @@ export const layer = (
  * `MEDIAGATE_DATA_DIR/mediagate.db` (default `./data/mediagate.db`). On PostgreSQL, `MEDIAGATE_DB_MAX_CONNECTIONS`
  * (default 10, from 2 to 1000) sets the pool's size, `MEDIAGATE_DB_CONNECT_TIMEOUT` (default `5s`) and
  * `MEDIAGATE_DB_IDLE_TIMEOUT` (default `10s`) its timeouts, `MEDIAGATE_DB_PREPARED_STATEMENTS` (default `true`)
- * whether hot statements are prepared on each connection.
+ * whether hot statements are prepared on each connection. On SQLite, `MEDIAGATE_SQLITE_SYNCHRONOUS` (`normal`, the
+ * default, or `full`) how commits are made durable.
  *
  * @since 0.1.0
  * @category config
@@ -353,9 +365,12 @@ export const config: Config.Config<Database> = Config.all({
     Config.validate({ message: "must be a whole number from 2 to 1000", validation: (n) => n >= 2 && n <= 1000 }),
     Config.withDefault(10)
   ),
-  preparedStatements: Config.boolean("MEDIAGATE_DB_PREPARED_STATEMENTS").pipe(Config.withDefault(true))
+  preparedStatements: Config.boolean("MEDIAGATE_DB_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
+  synchronous: Config.literal("normal", "full")("MEDIAGATE_SQLITE_SYNCHRONOUS").pipe(Config.withDefault("normal"))
 }).pipe(
-  Config.map(({ connectTimeout, dataDir, idleTimeout, maxConnections, preparedStatements, url }): Database =>
+  Config.map((
+    { connectTimeout, dataDir, idleTimeout, maxConnections, preparedStatements, synchronous, url }
+  ): Database =>
     Option.isSome(url) && Redacted.value(url.value).trim() !== ""
       ? {
         postgres: url.value,
@@ -364,6 +379,6 @@ export const config: Config.Config<Database> = Config.all({
         idleTimeout: Duration.millis(idleTimeout),
         preparedStatements
       }
-      : { sqlite: join(dataDir, "mediagate.db") }
+      : { sqlite: join(dataDir, "mediagate.db"), synchronous }
   )
 )

@@ -44,6 +44,26 @@ export const sqliteSettings: Effect.Effect<void, SqlError, SqlClient.SqlClient> 
   (sql) => Effect.forEach(SqliteDriver.pragmas, (pragma) => sql.unsafe(pragma), { discard: true })
 )
 
+/**
+ * How Mediagate's SQLite connections that write make their commits durable (`PRAGMA synchronous`): `normal` (in WAL
+ * mode the log is synced at checkpoints; a commit survives a crash of the process, and a power loss or a crash of the
+ * machine may undo the last commits, leaving the database consistent) or `full` (the log synced at every commit).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type SqliteSynchronous = SqliteDriver.Synchronous
+
+/**
+ * Sets the `SqlClient`'s own SQLite connection's {@link SqliteSynchronous} level (the write connection,
+ * `WriteConnection`, is given its own).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const sqliteSynchronous = (level: SqliteSynchronous): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(SqliteDriver.synchronousPragma(level)))
+
 // -----------------------------------------------------------------------------------------------------------------
 // table prefix
 // -----------------------------------------------------------------------------------------------------------------

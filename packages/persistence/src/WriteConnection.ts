@@ -73,17 +73,32 @@ export class WriteConnection extends Context.Tag("@mediagate/persistence/WriteCo
 >() {}
 
 /**
+ * Settings of a write connection.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WriterOptions {
+  /** How its commits are made durable (`PRAGMA synchronous`; the driver's default when not given). */
+  readonly synchronous?: SqliteDriver.Synchronous
+}
+
+/**
  * A writer of the SQLite file `filename` (which the `SqlClient` in context has opened): its connection opened on the
  * first transaction, statements prepared once per query text, closed when the scope closes.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (filename: string): Effect.Effect<Writer, never, Scope.Scope | SqlClient.SqlClient> =>
+export const make = (
+  filename: string,
+  options: WriterOptions = {}
+): Effect.Effect<Writer, never, Scope.Scope | SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const client = yield* SqlClient.SqlClient
+    const opening = { readonly: false, fileMustExist: true, ...options }
     const connection = yield* Effect.acquireRelease(
-      Effect.sync(() => SqliteDriver.lazy(() => SqliteDriver.open(filename, { readonly: false, fileMustExist: true }))),
+      Effect.sync(() => SqliteDriver.lazy(() => SqliteDriver.open(filename, opening))),
       (opened) => Effect.sync(opened.close)
     )
     // the transaction statements are cached prepared statements too (the driver's `transaction()` wrapper makes
@@ -156,8 +171,10 @@ export const make = (filename: string): Effect.Effect<Writer, never, Scope.Scope
  * @since 0.1.0
  * @category layers
  */
-export const layer = (filename: string): Layer.Layer<WriteConnection, never, SqlClient.SqlClient> =>
-  Layer.scoped(WriteConnection, make(filename))
+export const layer = (
+  filename: string,
+  options: WriterOptions = {}
+): Layer.Layer<WriteConnection, never, SqlClient.SqlClient> => Layer.scoped(WriteConnection, make(filename, options))
 
 /**
  * No write connection: stores write through the `SqlClient`.

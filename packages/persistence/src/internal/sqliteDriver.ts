@@ -45,13 +45,25 @@ export const load = (): Driver => {
  */
 export const pragmas: ReadonlyArray<string> = ["PRAGMA temp_store = MEMORY"]
 
-/** Opens `filename` with the {@link pragmas}. */
+/**
+ * How a connection makes its commits durable (`PRAGMA synchronous`, set on each connection that writes): `normal`,
+ * in WAL mode, syncs the log at checkpoints only (a commit survives a crash of the process, and the database stays
+ * consistent through a power loss or a crash of the machine, which may undo the last commits); `full` syncs the log
+ * at every commit (nothing committed is lost).
+ */
+export type Synchronous = "normal" | "full"
+
+/** The statement setting {@link Synchronous}. */
+export const synchronousPragma = (level: Synchronous) => `PRAGMA synchronous = ${level === "full" ? "FULL" : "NORMAL"}`
+
+/** Opens `filename` with the {@link pragmas}, and a writer's `synchronous` level when given. */
 export const open = (
   filename: string,
-  options: { readonly readonly: boolean; readonly fileMustExist: boolean }
+  options: { readonly readonly: boolean; readonly fileMustExist: boolean; readonly synchronous?: Synchronous }
 ): Connection => {
-  const connection = new (load())(filename, options)
+  const connection = new (load())(filename, { readonly: options.readonly, fileMustExist: options.fileMustExist })
   for (const pragma of pragmas) connection.prepare(pragma).run()
+  if (options.synchronous !== undefined) connection.prepare(synchronousPragma(options.synchronous)).run()
   return connection
 }
 
