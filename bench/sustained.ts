@@ -11,6 +11,7 @@
  *     [--connections 32] [--rounds 1]
  *     [--env NAME=value,...]   (settings added to `npm start`'s defaults: a special mode, shown beside them when
  *                    `--env-beside` is given, which runs the defaults and the settings in turn each round)
+ *     [--before <checkout>]   (also runs that checkout's built server, after this build's, each database)
  *
  * Each run starts a fresh server on a fresh database. Asserts nothing.
  */
@@ -46,16 +47,17 @@ const extraEnv: Record<string, string> = Object.fromEntries(
     return [pair.slice(0, at), pair.slice(at + 1)]
   })
 )
+const before = arg("before", "")
 const settings = Object.keys(extraEnv).length === 0
   ? [{}]
   : flag("env-beside")
   ? [{}, extraEnv]
   : [extraEnv]
 
-const run = async (db: string, extra: Record<string, string>) => {
+const run = async (db: string, extra: Record<string, string>, script = mainScript) => {
   const dir = mkdtempSync(join(tmpdir(), "mediagate-bench-sustained-"))
   const pg = db === "pg" ? pgDatabase("sustained") : undefined
-  const server = await start(mainScript, serverEnv(dir, pg?.url, extra))
+  const server = await start(script, serverEnv(dir, pg?.url, extra))
   try {
     const { token } = await account(server.base, 1_000_000_000)
     const load = (duration: number) =>
@@ -92,7 +94,8 @@ const run = async (db: string, extra: Record<string, string>) => {
     const succeeded = tasks.filter((task) => task["status"] === "succeeded")
     const lag = succeeded.map((task) => at(task, "completed_at") - at(task, "created_at") - jobSeconds * 1000)
     const submit = succeeded.map((task) => at(task, "started_at") - at(task, "created_at"))
-    const setting = Object.keys(extra).length === 0 ? "defaults" : JSON.stringify(extra)
+    const setting = (script === mainScript ? "" : "before, ") +
+      (Object.keys(extra).length === 0 ? "defaults" : JSON.stringify(extra))
     console.log(
       `  ${db}, ${setting}: ${Math.round(result.requests.average)} req/s, p50 ${result.latency.p50} ms, p99 ` +
         `${result.latency.p99} ms; CPU µs a request: main ${perRequest(main?.ms ?? 0)}, worker ` +
@@ -116,6 +119,9 @@ console.log(
 for (let round = 1; round <= rounds; round++) {
   console.log(`\nround ${round}`)
   for (const db of databases) {
-    for (const extra of settings) await run(db, extra)
+    for (const extra of settings) {
+      await run(db, extra)
+      if (before !== "") await run(db, extra, join(before, mainScript))
+    }
   }
 }
