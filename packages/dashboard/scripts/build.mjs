@@ -5,14 +5,15 @@
  * typed client, Effect, the views) and the operator console (`ui/views/Operator.tsx`), each imported dynamically
  * and so split into chunks of their own; `index.html` written with their names (under `%ASSETS%`, which the server
  * replaces per request with a URL relative to the page; the entry's static chunks preloaded), a gzip twin of each
- * asset, and a size report printed. Workspace packages are bundled from their TypeScript sources (the
+ * asset, and a size report printed. Files are replaced whole, each asset's twin before it and `index.html` last, so
+ * that a server reading the folder while a build runs serves a complete build. Workspace packages are bundled from their TypeScript sources (the
  * `@mediagate/source` condition), so the build needs no other package built first. `node:net` and `node:crypto`,
  * which two contract modules import for the server side, are replaced by small browser shims (`ui/shims`).
  *
  * Usage: node packages/dashboard/scripts/build.mjs [--quiet]
  */
 import * as esbuild from "esbuild"
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises"
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises"
 import { basename, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { gzipSync } from "node:zlib"
@@ -21,8 +22,17 @@ const root = fileURLToPath(new URL("..", import.meta.url))
 const outdir = join(root, "dist", "assets")
 const quiet = process.argv.includes("--quiet")
 
-await rm(outdir, { recursive: true, force: true })
 await mkdir(outdir, { recursive: true })
+
+/**
+ * Writes a file whole or not at all (a temporary file renamed over it): a server that starts while a build runs
+ * (`npm pack`'s prepack beside a running test suite) reads the former file or the new one, never a part.
+ */
+const writeWhole = async (path, contents) => {
+  const temporary = `${path}.${process.pid}.tmp`
+  await writeFile(temporary, contents)
+  await rename(temporary, path)
+}
 
 const result = await esbuild.build({
   absWorkingDir: root,
@@ -45,6 +55,7 @@ const result = await esbuild.build({
   define: { "process.env.NODE_ENV": "\"production\"" },
   legalComments: "linked",
   metafile: true,
+  write: false,
   logLevel: "warning"
 })
 
@@ -63,13 +74,12 @@ const operatorOutput = Object.entries(result.metafile.outputs)
   .find(([, output]) => output.entryPoint === "ui/views/Operator.tsx")
 const operator = operatorOutput === undefined ? undefined : basename(operatorOutput[0])
 // what was built, for the browser suite (not served: outside dist/assets)
-await writeFile(
+await writeWhole(
   join(root, "dist", "build.json"),
   JSON.stringify({ entry: script, style, preloaded: statics, operator }, null, 2)
 )
 const template = await readFile(join(root, "ui", "index.html"), "utf8")
-await writeFile(
-  join(outdir, "index.html"),
+const page = new TextEncoder().encode(
   // `%ASSETS%` is filled in per request with a URL relative to the page (src/Dashboard.ts: any mount path works)
   template.replace("%STYLE%", `%ASSETS%/${style}`).replace(
     "<script type=\"module\" src=\"%SCRIPT%\"></script>",
@@ -77,13 +87,28 @@ await writeFile(
   )
 )
 
+// each asset's gzip twin before it, `index.html` (which names them) last, then what the former build left: a server
+// that reads the folder meanwhile finds every asset it lists with its twin
+const files = [...result.outputFiles.map((file) => ({ name: basename(file.path), body: file.contents }))]
+  .sort((a, b) => a.name.localeCompare(b.name))
+  .concat([{ name: "index.html", body: page }])
 const report = []
-for (const name of (await readdir(outdir)).sort()) {
-  const body = await readFile(join(outdir, name))
+const written = new Set()
+for (const { body, name } of files) {
   const gzip = gzipSync(body, { level: 9 })
-  if (name !== "index.html" && body.length > 1024) await writeFile(join(outdir, `${name}.gz`), gzip)
+  if (name !== "index.html" && body.length > 1024) {
+    await writeWhole(join(outdir, `${name}.gz`), gzip)
+    written.add(`${name}.gz`)
+  }
+  await writeWhole(join(outdir, name), body)
+  written.add(name)
   report.push({ name, bytes: body.length, gzip: gzip.length })
 }
+// (another build's temporary files are its own to rename)
+for (const name of await readdir(outdir)) {
+  if (!written.has(name) && !name.endsWith(".tmp")) await rm(join(outdir, name), { force: true })
+}
+report.sort((a, b) => a.name.localeCompare(b.name))
 const kb = (n) => `${(n / 1024).toFixed(1)} KiB`
 if (!quiet) {
   console.log("dashboard: built packages/dashboard/dist/assets")
