@@ -23,6 +23,15 @@ export const arg = (name: string, fallback: string) => {
 /** Whether `--name` is on the command line. */
 export const flag = (name: string) => args.includes(`--${name}`)
 
+/** `--env NAME=value,...`: settings added to a server's defaults (a special mode, to show beside them). */
+export const envArg = (): Record<string, string> =>
+  Object.fromEntries(
+    arg("env", "").split(",").filter((pair) => pair.includes("=")).map((pair) => {
+      const at = pair.indexOf("=")
+      return [pair.slice(0, at), pair.slice(at + 1)]
+    })
+  )
+
 /** The repository's root folder. */
 export const root = fileURLToPath(new URL("..", import.meta.url))
 

@@ -24,6 +24,7 @@ import {
   allTasks,
   arg,
   countOf,
+  envArg,
   flag,
   mainScript,
   percentile,
@@ -41,12 +42,7 @@ const warmup = Number(arg("warmup", "5"))
 const jobSeconds = Number(arg("job-seconds", "10"))
 const connections = Number(arg("connections", "32"))
 const rounds = Number(arg("rounds", "1"))
-const extraEnv: Record<string, string> = Object.fromEntries(
-  arg("env", "").split(",").filter((pair) => pair.includes("=")).map((pair) => {
-    const at = pair.indexOf("=")
-    return [pair.slice(0, at), pair.slice(at + 1)]
-  })
-)
+const extraEnv = envArg()
 const before = arg("before", "")
 const settings = Object.keys(extraEnv).length === 0
   ? [{}]

@@ -34,6 +34,7 @@ import {
   arg,
   countOf,
   cpuMs,
+  envArg,
   flag,
   mainScript,
   pgDatabase,
@@ -61,12 +62,7 @@ const before = arg("before", "")
 /** `--node-options "<V8 flags>"`: the server's flags instead of `npm start`'s (a special mode, to show beside them). */
 const nodeOptions = arg("node-options", "")
 /** `--env NAME=value,...`: settings added to the defaults (a special mode, to show beside them). */
-const extraEnv: Record<string, string> = Object.fromEntries(
-  arg("env", "").split(",").filter((pair) => pair.includes("=")).map((pair) => {
-    const at = pair.indexOf("=")
-    return [pair.slice(0, at), pair.slice(at + 1)]
-  })
-)
+const extraEnv = envArg()
 
 /**
  * One run of the server on `db`: tasks/s (API timestamps), accepted/s and CPU per task (of both nodes under
