@@ -40,6 +40,7 @@ import * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as AccessLog from "./AccessLog.js"
 import * as Database from "./Database.js"
+import * as ConfigErrors from "./internal/configErrors.js"
 import * as Stack from "./internal/stack.js"
 import * as Tracing from "./internal/tracing.js"
 import * as Metrics from "./Metrics.js"
@@ -151,7 +152,11 @@ export class StartError extends Schema.TaggedError<StartError>()("StartError", {
 const toStartError = (cause: unknown): StartError => {
   if (cause instanceof StartError) return cause
   if (ConfigError.isConfigError(cause)) {
-    return new StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
+    return new StartError({
+      message: `invalid configuration: ${ConfigErrors.describe(cause)}`,
+      retryable: false,
+      cause
+    })
   }
   if (cause instanceof OptionalPackage.MissingPackage) {
     return new StartError({ message: cause.message, retryable: false, cause })
@@ -404,12 +409,9 @@ export const start = (
       )
     )
     const boot = attempt.pipe(
+      // a failure that retrying cannot fix is the caller's to report (`ready` fails with it; the server logs it once)
       Effect.tapError((error) =>
-        Effect.logWarning(
-          error.retryable
-            ? `Mediagate could not start (${error.message}); trying again`
-            : `Mediagate cannot start: ${error.message}`
-        )
+        error.retryable ? Effect.logWarning(`Mediagate could not start (${error.message}); trying again`) : Effect.void
       ),
       Effect.retry(Schedule.whileInput(options.retry ?? defaultRetry, (error: StartError) => error.retryable)),
       Effect.flatMap((service) =>

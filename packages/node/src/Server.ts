@@ -35,6 +35,7 @@ import { availableParallelism } from "node:os"
 import { dirname, resolve } from "node:path"
 import { setFlagsFromString } from "node:v8"
 import * as AccessLog from "./AccessLog.js"
+import * as ConfigErrors from "./internal/configErrors.js"
 import * as FirstKeys from "./internal/firstKeys.js"
 import * as IdleCollection from "./internal/idleCollection.js"
 import * as Stack from "./internal/stack.js"
@@ -263,6 +264,14 @@ export const workerThreadSetting: Config.Config<"auto" | boolean> = Config.strin
 export const runsOnTwoThreads = (setting: "auto" | boolean, cpus: number): boolean =>
   setting === "auto" ? cpus >= 2 : setting
 
+/** A configuration the server cannot start with, named as {@link ConfigErrors.describe} does. */
+const invalidConfiguration = (cause: ConfigError.ConfigError) =>
+  new Mediagate.StartError({
+    message: `invalid configuration: ${ConfigErrors.describe(cause)}`,
+    retryable: false,
+    cause
+  })
+
 /**
  * The server program: {@link serve} of `Mediagate.layerConfig` on {@link config}, until interrupted.
  *
@@ -272,12 +281,12 @@ export const runsOnTwoThreads = (setting: "auto" | boolean, cpus: number): boole
 export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect.gen(function*() {
   const listenOptions = yield* Effect.mapError(
     config,
-    (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
+    invalidConfiguration
   )
   const serveOptions = { ...listenOptions, bootstrap: Option.isNone(yield* adminToken) }
   yield* Effect.mapError(
     IdleCollection.scoped,
-    (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
+    invalidConfiguration
   )
   if (!(runByRunMain && (yield* onTwoThreads))) {
     yield* serve(Mediagate.layerConfig, serveOptions)
@@ -312,7 +321,7 @@ export const program: Effect.Effect<never, Mediagate.StartError, never> = Effect
  */
 const onTwoThreads = Effect.mapError(
   Config.all([Stack.settings, workerThreadSetting]),
-  (cause) => new Mediagate.StartError({ message: `invalid configuration: ${String(cause)}`, retryable: false, cause })
+  invalidConfiguration
 ).pipe(Effect.map(([stack, thread]) => stack.workers && runsOnTwoThreads(thread, availableParallelism())))
 
 /**
@@ -346,7 +355,9 @@ const report = <E>(cause: Cause.Cause<E>): Effect.Effect<void> => {
   if (failure instanceof Mediagate.StartError || failure instanceof OptionalPackage.MissingPackage) {
     return Effect.logError(`Mediagate cannot start: ${failure.message}`)
   }
-  if (ConfigError.isConfigError(failure)) return Effect.logError(`invalid configuration: ${String(failure)}`)
+  if (ConfigError.isConfigError(failure)) {
+    return Effect.logError(`invalid configuration: ${ConfigErrors.describe(failure)}`)
+  }
   return Effect.logError("Mediagate failed", cause)
 }
 

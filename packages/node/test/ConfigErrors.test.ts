@@ -1,7 +1,8 @@
 /**
  * A setting out of its range is refused with the variable's name: the operator reads
  * `invalid configuration: (Invalid data at MEDIAGATE_WORKER_CONCURRENCY: "must be 0 or more")`, not a message
- * without the name (a range check after the default loses the path).
+ * without the name (a range check after the default loses the path); the server's start names only that value
+ * (`ConfigErrors.describe`), not the missing-value alternatives of the setting's default.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Ledger from "@mediagate/billing/Ledger"
@@ -9,11 +10,12 @@ import * as Admission from "@mediagate/engine/Admission"
 import * as Worker from "@mediagate/engine/Worker"
 import * as ServerConfig from "@mediagate/server/ServerConfig"
 import * as UrlSigner from "@mediagate/vendors/UrlSigner"
-import type * as Config from "effect/Config"
+import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Database from "../src/Database.js"
+import * as ConfigErrors from "../src/internal/configErrors.js"
 import * as Tracing from "../src/internal/tracing.js"
 
 const provider = (variables: Record<string, string>) => ConfigProvider.fromMap(new Map(Object.entries(variables)))
@@ -41,7 +43,8 @@ const cases: ReadonlyArray<{
     value: "1",
     read: Database.config,
     extra: { DATABASE_URL: "postgres://postgres@127.0.0.1:5432/test" }
-  }
+  },
+  { name: "MEDIAGATE_SQLITE_SYNCHRONOUS", value: "sometimes", read: Database.config }
 ]
 
 describe("a setting out of its range", () => {
@@ -52,6 +55,29 @@ describe("a setting out of its range", () => {
           Effect.withConfigProvider(read as Config.Config<unknown>, provider({ ...extra, [name]: value }))
         )
         assert.include(String(error), `Invalid data at ${name}:`)
+        // as the server's start reports it: the wrong value only
+        const described = ConfigErrors.describe(error as never)
+        assert.match(described, new RegExp(`^${name}: `))
+        assert.notInclude(described, "provided map")
       }))
   }
+
+  it.effect("a setting that is missing is named as missing; two wrong values are both named", () =>
+    Effect.gen(function*() {
+      const missing = yield* Effect.flip(
+        Effect.withConfigProvider(Config.string("MEDIAGATE_SOMETHING"), provider({}))
+      )
+      assert.strictEqual(
+        ConfigErrors.describe(missing),
+        "MEDIAGATE_SOMETHING: Expected MEDIAGATE_SOMETHING to exist in the provided map"
+      )
+      const both = yield* Effect.flip(Effect.withConfigProvider(
+        Config.all([Config.integer("A").pipe(Config.withDefault(1)), Config.integer("B").pipe(Config.withDefault(2))]),
+        provider({ A: "x", B: "y" })
+      ))
+      assert.strictEqual(
+        ConfigErrors.describe(both),
+        "A: Expected an integer value but received \"x\"; B: Expected an integer value but received \"y\""
+      )
+    }))
 })
