@@ -25,11 +25,14 @@ const quiet = process.argv.includes("--quiet")
 await mkdir(outdir, { recursive: true })
 
 /**
- * Writes a file whole or not at all (a temporary file renamed over it): a server that starts while a build runs
- * (`npm pack`'s prepack beside a running test suite) reads the former file or the new one, never a part.
+ * Writes a file whole or not at all (a temporary file, outside the assets folder, renamed over it): a server that
+ * starts while a build runs (`npm pack`'s prepack beside a running test suite) reads the former file or the new one,
+ * never a part, and never lists a temporary file.
  */
+const staging = join(root, "dist", `.staging-${process.pid}`)
+await mkdir(staging, { recursive: true })
 const writeWhole = async (path, contents) => {
-  const temporary = `${path}.${process.pid}.tmp`
+  const temporary = join(staging, basename(path))
   await writeFile(temporary, contents)
   await rename(temporary, path)
 }
@@ -104,10 +107,10 @@ for (const { body, name } of files) {
   written.add(name)
   report.push({ name, bytes: body.length, gzip: gzip.length })
 }
-// (another build's temporary files are its own to rename)
 for (const name of await readdir(outdir)) {
-  if (!written.has(name) && !name.endsWith(".tmp")) await rm(join(outdir, name), { force: true })
+  if (!written.has(name)) await rm(join(outdir, name), { force: true })
 }
+await rm(staging, { recursive: true, force: true })
 report.sort((a, b) => a.name.localeCompare(b.name))
 const kb = (n) => `${(n / 1024).toFixed(1)} KiB`
 if (!quiet) {

@@ -147,18 +147,19 @@ const load = (dir: string, base: string, apiBase: string | undefined) =>
     if (!names.includes("index.html")) return undefined
     const assets = new Map<string, Asset>()
     let page = ""
+    // a file gone since the folder was listed (a build replacing it meanwhile) is left out
+    const read = (name: string) => readFile(join(dir, name)).catch(() => undefined)
     for (const name of names) {
       if (name.endsWith(".gz")) continue
-      const body: Uint8Array = await readFile(join(dir, name))
+      const body: Uint8Array | undefined = await read(name)
+      if (body === undefined) continue
       if (name === "index.html") {
         page = new TextDecoder().decode(body)
           .replaceAll("%ASSETS%", `%ROOT%${escapeAttribute(`${base}/assets`.slice(1))}`)
           .replaceAll("%BASE%", escapeAttribute(base))
           .replaceAll("%API_BASE%", escapeAttribute(apiBase ?? ""))
       }
-      const gzip = name !== "index.html" && names.includes(`${name}.gz`)
-        ? await readFile(join(dir, `${name}.gz`))
-        : undefined
+      const gzip = name !== "index.html" && names.includes(`${name}.gz`) ? await read(`${name}.gz`) : undefined
       assets.set(name, { body, gzip, contentType: contentTypeOf(name), immutable: isHashed(name) })
     }
     return { assets, index: index(page) }
