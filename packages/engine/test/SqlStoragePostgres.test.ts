@@ -109,6 +109,57 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
   )
 
   it.scopedLive(
+    "a writer whose transaction id is above the snapshot's xmax holds back only what is behind it",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* pgSchema
+        const reader = yield* instance(schema)
+        const [older, writer, committer] = yield* Effect.all(
+          [0, 1, 2].map(() => Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient))))
+        )
+        const [key1, key2] = SqlTaskStorage.outboxLockKeys(SqlStore.defaultPrefix)
+        const insert = (sql: SqlClient.SqlClient, taskId: string) =>
+          Effect.zipRight(
+            sql`SELECT pg_advisory_xact_lock_shared(${key1}, ${key2})`,
+            sql`INSERT INTO ${sql(SqlTaskStorage.tables().outbox)} (account_id, task_id, webhook_url, event, created_at)
+          VALUES ('acct_a', ${taskId}, NULL, ${
+              JSON.stringify(
+                toEvent({ ...fromNew(newTask({ createdAt: 0 })), id: taskId, status: "succeeded" }, `evt_${taskId}`, 0)
+              )
+            }, 0)`
+          )
+        /** A transaction of `client` running `body`, kept open until `release`; answers once `body` has run. */
+        const holdOpen = (client: SqlClient.SqlClient, body: Effect.Effect<unknown, unknown>) =>
+          Effect.gen(function*() {
+            const ran = yield* Deferred.make<void>()
+            const release = yield* Deferred.make<void>()
+            const fiber = yield* Effect.fork(client.withTransaction(
+              Effect.zipRight(body, Effect.zipRight(Deferred.succeed(ran, undefined), Deferred.await(release)))
+            ))
+            yield* Deferred.await(ran)
+            return Effect.zipRight(Deferred.succeed(release, undefined), Fiber.join(fiber))
+          })
+        yield* committer.withTransaction(insert(committer, "zeroth"))
+        // an older transaction that writes no outbox row keeps the snapshot's xmax at its id; a writer gets a later id
+        const endOlder = yield* holdOpen(
+          older,
+          older`INSERT INTO ${older(SqlTaskStorage.tables().idempotency)} (account_id, "key", fingerprint, task_id,
+            created_at) VALUES ('acct_a', 'older', 'f', 't', 0)`
+        )
+        const endWriter = yield* holdOpen(writer, insert(writer, "first"))
+        // read while both are open; the transactions end before any assertion, whose failure would leave them open
+        const during = yield* reader.readOutbox(undefined, 10)
+        yield* endWriter
+        yield* endOlder
+        // "zeroth" committed before both: only "first" waits (an id above xmax was once taken for the last epoch's)
+        expect(during.entries.map((e) => e.taskId)).toEqual(["zeroth"])
+        const after = yield* reader.readOutbox(during.cursor, 10)
+        expect(after.entries.map((e) => e.taskId)).toEqual(["first"])
+      }),
+    { timeout: 20_000 }
+  )
+
+  it.scopedLive(
     "a finish holds the outbox lock from its first write: an outbox row committed after it waits for it",
     () =>
       Effect.gen(function*() {

@@ -406,13 +406,14 @@ export const outboxLockKeys = (
  * one at or above the next id: every outbox row below the horizon is committed (or rolled back) when the horizon is
  * read. Read in a statement before the outbox rows, whose snapshot then sees those commits. `pg_locks` and
  * `pg_stat_activity` show them to any role. Prepared (two-phase) transactions are not listed: Mediagate does not use
- * them.
+ * them. A holder's id is 32 bits: it is widened to the 64-bit id nearest the snapshot's `xmax` (ids in use are within
+ * 2^31 of each other), for it may lie on either side of `xmax` (one past the last completed id, not the next one).
  */
 export const outboxHorizon = (prefix: string) => {
   const [key1, key2] = outboxLockKeys(prefix)
   return `WITH s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next)
-  SELECT COALESCE(MIN(((s.next >> 32) << 32) + a.xid
-    - CASE WHEN a.xid > (s.next & 4294967295) THEN 4294967296 ELSE 0 END), MIN(s.next)) AS horizon
+  SELECT COALESCE(MIN(s.next + (((a.xid - (s.next & 4294967295) + 2147483648) & 4294967295) - 2147483648)),
+    MIN(s.next)) AS horizon
   FROM s LEFT JOIN (
     SELECT act.backend_xid::text::bigint AS xid FROM pg_locks l JOIN pg_stat_activity act ON act.pid = l.pid
     WHERE l.locktype = 'advisory' AND l.classid = ${key1} AND l.objid = ${key2} AND l.objsubid = 2
