@@ -400,19 +400,22 @@ export const outboxLockKeys = (
 ): readonly [number, number] => [0x6d676f62, Ids.hash32(`${prefix}task_outbox`) & 0x7fffffff]
 
 /**
- * The outbox readers' horizon on PostgreSQL (a 64-bit transaction id): the oldest transaction id of the sessions
- * holding the outbox lock ({@link outboxLockKeys}) in this database, or the next transaction id if none has one. A
- * writer takes the lock before it gets its transaction id, so a writer the reader does not see with an id will get
- * one at or above the next id: every outbox row below the horizon is committed (or rolled back) when the horizon is
- * read. Read in a statement before the outbox rows, whose snapshot then sees those commits. `pg_locks` and
+ * The outbox readers' horizon on PostgreSQL (a 64-bit transaction id): the snapshot's `xmax` (one past the last
+ * completed transaction id), or the oldest transaction id of the sessions holding the outbox lock
+ * ({@link outboxLockKeys}) in this database when it is lower. Every transaction below `xmax` has ended, except those
+ * running when the statement began; a writer among them took the lock before it got its id, so it still holds the
+ * lock when the statement reads `pg_locks` (or has ended since) and is seen. So every outbox row below the horizon is
+ * committed (or rolled back) when the horizon is read. A writer seen with an id at or above `xmax` may have got it
+ * after another writer the statement missed (the two views are read one after the other, not at one instant):
+ * `xmax` bounds the horizon. Read in a statement before the outbox rows, whose snapshot then sees those commits. `pg_locks` and
  * `pg_stat_activity` show them to any role. Prepared (two-phase) transactions are not listed: Mediagate does not use
- * them. A holder's id is 32 bits: it is widened to the 64-bit id nearest the snapshot's `xmax` (ids in use are within
- * 2^31 of each other), for it may lie on either side of `xmax` (one past the last completed id, not the next one).
+ * them. A holder's id is 32 bits: it is widened to the 64-bit id nearest `xmax` (ids in use are within 2^31 of each
+ * other).
  */
 export const outboxHorizon = (prefix: string) => {
   const [key1, key2] = outboxLockKeys(prefix)
   return `WITH s AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next)
-  SELECT COALESCE(MIN(s.next + (((a.xid - (s.next & 4294967295) + 2147483648) & 4294967295) - 2147483648)),
+  SELECT LEAST(MIN(s.next + (((a.xid - (s.next & 4294967295) + 2147483648) & 4294967295) - 2147483648)),
     MIN(s.next)) AS horizon
   FROM s LEFT JOIN (
     SELECT act.backend_xid::text::bigint AS xid FROM pg_locks l JOIN pg_stat_activity act ON act.pid = l.pid
