@@ -22,6 +22,26 @@ import { pgClient, pgSchema, runPostgres } from "./databases.js"
 import { chargeOf, makeRecordingBilling, newTask } from "./support.js"
 import { instance } from "./supportSql.js"
 
+/** A client of its own on `schema` (another session), closed with the scope. */
+const clientOn = (schema: string) => Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+
+/**
+ * An outbox row for `taskId` written by `sql` in its transaction, as every writer of the outbox writes one: the
+ * shared outbox lock first, then the row.
+ */
+const insert = (sql: SqlClient.SqlClient, taskId: string) => {
+  const [key1, key2] = SqlTaskStorage.outboxLockKeys(SqlStore.defaultPrefix)
+  return Effect.zipRight(
+    sql`SELECT pg_advisory_xact_lock_shared(${key1}, ${key2})`,
+    sql`INSERT INTO ${sql(SqlTaskStorage.tables().outbox)} (account_id, task_id, webhook_url, event, created_at)
+    VALUES ('acct_a', ${taskId}, NULL, ${
+      JSON.stringify(
+        toEvent({ ...fromNew(newTask({ createdAt: 0 })), id: taskId, status: "succeeded" }, `evt_${taskId}`, 0)
+      )
+    }, 0)`
+  )
+}
+
 describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => {
   it.scopedLive("a pg_notify from accept in one instance reaches the wakeups of another", () =>
     Effect.gen(function*() {
@@ -52,20 +72,8 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
       Effect.gen(function*() {
         const schema = yield* pgSchema
         const reader = yield* instance(schema)
-        const writerA = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
-        const writerB = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
-        // as every writer of the outbox: the shared outbox lock first, then the row
-        const [key1, key2] = SqlTaskStorage.outboxLockKeys(SqlStore.defaultPrefix)
-        const insert = (sql: SqlClient.SqlClient, taskId: string) =>
-          Effect.zipRight(
-            sql`SELECT pg_advisory_xact_lock_shared(${key1}, ${key2})`,
-            sql`INSERT INTO ${sql(SqlTaskStorage.tables().outbox)} (account_id, task_id, webhook_url, event, created_at)
-          VALUES ('acct_a', ${taskId}, NULL, ${
-              JSON.stringify(
-                toEvent({ ...fromNew(newTask({ createdAt: 0 })), id: taskId, status: "succeeded" }, `evt_${taskId}`, 0)
-              )
-            }, 0)`
-          )
+        const writerA = yield* clientOn(schema)
+        const writerB = yield* clientOn(schema)
         // a busy transaction that never writes the outbox (an accept waiting on a balance row) holds nobody back
         const busy = yield* Deferred.make<void>()
         const done = yield* Deferred.make<void>()
@@ -79,7 +87,7 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
           )
         ))
         yield* Deferred.await(busy)
-        const writerC = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+        const writerC = yield* clientOn(schema)
         yield* writerC.withTransaction(insert(writerC, "zeroth"))
         const unblocked = yield* reader.readOutbox(undefined, 10)
         expect(unblocked.entries.map((e) => e.taskId)).toEqual(["zeroth"])
@@ -115,19 +123,8 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
         const schema = yield* pgSchema
         const reader = yield* instance(schema)
         const [older, writer, committer] = yield* Effect.all(
-          [0, 1, 2].map(() => Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient))))
+          [0, 1, 2].map(() => clientOn(schema))
         )
-        const [key1, key2] = SqlTaskStorage.outboxLockKeys(SqlStore.defaultPrefix)
-        const insert = (sql: SqlClient.SqlClient, taskId: string) =>
-          Effect.zipRight(
-            sql`SELECT pg_advisory_xact_lock_shared(${key1}, ${key2})`,
-            sql`INSERT INTO ${sql(SqlTaskStorage.tables().outbox)} (account_id, task_id, webhook_url, event, created_at)
-          VALUES ('acct_a', ${taskId}, NULL, ${
-              JSON.stringify(
-                toEvent({ ...fromNew(newTask({ createdAt: 0 })), id: taskId, status: "succeeded" }, `evt_${taskId}`, 0)
-              )
-            }, 0)`
-          )
         /** A transaction of `client` running `body`, kept open until `release`; answers once `body` has run. */
         const holdOpen = (client: SqlClient.SqlClient, body: Effect.Effect<unknown, unknown>) =>
           Effect.gen(function*() {
@@ -173,7 +170,7 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
         })
         const finisher = yield* instance(schema, holding)
         const reader = yield* instance(schema)
-        const writer = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+        const writer = yield* clientOn(schema)
         const now = yield* finisher.now
         const task = newTask({ createdAt: now - 1000 })
         yield* finisher.accept({ task, charge: chargeOf(task), idempotency: undefined })
@@ -187,18 +184,7 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
         )
         yield* Deferred.await(refunding)
         // another writer commits an outbox row (a later transaction id) while the finish is open
-        const [key1, key2] = SqlTaskStorage.outboxLockKeys(SqlStore.defaultPrefix)
-        yield* writer.withTransaction(Effect.zipRight(
-          writer`SELECT pg_advisory_xact_lock_shared(${key1}, ${key2})`,
-          writer`INSERT INTO ${
-            writer(SqlTaskStorage.tables().outbox)
-          } (account_id, task_id, webhook_url, event, created_at)
-          VALUES ('acct_a', 'later', NULL, ${
-            JSON.stringify(
-              toEvent({ ...fromNew(newTask({ createdAt: 0 })), id: "later", status: "succeeded" }, "evt_later", 0)
-            )
-          }, 0)`
-        ))
+        yield* writer.withTransaction(insert(writer, "later"))
         const early = yield* reader.readOutbox(start.cursor, 10)
         expect(early.entries).toEqual([]) // passing "later" now would leave the finish's event behind the cursor
         yield* Deferred.succeed(release, undefined)
@@ -267,7 +253,7 @@ describe.skipIf(!runPostgres)("SqlTaskStorage across PostgreSQL clients", () => 
         // the lost fence ended nothing
         expect(Option.getOrThrow(yield* storage.get(d!.accountId, d!.id)).completedAt).toBeNull()
         // stored: the events written with the update have no time of their own (the row's), the other one has its time
-        const sql = yield* Layer.build(pgClient(schema)).pipe(Effect.map(Context.get(SqlClient.SqlClient)))
+        const sql = yield* clientOn(schema)
         const stored = yield* sql<{ task_id: string; event: string }>`SELECT task_id, event FROM ${
           sql(SqlTaskStorage.tables().outbox)
         }`
